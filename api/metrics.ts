@@ -1,0 +1,63 @@
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queues } from '../jobs/queues.js';
+
+export interface HttpMetrics {
+  registry: Registry;
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+}
+
+/**
+ * One registry per app: HTTP latency observed here, queue depth and job outcomes read from
+ * Redis at scrape time (outcomes are counted by the workers through BullMQ's metrics).
+ */
+export function createMetrics(queues: Queues): HttpMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'bullmq_queue_jobs',
+    help: 'Jobs in each queue by state',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        Object.values(queues).map(async (queue) => {
+          const counts = await queue.getJobCounts(
+            'waiting',
+            'active',
+            'delayed',
+            'failed',
+            'completed',
+            'prioritized',
+          );
+          for (const [state, n] of Object.entries(counts)) this.set({ queue: queue.name, state }, n);
+        }),
+      );
+    },
+  });
+  new Gauge({
+    name: 'bullmq_jobs_finished_total',
+    help: 'Jobs finished by each queue since metrics began, by outcome (completed, failed)',
+    labelNames: ['queue', 'outcome'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        Object.values(queues).flatMap((queue) =>
+          (['completed', 'failed'] as const).map(async (outcome) => {
+            const metrics = await queue.getMetrics(outcome, 0, 0);
+            this.set({ queue: queue.name, outcome }, metrics.meta.count);
+          }),
+        ),
+      );
+    },
+  });
+  return { registry, httpDuration };
+}

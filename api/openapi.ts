@@ -1,0 +1,100 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { AnyRoute } from './route.js';
+import { ErrorBody } from './schemas/common.js';
+
+// The OpenAPI 3.1 document, generated from the same route list and schemas that validate requests.
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid request (details name each bad field by JSON pointer)',
+  401: 'Missing, invalid, expired or revoked token',
+  403: 'The token may not act on this firm or route',
+  404: 'Not found (or belongs to another firm)',
+  409: 'Conflict with the current state',
+  413: 'Body too large',
+  415: 'Body is not JSON',
+  429: 'Rate limited (see Retry-After)',
+  503: 'Redis or MongoDB unavailable (see Retry-After)',
+};
+
+/** JSON Schema without TypeBox's symbol keys or our custom format names OpenAPI tools do not know. */
+function plain(schema: TSchema): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+}
+
+function parameters(schema: TSchema | undefined, location: 'path' | 'query') {
+  if (schema === undefined) return [];
+  const s = plain(schema) as { properties?: Record<string, unknown>; required?: string[] };
+  return Object.entries(s.properties ?? {}).map(([name, propSchema]) => ({
+    name,
+    in: location,
+    required: location === 'path' || (s.required ?? []).includes(name),
+    schema: propSchema,
+  }));
+}
+
+export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const statuses = new Set<number>([400, 503, ...(route.errors ?? [])]);
+    if (route.auth.kind !== 'none') statuses.add(401);
+    if (route.auth.kind === 'token' || route.auth.kind === 'platform') statuses.add(429);
+    if (route.auth.kind === 'platform') statuses.add(403);
+    if (route.body !== undefined) [413, 415].forEach((s) => statuses.add(s));
+    const responses: Record<string, unknown> = {
+      '200': {
+        description: 'Success',
+        content: {
+          [route.responseContentType ?? 'application/json']: {
+            schema: route.response === undefined ? {} : plain(route.response),
+          },
+        },
+      },
+    };
+    for (const status of [...statuses].sort()) {
+      responses[String(status)] = {
+        description: ERROR_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
+    }
+    const operation: Record<string, unknown> = {
+      operationId: route.operationId,
+      summary: route.summary,
+      tags: [route.tag],
+      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      responses,
+      security: route.auth.kind === 'none' ? [] : [{ bearer: [] }],
+    };
+    if (route.body !== undefined) {
+      operation.requestBody = {
+        required: true,
+        content: { 'application/json': { schema: plain(route.body) } },
+      };
+    }
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;
+  }
+  const errorSchema = plain(ErrorBody);
+  delete errorSchema.$id;
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Intake Service API',
+      version: '2.0.0',
+      description:
+        'Voice and chat intake back end: AI voice and chat agents, outbound calls and campaigns, contacts, ' +
+        'workflows and webhook receivers. Every success is 200; errors have the shape of components.schemas.Error.',
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearer: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The platform key, a firm API key, or a session JWT (HS256)',
+        },
+      },
+      schemas: { Error: errorSchema },
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import type { Context } from 'koa';
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { Principal } from '../core/auth/principal.js';
+import type { Services } from '../core/services.js';
+import type { Logger } from '../core/logger.js';
+
+// A route is declared once: its schemas validate requests, type the handler and
+// produce the OpenAPI document (api/openapi.ts); api/router.ts mounts it on Koa.
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * none: no token (health, docs); token: any valid token; platform: the platform key or a
+ * platform session only; custom: the route authenticates itself after the body is read
+ * (webhooks accept a bearer token or a provider signature over the raw body).
+ */
+export type AuthMode =
+  | { kind: 'none' }
+  | { kind: 'token' }
+  | { kind: 'platform' }
+  | { kind: 'custom'; authenticate: (ctx: Context, services: Services) => Promise<Principal> };
+
+export interface HandlerContext<B, Q, P> {
+  services: Services;
+  principal: Principal;
+  body: B;
+  query: Q;
+  params: P;
+  log: Logger;
+  koa: Context;
+}
+
+type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
+
+export interface RouteDefinition<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+> {
+  method: HttpMethod;
+  /** OpenAPI-style path, e.g. /api/firms/{slug}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  auth: AuthMode;
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** The 200 response schema (JSON); omitted for non-JSON responses. */
+  response?: TSchema;
+  responseContentType?: string;
+  /** Error statuses this route may return besides 400/401/429/503 (for the OpenAPI document). */
+  errors?: number[];
+  /** Body size limit, e.g. '16mb'; default 2mb. */
+  bodyLimit?: string;
+  /** Per-token rate limiting (default on for token routes). */
+  rateLimited?: boolean;
+  handler: (
+    ctx: HandlerContext<
+      StaticOr<B, undefined>,
+      StaticOr<Q, Record<string, never>>,
+      StaticOr<P, Record<string, never>>
+    >,
+  ) => Promise<unknown>;
+}
+
+// Handlers are type-checked at definition; the router only needs the erased shape.
+export type AnyRoute = RouteDefinition<TSchema | undefined, TSchema | undefined, TSchema | undefined>;
+
+export function defineRoute<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+>(def: RouteDefinition<B, Q, P>): AnyRoute {
+  return def as unknown as AnyRoute;
+}
+
+/** /api/v2/{firm}/webhook → /api/v2/:firm/webhook */
+export function koaPath(path: string): string {
+  return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
+}

@@ -1,0 +1,80 @@
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import type { Principal } from '../core/auth/principal.js';
+import { bearerToken, principalForToken } from '../core/auth/authenticate.js';
+import { requirePlatform } from '../core/auth/access.js';
+import { unauthorized } from '../core/errors.js';
+import type { Services } from '../core/services.js';
+import type { Logger } from '../core/logger.js';
+import { jsonBody } from './middleware/body.js';
+import type { RateLimiter } from './middleware/rate-limit.js';
+import { koaPath, type AnyRoute } from './route.js';
+import { compileValidator, type Validator } from './validation.js';
+
+/** Authenticates the bearer header; used by token routes and by webhook routes' own authenticators. */
+export async function authenticateBearer(ctx: Context, services: Services): Promise<Principal> {
+  const token = bearerToken(ctx.get('Authorization') || undefined);
+  if (token === null) throw unauthorized();
+  const principal = await principalForToken(token, services.config, services.mongo.db);
+  if (principal === null) throw unauthorized('The bearer token is invalid, expired or revoked.');
+  return principal;
+}
+
+export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
+  const router = new Router();
+  for (const route of routes) {
+    const validators = {
+      body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),
+      query: route.query === undefined ? undefined : compileValidator(route.query, 'query'),
+      params: route.params === undefined ? undefined : compileValidator(route.params, 'params'),
+    };
+    const chain: Middleware[] = [];
+    const auth = route.auth;
+    if (auth.kind === 'token' || auth.kind === 'platform') {
+      chain.push(async (ctx, next) => {
+        const principal = await authenticateBearer(ctx, services);
+        if (auth.kind === 'platform') requirePlatform(principal);
+        if (route.rateLimited !== false) await limiter.check(bearerToken(ctx.get('Authorization'))!);
+        ctx.state.principal = principal;
+        await next();
+      });
+    }
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) chain.push(jsonBody(route.bodyLimit));
+    if (auth.kind === 'custom') {
+      chain.push(async (ctx, next) => {
+        ctx.state.principal = await auth.authenticate(ctx, services);
+        await next();
+      });
+    }
+    chain.push(handle(route, services, validators));
+    router.register(koaPath(route.path), [route.method], chain, { name: route.operationId });
+  }
+  return router;
+}
+
+function handle(
+  route: AnyRoute,
+  services: Services,
+  v: { body?: Validator; query?: Validator; params?: Validator },
+): Middleware {
+  return async (ctx) => {
+    const rawBody = (ctx.request as unknown as { body?: unknown }).body;
+    const body = v.body === undefined ? undefined : v.body(rawBody ?? {});
+    const query = v.query === undefined ? {} : v.query({ ...ctx.query });
+    const params = v.params === undefined ? {} : v.params({ ...ctx.params });
+    const result = await route.handler({
+      services,
+      principal: ctx.state.principal as Principal,
+      body: body as undefined,
+      query: query as Record<string, never>,
+      params: params as Record<string, never>,
+      log: ctx.state.log as Logger,
+      koa: ctx,
+    });
+    // A handler that wrote the response itself (HTML, 202) returns undefined.
+    if (result !== undefined) {
+      ctx.status = 200;
+      ctx.body = result;
+    }
+  };
+}

@@ -1,0 +1,50 @@
+import { requireFirm } from '../../../core/auth/access.js';
+import { createFirm, firmView, updateFirm } from '../../../core/domain/firms.js';
+import { defineRoute } from '../../route.js';
+import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
+
+const tag = 'Firms';
+
+export const firmRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/firms',
+    operationId: 'createFirm',
+    summary: 'Create a firm (platform key)',
+    tag,
+    auth: { kind: 'platform' },
+    body: CreateFirmBody,
+    response: FirmResponse,
+    errors: [403, 409],
+    handler: async ({ services, body }) => firmView(await createFirm(services.mongo.db, body)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/firms/{slug}',
+    operationId: 'getFirm',
+    summary: 'Read a firm (a firm token: its own)',
+    tag,
+    auth: { kind: 'token' },
+    params: FirmParams,
+    response: FirmResponse,
+    errors: [403, 404],
+    handler: async ({ services, principal, params }) =>
+      firmView(await requireFirm(services.mongo.db, principal, params.slug)),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/api/firms/{slug}',
+    operationId: 'updateFirm',
+    summary: 'Change a firm name or settings (null removes a setting; "********" keeps a secret)',
+    tag,
+    auth: { kind: 'token' },
+    params: FirmParams,
+    body: PatchFirmBody,
+    response: FirmResponse,
+    errors: [403, 404],
+    handler: async ({ services, principal, params, body }) => {
+      const firm = await requireFirm(services.mongo.db, principal, params.slug);
+      return firmView(await updateFirm(services.mongo.db, firm, body));
+    },
+  }),
+];

@@ -1,0 +1,6 @@
+import type { AnyRoute } from '../route.js';
+import { apiKeyRoutes } from './api-keys/routes.js';
+import { firmRoutes } from './firms/routes.js';
+
+/** Every business route, by operation group. Operations routes are added by the app. */
+export const businessRoutes: AnyRoute[] = [...firmRoutes, ...apiKeyRoutes];

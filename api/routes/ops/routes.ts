@@ -1,0 +1,158 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { createRequire } from 'node:module';
+import { AppError, UnavailableError } from '../../../core/errors.js';
+import { pingMongo } from '../../../core/db/mongo.js';
+import type { Services } from '../../../core/services.js';
+import type { HttpMetrics } from '../../metrics.js';
+import { defineRoute, type AnyRoute } from '../../route.js';
+import { buildOpenApiDocument } from '../../openapi.js';
+
+const tag = 'Operations';
+const require = createRequire(import.meta.url);
+const swaggerUiDir = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+const DOC_ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
+};
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Intake Service API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/init.js"></script></body></html>`;
+const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });`;
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'";
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface Lifecycle {
+  shuttingDown: boolean;
+}
+
+export async function checkReadiness(services: Services): Promise<Record<string, string>> {
+  const [redis, mongodb] = await Promise.allSettled([
+    withTimeout(services.redis.ping(), 2000),
+    withTimeout(pingMongo(services.mongo), 2500),
+  ]);
+  return {
+    redis: redis.status === 'fulfilled' ? 'ok' : `unreachable: ${(redis.reason as Error).message}`,
+    mongodb: mongodb.status === 'fulfilled' ? 'ok' : `unreachable: ${(mongodb.reason as Error).message}`,
+  };
+}
+
+export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; allRoutes: () => AnyRoute[] }) {
+  let openApi: Record<string, unknown> | undefined;
+  const common = { tag, auth: { kind: 'none' as const }, rateLimited: false };
+  return [
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/healthz',
+      operationId: 'healthz',
+      summary: 'The process is up',
+      response: Type.Object({ status: Type.Literal('ok') }),
+      handler: async () => ({ status: 'ok' }),
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/readyz',
+      operationId: 'readyz',
+      summary: 'Redis and MongoDB are reachable (503 otherwise, and while shutting down)',
+      response: Type.Object({ status: Type.Literal('ready'), redis: Type.String(), mongodb: Type.String() }),
+      handler: async ({ services }) => {
+        if (deps.lifecycle.shuttingDown) {
+          throw new AppError(503, 'unavailable', 'The process is shutting down.', undefined, {
+            'Retry-After': '5',
+          });
+        }
+        const checks = await checkReadiness(services);
+        const down = Object.entries(checks).filter(([, v]) => v !== 'ok');
+        if (down.length > 0) {
+          const error = new UnavailableError(down[0]![0] as 'redis' | 'mongodb');
+          throw new AppError(
+            error.status,
+            error.code,
+            error.message,
+            down.map(([k, v]) => ({ path: `/${k}`, message: v })),
+            error.headers,
+          );
+        }
+        return { status: 'ready', ...checks };
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/metrics',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics: HTTP latency, queue depth, job outcomes per queue',
+      responseContentType: 'text/plain',
+      handler: async ({ koa }) => {
+        koa.type = deps.metrics.registry.contentType;
+        koa.body = await deps.metrics.registry.metrics();
+        return undefined;
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/openapi.json',
+      operationId: 'openapi',
+      summary: 'This OpenAPI 3.1 document',
+      handler: async ({ services }) =>
+        (openApi ??= buildOpenApiDocument(deps.allRoutes(), services.config.publicBaseUrl)),
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/docs',
+      operationId: 'docs',
+      summary: 'API reference page (works offline)',
+      responseContentType: 'text/html',
+      handler: async ({ koa }) => {
+        koa.set('Content-Security-Policy', DOCS_CSP);
+        koa.type = 'text/html; charset=utf-8';
+        koa.body = DOCS_HTML;
+        return undefined;
+      },
+    }),
+    defineRoute({
+      ...common,
+      method: 'GET',
+      path: '/docs/assets/{file}',
+      operationId: 'docsAsset',
+      summary: 'Static assets of the API reference page',
+      params: Type.Object({ file: Type.String({ maxLength: 64 }) }),
+      responseContentType: 'application/javascript',
+      errors: [404],
+      handler: async ({ koa, params }) => {
+        koa.set('Cache-Control', 'public, max-age=3600');
+        if (params.file === 'init.js') {
+          koa.type = 'application/javascript; charset=utf-8';
+          koa.body = DOCS_INIT;
+          return undefined;
+        }
+        const type = DOC_ASSETS[params.file];
+        if (type === undefined) throw new AppError(404, 'asset_not_found', 'No such documentation asset.');
+        koa.type = type;
+        koa.body = await readFile(join(swaggerUiDir, params.file));
+        return undefined;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,60 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { TSchema } from '@sinclair/typebox';
+import { invalidRequest, type ErrorDetail } from '../core/errors.js';
+import { isTimeZone } from '../core/domain/time-zone.js';
+
+// ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, coerceTypes, useDefaults: true, strict: false });
+  addFormats(ajv, ['email', 'uri', 'date-time', 'uuid']);
+  ajv.addFormat('iana-time-zone', { type: 'string', validate: isTimeZone });
+  return ajv;
+}
+
+// Bodies are typed exactly as sent; query strings and path parameters arrive as text.
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+export type Validator = (value: unknown) => unknown;
+
+/** Compiles once (at start); the returned function throws 400 invalid_request with JSON-pointer details. */
+export function compileValidator(schema: TSchema, where: 'body' | 'query' | 'params'): Validator {
+  const validate: ValidateFunction = (where === 'body' ? bodyAjv : textAjv).compile(schema);
+  return (value) => {
+    if (validate(value)) return value;
+    const details = toDetails(validate.errors ?? [], where);
+    const what = where === 'body' ? 'request body' : where === 'query' ? 'query string' : 'path';
+    throw invalidRequest(
+      `The ${what} is invalid: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`,
+      details,
+    );
+  };
+}
+
+function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  // Union branches repeat each other; keep the first message per path.
+  for (const e of errors) {
+    let path = e.instancePath;
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'additionalProperties') {
+      path += `/${String(e.params.additionalProperty)}`;
+      message = 'is not an allowed field';
+    } else if (e.keyword === 'required') {
+      path += `/${String(e.params.missingProperty)}`;
+      message = 'is required';
+    } else if (e.keyword === 'pattern') {
+      message = `does not have the expected format (${String(e.params.pattern)})`;
+    }
+    const pointer = path === '' ? (where === 'body' ? '' : `/${where}`) : path;
+    const key = `${pointer}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push({ path: pointer === '' ? '/' : pointer, message });
+  }
+  return details;
+}

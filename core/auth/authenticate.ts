@@ -1,0 +1,27 @@
+import type { Db } from 'mongodb';
+import type { Config } from '../config.js';
+import type { Principal } from './principal.js';
+import { API_KEY_PREFIX, safeEqual, sha256Hex } from './secrets.js';
+import { verifySessionToken } from './session.js';
+import { findApiKeyByHash } from '../domain/api-keys.js';
+
+/** Resolves a bearer token to a principal, or null for any token that is not valid now. */
+export async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
+  if (token.length === 0 || token.length > 4096) return null;
+  if (safeEqual(token, config.adminApiKey)) {
+    return { kind: 'platform', via: 'platform_key', subject: 'platform' };
+  }
+  if (token.startsWith(API_KEY_PREFIX)) {
+    const key = await findApiKeyByHash(db, sha256Hex(token));
+    return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key._id };
+  }
+  if (token.split('.').length === 3) return verifySessionToken(token, config.sessionSecret);
+  return null;
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */
+export function bearerToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+  return match?.[1] ?? null;
+}

@@ -1,0 +1,8 @@
+/** Who is calling: the platform (every firm, admin routes) or one firm. */
+export type Principal =
+  | { kind: 'platform'; via: 'platform_key' | 'session'; subject: string }
+  | { kind: 'firm'; firm: string; via: 'api_key' | 'session'; subject: string };
+
+export function isPlatform(p: Principal): p is Extract<Principal, { kind: 'platform' }> {
+  return p.kind === 'platform';
+}

@@ -1,0 +1,184 @@
+// The one place that reads the environment. Every process parses it once at start and
+// stops with exit code 1 and a message naming each bad variable (see exitOnConfigError).
+
+export type VoiceProviderName = 'simulator' | 'retell';
+
+export interface Config {
+  redisUrl: string;
+  mongodbUri: string;
+  adminApiKey: string;
+  sessionSecret: string;
+  port: number;
+  publicBaseUrl: string;
+  voiceProvider: VoiceProviderName;
+  retellApiKey: string | undefined;
+  retellBaseUrl: string;
+  openaiApiKey: string | undefined;
+  openaiBaseUrl: string | undefined;
+  openaiModel: string;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  clioBaseUrl: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  rateLimitPerMinute: number;
+  simCallMs: number;
+  shutdownTimeoutMs: number;
+  workerConcurrency: number;
+  /** Prefix of every BullMQ key, so that several deployments can share one Redis. */
+  queuePrefix: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+
+  required(name: string, what: string): string {
+    const value = this.raw(name);
+    if (value === undefined) this.problems.push(`${name} is missing: ${what}`);
+    return value ?? '';
+  }
+
+  optional(name: string): string | undefined {
+    return this.raw(name);
+  }
+
+  url(name: string, what: string, protocols: string[], fallback?: string): string {
+    const value = fallback === undefined ? this.required(name, what) : (this.raw(name) ?? fallback);
+    if (value === '') return value;
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) {
+        this.problems.push(`${name} must use ${protocols.join(' or ')} (got "${parsed.protocol}")`);
+      }
+    } catch {
+      this.problems.push(`${name} is not a valid URL: ${what}`);
+    }
+    return value;
+  }
+
+  optionalUrl(name: string, protocols: string[]): string | undefined {
+    return this.raw(name) === undefined ? undefined : this.url(name, 'a URL', protocols);
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${value}")`);
+      return fallback;
+    }
+    return n;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${value}")`);
+      return fallback;
+    }
+    return value as T;
+  }
+
+  minLength(name: string, value: string, length: number): void {
+    if (value !== '' && value.length < length) {
+      this.problems.push(`${name} must be at least ${length} characters long`);
+    }
+  }
+}
+
+export function loadConfig(env: Env): Config {
+  const r = new Reader(env);
+  const redisUrl = r.url('REDIS_URL', 'the Redis URL, e.g. redis://127.0.0.1:6379', ['redis:', 'rediss:']);
+  const mongodbUri = r.url('MONGODB_URI', 'the MongoDB URI, e.g. mongodb://127.0.0.1:27017/intake', [
+    'mongodb:',
+    'mongodb+srv:',
+  ]);
+  const adminApiKey = r.required('ADMIN_API_KEY', 'the platform API key (at least 24 characters)');
+  r.minLength('ADMIN_API_KEY', adminApiKey, 24);
+  const sessionSecret = r.required(
+    'SESSION_SECRET',
+    'the HS256 secret for session JWTs (at least 32 characters)',
+  );
+  r.minLength('SESSION_SECRET', sessionSecret, 32);
+  const port = r.int('PORT', 3000, 0, 65535);
+  const publicBaseUrl = r
+    .url(
+      'PUBLIC_BASE_URL',
+      'the public base URL of this service',
+      ['http:', 'https:'],
+      `http://127.0.0.1:${port}`,
+    )
+    .replace(/\/+$/, '');
+  const voiceProvider = r.oneOf('VOICE_PROVIDER', ['simulator', 'retell'] as const, 'simulator');
+  const retellApiKey = r.optional('RETELL_API_KEY');
+  if (voiceProvider === 'retell' && retellApiKey === undefined) {
+    r.problems.push('RETELL_API_KEY is missing: it is required when VOICE_PROVIDER=retell');
+  }
+  const retellBaseUrl = r
+    .url('RETELL_BASE_URL', 'the Retell API base URL', ['http:', 'https:'], 'https://api.retellai.com')
+    .replace(/\/+$/, '');
+  const openaiApiKey = r.optional('OPENAI_API_KEY');
+  const openaiBaseUrl = r.optionalUrl('OPENAI_BASE_URL', ['http:', 'https:']);
+  const smtpUrl = r.optionalUrl('SMTP_URL', ['smtp:', 'smtps:']);
+  const clioBaseUrl = r
+    .url('CLIO_BASE_URL', 'the Clio API base URL', ['http:', 'https:'], 'https://app.clio.com')
+    .replace(/\/+$/, '');
+  const config: Config = {
+    redisUrl,
+    mongodbUri,
+    adminApiKey,
+    sessionSecret,
+    port,
+    publicBaseUrl,
+    voiceProvider,
+    retellApiKey,
+    retellBaseUrl,
+    openaiApiKey,
+    openaiBaseUrl,
+    openaiModel: r.optional('OPENAI_MODEL') ?? 'gpt-4o-mini',
+    smtpUrl,
+    mailFrom: r.optional('MAIL_FROM') ?? 'Intake Service <no-reply@intake.invalid>',
+    clioBaseUrl,
+    logLevel: r.oneOf(
+      'LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      'info',
+    ),
+    rateLimitPerMinute: r.int('RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    simCallMs: r.int('SIM_CALL_MS', 2000, 0, 600_000),
+    shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1000, 120_000),
+    workerConcurrency: r.int('WORKER_CONCURRENCY', 10, 1, 500),
+    queuePrefix: r.optional('QUEUE_PREFIX') ?? 'bull',
+  };
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}
+
+/** Entry points call this: a bad environment ends the process with exit code 1. */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

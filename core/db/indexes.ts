@@ -1,0 +1,32 @@
+import type { Db, IndexDescription } from 'mongodb';
+import { COLLECTIONS, type CollectionName } from './collections.js';
+
+// Plain and unique compound indexes only: FerretDB (tests, local) has no partial or TTL indexes.
+const INDEXES: Record<CollectionName, IndexDescription[]> = {
+  [COLLECTIONS.firms]: [],
+  [COLLECTIONS.apiKeys]: [
+    { key: { key_hash: 1 }, name: 'key_hash_unique', unique: true },
+    { key: { firm: 1, created_at: -1 }, name: 'firm_created' },
+  ],
+  [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  [COLLECTIONS.calls]: [
+    // list-calls keyset: finished calls of a firm by end time then id, newest first.
+    { key: { firm: 1, finished: 1, end_timestamp: -1, call_id: -1 }, name: 'firm_finished_end_id' },
+    { key: { provider_call_id: 1 }, name: 'provider_call_id' },
+  ],
+  [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
+};
+
+/** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
+export async function ensureIndexes(db: Db): Promise<string[]> {
+  const created: string[] = [];
+  const existing = new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+  for (const [name, indexes] of Object.entries(INDEXES)) {
+    if (!existing.has(name)) await db.createCollection(name);
+    if (indexes.length === 0) continue;
+    const names = await db.collection(name).createIndexes(indexes);
+    created.push(...names.map((n) => `${name}.${n}`));
+  }
+  return created;
+}

@@ -1,0 +1,22 @@
+import { MongoClient, type Db } from 'mongodb';
+
+export interface Mongo {
+  client: MongoClient;
+  db: Db;
+}
+
+/** Connects lazily: a down server surfaces as errors on use (mapped to 503), not at start. */
+export function createMongo(uri: string): Mongo {
+  const client = new MongoClient(uri, {
+    serverSelectionTimeoutMS: 3000,
+    connectTimeoutMS: 3000,
+    maxPoolSize: 20,
+    appName: 'intake-service',
+  });
+  // The database named in the URI path, else "intake".
+  return { client, db: client.db() };
+}
+
+export async function pingMongo(mongo: Mongo): Promise<void> {
+  await mongo.db.command({ ping: 1 });
+}

@@ -1,0 +1,116 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+// Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
+// the mask back in a PATCH keeps the stored value.
+
+export const SECRET_MASK = '********';
+export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$';
+const HHMM = '^(?:[01]\\d|2[0-3]):[0-5]\\d$';
+
+const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+
+export const CrmSettings = Type.Union([
+  Type.Object(
+    {
+      provider: Type.Literal('clio'),
+      access_token: Type.String({ minLength: 1, maxLength: 4096 }),
+      base_url: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object({ provider: Type.Literal('none') }, { additionalProperties: false }),
+]);
+
+export const CallingWindow = Type.Object(
+  {
+    start: Type.String({ pattern: HHMM }),
+    end: Type.String({ pattern: HHMM }),
+    days: Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), {
+      minItems: 1,
+      maxItems: 7,
+      uniqueItems: true,
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** The settings a request may send; null removes a setting (PATCH). */
+export const FirmSettingsInput = Type.Object(
+  {
+    timezone: Nullable(Type.String({ format: 'iana-time-zone' })),
+    notification_emails: Nullable(
+      Type.Array(Type.String({ format: 'email', maxLength: 320 }), { maxItems: 50 }),
+    ),
+    slack_webhook_url: Nullable(Type.String({ format: 'uri', maxLength: 2048, pattern: '^https?://' })),
+    crm: Nullable(CrmSettings),
+    voice_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
+    booking_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
+    from_number: Nullable(Type.String({ pattern: E164_PATTERN })),
+    max_concurrent_calls: Nullable(Type.Integer({ minimum: 1, maximum: 1000 })),
+    calling_window: Nullable(CallingWindow),
+    reminder_offsets_minutes: Nullable(
+      Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), { maxItems: 10, uniqueItems: true }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type FirmSettingsInput = Static<typeof FirmSettingsInput>;
+
+export interface FirmSettings {
+  timezone: string;
+  notification_emails: string[];
+  slack_webhook_url?: string;
+  crm: { provider: 'clio'; access_token: string; base_url?: string } | { provider: 'none' };
+  voice_webhook_secret?: string;
+  booking_webhook_secret?: string;
+  from_number?: string;
+  max_concurrent_calls: number;
+  calling_window?: { start: string; end: string; days: number[] };
+  reminder_offsets_minutes: number[];
+}
+
+export const DEFAULT_SETTINGS: FirmSettings = {
+  timezone: 'America/New_York',
+  notification_emails: [],
+  crm: { provider: 'none' },
+  max_concurrent_calls: 5,
+  reminder_offsets_minutes: [1440, 60],
+};
+
+const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
+
+/** Applies a settings input on top of stored settings: null removes (back to default), the mask keeps. */
+export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): FirmSettings {
+  const next: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    if (value === null) {
+      const fallback = (DEFAULT_SETTINGS as unknown as Record<string, unknown>)[key];
+      if (fallback === undefined) delete next[key];
+      else next[key] = fallback;
+      continue;
+    }
+    if ((SECRET_KEYS as readonly string[]).includes(key) && value === SECRET_MASK) continue;
+    if (
+      key === 'crm' &&
+      typeof value === 'object' &&
+      'access_token' in value &&
+      value.access_token === SECRET_MASK
+    ) {
+      const kept = current.crm.provider === 'clio' ? current.crm.access_token : undefined;
+      if (kept === undefined) continue;
+      next.crm = { ...value, access_token: kept };
+      continue;
+    }
+    next[key] = value;
+  }
+  return next as unknown as FirmSettings;
+}
+
+/** Settings as an API response shows them: every secret masked. */
+export function maskSettings(settings: FirmSettings): Record<string, unknown> {
+  const shown: Record<string, unknown> = { ...settings };
+  for (const key of SECRET_KEYS) if (settings[key] !== undefined) shown[key] = SECRET_MASK;
+  if (settings.crm.provider === 'clio') shown.crm = { ...settings.crm, access_token: SECRET_MASK };
+  return shown;
+}

@@ -1,0 +1,73 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../db/collections.js';
+import { conflict, notFound } from '../errors.js';
+import {
+  DEFAULT_SETTINGS,
+  maskSettings,
+  mergeSettings,
+  type FirmSettings,
+  type FirmSettingsInput,
+} from './firm-settings.js';
+
+export interface FirmDoc {
+  _id: string;
+  name: string;
+  settings: FirmSettings;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const firms = (db: Db) => collection<FirmDoc>(db, COLLECTIONS.firms);
+
+export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
+  return firms(db).findOne({ _id: slug });
+}
+
+export async function createFirm(
+  db: Db,
+  input: { slug: string; name: string; settings?: FirmSettingsInput },
+): Promise<FirmDoc> {
+  const now = new Date();
+  const doc: FirmDoc = {
+    _id: input.slug,
+    name: input.name,
+    settings: mergeSettings(DEFAULT_SETTINGS, input.settings ?? {}),
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await firms(db).insertOne(doc);
+  } catch (err) {
+    if ((err as { code?: number }).code === 11000) {
+      throw conflict('firm_exists', `A firm with the slug "${input.slug}" already exists.`);
+    }
+    throw err;
+  }
+  return doc;
+}
+
+export async function updateFirm(
+  db: Db,
+  firm: FirmDoc,
+  input: { name?: string; settings?: FirmSettingsInput },
+): Promise<FirmDoc> {
+  const next: FirmDoc = {
+    ...firm,
+    name: input.name ?? firm.name,
+    settings: input.settings === undefined ? firm.settings : mergeSettings(firm.settings, input.settings),
+    updated_at: new Date(),
+  };
+  const result = await firms(db).replaceOne({ _id: firm._id }, next);
+  if (result.matchedCount === 0) throw notFound('firm');
+  return next;
+}
+
+export function firmView(firm: FirmDoc): Record<string, unknown> {
+  return {
+    slug: firm._id,
+    name: firm.name,
+    settings: maskSettings(firm.settings),
+    created_at: firm.created_at.toISOString(),
+    updated_at: firm.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// `npm start` and `npm test` begin here, before any dependency is installed: install the npm
+// packages when they are missing or older than package-lock.json, then hand over to the
+// TypeScript entry (start) or to vitest (test). Redis, FerretDB and Chromium are set up by
+// those (core/local/services.ts), since they need the packages installed here.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const [mode, ...rest] = process.argv.slice(2);
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+function dependenciesCurrent() {
+  const stamp = join(root, 'node_modules', '.package-lock.json');
+  const lock = join(root, 'package-lock.json');
+  return existsSync(stamp) && existsSync(lock) && statSync(stamp).mtimeMs >= statSync(lock).mtimeMs;
+}
+
+if (!dependenciesCurrent()) {
+  process.stderr.write('[setup] installing npm packages (npm ci) ...\n');
+  const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) {
+    process.stderr.write(
+      '[setup] npm ci failed; see above. Node 20.19+ and the npm registry are required.\n',
+    );
+    process.exit(result.status ?? 1);
+  }
+}
+
+const commands = {
+  start: [process.execPath, ['--import', 'tsx', join(root, 'core', 'local', 'start.ts'), ...rest]],
+  test: [process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...rest]],
+};
+const command = commands[mode];
+if (command === undefined) {
+  process.stderr.write('usage: node core/local/bootstrap.mjs start|test [args]\n');
+  process.exit(2);
+}
+const child = spawn(command[0], command[1], { cwd: root, stdio: 'inherit' });
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,32 @@
+import type { Logger } from './logger.js';
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT and exits 0 when it finishes, or 1 when it fails or
+ * outlasts the deadline (Heroku sends SIGKILL 30 s after SIGTERM; we aim to be gone in 25 s).
+ */
+export function stopOnSignals(log: Logger, deadlineMs: number, stop: () => Promise<void>): void {
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, deadlineMs);
+    force.unref();
+    stop().then(
+      () => {
+        clearTimeout(force);
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}

@@ -1,0 +1,61 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from './logger.js';
+
+export type RedisRole = 'producer' | 'worker';
+
+/**
+ * Producers (the web process) give up on a command after one reconnect attempt, and
+ * `enqueue` refuses at once while the connection is not ready, so the API answers 503
+ * instead of hanging; workers wait for Redis forever, as BullMQ requires. (The offline
+ * queue stays on for producers: BullMQ sends INFO as soon as a Queue is constructed.)
+ */
+export function createRedis(url: string, role: RedisRole): Redis {
+  const common: RedisOptions = {
+    connectTimeout: 3000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+    lazyConnect: false,
+  };
+  const options: RedisOptions =
+    role === 'producer'
+      ? { ...common, maxRetriesPerRequest: 1 }
+      : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
+  const redis = new Redis(url, options);
+  // Errors are reported through readiness and request failures; an unhandled 'error' event would crash.
+  redis.on('error', () => {});
+  return redis;
+}
+
+/** BullMQ loses jobs if Redis evicts keys: warn loudly when the policy is not noeviction. */
+export async function warnUnlessNoEviction(redis: Redis, log: Logger): Promise<void> {
+  try {
+    const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    const policy = reply[1];
+    if (policy !== undefined && policy !== 'noeviction') {
+      log.warn(
+        { policy },
+        `Redis maxmemory-policy is "${policy}"; BullMQ needs "noeviction" or jobs can be lost`,
+      );
+    }
+  } catch (err) {
+    // Managed Redis may forbid CONFIG; say so once rather than guess.
+    log.warn(
+      { err: (err as Error).message },
+      'could not read Redis maxmemory-policy; make sure it is noeviction',
+    );
+  }
+}
+
+export async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error('Redis did not become ready in time'));
+    }, timeoutMs);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}

@@ -1,0 +1,34 @@
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { createMongo, type Mongo } from './db/mongo.js';
+import { createRedis, type RedisRole } from './redis.js';
+import { createQueues, closeQueues, type Queues } from '../jobs/queues.js';
+
+/** What both the web and the worker processes hold: configuration, log, data stores and queues. */
+export interface Services {
+  config: Config;
+  log: Logger;
+  mongo: Mongo;
+  redis: Redis;
+  queues: Queues;
+  close(): Promise<void>;
+}
+
+export function createServices(config: Config, log: Logger, role: RedisRole): Services {
+  const mongo = createMongo(config.mongodbUri);
+  const redis = createRedis(config.redisUrl, role);
+  const queues = createQueues(redis, config.queuePrefix);
+  return {
+    config,
+    log,
+    mongo,
+    redis,
+    queues,
+    async close() {
+      await closeQueues(queues).catch(() => {});
+      redis.disconnect();
+      await mongo.client.close().catch(() => {});
+    },
+  };
+}

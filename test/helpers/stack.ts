@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../core/config.js';
+import { createLogger } from '../../core/logger.js';
+import { createServices, type Services } from '../../core/services.js';
+import { ensureIndexes } from '../../core/db/indexes.js';
+import { freePort } from '../../core/local/services.js';
+import { startWeb, type Web } from '../../api/web.js';
+import { startWorkers, type Workers } from '../../workers/worker.js';
+import { processors } from '../../workers/processors.js';
+import { ApiClient } from './client.js';
+
+export const rand = (n = 6): string => randomBytes(n).toString('hex');
+
+/** A MongoDB URI naming a fresh database, so test files never see each other's data. */
+export function freshMongoUri(): string {
+  const uri = new URL(inject('mongodbUri'));
+  uri.pathname = `/t_${rand()}`;
+  return uri.toString();
+}
+
+export interface Stack {
+  config: Config;
+  env: Record<string, string>;
+  services: Services;
+  web: Web;
+  workers?: Workers;
+  baseUrl: string;
+  api: ApiClient;
+  /** The platform key's client. */
+  admin: ApiClient;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real web process in-process on a real socket, over the run's Redis and FerretDB, with
+ * its own database and BullMQ prefix; workers too when asked.
+ */
+export async function startStack(
+  options: { env?: Record<string, string>; workers?: boolean } = {},
+): Promise<Stack> {
+  const port = await freePort();
+  const env: Record<string, string> = {
+    REDIS_URL: inject('redisUrl'),
+    MONGODB_URI: freshMongoUri(),
+    ADMIN_API_KEY: `adm_${rand(16)}`,
+    SESSION_SECRET: rand(24),
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    QUEUE_PREFIX: `t${rand(4)}`,
+    SIM_CALL_MS: '200',
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const log = createLogger(config.logLevel, 'test');
+  const services = createServices(config, log, 'producer');
+  await ensureIndexes(services.mongo.db);
+  const web = await startWeb(services, '127.0.0.1');
+  const workers = options.workers
+    ? startWorkers(createServices(config, log, 'worker'), processors)
+    : undefined;
+  const baseUrl = `http://127.0.0.1:${web.port}`;
+  const api = new ApiClient(baseUrl);
+  return {
+    config,
+    env,
+    services,
+    web,
+    ...(workers === undefined ? {} : { workers }),
+    baseUrl,
+    api,
+    admin: api.withToken(config.adminApiKey),
+    async stop() {
+      await workers?.stop();
+      await services.mongo.db.dropDatabase().catch(() => {});
+      await web.stop();
+    },
+  };
+}
+
+/** A firm with its own API key client. */
+export async function createFirm(
+  stack: Stack,
+  settings: Record<string, unknown> = {},
+): Promise<{ slug: string; key: string; client: ApiClient }> {
+  const slug = `firm-${rand(4)}`;
+  const created = await stack.admin.post('/api/firms', { slug, name: `Firm ${slug}`, settings });
+  if (created.status !== 200)
+    throw new Error(`createFirm: ${created.status} ${JSON.stringify(created.body)}`);
+  const key = await stack.admin.post('/api/auth/api-keys', { firmSlug: slug, name: 'test key' });
+  if (key.status !== 200) throw new Error(`createApiKey: ${key.status} ${JSON.stringify(key.body)}`);
+  const token = (key.body as { key: string }).key;
+  return { slug, key: token, client: stack.api.withToken(token) };
+}

@@ -1,0 +1,18 @@
+import type { Job, Worker } from 'bullmq';
+import type { QueueName } from '../jobs/queues.js';
+import type { Services } from '../core/services.js';
+
+export interface ProcessorContext {
+  services: Services;
+  /** The BullMQ worker running this job (for rate limiting the whole queue). */
+  worker: Worker;
+  token: string | undefined;
+}
+
+/** One queue's processor: thin, it loads state, calls core/, records the outcome. */
+export interface QueueProcessor {
+  queue: QueueName;
+  /** Jobs run at once by one worker process; defaults to WORKER_CONCURRENCY. */
+  concurrency?: number;
+  process(job: Job, ctx: ProcessorContext): Promise<unknown>;
+}

@@ -1,0 +1,68 @@
+import { MetricsTime, Worker, type Job } from 'bullmq';
+import type { Services } from '../core/services.js';
+import { createRedis } from '../core/redis.js';
+import type { QueueProcessor } from './processor.js';
+
+export interface Workers {
+  workers: Worker[];
+  /** Stop taking jobs; let active ones finish until the deadline, then hand the rest back. */
+  stop(): Promise<void>;
+}
+
+export function startWorkers(services: Services, processors: QueueProcessor[]): Workers {
+  const inFlight = new Map<string, { job: Job; token: string | undefined }>();
+  const workers = processors.map((p) => {
+    // Each worker gets its own connection; BullMQ duplicates it for blocking commands.
+    const connection = createRedis(services.config.redisUrl, 'worker');
+    const worker: Worker = new Worker(
+      p.queue,
+      async (job, token) => {
+        const key = `${p.queue}/${job.id}`;
+        inFlight.set(key, { job, token });
+        try {
+          return await p.process(job, { services, worker, token });
+        } finally {
+          inFlight.delete(key);
+        }
+      },
+      {
+        connection,
+        prefix: services.config.queuePrefix,
+        concurrency: p.concurrency ?? services.config.workerConcurrency,
+        metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
+        lockDuration: 30_000,
+        maxStalledCount: 2,
+        autorun: true,
+      },
+    );
+    worker.on('failed', (job, err) => {
+      services.log.warn(
+        { queue: p.queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message },
+        'job failed',
+      );
+    });
+    worker.on('error', (err) => services.log.error({ queue: p.queue, err }, 'worker error'));
+    return { worker, connection };
+  });
+
+  return {
+    workers: workers.map((w) => w.worker),
+    async stop() {
+      const graceMs = Math.max(1000, services.config.shutdownTimeoutMs - 5000);
+      const graceful = Promise.all(workers.map((w) => w.worker.close())).then(() => true);
+      const finished = await Promise.race([
+        graceful,
+        new Promise<boolean>((r) => setTimeout(() => r(false), graceMs)),
+      ]);
+      if (!finished) {
+        // Hand unfinished jobs back to the wait list so another worker picks them up now,
+        // rather than after the lock expires. Their effects are idempotent by design.
+        services.log.warn({ jobs: [...inFlight.keys()] }, 'handing back unfinished jobs');
+        await Promise.allSettled([...inFlight.values()].map(({ job, token }) => job.moveToWait(token)));
+        await Promise.allSettled(workers.map((w) => w.worker.close(true)));
+      }
+      for (const w of workers) w.connection.disconnect();
+      await services.close();
+    },
+  };
+}
