@@ -4,6 +4,8 @@ import type { Logger } from './logger.js';
 import { createMongo, type Mongo } from './db/mongo.js';
 import { createRedis, type RedisRole } from './redis.js';
 import { createQueues, closeQueues, type Queues } from '../jobs/queues.js';
+import { createVoiceProvider } from './integrations/voice/index.js';
+import type { VoiceProvider } from './integrations/voice/provider.js';
 
 /** What both the web and the worker processes hold: configuration, log, data stores and queues. */
 export interface Services {
@@ -12,6 +14,8 @@ export interface Services {
   mongo: Mongo;
   redis: Redis;
   queues: Queues;
+  /** The configured voice platform (simulator or Retell). */
+  voice: VoiceProvider;
   close(): Promise<void>;
 }
 
@@ -25,6 +29,7 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
     mongo,
     redis,
     queues,
+    voice: createVoiceProvider(config, queues),
     async close() {
       await closeQueues(queues).catch(() => {});
       redis.disconnect();

@@ -1,6 +1,13 @@
 import type { AnyRoute } from '../route.js';
 import { apiKeyRoutes } from './api-keys/routes.js';
+import { agentRoutes } from './agents/routes.js';
 import { firmRoutes } from './firms/routes.js';
+import { voiceRoutes } from './voices/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
-export const businessRoutes: AnyRoute[] = [...firmRoutes, ...apiKeyRoutes];
+export const businessRoutes: AnyRoute[] = [
+  ...firmRoutes,
+  ...apiKeyRoutes,
+  ...voiceRoutes,
+  ...agentRoutes,
+];

@@ -1,0 +1,61 @@
+import { Type } from '@sinclair/typebox';
+import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+
+const IntakeQuestions = Type.Array(
+  Type.Object(
+    {
+      key: Type.String({ pattern: '^[a-z][a-z0-9_]{0,63}$' }),
+      question: Type.String({ minLength: 1, maxLength: 500 }),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: 50 },
+);
+
+const AgentFields = {
+  agent_name: Type.String({ minLength: 1, maxLength: 200 }),
+  voice_id: Type.String({ minLength: 1, maxLength: 200 }),
+  language: Type.String({ pattern: '^[a-z]{2,3}(?:-[A-Z]{2})?$', description: 'Locale tag; defaults to the voice language' }),
+  prompt: Type.String({ maxLength: 20_000 }),
+  begin_message: Type.String({ maxLength: 2000 }),
+  intake_questions: IntakeQuestions,
+};
+
+export const CreateAgentBody = Body({
+  firmSlug: FirmSlug,
+  agent_name: AgentFields.agent_name,
+  voice_id: AgentFields.voice_id,
+  language: Type.Optional(AgentFields.language),
+  prompt: Type.Optional(AgentFields.prompt),
+  begin_message: Type.Optional(AgentFields.begin_message),
+  intake_questions: Type.Optional(AgentFields.intake_questions),
+});
+
+export const UpdateAgentBody = Body({
+  agent_name: Type.Optional(AgentFields.agent_name),
+  voice_id: Type.Optional(AgentFields.voice_id),
+  language: Type.Optional(AgentFields.language),
+  prompt: Type.Optional(AgentFields.prompt),
+  begin_message: Type.Optional(AgentFields.begin_message),
+  intake_questions: Type.Optional(AgentFields.intake_questions),
+});
+
+export const AgentParams = Type.Object({ agent_id: Id });
+export const ListAgentsQuery = Type.Object({ firmSlug: Type.Optional(FirmSlug) });
+
+export const AgentListEntry = Type.Object({
+  agent_id: Type.String(),
+  agent_name: Type.String(),
+  firm: Type.String(),
+  voice_id: Type.String(),
+  language: Type.String(),
+  created_at: Timestamp,
+});
+
+export const AgentResponse = Type.Object({
+  ...AgentListEntry.properties,
+  prompt: Type.String(),
+  begin_message: Type.String(),
+  intake_questions: IntakeQuestions,
+  updated_at: Timestamp,
+});

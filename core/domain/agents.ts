@@ -1,0 +1,150 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../db/collections.js';
+import { AppError, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Principal } from '../auth/principal.js';
+import { mayRead } from '../auth/access.js';
+import type { Services } from '../services.js';
+import { findVoice } from './voices.js';
+
+export interface IntakeQuestion {
+  key: string;
+  question: string;
+}
+
+export interface AgentDoc {
+  _id: string;
+  firm: string;
+  agent_name: string;
+  voice_id: string;
+  language: string;
+  prompt: string;
+  begin_message: string;
+  intake_questions: IntakeQuestion[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** What an intake agent asks when it was configured with no questions of its own. */
+export const DEFAULT_INTAKE_QUESTIONS: IntakeQuestion[] = [
+  { key: 'full_name', question: 'May I have your full name, please?' },
+  { key: 'phone', question: 'What is the best phone number to reach you?' },
+  { key: 'email', question: 'What is your email address?' },
+  { key: 'case_type', question: 'What kind of legal matter is this about?' },
+  { key: 'description', question: 'Briefly, what happened?' },
+];
+
+export interface AgentInput {
+  agent_name?: string;
+  voice_id?: string;
+  language?: string;
+  prompt?: string;
+  begin_message?: string;
+  intake_questions?: IntakeQuestion[];
+}
+
+const agents = (db: Db) => collection<AgentDoc>(db, COLLECTIONS.agents);
+
+async function requireVoice(services: Services, voiceId: string) {
+  const voice = await findVoice(services, voiceId);
+  if (voice === undefined) {
+    throw new AppError(400, 'unknown_voice', `The voice "${voiceId}" is not one of list-voices.`, [
+      { path: '/voice_id', message: 'is not a known voice' },
+    ]);
+  }
+  return voice;
+}
+
+function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
+  if (questions === undefined) return;
+  const seen = new Set<string>();
+  questions.forEach((q, i) => {
+    if (seen.has(q.key)) {
+      throw new AppError(400, 'invalid_request', `Intake question keys must be unique; "${q.key}" repeats.`, [
+        { path: `/intake_questions/${i}/key`, message: 'repeats an earlier key' },
+      ]);
+    }
+    seen.add(q.key);
+  });
+}
+
+export async function createAgent(
+  services: Services,
+  firm: string,
+  input: AgentInput & { agent_name: string; voice_id: string },
+): Promise<AgentDoc> {
+  assertUniqueKeys(input.intake_questions);
+  const voice = await requireVoice(services, input.voice_id);
+  const now = new Date();
+  const doc: AgentDoc = {
+    _id: newId('agent', 12),
+    firm,
+    agent_name: input.agent_name,
+    voice_id: input.voice_id,
+    language: input.language ?? voice.language,
+    prompt: input.prompt ?? '',
+    begin_message: input.begin_message ?? `Hello, thank you for contacting us. I can help you get started.`,
+    intake_questions: input.intake_questions ?? DEFAULT_INTAKE_QUESTIONS,
+    created_at: now,
+    updated_at: now,
+  };
+  await agents(services.mongo.db).insertOne(doc);
+  return doc;
+}
+
+/** The agent with that id, as this principal may see it: another firm's agent is not found. */
+export async function getAgent(db: Db, principal: Principal, agentId: string): Promise<AgentDoc> {
+  const agent = await agents(db).findOne({ _id: agentId });
+  if (agent === null || !mayRead(principal, agent.firm)) throw notFound('agent');
+  return agent;
+}
+
+/** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
+export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<AgentDoc> {
+  const agent = await agents(db).findOne({ _id: agentId, firm });
+  if (agent === null) throw notFound('agent', `No agent "${agentId}" belongs to the firm "${firm}".`);
+  return agent;
+}
+
+export async function updateAgent(services: Services, agent: AgentDoc, input: AgentInput): Promise<AgentDoc> {
+  assertUniqueKeys(input.intake_questions);
+  if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
+  const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+  const next: AgentDoc = { ...agent, ...changes, updated_at: new Date() };
+  const result = await agents(services.mongo.db).replaceOne({ _id: agent._id, firm: agent.firm }, next);
+  if (result.matchedCount === 0) throw notFound('agent');
+  return next;
+}
+
+export async function deleteAgent(db: Db, agent: AgentDoc): Promise<void> {
+  await agents(db).deleteOne({ _id: agent._id, firm: agent.firm });
+}
+
+export async function listAgents(db: Db, firm: string | undefined): Promise<AgentDoc[]> {
+  return agents(db)
+    .find(firm === undefined ? {} : { firm })
+    .sort({ created_at: -1, _id: -1 })
+    .limit(5000)
+    .toArray();
+}
+
+export function agentListEntry(agent: AgentDoc) {
+  return {
+    agent_id: agent._id,
+    agent_name: agent.agent_name,
+    firm: agent.firm,
+    voice_id: agent.voice_id,
+    language: agent.language,
+    created_at: agent.created_at.toISOString(),
+  };
+}
+
+export function agentView(agent: AgentDoc) {
+  return {
+    ...agentListEntry(agent),
+    prompt: agent.prompt,
+    begin_message: agent.begin_message,
+    intake_questions: agent.intake_questions,
+    updated_at: agent.updated_at.toISOString(),
+  };
+}
