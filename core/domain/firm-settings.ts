@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { invalidRequest } from '../errors.js';
 
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
 // the mask back in a PATCH keeps the stored value.
@@ -90,21 +91,32 @@ export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): 
       else next[key] = fallback;
       continue;
     }
-    if ((SECRET_KEYS as readonly string[]).includes(key) && value === SECRET_MASK) continue;
+    if ((SECRET_KEYS as readonly string[]).includes(key) && value === SECRET_MASK) {
+      if (current[key as (typeof SECRET_KEYS)[number]] === undefined)
+        throw maskWithoutSecret(`/settings/${key}`);
+      continue;
+    }
     if (
       key === 'crm' &&
       typeof value === 'object' &&
       'access_token' in value &&
       value.access_token === SECRET_MASK
     ) {
-      const kept = current.crm.provider === 'clio' ? current.crm.access_token : undefined;
-      if (kept === undefined) continue;
-      next.crm = { ...value, access_token: kept };
+      if (current.crm.provider !== 'clio') throw maskWithoutSecret('/settings/crm/access_token');
+      next.crm = { ...value, access_token: current.crm.access_token };
       continue;
     }
     next[key] = value;
   }
   return next as unknown as FirmSettings;
+}
+
+/** The mask stands for a stored secret; with none stored there is nothing to keep, so say so. */
+function maskWithoutSecret(path: string) {
+  return invalidRequest(
+    `${path} is "${SECRET_MASK}" but no secret is stored there; send the secret itself.`,
+    [{ path, message: `is the mask "${SECRET_MASK}" but no secret is stored` }],
+  );
 }
 
 /** Settings as an API response shows them: every secret masked. */

@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => stack?.stop());
+
+const MASK = '********';
+const stored = async (slug: string) =>
+  (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+
+describe('firms', () => {
+  it('creates a firm with the default settings', async () => {
+    const slug = `f-${rand(4)}`;
+    const res = await stack.admin.post('/api/firms', { slug, name: 'Default Law' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      slug,
+      name: 'Default Law',
+      settings: {
+        timezone: 'America/New_York',
+        notification_emails: [],
+        crm: { provider: 'none' },
+        max_concurrent_calls: 5,
+        reminder_offsets_minutes: [1440, 60],
+      },
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    const read = await stack.admin.get(`/api/firms/${slug}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(res.body);
+  });
+
+  it('a firm key reads and renames its own firm', async () => {
+    const firm = await createFirm(stack);
+    const patched = await firm.client.patch(`/api/firms/${firm.slug}`, { name: 'Renamed LLP' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.name).toBe('Renamed LLP');
+    expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.name).toBe('Renamed LLP');
+  });
+});
+
+describe('firm settings: secrets are write-only', () => {
+  const secrets = {
+    voice_webhook_secret: `voice-${rand(8)}`,
+    booking_webhook_secret: `booking-${rand(8)}`,
+    crmToken: `clio-${rand(8)}`,
+  };
+  let slug: string;
+  let firmClient: Awaited<ReturnType<typeof createFirm>>['client'];
+
+  beforeAll(async () => {
+    const firm = await createFirm(stack, {
+      timezone: 'Europe/Berlin',
+      notification_emails: ['intake@example.com'],
+      slack_webhook_url: 'https://hooks.slack.example/services/T/B/X',
+      voice_webhook_secret: secrets.voice_webhook_secret,
+      booking_webhook_secret: secrets.booking_webhook_secret,
+      crm: { provider: 'clio', access_token: secrets.crmToken, base_url: 'https://clio.example' },
+      from_number: '+15551230000',
+      max_concurrent_calls: 3,
+      calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
+      reminder_offsets_minutes: [120],
+    });
+    slug = firm.slug;
+    firmClient = firm.client;
+  });
+
+  const expectNoSecretIn = (text: string) => {
+    for (const secret of Object.values(secrets)) expect(text).not.toContain(secret);
+  };
+
+  it('stores the secrets and shows them only as "********", to the platform and to the firm', async () => {
+    const settings = await stored(slug);
+    expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
+    expect(settings.booking_webhook_secret).toBe(secrets.booking_webhook_secret);
+    expect(settings.crm.access_token).toBe(secrets.crmToken);
+
+    for (const client of [stack.admin, firmClient]) {
+      const res = await client.get(`/api/firms/${slug}`);
+      expect(res.status).toBe(200);
+      expectNoSecretIn(res.text);
+      expect(res.body.settings).toEqual({
+        timezone: 'Europe/Berlin',
+        notification_emails: ['intake@example.com'],
+        slack_webhook_url: 'https://hooks.slack.example/services/T/B/X',
+        voice_webhook_secret: MASK,
+        booking_webhook_secret: MASK,
+        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio.example' },
+        from_number: '+15551230000',
+        max_concurrent_calls: 3,
+        calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
+        reminder_offsets_minutes: [120],
+      });
+    }
+  });
+
+  it('the create response masks them too', async () => {
+    const res = await stack.admin.post('/api/firms', {
+      slug: `f-${rand(4)}`,
+      name: 'Secretive',
+      settings: { voice_webhook_secret: secrets.voice_webhook_secret },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.settings.voice_webhook_secret).toBe(MASK);
+    expectNoSecretIn(res.text);
+  });
+
+  it('PATCH with the mask keeps every stored secret', async () => {
+    const res = await firmClient.patch(`/api/firms/${slug}`, {
+      settings: {
+        voice_webhook_secret: MASK,
+        booking_webhook_secret: MASK,
+        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio2.example' },
+        max_concurrent_calls: 4,
+      },
+    });
+    expect(res.status).toBe(200);
+    expectNoSecretIn(res.text);
+    expect(res.body.settings.max_concurrent_calls).toBe(4);
+    expect(res.body.settings.crm).toEqual({
+      provider: 'clio',
+      access_token: MASK,
+      base_url: 'https://clio2.example',
+    });
+    const settings = await stored(slug);
+    expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
+    expect(settings.booking_webhook_secret).toBe(secrets.booking_webhook_secret);
+    expect(settings.crm).toEqual({
+      provider: 'clio',
+      access_token: secrets.crmToken,
+      base_url: 'https://clio2.example',
+    });
+  });
+
+  it('PATCH without a setting leaves it as it was', async () => {
+    const before = await stored(slug);
+    expect((await firmClient.patch(`/api/firms/${slug}`, { name: 'Only the name' })).status).toBe(200);
+    expect((await firmClient.patch(`/api/firms/${slug}`, { settings: {} })).status).toBe(200);
+    expect(await stored(slug)).toEqual(before);
+  });
+
+  it('PATCH with a new value replaces a secret', async () => {
+    const rotated = `rotated-${rand(8)}`;
+    const res = await firmClient.patch(`/api/firms/${slug}`, { settings: { voice_webhook_secret: rotated } });
+    expect(res.status).toBe(200);
+    expect(res.body.settings.voice_webhook_secret).toBe(MASK);
+    expect(res.text).not.toContain(rotated);
+    expect((await stored(slug)).voice_webhook_secret).toBe(rotated);
+  });
+
+  it('null removes a setting, or restores its default', async () => {
+    const res = await firmClient.patch(`/api/firms/${slug}`, {
+      settings: {
+        voice_webhook_secret: null,
+        slack_webhook_url: null,
+        calling_window: null,
+        timezone: null,
+        max_concurrent_calls: null,
+        crm: null,
+      },
+    });
+    expect(res.status).toBe(200);
+    const shown = res.body.settings;
+    for (const key of ['voice_webhook_secret', 'slack_webhook_url', 'calling_window']) {
+      expect(shown).not.toHaveProperty(key);
+    }
+    expect(shown.timezone).toBe('America/New_York');
+    expect(shown.max_concurrent_calls).toBe(5);
+    expect(shown.crm).toEqual({ provider: 'none' });
+    // Untouched settings stay.
+    expect(shown.booking_webhook_secret).toBe(MASK);
+    expect(shown.reminder_offsets_minutes).toEqual([120]);
+
+    const settings = await stored(slug);
+    expect(settings).not.toHaveProperty('voice_webhook_secret');
+    expect(settings).not.toHaveProperty('slack_webhook_url');
+    expect(settings.crm).toEqual({ provider: 'none' });
+    expect(settings.booking_webhook_secret).toBe(secrets.booking_webhook_secret);
+    expect(await stack.admin.get(`/api/firms/${slug}`).then((r) => r.body.settings)).toEqual(shown);
+  });
+
+  it('a rejected PATCH changes nothing', async () => {
+    const before = await stored(slug);
+    const res = await firmClient.patch(`/api/firms/${slug}`, {
+      name: 'Should not stick',
+      settings: { max_concurrent_calls: 7, timezone: 'Mars/Base' },
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(await stored(slug)).toEqual(before);
+    expect((await firmClient.get(`/api/firms/${slug}`)).body.name).not.toBe('Should not stick');
+  });
+
+  it('the mask where no secret is stored is a 400 naming the field, not a silent no-op', async () => {
+    const bare = await createFirm(stack);
+    for (const [settings, path] of [
+      [{ voice_webhook_secret: MASK }, '/settings/voice_webhook_secret'],
+      [{ booking_webhook_secret: MASK }, '/settings/booking_webhook_secret'],
+      [{ crm: { provider: 'clio', access_token: MASK } }, '/settings/crm/access_token'],
+    ] as const) {
+      const res = await bare.client.patch(`/api/firms/${bare.slug}`, { settings });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.details).toEqual([
+        { path, message: expect.stringContaining('no secret is stored') },
+      ]);
+    }
+    const settings = await stored(bare.slug);
+    expect(settings.voice_webhook_secret).toBeUndefined();
+    expect(settings.crm).toEqual({ provider: 'none' });
+  });
+});

@@ -1,0 +1,131 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, mapHostToLoopback, recordRequests } from '../helpers/browser.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => stack?.stop());
+
+const operations = () => stack.web.app.routes.map((r) => `${r.method} ${r.path}`).sort();
+
+describe('GET /openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const res = await stack.api.get('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    await expect(SwaggerParser.validate(structuredClone(res.body))).resolves.toBeTruthy();
+  });
+
+  it('lists every route of the app, and nothing else', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort();
+    expect(documented).toEqual(operations());
+    expect(operations().length).toBeGreaterThanOrEqual(11);
+    const ids = stack.web.app.routes.map((r) => r.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('describes each route with the very schemas that validate its requests', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    for (const route of stack.web.app.routes) {
+      const op = doc.paths[route.path][route.method.toLowerCase()];
+      expect(op.operationId).toBe(route.operationId);
+      if (route.body !== undefined) {
+        expect(op.requestBody.content['application/json'].schema).toEqual(
+          JSON.parse(JSON.stringify(route.body)),
+        );
+      } else {
+        expect(op.requestBody).toBeUndefined();
+      }
+      const params = (op.parameters as Array<{ name: string; in: string }>).map((p) => `${p.in}:${p.name}`);
+      const expected = [
+        ...Object.keys((route.params as { properties?: object } | undefined)?.properties ?? {}).map(
+          (n) => `path:${n}`,
+        ),
+        ...Object.keys((route.query as { properties?: object } | undefined)?.properties ?? {}).map(
+          (n) => `query:${n}`,
+        ),
+      ];
+      expect(params.sort()).toEqual(expected.sort());
+      // Token routes declare the bearer scheme and their 401; open routes need no token.
+      expect(op.security).toEqual(route.auth.kind === 'none' ? [] : [{ bearer: [] }]);
+      if (route.auth.kind !== 'none') expect(op.responses['401']).toBeDefined();
+    }
+    expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message']);
+  });
+});
+
+describe('GET /docs', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    // A public-looking host name: swagger-ui behaves differently on localhost (the online validator badge).
+    browser = await launchChromium(mapHostToLoopback('docs.intake.test'));
+  });
+  afterAll(async () => browser?.close());
+
+  it('serves HTML whose scripts and styles all come from this server', async () => {
+    const res = await stack.api.get('/docs');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    const assets = [...res.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThanOrEqual(3);
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/[^/]/);
+      const fetched = await stack.api.get(asset);
+      expect(fetched.status, asset).toBe(200);
+      expect(fetched.headers.get('content-type')).toMatch(/^(text\/css|application\/javascript)/);
+      expect(fetched.text.length).toBeGreaterThan(0);
+    }
+    expect((await stack.api.get('/docs/assets/..%2Fpackage.json')).status).toBe(404);
+  });
+
+  it('renders every operation in headless Chromium, with no request leaving this machine', async () => {
+    const context = await browser.newContext();
+    const requests = recordRequests(context);
+    const page = await context.newPage();
+    const problems: string[] = [];
+    // (Chromium's own /favicon.ico 404 is not a page resource: it reaches neither 'response' nor these.)
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource'))
+        problems.push(msg.text());
+    });
+    page.on('pageerror', (err) => problems.push(err.message));
+    page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)));
+    page.on('requestfailed', (r) => problems.push(`failed ${r.url()}`));
+    try {
+      const base = `http://docs.intake.test:${stack.web.port}`;
+      const response = await page.goto(`${base}/docs`);
+      expect(response?.status()).toBe(200);
+      await page.locator('.opblock').first().waitFor({ state: 'visible' });
+      const createFirm = page.locator('.opblock', { hasText: 'Create a firm (platform key)' });
+      await createFirm.first().waitFor({ state: 'visible' });
+      const rendered = await page.$$eval('.opblock', (blocks) =>
+        blocks.map(
+          (b) =>
+            `${b.querySelector('.opblock-summary-method')?.textContent ?? ''} ${
+              b.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? ''
+            }`,
+        ),
+      );
+      expect(rendered.sort()).toEqual(operations());
+      await expect(page.locator('.info .title').first().textContent()).resolves.toContain(
+        'Intake Service API',
+      );
+
+      expect(requests.urls).toContain(`${base}/openapi.json`);
+      expect(requests.outside(['docs.intake.test'])).toEqual([]);
+      const images = await page.$$eval('img', (imgs) => imgs.map((i) => i.src));
+      expect(images.filter((src) => !src.startsWith(`${base}/`) && !src.startsWith('data:'))).toEqual([]);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
