@@ -23,6 +23,8 @@ export interface Config {
   rateLimitPerMinute: number;
   simCallMs: number;
   shutdownTimeoutMs: number;
+  /** BullMQ job lock (and stalled-job check interval): how soon a crashed worker's job is taken over. */
+  jobLockMs: number;
   workerConcurrency: number;
   /** Prefix of every BullMQ key, so that several deployments can share one Redis. */
   queuePrefix: string;
@@ -163,6 +165,7 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: r.int('RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
     simCallMs: r.int('SIM_CALL_MS', 2000, 0, 600_000),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1000, 120_000),
+    jobLockMs: r.int('JOB_LOCK_MS', 30_000, 1000, 600_000),
     workerConcurrency: r.int('WORKER_CONCURRENCY', 10, 1, 500),
     queuePrefix: r.optional('QUEUE_PREFIX') ?? 'bull',
   };

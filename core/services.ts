@@ -6,6 +6,8 @@ import { createRedis, type RedisRole } from './redis.js';
 import { createQueues, closeQueues, type Queues } from '../jobs/queues.js';
 import { createVoiceProvider } from './integrations/voice/index.js';
 import type { VoiceProvider } from './integrations/voice/provider.js';
+import { createChatEngine } from './integrations/chat/index.js';
+import type { ChatEngine } from './integrations/chat/engine.js';
 
 /** What both the web and the worker processes hold: configuration, log, data stores and queues. */
 export interface Services {
@@ -16,6 +18,8 @@ export interface Services {
   queues: Queues;
   /** The configured voice platform (simulator or Retell). */
   voice: VoiceProvider;
+  /** The configured chat engine (the built-in intake agent, or OpenAI). */
+  chat: ChatEngine;
   close(): Promise<void>;
 }
 
@@ -29,7 +33,8 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
     mongo,
     redis,
     queues,
-    voice: createVoiceProvider(config, queues),
+    voice: createVoiceProvider(config, queues, mongo.db),
+    chat: createChatEngine(config),
     async close() {
       await closeQueues(queues).catch(() => {});
       redis.disconnect();

@@ -14,5 +14,10 @@ export interface QueueProcessor {
   queue: QueueName;
   /** Jobs run at once by one worker process; defaults to WORKER_CONCURRENCY. */
   concurrency?: number;
+  /**
+   * A queue-wide rate limit (BullMQ `limiter`). Setting one also lets `queue.rateLimit(ms)`
+   * pause the queue for every worker process, which is how a provider's 429 slows dialling.
+   */
+  limiter?: { max: number; duration: number };
   process(job: Job, ctx: ProcessorContext): Promise<unknown>;
 }

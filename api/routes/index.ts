@@ -1,6 +1,9 @@
 import type { AnyRoute } from '../route.js';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { agentRoutes } from './agents/routes.js';
+import { callWebhookRoutes } from './call-webhook/routes.js';
+import { callRoutes } from './calls/routes.js';
+import { chatRoutes } from './chats/routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 
@@ -10,4 +13,7 @@ export const businessRoutes: AnyRoute[] = [
   ...apiKeyRoutes,
   ...voiceRoutes,
   ...agentRoutes,
+  ...callRoutes,
+  ...callWebhookRoutes,
+  ...chatRoutes,
 ];

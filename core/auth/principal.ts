@@ -1,7 +1,7 @@
 /** Who is calling: the platform (every firm, admin routes) or one firm. */
 export type Principal =
   | { kind: 'platform'; via: 'platform_key' | 'session'; subject: string }
-  | { kind: 'firm'; firm: string; via: 'api_key' | 'session'; subject: string };
+  | { kind: 'firm'; firm: string; via: 'api_key' | 'session' | 'webhook_signature'; subject: string };
 
 export function isPlatform(p: Principal): p is Extract<Principal, { kind: 'platform' }> {
   return p.kind === 'platform';

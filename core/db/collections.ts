@@ -7,7 +7,11 @@ export const COLLECTIONS = {
   agents: 'agents',
   calls: 'calls',
   chats: 'chats',
+  /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
+  chatTurns: 'chat_turns',
   idempotencyKeys: 'idempotency_keys',
+  /** The simulator's own records of the calls it placed (its "provider database"). */
+  simulatorCalls: 'simulator_calls',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

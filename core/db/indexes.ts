@@ -15,7 +15,10 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
     { key: { provider_call_id: 1 }, name: 'provider_call_id' },
   ],
   [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  // Keyed by _id `<chat_id>:<version>`: the unique _id is the concurrency control.
+  [COLLECTIONS.chatTurns]: [],
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
+  [COLLECTIONS.simulatorCalls]: [{ key: { 'metadata.call_id': 1 }, name: 'metadata_call_id' }],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -10,7 +10,14 @@ import {
   updateAgent,
 } from '../../../core/domain/agents.js';
 import { defineRoute } from '../../route.js';
-import { AgentListEntry, AgentParams, AgentResponse, CreateAgentBody, ListAgentsQuery, UpdateAgentBody } from './schema.js';
+import {
+  AgentListEntry,
+  AgentParams,
+  AgentResponse,
+  CreateAgentBody,
+  ListAgentsQuery,
+  UpdateAgentBody,
+} from './schema.js';
 
 const tag = 'Agent Config';
 

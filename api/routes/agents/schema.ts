@@ -15,7 +15,10 @@ const IntakeQuestions = Type.Array(
 const AgentFields = {
   agent_name: Type.String({ minLength: 1, maxLength: 200 }),
   voice_id: Type.String({ minLength: 1, maxLength: 200 }),
-  language: Type.String({ pattern: '^[a-z]{2,3}(?:-[A-Z]{2})?$', description: 'Locale tag; defaults to the voice language' }),
+  language: Type.String({
+    pattern: '^[a-z]{2,3}(?:-[A-Z]{2})?$',
+    description: 'Locale tag; defaults to the voice language',
+  }),
   prompt: Type.String({ maxLength: 20_000 }),
   begin_message: Type.String({ maxLength: 2000 }),
   intake_questions: IntakeQuestions,

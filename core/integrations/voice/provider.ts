@@ -18,23 +18,58 @@ export interface PlaceCallRequest {
   /** Our call id; it travels in the provider call's metadata so a retry can find the call. */
   callId: string;
   firm: string;
+  /** Our agent id (also sent in the metadata). */
   agentId: string;
-  /** The agent id at the provider (Retell's agent_id); ours when the provider has none. */
-  providerAgentId: string;
-  fromNumber: string | undefined;
+  /** The agent id at the provider (Retell's override_agent_id), when the agent has one. */
+  providerAgentId?: string;
+  /** The caller number (the firm's settings.from_number); Retell requires it. */
+  fromNumber?: string;
   toNumber: string;
   dynamicVariables: Record<string, string>;
 }
 
 export interface ProviderCall {
   providerCallId: string;
-  /** The provider's call status, e.g. registered, ongoing, ended, error. */
+  /** The provider's call status: registered, ongoing, ended, not_connected or error. */
   status: string;
+}
+
+/**
+ * rate_limited: the provider said 429 (slow the whole queue, retry later);
+ * retryable: 5xx, timeout or network failure (retry with backoff);
+ * rejected: the provider refused the request for good (4xx); retrying cannot help.
+ */
+export type ProviderErrorKind = 'rate_limited' | 'retryable' | 'rejected';
+
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  readonly status: number | undefined;
+  readonly retryAfterMs: number | undefined;
+  /**
+   * False when the provider answered and so certainly created no call (429, 4xx); true when
+   * the outcome is unknown (timeout, dropped connection, 5xx), so a retry must ask first.
+   */
+  readonly callMayExist: boolean;
+
+  constructor(
+    kind: ProviderErrorKind,
+    message: string,
+    options: { status?: number; retryAfterMs?: number; callMayExist?: boolean; cause?: unknown } = {},
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+    this.kind = kind;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+    this.callMayExist = options.callMayExist ?? kind === 'retryable';
+    if (options.cause !== undefined) this.cause = options.cause;
+  }
 }
 
 export interface VoiceProvider {
   readonly name: 'simulator' | 'retell';
   listVoices(): Promise<VoiceEntry[]>;
+  /** Creates the call at the provider. Throws ProviderError on failure. */
   placeCall(request: PlaceCallRequest): Promise<ProviderCall>;
   /** The provider call carrying our call id in its metadata, if one was created. */
   findCall(callId: string, firm: string): Promise<ProviderCall | null>;

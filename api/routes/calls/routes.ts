@@ -1,0 +1,87 @@
+import { requireFirm } from '../../../core/auth/access.js';
+import { getFirmAgent } from '../../../core/domain/agents.js';
+import { callView, getCall, registerOutboundCall } from '../../../core/domain/calls.js';
+import { listFinishedCalls } from '../../../core/domain/calls-list.js';
+import { assertValidIdempotencyKey } from '../../../core/domain/idempotency.js';
+import { defineRoute } from '../../route.js';
+import {
+  CallParams,
+  CallRecord,
+  CreateOutboundCallBody,
+  CreateOutboundCallResponse,
+  ListCallsBody,
+  ListCallsResponse,
+} from './schema.js';
+
+const tag = 'Voice & Chat';
+
+export const callRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/create-outbound-call',
+    operationId: 'createOutboundCall',
+    summary:
+      'Register an outbound call; a worker places it. Optional Idempotency-Key header: a repeat within 24 h returns the same call_id',
+    tag,
+    auth: { kind: 'token' },
+    body: CreateOutboundCallBody,
+    response: CreateOutboundCallResponse,
+    errors: [403, 404, 409],
+    handler: async ({ services, principal, body, koa }) => {
+      const header = koa.get('Idempotency-Key');
+      const idempotencyKey = header === '' ? undefined : header;
+      if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
+      const db = services.mongo.db;
+      const firm = await requireFirm(db, principal, body.firmSlug);
+      const agent = await getFirmAgent(db, firm._id, body.agentId);
+      const result = await registerOutboundCall(
+        services,
+        {
+          firm,
+          agent,
+          toNumber: body.toNumber,
+          ...(body.dynamicVariables === undefined ? {} : { dynamicVariables: body.dynamicVariables }),
+        },
+        idempotencyKey,
+      );
+      if (result.repeated) koa.set('Idempotent-Replayed', 'true');
+      return { call_id: result.call_id, status: result.status };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/v2/get-call/{call_id}',
+    operationId: 'getCall',
+    summary: 'Read one call record',
+    tag,
+    auth: { kind: 'token' },
+    params: CallParams,
+    response: CallRecord,
+    errors: [404],
+    handler: async ({ services, principal, params }) =>
+      callView(await getCall(services.mongo.db, principal, params.call_id)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/list-calls',
+    operationId: 'listCalls',
+    summary:
+      'Finished calls of a firm (ended, not_connected, error), newest end_timestamp first; keyset pagination with an opaque cursor',
+    tag,
+    auth: { kind: 'token' },
+    body: ListCallsBody,
+    response: ListCallsResponse,
+    errors: [403, 404],
+    handler: async ({ services, principal, body }) => {
+      await requireFirm(services.mongo.db, principal, body.firmSlug);
+      const page = await listFinishedCalls(
+        services.mongo.db,
+        services.config.sessionSecret,
+        body.firmSlug,
+        body.limit ?? 50,
+        body.cursor,
+      );
+      return { calls: page.calls.map(callView), next_cursor: page.next_cursor };
+    },
+  }),
+];

@@ -1,0 +1,77 @@
+import { Type } from '@sinclair/typebox';
+import { E164_PATTERN } from '../../../core/domain/firm-settings.js';
+import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+
+export const DYNAMIC_VARIABLE_KEY = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
+
+export const DynamicVariables = Type.Record(
+  Type.String({ pattern: DYNAMIC_VARIABLE_KEY }),
+  Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()]),
+  {
+    maxProperties: 50,
+    additionalProperties: false,
+    description: 'Variables for the agent prompt: at most 50, stored and sent as strings',
+  },
+);
+
+export const CreateOutboundCallBody = Body({
+  toNumber: Type.String({ pattern: E164_PATTERN, description: 'Number to call, E.164' }),
+  agentId: Id,
+  firmSlug: FirmSlug,
+  dynamicVariables: Type.Optional(DynamicVariables),
+});
+
+export const CreateOutboundCallResponse = Type.Object({
+  call_id: Type.String(),
+  status: Type.Literal('registered'),
+});
+
+export const CallParams = Type.Object({ call_id: Id });
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const CallStatusSchema = Type.Union(
+  ['registered', 'ongoing', 'ended', 'not_connected', 'error'].map((s) => Type.Literal(s)),
+);
+
+export const CallRecord = Type.Object({
+  call_id: Type.String(),
+  agent_id: Nullable(Type.String()),
+  firm: Type.String(),
+  direction: Type.Union([Type.Literal('outbound'), Type.Literal('inbound')]),
+  from_number: Nullable(Type.String()),
+  to_number: Nullable(Type.String()),
+  status: CallStatusSchema,
+  dynamic_variables: Type.Record(Type.String(), Type.String()),
+  start_timestamp: Nullable(Type.Integer({ description: 'ms since epoch' })),
+  end_timestamp: Nullable(Type.Integer({ description: 'ms since epoch' })),
+  duration_ms: Nullable(Type.Integer()),
+  disconnection_reason: Nullable(Type.String()),
+  transcript: Nullable(Type.String()),
+  call_analysis: Nullable(
+    Type.Object({
+      call_summary: Nullable(Type.String()),
+      user_sentiment: Nullable(Type.String()),
+      call_successful: Nullable(Type.Boolean()),
+      custom_analysis_data: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  ),
+  campaign_id: Type.Optional(Type.String()),
+  created_at: Timestamp,
+});
+
+export const ListCallsBody = Body({
+  firmSlug: FirmSlug,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description: 'next_cursor of the previous page; "" or absent for the first',
+    }),
+  ),
+});
+
+export const ListCallsResponse = Type.Object({
+  calls: Type.Array(CallRecord),
+  next_cursor: Type.String({ description: '"" on the last page' }),
+});

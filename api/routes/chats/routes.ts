@@ -1,0 +1,93 @@
+import { requireFirm } from '../../../core/auth/access.js';
+import { getFirmAgent } from '../../../core/domain/agents.js';
+import {
+  chatView,
+  createChat,
+  endChat,
+  getChat,
+  sendChatMessage,
+  toDynamicVariables,
+} from '../../../core/domain/chats.js';
+import { defineRoute } from '../../route.js';
+import {
+  ChatCompletionBody,
+  ChatCompletionResponse,
+  ChatParams,
+  ChatResponse,
+  CreateChatBody,
+  CreateChatResponse,
+  EndChatBody,
+  EndChatResponse,
+} from './schema.js';
+
+const tag = 'Voice & Chat';
+
+export const chatRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/create-chat',
+    operationId: 'createChat',
+    summary: "Open a chat with an agent of the firm; returns the agent's first message",
+    tag,
+    auth: { kind: 'token' },
+    body: CreateChatBody,
+    response: CreateChatResponse,
+    errors: [403, 404],
+    handler: async ({ services, principal, body }) => {
+      const db = services.mongo.db;
+      await requireFirm(db, principal, body.firmSlug);
+      const agent = await getFirmAgent(db, body.firmSlug, body.agentId);
+      const chat = await createChat(services, agent, toDynamicVariables(body.dynamicVariables));
+      const greeting = chat.messages[0]?.content;
+      return {
+        chat_id: chat._id,
+        agent_id: chat.agent_id,
+        status: 'ongoing' as const,
+        ...(greeting === undefined ? {} : { message: greeting }),
+      };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/chat-completion',
+    operationId: 'chatCompletion',
+    summary: "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended)",
+    tag,
+    auth: { kind: 'token' },
+    body: ChatCompletionBody,
+    response: ChatCompletionResponse,
+    errors: [404, 409, 502],
+    handler: async ({ services, principal, body }) => {
+      const { reply } = await sendChatMessage(services, principal, body.chatId, body.message);
+      return { message: reply };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/end-chat',
+    operationId: 'endChat',
+    summary: 'End a chat and store its intake analysis',
+    tag,
+    auth: { kind: 'token' },
+    body: EndChatBody,
+    response: EndChatResponse,
+    errors: [404, 409],
+    handler: async ({ services, principal, body }) => {
+      const { chat } = await endChat(services, principal, body.chatId);
+      return { chat_id: chat._id, status: 'ended' as const };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/v2/get-chat/{chat_id}',
+    operationId: 'getChat',
+    summary: 'Read a chat with its messages (and its analysis once ended)',
+    tag,
+    auth: { kind: 'token' },
+    params: ChatParams,
+    response: ChatResponse,
+    errors: [404],
+    handler: async ({ services, principal, params }) =>
+      chatView(await getChat(services.mongo.db, principal, params.chat_id)),
+  }),
+];

@@ -1,0 +1,211 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../db/collections.js';
+import { AppError, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Principal } from '../auth/principal.js';
+import { mayRead } from '../auth/access.js';
+import type { Services } from '../services.js';
+import { enqueuePlaceCall } from '../../jobs/calls.js';
+import type { AgentDoc } from './agents.js';
+import type { FirmDoc } from './firms.js';
+import { runIdempotent } from './idempotency.js';
+
+// A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
+// webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
+
+export const CALL_STATUSES = ['registered', 'ongoing', 'ended', 'not_connected', 'error'] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+
+/**
+ * Status only moves forward: registered (0) → ongoing (1) → a finished status (2). Provider
+ * events can arrive out of order or twice; an update applies only when it raises the rank.
+ */
+export const STATUS_RANK: Record<CallStatus, number> = {
+  registered: 0,
+  ongoing: 1,
+  ended: 2,
+  not_connected: 2,
+  error: 2,
+};
+export const FINISHED_RANK = 2;
+
+export function isFinished(status: CallStatus): boolean {
+  return STATUS_RANK[status] === FINISHED_RANK;
+}
+
+export interface CallAnalysis {
+  call_summary: string | null;
+  user_sentiment: string | null;
+  call_successful: boolean | null;
+  custom_analysis_data: Record<string, unknown>;
+}
+
+/**
+ * The dial, recorded before the provider is called: `dialing` means a request may have
+ * reached the provider without its answer being recorded, so a retry asks the provider
+ * (by our call id in the metadata) before dialling again.
+ */
+export interface DialRecord {
+  state: 'pending' | 'dialing' | 'placed' | 'not_placed';
+  /** Bumped on every dial attempt; it doubles as the record's version for the dial mark. */
+  attempts: number;
+  marked_at: Date | null;
+  placed_at: Date | null;
+  last_error: string | null;
+}
+
+export interface CallDoc {
+  _id: string;
+  /** Equal to _id; kept as a field for the list-calls keyset index. */
+  call_id: string;
+  firm: string;
+  agent_id: string | null;
+  direction: 'outbound' | 'inbound';
+  from_number: string | null;
+  to_number: string | null;
+  status: CallStatus;
+  status_rank: number;
+  /** status is ended, not_connected or error (indexed for list-calls). */
+  finished: boolean;
+  dynamic_variables: Record<string, string>;
+  start_timestamp: number | null;
+  end_timestamp: number | null;
+  duration_ms: number | null;
+  disconnection_reason: string | null;
+  transcript: string | null;
+  call_analysis: CallAnalysis | null;
+  campaign_id?: string;
+  provider: string;
+  provider_call_id: string | null;
+  dial: DialRecord;
+  error_message?: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
+
+export type DynamicVariablesInput = Record<string, string | number | boolean>;
+
+/** Dynamic variables are stored (and sent to the provider) as strings. */
+export function stringifyVariables(vars: DynamicVariablesInput | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(vars ?? {})) out[key] = String(value);
+  return out;
+}
+
+export interface OutboundCallInput {
+  firm: FirmDoc;
+  agent: AgentDoc;
+  toNumber: string;
+  dynamicVariables?: DynamicVariablesInput;
+  campaignId?: string;
+}
+
+export function newOutboundCall(input: OutboundCallInput, provider: string, callId = newId('call')): CallDoc {
+  const now = new Date();
+  return {
+    _id: callId,
+    call_id: callId,
+    firm: input.firm._id,
+    agent_id: input.agent._id,
+    direction: 'outbound',
+    from_number: input.firm.settings.from_number ?? null,
+    to_number: input.toNumber,
+    status: 'registered',
+    status_rank: STATUS_RANK.registered,
+    finished: false,
+    dynamic_variables: stringifyVariables(input.dynamicVariables),
+    start_timestamp: null,
+    end_timestamp: null,
+    duration_ms: null,
+    disconnection_reason: null,
+    transcript: null,
+    call_analysis: null,
+    ...(input.campaignId === undefined ? {} : { campaign_id: input.campaignId }),
+    provider,
+    provider_call_id: null,
+    dial: { state: 'pending', attempts: 0, marked_at: null, placed_at: null, last_error: null },
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/**
+ * Registers an outbound call: the record is in MongoDB, then the place-call job (id = call_id)
+ * is enqueued; if enqueueing fails the record is removed, so a 503 leaves nothing behind.
+ * With an Idempotency-Key, a repeat within 24 h returns the first call and places nothing.
+ */
+export async function registerOutboundCall(
+  services: Services,
+  input: OutboundCallInput,
+  idempotencyKey?: string,
+): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
+  if (services.voice.name === 'retell' && !input.firm.settings.from_number) {
+    throw new AppError(
+      409,
+      'from_number_missing',
+      `The firm "${input.firm._id}" has no settings.from_number, which the voice provider needs as the caller number; set it with PATCH /api/firms/${input.firm._id}.`,
+    );
+  }
+  const db = services.mongo.db;
+  const doc = newOutboundCall(input, services.voice.name);
+  const create = async (): Promise<void> => {
+    await callsCollection(db).insertOne(doc);
+    try {
+      await enqueuePlaceCall(services.queues, { callId: doc._id, firm: doc.firm });
+    } catch (err) {
+      await callsCollection(db)
+        .deleteOne({ _id: doc._id })
+        .catch((e: unknown) => services.log.error({ err: e, call_id: doc._id }, 'could not remove call'));
+      throw err;
+    }
+  };
+  if (idempotencyKey === undefined) {
+    await create();
+    return { call_id: doc._id, status: 'registered', repeated: false };
+  }
+  const result = await runIdempotent(
+    db,
+    { scope: 'create-outbound-call', firm: doc.firm, key: idempotencyKey },
+    doc._id,
+    create,
+    // A request that died half-way: finish its work if its call record exists.
+    async (callId) => {
+      const existing = await callsCollection(db).findOne({ _id: callId }, { projection: { firm: 1 } });
+      if (existing === null) return false;
+      await enqueuePlaceCall(services.queues, { callId, firm: existing.firm });
+      return true;
+    },
+  );
+  return { call_id: result.resourceId, status: 'registered', repeated: !result.created };
+}
+
+/** The call as this principal may see it: another firm's call is not found. */
+export async function getCall(db: Db, principal: Principal, callId: string): Promise<CallDoc> {
+  const call = await callsCollection(db).findOne({ _id: callId });
+  if (call === null || !mayRead(principal, call.firm)) throw notFound('call');
+  return call;
+}
+
+/** The call record as the API shows it (CONTRACT §3.1). */
+export function callView(call: CallDoc) {
+  return {
+    call_id: call._id,
+    agent_id: call.agent_id,
+    firm: call.firm,
+    direction: call.direction,
+    from_number: call.from_number,
+    to_number: call.to_number,
+    status: call.status,
+    dynamic_variables: call.dynamic_variables,
+    start_timestamp: call.start_timestamp,
+    end_timestamp: call.end_timestamp,
+    duration_ms: call.duration_ms,
+    disconnection_reason: call.disconnection_reason,
+    transcript: call.transcript,
+    call_analysis: call.call_analysis,
+    ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
+    created_at: call.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,300 @@
+// Chat sessions: create-chat, chat-completion, end-chat, get-chat.
+//
+// Concurrency. Every change to a chat (an exchange of a user message and the agent's reply, or
+// the end) gets the next version number, and is first written to the chat's exchange log as a
+// document whose _id is `<chat_id>:<version>`. Inserting that document is the compare-and-set:
+// of two requests that both read version n, exactly one inserts `<chat_id>:<n+1>`; the other
+// gets a duplicate-key error, reloads the chat and computes its reply again on the longer
+// history (up to MAX_ATTEMPTS times, then 409 chat_busy). Only then is the chat document
+// updated (version, messages, status), and only then does the request answer 200.
+//
+// Why not `updateOne({_id, version: n}, ...)`: FerretDB 1.24 (tests and local runs) applies an
+// update as a read followed by a write, not atomically; 30 concurrent version-guarded updates
+// of one document kept 15 of them. A unique _id is enforced atomically on both FerretDB and
+// MongoDB. The log is the source of truth and the chat document its materialised view: a
+// reader that finds log entries beyond the document's version applies them first (catchUp),
+// which also repairs a chat whose writer died between the two writes.
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../db/collections.js';
+import { AppError, conflict, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Principal } from '../auth/principal.js';
+import { mayRead } from '../auth/access.js';
+import type { Services } from '../services.js';
+import type { ChatAgentProfile, ChatEngine, ChatRole } from '../integrations/chat/engine.js';
+import type { AgentDoc } from './agents.js';
+import { analyseIntake, type IntakeAnalysis } from './intake-analysis.js';
+
+export type ChatStatus = 'ongoing' | 'ended';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  created_at: Date;
+}
+
+/** What end-chat stores: the shared intake analysis (contact_collected says whether a lead is due). */
+export type ChatAnalysis = IntakeAnalysis;
+
+export interface ChatDoc {
+  _id: string;
+  firm: string;
+  agent_id: string;
+  /** The engine that greeted; replies come from the engine configured when each message arrives. */
+  engine: ChatEngine['name'];
+  /** The agent as it was at creation: a chat keeps its questions when the agent changes or goes. */
+  agent: ChatAgentProfile;
+  dynamic_variables: Record<string, string>;
+  status: ChatStatus;
+  /** Number of changes applied (exchanges and the end); the log holds one document per version. */
+  version: number;
+  messages: ChatMessage[];
+  chat_analysis: ChatAnalysis | null;
+  created_at: Date;
+  updated_at: Date;
+  ended_at: Date | null;
+}
+
+interface ChatTurnDoc {
+  /** `<chat_id>:<version>`: unique, so only one change can take each version. */
+  _id: string;
+  chat_id: string;
+  firm: string;
+  version: number;
+  kind: 'exchange' | 'end';
+  append: ChatMessage[];
+  end: { ended_at: Date; chat_analysis: ChatAnalysis } | null;
+  created_at: Date;
+}
+
+/** How often a request recomputes its reply after losing a version to a concurrent one. */
+export const MAX_ATTEMPTS = 10;
+
+const chats = (db: Db) => collection<ChatDoc>(db, COLLECTIONS.chats);
+const turns = (db: Db) => collection<ChatTurnDoc>(db, COLLECTIONS.chatTurns);
+const turnId = (chatId: string, version: number) => `${chatId}:${version}`;
+
+export const chatNotActive = (): AppError =>
+  conflict('chat_not_active', 'This chat has ended; create a new chat to continue the conversation.');
+
+const chatBusy = (): AppError =>
+  conflict('chat_busy', 'Too many messages arrived for this chat at the same time; send the message again.');
+
+/** Dynamic variables as stored: every value a string (numbers and booleans as JSON writes them). */
+export function toDynamicVariables(
+  input: Readonly<Record<string, string | number | boolean>> | undefined,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(input ?? {}).map(([k, v]) => [k, String(v)]));
+}
+
+export async function createChat(
+  services: Services,
+  agent: AgentDoc,
+  dynamicVariables: Record<string, string>,
+): Promise<ChatDoc> {
+  const profile: ChatAgentProfile = {
+    agent_name: agent.agent_name,
+    language: agent.language,
+    prompt: agent.prompt,
+    begin_message: agent.begin_message,
+    intake_questions: agent.intake_questions.map((q) => ({ key: q.key, question: q.question })),
+  };
+  const greeting = services.chat.greeting({ agent: profile, dynamicVariables });
+  const now = new Date();
+  const chat: ChatDoc = {
+    _id: newId('chat'),
+    firm: agent.firm,
+    agent_id: agent._id,
+    engine: services.chat.name,
+    agent: profile,
+    dynamic_variables: dynamicVariables,
+    status: 'ongoing',
+    version: 0,
+    messages: greeting === null ? [] : [{ role: 'agent', content: greeting, created_at: now }],
+    chat_analysis: null,
+    created_at: now,
+    updated_at: now,
+    ended_at: null,
+  };
+  await chats(services.mongo.db).insertOne(chat);
+  return chat;
+}
+
+/** The chat as this principal may see it, up to date with its log; another firm's chat is not found. */
+export async function getChat(db: Db, principal: Principal, chatId: string): Promise<ChatDoc> {
+  const stored = await chats(db).findOne({ _id: chatId });
+  if (stored === null || !mayRead(principal, stored.firm)) throw notFound('chat');
+  return catchUp(db, stored);
+}
+
+function applyTurn(chat: ChatDoc, turn: ChatTurnDoc): ChatDoc {
+  return {
+    ...chat,
+    version: turn.version,
+    messages: [...chat.messages, ...turn.append],
+    updated_at: turn.created_at,
+    ...(turn.end === null
+      ? {}
+      : { status: 'ended' as const, ended_at: turn.end.ended_at, chat_analysis: turn.end.chat_analysis }),
+  };
+}
+
+/** Writes the materialised state of `next` over the document that was at `next.version - 1`. */
+async function materialise(db: Db, next: ChatDoc): Promise<void> {
+  await chats(db).updateOne(
+    { _id: next._id, version: next.version - 1 },
+    {
+      $set: {
+        version: next.version,
+        messages: next.messages,
+        status: next.status,
+        chat_analysis: next.chat_analysis,
+        updated_at: next.updated_at,
+        ended_at: next.ended_at,
+      },
+    },
+  );
+}
+
+/** Applies log entries the document has not caught up with (a writer that stopped half-way). */
+async function catchUp(db: Db, chat: ChatDoc): Promise<ChatDoc> {
+  let current = chat;
+  for (;;) {
+    const turn = await turns(db).findOne({ _id: turnId(current._id, current.version + 1) });
+    if (turn === null) return current;
+    current = applyTurn(current, turn);
+    await materialise(db, current);
+  }
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
+}
+
+/** Claims the next version for a change; null when another change took it first. */
+async function commitTurn(
+  db: Db,
+  chat: ChatDoc,
+  change: Pick<ChatTurnDoc, 'kind' | 'append' | 'end'>,
+): Promise<ChatDoc | null> {
+  const version = chat.version + 1;
+  const turn: ChatTurnDoc = {
+    _id: turnId(chat._id, version),
+    chat_id: chat._id,
+    firm: chat.firm,
+    version,
+    ...change,
+    created_at: new Date(),
+  };
+  try {
+    await turns(db).insertOne(turn);
+  } catch (err) {
+    if (isDuplicateKey(err)) return null;
+    throw err;
+  }
+  const next = applyTurn(chat, turn);
+  await materialise(db, next);
+  return next;
+}
+
+const pause = (attempt: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.min(100, 5 * attempt) + Math.random() * 20));
+
+/**
+ * Runs `change` against the current chat until it commits: 404 for an unknown or foreign chat,
+ * 409 chat_not_active once it has ended, 409 chat_busy after MAX_ATTEMPTS lost races.
+ */
+async function changeChat<R>(
+  db: Db,
+  principal: Principal,
+  chatId: string,
+  change: (chat: ChatDoc) => Promise<{ turn: Pick<ChatTurnDoc, 'kind' | 'append' | 'end'>; result: R }>,
+): Promise<{ chat: ChatDoc; result: R }> {
+  for (let attempt = 1; ; attempt++) {
+    const chat = await getChat(db, principal, chatId);
+    if (chat.status !== 'ongoing') throw chatNotActive();
+    const { turn, result } = await change(chat);
+    const committed = await commitTurn(db, chat, turn);
+    if (committed !== null) return { chat: committed, result };
+    if (attempt >= MAX_ATTEMPTS) throw chatBusy();
+    await pause(attempt);
+  }
+}
+
+/** chat-completion: the agent's reply to `message`, stored with it on the chat. */
+export async function sendChatMessage(
+  services: Services,
+  principal: Principal,
+  chatId: string,
+  message: string,
+): Promise<{ chat: ChatDoc; reply: string }> {
+  const { chat, result } = await changeChat(services.mongo.db, principal, chatId, async (current) => {
+    const receivedAt = new Date();
+    const reply = await services.chat.reply(
+      {
+        agent: current.agent,
+        dynamicVariables: current.dynamic_variables,
+        history: current.messages.map((m) => ({ role: m.role, content: m.content })),
+      },
+      message,
+    );
+    return {
+      turn: {
+        kind: 'exchange',
+        append: [
+          { role: 'user', content: message, created_at: receivedAt },
+          { role: 'agent', content: reply, created_at: new Date() },
+        ],
+        end: null,
+      },
+      result: reply,
+    };
+  });
+  return { chat, reply: result };
+}
+
+/** The intake analysis of a chat: the same function the call pipeline uses. */
+export function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
+  return analyseIntake({
+    intakeQuestions: chat.agent.intake_questions,
+    messages: chat.messages,
+    dynamicVariables: chat.dynamic_variables,
+  });
+}
+
+/**
+ * end-chat: stores the analysis and closes the chat. Returns the analysis so the caller can
+ * hand it to the lead step (which creates a lead when contact_collected is true).
+ */
+export async function endChat(
+  services: Services,
+  principal: Principal,
+  chatId: string,
+): Promise<{ chat: ChatDoc; analysis: ChatAnalysis }> {
+  const { chat, result } = await changeChat(services.mongo.db, principal, chatId, async (current) => {
+    const analysis = analyseChat(current);
+    return {
+      turn: { kind: 'end', append: [], end: { ended_at: new Date(), chat_analysis: analysis } },
+      result: analysis,
+    };
+  });
+  return { chat, analysis: result };
+}
+
+export function chatView(chat: ChatDoc) {
+  return {
+    chat_id: chat._id,
+    agent_id: chat.agent_id,
+    firm: chat.firm,
+    status: chat.status,
+    messages: chat.messages.map((m) => ({
+      role: m.role,
+      content: m.content,
+      created_at: m.created_at.toISOString(),
+    })),
+    dynamic_variables: chat.dynamic_variables,
+    ...(chat.chat_analysis === null ? {} : { chat_analysis: chat.chat_analysis }),
+    created_at: chat.created_at.toISOString(),
+    ended_at: chat.ended_at === null ? null : chat.ended_at.toISOString(),
+  };
+}

@@ -1,0 +1,119 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../db/collections.js';
+import { AppError, conflict } from '../errors.js';
+
+// Idempotency-Key support without transactions or TTL indexes: one key document per
+// (scope, firm, key) whose _id is that triple, so MongoDB's unique _id decides the race.
+// The first request claims the key with its resource id (pending), creates the resource and
+// marks the key done; repeats wait for done and return the same resource id.
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+/** How long a repeat waits for the first request to finish before answering 409. */
+const WAIT_FOR_FIRST_MS = 10_000;
+/** A pending key older than this belongs to a request that died half-way. */
+const STALE_PENDING_MS = 60_000;
+const POLL_MS = 25;
+
+export interface IdempotencyKeyDoc {
+  _id: string;
+  scope: string;
+  firm: string;
+  key: string;
+  resource_id: string;
+  state: 'pending' | 'done';
+  created_at: Date;
+  updated_at: Date;
+}
+
+const keys = (db: Db) => collection<IdempotencyKeyDoc>(db, COLLECTIONS.idempotencyKeys);
+
+/** Printable ASCII, 1–255 characters (what Stripe and the IETF draft allow in practice). */
+export function assertValidIdempotencyKey(key: string): void {
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    throw new AppError(
+      400,
+      'invalid_request',
+      'The Idempotency-Key header must be 1 to 255 printable ASCII characters without spaces.',
+      [{ path: '/headers/idempotency-key', message: 'is not a valid idempotency key' }],
+    );
+  }
+}
+
+const isDuplicateKey = (err: unknown): boolean => (err as { code?: number })?.code === 11000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs `create` at most once per key within 24 h. `resourceId` is the id the resource gets if
+ * this request wins; `recover` finishes a dead request's work (true) or reports that its
+ * resource was never created (false), for keys left pending by a crash.
+ */
+export async function runIdempotent(
+  db: Db,
+  id: { scope: string; firm: string; key: string },
+  resourceId: string,
+  create: () => Promise<void>,
+  recover: (resourceId: string) => Promise<boolean>,
+): Promise<{ resourceId: string; created: boolean }> {
+  const _id = `${id.scope}|${id.firm}|${id.key}`;
+  const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+  for (;;) {
+    const now = new Date();
+    const doc: IdempotencyKeyDoc = {
+      _id,
+      ...id,
+      resource_id: resourceId,
+      state: 'pending',
+      created_at: now,
+      updated_at: now,
+    };
+    if (await claim(db, doc)) {
+      try {
+        await create();
+      } catch (err) {
+        await keys(db)
+          .deleteOne({ _id, resource_id: resourceId })
+          .catch(() => {});
+        throw err;
+      }
+      // If this write is lost, the key stays pending and a later repeat recovers it.
+      await keys(db)
+        .updateOne({ _id, resource_id: resourceId }, { $set: { state: 'done', updated_at: new Date() } })
+        .catch(() => {});
+      return { resourceId, created: true };
+    }
+    const existing = await keys(db).findOne({ _id });
+    if (existing === null || existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS) continue;
+    if (existing.state === 'done') return { resourceId: existing.resource_id, created: false };
+    if (existing.created_at.getTime() <= Date.now() - STALE_PENDING_MS) {
+      if (await recover(existing.resource_id)) {
+        await keys(db).updateOne(
+          { _id, resource_id: existing.resource_id },
+          { $set: { state: 'done', updated_at: new Date() } },
+        );
+        return { resourceId: existing.resource_id, created: false };
+      }
+      await keys(db).deleteOne({ _id, resource_id: existing.resource_id, state: 'pending' });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw conflict(
+        'idempotency_key_in_use',
+        'A request with this Idempotency-Key is still being processed; retry in a few seconds.',
+      );
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+/** Inserts the key; an expired key (older than 24 h) is taken over by exactly one claimant. */
+async function claim(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
+  try {
+    await keys(db).insertOne(doc);
+    return true;
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+  }
+  const expiredBefore = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS);
+  const taken = await keys(db).replaceOne({ _id: doc._id, created_at: { $lte: expiredBefore } }, doc);
+  return taken.modifiedCount === 1;
+}

@@ -1,0 +1,46 @@
+// The chat engine behind chat-completion: the built-in intake agent (offline, deterministic)
+// or an LLM through the OpenAI API, chosen by configuration (core/integrations/chat/index.ts).
+import type { IntakeQuestion } from '../../domain/agents.js';
+
+export type ChatRole = 'agent' | 'user';
+
+export interface ChatEngineMessage {
+  role: ChatRole;
+  content: string;
+}
+
+/** The agent as it was when the chat was created (a chat keeps talking like that agent). */
+export interface ChatAgentProfile {
+  agent_name: string;
+  language: string;
+  prompt: string;
+  begin_message: string;
+  intake_questions: IntakeQuestion[];
+}
+
+export interface ChatEngineInput {
+  agent: ChatAgentProfile;
+  /** The chat's dynamic variables (strings), for {{name}} placeholders and the LLM's context. */
+  dynamicVariables: Readonly<Record<string, string>>;
+  /** The chat's messages so far, oldest first (the greeting included), without the new message. */
+  history: readonly ChatEngineMessage[];
+}
+
+export interface ChatEngine {
+  readonly name: 'intake' | 'openai';
+  /** The agent's first message when a chat opens, or null to let the user speak first. */
+  greeting(input: Omit<ChatEngineInput, 'history'>): string | null;
+  /**
+   * The agent's reply to `message`. Must not store anything: the caller stores the exchange and
+   * may call this again with a longer history when another message got in first.
+   * Failures are AppErrors (503 unavailable, 502 chat_engine_error).
+   */
+  reply(input: ChatEngineInput, message: string): Promise<string>;
+}
+
+/** Replaces {{name}} placeholders with dynamic variables (Retell's convention); unknown ones stay. */
+export function fillVariables(text: string, variables: Readonly<Record<string, string>>): string {
+  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, key: string) =>
+    Object.prototype.hasOwnProperty.call(variables, key) ? variables[key]! : whole,
+  );
+}

@@ -1,0 +1,152 @@
+// The built-in intake agent: works offline and answers deterministically. It asks the agent's
+// intake questions in order, reads phones, emails and names out of free text (also when they
+// come before their question), re-asks with a hint when a phone or email answer is not one,
+// and closes with a summary of what it collected.
+//
+// It keeps no state of its own: its progress is replayed from the user's messages, so a reply
+// depends only on the stored history (which is what lets the chat domain retry on a conflict).
+import type { IntakeQuestion } from '../../domain/agents.js';
+import {
+  extractName,
+  findEmail,
+  findPhone,
+  questionKind,
+  readAnswer,
+  splitName,
+  type QuestionKind,
+} from '../../domain/intake-analysis.js';
+import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
+
+interface Progress {
+  answers: Map<string, string>;
+  /** The question the agent asked last and is waiting for: always the first unanswered one. */
+  pending: IntakeQuestion | null;
+}
+
+const HINTS: Partial<Record<QuestionKind, string>> = {
+  phone:
+    "Sorry, I couldn't find a valid phone number in that. Please include the area code, for example (415) 555-0123.",
+  email: "Sorry, that doesn't look like a complete email address. Please type it like name@example.com.",
+  name: "Sorry, I didn't catch your name. Please tell me your first and last name, for example Jane Doe.",
+};
+
+const NOTED_LABEL: Partial<Record<QuestionKind, string>> = {
+  phone: 'phone number',
+  email: 'email address',
+  name: 'name',
+};
+
+export const INTAKE_COMPLETE_REPLY =
+  'Thank you. Your intake is already complete and our team has your details; someone will contact you soon. ' +
+  'Anything else you write here is kept with your intake.';
+
+const NO_QUESTIONS_REPLY =
+  'Thank you for your message. A member of our team will review it and contact you soon.';
+
+function humanise(key: string): string {
+  const words = key.replace(/_+/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function listing(items: string[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+function shorten(text: string, max = 300): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+}
+
+/** Contact details a message volunteers for questions not asked yet. */
+function volunteered(text: string, kind: QuestionKind): string | null {
+  if (kind === 'phone') return findPhone(text);
+  if (kind === 'email') return findEmail(text);
+  if (kind === 'name') return extractName(text);
+  return null;
+}
+
+function summaryReply(questions: readonly IntakeQuestion[], progress: Progress): string {
+  const nameKey = questions.find((q) => questionKind(q.key) === 'name')?.key;
+  const first = nameKey === undefined ? null : splitName(progress.answers.get(nameKey) ?? null).first_name;
+  const lines = questions.map((q) => `- ${humanise(q.key)}: ${shorten(progress.answers.get(q.key) ?? '')}`);
+  return [
+    `Thank you${first === null ? '' : `, ${first}`}. Here is a summary of what I collected:`,
+    ...lines,
+    'A member of our team will review your information and contact you soon.',
+  ].join('\n');
+}
+
+/** Takes one user message into the progress and returns the agent's reply to it. */
+function step(questions: readonly IntakeQuestion[], progress: Progress, text: string): string {
+  if (questions.length === 0) return NO_QUESTIONS_REPLY;
+  const pending = progress.pending;
+  if (pending === null) return INTAKE_COMPLETE_REPLY;
+
+  const pendingKind = questionKind(pending.key);
+  const answer = readAnswer(pendingKind, text);
+  if (answer !== null) progress.answers.set(pending.key, answer);
+
+  // Answers given early: the first unanswered question of each contact kind takes a value the
+  // message carries, unless that value already answers another question.
+  const noted: string[] = [];
+  const used = new Set(progress.answers.values());
+  const seenKinds = new Set<QuestionKind>();
+  for (const q of questions) {
+    const kind = questionKind(q.key);
+    if (progress.answers.has(q.key) || seenKinds.has(kind)) continue;
+    seenKinds.add(kind);
+    const value = volunteered(text, kind);
+    if (value === null || used.has(value)) continue;
+    progress.answers.set(q.key, value);
+    used.add(value);
+    noted.push(NOTED_LABEL[kind]!);
+  }
+  const notedSentence = noted.length === 0 ? null : `I've noted your ${listing(noted)}.`;
+
+  if (answer === null) {
+    // Not an answer: a hint, unless the message did bring something else; then ask again.
+    return [notedSentence === null ? HINTS[pendingKind] : `Thank you. ${notedSentence}`, pending.question]
+      .filter((p): p is string => p !== undefined)
+      .join(' ');
+  }
+
+  const next = questions.find((q) => !progress.answers.has(q.key)) ?? null;
+  progress.pending = next;
+  if (next === null) return summaryReply(questions, progress);
+  const thanks =
+    pendingKind === 'name' ? `Thank you, ${splitName(answer).first_name ?? answer}.` : 'Thank you.';
+  return [thanks, notedSentence, next.question].filter((p): p is string => p !== null).join(' ');
+}
+
+export class IntakeAgentEngine implements ChatEngine {
+  readonly name = 'intake' as const;
+
+  greeting({ agent, dynamicVariables }: Omit<ChatEngineInput, 'history'>): string | null {
+    const parts = [
+      fillVariables(agent.begin_message, dynamicVariables).trim(),
+      agent.intake_questions[0]?.question,
+    ];
+    const text = parts.filter((p): p is string => p !== undefined && p !== '').join(' ');
+    return text === '' ? null : text;
+  }
+
+  async reply({ agent, history }: ChatEngineInput, message: string): Promise<string> {
+    return intakeReply(
+      agent.intake_questions,
+      history.filter((m) => m.role === 'user').map((m) => m.content),
+      message,
+    );
+  }
+}
+
+/** The reply to `message` after the earlier user messages `previous` (replayed in order). */
+export function intakeReply(
+  questions: readonly IntakeQuestion[],
+  previous: readonly string[],
+  message: string,
+) {
+  const progress: Progress = { answers: new Map(), pending: questions[0] ?? null };
+  for (const text of previous) step(questions, progress, text);
+  return step(questions, progress, message);
+}

@@ -1,0 +1,141 @@
+import type { Db, UpdateFilter } from 'mongodb';
+import type { Config } from '../../config.js';
+import { COLLECTIONS, collection } from '../../db/collections.js';
+import { DEFAULT_INTAKE_QUESTIONS, type AgentDoc } from '../../domain/agents.js';
+import { getFirm } from '../../domain/firms.js';
+import { simulateConversation, type SimulatedAgent } from './simulator-script.js';
+import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
+import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
+
+// Plays a simulated call out, as the provider would: it is answered (or not), talks, hangs up,
+// and each change is reported to the firm's public call webhook over HTTP, signed as Retell
+// signs (voice_webhook_secret) or else with the platform key as bearer. A failed delivery
+// throws, so the simulator job retries; events already delivered are not sent again.
+
+export interface SimulatorDeps {
+  db: Db;
+  config: Config;
+}
+
+export type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
+
+const EVENTS_FOR: Record<SimulatedCallStatus, SimulatorEvent[]> = {
+  registered: [],
+  ongoing: ['call_started'],
+  ended: ['call_ended', 'call_analyzed'],
+  not_connected: ['call_ended'],
+};
+
+/** Runs the call as far as it can go now; `waitUntil` says when to come back (the hang-up). */
+export async function advanceSimulatedCall(
+  deps: SimulatorDeps,
+  providerCallId: string,
+): Promise<{ status: SimulatedCallStatus | 'gone'; waitUntil?: number }> {
+  for (;;) {
+    const call = await simulatorCalls(deps.db).findOne({ _id: providerCallId });
+    if (call === null) return { status: 'gone' };
+    for (const event of EVENTS_FOR[call.call_status]) {
+      if (call.delivered.includes(event)) continue;
+      await deliverWebhook(deps, call, event);
+      await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $addToSet: { delivered: event } });
+    }
+    const now = Date.now();
+    if (call.call_status === 'registered') {
+      if (call.outcome === 'no_answer') {
+        await transition(deps.db, call, {
+          call_status: 'not_connected',
+          end_timestamp: now,
+          duration_ms: 0,
+          disconnection_reason: 'dial_no_answer',
+        });
+      } else {
+        await transition(deps.db, call, {
+          call_status: 'ongoing',
+          start_timestamp: now,
+          hangup_at: now + Math.floor(deps.config.simCallMs / 2),
+        });
+      }
+      continue;
+    }
+    if (call.call_status === 'ongoing') {
+      const hangupAt = call.hangup_at ?? now;
+      if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt };
+      const start = call.start_timestamp ?? now;
+      const conversation = simulateConversation(
+        await agentFor(deps.db, call.metadata.agent_id),
+        call.retell_llm_dynamic_variables,
+        call.to_number,
+      );
+      await transition(deps.db, call, {
+        call_status: 'ended',
+        end_timestamp: now,
+        duration_ms: now - start,
+        disconnection_reason: 'user_hangup',
+        transcript: conversation.transcript,
+        call_analysis: conversation.call_analysis,
+      });
+      continue;
+    }
+    return { status: call.call_status };
+  }
+}
+
+/** Moves the provider-side call on, once: concurrent runs cannot both take a step. */
+async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<SimulatorCallDoc>): Promise<void> {
+  await simulatorCalls(db).updateOne({ _id: call._id, call_status: call.call_status }, {
+    $set: changes,
+  } as UpdateFilter<SimulatorCallDoc>);
+}
+
+async function agentFor(db: Db, agentId: string): Promise<SimulatedAgent> {
+  const agent = await collection<AgentDoc>(db, COLLECTIONS.agents).findOne({ _id: agentId });
+  return (
+    agent ?? {
+      agent_name: 'Intake agent',
+      begin_message: 'Hello, thank you for taking my call.',
+      intake_questions: DEFAULT_INTAKE_QUESTIONS,
+    }
+  );
+}
+
+/** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
+export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
+  const payload: Record<string, unknown> = {
+    call_id: call._id,
+    call_type: call.call_type,
+    agent_id: call.agent_id,
+    direction: call.direction,
+    from_number: call.from_number,
+    to_number: call.to_number,
+    call_status: call.call_status,
+    metadata: call.metadata,
+    retell_llm_dynamic_variables: call.retell_llm_dynamic_variables,
+  };
+  if (call.start_timestamp !== null) payload.start_timestamp = call.start_timestamp;
+  if (event !== 'call_started') {
+    payload.end_timestamp = call.end_timestamp;
+    payload.duration_ms = call.duration_ms;
+    payload.disconnection_reason = call.disconnection_reason;
+    if (call.transcript !== null) payload.transcript = call.transcript;
+  }
+  if (event === 'call_analyzed' && call.call_analysis !== null) payload.call_analysis = call.call_analysis;
+  return payload;
+}
+
+async function deliverWebhook(
+  deps: SimulatorDeps,
+  call: SimulatorCallDoc,
+  event: SimulatorEvent,
+): Promise<void> {
+  const firmSlug = call.metadata.firm;
+  const firm = await getFirm(deps.db, firmSlug);
+  const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
+  const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+  const secret = firm?.settings.voice_webhook_secret;
+  if (secret) headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, secret);
+  else headers.Authorization = `Bearer ${deps.config.adminApiKey}`;
+  const url = `${deps.config.publicBaseUrl}/api/v2/${encodeURIComponent(firmSlug)}/webhook`;
+  const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+  await res.arrayBuffer().catch(() => undefined);
+  if (!res.ok) throw new Error(`The call webhook answered ${res.status} to ${event} for ${call._id}.`);
+}

@@ -1,0 +1,117 @@
+import type { IntakeQuestion } from '../../domain/agents.js';
+
+// What a simulated caller says: the agent asks its intake questions in order and the caller
+// answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and
+// the downstream extraction see the same conversation every time.
+
+export interface SimulatedAgent {
+  agent_name: string;
+  begin_message: string;
+  intake_questions: IntakeQuestion[];
+}
+
+export interface SimulatedConversation {
+  transcript: string;
+  call_analysis: {
+    call_summary: string;
+    user_sentiment: 'Positive' | 'Neutral' | 'Negative' | 'Unknown';
+    call_successful: boolean;
+    custom_analysis_data: Record<string, string>;
+  };
+}
+
+const DEFAULT_NAME = 'Jordan Lee';
+const DEFAULT_CASE_TYPE = 'personal injury';
+const DEFAULT_DESCRIPTION = 'I was rear-ended at a red light last week and my neck still hurts.';
+
+function pick(vars: Record<string, string>, ...keys: string[]): string | undefined {
+  for (const key of keys) {
+    const value = vars[key]?.trim();
+    if (value) return value;
+  }
+  return undefined;
+}
+
+function callerName(vars: Record<string, string>): string {
+  const full = pick(vars, 'full_name', 'name', 'caller_name');
+  if (full) return full;
+  const parts = [pick(vars, 'first_name'), pick(vars, 'last_name')].filter(Boolean);
+  return parts.length > 0 ? parts.join(' ') : DEFAULT_NAME;
+}
+
+function emailFor(name: string): string {
+  const local = name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9 ]/g, '')
+    .trim()
+    .replace(/\s+/g, '.');
+  return `${local || 'caller'}@example.com`;
+}
+
+/** The caller's answer to one intake question. */
+function answerFor(key: string, vars: Record<string, string>, toNumber: string): string {
+  const own = pick(vars, key);
+  if (own) return own;
+  const name = callerName(vars);
+  switch (key) {
+    case 'full_name':
+    case 'name':
+      return name;
+    case 'first_name':
+      return name.split(' ')[0] ?? name;
+    case 'last_name':
+      return name.split(' ').slice(1).join(' ') || name;
+    case 'phone':
+    case 'phone_number':
+      return pick(vars, 'phone', 'phone_number') ?? toNumber;
+    case 'email':
+      return pick(vars, 'email') ?? emailFor(name);
+    case 'case_type':
+      return pick(vars, 'case_type') ?? DEFAULT_CASE_TYPE;
+    case 'description':
+      return pick(vars, 'description') ?? DEFAULT_DESCRIPTION;
+    default:
+      return "I'd rather go over that with the attorney directly.";
+  }
+}
+
+export function simulateConversation(
+  agent: SimulatedAgent,
+  dynamicVariables: Record<string, string>,
+  toNumber: string,
+): SimulatedConversation {
+  const lines: string[] = [`Agent: ${agent.begin_message}`];
+  const answers: Record<string, string> = {};
+  for (const q of agent.intake_questions) {
+    const answer = answerFor(q.key, dynamicVariables, toNumber);
+    answers[q.key] = answer;
+    lines.push(`Agent: ${q.question}`, `User: ${answer}`);
+  }
+  const name = answers.full_name ?? answers.name ?? callerName(dynamicVariables);
+  const phone = answers.phone ?? answers.phone_number ?? pick(dynamicVariables, 'phone') ?? toNumber;
+  const email = answers.email ?? pick(dynamicVariables, 'email') ?? emailFor(name);
+  const caseType = answers.case_type ?? pick(dynamicVariables, 'case_type') ?? DEFAULT_CASE_TYPE;
+  const summary = `${name} called about a ${caseType} matter and can be reached at ${phone} or ${email}.`;
+  lines.push(
+    `Agent: Thank you, ${name.split(' ')[0]}. To summarise: ${summary} Someone will be in touch soon.`,
+  );
+  lines.push('User: Thank you, goodbye.');
+  return {
+    transcript: `${lines.join('\n')}\n`,
+    call_analysis: {
+      call_summary: summary,
+      user_sentiment: 'Positive',
+      call_successful: true,
+      custom_analysis_data: {
+        ...answers,
+        name,
+        phone,
+        email,
+        case_type: caseType,
+        urgency: pick(dynamicVariables, 'urgency') ?? 'normal',
+        summary,
+      },
+    },
+  };
+}

@@ -1,0 +1,295 @@
+// The Retell provider (retell-sdk) against a local server speaking Retell's endpoints: request
+// bodies as Retell documents them, voice mapping and caching, finding a call by our id, error
+// statuses, and — through the real queue — 429 pausing the queue instead of failing the job,
+// 5xx retried after asking Retell first, a 4xx ending the call as error.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RetellProvider } from '../../core/integrations/voice/retell.js';
+import { ProviderError } from '../../core/integrations/voice/provider.js';
+import { freePort } from '../../core/local/services.js';
+import { createLogger } from '../../core/logger.js';
+import { createServices } from '../../core/services.js';
+import { startWorkers, type Workers } from '../../workers/worker.js';
+import { processors } from '../../workers/processors.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { expectError } from '../helpers/expect-error.js';
+import { eventually } from '../helpers/eventually.js';
+import { startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { callsOf, createAgent, waitForCall } from './support.js';
+
+let fake: RetellFake;
+beforeAll(async () => {
+  fake = await startRetellFake();
+});
+afterAll(async () => fake?.close());
+
+const request = {
+  callId: 'call_abc123',
+  firm: 'firm-one',
+  agentId: 'agent_ours',
+  fromNumber: '+14155550100',
+  toNumber: '+14155550123',
+  dynamicVariables: { first_name: 'Ann', age: '42' },
+};
+
+async function providerError(promise: Promise<unknown>): Promise<ProviderError> {
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ProviderError);
+  return err as ProviderError;
+}
+
+describe('RetellProvider against the Retell fake', () => {
+  const provider = () => new RetellProvider({ apiKey: fake.apiKey, baseUrl: fake.url });
+
+  it('creates a phone call with Retell’s documented body and our call id in the metadata', async () => {
+    const placed = await provider().placeCall({ ...request, providerAgentId: 'retell_agent_9' });
+    const [sent] = fake.requestsTo('create-phone-call').slice(-1);
+    expect(sent!.method).toBe('POST');
+    expect(sent!.path).toBe('/v2/create-phone-call');
+    expect(sent!.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    expect(sent!.headers['content-type']).toMatch(/^application\/json/);
+    expect(sent!.body).toEqual({
+      from_number: '+14155550100',
+      to_number: '+14155550123',
+      override_agent_id: 'retell_agent_9',
+      metadata: { call_id: 'call_abc123', firm: 'firm-one', agent_id: 'agent_ours' },
+      retell_llm_dynamic_variables: { first_name: 'Ann', age: '42' },
+    });
+    expect(placed).toEqual({ providerCallId: fake.calls.at(-1)!.call_id, status: 'registered' });
+  });
+
+  it('needs a from_number and says so without calling Retell', async () => {
+    const before = fake.requests.length;
+    const { fromNumber: _omitted, ...withoutFrom } = request;
+    const err = await providerError(provider().placeCall(withoutFrom));
+    expect(err.kind).toBe('rejected');
+    expect(err.message).toMatch(/from_number/);
+    expect(fake.requests.length).toBe(before);
+  });
+
+  it('finds a call by our call id through list-calls (v3) with a metadata filter', async () => {
+    const placed = await provider().placeCall({ ...request, callId: 'call_find_me' });
+    const found = await provider().findCall('call_find_me');
+    expect(found).toEqual({ providerCallId: placed.providerCallId, status: 'registered' });
+    const [sent] = fake.requestsTo('list-calls').slice(-1);
+    expect(sent!.path).toBe('/v3/list-calls');
+    expect(sent!.body).toEqual({
+      filter_criteria: { metadata: [{ key: 'call_id', op: 'eq', type: 'string', value: 'call_find_me' }] },
+      sort_order: 'descending',
+      limit: 50,
+    });
+    expect(await provider().findCall('call_never_placed')).toBeNull();
+  });
+
+  it('maps voices to our fields (locale from the accent, gender normalised)', async () => {
+    const voices = await provider().listVoices();
+    expect(fake.requestsTo('list-voices').at(-1)!.path).toBe('/list-voices');
+    expect(voices).toEqual([
+      {
+        voice_id: '11labs-Adrian',
+        name: 'Adrian',
+        language: 'en-US',
+        gender: 'male',
+        provider: 'elevenlabs',
+        accent: 'American',
+        preview_audio_url: 'https://retell-utils-public.s3.us-west-2.amazonaws.com/adrian.mp3',
+      },
+      {
+        voice_id: 'openai-Alloy',
+        name: 'Alloy',
+        language: 'en-GB',
+        gender: 'female',
+        provider: 'openai',
+        accent: 'British',
+      },
+      {
+        voice_id: 'cartesia-Lucia',
+        name: 'Lucía',
+        language: 'es-MX',
+        gender: 'female',
+        provider: 'cartesia',
+        accent: 'Mexican',
+      },
+    ]);
+  });
+
+  it('classifies errors, and the SDK itself never retries (our queue does)', async () => {
+    const cases: Array<[number, Record<string, string>, string, boolean, number | undefined]> = [
+      [429, { 'retry-after': '2' }, 'rate_limited', false, 2000],
+      [500, {}, 'retryable', true, undefined],
+      [503, {}, 'retryable', true, undefined],
+      [422, {}, 'rejected', false, undefined],
+      [400, {}, 'rejected', false, undefined],
+    ];
+    for (const [status, headers, kind, mayExist, retryAfter] of cases) {
+      fake.script('create-phone-call', { status, headers });
+      const before = fake.requestsTo('create-phone-call').length;
+      const err = await providerError(provider().placeCall(request));
+      expect({ status, kind: err.kind, mayExist: err.callMayExist, retryAfter: err.retryAfterMs }).toEqual({
+        status,
+        kind,
+        mayExist,
+        retryAfter,
+      });
+      expect(fake.requestsTo('create-phone-call').length).toBe(before + 1);
+    }
+    const wrongKey = new RetellProvider({ apiKey: 'wrong', baseUrl: fake.url });
+    expect((await providerError(wrongKey.placeCall(request))).kind).toBe('rejected');
+    const down = new RetellProvider({ apiKey: fake.apiKey, baseUrl: `http://127.0.0.1:${await freePort()}` });
+    const unreachable = await providerError(down.placeCall(request));
+    expect({ kind: unreachable.kind, mayExist: unreachable.callMayExist }).toEqual({
+      kind: 'retryable',
+      mayExist: true,
+    });
+  });
+});
+
+describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
+  let stack: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+  let agentId: string;
+  let secondWorker: Workers | undefined;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      workers: true,
+      env: { VOICE_PROVIDER: 'retell', RETELL_API_KEY: fake.apiKey, RETELL_BASE_URL: fake.url },
+    });
+    // A second worker process's worth of workers: the 429 pause must hold for both.
+    secondWorker = startWorkers(
+      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+      processors,
+    );
+    firm = await createFirm(stack, { from_number: '+14155550100' });
+  });
+  afterAll(async () => {
+    await secondWorker?.stop();
+    await stack?.stop();
+  });
+
+  const createCall = (client = firm.client, slug = firm.slug) =>
+    client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId,
+      firmSlug: slug,
+      dynamicVariables: { first_name: 'Ann', vip: true },
+    });
+  const createRequestsFor = (callId: string) =>
+    fake.requestsTo('create-phone-call').filter((r) => r.body?.metadata?.call_id === callId);
+
+  it('lists Retell voices through list-voices, cached in Redis', async () => {
+    const before = fake.requestsTo('list-voices').length;
+    const first = await firm.client.get('/api/v2/list-voices');
+    expect(first.status).toBe(200);
+    expect(first.body.map((v: any) => v.voice_id)).toEqual([
+      '11labs-Adrian',
+      'openai-Alloy',
+      'cartesia-Lucia',
+    ]);
+    expect(first.body[2]).toMatchObject({ language: 'es-MX', gender: 'female' });
+    const second = await firm.client.get('/api/v2/list-voices');
+    expect(second.body).toEqual(first.body);
+    agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');
+    expect(fake.requestsTo('list-voices').length).toBe(before + 1);
+  });
+
+  it('a firm without from_number gets 409 from_number_missing and no call', async () => {
+    const bare = await createFirm(stack);
+    const bareAgent = await createAgent(bare.client, bare.slug, '11labs-Adrian');
+    const res = await bare.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: bareAgent,
+      firmSlug: bare.slug,
+    });
+    expectError(res, 409, 'from_number_missing');
+    expect(await callsOf(stack).countDocuments({ firm: bare.slug })).toBe(0);
+  });
+
+  it('places the call with the firm’s number, our call id and string variables, and records Retell’s call id', async () => {
+    const created = await createCall();
+    const callId = created.body.call_id;
+    await eventually(async () =>
+      expect((await callsOf(stack).findOne({ _id: callId }))?.provider_call_id).toBeTruthy(),
+    );
+    const sent = createRequestsFor(callId);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.body).toEqual({
+      from_number: '+14155550100',
+      to_number: '+14155550123',
+      metadata: { call_id: callId, firm: firm.slug, agent_id: agentId },
+      retell_llm_dynamic_variables: { first_name: 'Ann', vip: 'true' },
+    });
+    const stored = await callsOf(stack).findOne({ _id: callId });
+    expect(stored?.provider_call_id).toBe(
+      fake.calls.find((c) => (c.metadata as any)?.call_id === callId)?.call_id,
+    );
+    expect(stored?.dial.state).toBe('placed');
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+  });
+
+  it('a 429 pauses the whole calls queue for Retry-After instead of failing the job', async () => {
+    fake.script('create-phone-call', { status: 429, headers: { 'retry-after': '3' } });
+    const created = await createCall();
+    const callId = created.body.call_id;
+    await eventually(async () => expect(createRequestsFor(callId)).toHaveLength(1), 10_000, 10);
+    const limitedAt = createRequestsFor(callId)[0]!.at;
+    // The queue's limiter is set, and calls registered meanwhile wait for it too, in every worker.
+    await eventually(
+      async () => expect(await stack.services.queues.calls.getRateLimitTtl()).toBeGreaterThan(0),
+      2000,
+      10,
+    );
+    const others = await Promise.all([createCall(), createCall(), createCall()]);
+    const all = [callId, ...others.map((r) => r.body.call_id as string)];
+    await eventually(async () => {
+      for (const id of all)
+        expect((await callsOf(stack).findOne({ _id: id }))?.provider_call_id).toBeTruthy();
+    });
+    for (const id of all) {
+      const placed = createRequestsFor(id).at(-1)!;
+      expect(placed.at - limitedAt).toBeGreaterThanOrEqual(2900);
+    }
+    expect(createRequestsFor(callId)).toHaveLength(2);
+    const job = await stack.services.queues.calls.getJob(callId);
+    expect(await job!.getState()).toBe('completed');
+    // One attempt, which succeeded: the 429 was never counted as a failure.
+    expect(job!.attemptsMade).toBe(1);
+    expect(job!.stacktrace).toEqual([]);
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+  });
+
+  it('a 500 is retried with backoff, asking Retell for the call first, and places exactly one call', async () => {
+    fake.script('create-phone-call', { status: 500 });
+    const created = await createCall();
+    const callId = created.body.call_id;
+    await eventually(async () =>
+      expect((await callsOf(stack).findOne({ _id: callId }))?.provider_call_id).toBeTruthy(),
+    );
+    expect(createRequestsFor(callId)).toHaveLength(2);
+    const asked = fake
+      .requestsTo('list-calls')
+      .filter((r) => r.body?.filter_criteria?.metadata?.[0]?.value === callId);
+    expect(asked).toHaveLength(1);
+    // ... and it asked before the second create (request order as the fake received them).
+    expect(fake.requests.indexOf(asked[0]!)).toBeLessThan(
+      fake.requests.indexOf(createRequestsFor(callId)[1]!),
+    );
+    const job = await stack.services.queues.calls.getJob(callId);
+    expect(await job!.getState()).toBe('completed');
+    expect(job!.attemptsMade).toBe(2); // one failure, then the success
+    expect(job!.stacktrace).toHaveLength(1);
+    expect(fake.calls.filter((c) => (c.metadata as any)?.call_id === callId)).toHaveLength(1);
+  });
+
+  it('a 4xx from Retell ends the call as error without retrying', async () => {
+    fake.script('create-phone-call', { status: 422, body: { error_message: 'to_number is not reachable' } });
+    const created = await createCall();
+    const call = await waitForCall(firm.client, created.body.call_id, (c) => c.status === 'error');
+    expect(call.disconnection_reason).toBe('dial_failed');
+    const job = await stack.services.queues.calls.getJob(created.body.call_id);
+    await eventually(async () => expect(await job!.getState()).toBe('failed'));
+    expect(createRequestsFor(created.body.call_id)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,181 @@
+// The simulator (CONTRACT §5) as a real participant: a placed call is answered, talks and
+// hangs up, and each step reaches the firm's public webhook over HTTP, signed as Retell signs
+// (or with the platform key as bearer). A proxy in front of the service records what went over
+// the wire and holds call_ended so the test can see the call ongoing without sleeping.
+import { verify as retellVerify } from 'retell-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { startWebhookProxy, type WebhookProxy } from '../fakes/webhook-proxy.js';
+import { callsOf, createAgent, simulatorCallsOf, waitForCall } from './support.js';
+
+const SECRET = 'whsec_simulated_calls_test';
+
+let proxy: WebhookProxy;
+let stack: Stack;
+let signed: Awaited<ReturnType<typeof createFirm>>;
+let bearer: Awaited<ReturnType<typeof createFirm>>;
+let signedAgent: string;
+let bearerAgent: string;
+
+beforeAll(async () => {
+  proxy = await startWebhookProxy();
+  stack = await startStack({ workers: true, env: { PUBLIC_BASE_URL: proxy.url, SIM_CALL_MS: '200' } });
+  proxy.target = stack.baseUrl;
+  signed = await createFirm(stack, { voice_webhook_secret: SECRET, from_number: '+14155550100' });
+  bearer = await createFirm(stack);
+  signedAgent = await createAgent(signed.client, signed.slug);
+  bearerAgent = await createAgent(bearer.client, bearer.slug);
+});
+afterAll(async () => {
+  await stack?.stop();
+  await proxy?.close();
+});
+
+const deliveriesFor = (callId: string) =>
+  proxy.deliveries.filter((d) => d.body?.call?.metadata?.call_id === callId);
+
+describe('a simulated call', () => {
+  it('goes registered → ongoing → ended through signed webhooks and appears in list-calls', async () => {
+    proxy.holdEvent('call_ended');
+    const created = await signed.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: signedAgent,
+      firmSlug: signed.slug,
+      dynamicVariables: { full_name: 'Maria Lopez', case_type: 'workers compensation', injury: 'yes' },
+    });
+    expect(created.body).toEqual({ call_id: expect.any(String), status: 'registered' });
+    const callId = created.body.call_id;
+    expect((await signed.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+
+    const ongoing = await waitForCall(signed.client, callId, (c) => c.status === 'ongoing');
+    expect(ongoing.start_timestamp).toEqual(expect.any(Number));
+    expect(ongoing.end_timestamp).toBeNull();
+    proxy.release('call_ended');
+
+    const ended = await waitForCall(
+      signed.client,
+      callId,
+      (c) => c.status === 'ended' && c.call_analysis !== null,
+    );
+    expect(ended.end_timestamp).toBeGreaterThanOrEqual(ended.start_timestamp);
+    expect(ended.duration_ms).toBe(ended.end_timestamp - ended.start_timestamp);
+    expect(ended.from_number).toBe('+14155550100');
+    expect(ended.disconnection_reason).toBe('user_hangup');
+    // The transcript follows the agent's intake questions, answered from the dynamic variables.
+    expect(ended.transcript).toContain('Agent: Hi, this is the intake line of the firm.');
+    expect(ended.transcript).toContain('Agent: May I have your full name?\nUser: Maria Lopez');
+    expect(ended.transcript).toContain('Agent: What number can we reach you on?\nUser: +14155550123');
+    expect(ended.transcript).toContain('User: workers compensation');
+    expect(ended.call_analysis).toMatchObject({
+      call_summary: expect.stringContaining('Maria Lopez'),
+      call_successful: true,
+      user_sentiment: 'Positive',
+      custom_analysis_data: {
+        full_name: 'Maria Lopez',
+        phone: '+14155550123',
+        case_type: 'workers compensation',
+        injury: 'yes',
+      },
+    });
+
+    // On the wire: Retell's envelope, in order, each signed with the firm's secret.
+    const sent = deliveriesFor(callId);
+    expect(sent.map((d) => d.body.event)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+    for (const d of sent) {
+      expect(d.path).toBe(`/api/v2/${signed.slug}/webhook`);
+      expect(d.headers.authorization).toBeUndefined();
+      expect(d.headers['x-retell-signature']).toMatch(/^v=\d+,d=[0-9a-f]{64}$/);
+      expect(await retellVerify(d.rawBody, SECRET, d.headers['x-retell-signature'] as string)).toBe(true);
+      expect(d.status).toBe(200);
+      expect(d.body.call).toMatchObject({
+        call_id: expect.stringMatching(/^sim_/),
+        agent_id: signedAgent,
+        metadata: { call_id: callId, firm: signed.slug },
+        retell_llm_dynamic_variables: { full_name: 'Maria Lopez' },
+      });
+    }
+    expect(sent[0]!.body.call.call_status).toBe('ongoing');
+    expect(sent[1]!.body.call).toMatchObject({ call_status: 'ended', disconnection_reason: 'user_hangup' });
+    expect(sent[1]!.body.call.transcript).toBe(ended.transcript);
+    expect(sent[2]!.body.call.call_analysis).toEqual(ended.call_analysis);
+
+    // The provider id is recorded on our call, and the call is listed first.
+    const stored = await callsOf(stack).findOne({ _id: callId });
+    expect(stored?.provider_call_id).toBe(sent[0]!.body.call.call_id);
+    const list = await signed.client.post('/api/v2/list-calls', { firmSlug: signed.slug });
+    expect(list.status).toBe(200);
+    expect(list.body.calls[0]).toEqual(ended);
+    expect(list.body.next_cursor).toBe('');
+  });
+
+  it('signs with the platform key as bearer when the firm has no voice_webhook_secret', async () => {
+    const created = await bearer.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550124',
+      agentId: bearerAgent,
+      firmSlug: bearer.slug,
+    });
+    const callId = created.body.call_id;
+    await waitForCall(bearer.client, callId, (c) => c.status === 'ended' && c.call_analysis !== null);
+    const sent = deliveriesFor(callId);
+    expect(sent.length).toBe(3);
+    for (const d of sent) {
+      expect(d.headers.authorization).toBe(`Bearer ${stack.config.adminApiKey}`);
+      expect(d.headers['x-retell-signature']).toBeUndefined();
+    }
+  });
+
+  it('retries a webhook delivery that was not accepted, without resending what was delivered', async () => {
+    proxy.failNext('call_ended', 1);
+    const created = await bearer.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550125',
+      agentId: bearerAgent,
+      firmSlug: bearer.slug,
+    });
+    const callId = created.body.call_id;
+    await waitForCall(bearer.client, callId, (c) => c.status === 'ended' && c.call_analysis !== null);
+    expect(deliveriesFor(callId).map((d) => [d.body.event, d.status])).toEqual([
+      ['call_started', 200],
+      ['call_ended', 503],
+      ['call_ended', 200],
+      ['call_analyzed', 200],
+    ]);
+  });
+
+  it('a number ending 0000 is not answered: not_connected, dial_no_answer, no call_started', async () => {
+    const created = await bearer.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550000',
+      agentId: bearerAgent,
+      firmSlug: bearer.slug,
+    });
+    const callId = created.body.call_id;
+    const call = await waitForCall(bearer.client, callId, (c) => c.status === 'not_connected');
+    expect(call.disconnection_reason).toBe('dial_no_answer');
+    expect(call.start_timestamp).toBeNull();
+    expect(call.end_timestamp).toEqual(expect.any(Number));
+    expect(deliveriesFor(callId).map((d) => d.body.event)).toEqual(['call_ended']);
+    const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
+    expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+  });
+
+  it('a number ending 9999 fails at the provider: error, not dialled again, no webhooks', async () => {
+    const created = await bearer.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155559999',
+      agentId: bearerAgent,
+      firmSlug: bearer.slug,
+    });
+    const callId = created.body.call_id;
+    const call = await waitForCall(bearer.client, callId, (c) => c.status === 'error');
+    expect(call.end_timestamp).toEqual(expect.any(Number));
+    expect(call.disconnection_reason).toBe('dial_failed');
+    await eventually(async () => {
+      const job = await stack.services.queues.calls.getJob(callId);
+      expect(await job?.getState()).toBe('failed');
+      expect(job?.attemptsMade).toBe(1);
+    });
+    expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': callId })).toBe(0);
+    expect(deliveriesFor(callId)).toEqual([]);
+    const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
+    expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+  });
+});
