@@ -30,8 +30,10 @@ export function startWorkers(services: Services, processors: QueueProcessor[]): 
         prefix: services.config.queuePrefix,
         concurrency: p.concurrency ?? services.config.workerConcurrency,
         metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
-        lockDuration: 30_000,
+        lockDuration: services.config.jobLockMs,
+        stalledInterval: services.config.jobLockMs,
         maxStalledCount: 2,
+        ...(p.limiter === undefined ? {} : { limiter: p.limiter }),
         autorun: true,
       },
     );
@@ -49,17 +51,22 @@ export function startWorkers(services: Services, processors: QueueProcessor[]): 
     workers: workers.map((w) => w.worker),
     async stop() {
       const graceMs = Math.max(1000, services.config.shutdownTimeoutMs - 5000);
+      // close() stops fetching at once and resolves when the active jobs have finished.
       const graceful = Promise.all(workers.map((w) => w.worker.close())).then(() => true);
+      let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([
         graceful,
-        new Promise<boolean>((r) => setTimeout(() => r(false), graceMs)),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs))),
       ]);
+      clearTimeout(timer);
       if (!finished) {
-        // Hand unfinished jobs back to the wait list so another worker picks them up now,
-        // rather than after the lock expires. Their effects are idempotent by design.
+        // Hand unfinished jobs back to the wait list so another worker takes them now rather
+        // than after their locks lapse; their effects are idempotent by design (a dial is
+        // marked first, and a retry asks the provider before dialling). The pending close()
+        // is left behind: once a graceful close has begun, BullMQ's close(true) only awaits
+        // it, so the process exits instead of waiting for jobs it no longer owns.
         services.log.warn({ jobs: [...inFlight.keys()] }, 'handing back unfinished jobs');
         await Promise.allSettled([...inFlight.values()].map(({ job, token }) => job.moveToWait(token)));
-        await Promise.allSettled(workers.map((w) => w.worker.close(true)));
       }
       for (const w of workers) w.connection.disconnect();
       await services.close();
