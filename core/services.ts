@@ -26,7 +26,9 @@ export interface Services {
 export function createServices(config: Config, log: Logger, role: RedisRole): Services {
   const mongo = createMongo(config.mongodbUri);
   const redis = createRedis(config.redisUrl, role);
-  const queues = createQueues(redis, config.queuePrefix);
+  const queues = createQueues(redis, config.queuePrefix, (err) =>
+    log.warn({ err: err.message }, 'queue connection error'),
+  );
   return {
     config,
     log,

@@ -27,15 +27,23 @@ export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
 
 export type Queues = Record<QueueName, Queue>;
 
-export function createQueues(connection: Redis, prefix: string): Queues {
-  const entries = QUEUE_NAMES.map((name) => [
-    name,
-    new Queue(name, {
-      connection,
-      prefix,
-      defaultJobOptions: DEFAULT_JOB_OPTIONS,
-    }),
-  ]);
+/**
+ * One Queue per name over the producer connection. Connection errors are reported once per
+ * outage through `onError` (readiness and 503s tell the rest), instead of BullMQ's
+ * console.error for every reconnect attempt.
+ */
+export function createQueues(connection: Redis, prefix: string, onError: (err: Error) => void): Queues {
+  let reported = false;
+  connection.on('ready', () => (reported = false));
+  const entries = QUEUE_NAMES.map((name) => {
+    const queue = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    queue.on('error', (err) => {
+      if (reported) return;
+      reported = true;
+      onError(err);
+    });
+    return [name, queue];
+  });
   return Object.fromEntries(entries) as Queues;
 }
 

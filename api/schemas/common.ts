@@ -19,3 +19,17 @@ export const ErrorBody = Type.Object(
   },
   { $id: 'Error' },
 );
+
+/**
+ * Variables for an agent's prompt ({{name}} placeholders) on calls and chats: at most 50 keys
+ * named like identifiers; values strings, numbers or booleans, stored and sent as strings.
+ */
+export const DynamicVariables = Type.Record(
+  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' }),
+  Type.Union([Type.String({ maxLength: 5000 }), Type.Number(), Type.Boolean()]),
+  {
+    maxProperties: 50,
+    additionalProperties: false,
+    description: 'Variables for the agent prompt: at most 50, stored and sent as strings',
+  },
+);

@@ -5,6 +5,7 @@ import {
   STATUS_RANK,
   callsCollection,
   isFinished,
+  newCallRecord,
   type CallAnalysis,
   type CallDoc,
   type CallStatus,
@@ -142,7 +143,6 @@ export function inboundCallId(firm: string, providerCallId: string): string {
 
 async function createInboundCall(db: Db, firm: string, payload: ProviderCallPayload): Promise<CallDoc> {
   const id = inboundCallId(firm, payload.call_id);
-  const now = new Date();
   const vars: Record<string, string> = {};
   const given = payload.retell_llm_dynamic_variables;
   if (typeof given === 'object' && given !== null) {
@@ -152,30 +152,18 @@ async function createInboundCall(db: Db, firm: string, payload: ProviderCallPayl
       }
     }
   }
-  const doc: CallDoc = {
-    _id: id,
-    call_id: id,
+  const doc = newCallRecord({
+    callId: id,
     firm,
     agent_id: str(payload.agent_id, 200) ?? null,
     direction: payload.direction === 'outbound' ? 'outbound' : 'inbound',
     from_number: str(payload.from_number, 40) ?? null,
     to_number: str(payload.to_number, 40) ?? null,
-    status: 'registered',
-    status_rank: STATUS_RANK.registered,
-    finished: false,
     dynamic_variables: vars,
-    start_timestamp: null,
-    end_timestamp: null,
-    duration_ms: null,
-    disconnection_reason: null,
-    transcript: null,
-    call_analysis: null,
     provider: 'webhook',
     provider_call_id: payload.call_id,
-    dial: { state: 'placed', attempts: 0, marked_at: null, placed_at: null, last_error: null },
-    created_at: now,
-    updated_at: now,
-  };
+    dial_state: 'placed',
+  });
   try {
     await callsCollection(db).insertOne(doc);
     return doc;

@@ -9,6 +9,7 @@ import { enqueuePlaceCall } from '../../jobs/calls.js';
 import type { AgentDoc } from './agents.js';
 import type { FirmDoc } from './firms.js';
 import { runIdempotent } from './idempotency.js';
+import { stringifyVariables, type DynamicVariablesInput } from './dynamic-variables.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
@@ -85,15 +86,6 @@ export interface CallDoc {
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
 
-export type DynamicVariablesInput = Record<string, string | number | boolean>;
-
-/** Dynamic variables are stored (and sent to the provider) as strings. */
-export function stringifyVariables(vars: DynamicVariablesInput | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(vars ?? {})) out[key] = String(value);
-  return out;
-}
-
 export interface OutboundCallInput {
   firm: FirmDoc;
   agent: AgentDoc;
@@ -102,33 +94,65 @@ export interface OutboundCallInput {
   campaignId?: string;
 }
 
-export function newOutboundCall(input: OutboundCallInput, provider: string, callId = newId('call')): CallDoc {
+/** The fields a call is born with; everything the provider reports later starts empty. */
+export interface NewCallFields {
+  callId: string;
+  firm: string;
+  agent_id: string | null;
+  direction: CallDoc['direction'];
+  from_number: string | null;
+  to_number: string | null;
+  dynamic_variables: Record<string, string>;
+  provider: string;
+  provider_call_id: string | null;
+  dial_state: DialRecord['state'];
+  campaign_id?: string;
+}
+
+/** A call record in status registered, for an outbound call we place or an inbound one we learn of. */
+export function newCallRecord(fields: NewCallFields): CallDoc {
   const now = new Date();
   return {
-    _id: callId,
-    call_id: callId,
-    firm: input.firm._id,
-    agent_id: input.agent._id,
-    direction: 'outbound',
-    from_number: input.firm.settings.from_number ?? null,
-    to_number: input.toNumber,
+    _id: fields.callId,
+    call_id: fields.callId,
+    firm: fields.firm,
+    agent_id: fields.agent_id,
+    direction: fields.direction,
+    from_number: fields.from_number,
+    to_number: fields.to_number,
     status: 'registered',
     status_rank: STATUS_RANK.registered,
     finished: false,
-    dynamic_variables: stringifyVariables(input.dynamicVariables),
+    dynamic_variables: fields.dynamic_variables,
     start_timestamp: null,
     end_timestamp: null,
     duration_ms: null,
     disconnection_reason: null,
     transcript: null,
     call_analysis: null,
-    ...(input.campaignId === undefined ? {} : { campaign_id: input.campaignId }),
-    provider,
-    provider_call_id: null,
-    dial: { state: 'pending', attempts: 0, marked_at: null, placed_at: null, last_error: null },
+    ...(fields.campaign_id === undefined ? {} : { campaign_id: fields.campaign_id }),
+    provider: fields.provider,
+    provider_call_id: fields.provider_call_id,
+    dial: { state: fields.dial_state, attempts: 0, marked_at: null, placed_at: null, last_error: null },
     created_at: now,
     updated_at: now,
   };
+}
+
+export function newOutboundCall(input: OutboundCallInput, provider: string, callId = newId('call')): CallDoc {
+  return newCallRecord({
+    callId,
+    firm: input.firm._id,
+    agent_id: input.agent._id,
+    direction: 'outbound',
+    from_number: input.firm.settings.from_number ?? null,
+    to_number: input.toNumber,
+    dynamic_variables: stringifyVariables(input.dynamicVariables),
+    provider,
+    provider_call_id: null,
+    dial_state: 'pending',
+    ...(input.campaignId === undefined ? {} : { campaign_id: input.campaignId }),
+  });
 }
 
 /**

@@ -80,13 +80,6 @@ export const chatNotActive = (): AppError =>
 const chatBusy = (): AppError =>
   conflict('chat_busy', 'Too many messages arrived for this chat at the same time; send the message again.');
 
-/** Dynamic variables as stored: every value a string (numbers and booleans as JSON writes them). */
-export function toDynamicVariables(
-  input: Readonly<Record<string, string | number | boolean>> | undefined,
-): Record<string, string> {
-  return Object.fromEntries(Object.entries(input ?? {}).map(([k, v]) => [k, String(v)]));
-}
-
 export async function createChat(
   services: Services,
   agent: AgentDoc,

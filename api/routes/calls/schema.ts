@@ -1,18 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { E164_PATTERN } from '../../../core/domain/firm-settings.js';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
-
-export const DYNAMIC_VARIABLE_KEY = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
-
-export const DynamicVariables = Type.Record(
-  Type.String({ pattern: DYNAMIC_VARIABLE_KEY }),
-  Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()]),
-  {
-    maxProperties: 50,
-    additionalProperties: false,
-    description: 'Variables for the agent prompt: at most 50, stored and sent as strings',
-  },
-);
+import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateOutboundCallBody = Body({
   toNumber: Type.String({ pattern: E164_PATTERN, description: 'Number to call, E.164' }),

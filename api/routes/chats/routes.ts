@@ -1,13 +1,6 @@
 import { requireFirm } from '../../../core/auth/access.js';
 import { getFirmAgent } from '../../../core/domain/agents.js';
-import {
-  chatView,
-  createChat,
-  endChat,
-  getChat,
-  sendChatMessage,
-  toDynamicVariables,
-} from '../../../core/domain/chats.js';
+import { chatView, createChat, endChat, getChat, sendChatMessage } from '../../../core/domain/chats.js';
 import { defineRoute } from '../../route.js';
 import {
   ChatCompletionBody,
@@ -19,6 +12,7 @@ import {
   EndChatBody,
   EndChatResponse,
 } from './schema.js';
+import { stringifyVariables } from '../../../core/domain/dynamic-variables.js';
 
 const tag = 'Voice & Chat';
 
@@ -37,7 +31,7 @@ export const chatRoutes = [
       const db = services.mongo.db;
       await requireFirm(db, principal, body.firmSlug);
       const agent = await getFirmAgent(db, body.firmSlug, body.agentId);
-      const chat = await createChat(services, agent, toDynamicVariables(body.dynamicVariables));
+      const chat = await createChat(services, agent, stringifyVariables(body.dynamicVariables));
       const greeting = chat.messages[0]?.content;
       return {
         chat_id: chat._id,

@@ -1,16 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
-
-/** At most 50 keys named like identifiers; values strings, numbers or booleans (stored as strings). */
-export const DynamicVariables = Type.Record(
-  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' }),
-  Type.Union([Type.String({ maxLength: 5000 }), Type.Number(), Type.Boolean()]),
-  {
-    maxProperties: 50,
-    additionalProperties: false,
-    description: 'Variables for the agent ({{name}} placeholders); stored as strings',
-  },
-);
+import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateChatBody = Body({
   agentId: Id,
