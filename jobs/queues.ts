@@ -12,6 +12,8 @@ export const QUEUE = {
   callEvents: 'call-events',
   /** The built-in voice simulator: plays a placed call out and sends its webhooks. */
   simulator: 'simulator',
+  /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
+  maintenance: 'maintenance',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];

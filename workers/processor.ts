@@ -19,5 +19,10 @@ export interface QueueProcessor {
    * pause the queue for every worker process, which is how a provider's 429 slows dialling.
    */
   limiter?: { max: number; duration: number };
+  /**
+   * Jobs this queue runs on a schedule: each worker process upserts them at start (an upsert,
+   * so many processes keep exactly one schedule), naming the job `id`.
+   */
+  schedules?: Array<{ id: string; everyMs: number }>;
   process(job: Job, ctx: ProcessorContext): Promise<unknown>;
 }

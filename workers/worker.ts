@@ -47,6 +47,16 @@ export function startWorkers(services: Services, processors: QueueProcessor[]): 
     return { worker, connection };
   });
 
+  for (const p of processors) {
+    for (const schedule of p.schedules ?? []) {
+      services.queues[p.queue]
+        .upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.id })
+        .catch((err: unknown) =>
+          services.log.error({ err, schedule: schedule.id }, 'could not schedule job'),
+        );
+    }
+  }
+
   return {
     workers: workers.map((w) => w.worker),
     async stop() {

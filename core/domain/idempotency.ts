@@ -117,3 +117,12 @@ async function claim(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
   const taken = await keys(db).replaceOne({ _id: doc._id, created_at: { $lte: expiredBefore } }, doc);
   return taken.modifiedCount === 1;
 }
+
+/**
+ * Deletes key records whose 24 h window has passed (no TTL index on FerretDB; the maintenance
+ * queue runs this hourly). A repeat after the window is a new request in any case.
+ */
+export async function pruneIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
+  const before = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+  return (await keys(db).deleteMany({ created_at: { $lt: before } })).deletedCount;
+}

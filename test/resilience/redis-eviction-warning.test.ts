@@ -1,0 +1,60 @@
+// BullMQ loses jobs when Redis evicts keys: every process warns at start unless the policy is
+// noeviction. Checked against a real Redis whose policy the test changes.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { ensureRedisServer, startRedis, type LocalRedis } from '../../core/local/services.js';
+import { warnUnlessNoEviction } from '../../core/redis.js';
+
+let server: LocalRedis;
+let dir: string;
+let redis: Redis;
+
+function capturingLogger() {
+  const lines: Array<{ level: number; msg: string; policy?: string }> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()));
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+beforeAll(async () => {
+  // A private Redis: the test changes its policy, which must not touch the shared one.
+  dir = await mkdtemp(join(tmpdir(), 'redis-policy-'));
+  server = await startRedis(await ensureRedisServer(() => {}), dir);
+  redis = new Redis(`redis://127.0.0.1:${server.port}`);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('Redis maxmemory-policy check', () => {
+  it('warns, naming the policy, when Redis may evict keys', async () => {
+    await redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const { log, lines } = capturingLogger();
+    await warnUnlessNoEviction(redis, log);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        policy: 'allkeys-lru',
+        msg: expect.stringContaining('noeviction'),
+      }),
+    ]);
+    await redis.config('SET', 'maxmemory-policy', 'noeviction');
+  });
+
+  it('stays quiet with noeviction', async () => {
+    const { log, lines } = capturingLogger();
+    await warnUnlessNoEviction(redis, log);
+    expect(lines).toEqual([]);
+  });
+});
