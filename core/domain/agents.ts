@@ -21,6 +21,8 @@ export interface AgentDoc {
   prompt: string;
   begin_message: string;
   intake_questions: IntakeQuestion[];
+  /** The agent at the voice provider (Retell's agent_id), when it has one there. */
+  provider_agent_id?: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -41,6 +43,7 @@ export interface AgentInput {
   prompt?: string;
   begin_message?: string;
   intake_questions?: IntakeQuestion[];
+  provider_agent_id?: string;
 }
 
 const agents = (db: Db) => collection<AgentDoc>(db, COLLECTIONS.agents);
@@ -85,6 +88,7 @@ export async function createAgent(
     prompt: input.prompt ?? '',
     begin_message: input.begin_message ?? `Hello, thank you for contacting us. I can help you get started.`,
     intake_questions: input.intake_questions ?? DEFAULT_INTAKE_QUESTIONS,
+    ...(input.provider_agent_id === undefined ? {} : { provider_agent_id: input.provider_agent_id }),
     created_at: now,
     updated_at: now,
   };
@@ -145,6 +149,7 @@ export function agentView(agent: AgentDoc) {
     prompt: agent.prompt,
     begin_message: agent.begin_message,
     intake_questions: agent.intake_questions,
+    provider_agent_id: agent.provider_agent_id ?? null,
     updated_at: agent.updated_at.toISOString(),
   };
 }

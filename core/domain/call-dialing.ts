@@ -47,6 +47,7 @@ export async function placeOutboundCall(services: Services, callId: string): Pro
       callId,
       firm: call.firm,
       agentId: call.agent_id ?? '',
+      ...(call.provider_agent_id === undefined ? {} : { providerAgentId: call.provider_agent_id }),
       ...(call.from_number === null ? {} : { fromNumber: call.from_number }),
       toNumber: call.to_number ?? '',
       dynamicVariables: call.dynamic_variables,

@@ -76,6 +76,8 @@ export interface CallDoc {
   transcript: string | null;
   call_analysis: CallAnalysis | null;
   campaign_id?: string;
+  /** The agent's id at the provider when the call was registered (Retell's override_agent_id). */
+  provider_agent_id?: string;
   provider: string;
   provider_call_id: string | null;
   dial: DialRecord;
@@ -107,6 +109,7 @@ export interface NewCallFields {
   provider_call_id: string | null;
   dial_state: DialRecord['state'];
   campaign_id?: string;
+  provider_agent_id?: string;
 }
 
 /** A call record in status registered, for an outbound call we place or an inbound one we learn of. */
@@ -131,6 +134,7 @@ export function newCallRecord(fields: NewCallFields): CallDoc {
     transcript: null,
     call_analysis: null,
     ...(fields.campaign_id === undefined ? {} : { campaign_id: fields.campaign_id }),
+    ...(fields.provider_agent_id === undefined ? {} : { provider_agent_id: fields.provider_agent_id }),
     provider: fields.provider,
     provider_call_id: fields.provider_call_id,
     dial: { state: fields.dial_state, attempts: 0, marked_at: null, placed_at: null, last_error: null },
@@ -152,6 +156,9 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
     provider_call_id: null,
     dial_state: 'pending',
     ...(input.campaignId === undefined ? {} : { campaign_id: input.campaignId }),
+    ...(input.agent.provider_agent_id === undefined
+      ? {}
+      : { provider_agent_id: input.agent.provider_agent_id }),
   });
 }
 

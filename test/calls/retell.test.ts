@@ -229,6 +229,32 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
 
+  it('dials with the agent’s Retell agent id (override_agent_id) when the agent has one', async () => {
+    const mapped = await firm.client.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'Mapped',
+      voice_id: '11labs-Adrian',
+      provider_agent_id: 'agent_retell_42',
+    });
+    expect(mapped.status).toBe(200);
+    expect(mapped.body.provider_agent_id).toBe('agent_retell_42');
+    const created = await firm.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: mapped.body.agent_id,
+      firmSlug: firm.slug,
+    });
+    expect(created.status).toBe(200);
+    await eventually(async () => expect(createRequestsFor(created.body.call_id)).toHaveLength(1));
+    expect(createRequestsFor(created.body.call_id)[0]!.body.override_agent_id).toBe('agent_retell_42');
+    const bad = await firm.client.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'Bad',
+      voice_id: '11labs-Adrian',
+      provider_agent_id: 'has space',
+    });
+    expectError(bad, 400, 'invalid_request');
+  });
+
   it('a 429 pauses the whole calls queue for Retry-After instead of failing the job', async () => {
     fake.script('create-phone-call', { status: 429, headers: { 'retry-after': '3' } });
     const created = await createCall();

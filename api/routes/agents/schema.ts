@@ -22,6 +22,13 @@ const AgentFields = {
   prompt: Type.String({ maxLength: 20_000 }),
   begin_message: Type.String({ maxLength: 2000 }),
   intake_questions: IntakeQuestions,
+  provider_agent_id: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    pattern: '^\\S+$',
+    description:
+      "The agent's id at the voice provider (Retell's agent_id); Retell calls use it as override_agent_id",
+  }),
 };
 
 export const CreateAgentBody = Body({
@@ -32,6 +39,7 @@ export const CreateAgentBody = Body({
   prompt: Type.Optional(AgentFields.prompt),
   begin_message: Type.Optional(AgentFields.begin_message),
   intake_questions: Type.Optional(AgentFields.intake_questions),
+  provider_agent_id: Type.Optional(AgentFields.provider_agent_id),
 });
 
 export const UpdateAgentBody = Body({
@@ -41,6 +49,7 @@ export const UpdateAgentBody = Body({
   prompt: Type.Optional(AgentFields.prompt),
   begin_message: Type.Optional(AgentFields.begin_message),
   intake_questions: Type.Optional(AgentFields.intake_questions),
+  provider_agent_id: Type.Optional(AgentFields.provider_agent_id),
 });
 
 export const AgentParams = Type.Object({ agent_id: Id });
@@ -60,5 +69,6 @@ export const AgentResponse = Type.Object({
   prompt: Type.String(),
   begin_message: Type.String(),
   intake_questions: IntakeQuestions,
+  provider_agent_id: Type.Union([Type.String(), Type.Null()]),
   updated_at: Timestamp,
 });
