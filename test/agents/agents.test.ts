@@ -34,7 +34,7 @@ describe('list-voices (simulator)', () => {
   it('lists at least 6 voices in at least 2 languages, with locale tags and normalised genders', async () => {
     const res = await a.client.get('/api/v2/list-voices');
     expect(res.status).toBe(200);
-    const voices = res.body as Array<Record<string, string>>;
+    const voices = res.body as Array<{ voice_id: string; name: string; language: string; gender: string }>;
     expect(voices.length).toBeGreaterThanOrEqual(6);
     expect(new Set(voices.map((v) => v.language.split('-')[0])).size).toBeGreaterThanOrEqual(2);
     for (const v of voices) {

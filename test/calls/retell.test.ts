@@ -13,7 +13,7 @@ import { processors } from '../../workers/processors.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
-import { startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
 
 let fake: RetellFake;
@@ -155,7 +155,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
   beforeAll(async () => {
     stack = await startStack({
       workers: true,
-      env: { VOICE_PROVIDER: 'retell', RETELL_API_KEY: fake.apiKey, RETELL_BASE_URL: fake.url },
+      env: { ...retellEnv(fake) },
     });
     // A second worker process's worth of workers: the 429 pause must hold for both.
     secondWorker = startWorkers(

@@ -11,7 +11,7 @@ import { processors } from '../../workers/processors.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
-import { startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { callsOf, createAgent } from './support.js';
 
 let fake: RetellFake;
@@ -23,9 +23,7 @@ beforeAll(async () => {
   fake = await startRetellFake();
   stack = await startStack({
     env: {
-      VOICE_PROVIDER: 'retell',
-      RETELL_API_KEY: fake.apiKey,
-      RETELL_BASE_URL: fake.url,
+      ...retellEnv(fake),
       // A crashed worker's job is taken over after the lock lapses: keep that short here.
       JOB_LOCK_MS: '2000',
     },

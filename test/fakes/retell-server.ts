@@ -223,3 +223,8 @@ export async function startRetellFake(
     },
   };
 }
+
+/** The environment that points the service's Retell provider at this fake. */
+export function retellEnv(fake: RetellFake): Record<string, string> {
+  return { VOICE_PROVIDER: 'retell', RETELL_API_KEY: fake.apiKey, RETELL_BASE_URL: fake.url };
+}

@@ -8,7 +8,7 @@ import { createLogger } from '../../core/logger.js';
 import { createServices } from '../../core/services.js';
 import { processors } from '../../workers/processors.js';
 import { startWorkers, type Workers } from '../../workers/worker.js';
-import { startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
@@ -23,9 +23,7 @@ beforeAll(async () => {
   fake = await startRetellFake();
   stack = await startStack({
     env: {
-      VOICE_PROVIDER: 'retell',
-      RETELL_API_KEY: fake.apiKey,
-      RETELL_BASE_URL: fake.url,
+      ...retellEnv(fake),
       JOB_LOCK_MS: '2000',
     },
   });
