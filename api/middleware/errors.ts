@@ -42,8 +42,10 @@ export function errorHandler(log: Logger): Middleware {
 
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (isRedisUnavailable(err)) return new UnavailableError('redis', err);
+  // MongoDB's error classes are precise; the Redis check goes by message text, which a MongoDB
+  // error can also contain ("connect ECONNREFUSED"), so MongoDB is asked first.
   if (isMongoUnavailable(err)) return new UnavailableError('mongodb', err);
+  if (isRedisUnavailable(err)) return new UnavailableError('redis', err);
   const e = err as {
     status?: number;
     statusCode?: number;

@@ -37,7 +37,12 @@ export interface Stack {
  * its own database and BullMQ prefix; workers too when asked.
  */
 export async function startStack(
-  options: { env?: Record<string, string>; workers?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    workers?: boolean;
+    /** Skip the release step (index creation), e.g. when MongoDB is meant to be unreachable. */
+    noRelease?: boolean;
+  } = {},
 ): Promise<Stack> {
   const port = await freePort();
   const env: Record<string, string> = {
@@ -55,7 +60,7 @@ export async function startStack(
   const config = loadConfig(env);
   const log = createLogger(config.logLevel, 'test');
   const services = createServices(config, log, 'producer');
-  await ensureIndexes(services.mongo.db);
+  if (!options.noRelease) await ensureIndexes(services.mongo.db);
   const web = await startWeb(services, '127.0.0.1');
   const workers = options.workers
     ? startWorkers(createServices(config, log, 'worker'), processors)

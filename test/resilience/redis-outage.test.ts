@@ -49,7 +49,9 @@ describe('Redis outage', () => {
     const during = await firm.client.post('/api/v2/create-outbound-call', callBody());
     expect(during.status).toBe(503);
     expect(during.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(during.body).toEqual({ error: { code: 'unavailable', message: expect.any(String) } });
+    expect(during.body).toEqual({
+      error: { code: 'unavailable', message: expect.stringContaining('(redis)') },
+    });
     // Nothing half-written: only the call made before the outage exists.
     expect(await stack.services.mongo.db.collection(COLLECTIONS.calls).countDocuments({})).toBe(1);
 
