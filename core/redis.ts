@@ -44,18 +44,3 @@ export async function warnUnlessNoEviction(redis: Redis, log: Logger): Promise<v
     );
   }
 }
-
-export async function waitForRedis(redis: Redis, timeoutMs: number): Promise<void> {
-  if (redis.status === 'ready') return;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
-      reject(new Error('Redis did not become ready in time'));
-    }, timeoutMs);
-    const onReady = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', onReady);
-  });
-}

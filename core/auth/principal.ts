@@ -2,7 +2,3 @@
 export type Principal =
   | { kind: 'platform'; via: 'platform_key' | 'session'; subject: string }
   | { kind: 'firm'; firm: string; via: 'api_key' | 'session' | 'webhook_signature'; subject: string };
-
-export function isPlatform(p: Principal): p is Extract<Principal, { kind: 'platform' }> {
-  return p.kind === 'platform';
-}

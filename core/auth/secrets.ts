@@ -21,7 +21,3 @@ export const API_KEY_PREFIX = 'isk_';
 export function generateApiKey(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
-
-export function generateSecret(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
-}
