@@ -82,9 +82,10 @@ export async function runIdempotent(
       return { resourceId, created: true };
     }
     const existing = await keys(db).findOne({ _id });
-    if (existing === null || existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS) continue;
-    if (existing.state === 'done') return { resourceId: existing.resource_id, created: false };
-    if (existing.created_at.getTime() <= Date.now() - STALE_PENDING_MS) {
+    if (existing === null) continue;
+    const expired = existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS;
+    if (!expired && existing.state === 'done') return { resourceId: existing.resource_id, created: false };
+    if (!expired && existing.created_at.getTime() <= Date.now() - STALE_PENDING_MS) {
       if (await recover(existing.resource_id)) {
         await keys(db).updateOne(
           { _id, resource_id: existing.resource_id },
@@ -95,6 +96,7 @@ export async function runIdempotent(
       await keys(db).deleteOne({ _id, resource_id: existing.resource_id, state: 'pending' });
       continue;
     }
+    // The first request is still at work, or another request is taking over the expired key.
     if (Date.now() > deadline) {
       throw conflict(
         'idempotency_key_in_use',
@@ -105,7 +107,12 @@ export async function runIdempotent(
   }
 }
 
-/** Inserts the key; an expired key (older than 24 h) is taken over by exactly one claimant. */
+/**
+ * Inserts the key. An expired key (older than 24 h) is taken over by exactly one claimant: the
+ * one that inserts the takeover marker of that generation (`<key>|takeover|<old created_at>`).
+ * A conditional replace would not do: FerretDB applies it as a read and a write, and two
+ * claimants could both win; a unique _id is atomic everywhere.
+ */
 async function claim(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
   try {
     await keys(db).insertOne(doc);
@@ -113,9 +120,21 @@ async function claim(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
   }
-  const expiredBefore = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS);
-  const taken = await keys(db).replaceOne({ _id: doc._id, created_at: { $lte: expiredBefore } }, doc);
-  return taken.modifiedCount === 1;
+  const current = await keys(db).findOne({ _id: doc._id });
+  if (current === null || current.created_at.getTime() > Date.now() - IDEMPOTENCY_WINDOW_MS) return false;
+  try {
+    // The marker expires with the pruning of key records like any other.
+    await keys(db).insertOne({
+      ...doc,
+      _id: `${doc._id}|takeover|${current.created_at.getTime()}`,
+      state: 'done',
+    });
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    return false;
+  }
+  await keys(db).replaceOne({ _id: doc._id }, doc);
+  return true;
 }
 
 /**

@@ -261,6 +261,32 @@ describe('Idempotency-Key', () => {
     expect(new Set([a.body.call_id, b.body.call_id, a2.body.call_id]).size).toBe(3);
   });
 
+  it('a key older than 24 h starts a new call, and concurrent repeats still share exactly one', async () => {
+    const key = `expired-${Date.now()}`;
+    const longAgo = new Date(Date.now() - 25 * 3600 * 1000);
+    await stack.services.mongo.db.collection(COLLECTIONS.idempotencyKeys).insertOne({
+      _id: `create-outbound-call|${firmA.slug}|${key}` as never,
+      scope: 'create-outbound-call',
+      firm: firmA.slug,
+      key,
+      resource_id: 'call_from_yesterday',
+      state: 'done',
+      created_at: longAgo,
+      updated_at: longAgo,
+    });
+    const before = await callsOf(stack).countDocuments({ firm: firmA.slug });
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        firmA.client.post('/api/v2/create-outbound-call', valid(), { 'Idempotency-Key': key }),
+      ),
+    );
+    expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
+    const ids = new Set(responses.map((r) => r.body.call_id));
+    expect(ids.size).toBe(1);
+    expect(ids.has('call_from_yesterday')).toBe(false);
+    expect(await callsOf(stack).countDocuments({ firm: firmA.slug })).toBe(before + 1);
+  });
+
   it('rejects a malformed key', async () => {
     const res = await firmA.client.post('/api/v2/create-outbound-call', valid(), {
       'Idempotency-Key': 'x'.repeat(256),
