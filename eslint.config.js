@@ -10,12 +10,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through core/config.ts only.' },
+        { object: 'process', property: 'env', message: 'Read configuration through core/platform/config.ts only.' },
       ],
     },
   },
   {
-    files: ['core/config.ts', 'core/local/**', 'test/**', 'bench/**', '**/*.mjs'],
+    files: ['core/platform/config.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.mjs'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

@@ -1,5 +1,5 @@
 import Koa from 'koa';
-import type { Services } from '../core/services.js';
+import type { Services } from '../core/wiring/services.js';
 import { bullBoard } from '../dashboard/bull-board.js';
 import { createMetrics, type HttpMetrics } from './metrics.js';
 import { errorHandler } from './middleware/errors.js';

@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Principal } from '../core/auth/principal.js';
-import type { Services } from '../core/services.js';
-import type { Logger } from '../core/logger.js';
+import type { Principal } from '../core/domain/access/principal.js';
+import type { Services } from '../core/wiring/services.js';
+import type { Logger } from '../core/platform/logger.js';
 
 // A route is declared once: its schemas validate requests, type the handler and
 // produce the OpenAPI document (api/openapi.ts); api/router.ts mounts it on Koa.

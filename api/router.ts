@@ -1,11 +1,11 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import type { Principal } from '../core/auth/principal.js';
-import { bearerToken, principalForToken } from '../core/auth/authenticate.js';
-import { requirePlatform } from '../core/auth/access.js';
-import { unauthorized } from '../core/errors.js';
-import type { Services } from '../core/services.js';
-import type { Logger } from '../core/logger.js';
+import type { Principal } from '../core/domain/access/principal.js';
+import { bearerToken, principalForToken } from '../core/domain/access/authenticate.js';
+import { requirePlatform } from '../core/domain/access/access.js';
+import { unauthorized } from '../core/platform/errors.js';
+import type { Services } from '../core/wiring/services.js';
+import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute } from './route.js';

@@ -1,8 +1,8 @@
 // The Procfile's web process: HTTP on PORT, graceful drain on SIGTERM.
-import { loadConfigOrExit } from '../core/config.js';
-import { createLogger } from '../core/logger.js';
-import { stopOnSignals } from '../core/process.js';
-import { createServices } from '../core/services.js';
+import { loadConfigOrExit } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { stopOnSignals } from '../core/platform/process.js';
+import { createServices } from '../core/wiring/services.js';
 import { startWeb } from './web.js';
 
 const config = loadConfigOrExit();

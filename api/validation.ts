@@ -1,8 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from '@sinclair/typebox';
-import { invalidRequest, type ErrorDetail } from '../core/errors.js';
-import { isTimeZone } from '../core/domain/time-zone.js';
+import { invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
+import { isTimeZone } from '../core/platform/time-zone.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;

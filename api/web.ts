@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
-import type { Services } from '../core/services.js';
-import { warnUnlessNoEviction } from '../core/redis.js';
+import type { Services } from '../core/wiring/services.js';
+import { warnUnlessNoEviction } from '../core/platform/redis.js';
 import { createApp, type App } from './app.js';
 
 export interface Web {

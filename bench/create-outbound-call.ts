@@ -13,8 +13,8 @@ import autocannon from 'autocannon';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
-import { ensureIndexes } from '../core/db/indexes.js';
-import { freePort, startLocalServices } from '../core/local/services.js';
+import { ensureIndexes } from '../core/platform/db/indexes.js';
+import { freePort, startLocalServices } from '../scripts/local/services.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bounded = (name: string, fallback: number, max: number): number => {

@@ -2,10 +2,10 @@ import type { Middleware } from 'koa';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import { AppError } from '../core/errors.js';
-import { safeEqual } from '../core/auth/secrets.js';
+import { AppError } from '../core/platform/errors.js';
+import { safeEqual } from '../core/platform/crypto.js';
 import { authenticateBearer } from '../api/router.js';
-import type { Services } from '../core/services.js';
+import type { Services } from '../core/wiring/services.js';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 

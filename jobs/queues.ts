@@ -1,6 +1,6 @@
 import { Queue, type DefaultJobOptions, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { UnavailableError, isRedisUnavailable } from '../core/errors.js';
+import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 
 // The contract between the web and the worker processes: which queues exist, and the
 // defaults every job gets. Job names and payloads live beside their producers.

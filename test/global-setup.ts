@@ -1,7 +1,7 @@
 // Starts the real Redis and FerretDB once for the whole run (or uses REDIS_URL / MONGODB_URI),
 // and makes sure Chromium is there for the browser tests.
 import type { TestProject } from 'vitest/node';
-import { startLocalServices, type LocalServices } from '../core/local/services.js';
+import { startLocalServices, type LocalServices } from '../scripts/local/services.js';
 import { ensureChromium } from './helpers/chromium.js';
 
 let local: LocalServices | undefined;

@@ -1,11 +1,11 @@
 // The Procfile's worker process: one BullMQ Worker per queue, graceful stop on SIGTERM.
-import { loadConfigOrExit } from '../core/config.js';
-import { createLogger } from '../core/logger.js';
-import { stopOnSignals } from '../core/process.js';
-import { createServices } from '../core/services.js';
-import { warnUnlessNoEviction } from '../core/redis.js';
-import { processors } from './processors.js';
-import { startWorkers } from './worker.js';
+import { loadConfigOrExit } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { stopOnSignals } from '../core/platform/process.js';
+import { createServices } from '../core/wiring/services.js';
+import { warnUnlessNoEviction } from '../core/platform/redis.js';
+import { processors } from './processors/index.js';
+import { startWorkers } from './runner.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel, 'worker');

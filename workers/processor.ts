@@ -1,6 +1,6 @@
 import type { Job, Worker } from 'bullmq';
 import type { QueueName } from '../jobs/queues.js';
-import type { Services } from '../core/services.js';
+import type { Services } from '../core/wiring/services.js';
 
 export interface ProcessorContext {
   services: Services;

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../core/platform/errors.js';
 
 export const DEFAULT_BODY_LIMIT = '2mb';
 

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
-import { AppError, UnavailableError, isMongoUnavailable, isRedisUnavailable } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
+import { AppError, UnavailableError, isMongoUnavailable, isRedisUnavailable } from '../../core/platform/errors.js';
+import type { Logger } from '../../core/platform/logger.js';
 
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',

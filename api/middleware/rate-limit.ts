@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import { AppError } from '../../core/errors.js';
-import { sha256Hex } from '../../core/auth/secrets.js';
-import type { Logger } from '../../core/logger.js';
+import { AppError } from '../../core/platform/errors.js';
+import { sha256Hex } from '../../core/platform/crypto.js';
+import type { Logger } from '../../core/platform/logger.js';
 
 const WINDOW_MS = 60_000;
 // INCR and set the window's expiry on the first hit, atomically; returns [count, ms left].

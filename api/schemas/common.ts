@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { FIRM_SLUG_PATTERN } from '../../core/domain/firm-slug.js';
+import { FIRM_SLUG_PATTERN } from '../../core/domain/firms/firm-slug.js';
 
 export const FirmSlug = Type.String({ pattern: FIRM_SLUG_PATTERN, maxLength: 63, description: 'Firm slug' });
 export const Id = Type.String({ minLength: 1, maxLength: 128 });

@@ -1,8 +1,8 @@
 // Agent Config and voices (CONTRACT §3.4, §3.5): the simulator's voice catalogue, agent CRUD
 // with voice checking, and firm isolation on every agent route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/db/collections.js';
-import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 

@@ -2,15 +2,15 @@
 // the request only enqueues, and the worker applies call_started / call_ended / call_analyzed
 // forward-only (repeats and out-of-order deliveries change nothing), creating inbound calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/db/collections.js';
-import { createLogger } from '../../core/logger.js';
-import { createServices } from '../../core/services.js';
-import { newOutboundCall } from '../../core/domain/calls.js';
-import type { AgentDoc } from '../../core/domain/agents.js';
-import { getFirm } from '../../core/domain/firms.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import { newOutboundCall } from '../../core/domain/calls/calls.js';
+import type { AgentDoc } from '../../core/domain/agents/agents.js';
+import { getFirm } from '../../core/domain/firms/firms.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
-import { startWorkers, type Workers } from '../../workers/worker.js';
-import { processors } from '../../workers/processors.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';

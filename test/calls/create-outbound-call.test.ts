@@ -1,8 +1,8 @@
 // POST /api/v2/create-outbound-call (CONTRACT §3.1): validation with the error shape, firm
 // isolation, Idempotency-Key (sequential and concurrent), and no half-written call on 503.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/db/collections.js';
-import { freePort } from '../../core/local/services.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { freePort } from '../../scripts/local/services.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';

@@ -1,7 +1,7 @@
 // Idempotency-Key records expire after their 24 h window: the maintenance queue, scheduled by
 // every worker process, deletes them (FerretDB has no TTL indexes).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/db/collections.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { PRUNE_IDEMPOTENCY_KEYS } from '../../workers/processors/maintenance.js';
 import { eventually } from '../helpers/eventually.js';
 import { startStack, type Stack } from '../helpers/stack.js';

@@ -2,10 +2,10 @@
 // call_id descending on ties, keyset pages that neither repeat nor skip while calls keep
 // finishing, an opaque cursor bound to the firm, next_cursor "" on the last page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newOutboundCall, type CallDoc, type CallStatus } from '../../core/domain/calls.js';
-import type { AgentDoc } from '../../core/domain/agents.js';
-import { DEFAULT_SETTINGS } from '../../core/domain/firm-settings.js';
-import type { FirmDoc } from '../../core/domain/firms.js';
+import { newOutboundCall, type CallDoc, type CallStatus } from '../../core/domain/calls/calls.js';
+import type { AgentDoc } from '../../core/domain/agents/agents.js';
+import { DEFAULT_SETTINGS } from '../../core/domain/firms/firm-settings.js';
+import type { FirmDoc } from '../../core/domain/firms/firms.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { callsOf } from './support.js';

@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RetellProvider } from '../../core/integrations/voice/retell.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
-import { freePort } from '../../core/local/services.js';
-import { createLogger } from '../../core/logger.js';
-import { createServices } from '../../core/services.js';
-import { startWorkers, type Workers } from '../../workers/worker.js';
-import { processors } from '../../workers/processors.js';
+import { freePort } from '../../scripts/local/services.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';

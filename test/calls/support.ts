@@ -2,8 +2,8 @@ import { expect } from 'vitest';
 import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import type { Stack } from '../helpers/stack.js';
-import { COLLECTIONS } from '../../core/db/collections.js';
-import type { CallDoc } from '../../core/domain/calls.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import type { CallDoc } from '../../core/domain/calls/calls.js';
 
 export const INTAKE_QUESTIONS = [
   { key: 'full_name', question: 'May I have your full name?' },

@@ -4,10 +4,10 @@
 // records its id — Retell sees exactly one create-phone-call.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/logger.js';
-import { createServices } from '../../core/services.js';
-import { startWorkers, type Workers } from '../../workers/worker.js';
-import { processors } from '../../workers/processors.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';

@@ -1,7 +1,7 @@
 // The chat operations' rules over HTTP (real Redis and FerretDB): ended chats, firm isolation,
 // validation with the contract's error shape, and concurrent messages on one chat.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { intakeReply } from '../../core/integrations/chat/intake-agent.js';
+import { intakeReply } from '../../core/domain/intake/intake-agent.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import type { ApiClient } from '../helpers/client.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';

@@ -2,8 +2,8 @@
 // summary, answers given early, invalid phone/email answers re-asked, and the analysis end-chat
 // stores.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents.js';
-import { INTAKE_COMPLETE_REPLY } from '../../core/integrations/chat/intake-agent.js';
+import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
+import { INTAKE_COMPLETE_REPLY } from '../../core/domain/intake/intake-agent.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import type { ApiClient } from '../helpers/client.js';
 import { createAgent, createChat, getChat, say } from './chat-helpers.js';

@@ -1,6 +1,6 @@
 // analyseIntake: the pure extraction both chats and calls use. No stack needed.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents.js';
+import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import {
   analyseIntake,
   classifyCaseType,
@@ -10,7 +10,7 @@ import {
   findPhone,
   parseTranscript,
   readEmailAnswer,
-} from '../../core/domain/intake-analysis.js';
+} from '../../core/domain/intake/analysis.js';
 
 const Q = DEFAULT_INTAKE_QUESTIONS;
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signSessionToken } from '../../core/auth/session.js';
+import { signSessionToken } from '../../core/domain/access/session.js';
 import type { ApiClient, ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../core/config.js';
+import { ConfigError, loadConfig } from '../../core/platform/config.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

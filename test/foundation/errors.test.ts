@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRM_SLUG_PATTERN } from '../../core/domain/firm-slug.js';
-import { signSessionToken } from '../../core/auth/session.js';
+import { FIRM_SLUG_PATTERN } from '../../core/domain/firms/firm-slug.js';
+import { signSessionToken } from '../../core/domain/access/session.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '../../core/config.js';
-import { createLogger } from '../../core/logger.js';
-import { createServices, type Services } from '../../core/services.js';
-import { ensureIndexes } from '../../core/db/indexes.js';
-import { freePort } from '../../core/local/services.js';
+import { loadConfig, type Config } from '../../core/platform/config.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices, type Services } from '../../core/wiring/services.js';
+import { ensureIndexes } from '../../core/platform/db/indexes.js';
+import { freePort } from '../../scripts/local/services.js';
 import { startWeb, type Web } from '../../api/web.js';
-import { startWorkers, type Workers } from '../../workers/worker.js';
-import { processors } from '../../workers/processors.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { ApiClient } from './client.js';
 
 export const rand = (n = 6): string => randomBytes(n).toString('hex');

@@ -2,7 +2,7 @@
 // 500 or a hang), readiness says which dependency is down, and routes that need no database
 // keep answering.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../core/local/services.js';
+import { freePort } from '../../scripts/local/services.js';
 import { expectError } from '../helpers/expect-error.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 

@@ -7,8 +7,8 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../core/local/services.js';
-import { warnUnlessNoEviction } from '../../core/redis.js';
+import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { warnUnlessNoEviction } from '../../core/platform/redis.js';
 
 let server: LocalRedis;
 let dir: string;

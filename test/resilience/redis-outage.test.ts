@@ -4,8 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../core/local/services.js';
-import { COLLECTIONS } from '../../core/db/collections.js';
+import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 

@@ -4,10 +4,10 @@
 // another worker completes the job without dialling twice.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/logger.js';
-import { createServices } from '../../core/services.js';
-import { processors } from '../../workers/processors.js';
-import { startWorkers, type Workers } from '../../workers/worker.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import { processors } from '../../workers/processors/index.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';

@@ -1,7 +1,7 @@
 import { QUEUE } from '../../jobs/queues.js';
 import type { CallEventJob } from '../../jobs/calls.js';
-import { applyCallEvent } from '../../core/domain/call-events.js';
-import { withCallLock } from '../../core/domain/call-lock.js';
+import { applyCallEvent } from '../../core/domain/calls/call-events.js';
+import { withCallLock } from '../../core/domain/calls/call-lock.js';
 import type { QueueProcessor } from '../processor.js';
 
 /**

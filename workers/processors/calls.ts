@@ -1,7 +1,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { QUEUE } from '../../jobs/queues.js';
 import type { PlaceCallJob } from '../../jobs/calls.js';
-import { markDialFailed, placeOutboundCall } from '../../core/domain/call-dialing.js';
+import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import type { QueueProcessor } from '../processor.js';
 

@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import { QUEUE } from '../../jobs/queues.js';
-import { pruneIdempotencyKeys } from '../../core/domain/idempotency.js';
+import { pruneIdempotencyKeys } from '../../core/platform/db/idempotency.js';
 import type { QueueProcessor } from '../processor.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = 'prune-idempotency-keys';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { assertMayActOn, requireFirm } from '../../../core/auth/access.js';
+import { assertMayActOn, requireFirm } from '../../../core/domain/access/access.js';
 import {
   agentListEntry,
   agentView,
@@ -8,7 +8,7 @@ import {
   getAgent,
   listAgents,
   updateAgent,
-} from '../../../core/domain/agents.js';
+} from '../../../core/domain/agents/agents.js';
 import { defineRoute } from '../../route.js';
 import {
   AgentListEntry,

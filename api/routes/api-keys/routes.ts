@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { requireFirm } from '../../../core/auth/access.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/domain/api-keys.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/domain/access/api-keys.js';
 import { defineRoute } from '../../route.js';
 import {
   ApiKeyParams,

@@ -1,13 +1,13 @@
 import type { Context } from 'koa';
-import { requireFirm } from '../../../core/auth/access.js';
-import type { Principal } from '../../../core/auth/principal.js';
-import { notFound, unauthorized } from '../../../core/errors.js';
-import { getFirm } from '../../../core/domain/firms.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import type { Principal } from '../../../core/domain/access/principal.js';
+import { notFound, unauthorized } from '../../../core/platform/errors.js';
+import { getFirm } from '../../../core/domain/firms/firms.js';
 import {
   RETELL_SIGNATURE_HEADER,
   verifyRetellSignature,
 } from '../../../core/integrations/voice/webhook-signature.js';
-import type { Services } from '../../../core/services.js';
+import type { Services } from '../../../core/wiring/services.js';
 import { enqueueCallEvent, isCallEvent, type CallEventJob } from '../../../jobs/calls.js';
 import { defineRoute } from '../../route.js';
 import { authenticateBearer } from '../../router.js';

@@ -1,8 +1,8 @@
-import { requireFirm } from '../../../core/auth/access.js';
-import { getFirmAgent } from '../../../core/domain/agents.js';
-import { callView, getCall, registerOutboundCall } from '../../../core/domain/calls.js';
-import { listFinishedCalls } from '../../../core/domain/calls-list.js';
-import { assertValidIdempotencyKey } from '../../../core/domain/idempotency.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { getFirmAgent } from '../../../core/domain/agents/agents.js';
+import { callView, getCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
+import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
+import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
 import {
   CallParams,

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { E164_PATTERN } from '../../../core/domain/firm-settings.js';
+import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
 import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateOutboundCallBody = Body({

@@ -1,6 +1,6 @@
-import { requireFirm } from '../../../core/auth/access.js';
-import { getFirmAgent } from '../../../core/domain/agents.js';
-import { chatView, createChat, endChat, getChat, sendChatMessage } from '../../../core/domain/chats.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { getFirmAgent } from '../../../core/domain/agents/agents.js';
+import { chatView, createChat, endChat, getChat, sendChatMessage } from '../../../core/domain/chats/chats.js';
 import { defineRoute } from '../../route.js';
 import {
   ChatCompletionBody,
@@ -12,7 +12,7 @@ import {
   EndChatBody,
   EndChatResponse,
 } from './schema.js';
-import { stringifyVariables } from '../../../core/domain/dynamic-variables.js';
+import { stringifyVariables } from '../../../core/domain/agents/dynamic-variables.js';
 
 const tag = 'Voice & Chat';
 

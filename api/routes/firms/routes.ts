@@ -1,5 +1,5 @@
-import { requireFirm } from '../../../core/auth/access.js';
-import { createFirm, firmView, updateFirm } from '../../../core/domain/firms.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { createFirm, firmView, updateFirm } from '../../../core/domain/firms/firms.js';
 import { defineRoute } from '../../route.js';
 import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { FirmSettingsInput } from '../../../core/domain/firm-settings.js';
+import { FirmSettingsInput } from '../../../core/domain/firms/firm-settings.js';
 import { Body, FirmSlug, Timestamp } from '../../schemas/common.js';
 
 export const CreateFirmBody = Body({

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { listVoices } from '../../../core/domain/voices.js';
+import { listVoices } from '../../../core/domain/agents/voices.js';
 import { defineRoute } from '../../route.js';
 
 export const VoiceEntry = Type.Object({

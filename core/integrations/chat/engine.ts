@@ -1,6 +1,6 @@
 // The chat engine behind chat-completion: the built-in intake agent (offline, deterministic)
 // or an LLM through the OpenAI API, chosen by configuration (core/integrations/chat/index.ts).
-import type { IntakeQuestion } from '../../domain/agents.js';
+import type { IntakeQuestion } from '../../domain/agents/agents.js';
 
 export type ChatRole = 'agent' | 'user';
 

@@ -1,6 +1,6 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../platform/config.js';
 import type { ChatEngine } from './engine.js';
-import { IntakeAgentEngine } from './intake-agent.js';
+import { IntakeAgentEngine } from '../../domain/intake/intake-agent.js';
 import { OpenAiChatEngine } from './openai.js';
 
 /** The configured chat engine: the LLM when OPENAI_API_KEY is set, else the built-in intake agent. */

@@ -4,7 +4,7 @@
 // a compatible server, e.g. the local fake in tests).
 import OpenAI, { APIConnectionError, APIError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { AppError } from '../../errors.js';
+import { AppError } from '../../platform/errors.js';
 import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
 
 export interface OpenAiChatOptions {

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import type { Config } from '../../config.js';
+import type { Config } from '../../platform/config.js';
 import type { Queues } from '../../../jobs/queues.js';
 import type { VoiceProvider } from './provider.js';
 import { RetellProvider } from './retell.js';

@@ -1,8 +1,8 @@
 import type { Db, UpdateFilter } from 'mongodb';
-import type { Config } from '../../config.js';
-import { COLLECTIONS, collection } from '../../db/collections.js';
-import { DEFAULT_INTAKE_QUESTIONS, type AgentDoc } from '../../domain/agents.js';
-import { getFirm } from '../../domain/firms.js';
+import type { Config } from '../../platform/config.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { DEFAULT_INTAKE_QUESTIONS, type AgentDoc } from '../../domain/agents/agents.js';
+import { getFirm } from '../../domain/firms/firms.js';
 import { simulateConversation, type SimulatedAgent } from './simulator-script.js';
 import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';

@@ -1,4 +1,4 @@
-import type { IntakeQuestion } from '../../domain/agents.js';
+import type { IntakeQuestion } from '../../domain/agents/agents.js';
 
 // What a simulated caller says: the agent asks its intake questions in order and the caller
 // answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and

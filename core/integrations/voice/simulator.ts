@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
-import type { Config } from '../../config.js';
-import { COLLECTIONS, collection } from '../../db/collections.js';
+import type { Config } from '../../platform/config.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import type { Queues } from '../../../jobs/queues.js';
 import { enqueueSimulatorStep } from '../../../jobs/calls.js';
 import {

@@ -1,5 +1,5 @@
 import { verify as retellVerify } from 'retell-sdk';
-import { hmacHex } from '../../auth/secrets.js';
+import { hmacHex } from '../../platform/crypto.js';
 
 // Retell's webhook signature: `x-retell-signature: v=<unix ms>,d=<hex HMAC-SHA256(raw body + ms)>`,
 // keyed with the firm's voice_webhook_secret and valid for five minutes either side of now.

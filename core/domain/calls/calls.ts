@@ -1,15 +1,15 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
-import { AppError, notFound } from '../errors.js';
-import { newId } from '../ids.js';
-import type { Principal } from '../auth/principal.js';
-import { mayRead } from '../auth/access.js';
-import type { Services } from '../services.js';
-import { enqueuePlaceCall } from '../../jobs/calls.js';
-import type { AgentDoc } from './agents.js';
-import type { FirmDoc } from './firms.js';
-import { runIdempotent } from './idempotency.js';
-import { stringifyVariables, type DynamicVariablesInput } from './dynamic-variables.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { AppError, notFound } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { Principal } from '../access/principal.js';
+import { mayRead } from '../access/access.js';
+import type { Services } from '../../wiring/services.js';
+import { enqueuePlaceCall } from '../../../jobs/calls.js';
+import type { AgentDoc } from '../agents/agents.js';
+import type { FirmDoc } from '../firms/firms.js';
+import { runIdempotent } from '../../platform/db/idempotency.js';
+import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.

@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import { createMongo, type Mongo } from './db/mongo.js';
-import { createRedis, type RedisRole } from './redis.js';
-import { createQueues, closeQueues, type Queues } from '../jobs/queues.js';
-import { createVoiceProvider } from './integrations/voice/index.js';
-import type { VoiceProvider } from './integrations/voice/provider.js';
-import { createChatEngine } from './integrations/chat/index.js';
-import type { ChatEngine } from './integrations/chat/engine.js';
+import type { Config } from '../platform/config.js';
+import type { Logger } from '../platform/logger.js';
+import { createMongo, type Mongo } from '../platform/db/mongo.js';
+import { createRedis, type RedisRole } from '../platform/redis.js';
+import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
+import { createVoiceProvider } from '../integrations/voice/index.js';
+import type { VoiceProvider } from '../integrations/voice/provider.js';
+import { createChatEngine } from '../integrations/chat/index.js';
+import type { ChatEngine } from '../integrations/chat/engine.js';
 
 /** What both the web and the worker processes hold: configuration, log, data stores and queues. */
 export interface Services {

@@ -1,8 +1,8 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
-import { notFound } from '../errors.js';
-import { newId } from '../ids.js';
-import { generateApiKey, sha256Hex } from '../auth/secrets.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { notFound } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { generateApiKey, sha256Hex } from '../../platform/crypto.js';
 
 export interface ApiKeyDoc {
   _id: string;

@@ -1,5 +1,5 @@
-import type { Services } from '../services.js';
-import { withRedisMutex } from '../redis-mutex.js';
+import type { Services } from '../../wiring/services.js';
+import { withRedisMutex } from '../../platform/redis-mutex.js';
 
 // Writers of one call record (the place-call job, the call-event jobs) take turns. MongoDB
 // would not need this, but FerretDB (tests, local) rewrites the whole document on update from

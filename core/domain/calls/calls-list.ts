@@ -1,6 +1,6 @@
 import type { Db, Filter } from 'mongodb';
 import { callsCollection, type CallDoc } from './calls.js';
-import { decodeCursor, encodeCursor, invalidCursor } from './keyset-cursor.js';
+import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 
 // list-calls: a firm's finished calls, newest end_timestamp first, ties by call_id descending,
 // read by keyset over the index {firm, finished, end_timestamp, call_id}. A finished call's

@@ -1,6 +1,6 @@
 import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
 import type { Principal } from './principal.js';
-import { FIRM_SLUG_PATTERN } from '../domain/firm-slug.js';
+import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 
 const ALG = 'HS256';
 const slugRe = new RegExp(FIRM_SLUG_PATTERN);

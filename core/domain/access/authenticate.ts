@@ -1,9 +1,9 @@
 import type { Db } from 'mongodb';
-import type { Config } from '../config.js';
+import type { Config } from '../../platform/config.js';
 import type { Principal } from './principal.js';
-import { API_KEY_PREFIX, safeEqual, sha256Hex } from './secrets.js';
+import { API_KEY_PREFIX, safeEqual, sha256Hex } from '../../platform/crypto.js';
 import { verifySessionToken } from './session.js';
-import { findApiKeyByHash } from '../domain/api-keys.js';
+import { findApiKeyByHash } from './api-keys.js';
 
 /** Resolves a bearer token to a principal, or null for any token that is not valid now. */
 export async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {

@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
+import { COLLECTIONS, collection } from './collections.js';
 import { AppError, conflict } from '../errors.js';
 
 // Idempotency-Key support without transactions or TTL indexes: one key document per

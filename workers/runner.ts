@@ -1,6 +1,6 @@
 import { MetricsTime, Worker, type Job } from 'bullmq';
-import type { Services } from '../core/services.js';
-import { createRedis } from '../core/redis.js';
+import type { Services } from '../core/wiring/services.js';
+import { createRedis } from '../core/platform/redis.js';
 import type { QueueProcessor } from './processor.js';
 
 export interface Workers {

@@ -3,7 +3,7 @@
 // no clock, no randomness: the same input always gives the same output, so a retried
 // pipeline step stores the same result.
 import { findPhoneNumbersInText, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
-import type { IntakeQuestion } from './agents.js';
+import type { IntakeQuestion } from '../agents/agents.js';
 
 export type Urgency = 'low' | 'normal' | 'high' | 'urgent';
 export type TurnRole = 'agent' | 'user';

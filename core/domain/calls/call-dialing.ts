@@ -1,5 +1,5 @@
-import type { Services } from '../services.js';
-import { ProviderError, type ProviderCall } from '../integrations/voice/provider.js';
+import type { Services } from '../../wiring/services.js';
+import { ProviderError, type ProviderCall } from '../../integrations/voice/provider.js';
 import { FINISHED_RANK, callsCollection, type CallDoc } from './calls.js';
 import { withCallLock } from './call-lock.js';
 

@@ -1,5 +1,5 @@
-import type { Services } from '../services.js';
-import type { VoiceEntry } from '../integrations/voice/provider.js';
+import type { Services } from '../../wiring/services.js';
+import type { VoiceEntry } from '../../integrations/voice/provider.js';
 
 const CACHE_TTL_SECONDS = 3600;
 

@@ -2,7 +2,7 @@
 // `npm start` and `npm test` begin here, before any dependency is installed: install the npm
 // packages when they are missing or older than package-lock.json, then hand over to the
 // TypeScript entry (start) or to vitest (test). Redis, FerretDB and Chromium are set up by
-// those (core/local/services.ts), since they need the packages installed here.
+// those (scripts/local/services.ts), since they need the packages installed here.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -35,7 +35,7 @@ const commands = {
 };
 const command = commands[mode];
 if (command === undefined) {
-  process.stderr.write('usage: node core/local/bootstrap.mjs start|test [args]\n');
+  process.stderr.write('usage: node scripts/local/bootstrap.mjs start|test [args]\n');
   process.exit(2);
 }
 const child = spawn(command[0], command[1], { cwd: root, stdio: 'inherit' });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
-import type { CallEventJob, CallEventName } from '../../jobs/calls.js';
+import type { CallEventJob, CallEventName } from '../../../jobs/calls.js';
 import {
   STATUS_RANK,
   callsCollection,

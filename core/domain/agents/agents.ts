@@ -1,10 +1,10 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
-import { AppError, notFound } from '../errors.js';
-import { newId } from '../ids.js';
-import type { Principal } from '../auth/principal.js';
-import { mayRead } from '../auth/access.js';
-import type { Services } from '../services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { AppError, notFound } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { Principal } from '../access/principal.js';
+import { mayRead } from '../access/access.js';
+import type { Services } from '../../wiring/services.js';
 import { findVoice } from './voices.js';
 
 export interface IntakeQuestion {

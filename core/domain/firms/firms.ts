@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
-import { conflict, notFound } from '../errors.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { conflict, notFound } from '../../platform/errors.js';
 import {
   DEFAULT_SETTINGS,
   maskSettings,

@@ -5,7 +5,7 @@
 //
 // It keeps no state of its own: its progress is replayed from the user's messages, so a reply
 // depends only on the stored history (which is what lets the chat domain retry on a conflict).
-import type { IntakeQuestion } from '../../domain/agents.js';
+import type { IntakeQuestion } from '../agents/agents.js';
 import {
   extractName,
   findEmail,
@@ -14,8 +14,8 @@ import {
   readAnswer,
   splitName,
   type QuestionKind,
-} from '../../domain/intake-analysis.js';
-import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
+} from './analysis.js';
+import { fillVariables, type ChatEngine, type ChatEngineInput } from '../../integrations/chat/engine.js';
 
 interface Progress {
   answers: Map<string, string>;

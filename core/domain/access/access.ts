@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
-import { forbidden, notFound } from '../errors.js';
+import { forbidden, notFound } from '../../platform/errors.js';
 import type { Principal } from './principal.js';
-import { getFirm, type FirmDoc } from '../domain/firms.js';
+import { getFirm, type FirmDoc } from '../firms/firms.js';
 
 /** Firm isolation: a firm token may only name its own firm; the firm must exist. */
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {

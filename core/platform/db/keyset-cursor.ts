@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { AppError } from '../errors.js';
-import { safeEqual } from '../auth/secrets.js';
+import { safeEqual } from '../crypto.js';
 
 // Opaque, tamper-evident keyset cursors: base64url(JSON {s: scope, f: firm, p: position}) + "." +
 // base64url(HMAC-SHA256). The key is derived from SESSION_SECRET for this one purpose, and the

@@ -15,15 +15,15 @@
 // reader that finds log entries beyond the document's version applies them first (catchUp),
 // which also repairs a chat whose writer died between the two writes.
 import type { Db } from 'mongodb';
-import { COLLECTIONS, collection } from '../db/collections.js';
-import { AppError, conflict, notFound } from '../errors.js';
-import { newId } from '../ids.js';
-import type { Principal } from '../auth/principal.js';
-import { mayRead } from '../auth/access.js';
-import type { Services } from '../services.js';
-import type { ChatAgentProfile, ChatEngine, ChatRole } from '../integrations/chat/engine.js';
-import type { AgentDoc } from './agents.js';
-import { analyseIntake, type IntakeAnalysis } from './intake-analysis.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { AppError, conflict, notFound } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { Principal } from '../access/principal.js';
+import { mayRead } from '../access/access.js';
+import type { Services } from '../../wiring/services.js';
+import type { ChatAgentProfile, ChatEngine, ChatRole } from '../../integrations/chat/engine.js';
+import type { AgentDoc } from '../agents/agents.js';
+import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 
 export type ChatStatus = 'ongoing' | 'ended';
 

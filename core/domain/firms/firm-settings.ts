@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest } from '../../platform/errors.js';
 
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
 // the mask back in a PATCH keeps the stored value.

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../../core/platform/config.js';
 import { freePort, startLocalServices, LocalServiceError } from './services.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
 
-  const release = runTs('core/db/release.ts', childEnv, 'release');
+  const release = runTs('core/platform/db/release.ts', childEnv, 'release');
   const releaseCode = await new Promise<number>((resolve) =>
     release.once('exit', (code) => resolve(code ?? 1)),
   );
