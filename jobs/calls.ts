@@ -1,15 +1,7 @@
-import { QUEUE, enqueue, jobId, type Queues } from './queues.js';
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
 
-// Producers for the three call queues. Every job id is derived from business identity, so a
-// repeated request or delivery adds nothing while the first job is still known to BullMQ.
-
-export const CALL_JOB = {
-  placeCall: 'place-call',
-  callEvent: 'call-event',
-  simulatorStep: 'simulator-step',
-} as const;
-
-/** Places one outbound call with the voice provider. */
+/** Places one outbound call with the voice provider (job id = call_id). */
 export interface PlaceCallJob {
   callId: string;
   firm: string;
@@ -32,30 +24,16 @@ export interface CallEventJob {
   received_at: number;
 }
 
-/** Advances one simulated call (answer, hang up) and delivers its webhooks. */
-export interface SimulatorStepJob {
-  callId: string;
-  providerCallId: string;
-}
-
-export async function enqueuePlaceCall(queues: Queues, job: PlaceCallJob): Promise<void> {
-  await enqueue(queues[QUEUE.calls], CALL_JOB.placeCall, job, { jobId: jobId(job.callId) });
-}
-
-export async function enqueueCallEvent(queues: Queues, job: CallEventJob): Promise<void> {
-  // The firm is part of the id so that one firm's delivery can never shadow another's.
-  await enqueue(queues[QUEUE.callEvents], CALL_JOB.callEvent, job, {
-    jobId: jobId('evt', job.firm, job.event, job.call.call_id),
-  });
-}
-
-export async function enqueueSimulatorStep(
-  queues: Queues,
-  job: SimulatorStepJob,
-  delayMs: number,
-): Promise<void> {
-  await enqueue(queues[QUEUE.simulator], CALL_JOB.simulatorStep, job, {
-    jobId: jobId('sim', job.callId),
-    delay: Math.max(0, delayMs),
-  });
-}
+export const callJobs = {
+  placeCall: defineJob<PlaceCallJob>({
+    queue: QUEUE.calls,
+    name: 'place-call',
+    id: (job) => jobId(job.callId),
+  }),
+  callEvent: defineJob<CallEventJob>({
+    queue: QUEUE.callEvents,
+    name: 'call-event',
+    // The firm is part of the id so that one firm's delivery can never shadow another's.
+    id: (job) => jobId('evt', job.firm, job.event, job.call.call_id),
+  }),
+};

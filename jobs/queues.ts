@@ -1,9 +1,8 @@
-import { Queue, type DefaultJobOptions, type JobsOptions } from 'bullmq';
+import { Queue, type DefaultJobOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 
-// The contract between the web and the worker processes: which queues exist, and the
-// defaults every job gets. Job names and payloads live beside their producers.
+// The queues: the contract between the web and the worker processes. Jobs are declared, each
+// once, in jobs/table.ts; a queue's settings that every process must agree on live here.
 
 export const QUEUE = {
   /** Places one outbound call with the voice provider; job id = call_id. */
@@ -18,6 +17,24 @@ export const QUEUE = {
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export const QUEUE_NAMES: QueueName[] = Object.values(QUEUE);
+
+export interface QueueSettings {
+  /** Jobs one worker process runs at once; default WORKER_CONCURRENCY. */
+  concurrency?: number;
+  /**
+   * A queue-wide rate limit (BullMQ `limiter`). Setting one also lets `queue.rateLimit(ms)`
+   * pause the queue for every worker process, which is how a provider's 429 slows dialling.
+   */
+  limiter?: { max: number; duration: number };
+}
+
+export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
+  // A ceiling on dials per second across every worker process.
+  [QUEUE.calls]: { limiter: { max: 50, duration: 1000 } },
+  [QUEUE.callEvents]: {},
+  [QUEUE.simulator]: {},
+  [QUEUE.maintenance]: { concurrency: 1 },
+};
 
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
@@ -51,21 +68,4 @@ export function createQueues(connection: Redis, prefix: string, onError: (err: E
 
 export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((q) => q.close()));
-}
-
-/** BullMQ job ids may not contain ':'; business identities are joined with '|'. */
-export function jobId(...parts: string[]): string {
-  return parts.map((p) => p.replace(/[:|]/g, '_')).join('|');
-}
-
-/** Adds a job, turning a Redis outage into 503 so a 200 is never sent for work not enqueued. */
-export async function enqueue<T>(queue: Queue, name: string, data: T, opts: JobsOptions): Promise<void> {
-  // Fail fast while Redis is down rather than park the request in the offline queue.
-  if ((queue.opts.connection as Redis).status !== 'ready') throw new UnavailableError('redis');
-  try {
-    await queue.add(name, data, opts);
-  } catch (err) {
-    if (isRedisUnavailable(err)) throw new UnavailableError('redis', err);
-    throw err;
-  }
 }

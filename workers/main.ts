@@ -1,16 +1,18 @@
-// The Procfile's worker process: one BullMQ Worker per queue, graceful stop on SIGTERM.
-import { loadConfigOrExit } from '../core/platform/config.js';
+// The Procfile's worker process: one BullMQ Worker per queue it consumes (WORKER_QUEUES,
+// default all), graceful stop on SIGTERM.
+import { exitOnConfigError, loadConfigOrExit } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
 import { stopOnSignals } from '../core/platform/process.js';
 import { createServices } from '../core/wiring/services.js';
 import { warnUnlessNoEviction } from '../core/platform/redis.js';
 import { processors } from './processors/index.js';
-import { startWorkers } from './runner.js';
+import { selectQueues, startWorkers } from './runner.js';
 
 const config = loadConfigOrExit();
+const queues = exitOnConfigError(() => selectQueues(config.workerQueues));
 const log = createLogger(config.logLevel, 'worker');
 const services = createServices(config, log, 'worker');
 void warnUnlessNoEviction(services.redis, log);
-const running = startWorkers(services, processors);
-log.info({ queues: processors.map((p) => p.queue) }, 'workers started');
+const running = startWorkers(services, processors, queues);
+log.info({ queues }, 'workers started');
 stopOnSignals(log, config.shutdownTimeoutMs, () => running.stop());

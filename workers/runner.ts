@@ -1,26 +1,74 @@
-import { MetricsTime, Worker, type Job } from 'bullmq';
+import { MetricsTime, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Services } from '../core/wiring/services.js';
+import { ConfigError } from '../core/platform/config.js';
 import { createRedis } from '../core/platform/redis.js';
-import type { QueueProcessor } from './processor.js';
+import type { Attempt } from '../core/platform/db/effects.js';
+import type { PayloadOf } from '../jobs/define.js';
+import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
+import { JOBS, type JobKey } from '../jobs/table.js';
+
+export interface ProcessorContext {
+  services: Services;
+  /** The BullMQ worker running this job (for rate limiting the whole queue). */
+  worker: Worker;
+  token: string | undefined;
+  /** Whether this is the job's last attempt (effects failing now are recorded `failed`). */
+  attempt: Attempt;
+}
+
+/** One job's processor: thin, it loads state, calls core/, records the outcome. */
+export type JobProcessor<T> = (job: Job<T>, ctx: ProcessorContext) => Promise<unknown>;
+
+/** A processor for every job of the job table: the compiler refuses a job without one. */
+export type ProcessorTable = { [K in JobKey]: JobProcessor<PayloadOf<(typeof JOBS)[K]>> };
 
 export interface Workers {
-  workers: Worker[];
   /** Stop taking jobs; let active ones finish until the deadline, then hand the rest back. */
   stop(): Promise<void>;
 }
 
-export function startWorkers(services: Services, processors: QueueProcessor[]): Workers {
+/** The queues named by WORKER_QUEUES (every queue when unset); a name we do not have stops the process. */
+export function selectQueues(names: string[] | undefined): QueueName[] {
+  if (names === undefined) return QUEUE_NAMES;
+  const unknown = names.filter((n) => !(QUEUE_NAMES as string[]).includes(n));
+  if (unknown.length > 0) {
+    throw new ConfigError([
+      `WORKER_QUEUES names unknown queues (${unknown.join(', ')}); the queues are ${QUEUE_NAMES.join(', ')}`,
+    ]);
+  }
+  return names as QueueName[];
+}
+
+const isLastAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+/** One BullMQ Worker per queue consumed by this process (WORKER_QUEUES), dispatching on job name. */
+export function startWorkers(
+  services: Services,
+  processors: ProcessorTable,
+  queues: QueueName[] = selectQueues(services.config.workerQueues),
+): Workers {
   const inFlight = new Map<string, { job: Job; token: string | undefined }>();
-  const workers = processors.map((p) => {
+  const byName = new Map<string, JobProcessor<unknown>>(
+    (Object.keys(JOBS) as JobKey[]).map((key) => [JOBS[key].name, processors[key] as JobProcessor<unknown>]),
+  );
+  const workers = queues.map((queue) => {
     // Each worker gets its own connection; BullMQ duplicates it for blocking commands.
     const connection = createRedis(services.config.redisUrl, 'worker');
+    const settings = QUEUE_SETTINGS[queue];
     const worker: Worker = new Worker(
-      p.queue,
+      queue,
       async (job, token) => {
-        const key = `${p.queue}/${job.id}`;
+        const process = byName.get(job.name);
+        if (process === undefined) throw new UnrecoverableError(`No processor for job "${job.name}"`);
+        const key = `${queue}/${job.id}`;
         inFlight.set(key, { job, token });
         try {
-          return await p.process(job, { services, worker, token });
+          return await process(job, {
+            services,
+            worker,
+            token,
+            attempt: { lastAttempt: isLastAttempt(job) },
+          });
         } finally {
           inFlight.delete(key);
         }
@@ -28,37 +76,35 @@ export function startWorkers(services: Services, processors: QueueProcessor[]): 
       {
         connection,
         prefix: services.config.queuePrefix,
-        concurrency: p.concurrency ?? services.config.workerConcurrency,
+        concurrency: settings.concurrency ?? services.config.workerConcurrency,
         metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
         lockDuration: services.config.jobLockMs,
         stalledInterval: services.config.jobLockMs,
         maxStalledCount: 2,
-        ...(p.limiter === undefined ? {} : { limiter: p.limiter }),
+        ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
         autorun: true,
       },
     );
     worker.on('failed', (job, err) => {
       services.log.warn(
-        { queue: p.queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message },
+        { queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message },
         'job failed',
       );
     });
-    worker.on('error', (err) => services.log.error({ queue: p.queue, err }, 'worker error'));
+    worker.on('error', (err) => services.log.error({ queue, err }, 'worker error'));
     return { worker, connection };
   });
 
-  for (const p of processors) {
-    for (const schedule of p.schedules ?? []) {
-      services.queues[p.queue]
-        .upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.id })
-        .catch((err: unknown) =>
-          services.log.error({ err, schedule: schedule.id }, 'could not schedule job'),
-        );
-    }
+  for (const definition of Object.values(JOBS)) {
+    if (definition.everyMs === undefined || !queues.includes(definition.queue)) continue;
+    services.queues[definition.queue]
+      .upsertJobScheduler(definition.name, { every: definition.everyMs }, { name: definition.name })
+      .catch((err: unknown) =>
+        services.log.error({ err, schedule: definition.name }, 'could not schedule job'),
+      );
   }
 
   return {
-    workers: workers.map((w) => w.worker),
     async stop() {
       const graceMs = Math.max(1000, services.config.shutdownTimeoutMs - 5000);
       // close() stops fetching at once and resolves when the active jobs have finished.

@@ -28,6 +28,8 @@ export interface Config {
   workerConcurrency: number;
   /** Prefix of every BullMQ key, so that several deployments can share one Redis. */
   queuePrefix: string;
+  /** Queues this worker process consumes (WORKER_QUEUES); undefined: every queue. */
+  workerQueues: string[] | undefined;
 }
 
 export class ConfigError extends Error {
@@ -95,6 +97,21 @@ class Reader {
       return fallback;
     }
     return value as T;
+  }
+
+  list(name: string, itemPattern: RegExp): string[] | undefined {
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    const items = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const bad = items.filter((item) => !itemPattern.test(item));
+    if (items.length === 0 || bad.length > 0) {
+      this.problems.push(`${name} must be a comma-separated list of names (got "${value.slice(0, 100)}")`);
+      return undefined;
+    }
+    return [...new Set(items)];
   }
 
   minLength(name: string, value: string, length: number): void {
@@ -168,15 +185,16 @@ export function loadConfig(env: Env): Config {
     jobLockMs: r.int('JOB_LOCK_MS', 30_000, 1000, 600_000),
     workerConcurrency: r.int('WORKER_CONCURRENCY', 10, 1, 500),
     queuePrefix: r.optional('QUEUE_PREFIX') ?? 'bull',
+    workerQueues: r.list('WORKER_QUEUES', /^[a-z][a-z0-9-]{0,62}$/),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
 }
 
-/** Entry points call this: a bad environment ends the process with exit code 1. */
-export function loadConfigOrExit(env: Env = process.env): Config {
+/** Runs `read`; a ConfigError ends the process with exit code 1 and its message. */
+export function exitOnConfigError<T>(read: () => T): T {
   try {
-    return loadConfig(env);
+    return read();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -184,4 +202,9 @@ export function loadConfigOrExit(env: Env = process.env): Config {
     }
     throw err;
   }
+}
+
+/** Entry points call this: a bad environment ends the process with exit code 1. */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  return exitOnConfigError(() => loadConfig(env));
 }

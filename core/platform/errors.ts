@@ -1,5 +1,6 @@
 // Errors that cross the HTTP boundary. Each carries the contract's status and code; the
-// error middleware turns them into {"error": {code, message, details?}}.
+// error middleware turns them into {"error": {code, message, details?}}. Build them with the
+// named constructors below, so a status and its code are written in one place.
 
 export interface ErrorDetail {
   path: string;
@@ -19,8 +20,12 @@ export class AppError extends Error {
   }
 }
 
-export const invalidRequest = (message: string, details?: ErrorDetail[]): AppError =>
-  new AppError(400, 'invalid_request', message, details);
+/** 400 invalid_request, or another 400 code the contract names (e.g. unknown_voice). */
+export const invalidRequest = (
+  message: string,
+  details?: ErrorDetail[],
+  code = 'invalid_request',
+): AppError => new AppError(400, code, message, details);
 
 export const unauthorized = (message = 'A valid bearer token is required.'): AppError =>
   new AppError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': 'Bearer realm="intake"' });
@@ -37,10 +42,33 @@ export const notFound = (thing: string, message?: string): AppError =>
 
 export const conflict = (code: string, message: string): AppError => new AppError(409, code, message);
 
+export const payloadTooLarge = (message = 'The request body is larger than this route accepts.'): AppError =>
+  new AppError(413, 'payload_too_large', message);
+
+export const unsupportedMediaType = (message: string): AppError =>
+  new AppError(415, 'unsupported_media_type', message);
+
+export const rateLimited = (message: string, retryAfterSeconds: number): AppError =>
+  new AppError(429, 'rate_limited', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
+
+/** A 502: an outside system refused our request in a way retrying will not fix. */
+export const badGateway = (code: string, message: string): AppError => new AppError(502, code, message);
+
+/** A 503 for a reason other than Redis or MongoDB (shutting down, a provider saturated). */
+export const serviceUnavailable = (
+  message: string,
+  retryAfterSeconds = 5,
+  details?: ErrorDetail[],
+): AppError =>
+  new AppError(503, 'unavailable', message, details, { 'Retry-After': String(retryAfterSeconds) });
+
+export const internalError = (): AppError =>
+  new AppError(500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+
 /** Redis or MongoDB could not be reached: the work was not stored, so the client should retry. */
 export class UnavailableError extends AppError {
   constructor(
-    readonly dependency: 'redis' | 'mongodb' | 'provider',
+    readonly dependency: 'redis' | 'mongodb',
     cause?: unknown,
   ) {
     super(

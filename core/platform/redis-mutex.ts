@@ -26,3 +26,31 @@ export async function withRedisMutex<T>(
     await redis.eval(RELEASE, 1, key, token).catch(() => undefined);
   }
 }
+
+/** Another writer held a record's lock for longer than a caller may wait; the job retries. */
+export class RecordBusyError extends Error {
+  constructor(key: string) {
+    super(`The record ${key} is being updated elsewhere; retrying.`);
+    this.name = 'RecordBusyError';
+  }
+}
+
+/**
+ * Runs `fn` holding the lock `key`, waiting (with jitter) up to `waitMs` for another holder.
+ * The writers of one record take turns this way: FerretDB rewrites a whole document on update
+ * from what it read, so two concurrent updates of one document could each undo the other's fields.
+ */
+export async function withRecordLock<T>(
+  redis: Redis,
+  key: string,
+  fn: () => Promise<T>,
+  options: { ttlMs?: number; waitMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + (options.waitMs ?? 10_000);
+  for (;;) {
+    const result = await withRedisMutex(redis, key, options.ttlMs ?? 30_000, fn);
+    if (result.acquired) return result.value;
+    if (Date.now() > deadline) throw new RecordBusyError(key);
+    await new Promise((r) => setTimeout(r, 10 + Math.floor(Math.random() * 40)));
+  }
+}

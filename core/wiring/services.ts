@@ -4,23 +4,43 @@ import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
 import { createRedis, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
-import { createVoiceProvider } from '../integrations/voice/index.js';
+import { enqueue } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
 import type { VoiceProvider } from '../integrations/voice/provider.js';
-import { createChatEngine } from '../integrations/chat/index.js';
+import { RetellProvider } from '../integrations/voice/retell.js';
+import { SimulatorProvider } from '../integrations/voice/simulator.js';
 import type { ChatEngine } from '../integrations/chat/engine.js';
+import { OpenAiChatEngine } from '../integrations/chat/openai.js';
 
-/** What both the web and the worker processes hold: configuration, log, data stores and queues. */
+// The one place that wires a process: configuration, log, data stores, queues and the outside
+// systems chosen by configuration. Domain code receives this and never builds clients itself.
+
+/** What both the web and the worker processes hold. */
 export interface Services {
   config: Config;
   log: Logger;
   mongo: Mongo;
   redis: Redis;
   queues: Queues;
-  /** The configured voice platform (simulator or Retell). */
+  /** The configured voice platform (VOICE_PROVIDER: the simulator, or Retell). */
   voice: VoiceProvider;
-  /** The configured chat engine (the built-in intake agent, or OpenAI). */
-  chat: ChatEngine;
+  /** The LLM chat engine when OPENAI_API_KEY is set; otherwise the built-in intake agent answers. */
+  llm: ChatEngine | null;
   close(): Promise<void>;
+}
+
+function createVoiceProvider(config: Config, queues: Queues, mongo: Mongo): VoiceProvider {
+  switch (config.voiceProvider) {
+    case 'simulator':
+      return new SimulatorProvider({
+        db: mongo.db,
+        simCallMs: config.simCallMs,
+        schedule: (step, delay) => enqueue(queues, JOBS.simulatorStep, step, { delay }),
+      });
+    case 'retell':
+      // loadConfig refuses VOICE_PROVIDER=retell without RETELL_API_KEY.
+      return new RetellProvider({ apiKey: config.retellApiKey ?? '', baseUrl: config.retellBaseUrl });
+  }
 }
 
 export function createServices(config: Config, log: Logger, role: RedisRole): Services {
@@ -35,8 +55,15 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
     mongo,
     redis,
     queues,
-    voice: createVoiceProvider(config, queues, mongo.db),
-    chat: createChatEngine(config),
+    voice: createVoiceProvider(config, queues, mongo),
+    llm:
+      config.openaiApiKey === undefined
+        ? null
+        : new OpenAiChatEngine({
+            apiKey: config.openaiApiKey,
+            baseUrl: config.openaiBaseUrl,
+            model: config.openaiModel,
+          }),
     async close() {
       await closeQueues(queues).catch(() => {});
       redis.disconnect();

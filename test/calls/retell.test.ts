@@ -225,7 +225,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect(stored?.provider_call_id).toBe(
       fake.calls.find((c) => (c.metadata as any)?.call_id === callId)?.call_id,
     );
-    expect(stored?.dial.state).toBe('placed');
+    expect(stored?.dial.state).toBe('done');
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
 

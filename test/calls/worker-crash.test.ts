@@ -56,7 +56,7 @@ describe('a worker killed between the dial mark and the provider answer', () => 
     // Retell has the request (and created the call); its answer is held.
     await eventually(async () => expect(creates()).toHaveLength(1), 30_000, 20);
     const marked = await callsOf(stack).findOne({ _id: callId });
-    expect(marked?.dial).toMatchObject({ state: 'dialing', attempts: 1 });
+    expect(marked?.dial).toMatchObject({ state: 'running', attempts: 1 });
     expect(marked?.provider_call_id).toBeNull();
 
     const exited = exitOf(child);
@@ -81,7 +81,7 @@ describe('a worker killed between the dial mark and the provider answer', () => 
     const atRetell = fake.calls.filter((c) => (c.metadata as any)?.call_id === callId);
     expect(atRetell).toHaveLength(1);
     expect(recovered.provider_call_id).toBe(atRetell[0]!.call_id);
-    expect(recovered.dial.state).toBe('placed');
+    expect(recovered.dial.state).toBe('done');
     expect(creates()).toHaveLength(1);
     // The new worker asked Retell (list-calls by our call_id) instead of dialling again.
     const asked = fake

@@ -1,16 +1,12 @@
 // analyseIntake: the pure extraction both chats and calls use. No stack needed.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
-import {
-  analyseIntake,
-  classifyCaseType,
-  classifyUrgency,
-  extractName,
-  findEmail,
-  findPhone,
-  parseTranscript,
-  readEmailAnswer,
-} from '../../core/domain/intake/analysis.js';
+import { analyseIntake } from '../../core/domain/intake/analysis.js';
+import { classifyCaseType, classifyUrgency } from '../../core/domain/intake/case-type.js';
+import { extractName } from '../../core/domain/intake/names.js';
+import { parseTranscript } from '../../core/domain/intake/transcripts.js';
+import { findEmail, readEmailAnswer } from '../../core/domain/contact-points/emails.js';
+import { findPhone } from '../../core/domain/contact-points/phones.js';
 
 const Q = DEFAULT_INTAKE_QUESTIONS;
 

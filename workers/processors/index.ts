@@ -1,13 +1,12 @@
-import type { QueueProcessor } from '../processor.js';
-import { callEventsProcessor } from './call-events.js';
-import { placeCallProcessor } from './calls.js';
-import { maintenanceProcessor } from './maintenance.js';
-import { simulatorProcessor } from './simulator.js';
+import type { ProcessorTable } from '../runner.js';
+import { callEvent, placeCall } from './calls.js';
+import { pruneIdempotencyKeys } from './maintenance.js';
+import { simulatorStep } from './simulator.js';
 
-/** Every queue's processor; the worker process runs all of them. */
-export const processors: QueueProcessor[] = [
-  placeCallProcessor,
-  callEventsProcessor,
-  simulatorProcessor,
-  maintenanceProcessor,
-];
+/** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
+export const processors: ProcessorTable = {
+  placeCall,
+  callEvent,
+  simulatorStep,
+  pruneIdempotencyKeys,
+};

@@ -1,21 +1,10 @@
-import { UnrecoverableError } from 'bullmq';
-import { QUEUE } from '../../jobs/queues.js';
-import { pruneIdempotencyKeys } from '../../core/platform/db/idempotency.js';
-import type { QueueProcessor } from '../processor.js';
+import { JOBS } from '../../jobs/table.js';
+import { pruneIdempotencyKeys as prune } from '../../core/platform/db/idempotency.js';
+import type { JobProcessor } from '../runner.js';
 
-export const PRUNE_IDEMPOTENCY_KEYS = 'prune-idempotency-keys';
+export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 
-/** Housekeeping on a schedule; each task is a job name. */
-export const maintenanceProcessor: QueueProcessor = {
-  queue: QUEUE.maintenance,
-  concurrency: 1,
-  schedules: [{ id: PRUNE_IDEMPOTENCY_KEYS, everyMs: 3600_000 }],
-  async process(job, { services }) {
-    switch (job.name) {
-      case PRUNE_IDEMPOTENCY_KEYS:
-        return { deleted: await pruneIdempotencyKeys(services.mongo.db) };
-      default:
-        throw new UnrecoverableError(`Unknown maintenance task "${job.name}"`);
-    }
-  },
-};
+/** Deletes Idempotency-Key records whose 24 h window has passed (hourly). */
+export const pruneIdempotencyKeys: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
+  deleted: await prune(services.mongo.db),
+});

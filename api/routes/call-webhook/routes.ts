@@ -8,7 +8,9 @@ import {
   verifyRetellSignature,
 } from '../../../core/integrations/voice/webhook-signature.js';
 import type { Services } from '../../../core/wiring/services.js';
-import { enqueueCallEvent, isCallEvent, type CallEventJob } from '../../../jobs/calls.js';
+import { isCallEvent, type CallEventJob } from '../../../jobs/calls.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
 import { defineRoute } from '../../route.js';
 import { authenticateBearer } from '../../router.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
@@ -54,7 +56,7 @@ export const callWebhookRoutes = [
     errors: [403, 404],
     handler: async ({ services, params, body }) => {
       if (isCallEvent(body.event)) {
-        await enqueueCallEvent(services.queues, {
+        await enqueue(services.queues, JOBS.callEvent, {
           firm: params.firm,
           event: body.event,
           call: body.call as CallEventJob['call'],

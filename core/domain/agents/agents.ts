@@ -98,15 +98,23 @@ export async function createAgent(
 
 /** The agent with that id, as this principal may see it: another firm's agent is not found. */
 export async function getAgent(db: Db, principal: Principal, agentId: string): Promise<AgentDoc> {
-  const agent = await agents(db).findOne({ _id: agentId });
+  const agent = await findAgent(db, agentId);
   if (agent === null || !mayRead(principal, agent.firm)) throw notFound('agent');
   return agent;
 }
 
+/** The agent with that id, whoever owns it; null when there is none. */
+export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | null> {
+  return agents(db).findOne({ _id: agentId });
+}
+
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
 export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<AgentDoc> {
-  const agent = await agents(db).findOne({ _id: agentId, firm });
-  if (agent === null) throw notFound('agent', `No agent "${agentId}" belongs to the firm "${firm}".`);
+  // A point read by _id; the firm is checked on the document (README: data access rules).
+  const agent = await findAgent(db, agentId);
+  if (agent === null || agent.firm !== firm) {
+    throw notFound('agent', `No agent "${agentId}" belongs to the firm "${firm}".`);
+  }
   return agent;
 }
 
@@ -115,13 +123,13 @@ export async function updateAgent(services: Services, agent: AgentDoc, input: Ag
   if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
   const next: AgentDoc = { ...agent, ...changes, updated_at: new Date() };
-  const result = await agents(services.mongo.db).replaceOne({ _id: agent._id, firm: agent.firm }, next);
+  const result = await agents(services.mongo.db).replaceOne({ _id: agent._id }, next);
   if (result.matchedCount === 0) throw notFound('agent');
   return next;
 }
 
 export async function deleteAgent(db: Db, agent: AgentDoc): Promise<void> {
-  await agents(db).deleteOne({ _id: agent._id, firm: agent.firm });
+  await agents(db).deleteOne({ _id: agent._id });
 }
 
 export async function listAgents(db: Db, firm: string | undefined): Promise<AgentDoc[]> {

@@ -1,98 +1,109 @@
 import type { Services } from '../../wiring/services.js';
-import { ProviderError, type ProviderCall } from '../../integrations/voice/provider.js';
+import { runEffect, type Attempt, type EffectOutcome } from '../../platform/db/effects.js';
+import {
+  ProviderError,
+  type PlaceCallRequest,
+  type ProviderCall,
+} from '../../integrations/voice/provider.js';
+import { DEFAULT_INTAKE_QUESTIONS, findAgent } from '../agents/agents.js';
+import { getFirm } from '../firms/firms.js';
 import { FINISHED_RANK, callsCollection, type CallDoc } from './calls.js';
-import { withCallLock } from './call-lock.js';
+import { callSubject, withCallLock } from './call-lock.js';
+import { linkProviderCall } from './call-keys.js';
 
-// Placing an outbound call with the provider, at most once per call_id. The dial is marked in
-// MongoDB before the provider is called; when a later attempt finds the mark without a
-// recorded outcome (a crash, a timeout, a 5xx), it asks the provider for a call carrying our
-// call id before dialling again. Every write holds the call's lock (call-lock.ts).
+// Placing an outbound call with the provider, at most once per call_id: the dial is an effect
+// on the call (core/platform/db/effects.ts). It is marked before the provider is called; when a
+// later attempt finds the mark without a recorded outcome (a crash, a timeout, a 5xx), it asks
+// the provider for a call carrying our call id before dialling again.
 
 export type DialOutcome = 'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing';
 
-export async function placeOutboundCall(services: Services, callId: string): Promise<DialOutcome> {
-  const db = services.mongo.db;
-  const call = await callsCollection(db).findOne({ _id: callId });
+type DialResult = { provider_call_id: string };
+
+function placed(call: CallDoc, provider: ProviderCall): EffectOutcome<DialResult> {
+  return {
+    state: 'done',
+    result: { provider_call_id: provider.providerCallId },
+    alsoSet: { provider_call_id: provider.providerCallId, updated_at: new Date() },
+  };
+}
+
+export async function placeOutboundCall(
+  services: Services,
+  callId: string,
+  attempt: Attempt,
+): Promise<DialOutcome> {
+  const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
   if (call === null) return 'missing'; // the request that created it rolled back
   if (call.provider_call_id !== null) return 'already_placed';
   if (call.finished) return 'already_finished';
 
-  if (call.dial.state === 'dialing') {
-    const found = await services.voice.findCall(callId, call.firm);
-    if (found !== null) {
-      await recordPlaced(services, call, found);
-      return 'found_at_provider';
-    }
-  }
-
-  // The mark: only one attempt can move the dial from the version it read.
-  const marked = await withCallLock(services, call.firm, callId, () =>
-    callsCollection(db).updateOne(
-      { _id: callId, provider_call_id: null, 'dial.attempts': call.dial.attempts },
-      {
-        $set: { 'dial.state': 'dialing', 'dial.marked_at': new Date(), updated_at: new Date() },
-        $inc: { 'dial.attempts': 1 },
+  let outcome: DialOutcome = 'already_placed';
+  const record = await runEffect(
+    callSubject(services, call),
+    {
+      path: 'dial',
+      reconcile: async () => {
+        const found = await services.voice.findCall(callId, call.firm);
+        if (found === null) return null;
+        outcome = 'found_at_provider';
+        return placed(call, found);
       },
-    ),
+      // A definite "no" from the provider (429, 4xx) clears the mark: the next attempt may dial at once.
+      mayHaveHappened: (err) => !(err instanceof ProviderError) || err.callMayExist,
+      isFinal: (err) => err instanceof ProviderError && err.kind === 'rejected',
+    },
+    attempt,
+    async () => {
+      const request = await placeCallRequest(services, call);
+      outcome = 'placed';
+      try {
+        return placed(call, await services.voice.placeCall(request));
+      } catch (err) {
+        if (err instanceof ProviderError) throw err;
+        throw new ProviderError('retryable', `The voice provider failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    },
   );
-  if (marked.matchedCount === 0) {
-    throw new ProviderError('retryable', 'The call changed while it was being dialled; checking again.', {
-      callMayExist: true,
-    });
-  }
-
-  let placed: ProviderCall;
-  try {
-    placed = await services.voice.placeCall({
-      callId,
-      firm: call.firm,
-      agentId: call.agent_id ?? '',
-      ...(call.provider_agent_id === undefined ? {} : { providerAgentId: call.provider_agent_id }),
-      ...(call.from_number === null ? {} : { fromNumber: call.from_number }),
-      toNumber: call.to_number ?? '',
-      dynamicVariables: call.dynamic_variables,
-    });
-  } catch (err) {
-    const failure =
-      err instanceof ProviderError
-        ? err
-        : new ProviderError('retryable', `The voice provider failed: ${(err as Error).message}`, {
-            cause: err,
-          });
-    // A definite "no" from the provider clears the mark: the next attempt may dial at once.
-    await withCallLock(services, call.firm, callId, () =>
-      callsCollection(db).updateOne(
-        { _id: callId, 'dial.state': 'dialing' },
-        {
-          $set: {
-            ...(failure.callMayExist ? {} : { 'dial.state': 'not_placed' }),
-            'dial.last_error': failure.message.slice(0, 500),
-            updated_at: new Date(),
-          },
-        },
-      ),
-    );
-    throw failure;
-  }
-  await recordPlaced(services, call, placed);
-  return 'placed';
+  if (record.result !== null) await linkProviderCall(services.mongo.db, call, record.result.provider_call_id);
+  return outcome;
 }
 
-async function recordPlaced(services: Services, call: CallDoc, placed: ProviderCall): Promise<void> {
-  const now = new Date();
-  await withCallLock(services, call.firm, call._id, () =>
-    callsCollection(services.mongo.db).updateOne(
-      { _id: call._id },
-      {
-        $set: {
-          provider_call_id: placed.providerCallId,
-          'dial.state': 'placed',
-          'dial.placed_at': now,
-          updated_at: now,
-        },
-      },
-    ),
-  );
+/** What the provider needs besides the call record: the agent as it plays it, and where to report. */
+async function placeCallRequest(services: Services, call: CallDoc): Promise<PlaceCallRequest> {
+  const db = services.mongo.db;
+  const [agent, firm] = await Promise.all([
+    call.agent_id === null ? null : findAgent(db, call.agent_id),
+    getFirm(db, call.firm),
+  ]);
+  return {
+    callId: call._id,
+    firm: call.firm,
+    agentId: call.agent_id ?? '',
+    ...(call.provider_agent_id === undefined ? {} : { providerAgentId: call.provider_agent_id }),
+    ...(call.from_number === null ? {} : { fromNumber: call.from_number }),
+    toNumber: call.to_number ?? '',
+    dynamicVariables: call.dynamic_variables,
+    // A deleted agent's calls still play, with the default intake.
+    agent:
+      agent === null
+        ? {
+            agent_name: 'Intake agent',
+            begin_message: 'Hello, thank you for taking my call.',
+            intake_questions: DEFAULT_INTAKE_QUESTIONS,
+          }
+        : {
+            agent_name: agent.agent_name,
+            begin_message: agent.begin_message,
+            intake_questions: agent.intake_questions,
+          },
+    webhook: {
+      url: `${services.config.publicBaseUrl}/api/v2/${encodeURIComponent(call.firm)}/webhook`,
+      secret: firm?.settings.voice_webhook_secret ?? null,
+    },
+  };
 }
 
 /** The dial failed for good (rejected, or out of attempts): the call ends as `error`. */

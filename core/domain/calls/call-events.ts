@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { CallEventJob, CallEventName } from '../../../jobs/calls.js';
 import {
@@ -10,12 +9,14 @@ import {
   type CallDoc,
   type CallStatus,
 } from './calls.js';
+import { claim } from '../../platform/db/claim.js';
+import { callIdForProviderCall, inboundCallId, linkProviderCall } from './call-keys.js';
 
 // Applies one voice-provider webhook event (Retell's shape) to our call record. Events can
 // come twice or out of order: status and the fields that come with it change only when the
 // event raises the status rank, so a late call_started never undoes call_ended. The caller
-// applies one provider call's events one at a time (workers/processors/call-events.ts), which
-// keeps this true on FerretDB, whose conditional updates are not atomic.
+// applies one call's events one at a time, under the call's lock (workers/processors/calls.ts),
+// which keeps this true on FerretDB, whose conditional updates are not atomic.
 
 type ProviderCallPayload = CallEventJob['call'];
 
@@ -25,10 +26,11 @@ export interface AppliedCallEvent {
   advanced: boolean;
 }
 
-export async function applyCallEvent(db: Db, job: CallEventJob): Promise<AppliedCallEvent> {
+/** Applies the event to the call `callId` (see resolveCallId); the caller holds that call's lock. */
+export async function applyCallEvent(db: Db, job: CallEventJob, callId: string): Promise<AppliedCallEvent> {
   const payload = job.call;
   const status = statusFor(job.event, payload);
-  let call = await findOrCreateCall(db, job.firm, payload);
+  let call = await findOrCreateCall(db, job.firm, callId, payload);
   const rank = STATUS_RANK[status];
   const fields = fieldsFrom(payload, status, job.received_at);
   const now = new Date();
@@ -114,35 +116,54 @@ function safeValue(v: unknown, depth: number): unknown {
   return undefined;
 }
 
-/** Our call for a provider call: by our id in its metadata, else by the provider's id; else a new inbound call. */
-async function findOrCreateCall(db: Db, firm: string, payload: ProviderCallPayload): Promise<CallDoc> {
-  const calls = callsCollection(db);
+/**
+ * Our call id for a provider call, by point reads only: our id in its metadata (when that call
+ * is this firm's), else the key document of the provider's id, else the id an inbound call of
+ * this provider call has (derived, so it is the same for every event).
+ */
+export async function resolveCallId(db: Db, firm: string, payload: ProviderCallPayload): Promise<string> {
   const ours = (payload.metadata as { call_id?: unknown } | undefined)?.call_id;
-  if (typeof ours === 'string' && ours.length > 0) {
-    const call = await calls.findOne({ _id: ours, firm });
-    if (call !== null) {
-      if (call.provider_call_id === null) {
-        // The webhook can outrun the place-call job's own record of the provider id.
-        await calls.updateOne(
-          { _id: call._id, provider_call_id: null },
-          { $set: { provider_call_id: payload.call_id, 'dial.state': 'placed', updated_at: new Date() } },
-        );
-      }
-      return call;
-    }
+  if (typeof ours === 'string' && ours.length > 0 && ours.length <= 128) {
+    const call = await callsCollection(db).findOne({ _id: ours }, { projection: { firm: 1 } });
+    if (call !== null && call.firm === firm) return ours;
   }
-  const known = await calls.findOne({ firm, provider_call_id: payload.call_id });
-  if (known !== null) return known;
-  return createInboundCall(db, firm, payload);
+  return (await callIdForProviderCall(db, firm, payload.call_id)) ?? inboundCallId(firm, payload.call_id);
 }
 
-/** Deterministic id from firm + provider call id, so concurrent first events create one record. */
-export function inboundCallId(firm: string, providerCallId: string): string {
-  return `call_${createHash('sha256').update(`${firm}|${providerCallId}`).digest('base64url').slice(0, 20)}`;
+/** The call `callId` (resolved by resolveCallId); a new inbound call when we have none. */
+async function findOrCreateCall(
+  db: Db,
+  firm: string,
+  callId: string,
+  payload: ProviderCallPayload,
+): Promise<CallDoc> {
+  const call = await callsCollection(db).findOne({ _id: callId });
+  if (call === null) return createInboundCall(db, firm, callId, payload);
+  if (call.provider_call_id === null) {
+    // The webhook can outrun the place-call job's own record of the provider id.
+    const now = new Date();
+    const dial = {
+      ...call.dial,
+      state: 'done' as const,
+      result: { provider_call_id: payload.call_id },
+      finished_at: now,
+    };
+    await callsCollection(db).updateOne(
+      { _id: call._id },
+      { $set: { provider_call_id: payload.call_id, dial, updated_at: now } },
+    );
+    await linkProviderCall(db, call, payload.call_id);
+    return { ...call, provider_call_id: payload.call_id, dial };
+  }
+  return call;
 }
 
-async function createInboundCall(db: Db, firm: string, payload: ProviderCallPayload): Promise<CallDoc> {
-  const id = inboundCallId(firm, payload.call_id);
+async function createInboundCall(
+  db: Db,
+  firm: string,
+  id: string,
+  payload: ProviderCallPayload,
+): Promise<CallDoc> {
   const vars: Record<string, string> = {};
   const given = payload.retell_llm_dynamic_variables;
   if (typeof given === 'object' && given !== null) {
@@ -162,13 +183,8 @@ async function createInboundCall(db: Db, firm: string, payload: ProviderCallPayl
     dynamic_variables: vars,
     provider: 'webhook',
     provider_call_id: payload.call_id,
-    dial_state: 'placed',
+    dialled: true,
   });
-  try {
-    await callsCollection(db).insertOne(doc);
-    return doc;
-  } catch (err) {
-    if ((err as { code?: number }).code !== 11000) throw err;
-    return (await callsCollection(db).findOne({ _id: id })) ?? doc;
-  }
+  if (await claim(callsCollection(db), doc)) return doc;
+  return (await callsCollection(db).findOne({ _id: id })) ?? doc;
 }

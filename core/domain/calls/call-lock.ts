@@ -1,33 +1,32 @@
 import type { Services } from '../../wiring/services.js';
-import { withRedisMutex } from '../../platform/redis-mutex.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
+import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effects.js';
+import { COLLECTIONS } from '../../platform/db/collections.js';
 
-// Writers of one call record (the place-call job, the call-event jobs) take turns. MongoDB
-// would not need this, but FerretDB (tests, local) rewrites the whole document on update from
-// what it read, so two concurrent updates of one call could each undo the other's fields.
+// Writers of one call record (the place-call job, the call-event jobs, the effect recorder)
+// take turns. MongoDB would not need this, but FerretDB (tests, local) rewrites the whole
+// document on update from what it read, so two concurrent updates of one call could each undo
+// the other's fields.
 
-const LOCK_TTL_MS = 30_000;
-const WAIT_MS = 10_000;
+/** The lock key of the call identified by `key` (our call id, else `provider:<provider id>`). */
+export const callLockKey = (services: Services, firm: string, key: string): string =>
+  `${services.config.queuePrefix}:lock:call:${firm}:${key}`;
 
-export class CallBusyError extends Error {
-  constructor(key: string) {
-    super(`The call ${key} is being updated elsewhere; retrying.`);
-    this.name = 'CallBusyError';
-  }
-}
-
-/** Runs `fn` holding the lock of the call identified by `key` (our call id, else the provider's). */
-export async function withCallLock<T>(
+/** Runs `fn` holding the lock of the call identified by `key`. */
+export function withCallLock<T>(
   services: Services,
   firm: string,
   key: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const lock = `${services.config.queuePrefix}:lock:call:${firm}:${key}`;
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const result = await withRedisMutex(services.redis, lock, LOCK_TTL_MS, fn);
-    if (result.acquired) return result.value;
-    if (Date.now() > deadline) throw new CallBusyError(key);
-    await new Promise((r) => setTimeout(r, 10 + Math.floor(Math.random() * 40)));
-  }
+  return withRecordLock(services.redis, callLockKey(services, firm, key), fn);
+}
+
+/** A call as the subject of effects (its dial, the call_analyzed effects): written under its lock. */
+export function callSubject(services: Services, call: { _id: string; firm: string }): EffectSubject {
+  return {
+    collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.calls),
+    id: call._id,
+    exclusive: (write) => withCallLock(services, call.firm, call._id, write),
+  };
 }

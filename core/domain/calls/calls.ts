@@ -1,11 +1,13 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { AppError, notFound } from '../../platform/errors.js';
+import { conflict, notFound } from '../../platform/errors.js';
+import { newEffectRecord, type EffectRecord } from '../../platform/db/effects.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
 import type { Services } from '../../wiring/services.js';
-import { enqueuePlaceCall } from '../../../jobs/calls.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
 import type { AgentDoc } from '../agents/agents.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { runIdempotent } from '../../platform/db/idempotency.js';
@@ -42,18 +44,11 @@ export interface CallAnalysis {
 }
 
 /**
- * The dial, recorded before the provider is called: `dialing` means a request may have
- * reached the provider without its answer being recorded, so a retry asks the provider
- * (by our call id in the metadata) before dialling again.
+ * The dial, an effect recorded before the provider is called (core/platform/db/effects.ts):
+ * `running` means a request may have reached the provider without its answer being recorded,
+ * so a retry asks the provider (by our call id in the metadata) before dialling again.
  */
-export interface DialRecord {
-  state: 'pending' | 'dialing' | 'placed' | 'not_placed';
-  /** Bumped on every dial attempt; it doubles as the record's version for the dial mark. */
-  attempts: number;
-  marked_at: Date | null;
-  placed_at: Date | null;
-  last_error: string | null;
-}
+export type DialRecord = EffectRecord<{ provider_call_id: string }>;
 
 export interface CallDoc {
   _id: string;
@@ -107,7 +102,8 @@ export interface NewCallFields {
   dynamic_variables: Record<string, string>;
   provider: string;
   provider_call_id: string | null;
-  dial_state: DialRecord['state'];
+  /** An inbound call was dialled by someone else: its dial is done from the start. */
+  dialled: boolean;
   campaign_id?: string;
   provider_agent_id?: string;
 }
@@ -137,7 +133,10 @@ export function newCallRecord(fields: NewCallFields): CallDoc {
     ...(fields.provider_agent_id === undefined ? {} : { provider_agent_id: fields.provider_agent_id }),
     provider: fields.provider,
     provider_call_id: fields.provider_call_id,
-    dial: { state: fields.dial_state, attempts: 0, marked_at: null, placed_at: null, last_error: null },
+    dial:
+      fields.dialled && fields.provider_call_id !== null
+        ? { ...newEffectRecord(), state: 'done', result: { provider_call_id: fields.provider_call_id } }
+        : newEffectRecord(),
     created_at: now,
     updated_at: now,
   };
@@ -154,7 +153,7 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
     dynamic_variables: stringifyVariables(input.dynamicVariables),
     provider,
     provider_call_id: null,
-    dial_state: 'pending',
+    dialled: false,
     ...(input.campaignId === undefined ? {} : { campaign_id: input.campaignId }),
     ...(input.agent.provider_agent_id === undefined
       ? {}
@@ -173,8 +172,7 @@ export async function registerOutboundCall(
   idempotencyKey?: string,
 ): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
   if (services.voice.name === 'retell' && !input.firm.settings.from_number) {
-    throw new AppError(
-      409,
+    throw conflict(
       'from_number_missing',
       `The firm "${input.firm._id}" has no settings.from_number, which the voice provider needs as the caller number; set it with PATCH /api/firms/${input.firm._id}.`,
     );
@@ -184,7 +182,7 @@ export async function registerOutboundCall(
   const create = async (): Promise<void> => {
     await callsCollection(db).insertOne(doc);
     try {
-      await enqueuePlaceCall(services.queues, { callId: doc._id, firm: doc.firm });
+      await enqueue(services.queues, JOBS.placeCall, { callId: doc._id, firm: doc.firm });
     } catch (err) {
       await callsCollection(db)
         .deleteOne({ _id: doc._id })
@@ -205,7 +203,7 @@ export async function registerOutboundCall(
     async (callId) => {
       const existing = await callsCollection(db).findOne({ _id: callId }, { projection: { firm: 1 } });
       if (existing === null) return false;
-      await enqueuePlaceCall(services.queues, { callId, firm: existing.firm });
+      await enqueue(services.queues, JOBS.placeCall, { callId, firm: existing.firm });
       return true;
     },
   );

@@ -21,17 +21,19 @@ import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
 import type { Services } from '../../wiring/services.js';
-import type { ChatAgentProfile, ChatEngine, ChatRole } from '../../integrations/chat/engine.js';
+import type { ChatAgentProfile, ChatEngine, ChatTurn } from '../../integrations/chat/engine.js';
+import { intakeAgent } from '../intake/intake-agent.js';
 import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 
 export type ChatStatus = 'ongoing' | 'ended';
 
-export interface ChatMessage {
-  role: ChatRole;
-  content: string;
+export interface ChatMessage extends ChatTurn {
   created_at: Date;
 }
+
+/** The engine that answers: the LLM when one is configured, else the built-in intake agent. */
+const engineOf = (services: Services): ChatEngine => services.llm ?? intakeAgent;
 
 /** What end-chat stores: the shared intake analysis (contact_collected says whether a lead is due). */
 export type ChatAnalysis = IntakeAnalysis;
@@ -92,13 +94,13 @@ export async function createChat(
     begin_message: agent.begin_message,
     intake_questions: agent.intake_questions.map((q) => ({ key: q.key, question: q.question })),
   };
-  const greeting = services.chat.greeting({ agent: profile, dynamicVariables });
+  const greeting = engineOf(services).greeting({ agent: profile, dynamicVariables });
   const now = new Date();
   const chat: ChatDoc = {
     _id: newId('chat'),
     firm: agent.firm,
     agent_id: agent._id,
-    engine: services.chat.name,
+    engine: engineOf(services).name,
     agent: profile,
     dynamic_variables: dynamicVariables,
     status: 'ongoing',
@@ -223,7 +225,7 @@ export async function sendChatMessage(
 ): Promise<{ chat: ChatDoc; reply: string }> {
   const { chat, result } = await changeChat(services.mongo.db, principal, chatId, async (current) => {
     const receivedAt = new Date();
-    const reply = await services.chat.reply(
+    const reply = await engineOf(services).reply(
       {
         agent: current.agent,
         dynamicVariables: current.dynamic_variables,

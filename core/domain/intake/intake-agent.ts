@@ -6,15 +6,11 @@
 // It keeps no state of its own: its progress is replayed from the user's messages, so a reply
 // depends only on the stored history (which is what lets the chat domain retry on a conflict).
 import type { IntakeQuestion } from '../agents/agents.js';
-import {
-  extractName,
-  findEmail,
-  findPhone,
-  questionKind,
-  readAnswer,
-  splitName,
-  type QuestionKind,
-} from './analysis.js';
+import { shorten } from '../../platform/text.js';
+import { findEmail } from '../contact-points/emails.js';
+import { findPhone } from '../contact-points/phones.js';
+import { extractName, splitName } from './names.js';
+import { questionKind, readAnswer, type QuestionKind } from './question-kinds.js';
 import { fillVariables, type ChatEngine, type ChatEngineInput } from '../../integrations/chat/engine.js';
 
 interface Progress {
@@ -53,11 +49,6 @@ function listing(items: string[]): string {
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
-function shorten(text: string, max = 300): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
-}
-
 /** Contact details a message volunteers for questions not asked yet. */
 function volunteered(text: string, kind: QuestionKind): string | null {
   if (kind === 'phone') return findPhone(text);
@@ -69,7 +60,9 @@ function volunteered(text: string, kind: QuestionKind): string | null {
 function summaryReply(questions: readonly IntakeQuestion[], progress: Progress): string {
   const nameKey = questions.find((q) => questionKind(q.key) === 'name')?.key;
   const first = nameKey === undefined ? null : splitName(progress.answers.get(nameKey) ?? null).first_name;
-  const lines = questions.map((q) => `- ${humanise(q.key)}: ${shorten(progress.answers.get(q.key) ?? '')}`);
+  const lines = questions.map(
+    (q) => `- ${humanise(q.key)}: ${shorten(progress.answers.get(q.key) ?? '', 300)}`,
+  );
   return [
     `Thank you${first === null ? '' : `, ${first}`}. Here is a summary of what I collected:`,
     ...lines,
@@ -119,7 +112,7 @@ function step(questions: readonly IntakeQuestion[], progress: Progress, text: st
   return [thanks, notedSentence, next.question].filter((p): p is string => p !== null).join(' ');
 }
 
-export class IntakeAgentEngine implements ChatEngine {
+class IntakeAgentEngine implements ChatEngine {
   readonly name = 'intake' as const;
 
   greeting({ agent, dynamicVariables }: Omit<ChatEngineInput, 'history'>): string | null {
@@ -150,3 +143,6 @@ export function intakeReply(
   for (const text of previous) step(questions, progress, text);
   return step(questions, progress, message);
 }
+
+/** The built-in intake agent: the chat engine when no LLM is configured. */
+export const intakeAgent: ChatEngine = new IntakeAgentEngine();

@@ -1,10 +1,10 @@
 // The chat engine behind chat-completion: the built-in intake agent (offline, deterministic)
-// or an LLM through the OpenAI API, chosen by configuration (core/integrations/chat/index.ts).
-import type { IntakeQuestion } from '../../domain/agents/agents.js';
+// or an LLM through the OpenAI API, chosen by configuration (core/wiring/services.ts).
 
 export type ChatRole = 'agent' | 'user';
 
-export interface ChatEngineMessage {
+/** One turn of a conversation (a chat message, a transcript line). */
+export interface ChatTurn {
   role: ChatRole;
   content: string;
 }
@@ -15,7 +15,7 @@ export interface ChatAgentProfile {
   language: string;
   prompt: string;
   begin_message: string;
-  intake_questions: IntakeQuestion[];
+  intake_questions: Array<{ key: string; question: string }>;
 }
 
 export interface ChatEngineInput {
@@ -23,7 +23,7 @@ export interface ChatEngineInput {
   /** The chat's dynamic variables (strings), for {{name}} placeholders and the LLM's context. */
   dynamicVariables: Readonly<Record<string, string>>;
   /** The chat's messages so far, oldest first (the greeting included), without the new message. */
-  history: readonly ChatEngineMessage[];
+  history: readonly ChatTurn[];
 }
 
 export interface ChatEngine {

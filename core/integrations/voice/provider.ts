@@ -1,5 +1,5 @@
 // The voice platform behind calls and voices: Retell in production, the built-in simulator
-// by default. Chosen by VOICE_PROVIDER (core/integrations/voice/index.ts).
+// by default. Chosen by VOICE_PROVIDER (core/wiring/services.ts).
 
 export type VoiceGender = 'male' | 'female' | 'neutral';
 
@@ -26,6 +26,26 @@ export interface PlaceCallRequest {
   fromNumber?: string;
   toNumber: string;
   dynamicVariables: Record<string, string>;
+  /**
+   * The agent as the call plays it, for a provider that runs our script (the simulator speaks
+   * these intake questions); Retell keeps its own agent (providerAgentId).
+   */
+  agent?: CallAgentProfile;
+  /** Where the provider reports the call's events, for one we configure per call (the simulator). */
+  webhook?: WebhookTarget;
+}
+
+export interface CallAgentProfile {
+  agent_name: string;
+  begin_message: string;
+  intake_questions: Array<{ key: string; question: string }>;
+}
+
+export interface WebhookTarget {
+  /** The firm's public call webhook, e.g. https://intake.example.com/api/v2/acme/webhook. */
+  url: string;
+  /** The firm's voice_webhook_secret, when it has one: events are signed as Retell signs them. */
+  secret: string | null;
 }
 
 export interface ProviderCall {

@@ -1,9 +1,6 @@
 import type { Db, UpdateFilter } from 'mongodb';
 import type { Config } from '../../platform/config.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { DEFAULT_INTAKE_QUESTIONS, type AgentDoc } from '../../domain/agents/agents.js';
-import { getFirm } from '../../domain/firms/firms.js';
-import { simulateConversation, type SimulatedAgent } from './simulator-script.js';
+import { simulateConversation } from './simulator-script.js';
 import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 
@@ -62,7 +59,7 @@ export async function advanceSimulatedCall(
       if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt };
       const start = call.start_timestamp ?? now;
       const conversation = simulateConversation(
-        await agentFor(deps.db, call.metadata.agent_id),
+        call.agent,
         call.retell_llm_dynamic_variables,
         call.to_number,
       );
@@ -85,17 +82,6 @@ async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<Simul
   await simulatorCalls(db).updateOne({ _id: call._id, call_status: call.call_status }, {
     $set: changes,
   } as UpdateFilter<SimulatorCallDoc>);
-}
-
-async function agentFor(db: Db, agentId: string): Promise<SimulatedAgent> {
-  const agent = await collection<AgentDoc>(db, COLLECTIONS.agents).findOne({ _id: agentId });
-  return (
-    agent ?? {
-      agent_name: 'Intake agent',
-      begin_message: 'Hello, thank you for taking my call.',
-      intake_questions: DEFAULT_INTAKE_QUESTIONS,
-    }
-  );
 }
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
@@ -127,15 +113,17 @@ async function deliverWebhook(
   call: SimulatorCallDoc,
   event: SimulatorEvent,
 ): Promise<void> {
-  const firmSlug = call.metadata.firm;
-  const firm = await getFirm(deps.db, firmSlug);
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-  const secret = firm?.settings.voice_webhook_secret;
+  const secret = call.webhook.secret;
   if (secret) headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, secret);
   else headers.Authorization = `Bearer ${deps.config.adminApiKey}`;
-  const url = `${deps.config.publicBaseUrl}/api/v2/${encodeURIComponent(firmSlug)}/webhook`;
-  const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(call.webhook.url, {
+    method: 'POST',
+    headers,
+    body,
+    signal: AbortSignal.timeout(10_000),
+  });
   await res.arrayBuffer().catch(() => undefined);
   if (!res.ok) throw new Error(`The call webhook answered ${res.status} to ${event} for ${call._id}.`);
 }

@@ -1,14 +1,10 @@
-import type { IntakeQuestion } from '../../domain/agents/agents.js';
+import type { CallAgentProfile } from './provider.js';
 
 // What a simulated caller says: the agent asks its intake questions in order and the caller
 // answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and
 // the downstream extraction see the same conversation every time.
 
-export interface SimulatedAgent {
-  agent_name: string;
-  begin_message: string;
-  intake_questions: IntakeQuestion[];
-}
+export type SimulatedAgent = CallAgentProfile;
 
 export interface SimulatedConversation {
   transcript: string;

@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
-import type { Config } from '../../platform/config.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import type { Queues } from '../../../jobs/queues.js';
-import { enqueueSimulatorStep } from '../../../jobs/calls.js';
+import { claim } from '../../platform/db/claim.js';
 import {
   ProviderError,
+  type CallAgentProfile,
   type PlaceCallRequest,
+  type WebhookTarget,
   type ProviderCall,
   type VoiceEntry,
   type VoiceProvider,
@@ -15,7 +15,9 @@ import { SIMULATOR_VOICES } from './simulator-voices.js';
 
 // The built-in voice provider (CONTRACT §5). Like a real provider it keeps its own records of
 // the calls it placed (simulator_calls) and later reports on them through the firm's public
-// webhook (see simulator-engine.ts). Number rules: ...0000 is not answered, ...9999 fails.
+// webhook (see simulator-engine.ts). Everything it needs (the agent's script, the webhook
+// target) comes with the call, as a provider's own configuration would: it reads nothing of
+// ours. Number rules: ...0000 is not answered, ...9999 fails.
 
 export type SimulatedCallStatus = 'registered' | 'ongoing' | 'ended' | 'not_connected';
 
@@ -31,6 +33,10 @@ export interface SimulatorCallDoc {
   call_status: SimulatedCallStatus;
   outcome: 'answered' | 'no_answer';
   metadata: { call_id: string; firm: string; agent_id: string };
+  /** The agent as the call plays it (what the simulated agent says). */
+  agent: CallAgentProfile;
+  /** Where the call's events go, and the secret they are signed with. */
+  webhook: WebhookTarget;
   retell_llm_dynamic_variables: Record<string, string>;
   start_timestamp: number | null;
   end_timestamp: number | null;
@@ -55,13 +61,22 @@ export const simulatorRules = {
   failsAtProvider: (toNumber: string): boolean => toNumber.endsWith('9999'),
 };
 
+/** Plays one placed call on (the simulator queue's job, enqueued by whoever wires the simulator). */
+export type ScheduleSimulatorStep = (
+  step: { callId: string; providerCallId: string },
+  delayMs: number,
+) => Promise<void>;
+
+/**
+ * The simulator's id for the call it places for our call id: one call per call id, so a retried
+ * dial finds the first (as Retell's list-calls by metadata would) and findCall is a point read.
+ */
+export const simulatorCallId = (callId: string): string =>
+  `sim_${createHash('sha256').update(callId).digest('hex').slice(0, 32)}`;
+
 export class SimulatorProvider implements VoiceProvider {
   readonly name = 'simulator' as const;
-  constructor(
-    private readonly config: Config,
-    private readonly queues: Queues,
-    private readonly db: Db,
-  ) {}
+  constructor(private readonly options: { db: Db; simCallMs: number; schedule: ScheduleSimulatorStep }) {}
 
   async listVoices(): Promise<VoiceEntry[]> {
     return SIMULATOR_VOICES;
@@ -77,8 +92,15 @@ export class SimulatorProvider implements VoiceProvider {
         },
       );
     }
+    if (request.agent === undefined || request.webhook === undefined) {
+      throw new ProviderError(
+        'rejected',
+        'The simulator needs the agent and the webhook target of the call.',
+      );
+    }
+    const db = this.options.db;
     const doc: SimulatorCallDoc = {
-      _id: `sim_${randomBytes(16).toString('hex')}`,
+      _id: simulatorCallId(request.callId),
       agent_id: request.providerAgentId ?? request.agentId,
       from_number: request.fromNumber ?? SIMULATOR_FROM_NUMBER,
       to_number: request.toNumber,
@@ -87,6 +109,8 @@ export class SimulatorProvider implements VoiceProvider {
       call_status: 'registered',
       outcome: simulatorRules.isUnanswered(request.toNumber) ? 'no_answer' : 'answered',
       metadata: { call_id: request.callId, firm: request.firm, agent_id: request.agentId },
+      agent: request.agent,
+      webhook: request.webhook,
       retell_llm_dynamic_variables: request.dynamicVariables,
       start_timestamp: null,
       end_timestamp: null,
@@ -98,17 +122,19 @@ export class SimulatorProvider implements VoiceProvider {
       delivered: [],
       created_at: new Date(),
     };
-    await simulatorCalls(this.db).insertOne(doc);
+    if (!(await claim(simulatorCalls(db), doc))) {
+      const existing = await simulatorCalls(db).findOne({ _id: doc._id });
+      if (existing !== null) return { providerCallId: existing._id, status: existing.call_status };
+    }
     try {
       // It rings for half of SIM_CALL_MS, then talks for the other half.
-      await enqueueSimulatorStep(
-        this.queues,
+      await this.options.schedule(
         { callId: request.callId, providerCallId: doc._id },
-        Math.floor(this.config.simCallMs / 2),
+        Math.floor(this.options.simCallMs / 2),
       );
     } catch (err) {
       // Not enqueued means never played: withdraw the call, so it was certainly not placed.
-      await simulatorCalls(this.db)
+      await simulatorCalls(db)
         .deleteOne({ _id: doc._id })
         .catch(() => {});
       throw new ProviderError(
@@ -124,10 +150,7 @@ export class SimulatorProvider implements VoiceProvider {
   }
 
   async findCall(callId: string): Promise<ProviderCall | null> {
-    const doc = await simulatorCalls(this.db).findOne(
-      { 'metadata.call_id': callId },
-      { sort: { created_at: -1 } },
-    );
+    const doc = await simulatorCalls(this.options.db).findOne({ _id: simulatorCallId(callId) });
     return doc === null ? null : { providerCallId: doc._id, status: doc.call_status };
   }
 }

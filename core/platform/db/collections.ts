@@ -4,11 +4,15 @@ import type { Collection, Db, Document } from 'mongodb';
 export const COLLECTIONS = {
   firms: 'firms',
   apiKeys: 'api_keys',
+  /** Key documents: the API key for a key's SHA-256 (`_id` = the hash), read on every request. */
+  apiKeyHashes: 'api_key_hashes',
   agents: 'agents',
   calls: 'calls',
   chats: 'chats',
   /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
   chatTurns: 'chat_turns',
+  /** Key documents: our call id for a provider's call id (`provider|<firm>|<id>`). */
+  callKeys: 'call_keys',
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',

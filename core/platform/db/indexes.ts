@@ -4,21 +4,20 @@ import { COLLECTIONS, type CollectionName } from './collections.js';
 // Plain and unique compound indexes only: FerretDB (tests, local) has no partial or TTL indexes.
 const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.firms]: [],
-  [COLLECTIONS.apiKeys]: [
-    { key: { key_hash: 1 }, name: 'key_hash_unique', unique: true },
-    { key: { firm: 1, created_at: -1 }, name: 'firm_created' },
-  ],
+  [COLLECTIONS.apiKeys]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  [COLLECTIONS.apiKeyHashes]: [],
   [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.calls]: [
     // list-calls keyset: finished calls of a firm by end time then id, newest first.
     { key: { firm: 1, finished: 1, end_timestamp: -1, call_id: -1 }, name: 'firm_finished_end_id' },
-    { key: { provider_call_id: 1 }, name: 'provider_call_id' },
   ],
   [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   // Keyed by _id `<chat_id>:<version>`: the unique _id is the concurrency control.
   [COLLECTIONS.chatTurns]: [],
+  [COLLECTIONS.callKeys]: [],
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
-  [COLLECTIONS.simulatorCalls]: [{ key: { 'metadata.call_id': 1 }, name: 'metadata_call_id' }],
+  // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
+  [COLLECTIONS.simulatorCalls]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

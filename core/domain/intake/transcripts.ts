@@ -1,0 +1,62 @@
+// Conversations as turns: a plain transcript parsed, turns merged, and which intake question an
+// agent turn asks.
+import type { ChatRole, ChatTurn } from '../../integrations/chat/engine.js';
+import type { IntakeQuestion } from '../agents/agents.js';
+
+export type Turn = ChatTurn;
+
+const ROLE_PREFIX = /^\s*(agent|assistant|bot|ai|user|caller|customer|client|human)\s*:\s?(.*)$/i;
+
+/** "Agent: ...\nUser: ..." into turns; consecutive turns of one role merge; unlabelled text is the user's. */
+export function parseTranscript(transcript: string): Turn[] {
+  const turns: Turn[] = [];
+  for (const line of transcript.split(/\r?\n/)) {
+    const match = ROLE_PREFIX.exec(line);
+    if (match !== null) {
+      const who = match[1]!.toLowerCase();
+      const role: ChatRole = ['agent', 'assistant', 'bot', 'ai'].includes(who) ? 'agent' : 'user';
+      turns.push({ role, content: match[2] ?? '' });
+    } else if (line.trim() !== '') {
+      const last = turns[turns.length - 1];
+      if (last === undefined) turns.push({ role: 'user', content: line });
+      else last.content += `\n${line}`;
+    }
+  }
+  return mergeTurns(turns);
+}
+
+export function mergeTurns(turns: readonly Turn[]): Turn[] {
+  const merged: Turn[] = [];
+  for (const turn of turns) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && last.role === turn.role) last.content += `\n${turn.content}`;
+    else merged.push({ role: turn.role, content: turn.content });
+  }
+  return merged.filter((t) => t.content.trim() !== '');
+}
+
+const normaliseText = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+
+/** The intake question an agent turn asks: the one whose text appears last in it, if any. */
+export function questionAsked(
+  agentText: string,
+  questions: readonly IntakeQuestion[],
+): IntakeQuestion | null {
+  const text = normaliseText(agentText);
+  let best: IntakeQuestion | null = null;
+  let bestAt = -1;
+  for (const q of questions) {
+    const needle = normaliseText(q.question);
+    if (needle === '') continue;
+    const at = text.lastIndexOf(needle);
+    if (at > bestAt) {
+      best = q;
+      bestAt = at;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,57 @@
+import type { JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
+import type { QueueName, Queues } from './queues.js';
+
+// How a job is declared (once, in jobs/table.ts) and added. A job's id is derived from its
+// business identity, so a repeated request or delivery adds nothing while the first job is
+// still known to BullMQ.
+
+export interface JobDefinition<T> {
+  queue: QueueName;
+  /** The BullMQ job name; the worker of `queue` dispatches on it. */
+  name: string;
+  /** The job id from the payload (business identity); absent for scheduled jobs. */
+  id?: (data: T) => string;
+  options?: Omit<JobsOptions, 'jobId' | 'delay'>;
+  /** Run every `everyMs` by a job scheduler that each worker process upserts at start. */
+  everyMs?: number;
+  /** The payload type, carried for the compiler only. */
+  readonly payload?: T;
+}
+
+export const defineJob = <T>(definition: Omit<JobDefinition<T>, 'payload'>): JobDefinition<T> => definition;
+
+export type PayloadOf<D> = D extends JobDefinition<infer T> ? T : never;
+
+/** BullMQ job ids may not contain ':'; business identities are joined with '|'. */
+export function jobId(...parts: string[]): string {
+  return parts.map((p) => p.replace(/[:|]/g, '_')).join('|');
+}
+
+function assertReady(queues: Queues, queue: QueueName): void {
+  // Fail fast while Redis is down rather than park the request in the offline queue.
+  if ((queues[queue].opts.connection as Redis).status !== 'ready') throw new UnavailableError('redis');
+}
+
+const asUnavailable = (err: unknown): unknown =>
+  isRedisUnavailable(err) ? new UnavailableError('redis', err) : err;
+
+/** Adds a job, turning a Redis outage into 503 so a 200 is never sent for work not enqueued. */
+export async function enqueue<T>(
+  queues: Queues,
+  job: JobDefinition<T>,
+  data: T,
+  options: { delay?: number } = {},
+): Promise<void> {
+  assertReady(queues, job.queue);
+  try {
+    await queues[job.queue].add(job.name, data, {
+      ...job.options,
+      ...(job.id === undefined ? {} : { jobId: job.id(data) }),
+      ...(options.delay === undefined ? {} : { delay: Math.max(0, options.delay) }),
+    });
+  } catch (err) {
+    throw asUnavailable(err);
+  }
+}

@@ -1,0 +1,16 @@
+import { callJobs } from './calls.js';
+import { maintenanceJobs } from './maintenance.js';
+import { simulatorJobs } from './simulator.js';
+
+/**
+ * Every job, declared once: queue, name, payload type, id and options. Producers add jobs
+ * through these definitions (jobs/define.ts `enqueue`); the worker process must have a processor
+ * for each (workers/processors/index.ts is typed against this table).
+ */
+export const JOBS = {
+  ...callJobs,
+  ...simulatorJobs,
+  ...maintenanceJobs,
+};
+
+export type JobKey = keyof typeof JOBS;
