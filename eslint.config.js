@@ -1,6 +1,23 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The layers (README: Architecture). Each folder names what it must not import; an import
+// across a forbidden line fails `npm run lint`.
+//   api, dashboard ─┐
+//   workers ────────┼─→ core/domain ─→ core/wiring (Services) ─→ core/integrations ─→ core/platform
+//                   └─→ jobs (queues, job table) ───────────────────────────────────→ core/platform
+// scripts/ (the local harness, CLIs), test/ and bench/ stand outside: no process imports them.
+const layer = (name, forbidden) => ({
+  // Relative imports only: package names such as @bull-board/api are not layers.
+  regex: `^\\.\\.?/(?:.*/)?(?:${forbidden.join('|')})(?:/|\\.js$)`,
+  message: `${name} may not import this layer (README: Architecture, layers).`,
+});
+const restrict = (files, name, forbidden) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: [layer(name, forbidden)] }] },
+});
+const OUTSIDE = ['scripts', 'test', 'bench'];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.local/'] },
   js.configs.recommended,
@@ -18,6 +35,39 @@ export default tseslint.config(
       ],
     },
   },
+  restrict(['core/platform/**'], 'core/platform', [
+    'domain',
+    'integrations',
+    'wiring',
+    'jobs',
+    'api',
+    'workers',
+    'dashboard',
+    ...OUTSIDE,
+  ]),
+  restrict(['core/integrations/**'], 'core/integrations', [
+    'domain',
+    'wiring',
+    'jobs',
+    'api',
+    'workers',
+    'dashboard',
+    ...OUTSIDE,
+  ]),
+  restrict(['jobs/**'], 'jobs', [
+    'domain',
+    'integrations',
+    'wiring',
+    'api',
+    'workers',
+    'dashboard',
+    ...OUTSIDE,
+  ]),
+  restrict(['core/wiring/**'], 'core/wiring', ['domain', 'api', 'workers', 'dashboard', ...OUTSIDE]),
+  restrict(['core/domain/**'], 'core/domain', ['api', 'workers', 'dashboard', ...OUTSIDE]),
+  restrict(['dashboard/**'], 'dashboard', ['api', 'workers', ...OUTSIDE]),
+  restrict(['api/**'], 'api', ['workers', ...OUTSIDE]),
+  restrict(['workers/**'], 'workers', ['api', 'dashboard', ...OUTSIDE]),
   {
     files: ['core/platform/config.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.mjs'],
     rules: { 'no-restricted-properties': 'off' },

@@ -1,9 +1,8 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Principal } from '../core/domain/access/principal.js';
-import { bearerToken, principalForToken } from '../core/domain/access/authenticate.js';
+import { authenticateBearer, bearerToken } from '../core/domain/access/authenticate.js';
 import { requirePlatform } from '../core/domain/access/access.js';
-import { unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
@@ -11,14 +10,9 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
 
-/** Authenticates the bearer header; used by token routes and by webhook routes' own authenticators. */
-export async function authenticateBearer(ctx: Context, services: Services): Promise<Principal> {
-  const token = bearerToken(ctx.get('Authorization') || undefined);
-  if (token === null) throw unauthorized();
-  const principal = await principalForToken(token, services.config, services.mongo.db);
-  if (principal === null) throw unauthorized('The bearer token is invalid, expired or revoked.');
-  return principal;
-}
+/** The principal of the request's Authorization header (401 when it has none valid). */
+export const authenticateRequest = (ctx: Context, services: Services): Promise<Principal> =>
+  authenticateBearer(ctx.get('Authorization') || undefined, services.config, services.mongo.db);
 
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
   const router = new Router();
@@ -32,7 +26,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     const auth = route.auth;
     if (auth.kind === 'token' || auth.kind === 'platform') {
       chain.push(async (ctx, next) => {
-        const principal = await authenticateBearer(ctx, services);
+        const principal = await authenticateRequest(ctx, services);
         if (auth.kind === 'platform') requirePlatform(principal);
         if (route.rateLimited !== false) await limiter.check(bearerToken(ctx.get('Authorization'))!);
         ctx.state.principal = principal;

@@ -4,7 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import { AppError } from '../core/platform/errors.js';
 import { safeEqual } from '../core/platform/crypto.js';
-import { authenticateBearer } from '../api/router.js';
+import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import type { Services } from '../core/wiring/services.js';
 
 export const BULL_BOARD_PATH = '/admin/queues';
@@ -55,7 +55,7 @@ export function bullBoard(services: Services): Middleware {
     } else if (header === '') {
       throw challenge();
     } else {
-      const principal = await authenticateBearer(ctx, services);
+      const principal = await authenticateBearer(header, services.config, services.mongo.db);
       if (principal.kind !== 'platform') {
         throw new AppError(403, 'forbidden', 'Only the platform key may open the queue dashboard.');
       }

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 export function sha256Hex(value: string): string {
   return createHash('sha256').update(value).digest('hex');
@@ -13,11 +13,4 @@ export function safeEqual(a: string, b: string): boolean {
 
 export function hmacHex(secret: string, data: string | Buffer): string {
   return createHmac('sha256', secret).update(data).digest('hex');
-}
-
-export const API_KEY_PREFIX = 'isk_';
-
-/** A firm API key: 32 random bytes, shown once, stored only as its SHA-256. */
-export function generateApiKey(): string {
-  return `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }

@@ -12,7 +12,7 @@ import { isCallEvent, type CallEventJob } from '../../../jobs/calls.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { defineRoute } from '../../route.js';
-import { authenticateBearer } from '../../router.js';
+import { authenticateRequest } from '../../router.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
 
 /**
@@ -23,7 +23,7 @@ async function authenticateCallWebhook(ctx: Context, services: Services): Promis
   const slug = String(ctx.params.firm ?? '');
   const db = services.mongo.db;
   if (ctx.get('Authorization') !== '') {
-    const principal = await authenticateBearer(ctx, services);
+    const principal = await authenticateRequest(ctx, services);
     await requireFirm(db, principal, slug);
     return principal;
   }

@@ -1,8 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
-import { generateApiKey, sha256Hex } from '../../platform/crypto.js';
+import { sha256Hex } from '../../platform/crypto.js';
+
+// Firm API keys: `isk_` + 32 random bytes, shown once, stored only as their SHA-256. Every
+// request looks its key up by that hash, so the hash is the _id of a key document
+// (api_key_hashes) beside the key's own record (api_keys, by id): both are point reads.
+
+export const API_KEY_PREFIX = 'isk_';
 
 export interface ApiKeyDoc {
   _id: string;
@@ -15,14 +22,27 @@ export interface ApiKeyDoc {
   created_at: Date;
 }
 
-const apiKeys = (db: Db) => collection<ApiKeyDoc>(db, COLLECTIONS.apiKeys);
+/** The key document a request's key is found by: `_id` is the key's SHA-256. */
+interface ApiKeyHashDoc {
+  _id: string;
+  key_id: string;
+  firm: string;
+}
 
-export async function findApiKeyByHash(db: Db, keyHash: string): Promise<ApiKeyDoc | null> {
-  return apiKeys(db).findOne({ key_hash: keyHash });
+const apiKeys = (db: Db) => collection<ApiKeyDoc>(db, COLLECTIONS.apiKeys);
+const apiKeyHashes = (db: Db) => collection<ApiKeyHashDoc>(db, COLLECTIONS.apiKeyHashes);
+
+/** The key whose SHA-256 this is, or null for a key that does not exist (or was revoked). */
+export async function findApiKeyByHash(
+  db: Db,
+  keyHash: string,
+): Promise<{ id: string; firm: string } | null> {
+  const doc = await apiKeyHashes(db).findOne({ _id: keyHash });
+  return doc === null ? null : { id: doc.key_id, firm: doc.firm };
 }
 
 export async function createApiKey(db: Db, firm: string, name: string) {
-  const key = generateApiKey();
+  const key = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const doc: ApiKeyDoc = {
     _id: newId('key', 12),
     firm,
@@ -32,6 +52,14 @@ export async function createApiKey(db: Db, firm: string, name: string) {
     created_at: new Date(),
   };
   await apiKeys(db).insertOne(doc);
+  try {
+    await apiKeyHashes(db).insertOne({ _id: doc.key_hash, key_id: doc._id, firm });
+  } catch (err) {
+    await apiKeys(db)
+      .deleteOne({ _id: doc._id })
+      .catch(() => {});
+    throw err;
+  }
   return { ...apiKeyView(doc), key };
 }
 
@@ -40,11 +68,12 @@ export async function listApiKeys(db: Db, firm: string) {
   return docs.map(apiKeyView);
 }
 
-/** Revocation deletes the hash, so the key stops working on the very next request. */
-export async function revokeApiKey(db: Db, id: string, firm?: string): Promise<void> {
-  const filter = firm === undefined ? { _id: id } : { _id: id, firm };
-  const result = await apiKeys(db).deleteOne(filter);
-  if (result.deletedCount === 0) throw notFound('api_key');
+/** Revocation deletes the hash's key document first, so the key stops working on the very next request. */
+export async function revokeApiKey(db: Db, id: string): Promise<void> {
+  const doc = await apiKeys(db).findOne({ _id: id });
+  if (doc === null) throw notFound('api_key');
+  await apiKeyHashes(db).deleteOne({ _id: doc.key_hash });
+  await apiKeys(db).deleteOne({ _id: id });
 }
 
 function apiKeyView(doc: ApiKeyDoc) {

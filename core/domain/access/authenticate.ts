@@ -1,9 +1,10 @@
 import type { Db } from 'mongodb';
 import type { Config } from '../../platform/config.js';
+import { unauthorized } from '../../platform/errors.js';
+import { safeEqual, sha256Hex } from '../../platform/crypto.js';
 import type { Principal } from './principal.js';
-import { API_KEY_PREFIX, safeEqual, sha256Hex } from '../../platform/crypto.js';
 import { verifySessionToken } from './session.js';
-import { findApiKeyByHash } from './api-keys.js';
+import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 
 /** Resolves a bearer token to a principal, or null for any token that is not valid now. */
 export async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
@@ -13,7 +14,7 @@ export async function principalForToken(token: string, config: Config, db: Db): 
   }
   if (token.startsWith(API_KEY_PREFIX)) {
     const key = await findApiKeyByHash(db, sha256Hex(token));
-    return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key._id };
+    return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key.id };
   }
   if (token.split('.').length === 3) return verifySessionToken(token, config.sessionSecret);
   return null;
@@ -24,4 +25,17 @@ export function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
   return match?.[1] ?? null;
+}
+
+/** The principal of an Authorization header; 401 for a missing, malformed or invalid token. */
+export async function authenticateBearer(
+  header: string | undefined,
+  config: Config,
+  db: Db,
+): Promise<Principal> {
+  const token = bearerToken(header);
+  if (token === null) throw unauthorized();
+  const principal = await principalForToken(token, config, db);
+  if (principal === null) throw unauthorized('The bearer token is invalid, expired or revoked.');
+  return principal;
 }

@@ -16,6 +16,7 @@
 // which also repairs a chat whose writer died between the two writes.
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { claim } from '../../platform/db/claim.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
@@ -162,10 +163,6 @@ async function catchUp(db: Db, chat: ChatDoc): Promise<ChatDoc> {
   }
 }
 
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
-}
-
 /** Claims the next version for a change; null when another change took it first. */
 async function commitTurn(
   db: Db,
@@ -181,12 +178,7 @@ async function commitTurn(
     ...change,
     created_at: new Date(),
   };
-  try {
-    await turns(db).insertOne(turn);
-  } catch (err) {
-    if (isDuplicateKey(err)) return null;
-    throw err;
-  }
+  if (!(await claim(turns(db), turn))) return null;
   const next = applyTurn(chat, turn);
   await materialise(db, next);
   return next;

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { claim } from '../../platform/db/claim.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import {
   DEFAULT_SETTINGS,
@@ -35,13 +36,8 @@ export async function createFirm(
     created_at: now,
     updated_at: now,
   };
-  try {
-    await firms(db).insertOne(doc);
-  } catch (err) {
-    if ((err as { code?: number }).code === 11000) {
-      throw conflict('firm_exists', `A firm with the slug "${input.slug}" already exists.`);
-    }
-    throw err;
+  if (!(await claim(firms(db), doc))) {
+    throw conflict('firm_exists', `A firm with the slug "${input.slug}" already exists.`);
   }
   return doc;
 }

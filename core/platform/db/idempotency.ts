@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from './collections.js';
-import { AppError, conflict } from '../errors.js';
+import { conflict, invalidRequest } from '../errors.js';
+import { claim } from './claim.js';
 
 // Idempotency-Key support without transactions or TTL indexes: one key document per
 // (scope, firm, key) whose _id is that triple, so MongoDB's unique _id decides the race.
@@ -30,16 +31,13 @@ const keys = (db: Db) => collection<IdempotencyKeyDoc>(db, COLLECTIONS.idempoten
 /** Printable ASCII, 1–255 characters (what Stripe and the IETF draft allow in practice). */
 export function assertValidIdempotencyKey(key: string): void {
   if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
-    throw new AppError(
-      400,
-      'invalid_request',
+    throw invalidRequest(
       'The Idempotency-Key header must be 1 to 255 printable ASCII characters without spaces.',
       [{ path: '/headers/idempotency-key', message: 'is not a valid idempotency key' }],
     );
   }
 }
 
-const isDuplicateKey = (err: unknown): boolean => (err as { code?: number })?.code === 11000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -66,7 +64,7 @@ export async function runIdempotent(
       created_at: now,
       updated_at: now,
     };
-    if (await claim(db, doc)) {
+    if (await claimKey(db, doc)) {
       try {
         await create();
       } catch (err) {
@@ -113,26 +111,17 @@ export async function runIdempotent(
  * A conditional replace would not do: FerretDB applies it as a read and a write, and two
  * claimants could both win; a unique _id is atomic everywhere.
  */
-async function claim(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
-  try {
-    await keys(db).insertOne(doc);
-    return true;
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-  }
+async function claimKey(db: Db, doc: IdempotencyKeyDoc): Promise<boolean> {
+  if (await claim(keys(db), doc)) return true;
   const current = await keys(db).findOne({ _id: doc._id });
   if (current === null || current.created_at.getTime() > Date.now() - IDEMPOTENCY_WINDOW_MS) return false;
-  try {
-    // The marker expires with the pruning of key records like any other.
-    await keys(db).insertOne({
-      ...doc,
-      _id: `${doc._id}|takeover|${current.created_at.getTime()}`,
-      state: 'done',
-    });
-  } catch (err) {
-    if (!isDuplicateKey(err)) throw err;
-    return false;
-  }
+  // The marker expires with the pruning of key records like any other.
+  const marker = {
+    ...doc,
+    _id: `${doc._id}|takeover|${current.created_at.getTime()}`,
+    state: 'done' as const,
+  };
+  if (!(await claim(keys(db), marker))) return false;
   await keys(db).replaceOne({ _id: doc._id }, doc);
   return true;
 }
