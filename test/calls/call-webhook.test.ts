@@ -35,6 +35,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** The workers, started once: after the enqueue-only test, or by any later block run on its own. */
+function startWorkersOnce(): void {
+  workers ??= startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
+}
+
 /** One of our outbound calls, written directly (no simulator playing it meanwhile). */
 async function ourCall(): Promise<string> {
   const db = stack.services.mongo.db;
@@ -97,10 +102,7 @@ describe('call webhook: the request only stores and enqueues', () => {
     expect(await eventJobs()).toBe(before + 1); // the repeat was a no-op
     expect((await callsOf(stack).findOne({ _id: callId }))?.status).toBe('registered');
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    startWorkersOnce();
     await eventually(async () =>
       expect((await callsOf(stack).findOne({ _id: callId }))?.status).toBe('ongoing'),
     );
@@ -188,6 +190,8 @@ describe('call webhook body', () => {
 });
 
 describe('applying call events', () => {
+  beforeAll(startWorkersOnce);
+
   it('call_started then call_ended update the record; a late or repeated event changes nothing', async () => {
     const callId = await ourCall();
     const pid = `p_${rand()}`;

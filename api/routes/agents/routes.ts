@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { assertMayActOn, requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
 import {
   agentListEntry,
   agentView,
@@ -81,7 +81,6 @@ export const agentRoutes = [
     errors: [404],
     handler: async ({ services, principal, params, body }) => {
       const agent = await getAgent(services.mongo.db, principal, params.agent_id);
-      assertMayActOn(principal, agent.firm);
       return agentView(await updateAgent(services, agent, body));
     },
   }),

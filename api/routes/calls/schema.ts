@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
+import { CALL_STATUSES } from '../../../core/domain/calls/calls.js';
 import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateOutboundCallBody = Body({
@@ -18,9 +19,7 @@ export const CallParams = Type.Object({ call_id: Id });
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-export const CallStatusSchema = Type.Union(
-  ['registered', 'ongoing', 'ended', 'not_connected', 'error'].map((s) => Type.Literal(s)),
-);
+export const CallStatusSchema = Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)));
 
 export const CallRecord = Type.Object({
   call_id: Type.String(),

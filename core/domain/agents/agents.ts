@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { AppError, notFound } from '../../platform/errors.js';
+import { invalidRequest, notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
@@ -51,9 +51,11 @@ const agents = (db: Db) => collection<AgentDoc>(db, COLLECTIONS.agents);
 async function requireVoice(services: Services, voiceId: string) {
   const voice = await findVoice(services, voiceId);
   if (voice === undefined) {
-    throw new AppError(400, 'unknown_voice', `The voice "${voiceId}" is not one of list-voices.`, [
-      { path: '/voice_id', message: 'is not a known voice' },
-    ]);
+    throw invalidRequest(
+      `The voice "${voiceId}" is not one of list-voices.`,
+      [{ path: '/voice_id', message: 'is not a known voice' }],
+      'unknown_voice',
+    );
   }
   return voice;
 }
@@ -63,7 +65,7 @@ function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
   const seen = new Set<string>();
   questions.forEach((q, i) => {
     if (seen.has(q.key)) {
-      throw new AppError(400, 'invalid_request', `Intake question keys must be unique; "${q.key}" repeats.`, [
+      throw invalidRequest(`Intake question keys must be unique; "${q.key}" repeats.`, [
         { path: `/intake_questions/${i}/key`, message: 'repeats an earlier key' },
       ]);
     }

@@ -4,7 +4,7 @@
 // a compatible server, e.g. the local fake in tests).
 import OpenAI, { APIConnectionError, APIError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { AppError } from '../../platform/errors.js';
+import { AppError, badGateway, serviceUnavailable } from '../../platform/errors.js';
 import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
 
 export interface OpenAiChatOptions {
@@ -51,9 +51,9 @@ export function buildMessages(input: ChatEngineInput, message: string): ChatComp
   ];
 }
 
-function retryAfterSeconds(err: APIError): string {
-  const value = err.headers?.get('retry-after');
-  return value !== null && value !== undefined && /^\d{1,4}$/.test(value.trim()) ? value.trim() : '5';
+function retryAfterSeconds(err: APIError): number {
+  const value = err.headers?.get('retry-after')?.trim();
+  return value !== undefined && /^\d{1,4}$/.test(value) ? Number(value) : 5;
 }
 
 /**
@@ -72,18 +72,14 @@ export function chatEngineError(err: unknown): AppError {
   let mapped: AppError;
   if (transient) {
     const retryAfter =
-      err instanceof APIError && !(err instanceof APIConnectionError) ? retryAfterSeconds(err) : '5';
-    mapped = new AppError(
-      503,
-      'unavailable',
+      err instanceof APIError && !(err instanceof APIConnectionError) ? retryAfterSeconds(err) : 5;
+    mapped = serviceUnavailable(
       'The chat model is temporarily unavailable; send the message again shortly.',
-      undefined,
-      { 'Retry-After': retryAfter },
+      retryAfter,
     );
   } else {
     const status = err instanceof APIError && err.status !== undefined ? ` (status ${err.status})` : '';
-    mapped = new AppError(
-      502,
+    mapped = badGateway(
       'chat_engine_error',
       `The chat model rejected the request${status}; the service's OpenAI configuration needs attention.`,
     );
@@ -125,7 +121,7 @@ export class OpenAiChatEngine implements ChatEngine {
     }
     const text = content?.trim() ?? '';
     if (text === '') {
-      throw new AppError(502, 'chat_engine_error', 'The chat model returned an empty reply; try again.');
+      throw badGateway('chat_engine_error', 'The chat model returned an empty reply; try again.');
     }
     return text;
   }

@@ -5,7 +5,6 @@ import { hmacHex } from '../../platform/crypto.js';
 // keyed with the firm's voice_webhook_secret and valid for five minutes either side of now.
 
 export const RETELL_SIGNATURE_HEADER = 'x-retell-signature';
-export const SIGNATURE_TOLERANCE_MS = 5 * 60 * 1000;
 
 /** Signs a raw body exactly as Retell does (the simulator signs its webhooks with this). */
 export function signRetellWebhook(rawBody: string, secret: string, timestampMs: number = Date.now()): string {

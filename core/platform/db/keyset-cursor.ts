@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { AppError } from '../errors.js';
+import { invalidRequest, type AppError } from '../errors.js';
 import { safeEqual } from '../crypto.js';
 
 // Opaque, tamper-evident keyset cursors: base64url(JSON {s: scope, f: firm, p: position}) + "." +
@@ -20,11 +20,10 @@ export function encodeCursor(secret: string, scope: string, firm: string, positi
 }
 
 export const invalidCursor = (): AppError =>
-  new AppError(
-    400,
-    'invalid_cursor',
+  invalidRequest(
     'The cursor is not valid for this list and firm; start again without a cursor.',
     [{ path: '/cursor', message: 'is not a cursor issued for this list and firm' }],
+    'invalid_cursor',
   );
 
 /** The position inside a cursor issued for this scope and firm; 400 invalid_cursor otherwise. */

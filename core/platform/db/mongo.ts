@@ -13,10 +13,16 @@ export function createMongo(uri: string): Mongo {
     maxPoolSize: 20,
     appName: 'intake-service',
   });
-  // The database named in the URI path, else "intake".
-  return { client, db: client.db() };
+  // The driver's own default (no path in the URI) would be "test"; ours is "intake".
+  return { client, db: client.db(databaseName(uri)) };
 }
 
 export async function pingMongo(mongo: Mongo): Promise<void> {
   await mongo.db.command({ ping: 1 });
+}
+
+/** The database named in the URI's path (mongodb://host/<name>), else "intake". */
+export function databaseName(uri: string): string {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(uri)?.[1] ?? '';
+  return decodeURIComponent(path) || 'intake';
 }
