@@ -7,20 +7,20 @@ import type { Logger } from '../core/platform/logger.js';
 // A route is declared once: its schemas validate requests, type the handler and
 // produce the OpenAPI document (api/openapi.ts); api/router.ts mounts it on Koa.
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * none: no token (health, docs); token: any valid token; platform: the platform key or a
  * platform session only; custom: the route authenticates itself after the body is read
  * (webhooks accept a bearer token or a provider signature over the raw body).
  */
-export type AuthMode =
+type AuthMode =
   | { kind: 'none' }
   | { kind: 'token' }
   | { kind: 'platform' }
   | { kind: 'custom'; authenticate: (ctx: Context, services: Services) => Promise<Principal> };
 
-export interface HandlerContext<B, Q, P> {
+interface HandlerContext<B, Q, P> {
   services: Services;
   principal: Principal;
   body: B;
@@ -32,7 +32,7 @@ export interface HandlerContext<B, Q, P> {
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
 
-export interface RouteDefinition<
+interface RouteDefinition<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,

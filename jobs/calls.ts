@@ -8,7 +8,7 @@ export interface PlaceCallJob {
 }
 
 /** The provider events that change a call record; others are acknowledged and dropped. */
-export const CALL_EVENTS = ['call_started', 'call_ended', 'call_analyzed'] as const;
+const CALL_EVENTS = ['call_started', 'call_ended', 'call_analyzed'] as const;
 export type CallEventName = (typeof CALL_EVENTS)[number];
 
 export function isCallEvent(event: string): event is CallEventName {

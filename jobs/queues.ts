@@ -18,7 +18,7 @@ export const QUEUE = {
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export const QUEUE_NAMES: QueueName[] = Object.values(QUEUE);
 
-export interface QueueSettings {
+interface QueueSettings {
   /** Jobs one worker process runs at once; default WORKER_CONCURRENCY. */
   concurrency?: number;
   /**
@@ -36,7 +36,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.maintenance]: { concurrency: 1 },
 };
 
-export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
   backoff: { type: 'exponential', delay: 1000 },
   // Bounded retention: Redis must not grow without end, but recent history stays for Bull Board.

@@ -7,7 +7,7 @@ import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
 
-export interface ProcessorContext {
+interface ProcessorContext {
   services: Services;
   /** The BullMQ worker running this job (for rate limiting the whole queue). */
   worker: Worker;

@@ -1,7 +1,7 @@
 // The one place that reads the environment. Every process parses it once at start and
 // stops with exit code 1 and a message naming each bad variable (see exitOnConfigError).
 
-export type VoiceProviderName = 'simulator' | 'retell';
+type VoiceProviderName = 'simulator' | 'retell';
 
 export interface Config {
   redisUrl: string;

@@ -8,10 +8,10 @@ import type { Redis } from 'ioredis';
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
-export type MutexResult<T> = { acquired: true; value: T } | { acquired: false };
+type MutexResult<T> = { acquired: true; value: T } | { acquired: false };
 
 /** Runs `fn` while holding `key`; returns {acquired: false} at once when another holder has it. */
-export async function withRedisMutex<T>(
+async function withRedisMutex<T>(
   redis: Redis,
   key: string,
   ttlMs: number,
@@ -28,7 +28,7 @@ export async function withRedisMutex<T>(
 }
 
 /** Another writer held a record's lock for longer than a caller may wait; the job retries. */
-export class RecordBusyError extends Error {
+class RecordBusyError extends Error {
   constructor(key: string) {
     super(`The record ${key} is being updated elsewhere; retrying.`);
     this.name = 'RecordBusyError';

@@ -37,7 +37,10 @@ afterAll(async () => {
 
 /** The workers, started once: after the enqueue-only test, or by any later block run on its own. */
 function startWorkersOnce(): void {
-  workers ??= startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
+  workers ??= startWorkers(
+    createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+    processors,
+  );
 }
 
 /** One of our outbound calls, written directly (no simulator playing it meanwhile). */

@@ -19,7 +19,7 @@ export const CallParams = Type.Object({ call_id: Id });
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-export const CallStatusSchema = Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)));
+const CallStatusSchema = Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)));
 
 export const CallRecord = Type.Object({
   call_id: Type.String(),

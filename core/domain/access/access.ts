@@ -11,7 +11,7 @@ export async function requireFirm(db: Db, principal: Principal, slug: string): P
   return firm;
 }
 
-export function assertMayActOn(principal: Principal, slug: string): void {
+function assertMayActOn(principal: Principal, slug: string): void {
   if (principal.kind === 'firm' && principal.firm !== slug) throw forbidden();
 }
 

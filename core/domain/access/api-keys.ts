@@ -11,7 +11,7 @@ import { sha256Hex } from '../../platform/crypto.js';
 
 export const API_KEY_PREFIX = 'isk_';
 
-export interface ApiKeyDoc {
+interface ApiKeyDoc {
   _id: string;
   firm: string;
   name: string;

@@ -7,7 +7,7 @@ import { verifySessionToken } from './session.js';
 import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 
 /** Resolves a bearer token to a principal, or null for any token that is not valid now. */
-export async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
+async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
   if (token.length === 0 || token.length > 4096) return null;
   if (safeEqual(token, config.adminApiKey)) {
     return { kind: 'platform', via: 'platform_key', subject: 'platform' };

@@ -36,7 +36,7 @@ export const DEFAULT_INTAKE_QUESTIONS: IntakeQuestion[] = [
   { key: 'description', question: 'Briefly, what happened?' },
 ];
 
-export interface AgentInput {
+interface AgentInput {
   agent_name?: string;
   voice_id?: string;
   language?: string;

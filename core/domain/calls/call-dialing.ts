@@ -16,7 +16,7 @@ import { linkProviderCall } from './call-keys.js';
 // later attempt finds the mark without a recorded outcome (a crash, a timeout, a 5xx), it asks
 // the provider for a call carrying our call id before dialling again.
 
-export type DialOutcome = 'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing';
+type DialOutcome = 'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing';
 
 type DialResult = { provider_call_id: string };
 

@@ -20,7 +20,7 @@ import { callIdForProviderCall, inboundCallId, linkProviderCall } from './call-k
 
 type ProviderCallPayload = CallEventJob['call'];
 
-export interface AppliedCallEvent {
+interface AppliedCallEvent {
   call: CallDoc;
   /** The status update applied (false for a repeat or an out-of-order event). */
   advanced: boolean;

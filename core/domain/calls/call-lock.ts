@@ -9,7 +9,7 @@ import { COLLECTIONS } from '../../platform/db/collections.js';
 // the other's fields.
 
 /** The lock key of the call identified by `key` (our call id, else `provider:<provider id>`). */
-export const callLockKey = (services: Services, firm: string, key: string): string =>
+const callLockKey = (services: Services, firm: string, key: string): string =>
   `${services.config.queuePrefix}:lock:call:${firm}:${key}`;
 
 /** Runs `fn` holding the lock of the call identified by `key`. */

@@ -48,7 +48,7 @@ export interface CallAnalysis {
  * `running` means a request may have reached the provider without its answer being recorded,
  * so a retry asks the provider (by our call id in the metadata) before dialling again.
  */
-export type DialRecord = EffectRecord<{ provider_call_id: string }>;
+type DialRecord = EffectRecord<{ provider_call_id: string }>;
 
 export interface CallDoc {
   _id: string;
@@ -83,7 +83,7 @@ export interface CallDoc {
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
 
-export interface OutboundCallInput {
+interface OutboundCallInput {
   firm: FirmDoc;
   agent: AgentDoc;
   toNumber: string;
@@ -92,7 +92,7 @@ export interface OutboundCallInput {
 }
 
 /** The fields a call is born with; everything the provider reports later starts empty. */
-export interface NewCallFields {
+interface NewCallFields {
   callId: string;
   firm: string;
   agent_id: string | null;

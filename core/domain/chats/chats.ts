@@ -29,7 +29,7 @@ import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 
 export type ChatStatus = 'ongoing' | 'ended';
 
-export interface ChatMessage extends ChatTurn {
+interface ChatMessage extends ChatTurn {
   created_at: Date;
 }
 
@@ -39,7 +39,7 @@ const engineOf = (services: Services): ChatEngine => services.llm ?? intakeAgent
 /** What end-chat stores: the shared intake analysis (contact_collected says whether a lead is due). */
 export type ChatAnalysis = IntakeAnalysis;
 
-export interface ChatDoc {
+interface ChatDoc {
   _id: string;
   firm: string;
   agent_id: string;
@@ -71,13 +71,13 @@ interface ChatTurnDoc {
 }
 
 /** How often a request recomputes its reply after losing a version to a concurrent one. */
-export const MAX_ATTEMPTS = 10;
+const MAX_ATTEMPTS = 10;
 
 const chats = (db: Db) => collection<ChatDoc>(db, COLLECTIONS.chats);
 const turns = (db: Db) => collection<ChatTurnDoc>(db, COLLECTIONS.chatTurns);
 const turnId = (chatId: string, version: number) => `${chatId}:${version}`;
 
-export const chatNotActive = (): AppError =>
+const chatNotActive = (): AppError =>
   conflict('chat_not_active', 'This chat has ended; create a new chat to continue the conversation.');
 
 const chatBusy = (): AppError =>
@@ -241,7 +241,7 @@ export async function sendChatMessage(
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */
-export function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
+function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
   return analyseIntake({
     intakeQuestions: chat.agent.intake_questions,
     messages: chat.messages,

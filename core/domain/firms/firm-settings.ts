@@ -4,13 +4,13 @@ import { invalidRequest } from '../../platform/errors.js';
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
 // the mask back in a PATCH keeps the stored value.
 
-export const SECRET_MASK = '********';
+const SECRET_MASK = '********';
 export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$';
 const HHMM = '^(?:[01]\\d|2[0-3]):[0-5]\\d$';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 
-export const CrmSettings = Type.Union([
+const CrmSettings = Type.Union([
   Type.Object(
     {
       provider: Type.Literal('clio'),
@@ -22,7 +22,7 @@ export const CrmSettings = Type.Union([
   Type.Object({ provider: Type.Literal('none') }, { additionalProperties: false }),
 ]);
 
-export const CallingWindow = Type.Object(
+const CallingWindow = Type.Object(
   {
     start: Type.String({ pattern: HHMM }),
     end: Type.String({ pattern: HHMM }),

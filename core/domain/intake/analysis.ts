@@ -12,7 +12,7 @@ import { extractName, splitName } from './names.js';
 import { DESCRIPTION_KEY, questionKind, readAnswer, type QuestionKind } from './question-kinds.js';
 import { mergeTurns, parseTranscript, questionAsked, type Turn } from './transcripts.js';
 
-export interface IntakeAnalysisInput {
+interface IntakeAnalysisInput {
   /** The agent's intake questions; agent turns that ask one of them pair it with the next user turn. */
   intakeQuestions: readonly IntakeQuestion[];
   /** The conversation as turns (a chat's messages, or a provider's transcript_object). */

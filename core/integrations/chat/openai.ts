@@ -7,7 +7,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { AppError, badGateway, serviceUnavailable } from '../../platform/errors.js';
 import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
 
-export interface OpenAiChatOptions {
+interface OpenAiChatOptions {
   apiKey: string;
   baseUrl: string | undefined;
   model: string;
@@ -16,7 +16,7 @@ export interface OpenAiChatOptions {
 }
 
 /** The system prompt for an agent: its own prompt, then the intake it has to run. */
-export function buildSystemPrompt(input: Omit<ChatEngineInput, 'history'>): string {
+function buildSystemPrompt(input: Omit<ChatEngineInput, 'history'>): string {
   const { agent, dynamicVariables } = input;
   const own = fillVariables(agent.prompt, dynamicVariables).trim();
   const lines = [
@@ -41,7 +41,7 @@ export function buildSystemPrompt(input: Omit<ChatEngineInput, 'history'>): stri
   return lines.join('\n');
 }
 
-export function buildMessages(input: ChatEngineInput, message: string): ChatCompletionMessageParam[] {
+function buildMessages(input: ChatEngineInput, message: string): ChatCompletionMessageParam[] {
   return [
     { role: 'system', content: buildSystemPrompt(input) },
     ...input.history.map((m): ChatCompletionMessageParam =>
@@ -62,7 +62,7 @@ function retryAfterSeconds(err: APIError): number {
  * message again. Anything else (a rejected key, a bad request, an empty answer) → 502
  * chat_engine_error: retrying will not help until the configuration is fixed.
  */
-export function chatEngineError(err: unknown): AppError {
+function chatEngineError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const transient =
     err instanceof APIConnectionError ||

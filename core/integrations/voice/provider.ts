@@ -1,7 +1,7 @@
 // The voice platform behind calls and voices: Retell in production, the built-in simulator
 // by default. Chosen by VOICE_PROVIDER (core/wiring/services.ts).
 
-export type VoiceGender = 'male' | 'female' | 'neutral';
+type VoiceGender = 'male' | 'female' | 'neutral';
 
 export interface VoiceEntry {
   voice_id: string;
@@ -59,7 +59,7 @@ export interface ProviderCall {
  * retryable: 5xx, timeout or network failure (retry with backoff);
  * rejected: the provider refused the request for good (4xx); retrying cannot help.
  */
-export type ProviderErrorKind = 'rate_limited' | 'retryable' | 'rejected';
+type ProviderErrorKind = 'rate_limited' | 'retryable' | 'rejected';
 
 export class ProviderError extends Error {
   readonly kind: ProviderErrorKind;

@@ -8,7 +8,7 @@ import {
   type VoiceProvider,
 } from './provider.js';
 
-export interface RetellOptions {
+interface RetellOptions {
   apiKey: string;
   baseUrl: string;
   /** Per-request timeout; a timed-out create is treated as "the call may exist". */
@@ -89,7 +89,7 @@ export class RetellProvider implements VoiceProvider {
   }
 }
 
-export function toProviderError(err: unknown): ProviderError {
+function toProviderError(err: unknown): ProviderError {
   if (err instanceof ProviderError) return err;
   // Connection failures and timeouts: the request may have reached Retell.
   if (err instanceof APIConnectionError) {

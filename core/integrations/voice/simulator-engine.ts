@@ -9,12 +9,12 @@ import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.
 // signs (voice_webhook_secret) or else with the platform key as bearer. A failed delivery
 // throws, so the simulator job retries; events already delivered are not sent again.
 
-export interface SimulatorDeps {
+interface SimulatorDeps {
   db: Db;
   config: Config;
 }
 
-export type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
+type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
 
 const EVENTS_FOR: Record<SimulatedCallStatus, SimulatorEvent[]> = {
   registered: [],
@@ -85,7 +85,7 @@ async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<Simul
 }
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
-export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
+function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
   const payload: Record<string, unknown> = {
     call_id: call._id,
     call_type: call.call_type,

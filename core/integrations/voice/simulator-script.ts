@@ -4,9 +4,9 @@ import type { CallAgentProfile } from './provider.js';
 // answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and
 // the downstream extraction see the same conversation every time.
 
-export type SimulatedAgent = CallAgentProfile;
+type SimulatedAgent = CallAgentProfile;
 
-export interface SimulatedConversation {
+interface SimulatedConversation {
   transcript: string;
   call_analysis: {
     call_summary: string;

@@ -54,15 +54,15 @@ export interface SimulatorCallDoc {
 export const simulatorCalls = (db: Db) => collection<SimulatorCallDoc>(db, COLLECTIONS.simulatorCalls);
 
 /** The caller id the simulator shows when the firm has no from_number. */
-export const SIMULATOR_FROM_NUMBER = '+15550100000';
+const SIMULATOR_FROM_NUMBER = '+15550100000';
 
-export const simulatorRules = {
+const simulatorRules = {
   isUnanswered: (toNumber: string): boolean => toNumber.endsWith('0000'),
   failsAtProvider: (toNumber: string): boolean => toNumber.endsWith('9999'),
 };
 
 /** Plays one placed call on (the simulator queue's job, enqueued by whoever wires the simulator). */
-export type ScheduleSimulatorStep = (
+type ScheduleSimulatorStep = (
   step: { callId: string; providerCallId: string },
   delayMs: number,
 ) => Promise<void>;
@@ -71,7 +71,7 @@ export type ScheduleSimulatorStep = (
  * The simulator's id for the call it places for our call id: one call per call id, so a retried
  * dial finds the first (as Retell's list-calls by metadata would) and findCall is a point read.
  */
-export const simulatorCallId = (callId: string): string =>
+const simulatorCallId = (callId: string): string =>
   `sim_${createHash('sha256').update(callId).digest('hex').slice(0, 32)}`;
 
 export class SimulatorProvider implements VoiceProvider {

@@ -6,7 +6,7 @@ import type { Collection, Document, OptionalUnlessRequiredId } from 'mongodb';
 // $inc are not atomic on FerretDB, so nothing that must happen once may rely on them.
 
 /** MongoDB's duplicate-key error (E11000): an insert lost the race for its _id. */
-export function isDuplicateKey(err: unknown): boolean {
+function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 }
 

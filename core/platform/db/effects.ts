@@ -81,7 +81,7 @@ export class EffectRaceError extends Error {
   }
 }
 
-export class EffectSubjectMissingError extends Error {
+class EffectSubjectMissingError extends Error {
   constructor(id: string) {
     super(`The subject ${id} of an effect does not exist.`);
     this.name = 'EffectSubjectMissingError';
@@ -90,7 +90,7 @@ export class EffectSubjectMissingError extends Error {
 
 const settled = (r: EffectRecord<unknown>): boolean => r.state === 'done' || r.state === 'skipped';
 
-export function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
+function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
   let value: unknown = doc;
   for (const key of path.split('.')) {
     value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;

@@ -8,14 +8,14 @@ import { claim } from './claim.js';
 // The first request claims the key with its resource id (pending), creates the resource and
 // marks the key done; repeats wait for done and return the same resource id.
 
-export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 /** How long a repeat waits for the first request to finish before answering 409. */
 const WAIT_FOR_FIRST_MS = 10_000;
 /** A pending key older than this belongs to a request that died half-way. */
 const STALE_PENDING_MS = 60_000;
 const POLL_MS = 25;
 
-export interface IdempotencyKeyDoc {
+interface IdempotencyKeyDoc {
   _id: string;
   scope: string;
   firm: string;

@@ -6,7 +6,7 @@ import { safeEqual } from '../crypto.js';
 // base64url(HMAC-SHA256). The key is derived from SESSION_SECRET for this one purpose, and the
 // scope and firm are inside the MAC, so a cursor works only for the list and firm it came from.
 
-export type KeysetPosition = Record<string, string | number>;
+type KeysetPosition = Record<string, string | number>;
 
 const cursorKey = (secret: string): Buffer =>
   createHmac('sha256', secret).update('intake-service/keyset-cursor/v1').digest();

@@ -22,7 +22,7 @@ export async function pingMongo(mongo: Mongo): Promise<void> {
 }
 
 /** The database named in the URI's path (mongodb://host/<name>), else "intake". */
-export function databaseName(uri: string): string {
+function databaseName(uri: string): string {
   const path = /^mongodb(?:\+srv)?:\/\/[^/]*\/([^?]*)/.exec(uri)?.[1] ?? '';
   return decodeURIComponent(path) || 'intake';
 }
