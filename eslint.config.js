@@ -17,6 +17,7 @@ const restrict = (files, name, forbidden) => ({
   rules: { 'no-restricted-imports': ['error', { patterns: [layer(name, forbidden)] }] },
 });
 const OUTSIDE = ['scripts', 'test', 'bench'];
+const PROCESSES = ['api', 'workers', 'dashboard', ...OUTSIDE];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.local/'] },
@@ -35,36 +36,11 @@ export default tseslint.config(
       ],
     },
   },
-  restrict(['core/platform/**'], 'core/platform', [
-    'domain',
-    'integrations',
-    'wiring',
-    'jobs',
-    'api',
-    'workers',
-    'dashboard',
-    ...OUTSIDE,
-  ]),
-  restrict(['core/integrations/**'], 'core/integrations', [
-    'domain',
-    'wiring',
-    'jobs',
-    'api',
-    'workers',
-    'dashboard',
-    ...OUTSIDE,
-  ]),
-  restrict(['jobs/**'], 'jobs', [
-    'domain',
-    'integrations',
-    'wiring',
-    'api',
-    'workers',
-    'dashboard',
-    ...OUTSIDE,
-  ]),
-  restrict(['core/wiring/**'], 'core/wiring', ['domain', 'api', 'workers', 'dashboard', ...OUTSIDE]),
-  restrict(['core/domain/**'], 'core/domain', ['api', 'workers', 'dashboard', ...OUTSIDE]),
+  restrict(['core/platform/**'], 'core/platform', ['domain', 'integrations', 'wiring', 'jobs', ...PROCESSES]),
+  restrict(['core/integrations/**'], 'core/integrations', ['domain', 'wiring', 'jobs', ...PROCESSES]),
+  restrict(['jobs/**'], 'jobs', ['domain', 'integrations', 'wiring', ...PROCESSES]),
+  restrict(['core/wiring/**'], 'core/wiring', ['domain', ...PROCESSES]),
+  restrict(['core/domain/**'], 'core/domain', PROCESSES),
   restrict(['dashboard/**'], 'dashboard', ['api', 'workers', ...OUTSIDE]),
   restrict(['api/**'], 'api', ['workers', ...OUTSIDE]),
   restrict(['workers/**'], 'workers', ['api', 'dashboard', ...OUTSIDE]),
