@@ -3,7 +3,7 @@ import type { Services } from '../core/wiring/services.js';
 import { bullBoard } from '../dashboard/bull-board.js';
 import { createMetrics, type HttpMetrics } from './metrics.js';
 import { errorHandler } from './middleware/errors.js';
-import { RateLimiter } from './middleware/rate-limit.js';
+import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
 import { buildRouter } from './router.js';
@@ -19,17 +19,29 @@ export interface App {
 
 /** The HTTP front: error shape, request context, Bull Board, then the declared routes. */
 export function createApp(services: Services): App {
-  const koa = new Koa({ proxy: true });
+  // Behind a proxy (TRUST_PROXY), the client address is the X-Forwarded-For entry that proxy added
+  // (the last one); otherwise the socket's, so a client cannot choose its address for the limits.
+  const koa = new Koa({ proxy: services.config.trustProxy, maxIpsCount: 1 });
   const metrics = createMetrics(services.queues);
   const lifecycle: Lifecycle = { shuttingDown: false };
   const routes: AnyRoute[] = [];
   routes.push(...opsRoutes({ metrics, lifecycle, allRoutes: () => routes }), ...businessRoutes);
-  const limiter = new RateLimiter(services.redis, services.config.rateLimitPerMinute, services.log);
+  const limiter = new RateLimiter(
+    services.redis,
+    services.config.queuePrefix,
+    {
+      perPrincipal: services.config.rateLimitPerMinute,
+      perWebhookFirm: services.config.webhookRateLimitPerMinute,
+      perUnauthenticatedAddress: services.config.unauthenticatedRateLimitPerMinute,
+    },
+    services.log,
+  );
   const router = buildRouter(routes, services, limiter);
 
   koa.silent = true; // errors are logged by errorHandler, with the request id
   koa.use(requestContext(services.log, metrics));
   koa.use(errorHandler(services.log));
+  koa.use(unauthenticatedLimit(limiter));
   koa.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     await next();

@@ -10,15 +10,28 @@ import type { Logger } from '../core/platform/logger.js';
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
+ * How a webhook delivery was authenticated before its body was read: a bearer token (done), or
+ * a signature header whose form, timestamp and firm secret checked out, and whose HMAC over the
+ * raw body `verifyBody` checks once the body is read.
+ */
+export interface WebhookCredentials {
+  principal: Principal;
+  /** The firm whose webhook rate limit the delivery counts against. */
+  firm: string;
+  verifyBody?: (rawBody: string) => Promise<boolean>;
+}
+
+/**
  * none: no token (health, docs); token: any valid token; platform: the platform key or a
- * platform session only; custom: the route authenticates itself after the body is read
- * (webhooks accept a bearer token or a provider signature over the raw body).
+ * platform session only; webhook: the route checks what it can before reading the body
+ * (the firm, a bearer token, or a signature header's form and freshness), then the signature
+ * over the raw body.
  */
 type AuthMode =
   | { kind: 'none' }
   | { kind: 'token' }
   | { kind: 'platform' }
-  | { kind: 'custom'; authenticate: (ctx: Context, services: Services) => Promise<Principal> };
+  | { kind: 'webhook'; authenticate: (ctx: Context, services: Services) => Promise<WebhookCredentials> };
 
 interface HandlerContext<B, Q, P> {
   services: Services;
@@ -54,7 +67,7 @@ interface RouteDefinition<
   errors?: number[];
   /** Body size limit, e.g. '16mb'; default 2mb. */
   bodyLimit?: string;
-  /** Per-token rate limiting (default on for token routes). */
+  /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
   handler: (
     ctx: HandlerContext<

@@ -1,13 +1,14 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Principal } from '../core/domain/access/principal.js';
-import { authenticateBearer, bearerToken } from '../core/domain/access/authenticate.js';
+import { authenticateBearer } from '../core/domain/access/authenticate.js';
+import { unauthorized } from '../core/platform/errors.js';
 import { requirePlatform } from '../core/domain/access/access.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
-import { koaPath, type AnyRoute } from './route.js';
+import { koaPath, type AnyRoute, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
 
 /** The principal of the request's Authorization header (401 when it has none valid). */
@@ -28,15 +29,29 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       chain.push(async (ctx, next) => {
         const principal = await authenticateRequest(ctx, services);
         if (auth.kind === 'platform') requirePlatform(principal);
-        if (route.rateLimited !== false) await limiter.check(bearerToken(ctx.get('Authorization'))!);
+        if (route.rateLimited !== false) await limiter.checkPrincipal(principal);
         ctx.state.principal = principal;
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method)) chain.push(jsonBody(route.bodyLimit));
-    if (auth.kind === 'custom') {
+    if (auth.kind === 'webhook') {
+      // Everything that can be refused without the body is refused before it is read.
       chain.push(async (ctx, next) => {
-        ctx.state.principal = await auth.authenticate(ctx, services);
+        const credentials = await auth.authenticate(ctx, services);
+        await limiter.checkWebhook(credentials.firm);
+        ctx.state.principal = credentials.principal;
+        ctx.state.webhook = credentials;
+        await next();
+      });
+    }
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) chain.push(jsonBody(route.bodyLimit));
+    if (auth.kind === 'webhook') {
+      chain.push(async (ctx, next) => {
+        const { verifyBody } = ctx.state.webhook as WebhookCredentials;
+        const rawBody = (ctx.request as { rawBody?: string }).rawBody ?? '';
+        if (verifyBody !== undefined && !(await verifyBody(rawBody))) {
+          throw unauthorized('The webhook signature does not match the body.');
+        }
         await next();
       });
     }

@@ -15,12 +15,39 @@ export function isCallEvent(event: string): event is CallEventName {
   return (CALL_EVENTS as readonly string[]).includes(event);
 }
 
-/** One provider webhook event, stored as received. */
+/**
+ * What the service keeps of a provider's `call` object (Retell's shape): the fields it uses,
+ * typed and bounded (the transcript at 200,000 characters), nothing else — webhook bodies are
+ * untrusted and may be megabytes (core/domain/calls/provider-call.ts makes it).
+ */
+export interface ProviderCallSnapshot {
+  call_id: string;
+  call_status?: string;
+  agent_id?: string;
+  direction?: string;
+  from_number?: string;
+  to_number?: string;
+  start_timestamp?: number;
+  end_timestamp?: number;
+  duration_ms?: number;
+  disconnection_reason?: string;
+  transcript?: string;
+  /** Our call id, when the call is one we placed (it travels in the provider's metadata). */
+  metadata?: { call_id: string };
+  retell_llm_dynamic_variables?: Record<string, string>;
+  call_analysis?: {
+    call_summary: string | null;
+    user_sentiment: string | null;
+    call_successful: boolean | null;
+    custom_analysis_data: Record<string, unknown>;
+  };
+}
+
+/** One provider webhook event. */
 export interface CallEventJob {
   firm: string;
   event: CallEventName;
-  /** The provider's `call` object, unvalidated beyond `call_id` (webhook bodies accept unknown fields). */
-  call: Record<string, unknown> & { call_id: string };
+  call: ProviderCallSnapshot;
   received_at: number;
 }
 
@@ -35,5 +62,10 @@ export const callJobs = {
     name: 'call-event',
     // The firm is part of the id so that one firm's delivery can never shadow another's.
     id: (job) => jobId('evt', job.firm, job.event, job.call.call_id),
+    // The call record is the durable result; keep only a short history of these larger jobs.
+    options: {
+      removeOnComplete: { age: 3600, count: 200 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 1000 },
+    },
   }),
 };

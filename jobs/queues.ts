@@ -39,9 +39,10 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
   backoff: { type: 'exponential', delay: 1000 },
-  // Bounded retention: Redis must not grow without end, but recent history stays for Bull Board.
-  removeOnComplete: { age: 24 * 3600, count: 5000 },
-  removeOnFail: { age: 7 * 24 * 3600, count: 20000 },
+  // Retention bounded by count on every queue (and by age): Redis must not grow without end,
+  // but recent history stays for Bull Board. Jobs with large payloads set tighter bounds.
+  removeOnComplete: { age: 24 * 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
 };
 
 export type Queues = Record<QueueName, Queue>;

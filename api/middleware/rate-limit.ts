@@ -1,7 +1,17 @@
-import type { Redis } from 'ioredis';
-import { AppError } from '../../core/platform/errors.js';
+import type { Middleware } from 'koa';
+import type { Redis, Result } from 'ioredis';
+import { AppError, rateLimited } from '../../core/platform/errors.js';
 import { sha256Hex } from '../../core/platform/crypto.js';
 import type { Logger } from '../../core/platform/logger.js';
+import type { Principal } from '../../core/domain/access/principal.js';
+
+// Fixed one-minute windows kept in Redis, so every web process shares them (CONTRACT §2):
+// - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
+// - per firm for the webhook receivers, their own limit;
+// - per client address for unauthenticated requests: every 401 counts, and an address over
+//   its limit is refused with 429 before any lookup, by each process from memory.
+// When Redis is down the limits are not enforced (reads from MongoDB keep working); enqueueing
+// still answers 503.
 
 const WINDOW_MS = 60_000;
 // INCR and set the window's expiry on the first hit, atomically; returns [count, ms left].
@@ -9,44 +19,117 @@ const SCRIPT = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {c, redis.call('PTTL', KEYS[1])}`;
 
-/**
- * A fixed one-minute window per token, kept in Redis so every web dyno shares it. When Redis
- * is down the limit is not enforced (reads from MongoDB keep working); enqueueing still answers 503.
- */
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** The rate-limit script, sent once and then run by its SHA (EVALSHA). */
+    intakeRateLimitHit(key: string, windowMs: string): Result<[number, number], Context>;
+  }
+}
+
+export interface RateLimits {
+  perPrincipal: number;
+  perWebhookFirm: number;
+  perUnauthenticatedAddress: number;
+}
+
+const principalKey = (p: Principal): string =>
+  p.kind === 'platform' ? `platform|${p.subject}` : `firm|${p.firm}|${p.via}|${p.subject}`;
+
 export class RateLimiter {
   private lastWarning = 0;
+  /** Client addresses over their unauthenticated limit, until when (ms). */
+  private readonly blocked = new Map<string, number>();
+
   constructor(
     private readonly redis: Redis,
-    private readonly perMinute: number,
+    private readonly prefix: string,
+    private readonly limits: RateLimits,
     private readonly log: Logger,
-  ) {}
+  ) {
+    if (typeof redis.intakeRateLimitHit !== 'function') {
+      redis.defineCommand('intakeRateLimitHit', { numberOfKeys: 1, lua: SCRIPT });
+    }
+  }
 
-  private warn(reason: string): void {
+  checkPrincipal(principal: Principal): Promise<void> {
+    return this.enforce(
+      'p',
+      sha256Hex(principalKey(principal)).slice(0, 32),
+      this.limits.perPrincipal,
+      'token',
+    );
+  }
+
+  checkWebhook(firm: string): Promise<void> {
+    return this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks");
+  }
+
+  /** 429 at once, without I/O, for an address that has used up its unauthenticated requests. */
+  assertAddressAllowed(address: string): void {
+    const until = this.blocked.get(address);
+    if (until === undefined) return;
+    if (until <= Date.now()) {
+      this.blocked.delete(address);
+      return;
+    }
+    throw tooManyUnauthenticated(Math.ceil((until - Date.now()) / 1000));
+  }
+
+  /** Counts one unauthenticated request; the 429 to answer instead once the address is over its limit. */
+  async countUnauthenticated(address: string): Promise<AppError | null> {
+    const hit = await this.hit('u', address);
+    if (hit === null || hit.count <= this.limits.perUnauthenticatedAddress) return null;
+    this.blocked.set(address, Date.now() + hit.ttlMs);
+    if (this.blocked.size > 10_000) this.blocked.delete(this.blocked.keys().next().value!);
+    return tooManyUnauthenticated(Math.ceil(hit.ttlMs / 1000));
+  }
+
+  private async enforce(kind: string, id: string, limit: number, what: string): Promise<void> {
+    const hit = await this.hit(kind, id);
+    if (hit === null || hit.count <= limit) return;
+    const retryAfter = Math.max(1, Math.ceil(hit.ttlMs / 1000));
+    throw rateLimited(
+      `Too many requests for this ${what} (limit ${limit} a minute); retry in ${retryAfter} s.`,
+      retryAfter,
+    );
+  }
+
+  private async hit(kind: string, id: string): Promise<{ count: number; ttlMs: number } | null> {
+    if (this.redis.status !== 'ready') return this.warn('not connected');
+    const key = `${this.prefix}:rl:${kind}:${id}:${Math.floor(Date.now() / WINDOW_MS)}`;
+    try {
+      const [count, ttlMs] = await this.redis.intakeRateLimitHit(key, String(WINDOW_MS));
+      return { count, ttlMs: Math.max(1000, ttlMs) };
+    } catch (err) {
+      return this.warn((err as Error).message);
+    }
+  }
+
+  private warn(reason: string): null {
     if (Date.now() - this.lastWarning > 30_000) {
       this.lastWarning = Date.now();
       this.log.warn({ reason }, 'rate limiter unavailable; not enforcing');
     }
+    return null;
   }
+}
 
-  async check(token: string): Promise<void> {
-    const key = `ratelimit:${sha256Hex(token).slice(0, 32)}:${Math.floor(Date.now() / WINDOW_MS)}`;
-    let count: number;
-    let ttl: number;
-    if (this.redis.status !== 'ready') return this.warn('not connected');
+const tooManyUnauthenticated = (retryAfter: number): AppError =>
+  rateLimited(
+    `Too many requests without valid credentials from this address; retry in ${Math.max(1, retryAfter)} s.`,
+    Math.max(1, retryAfter),
+  );
+
+/** Every 401 counts against the client address; an address over its limit gets 429 before any work. */
+export function unauthenticatedLimit(limiter: RateLimiter): Middleware {
+  return async (ctx, next) => {
+    limiter.assertAddressAllowed(ctx.ip);
     try {
-      [count, ttl] = (await this.redis.eval(SCRIPT, 1, key, String(WINDOW_MS))) as [number, number];
+      await next();
     } catch (err) {
-      return this.warn((err as Error).message);
+      if (err instanceof AppError && err.status === 401)
+        throw (await limiter.countUnauthenticated(ctx.ip)) ?? err;
+      throw err;
     }
-    if (count > this.perMinute) {
-      const retryAfter = Math.max(1, Math.ceil(ttl / 1000));
-      throw new AppError(
-        429,
-        'rate_limited',
-        `Too many requests for this token (limit ${this.perMinute} a minute); retry in ${retryAfter} s.`,
-        undefined,
-        { 'Retry-After': String(retryAfter) },
-      );
-    }
-  }
+  };
 }

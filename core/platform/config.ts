@@ -20,7 +20,14 @@ export interface Config {
   mailFrom: string;
   clioBaseUrl: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Requests per principal (firm + subject) per minute. */
   rateLimitPerMinute: number;
+  /** Webhook deliveries per firm per minute (both receivers). */
+  webhookRateLimitPerMinute: number;
+  /** Unauthenticated requests (answered 401) per client address per minute. */
+  unauthenticatedRateLimitPerMinute: number;
+  /** Behind a proxy (Heroku's router): the client address is the last X-Forwarded-For entry. */
+  trustProxy: boolean;
   simCallMs: number;
   shutdownTimeoutMs: number;
   /** BullMQ job lock (and stalled-job check interval): how soon a crashed worker's job is taken over. */
@@ -180,6 +187,9 @@ export function loadConfig(env: Env): Config {
       'info',
     ),
     rateLimitPerMinute: r.int('RATE_LIMIT_PER_MINUTE', 1200, 1, 1_000_000),
+    webhookRateLimitPerMinute: r.int('WEBHOOK_RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
+    unauthenticatedRateLimitPerMinute: r.int('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
+    trustProxy: r.oneOf('TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
     simCallMs: r.int('SIM_CALL_MS', 2000, 0, 600_000),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 25_000, 1000, 120_000),
     jobLockMs: r.int('JOB_LOCK_MS', 30_000, 1000, 600_000),

@@ -6,6 +6,7 @@ import { verify as retellVerify } from 'retell-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
+import { voiceWebhookSecret } from '../../core/domain/calls/webhook-secret.js';
 import { startWebhookProxy, type WebhookProxy } from '../fakes/webhook-proxy.js';
 import { callsOf, createAgent, simulatorCallsOf, waitForCall } from './support.js';
 
@@ -109,7 +110,7 @@ describe('a simulated call', () => {
     expect(list.body.next_cursor).toBe('');
   });
 
-  it('signs with the platform key as bearer when the firm has no voice_webhook_secret', async () => {
+  it('signs with a key derived for the simulator when the firm has no voice_webhook_secret; the platform key never leaves the process', async () => {
     const created = await bearer.client.post('/api/v2/create-outbound-call', {
       toNumber: '+14155550124',
       agentId: bearerAgent,
@@ -119,9 +120,12 @@ describe('a simulated call', () => {
     await waitForCall(bearer.client, callId, (c) => c.status === 'ended' && c.call_analysis !== null);
     const sent = deliveriesFor(callId);
     expect(sent.length).toBe(3);
+    const derived = voiceWebhookSecret(stack.config, bearer.slug, undefined)!;
+    expect(derived).not.toContain(stack.config.adminApiKey);
     for (const d of sent) {
-      expect(d.headers.authorization).toBe(`Bearer ${stack.config.adminApiKey}`);
-      expect(d.headers['x-retell-signature']).toBeUndefined();
+      expect(d.headers.authorization).toBeUndefined();
+      expect(await retellVerify(d.rawBody, derived, d.headers['x-retell-signature'] as string)).toBe(true);
+      expect(JSON.stringify(d)).not.toContain(stack.config.adminApiKey);
     }
   });
 

@@ -10,6 +10,7 @@ import { getFirm } from '../firms/firms.js';
 import { FINISHED_RANK, callsCollection, type CallDoc } from './calls.js';
 import { callSubject, withCallLock } from './call-lock.js';
 import { linkProviderCall } from './call-keys.js';
+import { voiceWebhookSecret } from './webhook-secret.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effects.ts). It is marked before the provider is called; when a
@@ -20,7 +21,13 @@ type DialOutcome = 'placed' | 'found_at_provider' | 'already_placed' | 'already_
 
 type DialResult = { provider_call_id: string };
 
-function placed(call: CallDoc, provider: ProviderCall): EffectOutcome<DialResult> {
+/** The dial's outcome; the provider's id is linked to our call first, so it is findable once recorded. */
+async function placed(
+  services: Services,
+  call: CallDoc,
+  provider: ProviderCall,
+): Promise<EffectOutcome<DialResult>> {
+  await linkProviderCall(services.mongo.db, call, provider.providerCallId);
   return {
     state: 'done',
     result: { provider_call_id: provider.providerCallId },
@@ -47,7 +54,7 @@ export async function placeOutboundCall(
         const found = await services.voice.findCall(callId, call.firm);
         if (found === null) return null;
         outcome = 'found_at_provider';
-        return placed(call, found);
+        return placed(services, call, found);
       },
       // A definite "no" from the provider (429, 4xx) clears the mark: the next attempt may dial at once.
       mayHaveHappened: (err) => !(err instanceof ProviderError) || err.callMayExist,
@@ -58,7 +65,7 @@ export async function placeOutboundCall(
       const request = await placeCallRequest(services, call);
       outcome = 'placed';
       try {
-        return placed(call, await services.voice.placeCall(request));
+        return await placed(services, call, await services.voice.placeCall(request));
       } catch (err) {
         if (err instanceof ProviderError) throw err;
         throw new ProviderError('retryable', `The voice provider failed: ${(err as Error).message}`, {
@@ -67,7 +74,6 @@ export async function placeOutboundCall(
       }
     },
   );
-  if (record.result !== null) await linkProviderCall(services.mongo.db, call, record.result.provider_call_id);
   return outcome;
 }
 
@@ -78,6 +84,7 @@ async function placeCallRequest(services: Services, call: CallDoc): Promise<Plac
     call.agent_id === null ? null : findAgent(db, call.agent_id),
     getFirm(db, call.firm),
   ]);
+  const secret = voiceWebhookSecret(services.config, call.firm, firm?.settings.voice_webhook_secret);
   return {
     callId: call._id,
     firm: call.firm,
@@ -99,10 +106,14 @@ async function placeCallRequest(services: Services, call: CallDoc): Promise<Plac
             begin_message: agent.begin_message,
             intake_questions: agent.intake_questions,
           },
-    webhook: {
-      url: `${services.config.publicBaseUrl}/api/v2/${encodeURIComponent(call.firm)}/webhook`,
-      secret: firm?.settings.voice_webhook_secret ?? null,
-    },
+    ...(secret === null
+      ? {}
+      : {
+          webhook: {
+            url: `${services.config.publicBaseUrl}/api/v2/${encodeURIComponent(call.firm)}/webhook`,
+            secret,
+          },
+        }),
   };
 }
 

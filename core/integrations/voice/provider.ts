@@ -44,8 +44,8 @@ export interface CallAgentProfile {
 export interface WebhookTarget {
   /** The firm's public call webhook, e.g. https://intake.example.com/api/v2/acme/webhook. */
   url: string;
-  /** The firm's voice_webhook_secret, when it has one: events are signed as Retell signs them. */
-  secret: string | null;
+  /** The key the events are signed with, as Retell signs them (x-retell-signature). */
+  secret: string;
 }
 
 export interface ProviderCall {

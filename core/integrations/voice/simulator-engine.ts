@@ -6,7 +6,8 @@ import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.
 
 // Plays a simulated call out, as the provider would: it is answered (or not), talks, hangs up,
 // and each change is reported to the firm's public call webhook over HTTP, signed as Retell
-// signs (voice_webhook_secret) or else with the platform key as bearer. A failed delivery
+// signs, with the key the call was placed with (the firm's voice_webhook_secret, or a key derived
+// for the simulator: core/domain/calls/webhook-secret.ts). A failed delivery
 // throws, so the simulator job retries; events already delivered are not sent again.
 
 interface SimulatorDeps {
@@ -115,9 +116,7 @@ async function deliverWebhook(
 ): Promise<void> {
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-  const secret = call.webhook.secret;
-  if (secret) headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, secret);
-  else headers.Authorization = `Bearer ${deps.config.adminApiKey}`;
+  headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, call.webhook.secret);
   const res = await fetch(call.webhook.url, {
     method: 'POST',
     headers,

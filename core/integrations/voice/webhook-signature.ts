@@ -11,6 +11,18 @@ export function signRetellWebhook(rawBody: string, secret: string, timestampMs: 
   return `v=${timestampMs},d=${hmacHex(secret, rawBody + String(timestampMs))}`;
 }
 
+const TOLERANCE_MS = 5 * 60 * 1000;
+const FORM = /^v=(\d{10,16}),d=[0-9a-f]{64}$/;
+
+/**
+ * What can be checked without the body: the header's form, and a timestamp within the same
+ * 5-minute window retell-sdk's verifier allows. A request failing this is refused unread.
+ */
+export function isFreshRetellSignature(header: string, now: number = Date.now()): boolean {
+  const match = FORM.exec(header.trim());
+  return match !== null && Math.abs(now - Number(match[1])) <= TOLERANCE_MS;
+}
+
 /** Checks a signature with retell-sdk's own verifier (constant-time HMAC, 5-minute window). */
 export async function verifyRetellSignature(
   rawBody: string,
