@@ -1,5 +1,10 @@
 import type { Middleware } from 'koa';
-import { AppError, UnavailableError, isMongoUnavailable, isRedisUnavailable } from '../../core/platform/errors.js';
+import {
+  AppError,
+  UnavailableError,
+  isMongoUnavailable,
+  isRedisUnavailable,
+} from '../../core/platform/errors.js';
 import type { Logger } from '../../core/platform/logger.js';
 
 const CODE_BY_STATUS: Record<number, string> = {
@@ -24,7 +29,8 @@ export function errorHandler(log: Logger): Middleware {
       }
     } catch (err) {
       const appError = toAppError(err);
-      if (appError.status >= 500) {
+      // 501: a method this service does not implement is the client's doing, not a failure here.
+      if (appError.status >= 500 && appError.status !== 501) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
       }
       ctx.status = appError.status;

@@ -1,0 +1,124 @@
+// Findings 8–12 of the fuzzing run (issue 7): methods a route does not have, prototype names as
+// asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
+// Each answer is a clear 4xx/501 in the contract's error shape, never a 500.
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiResponse } from '../helpers/client.js';
+import { expectError } from '../helpers/expect-error.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => stack?.stop());
+
+/** Any method over node:http (fetch refuses TRACE), as an ApiResponse for expectError. */
+function send(
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${stack.baseUrl}${path}`, { method, headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+        }
+        const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
+        resolve({ status: res.statusCode!, body: json ? JSON.parse(text) : text, text, headers });
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const allowOf = (res: ApiResponse) =>
+  (res.headers.get('allow') ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '')
+    .sort();
+
+describe('finding 8: a method a route does not have is 405 with Allow (unknown: 501), never 500', () => {
+  it('TRACE, QUERY, PROPFIND on any path, without a token: 501 not_implemented', async () => {
+    for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE']) {
+      for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x', '/no/such/path']) {
+        const res = await send(method, path);
+        expectError(res, 501, 'not_implemented');
+      }
+    }
+    // On a known path the answer names what the path does have.
+    expect(allowOf(await send('TRACE', '/healthz'))).toEqual(['GET', 'HEAD']);
+  });
+
+  it('a method that is not HTTP at all (rejected by the HTTP parser) is a 501 in the error shape', async () => {
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(stack.web.port, '127.0.0.1', () => {
+        socket.write('FROBNICATE /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      let data = '';
+      socket.on('data', (c: Buffer) => (data += c.toString('utf8')));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 501 /);
+    expect(reply).toMatch(/\r\nContent-Type: application\/json/i);
+    const body = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ error: { code: 'not_implemented', message: expect.any(String) } });
+  });
+
+  it('POST, PUT, PATCH, DELETE on /healthz: 405 method_not_allowed with Allow: GET, HEAD', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const res = await send(method, '/healthz');
+      expectError(res, 405, 'method_not_allowed');
+      expect(allowOf(res)).toEqual(['GET', 'HEAD']);
+    }
+  });
+
+  it('every route: each method it does not have is a 405 whose Allow lists the methods it has', async () => {
+    const byPath = new Map<string, Set<string>>();
+    for (const route of stack.web.app.routes) {
+      const methods = byPath.get(route.path) ?? new Set<string>();
+      methods.add(route.method);
+      if (route.method === 'GET') methods.add('HEAD');
+      byPath.set(route.path, methods);
+    }
+    expect(byPath.size).toBeGreaterThan(10);
+    for (const [template, methods] of byPath) {
+      const path = template.replace(/\{[^}]+\}/g, 'abc');
+      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+        if (methods.has(method)) continue;
+        const res = await send(method, path, { headers: { Authorization: 'Bearer nope' } });
+        expectError(res, 405, 'method_not_allowed');
+        expect(allowOf(res), `${method} ${path}`).toEqual([...methods].sort());
+      }
+    }
+  });
+
+  it('HEAD follows GET: 200 without a body; 401 without a token; 404 for no route', async () => {
+    const health = await send('HEAD', '/healthz');
+    expect(health.status).toBe(200);
+    expect(health.text).toBe('');
+    const voices = await send('HEAD', '/api/v2/list-voices');
+    expect(voices.status).toBe(401);
+    expect(voices.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect((await send('HEAD', '/no/such/path')).status).toBe(404);
+  });
+
+  it('OPTIONS on a known path: 2xx with Allow; on no route: 404 route_not_found', async () => {
+    const health = await send('OPTIONS', '/healthz');
+    expect([200, 204]).toContain(health.status);
+    expect(allowOf(health)).toEqual(['GET', 'HEAD']);
+    const firms = await send('OPTIONS', '/api/firms');
+    expect([200, 204]).toContain(firms.status);
+    expect(allowOf(firms)).toEqual(['POST']);
+    expectError(await send('OPTIONS', '/no/such/path'), 404, 'route_not_found');
+  });
+});
