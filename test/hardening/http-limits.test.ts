@@ -122,3 +122,21 @@ describe('finding 8: a method a route does not have is 405 with Allow (unknown: 
     expectError(await send('OPTIONS', '/no/such/path'), 404, 'route_not_found');
   });
 });
+
+describe('finding 9: documentation assets are looked up by own name only', () => {
+  it('__proto__, constructor, toString, hasOwnProperty, valueOf: 404 asset_not_found', async () => {
+    for (const name of [
+      '__proto__',
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      '__defineGetter__',
+    ]) {
+      expectError(await stack.api.get(`/docs/assets/${name}`), 404, 'asset_not_found');
+    }
+    const css = await stack.api.get('/docs/assets/swagger-ui.css');
+    expect(css.status).toBe(200);
+    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+  });
+});
