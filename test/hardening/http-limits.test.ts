@@ -6,11 +6,13 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
 beforeAll(async () => {
   stack = await startStack();
+  firm = await createFirm(stack, { voice_webhook_secret: 'whsec_http_limits' });
 });
 afterAll(async () => stack?.stop());
 
@@ -31,7 +33,12 @@ function send(
           if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
         }
         const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
-        resolve({ status: res.statusCode!, body: json ? JSON.parse(text) : text, text, headers });
+        resolve({
+          status: res.statusCode!,
+          body: json ? JSON.parse(text) : text,
+          text,
+          headers,
+        });
       });
     });
     req.on('error', reject);
@@ -71,7 +78,9 @@ describe('finding 8: a method a route does not have is 405 with Allow (unknown: 
     expect(reply).toMatch(/^HTTP\/1\.1 501 /);
     expect(reply).toMatch(/\r\nContent-Type: application\/json/i);
     const body = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
-    expect(body).toEqual({ error: { code: 'not_implemented', message: expect.any(String) } });
+    expect(body).toEqual({
+      error: { code: 'not_implemented', message: expect.any(String) },
+    });
   });
 
   it('POST, PUT, PATCH, DELETE on /healthz: 405 method_not_allowed with Allow: GET, HEAD', async () => {
@@ -95,7 +104,9 @@ describe('finding 8: a method a route does not have is 405 with Allow (unknown: 
       const path = template.replace(/\{[^}]+\}/g, 'abc');
       for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
         if (methods.has(method)) continue;
-        const res = await send(method, path, { headers: { Authorization: 'Bearer nope' } });
+        const res = await send(method, path, {
+          headers: { Authorization: 'Bearer nope' },
+        });
         expectError(res, 405, 'method_not_allowed');
         expect(allowOf(res), `${method} ${path}`).toEqual([...methods].sort());
       }
@@ -138,5 +149,83 @@ describe('finding 9: documentation assets are looked up by own name only', () =>
     const css = await stack.api.get('/docs/assets/swagger-ui.css');
     expect(css.status).toBe(200);
     expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+  });
+});
+
+/** JSON text `depth` levels deep ({} is one level), built as text: no recursion anywhere. */
+function nested(depth: number, open = '{"a":', leaf = '{}', close = '}'): string {
+  return open.repeat(depth - 1) + leaf + close.repeat(depth - 1);
+}
+
+/** A call webhook body nested exactly `depth` levels: body (1) → call (2) → x ... */
+function webhookBody(depth: number, kind: 'object' | 'array' = 'object'): string {
+  const inner = kind === 'object' ? nested(depth - 2) : nested(depth - 2, '[', '[]', ']');
+  return `{"event":"fuzz_probe","call":{"call_id":"c_${rand(4)}","x":${inner}}}`;
+}
+
+describe('finding 10: JSON deeper than 64 levels is a 400, checked without recursion', () => {
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    send('POST', path, {
+      body,
+      headers: { 'Content-Type': 'application/json', ...headers },
+    });
+  const webhook = () => `/api/v2/${firm.slug}/webhook`;
+
+  it('64 levels are accepted by a route that takes arbitrary objects (the call webhook)', async () => {
+    for (const kind of ['object', 'array'] as const) {
+      const res = await post(webhook(), webhookBody(64, kind), {
+        Authorization: `Bearer ${firm.key}`,
+      });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 200,
+        body: { received: true },
+      });
+    }
+  });
+
+  it('65 levels are a 400 invalid_request that says so', async () => {
+    for (const kind of ['object', 'array'] as const) {
+      const res = await post(webhook(), webhookBody(65, kind), {
+        Authorization: `Bearer ${firm.key}`,
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message).toMatch(/nested deeper than 64 levels/);
+    }
+  });
+
+  it('is checked right after parsing: before validation and before the webhook authenticates', async () => {
+    // No credentials at all, and a body that would fail validation: the depth is reported.
+    const res = await post(webhook(), `{"unexpected":${nested(70)}}`);
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toMatch(/nested deeper than 64 levels/);
+    // A token route's own body.
+    const firms = await stack.admin.request('POST', '/api/firms', {
+      rawBody: `{"slug":"f-${rand(4)}","name":"Deep","settings":${nested(65)}}`,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expectError(firms, 400, 'invalid_request');
+    expect(firms.body.error.message).toMatch(/nested deeper than 64 levels/);
+  });
+
+  it('100,000 levels (objects or arrays): 400, no 500, and the process stays healthy', async () => {
+    const bodies = [
+      // What the fuzzer sent: a call_ended event whose call object is 100,000 levels deep.
+      `{"event":"call_ended","call":{"call_id":"c_${rand(4)}","x":${nested(100_000)}}}`,
+      webhookBody(100_000),
+      webhookBody(100_000, 'array'),
+    ];
+    for (const body of bodies) {
+      for (const headers of [{ Authorization: `Bearer ${firm.key}` }, {} as Record<string, string>]) {
+        const res = await post(webhook(), body, headers);
+        expectError(res, 400, 'invalid_request');
+      }
+    }
+    const deepFirm = await stack.admin.request('POST', '/api/firms', {
+      rawBody: `{"slug":"f-${rand(4)}","name":"Deep","settings":${nested(100_000)}}`,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expectError(deepFirm, 400, 'invalid_request');
+    expect((await stack.api.get('/healthz')).status).toBe(200);
+    expect((await stack.api.get('/readyz')).status).toBe(200);
   });
 });
