@@ -27,11 +27,17 @@ export function compileValidator(schema: TSchema, where: 'body' | 'query' | 'par
     if (validate(value)) return value;
     const details = toDetails(validate.errors ?? [], where);
     const what = where === 'body' ? 'request body' : where === 'query' ? 'query string' : 'path';
-    throw invalidRequest(
-      `The ${what} is invalid: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`,
-      details,
-    );
+    throw invalidRequest(`The ${what} is invalid: ${summarise(details)}.`, details);
   };
+}
+
+/** The first few problems in words (all of them are in details), never a giant string. */
+const PROBLEMS_IN_MESSAGE = 3;
+
+function summarise(details: ErrorDetail[]): string {
+  const named = details.slice(0, PROBLEMS_IN_MESSAGE).map((d) => `${d.path} ${d.message}`);
+  const more = details.length - named.length;
+  return more > 0 ? `${named.join('; ')}; and ${more.toLocaleString('en-US')} more` : named.join('; ');
 }
 
 function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {

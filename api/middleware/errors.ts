@@ -4,6 +4,7 @@ import {
   UnavailableError,
   isMongoUnavailable,
   isRedisUnavailable,
+  type ErrorDetail,
 } from '../../core/platform/errors.js';
 import type { Logger } from '../../core/platform/logger.js';
 
@@ -35,14 +36,23 @@ export function errorHandler(log: Logger): Middleware {
       }
       ctx.status = appError.status;
       for (const [name, value] of Object.entries(appError.headers ?? {})) ctx.set(name, value);
-      ctx.body = {
-        error: {
-          code: appError.code,
-          message: appError.message,
-          ...(appError.details === undefined ? {} : { details: appError.details }),
-        },
-      };
+      ctx.body = { error: errorBody(appError) };
     }
+  };
+}
+
+/** A response lists at most this many details (CONTRACT §1); the message says how many more. */
+export const MAX_DETAILS = 50;
+
+/** The contract's error body; the one place errors are rendered, so the one place details are capped. */
+export function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
+  if (e.details === undefined) return { code: e.code, message: e.message };
+  if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };
+  const more = e.details.length - MAX_DETAILS;
+  return {
+    code: e.code,
+    message: `${e.message} The details list the first ${MAX_DETAILS} problems; ${more.toLocaleString('en-US')} more are not listed.`,
+    details: e.details.slice(0, MAX_DETAILS),
   };
 }
 

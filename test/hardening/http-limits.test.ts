@@ -229,3 +229,49 @@ describe('finding 10: JSON deeper than 64 levels is a 400, checked without recur
     expect((await stack.api.get('/readyz')).status).toBe(200);
   });
 });
+
+describe('finding 11: details lists at most 50 problems; the message says how many more', () => {
+  it('10,000 unknown keys: 400 with exactly 50 details, the remaining count, and a small response', async () => {
+    const body: Record<string, unknown> = {
+      slug: `f-${rand(4)}`,
+      name: 'Many keys',
+    };
+    for (let i = 0; i < 10_000; i++) body[`unknown_${i}`] = i;
+    const res = await stack.admin.post('/api/firms', body);
+    const details = expectError(res, 400, 'invalid_request');
+    expect(details).toHaveLength(50);
+    expect(details[0]).toEqual({
+      path: '/unknown_0',
+      message: 'is not an allowed field',
+    });
+    expect(res.body.error.message).toMatch(/9,950 more/);
+    expect(res.text.length).toBeLessThan(8_000);
+  });
+
+  it('the fuzzer’s 1.9 MB body of 176,024 unknown keys gets a small answer', async () => {
+    const parts: string[] = [];
+    for (let i = 0; i < 176_024; i++) parts.push(`"k${i}":1`);
+    const rawBody = `{${parts.join(',')}}`;
+    expect(rawBody.length).toBeGreaterThan(1_800_000);
+    const res = await stack.admin.request('POST', '/api/firms', {
+      rawBody,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    const details = expectError(res, 400, 'invalid_request');
+    expect(details).toHaveLength(50);
+    // 176,024 unknown fields and the two missing required ones (slug, name).
+    expect(res.body.error.message).toMatch(/175,976 more/);
+    expect(res.text.length).toBeLessThan(8_000);
+  });
+
+  it('50 problems or fewer are all listed, and the message does not speak of more', async () => {
+    const body: Record<string, unknown> = {
+      slug: `f-${rand(4)}`,
+      name: 'Fifty',
+    };
+    for (let i = 0; i < 50; i++) body[`unknown_${i}`] = i;
+    const res = await stack.admin.post('/api/firms', body);
+    expect(expectError(res, 400, 'invalid_request')).toHaveLength(50);
+    expect(res.body.error.message).not.toMatch(/not listed/);
+  });
+});
