@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from '@sinclair/typebox';
-import { invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
+import { clip, invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
 import { isTimeZone } from '../core/platform/time-zone.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -40,6 +40,9 @@ function summarise(details: ErrorDetail[]): string {
   return more > 0 ? `${named.join('; ')}; and ${more.toLocaleString('en-US')} more` : named.join('; ');
 }
 
+/** A key as one JSON-pointer token (RFC 6901), as ajv writes instancePath. */
+const pointerToken = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
 function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
@@ -48,10 +51,10 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
     let path = e.instancePath;
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {
-      path += `/${String(e.params.additionalProperty)}`;
+      path += `/${pointerToken(String(e.params.additionalProperty))}`;
       message = 'is not an allowed field';
     } else if (e.keyword === 'required') {
-      path += `/${String(e.params.missingProperty)}`;
+      path += `/${pointerToken(String(e.params.missingProperty))}`;
       message = 'is required';
     } else if (e.keyword === 'pattern') {
       message = `does not have the expected format (${String(e.params.pattern)})`;
@@ -60,7 +63,8 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
     const key = `${pointer}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    details.push({ path: pointer === '' ? '/' : pointer, message });
+    // A pointer is made of request keys: clipped like any echoed request value.
+    details.push({ path: pointer === '' ? '/' : clip(pointer), message });
   }
   return details;
 }

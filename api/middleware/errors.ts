@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import {
   AppError,
   UnavailableError,
+  clip,
   isMongoUnavailable,
   isRedisUnavailable,
   type ErrorDetail,
@@ -26,7 +27,7 @@ export function errorHandler(log: Logger): Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body == null) {
-        throw new AppError(404, 'route_not_found', `No route matches ${ctx.method} ${ctx.path}.`);
+        throw new AppError(404, 'route_not_found', `No route matches ${ctx.method} ${clip(ctx.path)}.`);
       }
     } catch (err) {
       const appError = toAppError(err);
@@ -81,7 +82,8 @@ export function toAppError(err: unknown): AppError {
     return new AppError(
       status,
       code,
-      e.expose === true && e.message ? e.message : 'The request was not accepted.',
+      // A library's message can carry request text (a charset, an encoding): clipped.
+      e.expose === true && e.message ? clip(e.message) : 'The request was not accepted.',
     );
   }
   return new AppError(500, 'internal_error', 'Something went wrong on our side; it has been logged.');

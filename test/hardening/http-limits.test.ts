@@ -275,3 +275,91 @@ describe('finding 11: details lists at most 50 problems; the message says how ma
     expect(res.body.error.message).not.toMatch(/not listed/);
   });
 });
+
+describe('finding 12: path parameters are validated before authentication; errors echo ≤ 100 characters', () => {
+  const long = 'a'.repeat(10_000);
+  const echoed = (res: ApiResponse) => expect(res.text).not.toContain('a'.repeat(101));
+
+  it('a 10 kB {firm} on the call webhook: 400 whatever the credentials, and not echoed', async () => {
+    const body = JSON.stringify({
+      event: 'call_started',
+      call: { call_id: 'c1' },
+    });
+    const credentials: Array<Record<string, string>> = [
+      {},
+      { Authorization: 'Bearer not-a-token' },
+      { Authorization: `Bearer ${stack.config.adminApiKey}` },
+      { Authorization: `Bearer ${firm.key}` },
+      { 'x-retell-signature': 'v=1,d=00' },
+    ];
+    for (const headers of credentials) {
+      const res = await send('POST', `/api/v2/${long}/webhook`, {
+        body,
+        headers: { 'Content-Type': 'application/json', ...headers },
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toEqual(['/firm']);
+      echoed(res);
+    }
+  });
+
+  it('a malformed path parameter on a token route is a 400 also without a token', async () => {
+    expectError(await stack.api.get('/api/firms/NOT_A_SLUG'), 400, 'invalid_request');
+    expectError(await stack.api.get(`/api/v2/get-call/${'c'.repeat(129)}`), 400, 'invalid_request');
+    expectError(await stack.api.delete(`/api/auth/api-keys/${'k'.repeat(129)}`), 400, 'invalid_request');
+    // A well-formed one still needs the token first.
+    expectError(await stack.api.get('/api/firms/some-firm'), 401, 'unauthorized');
+  });
+
+  it('an unknown route with a 10 kB path is a 404 that echoes at most 100 characters', async () => {
+    const res = await stack.api.get(`/${long}`);
+    expectError(res, 404, 'route_not_found');
+    echoed(res);
+  });
+
+  it('a 10 kB unknown field name is not echoed in full', async () => {
+    const res = await stack.admin.post('/api/firms', {
+      slug: `f-${rand(4)}`,
+      name: 'X',
+      [long]: 1,
+    });
+    expectError(res, 400, 'invalid_request');
+    echoed(res);
+  });
+
+  it('a 5 kB Content-Encoding is not echoed', async () => {
+    const res = await send('POST', '/api/firms', {
+      body: '{}',
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': long.slice(0, 5000),
+        Authorization: `Bearer ${stack.config.adminApiKey}`,
+      },
+    });
+    expectError(res, 415, 'unsupported_media_type');
+    echoed(res);
+  });
+
+  it('unknown voice, agent and firm values are echoed at most 100 characters long', async () => {
+    const voice = await firm.client.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'X',
+      voice_id: 'a'.repeat(200),
+    });
+    expectError(voice, 400, 'unknown_voice');
+    echoed(voice);
+    const agent = await firm.client.post('/api/v2/create-chat', {
+      agentId: 'a'.repeat(128),
+      firmSlug: firm.slug,
+    });
+    expectError(agent, 404, 'agent_not_found');
+    echoed(agent);
+    const call = await firm.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: 'a'.repeat(128),
+      firmSlug: firm.slug,
+    });
+    expectError(call, 404, 'agent_not_found');
+    echoed(call);
+  });
+});

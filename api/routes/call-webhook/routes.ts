@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { requireFirm } from '../../../core/domain/access/access.js';
 import type { Principal } from '../../../core/domain/access/principal.js';
-import { notFound, unauthorized } from '../../../core/platform/errors.js';
+import { notFound, quote, unauthorized } from '../../../core/platform/errors.js';
 import { getFirm } from '../../../core/domain/firms/firms.js';
 import {
   RETELL_SIGNATURE_HEADER,
@@ -28,7 +28,7 @@ async function authenticateCallWebhook(ctx: Context, services: Services): Promis
   const signature = ctx.get(RETELL_SIGNATURE_HEADER);
   if (signature === '') throw unauthorized('Send a bearer token or an x-retell-signature header.');
   const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', `No firm has the slug "${slug}".`);
+  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
   const secret = firm.settings.voice_webhook_secret;
   const rawBody = (ctx.request as { rawBody?: string }).rawBody ?? '';
   if (!secret || !(await verifyRetellSignature(rawBody, secret, signature))) {

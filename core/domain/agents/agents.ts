@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { AppError, notFound } from '../../platform/errors.js';
+import { AppError, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
@@ -51,7 +51,7 @@ const agents = (db: Db) => collection<AgentDoc>(db, COLLECTIONS.agents);
 async function requireVoice(services: Services, voiceId: string) {
   const voice = await findVoice(services, voiceId);
   if (voice === undefined) {
-    throw new AppError(400, 'unknown_voice', `The voice "${voiceId}" is not one of list-voices.`, [
+    throw new AppError(400, 'unknown_voice', `The voice ${quote(voiceId)} is not one of list-voices.`, [
       { path: '/voice_id', message: 'is not a known voice' },
     ]);
   }
@@ -63,9 +63,12 @@ function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
   const seen = new Set<string>();
   questions.forEach((q, i) => {
     if (seen.has(q.key)) {
-      throw new AppError(400, 'invalid_request', `Intake question keys must be unique; "${q.key}" repeats.`, [
-        { path: `/intake_questions/${i}/key`, message: 'repeats an earlier key' },
-      ]);
+      throw new AppError(
+        400,
+        'invalid_request',
+        `Intake question keys must be unique; ${quote(q.key)} repeats.`,
+        [{ path: `/intake_questions/${i}/key`, message: 'repeats an earlier key' }],
+      );
     }
     seen.add(q.key);
   });
@@ -106,7 +109,8 @@ export async function getAgent(db: Db, principal: Principal, agentId: string): P
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
 export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<AgentDoc> {
   const agent = await agents(db).findOne({ _id: agentId, firm });
-  if (agent === null) throw notFound('agent', `No agent "${agentId}" belongs to the firm "${firm}".`);
+  if (agent === null)
+    throw notFound('agent', `No agent ${quote(agentId)} belongs to the firm ${quote(firm)}.`);
   return agent;
 }
 

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { conflict, notFound } from '../../platform/errors.js';
+import { conflict, notFound, quote } from '../../platform/errors.js';
 import {
   DEFAULT_SETTINGS,
   maskSettings,
@@ -39,7 +39,7 @@ export async function createFirm(
     await firms(db).insertOne(doc);
   } catch (err) {
     if ((err as { code?: number }).code === 11000) {
-      throw conflict('firm_exists', `A firm with the slug "${input.slug}" already exists.`);
+      throw conflict('firm_exists', `A firm with the slug ${quote(input.slug)} already exists.`);
     }
     throw err;
   }
