@@ -3,6 +3,7 @@ import type { Services } from '../core/wiring/services.js';
 import { bullBoard } from '../dashboard/bull-board.js';
 import { createMetrics, type HttpMetrics } from './metrics.js';
 import { errorHandler } from './middleware/errors.js';
+import { allowedMethods } from './middleware/methods.js';
 import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
@@ -48,6 +49,6 @@ export function createApp(services: Services): App {
   });
   koa.use(bullBoard(services));
   koa.use(router.routes());
-  koa.use(router.allowedMethods({ throw: true }));
+  koa.use(allowedMethods(router));
   return { koa, routes, metrics, lifecycle };
 }

@@ -24,6 +24,14 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       params: route.params === undefined ? undefined : compileValidator(route.params, 'params'),
     };
     const chain: Middleware[] = [];
+    // Path parameters first: a malformed one is a 400 whatever the credentials, before any lookup.
+    const validateParams = validators.params;
+    if (validateParams !== undefined) {
+      chain.push(async (ctx, next) => {
+        ctx.state.params = validateParams({ ...ctx.params });
+        await next();
+      });
+    }
     const auth = route.auth;
     if (auth.kind === 'token' || auth.kind === 'platform') {
       chain.push(async (ctx, next) => {
@@ -61,16 +69,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
   return router;
 }
 
-function handle(
-  route: AnyRoute,
-  services: Services,
-  v: { body?: Validator; query?: Validator; params?: Validator },
-): Middleware {
+function handle(route: AnyRoute, services: Services, v: { body?: Validator; query?: Validator }): Middleware {
   return async (ctx) => {
     const rawBody = (ctx.request as unknown as { body?: unknown }).body;
     const body = v.body === undefined ? undefined : v.body(rawBody ?? {});
     const query = v.query === undefined ? {} : v.query({ ...ctx.query });
-    const params = v.params === undefined ? {} : v.params({ ...ctx.params });
+    const params = (ctx.state.params as Record<string, never> | undefined) ?? {};
     const result = await route.handler({
       services,
       principal: ctx.state.principal as Principal,

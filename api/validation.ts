@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from '@sinclair/typebox';
-import { invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
+import { clip, invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
 import { isTimeZone } from '../core/platform/time-zone.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -27,12 +27,21 @@ export function compileValidator(schema: TSchema, where: 'body' | 'query' | 'par
     if (validate(value)) return value;
     const details = toDetails(validate.errors ?? [], where);
     const what = where === 'body' ? 'request body' : where === 'query' ? 'query string' : 'path';
-    throw invalidRequest(
-      `The ${what} is invalid: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`,
-      details,
-    );
+    throw invalidRequest(`The ${what} is invalid: ${summarise(details)}.`, details);
   };
 }
+
+/** The first few problems in words (all of them are in details), never a giant string. */
+const PROBLEMS_IN_MESSAGE = 3;
+
+function summarise(details: ErrorDetail[]): string {
+  const named = details.slice(0, PROBLEMS_IN_MESSAGE).map((d) => `${d.path} ${d.message}`);
+  const more = details.length - named.length;
+  return more > 0 ? `${named.join('; ')}; and ${more.toLocaleString('en-US')} more` : named.join('; ');
+}
+
+/** A key as one JSON-pointer token (RFC 6901), as ajv writes instancePath. */
+const pointerToken = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
   const seen = new Set<string>();
@@ -42,10 +51,10 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
     let path = e.instancePath;
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {
-      path += `/${String(e.params.additionalProperty)}`;
+      path += `/${pointerToken(String(e.params.additionalProperty))}`;
       message = 'is not an allowed field';
     } else if (e.keyword === 'required') {
-      path += `/${String(e.params.missingProperty)}`;
+      path += `/${pointerToken(String(e.params.missingProperty))}`;
       message = 'is required';
     } else if (e.keyword === 'pattern') {
       message = `does not have the expected format (${String(e.params.pattern)})`;
@@ -54,7 +63,8 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
     const key = `${pointer}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    details.push({ path: pointer === '' ? '/' : pointer, message });
+    // A pointer is made of request keys: clipped like any echoed request value.
+    details.push({ path: pointer === '' ? '/' : clip(pointer), message });
   }
   return details;
 }

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Services } from '../core/wiring/services.js';
 import { warnUnlessNoEviction } from '../core/platform/redis.js';
 import { createApp, type App } from './app.js';
@@ -15,6 +16,7 @@ export async function startWeb(services: Services, host = '0.0.0.0'): Promise<We
   const app = createApp(services);
   const server = app.koa.listen(services.config.port, host);
   server.keepAliveTimeout = 65_000; // longer than typical load balancer idle timeouts
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -36,4 +38,65 @@ export async function startWeb(services: Services, host = '0.0.0.0'): Promise<We
     await services.close();
   };
   return { app, server, port, stop };
+}
+
+interface ClientErrorAnswer {
+  status: number;
+  reason: string;
+  code: string;
+  message: string;
+}
+
+const BAD_REQUEST: ClientErrorAnswer = {
+  status: 400,
+  reason: 'Bad Request',
+  code: 'invalid_request',
+  message: 'The request is not valid HTTP.',
+};
+const CLIENT_ERRORS = new Map<string, ClientErrorAnswer>([
+  [
+    'HPE_INVALID_METHOD',
+    {
+      status: 501,
+      reason: 'Not Implemented',
+      code: 'not_implemented',
+      message: 'This service does not implement that method.',
+    },
+  ],
+  [
+    'HPE_HEADER_OVERFLOW',
+    {
+      status: 431,
+      reason: 'Request Header Fields Too Large',
+      code: 'headers_too_large',
+      message: 'The request headers are too large.',
+    },
+  ],
+  [
+    'ERR_HTTP_REQUEST_TIMEOUT',
+    {
+      status: 408,
+      reason: 'Request Timeout',
+      code: 'request_timeout',
+      message: 'The request did not arrive in time.',
+    },
+  ],
+]);
+
+/**
+ * What Node's HTTP parser refuses before Koa sees it (a method that is not HTTP, oversized
+ * headers, garbage) is answered in the error shape too; Node alone would answer it bare.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable || socket.bytesWritten > 0 || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const { status, reason, code, message } = CLIENT_ERRORS.get(err.code ?? '') ?? BAD_REQUEST;
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }

@@ -1,8 +1,27 @@
 import type { Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { AppError } from '../../core/platform/errors.js';
+import { AppError, invalidRequest } from '../../core/platform/errors.js';
 
 export const DEFAULT_BODY_LIMIT = '2mb';
+/** JSON nested deeper than this is a 400 (CONTRACT §1): validation, logging and queues recurse. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether parsed JSON nests objects and arrays more than `limit` levels deep ({} and [] are
+ * one level each). Iterative, so no depth of input can overflow the stack here.
+ */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 1]];
+  for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
+    const [node, depth] = item;
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) pending.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];
@@ -10,7 +29,10 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
   return length !== undefined && length !== '0';
 }
 
-/** JSON bodies only (415 otherwise), with a size limit (413) and the raw text kept for signatures. */
+/**
+ * JSON bodies only (415 otherwise), with a size limit (413), a nesting limit (400) and the raw
+ * text kept for signatures.
+ */
 export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
   const parse = bodyParser({
     enableTypes: ['json'],
@@ -33,6 +55,14 @@ export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
         'Send the body as JSON with Content-Type: application/json.',
       );
     }
-    await parse(ctx, next);
+    await parse(ctx, async () => {
+      // Right after parsing, before anything (validation, webhook authentication) walks the body.
+      if (nestedDeeperThan((ctx.request as { body?: unknown }).body, MAX_JSON_DEPTH)) {
+        throw invalidRequest(
+          `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
+        );
+      }
+      await next();
+    });
   };
 }

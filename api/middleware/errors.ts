@@ -2,8 +2,10 @@ import type { Middleware } from 'koa';
 import {
   AppError,
   UnavailableError,
+  clip,
   isMongoUnavailable,
   isRedisUnavailable,
+  type ErrorDetail,
 } from '../../core/platform/errors.js';
 import type { Logger } from '../../core/platform/logger.js';
 
@@ -25,23 +27,33 @@ export function errorHandler(log: Logger): Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body == null) {
-        throw new AppError(404, 'route_not_found', `No route matches ${ctx.method} ${ctx.path}.`);
+        throw new AppError(404, 'route_not_found', `No route matches ${ctx.method} ${clip(ctx.path)}.`);
       }
     } catch (err) {
       const appError = toAppError(err);
-      if (appError.status >= 500) {
+      // 501: a method this service does not implement is the client's doing, not a failure here.
+      if (appError.status >= 500 && appError.status !== 501) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
       }
       ctx.status = appError.status;
       for (const [name, value] of Object.entries(appError.headers ?? {})) ctx.set(name, value);
-      ctx.body = {
-        error: {
-          code: appError.code,
-          message: appError.message,
-          ...(appError.details === undefined ? {} : { details: appError.details }),
-        },
-      };
+      ctx.body = { error: errorBody(appError) };
     }
+  };
+}
+
+/** A response lists at most this many details (CONTRACT §1); the message says how many more. */
+export const MAX_DETAILS = 50;
+
+/** The contract's error body; the one place errors are rendered, so the one place details are capped. */
+export function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
+  if (e.details === undefined) return { code: e.code, message: e.message };
+  if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };
+  const more = e.details.length - MAX_DETAILS;
+  return {
+    code: e.code,
+    message: `${e.message} The details list the first ${MAX_DETAILS} problems; ${more.toLocaleString('en-US')} more are not listed.`,
+    details: e.details.slice(0, MAX_DETAILS),
   };
 }
 
@@ -70,7 +82,8 @@ export function toAppError(err: unknown): AppError {
     return new AppError(
       status,
       code,
-      e.expose === true && e.message ? e.message : 'The request was not accepted.',
+      // A library's message can carry request text (a charset, an encoding): clipped.
+      e.expose === true && e.message ? clip(e.message) : 'The request was not accepted.',
     );
   }
   return new AppError(500, 'internal_error', 'Something went wrong on our side; it has been logged.');

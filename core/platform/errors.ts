@@ -20,6 +20,17 @@ export class AppError extends Error {
   }
 }
 
+/** The most characters of one request value an error message echoes (CONTRACT §1). */
+export const MAX_ECHO = 100;
+
+/** Request text for an error message: the first MAX_ECHO characters, "…" marking a cut. */
+export function clip(text: string): string {
+  return text.length <= MAX_ECHO ? text : `${text.slice(0, MAX_ECHO)}…`;
+}
+
+/** A request value for an error message, in double quotes and clipped: `No firm has the slug ${quote(slug)}.` */
+export const quote = (value: unknown): string => `"${clip(String(value))}"`;
+
 /** 400 invalid_request, or another 400 code the contract names (e.g. unknown_voice). */
 export const invalidRequest = (
   message: string,

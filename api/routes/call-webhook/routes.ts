@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { requireFirm } from '../../../core/domain/access/access.js';
-import { notFound, unauthorized } from '../../../core/platform/errors.js';
+import { notFound, quote, unauthorized } from '../../../core/platform/errors.js';
 import { getFirm } from '../../../core/domain/firms/firms.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { voiceWebhookSecret } from '../../../core/domain/calls/webhook-secret.js';
@@ -36,7 +36,7 @@ async function authenticateCallWebhook(ctx: Context, services: Services): Promis
     throw unauthorized('The x-retell-signature header is malformed or outside the 5-minute window.');
   }
   const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', 'No firm has that slug.');
+  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
   const secret = voiceWebhookSecret(services.config, firm._id, firm.settings.voice_webhook_secret);
   if (secret === null) throw unauthorized('The firm has no voice_webhook_secret; send a bearer token.');
   return {

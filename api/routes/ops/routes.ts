@@ -12,10 +12,12 @@ import { buildOpenApiDocument } from '../../openapi.js';
 const tag = 'Operations';
 const require = createRequire(import.meta.url);
 const swaggerUiDir = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
-const DOC_ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
-};
+// A Map, not an object: an asset name from the path ("__proto__", "constructor") must not
+// find Object.prototype's members.
+const DOC_ASSETS = new Map<string, string>([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'application/javascript; charset=utf-8'],
+]);
 
 const DOCS_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Intake Service API</title>
@@ -147,7 +149,7 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
           koa.body = DOCS_INIT;
           return undefined;
         }
-        const type = DOC_ASSETS[params.file];
+        const type = DOC_ASSETS.get(params.file);
         if (type === undefined) throw new AppError(404, 'asset_not_found', 'No such documentation asset.');
         koa.type = type;
         koa.body = await readFile(join(swaggerUiDir, params.file));

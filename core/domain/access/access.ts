@@ -1,5 +1,5 @@
 import type { Db } from 'mongodb';
-import { forbidden, notFound } from '../../platform/errors.js';
+import { forbidden, notFound, quote } from '../../platform/errors.js';
 import type { Principal } from './principal.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 
@@ -7,7 +7,7 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
   assertMayActOn(principal, slug);
   const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', `No firm has the slug "${slug}".`);
+  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
   return firm;
 }
 

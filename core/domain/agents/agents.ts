@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { invalidRequest, notFound } from '../../platform/errors.js';
+import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
@@ -52,7 +52,7 @@ async function requireVoice(services: Services, voiceId: string) {
   const voice = await findVoice(services, voiceId);
   if (voice === undefined) {
     throw invalidRequest(
-      `The voice "${voiceId}" is not one of list-voices.`,
+      `The voice ${quote(voiceId)} is not one of list-voices.`,
       [{ path: '/voice_id', message: 'is not a known voice' }],
       'unknown_voice',
     );
@@ -65,7 +65,7 @@ function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
   const seen = new Set<string>();
   questions.forEach((q, i) => {
     if (seen.has(q.key)) {
-      throw invalidRequest(`Intake question keys must be unique; "${q.key}" repeats.`, [
+      throw invalidRequest(`Intake question keys must be unique; ${quote(q.key)} repeats.`, [
         { path: `/intake_questions/${i}/key`, message: 'repeats an earlier key' },
       ]);
     }
@@ -115,7 +115,7 @@ export async function getFirmAgent(db: Db, firm: string, agentId: string): Promi
   // A point read by _id; the firm is checked on the document (README: data access rules).
   const agent = await findAgent(db, agentId);
   if (agent === null || agent.firm !== firm) {
-    throw notFound('agent', `No agent "${agentId}" belongs to the firm "${firm}".`);
+    throw notFound('agent', `No agent ${quote(agentId)} belongs to the firm ${quote(firm)}.`);
   }
   return agent;
 }

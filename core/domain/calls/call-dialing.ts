@@ -46,7 +46,7 @@ export async function placeOutboundCall(
   if (call.finished) return 'already_finished';
 
   let outcome: DialOutcome = 'already_placed';
-  const record = await runEffect(
+  await runEffect(
     callSubject(services, call),
     {
       path: 'dial',

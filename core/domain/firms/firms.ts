@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
-import { conflict, notFound } from '../../platform/errors.js';
+import { conflict, notFound, quote } from '../../platform/errors.js';
 import {
   DEFAULT_SETTINGS,
   maskSettings,
@@ -37,7 +37,7 @@ export async function createFirm(
     updated_at: now,
   };
   if (!(await claim(firms(db), doc))) {
-    throw conflict('firm_exists', `A firm with the slug "${input.slug}" already exists.`);
+    throw conflict('firm_exists', `A firm with the slug ${quote(input.slug)} already exists.`);
   }
   return doc;
 }

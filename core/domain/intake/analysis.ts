@@ -11,6 +11,7 @@ import { classifyCaseType, classifyUrgency, urgencyValue, type Urgency } from '.
 import { extractName, splitName } from './names.js';
 import { DESCRIPTION_KEY, questionKind, readAnswer, type QuestionKind } from './question-kinds.js';
 import { mergeTurns, parseTranscript, questionAsked, type Turn } from './transcripts.js';
+import { own } from '../../platform/own.js';
 
 interface IntakeAnalysisInput {
   /** The agent's intake questions; agent turns that ask one of them pair it with the next user turn. */
@@ -80,7 +81,7 @@ function stringOf(value: unknown): string | null {
 function pick(source: Readonly<Record<string, unknown>> | null | undefined, keys: readonly string[]) {
   if (source === null || source === undefined) return null;
   for (const key of keys) {
-    const value = stringOf(source[key]);
+    const value = stringOf(own(source, key));
     if (value !== null) return value;
   }
   return null;
@@ -118,8 +119,9 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
   const vars = input.dynamicVariables ?? {};
 
   // Answers per question key: explicit ones, else read from question/answer pairs (a later valid
-  // answer to a re-asked question replaces an earlier one).
-  const paired: Record<string, string> = {};
+  // answer to a re-asked question replaces an earlier one). Question keys come from requests
+  // ("constructor" is a valid key): Maps and own-property reads only.
+  const paired = new Map<string, string>();
   const answeredTurns = new Set<number>();
   turns.forEach((turn, i) => {
     const next = turns[i + 1];
@@ -129,23 +131,23 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
     const kind = questionKind(question.key);
     const value = readAnswer(kind, next.content, country);
     if (value === null) return;
-    paired[question.key] = value;
+    paired.set(question.key, value);
     if (kind !== 'text' && kind !== 'case_type') answeredTurns.add(i + 1);
   });
-  const answers: Record<string, string> = {};
+  const answers = new Map<string, string>();
   for (const q of questions) {
     const kind = questionKind(q.key);
-    const raw = stringOf(custom?.[q.key]);
+    const raw = stringOf(own(custom, q.key));
     const fromCustom =
       raw !== null && (kind === 'phone' || kind === 'email') ? readAnswer(kind, raw, country) : raw;
-    const given = input.answers?.[q.key];
+    const given = own(input.answers, q.key);
     const explicit = given === undefined ? null : readAnswer(kind, given, country);
-    const value = fromCustom ?? explicit ?? paired[q.key] ?? null;
-    if (value !== null) answers[q.key] = value;
+    const value = fromCustom ?? explicit ?? paired.get(q.key) ?? null;
+    if (value !== null) answers.set(q.key, value);
   }
   const answerOfKind = (kind: QuestionKind): string | null => {
-    const q = questions.find((x) => questionKind(x.key) === kind && answers[x.key] !== undefined);
-    return q === undefined ? null : answers[q.key]!;
+    const q = questions.find((x) => questionKind(x.key) === kind && answers.has(x.key));
+    return q === undefined ? null : answers.get(q.key)!;
   };
 
   const userTurns = turns.filter((t) => t.role === 'user').map((t) => t.content);
@@ -155,7 +157,7 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
     () => pick(custom, CUSTOM_KEYS.name),
     () => nameFrom(pick(custom, CUSTOM_KEYS.first_name), pick(custom, CUSTOM_KEYS.last_name)),
     () => answerOfKind('name'),
-    () => nameFrom(answers.first_name ?? null, answers.last_name ?? null),
+    () => nameFrom(answers.get('first_name') ?? null, answers.get('last_name') ?? null),
     () => firstOf(...userTurns.map((t) => () => extractName(t))),
     () => pick(vars, CUSTOM_KEYS.name),
     () => nameFrom(pick(vars, CUSTOM_KEYS.first_name), pick(vars, CUSTOM_KEYS.last_name)),
@@ -184,13 +186,13 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
 
   // Volunteered contact details fill their questions' answers too.
   for (const q of questions) {
-    if (answers[q.key] !== undefined) continue;
+    if (answers.has(q.key)) continue;
     const kind = questionKind(q.key);
     const value = kind === 'name' ? name : kind === 'phone' ? phone : kind === 'email' ? email : null;
-    if (value !== null) answers[q.key] = value;
+    if (value !== null) answers.set(q.key, value);
   }
 
-  const urgencyText = [userText, ...Object.values(answers)].join('\n');
+  const urgencyText = [userText, ...answers.values()].join('\n');
   const urgency =
     firstOf(() => {
       const given = pick(custom, CUSTOM_KEYS.urgency);
@@ -198,11 +200,11 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
     }) ?? classifyUrgency(urgencyText);
 
   const descriptionKey = questions.find(
-    (q) => questionKind(q.key) === 'text' && DESCRIPTION_KEY.test(q.key) && answers[q.key] !== undefined,
+    (q) => questionKind(q.key) === 'text' && DESCRIPTION_KEY.test(q.key) && answers.has(q.key),
   )?.key;
   const description =
     descriptionKey !== undefined
-      ? answers[descriptionKey]!
+      ? answers.get(descriptionKey)!
       : turns
           .filter((t, i) => t.role === 'user' && !answeredTurns.has(i))
           .map((t) => t.content)
@@ -221,7 +223,8 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
     case_type,
     summary,
     urgency,
-    answers,
+    // fromEntries defines own properties, so even a "__proto__" key stays an ordinary answer.
+    answers: Object.fromEntries(answers),
     contact_collected: phone !== null || email !== null,
   };
 }

@@ -7,6 +7,7 @@ import {
   type VoiceEntry,
   type VoiceProvider,
 } from './provider.js';
+import { own } from '../../platform/own.js';
 
 interface RetellOptions {
   apiKey: string;
@@ -173,5 +174,5 @@ function languageOf(voice: { accent?: string; language?: unknown }): string {
     return voice.language;
   }
   const accent = (voice.accent ?? '').trim().toLowerCase();
-  return ACCENT_LOCALES[accent] ?? 'en-US';
+  return own(ACCENT_LOCALES, accent) ?? 'en-US';
 }

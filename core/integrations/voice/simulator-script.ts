@@ -1,4 +1,5 @@
 import type { CallAgentProfile } from './provider.js';
+import { own } from '../../platform/own.js';
 
 // What a simulated caller says: the agent asks its intake questions in order and the caller
 // answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and
@@ -20,10 +21,11 @@ const DEFAULT_NAME = 'Jordan Lee';
 const DEFAULT_CASE_TYPE = 'personal injury';
 const DEFAULT_DESCRIPTION = 'I was rear-ended at a red light last week and my neck still hurts.';
 
+/** A variable's trimmed value; own properties only, as question keys such as "constructor" are asked too. */
 function pick(vars: Record<string, string>, ...keys: string[]): string | undefined {
   for (const key of keys) {
-    const value = vars[key]?.trim();
-    if (value) return value;
+    const value = own(vars, key);
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
   }
   return undefined;
 }
@@ -78,16 +80,17 @@ export function simulateConversation(
   toNumber: string,
 ): SimulatedConversation {
   const lines: string[] = [`Agent: ${agent.begin_message}`];
-  const answers: Record<string, string> = {};
+  const answers = new Map<string, string>();
   for (const q of agent.intake_questions) {
     const answer = answerFor(q.key, dynamicVariables, toNumber);
-    answers[q.key] = answer;
+    answers.set(q.key, answer);
     lines.push(`Agent: ${q.question}`, `User: ${answer}`);
   }
-  const name = answers.full_name ?? answers.name ?? callerName(dynamicVariables);
-  const phone = answers.phone ?? answers.phone_number ?? pick(dynamicVariables, 'phone') ?? toNumber;
-  const email = answers.email ?? pick(dynamicVariables, 'email') ?? emailFor(name);
-  const caseType = answers.case_type ?? pick(dynamicVariables, 'case_type') ?? DEFAULT_CASE_TYPE;
+  const name = answers.get('full_name') ?? answers.get('name') ?? callerName(dynamicVariables);
+  const phone =
+    answers.get('phone') ?? answers.get('phone_number') ?? pick(dynamicVariables, 'phone') ?? toNumber;
+  const email = answers.get('email') ?? pick(dynamicVariables, 'email') ?? emailFor(name);
+  const caseType = answers.get('case_type') ?? pick(dynamicVariables, 'case_type') ?? DEFAULT_CASE_TYPE;
   const summary = `${name} called about a ${caseType} matter and can be reached at ${phone} or ${email}.`;
   lines.push(
     `Agent: Thank you, ${name.split(' ')[0]}. To summarise: ${summary} Someone will be in touch soon.`,
@@ -100,7 +103,7 @@ export function simulateConversation(
       user_sentiment: 'Positive',
       call_successful: true,
       custom_analysis_data: {
-        ...answers,
+        ...Object.fromEntries(answers),
         name,
         phone,
         email,

@@ -1,0 +1,371 @@
+// Findings 8–12 of the fuzzing run (issue 7): methods a route does not have, prototype names as
+// asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
+// Each answer is a clear 4xx/501 in the contract's error shape, never a 500.
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiResponse } from '../helpers/client.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+beforeAll(async () => {
+  stack = await startStack();
+  firm = await createFirm(stack, { voice_webhook_secret: 'whsec_http_limits' });
+});
+afterAll(async () => stack?.stop());
+
+/** Any method over node:http (fetch refuses TRACE), as an ApiResponse for expectError. */
+function send(
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${stack.baseUrl}${path}`, { method, headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+        }
+        const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
+        resolve({
+          status: res.statusCode!,
+          body: json ? JSON.parse(text) : text,
+          text,
+          headers,
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const allowOf = (res: ApiResponse) =>
+  (res.headers.get('allow') ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '')
+    .sort();
+
+describe('finding 8: a method a route does not have is 405 with Allow (unknown: 501), never 500', () => {
+  it('TRACE, QUERY, PROPFIND on any path, without a token: 501 not_implemented', async () => {
+    for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE']) {
+      for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x', '/no/such/path']) {
+        const res = await send(method, path);
+        expectError(res, 501, 'not_implemented');
+      }
+    }
+    // On a known path the answer names what the path does have.
+    expect(allowOf(await send('TRACE', '/healthz'))).toEqual(['GET', 'HEAD']);
+  });
+
+  it('a method that is not HTTP at all (rejected by the HTTP parser) is a 501 in the error shape', async () => {
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(stack.web.port, '127.0.0.1', () => {
+        socket.write('FROBNICATE /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      let data = '';
+      socket.on('data', (c: Buffer) => (data += c.toString('utf8')));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 501 /);
+    expect(reply).toMatch(/\r\nContent-Type: application\/json/i);
+    const body = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({
+      error: { code: 'not_implemented', message: expect.any(String) },
+    });
+  });
+
+  it('POST, PUT, PATCH, DELETE on /healthz: 405 method_not_allowed with Allow: GET, HEAD', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      const res = await send(method, '/healthz');
+      expectError(res, 405, 'method_not_allowed');
+      expect(allowOf(res)).toEqual(['GET', 'HEAD']);
+    }
+  });
+
+  it('every route: each method it does not have is a 405 whose Allow lists the methods it has', async () => {
+    const byPath = new Map<string, Set<string>>();
+    for (const route of stack.web.app.routes) {
+      const methods = byPath.get(route.path) ?? new Set<string>();
+      methods.add(route.method);
+      if (route.method === 'GET') methods.add('HEAD');
+      byPath.set(route.path, methods);
+    }
+    expect(byPath.size).toBeGreaterThan(10);
+    for (const [template, methods] of byPath) {
+      const path = template.replace(/\{[^}]+\}/g, 'abc');
+      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+        if (methods.has(method)) continue;
+        const res = await send(method, path, {
+          headers: { Authorization: 'Bearer nope' },
+        });
+        expectError(res, 405, 'method_not_allowed');
+        expect(allowOf(res), `${method} ${path}`).toEqual([...methods].sort());
+      }
+    }
+  });
+
+  it('HEAD follows GET: 200 without a body; 401 without a token; 404 for no route', async () => {
+    const health = await send('HEAD', '/healthz');
+    expect(health.status).toBe(200);
+    expect(health.text).toBe('');
+    const voices = await send('HEAD', '/api/v2/list-voices');
+    expect(voices.status).toBe(401);
+    expect(voices.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect((await send('HEAD', '/no/such/path')).status).toBe(404);
+  });
+
+  it('OPTIONS on a known path: 2xx with Allow; on no route: 404 route_not_found', async () => {
+    const health = await send('OPTIONS', '/healthz');
+    expect([200, 204]).toContain(health.status);
+    expect(allowOf(health)).toEqual(['GET', 'HEAD']);
+    const firms = await send('OPTIONS', '/api/firms');
+    expect([200, 204]).toContain(firms.status);
+    expect(allowOf(firms)).toEqual(['POST']);
+    expectError(await send('OPTIONS', '/no/such/path'), 404, 'route_not_found');
+  });
+});
+
+describe('finding 9: documentation assets are looked up by own name only', () => {
+  it('__proto__, constructor, toString, hasOwnProperty, valueOf: 404 asset_not_found', async () => {
+    for (const name of [
+      '__proto__',
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      '__defineGetter__',
+    ]) {
+      expectError(await stack.api.get(`/docs/assets/${name}`), 404, 'asset_not_found');
+    }
+    const css = await stack.api.get('/docs/assets/swagger-ui.css');
+    expect(css.status).toBe(200);
+    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+  });
+});
+
+/** JSON text `depth` levels deep ({} is one level), built as text: no recursion anywhere. */
+function nested(depth: number, open = '{"a":', leaf = '{}', close = '}'): string {
+  return open.repeat(depth - 1) + leaf + close.repeat(depth - 1);
+}
+
+/** A call webhook body nested exactly `depth` levels: body (1) → call (2) → x ... */
+function webhookBody(depth: number, kind: 'object' | 'array' = 'object'): string {
+  const inner = kind === 'object' ? nested(depth - 2) : nested(depth - 2, '[', '[]', ']');
+  return `{"event":"fuzz_probe","call":{"call_id":"c_${rand(4)}","x":${inner}}}`;
+}
+
+describe('finding 10: JSON deeper than 64 levels is a 400, checked without recursion', () => {
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    send('POST', path, {
+      body,
+      headers: { 'Content-Type': 'application/json', ...headers },
+    });
+  const webhook = () => `/api/v2/${firm.slug}/webhook`;
+
+  it('64 levels are accepted by a route that takes arbitrary objects (the call webhook)', async () => {
+    for (const kind of ['object', 'array'] as const) {
+      const res = await post(webhook(), webhookBody(64, kind), {
+        Authorization: `Bearer ${firm.key}`,
+      });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 200,
+        body: { received: true },
+      });
+    }
+  });
+
+  it('65 levels are a 400 invalid_request that says so', async () => {
+    for (const kind of ['object', 'array'] as const) {
+      const res = await post(webhook(), webhookBody(65, kind), {
+        Authorization: `Bearer ${firm.key}`,
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message).toMatch(/nested deeper than 64 levels/);
+    }
+  });
+
+  it('is checked right after parsing: before validation and before the webhook signature', async () => {
+    // A body that would fail validation: the depth is reported.
+    const res = await post(webhook(), `{"unexpected":${nested(70)}}`, {
+      Authorization: `Bearer ${firm.key}`,
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toMatch(/nested deeper than 64 levels/);
+    // Without any credentials the body is never read: refused before parsing (issue 7, item 4).
+    expectError(await post(webhook(), `{"unexpected":${nested(70)}}`), 401, 'unauthorized');
+    // A token route's own body.
+    const firms = await stack.admin.request('POST', '/api/firms', {
+      rawBody: `{"slug":"f-${rand(4)}","name":"Deep","settings":${nested(65)}}`,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expectError(firms, 400, 'invalid_request');
+    expect(firms.body.error.message).toMatch(/nested deeper than 64 levels/);
+  });
+
+  it('100,000 levels (objects or arrays): 400, no 500, and the process stays healthy', async () => {
+    const bodies = [
+      // What the fuzzer sent: a call_ended event whose call object is 100,000 levels deep.
+      `{"event":"call_ended","call":{"call_id":"c_${rand(4)}","x":${nested(100_000)}}}`,
+      webhookBody(100_000),
+      webhookBody(100_000, 'array'),
+    ];
+    for (const body of bodies) {
+      expectError(
+        await post(webhook(), body, { Authorization: `Bearer ${firm.key}` }),
+        400,
+        'invalid_request',
+      );
+      expectError(await post(webhook(), body), 401, 'unauthorized'); // refused unread
+    }
+    const deepFirm = await stack.admin.request('POST', '/api/firms', {
+      rawBody: `{"slug":"f-${rand(4)}","name":"Deep","settings":${nested(100_000)}}`,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expectError(deepFirm, 400, 'invalid_request');
+    expect((await stack.api.get('/healthz')).status).toBe(200);
+    expect((await stack.api.get('/readyz')).status).toBe(200);
+  });
+});
+
+describe('finding 11: details lists at most 50 problems; the message says how many more', () => {
+  it('10,000 unknown keys: 400 with exactly 50 details, the remaining count, and a small response', async () => {
+    const body: Record<string, unknown> = {
+      slug: `f-${rand(4)}`,
+      name: 'Many keys',
+    };
+    for (let i = 0; i < 10_000; i++) body[`unknown_${i}`] = i;
+    const res = await stack.admin.post('/api/firms', body);
+    const details = expectError(res, 400, 'invalid_request');
+    expect(details).toHaveLength(50);
+    expect(details[0]).toEqual({
+      path: '/unknown_0',
+      message: 'is not an allowed field',
+    });
+    expect(res.body.error.message).toMatch(/9,950 more/);
+    expect(res.text.length).toBeLessThan(8_000);
+  });
+
+  it('the fuzzer’s 1.9 MB body of 176,024 unknown keys gets a small answer', async () => {
+    const parts: string[] = [];
+    for (let i = 0; i < 176_024; i++) parts.push(`"k${i}":1`);
+    const rawBody = `{${parts.join(',')}}`;
+    expect(rawBody.length).toBeGreaterThan(1_800_000);
+    const res = await stack.admin.request('POST', '/api/firms', {
+      rawBody,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    const details = expectError(res, 400, 'invalid_request');
+    expect(details).toHaveLength(50);
+    // 176,024 unknown fields and the two missing required ones (slug, name).
+    expect(res.body.error.message).toMatch(/175,976 more/);
+    expect(res.text.length).toBeLessThan(8_000);
+  });
+
+  it('50 problems or fewer are all listed, and the message does not speak of more', async () => {
+    const body: Record<string, unknown> = {
+      slug: `f-${rand(4)}`,
+      name: 'Fifty',
+    };
+    for (let i = 0; i < 50; i++) body[`unknown_${i}`] = i;
+    const res = await stack.admin.post('/api/firms', body);
+    expect(expectError(res, 400, 'invalid_request')).toHaveLength(50);
+    expect(res.body.error.message).not.toMatch(/not listed/);
+  });
+});
+
+describe('finding 12: path parameters are validated before authentication; errors echo ≤ 100 characters', () => {
+  const long = 'a'.repeat(10_000);
+  const echoed = (res: ApiResponse) => expect(res.text).not.toContain('a'.repeat(101));
+
+  it('a 10 kB {firm} on the call webhook: 400 whatever the credentials, and not echoed', async () => {
+    const body = JSON.stringify({
+      event: 'call_started',
+      call: { call_id: 'c1' },
+    });
+    const credentials: Array<Record<string, string>> = [
+      {},
+      { Authorization: 'Bearer not-a-token' },
+      { Authorization: `Bearer ${stack.config.adminApiKey}` },
+      { Authorization: `Bearer ${firm.key}` },
+      { 'x-retell-signature': 'v=1,d=00' },
+    ];
+    for (const headers of credentials) {
+      const res = await send('POST', `/api/v2/${long}/webhook`, {
+        body,
+        headers: { 'Content-Type': 'application/json', ...headers },
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).toEqual(['/firm']);
+      echoed(res);
+    }
+  });
+
+  it('a malformed path parameter on a token route is a 400 also without a token', async () => {
+    expectError(await stack.api.get('/api/firms/NOT_A_SLUG'), 400, 'invalid_request');
+    expectError(await stack.api.get(`/api/v2/get-call/${'c'.repeat(129)}`), 400, 'invalid_request');
+    expectError(await stack.api.delete(`/api/auth/api-keys/${'k'.repeat(129)}`), 400, 'invalid_request');
+    // A well-formed one still needs the token first.
+    expectError(await stack.api.get('/api/firms/some-firm'), 401, 'unauthorized');
+  });
+
+  it('an unknown route with a 10 kB path is a 404 that echoes at most 100 characters', async () => {
+    const res = await stack.api.get(`/${long}`);
+    expectError(res, 404, 'route_not_found');
+    echoed(res);
+  });
+
+  it('a 10 kB unknown field name is not echoed in full', async () => {
+    const res = await stack.admin.post('/api/firms', {
+      slug: `f-${rand(4)}`,
+      name: 'X',
+      [long]: 1,
+    });
+    expectError(res, 400, 'invalid_request');
+    echoed(res);
+  });
+
+  it('a 5 kB Content-Encoding is not echoed', async () => {
+    const res = await send('POST', '/api/firms', {
+      body: '{}',
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': long.slice(0, 5000),
+        Authorization: `Bearer ${stack.config.adminApiKey}`,
+      },
+    });
+    expectError(res, 415, 'unsupported_media_type');
+    echoed(res);
+  });
+
+  it('unknown voice, agent and firm values are echoed at most 100 characters long', async () => {
+    const voice = await firm.client.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'X',
+      voice_id: 'a'.repeat(200),
+    });
+    expectError(voice, 400, 'unknown_voice');
+    echoed(voice);
+    const agent = await firm.client.post('/api/v2/create-chat', {
+      agentId: 'a'.repeat(128),
+      firmSlug: firm.slug,
+    });
+    expectError(agent, 404, 'agent_not_found');
+    echoed(agent);
+    const call = await firm.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: 'a'.repeat(128),
+      firmSlug: firm.slug,
+    });
+    expectError(call, 404, 'agent_not_found');
+    echoed(call);
+  });
+});

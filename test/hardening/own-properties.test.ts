@@ -1,0 +1,215 @@
+// Finding 13 of the fuzzing run (issue 7): an intake question keyed "constructor" crashed the
+// simulator's job on every attempt (vars["constructor"] is Object, which has no .trim), and the
+// call stayed registered. Answers and variables are read by own property only, so keys named
+// like Object.prototype members are ordinary keys: in the analysis, the simulator, the chat.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { analyseIntake } from '../../core/domain/intake/analysis.js';
+import { simulateConversation } from '../../core/integrations/voice/simulator-script.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { waitForCall } from '../calls/support.js';
+import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
+
+/** Keys an agent may have (^[a-z][a-z0-9_]{0,63}$) that are, or look like, Object.prototype names. */
+const API_KEYS = ['constructor', 'valueof', 'tostring', 'hasownproperty'];
+/** Every Object.prototype name, for the pure functions (no schema in front of them). */
+const PROTO_KEYS = ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf'];
+
+const question = (key: string) => ({
+  key,
+  question: `What about ${key.replace(/_/g, ' ')}?`,
+});
+
+describe('finding 13: analyseIntake reads answers by own property only', () => {
+  const questions = [
+    question('full_name'),
+    question('phone'),
+    ...PROTO_KEYS.map((key) => ({
+      key,
+      question: `Tell me your ${key} please.`,
+    })),
+  ];
+
+  it('unanswered prototype-named questions have no answer, and nothing throws', () => {
+    const transcript = [
+      'Agent: What about full name?',
+      'User: Jane Doe',
+      'Agent: What about phone?',
+      'User: 415 555 0123',
+    ].join('\n');
+    const result = analyseIntake({
+      transcript,
+      intakeQuestions: questions,
+      answers: {},
+      customAnalysisData: {},
+      dynamicVariables: {},
+    });
+    expect(result.name).toBe('Jane Doe');
+    expect(result.phone).toBe('+14155550123');
+    expect(Object.keys(result.answers).sort()).toEqual(['full_name', 'phone']);
+    for (const key of PROTO_KEYS) expect(Object.hasOwn(result.answers, key), key).toBe(false);
+    expect(result.summary).toContain('Jane Doe contacted the firm');
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+  });
+
+  it('answered ones are ordinary answers, from the turns, given answers and provider data', () => {
+    const transcript = [
+      'Agent: Tell me your constructor please.',
+      'User: Bob the builder',
+      'Agent: Tell me your toString please.',
+      'User: a piece of string',
+    ].join('\n');
+    const given = JSON.parse('{"valueOf": "priceless", "__proto__": "from answers"}') as Record<
+      string,
+      string
+    >;
+    const custom = JSON.parse('{"hasOwnProperty": "yes", "isPrototypeOf": "no"}') as Record<string, string>;
+    const result = analyseIntake({
+      transcript,
+      intakeQuestions: questions,
+      answers: given,
+      customAnalysisData: custom,
+      dynamicVariables: JSON.parse('{"constructor": "not this", "name": "Jane Doe"}'),
+    });
+    expect(Object.entries(result.answers).sort()).toEqual(
+      [
+        ['full_name', 'Jane Doe'], // the name the variables volunteer
+        ['constructor', 'Bob the builder'],
+        ['toString', 'a piece of string'],
+        ['valueOf', 'priceless'],
+        ['__proto__', 'from answers'],
+        ['hasOwnProperty', 'yes'],
+        ['isPrototypeOf', 'no'],
+      ].sort(),
+    );
+    expect(result.name).toBe('Jane Doe');
+  });
+});
+
+describe('finding 13: the simulator answers prototype-named questions like any other', () => {
+  const agent = {
+    agent_name: 'Sim',
+    begin_message: 'Hello.',
+    intake_questions: [question('full_name'), ...PROTO_KEYS.map(question)],
+  };
+
+  it('without variables of those names: the default answer', () => {
+    const conversation = simulateConversation(agent, {}, '+14155550123');
+    const data = conversation.call_analysis.custom_analysis_data;
+    for (const key of PROTO_KEYS) {
+      expect(Object.hasOwn(data, key), key).toBe(true);
+      expect(data[key], key).toBe("I'd rather go over that with the attorney directly.");
+    }
+    expect(data.name).toBe('Jordan Lee');
+  });
+
+  it('with variables of those names (own keys, as JSON.parse makes them): their values', () => {
+    const vars = JSON.parse(
+      `{${PROTO_KEYS.map((k) => `"${k}": "value of ${k}"`).join(', ')}, "full_name": "Ada Lovelace"}`,
+    ) as Record<string, string>;
+    const data = simulateConversation(agent, vars, '+14155550123').call_analysis.custom_analysis_data;
+    for (const key of PROTO_KEYS) expect(data[key], key).toBe(`value of ${key}`);
+    expect(data.name).toBe('Ada Lovelace');
+  });
+});
+
+describe('finding 13 over HTTP: agents with prototype-named intake questions', () => {
+  let stack: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+  let agentId: string;
+
+  beforeAll(async () => {
+    stack = await startStack({ workers: true, env: { SIM_CALL_MS: '200' } });
+    firm = await createFirm(stack);
+    agentId = (
+      await createAgent(firm.client, firm.slug, {
+        begin_message: 'Hello {{constructor}} {{valueOf}}.',
+        intake_questions: [
+          { key: 'full_name', question: 'May I have your full name?' },
+          { key: 'constructor', question: 'Who referred you to us?' },
+          { key: 'valueof', question: 'What is the claim worth to you?' },
+          { key: 'tostring', question: 'Anything to add?' },
+          { key: 'hasownproperty', question: 'Do you own the property?' },
+          { key: 'phone', question: 'What number can we reach you on?' },
+        ],
+      })
+    ).agent_id;
+  });
+  afterAll(async () => stack?.stop());
+
+  it('a simulated call goes registered → ended with an analysis', async () => {
+    for (const dynamicVariables of [
+      { full_name: 'Maria Lopez' },
+      {
+        full_name: 'Maria Lopez',
+        constructor: 'A friend',
+        valueof: 'a lot',
+        toString: 'x',
+        valueOf: 'y',
+      },
+    ]) {
+      const created = await firm.client.post('/api/v2/create-outbound-call', {
+        toNumber: '+14155550123',
+        agentId,
+        firmSlug: firm.slug,
+        dynamicVariables,
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const ended = await waitForCall(
+        firm.client,
+        created.body.call_id,
+        (c) => c.status === 'ended' && c.call_analysis !== null,
+      );
+      const data = ended.call_analysis.custom_analysis_data;
+      expect(data.full_name).toBe('Maria Lopez');
+      expect(data.phone).toBe('+14155550123');
+      const vars = dynamicVariables as Record<string, string>;
+      for (const key of API_KEYS) {
+        const given = Object.hasOwn(vars, key) ? vars[key] : undefined;
+        expect(data[key], key).toBe(given ?? "I'd rather go over that with the attorney directly.");
+      }
+      expect(ended.transcript).toContain('Agent: Who referred you to us?\nUser: ');
+    }
+  });
+
+  it('a chat with the built-in intake agent asks them, answers are kept, and end-chat analyses it', async () => {
+    const created = await createChat(firm.client, firm.slug, agentId);
+    // Unknown placeholders stay as written: Object.prototype names are not variables.
+    expect(created.message).toBe('Hello {{constructor}} {{valueOf}}. May I have your full name?');
+    expect(await say(firm.client, created.chat_id, 'Jane Doe')).toBe(
+      'Thank you, Jane. Who referred you to us?',
+    );
+    expect(await say(firm.client, created.chat_id, 'A friend')).toBe(
+      'Thank you. What is the claim worth to you?',
+    );
+    expect(await say(firm.client, created.chat_id, 'A lot')).toBe('Thank you. Anything to add?');
+    expect(await say(firm.client, created.chat_id, 'No')).toBe('Thank you. Do you own the property?');
+    expect(await say(firm.client, created.chat_id, 'Yes')).toBe(
+      'Thank you. What number can we reach you on?',
+    );
+    const summary = await say(firm.client, created.chat_id, '(415) 555-0123');
+    expect(summary).toContain('- Constructor: A friend');
+    expect((await firm.client.post('/api/v2/end-chat', { chatId: created.chat_id })).status).toBe(200);
+    const chat = await getChat(firm.client, created.chat_id);
+    expect(chat.chat_analysis.answers).toEqual({
+      full_name: 'Jane Doe',
+      constructor: 'A friend',
+      valueof: 'A lot',
+      tostring: 'No',
+      hasownproperty: 'Yes',
+      phone: '+14155550123',
+    });
+  });
+
+  it('a chat ended before those questions are answered has no answers for them', async () => {
+    const created = await createChat(firm.client, firm.slug, agentId, {
+      constructor: 'Ada',
+      valueOf: 'v',
+    });
+    expect(created.message).toBe('Hello Ada v. May I have your full name?');
+    await say(firm.client, created.chat_id, 'Jane Doe');
+    expect((await firm.client.post('/api/v2/end-chat', { chatId: created.chat_id })).status).toBe(200);
+    const chat = await getChat(firm.client, created.chat_id);
+    expect(chat.chat_analysis.answers).toEqual({ full_name: 'Jane Doe' });
+    expect(chat.chat_analysis.name).toBe('Jane Doe');
+  });
+});
