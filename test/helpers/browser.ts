@@ -15,9 +15,10 @@ export async function launchChromium(extraArgs: string[] = []): Promise<Browser>
 /**
  * Chromium resolves `hostname` to 127.0.0.1 and nothing else, so a page can be opened under a
  * public-looking name (pages may behave differently on localhost) while no request can leave.
+ * 127.0.0.1 itself stays reachable (the rules would otherwise refuse even the IP literal).
  */
 export function mapHostToLoopback(hostname: string): string[] {
-  return [`--host-resolver-rules=MAP ${hostname} 127.0.0.1, MAP * ~NOTFOUND`];
+  return [`--host-resolver-rules=MAP ${hostname} 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`];
 }
 
 export interface RequestLog {
