@@ -1,0 +1,253 @@
+// Findings 2, 3, 4 and 16 of the security review (issue 7): a firm key could fill Redis through
+// the call webhook, one firm's flood starved the others' call events, unauthenticated callers
+// made the server read 2 MB bodies, and invalid or re-spelled tokens escaped the rate limit.
+import { request as httpRequest } from 'node:http';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { expectError } from '../helpers/expect-error.js';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+
+const SECRET = 'whsec_abuse_test_secret';
+const stacks: Stack[] = [];
+async function stackWith(env: Record<string, string>, workers = false): Promise<Stack> {
+  const stack = await startStack({ env, workers });
+  stacks.push(stack);
+  return stack;
+}
+afterAll(async () => {
+  await Promise.all(stacks.map((s) => s.stop()));
+});
+
+const event = (callId: string, fields: Record<string, unknown> = {}) => ({
+  event: 'call_started',
+  call: { call_id: callId, call_status: 'ongoing', direction: 'inbound', ...fields },
+});
+
+async function redisUsedMemory(stack: Stack): Promise<number> {
+  const info = await stack.services.redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+/** Runs `task` over `items` with at most `limit` at a time. */
+async function pool<T>(items: T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await task(items[next++]!);
+    }),
+  );
+}
+
+describe('finding 2: a firm key cannot fill Redis through the call webhook', () => {
+  let stack: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+  beforeAll(async () => {
+    stack = await stackWith({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '150' });
+    firm = await createFirm(stack);
+  });
+
+  it('the job keeps only the fields the service uses, the transcript capped at 200,000 characters', async () => {
+    const callId = `p_${rand()}`;
+    const res = await firm.client.post(
+      `/api/v2/${firm.slug}/webhook`,
+      event(callId, {
+        transcript: 'x'.repeat(900_000),
+        transcript_object: [{ role: 'agent', content: 'y'.repeat(200_000), words: [] }],
+        transcript_with_tool_calls: [{ role: 'agent', content: 'z'.repeat(100_000) }],
+        unknown_field: { nested: 'w'.repeat(100_000) },
+        metadata: { call_id: 'call_x', extra: 'v'.repeat(1000) },
+        call_analysis: { call_summary: 's', custom_analysis_data: { ['$where']: 1, 'a.b': 2, ok: 3 } },
+      }),
+    );
+    expect(res.status).toBe(200);
+    const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active']);
+    const job = jobs.find((j) => j.data.call.call_id === callId)!;
+    expect(job).toBeDefined();
+    expect(job.data.call.transcript).toHaveLength(200_000);
+    expect(Object.keys(job.data.call).sort()).toEqual(
+      ['call_analysis', 'call_id', 'call_status', 'direction', 'metadata', 'transcript'].sort(),
+    );
+    expect(job.data.call.metadata).toEqual({ call_id: 'call_x' });
+    expect(job.data.call.call_analysis.custom_analysis_data).toEqual({ ok: 3 });
+    expect(JSON.stringify(job.data).length).toBeLessThan(202_000);
+  });
+
+  it('100 webhooks of 1.99 MB grow Redis by little, not by the bodies (figures logged)', async () => {
+    const before = await redisUsedMemory(stack);
+    const body = (i: number) =>
+      JSON.stringify(
+        event(`flood_${i}_${rand(3)}`, { transcript: 't'.repeat(1_000_000), filler: 'f'.repeat(990_000) }),
+      );
+    const statuses: number[] = [];
+    await pool(
+      Array.from({ length: 100 }, (_, i) => i),
+      4,
+      async (i) => {
+        const raw = body(i);
+        expect(raw.length).toBeGreaterThan(1_980_000);
+        const res = await firm.client.request('POST', `/api/v2/${firm.slug}/webhook`, {
+          rawBody: raw,
+          headers: { 'Content-Type': 'application/json' },
+        });
+        statuses.push(res.status);
+      },
+    );
+    const after = await redisUsedMemory(stack);
+    console.log(
+      `[finding 2] Redis used_memory ${(before / 1e6).toFixed(1)} MB → ${(after / 1e6).toFixed(1)} MB`,
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(100);
+    // Before the fix: +200 MB (the whole bodies). Now each job holds a 200,000-character transcript.
+    expect(after - before).toBeLessThan(60_000_000);
+  }, 120_000);
+
+  it('webhooks have their own per-firm limit: 429 with Retry-After, other firms unaffected', async () => {
+    const limited = await stackWith({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '5' });
+    const a = await createFirm(limited);
+    const b = await createFirm(limited);
+    const post = (f: typeof a) => f.client.post(`/api/v2/${f.slug}/webhook`, event(`p_${rand()}`));
+    for (let i = 0; i < 5; i++) expect((await post(a)).status).toBe(200);
+    const refused = await post(a);
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await post(b)).status).toBe(200);
+  });
+});
+
+describe('finding 3: one firm flooding call events does not starve another', () => {
+  it("firm A floods 2,000 events; firm B's event is applied within seconds (figures logged)", async () => {
+    const stack = await stackWith({}, true);
+    const a = await createFirm(stack);
+    const b = await createFirm(stack);
+    const started = Date.now();
+    await pool(
+      Array.from({ length: 2000 }, (_, i) => i),
+      16,
+      async (i) => {
+        const res = await a.client.post(`/api/v2/${a.slug}/webhook`, event(`a_${i}_${rand(3)}`));
+        expect(res.status).toBe(200);
+      },
+    );
+    const flooded = Date.now();
+    const providerId = `b_${rand()}`;
+    expect((await b.client.post(`/api/v2/${b.slug}/webhook`, event(providerId))).status).toBe(200);
+    const calls = stack.services.mongo.db.collection(COLLECTIONS.calls);
+    await eventually(
+      async () => {
+        const call = await calls.findOne({ firm: b.slug, provider_call_id: providerId });
+        expect(call?.status).toBe('ongoing');
+      },
+      30_000,
+      50,
+    );
+    const applied = Date.now();
+    await eventually(async () => {
+      const counts = await stack.services.queues['call-events'].getJobCounts('waiting', 'active');
+      expect(counts.waiting + counts.active).toBe(0);
+    }, 60_000);
+    console.log(
+      `[finding 3] 2,000 events sent in ${flooded - started} ms; firm B applied ${applied - flooded} ms after its event; all drained ${Date.now() - flooded} ms after the flood`,
+    );
+  }, 120_000);
+});
+
+describe('finding 4: unauthenticated callers are refused before the body is read', () => {
+  let stack: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+  beforeAll(async () => {
+    stack = await stackWith({ UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '1000' });
+    firm = await createFirm(stack, { voice_webhook_secret: SECRET });
+  });
+
+  /** Sends only the headers of a 2 MB POST and waits for an answer without ever sending the body. */
+  function headersOnly(headers: Record<string, string>): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        `${stack.baseUrl}/api/v2/${firm.slug}/webhook`,
+        {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'Content-Length': '2000000', ...headers },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+          req.destroy();
+        },
+      );
+      req.on('error', () => {});
+      req.flushHeaders();
+      setTimeout(() => {
+        req.destroy();
+        reject(new Error('no answer without the body: the server waited for it'));
+      }, 3000);
+    });
+  }
+
+  it('a garbage, stale or future signature, or none, is a 401 before the body arrives', async () => {
+    const now = Date.now();
+    for (const signature of [
+      'garbage',
+      `v=${now},d=${'0'.repeat(63)}`,
+      `v=${now - 6 * 60_000},d=${'a'.repeat(64)}`,
+      `v=${now + 6 * 60_000},d=${'a'.repeat(64)}`,
+    ]) {
+      expect(await headersOnly({ 'x-retell-signature': signature })).toBe(401);
+    }
+    expect(await headersOnly({})).toBe(401);
+    expect(await headersOnly({ Authorization: 'Bearer isk_not_a_key' })).toBe(401);
+  });
+
+  it('a fresh, well-formed signature is read and checked over the body (tampered: 401; right: 200)', async () => {
+    const raw = JSON.stringify(event(`p_${rand()}`));
+    const signature = signRetellWebhook(raw, SECRET);
+    const post = (body: string) =>
+      stack.api.request('POST', `/api/v2/${firm.slug}/webhook`, {
+        rawBody: body,
+        headers: { 'Content-Type': 'application/json', 'x-retell-signature': signature },
+      });
+    expectError(await post(raw.replace('call_started', 'call_ended_')), 401, 'unauthorized');
+    expect((await post(raw)).status).toBe(200);
+  });
+
+  it('401s are limited per client address: then 429 with Retry-After, before any lookup', async () => {
+    const limited = await stackWith({ UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '10' });
+    const bad = limited.api.withToken(`isk_${rand(20)}`);
+    for (let i = 0; i < 10; i++) expectError(await bad.get('/api/v2/list-voices'), 401, 'unauthorized');
+    const refused = await bad.get('/api/v2/list-voices');
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The address stays refused for the window, whatever it sends.
+    expectError(await limited.api.post(`/api/v2/x/webhook`, {}), 429, 'rate_limited');
+  });
+});
+
+describe('finding 16: the rate limit is per principal, not per token spelling', () => {
+  it("a JWT whose last character is re-spelled still verifies but shares its principal's bucket", async () => {
+    const stack = await stackWith({ RATE_LIMIT_PER_MINUTE: '6' });
+    const firm = await createFirm(stack);
+    const token = await new SignJWT({ firm: firm.slug, sub: 'user-1' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(stack.config.sessionSecret));
+    // The signature's last base64url character carries 2 unused bits: flip one, same bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(token.at(-1)!);
+    const respelled = token.slice(0, -1) + alphabet[last ^ 1]!;
+    expect(respelled).not.toBe(token);
+    const path = `/api/v2/list-agents?firmSlug=${firm.slug}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      statuses.push((await stack.api.withToken(token).get(path)).status);
+      statuses.push((await stack.api.withToken(respelled).get(path)).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    expectError(await stack.api.withToken(respelled).get(path), 429, 'rate_limited');
+    expectError(await stack.api.withToken(token).get(path), 429, 'rate_limited');
+    // Another principal of the same firm has its own bucket.
+    expect((await firm.client.get(path)).status).toBe(200);
+  });
+});
