@@ -1,12 +1,13 @@
 // Local Redis and FerretDB for `npm start` and `npm test` when REDIS_URL / MONGODB_URI are
 // unset: find or install them, start them on free 127.0.0.1 ports with data in a temporary
-// folder, and stop them on exit. Production never runs this.
+// folder, and stop them on exit. FerretDB stores its data in a throwaway PostgreSQL cluster
+// (Debian's `postgresql`) made in the same folder. Production never runs this.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdir, mkdtemp, rm, writeFile, chmod, access } from 'node:fs/promises';
-import { constants } from 'node:fs';
+import { cp, mkdir, mkdtemp, rm, writeFile, chmod, chown, access, readFile, readdir } from 'node:fs/promises';
+import { constants, openSync, closeSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -230,15 +231,201 @@ export async function startRedis(bin: string, dir: string): Promise<LocalRedis> 
   return { port, start, stop };
 }
 
-async function startFerretDb(bin: string, dir: string): Promise<{ port: number; stop(): Promise<void> }> {
-  const port = await freePort();
+/** Stops a child with `signal`, then SIGKILL after `graceMs`; resolves once it has exited. */
+function stopChild(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return resolve();
+    const hard = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(hard);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+/**
+ * PostgreSQL server binaries: POSTGRES_BIN_DIR, else Debian's /usr/lib/postgresql/<version>/bin
+ * (the newest there), else Debian's `postgresql` installed with apt-get (as root). Returns the
+ * folder holding initdb, postgres and createdb.
+ */
+export async function ensurePostgres(say: Say): Promise<string> {
+  const found = await findPostgres();
+  if (found) return found;
+  const apt = await which('apt-get');
+  if (apt === null || process.getuid?.() !== 0) {
+    throw new LocalServiceError(
+      'PostgreSQL (initdb, postgres) is not installed and cannot be installed here (needs apt-get as root). ' +
+        'Install PostgreSQL 15 and set POSTGRES_BIN_DIR to its bin folder, or set MONGODB_URI.',
+    );
+  }
+  say('installing postgresql with apt-get ...');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run(apt, ['update'], { env, maxBuffer: 64 * 1024 * 1024 });
+  await run(apt, ['install', '-y', '--no-install-recommends', 'postgresql'], {
+    env,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const installed = await findPostgres();
+  if (!installed)
+    throw new LocalServiceError(
+      'apt-get installed postgresql but no /usr/lib/postgresql/<version>/bin was found; set MONGODB_URI.',
+    );
+  return installed;
+}
+
+const POSTGRES_TOOLS = ['initdb', 'postgres', 'createdb'];
+
+async function hasPostgresTools(dir: string): Promise<boolean> {
+  const found = await Promise.all(POSTGRES_TOOLS.map((name) => isExecutable(join(dir, name))));
+  return found.every(Boolean);
+}
+
+async function findPostgres(): Promise<string | null> {
+  const given = process.env.POSTGRES_BIN_DIR;
+  if (given) {
+    if (await hasPostgresTools(given)) return given;
+    throw new LocalServiceError(`POSTGRES_BIN_DIR=${given} lacks one of ${POSTGRES_TOOLS.join(', ')}.`);
+  }
+  const root = '/usr/lib/postgresql';
+  const versions = await readdir(root).catch(() => [] as string[]);
+  for (const version of versions.filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))) {
+    if (await hasPostgresTools(join(root, version, 'bin'))) return join(root, version, 'bin');
+  }
+  return null;
+}
+
+/** PostgreSQL refuses to run as root: as root, its processes run as the `postgres` system user. */
+async function postgresUser(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const passwd = await readFile('/etc/passwd', 'utf8').catch(() => '');
+  const fields = passwd
+    .split('\n')
+    .find((line) => line.startsWith('postgres:'))
+    ?.split(':');
+  const uid = Number(fields?.[2]);
+  const gid = Number(fields?.[3]);
+  if (!Number.isInteger(uid) || !Number.isInteger(gid) || uid === 0) {
+    throw new LocalServiceError(
+      'PostgreSQL does not run as root and there is no `postgres` system user to run it as ' +
+        "(Debian's postgresql package creates one); set MONGODB_URI.",
+    );
+  }
+  return { uid, gid };
+}
+
+// A throwaway cluster: no durability (nothing survives the run), modest memory, TCP on
+// 127.0.0.1 only, no unix socket, no WAL beyond what crash-free running needs.
+const POSTGRES_SETTINGS: Record<string, string> = {
+  listen_addresses: '127.0.0.1',
+  unix_socket_directories: '',
+  fsync: 'off',
+  synchronous_commit: 'off',
+  full_page_writes: 'off',
+  wal_level: 'minimal',
+  max_wal_senders: '0',
+  max_wal_size: '1GB',
+  // FerretDB's pool opens at most 50 connections; createdb and a psql session fit beside it.
+  max_connections: '100',
+  shared_buffers: '128MB',
+  jit: 'off',
+  log_min_messages: 'warning',
+};
+
+export const POSTGRES_DATABASE = 'ferretdb';
+
+async function startPostgres(
+  binDir: string,
+  dir: string,
+): Promise<{ port: number; url: string; stop(): Promise<void> }> {
+  const user = await postgresUser();
+  const asUser = user === undefined ? {} : { uid: user.uid, gid: user.gid };
+  if (user !== undefined) {
+    // The run folder stays root's; the postgres user may only pass through it to its own.
+    await chmod(dirname(dir), 0o711);
+    await chown(dir, user.uid, user.gid);
+  }
   const dataDir = join(dir, 'data');
-  await mkdir(dataDir, { recursive: true });
+  const env = { ...process.env, LC_ALL: 'C', LANG: 'C' };
+  try {
+    await run(
+      join(binDir, 'initdb'),
+      [
+        `--pgdata=${dataDir}`,
+        '--username=postgres',
+        '--auth=trust',
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+        '--no-instructions',
+      ],
+      { cwd: dir, env, timeout: 60_000, ...asUser },
+    );
+  } catch (err) {
+    throw new LocalServiceError(`initdb failed: ${firstLine(err)}`);
+  }
+  const port = await freePort();
+  const logPath = join(dir, 'postgres.log');
+  const log = openSync(logPath, 'a');
+  const child = spawn(
+    join(binDir, 'postgres'),
+    [
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      ...Object.entries(POSTGRES_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ],
+    { cwd: dir, env, stdio: ['ignore', log, log], ...asUser },
+  );
+  closeSync(log);
+  let spawnError: Error | undefined;
+  child.once('error', (err) => (spawnError = err));
+  // SIGINT is PostgreSQL's fast shutdown: it ends the sessions instead of waiting for them.
+  const stop = () => stopChild(child, 'SIGINT');
+  try {
+    // createdb both waits for the server to accept connections and makes FerretDB's database.
+    const started = Date.now();
+    for (;;) {
+      if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
+        const tail = (await readFile(logPath, 'utf8').catch(() => ''))
+          .trim()
+          .split('\n')
+          .slice(-3)
+          .join(' | ');
+        throw new LocalServiceError(`postgres did not start: ${spawnError?.message ?? tail}`);
+      }
+      try {
+        await run(
+          join(binDir, 'createdb'),
+          ['--host=127.0.0.1', `--port=${port}`, '--username=postgres', POSTGRES_DATABASE],
+          { env, timeout: 10_000 },
+        );
+        break;
+      } catch (err) {
+        if (Date.now() - started > 30_000)
+          throw new LocalServiceError(`postgres did not accept connections within 30 s: ${firstLine(err)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { port, url: `postgres://postgres@127.0.0.1:${port}/${POSTGRES_DATABASE}`, stop };
+}
+
+async function startFerretDb(
+  bin: string,
+  dir: string,
+  postgresUrl: string,
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const port = await freePort();
   const child = spawn(
     bin,
     [
-      '--handler=sqlite',
-      `--sqlite-url=file:${dataDir}/`,
+      '--handler=postgresql',
+      `--postgresql-url=${postgresUrl}`,
       `--listen-addr=127.0.0.1:${port}`,
       '--telemetry=disable',
       '--debug-addr=-',
@@ -247,54 +434,69 @@ async function startFerretDb(bin: string, dir: string): Promise<{ port: number; 
     ],
     { stdio: 'ignore' },
   );
-  await waitForPort(port, child, 'ferretdb');
-  return {
-    port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const stop = () => stopChild(child, 'SIGTERM');
+  try {
+    await waitForPort(port, child, 'ferretdb');
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { port, stop };
 }
 
-/** Uses REDIS_URL / MONGODB_URI when given; starts local servers for whichever is missing. */
+/**
+ * Uses REDIS_URL / MONGODB_URI when given; starts local servers for whichever is missing:
+ * Redis, and FerretDB over a PostgreSQL cluster of its own. Installs run one after the other
+ * (apt-get takes a lock); the servers then start side by side.
+ */
 export async function startLocalServices(
   given: { redisUrl?: string; mongodbUri?: string },
   say: Say = (line) => process.stderr.write(`[local] ${line}\n`),
 ): Promise<LocalServices> {
   const dir = await mkdtemp(join(tmpdir(), 'intake-local-'));
+  // Stopped last to first: FerretDB always before the PostgreSQL it uses.
   const stops: Array<() => Promise<void>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => {});
+  };
   let redisUrl = given.redisUrl;
   let mongodbUri = given.mongodbUri;
   let redis: LocalRedis | undefined;
   try {
-    if (!redisUrl) {
-      const bin = await ensureRedisServer(say);
-      await mkdir(join(dir, 'redis'));
-      redis = await startRedis(bin, join(dir, 'redis'));
-      stops.push(redis.stop);
-      redisUrl = `redis://127.0.0.1:${redis.port}`;
-    }
-    if (!mongodbUri) {
-      const bin = await ensureFerretDb(say);
-      await mkdir(join(dir, 'ferretdb'));
-      const ferret = await startFerretDb(bin, join(dir, 'ferretdb'));
-      stops.push(ferret.stop);
-      mongodbUri = `mongodb://127.0.0.1:${ferret.port}/intake`;
-    }
+    const redisBin = redisUrl ? undefined : await ensureRedisServer(say);
+    const ferretBin = mongodbUri ? undefined : await ensureFerretDb(say);
+    const postgresBin = mongodbUri ? undefined : await ensurePostgres(say);
+    const started = await Promise.allSettled([
+      (async () => {
+        if (redisBin === undefined) return;
+        await mkdir(join(dir, 'redis'));
+        redis = await startRedis(redisBin, join(dir, 'redis'));
+        stops.push(redis.stop);
+        redisUrl = `redis://127.0.0.1:${redis.port}`;
+      })(),
+      (async () => {
+        if (ferretBin === undefined || postgresBin === undefined) return;
+        await mkdir(join(dir, 'postgres'));
+        const postgres = await startPostgres(postgresBin, join(dir, 'postgres'));
+        stops.push(postgres.stop);
+        await mkdir(join(dir, 'ferretdb'));
+        const ferret = await startFerretDb(ferretBin, join(dir, 'ferretdb'), postgres.url);
+        stops.push(ferret.stop);
+        mongodbUri = `mongodb://127.0.0.1:${ferret.port}/intake`;
+      })(),
+    ]);
+    for (const result of started) if (result.status === 'rejected') throw result.reason;
   } catch (err) {
-    await Promise.allSettled(stops.map((s) => s()));
+    await stopAll();
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
   return {
-    redisUrl,
-    mongodbUri,
+    redisUrl: redisUrl!,
+    mongodbUri: mongodbUri!,
     ...(redis === undefined ? {} : { redis }),
     async stop() {
-      await Promise.allSettled(stops.reverse().map((s) => s()));
+      await stopAll();
       await rm(dir, { recursive: true, force: true });
     },
   };
