@@ -25,7 +25,8 @@ let baseline: Record<string, number>;
 
 beforeAll(async () => {
   // Workers run, so a forged call-events job would really land in firm B's calls.
-  stack = await startStack({ workers: true, env: { PUBLIC_BASE_URL } });
+  // TRUST_PROXY: the forwarded-host case below is a request through a trusted proxy.
+  stack = await startStack({ workers: true, env: { PUBLIC_BASE_URL, TRUST_PROXY: 'true' } });
   firmB = await createFirm(stack);
   operator = `Basic ${Buffer.from(`operator:${stack.config.adminApiKey}`).toString('base64')}`;
   baseline = await jobCounts();
