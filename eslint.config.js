@@ -10,7 +10,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through core/platform/config.ts only.' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read configuration through core/platform/config.ts only.',
+        },
       ],
     },
   },

@@ -1,5 +1,10 @@
 import type { Middleware } from 'koa';
-import { AppError, UnavailableError, isMongoUnavailable, isRedisUnavailable } from '../../core/platform/errors.js';
+import {
+  AppError,
+  UnavailableError,
+  isMongoUnavailable,
+  isRedisUnavailable,
+} from '../../core/platform/errors.js';
 import type { Logger } from '../../core/platform/logger.js';
 
 const CODE_BY_STATUS: Record<number, string> = {
