@@ -16,7 +16,7 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'Redis or MongoDB unavailable (see Retry-After)',
 };
 
-/** JSON Schema without TypeBox's symbol keys or our custom format names OpenAPI tools do not know. */
+/** JSON Schema without TypeBox's symbol keys. */
 function plain(schema: TSchema): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
 }
@@ -65,9 +65,11 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
       security: route.auth.kind === 'none' ? [] : [{ bearer: [] }],
     };
     if (route.body !== undefined) {
+      const schema = plain(route.body);
       operation.requestBody = {
-        required: true,
-        content: { 'application/json': { schema: plain(route.body) } },
+        // A body whose fields are all optional may be left out: it reads as {}.
+        required: Array.isArray(schema.required) && schema.required.length > 0,
+        content: { 'application/json': { schema } },
       };
     }
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;

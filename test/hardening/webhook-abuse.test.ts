@@ -146,7 +146,7 @@ describe('finding 3: one firm flooding call events does not starve another', () 
     const applied = Date.now();
     await eventually(async () => {
       const counts = await stack.services.queues['call-events'].getJobCounts('waiting', 'active');
-      expect(counts.waiting + counts.active).toBe(0);
+      expect((counts.waiting ?? 0) + (counts.active ?? 0)).toBe(0);
     }, 60_000);
     console.log(
       `[finding 3] 2,000 events sent in ${flooded - started} ms; firm B applied ${applied - flooded} ms after its event; all drained ${Date.now() - flooded} ms after the flood`,

@@ -9,12 +9,22 @@ const IntakeQuestions = Type.Array(
     },
     { additionalProperties: false },
   ),
-  { maxItems: 50 },
+  {
+    maxItems: 50,
+    description:
+      'Questions the intake agent asks, in order. Keys are unique: a repeated key is 400 invalid_request.',
+    // The same rule for tools: no two items share a `key` (JSON Schema has no keyword for it).
+    'x-unique-by': 'key',
+  },
 );
 
 const AgentFields = {
   agent_name: Type.String({ minLength: 1, maxLength: 200 }),
-  voice_id: Type.String({ minLength: 1, maxLength: 200 }),
+  voice_id: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: 'A voice_id of GET /api/v2/list-voices; any other is 400 unknown_voice',
+  }),
   language: Type.String({
     pattern: '^[a-z]{2,3}(?:-[A-Z]{2})?$',
     description: 'Locale tag; defaults to the voice language',

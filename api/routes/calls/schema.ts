@@ -53,7 +53,9 @@ export const ListCallsBody = Body({
   cursor: Type.Optional(
     Type.String({
       maxLength: 2048,
-      description: 'next_cursor of the previous page; "" or absent for the first',
+      description:
+        'next_cursor of the previous page; "" or absent for the first. Opaque: a cursor this service did not ' +
+        'issue for this list and firm is 400 invalid_cursor',
     }),
   ),
 });

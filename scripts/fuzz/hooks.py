@@ -1,0 +1,81 @@
+"""Schemathesis hooks for `npm run fuzz` (scripts/fuzz/run.ts loads this file).
+
+Teaches the fuzzer what our OpenAPI document says in ways JSON Schema tools cannot read:
+
+- the custom string format `iana-time-zone` (firm settings): values are drawn from the
+  names the service's runtime knows (FUZZ_TIME_ZONES_FILE, written by run.ts);
+- `x-unique-by: <property>` on an array: no two items share that property's value (intake
+  questions: `x-unique-by: key`; a repeated key is 400 invalid_request). Positive test cases
+  are made to keep the rule; negative cases are left as generated, so the server is still
+  asked to reject repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import schemathesis
+from hypothesis import strategies as st
+
+UNIQUE_BY = "x-unique-by"
+
+_zones_file = os.environ.get("FUZZ_TIME_ZONES_FILE")
+if _zones_file:
+    with open(_zones_file, encoding="utf-8") as f:
+        schemathesis.openapi.format("iana-time-zone", st.sampled_from(json.load(f)))
+
+
+def _keep_unique(schema: Any, value: Any) -> Any:
+    if not isinstance(schema, dict):
+        return value
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []) + schema.get("allOf", []):
+        value = _keep_unique(branch, value)
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        value = [_keep_unique(items, item) for item in value]
+        prop = schema.get(UNIQUE_BY)
+        if isinstance(prop, str):
+            seen: set[str] = set()
+            kept = []
+            for item in value:
+                if isinstance(item, dict) and prop in item:
+                    marker = json.dumps(item[prop], sort_keys=True)
+                    if marker in seen:
+                        continue
+                    seen.add(marker)
+                kept.append(item)
+            value = kept
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {name: _keep_unique(props.get(name), item) for name, item in value.items()}
+    return value
+
+
+_schemas: dict[str, Any] = {}
+
+
+def _body_schema(operation: Any) -> Any:
+    """The JSON body schema of an operation when it uses x-unique-by anywhere, else None."""
+    label = operation.label
+    if label not in _schemas:
+        raw = getattr(getattr(operation, "definition", None), "raw", None)
+        schema = None
+        if isinstance(raw, dict):
+            content = raw.get("requestBody", {}).get("content", {})
+            schema = content.get("application/json", {}).get("schema")
+        _schemas[label] = schema if UNIQUE_BY in json.dumps(schema) else None
+    return _schemas[label]
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Any) -> Any:
+    meta = getattr(case, "meta", None)
+    if meta is None or not meta.generation.mode.is_positive:
+        return case
+    schema = _body_schema(case.operation)
+    if schema is not None and isinstance(case.body, (dict, list)):
+        case.body = _keep_unique(schema, case.body)
+    return case
