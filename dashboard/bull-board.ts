@@ -2,7 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import { AppError } from '../core/platform/errors.js';
+import { AppError, forbidden } from '../core/platform/errors.js';
 import { safeEqual } from '../core/platform/crypto.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import type { Services } from '../core/wiring/services.js';
@@ -74,11 +74,11 @@ function refuseForgery(ctx: Context, publicOrigin: string | null): void {
   const length = ctx.get('Content-Length');
   const hasBody = ctx.get('Transfer-Encoding') !== '' || (length !== '' && length !== '0');
   if ((hasBody || type !== '') && type !== 'application/json') {
-    throw new AppError(403, 'forbidden', 'The queue dashboard only takes JSON bodies.');
+    throw forbidden('The queue dashboard only takes JSON bodies.');
   }
   const rest = ctx.path.slice(BULL_BOARD_PATH.length);
   if (ctx.method === 'POST' && (ADD_JOB_PATH.test(rest) || ADD_JOB_PATH.test(safeDecode(rest)))) {
-    throw new AppError(403, 'forbidden', 'Jobs cannot be added from the queue dashboard.');
+    throw forbidden('Jobs cannot be added from the queue dashboard.');
   }
 }
 
@@ -135,7 +135,7 @@ export function bullBoard(services: Services): Middleware {
     } else {
       const principal = await authenticateBearer(header, services.config, services.mongo.db);
       if (principal.kind !== 'platform') {
-        throw new AppError(403, 'forbidden', 'Only the platform key may open the queue dashboard.');
+        throw forbidden('Only the platform key may open the queue dashboard.');
       }
     }
     ctx.set('Cache-Control', 'no-store');

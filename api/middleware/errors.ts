@@ -3,6 +3,10 @@ import {
   AppError,
   UnavailableError,
   clip,
+  internalError,
+  invalidRequest,
+  notFound,
+  payloadTooLarge,
   isMongoUnavailable,
   isRedisUnavailable,
   type ErrorDetail,
@@ -27,7 +31,7 @@ export function errorHandler(log: Logger): Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body == null) {
-        throw new AppError(404, 'route_not_found', `No route matches ${ctx.method} ${clip(ctx.path)}.`);
+        throw notFound('route', `No route matches ${ctx.method} ${clip(ctx.path)}.`);
       }
     } catch (err) {
       const appError = toAppError(err);
@@ -73,10 +77,10 @@ export function toAppError(err: unknown): AppError {
   const status = e.status ?? e.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (status === 413) {
-      return new AppError(413, 'payload_too_large', 'The request body is larger than this route accepts.');
+      return payloadTooLarge();
     }
     if (status === 400 && (e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? ''))) {
-      return new AppError(400, 'invalid_request', 'The request body is not valid JSON.');
+      return invalidRequest('The request body is not valid JSON.');
     }
     const code = CODE_BY_STATUS[status] ?? 'invalid_request';
     return new AppError(
@@ -86,5 +90,5 @@ export function toAppError(err: unknown): AppError {
       e.expose === true && e.message ? clip(e.message) : 'The request was not accepted.',
     );
   }
-  return new AppError(500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+  return internalError();
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { createRequire } from 'node:module';
-import { AppError, UnavailableError } from '../../../core/platform/errors.js';
+import { AppError, UnavailableError, notFound } from '../../../core/platform/errors.js';
 import { pingMongo } from '../../../core/platform/db/mongo.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { HttpMetrics } from '../../metrics.js';
@@ -150,7 +150,7 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
           return undefined;
         }
         const type = DOC_ASSETS.get(params.file);
-        if (type === undefined) throw new AppError(404, 'asset_not_found', 'No such documentation asset.');
+        if (type === undefined) throw notFound('asset', 'No such documentation asset.');
         koa.type = type;
         koa.body = await readFile(join(swaggerUiDir, params.file));
         return undefined;
