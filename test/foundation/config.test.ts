@@ -101,7 +101,7 @@ function runEntry(
 describe('process entries stop on a bad environment', { timeout: 90_000 }, () => {
   const { REDIS_URL: _omitted, ...withoutRedis } = VALID;
 
-  it.each(['api/server.ts', 'workers/main.ts', 'core/db/release.ts'])(
+  it.each(['api/server.ts', 'workers/main.ts', 'core/platform/db/release.ts'])(
     '%s without REDIS_URL exits with code 1 naming REDIS_URL',
     async (entry) => {
       const { code, stderr } = await runEntry(entry, withoutRedis);
