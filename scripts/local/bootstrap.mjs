@@ -30,7 +30,7 @@ if (!dependenciesCurrent()) {
 }
 
 const commands = {
-  start: [process.execPath, ['--import', 'tsx', join(root, 'core', 'local', 'start.ts'), ...rest]],
+  start: [process.execPath, ['--import', 'tsx', join(root, 'scripts', 'local', 'start.ts'), ...rest]],
   test: [process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...rest]],
 };
 const command = commands[mode];

@@ -1,0 +1,355 @@
+// How the API and the call-event update hold up as the calls collection grows: the same two
+// operations timed with 1,000 and with 20,000 calls already stored.
+//   npx tsx bench/scale.ts      (BENCH_REQUESTS=300 per operation and size, BENCH_CONCURRENCY=10)
+// Not part of `npm test`. Uses REDIS_URL / MONGODB_URI when set, else starts the local Redis and
+// FerretDB (on PostgreSQL) as `npm test` does. The web app runs in this process (as the tests
+// start it); no workers run.
+//   (a) create-outbound-call over HTTP: api key, firm and agent reads, the call insert, the enqueue.
+//   (b) a call event: applyCallEvent (what the call-events worker runs per webhook) called
+//       directly, a call_started for a stored, not yet placed call: find the call, record the
+//       provider's id, raise the status, read it back. Calls differ, so no call lock is needed.
+// Stored calls are seeded with the driver: most are ended, with a transcript (as real ones
+// are), the ones (b) touches are registered. Everything it made is dropped at the end.
+import { randomBytes } from 'node:crypto';
+import type { Db, Document } from 'mongodb';
+import { loadConfig } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { createServices, type Services } from '../core/wiring/services.js';
+import { ensureIndexes } from '../core/platform/db/indexes.js';
+import { startWeb, type Web } from '../api/web.js';
+import { getFirm } from '../core/domain/firms/firms.js';
+import { getFirmAgent } from '../core/domain/agents/agents.js';
+import { callsCollection, newOutboundCall, STATUS_RANK, type CallDoc } from '../core/domain/calls/calls.js';
+import { applyCallEvent } from '../core/domain/calls/call-events.js';
+import type { AgentDoc } from '../core/domain/agents/agents.js';
+import type { FirmDoc } from '../core/domain/firms/firms.js';
+import { startLocalServices, type LocalServices } from '../scripts/local/services.js';
+
+const bounded = (name: string, fallback: number, max: number): number => {
+  const n = Number(process.env[name] ?? fallback);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, max) : fallback;
+};
+const REQUESTS = bounded('BENCH_REQUESTS', 300, 5000);
+const CONCURRENCY = bounded('BENCH_CONCURRENCY', 10, 100);
+const TRANSCRIPT_BYTES = bounded('BENCH_TRANSCRIPT_BYTES', 3000, 100_000);
+const WARMUP = Math.min(30, REQUESTS);
+const SIZES = [1_000, 20_000];
+const SEED_BATCH = 1_000;
+const DEADLINE_MS = 15 * 60_000;
+
+const say = (line: string): void => void process.stderr.write(`[scale] ${line}\n`);
+const rand = (n = 4): string => randomBytes(n).toString('hex');
+
+// ---- cleanup, whatever way the run ends --------------------------------------------------
+
+const cleanups: Array<() => Promise<unknown>> = [];
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
+  })();
+  return cleaning;
+}
+const deadline = setTimeout(() => {
+  say(`gave up after ${DEADLINE_MS / 1000} s`);
+  void cleanup().finally(() => process.exit(2));
+}, DEADLINE_MS);
+deadline.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => void cleanup().finally(() => process.exit(130)));
+}
+
+// ---- measuring --------------------------------------------------------------------------
+
+interface Timing {
+  p50: number;
+  p95: number;
+  perSecond: number;
+  failures: number;
+}
+
+/** Runs `op(i)` for i in [0, count), `CONCURRENCY` at a time; latency of each, rate overall. */
+async function measure(count: number, op: (i: number) => Promise<void>): Promise<Timing> {
+  const latencies: number[] = [];
+  let next = 0;
+  let failures = 0;
+  let firstError: unknown;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) {
+        const i = next++;
+        const t = performance.now();
+        try {
+          await op(i);
+          latencies.push(performance.now() - t);
+        } catch (err) {
+          failures++;
+          firstError ??= err;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  if (failures > 0) say(`${failures} of ${count} failed; first: ${String(firstError)}`);
+  latencies.sort((a, b) => a - b);
+  const at = (q: number): number =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return { p50: at(0.5), p95: at(0.95), perSecond: latencies.length / seconds, failures };
+}
+
+// ---- seeding ----------------------------------------------------------------------------
+
+const WORDS =
+  'the caller said that she was injured at work last march when a pallet fell from a forklift and her employer did not report it her doctor wants surgery and she has missed six weeks of pay'.split(
+    ' ',
+  );
+function transcript(bytes: number): string {
+  const lines: string[] = [];
+  let size = 0;
+  while (size < bytes) {
+    const n = 6 + Math.floor(Math.random() * 14);
+    const line = `${lines.length % 2 === 0 ? 'Agent' : 'User'}: ${Array.from({ length: n }, () => WORDS[Math.floor(Math.random() * WORDS.length)]).join(' ')}.`;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  return lines.join('\n');
+}
+
+/** A call as it looks after it ended and was analysed. */
+function endedCall(firm: FirmDoc, agent: AgentDoc, i: number): CallDoc {
+  const call = newOutboundCall(
+    {
+      firm,
+      agent,
+      toNumber: `+1415555${String(i % 10_000).padStart(4, '0')}`,
+      dynamicVariables: { first_name: `Seed ${i}` },
+    },
+    'simulator',
+  );
+  const start = Date.now() - 86_400_000 + i * 1000;
+  return {
+    ...call,
+    status: 'ended',
+    status_rank: STATUS_RANK.ended,
+    finished: true,
+    provider_call_id: `sim_${rand(8)}`,
+    start_timestamp: start,
+    end_timestamp: start + 120_000,
+    duration_ms: 120_000,
+    disconnection_reason: 'user_hangup',
+    transcript: transcript(TRANSCRIPT_BYTES),
+    call_analysis: {
+      call_summary: 'Workplace injury, employer did not report it; wants a consultation.',
+      user_sentiment: 'Neutral',
+      call_successful: true,
+      custom_analysis_data: { case_type: 'workers comp' },
+    },
+    dial: { state: 'placed', attempts: 1, marked_at: new Date(), placed_at: new Date(), last_error: null },
+  };
+}
+
+/** Tops the calls collection up to `total`, keeping `REQUESTS + WARMUP` new registered calls for (b). */
+async function seed(db: Db, firm: FirmDoc, agent: AgentDoc, total: number): Promise<string[]> {
+  const calls = callsCollection(db);
+  const targets = Array.from({ length: REQUESTS + WARMUP }, () =>
+    newOutboundCall({ firm, agent, toNumber: '+14155550100' }, 'simulator'),
+  );
+  const missing = total - (await calls.countDocuments({})) - targets.length;
+  const started = performance.now();
+  let seeded = 0;
+  while (seeded < missing) {
+    const n = Math.min(SEED_BATCH, missing - seeded);
+    await calls.insertMany(
+      Array.from({ length: n }, (_, k) => endedCall(firm, agent, seeded + k)),
+      { ordered: false },
+    );
+    seeded += n;
+  }
+  // The calls (b) will touch go in last, as the newest calls of a real collection would.
+  await calls.insertMany(targets, { ordered: false });
+  const stored = await calls.countDocuments({});
+  say(
+    `seeded ${seeded + targets.length} calls in ${((performance.now() - started) / 1000).toFixed(1)} s; ${stored} stored`,
+  );
+  return targets.map((c) => c._id);
+}
+
+// ---- what the database makes of the app's queries -------------------------------------
+
+/** FerretDB's explain carries PostgreSQL's plan (queryPlanner.Plan); MongoDB's its winning plan. */
+async function planOf(db: Db, collection: string, filter: Document): Promise<string> {
+  try {
+    const e: Document = await db.collection(collection).find(filter).limit(1).explain();
+    const plan = (e.queryPlanner as Document | undefined)?.Plan as Document | undefined;
+    if (plan !== undefined) {
+      const nodes: string[] = [];
+      const walk = (p: Document): void => {
+        nodes.push(String(p['Node Type']) + (p['Index Name'] ? ` ${String(p['Index Name'])}` : ''));
+        for (const child of (p.Plans as Document[] | undefined) ?? []) walk(child);
+      };
+      walk(plan);
+      return `${nodes.join(' > ')}; filter pushed down: ${String(e.filterPushdown)}`;
+    }
+    const winning = (e.queryPlanner as Document | undefined)?.winningPlan as Document | undefined;
+    return JSON.stringify(winning ?? e).slice(0, 120);
+  } catch (err) {
+    return `explain failed: ${String(err)}`;
+  }
+}
+
+// ---- the run ----------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const local: LocalServices = await startLocalServices(
+    { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
+    say,
+  );
+  cleanups.push(() => local.stop());
+  const mongoUri = new URL(local.mongodbUri);
+  mongoUri.pathname = `/scale_${rand()}`;
+  const adminKey = `adm_${rand(16)}`;
+  const config = loadConfig({
+    REDIS_URL: local.redisUrl,
+    MONGODB_URI: mongoUri.toString(),
+    ADMIN_API_KEY: adminKey,
+    SESSION_SECRET: rand(24),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    QUEUE_PREFIX: `scale${rand()}`,
+    VOICE_PROVIDER: 'simulator',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+  });
+  const services: Services = createServices(config, createLogger(config.logLevel, 'scale'), 'producer');
+  const db = services.mongo.db;
+  const started: { web?: Web } = {};
+  cleanups.push(async () => {
+    await Promise.all(
+      Object.values(services.queues).map((q) => q.obliterate({ force: true }).catch(() => {})),
+    );
+    await db.dropDatabase().catch(() => {});
+    if (started.web) await started.web.stop();
+    else await services.close();
+  });
+  await ensureIndexes(db);
+  const web = await startWeb(services, '127.0.0.1');
+  started.web = web;
+  const base = `http://127.0.0.1:${web.port}`;
+  const post = async <T>(path: string, token: string, body: unknown): Promise<T> => {
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const parsed = (await res.json()) as T;
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(parsed)}`);
+    return parsed;
+  };
+
+  const slug = `scale-${rand()}`;
+  await post('/api/firms', adminKey, { slug, name: 'Scale bench firm' });
+  const { key } = await post<{ key: string }>('/api/auth/api-keys', adminKey, {
+    firmSlug: slug,
+    name: 'scale',
+  });
+  const { agent_id } = await post<{ agent_id: string }>('/api/v2/create-agent', key, {
+    firmSlug: slug,
+    agent_name: 'Scale agent',
+    voice_id: 'sim-en-us-ava',
+  });
+  const firm = (await getFirm(db, slug))!;
+  const agent = await getFirmAgent(db, slug, agent_id);
+  const createBody = JSON.stringify({
+    toNumber: '+14155550123',
+    agentId: agent_id,
+    firmSlug: slug,
+    dynamicVariables: { first_name: 'Bench', case_type: 'load test' },
+  });
+  const create = async (): Promise<void> => {
+    const res = await fetch(`${base}/api/v2/create-outbound-call`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: createBody,
+    });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`create-outbound-call: ${res.status}`);
+  };
+  const callEvent = (callId: string) => async (): Promise<void> => {
+    const { advanced } = await applyCallEvent(db, {
+      firm: slug,
+      event: 'call_started',
+      call: {
+        call_id: `sim_${callId}`,
+        call_status: 'ongoing',
+        start_timestamp: Date.now(),
+        metadata: { call_id: callId },
+      },
+      received_at: Date.now(),
+    });
+    if (!advanced) throw new Error(`call_started did not advance ${callId}`);
+  };
+
+  const results: Array<{ size: number; create: Timing; event: Timing; stored: number }> = [];
+  for (const size of SIZES) {
+    const targets = await seed(db, firm, agent, size);
+    say(`${size} calls: ${WARMUP} + ${REQUESTS} create-outbound-call, ${CONCURRENCY} at a time`);
+    await measure(WARMUP, create);
+    const created = await measure(REQUESTS, create);
+    say(`${size} calls: ${WARMUP} + ${REQUESTS} call events (applyCallEvent), ${CONCURRENCY} at a time`);
+    await measure(WARMUP, (i) => callEvent(targets[i]!)());
+    const event = await measure(REQUESTS, (i) => callEvent(targets[WARMUP + i]!)());
+    results.push({ size, create: created, event, stored: await callsCollection(db).countDocuments({}) });
+  }
+
+  const someCall = (await callsCollection(db).findOne({}, { projection: { _id: 1, provider_call_id: 1 } }))!;
+  const plans: Array<[string, string, Document]> = [
+    ['calls', 'by _id', { _id: someCall._id }],
+    ['calls', 'by _id and firm (call event)', { _id: someCall._id, firm: slug }],
+    ['calls', 'by _id, status_rank $lt (event update)', { _id: someCall._id, status_rank: { $lt: 1 } }],
+    ['calls', 'by firm and provider_call_id', { firm: slug, provider_call_id: someCall.provider_call_id }],
+    ['api_keys', 'by key_hash (every request)', { key_hash: 'x' }],
+  ];
+
+  const ms = (n: number): string => `${n.toFixed(1)} ms`.padStart(9);
+  const rate = (n: number): string => `${n.toFixed(0)}/s`.padStart(7);
+  const ratio = (a: number, b: number): string => `×${(a / b).toFixed(2)}`.padStart(7);
+  const lines = [
+    '',
+    `MongoDB: ${local.mongodbUri.replace(/\/\/[^@/]*@/, '//')}   ${REQUESTS} timed operations per row, ${CONCURRENCY} at a time`,
+    '',
+    'operation                      calls stored      p50       p95    rate',
+  ];
+  const row = (name: string, stored: string, t: Timing): string =>
+    `${name.padEnd(30)} ${stored.padStart(12)} ${ms(t.p50)} ${ms(t.p95)} ${rate(t.perSecond)}${t.failures ? `  (${t.failures} failed)` : ''}`;
+  for (const [label, pick] of [
+    ['create-outbound-call (HTTP)', (r: (typeof results)[number]) => r.create],
+    ['call event (applyCallEvent)', (r: (typeof results)[number]) => r.event],
+  ] as const) {
+    for (const r of results) lines.push(row(label, `${r.size.toLocaleString('en')}+`, pick(r)));
+    const [small, large] = [pick(results[0]!), pick(results[1]!)];
+    lines.push(
+      `${'  ratio 20k ÷ 1k'.padEnd(30)} ${''.padStart(12)} ${ratio(large.p50, small.p50).padStart(9)} ${ratio(large.p95, small.p95).padStart(9)} ${ratio(large.perSecond, small.perSecond)}`,
+    );
+  }
+  lines.push(
+    '',
+    'calls stored at the end of each size: ' + results.map((r) => r.stored).join(', '),
+    '',
+    'query plans (explain of the same filter as a find):',
+  );
+  for (const [collection, label, filter] of plans)
+    lines.push(`  ${label.padEnd(40)} ${await planOf(db, collection, filter)}`);
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+main().then(
+  async () => {
+    await cleanup();
+    process.exit(0);
+  },
+  async (err: unknown) => {
+    process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    await cleanup();
+    process.exit(1);
+  },
+);
