@@ -111,11 +111,12 @@ describe('firm settings: secrets are write-only', () => {
   });
 
   it('PATCH with the mask keeps every stored secret', async () => {
+    // (The mask keeps the Clio token only for the same base_url: test/hardening/url-policy.test.ts.)
     const res = await firmClient.patch(`/api/firms/${slug}`, {
       settings: {
         voice_webhook_secret: MASK,
         booking_webhook_secret: MASK,
-        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio2.example' },
+        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio.example' },
         max_concurrent_calls: 4,
       },
     });
@@ -125,7 +126,7 @@ describe('firm settings: secrets are write-only', () => {
     expect(res.body.settings.crm).toEqual({
       provider: 'clio',
       access_token: MASK,
-      base_url: 'https://clio2.example',
+      base_url: 'https://clio.example',
     });
     const settings = await stored(slug);
     expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
@@ -133,7 +134,7 @@ describe('firm settings: secrets are write-only', () => {
     expect(settings.crm).toEqual({
       provider: 'clio',
       access_token: secrets.crmToken,
-      base_url: 'https://clio2.example',
+      base_url: 'https://clio.example',
     });
   });
 

@@ -1,8 +1,11 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { invalidRequest } from '../../platform/errors.js';
+import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
 
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
-// the mask back in a PATCH keeps the stored value.
+// the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent to
+// changes (crm.base_url needs crm.access_token again). URLs the service calls must pass the URL
+// policy (core/platform/url-policy.ts) when they are stored, and again when they are called.
 
 const SECRET_MASK = '********';
 export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$';
@@ -15,7 +18,13 @@ const CrmSettings = Type.Union([
     {
       provider: Type.Literal('clio'),
       access_token: Type.String({ minLength: 1, maxLength: 4096 }),
-      base_url: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+      base_url: Type.Optional(
+        Type.String({
+          format: 'uri',
+          maxLength: 2048,
+          description: 'https:// to a public host; changing it requires sending access_token again',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -42,7 +51,9 @@ export const FirmSettingsInput = Type.Object(
     notification_emails: Nullable(
       Type.Array(Type.String({ format: 'email', maxLength: 320 }), { maxItems: 50 }),
     ),
-    slack_webhook_url: Nullable(Type.String({ format: 'uri', maxLength: 2048, pattern: '^https?://' })),
+    slack_webhook_url: Nullable(
+      Type.String({ format: 'uri', maxLength: 2048, description: 'https:// to a public host' }),
+    ),
     crm: Nullable(CrmSettings),
     voice_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
     booking_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
@@ -80,8 +91,16 @@ export const DEFAULT_SETTINGS: FirmSettings = {
 
 const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
 
-/** Applies a settings input on top of stored settings: null removes (back to default), the mask keeps. */
-export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): FirmSettings {
+/**
+ * Applies a settings input on top of stored settings: null removes (back to default), the mask
+ * keeps. Checks what the schema cannot: URLs against the URL policy (400 url_not_allowed).
+ */
+export function mergeSettings(
+  current: FirmSettings,
+  input: FirmSettingsInput,
+  urlPolicy: UrlPolicy,
+): FirmSettings {
+  checkUrls(input, urlPolicy);
   const next: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(input)) {
     if (value === undefined) continue;
@@ -103,12 +122,40 @@ export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): 
       value.access_token === SECRET_MASK
     ) {
       if (current.crm.provider !== 'clio') throw maskWithoutSecret('/settings/crm/access_token');
+      // The stored token may only go where it went before: a new base_url needs the token itself.
+      if ((value.base_url ?? null) !== (current.crm.base_url ?? null)) {
+        throw invalidRequest(
+          'Changing settings.crm.base_url requires sending settings.crm.access_token again, not the mask.',
+          [{ path: '/settings/crm/access_token', message: 'must be the token itself when base_url changes' }],
+        );
+      }
       next.crm = { ...value, access_token: current.crm.access_token };
       continue;
     }
     next[key] = value;
   }
   return next as unknown as FirmSettings;
+}
+
+/** 400 url_not_allowed for a URL the service would call that the policy refuses. */
+function checkUrls(input: FirmSettingsInput, policy: UrlPolicy): void {
+  const urls: Array<[string, string]> = [];
+  if (typeof input.slack_webhook_url === 'string')
+    urls.push(['/settings/slack_webhook_url', input.slack_webhook_url]);
+  if (input.crm?.provider === 'clio' && input.crm.base_url !== undefined)
+    urls.push(['/settings/crm/base_url', input.crm.base_url]);
+  const details: ErrorDetail[] = [];
+  for (const [path, url] of urls) {
+    const reason = urlNotAllowedReason(url, policy);
+    if (reason !== null) details.push({ path, message: reason });
+  }
+  if (details.length > 0) {
+    throw invalidRequest(
+      `The service will not call this URL (only https:// to a public host): ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`,
+      details,
+      'url_not_allowed',
+    );
+  }
 }
 
 /** The mask stands for a stored secret; with none stored there is nothing to keep, so say so. */
