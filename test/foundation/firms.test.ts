@@ -26,6 +26,7 @@ describe('firms', () => {
         crm: { provider: 'none' },
         max_concurrent_calls: 5,
         reminder_offsets_minutes: [1440, 60],
+        allowed_call_countries: ['US', 'CA'],
       },
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -95,6 +96,7 @@ describe('firm settings: secrets are write-only', () => {
         max_concurrent_calls: 3,
         calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
         reminder_offsets_minutes: [120],
+        allowed_call_countries: ['US', 'CA'],
       });
     }
   });

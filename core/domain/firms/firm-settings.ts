@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
+import { isKnownCountry } from '../contact-points/phones.js';
 
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
 // the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent to
@@ -63,6 +64,13 @@ export const FirmSettingsInput = Type.Object(
     reminder_offsets_minutes: Nullable(
       Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), { maxItems: 10, uniqueItems: true }),
     ),
+    allowed_call_countries: Nullable(
+      Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), {
+        maxItems: 250,
+        uniqueItems: true,
+        description: 'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"])',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -79,6 +87,7 @@ export interface FirmSettings {
   max_concurrent_calls: number;
   calling_window?: { start: string; end: string; days: number[] };
   reminder_offsets_minutes: number[];
+  allowed_call_countries: string[];
 }
 
 export const DEFAULT_SETTINGS: FirmSettings = {
@@ -87,13 +96,15 @@ export const DEFAULT_SETTINGS: FirmSettings = {
   crm: { provider: 'none' },
   max_concurrent_calls: 5,
   reminder_offsets_minutes: [1440, 60],
+  allowed_call_countries: ['US', 'CA'],
 };
 
 const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
 
 /**
  * Applies a settings input on top of stored settings: null removes (back to default), the mask
- * keeps. Checks what the schema cannot: URLs against the URL policy (400 url_not_allowed).
+ * keeps. Checks what the schema cannot: URLs against the URL policy (400 url_not_allowed),
+ * country codes against libphonenumber's list.
  */
 export function mergeSettings(
   current: FirmSettings,
@@ -101,6 +112,7 @@ export function mergeSettings(
   urlPolicy: UrlPolicy,
 ): FirmSettings {
   checkUrls(input, urlPolicy);
+  checkCountries(input);
   const next: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(input)) {
     if (value === undefined) continue;
@@ -156,6 +168,32 @@ function checkUrls(input: FirmSettingsInput, policy: UrlPolicy): void {
       'url_not_allowed',
     );
   }
+}
+
+/** 400 for a country code libphonenumber does not know (the schema checks the form). */
+function checkCountries(input: FirmSettingsInput): void {
+  const codes = input.allowed_call_countries ?? [];
+  const details: ErrorDetail[] = codes.flatMap((code, i) =>
+    isKnownCountry(code)
+      ? []
+      : [
+          {
+            path: `/settings/allowed_call_countries/${i}`,
+            message: 'is not a known ISO 3166-1 alpha-2 country',
+          },
+        ],
+  );
+  if (details.length > 0) {
+    throw invalidRequest(
+      `settings.allowed_call_countries has codes that are not known countries: ${details.length} of them.`,
+      details,
+    );
+  }
+}
+
+/** Stored settings with the defaults of settings added since the firm was last written. */
+export function withDefaults(settings: FirmSettings): FirmSettings {
+  return { ...DEFAULT_SETTINGS, ...settings };
 }
 
 /** The mask stands for a stored secret; with none stored there is nothing to keep, so say so. */

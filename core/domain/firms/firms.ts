@@ -7,6 +7,7 @@ import {
   DEFAULT_SETTINGS,
   maskSettings,
   mergeSettings,
+  withDefaults,
   type FirmSettings,
   type FirmSettingsInput,
 } from './firm-settings.js';
@@ -22,7 +23,8 @@ export interface FirmDoc {
 const firms = (db: Db) => collection<FirmDoc>(db, COLLECTIONS.firms);
 
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
-  return firms(db).findOne({ _id: slug });
+  const firm = await firms(db).findOne({ _id: slug });
+  return firm === null ? null : { ...firm, settings: withDefaults(firm.settings) };
 }
 
 export async function createFirm(
