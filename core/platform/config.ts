@@ -1,6 +1,8 @@
 // The one place that reads the environment. Every process parses it once at start and
 // stops with exit code 1 and a message naming each bad variable (see exitOnConfigError).
 
+import type { UrlPolicy } from './url-policy.js';
+
 type VoiceProviderName = 'simulator' | 'retell';
 
 export interface Config {
@@ -19,6 +21,11 @@ export interface Config {
   smtpUrl: string | undefined;
   mailFrom: string;
   clioBaseUrl: string;
+  /**
+   * ALLOW_PRIVATE_URLS=true: URLs the service calls for a firm (Slack, Clio) may be http:// and
+   * loopback or private hosts. For local runs and tests only; false unless set.
+   */
+  allowPrivateUrls: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per principal (firm + subject) per minute. */
   rateLimitPerMinute: number;
@@ -106,6 +113,15 @@ class Reader {
     return value as T;
   }
 
+  bool(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    this.problems.push(`${name} must be true or false (got "${value.slice(0, 100)}")`);
+    return fallback;
+  }
+
   list(name: string, itemPattern: RegExp): string[] | undefined {
     const value = this.raw(name);
     if (value === undefined) return undefined;
@@ -181,6 +197,7 @@ export function loadConfig(env: Env): Config {
     smtpUrl,
     mailFrom: r.optional('MAIL_FROM') ?? 'Intake Service <no-reply@intake.invalid>',
     clioBaseUrl,
+    allowPrivateUrls: r.bool('ALLOW_PRIVATE_URLS', false),
     logLevel: r.oneOf(
       'LOG_LEVEL',
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
@@ -199,6 +216,11 @@ export function loadConfig(env: Env): Config {
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
+}
+
+/** The URL policy (core/platform/url-policy.ts) this configuration asks for. */
+export function urlPolicyOf(config: Pick<Config, 'allowPrivateUrls'>): UrlPolicy {
+  return { allowPrivate: config.allowPrivateUrls };
 }
 
 /** Runs `read`; a ConfigError ends the process with exit code 1 and its message. */

@@ -72,6 +72,8 @@ async function main(): Promise<void> {
     PORT: port,
     PUBLIC_BASE_URL: env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${port}`,
     VOICE_PROVIDER: env.VOICE_PROVIDER ?? 'simulator',
+    // Local fakes (Slack, Clio) listen on 127.0.0.1; production leaves this unset (false).
+    ALLOW_PRIVATE_URLS: env.ALLOW_PRIVATE_URLS ?? 'true',
   };
   try {
     loadConfig(childEnv);
@@ -131,6 +133,7 @@ async function main(): Promise<void> {
     `  Bull Board     ${base}/admin/queues   (any user name, the platform key as password)`,
     `  Health         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
     `  Voice provider ${childEnv.VOICE_PROVIDER}`,
+    `  Private URLs   ${childEnv.ALLOW_PRIVATE_URLS === 'true' ? 'allowed (ALLOW_PRIVATE_URLS=true)' : 'refused'}`,
     `  Redis          ${local.redisUrl}`,
     `  MongoDB        ${local.mongodbUri}`,
     generatedKey

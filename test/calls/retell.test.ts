@@ -230,7 +230,8 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
   });
 
   it('dials with the agent’s Retell agent id (override_agent_id) when the agent has one', async () => {
-    const mapped = await firm.client.post('/api/v2/create-agent', {
+    // Only the platform may map an agent to a Retell agent (test/hardening/provider-agent-id.test.ts).
+    const mapped = await stack.admin.post('/api/v2/create-agent', {
       firmSlug: firm.slug,
       agent_name: 'Mapped',
       voice_id: '11labs-Adrian',
@@ -246,7 +247,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect(created.status).toBe(200);
     await eventually(async () => expect(createRequestsFor(created.body.call_id)).toHaveLength(1));
     expect(createRequestsFor(created.body.call_id)[0]!.body.override_agent_id).toBe('agent_retell_42');
-    const bad = await firm.client.post('/api/v2/create-agent', {
+    const bad = await stack.admin.post('/api/v2/create-agent', {
       firmSlug: firm.slug,
       agent_name: 'Bad',
       voice_id: '11labs-Adrian',

@@ -26,6 +26,7 @@ describe('firms', () => {
         crm: { provider: 'none' },
         max_concurrent_calls: 5,
         reminder_offsets_minutes: [1440, 60],
+        allowed_call_countries: ['US', 'CA'],
       },
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
@@ -95,6 +96,7 @@ describe('firm settings: secrets are write-only', () => {
         max_concurrent_calls: 3,
         calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
         reminder_offsets_minutes: [120],
+        allowed_call_countries: ['US', 'CA'],
       });
     }
   });
@@ -111,11 +113,12 @@ describe('firm settings: secrets are write-only', () => {
   });
 
   it('PATCH with the mask keeps every stored secret', async () => {
+    // (The mask keeps the Clio token only for the same base_url: test/hardening/url-policy.test.ts.)
     const res = await firmClient.patch(`/api/firms/${slug}`, {
       settings: {
         voice_webhook_secret: MASK,
         booking_webhook_secret: MASK,
-        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio2.example' },
+        crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio.example' },
         max_concurrent_calls: 4,
       },
     });
@@ -125,7 +128,7 @@ describe('firm settings: secrets are write-only', () => {
     expect(res.body.settings.crm).toEqual({
       provider: 'clio',
       access_token: MASK,
-      base_url: 'https://clio2.example',
+      base_url: 'https://clio.example',
     });
     const settings = await stored(slug);
     expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
@@ -133,7 +136,7 @@ describe('firm settings: secrets are write-only', () => {
     expect(settings.crm).toEqual({
       provider: 'clio',
       access_token: secrets.crmToken,
-      base_url: 'https://clio2.example',
+      base_url: 'https://clio.example',
     });
   });
 

@@ -55,6 +55,8 @@ export async function startStack(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     QUEUE_PREFIX: `t${rand(4)}`,
     SIM_CALL_MS: '200',
+    // Fakes listen on 127.0.0.1; a test of the URL policy itself passes 'false'.
+    ALLOW_PRIVATE_URLS: 'true',
     ...options.env,
   };
   const config = loadConfig(env);

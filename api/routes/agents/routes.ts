@@ -43,7 +43,8 @@ export const agentRoutes = [
     method: 'POST',
     path: '/api/v2/create-agent',
     operationId: 'createAgent',
-    summary: 'Create an agent (voice must be one of list-voices: 400 unknown_voice)',
+    summary:
+      'Create an agent (voice must be one of list-voices: 400 unknown_voice; provider_agent_id: platform key only)',
     tag,
     auth: { kind: 'token' },
     body: CreateAgentBody,
@@ -52,7 +53,7 @@ export const agentRoutes = [
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
       await requireFirm(services.mongo.db, principal, firmSlug);
-      return agentView(await createAgent(services, firmSlug, input));
+      return agentView(await createAgent(services, principal, firmSlug, input));
     },
   }),
   defineRoute({
@@ -72,16 +73,16 @@ export const agentRoutes = [
     method: 'PATCH',
     path: '/api/v2/update-agent/{agent_id}',
     operationId: 'updateAgent',
-    summary: 'Change an agent',
+    summary: 'Change an agent (provider_agent_id: platform key only)',
     tag,
     auth: { kind: 'token' },
     params: AgentParams,
     body: UpdateAgentBody,
     response: AgentResponse,
-    errors: [404],
+    errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
       const agent = await getAgent(services.mongo.db, principal, params.agent_id);
-      return agentView(await updateAgent(services, agent, body));
+      return agentView(await updateAgent(services, principal, agent, body));
     },
   }),
   defineRoute({

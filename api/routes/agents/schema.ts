@@ -37,7 +37,7 @@ const AgentFields = {
     maxLength: 200,
     pattern: '^\\S+$',
     description:
-      "The agent's id at the voice provider (Retell's agent_id); Retell calls use it as override_agent_id",
+      "The agent's id at the voice provider (Retell's agent_id); Retell calls use it as override_agent_id. Only the platform key may set or change it (403 for firm tokens)",
   }),
 };
 

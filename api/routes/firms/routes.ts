@@ -1,5 +1,6 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
 import { createFirm, firmView, updateFirm } from '../../../core/domain/firms/firms.js';
+import { urlPolicyOf } from '../../../core/platform/config.js';
 import { defineRoute } from '../../route.js';
 import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
 
@@ -16,7 +17,8 @@ export const firmRoutes = [
     body: CreateFirmBody,
     response: FirmResponse,
     errors: [403, 409],
-    handler: async ({ services, body }) => firmView(await createFirm(services.mongo.db, body)),
+    handler: async ({ services, body }) =>
+      firmView(await createFirm(services.mongo.db, body, urlPolicyOf(services.config))),
   }),
   defineRoute({
     method: 'GET',
@@ -35,7 +37,8 @@ export const firmRoutes = [
     method: 'PATCH',
     path: '/api/firms/{slug}',
     operationId: 'updateFirm',
-    summary: 'Change a firm name or settings (null removes a setting; "********" keeps a secret)',
+    summary:
+      'Change a firm name or settings (null removes a setting; "********" keeps a secret, except crm.access_token when crm.base_url changes)',
     tag,
     auth: { kind: 'token' },
     params: FirmParams,
@@ -44,7 +47,7 @@ export const firmRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
       const firm = await requireFirm(services.mongo.db, principal, params.slug);
-      return firmView(await updateFirm(services.mongo.db, firm, body));
+      return firmView(await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)));
     },
   }),
 ];

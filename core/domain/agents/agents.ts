@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { invalidRequest, notFound, quote } from '../../platform/errors.js';
+import { forbidden, invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
@@ -21,7 +21,11 @@ export interface AgentDoc {
   prompt: string;
   begin_message: string;
   intake_questions: IntakeQuestion[];
-  /** The agent at the voice provider (Retell's agent_id), when it has one there. */
+  /**
+   * The agent at the voice provider (Retell's agent_id), when it has one there. Calls send it
+   * as override_agent_id on the platform's shared provider account, so only the platform may
+   * set or change it (firms read it).
+   */
   provider_agent_id?: string;
   created_at: Date;
   updated_at: Date;
@@ -73,11 +77,23 @@ function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
   });
 }
 
+/**
+ * provider_agent_id names an agent on the shared provider account, any firm's: a firm token
+ * may not set it or change it (sending the stored value back is no change), the platform may.
+ */
+function assertMaySetProviderAgentId(principal: Principal, input: AgentInput, current?: AgentDoc): void {
+  if (input.provider_agent_id === undefined || principal.kind === 'platform') return;
+  if (current !== undefined && input.provider_agent_id === current.provider_agent_id) return;
+  throw forbidden('Only the platform key may set or change provider_agent_id.');
+}
+
 export async function createAgent(
   services: Services,
+  principal: Principal,
   firm: string,
   input: AgentInput & { agent_name: string; voice_id: string },
 ): Promise<AgentDoc> {
+  assertMaySetProviderAgentId(principal, input);
   assertUniqueKeys(input.intake_questions);
   const voice = await requireVoice(services, input.voice_id);
   const now = new Date();
@@ -120,7 +136,13 @@ export async function getFirmAgent(db: Db, firm: string, agentId: string): Promi
   return agent;
 }
 
-export async function updateAgent(services: Services, agent: AgentDoc, input: AgentInput): Promise<AgentDoc> {
+export async function updateAgent(
+  services: Services,
+  principal: Principal,
+  agent: AgentDoc,
+  input: AgentInput,
+): Promise<AgentDoc> {
+  assertMaySetProviderAgentId(principal, input, agent);
   assertUniqueKeys(input.intake_questions);
   if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { conflict, notFound } from '../../platform/errors.js';
+import { conflict, invalidRequest, notFound } from '../../platform/errors.js';
 import { newEffectRecord, type EffectRecord } from '../../platform/db/effects.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
@@ -12,6 +12,7 @@ import type { AgentDoc } from '../agents/agents.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
+import { parseDialable, type Dialable } from '../contact-points/phones.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
@@ -162,15 +163,40 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
 }
 
 /**
+ * The rule for every number the service dials (CONTRACT §3.1): a possible number for its
+ * country (400 invalid_request), in a country of the firm's allowed_call_countries (400
+ * destination_not_allowed). `path` names the number in the request, for the error details.
+ */
+export function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {
+  const dialable = parseDialable(toNumber);
+  if (dialable === null) {
+    throw invalidRequest(`${toNumber.slice(0, 20)} is not a possible phone number for any country.`, [
+      { path, message: 'is not a possible phone number for its country' },
+    ]);
+  }
+  const allowed = firm.settings.allowed_call_countries;
+  if (!allowed.includes(dialable.country)) {
+    throw invalidRequest(
+      `The firm "${firm._id}" may not call numbers in ${dialable.country}; its settings.allowed_call_countries are ${allowed.join(', ') || 'empty'}.`,
+      [{ path, message: `is in ${dialable.country}, which is not in allowed_call_countries` }],
+      'destination_not_allowed',
+    );
+  }
+  return dialable;
+}
+
+/**
  * Registers an outbound call: the record is in MongoDB, then the place-call job (id = call_id)
  * is enqueued; if enqueueing fails the record is removed, so a 503 leaves nothing behind.
  * With an Idempotency-Key, a repeat within 24 h returns the first call and places nothing.
+ * The destination rule applies first: every dial (create-outbound-call, campaigns) comes here.
  */
 export async function registerOutboundCall(
   services: Services,
   input: OutboundCallInput,
   idempotencyKey?: string,
 ): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
+  const destination = requireAllowedDestination(input.firm, input.toNumber);
   if (services.voice.name === 'retell' && !input.firm.settings.from_number) {
     throw conflict(
       'from_number_missing',
@@ -178,7 +204,7 @@ export async function registerOutboundCall(
     );
   }
   const db = services.mongo.db;
-  const doc = newOutboundCall(input, services.voice.name);
+  const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name);
   const create = async (): Promise<void> => {
     await callsCollection(db).insertOne(doc);
     try {

@@ -1,4 +1,9 @@
-import { findPhoneNumbersInText, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
+import {
+  findPhoneNumbersInText,
+  isSupportedCountry,
+  parsePhoneNumberFromString,
+  type CountryCode,
+} from 'libphonenumber-js';
 
 // Phone numbers as every area reads them (intake answers, leads, contacts, dialled numbers),
 // with libphonenumber-js: E.164 out, a default country for numbers written without one.
@@ -13,4 +18,29 @@ export function findPhone(text: string, country: CountryCode = 'US'): string | n
     if (found.number.isValid()) return found.number.number;
   }
   return null;
+}
+
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+/** A number the service may dial: E.164, possible for its country, and that country. */
+export interface Dialable {
+  e164: string;
+  country: CountryCode;
+}
+
+/**
+ * An E.164 number as a dialable destination: null unless it is written in E.164 and is a
+ * possible number (right length) for a country libphonenumber can name. A +1 number whose area
+ * code belongs to no country has no country to check against allowed_call_countries: null.
+ */
+export function parseDialable(e164: string): Dialable | null {
+  if (!E164.test(e164)) return null;
+  const parsed = parsePhoneNumberFromString(e164);
+  if (parsed === undefined || !parsed.isPossible() || parsed.country === undefined) return null;
+  return { e164: parsed.number, country: parsed.country };
+}
+
+/** An ISO 3166-1 alpha-2 code (upper case) that libphonenumber knows. */
+export function isKnownCountry(code: string): code is CountryCode {
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
 }

@@ -1,8 +1,12 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { invalidRequest } from '../../platform/errors.js';
+import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
+import { isKnownCountry } from '../contact-points/phones.js';
 
 // Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
-// the mask back in a PATCH keeps the stored value.
+// the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent to
+// changes (crm.base_url needs crm.access_token again). URLs the service calls must pass the URL
+// policy (core/platform/url-policy.ts) when they are stored, and again when they are called.
 
 const SECRET_MASK = '********';
 export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$';
@@ -15,7 +19,13 @@ const CrmSettings = Type.Union([
     {
       provider: Type.Literal('clio'),
       access_token: Type.String({ minLength: 1, maxLength: 4096 }),
-      base_url: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+      base_url: Type.Optional(
+        Type.String({
+          format: 'uri',
+          maxLength: 2048,
+          description: 'https:// to a public host; changing it requires sending access_token again',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -42,7 +52,9 @@ export const FirmSettingsInput = Type.Object(
     notification_emails: Nullable(
       Type.Array(Type.String({ format: 'email', maxLength: 320 }), { maxItems: 50 }),
     ),
-    slack_webhook_url: Nullable(Type.String({ format: 'uri', maxLength: 2048, pattern: '^https?://' })),
+    slack_webhook_url: Nullable(
+      Type.String({ format: 'uri', maxLength: 2048, description: 'https:// to a public host' }),
+    ),
     crm: Nullable(CrmSettings),
     voice_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
     booking_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
@@ -51,6 +63,13 @@ export const FirmSettingsInput = Type.Object(
     calling_window: Nullable(CallingWindow),
     reminder_offsets_minutes: Nullable(
       Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), { maxItems: 10, uniqueItems: true }),
+    ),
+    allowed_call_countries: Nullable(
+      Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), {
+        maxItems: 250,
+        uniqueItems: true,
+        description: 'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"])',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -68,6 +87,7 @@ export interface FirmSettings {
   max_concurrent_calls: number;
   calling_window?: { start: string; end: string; days: number[] };
   reminder_offsets_minutes: number[];
+  allowed_call_countries: string[];
 }
 
 export const DEFAULT_SETTINGS: FirmSettings = {
@@ -76,12 +96,23 @@ export const DEFAULT_SETTINGS: FirmSettings = {
   crm: { provider: 'none' },
   max_concurrent_calls: 5,
   reminder_offsets_minutes: [1440, 60],
+  allowed_call_countries: ['US', 'CA'],
 };
 
 const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
 
-/** Applies a settings input on top of stored settings: null removes (back to default), the mask keeps. */
-export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): FirmSettings {
+/**
+ * Applies a settings input on top of stored settings: null removes (back to default), the mask
+ * keeps. Checks what the schema cannot: URLs against the URL policy (400 url_not_allowed),
+ * country codes against libphonenumber's list.
+ */
+export function mergeSettings(
+  current: FirmSettings,
+  input: FirmSettingsInput,
+  urlPolicy: UrlPolicy,
+): FirmSettings {
+  checkUrls(input, urlPolicy);
+  checkCountries(input);
   const next: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(input)) {
     if (value === undefined) continue;
@@ -103,12 +134,66 @@ export function mergeSettings(current: FirmSettings, input: FirmSettingsInput): 
       value.access_token === SECRET_MASK
     ) {
       if (current.crm.provider !== 'clio') throw maskWithoutSecret('/settings/crm/access_token');
+      // The stored token may only go where it went before: a new base_url needs the token itself.
+      if ((value.base_url ?? null) !== (current.crm.base_url ?? null)) {
+        throw invalidRequest(
+          'Changing settings.crm.base_url requires sending settings.crm.access_token again, not the mask.',
+          [{ path: '/settings/crm/access_token', message: 'must be the token itself when base_url changes' }],
+        );
+      }
       next.crm = { ...value, access_token: current.crm.access_token };
       continue;
     }
     next[key] = value;
   }
   return next as unknown as FirmSettings;
+}
+
+/** 400 url_not_allowed for a URL the service would call that the policy refuses. */
+function checkUrls(input: FirmSettingsInput, policy: UrlPolicy): void {
+  const urls: Array<[string, string]> = [];
+  if (typeof input.slack_webhook_url === 'string')
+    urls.push(['/settings/slack_webhook_url', input.slack_webhook_url]);
+  if (input.crm?.provider === 'clio' && input.crm.base_url !== undefined)
+    urls.push(['/settings/crm/base_url', input.crm.base_url]);
+  const details: ErrorDetail[] = [];
+  for (const [path, url] of urls) {
+    const reason = urlNotAllowedReason(url, policy);
+    if (reason !== null) details.push({ path, message: reason });
+  }
+  if (details.length > 0) {
+    throw invalidRequest(
+      `The service will not call this URL (only https:// to a public host): ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`,
+      details,
+      'url_not_allowed',
+    );
+  }
+}
+
+/** 400 for a country code libphonenumber does not know (the schema checks the form). */
+function checkCountries(input: FirmSettingsInput): void {
+  const codes = input.allowed_call_countries ?? [];
+  const details: ErrorDetail[] = codes.flatMap((code, i) =>
+    isKnownCountry(code)
+      ? []
+      : [
+          {
+            path: `/settings/allowed_call_countries/${i}`,
+            message: 'is not a known ISO 3166-1 alpha-2 country',
+          },
+        ],
+  );
+  if (details.length > 0) {
+    throw invalidRequest(
+      `settings.allowed_call_countries has codes that are not known countries: ${details.length} of them.`,
+      details,
+    );
+  }
+}
+
+/** Stored settings with the defaults of settings added since the firm was last written. */
+export function withDefaults(settings: FirmSettings): FirmSettings {
+  return { ...DEFAULT_SETTINGS, ...settings };
 }
 
 /** The mask stands for a stored secret; with none stored there is nothing to keep, so say so. */

@@ -2,10 +2,12 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 import { conflict, notFound, quote } from '../../platform/errors.js';
+import type { UrlPolicy } from '../../platform/url-policy.js';
 import {
   DEFAULT_SETTINGS,
   maskSettings,
   mergeSettings,
+  withDefaults,
   type FirmSettings,
   type FirmSettingsInput,
 } from './firm-settings.js';
@@ -21,18 +23,20 @@ export interface FirmDoc {
 const firms = (db: Db) => collection<FirmDoc>(db, COLLECTIONS.firms);
 
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
-  return firms(db).findOne({ _id: slug });
+  const firm = await firms(db).findOne({ _id: slug });
+  return firm === null ? null : { ...firm, settings: withDefaults(firm.settings) };
 }
 
 export async function createFirm(
   db: Db,
   input: { slug: string; name: string; settings?: FirmSettingsInput },
+  urlPolicy: UrlPolicy,
 ): Promise<FirmDoc> {
   const now = new Date();
   const doc: FirmDoc = {
     _id: input.slug,
     name: input.name,
-    settings: mergeSettings(DEFAULT_SETTINGS, input.settings ?? {}),
+    settings: mergeSettings(DEFAULT_SETTINGS, input.settings ?? {}, urlPolicy),
     created_at: now,
     updated_at: now,
   };
@@ -46,11 +50,13 @@ export async function updateFirm(
   db: Db,
   firm: FirmDoc,
   input: { name?: string; settings?: FirmSettingsInput },
+  urlPolicy: UrlPolicy,
 ): Promise<FirmDoc> {
   const next: FirmDoc = {
     ...firm,
     name: input.name ?? firm.name,
-    settings: input.settings === undefined ? firm.settings : mergeSettings(firm.settings, input.settings),
+    settings:
+      input.settings === undefined ? firm.settings : mergeSettings(firm.settings, input.settings, urlPolicy),
     updated_at: new Date(),
   };
   const result = await firms(db).replaceOne({ _id: firm._id }, next);

@@ -1,0 +1,139 @@
+// Security review, issue 7, finding 15: every number the service dials is a possible number for
+// its country (libphonenumber-js) and in a country of the firm's allowed_call_countries (default
+// US and CA). The rule lives in registerOutboundCall, which every dial goes through.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDialable } from '../../core/domain/contact-points/phones.js';
+import { detailPaths, expectError } from '../helpers/expect-error.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { callsOf, createAgent } from '../calls/support.js';
+
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+let agentId: string;
+
+beforeAll(async () => {
+  stack = await startStack();
+  firm = await createFirm(stack);
+  agentId = await createAgent(firm.client, firm.slug);
+});
+afterAll(async () => stack?.stop());
+
+const UK = '+442071234567';
+const CANADA = '+14165550123';
+const call = (toNumber: string, headers?: Record<string, string>) =>
+  firm.client.post('/api/v2/create-outbound-call', { toNumber, agentId, firmSlug: firm.slug }, headers);
+const callCount = () => callsOf(stack).countDocuments({ firm: firm.slug });
+
+describe('parseDialable', () => {
+  it('gives the E.164 number and its country for a possible number', () => {
+    expect(parseDialable('+14155550123')).toEqual({ e164: '+14155550123', country: 'US' });
+    expect(parseDialable(CANADA)).toEqual({ e164: CANADA, country: 'CA' });
+    expect(parseDialable(UK)).toEqual({ e164: UK, country: 'GB' });
+  });
+
+  it('is null for what is not a possible number of a known country', () => {
+    for (const n of ['+1212555', '+99912345678', '+10005551234', '14155550123', '+1 415 555 0123', '']) {
+      expect(parseDialable(n)).toBeNull();
+    }
+  });
+});
+
+describe('create-outbound-call destinations', () => {
+  it('a UK number with the default setting: 400 destination_not_allowed, no call stored', async () => {
+    const before = await callCount();
+    const res = await call(UK);
+    expectError(res, 400, 'destination_not_allowed');
+    expect(detailPaths(res)).toEqual(['/toNumber']);
+    // With an Idempotency-Key too, and a repeat does not turn into a success.
+    for (let i = 0; i < 2; i++)
+      expectError(await call(UK, { 'Idempotency-Key': 'uk-1' }), 400, 'destination_not_allowed');
+    expect(await callCount()).toBe(before);
+    expect(await stack.services.queues.calls.getJobCounts()).toMatchObject({ waiting: 0, delayed: 0 });
+  });
+
+  it('a Canadian number is accepted by default', async () => {
+    const res = await call(CANADA);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect((await firm.client.get(`/api/v2/get-call/${res.body.call_id}`)).body.to_number).toBe(CANADA);
+  });
+
+  it.each(['+1212555', '+99912345678', '+10005551234'])(
+    'an impossible number %s is 400 invalid_request at /toNumber',
+    async (n) => {
+      const before = await callCount();
+      const res = await call(n);
+      expectError(res, 400, 'invalid_request');
+      expect(detailPaths(res)).toEqual(['/toNumber']);
+      expect(await callCount()).toBe(before);
+    },
+  );
+
+  it('after PATCHing allowed_call_countries ["US", "GB"] the UK number is accepted (and Canada no longer)', async () => {
+    const patched = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: ['US', 'GB'] },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.settings.allowed_call_countries).toEqual(['US', 'GB']);
+    const res = await call(UK);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expectError(await call(CANADA), 400, 'destination_not_allowed');
+    expect((await call('+14155550123')).status).toBe(200);
+
+    // null restores the default.
+    const reset = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: null },
+    });
+    expect(reset.body.settings.allowed_call_countries).toEqual(['US', 'CA']);
+    expectError(await call(UK), 400, 'destination_not_allowed');
+  });
+
+  it('an empty list allows no destination', async () => {
+    const other = await createFirm(stack, { allowed_call_countries: [] });
+    const otherAgent = await createAgent(other.client, other.slug);
+    const res = await other.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155550123',
+      agentId: otherAgent,
+      firmSlug: other.slug,
+    });
+    expectError(res, 400, 'destination_not_allowed');
+  });
+});
+
+describe('allowed_call_countries validation', () => {
+  it.each([
+    ['an unknown code "XX"', ['XX'], '/settings/allowed_call_countries/0'],
+    ['an unknown code after a known one', ['US', 'ZZ'], '/settings/allowed_call_countries/1'],
+    ['lower case "us"', ['us'], '/settings/allowed_call_countries/0'],
+    ['three letters', ['USA'], '/settings/allowed_call_countries/0'],
+    ['a repeated code', ['US', 'US'], '/settings/allowed_call_countries'],
+    ['a string, not an array', 'US', '/settings/allowed_call_countries'],
+    ['a number', [1], '/settings/allowed_call_countries/0'],
+    ['251 codes', Array.from({ length: 251 }, (_, i) => `A${i}`), '/settings/allowed_call_countries'],
+  ])('PATCH with %s is 400 invalid_request at %s, changing nothing', async (_what, value, path) => {
+    const res = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: value },
+    });
+    expectError(res, 400, 'invalid_request');
+    expect(detailPaths(res)).toContain(path);
+    expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.allowed_call_countries).toEqual([
+      'US',
+      'CA',
+    ]);
+  });
+
+  it('a firm stored before the setting existed reads, and dials, with the default', async () => {
+    const old = await createFirm(stack);
+    await stack.services.mongo.db
+      .collection('firms')
+      .updateOne({ _id: old.slug as never }, { $unset: { 'settings.allowed_call_countries': '' } });
+    expect((await old.client.get(`/api/firms/${old.slug}`)).body.settings.allowed_call_countries).toEqual([
+      'US',
+      'CA',
+    ]);
+    const oldAgent = await createAgent(old.client, old.slug);
+    const dial = (toNumber: string) =>
+      old.client.post('/api/v2/create-outbound-call', { toNumber, agentId: oldAgent, firmSlug: old.slug });
+    expect((await dial(CANADA)).status).toBe(200);
+    expectError(await dial(UK), 400, 'destination_not_allowed');
+  });
+});

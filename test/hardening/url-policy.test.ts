@@ -1,0 +1,338 @@
+// Security review, issue 7, finding 5: URLs the service calls for a firm (slack_webhook_url,
+// crm.base_url) are https:// to a public address, checked when stored and when called
+// (core/platform/url-policy.ts); the write-only Clio token cannot be sent to a new base_url
+// without sending it again. ALLOW_PRIVATE_URLS=true lifts the address rule for local runs.
+import { createServer, get, Agent, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../core/platform/config.js';
+import {
+  assertResolvesToPublic,
+  isPublicAddress,
+  publicOnlyLookup,
+  UrlNotAllowedError,
+  urlNotAllowedReason,
+} from '../../core/platform/url-policy.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+
+const strict = { allowPrivate: false };
+const lenient = { allowPrivate: true };
+
+const REFUSED = [
+  'http://127.0.0.1/x',
+  'https://169.254.169.254/',
+  'https://10.0.0.1/',
+  'https://[::1]/',
+  'https://localhost/',
+  'file:///etc/passwd',
+  'https://user:pass@example.com/',
+];
+const SLACK = 'https://hooks.slack.com/services/T/B/X';
+
+describe('urlNotAllowedReason (the URL as written)', () => {
+  it.each([
+    ...REFUSED,
+    'http://example.com/', // http:// only with ALLOW_PRIVATE_URLS
+    'ftp://example.com/',
+    'https://LOCALHOST./',
+    'https://api.localhost/',
+    'https://0.0.0.0/',
+    'https://127.1/',
+    'https://2130706433/', // decimal 127.0.0.1
+    'https://0x7f.0.0.1/', // hex
+    'https://0177.0.0.1/', // octal
+    'https://3232235777/', // decimal 192.168.1.1
+    'https://8.8.8.8./', // a trailing dot: not the dotted form
+    'https://%31%32%37.0.0.1/',
+    'https://172.16.5.4/',
+    'https://192.168.0.1/',
+    'https://100.64.0.1/', // CGNAT
+    'https://224.0.0.1/', // multicast
+    'https://240.0.0.1/', // reserved
+    'https://255.255.255.255/',
+    'https://192.0.2.10/', // documentation
+    'https://[::]/',
+    'https://[::ffff:127.0.0.1]/', // IPv4-mapped loopback
+    'https://[::ffff:a9fe:a9fe]/', // IPv4-mapped 169.254.169.254
+    'https://[fe80::1]/', // link-local
+    'https://[fd00::1]/', // unique local
+    'https://[ff02::1]/', // multicast
+    'https://[64:ff9b::a00:1]/', // NAT64 of 10.0.0.1
+    'https://[2001:db8::1]/', // documentation
+    'https://:pass@example.com/',
+    'https://user@example.com/',
+    'https:example.com/', // not scheme://host
+    'https:\\\\example.com/',
+    'not a url',
+  ])('refuses %s', (url) => {
+    expect(urlNotAllowedReason(url, strict)).toEqual(expect.any(String));
+  });
+
+  it.each([
+    SLACK,
+    'https://app.clio.com',
+    'https://eu.app.clio.com/api/v4',
+    'https://8.8.8.8/',
+    'https://[2606:4700:4700::1111]/',
+    'https://[::ffff:8.8.8.8]/',
+    'https://example.com:8443/path?q=1',
+  ])('accepts %s', (url) => {
+    expect(urlNotAllowedReason(url, strict)).toBeNull();
+  });
+
+  it('ALLOW_PRIVATE_URLS allows http:// and private hosts, still not other schemes, user info or odd IP forms', () => {
+    for (const url of [
+      'http://127.0.0.1:4000/x',
+      'https://localhost/',
+      'https://10.0.0.1/',
+      'http://[::1]:80/',
+    ]) {
+      expect(urlNotAllowedReason(url, lenient)).toBeNull();
+    }
+    for (const url of [
+      'file:///etc/passwd',
+      'https://user:pass@127.0.0.1/',
+      'http://2130706433/',
+      'gopher://x/',
+    ]) {
+      expect(urlNotAllowedReason(url, lenient)).toEqual(expect.any(String));
+    }
+  });
+
+  it('isPublicAddress knows the special ranges of IPv4 and IPv6', () => {
+    for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+      expect(isPublicAddress(ip)).toBe(true);
+    }
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.127.0.1',
+      '0.0.0.0',
+      '239.1.1.1',
+      '::',
+      '::1',
+      '::ffff:10.0.0.1',
+      'fe80::1',
+      'fc00::1',
+      'ff00::1',
+      '2002:7f00:1::1',
+      'not-an-ip',
+    ]) {
+      expect(isPublicAddress(ip)).toBe(false);
+    }
+  });
+});
+
+describe('assertResolvesToPublic (the call-time check, on resolved addresses)', () => {
+  it('refuses a host that resolves to loopback (localhost) unless private URLs are allowed', async () => {
+    await expect(assertResolvesToPublic('https://localhost/', strict)).rejects.toBeInstanceOf(
+      UrlNotAllowedError,
+    );
+    await expect(assertResolvesToPublic('https://localhost/', lenient)).resolves.toBeUndefined();
+  });
+
+  it('refuses a private IP literal, accepts a public one without DNS', async () => {
+    const noDns = async (): Promise<never> => {
+      throw new Error('resolved an IP literal');
+    };
+    await expect(assertResolvesToPublic('https://127.0.0.1/', strict, noDns)).rejects.toBeInstanceOf(
+      UrlNotAllowedError,
+    );
+    await expect(assertResolvesToPublic('https://[::1]/', strict, noDns)).rejects.toBeInstanceOf(
+      UrlNotAllowedError,
+    );
+    await expect(assertResolvesToPublic('https://8.8.8.8/', strict, noDns)).resolves.toBeUndefined();
+  });
+
+  it('refuses a public-looking name when ANY of its addresses is not public', async () => {
+    const resolver = (answers: string[]) => async (host: string) => {
+      expect(host).toBe('hooks.example.com');
+      return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    };
+    const url = 'https://hooks.example.com/x';
+    await expect(assertResolvesToPublic(url, strict, resolver(['93.184.216.34']))).resolves.toBeUndefined();
+    for (const answers of [['10.0.0.7'], ['93.184.216.34', '127.0.0.1'], ['2606:2800::1', 'fd00::1'], []]) {
+      await expect(assertResolvesToPublic(url, strict, resolver(answers))).rejects.toBeInstanceOf(
+        UrlNotAllowedError,
+      );
+    }
+    // It checks the URL first: no DNS for a URL refused as written.
+    await expect(
+      assertResolvesToPublic('http://hooks.example.com/', strict, resolver(['8.8.8.8'])),
+    ).rejects.toThrow(/https/);
+  });
+});
+
+describe('publicOnlyLookup (the socket connects only to a checked address)', () => {
+  let server: Server;
+  let port: number;
+  beforeAll(async () => {
+    server = createServer((_req, res) => res.end('reached'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const fetchVia = (allowPrivate: boolean) =>
+    new Promise<string>((resolve, reject) => {
+      const agent = new Agent({ lookup: publicOnlyLookup({ allowPrivate }) });
+      const req = get({ host: 'localhost', port, path: '/', agent, family: 4 }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+      req.on('close', () => agent.destroy());
+    });
+
+  it('refuses to connect to a host that resolves to 127.0.0.1', async () => {
+    await expect(fetchVia(false)).rejects.toBeInstanceOf(UrlNotAllowedError);
+  });
+
+  it('connects with private URLs allowed', async () => {
+    await expect(fetchVia(true)).resolves.toBe('reached');
+  });
+
+  it('answers in both lookup forms (one address, or all: true)', async () => {
+    const lookup = publicOnlyLookup(lenient);
+    const one = await new Promise<unknown[]>((resolve, reject) =>
+      lookup('localhost', { family: 4 }, (err, address, family) =>
+        err ? reject(err) : resolve([address, family]),
+      ),
+    );
+    expect(one).toEqual(['127.0.0.1', 4]);
+    const all = await new Promise<unknown>((resolve, reject) =>
+      lookup('localhost', { family: 4, all: true }, (err, addresses) =>
+        err ? reject(err) : resolve(addresses),
+      ),
+    );
+    expect(all).toEqual([{ address: '127.0.0.1', family: 4 }]);
+  });
+});
+
+describe('ALLOW_PRIVATE_URLS in the configuration', () => {
+  const base = {
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    MONGODB_URI: 'mongodb://127.0.0.1:27017/intake',
+    ADMIN_API_KEY: 'adm_0123456789abcdefghijklmnop',
+    SESSION_SECRET: '0123456789abcdef0123456789abcdef',
+  };
+  it('defaults to false, reads true and false, and refuses anything else naming the variable', () => {
+    expect(loadConfig(base).allowPrivateUrls).toBe(false);
+    expect(loadConfig({ ...base, ALLOW_PRIVATE_URLS: 'true' }).allowPrivateUrls).toBe(true);
+    expect(loadConfig({ ...base, ALLOW_PRIVATE_URLS: 'false' }).allowPrivateUrls).toBe(false);
+    expect(() => loadConfig({ ...base, ALLOW_PRIVATE_URLS: 'yes' })).toThrow(/ALLOW_PRIVATE_URLS/);
+  });
+});
+
+describe('firm settings: URLs the service calls (a stack without ALLOW_PRIVATE_URLS)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ env: { ALLOW_PRIVATE_URLS: 'false' } });
+  });
+  afterAll(async () => stack?.stop());
+
+  const stored = async (slug: string) =>
+    (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+
+  it.each(REFUSED)(
+    'refuses %s as slack_webhook_url and crm.base_url with 400 url_not_allowed',
+    async (url) => {
+      const firm = await createFirm(stack);
+      const before = await stored(firm.slug);
+      for (const [settings, path] of [
+        [{ slack_webhook_url: url }, '/settings/slack_webhook_url'],
+        [
+          { crm: { provider: 'clio', access_token: 'clio-token-1', base_url: url } },
+          '/settings/crm/base_url',
+        ],
+      ] as const) {
+        for (const client of [firm.client, stack.admin]) {
+          const res = await client.patch(`/api/firms/${firm.slug}`, { settings });
+          expect(expectError(res, 400, 'url_not_allowed')).toEqual([{ path, message: expect.any(String) }]);
+        }
+        const created = await stack.admin.post('/api/firms', { slug: `u-${firm.slug}`, name: 'U', settings });
+        expect(expectError(created, 400, 'url_not_allowed')).toEqual([{ path, message: expect.any(String) }]);
+      }
+      expect(await stored(firm.slug)).toEqual(before);
+      expect((await stack.admin.get(`/api/firms/u-${firm.slug}`)).status).toBe(404);
+    },
+  );
+
+  it('accepts a public https:// URL for both', async () => {
+    const firm = await createFirm(stack);
+    const res = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: {
+        slack_webhook_url: SLACK,
+        crm: { provider: 'clio', access_token: 'clio-token-1', base_url: 'https://eu.app.clio.com' },
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.settings.slack_webhook_url).toBe(SLACK);
+    expect((await stored(firm.slug)).crm.base_url).toBe('https://eu.app.clio.com');
+  });
+});
+
+describe('firm settings: the Clio token goes only where it went before', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => stack?.stop());
+
+  const MASK = '********';
+  const stored = async (slug: string) =>
+    (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+
+  it('the mask with a new crm.base_url is a 400 at /settings/crm/access_token, and nothing changes', async () => {
+    const token = 'clio-secret-token';
+    const firm = await createFirm(stack, {
+      crm: { provider: 'clio', access_token: token, base_url: 'https://app.clio.com' },
+    });
+    const before = await stored(firm.slug);
+    for (const crm of [
+      { provider: 'clio', access_token: MASK, base_url: 'https://attacker.example' },
+      { provider: 'clio', access_token: MASK, base_url: 'http://127.0.0.1:9/' },
+      { provider: 'clio', access_token: MASK }, // dropping base_url moves it to CLIO_BASE_URL
+    ]) {
+      const res = await firm.client.patch(`/api/firms/${firm.slug}`, { settings: { crm } });
+      expect(expectError(res, 400, 'invalid_request')).toEqual([
+        { path: '/settings/crm/access_token', message: expect.any(String) },
+      ]);
+    }
+    expect(await stored(firm.slug)).toEqual(before);
+
+    // The same base_url with the mask keeps the token; a new base_url with the token itself is fine.
+    const same = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: MASK, base_url: 'https://app.clio.com' } },
+    });
+    expect(same.status).toBe(200);
+    expect((await stored(firm.slug)).crm).toEqual(before.crm);
+    const moved = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: 'new-token', base_url: 'https://eu.app.clio.com' } },
+    });
+    expect(moved.status).toBe(200);
+    expect((await stored(firm.slug)).crm).toEqual({
+      provider: 'clio',
+      access_token: 'new-token',
+      base_url: 'https://eu.app.clio.com',
+    });
+  });
+
+  it('with ALLOW_PRIVATE_URLS=true (this stack) http:// to 127.0.0.1 is stored', async () => {
+    const firm = await createFirm(stack, {
+      slack_webhook_url: 'http://127.0.0.1:4010/slack',
+      crm: { provider: 'clio', access_token: 't', base_url: 'http://127.0.0.1:4011' },
+    });
+    expect((await stored(firm.slug)).slack_webhook_url).toBe('http://127.0.0.1:4010/slack');
+    // Still refused as written: other schemes and credentials in the URL.
+    const res = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { slack_webhook_url: 'file:///etc/passwd' },
+    });
+    expectError(res, 400, 'url_not_allowed');
+  });
+});
