@@ -5,12 +5,14 @@ import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { firmRoutes } from './firms/routes.js';
+import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
   ...firmRoutes,
   ...apiKeyRoutes,
+  ...sessionRoutes,
   ...voiceRoutes,
   ...agentRoutes,
   ...callRoutes,

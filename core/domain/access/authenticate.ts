@@ -4,6 +4,7 @@ import { unauthorized } from '../../platform/errors.js';
 import { safeEqual, sha256Hex } from '../../platform/crypto.js';
 import type { Principal } from './principal.js';
 import { verifySessionToken } from './session.js';
+import { isSessionRevoked } from './session-revocations.js';
 import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 
 /** Resolves a bearer token to a principal, or null for any token that is not valid now. */
@@ -16,8 +17,17 @@ async function principalForToken(token: string, config: Config, db: Db): Promise
     const key = await findApiKeyByHash(db, sha256Hex(token));
     return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key.id };
   }
-  if (token.split('.').length === 3) return verifySessionToken(token, config.sessionSecret);
+  if (token.split('.').length === 3) return sessionPrincipal(token, config, db);
   return null;
+}
+
+/** A session token's principal; a firm session pays one point read for its firm's revocation. */
+async function sessionPrincipal(token: string, config: Config, db: Db): Promise<Principal | null> {
+  const session = await verifySessionToken(token, config.sessionSecret);
+  if (session === null) return null;
+  const { principal, issuedAt } = session;
+  if (principal.kind === 'firm' && (await isSessionRevoked(db, principal.firm, issuedAt))) return null;
+  return principal;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */

@@ -6,6 +6,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.firms]: [],
   [COLLECTIONS.apiKeys]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.apiKeyHashes]: [],
+  [COLLECTIONS.sessionRevocations]: [],
   [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.calls]: [
     // list-calls keyset: finished calls of a firm by end time then id, newest first.

@@ -1,0 +1,44 @@
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { UnavailableError } from '../../platform/errors.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
+
+// POST /api/auth/revoke-sessions: every session token of a firm issued before the call stops
+// working. A key document per firm (`_id` = the slug) holds the time from which its session
+// tokens are accepted again; verifying a firm's session token reads it by _id. API keys and
+// platform sessions (firm "*", bounded by the 24-hour lifetime) never read it.
+
+interface SessionRevocationDoc {
+  _id: string;
+  /** A firm session token is refused unless its `iat` is at or after this time. */
+  revoked_before: Date;
+}
+
+const revocations = (db: Db) => collection<SessionRevocationDoc>(db, COLLECTIONS.sessionRevocations);
+
+/**
+ * Revokes every session token of `firm` issued up to now. `iat` has whole seconds, so a token
+ * issued later in the current second cannot be told from one issued before the call: the
+ * revocation covers the whole current second, and `revoked_before` is the next whole second
+ * (a client signs in again from then on). Never moves back: the writers of one firm's
+ * revocation take turns (FerretDB's `$max` is a read then a write).
+ */
+export async function revokeSessions(services: Services, firm: string): Promise<Date> {
+  if (services.redis.status !== 'ready') throw new UnavailableError('redis');
+  const lockKey = `${services.config.queuePrefix}:lock:session-revocation:${firm}`;
+  return withRecordLock(services.redis, lockKey, async () => {
+    const revokedBefore = new Date((Math.floor(Date.now() / 1000) + 1) * 1000);
+    const docs = revocations(services.mongo.db);
+    await docs.updateOne({ _id: firm }, { $max: { revoked_before: revokedBefore } }, { upsert: true });
+    const stored = await docs.findOne({ _id: firm });
+    return stored?.revoked_before ?? revokedBefore;
+  });
+}
+
+/** Whether a session token of `firm` issued at `issuedAt` (seconds; none: unknown) was revoked. */
+export async function isSessionRevoked(db: Db, firm: string, issuedAt: number | undefined): Promise<boolean> {
+  const doc = await revocations(db).findOne({ _id: firm });
+  if (doc === null) return false;
+  return issuedAt === undefined || issuedAt * 1000 < doc.revoked_before.getTime();
+}
