@@ -145,7 +145,14 @@ function endedCall(firm: FirmDoc, agent: AgentDoc, i: number): CallDoc {
       call_successful: true,
       custom_analysis_data: { case_type: 'workers comp' },
     },
-    dial: { state: 'placed', attempts: 1, marked_at: new Date(), placed_at: new Date(), last_error: null },
+    dial: {
+      state: 'done',
+      attempts: 1,
+      started_at: new Date(),
+      finished_at: new Date(),
+      last_error: null,
+      result: { provider_call_id: 'sim_seeded' },
+    },
   };
 }
 
@@ -275,17 +282,21 @@ async function main(): Promise<void> {
     if (res.status !== 200) throw new Error(`create-outbound-call: ${res.status}`);
   };
   const callEvent = (callId: string) => async (): Promise<void> => {
-    const { advanced } = await applyCallEvent(db, {
-      firm: slug,
-      event: 'call_started',
-      call: {
-        call_id: `sim_${callId}`,
-        call_status: 'ongoing',
-        start_timestamp: Date.now(),
-        metadata: { call_id: callId },
+    const { advanced } = await applyCallEvent(
+      db,
+      {
+        firm: slug,
+        event: 'call_started',
+        call: {
+          call_id: `sim_${callId}`,
+          call_status: 'ongoing',
+          start_timestamp: Date.now(),
+          metadata: { call_id: callId },
+        },
+        received_at: Date.now(),
       },
-      received_at: Date.now(),
-    });
+      callId,
+    );
     if (!advanced) throw new Error(`call_started did not advance ${callId}`);
   };
 

@@ -25,9 +25,11 @@ export function allowedMethods(router: Router): Middleware {
         headers,
       );
     }
+    // An unknown method is a 405 too (CONTRACT §1 allows 405 or 501): to a client, and to an
+    // outside fuzzer, a 5xx says the server failed, which it did not.
     throw new AppError(
-      501,
-      'not_implemented',
+      405,
+      'method_not_allowed',
       `This service does not implement ${ctx.method}${allow === '' ? '' : `; this path allows ${allow}`}.`,
       undefined,
       headers,

@@ -53,12 +53,12 @@ const allowOf = (res: ApiResponse) =>
     .filter((m) => m !== '')
     .sort();
 
-describe('finding 8: a method a route does not have is 405 with Allow (unknown: 501), never 500', () => {
-  it('TRACE, QUERY, PROPFIND on any path, without a token: 501 not_implemented', async () => {
+describe('finding 8: a method a route does not have is 405 with Allow (unknown too), never 500', () => {
+  it('TRACE, QUERY, PROPFIND on any path, without a token: 405 method_not_allowed', async () => {
     for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE']) {
       for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x', '/no/such/path']) {
         const res = await send(method, path);
-        expectError(res, 501, 'not_implemented');
+        expectError(res, 405, 'method_not_allowed');
       }
     }
     // On a known path the answer names what the path does have.
