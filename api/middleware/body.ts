@@ -62,6 +62,10 @@ export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
           `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
         );
       }
+      // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): a 400, not a 500.
+      if (/\\u0000/i.test((ctx.request as { rawBody?: string }).rawBody ?? '')) {
+        throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
+      }
       await next();
     });
   };
