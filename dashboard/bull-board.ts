@@ -7,7 +7,7 @@ import { safeEqual } from '../core/platform/crypto.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import type { Services } from '../core/wiring/services.js';
 
-export const BULL_BOARD_PATH = '/admin/queues';
+const BULL_BOARD_PATH = '/admin/queues';
 
 // Bull Board's page links a Google Fonts stylesheet; an operator's browser should not reach
 // out from an admin page (and offline it would only stall), so everything stays on this origin.

@@ -1,16 +1,16 @@
 import type { Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { AppError, invalidRequest } from '../../core/platform/errors.js';
+import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
 
-export const DEFAULT_BODY_LIMIT = '2mb';
+const DEFAULT_BODY_LIMIT = '2mb';
 /** JSON nested deeper than this is a 400 (CONTRACT §1): validation, logging and queues recurse. */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /**
  * Whether parsed JSON nests objects and arrays more than `limit` levels deep ({} and [] are
  * one level each). Iterative, so no depth of input can overflow the stack here.
  */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
+function nestedDeeperThan(value: unknown, limit: number): boolean {
   const pending: Array<[unknown, number]> = [[value, 1]];
   for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
     const [node, depth] = item;
@@ -49,11 +49,7 @@ export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
       hasBody(ctx.req.headers) &&
       !ctx.is('json', '+json')
     ) {
-      throw new AppError(
-        415,
-        'unsupported_media_type',
-        'Send the body as JSON with Content-Type: application/json.',
-      );
+      throw unsupportedMediaType('Send the body as JSON with Content-Type: application/json.');
     }
     await parse(ctx, async () => {
       // Right after parsing, before anything (validation, webhook authentication) walks the body.

@@ -47,10 +47,10 @@ export function errorHandler(log: Logger): Middleware {
 }
 
 /** A response lists at most this many details (CONTRACT §1); the message says how many more. */
-export const MAX_DETAILS = 50;
+const MAX_DETAILS = 50;
 
 /** The contract's error body; the one place errors are rendered, so the one place details are capped. */
-export function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
+function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
   if (e.details === undefined) return { code: e.code, message: e.message };
   if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };
   const more = e.details.length - MAX_DETAILS;
@@ -61,7 +61,7 @@ export function errorBody(e: AppError): { code: string; message: string; details
   };
 }
 
-export function toAppError(err: unknown): AppError {
+function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   // MongoDB's error classes are precise; the Redis check goes by message text, which a MongoDB
   // error can also contain ("connect ECONNREFUSED"), so MongoDB is asked first.

@@ -26,7 +26,7 @@ declare module 'ioredis' {
   }
 }
 
-export interface RateLimits {
+interface RateLimits {
   perPrincipal: number;
   perWebhookFirm: number;
   perUnauthenticatedAddress: number;

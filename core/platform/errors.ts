@@ -21,7 +21,7 @@ export class AppError extends Error {
 }
 
 /** The most characters of one request value an error message echoes (CONTRACT §1). */
-export const MAX_ECHO = 100;
+const MAX_ECHO = 100;
 
 /** Request text for an error message: the first MAX_ECHO characters, "…" marking a cut. */
 export function clip(text: string): string {

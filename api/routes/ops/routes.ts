@@ -45,7 +45,7 @@ export interface Lifecycle {
   shuttingDown: boolean;
 }
 
-export async function checkReadiness(services: Services): Promise<Record<string, string>> {
+async function checkReadiness(services: Services): Promise<Record<string, string>> {
   const [redis, mongodb] = await Promise.allSettled([
     withTimeout(services.redis.ping(), 2000),
     withTimeout(pingMongo(services.mongo), 2500),

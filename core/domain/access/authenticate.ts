@@ -31,7 +31,7 @@ async function sessionPrincipal(token: string, config: Config, db: Db): Promise<
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
   return match?.[1] ?? null;

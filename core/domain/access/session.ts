@@ -11,7 +11,7 @@ const MAX_SESSION_SECONDS = 24 * 60 * 60;
 const MAX_IAT_SKEW_SECONDS = 60;
 
 /** A verified session token: who it acts for, and when it says it was issued (seconds), if it does. */
-export interface VerifiedSession {
+interface VerifiedSession {
   principal: Principal;
   issuedAt: number | undefined;
 }

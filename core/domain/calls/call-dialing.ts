@@ -79,13 +79,7 @@ export async function placeOutboundCall(
 
 /** What the provider needs besides the call record: the agent as it plays it, and where to report. */
 async function placeCallRequest(services: Services, call: CallDoc): Promise<PlaceCallRequest> {
-  const db = services.mongo.db;
-  const [agent, firm] = await Promise.all([
-    call.agent_id === null ? null : findAgent(db, call.agent_id),
-    getFirm(db, call.firm),
-  ]);
-  const secret = voiceWebhookSecret(services.config, call.firm, firm?.settings.voice_webhook_secret);
-  return {
+  const request: PlaceCallRequest = {
     callId: call._id,
     firm: call.firm,
     agentId: call.agent_id ?? '',
@@ -93,6 +87,16 @@ async function placeCallRequest(services: Services, call: CallDoc): Promise<Plac
     ...(call.from_number === null ? {} : { fromNumber: call.from_number }),
     toNumber: call.to_number ?? '',
     dynamicVariables: call.dynamic_variables,
+  };
+  if (!services.voice.playsOurScript) return request;
+  const db = services.mongo.db;
+  const [agent, firm] = await Promise.all([
+    call.agent_id === null ? null : findAgent(db, call.agent_id),
+    getFirm(db, call.firm),
+  ]);
+  const secret = voiceWebhookSecret(services.config, call.firm, firm?.settings.voice_webhook_secret);
+  return {
+    ...request,
     // A deleted agent's calls still play, with the default intake.
     agent:
       agent === null

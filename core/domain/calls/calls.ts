@@ -37,7 +37,7 @@ export function isFinished(status: CallStatus): boolean {
   return STATUS_RANK[status] === FINISHED_RANK;
 }
 
-export interface CallAnalysis {
+interface CallAnalysis {
   call_summary: string | null;
   user_sentiment: string | null;
   call_successful: boolean | null;
@@ -167,7 +167,7 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
  * country (400 invalid_request), in a country of the firm's allowed_call_countries (400
  * destination_not_allowed). `path` names the number in the request, for the error details.
  */
-export function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {
+function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {
   const dialable = parseDialable(toNumber);
   if (dialable === null) {
     throw invalidRequest(`${toNumber.slice(0, 20)} is not a possible phone number for any country.`, [

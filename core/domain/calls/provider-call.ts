@@ -5,7 +5,7 @@ import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
 // transcript_with_tool_calls, unknown fields — is dropped at the door, so a webhook's job in
 // Redis stays small whatever the body held.
 
-export const TRANSCRIPT_MAX_CHARS = 200_000;
+const TRANSCRIPT_MAX_CHARS = 200_000;
 const MAX_DEPTH = 4;
 const MAX_KEYS = 200;
 

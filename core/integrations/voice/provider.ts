@@ -88,6 +88,8 @@ export class ProviderError extends Error {
 
 export interface VoiceProvider {
   readonly name: 'simulator' | 'retell';
+  /** Plays our agent's script and reports to the webhook we give per call (PlaceCallRequest.agent/webhook). */
+  readonly playsOurScript: boolean;
   listVoices(): Promise<VoiceEntry[]>;
   /** Creates the call at the provider. Throws ProviderError on failure. */
   placeCall(request: PlaceCallRequest): Promise<ProviderCall>;

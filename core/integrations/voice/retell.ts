@@ -22,6 +22,8 @@ const MAX_RETRY_AFTER_MS = 60_000;
 /** Retell through its official SDK. The SDK never retries (maxRetries 0): our queue owns retries. */
 export class RetellProvider implements VoiceProvider {
   readonly name = 'retell' as const;
+  // Retell plays the agent configured there and reports to the account's webhook.
+  readonly playsOurScript = false;
   private readonly client: Retell;
 
   constructor(options: RetellOptions) {

@@ -76,6 +76,7 @@ const simulatorCallId = (callId: string): string =>
 
 export class SimulatorProvider implements VoiceProvider {
   readonly name = 'simulator' as const;
+  readonly playsOurScript = true;
   constructor(private readonly options: { db: Db; simCallMs: number; schedule: ScheduleSimulatorStep }) {}
 
   async listVoices(): Promise<VoiceEntry[]> {
