@@ -11,6 +11,7 @@ import { RetellProvider } from '../integrations/voice/retell.js';
 import { SimulatorProvider } from '../integrations/voice/simulator.js';
 import type { ChatEngine } from '../integrations/chat/engine.js';
 import { OpenAiChatEngine } from '../integrations/chat/openai.js';
+import { SmtpMailer, type Mailer } from '../integrations/mail/mailer.js';
 
 // The one place that wires a process: configuration, log, data stores, queues and the outside
 // systems chosen by configuration. Domain code receives this and never builds clients itself.
@@ -26,6 +27,8 @@ export interface Services {
   voice: VoiceProvider;
   /** The LLM chat engine when OPENAI_API_KEY is set; otherwise the built-in intake agent answers. */
   llm: ChatEngine | null;
+  /** Outgoing email when SMTP_URL is set; without it email effects are recorded as skipped. */
+  mailer: Mailer | null;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,7 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
   const queues = createQueues(redis, config.queuePrefix, (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );
+  const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {
     config,
     log,
@@ -64,7 +68,9 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
             baseUrl: config.openaiBaseUrl,
             model: config.openaiModel,
           }),
+    mailer,
     async close() {
+      mailer?.close();
       await closeQueues(queues).catch(() => {});
       redis.disconnect();
       await mongo.client.close().catch(() => {});

@@ -22,3 +22,11 @@ export function readEmailAnswer(text: string): string | null {
     .replace(/\s*@\s*/g, '@');
   return findEmail(spoken);
 }
+
+const WHOLE_EMAIL = new RegExp(`^${EMAIL.source}$`);
+
+/** A field that should hold one email address: trimmed and lower-cased; null when it does not. */
+export function normaliseEmail(value: string): string | null {
+  const email = value.trim().toLowerCase();
+  return email.length <= 254 && WHOLE_EMAIL.test(email) ? email : null;
+}

@@ -44,3 +44,12 @@ export function parseDialable(e164: string): Dialable | null {
 export function isKnownCountry(code: string): code is CountryCode {
   return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
 }
+
+/**
+ * A field that should hold one phone number, in any common writing ("+1 (212) 555-0100",
+ * "2125550100" with country US): E.164 when it is a valid number, else null.
+ */
+export function normalisePhone(value: string, defaultCountry: CountryCode = 'US'): string | null {
+  const parsed = parsePhoneNumberFromString(value.trim(), defaultCountry);
+  return parsed?.isValid() ? parsed.number : null;
+}

@@ -18,6 +18,8 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
+  /** Leads: from the API, campaigns, and one per analysed call or chat (`_id` derived from it). */
+  leads: 'leads',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -19,6 +19,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
   // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
   [COLLECTIONS.simulatorCalls]: [],
+  // list-leads keyset: a firm's leads, newest first.
+  [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

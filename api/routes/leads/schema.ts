@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox';
+import { LEAD_SOURCES } from '../../../core/domain/leads/leads.js';
+import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Text = (maxLength: number, description?: string) =>
+  Type.String({ maxLength, ...(description === undefined ? {} : { description }) });
+
+/** The fields a client may give a lead (POST /api/leads, campaign inline leads). */
+export const LeadInputFields = {
+  first_name: Type.Optional(Text(200)),
+  last_name: Type.Optional(Text(200)),
+  phone: Type.Optional(Text(64, 'Any common writing; stored in E.164 (a national number is read as US)')),
+  email: Type.Optional(Text(254, 'Stored trimmed and lower-cased')),
+  case_type: Type.Optional(Text(200)),
+  notes: Type.Optional(Text(5000)),
+  timezone: Type.Optional(
+    Text(64, "IANA time zone of the person (campaign calling windows); else the firm's"),
+  ),
+  do_not_call: Type.Optional(Type.Boolean({ description: 'Never called by campaigns' })),
+};
+
+export const CreateLeadBody = Body({ firmSlug: FirmSlug, ...LeadInputFields });
+
+export const LeadParams = Type.Object({ id: Id });
+
+export const ListLeadsQuery = Type.Object({
+  firmSlug: FirmSlug,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description:
+        'next_cursor of the previous page; "" or absent for the first. Opaque (400 invalid_cursor)',
+    }),
+  ),
+});
+
+export const LeadRecord = Type.Object({
+  id: Type.String(),
+  firm: Type.String(),
+  source: Type.Union(LEAD_SOURCES.map((s) => Type.Literal(s))),
+  call_id: Nullable(Type.String()),
+  chat_id: Nullable(Type.String()),
+  campaign_id: Nullable(Type.String()),
+  first_name: Nullable(Type.String()),
+  last_name: Nullable(Type.String()),
+  phone: Nullable(Type.String({ description: 'E.164' })),
+  email: Nullable(Type.String()),
+  case_type: Nullable(Type.String()),
+  summary: Nullable(Type.String()),
+  urgency: Nullable(Type.String()),
+  notes: Nullable(Type.String()),
+  timezone: Nullable(Type.String()),
+  do_not_call: Type.Boolean(),
+  created_at: Timestamp,
+});
+
+export const ListLeadsResponse = Type.Object({
+  leads: Type.Array(LeadRecord),
+  next_cursor: Type.String({ description: '"" on the last page' }),
+});

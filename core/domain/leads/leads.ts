@@ -1,0 +1,217 @@
+import { createHash } from 'node:crypto';
+import type { Db, Filter } from 'mongodb';
+import { claim } from '../../platform/db/claim.js';
+import { collection, COLLECTIONS } from '../../platform/db/collections.js';
+import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
+import { invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { isTimeZone } from '../../platform/time-zone.js';
+import { mayRead } from '../access/access.js';
+import type { Principal } from '../access/principal.js';
+import { normaliseEmail } from '../contact-points/emails.js';
+import { normalisePhone, type CountryCode } from '../contact-points/phones.js';
+
+// Leads: the people a firm may call back or put in a campaign. They come from the API, from
+// campaigns (inline leads), and from analysed calls and chats — exactly one per call or chat:
+// such a lead's _id derives from the call or chat id, so creating it is a claim.
+
+export const LEAD_SOURCES = ['call', 'chat', 'api', 'campaign'] as const;
+export type LeadSource = (typeof LEAD_SOURCES)[number];
+export const URGENCIES = ['low', 'normal', 'high', 'urgent'] as const;
+
+export interface LeadDoc {
+  _id: string;
+  firm: string;
+  source: LeadSource;
+  call_id: string | null;
+  chat_id: string | null;
+  campaign_id: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  /** E.164, or null when none (or none valid) was given. */
+  phone: string | null;
+  /** Trimmed and lower-cased. */
+  email: string | null;
+  case_type: string | null;
+  summary: string | null;
+  urgency: string | null;
+  notes: string | null;
+  /** IANA time zone of the person (campaign calling windows); null: the firm's. */
+  timezone: string | null;
+  do_not_call: boolean;
+  created_at: Date;
+}
+
+/** What a client or a pipeline says about a lead, before normalisation. */
+export interface LeadFields {
+  first_name?: string | null;
+  last_name?: string | null;
+  phone?: string | null;
+  email?: string | null;
+  case_type?: string | null;
+  summary?: string | null;
+  urgency?: string | null;
+  notes?: string | null;
+  timezone?: string | null;
+  do_not_call?: boolean;
+}
+
+export const leadsCollection = (db: Db) => collection<LeadDoc>(db, COLLECTIONS.leads);
+
+const text = (value: string | null | undefined): string | null => {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' ? null : trimmed;
+};
+
+/**
+ * The lead's fields normalised (phone in E.164, email lower-cased, time zone checked), with a
+ * problem per field that cannot be: the API answers them as a 400, a pipeline keeps the rest.
+ */
+export function normaliseLeadFields(
+  fields: LeadFields,
+  defaultCountry: CountryCode = 'US',
+): {
+  fields: Omit<LeadDoc, '_id' | 'firm' | 'source' | 'call_id' | 'chat_id' | 'campaign_id' | 'created_at'>;
+  problems: ErrorDetail[];
+} {
+  const problems: ErrorDetail[] = [];
+  const rawPhone = text(fields.phone);
+  const phone = rawPhone === null ? null : normalisePhone(rawPhone, defaultCountry);
+  if (rawPhone !== null && phone === null)
+    problems.push({ path: '/phone', message: 'is not a valid phone number' });
+  const rawEmail = text(fields.email);
+  const email = rawEmail === null ? null : normaliseEmail(rawEmail);
+  if (rawEmail !== null && email === null)
+    problems.push({ path: '/email', message: 'is not a valid email address' });
+  const timezone = text(fields.timezone);
+  if (timezone !== null && !isTimeZone(timezone)) {
+    problems.push({ path: '/timezone', message: 'is not an IANA time zone (such as America/Chicago)' });
+  }
+  return {
+    fields: {
+      first_name: text(fields.first_name),
+      last_name: text(fields.last_name),
+      phone,
+      email,
+      case_type: text(fields.case_type),
+      summary: text(fields.summary),
+      urgency: text(fields.urgency),
+      notes: text(fields.notes),
+      timezone: timezone !== null && isTimeZone(timezone) ? timezone : null,
+      do_not_call: fields.do_not_call === true,
+    },
+    problems,
+  };
+}
+
+/** POST /api/leads: a lead from the API; any field that cannot be normalised is a 400. */
+export async function createApiLead(db: Db, firm: string, input: LeadFields): Promise<LeadDoc> {
+  const { fields, problems } = normaliseLeadFields(input);
+  if (problems.length > 0) throw invalidRequest('Some lead fields are not valid.', problems);
+  const lead: LeadDoc = {
+    _id: newId('lead'),
+    firm,
+    source: 'api',
+    call_id: null,
+    chat_id: null,
+    campaign_id: null,
+    ...fields,
+    created_at: new Date(),
+  };
+  await leadsCollection(db).insertOne(lead);
+  return lead;
+}
+
+/** The one lead of a call or chat: its id derives from the call or chat id. */
+export function subjectLeadId(source: 'call' | 'chat', subjectId: string): string {
+  const digest = createHash('sha256').update(`${source}|${subjectId}`).digest('base64url');
+  return `lead_${source}_${digest.slice(0, 24)}`;
+}
+
+/**
+ * The lead of an analysed call or chat, created at most once however often this runs
+ * (a claim on its derived _id); returns the lead that exists. Fields that do not normalise
+ * (an unparseable phone) are left empty rather than failing the pipeline.
+ */
+export async function ensureSubjectLead(
+  db: Db,
+  subject: { source: 'call' | 'chat'; id: string; firm: string; campaign_id?: string | null },
+  input: LeadFields,
+  defaultCountry: CountryCode = 'US',
+): Promise<LeadDoc> {
+  const { fields } = normaliseLeadFields(input, defaultCountry);
+  const lead: LeadDoc = {
+    _id: subjectLeadId(subject.source, subject.id),
+    firm: subject.firm,
+    source: subject.source,
+    call_id: subject.source === 'call' ? subject.id : null,
+    chat_id: subject.source === 'chat' ? subject.id : null,
+    campaign_id: subject.campaign_id ?? null,
+    ...fields,
+    created_at: new Date(),
+  };
+  if (await claim(leadsCollection(db), lead)) return lead;
+  const existing = await leadsCollection(db).findOne({ _id: lead._id });
+  if (existing === null) throw new Error(`lead ${lead._id} was claimed but cannot be read`);
+  return existing;
+}
+
+/** One lead by id, for a principal that may read its firm; 404 otherwise. */
+export async function getLead(db: Db, principal: Principal, id: string): Promise<LeadDoc> {
+  const lead = await leadsCollection(db).findOne({ _id: id });
+  if (lead === null || !mayRead(principal, lead.firm)) throw notFound('lead');
+  return lead;
+}
+
+const SCOPE = 'list-leads';
+
+/** A firm's leads, newest first (ties by id), by keyset: pages never repeat or skip a lead. */
+export async function listLeads(
+  db: Db,
+  secret: string,
+  firm: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ leads: LeadDoc[]; next_cursor: string }> {
+  const filter: Filter<LeadDoc> = { firm };
+  if (cursor) {
+    const { t, i } = decodeCursor(secret, SCOPE, firm, cursor);
+    if (typeof t !== 'number' || typeof i !== 'string') throw invalidCursor();
+    filter.$or = [{ created_at: { $lt: new Date(t) } }, { created_at: new Date(t), _id: { $lt: i } }];
+  }
+  const rows = await leadsCollection(db)
+    .find(filter)
+    .sort({ created_at: -1, _id: -1 })
+    .limit(limit + 1)
+    .toArray();
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const next_cursor =
+    rows.length > limit && last !== undefined
+      ? encodeCursor(secret, SCOPE, firm, { t: last.created_at.getTime(), i: last._id })
+      : '';
+  return { leads: page, next_cursor };
+}
+
+/** The lead as the API shows it. */
+export function leadView(lead: LeadDoc) {
+  return {
+    id: lead._id,
+    firm: lead.firm,
+    source: lead.source,
+    call_id: lead.call_id,
+    chat_id: lead.chat_id,
+    campaign_id: lead.campaign_id,
+    first_name: lead.first_name,
+    last_name: lead.last_name,
+    phone: lead.phone,
+    email: lead.email,
+    case_type: lead.case_type,
+    summary: lead.summary,
+    urgency: lead.urgency,
+    notes: lead.notes,
+    timezone: lead.timezone,
+    do_not_call: lead.do_not_call,
+    created_at: lead.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,74 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+// A real SMTP server (smtp-server) on 127.0.0.1 that keeps every message it accepts, for tests
+// that check what the service mailed. Point the service at it with SMTP_URL=smtp://127.0.0.1:<port>.
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  /** The raw RFC 5322 message: headers and body as sent. */
+  raw: string;
+  /** Header value (first occurrence, unfolded), case-insensitive name. */
+  header(name: string): string | undefined;
+}
+
+export interface FakeSmtp {
+  url: string;
+  messages: ReceivedMail[];
+  /** Refuse the next `n` messages with a temporary 451 (the sender should retry). */
+  failNext(n: number): void;
+  stop(): Promise<void>;
+}
+
+function headerOf(raw: string, name: string): string | undefined {
+  const head = raw.split(/\r?\n\r?\n/, 1)[0] ?? '';
+  const unfolded = head.replace(/\r?\n[ \t]+/g, ' ');
+  const wanted = name.toLowerCase();
+  for (const line of unfolded.split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === wanted)
+      return line.slice(colon + 1).trim();
+  }
+  return undefined;
+}
+
+export async function startFakeSmtp(): Promise<FakeSmtp> {
+  const messages: ReceivedMail[] = [];
+  let failures = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        if (failures > 0) {
+          failures--;
+          const err = Object.assign(new Error('Try again later'), { responseCode: 451 });
+          return callback(err);
+        }
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const envelope = session.envelope;
+        messages.push({
+          from: envelope.mailFrom === false ? '' : envelope.mailFrom.address,
+          to: envelope.rcptTo.map((r) => r.address),
+          raw,
+          header: (name) => headerOf(raw, name),
+        });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    failNext: (n) => {
+      failures = n;
+    },
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
