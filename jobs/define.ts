@@ -55,3 +55,37 @@ export async function enqueue<T>(
     throw asUnavailable(err);
   }
 }
+
+/** One job of a bulk add: its payload and, optionally, a BullMQ priority (1 first … 2,097,151 last). */
+export interface BulkItem<T> {
+  data: T;
+  priority?: number;
+}
+
+/**
+ * Adds many jobs of one definition in one round trip (Queue.addBulk), each with its id from the
+ * payload, so a repeated bulk (a resumed fan-out) adds nothing for jobs BullMQ still knows.
+ */
+export async function enqueueBulk<T>(
+  queues: Queues,
+  job: JobDefinition<T>,
+  items: BulkItem<T>[],
+): Promise<void> {
+  if (items.length === 0) return;
+  assertReady(queues, job.queue);
+  try {
+    await queues[job.queue].addBulk(
+      items.map((item) => ({
+        name: job.name,
+        data: item.data,
+        opts: {
+          ...job.options,
+          ...(job.id === undefined ? {} : { jobId: job.id(item.data) }),
+          ...(item.priority === undefined ? {} : { priority: item.priority }),
+        },
+      })),
+    );
+  } catch (err) {
+    throw asUnavailable(err);
+  }
+}

@@ -8,4 +8,10 @@ export const maintenanceJobs = {
     name: 'prune-idempotency-keys',
     everyMs: 3600_000,
   }),
+  /** Frees dial slots whose lease ran out (a lost end event) and wakes the jobs waiting for them. */
+  reapDialSlots: defineJob<Record<string, never>>({
+    queue: QUEUE.maintenance,
+    name: 'reap-dial-slots',
+    everyMs: 30_000,
+  }),
 };

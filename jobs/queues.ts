@@ -13,6 +13,8 @@ export const QUEUE = {
   simulator: 'simulator',
   /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
   maintenance: 'maintenance',
+  /** Campaigns: the launch fan-out, and one job per campaign + phone that waits for its turn and dials. */
+  campaigns: 'campaigns',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -34,6 +36,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.callEvents]: {},
   [QUEUE.simulator]: {},
   [QUEUE.maintenance]: { concurrency: 1 },
+  [QUEUE.campaigns]: {},
 };
 
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

@@ -3,6 +3,7 @@ import { apiKeyRoutes } from './api-keys/routes.js';
 import { agentRoutes } from './agents/routes.js';
 import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
+import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { leadRoutes } from './leads/routes.js';
@@ -19,5 +20,7 @@ export const businessRoutes: AnyRoute[] = [
   ...callRoutes,
   ...callWebhookRoutes,
   ...chatRoutes,
+  // Before the leads routes: /api/leads/campaigns must not be read as the lead "campaigns".
+  ...campaignRoutes,
   ...leadRoutes,
 ];

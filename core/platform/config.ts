@@ -44,6 +44,12 @@ export interface Config {
   queuePrefix: string;
   /** Queues this worker process consumes (WORKER_QUEUES); undefined: every queue. */
   workerQueues: string[] | undefined;
+  /** How long after a campaign call that was not_connected its lead is called again (at least). */
+  campaignRetryDelayMs: number;
+  /** Lead entries a campaign fan-out reads and adds per addBulk (and per checkpoint). */
+  campaignFanoutChunk: number;
+  /** How long a dial slot (pacing) is held without its call's end event before it frees itself. */
+  dialSlotLeaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -213,6 +219,9 @@ export function loadConfig(env: Env): Config {
     workerConcurrency: r.int('WORKER_CONCURRENCY', 10, 1, 500),
     queuePrefix: r.optional('QUEUE_PREFIX') ?? 'bull',
     workerQueues: r.list('WORKER_QUEUES', /^[a-z][a-z0-9-]{0,62}$/),
+    campaignRetryDelayMs: r.int('CAMPAIGN_RETRY_DELAY_MS', 3_600_000, 0, 7 * 24 * 3_600_000),
+    campaignFanoutChunk: r.int('CAMPAIGN_FANOUT_CHUNK', 500, 1, 5000),
+    dialSlotLeaseMs: r.int('DIAL_SLOT_LEASE_MS', 3_900_000, 1000, 24 * 3_600_000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

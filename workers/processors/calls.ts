@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import { QUEUE } from '../../jobs/queues.js';
 import type { CallEventJob, PlaceCallJob } from '../../jobs/calls.js';
 import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
@@ -6,15 +6,29 @@ import { applyCallEvent, resolveCallId } from '../../core/domain/calls/call-even
 import { withCallLock } from '../../core/domain/calls/call-lock.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import type { JobProcessor } from '../runner.js';
+import type { Services } from '../../core/wiring/services.js';
+import { callsCollection } from '../../core/domain/calls/calls.js';
+import { onCallFinished } from '../../core/domain/calls/call-finished.js';
+import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
+import { jobRef } from '../../core/domain/pacing/parking.js';
+import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
 /** Places one outbound call (job id = call_id). */
-export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, attempt }) => {
+export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, attempt, token }) => {
   const { callId, firm } = job.data;
   try {
-    return { outcome: await placeOutboundCall(services, callId, attempt) };
+    const outcome = await placeOutboundCall(services, callId, attempt, jobRef(QUEUE.calls, job.id ?? callId));
+    if (outcome === 'waiting_for_slot') {
+      // The firm is at max_concurrent_calls: wait, parked, until a call of the firm ends.
+      return await park(job, token, Date.now() + SLOT_WAIT_SAFETY_MS, services.log, () =>
+        wakeDialWaiters(services, firm),
+      );
+    }
+    return { outcome };
   } catch (err) {
+    if (err instanceof DelayedError) throw err;
     if (err instanceof ProviderError && err.kind === 'rate_limited') {
       // The provider is saturated: pause the whole queue instead of failing this job.
       await services.queues[QUEUE.calls].rateLimit(err.retryAfterMs ?? DEFAULT_RATE_LIMIT_MS);
@@ -22,6 +36,7 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
     }
     if (err instanceof ProviderError && err.kind === 'rejected') {
       await markDialFailed(services, firm, callId, err.message);
+      await afterDialFailed(services, callId);
       throw new UnrecoverableError(err.message);
     }
     if (attempt.lastAttempt) {
@@ -31,10 +46,17 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
         callId,
         `Gave up after ${job.attemptsMade + 1} attempts: ${(err as Error).message}`,
       );
+      await afterDialFailed(services, callId);
     }
     throw err;
   }
 };
+
+/** A dial that failed for good ends the call (status error): its slot frees, its campaign lead settles. */
+async function afterDialFailed(services: Services, callId: string): Promise<void> {
+  const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
+  if (call !== null) await onCallFinished(services, call);
+}
 
 /**
  * Applies one voice-provider webhook event to our call record (job id = firm + event + call id),
@@ -46,5 +68,8 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   const { call, advanced } = await withCallLock(services, data.firm, callId, () =>
     applyCallEvent(services.mongo.db, data, callId),
   );
+  // Whenever the call is finished (not only when this event finished it): the hook is
+  // idempotent, and a retried job must not skip it.
+  if (call.finished) await onCallFinished(services, call);
   return { call_id: call._id, status: call.status, advanced };
 };

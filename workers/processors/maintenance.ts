@@ -1,6 +1,7 @@
 import { JOBS } from '../../jobs/table.js';
 import { pruneIdempotencyKeys as prune } from '../../core/platform/db/idempotency.js';
 import type { JobProcessor } from '../runner.js';
+import { reapDialSlots as reap } from '../../core/domain/pacing/dial-slots.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 
@@ -8,3 +9,7 @@ export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 export const pruneIdempotencyKeys: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
   deleted: await prune(services.mongo.db),
 });
+
+/** Frees dial slots whose lease ran out and wakes the jobs waiting for them (every 30 s). */
+export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, { services }) =>
+  reap(services);

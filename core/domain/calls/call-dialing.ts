@@ -11,13 +11,15 @@ import { FINISHED_RANK, callsCollection, type CallDoc } from './calls.js';
 import { callSubject, withCallLock } from './call-lock.js';
 import { linkProviderCall } from './call-keys.js';
 import { voiceWebhookSecret } from './webhook-secret.js';
+import { takeDialSlot } from '../pacing/dial-slots.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effects.ts). It is marked before the provider is called; when a
 // later attempt finds the mark without a recorded outcome (a crash, a timeout, a 5xx), it asks
 // the provider for a call carrying our call id before dialling again.
 
-type DialOutcome = 'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing';
+type DialOutcome =
+  'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing' | 'waiting_for_slot';
 
 type DialResult = { provider_call_id: string };
 
@@ -35,15 +37,22 @@ async function placed(
   };
 }
 
+/**
+ * Dials the call once it holds one of its firm's dial slots (core/domain/pacing/dial-slots.ts):
+ * 'waiting_for_slot' when the firm is at max_concurrent_calls — `waiter` (the job's parking
+ * reference) is then in line for a slot, and the caller parks the job.
+ */
 export async function placeOutboundCall(
   services: Services,
   callId: string,
   attempt: Attempt,
+  waiter: string,
 ): Promise<DialOutcome> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
   if (call === null) return 'missing'; // the request that created it rolled back
   if (call.provider_call_id !== null) return 'already_placed';
   if (call.finished) return 'already_finished';
+  if (!(await takeDialSlot(services, call.firm, call._id, waiter))) return 'waiting_for_slot';
 
   let outcome: DialOutcome = 'already_placed';
   await runEffect(

@@ -13,6 +13,7 @@ import type { FirmDoc } from '../firms/firms.js';
 import { runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 import { parseDialable, type Dialable } from '../contact-points/phones.js';
+import { claim } from '../../platform/db/claim.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
@@ -72,6 +73,8 @@ export interface CallDoc {
   transcript: string | null;
   call_analysis: CallAnalysis | null;
   campaign_id?: string;
+  /** For a campaign call: 1 for the lead's first call, 2 and 3 for retries after not_connected. */
+  campaign_attempt?: number;
   /** The agent's id at the provider when the call was registered (Retell's override_agent_id). */
   provider_agent_id?: string;
   provider: string;
@@ -90,6 +93,12 @@ interface OutboundCallInput {
   toNumber: string;
   dynamicVariables?: DynamicVariablesInput;
   campaignId?: string;
+  campaignAttempt?: number;
+  /**
+   * A call id derived from business identity (a campaign's lead and attempt): creating the call
+   * is then a claim, and a repeat returns the call that exists instead of creating a second.
+   */
+  callId?: string;
 }
 
 /** The fields a call is born with; everything the provider reports later starts empty. */
@@ -144,7 +153,7 @@ export function newCallRecord(fields: NewCallFields): CallDoc {
 }
 
 export function newOutboundCall(input: OutboundCallInput, provider: string, callId = newId('call')): CallDoc {
-  return newCallRecord({
+  const doc = newCallRecord({
     callId,
     firm: input.firm._id,
     agent_id: input.agent._id,
@@ -160,6 +169,15 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
       ? {}
       : { provider_agent_id: input.agent.provider_agent_id }),
   });
+  return input.campaignAttempt === undefined ? doc : { ...doc, campaign_attempt: input.campaignAttempt };
+}
+
+/** The destination as a dialable number when the firm may call it (the rule below), else null. */
+export function allowedDestination(firm: FirmDoc, toNumber: string): Dialable | null {
+  const dialable = parseDialable(toNumber);
+  return dialable !== null && firm.settings.allowed_call_countries.includes(dialable.country)
+    ? dialable
+    : null;
 }
 
 /**
@@ -204,7 +222,8 @@ export async function registerOutboundCall(
     );
   }
   const db = services.mongo.db;
-  const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name);
+  const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name, input.callId);
+  if (input.callId !== undefined) return registerDerivedCall(services, doc);
   const create = async (): Promise<void> => {
     await callsCollection(db).insertOne(doc);
     try {
@@ -234,6 +253,35 @@ export async function registerOutboundCall(
     },
   );
   return { call_id: result.resourceId, status: 'registered', repeated: !result.created };
+}
+
+/**
+ * A call whose id derives from business identity: the insert is a claim. When the call exists
+ * already (a repeated job), its place-call job is enqueued again (a no-op while BullMQ knows it;
+ * the dial itself happens at most once per call id) unless the call has finished.
+ */
+async function registerDerivedCall(
+  services: Services,
+  doc: CallDoc,
+): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
+  const calls = callsCollection(services.mongo.db);
+  if (await claim(calls, doc)) {
+    try {
+      await enqueue(services.queues, JOBS.placeCall, { callId: doc._id, firm: doc.firm });
+    } catch (err) {
+      await calls
+        .deleteOne({ _id: doc._id })
+        .catch((e: unknown) => services.log.error({ err: e, call_id: doc._id }, 'could not remove call'));
+      throw err;
+    }
+    return { call_id: doc._id, status: 'registered', repeated: false };
+  }
+  const existing = await calls.findOne({ _id: doc._id }, { projection: { firm: 1, finished: 1 } });
+  if (existing === null || existing.firm !== doc.firm) {
+    throw new Error(`The call ${doc._id} was claimed but cannot be read for its firm.`);
+  }
+  if (!existing.finished) await enqueue(services.queues, JOBS.placeCall, { callId: doc._id, firm: doc.firm });
+  return { call_id: doc._id, status: 'registered', repeated: true };
 }
 
 /** The call as this principal may see it: another firm's call is not found. */

@@ -20,6 +20,13 @@ export const COLLECTIONS = {
   simulatorCalls: 'simulator_calls',
   /** Leads: from the API, campaigns, and one per analysed call or chat (`_id` derived from it). */
   leads: 'leads',
+  campaigns: 'campaigns',
+  /** A campaign's members, one per lead (`<campaign>:<lead>`). */
+  campaignLeads: 'campaign_leads',
+  /** Claims of a campaign: one per distinct phone (`<campaign>|<phone>`: one call each) and its launch (`launch:<campaign>`). */
+  campaignClaims: 'campaign_claims',
+  /** A campaign fan-out's checkpoint (`_id` = the campaign): where a restarted fan-out resumes. */
+  campaignFanouts: 'campaign_fanouts',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -21,6 +21,13 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.simulatorCalls]: [],
   // list-leads keyset: a firm's leads, newest first.
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
+  // list-campaigns keyset: a firm's campaigns, newest first.
+  [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
+  // Crash clean-up of an unfinished add (by batch); membership itself is the unique _id.
+  [COLLECTIONS.campaignLeads]: [{ key: { campaign_id: 1, batch: 1 }, name: 'campaign_batch' }],
+  // The fan-out's one streaming cursor: a campaign's phone claims in _id order (resumable by _id).
+  [COLLECTIONS.campaignClaims]: [{ key: { campaign_id: 1, _id: 1 }, name: 'campaign_id' }],
+  [COLLECTIONS.campaignFanouts]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

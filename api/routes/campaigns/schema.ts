@@ -1,0 +1,100 @@
+import { Type } from '@sinclair/typebox';
+import { CAMPAIGN_STATUSES } from '../../../core/domain/campaigns/campaign-store.js';
+import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-leads.js';
+import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { LeadInputFields } from '../leads/schema.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+const InlineLead = Type.Object(LeadInputFields, {
+  additionalProperties: false,
+  description:
+    'A new lead (source "campaign"). A phone that is not a valid number is kept as none: the lead joins but is not called',
+});
+
+const LeadsFields = {
+  leads: Type.Optional(
+    Type.Array(InlineLead, {
+      maxItems: MAX_LEADS_PER_REQUEST,
+      description: `At most ${MAX_LEADS_PER_REQUEST} per request; add more with POST /api/leads/campaigns/{id}/leads`,
+    }),
+  ),
+  leadIds: Type.Optional(
+    Type.Array(Id, {
+      maxItems: MAX_LEADS_PER_REQUEST,
+      description: "Ids of the firm's leads (400 with details for any other); a lead joins a campaign once",
+    }),
+  ),
+};
+
+export const CreateCampaignBody = Body({
+  firmSlug: FirmSlug,
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  agentId: Id,
+  ...LeadsFields,
+});
+
+export const AddCampaignLeadsBody = Body(LeadsFields);
+
+/** launch, pause, resume, cancel: no body (an empty body or {} is accepted). */
+export const NoBody = Body({});
+
+export const CampaignParams = Type.Object({ id: Id });
+
+export const ListCampaignsQuery = Type.Object({
+  firmSlug: FirmSlug,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description:
+        'next_cursor of the previous page; "" or absent for the first. Opaque (400 invalid_cursor)',
+    }),
+  ),
+});
+
+export const CreateCampaignResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  status: Type.Literal('draft'),
+  leads_total: Type.Integer(),
+});
+
+export const AddCampaignLeadsResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  status: Type.Literal('draft'),
+  leads_total: Type.Integer(),
+  leads_added: Type.Integer({
+    description: 'Leads that joined now (a lead already in the campaign joins once)',
+  }),
+});
+
+export const LaunchResponse = Type.Object({
+  launched: Type.Literal(true),
+  calls_queued: Type.Integer({
+    description: 'Distinct callable phones: valid, in allowed_call_countries, not do-not-call',
+  }),
+});
+
+export const CampaignRecord = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  firm: Type.String(),
+  agent_id: Type.String(),
+  status: Type.Union(CAMPAIGN_STATUSES.map((s) => Type.Literal(s))),
+  leads_total: Type.Integer(),
+  calls_queued: Type.Integer({ description: 'Set at launch: one call per distinct callable phone' }),
+  calls_placed: Type.Integer({ description: 'Leads called at least once' }),
+  calls_completed: Type.Integer({ description: 'Leads whose call was answered' }),
+  calls_failed: Type.Integer({
+    description: 'Leads never reached: not_connected after every attempt (3), an error, or a refused call',
+  }),
+  launched_at: Nullable(Timestamp),
+  created_at: Timestamp,
+});
+
+export const ListCampaignsResponse = Type.Object({
+  campaigns: Type.Array(CampaignRecord),
+  next_cursor: Type.String({ description: '"" on the last page' }),
+});

@@ -1,0 +1,186 @@
+import type { Services } from '../../wiring/services.js';
+import { AppError } from '../../platform/errors.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import type { CampaignCallJob } from '../../../jobs/campaigns.js';
+import { findAgent } from '../agents/agents.js';
+import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/calls.js';
+import { getFirm } from '../firms/firms.js';
+import { releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
+import { nextCallTime } from '../pacing/calling-window.js';
+import { advanceLead } from './campaign-progress.js';
+import {
+  MAX_CALL_ATTEMPTS,
+  campaignCallId,
+  campaignPhoneId,
+  campaignPhonesCollection,
+  completeIfSettled,
+  findCampaign,
+  type CampaignDoc,
+} from './campaign-store.js';
+
+// One lead (one distinct phone) of a campaign, one attempt: the campaign-call job. It looks at
+// the campaign (paused: it parks; cancelled: it ends), waits for the calling window in the
+// lead's time zone (else the firm's), takes a dial slot of the firm (else it parks until one
+// frees), and creates the call through create-outbound-call's own path (registerOutboundCall:
+// the destination rule, the record, the place-call job) with a call id derived from campaign +
+// phone + attempt, so a repeated job never makes a second call. The call's end settles the
+// lead (settleCampaignCall): answered → completed; not_connected → retried (at most
+// MAX_CALL_ATTEMPTS calls, CAMPAIGN_RETRY_DELAY_MS apart); otherwise failed.
+
+export type CampaignCallStep =
+  | { kind: 'done'; outcome: string }
+  /** The campaign is paused: park until it resumes. */
+  | { kind: 'paused' }
+  /** Outside the calling window: come back when it opens. */
+  | { kind: 'wait_until'; at: number }
+  /** The firm is at max_concurrent_calls: the job is in line for a slot; park. */
+  | { kind: 'wait_slot' };
+
+const done = (outcome: string): CampaignCallStep => ({ kind: 'done', outcome });
+
+/** The campaign if it is running; else the step for its state (a slot this call held is freed). */
+async function lookAtCampaign(
+  services: Services,
+  job: CampaignCallJob,
+  callId: string,
+): Promise<CampaignDoc | CampaignCallStep> {
+  const campaign = await findCampaign(services.mongo.db, job.campaignId);
+  if (campaign !== null && campaign.status === 'running') return campaign;
+  if (campaign !== null && campaign.status === 'draft') {
+    throw new Error(`The campaign ${job.campaignId} is not launched yet; retrying.`);
+  }
+  // A slot this job took before a crash is not needed now.
+  await releaseDialSlot(services, job.firm, callId);
+  if (campaign === null) return done('campaign_missing');
+  return campaign.status === 'paused' ? { kind: 'paused' } : done(campaign.status);
+}
+
+const isStep = (value: CampaignDoc | CampaignCallStep): value is CampaignCallStep => 'kind' in value;
+
+/** The lead can never be called (its call refused, the agent gone): it settles as failed. */
+async function failLead(services: Services, job: CampaignCallJob, callId: string): Promise<void> {
+  await releaseDialSlot(services, job.firm, callId);
+  const { counts } = await advanceLead(services, job.campaignId, job.phone, 'failed', job.attempt > 1);
+  await completeIfSettled(services, job.campaignId, counts);
+}
+
+/** Runs one campaign-call job as far as it can go now. `waiter` is the job's parking reference. */
+export async function runCampaignCall(
+  services: Services,
+  job: CampaignCallJob,
+  waiter: string,
+): Promise<CampaignCallStep> {
+  const db = services.mongo.db;
+  const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
+  const first = await lookAtCampaign(services, job, callId);
+  if (isStep(first)) return first;
+  const lead = await campaignPhonesCollection(db).findOne({
+    _id: campaignPhoneId(job.campaignId, job.phone),
+  });
+  if (lead === null) return done('not_in_campaign');
+  const firm = await getFirm(db, job.firm);
+  if (firm === null) return done('firm_missing');
+
+  const window = firm.settings.calling_window;
+  if (window !== undefined) {
+    const now = Date.now();
+    const at = nextCallTime(window, lead.timezone ?? firm.settings.timezone, now) ?? now + 86_400_000;
+    if (at > now) {
+      await releaseDialSlot(services, firm._id, callId);
+      return { kind: 'wait_until', at };
+    }
+  }
+
+  if (!(await takeDialSlot(services, firm._id, callId, waiter))) return { kind: 'wait_slot' };
+
+  // A repeated job (a fan-out resumed, a crash after the call was created) finds its call.
+  const existing = await callsCollection(db).findOne({ _id: callId });
+  if (existing !== null) {
+    await advanceLead(services, job.campaignId, job.phone, 'placed', true);
+    if (existing.finished) {
+      await releaseDialSlot(services, firm._id, callId);
+      await settleCampaignCall(services, existing);
+      return done('already_finished');
+    }
+    await enqueue(services.queues, JOBS.placeCall, { callId, firm: firm._id });
+    return done('already_registered');
+  }
+
+  // A last look right before the call: a pause or cancel since the first stops it now.
+  const last = await lookAtCampaign(services, job, callId);
+  if (isStep(last)) return last;
+  const agent = await findAgent(db, last.agent_id);
+  if (agent === null || agent.firm !== firm._id) {
+    await failLead(services, job, callId);
+    return done('agent_missing');
+  }
+  try {
+    await registerOutboundCall(services, {
+      firm,
+      agent,
+      toNumber: job.phone,
+      dynamicVariables: lead.variables,
+      campaignId: job.campaignId,
+      campaignAttempt: job.attempt,
+      callId,
+    });
+  } catch (err) {
+    // Refused for good (the firm no longer allows the country, has no from_number, ...).
+    if (err instanceof AppError && err.status < 500) {
+      services.log.warn({ campaign_id: job.campaignId, code: err.code }, 'campaign call refused');
+      await failLead(services, job, callId);
+      return done(`refused:${err.code}`);
+    }
+    throw err;
+  }
+  await advanceLead(services, job.campaignId, job.phone, 'placed', true);
+  return done('registered');
+}
+
+/**
+ * The job gave up (its last attempt failed): unless its call exists — whose own end settles the
+ * lead — the lead settles as failed, so the campaign can still complete.
+ */
+export async function abandonCampaignCall(services: Services, job: CampaignCallJob): Promise<void> {
+  const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
+  if (
+    (await callsCollection(services.mongo.db).findOne({ _id: callId }, { projection: { _id: 1 } })) !== null
+  ) {
+    return;
+  }
+  await failLead(services, job, callId);
+}
+
+/**
+ * A campaign call finished (its end event, or its dial failed for good): the lead is retried
+ * after not_connected while attempts remain, else settled; the campaign completes with its last
+ * lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no counter.
+ */
+export async function settleCampaignCall(services: Services, call: CallDoc): Promise<void> {
+  const campaignId = call.campaign_id;
+  const phone = call.to_number;
+  if (campaignId === undefined || phone === null || !call.finished) return;
+  const campaign = await findCampaign(services.mongo.db, campaignId);
+  if (campaign === null) return;
+  const attempt = call.campaign_attempt ?? 1;
+  if (call.status === 'not_connected' && attempt < MAX_CALL_ATTEMPTS && campaign.status !== 'cancelled') {
+    await advanceLead(services, campaignId, phone, 'placed', true);
+    const due = (call.end_timestamp ?? Date.now()) + services.config.campaignRetryDelayMs;
+    await enqueue(
+      services.queues,
+      JOBS.campaignCall,
+      { campaignId, firm: call.firm, phone, attempt: attempt + 1 },
+      { delay: due - Date.now() },
+    );
+    return;
+  }
+  const { counts } = await advanceLead(
+    services,
+    campaignId,
+    phone,
+    call.status === 'ended' ? 'completed' : 'failed',
+    true,
+  );
+  await completeIfSettled(services, campaignId, counts);
+}

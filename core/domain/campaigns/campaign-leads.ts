@@ -1,0 +1,263 @@
+import {
+  MongoBulkWriteError,
+  type Collection,
+  type Db,
+  type Document,
+  type OptionalUnlessRequiredId,
+} from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS } from '../../platform/db/collections.js';
+import { conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { allowedDestination } from '../calls/calls.js';
+import type { FirmDoc } from '../firms/firms.js';
+import { leadsCollection, normaliseLeadFields, type LeadDoc, type LeadFields } from '../leads/leads.js';
+import {
+  campaignLaunchesCollection,
+  campaignLeadId,
+  campaignLeadsCollection,
+  campaignPhoneId,
+  campaignPhonesCollection,
+  campaignsCollection,
+  launchClaimId,
+  reread,
+  withCampaignLock,
+  type CampaignDoc,
+  type CampaignLeadDoc,
+  type CampaignPhoneDoc,
+} from './campaign-store.js';
+
+// Adding leads to a draft campaign: inline leads (created as leads with source "campaign") and
+// the firm's existing leads by id. Everything is checked before anything is written (a 400
+// names each bad lead); then, as the campaign's one writer, the add writes its members and
+// claims each new callable phone (`<campaign>|<phone>`): the claims that succeed are the calls
+// the launch will queue, so the count is kept as leads come in and the launch reads one number.
+
+/** Leads per request, inline and by id (each). */
+export const MAX_LEADS_PER_REQUEST = 5000;
+const WRITE_CHUNK = 1000;
+/** Point reads of leads by id in flight at once. */
+const READ_CONCURRENCY = 16;
+
+export interface CampaignLeadsInput {
+  leads?: LeadFields[];
+  leadIds?: string[];
+}
+
+/** A lead campaign leads are stored as: the add that wrote it is kept, for a crash's clean-up. */
+type CampaignLeadRecord = LeadDoc & { campaign_batch?: string };
+
+const leadRecords = (db: Db) => db.collection<CampaignLeadRecord>(COLLECTIONS.leads);
+
+interface PreparedLeads {
+  /** Inline leads, normalised, not yet stored (their ids are set at write time). */
+  inline: Array<Omit<LeadDoc, '_id' | 'created_at' | 'campaign_id'>>;
+  /** The firm's leads named by leadIds, each once. */
+  existing: LeadDoc[];
+}
+
+/**
+ * Checks and resolves a request's leads before anything is written: a field that cannot be
+ * normalised (email, time zone) or a leadId that is not a lead of the firm is a 400 naming each.
+ * A phone that is not a valid number is kept as none: the lead joins, but is not called.
+ */
+export async function prepareCampaignLeads(
+  db: Db,
+  firm: FirmDoc,
+  input: CampaignLeadsInput,
+): Promise<PreparedLeads> {
+  const problems: ErrorDetail[] = [];
+  const inline = (input.leads ?? []).map((fields, i) => {
+    const normalised = normaliseLeadFields(fields);
+    for (const p of normalised.problems) {
+      if (p.path !== '/phone') problems.push({ path: `/leads/${i}${p.path}`, message: p.message });
+    }
+    return {
+      firm: firm._id,
+      source: 'campaign' as const,
+      call_id: null,
+      chat_id: null,
+      ...normalised.fields,
+    };
+  });
+
+  const ids = [...new Set(input.leadIds ?? [])];
+  const found = new Map<string, LeadDoc>();
+  for (let i = 0; i < ids.length; i += READ_CONCURRENCY) {
+    const slice = ids.slice(i, i + READ_CONCURRENCY);
+    // Point reads by _id (README: data access); the firm is checked on each document.
+    const docs = await Promise.all(slice.map((id) => leadsCollection(db).findOne({ _id: id })));
+    docs.forEach((doc) => {
+      if (doc !== null && doc.firm === firm._id) found.set(doc._id, doc);
+    });
+  }
+  (input.leadIds ?? []).forEach((id, i) => {
+    if (!found.has(id))
+      problems.push({ path: `/leadIds/${i}`, message: `is not a lead of the firm ${firm._id}` });
+  });
+
+  if (problems.length > 0) {
+    throw invalidRequest(
+      `${problems.length} of the leads cannot be added; nothing was added. Correct them and send the request again.`,
+      problems,
+    );
+  }
+  return { inline, existing: ids.map((id) => found.get(id)!) };
+}
+
+/** The phone a campaign may call for this lead: valid, in an allowed country, not do-not-call. */
+function callablePhone(firm: FirmDoc, lead: Pick<LeadDoc, 'phone' | 'do_not_call'>): string | null {
+  if (lead.do_not_call || lead.phone === null) return null;
+  return allowedDestination(firm, lead.phone)?.e164 ?? null;
+}
+
+/** The agent's dynamic variables for a lead's call. */
+function leadVariables(lead: LeadDoc): Record<string, string> {
+  const vars: Record<string, string> = { lead_id: lead._id };
+  if (lead.first_name !== null) vars.first_name = lead.first_name;
+  if (lead.last_name !== null) vars.last_name = lead.last_name;
+  const fullName = [lead.first_name, lead.last_name].filter((n) => n !== null).join(' ');
+  if (fullName !== '') vars.full_name = fullName;
+  if (lead.case_type !== null) vars.case_type = lead.case_type;
+  return vars;
+}
+
+/**
+ * Inserts documents whose _id is a claim, in chunks, in any order; true for each one inserted,
+ * false for each whose _id was taken already.
+ */
+async function insertClaims<T extends Document>(
+  collection: Collection<T>,
+  docs: OptionalUnlessRequiredId<T>[],
+): Promise<boolean[]> {
+  const inserted: boolean[] = [];
+  for (let i = 0; i < docs.length; i += WRITE_CHUNK) {
+    const chunk = docs.slice(i, i + WRITE_CHUNK);
+    const ok = chunk.map(() => true);
+    try {
+      await collection.insertMany(chunk, { ordered: false });
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError)) throw err;
+      const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+      for (const e of errors) {
+        if (e.code !== 11000) throw err;
+        ok[e.index] = false;
+      }
+    }
+    inserted.push(...ok);
+  }
+  return inserted;
+}
+
+/** Removes what an unfinished add wrote (its members, claims and inline leads) and clears its mark. */
+async function cleanupOpenBatch(db: Db, campaign: CampaignDoc): Promise<void> {
+  const batch = campaign.open_batch;
+  if (batch === null) return;
+  await campaignPhonesCollection(db).deleteMany({ campaign_id: campaign._id, batch });
+  await campaignLeadsCollection(db).deleteMany({ campaign_id: campaign._id, batch });
+  await leadRecords(db).deleteMany({ campaign_id: campaign._id, campaign_batch: batch });
+  await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: { open_batch: null } });
+}
+
+/** The campaign's writer makes sure an add that died half-way left nothing behind. */
+export async function cleanupUnfinishedAdd(db: Db, campaign: CampaignDoc): Promise<CampaignDoc> {
+  if (campaign.open_batch === null) return campaign;
+  await cleanupOpenBatch(db, campaign);
+  return { ...campaign, open_batch: null };
+}
+
+export const notDraft = (campaign: CampaignDoc) =>
+  conflict(
+    'campaign_not_draft',
+    `The campaign is ${campaign.status}; leads can only be added to a draft campaign (before launch).`,
+  );
+
+/**
+ * Adds prepared leads to a draft campaign as its one writer: returns how many leads joined
+ * (a lead already in the campaign joins once) and the campaign's lead count after.
+ */
+export async function writeCampaignLeads(
+  services: Services,
+  campaignId: string,
+  firm: FirmDoc,
+  prepared: PreparedLeads,
+): Promise<{ leads_added: number; leads_total: number }> {
+  const db = services.mongo.db;
+  return withCampaignLock(services, campaignId, async () => {
+    let campaign = await reread(db, campaignId);
+    const launched = await campaignLaunchesCollection(db).findOne({ _id: launchClaimId(campaignId) });
+    if (campaign.status !== 'draft' || launched !== null) throw notDraft(campaign);
+    campaign = await cleanupUnfinishedAdd(db, campaign);
+    if (prepared.inline.length === 0 && prepared.existing.length === 0) {
+      return { leads_added: 0, leads_total: campaign.leads_total };
+    }
+
+    const batch = newId('batch', 9);
+    await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: { open_batch: batch } });
+    try {
+      const now = new Date();
+      const inline: CampaignLeadRecord[] = prepared.inline.map((fields) => ({
+        _id: newId('lead'),
+        ...fields,
+        campaign_id: campaignId,
+        created_at: now,
+        campaign_batch: batch,
+      }));
+      for (let i = 0; i < inline.length; i += WRITE_CHUNK) {
+        await leadRecords(db).insertMany(inline.slice(i, i + WRITE_CHUNK));
+      }
+      const leads: LeadDoc[] = [...inline, ...prepared.existing];
+      const members: CampaignLeadDoc[] = leads.map((lead) => ({
+        _id: campaignLeadId(campaignId, lead._id),
+        campaign_id: campaignId,
+        firm: firm._id,
+        lead_id: lead._id,
+        batch,
+        created_at: now,
+      }));
+      const joined = await insertClaims(campaignLeadsCollection(db), members);
+
+      // One claim per distinct callable phone among the leads that joined now.
+      const phones = new Map<string, CampaignPhoneDoc>();
+      leads.forEach((lead, i) => {
+        const phone = joined[i] ? callablePhone(firm, lead) : null;
+        if (phone === null || phones.has(phone)) return;
+        phones.set(phone, {
+          _id: campaignPhoneId(campaignId, phone),
+          campaign_id: campaignId,
+          firm: firm._id,
+          batch,
+          lead_id: lead._id,
+          phone,
+          timezone: lead.timezone,
+          variables: leadVariables(lead),
+          created_at: now,
+        });
+      });
+      const claimed = await insertClaims(campaignPhonesCollection(db), [...phones.values()]);
+
+      const leadsAdded = joined.filter(Boolean).length;
+      const callableAdded = claimed.filter(Boolean).length;
+      await campaignsCollection(db).updateOne(
+        { _id: campaignId },
+        {
+          $set: {
+            leads_total: campaign.leads_total + leadsAdded,
+            callable: campaign.callable + callableAdded,
+            open_batch: null,
+            updated_at: new Date(),
+          },
+        },
+      );
+      return { leads_added: leadsAdded, leads_total: campaign.leads_total + leadsAdded };
+    } catch (err) {
+      await cleanupOpenBatch(db, { ...campaign, open_batch: batch }).catch((e: unknown) =>
+        services.log.error(
+          { err: e, campaign_id: campaignId, batch },
+          'could not undo a failed add of leads',
+        ),
+      );
+      throw err;
+    }
+  });
+}

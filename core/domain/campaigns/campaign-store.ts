@@ -1,0 +1,210 @@
+import { createHash } from 'node:crypto';
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { conflict, notFound } from '../../platform/errors.js';
+import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
+import { mayRead } from '../access/access.js';
+import type { Principal } from '../access/principal.js';
+import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaign-progress.js';
+
+// What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
+// with the number of leads: membership is one small document per lead (`<campaign>:<lead>`),
+// "one call per distinct phone" one claim per phone (`<campaign>|<phone>`), and the launch a
+// claim of its own (`launch:<campaign>`) — never an array of ids in the campaign document.
+
+export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused', 'completed', 'cancelled'] as const;
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
+
+/** A lead is called at most this many times: the first call and 2 retries after not_connected. */
+export const MAX_CALL_ATTEMPTS = 3;
+
+export interface CampaignDoc {
+  _id: string;
+  firm: string;
+  name: string;
+  agent_id: string;
+  status: CampaignStatus;
+  /** Leads in the campaign (each lead once). */
+  leads_total: number;
+  /** Distinct callable phones claimed so far: calls_queued when it launches. */
+  callable: number;
+  /** Set at launch (0 before). */
+  calls_queued: number;
+  /**
+   * An add of leads that began and did not finish (its batch id): the process died during it.
+   * The next writer removes what that add wrote before going on (cleanupOpenBatch).
+   */
+  open_batch: string | null;
+  launched_at: Date | null;
+  finished_at: Date | null;
+  /** The counters when the campaign ended; Redis keeps the live ones only for a while after. */
+  final_counts: CampaignCounts | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** One lead of a campaign (`_id` = `<campaign>:<lead>`). */
+export interface CampaignLeadDoc {
+  _id: string;
+  campaign_id: string;
+  firm: string;
+  lead_id: string;
+  /** The add that wrote it. */
+  batch: string;
+  created_at: Date;
+}
+
+/**
+ * The claim of one distinct callable phone (`_id` = `<campaign>|<phone>`): one call job, one
+ * call per attempt. It carries what the call needs, so a dial reads one document.
+ */
+export interface CampaignPhoneDoc {
+  _id: string;
+  campaign_id: string;
+  firm: string;
+  batch: string;
+  lead_id: string;
+  /** E.164, possible, in an allowed country, not do-not-call when claimed. */
+  phone: string;
+  /** The lead's IANA time zone; null: the firm's. */
+  timezone: string | null;
+  /** Dynamic variables for the agent (the lead's names, case type). */
+  variables: Record<string, string>;
+  created_at: Date;
+}
+
+/** The launch claim (`_id` = `launch:<campaign>`). */
+export interface CampaignLaunchDoc {
+  _id: string;
+  launch_of: string;
+  created_at: Date;
+}
+
+/** A fan-out's checkpoint (`_id` = the campaign): the last phone claim whose job was added. */
+export interface CampaignFanoutDoc {
+  _id: string;
+  after: string | null;
+  added: number;
+  done: boolean;
+  updated_at: Date;
+}
+
+export const campaignsCollection = (db: Db) => collection<CampaignDoc>(db, COLLECTIONS.campaigns);
+export const campaignLeadsCollection = (db: Db) => collection<CampaignLeadDoc>(db, COLLECTIONS.campaignLeads);
+export const campaignPhonesCollection = (db: Db) =>
+  collection<CampaignPhoneDoc>(db, COLLECTIONS.campaignClaims);
+export const campaignLaunchesCollection = (db: Db) =>
+  collection<CampaignLaunchDoc>(db, COLLECTIONS.campaignClaims);
+export const campaignFanoutsCollection = (db: Db) =>
+  collection<CampaignFanoutDoc>(db, COLLECTIONS.campaignFanouts);
+
+export const campaignLeadId = (campaignId: string, leadId: string): string => `${campaignId}:${leadId}`;
+export const campaignPhoneId = (campaignId: string, phone: string): string => `${campaignId}|${phone}`;
+export const launchClaimId = (campaignId: string): string => `launch:${campaignId}`;
+
+/** The call of a campaign's phone for one attempt: derived, so a repeated job finds the same call. */
+export function campaignCallId(campaignId: string, phone: string, attempt: number): string {
+  const digest = createHash('sha256')
+    .update(`campaign|${campaignId}|${phone}|${attempt}`)
+    .digest('base64url');
+  return `call_${digest.slice(0, 24)}`;
+}
+
+/** The campaign by id, whoever owns it; null when there is none. */
+export function findCampaign(db: Db, id: string): Promise<CampaignDoc | null> {
+  return campaignsCollection(db).findOne({ _id: id });
+}
+
+/** The campaign as this principal may see it: another firm's campaign is not found. */
+export async function getCampaign(db: Db, principal: Principal, id: string): Promise<CampaignDoc> {
+  const campaign = await findCampaign(db, id);
+  if (campaign === null || !mayRead(principal, campaign.firm)) throw notFound('campaign');
+  return campaign;
+}
+
+/** How long one writer may hold a campaign (an add of 5,000 leads takes a few seconds). */
+export const CAMPAIGN_LOCK_TTL_MS = 120_000;
+
+/**
+ * Runs `fn` as the campaign's one writer: adds of leads, the launch, pause, resume, cancel and
+ * completion take turns (FerretDB rewrites a whole document on update, so concurrent writers
+ * could undo each other's fields). Waiting longer than `waitMs` is 409 campaign_busy.
+ */
+export async function withCampaignLock<T>(
+  services: Services,
+  campaignId: string,
+  fn: () => Promise<T>,
+  waitMs = 30_000,
+): Promise<T> {
+  try {
+    return await withRecordLock(
+      services.redis,
+      `${services.config.queuePrefix}:lock:campaign:${campaignId}`,
+      fn,
+      { ttlMs: CAMPAIGN_LOCK_TTL_MS, waitMs },
+    );
+  } catch (err) {
+    if (err instanceof RecordBusyError) {
+      throw conflict('campaign_busy', 'The campaign is being changed by another request; retry shortly.');
+    }
+    throw err;
+  }
+}
+
+/** Reads the campaign inside its lock (it exists: it was read before the lock was taken). */
+export async function reread(db: Db, id: string): Promise<CampaignDoc> {
+  const campaign = await findCampaign(db, id);
+  if (campaign === null) throw notFound('campaign');
+  return campaign;
+}
+
+/** The Redis lot of the campaign's jobs parked while it is paused (core/domain/pacing/parking.ts). */
+export const pausedLot = (services: Services, campaignId: string): string =>
+  `${services.config.queuePrefix}:campaign:${campaignId}:parked`;
+
+const ZERO_COUNTS: CampaignCounts = { calls_placed: 0, calls_completed: 0, calls_failed: 0 };
+
+/** The campaign's counters now: live from Redis, else the copy kept when it ended. */
+export async function countsOf(services: Services, campaigns: CampaignDoc[]): Promise<CampaignCounts[]> {
+  const live = await readCounts(
+    services,
+    campaigns.map((c) => c._id),
+  );
+  return campaigns.map((c, i) => live[i] ?? c.final_counts ?? ZERO_COUNTS);
+}
+
+/**
+ * Ends the campaign (completed or cancelled) as its writer: the end time and a copy of the
+ * counters on the document; Redis keeps the live ones a while longer for late events.
+ */
+export async function endCampaign(
+  services: Services,
+  campaign: CampaignDoc,
+  status: 'completed' | 'cancelled',
+): Promise<CampaignDoc> {
+  const now = new Date();
+  const [counts] = await countsOf(services, [campaign]);
+  const changes = { status, finished_at: now, final_counts: counts ?? ZERO_COUNTS, updated_at: now };
+  await campaignsCollection(services.mongo.db).updateOne({ _id: campaign._id }, { $set: changes });
+  await retainCountsAfterEnd(services, campaign._id);
+  return { ...campaign, ...changes };
+}
+
+/** A running (or paused) campaign whose leads are all settled becomes completed. */
+export async function completeIfSettled(
+  services: Services,
+  campaignId: string,
+  counts: CampaignCounts,
+): Promise<void> {
+  const db = services.mongo.db;
+  const settled = (c: CampaignDoc) =>
+    (c.status === 'running' || c.status === 'paused') &&
+    counts.calls_completed + counts.calls_failed >= c.calls_queued;
+  const campaign = await findCampaign(db, campaignId);
+  if (campaign === null || !settled(campaign)) return;
+  await withCampaignLock(services, campaignId, async () => {
+    const current = await reread(db, campaignId);
+    if (settled(current)) await endCampaign(services, current, 'completed');
+  });
+}

@@ -1,0 +1,317 @@
+import type { Db, Filter } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { claim } from '../../platform/db/claim.js';
+import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
+import { conflict } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import { requireFirm } from '../access/access.js';
+import type { Principal } from '../access/principal.js';
+import { getFirmAgent } from '../agents/agents.js';
+import { getFirm } from '../firms/firms.js';
+import type { CampaignCounts } from './campaign-progress.js';
+import {
+  cleanupUnfinishedAdd,
+  notDraft,
+  prepareCampaignLeads,
+  writeCampaignLeads,
+  type CampaignLeadsInput,
+} from './campaign-leads.js';
+import {
+  campaignLaunchesCollection,
+  campaignsCollection,
+  countsOf,
+  endCampaign,
+  getCampaign,
+  launchClaimId,
+  reread,
+  withCampaignLock,
+  type CampaignDoc,
+} from './campaign-store.js';
+
+// Campaigns (CONTRACT §3.6): create with leads, add leads while draft, launch once, pause,
+// resume, cancel. The launch flips draft → running behind a claim (`launch:<campaign>`), reads
+// the callable count kept as leads were added, enqueues the fan-out and answers: its time does
+// not depend on the number of leads. Workers do the rest (campaign-fanout.ts, campaign-calls.ts).
+
+/** POST /api/leads/campaigns: a draft campaign of the firm's agent, with its first leads. */
+export async function createCampaign(
+  services: Services,
+  principal: Principal,
+  input: CampaignLeadsInput & { firmSlug: string; name: string; agentId: string },
+): Promise<CampaignDoc> {
+  const db = services.mongo.db;
+  const firm = await requireFirm(db, principal, input.firmSlug);
+  const agent = await getFirmAgent(db, firm._id, input.agentId);
+  const prepared = await prepareCampaignLeads(db, firm, input);
+  const now = new Date();
+  const campaign: CampaignDoc = {
+    _id: newId('cmp'),
+    firm: firm._id,
+    name: input.name,
+    agent_id: agent._id,
+    status: 'draft',
+    leads_total: 0,
+    callable: 0,
+    calls_queued: 0,
+    open_batch: null,
+    launched_at: null,
+    finished_at: null,
+    final_counts: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await campaignsCollection(db).insertOne(campaign);
+  try {
+    const added = await writeCampaignLeads(services, campaign._id, firm, prepared);
+    return { ...campaign, leads_total: added.leads_total };
+  } catch (err) {
+    // The leads were checked first, so this is an outage: leave no half-made campaign behind.
+    await campaignsCollection(db)
+      .deleteOne({ _id: campaign._id })
+      .catch((e: unknown) =>
+        services.log.error({ err: e, campaign_id: campaign._id }, 'could not remove campaign'),
+      );
+    throw err;
+  }
+}
+
+/** POST /api/leads/campaigns/{id}/leads: more leads, only while draft (409 campaign_not_draft). */
+export async function addCampaignLeads(
+  services: Services,
+  principal: Principal,
+  campaignId: string,
+  input: CampaignLeadsInput,
+): Promise<{ campaign: CampaignDoc; leads_added: number }> {
+  const db = services.mongo.db;
+  const campaign = await getCampaign(db, principal, campaignId);
+  if (campaign.status !== 'draft') throw notDraft(campaign);
+  const firm = await getFirm(db, campaign.firm);
+  if (firm === null) throw notDraft(campaign);
+  const prepared = await prepareCampaignLeads(db, firm, input);
+  const added = await writeCampaignLeads(services, campaignId, firm, prepared);
+  return { campaign: { ...campaign, leads_total: added.leads_total }, leads_added: added.leads_added };
+}
+
+const alreadyLaunched = (campaign: CampaignDoc) =>
+  conflict(
+    'campaign_already_launched',
+    `The campaign was launched already (it is ${campaign.status}); a campaign is launched once.`,
+  );
+
+/** The state change of a launch, as the campaign's writer: running, with its calls_queued. */
+async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Promise<CampaignDoc> {
+  const changes = {
+    status: 'running' as const,
+    launched_at: launchedAt,
+    calls_queued: campaign.callable,
+    updated_at: new Date(),
+  };
+  await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: changes });
+  return { ...campaign, ...changes };
+}
+
+/**
+ * POST /api/leads/campaigns/{id}/launch. As the campaign's writer: the launch claim (a second
+ * launch, however concurrent, finds the campaign running or the claim taken: 409
+ * campaign_already_launched), the fan-out job, then draft → running. A launch that died after
+ * its claim (the campaign still draft, under the lock) is finished by the next launch or by the
+ * fan-out job. If the fan-out cannot be enqueued, the claim is withdrawn: a 503 changes nothing.
+ */
+export async function launchCampaign(
+  services: Services,
+  principal: Principal,
+  campaignId: string,
+): Promise<{ launched: true; calls_queued: number }> {
+  const db = services.mongo.db;
+  const seen = await getCampaign(db, principal, campaignId);
+  if (seen.status !== 'draft') throw alreadyLaunched(seen);
+  return withCampaignLock(services, campaignId, async () => {
+    let campaign = await reread(db, campaignId);
+    if (campaign.status !== 'draft') throw alreadyLaunched(campaign);
+    const launchedAt = new Date();
+    const claimed = await claim(campaignLaunchesCollection(db), {
+      _id: launchClaimId(campaignId),
+      launch_of: campaignId,
+      created_at: launchedAt,
+    });
+    campaign = await cleanupUnfinishedAdd(db, campaign);
+    try {
+      await enqueue(services.queues, JOBS.campaignFanout, { campaignId, firm: campaign.firm });
+    } catch (err) {
+      if (claimed) await campaignLaunchesCollection(db).deleteOne({ _id: launchClaimId(campaignId) });
+      throw err;
+    }
+    const running = await markRunning(db, campaign, launchedAt);
+    return { launched: true as const, calls_queued: running.calls_queued };
+  });
+}
+
+/**
+ * For the fan-out job of a campaign still draft: a launch claimed it and died before the state
+ * change. Finishes that launch (as the campaign's writer); null when there was no launch (its
+ * claim was withdrawn).
+ */
+export async function finishLaunch(services: Services, campaignId: string): Promise<CampaignDoc | null> {
+  const db = services.mongo.db;
+  return withCampaignLock(services, campaignId, async () => {
+    let campaign = await reread(db, campaignId);
+    if (campaign.status !== 'draft') return campaign;
+    const launch = await campaignLaunchesCollection(db).findOne({ _id: launchClaimId(campaignId) });
+    if (launch === null) return null;
+    campaign = await cleanupUnfinishedAdd(db, campaign);
+    return markRunning(db, campaign, launch.created_at);
+  });
+}
+
+const notLaunched = () =>
+  conflict('campaign_not_launched', 'The campaign is a draft: launch it first (or cancel it).');
+const finished = (campaign: CampaignDoc) =>
+  conflict('campaign_finished', `The campaign is ${campaign.status}; it cannot change any more.`);
+
+/** Wakes the campaign's jobs that parked while it was paused (they look at its state again). */
+async function wakeParked(services: Services, campaign: CampaignDoc): Promise<void> {
+  await enqueue(services.queues, JOBS.campaignWake, {
+    campaignId: campaign._id,
+    firm: campaign.firm,
+    at: Date.now(),
+  });
+}
+
+/**
+ * POST .../pause: running → paused; no new call is placed from now (calls in progress finish).
+ * Pausing a paused campaign changes nothing. 409 campaign_not_launched (draft),
+ * campaign_finished (completed or cancelled).
+ */
+export async function pauseCampaign(
+  services: Services,
+  principal: Principal,
+  campaignId: string,
+): Promise<CampaignDoc> {
+  const db = services.mongo.db;
+  await getCampaign(db, principal, campaignId);
+  return withCampaignLock(services, campaignId, async () => {
+    const campaign = await reread(db, campaignId);
+    if (campaign.status === 'draft') throw notLaunched();
+    if (campaign.status === 'completed' || campaign.status === 'cancelled') throw finished(campaign);
+    if (campaign.status === 'paused') return campaign;
+    const changes = { status: 'paused' as const, updated_at: new Date() };
+    await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
+    return { ...campaign, ...changes };
+  });
+}
+
+/**
+ * POST .../resume: paused → running, and the parked calls go on. Resuming a running campaign
+ * changes nothing (it wakes parked jobs again, harmlessly). 409 campaign_not_launched (draft),
+ * campaign_finished (completed or cancelled).
+ */
+export async function resumeCampaign(
+  services: Services,
+  principal: Principal,
+  campaignId: string,
+): Promise<CampaignDoc> {
+  const db = services.mongo.db;
+  await getCampaign(db, principal, campaignId);
+  const campaign = await withCampaignLock(services, campaignId, async () => {
+    const current = await reread(db, campaignId);
+    if (current.status === 'draft') throw notLaunched();
+    if (current.status === 'completed' || current.status === 'cancelled') throw finished(current);
+    if (current.status === 'running') return current;
+    const changes = { status: 'running' as const, updated_at: new Date() };
+    await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
+    return { ...current, ...changes };
+  });
+  await wakeParked(services, campaign);
+  return campaign;
+}
+
+/**
+ * POST .../cancel: ends the campaign for good — no call is placed from now (calls in progress
+ * finish), it cannot be launched or resumed. A draft can be cancelled (it is then never
+ * launched); cancelling a cancelled campaign changes nothing. 409 campaign_finished (completed).
+ */
+export async function cancelCampaign(
+  services: Services,
+  principal: Principal,
+  campaignId: string,
+): Promise<CampaignDoc> {
+  const db = services.mongo.db;
+  await getCampaign(db, principal, campaignId);
+  const { campaign, wasLaunched } = await withCampaignLock(services, campaignId, async () => {
+    const current = await reread(db, campaignId);
+    if (current.status === 'completed') throw finished(current);
+    if (current.status === 'cancelled')
+      return { campaign: current, wasLaunched: current.launched_at !== null };
+    if (current.status === 'draft') {
+      // The launch claim too, so that no launch can follow.
+      await claim(campaignLaunchesCollection(db), {
+        _id: launchClaimId(campaignId),
+        launch_of: campaignId,
+        created_at: new Date(),
+      });
+    }
+    return {
+      campaign: await endCampaign(services, current, 'cancelled'),
+      wasLaunched: current.status !== 'draft',
+    };
+  });
+  if (wasLaunched) await wakeParked(services, campaign);
+  return campaign;
+}
+
+/** The campaign record as the API shows it (CONTRACT §3.6). */
+export function campaignView(campaign: CampaignDoc, counts: CampaignCounts) {
+  return {
+    id: campaign._id,
+    name: campaign.name,
+    firm: campaign.firm,
+    agent_id: campaign.agent_id,
+    status: campaign.status,
+    leads_total: campaign.leads_total,
+    calls_queued: campaign.calls_queued,
+    calls_placed: counts.calls_placed,
+    calls_completed: counts.calls_completed,
+    calls_failed: counts.calls_failed,
+    launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
+    created_at: campaign.created_at.toISOString(),
+  };
+}
+
+/** The record with its live counters. */
+export async function viewWithCounts(services: Services, campaign: CampaignDoc) {
+  const [counts] = await countsOf(services, [campaign]);
+  return campaignView(campaign, counts!);
+}
+
+const SCOPE = 'list-campaigns';
+
+/** A firm's campaigns, newest first (ties by id), by keyset: pages never repeat or skip one. */
+export async function listCampaigns(
+  services: Services,
+  firm: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ campaigns: ReturnType<typeof campaignView>[]; next_cursor: string }> {
+  const secret = services.config.sessionSecret;
+  const filter: Filter<CampaignDoc> = { firm };
+  if (cursor) {
+    const { t, i } = decodeCursor(secret, SCOPE, firm, cursor);
+    if (typeof t !== 'number' || typeof i !== 'string') throw invalidCursor();
+    filter.$or = [{ created_at: { $lt: new Date(t) } }, { created_at: new Date(t), _id: { $lt: i } }];
+  }
+  const rows = await campaignsCollection(services.mongo.db)
+    .find(filter)
+    .sort({ created_at: -1, _id: -1 })
+    .limit(limit + 1)
+    .toArray();
+  const page = rows.slice(0, limit);
+  const counts = await countsOf(services, page);
+  const last = page[page.length - 1];
+  const next_cursor =
+    rows.length > limit && last !== undefined
+      ? encodeCursor(secret, SCOPE, firm, { t: last.created_at.getTime(), i: last._id })
+      : '';
+  return { campaigns: page.map((c, i) => campaignView(c, counts[i]!)), next_cursor };
+}

@@ -1,0 +1,132 @@
+import type { Services } from '../../wiring/services.js';
+import { defineRedisScript } from '../../platform/redis-script.js';
+import { getFirm } from '../firms/firms.js';
+import { DEFAULT_SETTINGS } from '../firms/firm-settings.js';
+import { promoteParked } from './parking.js';
+
+// Pacing: at most a firm's max_concurrent_calls calls of that firm in progress at once, for
+// every dial the service makes (create-outbound-call and campaigns alike). A slot is a member
+// of a per-firm sorted set — the call id, scored by when its lease runs out — taken before the
+// dial and released by the call's end (call_ended, or a not_connected/error outcome). The lease
+// frees a slot whose end event was lost. Jobs that find no slot park (core/domain/pacing/
+// parking.ts) in the firm's waiter set and are woken, oldest first, as slots free up; other
+// firms' jobs never wait behind them.
+
+const slotsKey = (services: Services, firm: string) => `${services.config.queuePrefix}:pacing:${firm}:slots`;
+const waitersKey = (services: Services, firm: string) =>
+  `${services.config.queuePrefix}:pacing:${firm}:waiters`;
+/** The firms that have parked jobs (the reaper's list). */
+const firmsKey = (services: Services) => `${services.config.queuePrefix}:pacing:firms`;
+
+/**
+ * KEYS: slots, waiters, firms. ARGV: member, now, lease end, max, waiter ref ('' for none), firm.
+ * Frees expired leases; a member that holds a slot keeps it (its lease renewed); else it takes a
+ * free one; else its waiter ref joins the firm's waiters (keeping its place). 1 = slot held.
+ */
+const TAKE = defineRedisScript(`
+local now = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  if ARGV[5] ~= '' then redis.call('ZREM', KEYS[2], ARGV[5]) end
+  return 1
+end
+if ARGV[5] ~= '' then
+  redis.call('ZADD', KEYS[2], 'NX', now, ARGV[5])
+  redis.call('SADD', KEYS[3], ARGV[6])
+end
+return 0
+`);
+
+/**
+ * KEYS: slots, waiters, firms. ARGV: member to release ('' for none), now, max, firm.
+ * Releases the member, frees expired leases, and pops as many waiters as there are free slots
+ * (oldest first): the caller promotes them.
+ */
+const RELEASE_AND_WAKE = defineRedisScript(`
+if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]))
+local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
+local woken = {}
+if free > 0 then
+  local popped = redis.call('ZPOPMIN', KEYS[2], free)
+  for i = 1, #popped, 2 do woken[#woken + 1] = popped[i] end
+end
+if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[4]) end
+return woken
+`);
+
+/** The firm's max_concurrent_calls (the default for a firm that is gone). */
+async function maxConcurrentCalls(services: Services, firm: string): Promise<number> {
+  const doc = await getFirm(services.mongo.db, firm);
+  return doc?.settings.max_concurrent_calls ?? DEFAULT_SETTINGS.max_concurrent_calls;
+}
+
+/**
+ * Takes (or keeps, renewing its lease) a dial slot of `firm` for the call `callId`. False when
+ * the firm is at its limit: then `waiter` (a parked job's reference, see parking.ts) has joined
+ * the firm's waiters and is woken when a slot frees.
+ */
+export async function takeDialSlot(
+  services: Services,
+  firm: string,
+  callId: string,
+  waiter: string,
+): Promise<boolean> {
+  const now = Date.now();
+  const max = await maxConcurrentCalls(services, firm);
+  const taken = await TAKE.run(
+    services.redis,
+    [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)],
+    [callId, now, now + services.config.dialSlotLeaseMs, max, waiter, firm],
+  );
+  return taken === 1;
+}
+
+/** Pops waiters for the free slots of `firm` (after releasing `callId`, if given) and promotes them. */
+async function wake(services: Services, firm: string, callId: string): Promise<number> {
+  const max = await maxConcurrentCalls(services, firm);
+  const keys = [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)];
+  const woken = (await RELEASE_AND_WAKE.run(services.redis, keys, [
+    callId,
+    Date.now(),
+    max,
+    firm,
+  ])) as string[];
+  if (woken.length === 0) return 0;
+  return promoteParked(services, woken, async (ref) => {
+    // Not parked yet: put it back in line; it parks and looks again (wakeDialWaiters).
+    await services.redis.zadd(keys[1]!, 'NX', Date.now(), ref);
+    await services.redis.sadd(keys[2]!, firm);
+  });
+}
+
+/**
+ * The call ended (or will never be dialled): its slot is free, and the oldest waiter is woken.
+ * A slot already released (a repeated event) wakes no one again.
+ */
+export async function releaseDialSlot(services: Services, firm: string, callId: string): Promise<void> {
+  if ((await services.redis.zrem(slotsKey(services, firm), callId)) === 0) return;
+  await wake(services, firm, '');
+}
+
+/** Wakes as many waiters as `firm` has free slots (a parked job's second look; the reaper). */
+export async function wakeDialWaiters(services: Services, firm: string): Promise<number> {
+  return wake(services, firm, '');
+}
+
+/**
+ * For every firm with parked jobs: frees the slots whose lease ran out (their end event never
+ * came) and wakes waiters for the free slots. Run every 30 s by the maintenance queue.
+ */
+export async function reapDialSlots(services: Services): Promise<{ firms: number; woken: number }> {
+  const firms = await services.redis.smembers(firmsKey(services));
+  let woken = 0;
+  for (const firm of firms) woken += await wakeDialWaiters(services, firm);
+  return { firms: firms.length, woken };
+}
+
+/** The calls holding a slot of `firm` now (tests, operators). */
+export async function dialSlotsInUse(services: Services, firm: string): Promise<string[]> {
+  return services.redis.zrangebyscore(slotsKey(services, firm), Date.now(), '+inf');
+}

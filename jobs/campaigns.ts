@@ -1,0 +1,52 @@
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+/** Fans a launched campaign out into one campaign-call job per distinct phone (job id = campaign). */
+export interface CampaignFanoutJob {
+  campaignId: string;
+  firm: string;
+}
+
+/**
+ * One lead (one distinct phone) of a campaign, one attempt: waits for the campaign to run, for
+ * the calling window and for a dial slot, then creates the call (job id = campaign + phone + attempt).
+ */
+export interface CampaignCallJob {
+  campaignId: string;
+  firm: string;
+  /** E.164; the campaign's phone claim `<campaign>|<phone>` holds the rest. */
+  phone: string;
+  /** 1 for the first call; 2 and 3 retry a lead that was not_connected. */
+  attempt: number;
+}
+
+/** Wakes the campaign's jobs parked while it was paused (after resume or cancel). */
+export interface CampaignWakeJob {
+  campaignId: string;
+  firm: string;
+  /** Distinguishes one resume from the next (a wake job per state change). */
+  at: number;
+}
+
+export const campaignJobs = {
+  campaignFanout: defineJob<CampaignFanoutJob>({
+    queue: QUEUE.campaigns,
+    name: 'campaign-fanout',
+    id: (job) => jobId('fanout', job.campaignId),
+  }),
+  campaignCall: defineJob<CampaignCallJob>({
+    queue: QUEUE.campaigns,
+    name: 'campaign-call',
+    id: (job) => jobId('cc', job.campaignId, job.phone, String(job.attempt)),
+    // Tens of thousands per campaign: keep a short history (the calls are the durable record).
+    options: {
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
+    },
+  }),
+  campaignWake: defineJob<CampaignWakeJob>({
+    queue: QUEUE.campaigns,
+    name: 'campaign-wake',
+    id: (job) => jobId('wake', job.campaignId, String(job.at)),
+  }),
+};
