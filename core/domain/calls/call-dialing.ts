@@ -52,7 +52,9 @@ export async function placeOutboundCall(
   if (call === null) return 'missing'; // the request that created it rolled back
   if (call.provider_call_id !== null) return 'already_placed';
   if (call.finished) return 'already_finished';
-  if (!(await takeDialSlot(services, call.firm, call._id, waiter))) return 'waiting_for_slot';
+  // A call asked for through create-outbound-call waits before any campaign lead; a campaign
+  // call holds its slot already (its job took it before creating the call).
+  if (!(await takeDialSlot(services, call.firm, call._id, waiter, 'first'))) return 'waiting_for_slot';
 
   let outcome: DialOutcome = 'already_placed';
   await runEffect(

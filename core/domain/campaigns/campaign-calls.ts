@@ -6,7 +6,7 @@ import type { CampaignCallJob } from '../../../jobs/campaigns.js';
 import { findAgent } from '../agents/agents.js';
 import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/calls.js';
 import { getFirm } from '../firms/firms.js';
-import { releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
+import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { nextCallTime } from '../pacing/calling-window.js';
 import { advanceLead } from './campaign-progress.js';
 import {
@@ -50,8 +50,8 @@ async function lookAtCampaign(
   if (campaign !== null && campaign.status === 'draft') {
     throw new Error(`The campaign ${job.campaignId} is not launched yet; retrying.`);
   }
-  // A slot this job took before a crash is not needed now.
-  await releaseDialSlot(services, job.firm, callId);
+  // No call now: a slot this job holds (taken before a crash) or was woken for goes on.
+  await passDialTurn(services, job.firm, callId);
   if (campaign === null) return done('campaign_missing');
   return campaign.status === 'paused' ? { kind: 'paused' } : done(campaign.status);
 }
@@ -87,7 +87,7 @@ export async function runCampaignCall(
     const now = Date.now();
     const at = nextCallTime(window, lead.timezone ?? firm.settings.timezone, now) ?? now + 86_400_000;
     if (at > now) {
-      await releaseDialSlot(services, firm._id, callId);
+      await passDialTurn(services, firm._id, callId);
       return { kind: 'wait_until', at };
     }
   }

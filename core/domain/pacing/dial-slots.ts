@@ -19,7 +19,8 @@ const waitersKey = (services: Services, firm: string) =>
 const firmsKey = (services: Services) => `${services.config.queuePrefix}:pacing:firms`;
 
 /**
- * KEYS: slots, waiters, firms. ARGV: member, now, lease end, max, waiter ref ('' for none), firm.
+ * KEYS: slots, waiters, firms. ARGV: member, now, lease end, max, waiter ref ('' for none), firm,
+ * the waiter's place in line (lowest first).
  * Frees expired leases; a member that holds a slot keeps it (its lease renewed); else it takes a
  * free one; else its waiter ref joins the firm's waiters (keeping its place). 1 = slot held.
  */
@@ -32,7 +33,7 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonu
   return 1
 end
 if ARGV[5] ~= '' then
-  redis.call('ZADD', KEYS[2], 'NX', now, ARGV[5])
+  redis.call('ZADD', KEYS[2], 'NX', tonumber(ARGV[7]), ARGV[5])
   redis.call('SADD', KEYS[3], ARGV[6])
 end
 return 0
@@ -41,17 +42,14 @@ return 0
 /**
  * KEYS: slots, waiters, firms. ARGV: member to release ('' for none), now, max, firm.
  * Releases the member, frees expired leases, and pops as many waiters as there are free slots
- * (oldest first): the caller promotes them.
+ * (first in line first): the caller promotes them. Returns [ref, place, ref, place, ...].
  */
 const RELEASE_AND_WAKE = defineRedisScript(`
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]))
 local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
 local woken = {}
-if free > 0 then
-  local popped = redis.call('ZPOPMIN', KEYS[2], free)
-  for i = 1, #popped, 2 do woken[#woken + 1] = popped[i] end
-end
+if free > 0 then woken = redis.call('ZPOPMIN', KEYS[2], free) end
 if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[4]) end
 return woken
 `);
@@ -62,41 +60,44 @@ async function maxConcurrentCalls(services: Services, firm: string): Promise<num
   return doc?.settings.max_concurrent_calls ?? DEFAULT_SETTINGS.max_concurrent_calls;
 }
 
+/** Waiters of the `first` class go before every other waiter (their place: time minus this). */
+const FIRST_IN_LINE_MS = 1e12;
+
 /**
  * Takes (or keeps, renewing its lease) a dial slot of `firm` for the call `callId`. False when
  * the firm is at its limit: then `waiter` (a parked job's reference, see parking.ts) has joined
- * the firm's waiters and is woken when a slot frees.
+ * the firm's waiters and is woken when a slot frees — oldest first, but a `first` waiter (a call
+ * someone asked for now, create-outbound-call) before any campaign lead.
  */
 export async function takeDialSlot(
   services: Services,
   firm: string,
   callId: string,
   waiter: string,
+  line: 'first' | 'queue' = 'queue',
 ): Promise<boolean> {
   const now = Date.now();
   const max = await maxConcurrentCalls(services, firm);
+  const place = line === 'first' ? now - FIRST_IN_LINE_MS : now;
   const taken = await TAKE.run(
     services.redis,
     [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)],
-    [callId, now, now + services.config.dialSlotLeaseMs, max, waiter, firm],
+    [callId, now, now + services.config.dialSlotLeaseMs, max, waiter, firm, place],
   );
   return taken === 1;
 }
 
-/** Pops waiters for the free slots of `firm` (after releasing `callId`, if given) and promotes them. */
-async function wake(services: Services, firm: string, callId: string): Promise<number> {
+/** Pops waiters for the free slots of `firm` and promotes them. */
+async function wake(services: Services, firm: string): Promise<number> {
   const max = await maxConcurrentCalls(services, firm);
   const keys = [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)];
-  const woken = (await RELEASE_AND_WAKE.run(services.redis, keys, [
-    callId,
-    Date.now(),
-    max,
-    firm,
-  ])) as string[];
-  if (woken.length === 0) return 0;
-  return promoteParked(services, woken, async (ref) => {
-    // Not parked yet: put it back in line; it parks and looks again (wakeDialWaiters).
-    await services.redis.zadd(keys[1]!, 'NX', Date.now(), ref);
+  const popped = (await RELEASE_AND_WAKE.run(services.redis, keys, ['', Date.now(), max, firm])) as string[];
+  if (popped.length === 0) return 0;
+  const places = new Map<string, string>();
+  for (let i = 0; i < popped.length; i += 2) places.set(popped[i]!, popped[i + 1]!);
+  return promoteParked(services, [...places.keys()], async (ref) => {
+    // Not parked yet: back in line at its place; it parks and looks again (wakeDialWaiters).
+    await services.redis.zadd(keys[1]!, 'NX', places.get(ref) ?? Date.now(), ref);
     await services.redis.sadd(keys[2]!, firm);
   });
 }
@@ -107,12 +108,22 @@ async function wake(services: Services, firm: string, callId: string): Promise<n
  */
 export async function releaseDialSlot(services: Services, firm: string, callId: string): Promise<void> {
   if ((await services.redis.zrem(slotsKey(services, firm), callId)) === 0) return;
-  await wake(services, firm, '');
+  await wake(services, firm);
+}
+
+/**
+ * A job that will not dial now (its campaign is paused or over, its lead outside the calling
+ * window): frees the slot it may hold, and passes its turn on — it may have been woken for a
+ * free slot, which would otherwise stay unused while others wait.
+ */
+export async function passDialTurn(services: Services, firm: string, callId: string): Promise<void> {
+  await services.redis.zrem(slotsKey(services, firm), callId);
+  await wake(services, firm);
 }
 
 /** Wakes as many waiters as `firm` has free slots (a parked job's second look; the reaper). */
 export async function wakeDialWaiters(services: Services, firm: string): Promise<number> {
-  return wake(services, firm, '');
+  return wake(services, firm);
 }
 
 /**

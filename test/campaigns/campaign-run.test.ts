@@ -1,0 +1,275 @@
+// Launched campaigns running on real workers, Redis and FerretDB, with the simulator as voice
+// provider (numbers ending 0000 are not answered, 9999 fail at the provider): one call per
+// distinct callable phone through create-outbound-call's path, per-firm pacing that never slows
+// another firm, calling windows in the lead's time zone, retries of not_connected leads, pause,
+// resume and cancel.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { nextCallTime } from '../../core/domain/pacing/calling-window.js';
+import { jobId } from '../../jobs/define.js';
+import {
+  callsOf,
+  campaignCalls,
+  createAgent,
+  createCampaign,
+  getCampaign,
+  launch,
+  maxOverlap,
+  simulatorDials,
+  usPhones,
+  waitForCampaign,
+} from './support.js';
+
+const SIM_CALL_MS = 300;
+const RETRY_DELAY_MS = 700;
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({
+    workers: true,
+    env: { SIM_CALL_MS: String(SIM_CALL_MS), CAMPAIGN_RETRY_DELAY_MS: String(RETRY_DELAY_MS) },
+  });
+});
+afterAll(async () => stack?.stop());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function firmWithAgent(settings: Record<string, unknown> = {}) {
+  const firm = await createFirm(stack, settings);
+  return { ...firm, agentId: await createAgent(firm.client, firm.slug) };
+}
+
+/** Every call of the campaign has finished (none registered or ongoing). */
+async function settledCalls(campaignId: string) {
+  return eventually(async () => {
+    const calls = await campaignCalls(stack, campaignId);
+    expect(calls.every((c) => c.finished)).toBe(true);
+    return calls;
+  }, 30_000);
+}
+
+describe('a launched campaign', () => {
+  it('places exactly one call per callable phone, through the create-outbound-call path, and completes', async () => {
+    const firm = await firmWithAgent({ max_concurrent_calls: 3 });
+    const answered = usPhones(4, 10);
+    const failing = '+12125559999'; // refused by the simulated carrier: the call ends as error
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: [
+        ...answered.map((phone, i) => ({ phone, first_name: `Lead${i}`, case_type: 'auto accident' })),
+        { phone: answered[0], first_name: 'Twice' },
+        { phone: failing },
+        { phone: '+442071234567' },
+        { first_name: 'No phone' },
+      ],
+    });
+    expect(await launch(firm.client, created.id)).toBe(5);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 5, calls_placed: 5, calls_completed: 4, calls_failed: 1 });
+
+    const calls = await campaignCalls(stack, created.id);
+    expect(calls).toHaveLength(5);
+    expect(calls.map((c) => c.to_number).sort()).toEqual([...answered, failing].sort());
+    const first = calls.find((c) => c.to_number === answered[0])!;
+    expect(first).toMatchObject({ firm: firm.slug, agent_id: firm.agentId, direction: 'outbound', status: 'ended' });
+    expect(first.dynamic_variables).toMatchObject({ first_name: 'Lead0', case_type: 'auto accident' });
+    expect(calls.find((c) => c.to_number === failing)?.status).toBe('error');
+    // get-call shows the campaign; the simulator placed each answered number once.
+    const viaApi = await firm.client.get(`/api/v2/get-call/${first._id}`);
+    expect(viaApi.body.campaign_id).toBe(created.id);
+    const dials = await simulatorDials(stack, [...answered, failing]);
+    expect(dials.map((d) => d.to_number).sort()).toEqual([...answered].sort());
+  });
+
+  it('never has more than max_concurrent_calls (2) calls of a firm at once, while another firm’s call goes through at once', async () => {
+    const busy = await firmWithAgent({ max_concurrent_calls: 2 });
+    const other = await firmWithAgent({ max_concurrent_calls: 2 });
+    const busyPhones = usPhones(10, 100);
+    const big = await createCampaign(busy.client, {
+      firmSlug: busy.slug,
+      agentId: busy.agentId,
+      leads: busyPhones.map((phone) => ({ phone })),
+    });
+    const small = await createCampaign(other.client, {
+      firmSlug: other.slug,
+      agentId: other.agentId,
+      leads: [{ phone: '+13125550142' }],
+    });
+    expect(await launch(busy.client, big.id)).toBe(10);
+    expect(await launch(other.client, small.id)).toBe(1);
+    await waitForCampaign(other.client, small.id, (c) => c.status === 'completed');
+    const busyNow = await getCampaign(busy.client, big.id);
+    await waitForCampaign(busy.client, big.id, (c) => c.status === 'completed');
+
+    const calls = await campaignCalls(stack, big.id);
+    expect(calls).toHaveLength(10);
+    const intervals = calls.map((c) => [c.created_at.getTime(), c.end_timestamp!] as [number, number]);
+    expect(maxOverlap(intervals)).toBeLessThanOrEqual(2);
+    // The other firm's one call did not wait for the big campaign: it was over while the big
+    // campaign still had leads to call.
+    const [otherCall] = await campaignCalls(stack, small.id);
+    const lastBusyStart = Math.max(...intervals.map(([s]) => s));
+    expect(otherCall!.end_timestamp!).toBeLessThan(lastBusyStart);
+    expect(busyNow.calls_completed).toBeLessThan(10);
+  });
+
+  it('paces create-outbound-call too: with max_concurrent_calls 1, a second call waits for the first to end', async () => {
+    const firm = await firmWithAgent({ max_concurrent_calls: 1 });
+    const ids: string[] = [];
+    for (const toNumber of usPhones(3, 200)) {
+      const res = await firm.client.post('/api/v2/create-outbound-call', { toNumber, agentId: firm.agentId, firmSlug: firm.slug });
+      expect(res.status).toBe(200);
+      ids.push(res.body.call_id);
+    }
+    const calls = await eventually(async () => {
+      const found = await callsOf(stack).find({ _id: { $in: ids } }).toArray();
+      expect(found.every((c) => c.status === 'ended')).toBe(true);
+      return found;
+    }, 30_000);
+    // The simulator's own records: when each call was placed and hung up.
+    const dials = await simulatorDials(stack, calls.map((c) => c.to_number!));
+    const placed = dials.map((d: any) => [d.created_at.getTime(), d.end_timestamp] as [number, number]);
+    expect(placed).toHaveLength(3);
+    expect(maxOverlap(placed)).toBe(1);
+  });
+
+  it('retries a not_connected (0000) lead twice, at least CAMPAIGN_RETRY_DELAY_MS apart, then settles it as failed', async () => {
+    const firm = await firmWithAgent();
+    const unanswered = '+12125550000';
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: [{ phone: unanswered }, { phone: '+12125550411' }],
+    });
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 1, calls_failed: 1 });
+
+    const attempts = (await campaignCalls(stack, created.id))
+      .filter((c) => c.to_number === unanswered)
+      .sort((x, y) => x.campaign_attempt! - y.campaign_attempt!);
+    expect(attempts.map((c) => [c.campaign_attempt, c.status, c.disconnection_reason])).toEqual([
+      [1, 'not_connected', 'dial_no_answer'],
+      [2, 'not_connected', 'dial_no_answer'],
+      [3, 'not_connected', 'dial_no_answer'],
+    ]);
+    for (let i = 1; i < attempts.length; i++) {
+      expect(attempts[i]!.created_at.getTime() - attempts[i - 1]!.end_timestamp!).toBeGreaterThanOrEqual(RETRY_DELAY_MS);
+    }
+    expect(await simulatorDials(stack, [unanswered])).toHaveLength(3);
+    // Nothing more comes later.
+    await sleep(RETRY_DELAY_MS * 2);
+    expect(await campaignCalls(stack, created.id)).toHaveLength(4);
+  });
+
+  it('pause freezes calls_placed (calls in progress finish), resume completes it', async () => {
+    const firm = await firmWithAgent({ max_concurrent_calls: 1 });
+    const phones = usPhones(6, 300);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: phones.map((phone) => ({ phone })),
+    });
+    await launch(firm.client, created.id);
+    await waitForCampaign(firm.client, created.id, (c) => c.calls_placed >= 1, 30_000);
+    const paused = await firm.client.post(`/api/leads/campaigns/${created.id}/pause`, {});
+    expect(paused.status).toBe(200);
+    expect(paused.body.status).toBe('paused');
+
+    const frozenCalls = await settledCalls(created.id);
+    const frozen = await getCampaign(firm.client, created.id);
+    expect(frozen.calls_placed).toBe(frozenCalls.length);
+    expect(frozen.calls_placed).toBeLessThan(6);
+    // Long enough for several more calls of SIM_CALL_MS had the campaign been running.
+    await sleep(SIM_CALL_MS * 8);
+    expect(await getCampaign(firm.client, created.id)).toMatchObject({ status: 'paused', calls_placed: frozen.calls_placed });
+    expect(await campaignCalls(stack, created.id)).toHaveLength(frozenCalls.length);
+
+    expect((await firm.client.post(`/api/leads/campaigns/${created.id}/resume`)).body.status).toBe('running');
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_placed: 6, calls_completed: 6, calls_failed: 0 });
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([...phones].sort());
+  });
+
+  it('cancel stops it for good', async () => {
+    const firm = await firmWithAgent({ max_concurrent_calls: 1 });
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: usPhones(6, 400).map((phone) => ({ phone })),
+    });
+    await launch(firm.client, created.id);
+    await waitForCampaign(firm.client, created.id, (c) => c.calls_placed >= 1, 30_000);
+    expect((await firm.client.post(`/api/leads/campaigns/${created.id}/cancel`)).body.status).toBe('cancelled');
+    const calls = await settledCalls(created.id);
+    await sleep(SIM_CALL_MS * 8);
+    const after = await getCampaign(firm.client, created.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.calls_placed).toBe(calls.length);
+    expect(after.calls_placed).toBeLessThan(6);
+    expect(await campaignCalls(stack, created.id)).toHaveLength(calls.length);
+    // Its parked jobs ended; nothing of it is waiting for a dial slot.
+    const waiting = await stack.services.redis.zcard(`${stack.config.queuePrefix}:pacing:${firm.slug}:waiters`);
+    expect(waiting).toBe(0);
+  });
+});
+
+/** "HH:MM" of an instant in UTC. */
+const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+
+describe('calling windows', () => {
+  it('a lead whose local time is outside the window waits (delayed to the opening) while one inside is called', async () => {
+    const now = Date.now();
+    // A two-hour window around the present moment in UTC; America/Chicago-like offsets are
+    // outside it, whatever the date (a fixed-offset zone six hours behind).
+    const window = { start: hhmm(now - 3600_000), end: hhmm(now + 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
+    const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
+    const inside = '+12125550511';
+    const outside = '+12125550512';
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: [
+        { phone: inside }, // the firm's zone: UTC
+        { phone: outside, timezone: 'Etc/GMT+6' },
+      ],
+    });
+    expect(await launch(firm.client, created.id)).toBe(2);
+    await waitForCampaign(firm.client, created.id, (c) => c.calls_completed === 1);
+    const calls = await campaignCalls(stack, created.id);
+    expect(calls.map((c) => c.to_number)).toEqual([inside]);
+    // The other lead's job waits, delayed until the window opens in its zone.
+    const id = jobId('cc', created.id, outside, '1');
+    const job = await stack.services.queues.campaigns.getJob(id);
+    expect(await job?.getState()).toBe('delayed');
+    const score = await stack.services.redis.zscore(`${stack.config.queuePrefix}:campaigns:delayed`, id);
+    const dueAt = Math.floor(Number(score) / 0x1000);
+    const expected = nextCallTime(window, 'Etc/GMT+6', Date.now())!;
+    expect(Math.abs(dueAt - expected)).toBeLessThan(2000);
+    expect(expected).toBeGreaterThan(Date.now() + 3600_000);
+    expect((await getCampaign(firm.client, created.id)).status).toBe('running');
+  });
+
+  it('a window opening in the next minute gets its calls then', async () => {
+    const now = Date.now();
+    const opens = Math.ceil((now + 1000) / 60_000) * 60_000;
+    const window = { start: hhmm(opens), end: hhmm(opens + 2 * 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
+    const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: usPhones(2, 600).map((phone) => ({ phone })),
+    });
+    expect(await launch(firm.client, created.id)).toBe(2);
+    await sleep(1000);
+    expect(await campaignCalls(stack, created.id)).toHaveLength(0);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 100_000);
+    expect(done.calls_completed).toBe(2);
+    for (const call of await campaignCalls(stack, created.id)) {
+      expect(call.created_at.getTime()).toBeGreaterThanOrEqual(opens);
+    }
+  }, 120_000);
+});
