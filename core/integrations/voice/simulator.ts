@@ -125,7 +125,10 @@ export class SimulatorProvider implements VoiceProvider {
     };
     if (!(await claim(simulatorCalls(db), doc))) {
       const existing = await simulatorCalls(db).findOne({ _id: doc._id });
-      if (existing !== null) return { providerCallId: existing._id, status: existing.call_status };
+      if (existing !== null) {
+        await this.keepPlaying(existing);
+        return { providerCallId: existing._id, status: existing.call_status };
+      }
     }
     try {
       // It rings for half of SIM_CALL_MS, then talks for the other half.
@@ -152,6 +155,19 @@ export class SimulatorProvider implements VoiceProvider {
 
   async findCall(callId: string): Promise<ProviderCall | null> {
     const doc = await simulatorCalls(this.options.db).findOne({ _id: simulatorCallId(callId) });
-    return doc === null ? null : { providerCallId: doc._id, status: doc.call_status };
+    if (doc === null) return null;
+    await this.keepPlaying(doc);
+    return { providerCallId: doc._id, status: doc.call_status };
+  }
+
+  /**
+   * A call the simulator holds goes on playing, as a provider's call does whatever happens to
+   * its client: a process that died between recording the call and scheduling its step left it
+   * without one. The step's job id derives from the call, so this adds nothing when it exists.
+   */
+  private async keepPlaying(doc: SimulatorCallDoc): Promise<void> {
+    if (doc.call_status !== 'registered' && doc.call_status !== 'ongoing') return;
+    const due = doc.created_at.getTime() + Math.floor(this.options.simCallMs / 2);
+    await this.options.schedule({ callId: doc.metadata.call_id, providerCallId: doc._id }, due - Date.now());
   }
 }
