@@ -8,7 +8,15 @@ import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { campaignCalls, createAgent, createCampaign, launch, simulatorDials, usPhones, waitForCampaign } from './support.js';
+import {
+  campaignCalls,
+  createAgent,
+  createCampaign,
+  launch,
+  simulatorDials,
+  usPhones,
+  waitForCampaign,
+} from './support.js';
 
 const LEADS = 300;
 
@@ -51,7 +59,8 @@ describe('a campaign whose worker process is killed twice', () => {
       leads: [...phones.map((phone) => ({ phone })), { phone: phones[0] }, { phone: '+442071234567' }],
     });
     expect(await launch(firm.client, created.id)).toBe(LEADS);
-    const fanout = () => stack.services.mongo.db.collection(COLLECTIONS.campaignFanouts).findOne({ _id: created.id as any });
+    const fanout = () =>
+      stack.services.mongo.db.collection(COLLECTIONS.campaignFanouts).findOne({ _id: created.id as any });
 
     // 1. Killed while fanning out.
     child = startWorkerProcess(env);
@@ -75,7 +84,12 @@ describe('a campaign whose worker process is killed twice', () => {
     // 3. Restarted again: it finishes.
     child = startWorkerProcess(env);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 150_000);
-    expect(done).toMatchObject({ calls_queued: LEADS, calls_placed: LEADS, calls_completed: LEADS, calls_failed: 0 });
+    expect(done).toMatchObject({
+      calls_queued: LEADS,
+      calls_placed: LEADS,
+      calls_completed: LEADS,
+      calls_failed: 0,
+    });
     expect((await fanout())?.done).toBe(true);
 
     const calls = await campaignCalls(stack, created.id);

@@ -74,7 +74,12 @@ describe('a launched campaign', () => {
     expect(calls).toHaveLength(5);
     expect(calls.map((c) => c.to_number).sort()).toEqual([...answered, failing].sort());
     const first = calls.find((c) => c.to_number === answered[0])!;
-    expect(first).toMatchObject({ firm: firm.slug, agent_id: firm.agentId, direction: 'outbound', status: 'ended' });
+    expect(first).toMatchObject({
+      firm: firm.slug,
+      agent_id: firm.agentId,
+      direction: 'outbound',
+      status: 'ended',
+    });
     expect(first.dynamic_variables).toMatchObject({ first_name: 'Lead0', case_type: 'auto accident' });
     expect(calls.find((c) => c.to_number === failing)?.status).toBe('error');
     // get-call shows the campaign; the simulator placed each answered number once.
@@ -120,17 +125,26 @@ describe('a launched campaign', () => {
     const firm = await firmWithAgent({ max_concurrent_calls: 1 });
     const ids: string[] = [];
     for (const toNumber of usPhones(3, 200)) {
-      const res = await firm.client.post('/api/v2/create-outbound-call', { toNumber, agentId: firm.agentId, firmSlug: firm.slug });
+      const res = await firm.client.post('/api/v2/create-outbound-call', {
+        toNumber,
+        agentId: firm.agentId,
+        firmSlug: firm.slug,
+      });
       expect(res.status).toBe(200);
       ids.push(res.body.call_id);
     }
     const calls = await eventually(async () => {
-      const found = await callsOf(stack).find({ _id: { $in: ids } }).toArray();
+      const found = await callsOf(stack)
+        .find({ _id: { $in: ids } })
+        .toArray();
       expect(found.every((c) => c.status === 'ended')).toBe(true);
       return found;
     }, 30_000);
     // The simulator's own records: when each call was placed and hung up.
-    const dials = await simulatorDials(stack, calls.map((c) => c.to_number!));
+    const dials = await simulatorDials(
+      stack,
+      calls.map((c) => c.to_number!),
+    );
     const placed = dials.map((d: any) => [d.created_at.getTime(), d.end_timestamp] as [number, number]);
     expect(placed).toHaveLength(3);
     expect(maxOverlap(placed)).toBe(1);
@@ -157,7 +171,9 @@ describe('a launched campaign', () => {
       [3, 'not_connected', 'dial_no_answer'],
     ]);
     for (let i = 1; i < attempts.length; i++) {
-      expect(attempts[i]!.created_at.getTime() - attempts[i - 1]!.end_timestamp!).toBeGreaterThanOrEqual(RETRY_DELAY_MS);
+      expect(attempts[i]!.created_at.getTime() - attempts[i - 1]!.end_timestamp!).toBeGreaterThanOrEqual(
+        RETRY_DELAY_MS,
+      );
     }
     expect(await simulatorDials(stack, [unanswered])).toHaveLength(3);
     // Nothing more comes later.
@@ -185,13 +201,18 @@ describe('a launched campaign', () => {
     expect(frozen.calls_placed).toBeLessThan(6);
     // Long enough for several more calls of SIM_CALL_MS had the campaign been running.
     await sleep(SIM_CALL_MS * 8);
-    expect(await getCampaign(firm.client, created.id)).toMatchObject({ status: 'paused', calls_placed: frozen.calls_placed });
+    expect(await getCampaign(firm.client, created.id)).toMatchObject({
+      status: 'paused',
+      calls_placed: frozen.calls_placed,
+    });
     expect(await campaignCalls(stack, created.id)).toHaveLength(frozenCalls.length);
 
     expect((await firm.client.post(`/api/leads/campaigns/${created.id}/resume`)).body.status).toBe('running');
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_placed: 6, calls_completed: 6, calls_failed: 0 });
-    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([...phones].sort());
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual(
+      [...phones].sort(),
+    );
   });
 
   it('cancel stops it for good', async () => {
@@ -203,7 +224,9 @@ describe('a launched campaign', () => {
     });
     await launch(firm.client, created.id);
     await waitForCampaign(firm.client, created.id, (c) => c.calls_placed >= 1, 30_000);
-    expect((await firm.client.post(`/api/leads/campaigns/${created.id}/cancel`)).body.status).toBe('cancelled');
+    expect((await firm.client.post(`/api/leads/campaigns/${created.id}/cancel`)).body.status).toBe(
+      'cancelled',
+    );
     const calls = await settledCalls(created.id);
     await sleep(SIM_CALL_MS * 8);
     const after = await getCampaign(firm.client, created.id);
@@ -212,7 +235,9 @@ describe('a launched campaign', () => {
     expect(after.calls_placed).toBeLessThan(6);
     expect(await campaignCalls(stack, created.id)).toHaveLength(calls.length);
     // Its parked jobs ended; nothing of it is waiting for a dial slot.
-    const waiting = await stack.services.redis.zcard(`${stack.config.queuePrefix}:pacing:${firm.slug}:waiters`);
+    const waiting = await stack.services.redis.zcard(
+      `${stack.config.queuePrefix}:pacing:${firm.slug}:waiters`,
+    );
     expect(waiting).toBe(0);
   });
 });
