@@ -279,17 +279,24 @@ describe('calling windows', () => {
   });
 
   it('a window opening in the next minute gets its calls then', async () => {
-    const now = Date.now();
-    const opens = Math.ceil((now + 1000) / 60_000) * 60_000;
+    // The next full minute at least 10 s away (so the calls are seen waiting first).
+    const opens = Math.ceil((Date.now() + 10_000) / 60_000) * 60_000;
     const window = { start: hhmm(opens), end: hhmm(opens + 2 * 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
     const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
+    const phones = usPhones(2, 600);
     const created = await createCampaign(firm.client, {
       firmSlug: firm.slug,
       agentId: firm.agentId,
-      leads: usPhones(2, 600).map((phone) => ({ phone })),
+      leads: phones.map((phone) => ({ phone })),
     });
     expect(await launch(firm.client, created.id)).toBe(2);
-    await sleep(1000);
+    await eventually(async () => {
+      for (const phone of phones) {
+        const job = await stack.services.queues.campaigns.getJob(jobId('cc', created.id, phone, '1'));
+        expect(await job?.getState()).toBe('delayed');
+      }
+    });
+    expect(Date.now()).toBeLessThan(opens);
     expect(await campaignCalls(stack, created.id)).toHaveLength(0);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 100_000);
     expect(done.calls_completed).toBe(2);

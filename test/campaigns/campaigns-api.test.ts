@@ -175,6 +175,12 @@ describe('creating a campaign', () => {
     });
     expectError(fields, 400, 'invalid_request');
     expect(detailPaths(fields)).toEqual(['/leads/1/email', '/leads/2/timezone']);
+    // A lead may name the campaign's firm (as POST /api/leads bodies do), not another.
+    const firms = await post({
+      ...base,
+      leads: [{ firmSlug: a.slug, phone: '+12125550101' }, { firmSlug: b.slug }],
+    });
+    expect(detailPaths(firms)).toEqual(['/leads/1/firmSlug']);
 
     // Unknown ids, and another firm's lead: 400 naming each, nothing created.
     const other = await b.client.post('/api/leads', { firmSlug: b.slug, phone: '+12125550160' });

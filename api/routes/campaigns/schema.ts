@@ -6,11 +6,20 @@ import { LeadInputFields } from '../leads/schema.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-const InlineLead = Type.Object(LeadInputFields, {
-  additionalProperties: false,
-  description:
-    'A new lead (source "campaign"). A phone that is not a valid number is kept as none: the lead joins but is not called',
-});
+const InlineLead = Type.Object(
+  {
+    ...LeadInputFields,
+    firmSlug: Type.Optional({
+      ...FirmSlug,
+      description: "The campaign's firm, if given (as POST /api/leads takes it)",
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'A new lead (source "campaign"). A phone that is not a valid number is kept as none: the lead joins but is not called',
+  },
+);
 
 const LeadsFields = {
   leads: Type.Optional(

@@ -40,7 +40,8 @@ const WRITE_CHUNK = 1000;
 const READ_CONCURRENCY = 16;
 
 export interface CampaignLeadsInput {
-  leads?: LeadFields[];
+  /** Inline leads; a `firmSlug` on one (as POST /api/leads takes it) must be the campaign's firm. */
+  leads?: Array<LeadFields & { firmSlug?: string }>;
   leadIds?: string[];
 }
 
@@ -67,7 +68,10 @@ export async function prepareCampaignLeads(
   input: CampaignLeadsInput,
 ): Promise<PreparedLeads> {
   const problems: ErrorDetail[] = [];
-  const inline = (input.leads ?? []).map((fields, i) => {
+  const inline = (input.leads ?? []).map(({ firmSlug, ...fields }, i) => {
+    if (firmSlug !== undefined && firmSlug !== firm._id) {
+      problems.push({ path: `/leads/${i}/firmSlug`, message: `is not the campaign's firm ${firm._id}` });
+    }
     const normalised = normaliseLeadFields(fields);
     for (const p of normalised.problems) {
       if (p.path !== '/phone') problems.push({ path: `/leads/${i}${p.path}`, message: p.message });
