@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { nextCallTime } from '../../core/domain/pacing/calling-window.js';
-import { jobId } from '../../jobs/define.js';
+import { enqueue, jobId } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import {
   callsOf,
   campaignCalls,
@@ -179,6 +181,21 @@ describe('a launched campaign', () => {
     // Nothing more comes later.
     await sleep(RETRY_DELAY_MS * 2);
     expect(await campaignCalls(stack, created.id)).toHaveLength(4);
+  });
+
+  it('a launch that died after its claim and its fan-out job is finished by the fan-out job', async () => {
+    const firm = await firmWithAgent();
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: usPhones(2, 800).map((phone) => ({ phone })),
+    });
+    await stack.services.mongo.db
+      .collection(COLLECTIONS.campaignClaims)
+      .insertOne({ _id: `launch:${created.id}` as any, launch_of: created.id, created_at: new Date() });
+    await enqueue(stack.services.queues, JOBS.campaignFanout, { campaignId: created.id, firm: firm.slug });
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_completed: 2, launched_at: expect.any(String) });
   });
 
   it('pause freezes calls_placed (calls in progress finish), resume completes it', async () => {

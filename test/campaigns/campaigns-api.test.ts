@@ -273,6 +273,72 @@ describe('launching', () => {
   });
 });
 
+describe('crashes during an add or a launch', () => {
+  it('an add that died half-way is undone by the campaign’s next writer: counts stay exact', async () => {
+    const created = await createCampaign(a.client, {
+      firmSlug: a.slug,
+      agentId: agentA,
+      leads: [{ phone: '+12125550701' }, { phone: '+12125550702' }],
+    });
+    // What a process that died in the middle of an add leaves behind: its mark, a lead, a
+    // member and a phone claim of its batch, none of them counted.
+    const batch = 'batch_died';
+    await db()
+      .collection(COLLECTIONS.leads)
+      .insertOne({
+        _id: 'lead_of_dead_add' as any,
+        firm: a.slug,
+        source: 'campaign',
+        campaign_id: created.id,
+        phone: '+12125550703',
+        campaign_batch: batch,
+        created_at: new Date(),
+      });
+    await db()
+      .collection(COLLECTIONS.campaignLeads)
+      .insertOne({ _id: `${created.id}:lead_of_dead_add` as any, campaign_id: created.id, batch });
+    await db()
+      .collection(COLLECTIONS.campaignClaims)
+      .insertOne({
+        _id: `${created.id}|+12125550703` as any,
+        campaign_id: created.id,
+        phone: '+12125550703',
+        batch,
+      });
+    await db()
+      .collection(COLLECTIONS.campaigns)
+      .updateOne({ _id: created.id as any }, { $set: { open_batch: batch } });
+
+    // The retried add (the client never got an answer) goes through, once.
+    const retried = await a.client.post(`/api/leads/campaigns/${created.id}/leads`, {
+      leads: [{ phone: '+12125550703' }],
+    });
+    expect(retried.body).toMatchObject({ leads_total: 3, leads_added: 1 });
+    expect(await count(COLLECTIONS.leads, { _id: 'lead_of_dead_add' })).toBe(0);
+    expect(await count(COLLECTIONS.campaignLeads, { campaign_id: created.id })).toBe(3);
+    expect(await launch(a.client, created.id)).toBe(3);
+    expect(await count(COLLECTIONS.campaignClaims, { campaign_id: created.id })).toBe(3);
+  });
+
+  it('a launch that died after its claim is finished by the next launch request', async () => {
+    const created = await createCampaign(a.client, {
+      firmSlug: a.slug,
+      agentId: agentA,
+      leads: [{ phone: '+12125550711' }],
+    });
+    await db()
+      .collection(COLLECTIONS.campaignClaims)
+      .insertOne({ _id: `launch:${created.id}` as any, launch_of: created.id, created_at: new Date() });
+    expect(await launch(a.client, created.id)).toBe(1);
+    expect((await getCampaign(a.client, created.id)).status).toBe('running');
+    expectError(
+      await a.client.post(`/api/leads/campaigns/${created.id}/launch`),
+      409,
+      'campaign_already_launched',
+    );
+  });
+});
+
 describe('pause, resume, cancel', () => {
   it('follow the state rules, with their 409s', async () => {
     const created = await createCampaign(a.client, {
