@@ -200,23 +200,28 @@ async function main(): Promise<void> {
   });
   started.worker = worker;
   const pid = worker.pid!;
-  await sleep(3000);
-  const idleRss = rssMiB(pid);
-  let peakRss = idleRss;
+  const fanoutJob = jobId('fanout', measured);
+  // RSS when the measured fan-out starts (the worker has loaded, connected and fanned out the
+  // warm-up campaigns), its peak during it, and at each quarter of it (by its checkpoint): flat
+  // if memory does not grow with the leads.
+  let idleRss = NaN;
+  let peakRss = 0;
   const sampler = setInterval(() => {
     try {
-      peakRss = Math.max(peakRss, rssMiB(pid));
+      if (!Number.isNaN(idleRss)) peakRss = Math.max(peakRss, rssMiB(pid));
     } catch {
       // The process ended.
     }
-  }, 50);
-  const fanoutJob = jobId('fanout', measured);
+  }, 20);
   let fanout: { processedOn?: number; finishedOn?: number; returnvalue?: unknown } | undefined;
-  // RSS as the fan-out goes (by its checkpoint): flat if memory does not grow with the leads.
   const byProgress: string[] = [];
   let nextQuarter = 1;
   for (;;) {
     const job = await services.queues.campaigns.getJob(fanoutJob);
+    if (Number.isNaN(idleRss) && job?.processedOn !== undefined) {
+      idleRss = rssMiB(pid);
+      peakRss = idleRss;
+    }
     if (job?.finishedOn !== undefined) {
       fanout = job;
       break;
@@ -228,7 +233,7 @@ async function main(): Promise<void> {
       byProgress.push(`${nextQuarter * 25}%: ${rssMiB(pid).toFixed(0)} MiB`);
       nextQuarter += 1;
     }
-    await sleep(20);
+    await sleep(10);
   }
   clearInterval(sampler);
   worker.kill('SIGTERM');
@@ -267,7 +272,7 @@ async function main(): Promise<void> {
     `(b) fan-out of ${LARGE} jobs in the worker: ${fanoutSeconds.toFixed(2)} s, ${(LARGE / fanoutSeconds).toFixed(0)} jobs/s; ` +
       `bare addBulk of ${LARGE} jobs: ${bareSeconds.toFixed(2)} s, ${(LARGE / bareSeconds).toFixed(0)} jobs/s; ` +
       `fan-out / bare: ${(bareSeconds / fanoutSeconds).toFixed(2)} of the bare rate`,
-    `(c) worker RSS: ${idleRss.toFixed(0)} MiB idle, ${peakRss.toFixed(0)} MiB peak during the fan-out (+${(peakRss - idleRss).toFixed(0)} MiB); ` +
+    `(c) worker RSS: ${idleRss.toFixed(0)} MiB as the fan-out started, ${peakRss.toFixed(0)} MiB peak during it (+${(peakRss - idleRss).toFixed(0)} MiB); ` +
       `as it went: ${byProgress.join(', ') || 'too fast to sample'}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
