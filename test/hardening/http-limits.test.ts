@@ -405,7 +405,12 @@ describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
       `{"event":"call_ended","call":{"call_id":"${callId}","transcript":"Agent: Hi\\u0000there","x\\u0000y":1}}`,
     );
     expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
-    const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active', 'completed']);
+    const jobs = await stack.services.queues['call-events'].getJobs([
+      'waiting',
+      'delayed',
+      'active',
+      'completed',
+    ]);
     const job = jobs.find((j) => (j.data as { call?: { call_id?: string } }).call?.call_id === callId);
     expect(job?.data.call.transcript).toBe('Agent: Hi\uFFFDthere');
   });
