@@ -48,6 +48,8 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   // Union branches repeat each other; keep the first message per path.
   for (const e of errors) {
+    // An if/then schema's own error only says "must match then"; the errors inside it say what.
+    if (e.keyword === 'if') continue;
     let path = e.instancePath;
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {

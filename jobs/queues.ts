@@ -13,6 +13,11 @@ export const QUEUE = {
   simulator: 'simulator',
   /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
   maintenance: 'maintenance',
+  /**
+   * Cal.com booking events (job id = trigger + booking uid + delivery) and the delayed sends of
+   * their reminders (job id = booking uid + start + offset + recipient).
+   */
+  bookings: 'bookings',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -34,6 +39,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.callEvents]: {},
   [QUEUE.simulator]: {},
   [QUEUE.maintenance]: { concurrency: 1 },
+  [QUEUE.bookings]: {},
 };
 
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

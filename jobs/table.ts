@@ -1,3 +1,4 @@
+import { bookingJobs } from './bookings.js';
 import { callJobs } from './calls.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
@@ -11,6 +12,7 @@ export const JOBS = {
   ...callJobs,
   ...simulatorJobs,
   ...maintenanceJobs,
+  ...bookingJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

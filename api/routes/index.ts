@@ -1,6 +1,7 @@
 import type { AnyRoute } from '../route.js';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { agentRoutes } from './agents/routes.js';
+import { bookingRoutes } from './bookings/routes.js';
 import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { chatRoutes } from './chats/routes.js';
@@ -20,4 +21,5 @@ export const businessRoutes: AnyRoute[] = [
   ...callWebhookRoutes,
   ...chatRoutes,
   ...leadRoutes,
+  ...bookingRoutes,
 ];

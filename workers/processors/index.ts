@@ -1,4 +1,5 @@
 import type { ProcessorTable } from '../runner.js';
+import { bookingEvent, sendReminder } from './bookings.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys } from './maintenance.js';
 import { simulatorStep } from './simulator.js';
@@ -9,4 +10,6 @@ export const processors: ProcessorTable = {
   callEvent,
   simulatorStep,
   pruneIdempotencyKeys,
+  bookingEvent,
+  sendReminder,
 };
