@@ -351,6 +351,13 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
     }
   });
 
+  it('a reminder still unsent when the booking is over is not sent: it is recorded failed', async () => {
+    const { uid: u, field } = await stored();
+    expect(await claim(u, field, 'late', Date.now() + 2 * 3600_000 + 1)).toEqual({ outcome: 'expired' });
+    expect(await status(u)).toBe('failed');
+    expect(await claim(u, field, 'again')).toEqual({ outcome: 'failed' });
+  });
+
   it('an attempt that died mid-send: after its lease, the send is repeated (at least once) unless a cancel came', async () => {
     const a = await stored();
     expect((await claim(a.uid, a.field, 'dead')).outcome).toBe('claimed');

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { BOOKING_TRIGGERS } from '../../../jobs/bookings.js';
 import { FirmSlug } from '../../schemas/common.js';
 
@@ -6,11 +6,14 @@ import { FirmSlug } from '../../schemas/common.js';
 // everywhere (senders add fields over time). Only the booking triggers need a booking: their
 // payload must name its uid and a startTime with a time zone (`...Z` or `...+00:00`).
 
+// Fields a sender may leave null; a person without a usable address gets no reminder.
+const OrNull = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
 const Person = Type.Object(
   {
-    email: Type.Optional(Type.String({ maxLength: 320 })),
-    name: Type.Optional(Type.String({ maxLength: 1000 })),
-    timeZone: Type.Optional(Type.String({ maxLength: 100, description: 'IANA time zone' })),
+    email: OrNull(Type.String({ maxLength: 320 })),
+    name: OrNull(Type.String({ maxLength: 1000 })),
+    timeZone: OrNull(Type.String({ maxLength: 100, description: 'IANA time zone' })),
   },
   { additionalProperties: true },
 );
@@ -22,8 +25,8 @@ export const BookingPayload = Type.Object(
     uid: BookingUid,
     startTime: Type.String({ format: 'date-time', maxLength: 64 }),
     endTime: Type.Optional(Type.String({ format: 'date-time', maxLength: 64 })),
-    title: Type.Optional(Type.String({ maxLength: 5000 })),
-    location: Type.Optional(Type.Union([Type.String({ maxLength: 5000 }), Type.Null()])),
+    title: OrNull(Type.String({ maxLength: 5000 })),
+    location: OrNull(Type.String({ maxLength: 5000 })),
     rescheduleUid: Type.Optional(
       Type.Union([BookingUid, Type.Null()], {
         description: 'BOOKING_RESCHEDULED: the uid of the booking this one replaces',

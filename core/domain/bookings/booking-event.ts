@@ -29,11 +29,11 @@ export interface BookingPayloadInput {
   uid: string;
   startTime: string;
   endTime?: string;
-  title?: string;
+  title?: string | null;
   location?: string | null;
   rescheduleUid?: string | null;
-  attendees?: Array<{ email?: string; name?: string; timeZone?: string }>;
-  organizer?: { name?: string; email?: string };
+  attendees?: Array<{ email?: string | null; name?: string | null; timeZone?: string | null }>;
+  organizer?: { name?: string | null; email?: string | null };
 }
 
 const MAX_ATTENDEES = 100;
