@@ -52,7 +52,9 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method)) chain.push(jsonBody(route.bodyLimit));
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
+      chain.push(jsonBody(route.bodyLimit, { verbatimJson: route.verbatimJson === true }));
+    }
     if (auth.kind === 'webhook') {
       chain.push(async (ctx, next) => {
         const { verifyBody } = ctx.state.webhook as WebhookCredentials;

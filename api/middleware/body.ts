@@ -33,12 +33,18 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
  * JSON bodies only (415 otherwise), with a size limit (413), a nesting limit (400) and the raw
  * text kept for signatures.
  */
-export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
+export function jsonBody(
+  limit: string = DEFAULT_BODY_LIMIT,
+  options: { verbatimJson?: boolean } = {},
+): Middleware {
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: limit,
     strict: true,
     extendTypes: { json: ['application/json', 'application/*+json'] },
+    // A "__proto__" key is refused (co-body's default) unless the route keeps the JSON as text;
+    // then it is an ordinary own key, as JSON.parse makes it, never the object's prototype.
+    ...(options.verbatimJson ? { onProtoPoisoning: 'ignore' } : {}),
     onerror: (err) => {
       throw err;
     },
@@ -59,7 +65,8 @@ export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
         );
       }
       // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): a 400, not a 500.
-      if (/\\u0000/i.test((ctx.request as { rawBody?: string }).rawBody ?? '')) {
+      // (A route that keeps the JSON as text says so: `verbatimJson`.)
+      if (!options.verbatimJson && /\\u0000/i.test((ctx.request as { rawBody?: string }).rawBody ?? '')) {
         throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
       }
       await next();

@@ -18,6 +18,10 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
+  /** Flow-builder graphs, one document per workflow (nodes and edges kept as JSON text). */
+  workflows: 'workflows',
+  /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */
+  workflowDirectories: 'workflow_directories',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
