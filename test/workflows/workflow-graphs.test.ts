@@ -3,7 +3,7 @@
 // broken graphs refused with details that point at the node or edge by index and name its id,
 // with nothing written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { FIRM_COLLECTIONS, firmCollection } from '../../core/platform/db/collections.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { awkwardData, flowEdge, flowGraph, flowNode } from './graphs.js';
@@ -18,7 +18,8 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 const MiB = 1024 * 1024;
-const storedCount = () => stack.services.mongo.db.collection(COLLECTIONS.workflows).countDocuments({});
+const storedCount = () =>
+  firmCollection(stack.services.mongo.db, FIRM_COLLECTIONS.workflows, firm.slug).countDocuments({});
 const post = (body: Record<string, unknown>) =>
   firm.client.post('/api/workflows', { firmSlug: firm.slug, name: 'Graph', ...body });
 

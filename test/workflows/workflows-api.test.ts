@@ -1,7 +1,7 @@
 // Workflows (CONTRACT §3.8, §3.9): create, read, list (newest update first, firm and platform
 // tokens, keyset pages), update, delete, and firm isolation on every route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { COLLECTIONS, FIRM_COLLECTIONS, firmCollection } from '../../core/platform/db/collections.js';
 import type { ApiClient } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -41,7 +41,11 @@ describe('POST /api/workflows and GET /api/workflows/{id}', () => {
     });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['id', 'name']);
-    expect(res.body).toEqual({ id: expect.stringMatching(/^wf_/), name: 'New client intake' });
+    // The id names the firm (its workflows live in a collection of their own).
+    expect(res.body).toEqual({
+      id: expect.stringMatching(new RegExp(`^wf_${a.slug}_[\\w-]{16}$`)),
+      name: 'New client intake',
+    });
 
     const read = await a.client.get(`/api/workflows/${res.body.id}`);
     expect(read.status).toBe(200);
@@ -326,9 +330,9 @@ describe('DELETE /api/workflows/{id}', () => {
     );
     expectError(await a.client.delete(`/api/workflows/${id}`), 404, 'workflow_not_found');
     expect((await list(a.client)).body.some((w: { id: string }) => w.id === id)).toBe(false);
-    const stored = await stack.services.mongo.db
-      .collection(COLLECTIONS.workflows)
-      .findOne({ _id: id as never });
+    const stored = await firmCollection(stack.services.mongo.db, FIRM_COLLECTIONS.workflows, a.slug).findOne({
+      _id: id as never,
+    });
     expect(stored).toBeNull();
   });
 });
@@ -353,5 +357,21 @@ describe('firm isolation', () => {
     expectError(await b.client.delete(`/api/workflows/${id}`), 404, 'workflow_not_found');
     expect((await a.client.get(`/api/workflows/${id}`)).body).toEqual(before);
     expect((await list(b.client)).body.some((w: { id: string }) => w.id === id)).toBe(false);
+  });
+
+  it('an id rewritten to name another firm finds nothing; ids that are not workflow ids are 404', async () => {
+    const { id } = await create(a.client, a.slug, 'Renamed id');
+    const forged = id.replace(`wf_${a.slug}_`, `wf_${b.slug}_`);
+    expectError(await b.client.get(`/api/workflows/${forged}`), 404, 'workflow_not_found');
+    expectError(await stack.admin.get(`/api/workflows/${forged}`), 404, 'workflow_not_found');
+    for (const bad of [
+      'wf_',
+      'wf_Not_A_Slug_x',
+      'agent_123',
+      'wf_-bad-_abc',
+      encodeURIComponent('wf_a.b_c'),
+    ]) {
+      expectError(await stack.admin.get(`/api/workflows/${bad}`), 404, 'workflow_not_found');
+    }
   });
 });

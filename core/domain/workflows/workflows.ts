@@ -1,12 +1,13 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { COLLECTIONS, FIRM_COLLECTIONS, collection, firmCollection } from '../../platform/db/collections.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 import { UnavailableError, conflict, notFound, serviceUnavailable } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
+import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.js';
 
 // Workflows: a firm's flow-builder graphs (CONTRACT §3.8, §3.9).
@@ -20,10 +21,18 @@ import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.
 // the database sees two strings, any key is safe, key and array order are kept, and reads
 // splice the stored text into the response without parsing it again.
 //
-// Reads by id are point reads by _id, with the firm checked on the document. The list does not
-// query the workflows collection at all (FerretDB would scan every firm's workflows, each up to
-// 2 MiB): a directory document per firm (`_id` = the slug) lists its workflow ids with their
-// last update, and a page is one read of it plus point reads of the page's workflows. Every
+// Where. Workflows are the largest documents the service stores (up to 2 MiB each), and
+// FerretDB answers every read, even by _id, by scanning the collection's whole table, each row
+// decompressed: a read's cost grows with every byte stored beside it (bench/workflows-list.ts).
+// So each firm's workflows live in a collection of their own, `workflows.<slug>`
+// (FIRM_COLLECTIONS), and a workflow's id names its firm (`wf_<slug>_<random>`): a read by id
+// goes straight to the firm's collection, and no request of one firm ever reads another firm's
+// graphs. On MongoDB, reads by _id are index lookups either way; the cost there is one
+// collection (and its _id index) per firm that has workflows.
+//
+// The list. A directory document per firm (`_id` = the slug, in workflow_directories) lists its
+// workflow ids with their last update; a page is one read of it plus point reads of the page's
+// workflows (no sort of whole documents in memory, no index to keep per firm collection). Every
 // write of a firm's workflows (create, update, delete) takes the firm's record lock and writes
 // the workflow and the directory in turn, so concurrent writes take turns: the last writer wins
 // whole (one document replace), and the directory never loses an entry to a lost update.
@@ -74,7 +83,19 @@ export interface WorkflowInput {
   edges: WorkflowEdge[];
 }
 
-const workflows = (db: Db) => collection<WorkflowDoc>(db, COLLECTIONS.workflows);
+/** The firm's own collection of workflows (see "Where" above). */
+const workflows = (db: Db, firm: string) => firmCollection<WorkflowDoc>(db, FIRM_COLLECTIONS.workflows, firm);
+
+const FIRM_SLUG = new RegExp(FIRM_SLUG_PATTERN);
+
+/** A new workflow id, naming its firm: `wf_<slug>_<random>` (a slug has no "_"). */
+const newWorkflowId = (firm: string): string => newId(`wf_${firm}`, 12);
+
+/** The firm a workflow id names; undefined when the text is not a workflow id. */
+function firmOfWorkflowId(id: string): string | undefined {
+  const match = /^wf_([a-z0-9-]+)_[A-Za-z0-9_-]+$/.exec(id);
+  return match !== null && FIRM_SLUG.test(match[1]!) ? match[1] : undefined;
+}
 const directories = (db: Db) => collection<WorkflowDirectoryDoc>(db, COLLECTIONS.workflowDirectories);
 
 const META_PROJECTION = { nodes_json: 0, edges_json: 0 } as const;
@@ -141,13 +162,13 @@ export async function createWorkflow(
       );
     }
     const now = nextUpdateTime(entries);
-    const doc: WorkflowDoc = { _id: newId('wf', 12), firm, ...fields, created_at: now, updated_at: now };
-    await workflows(db).insertOne(doc);
+    const doc: WorkflowDoc = { _id: newWorkflowId(firm), firm, ...fields, created_at: now, updated_at: now };
+    await workflows(db, firm).insertOne(doc);
     try {
       await writeEntries(db, firm, [...entries, { id: doc._id, updated_at: now.getTime() }]);
     } catch (err) {
       // Not listed, and its id was never returned: take it back.
-      await workflows(db)
+      await workflows(db, firm)
         .deleteOne({ _id: doc._id })
         .catch(() => undefined);
       throw err;
@@ -156,18 +177,30 @@ export async function createWorkflow(
   });
 }
 
-/** The workflow with that id as this principal may see it: another firm's is not found. */
+/**
+ * The workflow with that id as this principal may see it: another firm's is not found, and is
+ * not even read (the id names the firm). The firm is checked on the document too.
+ */
 export async function getWorkflow(db: Db, principal: Principal, id: string): Promise<WorkflowDoc> {
-  const doc = await workflows(db).findOne({ _id: id });
-  if (doc === null || !mayRead(principal, doc.firm)) throw notFound('workflow');
+  const firm = firmOfWorkflowId(id);
+  if (firm === undefined || !mayRead(principal, firm)) throw notFound('workflow');
+  const doc = await workflows(db, firm).findOne({ _id: id });
+  if (doc === null || doc.firm !== firm) throw notFound('workflow');
   return doc;
 }
 
-/** Like getWorkflow, without reading the graph back. */
+/** Like getWorkflow, without sending the graph back from the database. */
 export async function getWorkflowMeta(db: Db, principal: Principal, id: string): Promise<WorkflowMeta> {
-  const doc = await workflows(db).findOne<WorkflowMeta>({ _id: id }, { projection: META_PROJECTION });
-  if (doc === null || !mayRead(principal, doc.firm)) throw notFound('workflow');
+  const firm = firmOfWorkflowId(id);
+  if (firm === undefined || !mayRead(principal, firm)) throw notFound('workflow');
+  const doc = await readMeta(db, firm, id);
+  if (doc === null) throw notFound('workflow');
   return doc;
+}
+
+async function readMeta(db: Db, firm: string, id: string): Promise<WorkflowMeta | null> {
+  const doc = await workflows(db, firm).findOne<WorkflowMeta>({ _id: id }, { projection: META_PROJECTION });
+  return doc !== null && doc.firm === firm ? doc : null;
 }
 
 /** Replaces name, nodes and edges; created_at stays, updated_at moves forward. */
@@ -181,11 +214,8 @@ export async function updateWorkflow(
   const fields = graphFields(input);
   return withFirmWorkflowsLock(services, workflow.firm, async () => {
     // Read again under the lock: it may have been deleted, or updated, since.
-    const current = await workflows(db).findOne<WorkflowMeta>(
-      { _id: workflow._id },
-      { projection: META_PROJECTION },
-    );
-    if (current === null || current.firm !== workflow.firm) throw notFound('workflow');
+    const current = await readMeta(db, workflow.firm, workflow._id);
+    if (current === null) throw notFound('workflow');
     const entries = await readEntries(db, current.firm);
     const updatedAt = nextUpdateTime(entries, current.updated_at);
     const next: WorkflowDoc = {
@@ -195,7 +225,7 @@ export async function updateWorkflow(
       created_at: current.created_at,
       updated_at: updatedAt,
     };
-    const result = await workflows(db).replaceOne({ _id: current._id }, next);
+    const result = await workflows(db, current.firm).replaceOne({ _id: current._id }, next);
     if (result.matchedCount === 0) throw notFound('workflow');
     const others = entries.filter((e) => e.id !== current._id);
     await writeEntries(db, current.firm, [...others, { id: current._id, updated_at: updatedAt.getTime() }]);
@@ -209,7 +239,7 @@ export async function deleteWorkflow(services: Services, workflow: WorkflowMeta)
     const entries = await readEntries(db, workflow.firm);
     const remaining = entries.filter((e) => e.id !== workflow._id);
     if (remaining.length !== entries.length) await writeEntries(db, workflow.firm, remaining);
-    const result = await workflows(db).deleteOne({ _id: workflow._id });
+    const result = await workflows(db, workflow.firm).deleteOne({ _id: workflow._id });
     if (result.deletedCount === 0) throw notFound('workflow');
   });
 }
@@ -244,7 +274,7 @@ export async function listWorkflows(
   let last: DirectoryEntry | undefined;
   while (next < entries.length && page.length < limit && (page.length === 0 || bytes < LIST_PAGE_BYTES)) {
     const batch = entries.slice(next, next + Math.min(LIST_READ_CONCURRENCY, limit - page.length));
-    const docs = await Promise.all(batch.map((e) => workflows(db).findOne({ _id: e.id })));
+    const docs = await Promise.all(batch.map((e) => workflows(db, firm).findOne({ _id: e.id })));
     for (const [k, doc] of docs.entries()) {
       next += 1;
       last = batch[k];

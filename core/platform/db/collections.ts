@@ -18,8 +18,6 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
-  /** Flow-builder graphs, one document per workflow (nodes and edges kept as JSON text). */
-  workflows: 'workflows',
   /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */
   workflowDirectories: 'workflow_directories',
 } as const;
@@ -28,4 +26,23 @@ export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
 
 export function collection<T extends Document>(db: Db, name: CollectionName): Collection<T> {
   return db.collection<T>(name);
+}
+
+/**
+ * Collections kept one per firm, named `<base>.<firm slug>` (created by their first insert; no
+ * index but _id): for large documents, so that no read of one firm's records ever goes through
+ * another firm's. FerretDB answers even a read by _id by scanning its whole table, and the cost
+ * of a scan grows with the bytes stored (README: Data access).
+ */
+export const FIRM_COLLECTIONS = {
+  /** Flow-builder graphs, one document per workflow (nodes and edges kept as JSON text). */
+  workflows: 'workflows',
+} as const;
+
+export function firmCollection<T extends Document>(
+  db: Db,
+  base: (typeof FIRM_COLLECTIONS)[keyof typeof FIRM_COLLECTIONS],
+  firm: string,
+): Collection<T> {
+  return db.collection<T>(`${base}.${firm}`);
 }

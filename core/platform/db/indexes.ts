@@ -19,8 +19,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
   // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
   [COLLECTIONS.simulatorCalls]: [],
-  // Read by _id only: a firm's list goes through its directory document (core/domain/workflows).
-  [COLLECTIONS.workflows]: [],
+  // Read by _id only (the firm's workflows list: core/domain/workflows).
   [COLLECTIONS.workflowDirectories]: [],
 };
 
