@@ -96,6 +96,7 @@ function firmOfWorkflowId(id: string): string | undefined {
   const match = /^wf_([a-z0-9-]+)_[A-Za-z0-9_-]+$/.exec(id);
   return match !== null && FIRM_SLUG.test(match[1]!) ? match[1] : undefined;
 }
+
 const directories = (db: Db) => collection<WorkflowDirectoryDoc>(db, COLLECTIONS.workflowDirectories);
 
 const META_PROJECTION = { nodes_json: 0, edges_json: 0 } as const;
