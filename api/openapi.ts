@@ -46,6 +46,16 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
     const responses: Record<string, unknown> = {
       '200': {
         description: 'Success',
+        ...(route.responseHeaders === undefined
+          ? {}
+          : {
+              headers: Object.fromEntries(
+                Object.entries(route.responseHeaders).map(([name, h]) => [
+                  name,
+                  { description: h.description, schema: plain(h.schema) },
+                ]),
+              ),
+            }),
         content: {
           [route.responseContentType ?? 'application/json']: {
             schema: route.response === undefined ? {} : plain(route.response),

@@ -52,8 +52,14 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method))
-      chain.push(jsonBody(route.bodyLimit, auth.kind === 'webhook' ? 'replace' : 'reject'));
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
+      chain.push(
+        jsonBody(route.bodyLimit, {
+          nul: auth.kind === 'webhook' ? 'replace' : 'reject',
+          verbatimJson: route.verbatimJson === true,
+        }),
+      );
+    }
     if (auth.kind === 'webhook') {
       chain.push(async (ctx, next) => {
         const { verifyBody } = ctx.state.webhook as WebhookCredentials;
