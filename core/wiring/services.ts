@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
+import { changeEpochKey, registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { UnavailableError } from '../platform/errors.js';
 import { createRedis, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
 import { enqueue } from '../../jobs/define.js';
@@ -52,6 +54,11 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
   const queues = createQueues(redis, config.queuePrefix, (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );
+  // Every process announces its changes to cached collections; only the web caches them.
+  registerChangeAnnouncer(mongo.db, async () => {
+    if (redis.status !== 'ready') throw new UnavailableError('redis');
+    await redis.incr(changeEpochKey(config.queuePrefix));
+  });
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {
     config,
