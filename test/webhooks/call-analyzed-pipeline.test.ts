@@ -295,6 +295,52 @@ describe('a failing effect is retried alone', () => {
     expect(stored.effects?.crm).toMatchObject({ state: 'done', attempts: 1 });
   });
 
+  it('Slack answering 429 with Retry-After: 1: the message is posted after the wait, once, in the same attempt', async () => {
+    const firm = await configuredFirm();
+    slack.failNext.push({ status: 429, retryAfter: '1', url: firm.slackUrl });
+    const body = retellCallAnalyzed({ caller: callerFor('slack-429') });
+    await postSigned(stack, firm.slug, SECRET, body);
+    const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
+    expect((await settledCall(firm.client, callId)).effects.team_chat).toBe('done');
+    const attempts = slack.attempts.filter((a) => a.path === new URL(firm.slackUrl).pathname);
+    expect(attempts.map((a) => a.status)).toEqual([429, 200]);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(slack.messages(firm.slackUrl)).toHaveLength(1);
+    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    expect(stored.effects?.team_chat).toMatchObject({ state: 'done', attempts: 1 });
+  });
+
+  it('a Clio token that is refused (401) is retried, not given up: the firm fixes its token and the sync completes', async () => {
+    const firm = await configuredFirm();
+    const caller = callerFor('clio-401');
+    expect(
+      (
+        await firm.client.patch(`/api/firms/${firm.slug}`, {
+          settings: { crm: { provider: 'clio', access_token: 'expired-token', base_url: clio.url } },
+        })
+      ).status,
+    ).toBe(200);
+    const body = retellCallAnalyzed({ caller });
+    await postSigned(stack, firm.slug, SECRET, body);
+    const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
+    await eventually(async () => {
+      const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+      expect(stored.crm_sync?.contact?.last_error).toMatch(/401/);
+      expect(stored.effects?.email?.state).toBe('done');
+    });
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.effects.crm).toBe('pending');
+    expect(
+      (
+        await firm.client.patch(`/api/firms/${firm.slug}`, {
+          settings: { crm: { provider: 'clio', access_token: clio.token, base_url: clio.url } },
+        })
+      ).status,
+    ).toBe(200);
+    expect((await settledCall(firm.client, callId)).effects.crm).toBe('done');
+    expect(contactsWithEmail(caller.email)).toHaveLength(1);
+    expect(clio.requests.some((r) => r.authorization === 'Bearer expired-token')).toBe(true);
+  });
+
   it('a Clio contact created but answered with 500 is found again, not created twice', async () => {
     const firm = await configuredFirm();
     const caller = callerFor('clio-lost-answer');
