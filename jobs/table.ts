@@ -1,3 +1,4 @@
+import { callAnalysisJobs } from './call-analysis.js';
 import { callJobs } from './calls.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
@@ -9,6 +10,7 @@ import { simulatorJobs } from './simulator.js';
  */
 export const JOBS = {
   ...callJobs,
+  ...callAnalysisJobs,
   ...simulatorJobs,
   ...maintenanceJobs,
 };

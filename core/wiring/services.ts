@@ -14,6 +14,7 @@ import { SimulatorProvider } from '../integrations/voice/simulator.js';
 import type { ChatEngine } from '../integrations/chat/engine.js';
 import { OpenAiChatEngine } from '../integrations/chat/openai.js';
 import { SmtpMailer, type Mailer } from '../integrations/mail/mailer.js';
+import { OpenAiCallerExtractor, type CallerDataExtractor } from '../integrations/chat/openai-extractor.js';
 
 // The one place that wires a process: configuration, log, data stores, queues and the outside
 // systems chosen by configuration. Domain code receives this and never builds clients itself.
@@ -31,6 +32,8 @@ export interface Services {
   llm: ChatEngine | null;
   /** Outgoing email when SMTP_URL is set; without it email effects are recorded as skipped. */
   mailer: Mailer | null;
+  /** OpenAI structured output for call_analyzed extraction when OPENAI_API_KEY is set; else deterministic. */
+  extractor: CallerDataExtractor | null;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,14 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
             model: config.openaiModel,
           }),
     mailer,
+    extractor:
+      config.openaiApiKey === undefined
+        ? null
+        : new OpenAiCallerExtractor({
+            apiKey: config.openaiApiKey,
+            baseUrl: config.openaiBaseUrl,
+            model: config.openaiModel,
+          }),
     async close() {
       mailer?.close();
       await closeQueues(queues).catch(() => {});

@@ -1,4 +1,5 @@
 import type { ProcessorTable } from '../runner.js';
+import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys } from './maintenance.js';
 import { simulatorStep } from './simulator.js';
@@ -7,6 +8,8 @@ import { simulatorStep } from './simulator.js';
 export const processors: ProcessorTable = {
   placeCall,
   callEvent,
+  analyzeCall,
+  callEffect,
   simulatorStep,
   pruneIdempotencyKeys,
 };
