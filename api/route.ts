@@ -67,6 +67,16 @@ interface RouteDefinition<
   errors?: number[];
   /** Body size limit, e.g. '16mb'; default 2mb. */
   bodyLimit?: string;
+  /**
+   * The route keeps the client's JSON as JSON text (workflows' nodes and edges), so it accepts
+   * what every other route refuses because a database field could not hold it or code could
+   * misread it: the NUL character in strings (PostgreSQL-backed stores refuse it) and
+   * "__proto__" keys (then an ordinary own key, as JSON.parse makes it). The route's schema must
+   * still refuse NUL in any field it stores as a document field.
+   */
+  verbatimJson?: boolean;
+  /** Headers of the 200 response, for the OpenAPI document (e.g. a next-page cursor). */
+  responseHeaders?: Record<string, { description: string; schema: TSchema }>;
   /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
   handler: (

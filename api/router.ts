@@ -3,6 +3,7 @@ import type { Context, Middleware } from 'koa';
 import type { Principal } from '../core/domain/access/principal.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { unauthorized } from '../core/platform/errors.js';
+import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
 import { requirePlatform } from '../core/domain/access/access.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
@@ -17,6 +18,9 @@ export const authenticateRequest = (ctx: Context, services: Services): Promise<P
 
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
   const router = new Router();
+  // The web process's read cache (API keys, firms, agents), checked against the change epoch
+  // that the rate-limit round trip returns (core/platform/db/read-cache.ts).
+  const cache = readCacheOf(services.mongo.db);
   for (const route of routes) {
     const validators = {
       body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),
@@ -34,10 +38,20 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     }
     const auth = route.auth;
     if (auth.kind === 'token' || auth.kind === 'platform') {
-      chain.push(async (ctx, next) => {
+      const authenticate = async (ctx: Context): Promise<Principal> => {
         const principal = await authenticateRequest(ctx, services);
         if (auth.kind === 'platform') requirePlatform(principal);
-        if (route.rateLimited !== false) await limiter.checkPrincipal(principal);
+        return principal;
+      };
+      chain.push(async (ctx, next) => {
+        const before = cache?.currentEpoch ?? null;
+        let principal = await authenticate(ctx);
+        if (route.rateLimited !== false) {
+          const epoch = await limiter.checkPrincipal(principal);
+          cache?.observeEpoch(epoch);
+          // Something changed since the cached documents were read: authenticate afresh.
+          if (mustReread(before, epoch)) principal = await authenticate(ctx);
+        }
         ctx.state.principal = principal;
         await next();
       });
@@ -45,15 +59,24 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     if (auth.kind === 'webhook') {
       // Everything that can be refused without the body is refused before it is read.
       chain.push(async (ctx, next) => {
-        const credentials = await auth.authenticate(ctx, services);
-        await limiter.checkWebhook(credentials.firm);
+        const before = cache?.currentEpoch ?? null;
+        let credentials = await auth.authenticate(ctx, services);
+        const epoch = await limiter.checkWebhook(credentials.firm);
+        cache?.observeEpoch(epoch);
+        if (mustReread(before, epoch)) credentials = await auth.authenticate(ctx, services);
         ctx.state.principal = credentials.principal;
         ctx.state.webhook = credentials;
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method))
-      chain.push(jsonBody(route.bodyLimit, auth.kind === 'webhook' ? 'replace' : 'reject'));
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
+      chain.push(
+        jsonBody(route.bodyLimit, {
+          nul: auth.kind === 'webhook' ? 'replace' : 'reject',
+          verbatimJson: route.verbatimJson === true,
+        }),
+      );
+    }
     if (auth.kind === 'webhook') {
       chain.push(async (ctx, next) => {
         const { verifyBody } = ctx.state.webhook as WebhookCredentials;

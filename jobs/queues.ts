@@ -9,6 +9,8 @@ export const QUEUE = {
   calls: 'calls',
   /** Applies one voice-provider webhook event to our records; job id = event + call_id. */
   callEvents: 'call-events',
+  /** The call_analyzed pipeline: extraction, then lead, CRM, email and team chat, each its own job. */
+  callEffects: 'call-effects',
   /** The built-in voice simulator: plays a placed call out and sends its webhooks. */
   simulator: 'simulator',
   /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
@@ -37,6 +39,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   // A ceiling on dials per second across every worker process.
   [QUEUE.calls]: { limiter: { max: 50, duration: 1000 } },
   [QUEUE.callEvents]: {},
+  [QUEUE.callEffects]: {},
   [QUEUE.simulator]: {},
   [QUEUE.maintenance]: { concurrency: 1 },
   [QUEUE.bookings]: {},

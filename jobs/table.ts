@@ -1,4 +1,5 @@
 import { bookingJobs } from './bookings.js';
+import { callAnalysisJobs } from './call-analysis.js';
 import { callJobs } from './calls.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
@@ -10,6 +11,7 @@ import { simulatorJobs } from './simulator.js';
  */
 export const JOBS = {
   ...callJobs,
+  ...callAnalysisJobs,
   ...simulatorJobs,
   ...maintenanceJobs,
   ...bookingJobs,

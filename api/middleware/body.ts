@@ -77,13 +77,16 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
  */
 export function jsonBody(
   limit: string = DEFAULT_BODY_LIMIT,
-  nul: 'reject' | 'replace' = 'reject',
+  options: { nul?: 'reject' | 'replace'; verbatimJson?: boolean } = {},
 ): Middleware {
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: limit,
     strict: true,
     extendTypes: { json: ['application/json', 'application/*+json'] },
+    // A "__proto__" key is refused (co-body's default) unless the route keeps the JSON as text;
+    // then it is an ordinary own key, as JSON.parse makes it, never the object's prototype.
+    ...(options.verbatimJson ? { onProtoPoisoning: 'ignore' } : {}),
     onerror: (err) => {
       throw err;
     },
@@ -105,9 +108,15 @@ export function jsonBody(
       }
       // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): our own bodies
       // get a 400, not a 500; a webhook sender's text keeps the rest, with U+FFFD in its place.
+      // (A route that keeps the JSON as text says so, `verbatimJson`, and keeps NULs as sent.)
       const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
-      if (/\\u0000/i.test(raw) && handleNul((ctx.request as { body?: unknown }).body, nul === 'replace')) {
-        if (nul === 'reject') {
+      const replace = options.nul === 'replace';
+      if (
+        !options.verbatimJson &&
+        /\\u0000/i.test(raw) &&
+        handleNul((ctx.request as { body?: unknown }).body, replace)
+      ) {
+        if (!replace) {
           throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
         }
       }

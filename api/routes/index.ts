@@ -9,6 +9,7 @@ import { firmRoutes } from './firms/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
+import { workflowRoutes } from './workflows/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -21,5 +22,6 @@ export const businessRoutes: AnyRoute[] = [
   ...callWebhookRoutes,
   ...chatRoutes,
   ...leadRoutes,
+  ...workflowRoutes,
   ...bookingRoutes,
 ];

@@ -28,7 +28,7 @@ async function withRedisMutex<T>(
 }
 
 /** Another writer held a record's lock for longer than a caller may wait; the job retries. */
-class RecordBusyError extends Error {
+export class RecordBusyError extends Error {
   constructor(key: string) {
     super(`The record ${key} is being updated elsewhere; retrying.`);
     this.name = 'RecordBusyError';

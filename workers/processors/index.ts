@@ -1,5 +1,6 @@
 import type { ProcessorTable } from '../runner.js';
 import { bookingEvent, sendReminder } from './bookings.js';
+import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys } from './maintenance.js';
 import { simulatorStep } from './simulator.js';
@@ -8,6 +9,8 @@ import { simulatorStep } from './simulator.js';
 export const processors: ProcessorTable = {
   placeCall,
   callEvent,
+  analyzeCall,
+  callEffect,
   simulatorStep,
   pruneIdempotencyKeys,
   bookingEvent,

@@ -21,6 +21,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.simulatorCalls]: [],
   // list-leads keyset: a firm's leads, newest first.
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
+  // Read by _id only (the firm's workflows list: core/domain/workflows).
+  [COLLECTIONS.workflowDirectories]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
