@@ -7,6 +7,7 @@ import { chatRoutes } from './chats/routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
+import { widgetRoutes } from './widget/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -18,4 +19,5 @@ export const businessRoutes: AnyRoute[] = [
   ...callRoutes,
   ...callWebhookRoutes,
   ...chatRoutes,
+  ...widgetRoutes,
 ];
