@@ -31,14 +31,23 @@ export async function mintWidgetToken(firm: string, sessionSecret: string): Prom
   const now = Math.floor(Date.now() / 1000);
   const subject = newId('wgt', 12);
   const exp = now + WIDGET_TOKEN_TTL_SECONDS;
-  const jwt = await new SignJWT({ typ: 'widget', firm })
+  const token = await signWidgetToken({ firm, subject, issuedAt: now, expiresAt: exp }, sessionSecret);
+  return { token, subject, expiresAt: new Date(exp * 1000) };
+}
+
+/** Signs a widget token with exactly these claims (times in seconds); tests use it for bad lifetimes. */
+export async function signWidgetToken(
+  claims: { firm: string; subject: string; issuedAt: number; expiresAt: number },
+  sessionSecret: string,
+): Promise<string> {
+  const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm })
     .setProtectedHeader({ alg: ALG })
-    .setSubject(subject)
+    .setSubject(claims.subject)
     .setAudience(AUDIENCE)
-    .setIssuedAt(now)
-    .setExpirationTime(exp)
+    .setIssuedAt(claims.issuedAt)
+    .setExpirationTime(claims.expiresAt)
     .sign(signingKey(sessionSecret));
-  return { token: `${WIDGET_TOKEN_PREFIX}${jwt}`, subject, expiresAt: new Date(exp * 1000) };
+  return `${WIDGET_TOKEN_PREFIX}${jwt}`;
 }
 
 /**
