@@ -15,6 +15,9 @@ import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
 import { askEveryNonChatRoute } from './widget-helpers.js';
 
+// page.evaluate callbacks run in the browser; this program is typed for Node, without the DOM library.
+declare const document: any, window: any, getComputedStyle: (el: unknown) => any;
+
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'artifacts');
 const GREETING_MESSAGE = 'Hello, thank you for contacting us. I can help you get started.';
 
