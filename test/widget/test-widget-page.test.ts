@@ -333,13 +333,23 @@ describe("the widget's files", () => {
     );
   });
 
-  it('any other name is a 404 (or a 400 when it is no file name), never a file of the server', async () => {
-    for (const name of ['nope.js', 'page.js', 'assets.js', '__proto__.js', 'test-widget.html']) {
-      const res = await stack.api.get(`/widget/${name}`);
-      expect([400, 404]).toContain(res.status);
-      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  it('any other name is a 404, never a file of the server; other methods a 405', async () => {
+    for (const name of [
+      'nope.js',
+      'page.js',
+      'assets.js',
+      'page.ts',
+      '__proto__',
+      'test-widget.html',
+      '..%2Fpage.ts',
+    ]) {
+      expectError(await stack.api.get(`/widget/${name}`), 404, 'route_not_found');
     }
-    expect((await stack.api.get('/widget/..%2Fpage.ts')).status).toBe(400);
-    expectError(await stack.api.request('POST', '/widget/widget.js'), 405, 'method_not_allowed');
+    const post = await stack.api.request('POST', '/widget/widget.js');
+    expectError(post, 405, 'method_not_allowed');
+    expect(post.headers.get('allow')).toMatch(/GET/);
+    const head = await stack.api.request('HEAD', '/widget/widget.css');
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe('text/css; charset=utf-8');
   });
 });

@@ -1,12 +1,44 @@
 import { prepareWidgetSession } from '../../../core/domain/widget/widget-session.js';
-import { notFound } from '../../../core/platform/errors.js';
-import { widgetAsset } from '../../../dashboard/widget/assets.js';
+import { WIDGET_ASSET_NAMES, widgetAsset } from '../../../dashboard/widget/assets.js';
 import { renderTestWidgetPage } from '../../../dashboard/widget/page.js';
 import { defineRoute } from '../../route.js';
-import { TestWidgetQuery, WidgetAssetParams, WidgetAssetQuery } from './schema.js';
+import { TestWidgetQuery, WidgetAssetQuery } from './schema.js';
 
 const tag = 'Utilities';
 const YEAR_SECONDS = 365 * 24 * 60 * 60;
+
+/** One route per widget file, so the OpenAPI document gives each its own content type. */
+const assetRoutes = WIDGET_ASSET_NAMES.map((name) =>
+  defineRoute({
+    method: 'GET',
+    path: `/widget/${name}`,
+    operationId: `widgetFile_${name.replace(/[^a-z]+/g, '_')}`,
+    summary: `The chat widget's file ${name}; with ?v= naming the current version it may be cached for a year`,
+    tag,
+    auth: { kind: 'none' },
+    rateLimited: false,
+    query: WidgetAssetQuery,
+    responseContentType: widgetAsset(name)!.contentType.split(';')[0],
+    handler: async ({ query, koa }) => {
+      const asset = widgetAsset(name)!;
+      koa.set(
+        'Cache-Control',
+        query.v === asset.version ? `public, max-age=${YEAR_SECONDS}, immutable` : 'public, max-age=300',
+      );
+      koa.set('ETag', `"${asset.version}"`);
+      // widget.js is meant to be embedded by other sites' pages.
+      koa.set('Cross-Origin-Resource-Policy', 'cross-origin');
+      koa.type = asset.contentType;
+      koa.status = 200; // Koa judges freshness only for a 2xx
+      if (koa.fresh) {
+        koa.status = 304;
+        return undefined;
+      }
+      koa.body = asset.body;
+      return undefined;
+    },
+  }),
+);
 
 export const widgetRoutes = [
   defineRoute({
@@ -42,37 +74,5 @@ export const widgetRoutes = [
       return undefined;
     },
   }),
-  defineRoute({
-    method: 'GET',
-    path: '/widget/{file}',
-    operationId: 'widgetAsset',
-    summary:
-      "The chat widget's files (widget.js, widget.css) and the test page's own; with ?v= naming the current version they may be cached for a year",
-    tag,
-    auth: { kind: 'none' },
-    rateLimited: false,
-    params: WidgetAssetParams,
-    query: WidgetAssetQuery,
-    responseContentType: 'application/javascript',
-    errors: [404],
-    handler: async ({ params, query, koa }) => {
-      const asset = widgetAsset(params.file);
-      if (asset === undefined) throw notFound('asset', 'No such widget file.');
-      koa.set(
-        'Cache-Control',
-        query.v === asset.version ? `public, max-age=${YEAR_SECONDS}, immutable` : 'public, max-age=300',
-      );
-      koa.set('ETag', `"${asset.version}"`);
-      // widget.js is meant to be embedded by other sites' pages.
-      koa.set('Cross-Origin-Resource-Policy', 'cross-origin');
-      koa.type = asset.contentType;
-      koa.status = 200; // Koa judges freshness only for a 2xx
-      if (koa.fresh) {
-        koa.status = 304;
-        return undefined;
-      }
-      koa.body = asset.body;
-      return undefined;
-    },
-  }),
+  ...assetRoutes,
 ];

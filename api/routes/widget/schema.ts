@@ -27,10 +27,6 @@ export const TestWidgetQuery = Type.Object({
   ),
 });
 
-export const WidgetAssetParams = Type.Object({
-  file: Type.String({ maxLength: 64, pattern: '^[a-z-]+\\.(?:js|css)$' }),
-});
-
 export const WidgetAssetQuery = Type.Object({
   v: Type.Optional(Type.String({ maxLength: 64, description: 'Content version, for caching' })),
 });
