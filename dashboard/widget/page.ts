@@ -79,7 +79,8 @@ function pageLink(firm: string, s: Required<WidgetPageSettings>): string {
 
 const NOTICES: Record<Exclude<WidgetSession['state'], 'ready'>, (firm: string) => string> = {
   needs_firm: () =>
-    'Choose a firm: open this page with ?firmSlug=<slug> (a firm\u2019s own key opens its own firm without it).\n' +
+    'Choose a firm: open this page with ?firmSlug=<slug>, or ?agentId=<agent id> for that agent\u2019s firm ' +
+    '(a firm\u2019s own key opens its own firm without either).\n' +
     'Optional: agentId (one of the firm\u2019s agents; default: its newest), title, greeting, ' +
     'primaryColor (#rrggbb) and position (left or right).',
   no_agents: (firm) =>

@@ -211,28 +211,30 @@
       return body;
     }
 
-    /** Opens the chat once; every caller waits for the same request. */
+    /**
+     * Opens the chat once; every caller waits for the same request. A chat that arrives after the
+     * agent was changed (resetConversation dropped its request) is left unused.
+     */
     function ensureChat() {
       if (chatId !== null) return Promise.resolve(chatId);
-      if (starting === null) {
-        var agentAtStart = settings.agentId;
-        starting = call('/api/v2/create-chat', {
-          agentId: settings.agentId,
-          firmSlug: settings.firmSlug,
-        }).then(
-          function (chat) {
-            if (agentAtStart !== settings.agentId) return ensureChat();
-            chatId = chat.chat_id;
-            if (typeof chat.message === 'string' && chat.message !== '') addMessage('agent', chat.message);
-            return chatId;
-          },
-          function (err) {
-            starting = null;
-            throw err;
-          },
-        );
-      }
-      return starting;
+      if (starting !== null) return starting;
+      var attempt = call('/api/v2/create-chat', {
+        agentId: settings.agentId,
+        firmSlug: settings.firmSlug,
+      }).then(
+        function (chat) {
+          if (starting !== attempt) return ensureChat();
+          chatId = chat.chat_id;
+          if (typeof chat.message === 'string' && chat.message !== '') addMessage('agent', chat.message);
+          return chatId;
+        },
+        function (err) {
+          if (starting === attempt) starting = null;
+          throw err;
+        },
+      );
+      starting = attempt;
+      return attempt;
     }
 
     async function send(text) {

@@ -128,13 +128,21 @@ describe('what the page holds', () => {
     expect(res.text).toContain('id="cfg-position-left" checked');
   });
 
-  it('the platform without firmSlug: a page that says what to pass, and no token', async () => {
+  it('the platform without firmSlug or agentId: a page that says what to pass, and no token', async () => {
     const res = await stack.admin.get(PAGE);
     expectHtmlPage(res);
     expect(pageConfig(res.text)).toEqual({ state: 'needs_firm' });
     expect(res.text).toContain('data-state="needs_firm"');
     expect(res.text).toContain('?firmSlug=&lt;slug&gt;');
     expect(res.text).not.toContain('iwt_');
+    // agentId alone names the firm too; an unknown one is a 404.
+    const byAgent = pageConfig((await page({ agentId: firmB.agentId })).text);
+    expect(byAgent).toMatchObject({
+      state: 'ready',
+      firmSlug: firmB.slug,
+      settings: { agentId: firmB.agentId },
+    });
+    expectError(await page({ agentId: 'agent_nope' }), 404, 'agent_not_found');
   });
 
   it('a firm without agents: a page that says to create one, and no token', async () => {

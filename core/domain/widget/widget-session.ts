@@ -1,10 +1,11 @@
-// What GET /api/test-widget needs before it renders (CONTRACT §3.10): the firm (a firm token
-// names its own; the platform names one), its agents, the agent the widget starts with, and a
+// What GET /api/test-widget needs before it renders (CONTRACT §3.10): the firm (firmSlug; else a
+// firm token's own, or the platform's agentId's), its agents, the agent the widget starts with, and a
 // widget token for that firm's chat routes. A token is minted only once the firm and an agent
 // of it are known to exist.
 import type { ApiPrincipal } from '../access/principal.js';
 import { requireFirm } from '../access/access.js';
-import { getFirmAgent, listFirmAgentNames } from '../agents/agents.js';
+import { findAgent, getFirmAgent, listFirmAgentNames } from '../agents/agents.js';
+import { notFound } from '../../platform/errors.js';
 import { mintWidgetToken } from '../access/widget-token.js';
 import type { Services } from '../../wiring/services.js';
 
@@ -17,7 +18,7 @@ export interface WidgetAgent {
 }
 
 export type WidgetSession =
-  /** The platform opened the page without ?firmSlug=: the page explains what to pass. */
+  /** The platform opened the page without ?firmSlug= or ?agentId=: the page explains what to pass. */
   | { state: 'needs_firm' }
   /** The firm has no agent to chat with yet: the page says how to create one. No token. */
   | { state: 'no_agents'; firm: string }
@@ -30,13 +31,23 @@ export type WidgetSession =
       tokenExpiresAt: Date;
     };
 
+/** The platform may name just an agent: its firm is the agent's (404 for an unknown agent). */
+async function firmOfAgent(services: Services, agentId: string | undefined): Promise<string | undefined> {
+  if (agentId === undefined) return undefined;
+  const agent = await findAgent(services.mongo.db, agentId);
+  if (agent === null) throw notFound('agent');
+  return agent.firm;
+}
+
 export async function prepareWidgetSession(
   services: Services,
   principal: ApiPrincipal,
   request: { firmSlug?: string | undefined; agentId?: string | undefined },
 ): Promise<WidgetSession> {
   const db = services.mongo.db;
-  const slug = request.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
+  const slug =
+    request.firmSlug ??
+    (principal.kind === 'firm' ? principal.firm : await firmOfAgent(services, request.agentId));
   if (slug === undefined) return { state: 'needs_firm' };
   const firm = await requireFirm(db, principal, slug);
   const agents = await listFirmAgentNames(db, firm._id, MAX_AGENTS_LISTED);
