@@ -2,6 +2,7 @@
 // route of the app with one token.
 import { expect } from 'vitest';
 import type { AnyRoute } from '../../api/route.js';
+import { compileValidator } from '../../api/validation.js';
 import type { ApiClient, ApiResponse } from '../helpers/client.js';
 import type { Stack } from '../helpers/stack.js';
 
@@ -31,10 +32,39 @@ export function jwtClaims(token: string): Record<string, unknown> {
 /** The chat routes: the only ones a widget token may use (CONTRACT §2). */
 export const CHAT_OPERATIONS = ['createChat', 'chatCompletion', 'endChat', 'getChat'];
 
-/** A request to `route` with a plausible path (params filled so they pass validation) and body. */
+/** Values tried for a path parameter, in order: the first one its schema accepts is used. */
+const PARAM_CANDIDATES = [
+  'abc123',
+  '0123456789abcdef01234567', // an ObjectId's form
+  '3fa85f64-5717-4562-b3fc-2c963f66afa6', // a UUID
+  'x',
+];
+
+/** Whether `route`'s path parameters accept `params` as far as parameter `name` goes. */
+function accepts(route: AnyRoute, params: Record<string, string>, name: string): boolean {
+  if (route.params === undefined) return true;
+  try {
+    compileValidator(route.params, 'params')(params);
+    return true;
+  } catch (err) {
+    const details = (err as { details?: Array<{ path: string }> }).details ?? [];
+    return !details.some((d) => d.path === `/${name}`);
+  }
+}
+
+/**
+ * A request to `route` with a path whose parameters pass its validation (which runs before the
+ * credentials are looked at), so that the answer is about the token, and a body for writes.
+ */
 function requestFor(route: AnyRoute, firm: string): { method: string; path: string; body?: unknown } {
+  const names = [...route.path.matchAll(/\{([A-Za-z_]+)\}/g)].map((m) => m[1]!);
+  const params: Record<string, string> = {};
+  for (const name of names) {
+    const candidates = name === 'firm' || name === 'slug' ? [firm, ...PARAM_CANDIDATES] : PARAM_CANDIDATES;
+    params[name] = candidates.find((value) => accepts(route, { ...params, [name]: value }, name)) ?? 'abc123';
+  }
   const path = route.path.replace(/\{([A-Za-z_]+)\}/g, (_m, name: string) =>
-    name === 'firm' || name === 'slug' ? firm : 'abc123',
+    encodeURIComponent(params[name]!),
   );
   return ['POST', 'PUT', 'PATCH'].includes(route.method)
     ? { method: route.method, path, body: {} }
