@@ -9,6 +9,7 @@ import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
+import { widgetRoutes } from './widget/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -22,4 +23,5 @@ export const businessRoutes: AnyRoute[] = [
   ...chatRoutes,
   ...leadRoutes,
   ...workflowRoutes,
+  ...widgetRoutes,
 ];
