@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import type { Principal } from '../core/domain/access/principal.js';
+import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { unauthorized } from '../core/platform/errors.js';
 import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
@@ -12,8 +12,11 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
 
-/** The principal of the request's Authorization header (401 when it has none valid). */
-export const authenticateRequest = (ctx: Context, services: Services): Promise<Principal> =>
+/**
+ * The principal of the request's Authorization header (401 when it has none valid). A widget
+ * token is refused (403) unless the route accepts one: see `acceptWidget` in api/route.ts.
+ */
+export const authenticateRequest = (ctx: Context, services: Services): Promise<ApiPrincipal> =>
   authenticateBearer(ctx.get('Authorization') || undefined, services.config, services.mongo.db);
 
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
@@ -38,8 +41,21 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     }
     const auth = route.auth;
     if (auth.kind === 'token' || auth.kind === 'platform') {
+      const options = {
+        acceptWidget: auth.kind === 'token' && auth.acceptWidget === true,
+        basic: auth.kind === 'token' && auth.basic === true,
+      };
       const authenticate = async (ctx: Context): Promise<Principal> => {
-        const principal = await authenticateRequest(ctx, services);
+        const header = ctx.get('Authorization') || undefined;
+        const principal: Principal = options.acceptWidget
+          ? await authenticateBearer(header, services.config, services.mongo.db, {
+              ...options,
+              acceptWidget: true,
+            })
+          : await authenticateBearer(header, services.config, services.mongo.db, {
+              ...options,
+              acceptWidget: false,
+            });
         if (auth.kind === 'platform') requirePlatform(principal);
         return principal;
       };
@@ -101,7 +117,8 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
     const params = (ctx.state.params as Record<string, never> | undefined) ?? {};
     const result = await route.handler({
       services,
-      principal: ctx.state.principal as Principal,
+      // The route's own type says whether it may see a widget principal; the chain above made it so.
+      principal: ctx.state.principal as ApiPrincipal,
       body: body as undefined,
       query: query as Record<string, never>,
       params: params as Record<string, never>,

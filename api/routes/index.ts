@@ -10,6 +10,7 @@ import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
+import { widgetRoutes } from './widget/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -23,5 +24,6 @@ export const businessRoutes: AnyRoute[] = [
   ...chatRoutes,
   ...leadRoutes,
   ...workflowRoutes,
+  ...widgetRoutes,
   ...bookingRoutes,
 ];

@@ -3,7 +3,7 @@ import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
 import { CALL_STATUSES } from '../../../core/domain/calls/calls.js';
 import { URGENCIES } from '../../../core/domain/leads/leads.js';
 import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
-import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateOutboundCallBody = Body({
   toNumber: Type.String({ pattern: E164_PATTERN, description: 'Number to call, E.164' }),
@@ -91,14 +91,7 @@ export const CallRecord = Type.Object({
 export const ListCallsBody = Body({
   firmSlug: FirmSlug,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-  cursor: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      description:
-        'next_cursor of the previous page; "" or absent for the first. Opaque: a cursor this service did not ' +
-        'issue for this list and firm is 400 invalid_cursor',
-    }),
-  ),
+  cursor: Cursor(),
 });
 
 export const ListCallsResponse = Type.Object({

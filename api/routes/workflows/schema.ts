@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_EDGES, MAX_NODES } from '../../../core/domain/workflows/graph.js';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 // Nodes and edges in the flow-builder (React Flow / xyflow) shape. Only the fields the service
 // relies on are checked; every other field (width, height, selected, dragging, style,
@@ -99,14 +99,7 @@ export const ListWorkflowsQuery = Type.Object({
       description: 'At most this many workflows (fewer once a page holds 16 MiB of graphs)',
     }),
   ),
-  cursor: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      description:
-        'The X-Next-Cursor header of the previous page; absent or "" for the first. A cursor this service did ' +
-        'not issue for this list and firm is 400 invalid_cursor',
-    }),
-  ),
+  cursor: Cursor('The X-Next-Cursor header of the previous page'),
 });
 
 export const WorkflowRecord = Type.Object({

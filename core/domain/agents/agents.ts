@@ -187,3 +187,17 @@ export function agentView(agent: AgentDoc) {
     updated_at: agent.updated_at.toISOString(),
   };
 }
+
+/** A firm's agents by name, newest first, at most `limit` (the widget test page's agent picker). */
+export async function listFirmAgentNames(
+  db: Db,
+  firm: string,
+  limit: number,
+): Promise<Array<{ agent_id: string; agent_name: string }>> {
+  const docs = await agents(db)
+    .find({ firm }, { projection: { _id: 1, agent_name: 1, created_at: 1 } })
+    .sort({ created_at: -1, _id: -1 })
+    .limit(limit)
+    .toArray();
+  return docs.map((doc) => ({ agent_id: doc._id, agent_name: doc.agent_name }));
+}

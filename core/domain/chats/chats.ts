@@ -55,6 +55,8 @@ interface ChatDoc {
   version: number;
   messages: ChatMessage[];
   chat_analysis: ChatAnalysis | null;
+  /** Set when a widget token opened the chat: only that token (and the firm's own tokens) may use it. */
+  widget_subject?: string;
   created_at: Date;
   updated_at: Date;
   ended_at: Date | null;
@@ -89,6 +91,7 @@ export async function createChat(
   services: Services,
   agent: AgentDoc,
   dynamicVariables: Record<string, string>,
+  openedBy?: Principal,
 ): Promise<ChatDoc> {
   const profile: ChatAgentProfile = {
     agent_name: agent.agent_name,
@@ -110,6 +113,7 @@ export async function createChat(
     version: 0,
     messages: greeting === null ? [] : [{ role: 'agent', content: greeting, created_at: now }],
     chat_analysis: null,
+    ...(openedBy?.kind === 'widget' ? { widget_subject: openedBy.subject } : {}),
     created_at: now,
     updated_at: now,
     ended_at: null,
@@ -118,10 +122,19 @@ export async function createChat(
   return chat;
 }
 
+/**
+ * Whether `principal` may see the chat: its firm's tokens and the platform; a widget token only
+ * the chats it opened itself (a visitor's widget never reads another visitor's conversation).
+ */
+function mayUseChat(principal: Principal, chat: Pick<ChatDoc, 'firm' | 'widget_subject'>): boolean {
+  if (!mayRead(principal, chat.firm)) return false;
+  return principal.kind !== 'widget' || chat.widget_subject === principal.subject;
+}
+
 /** The chat as this principal may see it, up to date with its log; another firm's chat is not found. */
 export async function getChat(db: Db, principal: Principal, chatId: string): Promise<ChatDoc> {
   const stored = await chats(db).findOne({ _id: chatId });
-  if (stored === null || !mayRead(principal, stored.firm)) throw notFound('chat');
+  if (stored === null || !mayUseChat(principal, stored)) throw notFound('chat');
   return catchUp(db, stored);
 }
 
