@@ -8,6 +8,7 @@ import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
 import { buildRouter } from './router.js';
+import { enableReadCache } from '../core/platform/db/read-cache.js';
 import { businessRoutes } from './routes/index.js';
 import { opsRoutes, type Lifecycle } from './routes/ops/routes.js';
 
@@ -20,6 +21,7 @@ export interface App {
 
 /** The HTTP front: error shape, request context, Bull Board, then the declared routes. */
 export function createApp(services: Services): App {
+  enableReadCache(services.mongo.db);
   // Behind a proxy (TRUST_PROXY), the client address is the X-Forwarded-For entry that proxy added
   // (the last one); otherwise the socket's, so a client cannot choose its address for the limits.
   const koa = new Koa({ proxy: services.config.trustProxy, maxIpsCount: 1 });

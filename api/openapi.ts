@@ -13,6 +13,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: 'Body too large',
   415: 'Body is not JSON',
   429: 'Rate limited (see Retry-After)',
+  431: 'Request line and headers over 16 KiB (a query string that long)',
   503: 'Redis or MongoDB unavailable (see Retry-After)',
 };
 
@@ -40,9 +41,21 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
     if (route.auth.kind === 'token' || route.auth.kind === 'platform') statuses.add(429);
     if (route.auth.kind === 'platform') statuses.add(403);
     if (route.body !== undefined) [413, 415].forEach((s) => statuses.add(s));
+    // Node refuses a request line and headers over 16 KiB before any route runs: a long query.
+    if (route.query !== undefined) statuses.add(431);
     const responses: Record<string, unknown> = {
       '200': {
         description: 'Success',
+        ...(route.responseHeaders === undefined
+          ? {}
+          : {
+              headers: Object.fromEntries(
+                Object.entries(route.responseHeaders).map(([name, h]) => [
+                  name,
+                  { description: h.description, schema: plain(h.schema) },
+                ]),
+              ),
+            }),
         content: {
           [route.responseContentType ?? 'application/json']: {
             schema: route.response === undefined ? {} : plain(route.response),

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Principal } from '../core/domain/access/principal.js';
+import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 
@@ -22,20 +22,22 @@ export interface WebhookCredentials {
 }
 
 /**
- * none: no token (health, docs); token: any valid token; platform: the platform key or a
- * platform session only; webhook: the route checks what it can before reading the body
- * (the firm, a bearer token, or a signature header's form and freshness), then the signature
- * over the raw body.
+ * none: no token (health, docs); token: a valid platform or firm token (a widget token only
+ * where the route opts in with `acceptWidget`, the chat routes: elsewhere it is a 403; `basic`
+ * also takes the token as an HTTP basic-auth password, for pages a browser opens); platform: the
+ * platform key or a platform session only; webhook: the route checks what it can before reading
+ * the body (the firm, a bearer token, or a signature header's form and freshness), then the
+ * signature over the raw body.
  */
 type AuthMode =
   | { kind: 'none' }
-  | { kind: 'token' }
+  | { kind: 'token'; acceptWidget?: boolean; basic?: boolean }
   | { kind: 'platform' }
   | { kind: 'webhook'; authenticate: (ctx: Context, services: Services) => Promise<WebhookCredentials> };
 
-interface HandlerContext<B, Q, P> {
+interface HandlerContext<B, Q, P, Who extends Principal> {
   services: Services;
-  principal: Principal;
+  principal: Who;
   body: B;
   query: Q;
   params: P;
@@ -45,10 +47,14 @@ interface HandlerContext<B, Q, P> {
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
 
+/** Who a route's handler may see: a widget principal only on routes that accept one. */
+type PrincipalOf<A extends AuthMode> = A extends { acceptWidget: true } ? Principal : ApiPrincipal;
+
 interface RouteDefinition<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
+  A extends AuthMode = AuthMode,
 > {
   method: HttpMethod;
   /** OpenAPI-style path, e.g. /api/firms/{slug}. */
@@ -56,7 +62,7 @@ interface RouteDefinition<
   operationId: string;
   summary: string;
   tag: string;
-  auth: AuthMode;
+  auth: A;
   body?: B;
   query?: Q;
   params?: P;
@@ -67,25 +73,42 @@ interface RouteDefinition<
   errors?: number[];
   /** Body size limit, e.g. '16mb'; default 2mb. */
   bodyLimit?: string;
+  /**
+   * The route keeps the client's JSON as JSON text (workflows' nodes and edges), so it accepts
+   * what every other route refuses because a database field could not hold it or code could
+   * misread it: the NUL character in strings (PostgreSQL-backed stores refuse it) and
+   * "__proto__" keys (then an ordinary own key, as JSON.parse makes it). The route's schema must
+   * still refuse NUL in any field it stores as a document field.
+   */
+  verbatimJson?: boolean;
+  /** Headers of the 200 response, for the OpenAPI document (e.g. a next-page cursor). */
+  responseHeaders?: Record<string, { description: string; schema: TSchema }>;
   /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
   handler: (
     ctx: HandlerContext<
       StaticOr<B, undefined>,
       StaticOr<Q, Record<string, never>>,
-      StaticOr<P, Record<string, never>>
+      StaticOr<P, Record<string, never>>,
+      PrincipalOf<A>
     >,
   ) => Promise<unknown>;
 }
 
 // Handlers are type-checked at definition; the router only needs the erased shape.
-export type AnyRoute = RouteDefinition<TSchema | undefined, TSchema | undefined, TSchema | undefined>;
+export type AnyRoute = RouteDefinition<
+  TSchema | undefined,
+  TSchema | undefined,
+  TSchema | undefined,
+  AuthMode
+>;
 
 export function defineRoute<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
->(def: RouteDefinition<B, Q, P>): AnyRoute {
+  const A extends AuthMode = AuthMode,
+>(def: RouteDefinition<B, Q, P, A>): AnyRoute {
   return def as unknown as AnyRoute;
 }
 

@@ -1,8 +1,9 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import type { Principal } from '../core/domain/access/principal.js';
+import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { unauthorized } from '../core/platform/errors.js';
+import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
 import { requirePlatform } from '../core/domain/access/access.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
@@ -11,12 +12,18 @@ import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
 
-/** The principal of the request's Authorization header (401 when it has none valid). */
-export const authenticateRequest = (ctx: Context, services: Services): Promise<Principal> =>
+/**
+ * The principal of the request's Authorization header (401 when it has none valid). A widget
+ * token is refused (403) unless the route accepts one: see `acceptWidget` in api/route.ts.
+ */
+export const authenticateRequest = (ctx: Context, services: Services): Promise<ApiPrincipal> =>
   authenticateBearer(ctx.get('Authorization') || undefined, services.config, services.mongo.db);
 
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
   const router = new Router();
+  // The web process's read cache (API keys, firms, agents), checked against the change epoch
+  // that the rate-limit round trip returns (core/platform/db/read-cache.ts).
+  const cache = readCacheOf(services.mongo.db);
   for (const route of routes) {
     const validators = {
       body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),
@@ -34,10 +41,33 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     }
     const auth = route.auth;
     if (auth.kind === 'token' || auth.kind === 'platform') {
-      chain.push(async (ctx, next) => {
-        const principal = await authenticateRequest(ctx, services);
+      const options = {
+        acceptWidget: auth.kind === 'token' && auth.acceptWidget === true,
+        basic: auth.kind === 'token' && auth.basic === true,
+      };
+      const authenticate = async (ctx: Context): Promise<Principal> => {
+        const header = ctx.get('Authorization') || undefined;
+        const principal: Principal = options.acceptWidget
+          ? await authenticateBearer(header, services.config, services.mongo.db, {
+              ...options,
+              acceptWidget: true,
+            })
+          : await authenticateBearer(header, services.config, services.mongo.db, {
+              ...options,
+              acceptWidget: false,
+            });
         if (auth.kind === 'platform') requirePlatform(principal);
-        if (route.rateLimited !== false) await limiter.checkPrincipal(principal);
+        return principal;
+      };
+      chain.push(async (ctx, next) => {
+        const before = cache?.currentEpoch ?? null;
+        let principal = await authenticate(ctx);
+        if (route.rateLimited !== false) {
+          const epoch = await limiter.checkPrincipal(principal);
+          cache?.observeEpoch(epoch);
+          // Something changed since the cached documents were read: authenticate afresh.
+          if (mustReread(before, epoch)) principal = await authenticate(ctx);
+        }
         ctx.state.principal = principal;
         await next();
       });
@@ -45,14 +75,24 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     if (auth.kind === 'webhook') {
       // Everything that can be refused without the body is refused before it is read.
       chain.push(async (ctx, next) => {
-        const credentials = await auth.authenticate(ctx, services);
-        await limiter.checkWebhook(credentials.firm);
+        const before = cache?.currentEpoch ?? null;
+        let credentials = await auth.authenticate(ctx, services);
+        const epoch = await limiter.checkWebhook(credentials.firm);
+        cache?.observeEpoch(epoch);
+        if (mustReread(before, epoch)) credentials = await auth.authenticate(ctx, services);
         ctx.state.principal = credentials.principal;
         ctx.state.webhook = credentials;
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method)) chain.push(jsonBody(route.bodyLimit));
+    if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
+      chain.push(
+        jsonBody(route.bodyLimit, {
+          nul: auth.kind === 'webhook' ? 'replace' : 'reject',
+          verbatimJson: route.verbatimJson === true,
+        }),
+      );
+    }
     if (auth.kind === 'webhook') {
       chain.push(async (ctx, next) => {
         const { verifyBody } = ctx.state.webhook as WebhookCredentials;
@@ -77,7 +117,8 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
     const params = (ctx.state.params as Record<string, never> | undefined) ?? {};
     const result = await route.handler({
       services,
-      principal: ctx.state.principal as Principal,
+      // The route's own type says whether it may see a widget principal; the chain above made it so.
+      principal: ctx.state.principal as ApiPrincipal,
       body: body as undefined,
       query: query as Record<string, never>,
       params: params as Record<string, never>,

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from '@sinclair/typebox';
-import { clip, invalidRequest, type ErrorDetail } from '../core/platform/errors.js';
+import { clip, invalidRequest, quote, type ErrorDetail } from '../core/platform/errors.js';
 import { isTimeZone } from '../core/platform/time-zone.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -25,7 +25,7 @@ export function compileValidator(schema: TSchema, where: 'body' | 'query' | 'par
   const validate: ValidateFunction = (where === 'body' ? bodyAjv : textAjv).compile(schema);
   return (value) => {
     if (validate(value)) return value;
-    const details = toDetails(validate.errors ?? [], where);
+    const details = toDetails(validate.errors ?? [], where, value);
     const what = where === 'body' ? 'request body' : where === 'query' ? 'query string' : 'path';
     throw invalidRequest(`The ${what} is invalid: ${summarise(details)}.`, details);
   };
@@ -43,11 +43,33 @@ function summarise(details: ErrorDetail[]): string {
 /** A key as one JSON-pointer token (RFC 6901), as ajv writes instancePath. */
 const pointerToken = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
-function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
+/**
+ * The `id` of the innermost array item holding the value at `instancePath` (a flow-builder node
+ * or edge, say), so a detail names the item as well as its index; undefined when it has none.
+ */
+function itemIdOnPath(value: unknown, instancePath: string): string | number | undefined {
+  let found: string | number | undefined;
+  let current = value;
+  for (const raw of instancePath.split('/').slice(1)) {
+    const token = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, token)) break;
+    const isItem = Array.isArray(current);
+    current = (current as Record<string, unknown>)[token];
+    if (isItem && typeof current === 'object' && current !== null && Object.hasOwn(current, 'id')) {
+      const id = (current as { id: unknown }).id;
+      if (typeof id === 'string' || typeof id === 'number') found = id;
+    }
+  }
+  return found;
+}
+
+function toDetails(errors: ErrorObject[], where: string, value: unknown): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
   // Union branches repeat each other; keep the first message per path.
   for (const e of errors) {
+    // An if/then schema's own error only says "must match then"; the errors inside it say what.
+    if (e.keyword === 'if') continue;
     let path = e.instancePath;
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') {
@@ -59,6 +81,8 @@ function toDetails(errors: ErrorObject[], where: string): ErrorDetail[] {
     } else if (e.keyword === 'pattern') {
       message = `does not have the expected format (${String(e.params.pattern)})`;
     }
+    const itemId = where === 'body' ? itemIdOnPath(value, e.instancePath) : undefined;
+    if (itemId !== undefined) message += ` (the item with id ${quote(itemId)})`;
     const pointer = path === '' ? (where === 'body' ? '' : `/${where}`) : path;
     const key = `${pointer}`;
     if (seen.has(key)) continue;

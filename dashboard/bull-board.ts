@@ -4,7 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import { AppError, forbidden } from '../core/platform/errors.js';
 import { safeEqual } from '../core/platform/crypto.js';
-import { authenticateBearer } from '../core/domain/access/authenticate.js';
+import { authenticateBearer, basicAuthPassword } from '../core/domain/access/authenticate.js';
 import type { Services } from '../core/wiring/services.js';
 
 const BULL_BOARD_PATH = '/admin/queues';
@@ -23,6 +23,13 @@ const CSP = [
   "form-action 'self'",
 ].join('; ');
 const EXTERNAL_STYLESHEET = /<link[^>]+href="https?:\/\/[^"]*"[^>]*rel="stylesheet"[^>]*>/g;
+
+// Adding jobs is refused for everyone (below), so the board should not offer it: Bull Board 9.10.1
+// shows "Add job" in each queue's menu and "Duplicate" on each job (which opens the same form)
+// with no switch to hide them short of read-only mode. They are hidden by their icons, the only
+// stable mark they carry (test/dashboard/read-only-board.test.ts checks they stay hidden).
+const HIDE_ADD_JOB_CSS =
+  '<style>[role="menuitem"]:has(> svg.lucide-plus), button:has(> svg.lucide-files) { display: none !important; }</style>';
 
 // Forgery (CONTRACT §4). A browser that has opened the board sends the cached basic-auth
 // credentials with any request to it, including a form another site auto-submits, and Bull
@@ -90,67 +97,103 @@ function safeDecode(path: string): string {
   }
 }
 
-/** The password of an HTTP basic Authorization header (any user name), or null. */
-function basicPassword(header: string): string | null {
-  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (match === null) return null;
-  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  return colon === -1 ? null : decoded.slice(colon + 1);
+/** What an operator's credentials let them do on the board. */
+type BoardAccess = 'operate' | 'read_only';
+
+// Which board a request reaches: the platform key operates the queues; ADMIN_READONLY_API_KEY
+// only looks. Both keys are compared in constant time, and both comparisons always run, so the
+// time taken does not tell which key (if either) a password was close to.
+async function boardAccess(ctx: Context, services: Services): Promise<BoardAccess> {
+  const { adminApiKey, adminReadonlyApiKey } = services.config;
+  const header = ctx.get('Authorization');
+  if (header === '') throw challenge();
+  const password = basicAuthPassword(header);
+  const bearer = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header)?.[1] ?? null;
+  const presented = password ?? bearer;
+  if (presented !== null && adminReadonlyApiKey !== undefined) {
+    const isPlatform = safeEqual(presented, adminApiKey);
+    const isReadOnly = safeEqual(presented, adminReadonlyApiKey);
+    if (isReadOnly && !isPlatform) return 'read_only';
+  }
+  if (password !== null) {
+    if (!safeEqual(password, adminApiKey)) throw challenge();
+    return 'operate';
+  }
+  const principal = await authenticateBearer(header, services.config, services.mongo.db);
+  if (principal.kind !== 'platform') {
+    throw forbidden('Only the platform key (or the read-only operator key) may open the queue dashboard.');
+  }
+  return 'operate';
 }
 
-/**
- * Bull Board over every queue, for the platform only: the platform key as bearer, or as the
- * password of HTTP basic auth so that a person can open it in a browser.
- */
-export function bullBoard(services: Services): Middleware {
+/** The environment's badge: red for production, amber for staging, blue elsewhere. */
+function environmentBadge(appEnv: string): { label: string; color: string; textColor: string } {
+  const name = appEnv.toLowerCase();
+  const color = /^prod/.test(name) ? '#b91c1c' : /^(stag|preprod|uat)/.test(name) ? '#b45309' : '#1d4ed8';
+  return { label: appEnv, color, textColor: '#ffffff' };
+}
+
+const READ_ONLY_REFUSAL = 'The read-only operator key may look at the queues but not change them.';
+
+/** One Bull Board over every queue; `readOnly` makes every queue adapter read-only. */
+function mountBoard(services: Services, readOnly: boolean): Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
-    queues: Object.values(services.queues).map((q) => new BullMQAdapter(q)),
+    queues: Object.values(services.queues).map((q) => new BullMQAdapter(q, { readOnlyMode: readOnly })),
     serverAdapter,
     options: {
-      uiConfig: { boardTitle: 'Intake queues' },
-      // A second lock on adding jobs, keyed on the board's own route rather than on the path
-      // we see: should a spelling of the path get past ADD_JOB_PATH, the handler still refuses.
+      uiConfig: {
+        boardTitle: readOnly ? 'Intake queues (read-only)' : 'Intake queues',
+        // The header's link to Bull Board's documentation site: an operator page links nowhere else.
+        hideDocsLink: true,
+        environment: environmentBadge(services.config.appEnv),
+      },
+      // A second lock behind the middleware's checks, keyed on the board's own route rather than
+      // on the path we see: should a spelling of a path get past them, the handler still refuses
+      // adding jobs (everyone) and any change at all (the read-only board).
       handlerHooks: {
-        before: ({ route }) =>
-          route === ADD_JOB_ROUTE
-            ? { allow: false, status: 403, message: 'Jobs cannot be added from the queue dashboard.' }
-            : undefined,
+        before: ({ route, method }) => {
+          if (readOnly && method !== 'get') return { allow: false, status: 403, message: READ_ONLY_REFUSAL };
+          if (route === ADD_JOB_ROUTE) {
+            return { allow: false, status: 403, message: 'Jobs cannot be added from the queue dashboard.' };
+          }
+          return undefined;
+        },
       },
     },
   });
-  const board = serverAdapter.registerPlugin();
+  return serverAdapter.registerPlugin();
+}
+
+/**
+ * Bull Board over every queue (CONTRACT §4): the platform key as bearer, or as the password of
+ * HTTP basic auth so that a person can open it in a browser; ADMIN_READONLY_API_KEY (when set)
+ * the same way, on a second board whose queues are read-only, and every request of that key
+ * other than GET/HEAD is refused here with 403 before either board sees it.
+ */
+export function bullBoard(services: Services): Middleware {
+  const operatorBoard = mountBoard(services, false);
+  const readOnlyBoard = services.config.adminReadonlyApiKey === undefined ? null : mountBoard(services, true);
   const publicOrigin = originOf(services.config.publicBaseUrl);
   return async (ctx, next) => {
     if (ctx.path !== BULL_BOARD_PATH && !ctx.path.startsWith(`${BULL_BOARD_PATH}/`)) return next();
     refuseForgery(ctx, publicOrigin);
-    const header = ctx.get('Authorization');
-    const password = basicPassword(header);
-    if (password !== null) {
-      if (!safeEqual(password, services.config.adminApiKey)) throw challenge();
-    } else if (header === '') {
-      throw challenge();
-    } else {
-      const principal = await authenticateBearer(header, services.config, services.mongo.db);
-      if (principal.kind !== 'platform') {
-        throw forbidden('Only the platform key may open the queue dashboard.');
-      }
-    }
+    const access = await boardAccess(ctx, services);
+    if (access === 'read_only' && !SAFE_METHODS.has(ctx.method)) throw forbidden(READ_ONLY_REFUSAL);
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Content-Security-Policy', CSP);
-    await board(ctx, next);
-    if (typeof ctx.body === 'string' && ctx.response.is('html'))
-      ctx.body = ctx.body.replace(EXTERNAL_STYLESHEET, '');
+    await (access === 'read_only' && readOnlyBoard !== null ? readOnlyBoard : operatorBoard)(ctx, next);
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) {
+      ctx.body = ctx.body.replace(EXTERNAL_STYLESHEET, '').replace('</head>', `${HIDE_ADD_JOB_CSS}</head>`);
+    }
   };
 }
-
 function challenge(): AppError {
   return new AppError(
     401,
     'unauthorized',
-    'Sign in with the platform key (as bearer, or as the basic-auth password).',
+    'Sign in with the platform key or the read-only operator key (as bearer, or as the basic-auth password).',
     undefined,
     {
       'WWW-Authenticate': 'Basic realm="Intake queues", charset="UTF-8"',

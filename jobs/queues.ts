@@ -9,12 +9,19 @@ export const QUEUE = {
   calls: 'calls',
   /** Applies one voice-provider webhook event to our records; job id = event + call_id. */
   callEvents: 'call-events',
+  /** The call_analyzed pipeline: extraction, then lead, CRM, email and team chat, each its own job. */
+  callEffects: 'call-effects',
   /** The built-in voice simulator: plays a placed call out and sends its webhooks. */
   simulator: 'simulator',
   /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
   maintenance: 'maintenance',
   /** Campaigns: the launch fan-out, and one job per campaign + phone that waits for its turn and dials. */
   campaigns: 'campaigns',
+  /**
+   * Cal.com booking events (job id = trigger + booking uid + delivery) and the delayed sends of
+   * their reminders (job id = booking uid + start + offset + recipient).
+   */
+  bookings: 'bookings',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -34,9 +41,11 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   // A ceiling on dials per second across every worker process.
   [QUEUE.calls]: { limiter: { max: 50, duration: 1000 } },
   [QUEUE.callEvents]: {},
+  [QUEUE.callEffects]: {},
   [QUEUE.simulator]: {},
   [QUEUE.maintenance]: { concurrency: 1 },
   [QUEUE.campaigns]: {},
+  [QUEUE.bookings]: {},
 };
 
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

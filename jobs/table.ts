@@ -1,3 +1,5 @@
+import { bookingJobs } from './bookings.js';
+import { callAnalysisJobs } from './call-analysis.js';
 import { callJobs } from './calls.js';
 import { campaignJobs } from './campaigns.js';
 import { maintenanceJobs } from './maintenance.js';
@@ -10,9 +12,11 @@ import { simulatorJobs } from './simulator.js';
  */
 export const JOBS = {
   ...callJobs,
+  ...callAnalysisJobs,
   ...simulatorJobs,
   ...maintenanceJobs,
   ...campaignJobs,
+  ...bookingJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

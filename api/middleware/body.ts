@@ -23,6 +23,48 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
   return false;
 }
 
+/**
+ * Whether any string or key in parsed JSON holds the NUL character; with `replace`, NULs are
+ * replaced by U+FFFD in place instead (webhook senders' text is kept rather than refused).
+ */
+function handleNul(value: unknown, replace: boolean): boolean {
+  let found = false;
+  const fix = (text: string): string => {
+    if (!text.includes('\u0000')) return text;
+    found = true;
+    return replace ? text.replaceAll('\u0000', '\uFFFD') : text;
+  };
+  const pending: unknown[] = [value];
+  for (let node = pending.pop(); node !== undefined || pending.length > 0; node = pending.pop()) {
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      node.forEach((item, i) => {
+        if (typeof item === 'string') node[i] = fix(item);
+        else pending.push(item);
+      });
+      continue;
+    }
+    const record = node as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const item = record[key];
+      const fixedKey = fix(key);
+      const fixedItem = typeof item === 'string' ? fix(item) : item;
+      if (fixedKey !== key) delete record[key];
+      if (fixedKey !== key || fixedItem !== item) {
+        Object.defineProperty(record, fixedKey, {
+          value: fixedItem,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+      if (typeof item !== 'string') pending.push(item);
+      if (found && !replace) return true;
+    }
+  }
+  return found;
+}
+
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];
   if (headers['transfer-encoding'] !== undefined) return true;
@@ -33,12 +75,18 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
  * JSON bodies only (415 otherwise), with a size limit (413), a nesting limit (400) and the raw
  * text kept for signatures.
  */
-export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
+export function jsonBody(
+  limit: string = DEFAULT_BODY_LIMIT,
+  options: { nul?: 'reject' | 'replace'; verbatimJson?: boolean } = {},
+): Middleware {
   const parse = bodyParser({
     enableTypes: ['json'],
     jsonLimit: limit,
     strict: true,
     extendTypes: { json: ['application/json', 'application/*+json'] },
+    // A "__proto__" key is refused (co-body's default) unless the route keeps the JSON as text;
+    // then it is an ordinary own key, as JSON.parse makes it, never the object's prototype.
+    ...(options.verbatimJson ? { onProtoPoisoning: 'ignore' } : {}),
     onerror: (err) => {
       throw err;
     },
@@ -58,9 +106,19 @@ export function jsonBody(limit: string = DEFAULT_BODY_LIMIT): Middleware {
           `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
         );
       }
-      // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): a 400, not a 500.
-      if (/\\u0000/i.test((ctx.request as { rawBody?: string }).rawBody ?? '')) {
-        throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
+      // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): our own bodies
+      // get a 400, not a 500; a webhook sender's text keeps the rest, with U+FFFD in its place.
+      // (A route that keeps the JSON as text says so, `verbatimJson`, and keeps NULs as sent.)
+      const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
+      const replace = options.nul === 'replace';
+      if (
+        !options.verbatimJson &&
+        /\\u0000/i.test(raw) &&
+        handleNul((ctx.request as { body?: unknown }).body, replace)
+      ) {
+        if (!replace) {
+          throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
+        }
       }
       await next();
     });

@@ -34,7 +34,7 @@ export function errorHandler(log: Logger): Middleware {
         throw notFound('route', `No route matches ${ctx.method} ${clip(ctx.path)}.`);
       }
     } catch (err) {
-      const appError = toAppError(err);
+      const appError = toAppError(err, ctx.req.destroyed || ctx.req.readableAborted);
       // 501: a method this service does not implement is the client's doing, not a failure here.
       if (appError.status >= 500 && appError.status !== 501) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
@@ -61,8 +61,19 @@ function errorBody(e: AppError): { code: string; message: string; details?: Erro
   };
 }
 
-function toAppError(err: unknown): AppError {
+/** The client went away before its body was read (raw-body's aborted / unreadable stream). */
+const CLIENT_GONE = new Set(['request.aborted', 'stream.not.readable']);
+
+function toAppError(err: unknown, clientGone = false): AppError {
   if (err instanceof AppError) return err;
+  // Not a failure here: the answer reaches no one, so it is a 400 and not logged as an error.
+  if (clientGone && CLIENT_GONE.has(String((err as { type?: unknown }).type))) {
+    return invalidRequest(
+      'The client closed the request before its body was read.',
+      undefined,
+      'request_aborted',
+    );
+  }
   // MongoDB's error classes are precise; the Redis check goes by message text, which a MongoDB
   // error can also contain ("connect ECONNREFUSED"), so MongoDB is asked first.
   if (isMongoUnavailable(err)) return new UnavailableError('mongodb', err);

@@ -4,6 +4,7 @@ import { AppError, rateLimited } from '../../core/platform/errors.js';
 import { sha256Hex } from '../../core/platform/crypto.js';
 import type { Logger } from '../../core/platform/logger.js';
 import type { Principal } from '../../core/domain/access/principal.js';
+import { changeEpochKey } from '../../core/platform/db/read-cache.js';
 
 // Fixed one-minute windows kept in Redis, so every web process shares them (CONTRACT §2):
 // - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
@@ -14,15 +15,20 @@ import type { Principal } from '../../core/domain/access/principal.js';
 // still answers 503.
 
 const WINDOW_MS = 60_000;
-// INCR and set the window's expiry on the first hit, atomically; returns [count, ms left].
+// INCR and set the window's expiry on the first hit, atomically; returns [count, ms left, the
+// read cache's change epoch] — the epoch rides on this round trip (core/platform/db/read-cache.ts).
 const SCRIPT = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {c, redis.call('PTTL', KEYS[1])}`;
+return {c, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}`;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** The rate-limit script, sent once and then run by its SHA (EVALSHA). */
-    intakeRateLimitHit(key: string, windowMs: string): Result<[number, number], Context>;
+    intakeRateLimitHit(
+      key: string,
+      epochKey: string,
+      windowMs: string,
+    ): Result<[number, number, string], Context>;
   }
 }
 
@@ -47,11 +53,12 @@ export class RateLimiter {
     private readonly log: Logger,
   ) {
     if (typeof redis.intakeRateLimitHit !== 'function') {
-      redis.defineCommand('intakeRateLimitHit', { numberOfKeys: 1, lua: SCRIPT });
+      redis.defineCommand('intakeRateLimitHit', { numberOfKeys: 2, lua: SCRIPT });
     }
   }
 
-  checkPrincipal(principal: Principal): Promise<void> {
+  /** Counts a request of this principal (429 over the limit); returns the change epoch (null: unknown). */
+  checkPrincipal(principal: Principal): Promise<string | null> {
     return this.enforce(
       'p',
       sha256Hex(principalKey(principal)).slice(0, 32),
@@ -60,7 +67,8 @@ export class RateLimiter {
     );
   }
 
-  checkWebhook(firm: string): Promise<void> {
+  /** Counts a webhook delivery to this firm (429 over the limit); returns the change epoch. */
+  checkWebhook(firm: string): Promise<string | null> {
     return this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks");
   }
 
@@ -84,9 +92,10 @@ export class RateLimiter {
     return tooManyUnauthenticated(Math.ceil(hit.ttlMs / 1000));
   }
 
-  private async enforce(kind: string, id: string, limit: number, what: string): Promise<void> {
+  private async enforce(kind: string, id: string, limit: number, what: string): Promise<string | null> {
     const hit = await this.hit(kind, id);
-    if (hit === null || hit.count <= limit) return;
+    if (hit === null) return null;
+    if (hit.count <= limit) return hit.epoch;
     const retryAfter = Math.max(1, Math.ceil(hit.ttlMs / 1000));
     throw rateLimited(
       `Too many requests for this ${what} (limit ${limit} a minute); retry in ${retryAfter} s.`,
@@ -94,12 +103,19 @@ export class RateLimiter {
     );
   }
 
-  private async hit(kind: string, id: string): Promise<{ count: number; ttlMs: number } | null> {
+  private async hit(
+    kind: string,
+    id: string,
+  ): Promise<{ count: number; ttlMs: number; epoch: string } | null> {
     if (this.redis.status !== 'ready') return this.warn('not connected');
     const key = `${this.prefix}:rl:${kind}:${id}:${Math.floor(Date.now() / WINDOW_MS)}`;
     try {
-      const [count, ttlMs] = await this.redis.intakeRateLimitHit(key, String(WINDOW_MS));
-      return { count, ttlMs: Math.max(1000, ttlMs) };
+      const [count, ttlMs, epoch] = await this.redis.intakeRateLimitHit(
+        key,
+        changeEpochKey(this.prefix),
+        String(WINDOW_MS),
+      );
+      return { count, ttlMs: Math.max(1000, ttlMs), epoch };
     } catch (err) {
       return this.warn((err as Error).message);
     }

@@ -1,6 +1,7 @@
 import type { AnyRoute } from '../route.js';
 import { apiKeyRoutes } from './api-keys/routes.js';
 import { agentRoutes } from './agents/routes.js';
+import { bookingRoutes } from './bookings/routes.js';
 import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
@@ -9,6 +10,8 @@ import { firmRoutes } from './firms/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
+import { workflowRoutes } from './workflows/routes.js';
+import { widgetRoutes } from './widget/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -23,4 +26,7 @@ export const businessRoutes: AnyRoute[] = [
   // Before the leads routes: /api/leads/campaigns must not be read as the lead "campaigns".
   ...campaignRoutes,
   ...leadRoutes,
+  ...workflowRoutes,
+  ...widgetRoutes,
+  ...bookingRoutes,
 ];

@@ -33,3 +33,12 @@ export const DynamicVariables = Type.Record(
     description: 'Variables for the agent prompt: at most 50, stored and sent as strings',
   },
 );
+
+/** A keyset page's cursor (core/platform/db/keyset-cursor.ts): opaque, bound to its list and firm. */
+export const Cursor = (from = 'next_cursor of the previous page') =>
+  Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      description: `${from}; "" or absent for the first. A cursor this service did not issue for this list and firm is 400 invalid_cursor`,
+    }),
+  );

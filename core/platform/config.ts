@@ -9,6 +9,10 @@ export interface Config {
   redisUrl: string;
   mongodbUri: string;
   adminApiKey: string;
+  /** ADMIN_READONLY_API_KEY: an operator key that may only look at Bull Board (no retry, clean, ...). */
+  adminReadonlyApiKey: string | undefined;
+  /** APP_ENV (else NODE_ENV, else "development"): the environment's name, shown on the dashboard. */
+  appEnv: string;
   sessionSecret: string;
   port: number;
   publicBaseUrl: string;
@@ -159,6 +163,19 @@ export function loadConfig(env: Env): Config {
   ]);
   const adminApiKey = r.required('ADMIN_API_KEY', 'the platform API key (at least 24 characters)');
   r.minLength('ADMIN_API_KEY', adminApiKey, 24);
+  const adminReadonlyApiKey = r.optional('ADMIN_READONLY_API_KEY');
+  if (adminReadonlyApiKey !== undefined) {
+    r.minLength('ADMIN_READONLY_API_KEY', adminReadonlyApiKey, 24);
+    if (adminReadonlyApiKey === adminApiKey) {
+      r.problems.push('ADMIN_READONLY_API_KEY must differ from ADMIN_API_KEY');
+    }
+  }
+  const appEnv = r.optional('APP_ENV') ?? r.optional('NODE_ENV') ?? 'development';
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$/.test(appEnv)) {
+    r.problems.push(
+      `APP_ENV (or NODE_ENV) must be a name of 1 to 32 letters, digits, ".", "_" or "-" (got "${appEnv.slice(0, 100)}")`,
+    );
+  }
   const sessionSecret = r.required(
     'SESSION_SECRET',
     'the HS256 secret for session JWTs (at least 32 characters)',
@@ -191,6 +208,8 @@ export function loadConfig(env: Env): Config {
     redisUrl,
     mongodbUri,
     adminApiKey,
+    adminReadonlyApiKey,
+    appEnv,
     sessionSecret,
     port,
     publicBaseUrl,

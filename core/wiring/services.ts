@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
+import { changeEpochKey, registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { UnavailableError } from '../platform/errors.js';
 import { createRedis, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
 import { enqueue } from '../../jobs/define.js';
@@ -12,6 +14,7 @@ import { SimulatorProvider } from '../integrations/voice/simulator.js';
 import type { ChatEngine } from '../integrations/chat/engine.js';
 import { OpenAiChatEngine } from '../integrations/chat/openai.js';
 import { SmtpMailer, type Mailer } from '../integrations/mail/mailer.js';
+import { OpenAiCallerExtractor, type CallerDataExtractor } from '../integrations/chat/openai-extractor.js';
 
 // The one place that wires a process: configuration, log, data stores, queues and the outside
 // systems chosen by configuration. Domain code receives this and never builds clients itself.
@@ -29,6 +32,8 @@ export interface Services {
   llm: ChatEngine | null;
   /** Outgoing email when SMTP_URL is set; without it email effects are recorded as skipped. */
   mailer: Mailer | null;
+  /** OpenAI structured output for call_analyzed extraction when OPENAI_API_KEY is set; else deterministic. */
+  extractor: CallerDataExtractor | null;
   close(): Promise<void>;
 }
 
@@ -52,6 +57,11 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
   const queues = createQueues(redis, config.queuePrefix, (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );
+  // Every process announces its changes to cached collections; only the web caches them.
+  registerChangeAnnouncer(mongo.db, async () => {
+    if (redis.status !== 'ready') throw new UnavailableError('redis');
+    await redis.incr(changeEpochKey(config.queuePrefix));
+  });
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {
     config,
@@ -69,6 +79,14 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
             model: config.openaiModel,
           }),
     mailer,
+    extractor:
+      config.openaiApiKey === undefined
+        ? null
+        : new OpenAiCallerExtractor({
+            apiKey: config.openaiApiKey,
+            baseUrl: config.openaiBaseUrl,
+            model: config.openaiModel,
+          }),
     async close() {
       mailer?.close();
       await closeQueues(queues).catch(() => {});

@@ -8,6 +8,10 @@ Teaches the fuzzer what our OpenAPI document says in ways JSON Schema tools cann
   questions: `x-unique-by: key`; a repeated key is 400 invalid_request). Positive test cases
   are made to keep the rule; negative cases are left as generated, so the server is still
   asked to reject repeats.
+- `x-edges-of: <sibling property>` on an array of edges (workflows: `x-edges-of: nodes`): each
+  edge's `source` and `target` are `id`s of the items of that sibling array. Positive cases get
+  their ends pointed at existing nodes (edges are dropped when there are none); negative cases
+  are left as generated, so dangling edges are still sent.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import schemathesis
 from hypothesis import strategies as st
 
 UNIQUE_BY = "x-unique-by"
+EDGES_OF = "x-edges-of"
 
 _zones_file = os.environ.get("FUZZ_TIME_ZONES_FILE")
 if _zones_file:
@@ -50,8 +55,27 @@ def _keep_unique(schema: Any, value: Any) -> Any:
         return value
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        return {name: _keep_unique(props.get(name), item) for name, item in value.items()}
+        value = {name: _keep_unique(props.get(name), item) for name, item in value.items()}
+        for name, prop in props.items():
+            if isinstance(prop, dict) and isinstance(prop.get(EDGES_OF), str) and name in value:
+                value[name] = _connect_edges(value[name], value.get(prop[EDGES_OF]))
+        return value
     return value
+
+
+def _connect_edges(edges: Any, nodes: Any) -> Any:
+    """Edges whose source and target name the ids of `nodes` (x-edges-of)."""
+    if not isinstance(edges, list):
+        return edges
+    ids = [n["id"] for n in nodes if isinstance(n, dict) and isinstance(n.get("id"), str)] if isinstance(nodes, list) else []
+    if not ids:
+        return [e for e in edges if not isinstance(e, dict)]
+    connected = []
+    for i, edge in enumerate(edges):
+        if isinstance(edge, dict):
+            edge = {**edge, "source": ids[i % len(ids)], "target": ids[(i * 7 + 1) % len(ids)]}
+        connected.append(edge)
+    return connected
 
 
 _schemas: dict[str, Any] = {}

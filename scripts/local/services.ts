@@ -274,7 +274,7 @@ export async function ensurePostgres(say: Say): Promise<string> {
   return installed;
 }
 
-const POSTGRES_TOOLS = ['initdb', 'postgres', 'createdb'];
+const POSTGRES_TOOLS = ['initdb', 'postgres', 'createdb', 'psql'];
 
 async function hasPostgresTools(dir: string): Promise<boolean> {
   const found = await Promise.all(POSTGRES_TOOLS.map((name) => isExecutable(join(dir, name))));
@@ -330,7 +330,38 @@ const POSTGRES_SETTINGS: Record<string, string> = {
   shared_buffers: '128MB',
   jit: 'off',
   log_min_messages: 'warning',
+  // FerretDB prepares every statement (pgx's statement cache); a generic plan chosen while a
+  // collection is small is a sequential scan that no index can replace, and it sticks until
+  // the table's statistics next change. Custom plans see the filter's constants and so can
+  // use FERRETDB_ID_GIN_SQL's index.
+  plan_cache_mode: 'force_custom_plan',
+  // Faster (de)compression of the large documents every sequential scan still detoasts.
+  default_toast_compression: 'lz4',
 };
+
+// FerretDB 1.24 sends {_id: v} (and every other pushed-down equality) as
+// `_jsonb->'_id' @> '"v"'`; the unique btree index it makes on (_jsonb->'_id') serves only `=`
+// (which it uses only for the write after the read), so point reads, and the read inside every
+// update and delete, scan the table. A GIN index on the same expression serves `@>`: this event
+// trigger gives one to each table FerretDB creates for a collection. FerretDB's own metadata
+// (listIndexes) never sees it.
+const FERRETDB_ID_GIN_SQL = `
+CREATE FUNCTION public.ferretdb_id_gin() RETURNS event_trigger LANGUAGE plpgsql AS $fn$
+DECLARE t regclass;
+BEGIN
+  FOR t IN SELECT objid::regclass FROM pg_event_trigger_ddl_commands()
+           WHERE command_tag = 'CREATE TABLE' AND object_type = 'table'
+  LOOP
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = t AND attname = '_jsonb' AND NOT attisdropped)
+       AND (SELECT relname FROM pg_class WHERE oid = t) <> '_ferretdb_database_metadata' THEN
+      EXECUTE format('CREATE INDEX ON %s USING gin ((_jsonb -> ''_id'') jsonb_path_ops)', t);
+    END IF;
+  END LOOP;
+END
+$fn$;
+CREATE EVENT TRIGGER ferretdb_id_gin ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+  EXECUTE FUNCTION public.ferretdb_id_gin();
+`;
 
 export const POSTGRES_DATABASE = 'ferretdb';
 
@@ -407,6 +438,24 @@ async function startPostgres(
           throw new LocalServiceError(`postgres did not accept connections within 30 s: ${firstLine(err)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
+    }
+    try {
+      await run(
+        join(binDir, 'psql'),
+        [
+          '--host=127.0.0.1',
+          `--port=${port}`,
+          '--username=postgres',
+          `--dbname=${POSTGRES_DATABASE}`,
+          '--no-psqlrc',
+          '--quiet',
+          '--set=ON_ERROR_STOP=1',
+          `--command=${FERRETDB_ID_GIN_SQL}`,
+        ],
+        { env, timeout: 10_000 },
+      );
+    } catch (err) {
+      throw new LocalServiceError(`could not add FerretDB's _id index trigger: ${firstLine(err)}`);
     }
   } catch (err) {
     await stop();

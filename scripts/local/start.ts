@@ -131,6 +131,7 @@ async function main(): Promise<void> {
     `  API            ${base}`,
     `  API reference  ${base}/docs`,
     `  Bull Board     ${base}/admin/queues   (any user name, the platform key as password)`,
+    `  Widget test    ${base}/api/test-widget?firmSlug=<slug>   (the same, or a firm's API key)`,
     `  Health         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
     `  Voice provider ${childEnv.VOICE_PROVIDER}`,
     `  Private URLs   ${childEnv.ALLOW_PRIVATE_URLS === 'true' ? 'allowed (ALLOW_PRIVATE_URLS=true)' : 'refused'}`,

@@ -57,7 +57,10 @@ describe('a simulated call', () => {
     const ended = await waitForCall(
       signed.client,
       callId,
-      (c) => c.status === 'ended' && c.call_analysis !== null,
+      // Settled: the call_analyzed effects (core/domain/call-analysis) have run, so the record
+      // compared with list-calls below no longer changes.
+      (c) =>
+        c.status === 'ended' && c.call_analysis !== null && !Object.values(c.effects).includes('pending'),
     );
     expect(ended.end_timestamp).toBeGreaterThanOrEqual(ended.start_timestamp);
     expect(ended.duration_ms).toBe(ended.end_timestamp - ended.start_timestamp);

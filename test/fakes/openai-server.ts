@@ -23,6 +23,11 @@ export interface FakeOpenAi {
   failAlways: number | null;
   /** The assistant's reply to a request; by default it echoes the last user message. */
   respond: (body: any) => string;
+  /**
+   * The JSON object answered to a structured-output request (response_format json_schema); it is
+   * checked against the request's schema's required keys. By default every field is null.
+   */
+  respondStructured: (body: any) => Record<string, unknown>;
   reset(): void;
   close(): Promise<void>;
 }
@@ -73,6 +78,30 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 let counter = 0;
 
+/** The default structured answer: null for every property the schema names. */
+function nullFields(body: any): Record<string, unknown> {
+  const properties = body.response_format?.json_schema?.schema?.properties ?? {};
+  return Object.fromEntries(Object.keys(properties).map((k) => [k, null]));
+}
+
+/** A structured-output request that is malformed as OpenAI would judge it (null when fine). */
+function structuredProblem(body: any): string | null {
+  const format = body.response_format;
+  if (format?.type !== 'json_schema') return null;
+  const schema = format.json_schema?.schema;
+  if (typeof format.json_schema?.name !== 'string' || typeof schema !== 'object' || schema === null) {
+    return 'response_format.json_schema needs a name and a schema.';
+  }
+  if (format.json_schema.strict === true) {
+    const keys = Object.keys(schema.properties ?? {}).sort();
+    const required = [...(schema.required ?? [])].sort();
+    if (schema.additionalProperties !== false || JSON.stringify(keys) !== JSON.stringify(required)) {
+      return 'A strict json_schema must list every property as required and set additionalProperties: false.';
+    }
+  }
+  return null;
+}
+
 /** The default reply: names the last user message, so a test can tell replies apart. */
 function echo(body: any): string {
   const users = (body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'user');
@@ -86,12 +115,14 @@ export async function startFakeOpenAi(apiKey = 'sk-test'): Promise<FakeOpenAi> {
     failNext: [],
     failAlways: null,
     respond: echo,
+    respondStructured: nullFields,
     reset() {
       this.requests.length = 0;
       this.failNext.length = 0;
       this.failAlways = null;
       this.apiKey = apiKey;
       this.respond = echo;
+      this.respondStructured = nullFields;
     },
   };
 
@@ -117,7 +148,11 @@ export async function startFakeOpenAi(apiKey = 'sk-test'): Promise<FakeOpenAi> {
       const failure = fake.failNext.shift() ?? fake.failAlways;
       if (failure !== null && failure !== undefined) return sendError(res, failure);
       if (typeof body.model !== 'string' || !Array.isArray(body.messages)) return sendError(res, 400);
-      const content = fake.respond(body);
+      if (structuredProblem(body) !== null) return sendError(res, 400);
+      const content =
+        body.response_format?.type === 'json_schema'
+          ? JSON.stringify(fake.respondStructured(body))
+          : fake.respond(body);
       counter += 1;
       sendJson(res, 200, {
         id: `chatcmpl-fake${counter}`,

@@ -369,3 +369,49 @@ describe('finding 12: path parameters are validated before authentication; error
     echoed(call);
   });
 });
+
+describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
+  const post = (path: string, body: string) =>
+    send('POST', path, {
+      body,
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${firm.key}` },
+    });
+
+  it('in our own bodies, in a value or a key: 400 invalid_request that names it, nothing stored', async () => {
+    const before = await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug });
+    for (const body of [
+      `{"firmSlug":"${firm.slug}","first_name":"A\\u0000B"}`,
+      `{"firmSlug":"${firm.slug}","first_name":"ok","\\u0000":"x"}`,
+    ]) {
+      const res = await post('/api/leads', body);
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message).toMatch(/NUL character/);
+    }
+    expect(await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug })).toBe(
+      before,
+    );
+  });
+
+  it('the six characters \\u0000 written as text (an escaped backslash) are ordinary text', async () => {
+    const res = await post('/api/leads', `{"firmSlug":"${firm.slug}","notes":"path C:\\\\u0000x"}`);
+    expect(res.status).toBe(200);
+    expect(res.body.notes).toBe('path C:\\u0000x');
+  });
+
+  it("in a webhook sender's body: accepted, the NUL replaced by U+FFFD and the rest kept", async () => {
+    const callId = `nul_${rand()}`;
+    const res = await post(
+      `/api/v2/${firm.slug}/webhook`,
+      `{"event":"call_ended","call":{"call_id":"${callId}","transcript":"Agent: Hi\\u0000there","x\\u0000y":1}}`,
+    );
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
+    const jobs = await stack.services.queues['call-events'].getJobs([
+      'waiting',
+      'delayed',
+      'active',
+      'completed',
+    ]);
+    const job = jobs.find((j) => (j.data as { call?: { call_id?: string } }).call?.call_id === callId);
+    expect(job?.data.call.transcript).toBe('Agent: Hi\uFFFDthere');
+  });
+});

@@ -4,6 +4,7 @@ import type { CallEventJob, PlaceCallJob } from '../../jobs/calls.js';
 import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
 import { applyCallEvent, resolveCallId } from '../../core/domain/calls/call-events.js';
 import { withCallLock } from '../../core/domain/calls/call-lock.js';
+import { startCallAnalysis } from '../../core/domain/call-analysis/pipeline.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import type { JobProcessor } from '../runner.js';
 import type { Services } from '../../core/wiring/services.js';
@@ -60,7 +61,9 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
 
 /**
  * Applies one voice-provider webhook event to our call record (job id = firm + event + call id),
- * one writer of the call at a time, so status only moves forward on every store.
+ * one writer of the call at a time, so status only moves forward on every store. A call_analyzed
+ * event then starts the call's pipeline (extraction, lead, CRM, email, team chat); a repeated
+ * delivery starts it again, which finds its steps done.
  */
 export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) => {
   const data = job.data;
@@ -71,5 +74,6 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   // Whenever the call is finished (not only when this event finished it): the hook is
   // idempotent, and a retried job must not skip it.
   if (call.finished) await onCallFinished(services, call);
+  if (data.event === 'call_analyzed') await startCallAnalysis(services, call.firm, call._id);
   return { call_id: call._id, status: call.status, advanced };
 };

@@ -1,4 +1,6 @@
 import type { ProcessorTable } from '../runner.js';
+import { bookingEvent, sendReminder } from './bookings.js';
+import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignWake } from './campaigns.js';
@@ -8,10 +10,14 @@ import { simulatorStep } from './simulator.js';
 export const processors: ProcessorTable = {
   placeCall,
   callEvent,
+  analyzeCall,
+  callEffect,
   simulatorStep,
   pruneIdempotencyKeys,
   reapDialSlots,
   campaignFanout,
   campaignCall,
   campaignWake,
+  bookingEvent,
+  sendReminder,
 };

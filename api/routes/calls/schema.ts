@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
 import { CALL_STATUSES } from '../../../core/domain/calls/calls.js';
-import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { URGENCIES } from '../../../core/domain/leads/leads.js';
+import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
+import { Body, Cursor, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 export const CreateOutboundCallBody = Body({
   toNumber: Type.String({ pattern: E164_PATTERN, description: 'Number to call, E.164' }),
@@ -20,6 +22,13 @@ export const CallParams = Type.Object({ call_id: Id });
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const CallStatusSchema = Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)));
+
+const EffectState = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('done'),
+  Type.Literal('skipped'),
+  Type.Literal('failed'),
+]);
 
 export const CallRecord = Type.Object({
   call_id: Type.String(),
@@ -44,20 +53,45 @@ export const CallRecord = Type.Object({
     }),
   ),
   campaign_id: Type.Optional(Type.String()),
+  caller_data: Nullable(
+    Type.Object(
+      {
+        first_name: Nullable(Type.String()),
+        last_name: Nullable(Type.String()),
+        phone: Nullable(Type.String({ description: 'E.164' })),
+        email: Nullable(Type.String()),
+        case_type: Nullable(Type.String()),
+        summary: Type.String(),
+        urgency: Type.Union(URGENCIES.map((u) => Type.Literal(u))),
+      },
+      {
+        description:
+          'What the call_analyzed pipeline extracted about the caller (once; every effect uses it); null until then',
+      },
+    ),
+  ),
+  effects: Type.Object(
+    Object.fromEntries(CALL_EFFECTS.map((name) => [name, EffectState])) as Record<
+      (typeof CALL_EFFECTS)[number],
+      typeof EffectState
+    >,
+    {
+      description:
+        'The call_analyzed effects. pending: not happened yet (also while an attempt runs or is retried with ' +
+        'backoff); done; skipped: not configured for the firm, nothing to act on, or the call did not connect; ' +
+        'failed: gave up after the last attempt, or refused for good by the outside system',
+    },
+  ),
+  lead_id: Nullable(
+    Type.String({ description: 'The lead created from this call, once the lead effect is done' }),
+  ),
   created_at: Timestamp,
 });
 
 export const ListCallsBody = Body({
   firmSlug: FirmSlug,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-  cursor: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      description:
-        'next_cursor of the previous page; "" or absent for the first. Opaque: a cursor this service did not ' +
-        'issue for this list and firm is 400 invalid_cursor',
-    }),
-  ),
+  cursor: Cursor(),
 });
 
 export const ListCallsResponse = Type.Object({

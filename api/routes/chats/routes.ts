@@ -16,6 +16,9 @@ import { stringifyVariables } from '../../../core/domain/agents/dynamic-variable
 
 const tag = 'Voice & Chat';
 
+// The chat routes are the only ones a widget token may use (CONTRACT §2): each opts in with
+// `acceptWidget`. A widget token acts for its own firm's agents, and only on the chats it opened.
+
 export const chatRoutes = [
   defineRoute({
     method: 'POST',
@@ -23,7 +26,7 @@ export const chatRoutes = [
     operationId: 'createChat',
     summary: "Open a chat with an agent of the firm; returns the agent's first message",
     tag,
-    auth: { kind: 'token' },
+    auth: { kind: 'token', acceptWidget: true },
     body: CreateChatBody,
     response: CreateChatResponse,
     errors: [403, 404],
@@ -31,7 +34,7 @@ export const chatRoutes = [
       const db = services.mongo.db;
       await requireFirm(db, principal, body.firmSlug);
       const agent = await getFirmAgent(db, body.firmSlug, body.agentId);
-      const chat = await createChat(services, agent, stringifyVariables(body.dynamicVariables));
+      const chat = await createChat(services, agent, stringifyVariables(body.dynamicVariables), principal);
       const greeting = chat.messages[0]?.content;
       return {
         chat_id: chat._id,
@@ -47,7 +50,7 @@ export const chatRoutes = [
     operationId: 'chatCompletion',
     summary: "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended)",
     tag,
-    auth: { kind: 'token' },
+    auth: { kind: 'token', acceptWidget: true },
     body: ChatCompletionBody,
     response: ChatCompletionResponse,
     errors: [404, 409, 502],
@@ -62,7 +65,7 @@ export const chatRoutes = [
     operationId: 'endChat',
     summary: 'End a chat and store its intake analysis',
     tag,
-    auth: { kind: 'token' },
+    auth: { kind: 'token', acceptWidget: true },
     body: EndChatBody,
     response: EndChatResponse,
     errors: [404, 409],
@@ -77,7 +80,7 @@ export const chatRoutes = [
     operationId: 'getChat',
     summary: 'Read a chat with its messages (and its analysis once ended)',
     tag,
-    auth: { kind: 'token' },
+    auth: { kind: 'token', acceptWidget: true },
     params: ChatParams,
     response: ChatResponse,
     errors: [404],

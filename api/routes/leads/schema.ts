@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { LEAD_SOURCES } from '../../../core/domain/leads/leads.js';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Text = (maxLength: number, description?: string) =>
@@ -27,13 +27,7 @@ export const LeadParams = Type.Object({ id: Id });
 export const ListLeadsQuery = Type.Object({
   firmSlug: FirmSlug,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-  cursor: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      description:
-        'next_cursor of the previous page; "" or absent for the first. Opaque (400 invalid_cursor)',
-    }),
-  ),
+  cursor: Cursor(),
 });
 
 export const LeadRecord = Type.Object({

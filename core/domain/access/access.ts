@@ -3,7 +3,7 @@ import { forbidden, notFound, quote } from '../../platform/errors.js';
 import type { Principal } from './principal.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 
-/** Firm isolation: a firm token may only name its own firm; the firm must exist. */
+/** Firm isolation: a firm (or widget) token may only name its own firm; the firm must exist. */
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
   assertMayActOn(principal, slug);
   const firm = await getFirm(db, slug);
@@ -12,7 +12,7 @@ export async function requireFirm(db: Db, principal: Principal, slug: string): P
 }
 
 function assertMayActOn(principal: Principal, slug: string): void {
-  if (principal.kind === 'firm' && principal.firm !== slug) throw forbidden();
+  if (principal.kind !== 'platform' && principal.firm !== slug) throw forbidden();
 }
 
 export function requirePlatform(principal: Principal): void {

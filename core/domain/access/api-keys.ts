@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { sha256Hex } from '../../platform/crypto.js';
@@ -37,7 +38,9 @@ export async function findApiKeyByHash(
   db: Db,
   keyHash: string,
 ): Promise<{ id: string; firm: string } | null> {
-  const doc = await apiKeyHashes(db).findOne({ _id: keyHash });
+  const doc = await cachedRead(db, COLLECTIONS.apiKeyHashes, keyHash, () =>
+    apiKeyHashes(db).findOne({ _id: keyHash }),
+  );
   return doc === null ? null : { id: doc.key_id, firm: doc.firm };
 }
 
@@ -72,7 +75,7 @@ export async function listApiKeys(db: Db, firm: string) {
 export async function revokeApiKey(db: Db, id: string): Promise<void> {
   const doc = await apiKeys(db).findOne({ _id: id });
   if (doc === null) throw notFound('api_key');
-  await apiKeyHashes(db).deleteOne({ _id: doc.key_hash });
+  await changeCached(db, () => apiKeyHashes(db).deleteOne({ _id: doc.key_hash }));
   await apiKeys(db).deleteOne({ _id: id });
 }
 

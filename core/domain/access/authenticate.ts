@@ -1,13 +1,14 @@
 import type { Db } from 'mongodb';
 import type { Config } from '../../platform/config.js';
-import { unauthorized } from '../../platform/errors.js';
+import { AppError, forbidden, unauthorized } from '../../platform/errors.js';
 import { safeEqual, sha256Hex } from '../../platform/crypto.js';
-import type { Principal } from './principal.js';
+import type { ApiPrincipal, Principal } from './principal.js';
 import { verifySessionToken } from './session.js';
 import { isSessionRevoked } from './session-revocations.js';
 import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
+import { WIDGET_TOKEN_PREFIX, verifyWidgetToken } from './widget-token.js';
 
-/** Resolves a bearer token to a principal, or null for any token that is not valid now. */
+/** Resolves a token to a principal, or null for any token that is not valid now. */
 async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
   if (token.length === 0 || token.length > 4096) return null;
   if (safeEqual(token, config.adminApiKey)) {
@@ -17,6 +18,7 @@ async function principalForToken(token: string, config: Config, db: Db): Promise
     const key = await findApiKeyByHash(db, sha256Hex(token));
     return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key.id };
   }
+  if (token.startsWith(WIDGET_TOKEN_PREFIX)) return widgetPrincipal(token, config, db);
   if (token.split('.').length === 3) return sessionPrincipal(token, config, db);
   return null;
 }
@@ -30,6 +32,14 @@ async function sessionPrincipal(token: string, config: Config, db: Db): Promise<
   return principal;
 }
 
+/** A widget token is a session of its firm: POST /api/auth/revoke-sessions ends it too. */
+async function widgetPrincipal(token: string, config: Config, db: Db): Promise<Principal | null> {
+  const widget = await verifyWidgetToken(token, config.sessionSecret);
+  if (widget === null) return null;
+  if (await isSessionRevoked(db, widget.principal.firm, widget.issuedAt)) return null;
+  return widget.principal;
+}
+
 /** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */
 function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
@@ -37,15 +47,68 @@ function bearerToken(header: string | undefined): string | null {
   return match?.[1] ?? null;
 }
 
-/** The principal of an Authorization header; 401 for a missing, malformed or invalid token. */
+/** The password of an HTTP basic Authorization header (any user name), or null. */
+export function basicAuthPassword(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (match === null) return null;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? null : decoded.slice(colon + 1);
+}
+
+interface AuthOptions {
+  /**
+   * Accept a widget token. Only the chat routes opt in (CONTRACT §2); everywhere else a valid
+   * widget token is refused with 403, so a route added later is closed to it unless it asks.
+   */
+  acceptWidget?: boolean;
+  /** Also take the token as the password of HTTP basic auth (any user name), so a browser can open the page. */
+  basic?: boolean;
+}
+
+const widgetRefused = (): AppError =>
+  forbidden(
+    'A widget token may only be used on the chat routes (create-chat, chat-completion, end-chat, get-chat).',
+  );
+
+/** 401 with a Bearer challenge, and a Basic one where a browser may sign in with the key as password. */
+const missingCredentials = (basic: boolean, message?: string): AppError => {
+  const error = unauthorized(message);
+  if (!basic) return error;
+  return new AppError(error.status, error.code, error.message, undefined, {
+    'WWW-Authenticate': ['Bearer realm="intake"', 'Basic realm="Intake Service", charset="UTF-8"'],
+  });
+};
+
+/**
+ * The principal of an Authorization header: 401 for a missing, malformed or invalid token; 403 for
+ * a valid widget token unless the caller accepts one (`acceptWidget`). The overloads say the same
+ * to the compiler: without `acceptWidget: true` the principal is never a widget's.
+ */
 export async function authenticateBearer(
   header: string | undefined,
   config: Config,
   db: Db,
+  options?: AuthOptions & { acceptWidget?: false },
+): Promise<ApiPrincipal>;
+export async function authenticateBearer(
+  header: string | undefined,
+  config: Config,
+  db: Db,
+  options: AuthOptions & { acceptWidget: true },
+): Promise<Principal>;
+export async function authenticateBearer(
+  header: string | undefined,
+  config: Config,
+  db: Db,
+  options: AuthOptions = {},
 ): Promise<Principal> {
-  const token = bearerToken(header);
-  if (token === null) throw unauthorized();
+  const basic = options.basic === true;
+  const token = bearerToken(header) ?? (basic ? basicAuthPassword(header) : null);
+  if (token === null) throw missingCredentials(basic);
   const principal = await principalForToken(token, config, db);
-  if (principal === null) throw unauthorized('The bearer token is invalid, expired or revoked.');
+  if (principal === null) throw missingCredentials(basic, 'The bearer token is invalid, expired or revoked.');
+  if (principal.kind === 'widget' && options.acceptWidget !== true) throw widgetRefused();
   return principal;
 }

@@ -1,4 +1,19 @@
-/** Who is calling: the platform (every firm, admin routes) or one firm. */
-export type Principal =
+/** Who is calling with a platform or firm credential: the platform (every firm, admin routes) or one firm. */
+export type ApiPrincipal =
   | { kind: 'platform'; via: 'platform_key' | 'session'; subject: string }
   | { kind: 'firm'; firm: string; via: 'api_key' | 'session' | 'webhook_signature'; subject: string };
+
+/**
+ * The holder of a widget token (CONTRACT §2): the chat widget of the test page, acting for one
+ * firm on the chat routes only. Only a route that opts in (core/domain/access/authenticate.ts,
+ * `acceptWidget`) ever sees one; everywhere else the token is refused with 403.
+ */
+export interface WidgetPrincipal {
+  kind: 'widget';
+  firm: string;
+  via: 'widget_token';
+  /** The token's id: chats it opens are its own, and only it may use them. */
+  subject: string;
+}
+
+export type Principal = ApiPrincipal | WidgetPrincipal;

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { UnavailableError } from '../../platform/errors.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 
@@ -30,7 +31,9 @@ export async function revokeSessions(services: Services, firm: string): Promise<
   return withRecordLock(services.redis, lockKey, async () => {
     const revokedBefore = new Date((Math.floor(Date.now() / 1000) + 1) * 1000);
     const docs = revocations(services.mongo.db);
-    await docs.updateOne({ _id: firm }, { $max: { revoked_before: revokedBefore } }, { upsert: true });
+    await changeCached(services.mongo.db, () =>
+      docs.updateOne({ _id: firm }, { $max: { revoked_before: revokedBefore } }, { upsert: true }),
+    );
     const stored = await docs.findOne({ _id: firm });
     return stored?.revoked_before ?? revokedBefore;
   });
@@ -38,7 +41,16 @@ export async function revokeSessions(services: Services, firm: string): Promise<
 
 /** Whether a session token of `firm` issued at `issuedAt` (seconds; none: unknown) was revoked. */
 export async function isSessionRevoked(db: Db, firm: string, issuedAt: number | undefined): Promise<boolean> {
-  const doc = await revocations(db).findOne({ _id: firm });
+  // Most firms have no revocation: "none" is cached too (revokeSessions announces the change).
+  const doc = await cachedRead(
+    db,
+    COLLECTIONS.sessionRevocations,
+    firm,
+    () => revocations(db).findOne({ _id: firm }),
+    {
+      cacheMissing: true,
+    },
+  );
   if (doc === null) return false;
   return issuedAt === undefined || issuedAt * 1000 < doc.revoked_before.getTime();
 }

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { forbidden, invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
@@ -123,7 +124,7 @@ export async function getAgent(db: Db, principal: Principal, agentId: string): P
 
 /** The agent with that id, whoever owns it; null when there is none. */
 export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | null> {
-  return agents(db).findOne({ _id: agentId });
+  return cachedRead(db, COLLECTIONS.agents, agentId, () => agents(db).findOne({ _id: agentId }));
 }
 
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
@@ -147,13 +148,14 @@ export async function updateAgent(
   if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
   const next: AgentDoc = { ...agent, ...changes, updated_at: new Date() };
-  const result = await agents(services.mongo.db).replaceOne({ _id: agent._id }, next);
+  const db = services.mongo.db;
+  const result = await changeCached(db, () => agents(db).replaceOne({ _id: agent._id }, next));
   if (result.matchedCount === 0) throw notFound('agent');
   return next;
 }
 
 export async function deleteAgent(db: Db, agent: AgentDoc): Promise<void> {
-  await agents(db).deleteOne({ _id: agent._id });
+  await changeCached(db, () => agents(db).deleteOne({ _id: agent._id }));
 }
 
 export async function listAgents(db: Db, firm: string | undefined): Promise<AgentDoc[]> {
@@ -184,4 +186,18 @@ export function agentView(agent: AgentDoc) {
     provider_agent_id: agent.provider_agent_id ?? null,
     updated_at: agent.updated_at.toISOString(),
   };
+}
+
+/** A firm's agents by name, newest first, at most `limit` (the widget test page's agent picker). */
+export async function listFirmAgentNames(
+  db: Db,
+  firm: string,
+  limit: number,
+): Promise<Array<{ agent_id: string; agent_name: string }>> {
+  const docs = await agents(db)
+    .find({ firm }, { projection: { _id: 1, agent_name: 1, created_at: 1 } })
+    .sort({ created_at: -1, _id: -1 })
+    .limit(limit)
+    .toArray();
+  return docs.map((doc) => ({ agent_id: doc._id, agent_name: doc.agent_name }));
 }

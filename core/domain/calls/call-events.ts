@@ -41,7 +41,7 @@ export async function applyCallEvent(db: Db, job: CallEventJob, callId: string):
   }
   if (job.event === 'call_analyzed' && payload.call_analysis !== undefined) {
     changes.call_analysis = payload.call_analysis;
-    // The call_analyzed effects (lead, CRM, email, team chat; CONTRACT §3.12) start from here.
+    // The call_analyzed pipeline (core/domain/call-analysis) starts once this is stored.
   }
   if (Object.keys(changes).length === 0) return { call, advanced: false };
   changes.updated_at = new Date();

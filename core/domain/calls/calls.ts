@@ -14,6 +14,8 @@ import { runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 import { parseDialable, type Dialable } from '../contact-points/phones.js';
 import { claim } from '../../platform/db/claim.js';
+import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
+import type { CallerData } from '../intake/caller-data.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
@@ -52,6 +54,18 @@ interface CallAnalysis {
  */
 type DialRecord = EffectRecord<{ provider_call_id: string }>;
 
+/** The caller data the call_analyzed pipeline extracted, once; every effect uses this copy. */
+export interface CallExtraction extends CallerData {
+  /** Who extracted it: the deterministic extractor, or OpenAI structured output. */
+  extractor: 'deterministic' | 'openai';
+  /** Why OpenAI's answer was not used, when it was asked and failed. */
+  fallback_reason: string | null;
+  extracted_at: Date;
+}
+
+/** The state of a call's effect as clients see it (CONTRACT §3.12). */
+export type CallEffectState = 'pending' | 'done' | 'skipped' | 'failed';
+
 export interface CallDoc {
   _id: string;
   /** Equal to _id; kept as a field for the list-calls keyset index. */
@@ -80,6 +94,13 @@ export interface CallDoc {
   provider: string;
   provider_call_id: string | null;
   dial: DialRecord;
+  /** call_analyzed pipeline (core/domain/call-analysis): the extraction, then one record per effect. */
+  extraction?: CallExtraction;
+  effects?: Partial<Record<CallEffectName, EffectRecord>>;
+  /** The CRM effect's two steps, so a retry never creates a second contact or matter. */
+  crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
+  /** The lead of this call, once the lead effect is done. */
+  lead_id?: string;
   error_message?: string;
   created_at: Date;
   updated_at: Date;
@@ -291,6 +312,18 @@ export async function getCall(db: Db, principal: Principal, callId: string): Pro
   return call;
 }
 
+/**
+ * An effect's state for clients: `running` (an attempt under way, or one whose outcome is not
+ * known yet) shows as `pending` — it has not happened for sure. A call that ended without
+ * connecting has nothing to act on: its effects show `skipped` before any record exists.
+ */
+function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
+  const state = call.effects?.[name]?.state;
+  if (state === undefined)
+    return call.status === 'not_connected' || call.status === 'error' ? 'skipped' : 'pending';
+  return state === 'running' ? 'pending' : state;
+}
+
 /** The call record as the API shows it (CONTRACT §3.1). */
 export function callView(call: CallDoc) {
   return {
@@ -309,6 +342,23 @@ export function callView(call: CallDoc) {
     transcript: call.transcript,
     call_analysis: call.call_analysis,
     ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
+    caller_data:
+      call.extraction === undefined
+        ? null
+        : {
+            first_name: call.extraction.first_name,
+            last_name: call.extraction.last_name,
+            phone: call.extraction.phone,
+            email: call.extraction.email,
+            case_type: call.extraction.case_type,
+            summary: call.extraction.summary,
+            urgency: call.extraction.urgency,
+          },
+    effects: Object.fromEntries(CALL_EFFECTS.map((name) => [name, effectState(call, name)])) as Record<
+      CallEffectName,
+      CallEffectState
+    >,
+    lead_id: call.lead_id ?? null,
     created_at: call.created_at.toISOString(),
   };
 }

@@ -26,6 +26,8 @@ import type { ChatAgentProfile, ChatEngine, ChatTurn } from '../../integrations/
 import { intakeAgent } from '../intake/intake-agent.js';
 import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
+import { leadFieldsFrom } from '../intake/caller-data.js';
+import { ensureSubjectLead } from '../leads/leads.js';
 
 export type ChatStatus = 'ongoing' | 'ended';
 
@@ -53,6 +55,8 @@ interface ChatDoc {
   version: number;
   messages: ChatMessage[];
   chat_analysis: ChatAnalysis | null;
+  /** Set when a widget token opened the chat: only that token (and the firm's own tokens) may use it. */
+  widget_subject?: string;
   created_at: Date;
   updated_at: Date;
   ended_at: Date | null;
@@ -87,6 +91,7 @@ export async function createChat(
   services: Services,
   agent: AgentDoc,
   dynamicVariables: Record<string, string>,
+  openedBy?: Principal,
 ): Promise<ChatDoc> {
   const profile: ChatAgentProfile = {
     agent_name: agent.agent_name,
@@ -108,6 +113,7 @@ export async function createChat(
     version: 0,
     messages: greeting === null ? [] : [{ role: 'agent', content: greeting, created_at: now }],
     chat_analysis: null,
+    ...(openedBy?.kind === 'widget' ? { widget_subject: openedBy.subject } : {}),
     created_at: now,
     updated_at: now,
     ended_at: null,
@@ -116,10 +122,19 @@ export async function createChat(
   return chat;
 }
 
+/**
+ * Whether `principal` may see the chat: its firm's tokens and the platform; a widget token only
+ * the chats it opened itself (a visitor's widget never reads another visitor's conversation).
+ */
+function mayUseChat(principal: Principal, chat: Pick<ChatDoc, 'firm' | 'widget_subject'>): boolean {
+  if (!mayRead(principal, chat.firm)) return false;
+  return principal.kind !== 'widget' || chat.widget_subject === principal.subject;
+}
+
 /** The chat as this principal may see it, up to date with its log; another firm's chat is not found. */
 export async function getChat(db: Db, principal: Principal, chatId: string): Promise<ChatDoc> {
   const stored = await chats(db).findOne({ _id: chatId });
-  if (stored === null || !mayRead(principal, stored.firm)) throw notFound('chat');
+  if (stored === null || !mayUseChat(principal, stored)) throw notFound('chat');
   return catchUp(db, stored);
 }
 
@@ -250,22 +265,44 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
 }
 
 /**
- * end-chat: stores the analysis and closes the chat. Returns the analysis so the caller can
- * hand it to the lead step (which creates a lead when contact_collected is true).
+ * The lead of an ended chat whose intake collected a phone or an email: one per chat, however
+ * often this runs (a claim on an id derived from the chat: leads.ts ensureSubjectLead).
+ */
+async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
+  const analysis = chat.chat_analysis;
+  if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
+  await ensureSubjectLead(db, { source: 'chat', id: chat._id, firm: chat.firm }, leadFieldsFrom(analysis));
+}
+
+/**
+ * end-chat: stores the analysis and closes the chat, then creates the chat's lead when contact
+ * data was collected — before answering, so a 200 means the lead exists. A request that failed
+ * between the two writes is repaired by the client's retry: end-chat on an ended chat still
+ * answers 409 chat_not_active, but makes sure the lead exists first.
  */
 export async function endChat(
   services: Services,
   principal: Principal,
   chatId: string,
 ): Promise<{ chat: ChatDoc; analysis: ChatAnalysis }> {
-  const { chat, result } = await changeChat(services.mongo.db, principal, chatId, async (current) => {
-    const analysis = analyseChat(current);
-    return {
-      turn: { kind: 'end', append: [], end: { ended_at: new Date(), chat_analysis: analysis } },
-      result: analysis,
-    };
-  });
-  return { chat, analysis: result };
+  const db = services.mongo.db;
+  let ended: { chat: ChatDoc; result: ChatAnalysis };
+  try {
+    ended = await changeChat(db, principal, chatId, async (current) => {
+      const analysis = analyseChat(current);
+      return {
+        turn: { kind: 'end', append: [], end: { ended_at: new Date(), chat_analysis: analysis } },
+        result: analysis,
+      };
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'chat_not_active') {
+      await ensureChatLead(db, await getChat(db, principal, chatId));
+    }
+    throw err;
+  }
+  await ensureChatLead(db, ended.chat);
+  return { chat: ended.chat, analysis: ended.result };
 }
 
 export function chatView(chat: ChatDoc) {

@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
+import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { conflict, notFound, quote } from '../../platform/errors.js';
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import {
@@ -23,7 +24,7 @@ export interface FirmDoc {
 const firms = (db: Db) => collection<FirmDoc>(db, COLLECTIONS.firms);
 
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
-  const firm = await firms(db).findOne({ _id: slug });
+  const firm = await cachedRead(db, COLLECTIONS.firms, slug, () => firms(db).findOne({ _id: slug }));
   return firm === null ? null : { ...firm, settings: withDefaults(firm.settings) };
 }
 
@@ -59,7 +60,7 @@ export async function updateFirm(
       input.settings === undefined ? firm.settings : mergeSettings(firm.settings, input.settings, urlPolicy),
     updated_at: new Date(),
   };
-  const result = await firms(db).replaceOne({ _id: firm._id }, next);
+  const result = await changeCached(db, () => firms(db).replaceOne({ _id: firm._id }, next));
   if (result.matchedCount === 0) throw notFound('firm');
   return next;
 }

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Db, Filter } from 'mongodb';
+import type { Db } from 'mongodb';
 import { claim } from '../../platform/db/claim.js';
 import { collection, COLLECTIONS } from '../../platform/db/collections.js';
-import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
+import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { isTimeZone } from '../../platform/time-zone.js';
@@ -163,8 +163,6 @@ export async function getLead(db: Db, principal: Principal, id: string): Promise
   return lead;
 }
 
-const SCOPE = 'list-leads';
-
 /** A firm's leads, newest first (ties by id), by keyset: pages never repeat or skip a lead. */
 export async function listLeads(
   db: Db,
@@ -173,24 +171,15 @@ export async function listLeads(
   limit: number,
   cursor: string | undefined,
 ): Promise<{ leads: LeadDoc[]; next_cursor: string }> {
-  const filter: Filter<LeadDoc> = { firm };
-  if (cursor) {
-    const { t, i } = decodeCursor(secret, SCOPE, firm, cursor);
-    if (typeof t !== 'number' || typeof i !== 'string') throw invalidCursor();
-    filter.$or = [{ created_at: { $lt: new Date(t) } }, { created_at: new Date(t), _id: { $lt: i } }];
-  }
-  const rows = await leadsCollection(db)
-    .find(filter)
-    .sort({ created_at: -1, _id: -1 })
-    .limit(limit + 1)
-    .toArray();
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const next_cursor =
-    rows.length > limit && last !== undefined
-      ? encodeCursor(secret, SCOPE, firm, { t: last.created_at.getTime(), i: last._id })
-      : '';
-  return { leads: page, next_cursor };
+  const order = { primary: { field: 'created_at', kind: 'date' as const }, tie: '_id' };
+  const page = await keysetPage(
+    leadsCollection(db),
+    { secret, scope: 'list-leads', firm, order },
+    { firm },
+    limit,
+    cursor,
+  );
+  return { leads: page.rows, next_cursor: page.next_cursor };
 }
 
 /** The lead as the API shows it. */

@@ -27,10 +27,31 @@ export const COLLECTIONS = {
   campaignClaims: 'campaign_claims',
   /** A campaign fan-out's checkpoint (`_id` = the campaign): where a restarted fan-out resumes. */
   campaignFanouts: 'campaign_fanouts',
+  /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */
+  workflowDirectories: 'workflow_directories',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
 
 export function collection<T extends Document>(db: Db, name: CollectionName): Collection<T> {
   return db.collection<T>(name);
+}
+
+/**
+ * Collections kept one per firm, named `<base>.<firm slug>` (created by their first insert; no
+ * index but _id): for large documents, so that no read of one firm's records ever goes through
+ * another firm's. FerretDB answers even a read by _id by scanning its whole table, and the cost
+ * of a scan grows with the bytes stored (README: Data access).
+ */
+export const FIRM_COLLECTIONS = {
+  /** Flow-builder graphs, one document per workflow (nodes and edges kept as JSON text). */
+  workflows: 'workflows',
+} as const;
+
+export function firmCollection<T extends Document>(
+  db: Db,
+  base: (typeof FIRM_COLLECTIONS)[keyof typeof FIRM_COLLECTIONS],
+  firm: string,
+): Collection<T> {
+  return db.collection<T>(`${base}.${firm}`);
 }

@@ -28,6 +28,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // The fan-out's one streaming cursor: a campaign's phone claims in _id order (resumable by _id).
   [COLLECTIONS.campaignClaims]: [{ key: { campaign_id: 1, _id: 1 }, name: 'campaign_id' }],
   [COLLECTIONS.campaignFanouts]: [],
+  // Read by _id only (the firm's workflows list: core/domain/workflows).
+  [COLLECTIONS.workflowDirectories]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import type { Collection, Document, Filter, WithId } from 'mongodb';
 import { invalidRequest, type AppError } from '../errors.js';
 import { safeEqual } from '../crypto.js';
 
@@ -41,4 +42,49 @@ export function decodeCursor(secret: string, scope: string, firm: string, cursor
   const { s, f, p } = (parsed ?? {}) as { s?: unknown; f?: unknown; p?: unknown };
   if (s !== scope || f !== firm || typeof p !== 'object' || p === null) throw invalidCursor();
   return p as KeysetPosition;
+}
+
+/** The sort of a keyset list: a primary field, then a unique tie-breaker, both descending. */
+export interface KeysetOrder {
+  /** The primary sort field and how its values are held (dates travel in cursors as ms). */
+  primary: { field: string; kind: 'date' | 'number' | 'string' };
+  /** A unique field that breaks ties (`_id`, `call_id`). */
+  tie: string;
+}
+
+/**
+ * One page of a keyset list, newest first: `filter` ∧ (after the cursor's position), sorted by
+ * the order's fields descending over an index on them. Rows added meanwhile sort before any
+ * cursor, so paging never repeats or skips a row. `next_cursor` is "" on the last page.
+ */
+export async function keysetPage<T extends Document>(
+  coll: Collection<T>,
+  list: { secret: string; scope: string; firm: string; order: KeysetOrder },
+  filter: Filter<T>,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ rows: WithId<T>[]; next_cursor: string }> {
+  const { primary, tie } = list.order;
+  const query: Record<string, unknown> = { ...filter };
+  if (cursor) {
+    const { t, i } = decodeCursor(list.secret, list.scope, list.firm, cursor);
+    const expected = primary.kind === 'string' ? 'string' : 'number';
+    if (typeof t !== expected || typeof i !== 'string') throw invalidCursor();
+    const at = primary.kind === 'date' ? new Date(t as number) : t;
+    query.$or = [{ [primary.field]: { $lt: at } }, { [primary.field]: at, [tie]: { $lt: i } }];
+  }
+  const rows = await coll
+    .find(query as Filter<T>)
+    .sort({ [primary.field]: -1, [tie]: -1 })
+    .limit(limit + 1)
+    .toArray();
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1] as Record<string, unknown> | undefined;
+  if (rows.length <= limit || last === undefined) return { rows: page, next_cursor: '' };
+  const value = last[primary.field];
+  const t = value instanceof Date ? value.getTime() : ((value as string | number | null) ?? 0);
+  return {
+    rows: page,
+    next_cursor: encodeCursor(list.secret, list.scope, list.firm, { t, i: String(last[tie]) }),
+  };
 }

@@ -1,0 +1,145 @@
+import { Type } from '@sinclair/typebox';
+import type { Context } from 'koa';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import {
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  getWorkflowMeta,
+  listWorkflows,
+  updateWorkflow,
+  workflowJson,
+  workflowListJson,
+} from '../../../core/domain/workflows/workflows.js';
+import { invalidRequest, quote } from '../../../core/platform/errors.js';
+import { defineRoute } from '../../route.js';
+import {
+  CreateWorkflowBody,
+  CreateWorkflowResponse,
+  DeleteWorkflowResponse,
+  ListWorkflowsQuery,
+  UpdateWorkflowBody,
+  WorkflowParams,
+  WorkflowRecord,
+} from './schema.js';
+
+const tag = 'Workflows';
+
+/** Answers with JSON text built by the domain (stored graphs are spliced in, not re-parsed). */
+function sendJsonText(koa: Context, text: string): undefined {
+  koa.status = 200;
+  koa.type = 'application/json';
+  koa.body = text;
+  return undefined;
+}
+
+export const workflowRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/workflows',
+    operationId: 'createWorkflow',
+    summary:
+      'Store a flow-builder graph: nodes {id, type, position, data} with unique ids, edges {id, source, target, ...} between them; other fields kept exactly as sent',
+    tag,
+    auth: { kind: 'token' },
+    // Nodes and edges are stored as JSON text: NUL and "__proto__" keys are safe there (the name,
+    // a document field, refuses NUL in its schema).
+    verbatimJson: true,
+    body: CreateWorkflowBody,
+    response: CreateWorkflowResponse,
+    errors: [403, 404, 409],
+    handler: async ({ services, principal, body }) => {
+      const { firmSlug, ...input } = body;
+      await requireFirm(services.mongo.db, principal, firmSlug);
+      const workflow = await createWorkflow(services, firmSlug, input);
+      return { id: workflow._id, name: workflow.name };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/workflows',
+    operationId: 'listWorkflows',
+    summary:
+      "A firm's workflows, most recently updated first (?firmSlug=, required with the platform key); X-Next-Cursor continues the list",
+    tag,
+    auth: { kind: 'token' },
+    query: ListWorkflowsQuery,
+    response: Type.Array(WorkflowRecord),
+    responseHeaders: {
+      'X-Next-Cursor': {
+        description: 'Present when more workflows follow: send it back as ?cursor= for the next page',
+        schema: Type.String(),
+      },
+    },
+    errors: [403, 404],
+    handler: async ({ services, principal, query, koa }) => {
+      const slug = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
+      if (slug === undefined) {
+        throw invalidRequest('Name the firm with ?firmSlug= (the platform key acts on every firm).', [
+          { path: '/firmSlug', message: 'is required with the platform key' },
+        ]);
+      }
+      await requireFirm(services.mongo.db, principal, slug);
+      const page = await listWorkflows(services, slug, query.limit ?? 100, query.cursor);
+      if (page.next_cursor !== undefined) koa.set('X-Next-Cursor', page.next_cursor);
+      return sendJsonText(koa, workflowListJson(page.workflows));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/workflows/{id}',
+    operationId: 'getWorkflow',
+    summary: 'Read a workflow',
+    tag,
+    auth: { kind: 'token' },
+    params: WorkflowParams,
+    response: WorkflowRecord,
+    errors: [404],
+    handler: async ({ services, principal, params, koa }) =>
+      sendJsonText(koa, workflowJson(await getWorkflow(services.mongo.db, principal, params.id))),
+  }),
+  defineRoute({
+    method: 'PUT',
+    path: '/api/workflows/{id}',
+    operationId: 'updateWorkflow',
+    summary:
+      'Replace the name, nodes and edges of a workflow (same rules as create); updated_at moves, created_at stays; concurrent writes: the last wins whole',
+    tag,
+    auth: { kind: 'token' },
+    verbatimJson: true,
+    params: WorkflowParams,
+    body: UpdateWorkflowBody,
+    response: WorkflowRecord,
+    errors: [403, 404],
+    handler: async ({ services, principal, params, body, koa }) => {
+      const db = services.mongo.db;
+      const { firmSlug, ...input } = body;
+      // A firm token naming another firm is refused before anything is looked up.
+      if (firmSlug !== undefined) await requireFirm(db, principal, firmSlug);
+      const workflow = await getWorkflowMeta(db, principal, params.id);
+      if (firmSlug !== undefined && firmSlug !== workflow.firm) {
+        throw invalidRequest(
+          `A workflow stays in its firm (${quote(workflow.firm)}); leave firmSlug out or send that one.`,
+          [{ path: '/firmSlug', message: 'is not the firm of this workflow' }],
+        );
+      }
+      return sendJsonText(koa, workflowJson(await updateWorkflow(services, workflow, input)));
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/api/workflows/{id}',
+    operationId: 'deleteWorkflow',
+    summary: 'Delete a workflow (then it is 404)',
+    tag,
+    auth: { kind: 'token' },
+    params: WorkflowParams,
+    response: DeleteWorkflowResponse,
+    errors: [404],
+    handler: async ({ services, principal, params }) => {
+      const workflow = await getWorkflowMeta(services.mongo.db, principal, params.id);
+      await deleteWorkflow(services, workflow);
+      return { id: workflow._id, deleted: true };
+    },
+  }),
+];

@@ -1,0 +1,78 @@
+import { createHmac } from 'node:crypto';
+import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
+import { newId } from '../../platform/ids.js';
+import type { WidgetPrincipal } from './principal.js';
+import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
+
+// Widget tokens (CONTRACT §2, §3.10): minted by GET /api/test-widget for the chat widget on that
+// page, `iwt_` + an HS256 JWT {typ: "widget", firm, sub, iat, exp}. They are signed with a key
+// derived from SESSION_SECRET for this one purpose, so a widget token never verifies as a
+// session token nor a session token as a widget token, whatever prefix is put on it.
+
+export const WIDGET_TOKEN_PREFIX = 'iwt_';
+/** How long a minted widget token lives: the contract's ceiling, one hour. */
+export const WIDGET_TOKEN_TTL_SECONDS = 60 * 60;
+const ALG = 'HS256';
+const AUDIENCE = 'intake-widget';
+const MAX_IAT_SKEW_SECONDS = 60;
+const slugRe = new RegExp(FIRM_SLUG_PATTERN);
+
+const signingKey = (sessionSecret: string): Uint8Array =>
+  createHmac('sha256', sessionSecret).update('intake widget token v1').digest();
+
+export interface MintedWidgetToken {
+  token: string;
+  subject: string;
+  expiresAt: Date;
+}
+
+/** A widget token for `firm`'s chat routes, valid for WIDGET_TOKEN_TTL_SECONDS. */
+export async function mintWidgetToken(firm: string, sessionSecret: string): Promise<MintedWidgetToken> {
+  const now = Math.floor(Date.now() / 1000);
+  const subject = newId('wgt', 12);
+  const exp = now + WIDGET_TOKEN_TTL_SECONDS;
+  const token = await signWidgetToken({ firm, subject, issuedAt: now, expiresAt: exp }, sessionSecret);
+  return { token, subject, expiresAt: new Date(exp * 1000) };
+}
+
+/** Signs a widget token with exactly these claims (times in seconds); tests use it for bad lifetimes. */
+export async function signWidgetToken(
+  claims: { firm: string; subject: string; issuedAt: number; expiresAt: number },
+  sessionSecret: string,
+): Promise<string> {
+  const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm })
+    .setProtectedHeader({ alg: ALG })
+    .setSubject(claims.subject)
+    .setAudience(AUDIENCE)
+    .setIssuedAt(claims.issuedAt)
+    .setExpirationTime(claims.expiresAt)
+    .sign(signingKey(sessionSecret));
+  return `${WIDGET_TOKEN_PREFIX}${jwt}`;
+}
+
+/**
+ * The principal of a widget token and when it was issued (seconds), or null when the token is
+ * malformed, forged, expired, issued in the future or meant to live longer than an hour.
+ */
+export async function verifyWidgetToken(
+  token: string,
+  sessionSecret: string,
+): Promise<{ principal: WidgetPrincipal; issuedAt: number } | null> {
+  if (!token.startsWith(WIDGET_TOKEN_PREFIX)) return null;
+  try {
+    const { payload } = await jwtVerify(token.slice(WIDGET_TOKEN_PREFIX.length), signingKey(sessionSecret), {
+      algorithms: [ALG],
+      audience: AUDIENCE,
+      requiredClaims: ['exp', 'iat', 'sub', 'firm', 'typ'],
+    });
+    const { typ, firm, sub, iat, exp } = payload;
+    if (typ !== 'widget' || typeof firm !== 'string' || !slugRe.test(firm)) return null;
+    if (typeof sub !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
+    if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
+    if (exp - iat > WIDGET_TOKEN_TTL_SECONDS) return null;
+    return { principal: { kind: 'widget', firm, via: 'widget_token', subject: sub }, issuedAt: iat };
+  } catch (err) {
+    if (err instanceof joseErrors.JOSEError) return null;
+    throw err;
+  }
+}

@@ -1,0 +1,247 @@
+import { sha256Hex } from '../../platform/crypto.js';
+import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { shorten } from '../../platform/text.js';
+import { isTimeZone } from '../../platform/time-zone.js';
+import type { Services } from '../../wiring/services.js';
+import { enqueue } from '../../../jobs/define.js';
+import type { BookingEventJob, BookingPerson, BookingTrigger } from '../../../jobs/bookings.js';
+import { JOBS } from '../../../jobs/table.js';
+import { normaliseEmail } from '../contact-points/emails.js';
+import { getFirm, type FirmDoc } from '../firms/firms.js';
+import {
+  bookingExpiry,
+  cancelBookingReminders,
+  storeBookingReminders,
+  type BookingRecord,
+  type ReminderRecord,
+} from './reminder-store.js';
+import { reminderStoreOf } from './reminders.js';
+
+// Cal.com booking events (CONTRACT §3.11): the webhook keeps a bounded snapshot and enqueues
+// it; a worker applies it to the booking's reminders in Redis and schedules a delayed job per
+// reminder. BOOKING_CREATED stores one reminder per offset and recipient (offsets already past
+// when the event arrived are skipped); BOOKING_RESCHEDULED cancels the old booking's and stores
+// the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
+// nothing, and a cancel wins over a CREATED delivered after it.
+
+/** What the webhook validated of Cal.com's payload (api/routes/bookings/schema.ts). */
+export interface BookingPayloadInput {
+  uid: string;
+  startTime: string;
+  endTime?: string;
+  title?: string | null;
+  location?: string | null;
+  rescheduleUid?: string | null;
+  attendees?: Array<{ email?: string | null; name?: string | null; timeZone?: string | null }>;
+  organizer?: { name?: string | null; email?: string | null };
+}
+
+const MAX_ATTENDEES = 100;
+
+/** A time Cal.com sent (`...Z` or `...+00:00`) in ms; 400 naming the field when it is no real time. */
+function parseTime(value: string, path: string, problems: ErrorDetail[]): number {
+  const ms = Date.parse(value);
+  if (!Number.isFinite(ms)) problems.push({ path, message: 'is not a valid date-time' });
+  return ms;
+}
+
+const text = (value: unknown, max: number): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? shorten(value, max) : undefined;
+
+/** The part of a Cal.com booking event reminders use, bounded; 400 for times that are no times. */
+export function snapshotBookingEvent(input: {
+  firm: string;
+  trigger: BookingTrigger;
+  createdAt: unknown;
+  payload: BookingPayloadInput;
+  rawBody: string;
+  receivedAt: number;
+}): BookingEventJob {
+  const { payload } = input;
+  const problems: ErrorDetail[] = [];
+  const start = parseTime(payload.startTime, '/payload/startTime', problems);
+  const end =
+    payload.endTime === undefined ? undefined : parseTime(payload.endTime, '/payload/endTime', problems);
+  if (problems.length > 0) {
+    throw invalidRequest(
+      `The booking's ${problems.map((p) => p.path).join(' and ')} is not a valid time.`,
+      problems,
+    );
+  }
+  const created = typeof input.createdAt === 'string' ? Date.parse(input.createdAt) : NaN;
+  const attendees: BookingPerson[] = [];
+  for (const a of (payload.attendees ?? []).slice(0, MAX_ATTENDEES)) {
+    if (typeof a.email !== 'string') continue;
+    const name = text(a.name, 200);
+    const zone = text(a.timeZone, 64);
+    attendees.push({
+      email: a.email.slice(0, 320),
+      ...(name === undefined ? {} : { name }),
+      ...(zone === undefined ? {} : { time_zone: zone }),
+    });
+  }
+  const organizerName = text(payload.organizer?.name, 200);
+  const organizerEmail = text(payload.organizer?.email, 320);
+  const location = text(payload.location, 300);
+  const rescheduleUid =
+    typeof payload.rescheduleUid === 'string' && payload.rescheduleUid !== ''
+      ? payload.rescheduleUid
+      : undefined;
+  return {
+    firm: input.firm,
+    trigger: input.trigger,
+    uid: payload.uid,
+    ...(rescheduleUid === undefined ? {} : { reschedule_uid: rescheduleUid }),
+    title: text(payload.title, 200) ?? 'Appointment',
+    start_at: start,
+    ...(end === undefined || end < start ? {} : { end_at: end }),
+    // Cal.com's location is a text, a URL or an app reference ("integrations:daily"): only the
+    // first two mean something to a person.
+    ...(location === undefined || location.startsWith('integrations:') ? {} : { location }),
+    attendees,
+    ...(organizerName === undefined && organizerEmail === undefined
+      ? {}
+      : {
+          organizer: {
+            ...(organizerName === undefined ? {} : { name: organizerName }),
+            ...(organizerEmail === undefined ? {} : { email: organizerEmail }),
+          },
+        }),
+    event_at: Number.isFinite(created) ? created : input.receivedAt,
+    received_at: input.receivedAt,
+    delivery: sha256Hex(input.rawBody).slice(0, 32),
+  };
+}
+
+/** Applies one booking event to the firm's reminders (the bookingEvent job). */
+export async function applyBookingEvent(
+  services: Services,
+  event: BookingEventJob,
+): Promise<Record<string, unknown>> {
+  const firm = await getFirm(services.mongo.db, event.firm);
+  if (firm === null) return { outcome: 'firm_not_found' };
+  const now = Date.now();
+  const booking = bookingRecord(firm, event);
+  const expireAt = bookingExpiry(event.end_at ?? event.start_at, now);
+  if (event.trigger === 'BOOKING_CANCELLED') {
+    const cancelled = await cancelBookingReminders(reminderStoreOf(services), firm._id, event.uid, {
+      state: 'cancelled',
+      tombstone: { ...booking, state: 'cancelled', cancelled_at: now },
+      now,
+      expireAt,
+    });
+    return { uid: event.uid, ...cancelled };
+  }
+  let previous: Record<string, unknown> = {};
+  if (event.trigger === 'BOOKING_RESCHEDULED' && event.reschedule_uid !== undefined) {
+    // Rescheduling the booking onto its own uid is a new time for it: the store handles that.
+    if (event.reschedule_uid !== event.uid) {
+      const old = await cancelBookingReminders(reminderStoreOf(services), firm._id, event.reschedule_uid, {
+        state: 'rescheduled',
+        // The old booking's time is unknown here; its tombstone expires with the new booking.
+        tombstone: { ...booking, state: 'rescheduled', cancelled_at: now, rescheduled_to: event.uid },
+        rescheduledTo: event.uid,
+        now,
+        expireAt,
+      });
+      previous = { previous: { uid: event.reschedule_uid, ...old } };
+    }
+  }
+  const reminders = remindersOf(firm, event);
+  const stored = await storeBookingReminders(reminderStoreOf(services), firm._id, event.uid, {
+    booking,
+    reminders,
+    now,
+    expireAt,
+  });
+  for (const { field, due_at } of stored.due) {
+    await enqueue(
+      services.queues,
+      JOBS.sendReminder,
+      { firm: firm._id, booking_uid: event.uid, reminder: field, due_at },
+      { delay: due_at - Date.now() },
+    );
+  }
+  return { uid: event.uid, outcome: stored.outcome, scheduled: stored.due.length, ...previous };
+}
+
+function bookingRecord(firm: FirmDoc, event: BookingEventJob): BookingRecord {
+  const organizer = event.organizer?.name ?? event.organizer?.email;
+  return {
+    state: 'active',
+    start_at: event.start_at,
+    ...(event.end_at === undefined ? {} : { end_at: event.end_at }),
+    title: event.title,
+    ...(event.location === undefined ? {} : { location: event.location }),
+    ...(organizer === undefined ? {} : { organizer }),
+    attendees: event.attendees
+      .map((a) => (a.name === undefined ? a.email : `${a.name} <${a.email}>`))
+      .join(', ')
+      .slice(0, 2000),
+    firm_name: firm.name,
+    event_at: event.event_at,
+  };
+}
+
+interface Recipient {
+  to: string;
+  name?: string;
+  time_zone: string;
+  role: 'attendee' | 'firm';
+}
+
+/**
+ * Every attendee with a usable address (times in their own time zone, else the firm's), then
+ * the firm's notification_emails (in the firm's time zone); an address appears once.
+ */
+function recipientsOf(firm: FirmDoc, event: BookingEventJob): Recipient[] {
+  const firmZone = firm.settings.timezone;
+  const seen = new Set<string>();
+  const recipients: Recipient[] = [];
+  const add = (recipient: Recipient) => {
+    if (seen.has(recipient.to)) return;
+    seen.add(recipient.to);
+    recipients.push(recipient);
+  };
+  for (const attendee of event.attendees) {
+    const to = normaliseEmail(attendee.email);
+    if (to === null) continue;
+    const zone =
+      attendee.time_zone !== undefined && isTimeZone(attendee.time_zone) ? attendee.time_zone : firmZone;
+    add({
+      to,
+      ...(attendee.name === undefined ? {} : { name: attendee.name }),
+      time_zone: zone,
+      role: 'attendee',
+    });
+  }
+  for (const email of firm.settings.notification_emails) {
+    const to = normaliseEmail(email);
+    if (to !== null) add({ to, name: firm.name, time_zone: firmZone, role: 'firm' });
+  }
+  return recipients;
+}
+
+/** One reminder per offset and recipient, due at start − offset; those due by the event's arrival are skipped. */
+function remindersOf(firm: FirmDoc, event: BookingEventJob): ReminderRecord[] {
+  const recipients = recipientsOf(firm, event);
+  const reminders: ReminderRecord[] = [];
+  for (const offset of firm.settings.reminder_offsets_minutes) {
+    const due = event.start_at - offset * 60_000;
+    if (due <= event.received_at) continue;
+    for (const r of recipients) {
+      reminders.push({
+        booking_uid: event.uid,
+        due_at: due,
+        offset_minutes: offset,
+        channel: 'email',
+        to: r.to,
+        ...(r.name === undefined ? {} : { name: r.name }),
+        time_zone: r.time_zone,
+        role: r.role,
+        status: 'scheduled',
+      });
+    }
+  }
+  return reminders;
+}

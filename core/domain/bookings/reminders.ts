@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import type { Attempt } from '../../platform/db/effects.js';
+import type { Services } from '../../wiring/services.js';
+import type { SendReminderJob } from '../../../jobs/bookings.js';
+import { reminderMail, reminderMessageId } from './reminder-mail.js';
+import { claimReminder, finishReminder, readBookingReminders, type ReminderStore } from './reminder-store.js';
+
+// Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
+// (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
+// whose records live on MongoDB documents. The reminder lives in Redis, and the mark must be
+// atomic with a cancel (a Lua script: core/domain/bookings/reminder-store.ts); a MongoDB record
+// beside it could not be changed in one step with the Redis one, so a cancel racing a send could
+// both succeed. The steps:
+//   claim   scheduled → sending (with a lease), or nothing when cancelled, sent or gone;
+//   send    through SMTP;
+//   finish  sent (SMTP accepted: never sent again), or back to scheduled when SMTP refused it
+//           (nothing went out; the job retries with backoff), or failed on the last attempt.
+// An attempt that dies between SMTP's acceptance and `finish` leaves `sending`: once its lease
+// is over, the next attempt sends again (SMTP cannot be asked; at least once, never lost), with
+// the same Message-ID.
+
+/** Longer than a send can take (nodemailer's connection, greeting and socket timeouts). */
+const LEASE_MS = 5 * 60_000;
+
+export const reminderStoreOf = (services: Services): ReminderStore => ({
+  redis: services.redis,
+  prefix: services.config.queuePrefix,
+});
+
+/** Another attempt is sending this reminder right now; this one retries later. */
+class ReminderBusyError extends Error {
+  constructor(field: string) {
+    super(`The reminder ${field} is being sent by another attempt; checking again later.`);
+    this.name = 'ReminderBusyError';
+  }
+}
+
+/** The mail server refused the reminder for good (a 5xx reply): the job should not retry. */
+export class ReminderRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReminderRejectedError';
+  }
+}
+
+/** An SMTP reply of 5xx: the server refused for good (a bad address); retrying cannot help. */
+const isPermanent = (err: unknown): boolean => {
+  const code = (err as { responseCode?: unknown }).responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+};
+
+/** Sends one due reminder unless it was cancelled or already sent (the sendReminder job). */
+export async function sendBookingReminder(
+  services: Services,
+  job: SendReminderJob,
+  attempt: Attempt,
+): Promise<Record<string, unknown>> {
+  const store = reminderStoreOf(services);
+  const { firm, booking_uid: uid, reminder: field } = job;
+  const token = randomBytes(9).toString('base64url');
+  const claim = await claimReminder(store, firm, uid, field, { now: Date.now(), leaseMs: LEASE_MS, token });
+  if (claim.outcome === 'busy') throw new ReminderBusyError(field);
+  if (claim.outcome !== 'claimed') return { outcome: claim.outcome };
+
+  const finish = (outcome: 'sent' | 'retry' | 'failed', detail: string) =>
+    finishReminder(store, firm, uid, field, { token, outcome, now: Date.now(), detail });
+  if (services.mailer === null) {
+    const status = await finish('failed', 'Email is not configured (SMTP_URL is not set).');
+    services.log.warn({ firm, uid, field }, 'booking reminder not sent: SMTP_URL is not set');
+    return { outcome: status };
+  }
+  const messageId = reminderMessageId(services.config.mailFrom, firm, uid, field);
+  let sent: { messageId: string };
+  try {
+    sent = await services.mailer.send(reminderMail(claim.reminder, claim.booking, messageId));
+  } catch (err) {
+    const final = attempt.lastAttempt || isPermanent(err);
+    const message = err instanceof Error ? err.message : String(err);
+    // SMTP answered with an error, or never took the message: nothing was accepted.
+    await finish(final ? 'failed' : 'retry', message);
+    if (isPermanent(err)) throw new ReminderRejectedError(message);
+    throw err;
+  }
+  // The worker's Redis connection waits out an outage here rather than failing: the record of
+  // an accepted mail is what keeps it from being sent twice.
+  const status = await finish('sent', sent.messageId);
+  return { outcome: status, message_id: sent.messageId };
+}
+
+/** What GET /api/v2/{firm}/reminders shows of a reminder. */
+export interface ReminderView {
+  booking_uid: string;
+  due_at: string;
+  channel: 'email';
+  to: string;
+  status: 'scheduled' | 'sent' | 'cancelled' | 'failed';
+}
+
+/** A booking's reminders, by due time then recipient; [] for a booking with none. */
+export async function listBookingReminders(
+  services: Services,
+  firm: string,
+  uid: string,
+): Promise<ReminderView[]> {
+  const { reminders } = await readBookingReminders(reminderStoreOf(services), firm, uid);
+  return reminders
+    .sort((a, b) => a.due_at - b.due_at || (a.to < b.to ? -1 : a.to > b.to ? 1 : 0))
+    .map((r) => ({
+      booking_uid: r.booking_uid,
+      due_at: new Date(r.due_at).toISOString(),
+      channel: r.channel,
+      to: r.to,
+      // A send in progress is not done yet: still scheduled to the reader.
+      status: r.status === 'sending' ? 'scheduled' : r.status,
+    }));
+}

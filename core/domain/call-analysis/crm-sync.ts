@@ -1,0 +1,118 @@
+import { ClioClient, CrmError, type ClioContact } from '../../integrations/crm/clio.js';
+import {
+  runEffect,
+  type Attempt,
+  type EffectOutcome,
+  type EffectSubject,
+} from '../../platform/db/effects.js';
+import { shorten } from '../../platform/text.js';
+import { normalisePhone } from '../contact-points/phones.js';
+import type { CallDoc, CallExtraction } from '../calls/calls.js';
+import { displayName } from '../intake/caller-data.js';
+
+// The CRM effect for Clio, in two recorded steps on the call (crm_sync.contact, crm_sync.matter):
+// 1. the contact: an existing Person with the same email (else, with no email, the same phone)
+//    is reused; otherwise a Person is created. Its id is recorded before step 2 starts, so a retry
+//    after a crash between the steps never creates a second contact.
+// 2. the matter for that contact, with our call id as Clio's client_reference; an attempt whose
+//    outcome was lost (a crash, a 5xx, a timeout) first looks for a matter with that reference.
+
+export interface CrmSyncResult {
+  [key: string]: unknown;
+  contact_id: number;
+  contact_reused: boolean;
+  matter_id: number;
+}
+
+const crmEffect = (path: string) => ({
+  path,
+  mayHaveHappened: (err: unknown) => !(err instanceof CrmError) || err.mayHaveHappened,
+  isFinal: (err: unknown) => err instanceof CrmError && err.final,
+});
+
+/** A Person already in Clio for this caller: same email, else (no email) same phone. */
+async function existingContact(client: ClioClient, data: CallExtraction): Promise<ClioContact | null> {
+  if (data.email !== null) {
+    const email = data.email;
+    const found = await client.findContacts(email);
+    return found.find((c) => c.emails.some((e) => e.trim().toLowerCase() === email)) ?? null;
+  }
+  if (data.phone !== null) {
+    const phone = data.phone;
+    const found = await client.findContacts(phone);
+    return found.find((c) => c.phones.some((p) => normalisePhone(p) === phone)) ?? null;
+  }
+  return null;
+}
+
+function matterDescription(data: CallExtraction): string {
+  const who = displayName(data) ?? data.phone ?? data.email ?? 'unknown caller';
+  return shorten(`${data.case_type ?? 'New intake'} — ${who} (intake call): ${data.summary}`, 255);
+}
+
+export async function syncToClio(
+  client: ClioClient,
+  subject: EffectSubject,
+  call: CallDoc,
+  data: CallExtraction,
+  attempt: Attempt,
+): Promise<CrmSyncResult> {
+  type ContactResult = { contact_id: number; reused: boolean };
+  const contactFound = (contact: ClioContact, reused: boolean): EffectOutcome<ContactResult> => ({
+    state: 'done',
+    result: { contact_id: contact.id, reused },
+  });
+  const contact = await runEffect<ContactResult>(
+    subject,
+    {
+      ...crmEffect('crm_sync.contact'),
+      reconcile: async () => {
+        const found = await existingContact(client, data);
+        return found === null ? null : contactFound(found, false);
+      },
+    },
+    attempt,
+    async () => {
+      const found = await existingContact(client, data);
+      if (found !== null) return contactFound(found, true);
+      const id = await client.createPerson({
+        // Clio needs a name for a Person; an intake without one still gets a contact to call back.
+        first_name: data.first_name ?? 'Unknown',
+        last_name: data.last_name ?? 'Caller',
+        email: data.email,
+        phone: data.phone,
+      });
+      return { state: 'done', result: { contact_id: id, reused: false } };
+    },
+  );
+  const contactId = contact.result!.contact_id;
+
+  const matter = await runEffect<{ matter_id: number }>(
+    subject,
+    {
+      ...crmEffect('crm_sync.matter'),
+      reconcile: async () => {
+        const id = await client.findMatterByReference(contactId, call._id);
+        return id === null ? null : { state: 'done', result: { matter_id: id } };
+      },
+    },
+    attempt,
+    async () => ({
+      state: 'done',
+      result: {
+        matter_id: await client.createMatter({
+          clientId: contactId,
+          description: matterDescription(data),
+          // An intake is not yet an engaged client: the firm opens the matter once it takes the case.
+          status: 'Pending',
+          reference: call._id,
+        }),
+      },
+    }),
+  );
+  return {
+    contact_id: contactId,
+    contact_reused: contact.result!.reused,
+    matter_id: matter.result!.matter_id,
+  };
+}

@@ -1,0 +1,158 @@
+import type { CallEffectName } from '../../../jobs/call-analysis.js';
+import { ClioClient, CrmError } from '../../integrations/crm/clio.js';
+import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
+import { urlPolicyOf } from '../../platform/config.js';
+import {
+  runEffect,
+  type Attempt,
+  type Effect,
+  type EffectOutcome,
+  type EffectRecord,
+} from '../../platform/db/effects.js';
+import type { Services } from '../../wiring/services.js';
+import { getFirm, type FirmDoc } from '../firms/firms.js';
+import { ensureSubjectLead } from '../leads/leads.js';
+import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
+import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
+import { callSubject } from '../calls/call-lock.js';
+import { syncToClio } from './crm-sync.js';
+import { callNotificationEmail, callNotificationSlack } from './notifications.js';
+
+// The effects of an analysed call (CONTRACT §3.12), each run by its own job through the effect
+// recorder (core/platform/db/effects.ts) with its record at `effects.<name>` on the call: a
+// done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
+// is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
+// cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.
+
+type Result = Record<string, unknown>;
+
+const skipped = (reason: string): EffectOutcome<Result> => ({ state: 'skipped', result: { reason } });
+
+/** SMTP's answer to the message: 5xx is permanent (every recipient refused), 4xx is "try later". */
+const smtpCode = (err: unknown): number | null => {
+  const code = (err as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' ? code : null;
+};
+
+/** A failure no retry can fix: the job should stop (the record is already `failed`). */
+export function isFinalEffectFailure(err: unknown): boolean {
+  if (err instanceof CrmError || err instanceof TeamChatError) return err.final;
+  const code = smtpCode(err);
+  return code !== null && code >= 500;
+}
+
+interface EffectContext {
+  services: Services;
+  call: CallDoc;
+  data: CallExtraction;
+  firm: FirmDoc;
+  attempt: Attempt;
+}
+
+const EFFECTS: Record<
+  CallEffectName,
+  { effect: Omit<Effect<Result>, 'path'>; perform: (ctx: EffectContext) => Promise<EffectOutcome<Result>> }
+> = {
+  lead: {
+    // The lead is a claim on an id derived from the call: repeating it is harmless.
+    effect: {},
+    async perform({ services, call, data }) {
+      if (!hasContact(data)) return skipped('No phone number or email address was collected.');
+      const lead = await ensureSubjectLead(
+        services.mongo.db,
+        { source: 'call', id: call._id, firm: call.firm, campaign_id: call.campaign_id ?? null },
+        leadFieldsFrom(data),
+      );
+      return { state: 'done', result: { lead_id: lead._id }, alsoSet: { lead_id: lead._id } };
+    },
+  },
+  crm: {
+    effect: { isFinal: (err) => err instanceof CrmError && err.final },
+    async perform({ services, call, data, firm, attempt }) {
+      const crm = firm.settings.crm;
+      if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
+      if (!hasContact(data)) return skipped('No phone number or email address was collected.');
+      const client = new ClioClient({
+        baseUrl: crm.base_url ?? services.config.clioBaseUrl,
+        accessToken: crm.access_token,
+        policy: urlPolicyOf(services.config),
+      });
+      const synced = await syncToClio(client, callSubject(services, call), call, data, attempt);
+      return { state: 'done', result: { provider: 'clio', ...synced } };
+    },
+  },
+  email: {
+    effect: {
+      // The server refused the message (an SMTP reply code): it was not sent.
+      mayHaveHappened: (err) => smtpCode(err) === null,
+      isFinal: (err) => (smtpCode(err) ?? 0) >= 500,
+    },
+    async perform({ services, call, data, firm }) {
+      if (services.mailer === null) return skipped('Email is not configured for the service (SMTP_URL).');
+      const to = firm.settings.notification_emails;
+      if (to.length === 0) return skipped('The firm has no notification_emails.');
+      const message = callNotificationEmail(
+        {
+          call,
+          data,
+          firmName: firm.name,
+          timeZone: firm.settings.timezone,
+          publicBaseUrl: services.config.publicBaseUrl,
+        },
+        to,
+      );
+      const sent = await services.mailer.send(message);
+      return { state: 'done', result: { message_id: sent.messageId, accepted: sent.accepted } };
+    },
+  },
+  team_chat: {
+    effect: {
+      mayHaveHappened: (err) => !(err instanceof TeamChatError) || err.mayHaveBeenSent,
+      isFinal: (err) => err instanceof TeamChatError && err.final,
+    },
+    async perform({ services, call, data, firm }) {
+      const url = firm.settings.slack_webhook_url;
+      if (url === undefined) return skipped('The firm has no slack_webhook_url.');
+      await postToSlack(
+        url,
+        callNotificationSlack({
+          call,
+          data,
+          firmName: firm.name,
+          timeZone: firm.settings.timezone,
+          publicBaseUrl: services.config.publicBaseUrl,
+        }),
+        { policy: urlPolicyOf(services.config) },
+      );
+      return { state: 'done', result: { channel: 'slack' } };
+    },
+  },
+};
+
+type EffectRunOutcome = 'missing' | EffectRecord['state'];
+
+/** Runs one effect of an analysed call (the callEffect job); its state after this attempt. */
+export async function runCallEffect(
+  services: Services,
+  job: { firm: string; callId: string; effect: CallEffectName },
+  attempt: Attempt,
+): Promise<EffectRunOutcome> {
+  const db = services.mongo.db;
+  const call = await callsCollection(db).findOne({ _id: job.callId });
+  if (call === null || call.firm !== job.firm) return 'missing';
+  const { effect, perform } = EFFECTS[job.effect];
+  const record = await runEffect<Result>(
+    callSubject(services, call),
+    { ...effect, path: `effects.${job.effect}` },
+    attempt,
+    async () => {
+      if (call.status !== 'ended') return skipped(`The call did not connect (status ${call.status}).`);
+      const firm = await getFirm(db, call.firm);
+      if (firm === null) return skipped('The firm no longer exists.');
+      // The analyze-call job stores the extraction before it enqueues any effect.
+      if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
+      return perform({ services, call, data: call.extraction, firm, attempt });
+    },
+  );
+  return record.state;
+}

@@ -1,0 +1,241 @@
+import type { UrlPolicy } from '../../platform/url-policy.js';
+import { RateLimitedError, parseRetryAfter, withRetryAfter } from '../../platform/retry-after.js';
+import {
+  guardedRequest,
+  requestMayHaveBeenSent,
+  urlPolicyRefusal,
+  type GuardedResponse,
+} from '../http/guarded-http.js';
+
+// Clio Manage API v4 (https://app.clio.com/api/v4, or a firm's regional base URL): the few
+// calls the intake pipeline makes — find contacts, create a Person, create a Matter for it,
+// find a matter by our reference. Bearer token per firm (settings.crm.access_token). Every
+// request goes through guardedRequest (URL policy at call time, no redirects). A 429 is waited
+// out for its Retry-After and the same request sent again (bounded): Clio did not process it.
+
+export interface ClioPersonInput {
+  first_name: string;
+  last_name: string;
+  email: string | null;
+  phone: string | null;
+}
+
+export interface ClioContact {
+  id: number;
+  name: string;
+  emails: string[];
+  phones: string[];
+}
+
+export interface ClioMatterInput {
+  clientId: number;
+  description: string;
+  status: 'Open' | 'Pending';
+  /** Our reference on the matter (Clio's client_reference): how a retry finds a matter it made. */
+  reference: string;
+}
+
+/**
+ * A Clio request failed. `final`: Clio refused the request itself (400, 404, 422, a redirect, a
+ * URL the policy refuses) and repeating it cannot help. `mayHaveHappened`: a write may have been
+ * applied although no success came back (a 5xx, a timeout after sending).
+ */
+export class CrmError extends Error {
+  constructor(
+    message: string,
+    readonly final: boolean,
+    readonly mayHaveHappened: boolean,
+    readonly status: number | null = null,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'CrmError';
+  }
+}
+
+interface ClioOptions {
+  baseUrl: string;
+  accessToken: string;
+  policy: UrlPolicy;
+  timeoutMs?: number;
+  maxRateLimitWaits?: number;
+  maxRateLimitWaitMs?: number;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+export class ClioClient {
+  private readonly base: string;
+
+  constructor(private readonly options: ClioOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+  }
+
+  /** Person contacts matching `query` (Clio's wildcard search over names, emails, phones, ...). */
+  async findContacts(query: string): Promise<ClioContact[]> {
+    const params = new URLSearchParams({
+      query,
+      type: 'Person',
+      fields: 'id,name,email_addresses{address},phone_numbers{number}',
+      limit: '200',
+    });
+    const body = await this.call('GET', `/api/v4/contacts.json?${params}`);
+    const rows = Array.isArray(body.data) ? (body.data as unknown[]) : [];
+    return rows.flatMap((row) => {
+      const r = row as Record<string, unknown>;
+      if (typeof r.id !== 'number') return [];
+      const list = (v: unknown, key: string) =>
+        Array.isArray(v)
+          ? v.map((e) => str((e as Record<string, unknown>)?.[key])).filter((x) => x !== null)
+          : [];
+      return [
+        {
+          id: r.id,
+          name: str(r.name) ?? '',
+          emails: list(r.email_addresses, 'address'),
+          phones: list(r.phone_numbers, 'number'),
+        },
+      ];
+    });
+  }
+
+  /** POST /api/v4/contacts.json: a Person with its email and phone as defaults; returns its id. */
+  async createPerson(person: ClioPersonInput): Promise<number> {
+    const data: Record<string, unknown> = {
+      type: 'Person',
+      first_name: person.first_name,
+      last_name: person.last_name,
+    };
+    if (person.email !== null) {
+      data.email_addresses = [{ name: 'Other', address: person.email, default_email: true }];
+    }
+    if (person.phone !== null) {
+      data.phone_numbers = [{ name: 'Mobile', number: person.phone, default_number: true }];
+    }
+    return this.idOf(await this.call('POST', '/api/v4/contacts.json', { data }), 'contact');
+  }
+
+  /** POST /api/v4/matters.json for a client contact; returns the matter's id. */
+  async createMatter(matter: ClioMatterInput): Promise<number> {
+    const data = {
+      client: { id: matter.clientId },
+      description: matter.description,
+      status: matter.status,
+      client_reference: matter.reference,
+    };
+    return this.idOf(await this.call('POST', '/api/v4/matters.json', { data }), 'matter');
+  }
+
+  /** The matter of this client that carries our reference, if one exists. */
+  async findMatterByReference(clientId: number, reference: string): Promise<number | null> {
+    const params = new URLSearchParams({
+      client_id: String(clientId),
+      fields: 'id,client_reference',
+      limit: '200',
+    });
+    const body = await this.call('GET', `/api/v4/matters.json?${params}`);
+    const rows = Array.isArray(body.data) ? (body.data as Array<Record<string, unknown>>) : [];
+    const found = rows.find((r) => r?.client_reference === reference && typeof r.id === 'number');
+    return found === undefined ? null : (found.id as number);
+  }
+
+  private idOf(body: Record<string, unknown>, what: string): number {
+    const id = (body.data as Record<string, unknown> | undefined)?.id;
+    if (typeof id !== 'number') {
+      // Created, but we cannot tell which record: the next attempt looks for it before writing.
+      throw new CrmError(`Clio created the ${what} but its answer had no id.`, false, true);
+    }
+    return id;
+  }
+
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    payload?: unknown,
+  ): Promise<Record<string, unknown>> {
+    const once = async (): Promise<Record<string, unknown>> => {
+      let answer: GuardedResponse;
+      try {
+        answer = await guardedRequest(`${this.base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${this.options.accessToken}`,
+            accept: 'application/json',
+            ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+          policy: this.options.policy,
+          timeoutMs: this.options.timeoutMs ?? 20_000,
+        });
+      } catch (err) {
+        const refused = urlPolicyRefusal(err);
+        if (refused !== null) {
+          throw new CrmError(`The Clio base URL is not allowed: ${refused.reason}`, true, false, null, {
+            cause: err,
+          });
+        }
+        const sent = requestMayHaveBeenSent(err);
+        throw new CrmError(
+          `Clio could not be reached: ${(err as Error).message}`,
+          false,
+          method === 'POST' && sent,
+          null,
+          {
+            cause: err,
+          },
+        );
+      }
+      if (answer.status === 429) {
+        throw new RateLimitedError('Clio', parseRetryAfter(answer.headers['retry-after']));
+      }
+      if (answer.status < 200 || answer.status >= 300) throw this.failure(method, path, answer);
+      try {
+        const parsed: unknown = answer.body === '' ? {} : JSON.parse(answer.body);
+        return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+      } catch {
+        throw new CrmError(
+          `Clio answered ${answer.status} with a body that is not JSON.`,
+          false,
+          method === 'POST',
+          answer.status,
+        );
+      }
+    };
+    try {
+      return await withRetryAfter(once, {
+        ...(this.options.maxRateLimitWaits === undefined ? {} : { maxWaits: this.options.maxRateLimitWaits }),
+        ...(this.options.maxRateLimitWaitMs === undefined
+          ? {}
+          : { maxWaitMs: this.options.maxRateLimitWaitMs }),
+      });
+    } catch (err) {
+      if (err instanceof RateLimitedError) {
+        throw new CrmError(`${err.message} Still limited after waiting; trying later.`, false, false, 429, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
+  private failure(method: string, path: string, answer: GuardedResponse): CrmError {
+    const status = answer.status;
+    const detail = clioErrorMessage(answer.body);
+    const what = `Clio answered ${status} to ${method} ${path.split('?')[0]}${detail === null ? '' : `: ${detail}`}`;
+    // 401/403: a token that expired or lost access; the firm can update settings.crm and a
+    // later attempt (which reads the settings again) succeeds. 5xx and 408: Clio's side.
+    const final = (status >= 300 && status < 400) || status === 400 || status === 404 || status === 422;
+    return new CrmError(`${what}.`, final, method === 'POST' && status >= 500, status);
+  }
+}
+
+/** Clio's error body: {"error": {"type": "...", "message": "..."}}, shortened. */
+function clioErrorMessage(body: string): string | null {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
+    const message = parsed.error?.message;
+    return typeof message === 'string' ? message.slice(0, 200) : null;
+  } catch {
+    return null;
+  }
+}

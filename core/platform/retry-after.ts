@@ -1,0 +1,57 @@
+// Honouring an outside system's 429 + Retry-After inside one attempt: wait as asked, then send
+// the same request again, a bounded number of times and never longer than a bound per wait.
+// Past the bounds the attempt fails and the job's own backoff takes over.
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | null {
+  if (value === null || value === undefined) return null;
+  const text = value.trim();
+  if (/^\d{1,7}$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/** An outside system asked us to slow down (429); `retryAfterMs` is what it asked for, if anything. */
+export class RateLimitedError extends Error {
+  constructor(
+    readonly system: string,
+    readonly retryAfterMs: number | null,
+  ) {
+    super(
+      `${system} answered 429 Too Many Requests${retryAfterMs === null ? '' : ` (Retry-After ${Math.ceil(retryAfterMs / 1000)} s)`}.`,
+    );
+    this.name = 'RateLimitedError';
+  }
+}
+
+interface RetryAfterPolicy {
+  /** How many 429s one attempt waits out before giving up (default 3). */
+  maxWaits?: number;
+  /** The longest single wait (default 30 s); a longer Retry-After ends the attempt. */
+  maxWaitMs?: number;
+  /** The wait when the 429 carried no Retry-After (default 1 s). */
+  defaultWaitMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `send`; when it throws RateLimitedError, waits the Retry-After and runs it again, up to
+ * `maxWaits` times. A 429 means the request was not processed, so repeating it is safe.
+ */
+export async function withRetryAfter<T>(send: () => Promise<T>, policy: RetryAfterPolicy = {}): Promise<T> {
+  const maxWaits = policy.maxWaits ?? 3;
+  const maxWaitMs = policy.maxWaitMs ?? 30_000;
+  const sleep = policy.sleep ?? sleepFor;
+  for (let waits = 0; ; waits++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!(err instanceof RateLimitedError) || waits >= maxWaits) throw err;
+      const wait = err.retryAfterMs ?? policy.defaultWaitMs ?? 1000;
+      if (wait > maxWaitMs) throw err;
+      await sleep(wait);
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+// The call_analyzed pipeline (CONTRACT §3.12): one job extracts the caller data once and stores
+// it on the call, then each effect is its own job — with its own attempts and backoff, so a
+// failing Slack post is retried alone and never repeats the email or the Clio contact.
+
+/** The effects of an analysed call, as get-call shows them. */
+export const CALL_EFFECTS = ['lead', 'crm', 'email', 'team_chat'] as const;
+export type CallEffectName = (typeof CALL_EFFECTS)[number];
+
+/** Extract the caller data of an analysed call, then start its effects (job id = firm + call). */
+export interface AnalyzeCallJob {
+  firm: string;
+  callId: string;
+}
+
+/** One effect of an analysed call (job id = firm + call + effect). */
+export interface CallEffectJob {
+  firm: string;
+  callId: string;
+  effect: CallEffectName;
+}
+
+export const callAnalysisJobs = {
+  analyzeCall: defineJob<AnalyzeCallJob>({
+    queue: QUEUE.callEffects,
+    name: 'analyze-call',
+    id: (job) => jobId('analyze', job.firm, job.callId),
+  }),
+  callEffect: defineJob<CallEffectJob>({
+    queue: QUEUE.callEffects,
+    name: 'call-effect',
+    id: (job) => jobId('effect', job.firm, job.callId, job.effect),
+    // About an hour of retries (2 s, 4 s, ... 68 min in all) before an effect is `failed`:
+    // long enough to ride out a Slack or Clio outage, short enough to be noticed the same day.
+    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+  }),
+};

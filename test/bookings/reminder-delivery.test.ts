@@ -1,0 +1,382 @@
+// Booking reminders reaching a real SMTP server (test/fakes/smtp-server.ts) through the workers:
+// sent at their due time, never after a cancel (even with the send job already queued), once per
+// reminder whatever the deliveries, retried when SMTP refuses, and never twice once accepted.
+// Reminders are made due within seconds by a one-minute offset before a start about a minute ahead.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOBS } from '../../jobs/table.js';
+import {
+  bookingKey,
+  cancelBookingReminders,
+  claimReminder,
+  finishReminder,
+  readBookingReminders,
+  reminderField,
+  storeBookingReminders,
+  type BookingRecord,
+  type ReminderRecord,
+  type ReminderStore,
+} from '../../core/domain/bookings/reminder-store.js';
+import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
+import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import {
+  bookingJobs,
+  calBooking,
+  calEvent,
+  postSigned,
+  reminders,
+  remindersWhen,
+  uid,
+  type Attendee,
+} from './support.js';
+
+const SECRET = 'whsec_reminder_delivery_secret';
+const desk = 'desk@lawfirm.test';
+
+let smtp: FakeSmtp;
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+/** The twin booking the first test had mailed, whose mails the second test reads. */
+let mailed: { uid: string; start: number } | undefined;
+
+beforeAll(async () => {
+  smtp = await startFakeSmtp();
+  stack = await startStack({
+    workers: true,
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
+  });
+  firm = await createFirm(stack, {
+    booking_webhook_secret: SECRET,
+    notification_emails: [desk],
+    timezone: 'Asia/Tokyo',
+    reminder_offsets_minutes: [1],
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await smtp?.stop();
+});
+
+/** A start about 70 s ahead on a whole second: the one-minute reminder is due in about 10 s. */
+const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
+const send = (slug: string, body: unknown) => postSigned(stack, slug, body, SECRET);
+const mailsTo = (address: string) => smtp.messages.filter((m) => m.to.includes(address));
+const mailsAbout = (bookingUid: string) => smtp.messages.filter((m) => bodyText(m).includes(bookingUid));
+
+/** The text of a single-part mail, decoded from its transfer encoding. */
+function bodyText(mail: ReceivedMail): string {
+  const split = mail.raw.search(/\r?\n\r?\n/);
+  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
+  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
+  if (encoding === 'quoted-printable') {
+    const bytes = body
+      .replace(/=\r?\n/g, '')
+      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    return Buffer.from(bytes, 'latin1').toString('utf8');
+  }
+  return body;
+}
+
+/** "3:30 PM" for a UTC instant shifted by a fixed offset (zones without daylight saving). */
+function clock(ms: number, offsetMinutes: number): string {
+  const d = new Date(ms + offsetMinutes * 60_000);
+  const h = d.getUTCHours();
+  return `${h % 12 === 0 ? 12 : h % 12}:${String(d.getUTCMinutes()).padStart(2, '0')} ${h < 12 ? 'AM' : 'PM'}`;
+}
+
+const sendJobState = (slug: string, bookingUid: string, startMs: number, to: string) =>
+  stack.services.queues.bookings.getJobState(
+    JOBS.sendReminder.id!({
+      firm: slug,
+      booking_uid: bookingUid,
+      reminder: reminderField(startMs, 1, to),
+      due_at: startMs - 60_000,
+    }),
+  );
+
+describe('reminders sent when due', () => {
+  it('a cancelled booking’s reminder is never mailed, even with its send queued; its uncancelled twin’s is mailed at its due time and shows sent', async () => {
+    const startMs = soon();
+    const due = startMs - 60_000;
+    const ann: Attendee = { email: 'ann@example.com', name: 'Ann Lee', timeZone: 'Asia/Kolkata' };
+    const bob: Attendee = { email: 'bob@example.com', name: 'Bob Stone', timeZone: 'Asia/Kolkata' };
+    const cancelled = uid();
+    const twin = uid();
+    expect(
+      (await send(firm.slug, calEvent('BOOKING_CREATED', calBooking(cancelled, startMs, [ann])))).status,
+    ).toBe(200);
+    expect(
+      (await send(firm.slug, calEvent('BOOKING_CREATED', calBooking(twin, startMs, [bob])))).status,
+    ).toBe(200);
+    for (const [bookingUid, to] of [
+      [cancelled, ann.email],
+      [twin, bob.email],
+    ] as const) {
+      await remindersWhen(firm.client, firm.slug, bookingUid, (rows) =>
+        expect(rows).toEqual(
+          [desk, to].sort().map((address) => ({
+            booking_uid: bookingUid,
+            due_at: new Date(due).toISOString(),
+            channel: 'email',
+            to: address,
+            status: 'scheduled',
+          })),
+        ),
+      );
+    }
+    // The send job of the booking about to be cancelled is already queued, waiting for its time.
+    await eventually(async () =>
+      expect(await sendJobState(firm.slug, cancelled, startMs, ann.email)).toBe('delayed'),
+    );
+
+    const cancel = calEvent(
+      'BOOKING_CANCELLED',
+      calBooking(cancelled, startMs, [ann], { status: 'CANCELLED' }),
+    );
+    expect((await send(firm.slug, cancel)).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, cancelled, (rows) =>
+      expect(rows.map((r) => r.status)).toEqual(['cancelled', 'cancelled']),
+    );
+    // Still before the due time: the cancel did not race the send here (the race is tested below).
+    expect(await sendJobState(firm.slug, cancelled, startMs, ann.email)).toBe('delayed');
+
+    await eventually(() => Promise.resolve(expect(mailsTo(bob.email).length).toBe(1)), 60_000);
+    await remindersWhen(firm.client, firm.slug, twin, (rows) =>
+      expect(rows.map((r) => r.status)).toEqual(['sent', 'sent']),
+    );
+    // The queued sends of the cancelled booking ran, and sent nothing.
+    await eventually(async () => {
+      expect(await sendJobState(firm.slug, cancelled, startMs, ann.email)).toBe('completed');
+      expect(await sendJobState(firm.slug, cancelled, startMs, desk)).toBe('completed');
+    });
+    expect(mailsTo(ann.email)).toEqual([]);
+    expect(mailsAbout(cancelled)).toEqual([]);
+    expect(mailsAbout(twin).length).toBe(1); // the firm's copy
+    expect(await reminders(firm.client, firm.slug, cancelled)).toEqual(
+      [desk, ann.email].sort().map((to) => expect.objectContaining({ to, status: 'cancelled' })),
+    );
+
+    // Mailed at its due time, not before: the Date header is set when the mail is made.
+    const bobMail = mailsTo(bob.email)[0]!;
+    expect(Date.parse(bobMail.header('date')!)).toBeGreaterThanOrEqual(Math.floor(due / 1000) * 1000);
+    const { reminders: stored } = await readBookingReminders(
+      { redis: stack.services.redis, prefix: stack.config.queuePrefix },
+      firm.slug,
+      twin,
+    );
+    for (const r of stored) expect(r.sent_at).toBeGreaterThanOrEqual(due);
+    mailed = { uid: twin, start: startMs };
+  });
+
+  it('the mail: the booking’s title and time in the attendee’s time zone; the firm’s copy in the firm’s', async () => {
+    // The mails of the previous test: Bob in Asia/Kolkata (UTC+5:30), the firm in Asia/Tokyo (UTC+9).
+    expect(mailed, 'runs after the previous test').toBeDefined();
+    const { uid: twinUid, start } = mailed!;
+    const bob = mailsTo('bob@example.com')[0]!;
+    const text = bodyText(bob);
+    expect(bob.header('subject')).toContain('Reminder: Initial consultation');
+    expect(bob.header('subject')).toContain(`${clock(start, 330)} GMT+5:30`);
+    expect(bob.header('from')).toBe('Reminders <reminders@lawfirm.test>');
+    expect(bob.header('message-id')).toMatch(/^<reminder\.[0-9a-f]{32}@lawfirm\.test>$/);
+    expect(text).toContain('Hello Bob Stone,');
+    expect(text).toContain('"Initial consultation"');
+    expect(text).toContain(`at ${clock(start, 330)} GMT+5:30 (Asia/Kolkata)`);
+    expect(text).toContain('Duration: 30 minutes');
+    expect(text).toContain('With: Alex Counsel');
+    expect(text).toContain('Where: https://cal.com/video/abc123');
+    expect(text).toContain(`Firm ${firm.slug}`);
+
+    const copy = mailsTo(desk).find((m) => bodyText(m).includes(twinUid))!;
+    const copyText = bodyText(copy);
+    expect(copy.to).toEqual([desk]);
+    expect(copyText).toContain(`at ${clock(start, 540)} GMT+9 (Asia/Tokyo)`);
+    expect(copyText).toContain('Attendees: Bob Stone <bob@example.com>');
+    expect(copy.header('subject')).toContain('with Bob Stone <bob@example.com>');
+  });
+
+  it('a duplicated delivery, 5 times at once and 3 times later, mails each reminder once', async () => {
+    const startMs = soon();
+    const cat: Attendee = { email: 'cat@example.com', name: 'Cat Wu', timeZone: 'Europe/Paris' };
+    const bookingUid = uid();
+    const event = calEvent('BOOKING_CREATED', calBooking(bookingUid, startMs, [cat]));
+    await Promise.all(Array.from({ length: 5 }, () => send(firm.slug, event)));
+    await remindersWhen(firm.client, firm.slug, bookingUid, (rows) => expect(rows.length).toBe(2));
+    for (let i = 0; i < 3; i++) expect((await send(firm.slug, event)).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, bookingUid, (rows) =>
+      expect(rows.map((r) => r.status)).toEqual(['sent', 'sent']),
+    );
+    await eventually(async () => {
+      const pending = await bookingJobs(stack, ['waiting', 'active', 'delayed']);
+      expect(pending.filter((j) => j.data.uid === bookingUid || j.data.booking_uid === bookingUid)).toEqual(
+        [],
+      );
+    });
+    expect(mailsTo(cat.email).length).toBe(1);
+    expect(mailsAbout(bookingUid).length).toBe(1);
+  });
+});
+
+describe('send failures', () => {
+  it('SMTP refusing twice (451): retried with backoff, mailed once, shows sent; a later run of the send mails nothing', async () => {
+    const quiet = await createFirm(stack, { booking_webhook_secret: SECRET, reminder_offsets_minutes: [1] });
+    const dan: Attendee = { email: 'dan@example.com', name: 'Dan Ruiz', timeZone: 'America/Denver' };
+    const startMs = soon();
+    const bookingUid = uid();
+    await send(quiet.slug, calEvent('BOOKING_CREATED', calBooking(bookingUid, startMs, [dan])));
+    await remindersWhen(quiet.client, quiet.slug, bookingUid, (rows) => expect(rows.length).toBe(1));
+    smtp.failNext(2);
+    await remindersWhen(quiet.client, quiet.slug, bookingUid, (rows) =>
+      expect(rows.map((r) => r.status)).toEqual(['sent']),
+    );
+    expect(mailsTo(dan.email).length).toBe(1);
+    const store: ReminderStore = { redis: stack.services.redis, prefix: stack.config.queuePrefix };
+    const [record] = (await readBookingReminders(store, quiet.slug, bookingUid)).reminders;
+    expect(record).toMatchObject({ status: 'sent', attempts: 3 });
+    expect(record!.last_error).toBeUndefined();
+
+    // The job run again (a stalled job taken over, a retry after a lost reply): nothing is sent.
+    const again = await sendBookingReminder(
+      stack.services,
+      {
+        firm: quiet.slug,
+        booking_uid: bookingUid,
+        reminder: reminderField(startMs, 1, dan.email),
+        due_at: startMs - 60_000,
+      },
+      { lastAttempt: false },
+    );
+    expect(again).toEqual({ outcome: 'sent' });
+    expect(mailsTo(dan.email).length).toBe(1);
+  });
+});
+
+describe('a cancel racing a send (the Redis record, atomically)', () => {
+  const store = (): ReminderStore => ({ redis: stack.services.redis, prefix: stack.config.queuePrefix });
+  const raceFirm = `race-${rand(3)}`;
+
+  async function stored(): Promise<{ uid: string; field: string }> {
+    const bookingUid = uid();
+    const now = Date.now();
+    const startAt = now + 3600_000;
+    const booking: BookingRecord = {
+      state: 'active',
+      start_at: startAt,
+      end_at: startAt + 1800_000,
+      title: 'Race',
+      attendees: 'x@example.com',
+      firm_name: 'Race firm',
+      event_at: now,
+    };
+    const reminder: ReminderRecord = {
+      booking_uid: bookingUid,
+      due_at: now,
+      offset_minutes: 60,
+      channel: 'email',
+      to: 'x@example.com',
+      time_zone: 'UTC',
+      role: 'attendee',
+      status: 'scheduled',
+    };
+    await storeBookingReminders(store(), raceFirm, bookingUid, {
+      booking,
+      reminders: [reminder],
+      now,
+      expireAt: now + 3600_000 * 48,
+    });
+    return { uid: bookingUid, field: reminderField(startAt, 60, 'x@example.com') };
+  }
+  const cancel = (bookingUid: string) =>
+    cancelBookingReminders(store(), raceFirm, bookingUid, {
+      state: 'cancelled',
+      tombstone: {} as BookingRecord,
+      now: Date.now(),
+      expireAt: Date.now() + 3600_000,
+    });
+  const claim = (bookingUid: string, field: string, token: string, now = Date.now()) =>
+    claimReminder(store(), raceFirm, bookingUid, field, { now, leaseMs: 60_000, token });
+  const status = async (bookingUid: string) =>
+    (await readBookingReminders(store(), raceFirm, bookingUid)).reminders[0]!.status;
+
+  it('cancel first: the claim finds it cancelled and nothing is sent', async () => {
+    const { uid: u, field } = await stored();
+    expect(await cancel(u)).toEqual({ outcome: 'cancelled', stopped: 1 });
+    expect(await claim(u, field, 't1')).toEqual({ outcome: 'cancelled' });
+  });
+
+  it('claim first: the cancel cannot stop a mail in flight; the reminder ends sent, or cancelled if the send failed', async () => {
+    const a = await stored();
+    expect((await claim(a.uid, a.field, 't1')).outcome).toBe('claimed');
+    expect(await cancel(a.uid)).toEqual({ outcome: 'cancelled', stopped: 1 });
+    expect(await claim(a.uid, a.field, 't2')).toEqual({ outcome: 'busy' });
+    await finishReminder(store(), raceFirm, a.uid, a.field, {
+      token: 't1',
+      outcome: 'sent',
+      now: Date.now(),
+      detail: '<m@x>',
+    });
+    expect(await status(a.uid)).toBe('sent');
+
+    const b = await stored();
+    expect((await claim(b.uid, b.field, 't1')).outcome).toBe('claimed');
+    await cancel(b.uid);
+    await finishReminder(store(), raceFirm, b.uid, b.field, {
+      token: 't1',
+      outcome: 'retry',
+      now: Date.now(),
+      detail: '451',
+    });
+    expect(await status(b.uid)).toBe('cancelled');
+    expect(await claim(b.uid, b.field, 't2')).toEqual({ outcome: 'cancelled' });
+  });
+
+  it('concurrent claim and cancel: exactly one of them wins, every time', async () => {
+    for (let i = 0; i < 25; i++) {
+      const { uid: u, field } = await stored();
+      const [claimed, cancelled] = await Promise.all([claim(u, field, `t${i}`), cancel(u)]);
+      if (claimed.outcome === 'claimed') {
+        await finishReminder(store(), raceFirm, u, field, {
+          token: `t${i}`,
+          outcome: 'sent',
+          now: Date.now(),
+          detail: '<m@x>',
+        });
+        expect(await status(u)).toBe('sent');
+      } else {
+        expect(claimed.outcome).toBe('cancelled');
+        expect(await status(u)).toBe('cancelled');
+      }
+      expect(cancelled.outcome).toBe('cancelled');
+    }
+  });
+
+  it('a reminder still unsent when the booking is over is not sent: it is recorded failed', async () => {
+    const { uid: u, field } = await stored();
+    expect(await claim(u, field, 'late', Date.now() + 2 * 3600_000 + 1)).toEqual({ outcome: 'expired' });
+    expect(await status(u)).toBe('failed');
+    expect(await claim(u, field, 'again')).toEqual({ outcome: 'failed' });
+  });
+
+  it('an attempt that died mid-send: after its lease, the send is repeated (at least once) unless a cancel came', async () => {
+    const a = await stored();
+    expect((await claim(a.uid, a.field, 'dead')).outcome).toBe('claimed');
+    const later = Date.now() + 61_000;
+    expect((await claim(a.uid, a.field, 'next', later)).outcome).toBe('claimed');
+    // The dead attempt's late report of a failure does not undo the new attempt's claim.
+    expect(
+      await finishReminder(store(), raceFirm, a.uid, a.field, {
+        token: 'dead',
+        outcome: 'retry',
+        now: later,
+        detail: 'x',
+      }),
+    ).toBe('superseded');
+
+    const b = await stored();
+    expect((await claim(b.uid, b.field, 'dead')).outcome).toBe('claimed');
+    await cancel(b.uid);
+    expect(await claim(b.uid, b.field, 'next', Date.now() + 61_000)).toEqual({ outcome: 'cancelled' });
+    expect(await stack.services.redis.exists(bookingKey(stack.config.queuePrefix, raceFirm, b.uid))).toBe(1);
+  });
+});

@@ -1,0 +1,137 @@
+import { expect } from 'vitest';
+import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
+import { eventually } from '../helpers/eventually.js';
+import { rand, type Stack } from '../helpers/stack.js';
+import type { ApiClient } from '../helpers/client.js';
+
+// Cal.com's webhook envelope as its webhook code sends it: {triggerEvent, createdAt, payload}
+// with the booking's uid, times in UTC ("...Z"), attendees with their time zones, the organizer,
+// and, on a reschedule, the old booking's uid in rescheduleUid.
+
+export interface Attendee {
+  email: string;
+  name: string;
+  timeZone: string;
+}
+
+export const uid = (): string => `bk${rand(8)}`;
+
+export function calBooking(
+  bookingUid: string,
+  startMs: number,
+  attendees: Attendee[],
+  fields: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    type: '30min',
+    title: 'Initial consultation',
+    description: 'Car accident, rear-ended',
+    additionalNotes: '',
+    customInputs: {},
+    startTime: new Date(startMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    endTime: new Date(startMs + 30 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    organizer: {
+      id: 7,
+      name: 'Alex Counsel',
+      email: 'alex@lawfirm.test',
+      username: 'alex',
+      timeZone: 'America/New_York',
+      language: { locale: 'en' },
+      timeFormat: 'h:mma',
+      utcOffset: -300,
+    },
+    responses: { name: { label: 'your_name', value: attendees[0]?.name ?? '' } },
+    userFieldsResponses: {},
+    attendees: attendees.map((a) => ({ ...a, language: { locale: 'en' }, utcOffset: 0 })),
+    location: 'https://cal.com/video/abc123',
+    destinationCalendar: null,
+    hideCalendarNotes: false,
+    requiresConfirmation: null,
+    eventTypeId: 42,
+    seatsShowAttendees: true,
+    seatsPerTimeSlot: null,
+    uid: bookingUid,
+    bookingId: Math.floor(Math.random() * 1e6),
+    status: 'ACCEPTED',
+    metadata: { videoCallUrl: 'https://cal.com/video/abc123' },
+    ...fields,
+  };
+}
+
+export function calEvent(triggerEvent: string, payload: Record<string, unknown>): Record<string, unknown> {
+  return { triggerEvent, createdAt: new Date().toISOString(), payload };
+}
+
+/** Posts a raw JSON body with Cal.com's X-Cal-Signature-256 (or the header given). */
+export function postSigned(
+  stack: Stack,
+  slug: string,
+  body: unknown,
+  secret: string,
+  options: { raw?: string; signature?: string } = {},
+) {
+  const raw = options.raw ?? JSON.stringify(body);
+  return stack.api.request('POST', `/api/v2/${slug}/booking-webhook`, {
+    rawBody: raw,
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Cal-Signature-256': options.signature ?? signCalWebhook(raw, secret),
+    },
+  });
+}
+
+export interface ReminderRow {
+  booking_uid: string;
+  due_at: string;
+  channel: string;
+  to: string;
+  status: string;
+}
+
+export async function reminders(client: ApiClient, slug: string, bookingUid: string): Promise<ReminderRow[]> {
+  const res = await client.get(`/api/v2/${slug}/reminders?bookingUid=${encodeURIComponent(bookingUid)}`);
+  expect(res.status).toBe(200);
+  return res.body as ReminderRow[];
+}
+
+/** Waits until the booking's reminders satisfy `check`. */
+export function remindersWhen(
+  client: ApiClient,
+  slug: string,
+  bookingUid: string,
+  check: (rows: ReminderRow[]) => void,
+): Promise<ReminderRow[]> {
+  return eventually(async () => {
+    const rows = await reminders(client, slug, bookingUid);
+    check(rows);
+    return rows;
+  });
+}
+
+/** Jobs of the bookings queue in these states, by name. */
+export async function bookingJobs(
+  stack: Stack,
+  states: Array<'waiting' | 'active' | 'delayed' | 'completed' | 'failed' | 'prioritized'> = [
+    'waiting',
+    'active',
+    'delayed',
+    'completed',
+    'failed',
+  ],
+) {
+  return stack.services.queues.bookings.getJobs(states);
+}
+
+/** Waits until the bookings queue has nothing waiting, running or delayed. */
+export const bookingsDrained = (stack: Stack, timeoutMs = 30_000) =>
+  eventually(async () => {
+    const counts = await stack.services.queues.bookings.getJobCounts(
+      'waiting',
+      'active',
+      'delayed',
+      'prioritized',
+    );
+    expect(counts).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
+  }, timeoutMs);
+
+export const iso = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,171 @@
+// The call webhook's door (CONTRACT §3.12, items 1–2 of issue 8): Retell's signature checked over
+// the raw body with the firm's secret; a refused request leaves nothing behind; an accepted one
+// is one job whose id derives from the firm, the event and the call, so a repeat adds nothing;
+// and a 200 is never sent when the job could not be enqueued (503 instead).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { expectError } from '../helpers/expect-error.js';
+import { callsOf, postSigned, retellCallAnalyzed } from './support.js';
+
+const SECRET_A = 'whsec_firm_a_secret_value';
+const SECRET_B = 'whsec_firm_b_secret_value';
+
+let stack: Stack;
+let a: Awaited<ReturnType<typeof createFirm>>;
+let b: Awaited<ReturnType<typeof createFirm>>;
+
+beforeAll(async () => {
+  stack = await startStack(); // no workers: what the request itself leaves behind is visible
+  a = await createFirm(stack, { voice_webhook_secret: SECRET_A });
+  b = await createFirm(stack, { voice_webhook_secret: SECRET_B });
+});
+afterAll(async () => stack?.stop());
+
+const eventQueue = () => stack.services.queues['call-events'];
+const jobsOf = async (providerCallId: string) =>
+  (await eventQueue().getJobs(['waiting', 'active', 'delayed', 'completed', 'failed'])).filter(
+    (j) => j.data.call.call_id === providerCallId,
+  );
+
+function signedWith(slug: string, raw: string, signature: string) {
+  return stack.api.request('POST', `/api/v2/${slug}/webhook`, {
+    rawBody: raw,
+    headers: { 'Content-Type': 'application/json', 'x-retell-signature': signature },
+  });
+}
+
+describe('Retell signatures (x-retell-signature)', () => {
+  it('a valid signature is accepted and enqueues the event', async () => {
+    const body = retellCallAnalyzed();
+    const res = await postSigned(stack, a.slug, SECRET_A, body);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true });
+    expect(await jobsOf(body.call.call_id)).toHaveLength(1);
+  });
+
+  it('invalid, stale, future, tampered and another firm’s secret are 401, and leave nothing behind', async () => {
+    const body = retellCallAnalyzed();
+    const raw = JSON.stringify(body);
+    const now = Date.now();
+    const tampered = raw.replace('"Personal Injury"', '"Family Law"');
+    expect(tampered).not.toBe(raw);
+    const cases: Array<[string, Promise<Awaited<ReturnType<typeof signedWith>>>]> = [
+      ['invalid (garbage digest)', signedWith(a.slug, raw, `v=${now},d=${'0'.repeat(64)}`)],
+      ['invalid (not the scheme)', signedWith(a.slug, raw, 'sha256=abcdef')],
+      ['stale (6 minutes old)', signedWith(a.slug, raw, signRetellWebhook(raw, SECRET_A, now - 6 * 60_000))],
+      [
+        'future (6 minutes ahead)',
+        signedWith(a.slug, raw, signRetellWebhook(raw, SECRET_A, now + 6 * 60_000)),
+      ],
+      ['tampered body', signedWith(a.slug, tampered, signRetellWebhook(raw, SECRET_A))],
+      [
+        'signed for another timestamp',
+        signedWith(
+          a.slug,
+          raw,
+          signRetellWebhook(raw, SECRET_A, now - 1000).replace(`v=${now - 1000}`, `v=${now}`),
+        ),
+      ],
+      ['another firm’s secret', signedWith(a.slug, raw, signRetellWebhook(raw, SECRET_B))],
+    ];
+    for (const [name, pending] of cases) {
+      const res = await pending;
+      expect(res.status, name).toBe(401);
+      expectError(res, 401, 'unauthorized');
+    }
+    expect(await jobsOf(body.call.call_id)).toEqual([]);
+    expect(await callsOf(stack).countDocuments({ provider_call_id: body.call.call_id })).toBe(0);
+  });
+
+  it('a signature made with firm B’s secret is valid for firm B only', async () => {
+    const body = retellCallAnalyzed();
+    expectError(await postSigned(stack, a.slug, SECRET_B, body), 401, 'unauthorized');
+    expect((await postSigned(stack, b.slug, SECRET_B, body)).status).toBe(200);
+    const jobs = await jobsOf(body.call.call_id);
+    expect(jobs.map((j) => j.data.firm)).toEqual([b.slug]);
+  });
+
+  it('an unknown firm is 404 firm_not_found, signed or not', async () => {
+    expectError(
+      await postSigned(stack, `no-firm-${rand(3)}`, SECRET_A, retellCallAnalyzed()),
+      404,
+      'firm_not_found',
+    );
+  });
+});
+
+describe('one job per firm, event and call', () => {
+  it('the job id derives from the firm, the event and the provider call id; repeats add nothing', async () => {
+    const analyzed = retellCallAnalyzed();
+    const pid = analyzed.call.call_id;
+    const { call_analysis: _a, ...ended } = analyzed.call;
+    const deliveries = [
+      postSigned(stack, a.slug, SECRET_A, analyzed),
+      postSigned(stack, a.slug, SECRET_A, analyzed),
+      postSigned(stack, a.slug, SECRET_A, { event: 'call_ended', call: ended }),
+      postSigned(stack, a.slug, SECRET_A, { event: 'call_ended', call: ended }),
+      postSigned(stack, b.slug, SECRET_B, analyzed),
+    ];
+    for (const res of await Promise.all(deliveries)) expect(res.body).toEqual({ received: true });
+    const ids = (await jobsOf(pid)).map((j) => j.id).sort();
+    expect(ids).toEqual(
+      [
+        `evt|${a.slug}|call_analyzed|${pid}`,
+        `evt|${a.slug}|call_ended|${pid}`,
+        `evt|${b.slug}|call_analyzed|${pid}`,
+      ].sort(),
+    );
+  });
+
+  it('other events are acknowledged and not enqueued', async () => {
+    const body = { ...retellCallAnalyzed(), event: 'transcript_updated' };
+    const res = await postSigned(stack, a.slug, SECRET_A, body);
+    expect(res.body).toEqual({ received: true });
+    expect(await jobsOf(body.call.call_id)).toEqual([]);
+  });
+});
+
+describe('a 200 only for an enqueued job', () => {
+  let redis: LocalRedis;
+  let dir: string;
+  let outage: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+
+  beforeAll(async () => {
+    // A private Redis, so stopping it does not disturb test files running in parallel.
+    dir = await mkdtemp(join(tmpdir(), 'webhook-outage-'));
+    redis = await startRedis(await ensureRedisServer(() => {}), dir);
+    outage = await startStack({ env: { REDIS_URL: `redis://127.0.0.1:${redis.port}` } });
+    firm = await createFirm(outage, { voice_webhook_secret: SECRET_A });
+  });
+  afterAll(async () => {
+    await outage?.stop();
+    await redis?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('answers 503 with Retry-After while Redis is down (signed or bearer), and 200 again once it is back', async () => {
+    expect((await postSigned(outage, firm.slug, SECRET_A, retellCallAnalyzed())).status).toBe(200);
+    await redis.stop();
+    await eventually(async () => expect(outage.services.redis.status).not.toBe('ready'));
+
+    const signed = await postSigned(outage, firm.slug, SECRET_A, retellCallAnalyzed());
+    expectError(signed, 503, 'unavailable');
+    expect(signed.headers.get('retry-after')).toMatch(/^\d+$/);
+    const bearer = await firm.client.post(`/api/v2/${firm.slug}/webhook`, retellCallAnalyzed());
+    expectError(bearer, 503, 'unavailable');
+
+    await redis.start();
+    await eventually(async () => expect((await outage.api.get('/readyz')).status).toBe(200), 20_000);
+    const body = retellCallAnalyzed();
+    expect((await postSigned(outage, firm.slug, SECRET_A, body)).status).toBe(200);
+    const jobs = await outage.services.queues['call-events'].getJobs(['waiting']);
+    expect(jobs.some((j) => j.data.call.call_id === body.call.call_id)).toBe(true);
+  });
+});
