@@ -10,7 +10,8 @@
 //   (b) the fan-out of one BENCH_LEADS-lead campaign (one streaming cursor, addBulk per chunk,
 //       a checkpoint per chunk): jobs/s, against a bare Queue.addBulk of as many jobs of the
 //       same shape (ids, priorities, payload) in chunks of the same size on the same Redis.
-//   (c) the worker's RSS before and during that fan-out (peak), sampled every 50 ms.
+//   (c) the worker's RSS as that fan-out starts, its peak during it and at each quarter of it
+//       (BENCH_WORKER_HEAP_MB=40 caps the worker's V8 old space, to show the fan-out streams).
 // Everything it made is dropped at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -194,7 +195,14 @@ async function main(): Promise<void> {
   const measured = largeIds[0]!;
 
   // (b) + (c) the fan-out in the real worker process, one job at a time.
-  const worker = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+  // BENCH_WORKER_HEAP_MB caps the worker's V8 old space: a fan-out that held on to what it read
+  // would then run out of memory, one that streams stays flat (V8 otherwise lets the heap grow
+  // well past what is live before it collects, which the uncapped RSS shows).
+  const heapCap =
+    process.env.BENCH_WORKER_HEAP_MB === undefined
+      ? []
+      : [`--max-old-space-size=${bounded('BENCH_WORKER_HEAP_MB', 64, 4096)}`];
+  const worker = spawn(process.execPath, [...heapCap, '--import', 'tsx', 'workers/main.ts'], {
     env: { ...process.env, ...env, WORKER_QUEUES: 'campaigns', WORKER_CONCURRENCY: '1' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -272,7 +280,7 @@ async function main(): Promise<void> {
     `(b) fan-out of ${LARGE} jobs in the worker: ${fanoutSeconds.toFixed(2)} s, ${(LARGE / fanoutSeconds).toFixed(0)} jobs/s; ` +
       `bare addBulk of ${LARGE} jobs: ${bareSeconds.toFixed(2)} s, ${(LARGE / bareSeconds).toFixed(0)} jobs/s; ` +
       `fan-out / bare: ${(bareSeconds / fanoutSeconds).toFixed(2)} of the bare rate`,
-    `(c) worker RSS: ${idleRss.toFixed(0)} MiB as the fan-out started, ${peakRss.toFixed(0)} MiB peak during it (+${(peakRss - idleRss).toFixed(0)} MiB); ` +
+    `(c) worker RSS${heapCap.length > 0 ? ` (${heapCap[0]})` : ''}: ${idleRss.toFixed(0)} MiB as the fan-out started, ${peakRss.toFixed(0)} MiB peak during it (+${(peakRss - idleRss).toFixed(0)} MiB); ` +
       `as it went: ${byProgress.join(', ') || 'too fast to sample'}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
