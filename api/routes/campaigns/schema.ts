@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { CAMPAIGN_STATUSES } from '../../../core/domain/campaigns/campaign-store.js';
 import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-leads.js';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
 import { LeadInputFields } from '../leads/schema.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -53,13 +53,7 @@ export const CampaignParams = Type.Object({ id: Id });
 export const ListCampaignsQuery = Type.Object({
   firmSlug: FirmSlug,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
-  cursor: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      description:
-        'next_cursor of the previous page; "" or absent for the first. Opaque (400 invalid_cursor)',
-    }),
-  ),
+  cursor: Cursor(),
 });
 
 export const CreateCampaignResponse = Type.Object({

@@ -1,7 +1,7 @@
-import type { Db, Filter } from 'mongodb';
+import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { claim } from '../../platform/db/claim.js';
-import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
+import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { conflict } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { enqueue } from '../../../jobs/define.js';
@@ -285,8 +285,6 @@ export async function viewWithCounts(services: Services, campaign: CampaignDoc) 
   return campaignView(campaign, counts!);
 }
 
-const SCOPE = 'list-campaigns';
-
 /** A firm's campaigns, newest first (ties by id), by keyset: pages never repeat or skip one. */
 export async function listCampaigns(
   services: Services,
@@ -294,24 +292,14 @@ export async function listCampaigns(
   limit: number,
   cursor: string | undefined,
 ): Promise<{ campaigns: ReturnType<typeof campaignView>[]; next_cursor: string }> {
-  const secret = services.config.sessionSecret;
-  const filter: Filter<CampaignDoc> = { firm };
-  if (cursor) {
-    const { t, i } = decodeCursor(secret, SCOPE, firm, cursor);
-    if (typeof t !== 'number' || typeof i !== 'string') throw invalidCursor();
-    filter.$or = [{ created_at: { $lt: new Date(t) } }, { created_at: new Date(t), _id: { $lt: i } }];
-  }
-  const rows = await campaignsCollection(services.mongo.db)
-    .find(filter)
-    .sort({ created_at: -1, _id: -1 })
-    .limit(limit + 1)
-    .toArray();
-  const page = rows.slice(0, limit);
-  const counts = await countsOf(services, page);
-  const last = page[page.length - 1];
-  const next_cursor =
-    rows.length > limit && last !== undefined
-      ? encodeCursor(secret, SCOPE, firm, { t: last.created_at.getTime(), i: last._id })
-      : '';
-  return { campaigns: page.map((c, i) => campaignView(c, counts[i]!)), next_cursor };
+  const order = { primary: { field: 'created_at', kind: 'date' as const }, tie: '_id' };
+  const page = await keysetPage(
+    campaignsCollection(services.mongo.db),
+    { secret: services.config.sessionSecret, scope: 'list-campaigns', firm, order },
+    { firm },
+    limit,
+    cursor,
+  );
+  const counts = await countsOf(services, page.rows);
+  return { campaigns: page.rows.map((c, i) => campaignView(c, counts[i]!)), next_cursor: page.next_cursor };
 }
