@@ -1,0 +1,208 @@
+// Campaign launch and fan-out at scale (the web and worker processes as children).
+//   (a) launch response time (POST .../launch) at BENCH_CAMPAIGN_LEADS (50,000) leads ÷ at 100:
+//       the launch must not grow with the leads (≤ 2). No worker runs while launching.
+//   (b) the fan-out of each large campaign in the real worker process (campaigns queue only,
+//       one job at a time, a fresh process per round): jobs/s from the job's start to its end,
+//       ÷ a bare Queue.addBulk of as many jobs of the same shape (ids, priorities, payload,
+//       options) in chunks of the same size on the same Redis, alternated with it.
+//   (c) the worker's RSS as each fan-out starts and its peak during it.
+// The firm's calling window is closed, so no call is dialled: only the fan-out is measured.
+import { jobId } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { knob, median, RssSampler, say, sleep } from '../lib/measure.js';
+import { ratioRow, type Row } from '../lib/report.js';
+import type { Scenario } from '../lib/scenario.js';
+import { api, createApp, makeTenant, rand, type App } from '../lib/stack.js';
+
+const PER_REQUEST = 5000;
+const CHUNK = 500; // CAMPAIGN_FANOUT_CHUNK's default
+
+/**
+ * The i-th distinct valid US number of a run (212-2xx-xxxx), never ending in 0000 or 9999 (the
+ * simulator leaves those unanswered or refuses them): every lead's call connects.
+ */
+export const phone = (i: number): string =>
+  `+1212${200 + Math.floor(i / 9998)}${String((i % 9998) + 1).padStart(4, '0')}`;
+
+/** A draft campaign of `size` distinct callable leads, added 5,000 per request. */
+export async function makeCampaign(
+  base: string,
+  key: string,
+  slug: string,
+  agentId: string,
+  size: number,
+  name: string,
+): Promise<string> {
+  const t = performance.now();
+  const leads = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ phone: phone(from + i), first_name: `Lead ${from + i}` }));
+  const first = Math.min(size, PER_REQUEST);
+  const { id } = await api<{ id: string }>(base, 'POST', '/api/leads/campaigns', key, {
+    firmSlug: slug,
+    name,
+    agentId,
+    leads: leads(0, first),
+  });
+  for (let from = first; from < size; from += PER_REQUEST) {
+    await api(base, 'POST', `/api/leads/campaigns/${id}/leads`, key, {
+      leads: leads(from, Math.min(PER_REQUEST, size - from)),
+    });
+  }
+  if (size >= PER_REQUEST) say(`made a ${size}-lead campaign in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  return id;
+}
+
+/** A bare addBulk of `size` campaign-call jobs shaped as the fan-out adds them; jobs/s. */
+async function bareAddBulk(app: App, campaignId: string, firm: string, size: number): Promise<number> {
+  const queue = app.queues.campaigns;
+  const def = JOBS.campaignCall;
+  const t = performance.now();
+  for (let from = 0; from < size; from += CHUNK) {
+    await queue.addBulk(
+      Array.from({ length: Math.min(CHUNK, size - from) }, (_, i) => {
+        const data = { campaignId, firm, phone: phone(from + i), attempt: 1 };
+        return { name: def.name, data, opts: { ...def.options, jobId: def.id!(data), priority: from + i + 1 } };
+      }),
+    );
+  }
+  return size / ((performance.now() - t) / 1000);
+}
+
+export const campaigns: Scenario = {
+  name: 'campaigns',
+  ids: ['launch_50k_vs_100', 'fanout_vs_addbulk', 'worker_rss_fanout_mb'],
+  async run(ctx) {
+    const large = knob('BENCH_CAMPAIGN_LEADS', 50_000, 200_000);
+    const small = 100;
+    const app = await createApp(ctx.stores, 'campaigns', { CAMPAIGN_FANOUT_CHUNK: String(CHUNK) });
+    try {
+      const web = await app.startWeb();
+      // A calling window twelve hours away (UTC): campaign calls wait, nothing is dialled.
+      const away = new Date(Date.now() + 12 * 3600_000).toISOString().slice(11, 13);
+      const t = await makeTenant(app, web.base, {
+        timezone: 'UTC',
+        max_concurrent_calls: 1000,
+        calling_window: { start: `${away}:00`, end: `${away}:59`, days: [1, 2, 3, 4, 5, 6, 7] },
+      });
+      const launch = async (id: string, expected: number): Promise<number> => {
+        const started = performance.now();
+        const res = await api<{ calls_queued: number }>(web.base, 'POST', `/api/leads/campaigns/${id}/launch`, t.key);
+        const ms = performance.now() - started;
+        if (res.calls_queued !== expected) throw new Error(`calls_queued ${res.calls_queued}, expected ${expected}`);
+        return ms;
+      };
+      const cancel = (id: string) => api(web.base, 'POST', `/api/leads/campaigns/${id}/cancel`, t.key);
+
+      // Warm-up: the first launches of a process pay for compiling and connecting.
+      for (let i = 0; i < 3; i++) {
+        const id = await makeCampaign(web.base, t.key, t.slug, t.agentId, 10, `warm ${i}`);
+        await launch(id, 10);
+        await cancel(id);
+      }
+      const largeIds: string[] = [];
+      const smallIds: string[] = [];
+      for (let i = 0; i < ctx.rounds; i++) {
+        largeIds.push(await makeCampaign(web.base, t.key, t.slug, t.agentId, large, `large ${i}`));
+        smallIds.push(await makeCampaign(web.base, t.key, t.slug, t.agentId, small, `small ${i}`));
+      }
+      await app.queues.campaigns.obliterate({ force: true });
+
+      const smallMs: number[] = [];
+      const largeMs: number[] = [];
+      const fanoutRates: number[] = [];
+      const bareRates: number[] = [];
+      const rssStart: number[] = [];
+      const rssPeak: number[] = [];
+      for (let round = 0; round < ctx.rounds; round++) {
+        // (a) interleaved, the order swapped every round.
+        const pair: Array<[string, number, number[]]> = [
+          [smallIds[round]!, small, smallMs],
+          [largeIds[round]!, large, largeMs],
+        ];
+        if (round % 2 === 1) pair.reverse();
+        for (const [id, size, into] of pair) into.push(await launch(id, size));
+        await cancel(smallIds[round]!);
+
+        // (b) + (c): a fresh worker fans the large campaign out, alone.
+        const campaignId = largeIds[round]!;
+        const worker = await app.startWorker(`worker${round}`, { WORKER_QUEUES: 'campaigns', WORKER_CONCURRENCY: '1' });
+        const sampler = new RssSampler(worker.pid, 20);
+        let startRss = NaN;
+        const fanoutJob = jobId('fanout', campaignId);
+        let job;
+        for (;;) {
+          job = await app.queues.campaigns.getJob(fanoutJob);
+          if (Number.isNaN(startRss) && job?.processedOn !== undefined) {
+            startRss = worker.rss();
+            sampler.start();
+          }
+          if (job?.finishedOn !== undefined) break;
+          if (job?.failedReason) throw new Error(`fan-out failed: ${job.failedReason}`);
+          await sleep(10);
+        }
+        const peak = sampler.stop();
+        await worker.stop();
+        const progress = await app.db
+          .collection<{ _id: string; added?: number }>(COLLECTIONS.campaignFanouts)
+          .findOne({ _id: campaignId });
+        if (progress?.added !== large) throw new Error(`the fan-out added ${String(progress?.added)} jobs`);
+        const seconds = (job.finishedOn! - job.processedOn!) / 1000;
+        fanoutRates.push(large / seconds);
+        rssStart.push(startRss);
+        rssPeak.push(peak);
+        await cancel(campaignId);
+        await app.queues.campaigns.obliterate({ force: true });
+
+        // The baseline, right after, on the same (now empty) queue.
+        bareRates.push(await bareAddBulk(app, `bare_${rand()}`, t.slug, large));
+        await app.queues.campaigns.obliterate({ force: true });
+        say(
+          `campaigns round ${round + 1}: launch ${smallMs[round]!.toFixed(1)} ms at ${small}, ${largeMs[round]!.toFixed(1)} ms at ${large} · ` +
+            `fan-out ${fanoutRates[round]!.toFixed(0)} jobs/s (${seconds.toFixed(1)} s) · bare addBulk ${bareRates[round]!.toFixed(0)} jobs/s · ` +
+            `worker RSS ${startRss.toFixed(0)} → peak ${peak.toFixed(0)} MiB`,
+        );
+      }
+      const k = `${Math.round(large / 1000)}k`;
+      const rows: Row[] = [
+        ratioRow(
+          {
+            id: 'launch_50k_vs_100',
+            label: `launch response at ${large.toLocaleString('en')} leads`,
+            unit: 'ms',
+            baselineLabel: `at ${small} leads, ms`,
+            target: { op: '<=', limit: 2 },
+          },
+          largeMs,
+          smallMs,
+        ),
+        ratioRow(
+          {
+            id: 'fanout_vs_addbulk',
+            label: `fan-out of ${k} leads in the worker`,
+            unit: 'jobs/s',
+            baselineLabel: `bare addBulk of ${k} same jobs, chunks of ${CHUNK}, jobs/s`,
+            target: { op: '>=', limit: 0.7 },
+          },
+          fanoutRates,
+          bareRates,
+        ),
+        ratioRow(
+          {
+            id: 'worker_rss_fanout_mb',
+            label: `worker RSS peak during the ${k} fan-out`,
+            unit: 'MiB',
+            baselineLabel: 'RSS as it started, MiB',
+            target: { op: '<', limit: 250, on: 'value' },
+          },
+          rssPeak,
+          rssStart,
+        ),
+      ];
+      say(`campaigns: launch medians ${median(smallMs).toFixed(1)} / ${median(largeMs).toFixed(1)} ms`);
+      return rows;
+    } finally {
+      await app.close();
+    }
+  },
+};
