@@ -13,6 +13,8 @@ export const QUEUE = {
   simulator: 'simulator',
   /** Periodic housekeeping (job schedulers), e.g. pruning expired Idempotency-Key records. */
   maintenance: 'maintenance',
+  /** Imports one batch of contact rows (POST /api/contacts/import); job id = the import's job_id. */
+  contacts: 'contacts',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -34,6 +36,8 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.callEvents]: {},
   [QUEUE.simulator]: {},
   [QUEUE.maintenance]: { concurrency: 1 },
+  // An import holds up to 5,000 rows (16 MiB of JSON) in memory: a few at a time per process.
+  [QUEUE.contacts]: { concurrency: 2 },
 };
 
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

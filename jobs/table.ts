@@ -1,4 +1,5 @@
 import { callJobs } from './calls.js';
+import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
 
@@ -11,6 +12,7 @@ export const JOBS = {
   ...callJobs,
   ...simulatorJobs,
   ...maintenanceJobs,
+  ...contactJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

@@ -4,6 +4,7 @@ import { agentRoutes } from './agents/routes.js';
 import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { chatRoutes } from './chats/routes.js';
+import { contactRoutes } from './contacts/routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
@@ -18,4 +19,5 @@ export const businessRoutes: AnyRoute[] = [
   ...callRoutes,
   ...callWebhookRoutes,
   ...chatRoutes,
+  ...contactRoutes,
 ];

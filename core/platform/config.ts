@@ -44,6 +44,8 @@ export interface Config {
   queuePrefix: string;
   /** Queues this worker process consumes (WORKER_QUEUES); undefined: every queue. */
   workerQueues: string[] | undefined;
+  /** How long POST /api/contacts/import waits for its job before answering 202 (CONTACTS_IMPORT_WAIT_MS). */
+  contactsImportWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -213,6 +215,7 @@ export function loadConfig(env: Env): Config {
     workerConcurrency: r.int('WORKER_CONCURRENCY', 10, 1, 500),
     queuePrefix: r.optional('QUEUE_PREFIX') ?? 'bull',
     workerQueues: r.list('WORKER_QUEUES', /^[a-z][a-z0-9-]{0,62}$/),
+    contactsImportWaitMs: r.int('CONTACTS_IMPORT_WAIT_MS', 25_000, 0, 60_000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

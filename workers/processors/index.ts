@@ -1,5 +1,6 @@
 import type { ProcessorTable } from '../runner.js';
 import { callEvent, placeCall } from './calls.js';
+import { importContacts } from './contacts.js';
 import { pruneIdempotencyKeys } from './maintenance.js';
 import { simulatorStep } from './simulator.js';
 
@@ -9,4 +10,5 @@ export const processors: ProcessorTable = {
   callEvent,
   simulatorStep,
   pruneIdempotencyKeys,
+  importContacts,
 };

@@ -18,6 +18,11 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
+  contacts: 'contacts',
+  /** Key documents: the contact holding a phone or email in a firm (`<firm>|phone|<E.164>`, `<firm>|email|<address>`). */
+  contactKeys: 'contact_keys',
+  /** One document per contacts import (`_id` = its job_id): progress, then the result. */
+  contactImports: 'contact_imports',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -19,6 +19,15 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
   // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
   [COLLECTIONS.simulatorCalls]: [],
+  [COLLECTIONS.contacts]: [
+    // GET /api/contacts keyset: a firm's contacts newest first, ties by _id.
+    { key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' },
+    // ?q=: anchored prefix matches on the search terms (multikey), an index range on MongoDB.
+    { key: { firm: 1, search_terms: 1 }, name: 'firm_search_terms' },
+  ],
+  // Keyed by _id `<firm>|<kind>|<value>`: the unique _id is the claim on a phone or email.
+  [COLLECTIONS.contactKeys]: [],
+  [COLLECTIONS.contactImports]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
