@@ -27,7 +27,11 @@ const TABLE: Array<[string, unknown, Outcome]> = [
   ['the same email, lower-case', { email: 'ann@x.com' }, 'duplicate'],
   ['phone only', { phone: '(415) 555-0101' }, 'imported'],
   ['email only', { email: 'bob@example.com' }, 'imported'],
-  ['invalid phone with a valid email', { phone: '12345', email: 'carl@example.com' }, /"phone" "12345" is not a valid/],
+  [
+    'invalid phone with a valid email',
+    { phone: '12345', email: 'carl@example.com' },
+    /"phone" "12345" is not a valid/,
+  ],
   ['a string row', 'Jane Doe, +12125550123', /not an object/],
   ['a null row', null, /not an object/],
   ['an array row', [{ phone: '+12125550124' }], /not an object/],
@@ -36,18 +40,32 @@ const TABLE: Array<[string, unknown, Outcome]> = [
   ['a number first_name', { first_name: 7, phone: '+12125550126' }, /"first_name" must be a string/],
   ['an email array', { email: ['dee@example.com'] }, /"email" must be a string, not an array/],
   ['tags with a number', { phone: '+12125550127', tags: ['vip', 3] }, /"tags" must be/],
-  ['an object custom field', { phone: '+12125550128', matter: { id: 1 } }, /custom field "matter" must be a string/],
+  [
+    'an object custom field',
+    { phone: '+12125550128', matter: { id: 1 } },
+    /custom field "matter" must be a string/,
+  ],
   ['neither phone nor email', { first_name: 'Nobody', company: 'Acme' }, /neither a phone nor an email/],
   ['blank phone and email', { phone: '  ', email: '' }, /neither a phone nor an email/],
   ['an invalid email alone', { email: 'not-an-email' }, /"email" "not-an-email" is not a valid email/],
   ['a valid phone with an invalid email', { phone: '+1 617 555 0123', email: 'nope@' }, 'imported'],
-  ['a phone the firm has, with a new email', { phone: '212.555.0100', email: 'fresh@example.com' }, 'duplicate'],
+  [
+    'a phone the firm has, with a new email',
+    { phone: '212.555.0100', email: 'fresh@example.com' },
+    'duplicate',
+  ],
   // fresh@example.com was claimed for the row above, which is a duplicate: it is free again.
   ['that new email on a new phone', { phone: '+1 202 555 0143', email: 'FRESH@example.com' }, 'imported'],
   ['a UK number without a country code (default US)', { phone: '020 7946 0018' }, /not a valid phone number/],
   [
     'custom string fields, tags as one string, a numeric external id',
-    { phone: '+13105550100', 'Case Type': 'injury', tags: 'vip; spanish', external_id: 991, __proto__x: 'ok' },
+    {
+      phone: '+13105550100',
+      'Case Type': 'injury',
+      tags: 'vip; spanish',
+      external_id: 991,
+      __proto__x: 'ok',
+    },
     'imported',
   ],
 ];
@@ -131,7 +149,11 @@ describe('the counting rules', () => {
     const result = await importRows(
       firmB.client,
       firmB.slug,
-      [{ phone: '020 7946 0018', first_name: 'Olivia' }, { phone: '+44 20 7946 0018' }, { phone: '2125550100' }],
+      [
+        { phone: '020 7946 0018', first_name: 'Olivia' },
+        { phone: '+44 20 7946 0018' },
+        { phone: '2125550100' },
+      ],
       { defaultCountry: 'GB' },
     );
     // The last one is not a valid GB number: read as GB, it is an error, not the US number.
