@@ -91,7 +91,7 @@ export const contactRoutes = [
       const slug = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
       if (slug === undefined) {
         throw invalidRequest('Name the firm with ?firmSlug= (the platform key acts on every firm).', [
-          { path: '/query/firmSlug', message: 'is required with the platform key' },
+          { path: '/firmSlug', message: 'is required with the platform key' },
         ]);
       }
       await requireFirm(services.mongo.db, principal, slug);

@@ -73,7 +73,7 @@ export function queryPrefixes(q: string): string[] {
   const words = [...new Set(fold(trimmed).split(/\s+/))].filter((w) => w !== '');
   if (words.length > MAX_QUERY_WORDS) {
     throw invalidRequest(`Search with at most ${MAX_QUERY_WORDS} words.`, [
-      { path: '/query/q', message: `has more than ${MAX_QUERY_WORDS} words` },
+      { path: '/q', message: `has more than ${MAX_QUERY_WORDS} words` },
     ]);
   }
   return words;
