@@ -58,7 +58,10 @@ async function accepted(client: Stack['admin'], firmSlug: string, contacts: unkn
   return res.body.job_id as string;
 }
 
-async function resultOf(client: Stack['admin'], jobId: string): Promise<ImportSummary & { job_id: string }> {
+async function resultOf(
+  client: Stack['admin'],
+  jobId: string,
+): Promise<ImportSummary & { job_id: string; status: string }> {
   const res = await pollJob(client, jobId, 120_000);
   expect(res.status).toBe(200);
   expect(res.body.status).toBe('completed');
