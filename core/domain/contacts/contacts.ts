@@ -31,6 +31,8 @@ export interface ContactKeyDoc {
   contact_id: string;
   /** The import that claimed it: a retried import tells its own claims from others'. */
   import_id: string;
+  /** `<import_id>#<n>`: the insertMany that claimed it; releases are deleted by batch. */
+  claim_batch: string;
   created_at: Date;
 }
 

@@ -4,12 +4,18 @@
 //
 // How a phone or an email stays with one contact of a firm, on FerretDB too: key documents
 // `<firm>|phone|<E.164>` / `<firm>|email|<address>` claimed by insertMany (unordered, in
-// batches): a duplicate-key error is the answer "held already", with no lookup first and no
-// query over the contacts. Rows are then classified in order, as if imported one at a time:
+// batches of 500): a duplicate-key error is the answer "held already", with no lookup first and
+// no query over the contacts. Rows are then classified in order, as if imported one at a time:
 // a row is imported when every key it has was claimed by this import and no earlier row of
 // the request took it; otherwise it is a duplicate (of an existing contact, or of an earlier
 // imported row). Keys claimed for rows that turned out duplicates are released; a key first
 // proposed for a row that turned out a duplicate is handed to the row that took it.
+//
+// Why inserts and not reads: FerretDB 1.24 on PostgreSQL checks a unique _id through its index,
+// but answers `find`, `update` and `delete` by _id with a sequential scan of the collection
+// (`_jsonb->'_id' @> value`: ~70 ms each at 200,000 keys), and `_id: {$in}` by reading every
+// document itself (seconds). So the common path only inserts; the rare releases are deleted per
+// claim batch (settleKeys), and a retry reads its own claims back with one equality query.
 //
 // Imports of one firm take turns (a Redis lock per firm, renewed while held, waited for by
 // delaying the job): two imports with the same contact could otherwise each claim one of its
@@ -18,10 +24,10 @@
 //
 // A crash mid-import: the job is retried, and the retry does the same work again. Contact ids
 // are derived from the import and the row, so inserting them again changes nothing; keys this
-// import claimed before the crash are recognised as its own (the retry reads the key documents
-// it could not claim, by _id, only when the record says claiming had begun); the classification
-// is the same, so is the summary. A finished import answers its stored result. An import whose
-// every attempt failed is rolled back (its contacts and claims removed) and reported `failed`.
+// import claimed before the crash are recognised as its own (import_id; read back only when the
+// record says claiming had begun); the classification is the same, so is the summary. A finished
+// import answers its stored result. An import whose every attempt failed is rolled back (its
+// contacts and claims removed) and reported `failed`.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
@@ -50,8 +56,8 @@ import { contactSearchTerms } from './search-terms.js';
 export const MAX_IMPORT_ROWS = 5000;
 /** error_rows lists at most this many rows (the first ones). */
 const MAX_ERROR_ROWS = 100;
-/** Point reads and writes in flight at once (re-run read-back, releases, hand-overs, rollback). */
-const POINT_CONCURRENCY = 8;
+/** Key documents per insertMany; their releases are deleted batch by batch. */
+const CLAIM_BATCH = 500;
 const LOCK_TTL_MS = 30_000;
 
 export interface ImportErrorRow {
@@ -140,7 +146,7 @@ export async function startContactImport(
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The import's result once its job has finished, waiting up to `waitMs` (point reads by _id,
+ * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
  * backing off to 250 ms); null when it is still processing then, or the client has gone.
  * A failed import is a 503: it was rolled back, nothing was imported, and it may be sent again.
  */
@@ -224,8 +230,8 @@ interface PlannedRow {
 interface ImportPlan {
   errorRows: ImportErrorRow[];
   candidates: PlannedRow[];
-  /** Each key of the request, with the first row that has it and the key document to claim. */
-  keyDocs: ContactKeyDoc[];
+  /** Each key of the request once, proposed for the first row that has it, in claim batches. */
+  keyDocs: ContactKeyDoc[][];
 }
 
 /** Contact ids follow from the import and the row, so a retried import inserts the same contacts. */
@@ -260,19 +266,24 @@ function planImport(job: ImportContactsJob, country: CountryCode, createdAt: Dat
           value,
           contact_id: contactId,
           import_id: job.importId,
+          claim_batch: `${job.importId}#${Math.floor(keyDocs.size / CLAIM_BATCH)}`,
           created_at: createdAt,
         });
       }
     }
     candidates.push({ index, contactId, fields: parsed.fields, keys });
   });
-  return { errorRows, candidates, keyDocs: [...keyDocs.values()] };
+  const docs = [...keyDocs.values()];
+  const batches: ContactKeyDoc[][] = [];
+  for (let start = 0; start < docs.length; start += CLAIM_BATCH)
+    batches.push(docs.slice(start, start + CLAIM_BATCH));
+  return { errorRows, candidates, keyDocs: batches };
 }
 
 /** Rows in order, as if one at a time: imported when all its keys are this import's and still free. */
 function classify(
   candidates: PlannedRow[],
-  ours: ReadonlyMap<string, string>,
+  ours: ReadonlyMap<string, unknown>,
 ): { imported: PlannedRow[]; duplicates: number; owner: Map<string, string> } {
   const owner = new Map<string, string>();
   const imported: PlannedRow[] = [];
@@ -286,15 +297,6 @@ function classify(
     }
   }
   return { imported, duplicates, owner };
-}
-
-async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
 }
 
 const importLockKey = (services: Services, firm: string): string =>
@@ -343,28 +345,19 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
   if (!retry) {
     await imports(db).updateOne({ _id: record._id }, { $set: { stage: 'claiming', updated_at: new Date() } });
   }
+  /** The keys this import holds, as their documents say now. */
+  const ours = new Map<string, ContactKeyDoc>();
   // Claim every key of the request; a taken one answers with its duplicate-key error.
-  const claimed = await claimMany(keys, plan.keyDocs);
-  /** Keys this import holds, with the contact each key document names now. */
-  const ours = new Map<string, string>();
-  for (const doc of plan.keyDocs) if (claimed.has(doc._id)) ours.set(doc._id, doc.contact_id);
+  for (const batch of plan.keyDocs) {
+    const claimed = await claimMany(keys, batch);
+    for (const doc of batch) if (claimed.has(doc._id)) ours.set(doc._id, doc);
+  }
   if (retry) {
-    // Only after a crash: which of the taken keys did this import claim before it?
-    const taken = plan.keyDocs.filter((doc) => !claimed.has(doc._id));
-    await forEachLimited(taken, POINT_CONCURRENCY, async (doc) => {
-      const held = await keys.findOne({ _id: doc._id });
-      if (held?.import_id === record._id) ours.set(doc._id, held.contact_id);
-    });
+    // Only after a crash: the keys an earlier attempt claimed (one query, an equality).
+    for (const doc of await keys.find({ import_id: record._id }).toArray()) ours.set(doc._id, doc);
   }
   const { imported, duplicates, owner } = classify(plan.candidates, ours);
-  // Keys of rows that turned out duplicates go back; keys first proposed for such a row go to
-  // the row that took them. Both are point writes by _id, and rare.
-  const fixes = [...ours].filter(([key, contactId]) => owner.get(key) !== contactId);
-  await forEachLimited(fixes, POINT_CONCURRENCY, async ([key]) => {
-    const contactId = owner.get(key);
-    if (contactId === undefined) await keys.deleteOne({ _id: key });
-    else await keys.updateOne({ _id: key }, { $set: { contact_id: contactId } });
-  });
+  await settleKeys(db, ours, owner);
   const contacts: ContactDoc[] = imported.map((row) => ({
     _id: row.contactId,
     firm: record.firm,
@@ -374,7 +367,9 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
     created_at: record.created_at,
   }));
   // Contact ids are the import's own: one already there was inserted by an earlier attempt.
-  await claimMany(contactsCollection(db), contacts);
+  for (let start = 0; start < contacts.length; start += CLAIM_BATCH) {
+    await claimMany(contactsCollection(db), contacts.slice(start, start + CLAIM_BATCH));
+  }
   const result: ImportResult = {
     imported: imported.length,
     duplicates,
@@ -390,9 +385,40 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
 }
 
 /**
+ * Keys claimed for rows that turned out duplicates are released; a key first proposed for such
+ * a row goes to the row that took it (released and claimed again, naming that row). Deleted by
+ * claim batch: FerretDB answers an equality from PostgreSQL and filters the rest itself, so
+ * `{claim_batch, _id: {$in}}` reads at most one batch of documents (a bare `_id: {$in}`, or a
+ * delete by _id, has it read every key of every firm); MongoDB serves the $in from _id.
+ */
+async function settleKeys(
+  db: Db,
+  ours: ReadonlyMap<string, ContactKeyDoc>,
+  owner: ReadonlyMap<string, string>,
+): Promise<void> {
+  const keys = contactKeysCollection(db);
+  const byBatch = new Map<string, { release: string[]; handOver: ContactKeyDoc[] }>();
+  for (const [key, doc] of ours) {
+    const contactId = owner.get(key);
+    if (contactId === doc.contact_id) continue;
+    const fixes = byBatch.get(doc.claim_batch) ?? { release: [], handOver: [] };
+    byBatch.set(doc.claim_batch, fixes);
+    fixes.release.push(key);
+    if (contactId !== undefined) fixes.handOver.push({ ...doc, contact_id: contactId });
+  }
+  for (const [claimBatch, { release, handOver }] of byBatch) {
+    await keys.deleteMany({ claim_batch: claimBatch, _id: { $in: release } });
+    if (handOver.length === 0) continue;
+    // Only this import's turn could take them in between; if one was (the turn lapsed), retry.
+    const claimed = await claimMany(keys, handOver);
+    if (claimed.size !== handOver.length) throw new Error('a key being handed over was taken meanwhile');
+  }
+}
+
+/**
  * The job's last attempt failed: the import is marked failed, then what it wrote is removed —
- * its contacts, and the key documents it holds — so a later import of the same rows finds them
- * free. Best effort (the store may be what failed); point reads and deletes by _id.
+ * its contacts, then the key documents it holds — so a later import of the same rows finds them
+ * free. One delete each (an equality on import_id). Best effort: the store may be what failed.
  */
 export async function failContactImport(
   services: Services,
@@ -407,14 +433,7 @@ export async function failContactImport(
     { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
   );
   if (record.stage === 'queued') return;
-  const plan = planImport(job, countryOf(job), record.created_at);
-  const keys = contactKeysCollection(db);
   // Contacts first: a key freed while its contact still stood could let another import add a twin.
-  await forEachLimited(plan.candidates, POINT_CONCURRENCY, async (row) => {
-    await contactsCollection(db).deleteOne({ _id: row.contactId });
-  });
-  await forEachLimited(plan.keyDocs, POINT_CONCURRENCY, async (doc) => {
-    const held = await keys.findOne({ _id: doc._id });
-    if (held?.import_id === record._id) await keys.deleteOne({ _id: doc._id });
-  });
+  await contactsCollection(db).deleteMany({ import_id: record._id });
+  await contactKeysCollection(db).deleteMany({ import_id: record._id });
 }

@@ -24,9 +24,12 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
     { key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' },
     // ?q=: anchored prefix matches on the search terms (multikey), an index range on MongoDB.
     { key: { firm: 1, search_terms: 1 }, name: 'firm_search_terms' },
+    // The rollback of a failed import.
+    { key: { import_id: 1 }, name: 'import_id' },
   ],
   // Keyed by _id `<firm>|<kind>|<value>`: the unique _id is the claim on a phone or email.
-  [COLLECTIONS.contactKeys]: [],
+  // import_id: a retried import reads its own claims back; a failed one deletes them.
+  [COLLECTIONS.contactKeys]: [{ key: { import_id: 1 }, name: 'import_id' }],
   [COLLECTIONS.contactImports]: [],
 };
 
