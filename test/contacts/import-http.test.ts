@@ -168,3 +168,36 @@ describe('firm isolation', () => {
     expect(own.body.contacts.every((c: { firm: string }) => c.firm === firmA.slug)).toBe(true);
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes the import (200, 202, 413), its job (200, 202, 404) and the list with its query', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    const post = doc.paths['/api/contacts/import'].post;
+    expect(post.tags).toEqual(['Contacts']);
+    expect(Object.keys(post.requestBody.content['application/json'].schema.properties).sort()).toEqual([
+      'contacts',
+      'defaultCountry',
+      'firmSlug',
+    ]);
+    expect(post.responses['200'].content['application/json'].schema.required.sort()).toEqual([
+      'duplicates',
+      'error_rows',
+      'errors',
+      'imported',
+    ]);
+    expect(post.responses['202'].content['application/json'].schema.properties.status.const).toBe(
+      'processing',
+    );
+    expect(post.responses['413']).toBeDefined();
+    const job = doc.paths['/api/contacts/import/{job_id}'].get;
+    expect(job.parameters.map((p: { name: string }) => p.name)).toEqual(['job_id']);
+    expect(Object.keys(job.responses)).toEqual(expect.arrayContaining(['200', '202', '404']));
+    const list = doc.paths['/api/contacts'].get;
+    expect(list.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
+      'cursor',
+      'firmSlug',
+      'limit',
+      'q',
+    ]);
+  });
+});
