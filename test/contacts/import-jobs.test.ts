@@ -273,3 +273,33 @@ describe('an import that failed for good', () => {
     });
   });
 });
+
+describe('a web process stopping while a request waits for its import', () => {
+  it('answers 202 with the job_id at once instead of dropping the request', async () => {
+    const waiting = await startStack({
+      env: { CONTACTS_IMPORT_WAIT_MS: '60000', SHUTDOWN_TIMEOUT_MS: '6000' },
+    });
+    try {
+      const firm = await createFirm(waiting);
+      let answeredAt = 0;
+      const pending = firm.client
+        .post('/api/contacts/import', { firmSlug: firm.slug, contacts: [person(9000)] })
+        .then((res) => ((answeredAt = Date.now()), res));
+      // No worker runs: the request waits until the process is told to stop.
+      await eventually(async () =>
+        expect(await importsOf(waiting).countDocuments({ firm: firm.slug })).toBe(1),
+      );
+      const stoppedAt = Date.now();
+      const stopping = waiting.web.stop();
+      const res = await pending;
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ job_id: expect.stringMatching(/^imp_/), status: 'processing' });
+      // Within the wait loop's longest pause, not at the end of the 60 s budget or the drain.
+      expect(answeredAt - stoppedAt).toBeLessThan(5000);
+      await stopping;
+    } finally {
+      await waiting.workers?.stop();
+      await waiting.services.mongo.db.dropDatabase().catch(() => {});
+    }
+  });
+});

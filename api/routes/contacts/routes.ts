@@ -8,6 +8,7 @@ import {
 } from '../../../core/domain/contacts/imports.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
+import type { Lifecycle } from '../ops/routes.js';
 import {
   ImportContactsBody,
   ImportContactsResponse,
@@ -45,11 +46,13 @@ export const contactRoutes = [
       const importId = await startContactImport(services, firm._id, body.contacts, country);
       let clientGone = false;
       koa.res.once('close', () => (clientGone = true));
+      // Stop waiting when the client has gone or the process is stopping: the job runs on.
+      const lifecycle = koa.state.lifecycle as Lifecycle | undefined;
       const result = await awaitContactImport(
         services.mongo.db,
         importId,
         services.config.contactsImportWaitMs,
-        () => clientGone,
+        () => clientGone || lifecycle?.shuttingDown === true,
       );
       if (result !== null) return result;
       koa.status = 202;
