@@ -25,4 +25,10 @@ export const contactJobs = {
       removeOnFail: { age: 7 * 24 * 3600, count: 20 },
     },
   }),
+  /** Rolls back imports whose job BullMQ gave up without a last attempt (workers kept dying). */
+  sweepContactImports: defineJob<Record<string, never>>({
+    queue: QUEUE.contacts,
+    name: 'sweep-contact-imports',
+    everyMs: 600_000,
+  }),
 };

@@ -6,7 +6,11 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
-import { failContactImport, runContactImport } from '../../core/domain/contacts/imports.js';
+import {
+  failContactImport,
+  runContactImport,
+  settleAbandonedImports,
+} from '../../core/domain/contacts/imports.js';
 import { claimMany } from '../../core/platform/db/claim.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
@@ -58,6 +62,10 @@ async function accepted(client: Stack['admin'], firmSlug: string, contacts: unkn
   return res.body.job_id as string;
 }
 
+async function importAgain(client: Stack['admin'], firmSlug: string, contacts: unknown[]) {
+  return resultOf(client, await accepted(client, firmSlug, contacts));
+}
+
 async function resultOf(
   client: Stack['admin'],
   jobId: string,
@@ -94,6 +102,23 @@ describe('the 202 path', () => {
     expect((await firm.client.get(`/api/contacts/import/${jobId}`)).body).toEqual(done);
     await workers.stop();
     workers = undefined;
+  });
+});
+
+describe('a job that is gone', () => {
+  it('is reported failed by GET (a record never left processing forever)', async () => {
+    expect(workers).toBeUndefined();
+    const firm = await createFirm(stack);
+    const jobId = await accepted(firm.client, firm.slug, [person(3)]);
+    // As when BullMQ gives a job up without its processor finishing (stalled too often), or drops it.
+    await stack.services.queues.contacts.remove(jobId);
+    const res = await firm.client.get(`/api/contacts/import/${jobId}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      job_id: jobId,
+      status: 'failed',
+      message: expect.stringMatching(/no longer queued/),
+    });
   });
 });
 
@@ -255,11 +280,7 @@ describe('an import that failed for good', () => {
     const jobId = await accepted(firm.client, firm.slug, rows);
     await resultOf(firm.client, jobId);
     await importsOf(stack).updateOne({ _id: jobId }, { $set: { status: 'processing' } });
-    await failContactImport(
-      stack.services,
-      { importId: jobId, firm: firm.slug, defaultCountry: 'US', rows },
-      'the store kept failing',
-    );
+    await failContactImport(stack.services, { importId: jobId, firm: firm.slug }, 'the store kept failing');
     const contacts = await contactsOf(stack).find({ firm: firm.slug }).toArray();
     expect(contacts.map((c) => c.first_name)).toEqual(['P8000']);
     const keys = await contactKeysOf(stack).find({ firm: firm.slug }).toArray();
@@ -270,6 +291,33 @@ describe('an import that failed for good', () => {
       job_id: jobId,
       status: 'failed',
       message: expect.stringMatching(/the store kept failing/),
+    });
+  });
+});
+
+describe('the sweep', () => {
+  it('rolls back an import left processing whose job BullMQ no longer runs, and leaves running ones', async () => {
+    workers ??= startInProcessWorkers();
+    const firm = await createFirm(stack);
+    const abandoned = await accepted(firm.client, firm.slug, [person(8100), person(8101)]);
+    await resultOf(firm.client, abandoned);
+    const kept = await accepted(firm.client, firm.slug, [person(8102)]);
+    await resultOf(firm.client, kept);
+    // As if the first one's worker had died for good half-way: processing, claims made, no job.
+    const longAgo = new Date(Date.now() - 3600_000);
+    await importsOf(stack).updateOne({ _id: abandoned }, {
+      $set: { status: 'processing', stage: 'claiming', updated_at: longAgo },
+    } as never);
+    await stack.services.queues.contacts.remove(abandoned);
+    expect(await settleAbandonedImports(stack.services)).toBe(1);
+    const contacts = await contactsOf(stack).find({ firm: firm.slug }).toArray();
+    expect(contacts.map((c) => c.first_name)).toEqual(['P8102']);
+    expect(await contactKeysOf(stack).countDocuments({ firm: firm.slug })).toBe(2);
+    expect(await importsOf(stack).findOne({ _id: abandoned })).toMatchObject({ status: 'failed' });
+    expect(await settleAbandonedImports(stack.services)).toBe(0);
+    // Its rows import again as new.
+    expect(await importAgain(firm.client, firm.slug, [person(8100), person(8101)])).toMatchObject({
+      imported: 2,
     });
   });
 });

@@ -4,6 +4,7 @@ import {
   ImportNotRunnableError,
   failContactImport,
   runContactImport,
+  settleAbandonedImports,
 } from '../../core/domain/contacts/imports.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import type { JobProcessor } from '../runner.js';
@@ -33,3 +34,8 @@ export const importContacts: JobProcessor<ImportContactsJob> = async (job, { ser
     throw err;
   }
 };
+
+/** Every 10 minutes: imports whose job was given up without its last attempt are rolled back. */
+export const sweepContactImports: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
+  settled: await settleAbandonedImports(services),
+});

@@ -1,6 +1,6 @@
 import type { ProcessorTable } from '../runner.js';
 import { callEvent, placeCall } from './calls.js';
-import { importContacts } from './contacts.js';
+import { importContacts, sweepContactImports } from './contacts.js';
 import { pruneIdempotencyKeys } from './maintenance.js';
 import { simulatorStep } from './simulator.js';
 
@@ -11,4 +11,5 @@ export const processors: ProcessorTable = {
   simulatorStep,
   pruneIdempotencyKeys,
   importContacts,
+  sweepContactImports,
 };

@@ -197,10 +197,35 @@ export async function getContactImport(
     return { job_id: record._id, status: 'failed', message: failedMessage(record.failure) };
   }
   // A job that died without its processor running to the end (stalled too often, or removed)
-  // leaves the record processing: BullMQ knows.
+  // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
   const gone = await jobGaveUp(services, importId);
-  if (gone !== null) return { job_id: record._id, status: 'failed', message: failedMessage(gone) };
-  return { job_id: record._id, status: 'processing' };
+  if (gone === null) return { job_id: record._id, status: 'processing' };
+  await failContactImport(services, { importId, firm: record.firm }, gone);
+  return { job_id: record._id, status: 'failed', message: failedMessage(gone) };
+}
+
+/** How long an import record may stay processing before the sweep asks BullMQ about its job. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/**
+ * The sweep (every 10 minutes): imports still processing whose job BullMQ gave up without the
+ * processor's last attempt running (it stalled too often: workers kept dying) or no longer has
+ * are rolled back and marked failed, so no claim is held for a contact that never came.
+ */
+export async function settleAbandonedImports(services: Services): Promise<number> {
+  const cutoff = new Date(Date.now() - ABANDONED_AFTER_MS);
+  const stale = await imports(services.mongo.db)
+    .find({ status: 'processing', updated_at: { $lt: cutoff } })
+    .limit(100)
+    .toArray();
+  let settled = 0;
+  for (const record of stale) {
+    const gone = await jobGaveUp(services, record._id);
+    if (gone === null) continue;
+    await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
+    settled += 1;
+  }
+  return settled;
 }
 
 const failedMessage = (failure: string | null) =>
@@ -208,9 +233,12 @@ const failedMessage = (failure: string | null) =>
 
 async function jobGaveUp(services: Services, importId: string): Promise<string | null> {
   try {
-    const job = await services.queues[JOBS.importContacts.queue].getJob(importId);
-    if (job === undefined) return 'its job is no longer queued';
-    return (await job.getState()) === 'failed' ? (job.failedReason ?? 'its job failed') : null;
+    // The state alone: the job itself carries up to 16 MiB of rows.
+    const queue = services.queues[JOBS.importContacts.queue];
+    const state = await queue.getJobState(importId);
+    if (state === 'unknown') return 'its job is no longer queued';
+    if (state !== 'failed') return null;
+    return (await queue.getJob(importId))?.failedReason ?? 'its job failed';
   } catch {
     // Redis unreachable: the record's own status is the answer.
     return null;
@@ -416,22 +444,25 @@ async function settleKeys(
 }
 
 /**
- * The job's last attempt failed: the import is marked failed, then what it wrote is removed —
- * its contacts, then the key documents it holds — so a later import of the same rows finds them
- * free. One delete each (an equality on import_id). Best effort: the store may be what failed.
+ * The import failed for good (its job's last attempt failed, or BullMQ gave the job up): it is
+ * marked failed, then what it wrote is removed — its contacts, then the key documents it holds —
+ * so a later import of the same rows finds them free. One delete each (an equality on
+ * import_id); safe to repeat. Best effort: the store may be what failed.
  */
 export async function failContactImport(
   services: Services,
-  job: ImportContactsJob,
+  ref: { importId: string; firm: string },
   reason: string,
 ): Promise<void> {
   const db = services.mongo.db;
-  const record = await imports(db).findOne({ _id: job.importId });
-  if (record === null || record.firm !== job.firm || record.status !== 'processing') return;
-  await imports(db).updateOne(
-    { _id: record._id },
-    { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
-  );
+  const record = await imports(db).findOne({ _id: ref.importId });
+  if (record === null || record.firm !== ref.firm || record.status === 'completed') return;
+  if (record.status === 'processing') {
+    await imports(db).updateOne(
+      { _id: record._id },
+      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
+    );
+  }
   if (record.stage === 'queued') return;
   // Contacts first: a key freed while its contact still stood could let another import add a twin.
   await contactsCollection(db).deleteMany({ import_id: record._id });
