@@ -47,6 +47,8 @@ export function createApp(services: Services): App {
   koa.use(unauthenticatedLimit(limiter));
   koa.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
+    // Handlers that wait (the contacts import) answer early once the process is stopping.
+    ctx.state.lifecycle = lifecycle;
     await next();
   });
   koa.use(bullBoard(services));

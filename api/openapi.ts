@@ -63,6 +63,12 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
         },
       },
     };
+    if (route.accepted !== undefined) {
+      responses['202'] = {
+        description: 'Accepted: still processing (poll the job)',
+        content: { 'application/json': { schema: plain(route.accepted) } },
+      };
+    }
     for (const status of [...statuses].sort()) {
       responses[String(status)] = {
         description: ERROR_TEXT[status] ?? 'Error',

@@ -68,6 +68,8 @@ interface RouteDefinition<
   params?: P;
   /** The 200 response schema (JSON); omitted for non-JSON responses. */
   response?: TSchema;
+  /** The 202 response schema, for a route that may answer "accepted, still processing" (the handler sets it). */
+  accepted?: TSchema;
   responseContentType?: string;
   /** Error statuses this route may return besides 400/401/429/503 (for the OpenAPI document). */
   errors?: number[];

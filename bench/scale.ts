@@ -44,19 +44,31 @@ const rand = (n = 4): string => randomBytes(n).toString('hex');
 
 const cleanups: Array<() => Promise<unknown>> = [];
 let cleaning: Promise<void> | undefined;
+/** Set on a signal or the deadline: the work in progress gives up at its next step. */
+let interrupted = false;
+function checkInterrupted(): void {
+  if (interrupted) throw new Error('interrupted');
+}
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
+    // Each step is bounded, so a database busy with a slow query cannot keep the servers running.
+    for (const step of cleanups.splice(0).reverse()) {
+      await Promise.race([step().catch(() => {}), new Promise((r) => setTimeout(r, 15_000).unref())]);
+    }
   })();
   return cleaning;
 }
 const deadline = setTimeout(() => {
   say(`gave up after ${DEADLINE_MS / 1000} s`);
+  interrupted = true;
   void cleanup().finally(() => process.exit(2));
 }, DEADLINE_MS);
 deadline.unref();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void cleanup().finally(() => process.exit(130)));
+  process.once(signal, () => {
+    interrupted = true;
+    void cleanup().finally(() => process.exit(130));
+  });
 }
 
 // ---- measuring --------------------------------------------------------------------------
@@ -78,6 +90,7 @@ async function measure(count: number, op: (i: number) => Promise<void>): Promise
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < count) {
+        checkInterrupted();
         const i = next++;
         const t = performance.now();
         try {
@@ -166,6 +179,7 @@ async function seed(db: Db, firm: FirmDoc, agent: AgentDoc, total: number): Prom
   const started = performance.now();
   let seeded = 0;
   while (seeded < missing) {
+    checkInterrupted();
     const n = Math.min(SEED_BATCH, missing - seeded);
     await calls.insertMany(
       Array.from({ length: n }, (_, k) => endedCall(firm, agent, seeded + k)),
@@ -359,8 +373,8 @@ main().then(
     process.exit(0);
   },
   async (err: unknown) => {
-    process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    if (!interrupted) process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
     await cleanup();
-    process.exit(1);
+    process.exit(interrupted ? 130 : 1);
   },
 );

@@ -22,6 +22,8 @@ export const QUEUE = {
    * their reminders (job id = booking uid + start + offset + recipient).
    */
   bookings: 'bookings',
+  /** Imports one batch of contact rows (POST /api/contacts/import); job id = the import's job_id. */
+  contacts: 'contacts',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -46,6 +48,8 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.maintenance]: { concurrency: 1 },
   [QUEUE.campaigns]: {},
   [QUEUE.bookings]: {},
+  // An import holds up to 5,000 rows (16 MiB of JSON) in memory: a few at a time per process.
+  [QUEUE.contacts]: { concurrency: 2 },
 };
 
 const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

@@ -6,6 +6,7 @@ import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
+import { contactRoutes } from './contacts/routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
@@ -29,4 +30,5 @@ export const businessRoutes: AnyRoute[] = [
   ...workflowRoutes,
   ...widgetRoutes,
   ...bookingRoutes,
+  ...contactRoutes,
 ];

@@ -54,6 +54,8 @@ export interface Config {
   campaignFanoutChunk: number;
   /** How long a dial slot (pacing) is held without its call's end event before it frees itself. */
   dialSlotLeaseMs: number;
+  /** How long POST /api/contacts/import waits for its job before answering 202 (CONTACTS_IMPORT_WAIT_MS). */
+  contactsImportWaitMs: number;
 }
 
 export class ConfigError extends Error {
@@ -241,6 +243,7 @@ export function loadConfig(env: Env): Config {
     campaignRetryDelayMs: r.int('CAMPAIGN_RETRY_DELAY_MS', 3_600_000, 0, 7 * 24 * 3_600_000),
     campaignFanoutChunk: r.int('CAMPAIGN_FANOUT_CHUNK', 500, 1, 5000),
     dialSlotLeaseMs: r.int('DIAL_SLOT_LEASE_MS', 3_900_000, 1000, 24 * 3_600_000),
+    contactsImportWaitMs: r.int('CONTACTS_IMPORT_WAIT_MS', 25_000, 0, 60_000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

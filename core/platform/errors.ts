@@ -56,6 +56,9 @@ export const conflict = (code: string, message: string): AppError => new AppErro
 export const payloadTooLarge = (message = 'The request body is larger than this route accepts.'): AppError =>
   new AppError(413, 'payload_too_large', message);
 
+/** 413 too_many_rows: a batch with more rows than the route takes in one request. */
+export const tooManyRows = (message: string): AppError => new AppError(413, 'too_many_rows', message);
+
 export const unsupportedMediaType = (message: string): AppError =>
   new AppError(415, 'unsupported_media_type', message);
 

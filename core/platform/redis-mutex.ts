@@ -7,22 +7,42 @@ import type { Redis } from 'ioredis';
 // updates of one document can both apply.
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** Takes the lock, or keeps it when its holder is `token` (an owner re-entering after a crash). */
+const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end return 0`;
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
 
 type MutexResult<T> = { acquired: true; value: T } | { acquired: false };
+
+interface MutexOptions {
+  ttlMs: number;
+  /** The holder's name; a holder of that name (a retry of the same job) may take the lock over. */
+  owner?: string;
+  /** Extend the lock every ttlMs / 3 while `fn` runs, so a long holder keeps it and a dead one loses it soon. */
+  renew?: boolean;
+}
 
 /** Runs `fn` while holding `key`; returns {acquired: false} at once when another holder has it. */
 async function withRedisMutex<T>(
   redis: Redis,
   key: string,
-  ttlMs: number,
+  options: MutexOptions,
   fn: () => Promise<T>,
 ): Promise<MutexResult<T>> {
-  const token = randomBytes(12).toString('hex');
-  const taken = await redis.set(key, token, 'PX', ttlMs, 'NX');
-  if (taken !== 'OK') return { acquired: false };
+  const { ttlMs } = options;
+  const token = options.owner ?? randomBytes(12).toString('hex');
+  const taken =
+    options.owner === undefined
+      ? (await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK'
+      : (await redis.eval(ACQUIRE, 1, key, token, ttlMs)) === 1;
+  if (!taken) return { acquired: false };
+  const renewal = options.renew
+    ? setInterval(() => void redis.eval(RENEW, 1, key, token, ttlMs).catch(() => undefined), ttlMs / 3)
+    : undefined;
   try {
     return { acquired: true, value: await fn() };
   } finally {
+    clearInterval(renewal);
     await redis.eval(RELEASE, 1, key, token).catch(() => undefined);
   }
 }
@@ -44,11 +64,16 @@ export async function withRecordLock<T>(
   redis: Redis,
   key: string,
   fn: () => Promise<T>,
-  options: { ttlMs?: number; waitMs?: number } = {},
+  options: { ttlMs?: number; waitMs?: number; owner?: string; renew?: boolean } = {},
 ): Promise<T> {
   const deadline = Date.now() + (options.waitMs ?? 10_000);
+  const mutex: MutexOptions = {
+    ttlMs: options.ttlMs ?? 30_000,
+    ...(options.owner === undefined ? {} : { owner: options.owner }),
+    ...(options.renew === undefined ? {} : { renew: options.renew }),
+  };
   for (;;) {
-    const result = await withRedisMutex(redis, key, options.ttlMs ?? 30_000, fn);
+    const result = await withRedisMutex(redis, key, mutex, fn);
     if (result.acquired) return result.value;
     if (Date.now() > deadline) throw new RecordBusyError(key);
     await new Promise((r) => setTimeout(r, 10 + Math.floor(Math.random() * 40)));

@@ -4,6 +4,7 @@ import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignWake } from './campaigns.js';
+import { importContacts, sweepContactImports } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
@@ -20,4 +21,6 @@ export const processors: ProcessorTable = {
   campaignWake,
   bookingEvent,
   sendReminder,
+  importContacts,
+  sweepContactImports,
 };

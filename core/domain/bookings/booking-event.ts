@@ -6,7 +6,7 @@ import type { Services } from '../../wiring/services.js';
 import { enqueue } from '../../../jobs/define.js';
 import type { BookingEventJob, BookingPerson, BookingTrigger } from '../../../jobs/bookings.js';
 import { JOBS } from '../../../jobs/table.js';
-import { normaliseEmail } from '../contact-points/emails.js';
+import { normalizeEmail } from '../contact-points/emails.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import {
   bookingExpiry,
@@ -204,7 +204,7 @@ function recipientsOf(firm: FirmDoc, event: BookingEventJob): Recipient[] {
     recipients.push(recipient);
   };
   for (const attendee of event.attendees) {
-    const to = normaliseEmail(attendee.email);
+    const to = normalizeEmail(attendee.email);
     if (to === null) continue;
     const zone =
       attendee.time_zone !== undefined && isTimeZone(attendee.time_zone) ? attendee.time_zone : firmZone;
@@ -216,7 +216,7 @@ function recipientsOf(firm: FirmDoc, event: BookingEventJob): Recipient[] {
     });
   }
   for (const email of firm.settings.notification_emails) {
-    const to = normaliseEmail(email);
+    const to = normalizeEmail(email);
     if (to !== null) add({ to, name: firm.name, time_zone: firmZone, role: 'firm' });
   }
   return recipients;

@@ -6,7 +6,7 @@ import {
   type EffectSubject,
 } from '../../platform/db/effects.js';
 import { shorten } from '../../platform/text.js';
-import { normalisePhone } from '../contact-points/phones.js';
+import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc, CallExtraction } from '../calls/calls.js';
 import { displayName } from '../intake/caller-data.js';
 
@@ -40,7 +40,7 @@ async function existingContact(client: ClioClient, data: CallExtraction): Promis
   if (data.phone !== null) {
     const phone = data.phone;
     const found = await client.findContacts(phone);
-    return found.find((c) => c.phones.some((p) => normalisePhone(p) === phone)) ?? null;
+    return found.find((c) => c.phones.some((p) => toE164(p) === phone)) ?? null;
   }
   return null;
 }

@@ -1,8 +1,8 @@
 import type { Services } from '../../wiring/services.js';
 import { ExtractionError, type ExtractedCaller } from '../../integrations/chat/openai-extractor.js';
 import { DEFAULT_INTAKE_QUESTIONS, findAgent } from '../agents/agents.js';
-import { normaliseEmail } from '../contact-points/emails.js';
-import { findPhone, normalisePhone } from '../contact-points/phones.js';
+import { normalizeEmail } from '../contact-points/emails.js';
+import { findPhone, toE164 } from '../contact-points/phones.js';
 import { analyseIntake } from '../intake/analysis.js';
 import { splitName } from '../intake/names.js';
 import type { CallerData } from '../intake/caller-data.js';
@@ -24,7 +24,7 @@ import { withCallLock } from '../calls/call-lock.js';
 /** The number on the other end of the line: the caller's for an inbound call, the dialled one else. */
 function counterpartNumber(call: CallDoc): string | null {
   const raw = call.direction === 'inbound' ? call.from_number : call.to_number;
-  return raw === null ? null : normalisePhone(raw);
+  return raw === null ? null : toE164(raw);
 }
 
 async function intakeQuestionsOf(services: Services, call: CallDoc) {
@@ -53,8 +53,8 @@ function deterministic(call: CallDoc, questions: Awaited<ReturnType<typeof intak
 
 /** The model's answer where it normalises, the deterministic value elsewhere. */
 function merge(model: ExtractedCaller, fallback: CallerData): CallerData {
-  const phone = model.phone === null ? null : (normalisePhone(model.phone) ?? findPhone(model.phone));
-  const email = model.email === null ? null : normaliseEmail(model.email);
+  const phone = model.phone === null ? null : (toE164(model.phone) ?? findPhone(model.phone));
+  const email = model.email === null ? null : normalizeEmail(model.email);
   // A name is taken whole from one source, so first and last name always belong together.
   const modelName = model.first_name !== null || model.last_name !== null;
   const name = modelName

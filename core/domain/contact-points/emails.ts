@@ -23,10 +23,21 @@ export function readEmailAnswer(text: string): string | null {
   return findEmail(spoken);
 }
 
+/** The longest address SMTP carries (RFC 5321: 254 characters in a path, 64 in the local part). */
+const MAX_EMAIL = 254;
+const MAX_LOCAL_PART = 64;
 const WHOLE_EMAIL = new RegExp(`^${EMAIL.source}$`);
 
-/** A field that should hold one email address: trimmed and lower-cased; null when it does not. */
-export function normaliseEmail(value: string): string | null {
-  const email = value.trim().toLowerCase();
-  return email.length <= 254 && WHOLE_EMAIL.test(email) ? email : null;
+/**
+ * An email address given on its own (a form field, a CSV cell): trimmed and lower-cased, and
+ * valid as a whole (one address, no text around it, no empty or doubled dots). Null otherwise.
+ */
+export function normalizeEmail(text: string): string | null {
+  const email = text.trim().toLowerCase();
+  if (email.length > MAX_EMAIL || !WHOLE_EMAIL.test(email)) return null;
+  const [local = ''] = email.split('@');
+  if (local.length > MAX_LOCAL_PART || local.startsWith('.') || local.endsWith('.') || email.includes('..')) {
+    return null;
+  }
+  return email;
 }

@@ -45,11 +45,26 @@ export function isKnownCountry(code: string): code is CountryCode {
   return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
 }
 
+/** A phone number as a contact stores it: E.164, and the extension when one was written. */
+export interface NormalizedPhone {
+  e164: string;
+  extension?: string;
+}
+
 /**
- * A field that should hold one phone number, in any common writing ("+1 (212) 555-0100",
- * "2125550100" with country US): E.164 when it is a valid number, else null.
+ * A phone number given on its own (a form field, a CSV cell): the whole text must be one valid
+ * number — national numbers read in `country`, international ones (+…) in their own; text
+ * around a number is not searched for one. Null when it is not a valid number.
  */
-export function normalisePhone(value: string, defaultCountry: CountryCode = 'US'): string | null {
-  const parsed = parsePhoneNumberFromString(value.trim(), defaultCountry);
-  return parsed?.isValid() ? parsed.number : null;
+export function normalizePhone(text: string, country: CountryCode): NormalizedPhone | null {
+  const trimmed = text.trim();
+  if (trimmed === '' || trimmed.length > 64) return null;
+  const parsed = parsePhoneNumberFromString(trimmed, { defaultCountry: country, extract: false });
+  if (parsed === undefined || !parsed.isValid()) return null;
+  return parsed.ext === undefined ? { e164: parsed.number } : { e164: parsed.number, extension: parsed.ext };
+}
+
+/** A phone number given on its own, in E.164 (its extension dropped); null when it is not valid. */
+export function toE164(text: string, country: CountryCode = 'US'): string | null {
+  return normalizePhone(text, country)?.e164 ?? null;
 }

@@ -8,8 +8,8 @@ import { newId } from '../../platform/ids.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { mayRead } from '../access/access.js';
 import type { Principal } from '../access/principal.js';
-import { normaliseEmail } from '../contact-points/emails.js';
-import { normalisePhone, type CountryCode } from '../contact-points/phones.js';
+import { normalizeEmail } from '../contact-points/emails.js';
+import { toE164, type CountryCode } from '../contact-points/phones.js';
 
 // Leads: the people a firm may call back or put in a campaign. They come from the API, from
 // campaigns (inline leads), and from analysed calls and chats — exactly one per call or chat:
@@ -76,11 +76,11 @@ export function normaliseLeadFields(
 } {
   const problems: ErrorDetail[] = [];
   const rawPhone = text(fields.phone);
-  const phone = rawPhone === null ? null : normalisePhone(rawPhone, defaultCountry);
+  const phone = rawPhone === null ? null : toE164(rawPhone, defaultCountry);
   if (rawPhone !== null && phone === null)
     problems.push({ path: '/phone', message: 'is not a valid phone number' });
   const rawEmail = text(fields.email);
-  const email = rawEmail === null ? null : normaliseEmail(rawEmail);
+  const email = rawEmail === null ? null : normalizeEmail(rawEmail);
   if (rawEmail !== null && email === null)
     problems.push({ path: '/email', message: 'is not a valid email address' });
   const timezone = text(fields.timezone);

@@ -29,6 +29,11 @@ export const COLLECTIONS = {
   campaignFanouts: 'campaign_fanouts',
   /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */
   workflowDirectories: 'workflow_directories',
+  contacts: 'contacts',
+  /** Key documents: the contact holding a phone or email in a firm (`<firm>|phone|<E.164>`, `<firm>|email|<address>`). */
+  contactKeys: 'contact_keys',
+  /** One document per contacts import (`_id` = its job_id): progress, then the result. */
+  contactImports: 'contact_imports',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

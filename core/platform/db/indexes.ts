@@ -30,6 +30,18 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.campaignFanouts]: [],
   // Read by _id only (the firm's workflows list: core/domain/workflows).
   [COLLECTIONS.workflowDirectories]: [],
+  [COLLECTIONS.contacts]: [
+    // GET /api/contacts keyset: a firm's contacts newest first, ties by _id.
+    { key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' },
+    // ?q=: anchored prefix matches on the search terms (multikey), an index range on MongoDB.
+    { key: { firm: 1, search_terms: 1 }, name: 'firm_search_terms' },
+    // The rollback of a failed import.
+    { key: { import_id: 1 }, name: 'import_id' },
+  ],
+  // Keyed by _id `<firm>|<kind>|<value>`: the unique _id is the claim on a phone or email.
+  // import_id: a retried import reads its own claims back; a failed one deletes them.
+  [COLLECTIONS.contactKeys]: [{ key: { import_id: 1 }, name: 'import_id' }],
+  [COLLECTIONS.contactImports]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -1,0 +1,209 @@
+// `npm run import-csv` as a child process against the real stack: a generated 20,000-row file
+// (headers in any case and spacing, an unknown column, quoted cells spanning lines, a blank
+// line, error rows and duplicates) is streamed in batches of 5,000; the printed summary is the
+// sum, and each error row is reported with its line in the file.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { contactsOf, importRows } from './support.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+let stack: Stack;
+let dir: string;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: true });
+  dir = await mkdtemp(join(tmpdir(), 'import-csv-'));
+});
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs `npm run import-csv -- ...args` with `env` added; resolves with its exit code and output. */
+function importCsv(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npm', ['run', '--silent', 'import-csv', '--', ...args], {
+      cwd: root,
+      // Nothing of the test's own environment decides the defaults under test.
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const pad = (n: number) => String(n).padStart(4, '0');
+const phoneOf = (i: number) => `+1 ${i < 10_000 ? '212' : '310'} 555-${pad(i % 10_000)}`;
+const csvCell = (text: string) => (/[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+
+interface Generated {
+  path: string;
+  errorLines: number[];
+  duplicates: number;
+}
+
+/** 20,000 rows: every 1,000th an invalid phone (error), every 1,000th a repeat of the row before. */
+async function generate(name: string, alreadyStoredRow: number): Promise<Generated> {
+  const path = join(dir, name);
+  const out = createWriteStream(path);
+  const write = (text: string) =>
+    out.write(text) ? Promise.resolve() : new Promise<void>((r) => out.once('drain', () => r()));
+  await write('First Name, last_name ,PHONE NUMBER,E-Mail,Company,Case Type,tags\n');
+  let line = 2;
+  const errorLines: number[] = [];
+  let duplicates = 0;
+  for (let i = 0; i < 20_000; i++) {
+    let phone = phoneOf(i);
+    let company = `Company ${i}`;
+    if (i % 1000 === 500) {
+      phone = '12345';
+      errorLines.push(line);
+    }
+    if (i % 1000 === 700 || i === alreadyStoredRow) {
+      if (i % 1000 === 700) phone = phoneOf(i - 1);
+      duplicates += 1;
+    }
+    // A quoted company name over two lines now and then: the lines after it shift.
+    if (i % 4000 === 3) company = `Acme, "Legal"\nDivision ${i}`;
+    const email = i % 1000 === 700 ? `Repeat${i}@Example.com` : ` Person${i}@Example.com`;
+    await write(
+      [`First${i}`, `Last${i}`, phone, email, company, i % 2 ? 'injury' : 'family', 'csv;2024']
+        .map(csvCell)
+        .join(',') + '\n',
+    );
+    line += 1 + (company.match(/\n/g)?.length ?? 0);
+    if (i === 12_345) {
+      await write('\n');
+      line += 1;
+    }
+  }
+  await new Promise<void>((resolve, reject) =>
+    out.end((err?: Error | null) => (err ? reject(err) : resolve())),
+  );
+  return { path, errorLines, duplicates };
+}
+
+describe('npm run import-csv', () => {
+  it('imports a 20,000-row file in batches, sums the result and reports error rows by CSV line', async () => {
+    const firm = await createFirm(stack);
+    // Row 10's phone is the firm's already.
+    await importRows(firm.client, firm.slug, [{ phone: phoneOf(10), first_name: 'Existing' }]);
+    const file = await generate('contacts.csv', 10);
+    // URL and token from the environment, as documented.
+    const run = await importCsv(['--firm', firm.slug, '--file', file.path], {
+      PUBLIC_BASE_URL: stack.baseUrl,
+      ADMIN_API_KEY: stack.config.adminApiKey,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const errors = file.errorLines.length;
+    const imported = 20_000 - errors - file.duplicates;
+    expect(run.stdout).toContain(`Imported ${file.path} into firm ${firm.slug}:`);
+    expect(run.stdout).toMatch(new RegExp(`rows +20,000\\n`));
+    expect(run.stdout).toMatch(new RegExp(`imported +${imported.toLocaleString('en-US')}\\n`));
+    expect(run.stdout).toMatch(new RegExp(`duplicates +${file.duplicates}\\n`));
+    expect(run.stdout).toMatch(new RegExp(`errors +${errors}\\n`));
+    const reported = [...run.stdout.matchAll(/^ {2}line (\d+): (.*)$/gm)].map((m) => [Number(m[1]), m[2]!]);
+    expect(reported.map(([l]) => l)).toEqual(file.errorLines);
+    for (const [, reason] of reported) expect(reason).toMatch(/"phone" "12345" is not a valid phone number/);
+
+    const contacts = contactsOf(stack);
+    expect(await contacts.countDocuments({ firm: firm.slug })).toBe(imported + 1);
+    const sample = await contacts.findOne({ firm: firm.slug, first_name: 'First4003' });
+    expect(sample).toMatchObject({
+      last_name: 'Last4003',
+      phone: '+12125554003',
+      email: 'person4003@example.com',
+      company: 'Acme, "Legal"\nDivision 4003',
+      tags: ['csv', '2024'],
+      custom: [{ key: 'Case Type', value: 'injury' }],
+    });
+  }, 240_000);
+
+  it('prints JSON with --json, and takes the URL and token from flags', async () => {
+    const firm = await createFirm(stack);
+    const path = join(dir, 'small.csv');
+    await writeFile(
+      path,
+      'Name;Mobile;Email\nAnn Lee;020 7946 0018;\nBob;;bob@example.com\nNobody;;\n',
+      'utf8',
+    );
+    const run = await importCsv([
+      '--firm',
+      firm.slug,
+      '--file',
+      path,
+      '--url',
+      stack.baseUrl,
+      '--token',
+      firm.key,
+      '--default-country',
+      'gb',
+      '--delimiter',
+      ';',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      rows: 3,
+      imported: 2,
+      duplicates: 0,
+      errors: 1,
+      error_rows: [{ line: 4, reason: expect.stringMatching(/neither a phone nor an email/) }],
+      unlisted_errors: 0,
+    });
+    expect(await contactsOf(stack).findOne({ firm: firm.slug, name: 'Ann Lee' })).toMatchObject({
+      phone: '+442079460018',
+    });
+  }, 60_000);
+
+  it('stops before sending anything when the file is malformed, naming the line', async () => {
+    const firm = await createFirm(stack);
+    const path = join(dir, 'broken.csv');
+    await writeFile(path, 'name,phone\nAnn,+12125550100\n"Bob,+12125550101\n', 'utf8');
+    const run = await importCsv([
+      '--firm',
+      firm.slug,
+      '--file',
+      path,
+      '--url',
+      stack.baseUrl,
+      '--token',
+      firm.key,
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/import-csv: .*quote.*line/i);
+    expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
+  });
+
+  it('fails with the service’s error for a firm the token may not use, and with usage for bad flags', async () => {
+    const firm = await createFirm(stack);
+    const other = await createFirm(stack);
+    const path = join(dir, 'one.csv');
+    await writeFile(path, 'phone\n+12125550100\n', 'utf8');
+    const forbidden = await importCsv(['--firm', other.slug, '--file', path, '--url', stack.baseUrl], {
+      ADMIN_API_KEY: firm.key,
+    });
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.stderr).toMatch(/403 \(forbidden: /);
+    const usage = await importCsv(['--file', path]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/--firm is required/);
+    const missing = await importCsv(['--firm', firm.slug, '--file', join(dir, 'nope.csv'), '--token', 'x']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/cannot read .*nope\.csv/);
+  }, 60_000);
+});
