@@ -15,15 +15,16 @@ import { join } from 'node:path';
 import { knob, loadAverage, say } from './lib/measure.js';
 import { formatTable, passes, writeJson, type Row } from './lib/report.js';
 import type { Scenario } from './lib/scenario.js';
-import { cleanup, PROFILE_DIR, root, startStores } from './lib/stack.js';
+import { cleanup, deadline, PROFILE_DIR, root, startStores } from './lib/stack.js';
 import { busiestProfile, summariseProfile } from './lib/profile.js';
 import { createCall } from './scenarios/create-call.js';
 import { webhooks } from './scenarios/webhooks.js';
 import { campaigns } from './scenarios/campaigns.js';
 import { campaignCalls } from './scenarios/campaign-calls.js';
 import { listCalls } from './scenarios/list-calls.js';
+import { contactsImport } from './scenarios/contacts-import.js';
 
-const SCENARIOS: Scenario[] = [createCall, webhooks, campaigns, listCalls, campaignCalls];
+const SCENARIOS: Scenario[] = [createCall, webhooks, campaigns, contactsImport, listCalls, campaignCalls];
 
 const RESULTS = join(root, 'bench', 'results');
 const DEADLINE_MS = knob('BENCH_DEADLINE_S', 40 * 60, 4 * 3600) * 1000;
@@ -61,11 +62,7 @@ function machine(): Record<string, string> {
 
 async function main(): Promise<void> {
   const scenarios = selected();
-  const deadline = setTimeout(() => {
-    say(`gave up after ${DEADLINE_MS / 1000} s`);
-    void cleanup().finally(() => process.exit(2));
-  }, DEADLINE_MS);
-  deadline.unref();
+  deadline(DEADLINE_MS);
   const started = Date.now();
   const rounds = knob('BENCH_ROUNDS', 3, 15);
   const ctxBase = {

@@ -7,6 +7,12 @@ import autocannon from 'autocannon';
 
 export const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
 
+/** Set on a signal or the deadline (bench/lib/stack.ts): loops give up at their next step. */
+export const interruption = { interrupted: false };
+export function checkInterrupted(): void {
+  if (interruption.interrupted) throw new Error('interrupted');
+}
+
 /** A positive integer from the environment, else `fallback`; capped at `max`. */
 export function knob(name: string, fallback: number, max: number): number {
   const raw = process.env[name];
@@ -79,6 +85,7 @@ export interface Rate {
   failed: number;
   seconds: number;
   p50: number;
+  p95: number;
   p99: number;
 }
 
@@ -105,6 +112,7 @@ export async function cannon(options: autocannon.Options, amount: number): Promi
     failed: result.non2xx + result.errors + result.timeouts,
     seconds,
     p50: result.latency.p50,
+    p95: result.latency.p97_5,
     p99: result.latency.p99,
   };
 }
@@ -123,6 +131,7 @@ export async function loop(
   await Promise.all(
     Array.from({ length: Math.min(concurrency, amount) }, async () => {
       while (next < amount) {
+        checkInterrupted();
         const i = next++;
         const t = performance.now();
         try {
@@ -144,6 +153,7 @@ export async function loop(
     failed,
     seconds,
     p50: percentile(latencies, 0.5),
+    p95: percentile(latencies, 0.95),
     p99: percentile(latencies, 0.99),
   };
 }
@@ -161,7 +171,11 @@ export async function alternate<K extends string>(
   rounds: number,
   seconds: number,
   steps: Record<K, (amount: number) => Promise<Rate>>,
-  options: { warmupSeconds?: number; between?: () => Promise<void>; log?: (round: number, r: Record<K, Rate>) => void } = {},
+  options: {
+    warmupSeconds?: number;
+    between?: () => Promise<void>;
+    log?: (round: number, r: Record<K, Rate>) => void;
+  } = {},
 ): Promise<Record<K, Rate[]>> {
   const names = Object.keys(steps) as K[];
   const sized = {} as Record<K, number>;

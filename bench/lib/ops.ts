@@ -103,7 +103,10 @@ export const formatOps = (ops: { mongo: OpCounts; redis: OpCounts }): string =>
   ].join(', ') || 'nothing';
 
 /** Whether two op profiles issue the same commands the same number of times (rounded). */
-export function sameOps(a: { mongo: OpCounts; redis: OpCounts }, b: { mongo: OpCounts; redis: OpCounts }): boolean {
+export function sameOps(
+  a: { mongo: OpCounts; redis: OpCounts },
+  b: { mongo: OpCounts; redis: OpCounts },
+): boolean {
   const norm = (o: OpCounts) =>
     JSON.stringify(
       Object.entries(o)

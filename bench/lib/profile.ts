@@ -64,7 +64,10 @@ export function summariseProfile(path: string, top = 12): string {
       continue;
     }
     areas.set(a, (areas.get(a) ?? 0) + us);
-    const where = url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(api|core|jobs|workers|bench)\//, '$1/')}:${lineNumber + 1}`;
+    const where =
+      url === ''
+        ? ''
+        : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(api|core|jobs|workers|bench)\//, '$1/')}:${lineNumber + 1}`;
     const key = `${functionName || '(anonymous)'}${where}`;
     fns.set(key, (fns.get(key) ?? 0) + us);
   }

@@ -66,7 +66,9 @@ const num = (x: number): string => {
 };
 
 const targetText = (t: Target | undefined): string =>
-  t === undefined ? '' : `${t.on === 'value' ? 'value ' : ''}${t.op === '>=' ? '≥' : t.op === '<=' ? '≤' : '<'} ${t.limit}`;
+  t === undefined
+    ? ''
+    : `${t.on === 'value' ? 'value ' : ''}${t.op === '>=' ? '≥' : t.op === '<=' ? '≤' : '<'} ${t.limit}`;
 
 /** The table as fixed-width text; notes follow under it, numbered. */
 export function formatTable(rows: Row[]): string {

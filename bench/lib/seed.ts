@@ -4,7 +4,13 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { AgentDoc } from '../../core/domain/agents/agents.js';
 import type { FirmDoc } from '../../core/domain/firms/firms.js';
-import { callsCollection, newOutboundCall, STATUS_RANK, type CallDoc } from '../../core/domain/calls/calls.js';
+import {
+  callsCollection,
+  newOutboundCall,
+  STATUS_RANK,
+  type CallDoc,
+} from '../../core/domain/calls/calls.js';
+import { checkInterrupted } from './measure.js';
 
 const WORDS =
   'the caller said that she was injured at work last march when a pallet fell from a forklift and her employer did not report it her doctor wants surgery and she has missed six weeks of pay'.split(
@@ -74,7 +80,8 @@ export async function seedEndedCalls(
   from = 0,
 ): Promise<void> {
   const calls = callsCollection(db);
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
+    checkInterrupted();
     const n = Math.min(1000, count - done);
     await calls.insertMany(
       Array.from({ length: n }, (_, k) => endedCall(firm, agent, from + done + k, transcriptBytes)),

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
 import { MongoClient, type Db } from 'mongodb';
-import { createQueues, type Queues } from '../../jobs/queues.js';
+import { createQueues, QUEUE, type QueueName, type Queues } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import {
@@ -21,7 +21,7 @@ import {
   startLocalServices,
   type LocalServices,
 } from '../../scripts/local/services.js';
-import { rssMiB, say, sleep } from './measure.js';
+import { interruption, rssMiB, say, sleep } from './measure.js';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PROFILE_DIR = join(root, 'bench', 'results', 'profiles');
@@ -36,12 +36,27 @@ let cleaning: Promise<void> | undefined;
 export const atExit = (step: () => Promise<unknown>): void => void cleanups.push(step);
 export function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
+    // Each step is bounded, so a database busy with a slow query cannot keep the servers running.
+    for (const step of cleanups.splice(0).reverse()) {
+      await Promise.race([step().catch(() => {}), new Promise((r) => setTimeout(r, 30_000).unref())]);
+    }
   })();
   return cleaning;
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void cleanup().finally(() => process.exit(130)));
+  process.once(signal, () => {
+    interruption.interrupted = true;
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** Gives up after `ms`: the work in progress stops at its next step, everything is removed, exit 2. */
+export function deadline(ms: number): void {
+  setTimeout(() => {
+    say(`gave up after ${Math.round(ms / 1000)} s`);
+    interruption.interrupted = true;
+    void cleanup().finally(() => process.exit(2));
+  }, ms).unref();
 }
 
 // ---- the data stores ----------------------------------------------------------------------
@@ -106,7 +121,12 @@ export interface Proc {
 const profiling = (): boolean => process.env.BENCH_PROFILE === '1';
 
 /** Starts `entry` (relative to the repository) as npm start does, with a CPU profile when BENCH_PROFILE=1. */
-export function spawnNode(name: string, entry: string, env: Record<string, string>, nodeArgs: string[] = []): Proc {
+export function spawnNode(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Proc {
   // One folder per process: Node writes a profile per thread (tsx's loader runs in its own).
   const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
   const profile = profiling() ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
@@ -164,14 +184,18 @@ export interface App {
   redis: Redis;
   queues: Queues;
   startWeb(): Promise<Web>;
-  /** A worker process; resolves once its BullMQ workers listen on `waitFor` (default campaigns). */
+  /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
   startWorker(name: string, env?: Record<string, string>, nodeArgs?: string[]): Promise<Proc>;
   /** Removes the queues' keys and the database, and stops the app's processes. */
   close(): Promise<void>;
 }
 
 /** A fresh database and queue prefix over the stores, with the environment every child gets. */
-export async function createApp(stores: Stores, name: string, env: Record<string, string> = {}): Promise<App> {
+export async function createApp(
+  stores: Stores,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<App> {
   const uri = new URL(stores.mongodbUri);
   uri.pathname = `/bench_${name.replace(/[^a-z0-9]/gi, '_')}_${rand()}`;
   const prefix = `bench${rand()}`;
@@ -228,7 +252,9 @@ export async function createApp(stores: Stores, name: string, env: Record<string
       return { ...proc, base };
     },
     async startWorker(workerName, env = {}, nodeArgs = []) {
-      const before = await queues.campaigns.getWorkersCount();
+      // Ready once its Worker on the first queue it consumes has its blocking connection (CLIENT LIST).
+      const watched = queues[(env.WORKER_QUEUES ?? QUEUE.campaigns).split(',')[0] as QueueName];
+      const before = await watched.getWorkersCount();
       // BENCH_WORKER_NODE_ARGS: extra node flags for every worker (e.g. --max-old-space-size=64).
       const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
       const proc = spawnNode(`${name}-${workerName}`, 'workers/main.ts', { ...fullEnv, ...env }, [
@@ -236,10 +262,8 @@ export async function createApp(stores: Stores, name: string, env: Record<string
         ...nodeArgs,
       ]);
       procs.push(proc);
-      const listens = (env.WORKER_QUEUES ?? 'campaigns').split(',').includes('campaigns');
       const until = Date.now() + 60_000;
-      // Ready once its Worker on the campaigns queue has its blocking connection (CLIENT LIST).
-      while (listens && (await queues.campaigns.getWorkersCount()) <= before) {
+      while ((await watched.getWorkersCount()) <= before) {
         if (proc.child.exitCode !== null) throw new Error(`${name}: worker ${workerName} exited at start`);
         if (Date.now() > until) throw new Error(`${name}: worker ${workerName} did not start`);
         await sleep(100);
@@ -288,7 +312,11 @@ export interface Tenant {
 }
 
 /** A firm (with `settings`), a firm API key and an agent, made through the API. */
-export async function makeTenant(app: App, base: string, settings: Record<string, unknown> = {}): Promise<Tenant> {
+export async function makeTenant(
+  app: App,
+  base: string,
+  settings: Record<string, unknown> = {},
+): Promise<Tenant> {
   const slug = `bench-${rand()}`;
   await api(base, 'POST', '/api/firms', app.adminKey, { slug, name: 'Bench firm', settings });
   const { key } = await api<{ key: string }>(base, 'POST', '/api/auth/api-keys', app.adminKey, {

@@ -37,7 +37,8 @@ class PlacedCounter {
     const until = Date.now() + timeoutMs;
     let told = Date.now();
     while (this.count < n) {
-      if (Date.now() > until) throw new Error(`only ${this.count} of ${n} calls placed in ${timeoutMs / 1000} s`);
+      if (Date.now() > until)
+        throw new Error(`only ${this.count} of ${n} calls placed in ${timeoutMs / 1000} s`);
       if (Date.now() - told > 15_000) {
         told = Date.now();
         say(`campaign-calls: ${this.count} of ${n} calls placed`);
@@ -57,11 +58,19 @@ const safeParse = (s: string): unknown => {
 
 export const campaignCalls: Scenario = {
   name: 'campaign-calls',
-  ids: ['campaign_e2e_calls_per_s', 'campaign_e2e_completed_per_s', 'two_workers_vs_one', 'worker_rss_load_mb', 'worker_rss_idle_mb'],
+  ids: [
+    'campaign_e2e_calls_per_s',
+    'campaign_e2e_completed_per_s',
+    'two_workers_vs_one',
+    'worker_rss_load_mb',
+    'worker_rss_idle_mb',
+  ],
   async run(ctx) {
     const leads = knob('BENCH_E2E_LEADS', 5000, 100_000);
     const windowSeconds = knob('BENCH_SCALE_SECONDS', 8, 300);
-    const app = await createApp(ctx.stores, 'campaign-calls', { SIM_CALL_MS: String(knob('BENCH_SIM_CALL_MS', 50, 60_000)) });
+    const app = await createApp(ctx.stores, 'campaign-calls', {
+      SIM_CALL_MS: String(knob('BENCH_SIM_CALL_MS', 50, 60_000)),
+    });
     const eventsConnection = createRedis(ctx.stores.redisUrl, 'worker');
     const events = new QueueEvents(QUEUE.calls, { connection: eventsConnection, prefix: app.prefix });
     try {
@@ -150,7 +159,9 @@ export const campaignCalls: Scenario = {
             `${n} worker${n === 1 ? '' : 's'}: machine ${(100 * used.machineBusy).toFixed(0)}% busy, ` +
               `worker${n === 1 ? '' : 's'} ${workerCores} cores, web ${(used.cores.get(web.pid) ?? NaN).toFixed(2)}`,
           );
-          say(`campaign-calls round ${round + 1}: ${rate.toFixed(1)} calls placed/s; ${cpu[cpu.length - 1]!}`);
+          say(
+            `campaign-calls round ${round + 1}: ${rate.toFixed(1)} calls placed/s; ${cpu[cpu.length - 1]!}`,
+          );
           if (placed.count - scaleBase >= scaleLeads) break;
         }
         if (placed.count - scaleBase >= scaleLeads) {
@@ -199,12 +210,22 @@ export const campaignCalls: Scenario = {
           one.slice(0, n),
         ),
         ratioRow(
-          { id: 'worker_rss_idle_mb', label: 'worker RSS idle (started, all queues)', unit: 'MiB', baselineLabel: 'itself' },
+          {
+            id: 'worker_rss_idle_mb',
+            label: 'worker RSS idle (started, all queues)',
+            unit: 'MiB',
+            baselineLabel: 'itself',
+          },
           [idleRss],
           [idleRss],
         ),
         ratioRow(
-          { id: 'worker_rss_load_mb', label: 'worker RSS peak during the campaign calls', unit: 'MiB', baselineLabel: 'idle' },
+          {
+            id: 'worker_rss_load_mb',
+            label: 'worker RSS peak during the campaign calls',
+            unit: 'MiB',
+            baselineLabel: 'idle',
+          },
           [load.peak],
           [idleRss],
         ),

@@ -10,6 +10,10 @@
 import { jobId } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import {
+  campaignFanoutsCollection,
+  campaignPhonesCollection,
+} from '../../core/domain/campaigns/campaign-store.js';
 import { knob, median, RssSampler, say, sleep } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -49,7 +53,8 @@ export async function makeCampaign(
       leads: leads(from, Math.min(PER_REQUEST, size - from)),
     });
   }
-  if (size >= PER_REQUEST) say(`made a ${size}-lead campaign in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  if (size >= PER_REQUEST)
+    say(`made a ${size}-lead campaign in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   return id;
 }
 
@@ -62,16 +67,66 @@ async function bareAddBulk(app: App, campaignId: string, firm: string, size: num
     await queue.addBulk(
       Array.from({ length: Math.min(CHUNK, size - from) }, (_, i) => {
         const data = { campaignId, firm, phone: phone(from + i), attempt: 1 };
-        return { name: def.name, data, opts: { ...def.options, jobId: def.id!(data), priority: from + i + 1 } };
+        return {
+          name: def.name,
+          data,
+          opts: { ...def.options, jobId: def.id!(data), priority: from + i + 1 },
+        };
       }),
     );
   }
   return size / ((performance.now() - t) / 1000);
 }
 
+/**
+ * The fan-out's own operations issued directly from this process: the same streaming cursor
+ * over the campaign's phone claims, an addBulk of each chunk of the same jobs, a checkpoint
+ * upsert after each; jobs/s.
+ */
+async function directFanout(app: App, campaignId: string, firm: string): Promise<number> {
+  const def = JOBS.campaignCall;
+  const checkpoints = campaignFanoutsCollection(app.db);
+  const checkpointId = `bench_${rand()}`;
+  const t = performance.now();
+  const cursor = campaignPhonesCollection(app.db)
+    .find({ campaign_id: campaignId }, { projection: { _id: 1, phone: 1 } })
+    .sort({ _id: 1 })
+    .batchSize(CHUNK);
+  let chunk: Array<{ _id: string; phone: string }> = [];
+  let added = 0;
+  const flush = async (): Promise<void> => {
+    await app.queues.campaigns.addBulk(
+      chunk.map((claim, i) => {
+        const data = { campaignId, firm, phone: claim.phone, attempt: 1 };
+        return {
+          name: def.name,
+          data,
+          opts: { ...def.options, jobId: def.id!(data), priority: added + i + 1 },
+        };
+      }),
+    );
+    added += chunk.length;
+    const after = chunk[chunk.length - 1]!._id;
+    chunk = [];
+    await checkpoints.updateOne(
+      { _id: checkpointId },
+      { $set: { after, added, done: false, updated_at: new Date() } },
+      { upsert: true },
+    );
+  };
+  for await (const claim of cursor) {
+    chunk.push(claim);
+    if (chunk.length >= CHUNK) await flush();
+  }
+  if (chunk.length > 0) await flush();
+  const seconds = (performance.now() - t) / 1000;
+  await checkpoints.deleteOne({ _id: checkpointId });
+  return added / seconds;
+}
+
 export const campaigns: Scenario = {
   name: 'campaigns',
-  ids: ['launch_50k_vs_100', 'fanout_vs_addbulk', 'worker_rss_fanout_mb'],
+  ids: ['launch_50k_vs_100', 'fanout_vs_addbulk', 'fanout_vs_direct', 'worker_rss_fanout_mb'],
   async run(ctx) {
     const large = knob('BENCH_CAMPAIGN_LEADS', 50_000, 200_000);
     const small = 100;
@@ -87,9 +142,15 @@ export const campaigns: Scenario = {
       });
       const launch = async (id: string, expected: number): Promise<number> => {
         const started = performance.now();
-        const res = await api<{ calls_queued: number }>(web.base, 'POST', `/api/leads/campaigns/${id}/launch`, t.key);
+        const res = await api<{ calls_queued: number }>(
+          web.base,
+          'POST',
+          `/api/leads/campaigns/${id}/launch`,
+          t.key,
+        );
         const ms = performance.now() - started;
-        if (res.calls_queued !== expected) throw new Error(`calls_queued ${res.calls_queued}, expected ${expected}`);
+        if (res.calls_queued !== expected)
+          throw new Error(`calls_queued ${res.calls_queued}, expected ${expected}`);
         return ms;
       };
       const cancel = (id: string) => api(web.base, 'POST', `/api/leads/campaigns/${id}/cancel`, t.key);
@@ -112,6 +173,7 @@ export const campaigns: Scenario = {
       const largeMs: number[] = [];
       const fanoutRates: number[] = [];
       const bareRates: number[] = [];
+      const directRates: number[] = [];
       const rssStart: number[] = [];
       const rssPeak: number[] = [];
       for (let round = 0; round < ctx.rounds; round++) {
@@ -126,7 +188,10 @@ export const campaigns: Scenario = {
 
         // (b) + (c): a fresh worker fans the large campaign out, alone.
         const campaignId = largeIds[round]!;
-        const worker = await app.startWorker(`worker${round}`, { WORKER_QUEUES: 'campaigns', WORKER_CONCURRENCY: '1' });
+        const worker = await app.startWorker(`worker${round}`, {
+          WORKER_QUEUES: 'campaigns',
+          WORKER_CONCURRENCY: '1',
+        });
         const sampler = new RssSampler(worker.pid, 20);
         let startRss = NaN;
         const fanoutJob = jobId('fanout', campaignId);
@@ -154,12 +219,15 @@ export const campaigns: Scenario = {
         await cancel(campaignId);
         await app.queues.campaigns.obliterate({ force: true });
 
-        // The baseline, right after, on the same (now empty) queue.
+        // The baselines, right after, on the same (now empty) queue: the fan-out's own
+        // operations issued directly (the same claims), then the addBulks alone.
+        directRates.push(await directFanout(app, campaignId, t.slug));
+        await app.queues.campaigns.obliterate({ force: true });
         bareRates.push(await bareAddBulk(app, `bare_${rand()}`, t.slug, large));
         await app.queues.campaigns.obliterate({ force: true });
         say(
           `campaigns round ${round + 1}: launch ${smallMs[round]!.toFixed(1)} ms at ${small}, ${largeMs[round]!.toFixed(1)} ms at ${large} · ` +
-            `fan-out ${fanoutRates[round]!.toFixed(0)} jobs/s (${seconds.toFixed(1)} s) · bare addBulk ${bareRates[round]!.toFixed(0)} jobs/s · ` +
+            `fan-out ${fanoutRates[round]!.toFixed(0)} jobs/s (${seconds.toFixed(1)} s) · direct ${directRates[round]!.toFixed(0)} · bare addBulk ${bareRates[round]!.toFixed(0)} jobs/s · ` +
             `worker RSS ${startRss.toFixed(0)} → peak ${peak.toFixed(0)} MiB`,
         );
       }
@@ -186,6 +254,17 @@ export const campaigns: Scenario = {
           },
           fanoutRates,
           bareRates,
+        ),
+        ratioRow(
+          {
+            id: 'fanout_vs_direct',
+            label: `fan-out of ${k} leads in the worker`,
+            unit: 'jobs/s',
+            baselineLabel:
+              'its own ops issued directly (claims cursor + addBulk + checkpoint per chunk), jobs/s',
+          },
+          fanoutRates,
+          directRates,
         ),
         ratioRow(
           {

@@ -20,7 +20,13 @@ import { createApp, makeTenant } from '../lib/stack.js';
 
 export const createCall: Scenario = {
   name: 'create-call',
-  ids: ['create_call_vs_direct', 'create_call_vs_add', 'create_call_vs_healthz', 'web_rss_idle_mb', 'web_rss_load_mb'],
+  ids: [
+    'create_call_vs_direct',
+    'create_call_vs_add',
+    'create_call_vs_healthz',
+    'web_rss_idle_mb',
+    'web_rss_load_mb',
+  ],
   async run(ctx) {
     const app = await createApp(ctx.stores, 'create-call');
     try {
@@ -42,7 +48,11 @@ export const createCall: Scenario = {
         body: JSON.stringify(body),
       };
       const createOne = async (): Promise<void> => {
-        const res = await fetch(request.url, { method: 'POST', headers: request.headers, body: request.body });
+        const res = await fetch(request.url, {
+          method: 'POST',
+          headers: request.headers,
+          body: request.body,
+        });
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`create-outbound-call answered ${res.status}`);
       };
@@ -54,13 +64,25 @@ export const createCall: Scenario = {
         { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
         createLogger('warn', 'bench'),
       );
-      const principal = { kind: 'firm' as const, firm: firm._id, via: 'api_key' as const, subject: 'bench-direct' };
+      const principal = {
+        kind: 'firm' as const,
+        firm: firm._id,
+        via: 'api_key' as const,
+        subject: 'bench-direct',
+      };
       const calls = callsCollection(app.db);
       const direct = async (): Promise<void> => {
         await limiter.checkPrincipal(principal);
-        const doc = newOutboundCall({ firm, agent, toNumber: '+14155550123', dynamicVariables: body.dynamicVariables }, 'simulator');
+        const doc = newOutboundCall(
+          { firm, agent, toNumber: '+14155550123', dynamicVariables: body.dynamicVariables },
+          'simulator',
+        );
         await calls.insertOne(doc);
-        await app.queues.calls.add(JOBS.placeCall.name, { callId: doc._id, firm: doc.firm }, { jobId: doc._id });
+        await app.queues.calls.add(
+          JOBS.placeCall.name,
+          { callId: doc._id, firm: doc.firm },
+          { jobId: doc._id },
+        );
       };
       const bareAdd = async (i: number): Promise<void> => {
         const callId = `call_bare${i}_${Math.random().toString(36).slice(2)}`;
@@ -79,25 +101,30 @@ export const createCall: Scenario = {
 
       const idleRss = web.rss();
       const load = new RssSampler(web.pid);
-      const rates = await alternate(ctx.rounds, ctx.seconds, {
-        route: async (n) => {
-          load.start();
-          try {
-            return await cannon(request, n);
-          } finally {
-            load.stop();
-          }
+      const rates = await alternate(
+        ctx.rounds,
+        ctx.seconds,
+        {
+          route: async (n) => {
+            load.start();
+            try {
+              return await cannon(request, n);
+            } finally {
+              load.stop();
+            }
+          },
+          direct: (n) => loop(ctx.connections, n, direct),
+          add: (n) => loop(ctx.connections, n, bareAdd),
+          healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
         },
-        direct: (n) => loop(ctx.connections, n, direct),
-        add: (n) => loop(ctx.connections, n, bareAdd),
-        healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
-      }, {
-        log: (round, r) =>
-          say(
-            `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
-              `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s`,
-          ),
-      });
+        {
+          log: (round, r) =>
+            say(
+              `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
+                `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s`,
+            ),
+        },
+      );
       const failed = rates.route.reduce((a, r) => a + r.failed, 0);
       const of = (xs: Rate[]) => xs.map((x) => x.rate);
       const rows: Row[] = [
@@ -117,12 +144,22 @@ export const createCall: Scenario = {
           of(rates.direct),
         ),
         ratioRow(
-          { id: 'create_call_vs_add', label: 'create-outbound-call', unit: 'req/s', baselineLabel: 'bare queue.add /s' },
+          {
+            id: 'create_call_vs_add',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'bare queue.add /s',
+          },
           of(rates.route),
           of(rates.add),
         ),
         ratioRow(
-          { id: 'create_call_vs_healthz', label: 'create-outbound-call', unit: 'req/s', baselineLabel: 'GET /healthz req/s' },
+          {
+            id: 'create_call_vs_healthz',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'GET /healthz req/s',
+          },
           of(rates.route),
           of(rates.healthz),
         ),

@@ -54,7 +54,12 @@ async function side(ctx: Parameters<Scenario['run']>[0], size: number): Promise<
 
 export const listCalls: Scenario = {
   name: 'list-calls',
-  ids: ['list_calls_20k_vs_1k', 'list_calls_vs_driver_20k', 'list_calls_vs_driver_1k', 'list_driver_20k_vs_1k'],
+  ids: [
+    'list_calls_20k_vs_1k',
+    'list_calls_vs_driver_20k',
+    'list_calls_vs_driver_1k',
+    'list_driver_20k_vs_1k',
+  ],
   async run(ctx) {
     const smallSize = knob('BENCH_LIST_SMALL', 1000, 100_000);
     const largeSize = knob('BENCH_LIST_LARGE', 20_000, 200_000);
@@ -106,7 +111,7 @@ export const listCalls: Scenario = {
             note:
               'FerretDB 1.24 does not use the {firm, finished, end_timestamp, call_id} index for this query: it scans the ' +
               "collection for the firm's finished calls and sorts every match in its own memory before the limit, so " +
-              'the first page costs in proportion to the firm\'s calls (MongoDB serves it from the index). The target is ' +
+              "the first page costs in proportion to the firm's calls (MongoDB serves it from the index). The target is " +
               'therefore held against the same query issued directly with the driver (list_calls_vs_driver_20k).',
           },
           results.largeRoute,

@@ -122,7 +122,12 @@ const RECEIVERS: Receiver[] = [
       const body = callAnalyzed(n);
       return {
         def: JOBS.callEvent as unknown as JobDefinition<never>,
-        data: { firm: slug, event: body.event, call: snapshotProviderCall(body.call), received_at: Date.now() },
+        data: {
+          firm: slug,
+          event: body.event,
+          call: snapshotProviderCall(body.call),
+          received_at: Date.now(),
+        },
       };
     },
     settings: (secret) => ({ voice_webhook_secret: secret }),
@@ -193,7 +198,11 @@ export const webhooks: Scenario = {
         let n = 0;
         const deliver = async (): Promise<void> => {
           const { raw, headers } = receiver.sign(n++, secret);
-          const res = await fetch(`${web.base}${receiver.path(slug)}`, { method: 'POST', headers, body: raw });
+          const res = await fetch(`${web.base}${receiver.path(slug)}`, {
+            method: 'POST',
+            headers,
+            body: raw,
+          });
           await res.arrayBuffer();
           if (res.status !== 200) throw new Error(`${receiver.id} answered ${res.status}`);
         };
