@@ -12,7 +12,16 @@ import { findAgent } from '../../core/domain/agents/agents.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
 import { RateLimiter } from '../../api/middleware/rate-limit.js';
-import { alternate, cannon, loop, median, RssSampler, say, type Rate } from '../lib/measure.js';
+import {
+  alternate,
+  cannon,
+  loop,
+  median,
+  processCpuSeconds,
+  RssSampler,
+  say,
+  type Rate,
+} from '../lib/measure.js';
 import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -101,19 +110,30 @@ export const createCall: Scenario = {
 
       const idleRss = web.rss();
       const load = new RssSampler(web.pid);
+      const webCpu: number[] = [];
+      const directCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
         {
           route: async (n) => {
             load.start();
+            const c0 = processCpuSeconds(web.pid);
             try {
-              return await cannon(request, n);
+              const r = await cannon(request, n);
+              webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              return r;
             } finally {
               load.stop();
             }
           },
-          direct: (n) => loop(ctx.connections, n, direct),
+          direct: async (n) => {
+            const c0 = process.cpuUsage();
+            const r = await loop(ctx.connections, n, direct);
+            const used = process.cpuUsage(c0);
+            directCpu.push((used.user + used.system) / r.ok);
+            return r;
+          },
           add: (n) => loop(ctx.connections, n, bareAdd),
           healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
         },
@@ -137,7 +157,8 @@ export const createCall: Scenario = {
             target: { op: '>=', limit: 0.8 },
             note:
               `A warm request issues ${formatOps(routeOps)}; the direct baseline issues ${formatOps(directOps)}` +
-              `${same ? ' (the same)' : ' (NOT the same)'}, ${ctx.connections} in flight.` +
+              `${same ? ' (the same)' : ' (NOT the same)'}, ${ctx.connections} in flight. ` +
+              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs; per direct call in the bench process ${median(directCpu).toFixed(0)} µs (medians).` +
               (failed > 0 ? ` ${failed} requests did not answer 200.` : ''),
           },
           of(rates.route),
