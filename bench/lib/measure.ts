@@ -1,7 +1,7 @@
 // Measuring helpers shared by the bench scenarios: steady-state rates over a fixed amount of
 // work (autocannon or a concurrent loop), timed from the first request sent to the last answer
 // received (never rounded to autocannon's one-second tick), medians and ranges, RSS and load.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 
@@ -223,20 +223,71 @@ export function processCpuSeconds(pid: number): number {
   }
 }
 
-/** Measures the machine's and some processes' CPU use over a stretch of time. */
-export class CpuWatch {
-  private readonly machine = machineTicks();
-  private readonly procs: Map<number, number>;
-  private readonly started = performance.now();
-  constructor(pids: number[]) {
-    this.procs = new Map(pids.map((p) => [p, processCpuSeconds(p)]));
+/** This process's descendants (Linux /proc): pid → command name. */
+export function descendants(root = process.pid): Map<number, string> {
+  const parent = new Map<number, number>();
+  const comm = new Map<number, string>();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return new Map();
   }
-  /** Machine busy share (0–1 of all cores) and each process's cores used, since construction. */
-  read(): { machineBusy: number; cores: Map<number, number> } {
-    const now = machineTicks();
+  for (const d of entries) {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(d), ppid);
+      comm.set(Number(d), name);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = new Map<number, string>();
+  for (const [pid, name] of comm) {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === root) {
+        out.set(pid, name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Cores used over a stretch of time by the stack's processes, grouped: the named processes
+ * (web, workers), and the other descendants of this process by command (ferretdb, postgres,
+ * redis-server), the bench process itself, and the machine as a whole (other users included).
+ */
+export class StackCpu {
+  private readonly started = performance.now();
+  private readonly machine = machineTicks();
+  private readonly before = new Map<number, number>();
+  private readonly self = process.cpuUsage();
+  constructor(private readonly named: Map<number, string>) {
+    for (const pid of [...descendants().keys(), ...named.keys()])
+      this.before.set(pid, processCpuSeconds(pid));
+  }
+  read(): string {
     const seconds = (performance.now() - this.started) / 1000;
-    const cores = new Map<number, number>();
-    for (const [pid, before] of this.procs) cores.set(pid, (processCpuSeconds(pid) - before) / seconds);
-    return { machineBusy: (now.busy - this.machine.busy) / (now.total - this.machine.total), cores };
+    const groups = new Map<string, number>();
+    const all = descendants();
+    for (const [pid, name] of this.named) all.set(pid, name);
+    for (const [pid, name] of all) {
+      const group = this.named.get(pid) ?? (name === 'node' ? 'other node' : name);
+      const used = processCpuSeconds(pid) - (this.before.get(pid) ?? 0);
+      if (Number.isFinite(used)) groups.set(group, (groups.get(group) ?? 0) + used / seconds);
+    }
+    const own = process.cpuUsage(this.self);
+    groups.set('bench', (own.user + own.system) / 1e6 / seconds);
+    const now = machineTicks();
+    const busy = (now.busy - this.machine.busy) / (now.total - this.machine.total);
+    const parts = [...groups.entries()]
+      .filter(([, v]) => v >= 0.01)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`);
+    return `cores used: ${parts.join(', ')}; machine ${(100 * busy).toFixed(0)}% busy (all users)`;
   }
 }

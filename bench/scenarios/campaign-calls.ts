@@ -12,7 +12,7 @@
 import { QueueEvents } from 'bullmq';
 import { QUEUE, QUEUE_SETTINGS } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
-import { CpuWatch, knob, RssSampler, say, sleep } from '../lib/measure.js';
+import { knob, RssSampler, say, sleep, StackCpu } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, type Proc } from '../lib/stack.js';
@@ -99,7 +99,12 @@ export const campaignCalls: Scenario = {
       const e2e = await makeCampaign(web.base, t.key, t.slug, t.agentId, leads, 'end to end');
       const load = new RssSampler(workers[0]!.pid, 100).start();
       const base = placed.count;
-      const e2eWatch = new CpuWatch([web.pid, workers[0]!.pid]);
+      const e2eWatch = new StackCpu(
+        new Map([
+          [web.pid, 'web'],
+          [workers[0]!.pid, 'worker'],
+        ]),
+      );
       const launchedAt = performance.now();
       await api(web.base, 'POST', `/api/leads/campaigns/${e2e}/launch`, t.key);
       await placed.waitFor(base + leads, 30 * 60_000);
@@ -147,18 +152,19 @@ export const campaignCalls: Scenario = {
           while (workers.length < n) workers.push(await app.startWorker(`w${workers.length + 1}-${round}`));
           while (workers.length > n) await workers.pop()!.stop();
           await sleep(1000); // the change settles (jobs handed back, the new worker's first jobs)
-          const watch = new CpuWatch([web.pid, ...workers.map((w) => w.pid)]);
+          const watch = new StackCpu(
+            new Map([
+              [web.pid, 'web'],
+              ...workers.map((w, i) => [w.pid, `worker ${i + 1}`] as [number, string]),
+            ]),
+          );
           const from = performance.now();
           await sleep(windowSeconds * 1000);
           const to = performance.now();
           const used = watch.read();
           const rate = placed.between(from, to) / ((to - from) / 1000);
           (n === 1 ? one : two).push(rate);
-          const workerCores = workers.map((w) => (used.cores.get(w.pid) ?? NaN).toFixed(2)).join(' + ');
-          cpu.push(
-            `${n} worker${n === 1 ? '' : 's'}: machine ${(100 * used.machineBusy).toFixed(0)}% busy, ` +
-              `worker${n === 1 ? '' : 's'} ${workerCores} cores, web ${(used.cores.get(web.pid) ?? NaN).toFixed(2)}`,
-          );
+          cpu.push(`${n} worker${n === 1 ? '' : 's'}: ${used}`);
           say(
             `campaign-calls round ${round + 1}: ${rate.toFixed(1)} calls placed/s; ${cpu[cpu.length - 1]!}`,
           );
@@ -175,12 +181,12 @@ export const campaignCalls: Scenario = {
         ratioRow(
           {
             id: 'campaign_e2e_calls_per_s',
-            label: `${leads.toLocaleString('en')}-lead campaign, 1 worker: calls placed`,
+            label: `${leads.toLocaleString('en')}-lead campaign, 1 worker, calls placed`,
             unit: 'calls/s',
-            baselineLabel: 'the dial ceiling (calls queue limiter), calls/s',
+            baselineLabel: 'the dial ceiling (calls queue limiter)',
             note:
               `From the launch to the last lead's call placed at the simulator (SIM_CALL_MS=${app.env.SIM_CALL_MS}, max_concurrent_calls 1000, no calling window); each call also ends, is analysed and settles meanwhile. ` +
-              `Meanwhile the machine was ${(100 * e2eCpu.machineBusy).toFixed(0)}% busy (all cores), the worker used ${(e2eCpu.cores.get(workers[0]!.pid) ?? NaN).toFixed(2)} cores and the web ${(e2eCpu.cores.get(web.pid) ?? NaN).toFixed(2)}.`,
+              `Meanwhile, ${e2eCpu}.`,
           },
           [e2eRate],
           [ceilingPerSecond],
@@ -188,9 +194,9 @@ export const campaignCalls: Scenario = {
         ratioRow(
           {
             id: 'campaign_e2e_completed_per_s',
-            label: `${leads.toLocaleString('en')}-lead campaign, 1 worker: leads settled (campaign completed)`,
+            label: `same campaign, leads settled (completed)`,
             unit: 'leads/s',
-            baselineLabel: 'calls placed /s',
+            baselineLabel: 'calls placed',
           },
           [completedRate],
           [e2eRate],
@@ -198,9 +204,9 @@ export const campaignCalls: Scenario = {
         ratioRow(
           {
             id: 'two_workers_vs_one',
-            label: 'campaign calls placed, 2 worker processes',
+            label: 'campaign calls placed, 2 workers',
             unit: 'calls/s',
-            baselineLabel: '1 worker process, calls/s',
+            baselineLabel: '1 worker',
             target: { op: '>=', limit: 1.6 },
             note:
               `Alternating ${windowSeconds}-second windows of one ${scaleLeads.toLocaleString('en')}-lead campaign, with one worker process and with two (every queue each). ` +
@@ -212,7 +218,7 @@ export const campaignCalls: Scenario = {
         ratioRow(
           {
             id: 'worker_rss_idle_mb',
-            label: 'worker RSS idle (started, all queues)',
+            label: 'worker RSS idle (all queues)',
             unit: 'MiB',
             baselineLabel: 'itself',
           },
@@ -222,7 +228,7 @@ export const campaignCalls: Scenario = {
         ratioRow(
           {
             id: 'worker_rss_load_mb',
-            label: 'worker RSS peak during the campaign calls',
+            label: 'worker RSS peak, campaign calls',
             unit: 'MiB',
             baselineLabel: 'idle',
           },

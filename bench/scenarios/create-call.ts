@@ -20,6 +20,7 @@ import {
   processCpuSeconds,
   RssSampler,
   say,
+  StackCpu,
   type Rate,
 } from '../lib/measure.js';
 import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
@@ -111,6 +112,9 @@ export const createCall: Scenario = {
       const idleRss = web.rss();
       const load = new RssSampler(web.pid);
       const webCpu: number[] = [];
+      const named = new Map([[web.pid, 'web']]);
+      let routeCores = '';
+      let directCores = '';
       const directCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
@@ -119,9 +123,11 @@ export const createCall: Scenario = {
           route: async (n) => {
             load.start();
             const c0 = processCpuSeconds(web.pid);
+            const stack = new StackCpu(named);
             try {
               const r = await cannon(request, n);
               webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              routeCores = stack.read();
               return r;
             } finally {
               load.stop();
@@ -129,9 +135,11 @@ export const createCall: Scenario = {
           },
           direct: async (n) => {
             const c0 = process.cpuUsage();
+            const stack = new StackCpu(named);
             const r = await loop(ctx.connections, n, direct);
             const used = process.cpuUsage(c0);
             directCpu.push((used.user + used.system) / r.ok);
+            directCores = stack.read();
             return r;
           },
           add: (n) => loop(ctx.connections, n, bareAdd),
@@ -153,12 +161,13 @@ export const createCall: Scenario = {
             id: 'create_call_vs_direct',
             label: `create-outbound-call (c=${ctx.connections})`,
             unit: 'req/s',
-            baselineLabel: 'its own ops issued directly, /s',
+            baselineLabel: 'its own ops issued directly',
             target: { op: '>=', limit: 0.8 },
             note:
               `A warm request issues ${formatOps(routeOps)}; the direct baseline issues ${formatOps(directOps)}` +
               `${same ? ' (the same)' : ' (NOT the same)'}, ${ctx.connections} in flight. ` +
-              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs; per direct call in the bench process ${median(directCpu).toFixed(0)} µs (medians).` +
+              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs; per direct call in the bench process ${median(directCpu).toFixed(0)} µs (medians). ` +
+              `Last round, route: ${routeCores}; direct: ${directCores}.` +
               (failed > 0 ? ` ${failed} requests did not answer 200.` : ''),
           },
           of(rates.route),
@@ -169,7 +178,7 @@ export const createCall: Scenario = {
             id: 'create_call_vs_add',
             label: 'create-outbound-call',
             unit: 'req/s',
-            baselineLabel: 'bare queue.add /s',
+            baselineLabel: 'bare queue.add',
           },
           of(rates.route),
           of(rates.add),
@@ -179,7 +188,7 @@ export const createCall: Scenario = {
             id: 'create_call_vs_healthz',
             label: 'create-outbound-call',
             unit: 'req/s',
-            baselineLabel: 'GET /healthz req/s',
+            baselineLabel: 'GET /healthz',
           },
           of(rates.route),
           of(rates.healthz),
@@ -192,7 +201,7 @@ export const createCall: Scenario = {
         ratioRow(
           {
             id: 'web_rss_load_mb',
-            label: 'web RSS peak under create-call load',
+            label: 'web RSS peak, create-call load',
             unit: 'MiB',
             baselineLabel: 'idle',
           },

@@ -106,7 +106,7 @@ export const listCalls: Scenario = {
             id: 'list_calls_20k_vs_1k',
             label: `list-calls p50, ${k(largeSize)} calls in the firm`,
             unit: 'ms',
-            baselineLabel: `with ${k(smallSize)}, ms`,
+            baselineLabel: `with ${k(smallSize)}`,
             target: { op: '<=', limit: 1.5 },
             note:
               'FerretDB 1.24 does not use the {firm, finished, end_timestamp, call_id} index for this query: it scans the ' +
@@ -122,7 +122,7 @@ export const listCalls: Scenario = {
             id: 'list_calls_vs_driver_20k',
             label: `list-calls p50, ${k(largeSize)} calls`,
             unit: 'ms',
-            baselineLabel: 'its find().sort().limit() issued directly, ms',
+            baselineLabel: 'its find().sort().limit() via the driver',
             target: { op: '<=', limit: 1.5 },
           },
           results.largeRoute,
@@ -133,7 +133,7 @@ export const listCalls: Scenario = {
             id: 'list_calls_vs_driver_1k',
             label: `list-calls p50, ${k(smallSize)} calls`,
             unit: 'ms',
-            baselineLabel: 'its find().sort().limit() issued directly, ms',
+            baselineLabel: 'its find().sort().limit() via the driver',
           },
           results.smallRoute,
           results.smallDriver,
@@ -141,9 +141,9 @@ export const listCalls: Scenario = {
         ratioRow(
           {
             id: 'list_driver_20k_vs_1k',
-            label: `that query alone (driver) p50, ${k(largeSize)} calls`,
+            label: `that query (driver) p50, ${k(largeSize)} calls`,
             unit: 'ms',
-            baselineLabel: `with ${k(smallSize)}, ms`,
+            baselineLabel: `with ${k(smallSize)}`,
           },
           results.largeDriver,
           results.smallDriver,

@@ -12,7 +12,16 @@ import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
 import type { JobDefinition } from '../../jobs/define.js';
 import { RateLimiter } from '../../api/middleware/rate-limit.js';
-import { alternate, cannon, loop, median, processCpuSeconds, say, type Rate } from '../lib/measure.js';
+import {
+  alternate,
+  cannon,
+  loop,
+  median,
+  processCpuSeconds,
+  say,
+  StackCpu,
+  type Rate,
+} from '../lib/measure.js';
 import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -108,7 +117,7 @@ interface Receiver {
 const RECEIVERS: Receiver[] = [
   {
     id: 'webhook',
-    label: 'call webhook (signed call_analyzed)',
+    label: 'call webhook, signed call_analyzed',
     path: (slug) => `/api/v2/${slug}/webhook`,
     sign: (n, secret) => {
       const raw = JSON.stringify(callAnalyzed(n));
@@ -134,7 +143,7 @@ const RECEIVERS: Receiver[] = [
   },
   {
     id: 'booking_webhook',
-    label: 'booking webhook (signed BOOKING_CREATED)',
+    label: 'booking webhook, signed BOOKING_CREATED',
     path: (slug) => `/api/v2/${slug}/booking-webhook`,
     sign: (n, secret) => {
       const raw = JSON.stringify(bookingDelivery(n));
@@ -222,12 +231,14 @@ export const webhooks: Scenario = {
         say(`${receiver.id} direct baseline:    ${formatOps(directOps)}`);
         const same = sameOps(routeOps, directOps);
         const webCpu: number[] = [];
+        let routeCores = '';
         const rates = await alternate(
           ctx.rounds,
           ctx.seconds,
           {
             route: async (amount) => {
               const c0 = processCpuSeconds(web.pid);
+              const stack = new StackCpu(new Map([[web.pid, 'web']]));
               const r = await cannon(
                 {
                   url: web.base,
@@ -246,6 +257,7 @@ export const webhooks: Scenario = {
                 amount,
               );
               webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              routeCores = stack.read();
               return r;
             },
             add: (amount) => loop(ctx.connections, amount, bare),
@@ -267,11 +279,11 @@ export const webhooks: Scenario = {
               id: `${receiver.id}_vs_add`,
               label: `${receiver.label} (c=${ctx.connections})`,
               unit: 'req/s',
-              baselineLabel: 'bare queue.add of the same job /s',
+              baselineLabel: 'bare queue.add of the same job',
               ...(receiver.id === 'webhook' ? { target: { op: '>=' as const, limit: 0.5 } } : {}),
               note:
                 `A warm delivery issues ${formatOps(routeOps)} (no database read: the firm comes from the read cache); ` +
-                `the web process spends ${median(webCpu).toFixed(0)} µs of CPU per delivery (median)` +
+                `the web process spends ${median(webCpu).toFixed(0)} µs of CPU per delivery (median); last round, ${routeCores}` +
                 (failed > 0 ? `; ${failed} deliveries did not answer 200` : '') +
                 '.',
             },
@@ -283,7 +295,7 @@ export const webhooks: Scenario = {
               id: `${receiver.id}_vs_direct`,
               label: receiver.label,
               unit: 'req/s',
-              baselineLabel: `its own ops issued directly /s${same ? '' : ' (NOT the same ops)'}`,
+              baselineLabel: `its own ops issued directly${same ? '' : ' (NOT the same ops)'}`,
             },
             of(rates.route),
             of(rates.direct),
