@@ -75,6 +75,10 @@ async function main(): Promise<void> {
   const meta: Record<string, unknown> = {
     ...machine(),
     ...(await stores.describe()),
+    processes:
+      process.env.BENCH_RUNTIME === 'dist'
+        ? 'node dist/… (compiled, as the Procfile runs them)'
+        : 'node --import tsx … (as npm start runs them)',
     rounds,
     seconds_per_step: ctxBase.seconds,
     connections: ctxBase.connections,
@@ -100,7 +104,7 @@ async function main(): Promise<void> {
     `npm run bench — ${new Date(started).toISOString()} — ${meta.seconds} s`,
     `machine: nproc ${String(meta.nproc)}, ${String(meta.memory)}, ${String(meta.cpu)}; Node ${String(meta.node)}`,
     `stores: ${[meta.mongodb, meta.postgresql, meta.redis].filter(Boolean).join('; ')}`,
-    `${rounds} rounds alternating target and baseline; value, baseline and ratio are medians; range is the rounds' ratios`,
+    `web and workers: ${String(meta.processes)}; ${rounds} rounds alternating target and baseline; value, baseline and ratio are medians; range is the rounds' ratios`,
     'load average (1, 5, 15 min) at the start → end of each scenario:',
     ...loads.map((l) => `  ${l}`),
     '',

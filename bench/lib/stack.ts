@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -120,7 +120,10 @@ export interface Proc {
 
 const profiling = (): boolean => process.env.BENCH_PROFILE === '1';
 
-/** Starts `entry` (relative to the repository) as npm start does, with a CPU profile when BENCH_PROFILE=1. */
+/**
+ * Starts `entry` (relative to the repository) as npm start does (or compiled, BENCH_RUNTIME=dist),
+ * with a CPU profile when BENCH_PROFILE=1.
+ */
 export function spawnNode(
   name: string,
   entry: string,
@@ -131,7 +134,13 @@ export function spawnNode(
   const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
   const profile = profiling() ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (profile.length > 0) mkdirSync(profileDir, { recursive: true });
-  const child = spawn(process.execPath, [...nodeArgs, ...profile, '--import', 'tsx', join(root, entry)], {
+  // BENCH_RUNTIME=dist: the compiled processes, as the Procfile runs them (after `npm run build`).
+  const compiled = process.env.BENCH_RUNTIME === 'dist';
+  const script = compiled ? join(root, 'dist', entry.replace(/\.ts$/, '.js')) : join(root, entry);
+  if (compiled && !existsSync(script))
+    throw new Error(`BENCH_RUNTIME=dist: ${script} is missing; run npm run build`);
+  const loader = compiled ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...nodeArgs, ...profile, ...loader, script], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
