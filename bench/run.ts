@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { knob, loadAverage, say } from './lib/measure.js';
 import { formatTable, passes, writeJson, type Row } from './lib/report.js';
 import type { Scenario } from './lib/scenario.js';
-import { cleanup, deadline, PROFILE_DIR, root, startStores } from './lib/stack.js';
+import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores } from './lib/stack.js';
 import { busiestProfile, summariseProfile } from './lib/profile.js';
 import { createCall } from './scenarios/create-call.js';
 import { webhooks } from './scenarios/webhooks.js';
@@ -70,15 +70,20 @@ async function main(): Promise<void> {
     seconds: knob('BENCH_SECONDS', 4, 120),
     connections: knob('BENCH_CONNECTIONS', 10, 200),
   };
+  if (runtime() === 'dist') {
+    // The processes run as the Procfile runs them: compiled, from this checkout's code.
+    say('npm run build');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   say(`load average at start: ${loadAverage()}`);
   const stores = await startStores();
   const meta: Record<string, unknown> = {
     ...machine(),
     ...(await stores.describe()),
     processes:
-      process.env.BENCH_RUNTIME === 'dist'
+      runtime() === 'dist'
         ? 'node dist/… (compiled, as the Procfile runs them)'
-        : 'node --import tsx … (as npm start runs them)',
+        : 'node --import tsx … (BENCH_RUNTIME=tsx, as npm start runs them)',
     rounds,
     seconds_per_step: ctxBase.seconds,
     connections: ctxBase.connections,

@@ -121,9 +121,13 @@ export interface Proc {
 const profiling = (): boolean => process.env.BENCH_PROFILE === '1';
 
 /**
- * Starts `entry` (relative to the repository) as npm start does (or compiled, BENCH_RUNTIME=dist),
- * with a CPU profile when BENCH_PROFILE=1.
+ * How the web and worker processes run: `dist` (default) the compiled code as the Procfile runs
+ * it in production (bench/run.ts builds it first); `tsx` the TypeScript as `npm start` runs it
+ * (the tsx loader adds its own memory and start-up work to each process).
  */
+export const runtime = (): 'dist' | 'tsx' => (process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist');
+
+/** Starts `entry` (relative to the repository), with a CPU profile when BENCH_PROFILE=1. */
 export function spawnNode(
   name: string,
   entry: string,
@@ -134,11 +138,9 @@ export function spawnNode(
   const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
   const profile = profiling() ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (profile.length > 0) mkdirSync(profileDir, { recursive: true });
-  // BENCH_RUNTIME=dist: the compiled processes, as the Procfile runs them (after `npm run build`).
-  const compiled = process.env.BENCH_RUNTIME === 'dist';
+  const compiled = runtime() === 'dist';
   const script = compiled ? join(root, 'dist', entry.replace(/\.ts$/, '.js')) : join(root, entry);
-  if (compiled && !existsSync(script))
-    throw new Error(`BENCH_RUNTIME=dist: ${script} is missing; run npm run build`);
+  if (compiled && !existsSync(script)) throw new Error(`${script} is missing: npm run build`);
   const loader = compiled ? [] : ['--import', 'tsx'];
   const child = spawn(process.execPath, [...nodeArgs, ...profile, ...loader, script], {
     cwd: root,
