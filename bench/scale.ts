@@ -10,7 +10,6 @@
 //       provider's id, raise the status, read it back. Calls differ, so no call lock is needed.
 // Stored calls are seeded with the driver: most are ended, with a transcript (as real ones
 // are), the ones (b) touches are registered. Everything it made is dropped at the end.
-import { randomBytes } from 'node:crypto';
 import type { Db, Document } from 'mongodb';
 import { loadConfig } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
@@ -19,155 +18,29 @@ import { ensureIndexes } from '../core/platform/db/indexes.js';
 import { startWeb, type Web } from '../api/web.js';
 import { getFirm } from '../core/domain/firms/firms.js';
 import { getFirmAgent } from '../core/domain/agents/agents.js';
-import { callsCollection, newOutboundCall, STATUS_RANK, type CallDoc } from '../core/domain/calls/calls.js';
+import { callsCollection, newOutboundCall } from '../core/domain/calls/calls.js';
 import { applyCallEvent } from '../core/domain/calls/call-events.js';
 import type { AgentDoc } from '../core/domain/agents/agents.js';
 import type { FirmDoc } from '../core/domain/firms/firms.js';
 import { startLocalServices, type LocalServices } from '../scripts/local/services.js';
+import { checkInterrupted, interruption, knob, loop, type Rate } from './lib/measure.js';
+import { atExit, cleanup, deadline, rand } from './lib/stack.js';
+import { seedEndedCalls } from './lib/seed.js';
 
-const bounded = (name: string, fallback: number, max: number): number => {
-  const n = Number(process.env[name] ?? fallback);
-  return Number.isInteger(n) && n > 0 ? Math.min(n, max) : fallback;
-};
-const REQUESTS = bounded('BENCH_REQUESTS', 300, 5000);
-const CONCURRENCY = bounded('BENCH_CONCURRENCY', 10, 100);
-const TRANSCRIPT_BYTES = bounded('BENCH_TRANSCRIPT_BYTES', 3000, 100_000);
+const REQUESTS = knob('BENCH_REQUESTS', 300, 5000);
+const CONCURRENCY = knob('BENCH_CONCURRENCY', 10, 100);
+const TRANSCRIPT_BYTES = knob('BENCH_TRANSCRIPT_BYTES', 3000, 100_000);
 const WARMUP = Math.min(30, REQUESTS);
 const SIZES = [1_000, 20_000];
-const SEED_BATCH = 1_000;
-const DEADLINE_MS = 15 * 60_000;
 
 const say = (line: string): void => void process.stderr.write(`[scale] ${line}\n`);
-const rand = (n = 4): string => randomBytes(n).toString('hex');
-
-// ---- cleanup, whatever way the run ends --------------------------------------------------
-
-const cleanups: Array<() => Promise<unknown>> = [];
-let cleaning: Promise<void> | undefined;
-/** Set on a signal or the deadline: the work in progress gives up at its next step. */
-let interrupted = false;
-function checkInterrupted(): void {
-  if (interrupted) throw new Error('interrupted');
-}
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    // Each step is bounded, so a database busy with a slow query cannot keep the servers running.
-    for (const step of cleanups.splice(0).reverse()) {
-      await Promise.race([step().catch(() => {}), new Promise((r) => setTimeout(r, 15_000).unref())]);
-    }
-  })();
-  return cleaning;
-}
-const deadline = setTimeout(() => {
-  say(`gave up after ${DEADLINE_MS / 1000} s`);
-  interrupted = true;
-  void cleanup().finally(() => process.exit(2));
-}, DEADLINE_MS);
-deadline.unref();
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    interrupted = true;
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-// ---- measuring --------------------------------------------------------------------------
-
-interface Timing {
-  p50: number;
-  p95: number;
-  perSecond: number;
-  failures: number;
-}
+deadline(15 * 60_000);
 
 /** Runs `op(i)` for i in [0, count), `CONCURRENCY` at a time; latency of each, rate overall. */
-async function measure(count: number, op: (i: number) => Promise<void>): Promise<Timing> {
-  const latencies: number[] = [];
-  let next = 0;
-  let failures = 0;
-  let firstError: unknown;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < count) {
-        checkInterrupted();
-        const i = next++;
-        const t = performance.now();
-        try {
-          await op(i);
-          latencies.push(performance.now() - t);
-        } catch (err) {
-          failures++;
-          firstError ??= err;
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  if (failures > 0) say(`${failures} of ${count} failed; first: ${String(firstError)}`);
-  latencies.sort((a, b) => a - b);
-  const at = (q: number): number =>
-    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { p50: at(0.5), p95: at(0.95), perSecond: latencies.length / seconds, failures };
-}
+const measure = (count: number, op: (i: number) => Promise<void>): Promise<Rate> =>
+  loop(CONCURRENCY, count, op);
 
 // ---- seeding ----------------------------------------------------------------------------
-
-const WORDS =
-  'the caller said that she was injured at work last march when a pallet fell from a forklift and her employer did not report it her doctor wants surgery and she has missed six weeks of pay'.split(
-    ' ',
-  );
-function transcript(bytes: number): string {
-  const lines: string[] = [];
-  let size = 0;
-  while (size < bytes) {
-    const n = 6 + Math.floor(Math.random() * 14);
-    const line = `${lines.length % 2 === 0 ? 'Agent' : 'User'}: ${Array.from({ length: n }, () => WORDS[Math.floor(Math.random() * WORDS.length)]).join(' ')}.`;
-    lines.push(line);
-    size += line.length + 1;
-  }
-  return lines.join('\n');
-}
-
-/** A call as it looks after it ended and was analysed. */
-function endedCall(firm: FirmDoc, agent: AgentDoc, i: number): CallDoc {
-  const call = newOutboundCall(
-    {
-      firm,
-      agent,
-      toNumber: `+1415555${String(i % 10_000).padStart(4, '0')}`,
-      dynamicVariables: { first_name: `Seed ${i}` },
-    },
-    'simulator',
-  );
-  const start = Date.now() - 86_400_000 + i * 1000;
-  return {
-    ...call,
-    status: 'ended',
-    status_rank: STATUS_RANK.ended,
-    finished: true,
-    provider_call_id: `sim_${rand(8)}`,
-    start_timestamp: start,
-    end_timestamp: start + 120_000,
-    duration_ms: 120_000,
-    disconnection_reason: 'user_hangup',
-    transcript: transcript(TRANSCRIPT_BYTES),
-    call_analysis: {
-      call_summary: 'Workplace injury, employer did not report it; wants a consultation.',
-      user_sentiment: 'Neutral',
-      call_successful: true,
-      custom_analysis_data: { case_type: 'workers comp' },
-    },
-    dial: {
-      state: 'done',
-      attempts: 1,
-      started_at: new Date(),
-      finished_at: new Date(),
-      last_error: null,
-      result: { provider_call_id: 'sim_seeded' },
-    },
-  };
-}
 
 /** Tops the calls collection up to `total`, keeping `REQUESTS + WARMUP` new registered calls for (b). */
 async function seed(db: Db, firm: FirmDoc, agent: AgentDoc, total: number): Promise<string[]> {
@@ -175,23 +48,15 @@ async function seed(db: Db, firm: FirmDoc, agent: AgentDoc, total: number): Prom
   const targets = Array.from({ length: REQUESTS + WARMUP }, () =>
     newOutboundCall({ firm, agent, toNumber: '+14155550100' }, 'simulator'),
   );
-  const missing = total - (await calls.countDocuments({})) - targets.length;
+  const stored = await calls.countDocuments({});
+  const missing = Math.max(0, total - stored - targets.length);
   const started = performance.now();
-  let seeded = 0;
-  while (seeded < missing) {
-    checkInterrupted();
-    const n = Math.min(SEED_BATCH, missing - seeded);
-    await calls.insertMany(
-      Array.from({ length: n }, (_, k) => endedCall(firm, agent, seeded + k)),
-      { ordered: false },
-    );
-    seeded += n;
-  }
+  checkInterrupted();
+  await seedEndedCalls(db, firm, agent, missing, TRANSCRIPT_BYTES, stored);
   // The calls (b) will touch go in last, as the newest calls of a real collection would.
   await calls.insertMany(targets, { ordered: false });
-  const stored = await calls.countDocuments({});
   say(
-    `seeded ${seeded + targets.length} calls in ${((performance.now() - started) / 1000).toFixed(1)} s; ${stored} stored`,
+    `seeded ${missing + targets.length} calls in ${((performance.now() - started) / 1000).toFixed(1)} s; ${await calls.countDocuments({})} stored`,
   );
   return targets.map((c) => c._id);
 }
@@ -226,7 +91,7 @@ async function main(): Promise<void> {
     { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
     say,
   );
-  cleanups.push(() => local.stop());
+  atExit(() => local.stop());
   const mongoUri = new URL(local.mongodbUri);
   mongoUri.pathname = `/scale_${rand()}`;
   const adminKey = `adm_${rand(16)}`;
@@ -244,7 +109,7 @@ async function main(): Promise<void> {
   const services: Services = createServices(config, createLogger(config.logLevel, 'scale'), 'producer');
   const db = services.mongo.db;
   const started: { web?: Web } = {};
-  cleanups.push(async () => {
+  atExit(async () => {
     await Promise.all(
       Object.values(services.queues).map((q) => q.obliterate({ force: true }).catch(() => {})),
     );
@@ -314,7 +179,7 @@ async function main(): Promise<void> {
     if (!advanced) throw new Error(`call_started did not advance ${callId}`);
   };
 
-  const results: Array<{ size: number; create: Timing; event: Timing; stored: number }> = [];
+  const results: Array<{ size: number; create: Rate; event: Rate; stored: number }> = [];
   for (const size of SIZES) {
     const targets = await seed(db, firm, agent, size);
     say(`${size} calls: ${WARMUP} + ${REQUESTS} create-outbound-call, ${CONCURRENCY} at a time`);
@@ -344,8 +209,8 @@ async function main(): Promise<void> {
     '',
     'operation                      calls stored      p50       p95    rate',
   ];
-  const row = (name: string, stored: string, t: Timing): string =>
-    `${name.padEnd(30)} ${stored.padStart(12)} ${ms(t.p50)} ${ms(t.p95)} ${rate(t.perSecond)}${t.failures ? `  (${t.failures} failed)` : ''}`;
+  const row = (name: string, stored: string, t: Rate): string =>
+    `${name.padEnd(30)} ${stored.padStart(12)} ${ms(t.p50)} ${ms(t.p95)} ${rate(t.rate)}${t.failed ? `  (${t.failed} failed)` : ''}`;
   for (const [label, pick] of [
     ['create-outbound-call (HTTP)', (r: (typeof results)[number]) => r.create],
     ['call event (applyCallEvent)', (r: (typeof results)[number]) => r.event],
@@ -353,7 +218,7 @@ async function main(): Promise<void> {
     for (const r of results) lines.push(row(label, `${r.size.toLocaleString('en')}+`, pick(r)));
     const [small, large] = [pick(results[0]!), pick(results[1]!)];
     lines.push(
-      `${'  ratio 20k ÷ 1k'.padEnd(30)} ${''.padStart(12)} ${ratio(large.p50, small.p50).padStart(9)} ${ratio(large.p95, small.p95).padStart(9)} ${ratio(large.perSecond, small.perSecond)}`,
+      `${'  ratio 20k ÷ 1k'.padEnd(30)} ${''.padStart(12)} ${ratio(large.p50, small.p50).padStart(9)} ${ratio(large.p95, small.p95).padStart(9)} ${ratio(large.rate, small.rate)}`,
     );
   }
   lines.push(
@@ -373,8 +238,9 @@ main().then(
     process.exit(0);
   },
   async (err: unknown) => {
-    if (!interrupted) process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    if (!interruption.interrupted)
+      process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
     await cleanup();
-    process.exit(interrupted ? 130 : 1);
+    process.exit(interruption.interrupted ? 130 : 1);
   },
 );

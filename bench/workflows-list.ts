@@ -18,19 +18,16 @@ import { ensureIndexes } from '../core/platform/db/indexes.js';
 import type { WorkflowDoc } from '../core/domain/workflows/workflows.js';
 import { startWeb } from '../api/web.js';
 import { startLocalServices } from '../scripts/local/services.js';
+import { knob, loop, type Rate } from './lib/measure.js';
 
-const bounded = (name: string, fallback: number, max: number): number => {
-  const n = Number(process.env[name] ?? fallback);
-  return Number.isInteger(n) && n > 0 ? Math.min(n, max) : fallback;
-};
-const OTHER_WORKFLOWS = bounded('BENCH_OTHER_WORKFLOWS', 500, 20_000);
-const GRAPH_KB = bounded('BENCH_GRAPH_KB', 100, 1900);
-const REQUESTS = bounded('BENCH_REQUESTS', 60, 5000);
-const CONCURRENCY = bounded('BENCH_CONCURRENCY', 4, 64);
+const rand = (n = 4): string => randomBytes(n).toString('hex');
+const OTHER_WORKFLOWS = knob('BENCH_OTHER_WORKFLOWS', 500, 20_000);
+const GRAPH_KB = knob('BENCH_GRAPH_KB', 100, 1900);
+const REQUESTS = knob('BENCH_REQUESTS', 60, 5000);
+const CONCURRENCY = knob('BENCH_CONCURRENCY', 4, 64);
 const OWN_WORKFLOWS = 20;
 
 const say = (line: string): void => void process.stderr.write(`[workflows-list] ${line}\n`);
-const rand = (n = 4): string => randomBytes(n).toString('hex');
 
 /** A graph of about `kb` KiB: a chain of nodes with some data each (random, so it does not compress). */
 function graph(kb: number) {
@@ -53,22 +50,7 @@ function graph(kb: number) {
 }
 
 /** p50 and p95 of `count` runs of `op`, `CONCURRENCY` at a time. */
-async function measure(count: number, op: () => Promise<void>): Promise<{ p50: number; p95: number }> {
-  const latencies: number[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < count) {
-        const t = performance.now();
-        await op();
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
+const measure = (count: number, op: () => Promise<void>): Promise<Rate> => loop(CONCURRENCY, count, op);
 
 async function main(): Promise<void> {
   const local = await startLocalServices(

@@ -1,0 +1,108 @@
+// A short reading of a V8 CPU profile (node --cpu-prof): where the busy time went, by area
+// (a package under node_modules, a folder of ours, Node's internals, GC) and by function.
+//   npx tsx bench/lib/profile.ts bench/results/profiles/<file>.cpuprofile
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function area(url: string, fn: string): string {
+  if (fn === '(idle)') return '(idle)';
+  if (fn === '(garbage collector)') return '(garbage collector)';
+  if (fn === '(program)') return '(program: native, not JS)';
+  if (url === '') return '(native)';
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (nm) return nm[1]!;
+  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
+  const ours = /\/(api|core\/[^/]+|jobs|workers|dashboard|scripts|bench)\//.exec(url);
+  if (ours) return ours[1]!;
+  return url.split('/').slice(-2).join('/');
+}
+
+/** Busy (non-idle) microseconds of a profile. */
+function busyMicros(path: string): number {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  return profile.samples.reduce((sum, id, i) => sum + (idle.has(id) ? 0 : (profile.timeDeltas[i] ?? 0)), 0);
+}
+
+/** The main thread's profile among a process's (one file per thread): the busiest one. */
+export function busiestProfile(dir: string): string | undefined {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => join(dir, f));
+  return files.map((f) => [f, busyMicros(f)] as const).sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+export function summariseProfile(path: string, top = 12): string {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const areas = new Map<string, number>();
+  const fns = new Map<string, number>();
+  let total = 0;
+  let idle = 0;
+  for (const [id, us] of self) {
+    const node = byId.get(id);
+    if (node === undefined) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const a = area(url, functionName);
+    total += us;
+    if (a === '(idle)') {
+      idle += us;
+      continue;
+    }
+    areas.set(a, (areas.get(a) ?? 0) + us);
+    const where =
+      url === ''
+        ? ''
+        : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(api|core|jobs|workers|bench)\//, '$1/')}:${lineNumber + 1}`;
+    const key = `${functionName || '(anonymous)'}${where}`;
+    fns.set(key, (fns.get(key) ?? 0) + us);
+  }
+  // Node's internals and native code, charged to the first frame above them that is a package
+  // or ours: e.g. the socket writes a driver makes count for the driver.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const owner = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const f = byId.get(at)!.callFrame;
+      const a = area(f.url, f.functionName);
+      if (!a.startsWith('node:') && !a.startsWith('(')) return a;
+    }
+    const f = byId.get(id)!.callFrame;
+    return area(f.url, f.functionName);
+  };
+  const owners = new Map<string, number>();
+  for (const [id, us] of self) {
+    const a = owner(id);
+    if (a !== '(idle)') owners.set(a, (owners.get(a) ?? 0) + us);
+  }
+  const busy = total - idle;
+  const pct = (us: number) => `${((100 * us) / Math.max(1, busy)).toFixed(1)}%`.padStart(6);
+  const sorted = (m: Map<string, number>) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top);
+  return [
+    `profile ${basename(path)}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (${((100 * busy) / Math.max(1, total)).toFixed(0)}%)`,
+    '  busy time by area (self):',
+    ...sorted(areas).map(([k, v]) => `   ${pct(v)}  ${k}`),
+    '  busy time by the package (or folder of ours) on the stack, Node internals included:',
+    ...sorted(owners).map(([k, v]) => `   ${pct(v)}  ${k}`),
+    '  busiest functions (self):',
+    ...sorted(fns).map(([k, v]) => `   ${pct(v)}  ${k.slice(0, 140)}`),
+  ].join('\n');
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  for (const file of process.argv.slice(2)) process.stdout.write(`${summariseProfile(file)}\n`);
+}

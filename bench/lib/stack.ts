@@ -1,0 +1,343 @@
+// The stack a bench runs against: Redis and MongoDB (REDIS_URL / MONGODB_URI, else the local
+// Redis and FerretDB on PostgreSQL that `npm test` starts), and per scenario an "app": its own
+// database and queue prefix, the web and worker processes as children started the way
+// `npm start` starts them (node --import tsx api/server.ts | workers/main.ts), a producer-side
+// view of its queues and database for baselines, and everything removed at the end.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Redis } from 'ioredis';
+import { MongoClient, type Db } from 'mongodb';
+import { createQueues, QUEUE, type QueueName, type Queues } from '../../jobs/queues.js';
+import { createRedis } from '../../core/platform/redis.js';
+import { ensureIndexes } from '../../core/platform/db/indexes.js';
+import {
+  ensurePostgres,
+  freePort,
+  startLocalServices,
+  type LocalServices,
+} from '../../scripts/local/services.js';
+import { interruption, rssMiB, say, sleep } from './measure.js';
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const PROFILE_DIR = join(root, 'bench', 'results', 'profiles');
+const run = promisify(execFile);
+export const rand = (n = 4): string => randomBytes(n).toString('hex');
+
+// ---- cleanup, whatever way the run ends ---------------------------------------------------
+
+const cleanups: Array<() => Promise<unknown>> = [];
+let cleaning: Promise<void> | undefined;
+/** Registers a step for the end of the run (they run last to first). */
+export const atExit = (step: () => Promise<unknown>): void => void cleanups.push(step);
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    // Each step is bounded, so a database busy with a slow query cannot keep the servers running.
+    for (const step of cleanups.splice(0).reverse()) {
+      await Promise.race([step().catch(() => {}), new Promise((r) => setTimeout(r, 30_000).unref())]);
+    }
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    interruption.interrupted = true;
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+/** Gives up after `ms`: the work in progress stops at its next step, everything is removed, exit 2. */
+export function deadline(ms: number): void {
+  setTimeout(() => {
+    say(`gave up after ${Math.round(ms / 1000)} s`);
+    interruption.interrupted = true;
+    void cleanup().finally(() => process.exit(2));
+  }, ms).unref();
+}
+
+// ---- the data stores ----------------------------------------------------------------------
+
+export interface Stores {
+  redisUrl: string;
+  mongodbUri: string;
+  local: LocalServices;
+  /** What the stores are, for the report (versions). */
+  describe(): Promise<Record<string, string>>;
+}
+
+export async function startStores(): Promise<Stores> {
+  const local = await startLocalServices(
+    { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
+    say,
+  );
+  atExit(() => local.stop());
+  return {
+    redisUrl: local.redisUrl,
+    mongodbUri: local.mongodbUri,
+    local,
+    async describe() {
+      const out: Record<string, string> = {};
+      const mongo = new MongoClient(local.mongodbUri, { serverSelectionTimeoutMS: 5000 });
+      try {
+        const info = await mongo.db('admin').command({ buildInfo: 1 });
+        out.mongodb = info.ferretdbVersion
+          ? `FerretDB ${String(info.ferretdbVersion)} (MongoDB ${String(info.version)} wire)`
+          : `MongoDB ${String(info.version)}`;
+      } finally {
+        await mongo.close();
+      }
+      if (process.env.MONGODB_URI === undefined) {
+        const bin = await ensurePostgres(say);
+        const { stdout } = await run(join(bin, 'postgres'), ['--version']);
+        out.postgresql = stdout.trim();
+      }
+      const redis = createRedis(local.redisUrl, 'producer');
+      try {
+        const info = await redis.info('server');
+        out.redis = `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'}`;
+      } finally {
+        redis.disconnect();
+      }
+      return out;
+    },
+  };
+}
+
+// ---- processes ----------------------------------------------------------------------------
+
+export interface Proc {
+  name: string;
+  pid: number;
+  child: ChildProcess;
+  rss(): number;
+  /** SIGTERM (a graceful stop, which also writes a --cpu-prof profile), SIGKILL after 20 s. */
+  stop(): Promise<void>;
+}
+
+const profiling = (): boolean => process.env.BENCH_PROFILE === '1';
+
+/**
+ * How the web and worker processes run: `dist` (default) the compiled code as the Procfile runs
+ * it in production (bench/run.ts builds it first); `tsx` the TypeScript as `npm start` runs it
+ * (the tsx loader adds its own memory and start-up work to each process).
+ */
+export const runtime = (): 'dist' | 'tsx' => (process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist');
+
+/** Starts `entry` (relative to the repository), with a CPU profile when BENCH_PROFILE=1. */
+export function spawnNode(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Proc {
+  // One folder per process: Node writes a profile per thread (tsx's loader runs in its own).
+  const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
+  const profile = profiling() ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  if (profile.length > 0) mkdirSync(profileDir, { recursive: true });
+  const compiled = runtime() === 'dist';
+  const script = compiled ? join(root, 'dist', entry.replace(/\.ts$/, '.js')) : join(root, entry);
+  if (compiled && !existsSync(script)) throw new Error(`${script} is missing: npm run build`);
+  const loader = compiled ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...nodeArgs, ...profile, ...loader, script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // The children's logs (LOG_LEVEL=warn) go to stderr with their name, off the table on stdout.
+  const forward = (chunk: Buffer): void => {
+    for (const line of chunk.toString().split('\n'))
+      if (line.length > 0) process.stderr.write(`[${name}] ${line.slice(0, 2000)}\n`);
+  };
+  child.stdout?.on('data', forward);
+  child.stderr?.on('data', forward);
+  let exited = false;
+  const gone = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+  const proc: Proc = {
+    name,
+    pid: child.pid!,
+    child,
+    rss: () => rssMiB(child.pid!),
+    async stop() {
+      if (exited) return;
+      child.kill('SIGTERM');
+      const hard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await gone;
+      clearTimeout(hard);
+    },
+  };
+  atExit(() => proc.stop());
+  return proc;
+}
+
+// ---- one scenario's app ---------------------------------------------------------------------
+
+export interface Web extends Proc {
+  base: string;
+}
+
+export interface App {
+  name: string;
+  env: Record<string, string>;
+  prefix: string;
+  adminKey: string;
+  db: Db;
+  mongo: MongoClient;
+  /** A producer connection and the queues over it, as the web process has them. */
+  redis: Redis;
+  queues: Queues;
+  startWeb(): Promise<Web>;
+  /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
+  startWorker(name: string, env?: Record<string, string>, nodeArgs?: string[]): Promise<Proc>;
+  /** Removes the queues' keys and the database, and stops the app's processes. */
+  close(): Promise<void>;
+}
+
+/** A fresh database and queue prefix over the stores, with the environment every child gets. */
+export async function createApp(
+  stores: Stores,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<App> {
+  const uri = new URL(stores.mongodbUri);
+  uri.pathname = `/bench_${name.replace(/[^a-z0-9]/gi, '_')}_${rand()}`;
+  const prefix = `bench${rand()}`;
+  const adminKey = `adm_${rand(16)}`;
+  // The web's port is chosen now: workers need its URL too (the simulator posts its webhooks there).
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const fullEnv: Record<string, string> = {
+    PORT: String(port),
+    PUBLIC_BASE_URL: base,
+    REDIS_URL: stores.redisUrl,
+    MONGODB_URI: uri.toString(),
+    ADMIN_API_KEY: adminKey,
+    SESSION_SECRET: rand(24),
+    LOG_LEVEL: 'warn',
+    QUEUE_PREFIX: prefix,
+    VOICE_PROVIDER: 'simulator',
+    ALLOW_PRIVATE_URLS: 'true',
+    // The limits are not what is measured: they are set far above any rate reached here.
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+    ...env,
+  };
+  const mongo = new MongoClient(uri.toString(), { maxPoolSize: 20 });
+  const db = mongo.db();
+  await ensureIndexes(db);
+  const redis = createRedis(stores.redisUrl, 'producer');
+  const queues = createQueues(redis, prefix, () => {});
+  const procs: Proc[] = [];
+  let closed = false;
+  const app: App = {
+    name,
+    env: fullEnv,
+    prefix,
+    adminKey,
+    db,
+    mongo,
+    redis,
+    queues,
+    async startWeb() {
+      const proc = spawnNode(`${name}-web`, 'api/server.ts', fullEnv);
+      procs.push(proc);
+      const until = Date.now() + 60_000;
+      for (;;) {
+        const ok = await fetch(`${base}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (ok) break;
+        if (proc.child.exitCode !== null) throw new Error(`${name}: the web process exited at start`);
+        if (Date.now() > until) throw new Error(`${name}: the web process did not become ready`);
+        await sleep(100);
+      }
+      return { ...proc, base };
+    },
+    async startWorker(workerName, env = {}, nodeArgs = []) {
+      // Ready once its Worker on the first queue it consumes has its blocking connection (CLIENT LIST).
+      const watched = queues[(env.WORKER_QUEUES ?? QUEUE.campaigns).split(',')[0] as QueueName];
+      const before = await watched.getWorkersCount();
+      // BENCH_WORKER_NODE_ARGS: extra node flags for every worker (e.g. --max-old-space-size=64).
+      const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const proc = spawnNode(`${name}-${workerName}`, 'workers/main.ts', { ...fullEnv, ...env }, [
+        ...extra,
+        ...nodeArgs,
+      ]);
+      procs.push(proc);
+      const until = Date.now() + 60_000;
+      while ((await watched.getWorkersCount()) <= before) {
+        if (proc.child.exitCode !== null) throw new Error(`${name}: worker ${workerName} exited at start`);
+        if (Date.now() > until) throw new Error(`${name}: worker ${workerName} did not start`);
+        await sleep(100);
+      }
+      return proc;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Last started first: workers before the web they post to.
+      for (const p of [...procs].reverse()) await p.stop();
+      await Promise.all(Object.values(queues).map((q) => q.obliterate({ force: true }).catch(() => {})));
+      await Promise.all(Object.values(queues).map((q) => q.close().catch(() => {})));
+      redis.disconnect();
+      await db.dropDatabase().catch(() => {});
+      await mongo.close().catch(() => {});
+    },
+  };
+  atExit(() => app.close());
+  return app;
+}
+
+// ---- the API, as a client calls it ---------------------------------------------------------
+
+export async function api<T = Record<string, unknown>>(
+  base: string,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
+}
+
+export interface Tenant {
+  slug: string;
+  key: string;
+  agentId: string;
+}
+
+/** A firm (with `settings`), a firm API key and an agent, made through the API. */
+export async function makeTenant(
+  app: App,
+  base: string,
+  settings: Record<string, unknown> = {},
+): Promise<Tenant> {
+  const slug = `bench-${rand()}`;
+  await api(base, 'POST', '/api/firms', app.adminKey, { slug, name: 'Bench firm', settings });
+  const { key } = await api<{ key: string }>(base, 'POST', '/api/auth/api-keys', app.adminKey, {
+    firmSlug: slug,
+    name: 'bench',
+  });
+  const { agent_id: agentId } = await api<{ agent_id: string }>(base, 'POST', '/api/v2/create-agent', key, {
+    firmSlug: slug,
+    agent_name: 'Bench agent',
+    voice_id: 'sim-en-us-ava',
+  });
+  return { slug, key, agentId };
+}

@@ -1,0 +1,218 @@
+// create-outbound-call over HTTP (the web process as a child, no workers), against:
+//   - its own operations issued directly from this process at the same concurrency: exactly the
+//     MongoDB and Redis commands a warm request issues (counted from outside, and checked to be
+//     the same before anything is timed) — with the read cache these are the rate-limit script
+//     (which also returns the change epoch), the call insert and the place-call job's add;
+//   - a bare BullMQ queue.add of the same job;
+//   - GET /healthz (what the web process does for a request that does nothing).
+// Also the web process's RSS idle and under this load.
+import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
+import { getFirm } from '../../core/domain/firms/firms.js';
+import { findAgent } from '../../core/domain/agents/agents.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { JOBS } from '../../jobs/table.js';
+import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import {
+  alternate,
+  cannon,
+  loop,
+  median,
+  processCpuSeconds,
+  RssSampler,
+  say,
+  StackCpu,
+  type Rate,
+} from '../lib/measure.js';
+import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
+import { ratioRow, type Row } from '../lib/report.js';
+import type { Scenario } from '../lib/scenario.js';
+import { createApp, makeTenant } from '../lib/stack.js';
+
+export const createCall: Scenario = {
+  name: 'create-call',
+  ids: [
+    'create_call_vs_direct',
+    'create_call_vs_add',
+    'create_call_vs_healthz',
+    'web_rss_idle_mb',
+    'web_rss_load_mb',
+  ],
+  async run(ctx) {
+    const app = await createApp(ctx.stores, 'create-call');
+    try {
+      const web = await app.startWeb();
+      const tenant = await makeTenant(app, web.base);
+      const firm = (await getFirm(app.db, tenant.slug))!;
+      const agent = (await findAgent(app.db, tenant.agentId))!;
+      const body = {
+        toNumber: '+14155550123',
+        agentId: tenant.agentId,
+        firmSlug: tenant.slug,
+        dynamicVariables: { first_name: 'Bench', case_type: 'load test' },
+      };
+      const request = {
+        url: `${web.base}/api/v2/create-outbound-call`,
+        method: 'POST' as const,
+        connections: ctx.connections,
+        headers: { Authorization: `Bearer ${tenant.key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      };
+      const createOne = async (): Promise<void> => {
+        const res = await fetch(request.url, {
+          method: 'POST',
+          headers: request.headers,
+          body: request.body,
+        });
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`create-outbound-call answered ${res.status}`);
+      };
+
+      // The direct operations: the same script, insert and add, from this process.
+      const limiter = new RateLimiter(
+        app.redis,
+        app.prefix,
+        { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
+        createLogger('warn', 'bench'),
+      );
+      const principal = {
+        kind: 'firm' as const,
+        firm: firm._id,
+        via: 'api_key' as const,
+        subject: 'bench-direct',
+      };
+      const calls = callsCollection(app.db);
+      const direct = async (): Promise<void> => {
+        await limiter.checkPrincipal(principal);
+        const doc = newOutboundCall(
+          { firm, agent, toNumber: '+14155550123', dynamicVariables: body.dynamicVariables },
+          'simulator',
+        );
+        await calls.insertOne(doc);
+        await app.queues.calls.add(
+          JOBS.placeCall.name,
+          { callId: doc._id, firm: doc.firm },
+          { jobId: doc._id },
+        );
+      };
+      const bareAdd = async (i: number): Promise<void> => {
+        const callId = `call_bare${i}_${Math.random().toString(36).slice(2)}`;
+        await app.queues.calls.add(JOBS.placeCall.name, { callId, firm: firm._id }, { jobId: callId });
+      };
+
+      // Warm both sides, then count what one warm request issues and what one direct call does.
+      for (let i = 0; i < 30; i++) await createOne();
+      for (let i = 0; i < 30; i++) await direct();
+      const routeOps = await opsPerCall(ctx.stores.redisUrl, ctx.stores.mongodbUri, 20, createOne);
+      const directOps = await opsPerCall(ctx.stores.redisUrl, ctx.stores.mongodbUri, 20, direct);
+      say(`create-outbound-call, one warm request: ${formatOps(routeOps)}`);
+      say(`direct baseline, one call:            ${formatOps(directOps)}`);
+      const same = sameOps(routeOps, directOps);
+      if (!same) say('the direct baseline does NOT issue the same operations as the route (see above)');
+
+      const idleRss = web.rss();
+      const load = new RssSampler(web.pid);
+      const webCpu: number[] = [];
+      const named = new Map([[web.pid, 'web']]);
+      let routeCores = '';
+      let directCores = '';
+      const directCpu: number[] = [];
+      const rates = await alternate(
+        ctx.rounds,
+        ctx.seconds,
+        {
+          route: async (n) => {
+            load.start();
+            const c0 = processCpuSeconds(web.pid);
+            const stack = new StackCpu(named);
+            try {
+              const r = await cannon(request, n);
+              webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              routeCores = stack.read();
+              return r;
+            } finally {
+              load.stop();
+            }
+          },
+          direct: async (n) => {
+            const c0 = process.cpuUsage();
+            const stack = new StackCpu(named);
+            const r = await loop(ctx.connections, n, direct);
+            const used = process.cpuUsage(c0);
+            directCpu.push((used.user + used.system) / r.ok);
+            directCores = stack.read();
+            return r;
+          },
+          add: (n) => loop(ctx.connections, n, bareAdd),
+          healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
+        },
+        {
+          log: (round, r) =>
+            say(
+              `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
+                `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s`,
+            ),
+        },
+      );
+      const failed = rates.route.reduce((a, r) => a + r.failed, 0);
+      const of = (xs: Rate[]) => xs.map((x) => x.rate);
+      const rows: Row[] = [
+        ratioRow(
+          {
+            id: 'create_call_vs_direct',
+            label: `create-outbound-call (c=${ctx.connections})`,
+            unit: 'req/s',
+            baselineLabel: 'its own ops issued directly',
+            target: { op: '>=', limit: 0.8 },
+            note:
+              `A warm request issues ${formatOps(routeOps)}; the direct baseline issues ${formatOps(directOps)}` +
+              `${same ? ' (the same)' : ' (NOT the same)'}, ${ctx.connections} in flight. ` +
+              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs; per direct call in the bench process ${median(directCpu).toFixed(0)} µs (medians). ` +
+              `Last round, route: ${routeCores}; direct: ${directCores}.` +
+              (failed > 0 ? ` ${failed} requests did not answer 200.` : ''),
+          },
+          of(rates.route),
+          of(rates.direct),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_add',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'bare queue.add',
+          },
+          of(rates.route),
+          of(rates.add),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_healthz',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'GET /healthz',
+          },
+          of(rates.route),
+          of(rates.healthz),
+        ),
+        ratioRow(
+          { id: 'web_rss_idle_mb', label: 'web RSS idle (warm)', unit: 'MiB', baselineLabel: 'itself' },
+          [idleRss],
+          [idleRss],
+        ),
+        ratioRow(
+          {
+            id: 'web_rss_load_mb',
+            label: 'web RSS peak, create-call load',
+            unit: 'MiB',
+            baselineLabel: 'idle',
+          },
+          [load.peak],
+          [idleRss],
+        ),
+      ];
+      say(`create-call: median route ${median(of(rates.route)).toFixed(0)} req/s`);
+      return rows;
+    } finally {
+      await app.close();
+    }
+  },
+};

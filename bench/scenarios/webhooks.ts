@@ -1,0 +1,310 @@
+// The webhook receivers over HTTP (the web process as a child, no workers), each delivery a
+// new event signed as its sender signs it, against a bare BullMQ queue.add of the same job
+// (same payload, id and options) at the same concurrency, and against the receiver's own
+// operations issued directly (the per-firm webhook rate-limit script, then the add):
+//   - POST /api/v2/{firm}/webhook: Retell call_analyzed bodies (~3 KB) with x-retell-signature;
+//   - POST /api/v2/{firm}/booking-webhook: Cal.com BOOKING_CREATED with X-Cal-Signature-256.
+import { createHmac, randomBytes } from 'node:crypto';
+import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
+import { snapshotBookingEvent } from '../../core/domain/bookings/booking-event.js';
+import type { BookingPayloadInput } from '../../core/domain/bookings/booking-event.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { JOBS } from '../../jobs/table.js';
+import type { JobDefinition } from '../../jobs/define.js';
+import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import {
+  alternate,
+  cannon,
+  loop,
+  median,
+  processCpuSeconds,
+  say,
+  StackCpu,
+  type Rate,
+} from '../lib/measure.js';
+import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
+import { ratioRow, type Row } from '../lib/report.js';
+import type { Scenario } from '../lib/scenario.js';
+import { api, createApp, rand, type App } from '../lib/stack.js';
+
+/** A call_analyzed body as Retell sends it (about 3 KB), for a fresh call id. */
+function callAnalyzed(n: number) {
+  const start = Date.now() - 200_000;
+  const lines = [
+    'Agent: Thank you for calling. May I have your full name?',
+    'User: Jordan Lee.',
+    'Agent: What number can we reach you on?',
+    'User: 415 555 0123.',
+    'Agent: And your email address?',
+    'User: jordan.lee@example.com',
+    'Agent: Briefly, what happened?',
+    'User: I was rear-ended at a red light last week and my neck still hurts.',
+  ];
+  return {
+    event: 'call_analyzed' as const,
+    call: {
+      call_type: 'phone_call',
+      call_id: `bench_${rand()}_${n}`,
+      agent_id: 'agent_bench',
+      agent_version: 1,
+      call_status: 'ended',
+      direction: 'inbound',
+      from_number: '+14155550123',
+      to_number: '+14155550100',
+      start_timestamp: start,
+      end_timestamp: start + 185_000,
+      duration_ms: 185_000,
+      disconnection_reason: 'user_hangup',
+      transcript: `${lines.join('\n')}\n`,
+      transcript_object: lines.map((l) => ({
+        role: l.startsWith('Agent') ? 'agent' : 'user',
+        content: l,
+        words: [],
+      })),
+      metadata: {},
+      retell_llm_dynamic_variables: { customer_name: 'Jordan' },
+      call_analysis: {
+        call_summary: 'Jordan Lee was rear-ended last week and has neck pain; wants a callback.',
+        user_sentiment: 'Negative',
+        call_successful: true,
+        in_voicemail: false,
+        custom_analysis_data: {
+          name: 'Jordan Lee',
+          phone_number: '+14155550123',
+          email: 'jordan.lee@example.com',
+          case_type: 'Personal Injury',
+          urgency: 'normal',
+        },
+      },
+    },
+  };
+}
+
+const BOOKING_START = Date.now() + 7 * 24 * 3600_000;
+
+/** One Cal.com BOOKING_CREATED delivery for booking `i`, as Cal.com's webhook code sends it. */
+function bookingDelivery(i: number) {
+  return {
+    triggerEvent: 'BOOKING_CREATED' as const,
+    createdAt: new Date().toISOString(),
+    payload: {
+      type: '30min',
+      title: 'Initial consultation',
+      description: 'Bench booking',
+      startTime: new Date(BOOKING_START + i * 60_000).toISOString(),
+      endTime: new Date(BOOKING_START + i * 60_000 + 1800_000).toISOString(),
+      organizer: { id: 1, name: 'Alex Counsel', email: 'alex@lawfirm.test', timeZone: 'America/New_York' },
+      attendees: [{ email: `client${i}@example.com`, name: `Client ${i}`, timeZone: 'Europe/Paris' }],
+      location: 'https://cal.com/video/bench',
+      uid: `bench${rand()}${i}`,
+      bookingId: i,
+      status: 'ACCEPTED',
+    },
+  };
+}
+
+interface Receiver {
+  id: string;
+  label: string;
+  path: (slug: string) => string;
+  /** The signed request for delivery `n`: its raw body and headers. */
+  sign: (n: number, secret: string) => { raw: string; headers: Record<string, string> };
+  /** The job the receiver enqueues for the same delivery, and its definition. */
+  job: (n: number, slug: string) => { def: JobDefinition<never>; data: unknown };
+  settings: (secret: string) => Record<string, unknown>;
+}
+
+const RECEIVERS: Receiver[] = [
+  {
+    id: 'webhook',
+    label: 'call webhook, signed call_analyzed',
+    path: (slug) => `/api/v2/${slug}/webhook`,
+    sign: (n, secret) => {
+      const raw = JSON.stringify(callAnalyzed(n));
+      const ts = Date.now();
+      const d = createHmac('sha256', secret)
+        .update(raw + ts)
+        .digest('hex');
+      return { raw, headers: { 'content-type': 'application/json', 'x-retell-signature': `v=${ts},d=${d}` } };
+    },
+    job: (n, slug) => {
+      const body = callAnalyzed(n);
+      return {
+        def: JOBS.callEvent as unknown as JobDefinition<never>,
+        data: {
+          firm: slug,
+          event: body.event,
+          call: snapshotProviderCall(body.call),
+          received_at: Date.now(),
+        },
+      };
+    },
+    settings: (secret) => ({ voice_webhook_secret: secret }),
+  },
+  {
+    id: 'booking_webhook',
+    label: 'booking webhook, signed BOOKING_CREATED',
+    path: (slug) => `/api/v2/${slug}/booking-webhook`,
+    sign: (n, secret) => {
+      const raw = JSON.stringify(bookingDelivery(n));
+      return {
+        raw,
+        headers: {
+          'content-type': 'application/json',
+          'X-Cal-Signature-256': createHmac('sha256', secret).update(raw).digest('hex'),
+        },
+      };
+    },
+    job: (n, slug) => {
+      const raw = JSON.stringify(bookingDelivery(n));
+      const body = JSON.parse(raw) as ReturnType<typeof bookingDelivery>;
+      return {
+        def: JOBS.bookingEvent as unknown as JobDefinition<never>,
+        data: snapshotBookingEvent({
+          firm: slug,
+          trigger: body.triggerEvent,
+          createdAt: body.createdAt,
+          payload: body.payload as unknown as BookingPayloadInput,
+          rawBody: raw,
+          receivedAt: Date.now(),
+        }),
+      };
+    },
+    settings: (secret) => ({ booking_webhook_secret: secret, notification_emails: ['desk@lawfirm.test'] }),
+  },
+];
+
+/** queue.add of a job exactly as `enqueue` adds it (the definition's id and options). */
+async function add(app: App, def: JobDefinition<never>, data: unknown): Promise<void> {
+  await app.queues[def.queue].add(def.name, data, {
+    ...def.options,
+    ...(def.id === undefined ? {} : { jobId: def.id(data as never) }),
+  });
+}
+
+export const webhooks: Scenario = {
+  name: 'webhooks',
+  ids: ['webhook_vs_add', 'webhook_vs_direct', 'booking_webhook_vs_add', 'booking_webhook_vs_direct'],
+  async run(ctx) {
+    const app = await createApp(ctx.stores, 'webhooks');
+    const rows: Row[] = [];
+    try {
+      const web = await app.startWeb();
+      const secret = `whsec_${randomBytes(16).toString('hex')}`;
+      const limiter = new RateLimiter(
+        app.redis,
+        app.prefix,
+        { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
+        createLogger('warn', 'bench'),
+      );
+      for (const receiver of RECEIVERS) {
+        const slug = `bench-${rand()}`;
+        await api(web.base, 'POST', '/api/firms', app.adminKey, {
+          slug,
+          name: 'Bench firm',
+          settings: receiver.settings(secret),
+        });
+        let n = 0;
+        const deliver = async (): Promise<void> => {
+          const { raw, headers } = receiver.sign(n++, secret);
+          const res = await fetch(`${web.base}${receiver.path(slug)}`, {
+            method: 'POST',
+            headers,
+            body: raw,
+          });
+          await res.arrayBuffer();
+          if (res.status !== 200) throw new Error(`${receiver.id} answered ${res.status}`);
+        };
+        const direct = async (i: number): Promise<void> => {
+          await limiter.checkWebhook(slug);
+          const { def, data } = receiver.job(i, slug);
+          await add(app, def, data);
+        };
+        const bare = async (i: number): Promise<void> => {
+          const { def, data } = receiver.job(i, slug);
+          await add(app, def, data);
+        };
+        for (let i = 0; i < 30; i++) await deliver();
+        const routeOps = await opsPerCall(ctx.stores.redisUrl, ctx.stores.mongodbUri, 20, deliver);
+        const directOps = await opsPerCall(ctx.stores.redisUrl, ctx.stores.mongodbUri, 20, direct);
+        say(`${receiver.id}, one warm delivery: ${formatOps(routeOps)}`);
+        say(`${receiver.id} direct baseline:    ${formatOps(directOps)}`);
+        const same = sameOps(routeOps, directOps);
+        const webCpu: number[] = [];
+        let routeCores = '';
+        const rates = await alternate(
+          ctx.rounds,
+          ctx.seconds,
+          {
+            route: async (amount) => {
+              const c0 = processCpuSeconds(web.pid);
+              const stack = new StackCpu(new Map([[web.pid, 'web']]));
+              const r = await cannon(
+                {
+                  url: web.base,
+                  connections: ctx.connections,
+                  requests: [
+                    {
+                      method: 'POST',
+                      path: receiver.path(slug),
+                      setupRequest: (req) => {
+                        const { raw, headers } = receiver.sign(n++, secret);
+                        return { ...req, body: raw, headers };
+                      },
+                    },
+                  ],
+                },
+                amount,
+              );
+              webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              routeCores = stack.read();
+              return r;
+            },
+            add: (amount) => loop(ctx.connections, amount, bare),
+            direct: (amount) => loop(ctx.connections, amount, direct),
+          },
+          {
+            log: (round, r) =>
+              say(
+                `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
+                  `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s`,
+              ),
+          },
+        );
+        const of = (xs: Rate[]) => xs.map((x) => x.rate);
+        const failed = rates.route.reduce((a, r) => a + r.failed, 0);
+        rows.push(
+          ratioRow(
+            {
+              id: `${receiver.id}_vs_add`,
+              label: `${receiver.label} (c=${ctx.connections})`,
+              unit: 'req/s',
+              baselineLabel: 'bare queue.add of the same job',
+              ...(receiver.id === 'webhook' ? { target: { op: '>=' as const, limit: 0.5 } } : {}),
+              note:
+                `A warm delivery issues ${formatOps(routeOps)} (no database read: the firm comes from the read cache); ` +
+                `the web process spends ${median(webCpu).toFixed(0)} µs of CPU per delivery (median); last round, ${routeCores}` +
+                (failed > 0 ? `; ${failed} deliveries did not answer 200` : '') +
+                '.',
+            },
+            of(rates.route),
+            of(rates.add),
+          ),
+          ratioRow(
+            {
+              id: `${receiver.id}_vs_direct`,
+              label: receiver.label,
+              unit: 'req/s',
+              baselineLabel: `its own ops issued directly${same ? '' : ' (NOT the same ops)'}`,
+            },
+            of(rates.route),
+            of(rates.direct),
+          ),
+        );
+      }
+      return rows;
+    } finally {
+      await app.close();
+    }
+  },
+};
