@@ -81,7 +81,6 @@ export class Faults {
       ...(this.plan.redisOutage ? ['redis' as const] : []),
       ...(this.plan.mongoOutage && this.cluster.ferretdb !== undefined ? ['mongodb' as const] : []),
     ]);
-    const slackAt = this.rng.int(0, Math.max(0, order.length - 1));
     const clioRng = this.rng.fork('clio');
     const slackRng = this.rng.fork('slack');
     if (this.plan.clio429) {
@@ -91,14 +90,15 @@ export class Faults {
         return { status: 429, retryAfter: '1' };
       };
     }
-    let slackWindow: Promise<void> | undefined;
+    // The Slack window runs beside the other faults, from a seeded moment early in the run.
+    const slackWindow = this.plan.slackFailures
+      ? sleep(this.plan.firstAtMs + slackRng.int(0, 30_000)).then(() => this.slackWindow(slackRng))
+      : Promise.resolve();
     await sleep(this.plan.firstAtMs);
-    for (const [i, fault] of order.entries()) {
-      if (this.plan.slackFailures && i === slackAt) slackWindow = this.slackWindow(slackRng);
+    for (const fault of order) {
       await this.inject(fault);
       await sleep(this.rng.int(...this.plan.gapMs));
     }
-    if (this.plan.slackFailures && slackWindow === undefined) slackWindow = this.slackWindow(slackRng);
     await slackWindow;
     this.cluster.clio.injectFailure = undefined;
   }
@@ -132,10 +132,17 @@ export class Faults {
   private async kill(): Promise<void> {
     const started = Date.now();
     const worker = this.rng.int(0, this.cluster.workers.length - 1);
-    const active = await this.cluster.activeJobs().catch(() => 0);
+    // A kill means something when jobs are running: wait (a while) for one.
+    let active = 0;
+    for (const until = Date.now() + 30_000; active === 0 && Date.now() < until;) {
+      active = await this.cluster.activeJobs().catch(() => 0);
+      if (active === 0) await sleep(200);
+    }
     this.say(`fault: SIGKILL worker ${worker + 1} (${active} jobs active)`);
+    const at = Date.now();
     await this.cluster.signalWorker(worker, 'SIGKILL');
-    this.ledger.kills.push({ worker, activeAtKill: active });
+    this.ledger.kills.push({ worker, activeAtKill: active, at });
+    this.ledger.abruptEnds.push(at);
     await sleep(this.rng.int(500, 3000));
     this.cluster.startWorker(worker);
     this.record('SIGKILL worker', started, `worker ${worker + 1}, ${active} jobs active`);
@@ -160,6 +167,7 @@ export class Faults {
     const handedBack = lines
       .filter((l) => l.msg === 'handing back unfinished jobs')
       .reduce((n, l) => n + (Array.isArray(l.jobs) ? l.jobs.length : 0), 0);
+    if (handedBack > 0) this.ledger.abruptEnds.push(Date.now() - 1000);
     this.ledger.sigterms.push({
       afterMs: result.afterMs,
       exitCode: result.exitCode,

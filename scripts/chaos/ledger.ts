@@ -113,7 +113,9 @@ export class Ledger {
     activeAtSignal: number;
     handedBack: number;
   }> = [];
-  readonly kills: Array<{ worker: number; activeAtKill: number }> = [];
+  readonly kills: Array<{ worker: number; activeAtKill: number; at: number }> = [];
+  /** When a worker process ended abruptly (SIGKILL) or handed jobs back (SIGTERM). */
+  readonly abruptEnds: number[] = [];
 
   answer(route: string, status: number, retryAfter: string | null): void {
     this.answers.push({ route, status, retryAfter, at: Date.now(), during: this.window });

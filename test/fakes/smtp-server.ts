@@ -11,6 +11,8 @@ export interface ReceivedMail {
   raw: string;
   /** Header value (first occurrence, unfolded), case-insensitive name. */
   header(name: string): string | undefined;
+  /** When the server accepted it (ms since epoch). */
+  at: number;
 }
 
 export interface FakeSmtp {
@@ -56,6 +58,7 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
           to: envelope.rcptTo.map((r) => r.address),
           raw,
           header: (name) => headerOf(raw, name),
+          at: Date.now(),
         });
         callback();
       });
