@@ -514,13 +514,18 @@ export async function checkInvariants(ctx: CheckContext): Promise<Row[]> {
   const prefix = cluster.queuePrefix;
   const locks = await scanCount(cluster, `${prefix}:lock:*`);
   let slots = 0;
-  for (const firm of callFirms) slots += await cluster.redis.zcard(`${prefix}:pacing:${firm}:slots`);
+  let waiting = 0;
+  for (const firm of callFirms) {
+    slots += await cluster.redis.zcard(`${prefix}:pacing:${firm}:slots`);
+    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waiters`);
+    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waking`);
+  }
   rows.push(
     row(
-      'no record lock or dial slot left held',
-      '0 locks, 0 slots',
-      `${locks} locks, ${slots} slots`,
-      locks === 0 && slots === 0,
+      'no record lock, dial slot or dial waiter left over',
+      '0 locks, 0 slots, 0 waiters',
+      `${locks} locks, ${slots} slots, ${waiting} waiters`,
+      locks === 0 && slots === 0 && waiting === 0,
     ),
   );
   const end = await usedMemory(cluster);
