@@ -60,7 +60,12 @@ describe('a simulated call', () => {
       100,
     );
 
-    const call = (await firm.client.get(`/api/v2/get-call/${callId}`)).body;
+    // Each effect is recorded done just after the peer has it: wait for the records too.
+    const call = await eventually(async () => {
+      const read = (await firm.client.get(`/api/v2/get-call/${callId}`)).body;
+      expect(read.effects).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+      return read;
+    });
     expect(call).toMatchObject({
       status: 'ended',
       effects: { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' },

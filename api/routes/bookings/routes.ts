@@ -1,23 +1,19 @@
-import type { Context } from 'koa';
 import { requireFirm } from '../../../core/domain/access/access.js';
 import {
   snapshotBookingEvent,
   type BookingPayloadInput,
 } from '../../../core/domain/bookings/booking-event.js';
 import { listBookingReminders } from '../../../core/domain/bookings/reminders.js';
-import { getFirm } from '../../../core/domain/firms/firms.js';
 import {
   CAL_SIGNATURE_HEADER,
   isCalSignatureForm,
   verifyCalSignature,
 } from '../../../core/integrations/booking/cal-signature.js';
-import { notFound, quote, unauthorized } from '../../../core/platform/errors.js';
-import type { Services } from '../../../core/wiring/services.js';
 import { isBookingTrigger } from '../../../jobs/bookings.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { defineRoute, type WebhookCredentials } from '../../route.js';
-import { authenticateRequest } from '../../router.js';
+import { defineRoute } from '../../route.js';
+import { webhookAuthentication } from '../../webhook-auth.js';
 import {
   BookingWebhookBody,
   BookingWebhookResponse,
@@ -29,38 +25,21 @@ import {
 const tag = 'Appointments';
 
 /**
- * The bearer header (the platform key, or a token of this firm), or else Cal.com's
- * X-Cal-Signature-256 with the firm's booking_webhook_secret (CONTRACT §3.11). All of it but the
- * HMAC over the body is checked before the body is read. Cal.com's signature has no timestamp,
- * so there is no freshness to check: a replayed delivery is a repeat, which changes nothing.
+ * Cal.com's X-Cal-Signature-256 with the firm's booking_webhook_secret. Cal.com's signature has
+ * no timestamp, so there is no freshness to check: a replayed delivery is a repeat, which changes
+ * nothing.
  */
-async function authenticateBookingWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
-  const slug = String(ctx.params.firm ?? '');
-  const db = services.mongo.db;
-  if (ctx.get('Authorization') !== '') {
-    const principal = await authenticateRequest(ctx, services);
-    await requireFirm(db, principal, slug);
-    return { principal, firm: slug };
-  }
-  const signature = ctx.get(CAL_SIGNATURE_HEADER);
-  if (signature === '') throw unauthorized('Send a bearer token or an X-Cal-Signature-256 header.');
-  if (!isCalSignatureForm(signature)) {
-    throw unauthorized(
-      'The X-Cal-Signature-256 header is not a hex HMAC-SHA256 (Cal.com sends "no-secret-provided" when its webhook has no secret: set one).',
-    );
-  }
-  const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
-  const secret = firm.settings.booking_webhook_secret;
-  if (secret === undefined || secret === '') {
-    throw unauthorized('The firm has no booking_webhook_secret; set one, or send a bearer token.');
-  }
-  return {
-    principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: 'booking-webhook' },
-    firm: firm._id,
-    verifyBody: async (rawBody) => verifyCalSignature(rawBody, secret, signature),
-  };
-}
+const authenticateBookingWebhook = webhookAuthentication({
+  header: CAL_SIGNATURE_HEADER,
+  subject: 'booking-webhook',
+  missing: 'Send a bearer token or an X-Cal-Signature-256 header.',
+  wellFormed: isCalSignatureForm,
+  malformed:
+    'The X-Cal-Signature-256 header is not a hex HMAC-SHA256 (Cal.com sends "no-secret-provided" when its webhook has no secret: set one).',
+  secretOf: (_services, firm) => firm.settings.booking_webhook_secret ?? null,
+  noSecret: 'The firm has no booking_webhook_secret; set one, or send a bearer token.',
+  verify: verifyCalSignature,
+});
 
 export const bookingRoutes = [
   defineRoute({

@@ -1,7 +1,3 @@
-import type { Context } from 'koa';
-import { requireFirm } from '../../../core/domain/access/access.js';
-import { notFound, quote, unauthorized } from '../../../core/platform/errors.js';
-import { getFirm } from '../../../core/domain/firms/firms.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { voiceWebhookSecret } from '../../../core/domain/calls/webhook-secret.js';
 import {
@@ -9,42 +5,25 @@ import {
   isFreshRetellSignature,
   verifyRetellSignature,
 } from '../../../core/integrations/voice/webhook-signature.js';
-import type { Services } from '../../../core/wiring/services.js';
 import { isCallEvent } from '../../../jobs/calls.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { defineRoute, type WebhookCredentials } from '../../route.js';
-import { authenticateRequest } from '../../router.js';
+import { defineRoute } from '../../route.js';
+import { webhookAuthentication } from '../../webhook-auth.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
 
-/**
- * The bearer header (the platform key, or a token of this firm), or else Retell's
- * x-retell-signature with the firm's voice_webhook_secret (CONTRACT §3.12). All of it but the
- * HMAC over the body is checked before the body is read.
- */
-async function authenticateCallWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
-  const slug = String(ctx.params.firm ?? '');
-  const db = services.mongo.db;
-  if (ctx.get('Authorization') !== '') {
-    const principal = await authenticateRequest(ctx, services);
-    await requireFirm(db, principal, slug);
-    return { principal, firm: slug };
-  }
-  const signature = ctx.get(RETELL_SIGNATURE_HEADER);
-  if (signature === '') throw unauthorized('Send a bearer token or an x-retell-signature header.');
-  if (!isFreshRetellSignature(signature)) {
-    throw unauthorized('The x-retell-signature header is malformed or outside the 5-minute window.');
-  }
-  const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
-  const secret = voiceWebhookSecret(services.config, firm._id, firm.settings.voice_webhook_secret);
-  if (secret === null) throw unauthorized('The firm has no voice_webhook_secret; send a bearer token.');
-  return {
-    principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: 'voice-webhook' },
-    firm: firm._id,
-    verifyBody: (rawBody) => verifyRetellSignature(rawBody, secret, signature),
-  };
-}
+/** Retell's x-retell-signature with the firm's voice_webhook_secret (or the simulator's key). */
+const authenticateCallWebhook = webhookAuthentication({
+  header: RETELL_SIGNATURE_HEADER,
+  subject: 'voice-webhook',
+  missing: 'Send a bearer token or an x-retell-signature header.',
+  wellFormed: isFreshRetellSignature,
+  malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
+  secretOf: (services, firm) =>
+    voiceWebhookSecret(services.config, firm._id, firm.settings.voice_webhook_secret),
+  noSecret: 'The firm has no voice_webhook_secret; send a bearer token.',
+  verify: verifyRetellSignature,
+});
 
 export const callWebhookRoutes = [
   defineRoute({

@@ -1,0 +1,58 @@
+import type { Context } from 'koa';
+import { requireFirm } from '../core/domain/access/access.js';
+import { getFirm, type FirmDoc } from '../core/domain/firms/firms.js';
+import { notFound, quote, unauthorized } from '../core/platform/errors.js';
+import type { Services } from '../core/wiring/services.js';
+import type { WebhookCredentials } from './route.js';
+import { authenticateRequest } from './router.js';
+
+/** How one sender signs its deliveries (Retell, Cal.com). */
+export interface SenderSignature {
+  /** The header that carries the signature. */
+  header: string;
+  /** The `subject` of the principal a signed delivery acts as (rate limits, logs). */
+  subject: string;
+  /** What to send when the header is absent. */
+  missing: string;
+  /** Whether the header is well formed (and fresh, where the scheme has a timestamp). */
+  wellFormed(signature: string): boolean;
+  /** Why a header that is not well formed is refused. */
+  malformed: string;
+  /** The firm's secret for this sender; null when it has none. */
+  secretOf(services: Services, firm: FirmDoc): string | null;
+  /** Why a firm without a secret is refused. */
+  noSecret: string;
+  /** The HMAC check over the raw body. */
+  verify(rawBody: string, secret: string, signature: string): boolean | Promise<boolean>;
+}
+
+/**
+ * A webhook receiver's authentication (CONTRACT §3.11, §3.12): the bearer header (the platform
+ * key, or a token of this firm), or else the sender's signature with the firm's secret. All of
+ * it but the HMAC over the body is checked before the body is read; the HMAC is `verifyBody`.
+ */
+export function webhookAuthentication(
+  sender: SenderSignature,
+): (ctx: Context, services: Services) => Promise<WebhookCredentials> {
+  return async (ctx, services) => {
+    const slug = String(ctx.params.firm ?? '');
+    const db = services.mongo.db;
+    if (ctx.get('Authorization') !== '') {
+      const principal = await authenticateRequest(ctx, services);
+      await requireFirm(db, principal, slug);
+      return { principal, firm: slug };
+    }
+    const signature = ctx.get(sender.header);
+    if (signature === '') throw unauthorized(sender.missing);
+    if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
+    const firm = await getFirm(db, slug);
+    if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
+    const secret = sender.secretOf(services, firm);
+    if (secret === null || secret === '') throw unauthorized(sender.noSecret);
+    return {
+      principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: sender.subject },
+      firm: firm._id,
+      verifyBody: async (rawBody) => sender.verify(rawBody, secret, signature),
+    };
+  };
+}
