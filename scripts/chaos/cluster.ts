@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { MongoClient, type Db } from 'mongodb';
+import type { Db, MongoClient } from 'mongodb';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
+import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
 import { QUEUE_NAMES, createQueues, type Queues } from '../../jobs/queues.js';
 import {
   ensureRedisServer,
@@ -89,6 +90,8 @@ export class Cluster {
   /** The driver's own connections, for monitoring and the final checks. */
   mongo!: MongoClient;
   db!: Db;
+  /** Made as the service makes its own (the same watchdog over the driver's monitor). */
+  private mongoHandle: Mongo | undefined;
   redis!: Redis;
   queues!: Queues;
   smtp!: FakeSmtp;
@@ -179,8 +182,9 @@ export class Cluster {
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
       ...this.options.env,
     };
-    this.mongo = new MongoClient(mongodbUri, { serverSelectionTimeoutMS: 3000, maxPoolSize: 10 });
-    this.db = this.mongo.db();
+    this.mongoHandle = createMongo(mongodbUri);
+    this.mongo = this.mongoHandle.client;
+    this.db = this.mongoHandle.db;
     say('release: creating indexes ...');
     await ensureIndexes(this.db);
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
@@ -274,7 +278,7 @@ export class Cluster {
     );
     if (this.queues) await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
     this.redis?.disconnect();
-    await this.mongo?.close().catch(() => {});
+    await this.mongoHandle?.close().catch(() => {});
     await Promise.allSettled([
       this.smtp?.stop(),
       this.slack?.close(),
