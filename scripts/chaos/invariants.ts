@@ -785,9 +785,9 @@ function faultRows(ctx: CheckContext): Row[] {
   rows.push(
     row(
       'faults: workers SIGKILLed and started again',
-      kills.length,
+      faults.plan.workerKills,
       `${kills.length} (jobs active at each: ${ledger.kills.map((k) => k.activeAtKill).join(', ') || '-'})`,
-      true,
+      kills.length === faults.plan.workerKills && kills.every((k) => k.ok),
     ),
   );
   for (const t of ledger.sigterms) {
