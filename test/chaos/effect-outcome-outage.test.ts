@@ -18,7 +18,7 @@ beforeAll(async () => {
   mongo = createMongo(local.mongodbUri);
 });
 afterAll(async () => {
-  await mongo?.client.close().catch(() => {});
+  await mongo?.close().catch(() => {});
   await local?.stop();
 });
 
