@@ -39,6 +39,15 @@ export function selectQueues(names: string[] | undefined): QueueName[] {
   return names as QueueName[];
 }
 
+/**
+ * How many times a job may be taken back from a worker that stopped renewing its lock (it died,
+ * or lost Redis for longer than JOB_LOCK_MS) before BullMQ gives it up for good. Every job here
+ * is idempotent, so a stall costs only a re-run; the limit is there for a job that kills its
+ * worker each time. It was 2: in the chaos run one call_analyzed effect was taken from two
+ * SIGKILLed workers and then stalled across a Redis restart, and its Clio matter was never made.
+ */
+export const MAX_STALLS = 10;
+
 const isLastAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
 /** One BullMQ Worker per queue consumed by this process (WORKER_QUEUES), dispatching on job name. */
@@ -80,7 +89,7 @@ export function startWorkers(
         metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
         lockDuration: services.config.jobLockMs,
         stalledInterval: services.config.jobLockMs,
-        maxStalledCount: 2,
+        maxStalledCount: MAX_STALLS,
         ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
         autorun: true,
       },

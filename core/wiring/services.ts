@@ -52,7 +52,7 @@ function createVoiceProvider(config: Config, queues: Queues, mongo: Mongo): Voic
 }
 
 export function createServices(config: Config, log: Logger, role: RedisRole): Services {
-  const mongo = createMongo(config.mongodbUri);
+  const mongo = createMongo(config.mongodbUri, { log });
   const redis = createRedis(config.redisUrl, role);
   const queues = createQueues(redis, config.queuePrefix, (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
@@ -91,7 +91,7 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
       mailer?.close();
       await closeQueues(queues).catch(() => {});
       redis.disconnect();
-      await mongo.client.close().catch(() => {});
+      await mongo.close().catch(() => {});
     },
   };
 }

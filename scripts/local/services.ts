@@ -182,6 +182,8 @@ export interface LocalServices {
   mongodbUri: string;
   /** The local Redis server process, when we started one (tests stop and restart it). */
   redis?: LocalRedis;
+  /** The local FerretDB and its PostgreSQL, when we started them (the chaos run stops and restarts them). */
+  ferretdb?: LocalFerretDb;
   stop(): Promise<void>;
 }
 
@@ -191,7 +193,24 @@ export interface LocalRedis {
   start(): Promise<void>;
 }
 
-export async function startRedis(bin: string, dir: string): Promise<LocalRedis> {
+/** FerretDB over its PostgreSQL cluster: stopped together and started again on the same ports and data. */
+export interface LocalFerretDb {
+  port: number;
+  /** Stops FerretDB, then PostgreSQL (fast shutdown: sessions are ended). */
+  stop(): Promise<void>;
+  /** Starts PostgreSQL on its data folder again, then FerretDB. */
+  start(): Promise<void>;
+}
+
+export interface RedisOptions {
+  /**
+   * Keep the data across a stop and start (append-only file, flushed on shutdown), as a
+   * production Redis does; by default a stopped Redis comes back empty.
+   */
+  persistent?: boolean;
+}
+
+export async function startRedis(bin: string, dir: string, options: RedisOptions = {}): Promise<LocalRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
@@ -207,7 +226,8 @@ export async function startRedis(bin: string, dir: string): Promise<LocalRedis> 
         '--save',
         '',
         '--appendonly',
-        'no',
+        options.persistent ? 'yes' : 'no',
+        ...(options.persistent ? ['--appendfsync', 'everysec'] : []),
         '--maxmemory-policy',
         'noeviction',
         '--protected-mode',
@@ -368,7 +388,7 @@ export const POSTGRES_DATABASE = 'ferretdb';
 async function startPostgres(
   binDir: string,
   dir: string,
-): Promise<{ port: number; url: string; stop(): Promise<void> }> {
+): Promise<{ port: number; url: string; stop(): Promise<void>; start(): Promise<void> }> {
   const user = await postgresUser();
   const asUser = user === undefined ? {} : { uid: user.uid, gid: user.gid };
   if (user !== undefined) {
@@ -397,28 +417,35 @@ async function startPostgres(
   }
   const port = await freePort();
   const logPath = join(dir, 'postgres.log');
-  const log = openSync(logPath, 'a');
-  const child = spawn(
-    join(binDir, 'postgres'),
-    [
-      '-D',
-      dataDir,
-      '-p',
-      String(port),
-      ...Object.entries(POSTGRES_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    ],
-    { cwd: dir, env, stdio: ['ignore', log, log], ...asUser },
-  );
-  closeSync(log);
+  let child: ChildProcess | undefined;
   let spawnError: Error | undefined;
-  child.once('error', (err) => (spawnError = err));
+  const spawnServer = (): void => {
+    const log = openSync(logPath, 'a');
+    spawnError = undefined;
+    child = spawn(
+      join(binDir, 'postgres'),
+      [
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        ...Object.entries(POSTGRES_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+      ],
+      { cwd: dir, env, stdio: ['ignore', log, log], ...asUser },
+    );
+    closeSync(log);
+    child.once('error', (err) => (spawnError = err));
+  };
   // SIGINT is PostgreSQL's fast shutdown: it ends the sessions instead of waiting for them.
-  const stop = () => stopChild(child, 'SIGINT');
-  try {
-    // createdb both waits for the server to accept connections and makes FerretDB's database.
+  const stop = async (): Promise<void> => {
+    if (child !== undefined) await stopChild(child, 'SIGINT');
+  };
+  /** Retries `probe` (a client command) until the server answers it. */
+  const untilAnswered = async (probe: () => Promise<unknown>): Promise<void> => {
     const started = Date.now();
     for (;;) {
-      if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
+      const c = child!;
+      if (spawnError !== undefined || c.exitCode !== null || c.signalCode !== null) {
         const tail = (await readFile(logPath, 'utf8').catch(() => ''))
           .trim()
           .split('\n')
@@ -427,33 +454,42 @@ async function startPostgres(
         throw new LocalServiceError(`postgres did not start: ${spawnError?.message ?? tail}`);
       }
       try {
-        await run(
-          join(binDir, 'createdb'),
-          ['--host=127.0.0.1', `--port=${port}`, '--username=postgres', POSTGRES_DATABASE],
-          { env, timeout: 10_000 },
-        );
-        break;
+        await probe();
+        return;
       } catch (err) {
         if (Date.now() - started > 30_000)
           throw new LocalServiceError(`postgres did not accept connections within 30 s: ${firstLine(err)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    try {
-      await run(
-        join(binDir, 'psql'),
-        [
-          '--host=127.0.0.1',
-          `--port=${port}`,
-          '--username=postgres',
-          `--dbname=${POSTGRES_DATABASE}`,
-          '--no-psqlrc',
-          '--quiet',
-          '--set=ON_ERROR_STOP=1',
-          `--command=${FERRETDB_ID_GIN_SQL}`,
-        ],
+  };
+  const psql = (command: string) =>
+    run(
+      join(binDir, 'psql'),
+      [
+        '--host=127.0.0.1',
+        `--port=${port}`,
+        '--username=postgres',
+        `--dbname=${POSTGRES_DATABASE}`,
+        '--no-psqlrc',
+        '--quiet',
+        '--set=ON_ERROR_STOP=1',
+        `--command=${command}`,
+      ],
+      { env, timeout: 10_000 },
+    );
+  spawnServer();
+  try {
+    // createdb both waits for the server to accept connections and makes FerretDB's database.
+    await untilAnswered(() =>
+      run(
+        join(binDir, 'createdb'),
+        ['--host=127.0.0.1', `--port=${port}`, '--username=postgres', POSTGRES_DATABASE],
         { env, timeout: 10_000 },
-      );
+      ),
+    );
+    try {
+      await psql(FERRETDB_ID_GIN_SQL);
     } catch (err) {
       throw new LocalServiceError(`could not add FerretDB's _id index trigger: ${firstLine(err)}`);
     }
@@ -461,36 +497,58 @@ async function startPostgres(
     await stop();
     throw err;
   }
-  return { port, url: `postgres://postgres@127.0.0.1:${port}/${POSTGRES_DATABASE}`, stop };
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/${POSTGRES_DATABASE}`,
+    stop,
+    // The same data folder and port: everything written before the stop is there again.
+    async start() {
+      if (child !== undefined && child.exitCode === null && child.signalCode === null) return;
+      spawnServer();
+      try {
+        await untilAnswered(() => psql('SELECT 1'));
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+    },
+  };
 }
 
 async function startFerretDb(
   bin: string,
   dir: string,
   postgresUrl: string,
-): Promise<{ port: number; stop(): Promise<void> }> {
+): Promise<{ port: number; stop(): Promise<void>; start(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(
-    bin,
-    [
-      '--handler=postgresql',
-      `--postgresql-url=${postgresUrl}`,
-      `--listen-addr=127.0.0.1:${port}`,
-      '--telemetry=disable',
-      '--debug-addr=-',
-      `--state-dir=${dir}`,
-      '--log-level=error',
-    ],
-    { stdio: 'ignore' },
-  );
-  const stop = () => stopChild(child, 'SIGTERM');
-  try {
-    await waitForPort(port, child, 'ferretdb');
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  return { port, stop };
+  let child: ChildProcess | undefined;
+  const stop = async (): Promise<void> => {
+    if (child !== undefined) await stopChild(child, 'SIGTERM');
+  };
+  const start = async (): Promise<void> => {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) return;
+    child = spawn(
+      bin,
+      [
+        '--handler=postgresql',
+        `--postgresql-url=${postgresUrl}`,
+        `--listen-addr=127.0.0.1:${port}`,
+        '--telemetry=disable',
+        '--debug-addr=-',
+        `--state-dir=${dir}`,
+        '--log-level=error',
+      ],
+      { stdio: 'ignore' },
+    );
+    try {
+      await waitForPort(port, child, 'ferretdb');
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+  };
+  await start();
+  return { port, stop, start };
 }
 
 /**
@@ -501,6 +559,7 @@ async function startFerretDb(
 export async function startLocalServices(
   given: { redisUrl?: string; mongodbUri?: string },
   say: Say = (line) => process.stderr.write(`[local] ${line}\n`),
+  options: { redis?: RedisOptions } = {},
 ): Promise<LocalServices> {
   const dir = await mkdtemp(join(tmpdir(), 'intake-local-'));
   // Stopped last to first: FerretDB always before the PostgreSQL it uses.
@@ -511,6 +570,7 @@ export async function startLocalServices(
   let redisUrl = given.redisUrl;
   let mongodbUri = given.mongodbUri;
   let redis: LocalRedis | undefined;
+  let ferretdb: LocalFerretDb | undefined;
   try {
     const redisBin = redisUrl ? undefined : await ensureRedisServer(say);
     const ferretBin = mongodbUri ? undefined : await ensureFerretDb(say);
@@ -519,7 +579,7 @@ export async function startLocalServices(
       (async () => {
         if (redisBin === undefined) return;
         await mkdir(join(dir, 'redis'));
-        redis = await startRedis(redisBin, join(dir, 'redis'));
+        redis = await startRedis(redisBin, join(dir, 'redis'), options.redis);
         stops.push(redis.stop);
         redisUrl = `redis://127.0.0.1:${redis.port}`;
       })(),
@@ -532,6 +592,17 @@ export async function startLocalServices(
         const ferret = await startFerretDb(ferretBin, join(dir, 'ferretdb'), postgres.url);
         stops.push(ferret.stop);
         mongodbUri = `mongodb://127.0.0.1:${ferret.port}/intake`;
+        ferretdb = {
+          port: ferret.port,
+          async stop() {
+            await ferret.stop();
+            await postgres.stop();
+          },
+          async start() {
+            await postgres.start();
+            await ferret.start();
+          },
+        };
       })(),
     ]);
     for (const result of started) if (result.status === 'rejected') throw result.reason;
@@ -544,6 +615,7 @@ export async function startLocalServices(
     redisUrl: redisUrl!,
     mongodbUri: mongodbUri!,
     ...(redis === undefined ? {} : { redis }),
+    ...(ferretdb === undefined ? {} : { ferretdb }),
     async stop() {
       await stopAll();
       await rm(dir, { recursive: true, force: true });

@@ -53,6 +53,11 @@ export interface FakeClio {
   matters: ClioMatterRecord[];
   /** Failures to answer with, in order, each used once by the first request it matches. */
   failNext: ClioFailure[];
+  /**
+   * Asked for each request no `failNext` entry took (after the token check): a failure to
+   * answer it with, or undefined to answer normally (the chaos run's occasional 429s).
+   */
+  injectFailure: ((request: ClioRequest) => ClioFailure | undefined) | undefined;
   /** POSTs that created something (contacts or matters), for "the write happened once" checks. */
   writes(path: string): ClioRequest[];
   reset(): void;
@@ -102,6 +107,7 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
     contacts: [],
     matters: [],
     failNext: [],
+    injectFailure: undefined,
     writes(path) {
       return this.requests.filter((r) => r.method === 'POST' && r.path === path);
     },
@@ -138,7 +144,8 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
     const index = fake.failNext.findIndex(
       (f) => (f.method === undefined || f.method === method) && (f.path === undefined || f.path === path),
     );
-    const failure = index === -1 ? undefined : fake.failNext.splice(index, 1)[0];
+    const failure =
+      index === -1 ? fake.injectFailure?.(fake.requests.at(-1)!) : fake.failNext.splice(index, 1)[0];
     const fail = () =>
       clioError(
         res,

@@ -27,6 +27,11 @@ export interface FakeSlack {
   /** Messages accepted (answered 200), per webhook path. */
   messages(url?: string): SlackPost[];
   failNext: SlackFailure[];
+  /**
+   * Asked for each request no `failNext` entry took: a failure to answer it with, or undefined
+   * to answer normally (the chaos run fails a share of requests this way).
+   */
+  injectFailure: (() => SlackFailure | undefined) | undefined;
   close(): Promise<void>;
 }
 
@@ -44,6 +49,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const attempts: SlackPost[] = [];
   const failNext: SlackFailure[] = [];
   let base = '';
+  const fake = { injectFailure: undefined as (() => SlackFailure | undefined) | undefined };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -62,7 +68,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       };
       if (req.method !== 'POST' || !/^\/services\/[^/]+\/[^/]+\/[^/]+$/.test(path)) return reply(404);
       const index = failNext.findIndex((f) => f.url === undefined || f.url === `${base}${path}`);
-      const failure = index === -1 ? undefined : failNext.splice(index, 1)[0];
+      const failure = index === -1 ? fake.injectFailure?.() : failNext.splice(index, 1)[0];
       if (failure !== undefined) {
         return reply(
           failure.status,
@@ -77,10 +83,10 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   base = `http://127.0.0.1:${port}`;
-  return {
+  return Object.assign(fake, {
     webhookUrl: () => `${base}/services/T0TEST/B0TEST${++counter}/secret${counter}`,
     attempts,
-    messages: (url) =>
+    messages: (url?: string) =>
       attempts.filter((a) => a.status === 200 && (url === undefined || `${base}${a.path}` === url)),
     failNext,
     close: () =>
@@ -88,5 +94,5 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  };
+  });
 }

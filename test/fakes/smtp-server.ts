@@ -11,6 +11,8 @@ export interface ReceivedMail {
   raw: string;
   /** Header value (first occurrence, unfolded), case-insensitive name. */
   header(name: string): string | undefined;
+  /** When the server accepted it (ms since epoch). */
+  at: number;
 }
 
 export interface FakeSmtp {
@@ -18,6 +20,13 @@ export interface FakeSmtp {
   messages: ReceivedMail[];
   /** Refuse the next `n` messages with a temporary 451 (the sender should retry). */
   failNext(n: number): void;
+  /**
+   * A slow server: messages received from now on get no reply until the returned function is
+   * called (then they are accepted, or refused as `failNext` says).
+   */
+  hold(): () => void;
+  /** Messages received and waiting for their reply (while held). */
+  held(): number;
   stop(): Promise<void>;
 }
 
@@ -36,6 +45,8 @@ function headerOf(raw: string, name: string): string | undefined {
 export async function startFakeSmtp(): Promise<FakeSmtp> {
   const messages: ReceivedMail[] = [];
   let failures = 0;
+  let holding = false;
+  const waiting: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
@@ -44,6 +55,10 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
+        if (holding) return void waiting.push(() => reply());
+        reply();
+      });
+      const reply = () => {
         if (failures > 0) {
           failures--;
           const err = Object.assign(new Error('Try again later'), { responseCode: 451 });
@@ -56,9 +71,10 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
           to: envelope.rcptTo.map((r) => r.address),
           raw,
           header: (name) => headerOf(raw, name),
+          at: Date.now(),
         });
         callback();
-      });
+      };
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -69,6 +85,14 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
     failNext: (n) => {
       failures = n;
     },
+    hold: () => {
+      holding = true;
+      return () => {
+        holding = false;
+        for (const run of waiting.splice(0)) run();
+      };
+    },
+    held: () => waiting.length,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -178,7 +178,7 @@ return {'cancelled', n}
 `;
 
 // KEYS[1]. ARGV: field, now, lease ms, token. Moves a reminder from scheduled to sending for
-// this attempt. Returns {'claimed', reminder JSON, booking JSON} or {why not}.
+// this attempt. Returns {'claimed', reminder JSON, booking JSON}, {'busy', lease end} or {why not}.
 const CLAIM = `
 local key, field, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local raw = redis.call('HGET', key, field)
@@ -186,7 +186,7 @@ local meta = redis.call('HGET', key, 'booking')
 if not raw or not meta then return {'missing'} end
 local r = cjson.decode(raw)
 if r.status == 'sending' then
-  if r.lease_until > now then return {'busy'} end
+  if r.lease_until > now then return {'busy', tostring(r.lease_until)} end
   -- The attempt holding it died mid-send. A cancel since then wins; otherwise the send is
   -- repeated (SMTP cannot be asked whether it was accepted: at least once, never lost).
   if r.cancel_requested then
@@ -217,6 +217,19 @@ r.attempts = (r.attempts or 0) + 1
 local encoded = cjson.encode(r)
 redis.call('HSET', key, field, encoded)
 return {'claimed', encoded, meta}
+`;
+
+// KEYS[1]. ARGV: field, token, now, lease ms. The attempt holding a reminder in `sending` extends
+// its lease (a send still under way). Returns 1, or 0 when the reminder is no longer its own.
+const RENEW = `
+local key, field, now = KEYS[1], ARGV[1], tonumber(ARGV[3])
+local raw = redis.call('HGET', key, field)
+if not raw then return 0 end
+local r = cjson.decode(raw)
+if r.status ~= 'sending' or r.token ~= ARGV[2] then return 0 end
+r.lease_until = now + tonumber(ARGV[4])
+redis.call('HSET', key, field, cjson.encode(r))
+return 1
 `;
 
 // KEYS[1]. ARGV: field, token, outcome (sent | retry | failed), now, message id or error.
@@ -257,6 +270,7 @@ declare module 'ioredis' {
     intakeReminderCancel(key: string, ...args: string[]): Result<[string, number], Context>;
     intakeReminderClaim(key: string, ...args: string[]): Result<string[], Context>;
     intakeReminderFinish(key: string, ...args: string[]): Result<string, Context>;
+    intakeReminderRenew(key: string, ...args: string[]): Result<number, Context>;
   }
 }
 
@@ -267,6 +281,7 @@ function scripts(redis: Redis): Redis {
     redis.defineCommand('intakeReminderCancel', { numberOfKeys: 1, lua: CANCEL });
     redis.defineCommand('intakeReminderClaim', { numberOfKeys: 1, lua: CLAIM });
     redis.defineCommand('intakeReminderFinish', { numberOfKeys: 1, lua: FINISH });
+    redis.defineCommand('intakeReminderRenew', { numberOfKeys: 1, lua: RENEW });
   }
   return redis;
 }
@@ -339,7 +354,9 @@ export async function cancelBookingReminders(
 
 export type ClaimResult =
   | { outcome: 'claimed'; reminder: ReminderRecord; booking: BookingRecord }
-  | { outcome: 'busy' | 'missing' | 'expired' | 'sent' | 'cancelled' | 'failed' | 'scheduled' };
+  /** Another attempt holds it until `leaseUntil` (ms since epoch). */
+  | { outcome: 'busy'; leaseUntil: number }
+  | { outcome: 'missing' | 'expired' | 'sent' | 'cancelled' | 'failed' | 'scheduled' };
 
 /** Takes a due reminder for one send attempt (scheduled → sending), atomically with any cancel. */
 export async function claimReminder(
@@ -363,7 +380,26 @@ export async function claimReminder(
       booking: JSON.parse(booking!) as BookingRecord,
     };
   }
-  return { outcome: outcome as Exclude<ClaimResult['outcome'], 'claimed'> };
+  if (outcome === 'busy') return { outcome, leaseUntil: Number(reminder) };
+  return { outcome: outcome as Exclude<ClaimResult['outcome'], 'claimed' | 'busy'> };
+}
+
+/** Extends the lease of a reminder this attempt (`token`) is sending; false when it is not its own. */
+export async function renewReminder(
+  store: ReminderStore,
+  firm: string,
+  uid: string,
+  field: string,
+  input: { token: string; now: number; leaseMs: number },
+): Promise<boolean> {
+  const renewed = await scripts(store.redis).intakeReminderRenew(
+    bookingKey(store.prefix, firm, uid),
+    field,
+    input.token,
+    String(input.now),
+    String(input.leaseMs),
+  );
+  return renewed === 1;
 }
 
 /**

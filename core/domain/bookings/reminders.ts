@@ -3,7 +3,13 @@ import type { Attempt } from '../../platform/db/effects.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
-import { claimReminder, finishReminder, readBookingReminders, type ReminderStore } from './reminder-store.js';
+import {
+  claimReminder,
+  finishReminder,
+  readBookingReminders,
+  renewReminder,
+  type ReminderStore,
+} from './reminder-store.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
 // (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
@@ -11,26 +17,38 @@ import { claimReminder, finishReminder, readBookingReminders, type ReminderStore
 // atomic with a cancel (a Lua script: core/domain/bookings/reminder-store.ts); a MongoDB record
 // beside it could not be changed in one step with the Redis one, so a cancel racing a send could
 // both succeed. The steps:
-//   claim   scheduled → sending (with a lease), or nothing when cancelled, sent or gone;
+//   claim   scheduled → sending (with a lease, renewed while the send runs), or nothing when
+//           cancelled, sent or gone;
 //   send    through SMTP;
 //   finish  sent (SMTP accepted: never sent again), or back to scheduled when SMTP refused it
 //           (nothing went out; the job retries with backoff), or failed on the last attempt.
 // An attempt that dies between SMTP's acceptance and `finish` leaves `sending`: once its lease
 // is over, the next attempt sends again (SMTP cannot be asked; at least once, never lost), with
-// the same Message-ID.
+// the same Message-ID. An attempt that finds the reminder `sending` under a live lease waits for
+// the lease's end (its job delayed until then, no attempt spent) and looks again.
+//
+// The lease is short and renewed while the send runs, so a dead attempt's reminder goes out
+// about a lease later, not after a lease long enough for the slowest send: the chaos run saw a
+// reminder due a minute before its meeting mailed 9 minutes late after a worker was SIGKILLed
+// mid-send (a 5-minute lease, and busy attempts backing off exponentially meanwhile).
 
-/** Longer than a send can take (nodemailer's connection, greeting and socket timeouts). */
-const LEASE_MS = 5 * 60_000;
+/** How long a claim holds a reminder without a renewal. */
+export const REMINDER_LEASE_MS = 30_000;
+/** How often a send under way renews its lease. */
+export const REMINDER_RENEW_MS = 10_000;
 
 export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
   prefix: services.config.queuePrefix,
 });
 
-/** Another attempt is sending this reminder right now; this one retries later. */
-class ReminderBusyError extends Error {
-  constructor(field: string) {
-    super(`The reminder ${field} is being sent by another attempt; checking again later.`);
+/** Another attempt is sending this reminder right now; this one looks again at `until`. */
+export class ReminderBusyError extends Error {
+  constructor(
+    field: string,
+    readonly until: number,
+  ) {
+    super(`The reminder ${field} is being sent by another attempt; checking again when its lease ends.`);
     this.name = 'ReminderBusyError';
   }
 }
@@ -58,8 +76,12 @@ export async function sendBookingReminder(
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
   const token = randomBytes(9).toString('base64url');
-  const claim = await claimReminder(store, firm, uid, field, { now: Date.now(), leaseMs: LEASE_MS, token });
-  if (claim.outcome === 'busy') throw new ReminderBusyError(field);
+  const claim = await claimReminder(store, firm, uid, field, {
+    now: Date.now(),
+    leaseMs: REMINDER_LEASE_MS,
+    token,
+  });
+  if (claim.outcome === 'busy') throw new ReminderBusyError(field, claim.leaseUntil);
   if (claim.outcome !== 'claimed') return { outcome: claim.outcome };
 
   const finish = (outcome: 'sent' | 'retry' | 'failed', detail: string) =>
@@ -71,6 +93,12 @@ export async function sendBookingReminder(
   }
   const messageId = reminderMessageId(services.config.mailFrom, firm, uid, field);
   let sent: { messageId: string };
+  const renewal = setInterval(() => {
+    // A failed renewal (Redis away) is not this send's failure: the send goes on.
+    renewReminder(store, firm, uid, field, { token, now: Date.now(), leaseMs: REMINDER_LEASE_MS }).catch(
+      () => undefined,
+    );
+  }, REMINDER_RENEW_MS);
   try {
     sent = await services.mailer.send(reminderMail(claim.reminder, claim.booking, messageId));
   } catch (err) {
@@ -80,6 +108,8 @@ export async function sendBookingReminder(
     await finish(final ? 'failed' : 'retry', message);
     if (isPermanent(err)) throw new ReminderRejectedError(message);
     throw err;
+  } finally {
+    clearInterval(renewal);
   }
   // The worker's Redis connection waits out an outage here rather than failing: the record of
   // an accepted mail is what keeps it from being sent twice.

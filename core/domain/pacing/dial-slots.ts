@@ -15,6 +15,15 @@ import { promoteParked } from './parking.js';
 const slotsKey = (services: Services, firm: string) => `${services.config.queuePrefix}:pacing:${firm}:slots`;
 const waitersKey = (services: Services, firm: string) =>
   `${services.config.queuePrefix}:pacing:${firm}:waiters`;
+/**
+ * Waiters popped for a free slot whose promotion is under way, scored by when that wake-up counts
+ * as lost: a worker that dies between the pop and the promotion would otherwise leave its jobs
+ * delayed for their whole safety delay (15 minutes) while slots stand free. The reaper wakes them.
+ */
+const wakingKey = (services: Services, firm: string) =>
+  `${services.config.queuePrefix}:pacing:${firm}:waking`;
+/** How long a wake-up may take before the reaper takes it over. */
+const WAKE_LEASE_MS = 10_000;
 /** The firms that have parked jobs (the reaper's list). */
 const firmsKey = (services: Services) => `${services.config.queuePrefix}:pacing:firms`;
 
@@ -40,9 +49,11 @@ return 0
 `);
 
 /**
- * KEYS: slots, waiters, firms. ARGV: member to release ('' for none), now, max, firm.
+ * KEYS: slots, waiters, firms, waking. ARGV: member to release ('' for none), now, max, firm,
+ * wake lease end.
  * Releases the member, frees expired leases, and pops as many waiters as there are free slots
- * (first in line first): the caller promotes them. Returns [ref, place, ref, place, ...].
+ * (first in line first) into the waking set: the caller promotes them, then clears them from it.
+ * Returns [ref, place, ref, place, ...].
  */
 const RELEASE_AND_WAKE = defineRedisScript(`
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
@@ -50,7 +61,10 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]))
 local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
 local woken = {}
 if free > 0 then woken = redis.call('ZPOPMIN', KEYS[2], free) end
-if redis.call('ZCARD', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[4]) end
+for i = 1, #woken, 2 do redis.call('ZADD', KEYS[4], tonumber(ARGV[5]), woken[i]) end
+if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 then
+  redis.call('SREM', KEYS[3], ARGV[4])
+end
 return woken
 `);
 
@@ -90,16 +104,48 @@ export async function takeDialSlot(
 /** Pops waiters for the free slots of `firm` and promotes them. */
 async function wake(services: Services, firm: string): Promise<number> {
   const max = await maxConcurrentCalls(services, firm);
-  const keys = [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)];
-  const popped = (await RELEASE_AND_WAKE.run(services.redis, keys, ['', Date.now(), max, firm])) as string[];
+  const popped = await popWaiters(services, firm, max);
   if (popped.length === 0) return 0;
   const places = new Map<string, string>();
   for (let i = 0; i < popped.length; i += 2) places.set(popped[i]!, popped[i + 1]!);
-  return promoteParked(services, [...places.keys()], async (ref) => {
-    // Not parked yet: back in line at its place; it parks and looks again (wakeDialWaiters).
-    await services.redis.zadd(keys[1]!, 'NX', places.get(ref) ?? Date.now(), ref);
-    await services.redis.sadd(keys[2]!, firm);
+  const woken = await promoteParked(services, [...places.keys()], async (ref) => {
+    await services.redis.zadd(waitersKey(services, firm), 'NX', places.get(ref) ?? Date.now(), ref);
+    await services.redis.sadd(firmsKey(services), firm);
   });
+  await services.redis.zrem(wakingKey(services, firm), ...places.keys());
+  return woken;
+}
+
+/**
+ * The first half of a wake-up: pops as many waiters of `firm` as it has free slots (below `max`)
+ * into the waking set; returns [ref, place, ...]. Exported for tests (a worker dying right after it).
+ */
+export async function popWaiters(services: Services, firm: string, max: number): Promise<string[]> {
+  const keys = [
+    slotsKey(services, firm),
+    waitersKey(services, firm),
+    firmsKey(services),
+    wakingKey(services, firm),
+  ];
+  const now = Date.now();
+  return (await RELEASE_AND_WAKE.run(services.redis, keys, [
+    '',
+    now,
+    max,
+    firm,
+    now + WAKE_LEASE_MS,
+  ])) as string[];
+}
+
+/** Wake-ups that a dead worker left half done: their jobs are promoted now. */
+async function rewakeLost(services: Services, firm: string): Promise<number> {
+  const key = wakingKey(services, firm);
+  const lost = await services.redis.zrangebyscore(key, '-inf', String(Date.now()));
+  if (lost.length === 0) return 0;
+  // A job still active by now has found its way, or parks itself again: nothing to hand back.
+  const woken = await promoteParked(services, lost, async () => undefined);
+  await services.redis.zrem(key, ...lost);
+  return woken;
 }
 
 /**
@@ -127,13 +173,15 @@ export async function wakeDialWaiters(services: Services, firm: string): Promise
 }
 
 /**
- * For every firm with parked jobs: frees the slots whose lease ran out (their end event never
- * came) and wakes waiters for the free slots. Run every 30 s by the maintenance queue.
+ * For every firm with parked jobs: finishes wake-ups a dead worker left half done, frees the
+ * slots whose lease ran out (their end event never came) and wakes waiters for the free slots.
+ * Run every 30 s by the maintenance queue.
  */
 export async function reapDialSlots(services: Services): Promise<{ firms: number; woken: number }> {
   const firms = await services.redis.smembers(firmsKey(services));
   let woken = 0;
-  for (const firm of firms) woken += await wakeDialWaiters(services, firm);
+  for (const firm of firms)
+    woken += (await rewakeLost(services, firm)) + (await wakeDialWaiters(services, firm));
   return { firms: firms.length, woken };
 }
 

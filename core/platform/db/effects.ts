@@ -98,6 +98,28 @@ function effectRecordAt<R>(doc: Document | null | undefined, path: string): Effe
   return (value as EffectRecord<R> | undefined) ?? newEffectRecord<R>();
 }
 
+/** How long an outcome that is known (the effect happened) is retried into its record. */
+export const KNOWN_OUTCOME_RETRY_MS = 60_000;
+
+/**
+ * Records an outcome this process knows, through a database outage of up to
+ * KNOWN_OUTCOME_RETRY_MS: given up at once, the record would stay `running` and the next attempt
+ * would repeat an effect that cannot be asked about (a mail, a Slack message) although it is
+ * known to have happened. Only a process that dies meanwhile leaves it unknown.
+ */
+async function writeKnownOutcome(write: () => Promise<unknown>): Promise<void> {
+  const until = Date.now() + KNOWN_OUTCOME_RETRY_MS;
+  for (let pause = 250; ; pause = Math.min(pause * 2, 5000)) {
+    try {
+      await write();
+      return;
+    } catch (err) {
+      if (Date.now() + pause > until) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
 /** Runs `perform` unless the effect is already done or skipped, recording each step on the subject. */
 export async function runEffect<R>(
   subject: EffectSubject,
@@ -121,7 +143,7 @@ export async function runEffect<R>(
       result: outcome.result,
       finished_at: new Date(),
     };
-    await write(record, outcome.alsoSet);
+    await writeKnownOutcome(() => write(record, outcome.alsoSet));
     return record;
   };
 

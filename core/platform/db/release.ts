@@ -6,7 +6,7 @@ import { ensureIndexes } from './indexes.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel, 'release');
-const mongo = createMongo(config.mongodbUri);
+const mongo = createMongo(config.mongodbUri, { log });
 try {
   const indexes = await ensureIndexes(mongo.db);
   log.info({ indexes }, 'indexes ensured');
@@ -14,5 +14,5 @@ try {
   log.error({ err }, 'release failed');
   process.exitCode = 1;
 } finally {
-  await mongo.client.close();
+  await mongo.close();
 }

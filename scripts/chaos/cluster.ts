@@ -1,0 +1,294 @@
+// The processes a chaos run drives: Redis (persistent, so a stop and start keeps its data, as a
+// production Redis does), FerretDB on PostgreSQL (restartable), the web process and two worker
+// processes as the Procfile runs them (child processes of the real entries), the SMTP / Slack /
+// Clio fakes, and the webhook proxy the simulator's deliveries go through.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import type { Db, MongoClient } from 'mongodb';
+import { ensureIndexes } from '../../core/platform/db/indexes.js';
+import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
+import { QUEUE_NAMES, createQueues, type Queues } from '../../jobs/queues.js';
+import {
+  ensureRedisServer,
+  freePort,
+  startLocalServices,
+  startRedis,
+  type LocalFerretDb,
+  type LocalRedis,
+  type LocalServices,
+} from '../local/services.js';
+import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
+import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
+import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
+import { startChaosProxy, type ChaosProxy } from './proxy.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface ClusterOptions {
+  /** Where the processes' logs go. */
+  runDir: string;
+  /** A MongoDB to use instead of starting FerretDB (then it cannot be stopped and restarted). */
+  mongodbUri?: string;
+  workers?: number;
+  /** Extra environment of the web and worker processes. */
+  env?: Record<string, string>;
+  say: (line: string) => void;
+}
+
+export interface WorkerSlot {
+  index: number;
+  child: ChildProcess;
+  /** How many times this slot's process was started. */
+  generation: number;
+  logFile: string;
+}
+
+export interface StopResult {
+  signal: NodeJS.Signals;
+  exitCode: number | null;
+  exitSignal: NodeJS.Signals | null;
+  afterMs: number;
+}
+
+function spawnEntry(entry: string, env: Record<string, string>, logFile: string): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const log: WriteStream = createWriteStream(logFile, { flags: 'a' });
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  child.once('exit', () => setTimeout(() => log.end(), 100));
+  return child;
+}
+
+/** Resolves when the child has exited (at once if it has). */
+export function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */
+export const liveClusters = new Set<Cluster>();
+
+export class Cluster {
+  readonly workers: WorkerSlot[] = [];
+  web!: ChildProcess;
+  webUrl = '';
+  env: Record<string, string> = {};
+  /** The driver's own connections, for monitoring and the final checks. */
+  mongo!: MongoClient;
+  db!: Db;
+  /** Made as the service makes its own (the same watchdog over the driver's monitor). */
+  private mongoHandle: Mongo | undefined;
+  redis!: Redis;
+  queues!: Queues;
+  smtp!: FakeSmtp;
+  slack!: FakeSlack;
+  clio!: FakeClio;
+  proxy!: ChaosProxy;
+  private local: LocalServices | undefined;
+  private ownRedis: { server: LocalRedis; dir: string } | undefined;
+  private stopping = false;
+
+  private constructor(private readonly options: ClusterOptions) {}
+
+  get redisServer(): LocalRedis {
+    return this.local?.redis ?? this.ownRedis!.server;
+  }
+
+  /** FerretDB and its PostgreSQL, when this cluster started them. */
+  get ferretdb(): LocalFerretDb | undefined {
+    return this.local?.ferretdb;
+  }
+
+  get adminKey(): string {
+    return this.env.ADMIN_API_KEY!;
+  }
+
+  get queuePrefix(): string {
+    return this.env.QUEUE_PREFIX!;
+  }
+
+  static async start(options: ClusterOptions): Promise<Cluster> {
+    const cluster = new Cluster(options);
+    liveClusters.add(cluster);
+    try {
+      await cluster.boot();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  private async boot(): Promise<void> {
+    const { say } = this.options;
+    await mkdir(this.options.runDir, { recursive: true });
+    let redisUrl: string;
+    let mongodbUri: string;
+    if (this.options.mongodbUri === undefined) {
+      say('starting Redis (persistent) and FerretDB on PostgreSQL ...');
+      this.local = await startLocalServices({}, (l) => say(l), { redis: { persistent: true } });
+      redisUrl = this.local.redisUrl;
+      mongodbUri = this.local.mongodbUri;
+    } else {
+      const dir = await mkdtemp(join(tmpdir(), 'chaos-redis-'));
+      const server = await startRedis(await ensureRedisServer(say), dir, { persistent: true });
+      this.ownRedis = { server, dir };
+      redisUrl = `redis://127.0.0.1:${server.port}`;
+      mongodbUri = this.options.mongodbUri;
+    }
+    [this.smtp, this.slack, this.clio, this.proxy] = await Promise.all([
+      startFakeSmtp(),
+      startFakeSlack(),
+      startFakeClio(`clio-${randomBytes(6).toString('hex')}`),
+      startChaosProxy(),
+    ]);
+    const webPort = await freePort();
+    this.webUrl = `http://127.0.0.1:${webPort}`;
+    this.proxy.target = this.webUrl;
+    this.env = {
+      REDIS_URL: redisUrl,
+      MONGODB_URI: mongodbUri,
+      ADMIN_API_KEY: `adm_${randomBytes(16).toString('hex')}`,
+      SESSION_SECRET: randomBytes(24).toString('hex'),
+      // The simulator's webhooks go to the proxy, which records and forwards them.
+      PUBLIC_BASE_URL: this.proxy.url,
+      VOICE_PROVIDER: 'simulator',
+      SMTP_URL: this.smtp.url,
+      MAIL_FROM: 'Intake Chaos <chaos@intake.test>',
+      CLIO_BASE_URL: this.clio.url,
+      ALLOW_PRIVATE_URLS: 'true',
+      LOG_LEVEL: 'warn',
+      QUEUE_PREFIX: `chaos${randomBytes(3).toString('hex')}`,
+      SIM_CALL_MS: '1000',
+      JOB_LOCK_MS: '10000',
+      CAMPAIGN_RETRY_DELAY_MS: '5000',
+      SHUTDOWN_TIMEOUT_MS: '25000',
+      // The run is about faults, not rate limits: the driver and the simulator are not throttled.
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...this.options.env,
+    };
+    this.mongoHandle = createMongo(mongodbUri);
+    this.mongo = this.mongoHandle.client;
+    this.db = this.mongoHandle.db;
+    say('release: creating indexes ...');
+    await ensureIndexes(this.db);
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
+    this.redis.on('error', () => {});
+    this.queues = createQueues(this.redis, this.queuePrefix, () => {});
+    await this.startWeb(webPort);
+    for (let i = 0; i < (this.options.workers ?? 2); i++) this.startWorker(i);
+    say(`web ${this.webUrl}, ${this.workers.length} workers, logs in ${this.options.runDir}`);
+  }
+
+  private async startWeb(port: number): Promise<void> {
+    this.web = spawnEntry(
+      'api/server.ts',
+      { ...this.env, PORT: String(port) },
+      join(this.options.runDir, 'web.log'),
+    );
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (this.web.exitCode !== null) throw new Error(`the web process exited with ${this.web.exitCode}`);
+      const ok = await fetch(`${this.webUrl}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ok) return;
+      if (Date.now() > deadline) throw new Error('the web process was not ready within 60 s');
+      await sleep(200);
+    }
+  }
+
+  /** Starts (or starts again) the worker process of slot `index`. */
+  startWorker(index: number): WorkerSlot {
+    const logFile = join(this.options.runDir, `worker-${index + 1}.log`);
+    const previous = this.workers[index];
+    const slot: WorkerSlot = {
+      index,
+      child: spawnEntry('workers/main.ts', this.env, logFile),
+      generation: (previous?.generation ?? 0) + 1,
+      logFile,
+    };
+    this.workers[index] = slot;
+    return slot;
+  }
+
+  /** Sends `signal` to a worker and waits for it to exit (SIGKILL after `limitMs`). */
+  async signalWorker(index: number, signal: NodeJS.Signals, limitMs = 60_000): Promise<StopResult> {
+    const { child } = this.workers[index]!;
+    const sent = Date.now();
+    const done = exited(child);
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    await done;
+    clearTimeout(timer);
+    return { signal, exitCode: child.exitCode, exitSignal: child.signalCode, afterMs: Date.now() - sent };
+  }
+
+  /** Jobs active in every queue now (0 while Redis is unreachable). */
+  async activeJobs(): Promise<number> {
+    if (this.redis.status !== 'ready') return 0;
+    const counts = await Promise.all(QUEUE_NAMES.map((q) => this.queues[q].getActiveCount()));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** Lines a worker slot logged (pino JSON), parsed; other lines are skipped. */
+  async workerLog(index: number): Promise<Array<Record<string, unknown>>> {
+    const text = await readFile(this.workers[index]!.logFile, 'utf8').catch(() => '');
+    const out: Array<Record<string, unknown>> = [];
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        out.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // a partial line
+      }
+    }
+    return out;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    liveClusters.delete(this);
+    const children = [...this.workers.map((w) => w.child), this.web].filter(Boolean);
+    await Promise.all(
+      children.map(async (child) => {
+        const done = exited(child);
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await done;
+        clearTimeout(timer);
+      }),
+    );
+    if (this.queues) await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
+    this.redis?.disconnect();
+    await this.mongoHandle?.close().catch(() => {});
+    await Promise.allSettled([
+      this.smtp?.stop(),
+      this.slack?.close(),
+      this.clio?.close(),
+      this.proxy?.close(),
+    ]);
+    if (this.ownRedis) {
+      await this.ownRedis.server.stop();
+      await rm(this.ownRedis.dir, { recursive: true, force: true });
+    }
+    await this.local?.stop();
+  }
+}

@@ -1,0 +1,78 @@
+// npm run chaos [-- --seed N] [--scale X]
+// The fault matrix against real processes (README: "What survives what"). CHAOS_SEED and
+// CHAOS_SCALE set the same as the flags; the process's logs and report.json go to
+// .local/chaos/seed-<N>-<time>/. Exit code 0 when every invariant holds, 1 when one does not,
+// 2 on bad flags or a run that could not start.
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { liveClusters } from './cluster.js';
+import { defaultConfig, formatTable, runChaos } from './run.js';
+
+export const DEFAULT_SEED = 1337;
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const say = (line: string) =>
+  void process.stderr.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+function usage(message: string): never {
+  process.stderr.write(
+    `${message}\nusage: npm run chaos -- [--seed N] [--scale X]   (or CHAOS_SEED, CHAOS_SCALE)\n`,
+  );
+  process.exit(2);
+}
+
+function parse(argv: string[]): { seed: number; scale: number } {
+  let seed = process.env.CHAOS_SEED === undefined ? DEFAULT_SEED : Number(process.env.CHAOS_SEED);
+  let scale = process.env.CHAOS_SCALE === undefined ? 1 : Number(process.env.CHAOS_SCALE);
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.split('=', 2);
+    const value = inline ?? argv[++i];
+    if (flag === '--seed') seed = Number(value);
+    else if (flag === '--scale') scale = Number(value);
+    else usage(`unknown argument ${argv[i]}`);
+  }
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    usage('the seed must be an integer 0 … 4294967295');
+  if (!Number.isFinite(scale) || scale <= 0 || scale > 10) usage('the scale must be a number in (0, 10]');
+  return { seed, scale };
+}
+
+async function main(): Promise<void> {
+  const { seed, scale } = parse(process.argv.slice(2));
+  const runDir = join(
+    root,
+    '.local',
+    'chaos',
+    `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`,
+  );
+  await mkdir(runDir, { recursive: true });
+  const config = defaultConfig(seed, scale, runDir, say);
+  let result;
+  try {
+    result = await runChaos(config);
+  } catch (err) {
+    say(`the run could not finish: ${(err as Error).stack ?? String(err)}`);
+    process.exit(2);
+  }
+  process.stdout.write(
+    `\nChaos run, seed ${seed}, scale ${scale} (${(result.durationMs / 60_000).toFixed(1)} min)\n\n`,
+  );
+  process.stdout.write(`${formatTable(result.rows)}\n\n`);
+  const failed = result.rows.filter((r) => !r.ok).length;
+  process.stdout.write(
+    failed === 0
+      ? 'All invariants hold.\n'
+      : `${failed} invariant(s) failed. Logs and report.json: ${runDir}\n`,
+  );
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping the processes of the run ...`);
+    void Promise.allSettled([...liveClusters].map((c) => c.stop())).finally(() => process.exit(130));
+  });
+}
+
+void main();

@@ -1,0 +1,73 @@
+// The bounded subset of the fault matrix (scripts/chaos, `npm run chaos`): the real web process
+// and two real worker processes over a Redis of their own (persistent, as in production) and the
+// run's FerretDB, a small workload of every kind (a campaign, direct calls, an import, booking
+// stories, every call_analyzed delivered twice), one worker SIGKILLed and started again, one
+// Redis stop and start, Slack failing half of its requests for a while and Clio answering 429
+// now and then. Every invariant of the full run must hold.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { defaultConfig, formatTable, runChaos, type ChaosConfig } from '../../scripts/chaos/run.js';
+import { freshMongoUri } from '../helpers/stack.js';
+
+let runDir: string | undefined;
+let keepLogs = false;
+afterAll(async () => {
+  if (runDir !== undefined && !keepLogs) await rm(runDir, { recursive: true, force: true });
+});
+
+function subsetConfig(dir: string): ChaosConfig {
+  const base = defaultConfig(20_260_512, 1, dir, (line) => {
+    if (process.env.TEST_LOG_LEVEL !== undefined) process.stderr.write(`[chaos subset] ${line}\n`);
+  });
+  return {
+    ...base,
+    sizes: { campaignLeads: 40, directCalls: 10, importRows: 200, bookingEvents: 24 },
+    timing: {
+      spreadMs: 10_000,
+      // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
+      soonStartMs: [25_000, 40_000],
+      reminderOffsets: [1440, 0],
+      nextEventMs: [1_000, 3_000],
+      copyDelayMaxMs: 5_000,
+      launchAtMs: [1_000, 2_000],
+      importAtMs: [2_000, 5_000],
+    },
+    plan: {
+      workerKills: 1,
+      sigterm: false,
+      redisOutage: true,
+      mongoOutage: false,
+      slackFailures: true,
+      clio429: true,
+      outageMs: 5_000,
+      firstAtMs: 4_000,
+      gapMs: [2_000, 4_000],
+      slackWindowMs: 10_000,
+      clio429Rate: 0.2,
+      busyWaitMs: 5_000,
+    },
+    settleMs: 75_000,
+    mongodbUri: freshMongoUri(),
+    // A killed worker's jobs are taken over after 5 s instead of 30.
+    env: { JOB_LOCK_MS: '5000' },
+  };
+}
+
+describe('chaos subset: one worker kill and one Redis restart under a mixed workload', () => {
+  it('keeps every invariant: nothing lost, nothing done twice, no 200 for missing work', async () => {
+    runDir = await mkdtemp(join(tmpdir(), 'chaos-subset-'));
+    const result = await runChaos(subsetConfig(runDir));
+    const failed = result.rows.filter((r) => !r.ok);
+    keepLogs = failed.length > 0;
+    expect(failed, `logs in ${runDir}\n${formatTable(result.rows)}`).toEqual([]);
+    // The faults did happen.
+    expect(result.ledger.faults.map((f) => f.kind).sort()).toEqual([
+      'Redis stop/start',
+      'SIGKILL worker',
+      'slack 50% failures',
+    ]);
+    expect(result.ledger.probes.some((p) => p.fault === 'redis' && p.target === 'readyz')).toBe(true);
+  }, 120_000);
+});

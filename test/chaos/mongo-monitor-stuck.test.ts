@@ -1,0 +1,92 @@
+// Found by the chaos run: a worker started shortly before a FerretDB restart failed every job for
+// 17 minutes with "connection 8 to 127.0.0.1:… closed" after the database was back. The driver's
+// server monitor had written its heartbeat to a socket the server had just closed and waited for
+// good on a 'drain' that never comes; the server stayed Unknown, so every operation failed server
+// selection. createMongo's watchdog (core/platform/db/heartbeat-watchdog.ts) connects the client
+// again. Here a TCP relay in front of the run's database ends every connection at once while
+// writes are in flight, as a database that stops does; the database itself stays up.
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
+import { freshMongoUri } from '../helpers/stack.js';
+
+let relay: Server;
+const open = new Set<Socket>();
+let relayUri: string;
+
+beforeAll(async () => {
+  const target = new URL(freshMongoUri());
+  relay = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    open.add(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const via = new URL(target);
+  via.port = String((relay.address() as AddressInfo).port);
+  relayUri = via.toString();
+});
+afterAll(async () => {
+  for (const s of open) s.destroy();
+  await new Promise<void>((resolve) => relay?.close(() => resolve()));
+});
+
+/** The server closes every connection (FIN), as a stopping database does. */
+function endEveryConnection(): number {
+  const n = open.size;
+  for (const s of open) s.end();
+  return n;
+}
+
+async function firstSuccess(mongo: Mongo, deadlineMs: number): Promise<boolean> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    try {
+      await mongo.db.collection('monitor_probe').findOne({ _id: 'probe' as never });
+      return true;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return false;
+}
+
+describe('the MongoDB client after every connection was closed under load', () => {
+  it('works again once the database answers, even when the driver monitor hung', async () => {
+    // Each cycle is a process that started just before the outage, as the chaos run's worker.
+    for (let cycle = 0; cycle < 3; cycle++) {
+      const mongo = createMongo(relayUri, { stuckHeartbeatMs: 2000 });
+      try {
+        const things = mongo.db.collection<{ _id: string; n: number }>('monitor_things');
+        await things.updateOne({ _id: 'seed' }, { $set: { n: 0 } }, { upsert: true });
+        let writing = true;
+        const writers = Array.from({ length: 30 }, async (_, i) => {
+          while (writing) {
+            await things
+              .updateOne({ _id: `w${i}` }, { $set: { n: Date.now() } }, { upsert: true })
+              .catch(() => new Promise((r) => setTimeout(r, 100)));
+          }
+        });
+        await new Promise((r) => setTimeout(r, 700));
+        expect(endEveryConnection()).toBeGreaterThan(1);
+        // Without the watchdog the client answers "connection N … closed" for good.
+        const recovered = await firstSuccess(mongo, 30_000);
+        writing = false;
+        await Promise.all(writers);
+        expect(recovered, `cycle ${cycle}: the client never worked again`).toBe(true);
+        await things.updateOne({ _id: 'seed' }, { $set: { n: cycle + 1 } });
+        expect((await things.findOne({ _id: 'seed' }))?.n).toBe(cycle + 1);
+      } finally {
+        await mongo.close();
+      }
+    }
+  }, 150_000);
+});

@@ -1,0 +1,167 @@
+// Found by the chaos run (seed 42): a worker SIGKILLed while it mailed a reminder due a minute
+// before its meeting left the reminder `sending` under a 5-minute lease, and the job's next
+// attempts, finding it busy, failed and backed off exponentially: the reminder would have gone
+// out 9 minutes late (the run ended with it still `sending`). The lease is now short and renewed
+// while a send runs, and an attempt that finds a live lease sleeps until it ends, spending no
+// attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its claim in Redis.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  claimReminder,
+  readBookingReminders,
+  reminderField,
+  renewReminder,
+  storeBookingReminders,
+  type BookingRecord,
+  type ReminderRecord,
+  type ReminderStore,
+} from '../../core/domain/bookings/reminder-store.js';
+import {
+  REMINDER_LEASE_MS,
+  REMINDER_RENEW_MS,
+  sendBookingReminder,
+} from '../../core/domain/bookings/reminders.js';
+import { enqueue } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
+import { eventually } from '../helpers/eventually.js';
+import { rand, startStack, type Stack } from '../helpers/stack.js';
+
+let smtp: FakeSmtp;
+let stack: Stack;
+const firm = `dead-sender-${rand(3)}`;
+
+beforeAll(async () => {
+  smtp = await startFakeSmtp();
+  stack = await startStack({
+    workers: true,
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await smtp?.stop();
+});
+
+const store = (): ReminderStore => ({ redis: stack.services.redis, prefix: stack.config.queuePrefix });
+
+/** A booking in an hour with one reminder, due now, to `to`. */
+async function dueReminder(to: string): Promise<{ uid: string; field: string; dueAt: number }> {
+  const uid = `bk${rand(6)}`;
+  const now = Date.now();
+  const startAt = now + 3600_000;
+  const booking: BookingRecord = {
+    state: 'active',
+    start_at: startAt,
+    end_at: startAt + 1800_000,
+    title: 'Consultation',
+    attendees: to,
+    firm_name: 'Dead Sender LLP',
+    event_at: now,
+  };
+  const reminder: ReminderRecord = {
+    booking_uid: uid,
+    due_at: now,
+    offset_minutes: 60,
+    channel: 'email',
+    to,
+    time_zone: 'UTC',
+    role: 'attendee',
+    status: 'scheduled',
+  };
+  await storeBookingReminders(store(), firm, uid, {
+    booking,
+    reminders: [reminder],
+    now,
+    expireAt: now + 48 * 3600_000,
+  });
+  return { uid, field: reminderField(startAt, 60, to), dueAt: now };
+}
+
+const recordOf = async (uid: string) => (await readBookingReminders(store(), firm, uid)).reminders[0]!;
+
+describe('a reminder whose sender died mid-send', () => {
+  it('is mailed once when the dead attempt’s lease ends; the job waits for it without spending attempts', async () => {
+    const to = `dead-${rand(4)}@example.com`;
+    const { uid, field, dueAt } = await dueReminder(to);
+    // The attempt that claimed it was SIGKILLed before SMTP answered.
+    const claimedAt = Date.now();
+    const dead = await claimReminder(store(), firm, uid, field, {
+      now: claimedAt,
+      leaseMs: REMINDER_LEASE_MS,
+      token: 'dead',
+    });
+    expect(dead.outcome).toBe('claimed');
+
+    const data = { firm, booking_uid: uid, reminder: field, due_at: dueAt };
+    await enqueue(stack.services.queues, JOBS.sendReminder, data);
+    const job = { id: JOBS.sendReminder.id!(data) };
+    const queue = stack.services.queues.bookings;
+    // The job found the live lease and sleeps until it ends: delayed, no attempt failed.
+    await eventually(
+      async () => {
+        expect(await queue.getJobState(job.id)).toBe('delayed');
+        expect((await queue.getJob(job.id))?.attemptsStarted).toBeGreaterThan(0);
+      },
+      30_000,
+      50,
+    );
+    expect((await queue.getJob(job.id))?.attemptsMade).toBe(0);
+    expect(smtp.messages.filter((m) => m.to.includes(to))).toHaveLength(0);
+
+    await eventually(
+      async () => expect((await recordOf(uid)).status).toBe('sent'),
+      REMINDER_LEASE_MS + 30_000,
+    );
+    const mails = smtp.messages.filter((m) => m.to.includes(to));
+    expect(mails).toHaveLength(1);
+    // Not before the dead attempt's lease ended: never two senders under one lease.
+    expect(mails[0]!.at).toBeGreaterThanOrEqual(claimedAt + REMINDER_LEASE_MS);
+    await eventually(async () => expect(await queue.getJobState(job.id)).toBe('completed'), 10_000);
+    const done = await queue.getJob(job.id);
+    expect(done?.failedReason ?? null).toBeNull();
+    expect(done?.attemptsMade).toBeLessThanOrEqual(1);
+  }, 90_000);
+
+  it('a send slower than the lease keeps the reminder: its lease is renewed while SMTP takes its time', async () => {
+    const to = `slow-${rand(4)}@example.com`;
+    const { uid, field, dueAt } = await dueReminder(to);
+    const release = smtp.hold();
+    let sending: Promise<Record<string, unknown>> | undefined;
+    try {
+      const startedAt = Date.now();
+      sending = sendBookingReminder(
+        stack.services,
+        { firm, booking_uid: uid, reminder: field, due_at: dueAt },
+        { lastAttempt: false },
+      );
+      await eventually(async () => expect(smtp.held()).toBe(1), 10_000, 20);
+      const claimed = await recordOf(uid);
+      expect(claimed.status).toBe('sending');
+      // Past the first renewal: the lease reaches beyond where the claim alone set it.
+      await eventually(
+        async () => expect((await recordOf(uid)).lease_until).toBeGreaterThan(claimed.lease_until!),
+        REMINDER_RENEW_MS + 5000,
+        200,
+      );
+      const renewedUntil = (await recordOf(uid)).lease_until!;
+      expect(renewedUntil).toBeGreaterThanOrEqual(startedAt + REMINDER_RENEW_MS + REMINDER_LEASE_MS);
+      // Another attempt when the first lease would have ended finds the reminder still held.
+      const other = await claimReminder(store(), firm, uid, field, {
+        now: claimed.lease_until! + 1,
+        leaseMs: REMINDER_LEASE_MS,
+        token: 'other',
+      });
+      expect(other).toEqual({ outcome: 'busy', leaseUntil: renewedUntil });
+      // Only the holder renews.
+      expect(
+        await renewReminder(store(), firm, uid, field, { token: 'other', now: Date.now(), leaseMs: 1 }),
+      ).toBe(false);
+      expect((await recordOf(uid)).lease_until).toBe(renewedUntil);
+    } finally {
+      release();
+    }
+    expect(await sending).toMatchObject({ outcome: 'sent' });
+    expect(smtp.messages.filter((m) => m.to.includes(to))).toHaveLength(1);
+    expect((await recordOf(uid)).status).toBe('sent');
+  }, 60_000);
+});
