@@ -3,6 +3,7 @@
 // tells the run about each one (the run then delivers every call_analyzed a second time).
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { forwardRaw, readRawBody } from '../../test/fakes/forward.js';
 
 export interface ProxiedDelivery {
   at: number;
@@ -39,28 +40,12 @@ export async function startChaosProxy(): Promise<ChaosProxy> {
   };
   const server = createServer((req, res) => {
     void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const rawBody = Buffer.concat(chunks).toString('utf8');
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (typeof value === 'string' && !['host', 'content-length', 'connection'].includes(name)) {
-          headers[name] = value;
-        }
-      }
+      const rawBody = await readRawBody(req);
       let status = 502;
       let text = '';
       let contentType = 'application/json';
       try {
-        const forwarded = await fetch(`${proxy.target}${req.url ?? '/'}`, {
-          method: req.method ?? 'POST',
-          headers,
-          body: rawBody,
-          signal: AbortSignal.timeout(30_000),
-        });
-        status = forwarded.status;
-        contentType = forwarded.headers.get('content-type') ?? contentType;
-        text = await forwarded.text();
+        ({ status, contentType, text } = await forwardRaw(req, rawBody, proxy.target));
       } catch (err) {
         text = JSON.stringify({ error: { code: 'bad_gateway', message: (err as Error).message } });
       }

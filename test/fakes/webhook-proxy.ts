@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { forwardRaw, readRawBody } from './forward.js';
 
 // Sits between a webhook sender (the simulator) and the service: records each delivery as
 // sent on the wire, forwards it, and can hold deliveries of chosen events until released, so
@@ -48,9 +49,7 @@ export async function startWebhookProxy(): Promise<WebhookProxy> {
   };
   const server = createServer((req, res) => {
     void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const rawBody = Buffer.concat(chunks).toString('utf8');
+      const rawBody = await readRawBody(req);
       let body: any;
       try {
         body = JSON.parse(rawBody);
@@ -71,22 +70,10 @@ export async function startWebhookProxy(): Promise<WebhookProxy> {
       if (holding.has(event)) {
         await new Promise<void>((resolve) => waiting.set(event, [...(waiting.get(event) ?? []), resolve]));
       }
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (typeof value === 'string' && !['host', 'content-length', 'connection'].includes(name)) {
-          headers[name] = value;
-        }
-      }
-      const forwarded = await fetch(`${proxy.target}${req.url ?? '/'}`, {
-        method: req.method ?? 'POST',
-        headers,
-        body: rawBody,
-      });
+      const forwarded = await forwardRaw(req, rawBody, proxy.target);
       delivery.status = forwarded.status;
-      res.writeHead(forwarded.status, {
-        'content-type': forwarded.headers.get('content-type') ?? 'text/plain',
-      });
-      res.end(await forwarded.text());
+      res.writeHead(forwarded.status, { 'content-type': forwarded.contentType });
+      res.end(forwarded.text);
     })().catch(() => {
       if (!res.headersSent) res.writeHead(502);
       res.end();
