@@ -107,21 +107,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
       faults.run().then(() => say('fault schedule done')),
     ]);
     say('waiting for the service to finish what it acknowledged ...');
-    const settled = await settle(
-      {
-        cluster,
-        ledger,
-        firms,
-        timing: config.timing,
-        faults,
-        workload,
-        redisGrowthBudget: config.redisGrowthBudget,
-        say,
-      },
-      config.settleMs,
-    );
-    await faults.stopMonitor();
-    const rows = await checkInvariants({
+    const checked = {
       cluster,
       ledger,
       firms,
@@ -130,7 +116,10 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
       workload,
       redisGrowthBudget: config.redisGrowthBudget,
       say,
-    });
+    };
+    const settled = await settle(checked, config.settleMs);
+    await faults.stopMonitor();
+    const rows = await checkInvariants(checked);
     rows.unshift({
       name: 'the service finished everything it acknowledged',
       expected: `within ${Math.round(config.settleMs / 60_000)} min`,
