@@ -22,9 +22,8 @@ import { callsCollection, newOutboundCall } from '../core/domain/calls/calls.js'
 import { applyCallEvent } from '../core/domain/calls/call-events.js';
 import type { AgentDoc } from '../core/domain/agents/agents.js';
 import type { FirmDoc } from '../core/domain/firms/firms.js';
-import { startLocalServices, type LocalServices } from '../scripts/local/services.js';
 import { checkInterrupted, interruption, knob, loop, type Rate } from './lib/measure.js';
-import { atExit, cleanup, deadline, rand } from './lib/stack.js';
+import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
 import { seedEndedCalls } from './lib/seed.js';
 
 const REQUESTS = knob('BENCH_REQUESTS', 300, 5000);
@@ -87,25 +86,9 @@ async function planOf(db: Db, collection: string, filter: Document): Promise<str
 // ---- the run ----------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const local: LocalServices = await startLocalServices(
-    { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
-    say,
-  );
-  atExit(() => local.stop());
-  const mongoUri = new URL(local.mongodbUri);
-  mongoUri.pathname = `/scale_${rand()}`;
-  const adminKey = `adm_${rand(16)}`;
-  const config = loadConfig({
-    REDIS_URL: local.redisUrl,
-    MONGODB_URI: mongoUri.toString(),
-    ADMIN_API_KEY: adminKey,
-    SESSION_SECRET: rand(24),
-    PORT: '0',
-    LOG_LEVEL: 'warn',
-    QUEUE_PREFIX: `scale${rand()}`,
-    VOICE_PROVIDER: 'simulator',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-  });
+  const stores = await startStores();
+  const { env, adminKey } = freshEnvironment(stores, 'scale', { PORT: '0' });
+  const config = loadConfig(env);
   const services: Services = createServices(config, createLogger(config.logLevel, 'scale'), 'producer');
   const db = services.mongo.db;
   const started: { web?: Web } = {};
@@ -205,7 +188,7 @@ async function main(): Promise<void> {
   const ratio = (a: number, b: number): string => `×${(a / b).toFixed(2)}`.padStart(7);
   const lines = [
     '',
-    `MongoDB: ${local.mongodbUri.replace(/\/\/[^@/]*@/, '//')}   ${REQUESTS} timed operations per row, ${CONCURRENCY} at a time`,
+    `MongoDB: ${stores.mongodbUri.replace(/\/\/[^@/]*@/, '//')}   ${REQUESTS} timed operations per row, ${CONCURRENCY} at a time`,
     '',
     'operation                      calls stored      p50       p95    rate',
   ];

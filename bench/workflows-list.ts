@@ -17,10 +17,9 @@ import { FIRM_COLLECTIONS, firmCollection } from '../core/platform/db/collection
 import { ensureIndexes } from '../core/platform/db/indexes.js';
 import type { WorkflowDoc } from '../core/domain/workflows/workflows.js';
 import { startWeb } from '../api/web.js';
-import { startLocalServices } from '../scripts/local/services.js';
+import { cleanup, freshEnvironment, rand, startStores } from './lib/stack.js';
 import { knob, loop, type Rate } from './lib/measure.js';
 
-const rand = (n = 4): string => randomBytes(n).toString('hex');
 const OTHER_WORKFLOWS = knob('BENCH_OTHER_WORKFLOWS', 500, 20_000);
 const GRAPH_KB = knob('BENCH_GRAPH_KB', 100, 1900);
 const REQUESTS = knob('BENCH_REQUESTS', 60, 5000);
@@ -53,23 +52,9 @@ function graph(kb: number) {
 const measure = (count: number, op: () => Promise<void>): Promise<Rate> => loop(CONCURRENCY, count, op);
 
 async function main(): Promise<void> {
-  const local = await startLocalServices(
-    { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
-    say,
-  );
-  const mongoUri = new URL(local.mongodbUri);
-  mongoUri.pathname = `/wfbench_${rand()}`;
-  const adminKey = `adm_${rand(16)}`;
-  const config = loadConfig({
-    REDIS_URL: local.redisUrl,
-    MONGODB_URI: mongoUri.toString(),
-    ADMIN_API_KEY: adminKey,
-    SESSION_SECRET: rand(24),
-    PORT: '0',
-    LOG_LEVEL: 'warn',
-    QUEUE_PREFIX: `wfbench${rand()}`,
-    RATE_LIMIT_PER_MINUTE: '1000000',
-  });
+  const stores = await startStores();
+  const { env, adminKey } = freshEnvironment(stores, 'workflows-list', { PORT: '0' });
+  const config = loadConfig(env);
   const services = createServices(config, createLogger(config.logLevel, 'bench'), 'producer');
   const db = services.mongo.db;
   const web = await startWeb(services, '127.0.0.1');
@@ -173,14 +158,16 @@ async function main(): Promise<void> {
     await db.dropDatabase().catch(() => {});
     await web.stop();
     await services.close();
-    await local.stop();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`workflows-list bench failed: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+main()
+  .then(() => cleanup())
+  .then(
+    () => process.exit(0),
+    async (err: unknown) => {
+      process.stderr.write(`workflows-list bench failed: ${(err as Error).stack ?? String(err)}\n`);
+      await cleanup();
+      process.exit(1);
+    },
+  );

@@ -201,36 +201,51 @@ export interface App {
   close(): Promise<void>;
 }
 
+/**
+ * A fresh database and queue prefix over the stores, and the environment a scenario's web and
+ * workers run with (child processes here, or in-process in bench/scale.ts and workflows-list.ts).
+ */
+export function freshEnvironment(
+  stores: Pick<Stores, 'redisUrl' | 'mongodbUri'>,
+  name: string,
+  env: Record<string, string> = {},
+): { env: Record<string, string>; prefix: string; adminKey: string } {
+  const uri = new URL(stores.mongodbUri);
+  uri.pathname = `/bench_${name.replace(/[^a-z0-9]/gi, '_')}_${rand()}`;
+  const prefix = `bench${rand()}`;
+  const adminKey = `adm_${rand(16)}`;
+  return {
+    prefix,
+    adminKey,
+    env: {
+      REDIS_URL: stores.redisUrl,
+      MONGODB_URI: uri.toString(),
+      ADMIN_API_KEY: adminKey,
+      SESSION_SECRET: rand(24),
+      LOG_LEVEL: 'warn',
+      QUEUE_PREFIX: prefix,
+      VOICE_PROVIDER: 'simulator',
+      ALLOW_PRIVATE_URLS: 'true',
+      // The limits are not what is measured: they are set far above any rate reached here.
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...env,
+    },
+  };
+}
+
 /** A fresh database and queue prefix over the stores, with the environment every child gets. */
 export async function createApp(
   stores: Stores,
   name: string,
   env: Record<string, string> = {},
 ): Promise<App> {
-  const uri = new URL(stores.mongodbUri);
-  uri.pathname = `/bench_${name.replace(/[^a-z0-9]/gi, '_')}_${rand()}`;
-  const prefix = `bench${rand()}`;
-  const adminKey = `adm_${rand(16)}`;
   // The web's port is chosen now: workers need its URL too (the simulator posts its webhooks there).
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const fullEnv: Record<string, string> = {
-    PORT: String(port),
-    PUBLIC_BASE_URL: base,
-    REDIS_URL: stores.redisUrl,
-    MONGODB_URI: uri.toString(),
-    ADMIN_API_KEY: adminKey,
-    SESSION_SECRET: rand(24),
-    LOG_LEVEL: 'warn',
-    QUEUE_PREFIX: prefix,
-    VOICE_PROVIDER: 'simulator',
-    ALLOW_PRIVATE_URLS: 'true',
-    // The limits are not what is measured: they are set far above any rate reached here.
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
-    ...env,
-  };
-  const mongo = new MongoClient(uri.toString(), { maxPoolSize: 20 });
+  const fresh = freshEnvironment(stores, name, { PORT: String(port), PUBLIC_BASE_URL: base, ...env });
+  const { env: fullEnv, prefix, adminKey } = fresh;
+  const mongo = new MongoClient(fullEnv.MONGODB_URI!, { maxPoolSize: 20 });
   const db = mongo.db();
   await ensureIndexes(db);
   const redis = createRedis(stores.redisUrl, 'producer');
