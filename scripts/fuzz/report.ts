@@ -1,0 +1,128 @@
+// Reads one Schemathesis run's JSON report and NDJSON event stream into a RunSummary.
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { RunResult } from './schemathesis.js';
+import { settings } from './settings.js';
+
+export interface Recorded {
+  request: {
+    method: string;
+    uri: string;
+    headers?: Record<string, string[]>;
+    body?: { $base64?: string } | null;
+  };
+  response?: {
+    status_code: number;
+    headers?: Record<string, string[]>;
+    content?: { $base64?: string } | null;
+  } | null;
+}
+
+interface CheckResult {
+  name: string;
+  status: string;
+  failure_info?: { failure?: { code?: string; title?: string; message?: string } };
+}
+
+export interface ServerError {
+  status: number;
+  method: string;
+  path: string;
+  interaction: Recorded;
+}
+
+export interface RunSummary {
+  label: string;
+  seconds: number;
+  testCases: number;
+  requestsSent: number;
+  requestsAnswered: Record<string, number>;
+  failuresByCheck: Record<string, number>;
+  failureExamples: Map<string, string>;
+  serverErrors: ServerError[];
+  errors: string[];
+  complete: boolean;
+}
+
+export const decode = (b: { $base64?: string } | null | undefined): string =>
+  b?.$base64 === undefined ? '' : Buffer.from(b.$base64, 'base64').toString('utf8');
+
+export async function readRun(r: RunResult, answered: Record<string, number>): Promise<RunSummary> {
+  const summary: RunSummary = {
+    label: r.label,
+    seconds: r.durationMs / 1000,
+    testCases: 0,
+    requestsSent: 0,
+    requestsAnswered: answered,
+    failuresByCheck: {},
+    failureExamples: new Map(),
+    serverErrors: [],
+    errors: [],
+    complete: false,
+  };
+  if (r.timedOut) summary.errors.push(`stopped after FUZZ_RUN_TIMEOUT (${settings.runTimeout} s)`);
+  const report = await readFile(join(r.reportDir, 'report.json'), 'utf8').catch(() => null);
+  if (report === null) {
+    summary.errors.push(`no report (schemathesis exited ${r.exitCode})`);
+    return summary;
+  }
+  const json = JSON.parse(report) as {
+    complete?: boolean;
+    test_cases?: { generated?: number };
+    errors?: unknown[];
+  };
+  summary.complete = json.complete === true;
+  summary.testCases = json.test_cases?.generated ?? 0;
+  for (const e of json.errors ?? []) summary.errors.push(JSON.stringify(e).slice(0, 500));
+
+  const events = createInterface({ input: createReadStream(join(r.reportDir, 'events.ndjson')) });
+  for await (const line of events) {
+    if (!line.startsWith('{"ScenarioFinished"')) continue;
+    const recorder = (
+      JSON.parse(line) as {
+        ScenarioFinished: {
+          recorder: {
+            label: string;
+            checks?: Record<string, CheckResult[]>;
+            interactions?: Record<string, Recorded>;
+          };
+        };
+      }
+    ).ScenarioFinished.recorder;
+    const path = recorder.label.split(' ')[1] ?? recorder.label;
+    for (const interaction of Object.values(recorder.interactions ?? {})) {
+      summary.requestsSent += 1;
+      const status = interaction.response?.status_code ?? 0;
+      if (status < 500) continue;
+      summary.serverErrors.push({ status, method: interaction.request.method, path, interaction });
+    }
+    for (const [caseId, checks] of Object.entries(recorder.checks ?? {})) {
+      for (const check of checks) {
+        if (check.status !== 'failure') continue;
+        summary.failuresByCheck[check.name] = (summary.failuresByCheck[check.name] ?? 0) + 1;
+        const failure = check.failure_info?.failure;
+        const answer = describeResponse(recorder.interactions?.[caseId]);
+        const key = `${check.name} ${recorder.label} -> ${answer}`;
+        if (!summary.failureExamples.has(key)) {
+          const detail = (failure?.message ?? '').split('\n')[0] || failure?.title || '';
+          summary.failureExamples.set(key, `${failure?.code ?? ''} ${detail}`.trim());
+        }
+      }
+    }
+  }
+  return summary;
+}
+
+/** "400 unknown_voice": the status and the error code of a recorded response. */
+function describeResponse(i: Recorded | undefined): string {
+  if (i?.response == null) return 'no response';
+  let code = '';
+  try {
+    code = (JSON.parse(decode(i.response.content)) as { error?: { code?: string } }).error?.code ?? '';
+  } catch {
+    // not JSON
+  }
+  return `${i.response.status_code}${code === '' ? '' : ` ${code}`}`;
+}
