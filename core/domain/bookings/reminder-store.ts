@@ -1,4 +1,5 @@
-import type { Redis, Result } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { loadRedisScript } from '../../platform/redis-script.js';
 
 // Booking reminders live in Redis (CONTRACT §3.11), one hash per booking:
 //
@@ -78,213 +79,30 @@ export const reminderField = (startAt: number, offsetMinutes: number, to: string
 export const bookingExpiry = (endOrStart: number, now: number): number =>
   Math.max(endOrStart, now) + RETENTION_MS;
 
-const SHARED = `
-local function each_reminder(key, fn)
-  local all = redis.call('HGETALL', key)
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'r|' then fn(all[i], cjson.decode(all[i + 1])) end
-  end
-end
--- Cancels what has not been sent (but those whose field starts with keep): a reminder being
--- sent cannot be stopped, it is only kept from being retried.
-local function cancel_pending(key, now, keep)
-  local n = 0
-  each_reminder(key, function(field, r)
-    if keep and string.sub(field, 1, #keep) == keep then return end
-    if r.status == 'scheduled' then
-      r.status = 'cancelled'
-      r.cancelled_at = now
-      redis.call('HSET', key, field, cjson.encode(r))
-      n = n + 1
-    elseif r.status == 'sending' and not r.cancel_requested then
-      r.cancel_requested = true
-      redis.call('HSET', key, field, cjson.encode(r))
-      n = n + 1
-    end
-  end)
-  return n
-end
-local function extend_expiry(key, now, expire_at)
-  local ttl = redis.call('PTTL', key)
-  if ttl < 0 or now + ttl < expire_at then redis.call('PEXPIREAT', key, expire_at) end
-end
-`;
-
-// KEYS[1] the booking's hash. ARGV: booking JSON, start ms, event ms, now, expire-at ms, then
-// field/record pairs. Returns {outcome, field, due, field, due, ...}: the reminders of this start
-// still to send (on a repeat too, so a retried job re-adds any send job it did not add).
-const STORE = `${SHARED}
-local key = KEYS[1]
-local start_at, event_at = tonumber(ARGV[2]), tonumber(ARGV[3])
-local now, expire_at = tonumber(ARGV[4]), tonumber(ARGV[5])
-local current = 'r|' .. ARGV[2] .. '|'
-local outcome = 'stored'
-local raw = redis.call('HGET', key, 'booking')
-if raw then
-  local b = cjson.decode(raw)
-  if b.state ~= 'active' then return {b.state} end
-  if b.start_at == start_at then
-    outcome = 'unchanged'
-  elseif event_at < b.event_at then
-    return {'stale'}
-  else
-    outcome = 'moved'
-    cancel_pending(key, now, current)
-  end
-end
-if outcome ~= 'unchanged' then
-  redis.call('HSET', key, 'booking', ARGV[1])
-  for i = 6, #ARGV, 2 do
-    local existing = redis.call('HGET', key, ARGV[i])
-    if not existing or cjson.decode(existing).status == 'cancelled' then
-      redis.call('HSET', key, ARGV[i], ARGV[i + 1])
-    end
-  end
-end
-extend_expiry(key, now, expire_at)
-local due = {outcome}
-each_reminder(key, function(field, r)
-  if r.status == 'scheduled' and string.sub(field, 1, #current) == current then
-    table.insert(due, field)
-    table.insert(due, string.format('%.0f', r.due_at))
-  end
-end)
-return due
-`;
-
-// KEYS[1]. ARGV: state (cancelled | rescheduled), booking JSON for a booking never seen, now,
-// expire-at ms, the new uid of a rescheduled booking (or ''). Returns {outcome, reminders stopped}.
-const CANCEL = `${SHARED}
-local key = KEYS[1]
-local now, expire_at = tonumber(ARGV[3]), tonumber(ARGV[4])
-local raw = redis.call('HGET', key, 'booking')
-local b
-if raw then
-  b = cjson.decode(raw)
-  if b.state ~= 'active' then
-    extend_expiry(key, now, expire_at)
-    return {'unchanged', 0}
-  end
-  b.state = ARGV[1]
-  b.cancelled_at = now
-  if ARGV[5] ~= '' then b.rescheduled_to = ARGV[5] end
-else
-  b = cjson.decode(ARGV[2])
-end
-redis.call('HSET', key, 'booking', cjson.encode(b))
-local n = cancel_pending(key, now, nil)
-extend_expiry(key, now, expire_at)
-return {'cancelled', n}
-`;
-
-// KEYS[1]. ARGV: field, now, lease ms, token. Moves a reminder from scheduled to sending for
-// this attempt. Returns {'claimed', reminder JSON, booking JSON}, {'busy', lease end} or {why not}.
-const CLAIM = `
-local key, field, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local raw = redis.call('HGET', key, field)
-local meta = redis.call('HGET', key, 'booking')
-if not raw or not meta then return {'missing'} end
-local r = cjson.decode(raw)
-if r.status == 'sending' then
-  if r.lease_until > now then return {'busy', tostring(r.lease_until)} end
-  -- The attempt holding it died mid-send. A cancel since then wins; otherwise the send is
-  -- repeated (SMTP cannot be asked whether it was accepted: at least once, never lost).
-  if r.cancel_requested then
-    r.status = 'cancelled'
-    r.cancelled_at = now
-    r.token = nil
-    r.lease_until = nil
-    redis.call('HSET', key, field, cjson.encode(r))
-    return {'cancelled'}
-  end
-elseif r.status ~= 'scheduled' then
-  return {r.status}
-end
-local b = cjson.decode(meta)
-local deadline = b.end_at or (b.start_at + 3600000)
-if now > deadline then
-  r.status = 'failed'
-  r.last_error = 'The booking was over before the reminder could be sent.'
-  r.token = nil
-  r.lease_until = nil
-  redis.call('HSET', key, field, cjson.encode(r))
-  return {'expired'}
-end
-r.status = 'sending'
-r.token = ARGV[4]
-r.lease_until = now + tonumber(ARGV[3])
-r.attempts = (r.attempts or 0) + 1
-local encoded = cjson.encode(r)
-redis.call('HSET', key, field, encoded)
-return {'claimed', encoded, meta}
-`;
-
-// KEYS[1]. ARGV: field, token, now, lease ms. The attempt holding a reminder in `sending` extends
-// its lease (a send still under way). Returns 1, or 0 when the reminder is no longer its own.
-const RENEW = `
-local key, field, now = KEYS[1], ARGV[1], tonumber(ARGV[3])
-local raw = redis.call('HGET', key, field)
-if not raw then return 0 end
-local r = cjson.decode(raw)
-if r.status ~= 'sending' or r.token ~= ARGV[2] then return 0 end
-r.lease_until = now + tonumber(ARGV[4])
-redis.call('HSET', key, field, cjson.encode(r))
-return 1
-`;
-
-// KEYS[1]. ARGV: field, token, outcome (sent | retry | failed), now, message id or error.
-// `sent` is recorded whatever attempt holds the reminder: the mail went out. Returns the status.
-const FINISH = `
-local key, field, now = KEYS[1], ARGV[1], tonumber(ARGV[4])
-local raw = redis.call('HGET', key, field)
-if not raw then return 'missing' end
-local r = cjson.decode(raw)
-if ARGV[3] == 'sent' then
-  r.status = 'sent'
-  r.sent_at = now
-  r.message_id = ARGV[5]
-  r.last_error = nil
-elseif r.status ~= 'sending' or r.token ~= ARGV[2] then
-  return 'superseded'
-else
-  if r.cancel_requested then
-    r.status = 'cancelled'
-    r.cancelled_at = now
-  elseif ARGV[3] == 'retry' then
-    r.status = 'scheduled'
-  else
-    r.status = 'failed'
-  end
-  r.last_error = ARGV[5]
-end
-r.token = nil
-r.lease_until = nil
-r.cancel_requested = nil
-redis.call('HSET', key, field, cjson.encode(r))
-return r.status
-`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    intakeReminderStore(key: string, ...args: string[]): Result<string[], Context>;
-    intakeReminderCancel(key: string, ...args: string[]): Result<[string, number], Context>;
-    intakeReminderClaim(key: string, ...args: string[]): Result<string[], Context>;
-    intakeReminderFinish(key: string, ...args: string[]): Result<string, Context>;
-    intakeReminderRenew(key: string, ...args: string[]): Result<number, Context>;
-  }
-}
-
-/** The scripts on this connection (sent once, then run by SHA). */
-function scripts(redis: Redis): Redis {
-  if (typeof redis.intakeReminderStore !== 'function') {
-    redis.defineCommand('intakeReminderStore', { numberOfKeys: 1, lua: STORE });
-    redis.defineCommand('intakeReminderCancel', { numberOfKeys: 1, lua: CANCEL });
-    redis.defineCommand('intakeReminderClaim', { numberOfKeys: 1, lua: CLAIM });
-    redis.defineCommand('intakeReminderFinish', { numberOfKeys: 1, lua: FINISH });
-    redis.defineCommand('intakeReminderRenew', { numberOfKeys: 1, lua: RENEW });
-  }
-  return redis;
-}
+const script = (file: string) => new URL(`./${file}`, import.meta.url);
+const FUNCTIONS = script('reminder-functions.lua');
+const STORE = loadRedisScript(script('store-booking-reminders.lua'), {
+  keys: ['booking'],
+  args: ['booking_json', 'start_at', 'event_at', 'now', 'expire_at'],
+  include: [FUNCTIONS],
+});
+const CANCEL = loadRedisScript(script('cancel-booking-reminders.lua'), {
+  keys: ['booking'],
+  args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to'],
+  include: [FUNCTIONS],
+});
+const CLAIM = loadRedisScript(script('claim-reminder.lua'), {
+  keys: ['booking'],
+  args: ['field', 'now', 'lease_ms', 'token'],
+});
+const RENEW = loadRedisScript(script('renew-reminder.lua'), {
+  keys: ['booking'],
+  args: ['field', 'token', 'now', 'lease_ms'],
+});
+const FINISH = loadRedisScript(script('finish-reminder.lua'), {
+  keys: ['booking'],
+  args: ['field', 'token', 'outcome', 'now', 'detail'],
+});
 
 /** Where a firm's reminders live: the Redis connection and the deployment's key prefix. */
 export interface ReminderStore {
@@ -310,15 +128,18 @@ export async function storeBookingReminders(
     reminderField(booking.start_at, r.offset_minutes, r.to),
     JSON.stringify(r),
   ]);
-  const reply = await scripts(store.redis).intakeReminderStore(
-    bookingKey(store.prefix, firm, uid),
-    JSON.stringify(booking),
-    String(booking.start_at),
-    String(booking.event_at),
-    String(input.now),
-    String(input.expireAt),
-    ...pairs,
-  );
+  const reply = (await STORE.run(
+    store.redis,
+    { booking: bookingKey(store.prefix, firm, uid) },
+    {
+      booking_json: JSON.stringify(booking),
+      start_at: booking.start_at,
+      event_at: booking.event_at,
+      now: input.now,
+      expire_at: input.expireAt,
+    },
+    pairs,
+  )) as string[];
   const [outcome, ...rest] = reply;
   const due: Array<{ field: string; due_at: number }> = [];
   for (let i = 0; i + 1 < rest.length; i += 2) due.push({ field: rest[i]!, due_at: Number(rest[i + 1]) });
@@ -341,14 +162,17 @@ export async function cancelBookingReminders(
     expireAt: number;
   },
 ): Promise<{ outcome: 'cancelled' | 'unchanged'; stopped: number }> {
-  const [outcome, stopped] = await scripts(store.redis).intakeReminderCancel(
-    bookingKey(store.prefix, firm, uid),
-    input.state,
-    JSON.stringify(input.tombstone),
-    String(input.now),
-    String(input.expireAt),
-    input.rescheduledTo ?? '',
-  );
+  const [outcome, stopped] = (await CANCEL.run(
+    store.redis,
+    { booking: bookingKey(store.prefix, firm, uid) },
+    {
+      state: input.state,
+      booking_json: JSON.stringify(input.tombstone),
+      now: input.now,
+      expire_at: input.expireAt,
+      rescheduled_to: input.rescheduledTo ?? '',
+    },
+  )) as [string, number];
   return { outcome: outcome as 'cancelled' | 'unchanged', stopped: Number(stopped) };
 }
 
@@ -366,13 +190,11 @@ export async function claimReminder(
   field: string,
   input: { now: number; leaseMs: number; token: string },
 ): Promise<ClaimResult> {
-  const [outcome, reminder, booking] = await scripts(store.redis).intakeReminderClaim(
-    bookingKey(store.prefix, firm, uid),
-    field,
-    String(input.now),
-    String(input.leaseMs),
-    input.token,
-  );
+  const [outcome, reminder, booking] = (await CLAIM.run(
+    store.redis,
+    { booking: bookingKey(store.prefix, firm, uid) },
+    { field, now: input.now, lease_ms: input.leaseMs, token: input.token },
+  )) as string[];
   if (outcome === 'claimed') {
     return {
       outcome,
@@ -392,12 +214,10 @@ export async function renewReminder(
   field: string,
   input: { token: string; now: number; leaseMs: number },
 ): Promise<boolean> {
-  const renewed = await scripts(store.redis).intakeReminderRenew(
-    bookingKey(store.prefix, firm, uid),
-    field,
-    input.token,
-    String(input.now),
-    String(input.leaseMs),
+  const renewed = await RENEW.run(
+    store.redis,
+    { booking: bookingKey(store.prefix, firm, uid) },
+    { field, token: input.token, now: input.now, lease_ms: input.leaseMs },
   );
   return renewed === 1;
 }
@@ -414,14 +234,11 @@ export async function finishReminder(
   field: string,
   input: { token: string; outcome: 'sent' | 'retry' | 'failed'; now: number; detail: string },
 ): Promise<string> {
-  return scripts(store.redis).intakeReminderFinish(
-    bookingKey(store.prefix, firm, uid),
-    field,
-    input.token,
-    input.outcome,
-    String(input.now),
-    input.detail.slice(0, 500),
-  );
+  return (await FINISH.run(
+    store.redis,
+    { booking: bookingKey(store.prefix, firm, uid) },
+    { field, token: input.token, outcome: input.outcome, now: input.now, detail: input.detail.slice(0, 500) },
+  )) as string;
 }
 
 /** A booking's stored reminders, in field order (unsorted). */
