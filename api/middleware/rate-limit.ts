@@ -4,8 +4,8 @@ import { AppError, rateLimited } from '../../core/platform/errors.js';
 import { sha256Hex } from '../../core/platform/crypto.js';
 import type { Logger } from '../../core/platform/logger.js';
 import type { Principal } from '../../core/domain/access/principal.js';
-import { changeEpochKey } from '../../core/platform/db/read-cache.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
+import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platform/redis-keys.js';
 
 // Fixed one-minute windows kept in Redis, so every web process shares them (CONTRACT §2):
 // - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
@@ -34,13 +34,16 @@ export class RateLimiter {
   private lastWarning = 0;
   /** Client addresses over their unauthenticated limit, until when (ms). */
   private readonly blocked = new Map<string, number>();
+  private readonly keys: RedisKeys;
 
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     private readonly limits: RateLimits,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.keys = redisKeys(prefix);
+  }
 
   /** Counts a request of this principal (429 over the limit); returns the change epoch (null: unknown). */
   checkPrincipal(principal: Principal): Promise<string | null> {
@@ -77,7 +80,12 @@ export class RateLimiter {
     return tooManyUnauthenticated(Math.ceil(hit.ttlMs / 1000));
   }
 
-  private async enforce(kind: string, id: string, limit: number, what: string): Promise<string | null> {
+  private async enforce(
+    kind: RateLimitKind,
+    id: string,
+    limit: number,
+    what: string,
+  ): Promise<string | null> {
     const hit = await this.hit(kind, id);
     if (hit === null) return null;
     if (hit.count <= limit) return hit.epoch;
@@ -89,15 +97,15 @@ export class RateLimiter {
   }
 
   private async hit(
-    kind: string,
+    kind: RateLimitKind,
     id: string,
   ): Promise<{ count: number; ttlMs: number; epoch: string } | null> {
     if (this.redis.status !== 'ready') return this.warn('not connected');
-    const key = `${this.prefix}:rl:${kind}:${id}:${Math.floor(Date.now() / WINDOW_MS)}`;
+    const key = this.keys.rateLimitWindow(kind, id, Math.floor(Date.now() / WINDOW_MS));
     try {
       const [count, ttlMs, epoch] = (await HIT.run(
         this.redis,
-        { window: key, epoch: changeEpochKey(this.prefix) },
+        { window: key, epoch: this.keys.readCacheEpoch() },
         { window_ms: WINDOW_MS },
       )) as [number, number, string];
       return { count, ttlMs: Math.max(1000, ttlMs), epoch };

@@ -4,8 +4,8 @@
 // Reminders are made due within seconds by a one-minute offset before a start about a minute ahead.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/table.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
-  bookingKey,
   cancelBookingReminders,
   claimReminder,
   finishReminder,
@@ -377,6 +377,10 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
     expect((await claim(b.uid, b.field, 'dead')).outcome).toBe('claimed');
     await cancel(b.uid);
     expect(await claim(b.uid, b.field, 'next', Date.now() + 61_000)).toEqual({ outcome: 'cancelled' });
-    expect(await stack.services.redis.exists(bookingKey(stack.config.queuePrefix, raceFirm, b.uid))).toBe(1);
+    expect(
+      await stack.services.redis.exists(
+        redisKeys(stack.config.queuePrefix).bookingReminders(raceFirm, b.uid),
+      ),
+    ).toBe(1);
   });
 });

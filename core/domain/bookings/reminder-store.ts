@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import { loadRedisScript } from '../../platform/redis-script.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 
 // Booking reminders live in Redis (CONTRACT §3.11), one hash per booking:
 //
-//   <QUEUE_PREFIX>:reminders:<firm>:<booking uid>
+//   bookingReminders(firm, uid)             (core/platform/redis-keys.ts)
 //     booking                              JSON: the booking (state active | cancelled | rescheduled,
 //                                          start, end, title, ..., the event time that set it)
 //     r|<start ms>|<offset min>|<email>    JSON: one reminder (due_at, to, time zone, status, ...)
@@ -67,10 +68,6 @@ export interface BookingRecord {
 
 const RETENTION_MS = 30 * 24 * 3600_000;
 
-/** The hash of one booking's reminders. */
-export const bookingKey = (prefix: string, firm: string, uid: string): string =>
-  `${prefix}:reminders:${firm}:${uid}`;
-
 /** A reminder's field: the booking's start, the offset and the recipient make it unique. */
 export const reminderField = (startAt: number, offsetMinutes: number, to: string): string =>
   `r|${startAt}|${offsetMinutes}|${to}`;
@@ -130,7 +127,7 @@ export async function storeBookingReminders(
   ]);
   const reply = (await STORE.run(
     store.redis,
-    { booking: bookingKey(store.prefix, firm, uid) },
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     {
       booking_json: JSON.stringify(booking),
       start_at: booking.start_at,
@@ -164,7 +161,7 @@ export async function cancelBookingReminders(
 ): Promise<{ outcome: 'cancelled' | 'unchanged'; stopped: number }> {
   const [outcome, stopped] = (await CANCEL.run(
     store.redis,
-    { booking: bookingKey(store.prefix, firm, uid) },
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     {
       state: input.state,
       booking_json: JSON.stringify(input.tombstone),
@@ -192,7 +189,7 @@ export async function claimReminder(
 ): Promise<ClaimResult> {
   const [outcome, reminder, booking] = (await CLAIM.run(
     store.redis,
-    { booking: bookingKey(store.prefix, firm, uid) },
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     { field, now: input.now, lease_ms: input.leaseMs, token: input.token },
   )) as string[];
   if (outcome === 'claimed') {
@@ -216,7 +213,7 @@ export async function renewReminder(
 ): Promise<boolean> {
   const renewed = await RENEW.run(
     store.redis,
-    { booking: bookingKey(store.prefix, firm, uid) },
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     { field, token: input.token, now: input.now, lease_ms: input.leaseMs },
   );
   return renewed === 1;
@@ -236,7 +233,7 @@ export async function finishReminder(
 ): Promise<string> {
   return (await FINISH.run(
     store.redis,
-    { booking: bookingKey(store.prefix, firm, uid) },
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     { field, token: input.token, outcome: input.outcome, now: input.now, detail: input.detail.slice(0, 500) },
   )) as string;
 }
@@ -247,7 +244,7 @@ export async function readBookingReminders(
   firm: string,
   uid: string,
 ): Promise<{ booking: BookingRecord | null; reminders: ReminderRecord[] }> {
-  const all = await store.redis.hgetall(bookingKey(store.prefix, firm, uid));
+  const all = await store.redis.hgetall(redisKeys(store.prefix).bookingReminders(firm, uid));
   const reminders: ReminderRecord[] = [];
   let booking: BookingRecord | null = null;
   for (const [field, value] of Object.entries(all)) {

@@ -1,4 +1,5 @@
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 
 // A running campaign's counters, kept in Redis because FerretDB loses concurrent $incs: a hash
@@ -17,9 +18,9 @@ export interface CampaignCounts {
 }
 
 const leadsKey = (services: Services, campaignId: string) =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:leads`;
+  redisKeys(services.config.queuePrefix).campaignLeads(campaignId);
 const countsKey = (services: Services, campaignId: string) =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:counts`;
+  redisKeys(services.config.queuePrefix).campaignCounts(campaignId);
 
 const ADVANCE = loadRedisScript(new URL('./advance-lead.lua', import.meta.url), {
   keys: ['leads', 'counts'],

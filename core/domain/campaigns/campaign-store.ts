@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
@@ -140,7 +141,7 @@ export async function withCampaignLock<T>(
   try {
     return await withRecordLock(
       services.redis,
-      `${services.config.queuePrefix}:lock:campaign:${campaignId}`,
+      redisKeys(services.config.queuePrefix).campaignLock(campaignId),
       fn,
       { ttlMs: CAMPAIGN_LOCK_TTL_MS, waitMs },
     );
@@ -161,7 +162,7 @@ export async function reread(db: Db, id: string): Promise<CampaignDoc> {
 
 /** The Redis lot of the campaign's jobs parked while it is paused (core/domain/pacing/parking.ts). */
 export const pausedLot = (services: Services, campaignId: string): string =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:parked`;
+  redisKeys(services.config.queuePrefix).campaignParked(campaignId);
 
 const ZERO_COUNTS: CampaignCounts = { calls_placed: 0, calls_completed: 0, calls_failed: 0 };
 

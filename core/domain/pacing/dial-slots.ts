@@ -1,4 +1,5 @@
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 import { getFirm } from '../firms/firms.js';
 import { DEFAULT_SETTINGS } from '../firms/firm-settings.js';
@@ -12,20 +13,19 @@ import { promoteParked } from './parking.js';
 // parking.ts) in the firm's waiter set and are woken, oldest first, as slots free up; other
 // firms' jobs never wait behind them.
 
-const slotsKey = (services: Services, firm: string) => `${services.config.queuePrefix}:pacing:${firm}:slots`;
-const waitersKey = (services: Services, firm: string) =>
-  `${services.config.queuePrefix}:pacing:${firm}:waiters`;
+const keys = (services: Services) => redisKeys(services.config.queuePrefix);
+const slotsKey = (services: Services, firm: string) => keys(services).dialSlots(firm);
+const waitersKey = (services: Services, firm: string) => keys(services).dialWaiters(firm);
 /**
  * Waiters popped for a free slot whose promotion is under way, scored by when that wake-up counts
  * as lost: a worker that dies between the pop and the promotion would otherwise leave its jobs
  * delayed for their whole safety delay (15 minutes) while slots stand free. The reaper wakes them.
  */
-const wakingKey = (services: Services, firm: string) =>
-  `${services.config.queuePrefix}:pacing:${firm}:waking`;
+const wakingKey = (services: Services, firm: string) => keys(services).dialWaking(firm);
 /** How long a wake-up may take before the reaper takes it over. */
 const WAKE_LEASE_MS = 10_000;
 /** The firms that have parked jobs (the reaper's list). */
-const firmsKey = (services: Services) => `${services.config.queuePrefix}:pacing:firms`;
+const firmsKey = (services: Services) => keys(services).pacingFirms();
 
 const TAKE = loadRedisScript(new URL('./take-dial-slot.lua', import.meta.url), {
   keys: ['slots', 'waiters', 'firms'],
