@@ -80,7 +80,7 @@ export class RedisKeys {
 
   /**
    * HASH: one booking's record and reminders (field `booking`, and `r|<start>|<offset>|<email>`
-   * per reminder; core/domain/bookings/reminder-store.ts). Expires 30 days after the booking ends.
+   * per reminder; core/domain/bookings/reminder-records.ts). Expires 30 days after the booking ends.
    */
   bookingReminders(firm: string, uid: string): string {
     return key(this.prefix, 'reminders', firm, uid);

@@ -5,7 +5,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { QUEUE, QUEUE_NAMES } from '../../jobs/queues.js';
 import { notificationMessageId } from '../../core/domain/call-analysis/notifications.js';
 import { reminderMessageId } from '../../core/domain/bookings/reminder-mail.js';
-import type { ReminderRecord } from '../../core/domain/bookings/reminder-store.js';
+import type { ReminderRecord } from '../../core/domain/bookings/reminder-records.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Cluster } from './cluster.js';
 import type { Faults } from './faults.js';

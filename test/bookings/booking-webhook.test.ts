@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
-import { reminderField } from '../../core/domain/bookings/reminder-store.js';
+import { reminderField } from '../../core/domain/bookings/reminder-records.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';

@@ -6,16 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/table.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
-  cancelBookingReminders,
-  claimReminder,
-  finishReminder,
   readBookingReminders,
   reminderField,
-  storeBookingReminders,
   type BookingRecord,
   type ReminderRecord,
   type ReminderStore,
-} from '../../core/domain/bookings/reminder-store.js';
+} from '../../core/domain/bookings/reminder-records.js';
+import {
+  cancelBookingReminders,
+  storeBookingReminders,
+} from '../../core/domain/bookings/reminder-schedule.js';
+import { claimReminder, finishReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';

@@ -6,15 +6,14 @@
 // attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its claim in Redis.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  claimReminder,
   readBookingReminders,
   reminderField,
-  renewReminder,
-  storeBookingReminders,
   type BookingRecord,
   type ReminderRecord,
   type ReminderStore,
-} from '../../core/domain/bookings/reminder-store.js';
+} from '../../core/domain/bookings/reminder-records.js';
+import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import { claimReminder, renewReminder } from '../../core/domain/bookings/reminder-lease.js';
 import {
   REMINDER_LEASE_MS,
   REMINDER_RENEW_MS,

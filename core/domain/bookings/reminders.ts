@@ -3,18 +3,13 @@ import type { Attempt } from '../../platform/db/effects.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
-import {
-  claimReminder,
-  finishReminder,
-  readBookingReminders,
-  renewReminder,
-  type ReminderStore,
-} from './reminder-store.js';
+import { readBookingReminders, type ReminderStore } from './reminder-records.js';
+import { claimReminder, finishReminder, renewReminder } from './reminder-lease.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
 // (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
 // whose records live on MongoDB documents. The reminder lives in Redis, and the mark must be
-// atomic with a cancel (a Lua script: core/domain/bookings/reminder-store.ts); a MongoDB record
+// atomic with a cancel (a Lua script: core/domain/bookings/reminder-lease.ts); a MongoDB record
 // beside it could not be changed in one step with the Redis one, so a cancel racing a send could
 // both succeed. The steps:
 //   claim   scheduled → sending (with a lease, renewed while the send runs), or nothing when
