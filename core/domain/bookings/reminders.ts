@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Attempt } from '../../platform/db/effects.js';
+import type { Attempt } from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';

@@ -1,7 +1,7 @@
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
-import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effects.js';
+import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
 
 // Writers of one call record (the place-call job, the call-event jobs, the effect recorder)
