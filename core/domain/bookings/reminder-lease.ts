@@ -6,11 +6,11 @@ import type { BookingRecord, ReminderRecord, ReminderStore } from './reminder-re
 // reminder (scheduled → sending, under a lease), renews the lease while SMTP works, and records
 // how the send ended; each step one Lua script, atomic with any cancel.
 
-const CLAIM = loadRedisScript(new URL('./claim-reminder.lua', import.meta.url), {
+const LEASE = loadRedisScript(new URL('./lease-reminder.lua', import.meta.url), {
   keys: ['booking'],
   args: ['field', 'now', 'lease_ms', 'token'],
 });
-const RENEW = loadRedisScript(new URL('./renew-reminder.lua', import.meta.url), {
+const RENEW = loadRedisScript(new URL('./renew-reminder-lease.lua', import.meta.url), {
   keys: ['booking'],
   args: ['field', 'token', 'now', 'lease_ms'],
 });
@@ -19,26 +19,26 @@ const FINISH = loadRedisScript(new URL('./finish-reminder.lua', import.meta.url)
   args: ['field', 'token', 'outcome', 'now', 'detail'],
 });
 
-export type ClaimResult =
-  | { outcome: 'claimed'; reminder: ReminderRecord; booking: BookingRecord }
+export type LeaseResult =
+  | { outcome: 'leased'; reminder: ReminderRecord; booking: BookingRecord }
   /** Another attempt holds it until `leaseUntil` (ms since epoch). */
   | { outcome: 'busy'; leaseUntil: number }
   | { outcome: 'missing' | 'expired' | 'sent' | 'cancelled' | 'failed' | 'scheduled' };
 
-/** Takes a due reminder for one send attempt (scheduled → sending), atomically with any cancel. */
-export async function claimReminder(
+/** Leases a due reminder to one send attempt (scheduled → sending), atomically with any cancel. */
+export async function leaseReminder(
   store: ReminderStore,
   firm: string,
   uid: string,
   field: string,
   input: { now: number; leaseMs: number; token: string },
-): Promise<ClaimResult> {
-  const [outcome, reminder, booking] = (await CLAIM.run(
+): Promise<LeaseResult> {
+  const [outcome, reminder, booking] = (await LEASE.run(
     store.redis,
     { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
     { field, now: input.now, lease_ms: input.leaseMs, token: input.token },
   )) as string[];
-  if (outcome === 'claimed') {
+  if (outcome === 'leased') {
     return {
       outcome,
       reminder: JSON.parse(reminder!) as ReminderRecord,
@@ -46,11 +46,11 @@ export async function claimReminder(
     };
   }
   if (outcome === 'busy') return { outcome, leaseUntil: Number(reminder) };
-  return { outcome: outcome as Exclude<ClaimResult['outcome'], 'claimed' | 'busy'> };
+  return { outcome: outcome as Exclude<LeaseResult['outcome'], 'leased' | 'busy'> };
 }
 
 /** Extends the lease of a reminder this attempt (`token`) is sending; false when it is not its own. */
-export async function renewReminder(
+export async function renewReminderLease(
   store: ReminderStore,
   firm: string,
   uid: string,

@@ -16,11 +16,11 @@ import { redisKeys } from '../../platform/redis-keys.js';
 // over a repeated or late BOOKING_CREATED, and `GET .../reminders` still shows what happened.
 //
 // Every change is one Lua script (reminder-schedule.ts: the booking events' side,
-// reminder-lease.ts: the sender's), so it is atomic against every other: a reminder is sent only
-// after `claim` moved it from `scheduled` to `sending`, and a cancel moves only `scheduled`
-// reminders to `cancelled`. A cancel racing a send therefore either comes first (nothing is
-// sent) or finds the reminder `sending` (the mail goes out, the reminder ends `sent`; were the
-// send to fail, it ends `cancelled` instead of being retried). Never both.
+// reminder-lease.ts: the sender's), so it is atomic against every other: a reminder is sent
+// only after its send attempt leased it (moved it from `scheduled` to `sending`), and a cancel
+// moves only `scheduled` reminders to `cancelled`. A cancel racing a send therefore either comes
+// first (nothing is sent) or finds the reminder `sending` (the mail goes out, the reminder ends
+// `sent`; were the send to fail, it ends `cancelled` instead of being retried). Never both.
 
 export type ReminderStatus = 'scheduled' | 'sending' | 'sent' | 'cancelled' | 'failed';
 

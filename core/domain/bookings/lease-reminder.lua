@@ -1,5 +1,5 @@
--- Moves a reminder from scheduled to sending for this attempt (`token`), holding it until
--- now + lease_ms. Returns {'claimed', reminder JSON, booking JSON}, {'busy', lease end} or
+-- Leases a reminder to this send attempt (`token`): scheduled → sending, held until
+-- now + lease_ms. Returns {'leased', reminder JSON, booking JSON}, {'busy', lease end} or
 -- {why not}.
 --! KEYS: booking
 --! ARGV: field now lease_ms token
@@ -39,4 +39,4 @@ r.lease_until = now + tonumber(ARGV[3])
 r.attempts = (r.attempts or 0) + 1
 local encoded = cjson.encode(r)
 redis.call('HSET', key, field, encoded)
-return {'claimed', encoded, meta}
+return {'leased', encoded, meta}
