@@ -42,17 +42,20 @@ export class RedisKeys {
     return key(this.prefix, `pacing:${firm}`, 'slots');
   }
 
-  /** ZSET: the firm's parked jobs waiting for a dial slot (queue and job id), scored by their place in line. */
+  /** ZSET: the firm's parked jobs waiting for a dial slot (queue and job id), scored by place in line. */
   dialWaiters(firm: string): string {
     return key(this.prefix, `pacing:${firm}`, 'waiters');
   }
 
-  /** ZSET: the firm's waiters popped for a free slot whose promotion is under way, scored by when it counts as lost. */
+  /**
+   * ZSET: the firm's waiters popped for a free slot whose promotion is under way, scored by when
+   * the wake-up counts as lost (the reaper then finishes it).
+   */
   dialWaking(firm: string): string {
     return key(this.prefix, `pacing:${firm}`, 'waking');
   }
 
-  /** SET: the firms with parked dial waiters, which the reaper visits. A firm leaves it when its line is empty. */
+  /** SET: the firms with parked dial waiters, which the reaper visits (until their line empties). */
   pacingFirms(): string {
     return key(this.prefix, 'pacing', 'firms');
   }
