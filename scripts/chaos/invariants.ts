@@ -5,7 +5,8 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { QUEUE, QUEUE_NAMES } from '../../jobs/queues.js';
 import { notificationMessageId } from '../../core/domain/call-analysis/notifications.js';
 import { reminderMessageId } from '../../core/domain/bookings/reminder-mail.js';
-import { bookingKey, type ReminderRecord } from '../../core/domain/bookings/reminder-store.js';
+import type { ReminderRecord } from '../../core/domain/bookings/reminder-records.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Cluster } from './cluster.js';
 import type { Faults } from './faults.js';
 import { usedMemory } from './faults.js';
@@ -511,14 +512,14 @@ export async function checkInvariants(ctx: CheckContext): Promise<Row[]> {
   rows.push(...faultRows(ctx));
 
   // ------------------------------------------------------------ Redis
-  const prefix = cluster.queuePrefix;
-  const locks = await scanCount(cluster, `${prefix}:lock:*`);
+  const keys = redisKeys(cluster.queuePrefix);
+  const locks = await scanCount(cluster, keys.anyLock());
   let slots = 0;
   let waiting = 0;
   for (const firm of callFirms) {
-    slots += await cluster.redis.zcard(`${prefix}:pacing:${firm}:slots`);
-    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waiters`);
-    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waking`);
+    slots += await cluster.redis.zcard(keys.dialSlots(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaiters(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaking(firm));
   }
   rows.push(
     row(
@@ -615,7 +616,9 @@ async function bookingRows(ctx: CheckContext): Promise<Row[]> {
   let cancelled = 0;
   for (const model of ledger.bookings.values()) {
     if (model.createdAck === undefined) continue;
-    const hash = await cluster.redis.hgetall(bookingKey(cluster.queuePrefix, firm, model.uid));
+    const hash = await cluster.redis.hgetall(
+      redisKeys(cluster.queuePrefix).bookingReminders(firm, model.uid),
+    );
     const stored = new Map<string, ReminderRecord>();
     for (const [field, value] of Object.entries(hash)) {
       if (field.startsWith('r|')) stored.set(field, JSON.parse(value) as ReminderRecord);

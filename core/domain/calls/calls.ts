@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, invalidRequest, notFound } from '../../platform/errors.js';
-import { newEffectRecord, type EffectRecord } from '../../platform/db/effects.js';
+import { newEffectRecord, type EffectRecord } from '../../platform/db/effect-recorder.js';
 import { newId } from '../../platform/ids.js';
 import type { Principal } from '../access/principal.js';
 import { mayRead } from '../access/access.js';
@@ -48,7 +48,7 @@ interface CallAnalysis {
 }
 
 /**
- * The dial, an effect recorded before the provider is called (core/platform/db/effects.ts):
+ * The dial, an effect recorded before the provider is called (core/platform/db/effect-recorder.ts):
  * `running` means a request may have reached the provider without its answer being recorded,
  * so a retry asks the provider (by our call id in the metadata) before dialling again.
  */

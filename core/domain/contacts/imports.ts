@@ -30,6 +30,7 @@
 // contacts and claims removed) and reported `failed`.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claimMany } from '../../platform/db/claim.js';
 import { notFound, serviceUnavailable, tooManyRows } from '../../platform/errors.js';
@@ -330,9 +331,6 @@ function classify(
   return { imported, duplicates, owner };
 }
 
-const importLockKey = (services: Services, firm: string): string =>
-  `${services.config.queuePrefix}:lock:contacts-import:${firm}`;
-
 function countryOf(job: ImportContactsJob): CountryCode {
   const country = job.defaultCountry.toUpperCase();
   if (!isKnownCountry(country)) throw new ImportNotRunnableError(`unknown default country ${country}`);
@@ -359,7 +357,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
   const plan = planImport(job, countryOf(job), first.created_at);
   return withRecordLock(
     services.redis,
-    importLockKey(services, job.firm),
+    redisKeys(services.config.queuePrefix).contactsImportLock(job.firm),
     async () => {
       // Read again inside the firm's turn: an earlier attempt may have finished meanwhile.
       const record = await runnableRecord(db, job);

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, FIRM_COLLECTIONS, collection, firmCollection } from '../../platform/db/collections.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 import { UnavailableError, conflict, notFound, serviceUnavailable } from '../../platform/errors.js';
@@ -113,7 +114,11 @@ async function writeEntries(db: Db, firm: string, entries: DirectoryEntry[]): Pr
 async function withFirmWorkflowsLock<T>(services: Services, firm: string, fn: () => Promise<T>): Promise<T> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
   try {
-    return await withRecordLock(services.redis, `${services.config.queuePrefix}:lock:workflows:${firm}`, fn);
+    return await withRecordLock(
+      services.redis,
+      redisKeys(services.config.queuePrefix).workflowsLock(firm),
+      fn,
+    );
   } catch (err) {
     if (err instanceof RecordBusyError) {
       throw serviceUnavailable(
