@@ -1,15 +1,18 @@
 import { Type } from '@sinclair/typebox';
-import { requireFirm } from '../../../core/domain/access/access.js';
+import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import {
-  agentListEntry,
-  agentView,
   createAgent,
   deleteAgent,
-  getAgent,
+  findAgent,
   listAgents,
   updateAgent,
+  type AgentDoc,
 } from '../../../core/domain/agents/agents.js';
+import { forbidden } from '../../../core/platform/errors.js';
+import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
+import { agentListEntry, agentView } from './present.js';
 import {
   AgentListEntry,
   AgentParams,
@@ -20,6 +23,26 @@ import {
 } from './schema.js';
 
 const tag = 'Agent Config';
+
+const requireAgent = async (
+  services: Services,
+  principal: ApiPrincipal,
+  agentId: string,
+): Promise<AgentDoc> => requireRecord(principal, await findAgent(services.mongo.db, agentId), 'agent');
+
+/**
+ * provider_agent_id names an agent on the shared provider account, any firm's: a firm token
+ * may not set it or change it (sending the stored value back is no change), the platform may.
+ */
+function assertMaySetProviderAgentId(
+  principal: ApiPrincipal,
+  sent: string | undefined,
+  current?: AgentDoc,
+): void {
+  if (sent === undefined || principal.kind === 'platform') return;
+  if (current !== undefined && sent === current.provider_agent_id) return;
+  throw forbidden('Only the platform key may set or change provider_agent_id.');
+}
 
 export const agentRoutes = [
   defineRoute({
@@ -34,8 +57,9 @@ export const agentRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
       const db = services.mongo.db;
-      if (query.firmSlug !== undefined) await requireFirm(db, principal, query.firmSlug);
-      const firm = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
+      // CONTRACT §3.5: unlike the other lists, the platform without firmSlug sees every firm's agents.
+      const everyFirm = query.firmSlug === undefined && principal.kind === 'platform';
+      const firm = everyFirm ? undefined : (await requireListFirm(db, principal, query.firmSlug))._id;
       return (await listAgents(db, firm)).map(agentListEntry);
     },
   }),
@@ -52,8 +76,9 @@ export const agentRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
-      await requireFirm(services.mongo.db, principal, firmSlug);
-      return agentView(await createAgent(services, principal, firmSlug, input));
+      const firm = await requireFirm(services.mongo.db, principal, firmSlug);
+      assertMaySetProviderAgentId(principal, input.provider_agent_id);
+      return agentView(await createAgent(services, firm._id, input));
     },
   }),
   defineRoute({
@@ -67,7 +92,7 @@ export const agentRoutes = [
     response: AgentResponse,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      agentView(await getAgent(services.mongo.db, principal, params.agent_id)),
+      agentView(await requireAgent(services, principal, params.agent_id)),
   }),
   defineRoute({
     method: 'PATCH',
@@ -81,8 +106,9 @@ export const agentRoutes = [
     response: AgentResponse,
     errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
-      const agent = await getAgent(services.mongo.db, principal, params.agent_id);
-      return agentView(await updateAgent(services, principal, agent, body));
+      const agent = await requireAgent(services, principal, params.agent_id);
+      assertMaySetProviderAgentId(principal, body.provider_agent_id, agent);
+      return agentView(await updateAgent(services, agent, body));
     },
   }),
   defineRoute({
@@ -96,7 +122,7 @@ export const agentRoutes = [
     response: Type.Object({ agent_id: Type.String(), deleted: Type.Boolean() }),
     errors: [404],
     handler: async ({ services, principal, params }) => {
-      const agent = await getAgent(services.mongo.db, principal, params.agent_id);
+      const agent = await requireAgent(services, principal, params.agent_id);
       await deleteAgent(services.mongo.db, agent);
       return { agent_id: agent._id, deleted: true };
     },
