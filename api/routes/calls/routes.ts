@@ -1,9 +1,10 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
-import { callView, getCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
+import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
+import { callView } from './present.js';
 import {
   CallParams,
   CallRecord,
@@ -59,7 +60,7 @@ export const callRoutes = [
     response: CallRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      callView(await getCall(services.mongo.db, principal, params.call_id)),
+      callView(requireRecord(principal, await findCall(services.mongo.db, params.call_id), 'call')),
   }),
   defineRoute({
     method: 'POST',
