@@ -56,8 +56,3 @@ export function requirePlatform(principal: Principal): void {
 function mayActOn(principal: Principal, firm: string): boolean {
   return principal.kind === 'platform' || principal.firm === firm;
 }
-
-/** For records addressed by id: another firm's record is reported as not found. */
-export function mayRead(principal: Principal, firm: string): boolean {
-  return mayActOn(principal, firm);
-}
