@@ -47,6 +47,39 @@ interface HandlerContext<B, Q, P, Who extends Principal> {
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
 
+/**
+ * What a handler may return: its 200 response schema's type, or undefined when it wrote the
+ * response itself (HTML, JSON text, a 202); only undefined for a route with no response schema.
+ */
+type ResponseOf<R> = R extends TSchema ? Static<R> | undefined : undefined;
+
+/** The properties of `A` that `E` has no place for, however deep (never when there are none). */
+type ExtraFields<A, E> = 0 extends 1 & E
+  ? never // E is any
+  : unknown extends E
+    ? never // E is unknown: anything goes
+    : A extends readonly (infer AItem)[]
+      ? E extends readonly (infer EItem)[]
+        ? ExtraFields<AItem, EItem>
+        : never
+      : A extends object
+        ? ExtraFieldsOfObject<A, MatchingMember<A, E>>
+        : never;
+/** The members of a union `E` that `A` is one of (Nullable(...), a union of record shapes). */
+type MatchingMember<A, E> = E extends unknown ? (A extends E ? E : never) : never;
+type ExtraFieldsOfObject<A, E> = {
+  [K in keyof A]-?: K extends keyof E ? ExtraFields<A[K], E[K]> : K;
+}[keyof A];
+
+/**
+ * TypeScript checks a handler's return against the schema's type only for assignability: a
+ * field the schema lacks would slip through (and be sent, unless the schema strips it). This
+ * makes it an error naming the field.
+ */
+type NoExtraFields<H, R> = [ExtraFields<H, ResponseOf<R>>] extends [never]
+  ? unknown
+  : { 'the handler returns fields its response schema lacks': ExtraFields<H, ResponseOf<R>> };
+
 /** Who a route's handler may see: a widget principal only on routes that accept one. */
 type PrincipalOf<A extends AuthMode> = A extends { acceptWidget: true } ? Principal : ApiPrincipal;
 
@@ -55,6 +88,8 @@ interface RouteDefinition<
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   A extends AuthMode = AuthMode,
+  R extends TSchema | undefined = TSchema | undefined,
+  H = unknown,
 > {
   method: HttpMethod;
   /** OpenAPI-style path, e.g. /api/firms/{slug}. */
@@ -67,7 +102,7 @@ interface RouteDefinition<
   query?: Q;
   params?: P;
   /** The 200 response schema (JSON); omitted for non-JSON responses. */
-  response?: TSchema;
+  response?: R;
   /** The 202 response schema, for a route that may answer "accepted, still processing" (the handler sets it). */
   accepted?: TSchema;
   responseContentType?: string;
@@ -94,7 +129,7 @@ interface RouteDefinition<
       StaticOr<P, Record<string, never>>,
       PrincipalOf<A>
     >,
-  ) => Promise<unknown>;
+  ) => Promise<H>;
 }
 
 // Handlers are type-checked at definition; the router only needs the erased shape.
@@ -102,15 +137,23 @@ export type AnyRoute = RouteDefinition<
   TSchema | undefined,
   TSchema | undefined,
   TSchema | undefined,
-  AuthMode
+  AuthMode,
+  TSchema | undefined,
+  unknown
 >;
 
+/**
+ * Declares a route. The handler's return type is checked against the response schema: a
+ * missing or mistyped field, or one the schema lacks, fails `npm run typecheck`.
+ */
 export function defineRoute<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   const A extends AuthMode = AuthMode,
->(def: RouteDefinition<B, Q, P, A>): AnyRoute {
+  R extends TSchema | undefined = undefined,
+  H extends ResponseOf<R> = ResponseOf<R>,
+>(def: RouteDefinition<B, Q, P, A, R, H> & NoExtraFields<H, R>): AnyRoute {
   return def as unknown as AnyRoute;
 }
 
