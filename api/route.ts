@@ -1,8 +1,9 @@
 import type { Context } from 'koa';
-import type { Static, TSchema } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
+import type { DefaultedKind } from './schemas/common.js';
 
 // A route is declared once: its schemas validate requests, type the handler and
 // produce the OpenAPI document (api/openapi.ts); api/router.ts mounts it on Koa.
@@ -46,6 +47,17 @@ interface HandlerContext<B, Q, P, Who extends Principal> {
 }
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
+
+/** The keys of an object schema whose values the validator fills in when absent (`Defaulted`). */
+type DefaultedKeys<S> =
+  S extends TObject<infer P>
+    ? { [K in keyof P]: P[K] extends { [DefaultedKind]: true } ? K : never }[keyof P]
+    : never;
+
+/** A body or query as the handler receives it: validated, its defaults applied. */
+type Received<S, Fallback> = S extends TSchema
+  ? Static<S> & Required<Pick<Static<S>, DefaultedKeys<S> & keyof Static<S>>>
+  : Fallback;
 
 /**
  * What a handler may return: its 200 response schema's type, or undefined when it wrote the
@@ -124,8 +136,8 @@ interface RouteDefinition<
   rateLimited?: boolean;
   handler: (
     ctx: HandlerContext<
-      StaticOr<B, undefined>,
-      StaticOr<Q, Record<string, never>>,
+      Received<B, undefined>,
+      Received<Q, Record<string, never>>,
       StaticOr<P, Record<string, never>>,
       PrincipalOf<A>
     >,

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm } from '../../../core/domain/access/access.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/domain/access/api-keys.js';
 import { defineRoute } from '../../route.js';
 import {
@@ -39,8 +39,8 @@ export const apiKeyRoutes = [
     response: Type.Array(ApiKeyResponse),
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
-      await requireFirm(services.mongo.db, principal, query.firmSlug);
-      return listApiKeys(services.mongo.db, query.firmSlug);
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
+      return listApiKeys(services.mongo.db, firm._id);
     },
   }),
   defineRoute({

@@ -1,4 +1,4 @@
-import { requireFirm, requireRecord } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
@@ -74,12 +74,12 @@ export const callRoutes = [
     response: ListCallsResponse,
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
-      await requireFirm(services.mongo.db, principal, body.firmSlug);
+      const firm = await requireListFirm(services.mongo.db, principal, body.firmSlug);
       const page = await listFinishedCalls(
         services.mongo.db,
         services.config.sessionSecret,
-        body.firmSlug,
-        body.limit ?? 50,
+        firm._id,
+        body.limit,
         body.cursor,
       );
       return { calls: page.calls.map(callView), next_cursor: page.next_cursor };

@@ -87,7 +87,7 @@ export const campaignRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
-      const page = await listCampaigns(services, firm._id, query.limit ?? 50, query.cursor);
+      const page = await listCampaigns(services, firm._id, query.limit, query.cursor);
       return {
         campaigns: page.campaigns.map(({ campaign, counts }) => campaignView(campaign, counts)),
         next_cursor: page.next_cursor,

@@ -101,7 +101,7 @@ export const contactRoutes = [
     handler: async ({ services, principal, query }) => {
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
       const page = await listContacts(services.mongo.db, services.config.sessionSecret, firm._id, {
-        limit: query.limit ?? 50,
+        limit: query.limit,
         ...(query.q === undefined ? {} : { q: query.q }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       });

@@ -80,7 +80,7 @@ export const workflowRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query, koa }) => {
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
-      const page = await listWorkflows(services, firm._id, query.limit ?? 100, query.cursor);
+      const page = await listWorkflows(services, firm._id, query.limit, query.cursor);
       if (page.next_cursor !== undefined) koa.set('X-Next-Cursor', page.next_cursor);
       return sendJsonText(koa, workflowListJson(page.workflows));
     },
