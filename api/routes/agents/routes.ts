@@ -1,6 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
-import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
+import {
+  requireFirm,
+  requireListFirm,
+  requirePlatform,
+  requireRecord,
+} from '../../../core/domain/access/access.js';
 import {
   createAgent,
   deleteAgent,
@@ -9,7 +14,6 @@ import {
   updateAgent,
   type AgentDoc,
 } from '../../../core/domain/agents/agents.js';
-import { forbidden } from '../../../core/platform/errors.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
 import { agentListEntry, agentView } from './present.js';
@@ -39,9 +43,9 @@ function assertMaySetProviderAgentId(
   sent: string | undefined,
   current?: AgentDoc,
 ): void {
-  if (sent === undefined || principal.kind === 'platform') return;
+  if (sent === undefined) return;
   if (current !== undefined && sent === current.provider_agent_id) return;
-  throw forbidden('Only the platform key may set or change provider_agent_id.');
+  requirePlatform(principal, 'Only the platform key may set or change provider_agent_id.');
 }
 
 export const agentRoutes = [

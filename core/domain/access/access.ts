@@ -49,8 +49,9 @@ export function requireRecord<T extends { firm: string; widget_subject?: string 
   return record;
 }
 
-export function requirePlatform(principal: Principal): void {
-  if (principal.kind !== 'platform') throw forbidden('Only the platform key may do this.');
+/** Routes (and fields) for the platform only: 403 for any other token. */
+export function requirePlatform(principal: Principal, message = 'Only the platform key may do this.'): void {
+  if (principal.kind !== 'platform') throw forbidden(message);
 }
 
 function mayActOn(principal: Principal, firm: string): boolean {
