@@ -15,7 +15,7 @@ function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
   return state === 'running' ? 'pending' : state;
 }
 
-/** The call record as the API shows it (CONTRACT §3.1). */
+/** The call record as the API shows it. */
 export function callView(call: CallDoc): Static<typeof CallRecord> {
   return {
     call_id: call._id,

@@ -89,7 +89,7 @@ export const CallRecord = Type.Object({
 });
 
 export const ListCallsBody = Body({
-  // CONTRACT §3.2: required here, whoever asks.
+  // Required here, whoever asks (the contract's rule for list-calls).
   firmSlug: FirmSlug,
   limit: Limit(1000, 50),
   cursor: Cursor(),

@@ -4,7 +4,7 @@ import { countsOf, type CampaignDoc } from '../../../core/domain/campaigns/campa
 import type { Services } from '../../../core/wiring/services.js';
 import type { CampaignRecord } from './schema.js';
 
-/** The campaign record as the API shows it (CONTRACT §3.6). */
+/** The campaign record as the API shows it. */
 export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Static<typeof CampaignRecord> {
   return {
     id: campaign._id,

@@ -1,4 +1,4 @@
-// A contacts import's record (CONTRACT §3.7), which both sides share: the request stores it
+// A contacts import's record, which both sides share: the request stores it
 // and reads its result (import-request.ts), the worker fills it in (import-rows.ts). An import
 // whose every attempt failed, or whose job BullMQ gave up, is rolled back from here.
 import type { Db } from 'mongodb';

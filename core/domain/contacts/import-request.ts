@@ -1,4 +1,4 @@
-// Contacts import, the request side (CONTRACT §3.7): the request checks the row count, stores
+// Contacts import, the request side: the request checks the row count, stores
 // an import record and enqueues one job with the rows; a worker classifies every row
 // (import-rows.ts), and the request waits for the result (CONTACTS_IMPORT_WAIT_MS), else
 // answers 202 with the job_id, which GET /api/contacts/import/{job_id} reads.
@@ -18,7 +18,7 @@ import {
   type ImportResult,
 } from './import-record.js';
 
-/** Rows one request may carry (CONTRACT §3.7); more is 413 too_many_rows, nothing imported. */
+/** Rows one request may carry; more is 413 too_many_rows, nothing imported. */
 export const MAX_IMPORT_ROWS = 5000;
 
 /** Stores the import record and enqueues its job; returns the job_id. 413 over 5,000 rows. */

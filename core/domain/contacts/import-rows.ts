@@ -1,4 +1,4 @@
-// Contacts import, the worker side (CONTRACT §3.7): one job classifies every row of an import
+// Contacts import, the worker side: one job classifies every row of an import
 // as imported, duplicate or error and stores the result on the import record (import-record.ts).
 //
 // How a phone or an email stays with one contact of a firm, on FerretDB too: key documents
@@ -10,9 +10,10 @@
 // imported row). Keys claimed for rows that turned out duplicates are released; a key first
 // proposed for a row that turned out a duplicate is handed to the row that took it.
 //
-// Why inserts and not reads: FerretDB 1.24 on PostgreSQL checks a unique _id through its index,
-// but answers `find`, `update` and `delete` by _id with a sequential scan of the collection
-// (`_jsonb->'_id' @> value`: ~70 ms each at 200,000 keys), and `_id: {$in}` by reading every
+// Why inserts and not reads: a claim's duplicate-key error is the answer, one round trip per
+// batch of 500 keys with no lookup first. FerretDB 1.24 on PostgreSQL serves a point read,
+// update or delete by _id only through the GIN index the local harness gives every table
+// (scripts/local/services.ts: FERRETDB_ID_GIN_SQL), and answers `_id: {$in}` by reading every
 // document itself (seconds). So the common path only inserts; the rare releases are deleted per
 // claim batch (settleKeys), and a retry reads its own claims back with one equality query.
 //
@@ -188,7 +189,10 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
   const keys = contactKeysCollection(db);
   const retry = record.stage === 'claiming';
   if (!retry) {
-    await importsCollection(db).updateOne({ _id: record._id }, { $set: { stage: 'claiming', updated_at: new Date() } });
+    await importsCollection(db).updateOne(
+      { _id: record._id },
+      { $set: { stage: 'claiming', updated_at: new Date() } },
+    );
   }
   /** The keys this import holds, as their documents say now. */
   const ours = new Map<string, ContactKeyDoc>();

@@ -1,4 +1,4 @@
-// What GET /api/test-widget needs before it renders (CONTRACT §3.10): the firm (the route
+// What GET /api/test-widget needs before it renders: the firm (the route
 // checks it: firmSlug; else a firm token's own, or the platform's agentId's), its agents, the
 // agent the widget starts with, and a widget token for that firm's chat routes. A token is
 // minted only once the firm and an agent of it are known to exist.
