@@ -51,6 +51,7 @@ import {
   type ContactKeyKind,
 } from './contacts.js';
 import { contactSearchTerms } from './search-terms.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Rows one request may carry (CONTRACT §3.7); more is 413 too_many_rows, nothing imported. */
 export const MAX_IMPORT_ROWS = 5000;
@@ -142,8 +143,6 @@ export async function startContactImport(
   }
   return importId;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
