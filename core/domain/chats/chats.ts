@@ -26,6 +26,7 @@ import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
 import { ensureSubjectLead } from '../leads/leads.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export type ChatStatus = 'ongoing' | 'ended';
 
@@ -200,8 +201,7 @@ async function commitTurn(
   return next;
 }
 
-const pause = (attempt: number) =>
-  new Promise((resolve) => setTimeout(resolve, Math.min(100, 5 * attempt) + Math.random() * 20));
+const pause = (attempt: number) => sleep(Math.min(100, 5 * attempt) + Math.random() * 20);
 
 /**
  * Runs `change` against the current chat (the route checked who may use it) until it commits:

@@ -2,6 +2,7 @@
 // an import record and enqueues one job with the rows; a worker classifies every row
 // (import-rows.ts), and the request waits for the result (CONTACTS_IMPORT_WAIT_MS), else
 // answers 202 with the job_id, which GET /api/contacts/import/{job_id} reads.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { serviceUnavailable, tooManyRows } from '../../platform/errors.js';
@@ -62,7 +63,6 @@ export async function startContactImport(
   return importId;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
