@@ -60,6 +60,10 @@ export interface RunSummary {
  */
 const TOOL_ERROR_TITLES = new Set(['Runtime Error', 'Hook Error']);
 
+/** Exception types of requests and of Schemathesis's outage detection: the service's side. */
+const NETWORK_ERROR =
+  /^(\w*Connection\w*|\w*Timeout|ChunkedEncodingError|SSLError|\w*Unavailable|\w*Unresponsive\w*|\w*Unhealthy\w*):/;
+
 interface EngineError {
   value?: { type?: string; message?: string };
   phase?: string;
@@ -157,10 +161,10 @@ export async function readRun(r: RunResult, answered: Record<string, number>): P
     }
   }
   if (toolErrors > 0) {
-    const more = errorEvents.length > 1 ? ` (and ${errorEvents.length - 1} more)` : '';
-    summary.toolCrashes.push(
-      `${toolErrors} Runtime/Hook Errors inside the tool: ${errorEvents[0] ?? ''}${more}`,
-    );
+    // The events carry no title: leave out the ones that name the network, to show the tool's.
+    const shown = errorEvents.filter((e) => !NETWORK_ERROR.test(e));
+    const more = shown.length > 1 ? ` (and ${shown.length - 1} more)` : '';
+    summary.toolCrashes.push(`${toolErrors} Runtime/Hook Errors inside the tool: ${shown[0] ?? ''}${more}`);
   } else if (!summary.complete && !r.timedOut && summary.toolCrashes.length === 0) {
     summary.toolCrashes.push(`schemathesis exited ${r.exitCode} before the run completed`);
   }
