@@ -38,8 +38,6 @@ export function percentile(sorted: number[], q: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** The 1-, 5- and 15-minute load averages, as `uptime` prints them. */
 export const loadAverage = (): string =>
   loadavg()

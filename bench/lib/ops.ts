@@ -5,7 +5,7 @@
 import type { Document } from 'mongodb';
 import { MongoClient } from 'mongodb';
 import { Redis } from 'ioredis';
-import { sleep } from './measure.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Commands every client sends on its own (handshakes, heartbeats, sessions), not counted. */
 const MONGO_BACKGROUND = new Set([

@@ -21,7 +21,8 @@ import {
   startLocalServices,
   type LocalServices,
 } from '../../scripts/local/services.js';
-import { interruption, rssMiB, say, sleep } from './measure.js';
+import { interruption, rssMiB, say } from './measure.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PROFILE_DIR = join(root, 'bench', 'results', 'profiles');
@@ -38,7 +39,7 @@ export function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     // Each step is bounded, so a database busy with a slow query cannot keep the servers running.
     for (const step of cleanups.splice(0).reverse()) {
-      await Promise.race([step().catch(() => {}), new Promise((r) => setTimeout(r, 30_000).unref())]);
+      await Promise.race([step().catch(() => {}), sleep(30_000, undefined, { ref: false })]);
     }
   })();
   return cleaning;

@@ -12,7 +12,8 @@
 import { QueueEvents } from 'bullmq';
 import { QUEUE, QUEUE_SETTINGS } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
-import { knob, RssSampler, say, sleep, StackCpu } from '../lib/measure.js';
+import { knob, RssSampler, say, StackCpu } from '../lib/measure.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, type Proc } from '../lib/stack.js';

@@ -14,7 +14,8 @@ import {
   campaignFanoutsCollection,
   campaignPhonesCollection,
 } from '../../core/domain/campaigns/campaign-store.js';
-import { knob, median, RssSampler, say, sleep, StackCpu } from '../lib/measure.js';
+import { knob, median, RssSampler, say, StackCpu } from '../lib/measure.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, rand, type App } from '../lib/stack.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { loadRedisScript } from './redis-script.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // A short-lived mutual exclusion over Redis (SET NX PX, released only by its holder). Used
 // where MongoDB's conditional updates are not enough: FerretDB (tests, local) evaluates an
@@ -87,6 +88,6 @@ export async function withRecordLock<T>(
     const result = await withRedisMutex(redis, key, mutex, fn);
     if (result.acquired) return result.value;
     if (Date.now() > deadline) throw new RecordBusyError(key);
-    await new Promise((r) => setTimeout(r, 10 + Math.floor(Math.random() * 40)));
+    await sleep(10 + Math.floor(Math.random() * 40));
   }
 }

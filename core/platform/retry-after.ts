@@ -1,6 +1,7 @@
 // Honouring an outside system's 429 + Retry-After inside one attempt: wait as asked, then send
 // the same request again, a bounded number of times and never longer than a bound per wait.
 // Past the bounds the attempt fails and the job's own backoff takes over.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
 export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | null {
@@ -34,8 +35,6 @@ interface RetryAfterPolicy {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /**
  * Runs `send`; when it throws RateLimitedError, waits the Retry-After and runs it again, up to
  * `maxWaits` times. A 429 means the request was not processed, so repeating it is safe.
@@ -43,7 +42,7 @@ const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resol
 export async function withRetryAfter<T>(send: () => Promise<T>, policy: RetryAfterPolicy = {}): Promise<T> {
   const maxWaits = policy.maxWaits ?? 3;
   const maxWaitMs = policy.maxWaitMs ?? 30_000;
-  const sleep = policy.sleep ?? sleepFor;
+  const pause = policy.sleep ?? ((ms: number) => sleep(ms));
   for (let waits = 0; ; waits++) {
     try {
       return await send();
@@ -51,7 +50,7 @@ export async function withRetryAfter<T>(send: () => Promise<T>, policy: RetryAft
       if (!(err instanceof RateLimitedError) || waits >= maxWaits) throw err;
       const wait = err.retryAfterMs ?? policy.defaultWaitMs ?? 1000;
       if (wait > maxWaitMs) throw err;
-      await sleep(wait);
+      await pause(wait);
     }
   }
 }

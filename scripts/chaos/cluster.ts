@@ -27,6 +27,7 @@ import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -76,8 +77,6 @@ export function exited(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
   });
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */
 export const liveClusters = new Set<Cluster>();

@@ -9,6 +9,7 @@ import { sendOnce } from './http.js';
 import type { FaultRecord, Ledger } from './ledger.js';
 import type { Rng } from './rng.js';
 import type { Workload } from './workload.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface FaultPlan {
   workerKills: number;
@@ -32,8 +33,6 @@ export interface FaultPlan {
 }
 
 type SequentialFault = 'kill' | 'sigterm' | 'redis' | 'mongodb';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Faults {
   private peakActive = 0;

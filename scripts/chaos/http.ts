@@ -1,6 +1,7 @@
 // The driver's HTTP client: every answer goes into the ledger; 429, 5xx and connection errors
 // are retried after Retry-After (capped), as a well-behaved client does during an outage.
 import type { Ledger } from './ledger.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A JSON answer, read loosely (a non-JSON or empty answer is `{ text }`). */
 export type JsonObject = Record<string, unknown>;
@@ -25,7 +26,6 @@ export interface SendOptions {
   timeoutMs?: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const defaultRetry = (status: number) => status === 429 || status === 502 || status === 503 || status === 504;
 
 /** One request, no retries; a connection error is status 0. */

@@ -13,6 +13,7 @@ import { usedMemory } from './faults.js';
 import { sendOnce } from './http.js';
 import type { BookingModel, Ledger } from './ledger.js';
 import type { Firms, Workload, WorkloadTiming } from './workload.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface Row {
   name: string;
@@ -33,7 +34,6 @@ export interface CheckContext {
   say: (line: string) => void;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const GRACE_MS = 60_000;
 const EFFECTS = ['lead', 'crm', 'email', 'team_chat'] as const;
 

@@ -13,6 +13,7 @@ import type { Cluster } from './cluster.js';
 import { send, type JsonObject } from './http.js';
 import type { BookingEventRecord, BookingModel, BookingTrigger, Ledger } from './ledger.js';
 import type { Rng } from './rng.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface WorkloadSizes {
   campaignLeads: number;
@@ -67,7 +68,6 @@ export interface Answered {
   retryAfter: string | null;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const hex = (n: number) => randomBytes(n).toString('hex');
 
 const INTAKE_QUESTIONS = [

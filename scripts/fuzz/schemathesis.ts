@@ -8,6 +8,7 @@ import { outDir, say, settings } from './settings.js';
 
 export interface RunResult {
   label: string;
+  attempt: number;
   exitCode: number;
   durationMs: number;
   reportDir: string;
@@ -21,13 +22,15 @@ export function stopSchemathesis(): void {
   current?.kill('SIGTERM');
 }
 
+/** `attempt` 2 is the retry of a run whose tool crashed: the same seed, reports of its own. */
 export async function schemathesis(
   label: string,
+  attempt: number,
   base: string,
   token: string,
   configPath: string,
 ): Promise<RunResult> {
-  const reportDir = join(outDir, label);
+  const reportDir = join(outDir, attempt === 1 ? label : `${label}-retry`);
   await rm(reportDir, { recursive: true, force: true });
   const args = [
     '--config-file',
@@ -70,6 +73,7 @@ export async function schemathesis(
     env: {
       ...process.env,
       FUZZ_TIME_ZONES_FILE: join(outDir, 'time-zones.json'),
+      FUZZ_ATTEMPT: String(attempt),
       PYTHONDONTWRITEBYTECODE: '1',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -85,5 +89,5 @@ export async function schemathesis(
   const exitCode = await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
   clearTimeout(watchdog);
   current = undefined;
-  return { label, exitCode, durationMs: Date.now() - started, reportDir, timedOut };
+  return { label, attempt, exitCode, durationMs: Date.now() - started, reportDir, timedOut };
 }

@@ -71,19 +71,29 @@ function groupServerErrors(errors: ServerError[], logIndex: Map<string, string>)
   return [...groups.values()].sort((a, b) => b.count - a.count);
 }
 
-/** Prints the summary and its `result:` line; true when nothing fails the gate. */
+/**
+ * Exit codes of `npm run fuzz`: 1 for a finding about the service, 3 when the tool itself
+ * crashed on both attempts (and found nothing about the service), 2 for a bad knob.
+ */
+export const EXIT = { passed: 0, failed: 1, toolCrash: 3 } as const;
+
+/**
+ * Prints the summary and its `result:` line (`passed`, `FAILED` or `tool-crash`, which .ci/run
+ * shows) and returns the exit code. A finding about the service outranks a crash of the tool.
+ */
 export function printSummary(
   runs: RunSummary[],
   crashed: string[],
   logIndex: Map<string, string>,
   base: string,
-): boolean {
+): number {
   const out: string[] = ['', '================ fuzz summary ================'];
   const list = (items: string[], max: number) =>
     items.length <= max
       ? items.join(', ')
       : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
   let failed = crashed.length > 0;
+  const toolCrashed: string[] = [];
   for (const r of runs) {
     const answered = Object.values(r.requestsAnswered).reduce((a, b) => a + b, 0);
     const byClass: Record<string, number> = {};
@@ -97,7 +107,8 @@ export function printSummary(
     out.push(
       '',
       `${r.label}: ${r.testCases} test cases, ${r.requestsSent} requests recorded by Schemathesis, ` +
-        `${answered} answered by the web (${classes}), ${r.seconds.toFixed(0)} s`,
+        `${answered} answered by the web (${classes}), ${r.seconds.toFixed(0)} s` +
+        (r.attempt > 1 ? ' (the retry: the first attempt crashed)' : ''),
     );
     const checks = Object.entries(r.failuresByCheck).sort((a, b) => b[1] - a[1]);
     if (checks.length === 0) out.push('  failures: none');
@@ -128,18 +139,26 @@ export function printSummary(
       failed = true;
       out.push(`  ERROR ${e}`);
     }
-    if (!r.complete) {
-      failed = true;
-      out.push('  ERROR the run did not complete');
+    for (const c of r.toolCrashes) {
+      toolCrashed.push(r.label);
+      out.push(`  TOOL CRASH (attempt ${r.attempt}) ${c}`);
     }
   }
   for (const c of crashed) out.push(`CRASH ${c}`);
-  out.push(
-    '',
-    `gate: ${[...GATE].join(', ')}, any 5xx, any error or crash`,
-    `result: ${failed ? 'FAILED' : 'passed'}  (reports and logs in ${outDir})`,
-    '',
-  );
+  out.push('', `gate: ${[...GATE].join(', ')}, any 5xx, any error or crash of the service`);
+  if (failed) {
+    out.push(`result: FAILED  (reports and logs in ${outDir})`);
+  } else if (toolCrashed.length > 0) {
+    const labels = [...new Set(toolCrashed)].join(', ');
+    out.push(
+      `the fuzzer itself (Schemathesis/Hypothesis) crashed on ${labels}, on the first attempt and on its retry ` +
+        'with the same seed: this is not a finding about the service',
+      `result: tool-crash  (exit ${EXIT.toolCrash}; reports and logs in ${outDir})`,
+    );
+  } else {
+    out.push(`result: passed  (reports and logs in ${outDir})`);
+  }
+  out.push('');
   process.stdout.write(out.join('\n'));
-  return !failed;
+  return failed ? EXIT.failed : toolCrashed.length > 0 ? EXIT.toolCrash : EXIT.passed;
 }

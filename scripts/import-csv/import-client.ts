@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 // Sends one batch of rows to POST /api/contacts/import and returns its result: a 202 is
 // followed by polling GET /api/contacts/import/{job_id}; 429 and 503 are retried after their
 // Retry-After; a batch too large for the body limit (413 payload_too_large) is split in two.
@@ -21,8 +22,6 @@ export interface ImportTarget {
 
 const MAX_RETRIES = 8;
 const POLL_MS = 500;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** What the service answered: JSON bodies as parsed (the fields read are checked where read). */
 interface Reply {
   status: number;

@@ -49,5 +49,7 @@ if (command === undefined) {
   process.exit(2);
 }
 const child = spawn(command[0], command[1], { cwd: root, stdio: 'inherit' });
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+// A terminal's Ctrl-C reaches the child too (same process group); passing it on again is
+// harmless, and it makes `kill <this pid>` stop everything the same way.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,16 +1,19 @@
 // `npm start`: the whole service on one machine, as the Procfile runs it in production —
 // release, then a web and a worker process — over local Redis and FerretDB unless
 // REDIS_URL / MONGODB_URI are set, with the built-in voice simulator by default.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Ctrl-C, SIGTERM or a hang-up stops the web and worker processes, then the stores, then
+// removes their temporary folder, and exits 0.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
-import { freePort, startLocalServices, LocalServiceError } from './services.js';
+import { launch, type Launched } from './launcher.js';
+import { freePort, startLocalServices, type LocalServices } from './services.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const say = (line: string): void => void process.stderr.write(`[start] ${line}\n`);
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -20,53 +23,64 @@ async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-function runTs(entry: string, env: NodeJS.ProcessEnv, name: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const prefix = (chunk: Buffer): string =>
-    chunk
-      .toString()
-      .split('\n')
-      .filter((l) => l.length > 0)
-      .map((l) => `${name.padEnd(7)}| ${l}\n`)
-      .join('');
-  child.stdout?.on('data', (c: Buffer) => process.stdout.write(prefix(c)));
-  child.stderr?.on('data', (c: Buffer) => process.stderr.write(prefix(c)));
-  return child;
+/** The stores, once started (undefined if they could not be). */
+let local: Promise<LocalServices | undefined> = Promise.resolve(undefined);
+/** The web and worker processes, in the order they are stopped. */
+const children: Launched[] = [];
+let stopping: Promise<never> | undefined;
+
+/** Stops everything this run started, in order and once, then exits with `code`. */
+function shutdown(code: number, why?: string): Promise<never> {
+  return (stopping ??= (async () => {
+    if (why !== undefined) say(why);
+    say('stopping ...');
+    // The web and worker processes drain their work against the stores, so they go first.
+    for (const child of children) await child.stop('SIGTERM', 30_000);
+    try {
+      await (await local)?.stop();
+    } catch (err) {
+      say(`could not stop the local stores cleanly: ${message(err)}`);
+      code ||= 1;
+    }
+    say('stopped');
+    process.exit(code);
+  })());
 }
 
-async function waitForReady(url: string, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    try {
-      const res = await fetch(url);
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(0));
+
+function runTs(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { url: string }): Launched {
+  return launch({
+    name,
+    command: process.execPath,
+    args: ['--import', 'tsx', join(root, entry)],
+    cwd: root,
+    env,
+    output: { prefix: `${name.padEnd(7)}| ` },
+    ...(ready === undefined ? {} : { ready }),
+  });
 }
 
 async function main(): Promise<void> {
   const env = process.env;
-  let local;
-  try {
-    local = await startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say);
-  } catch (err) {
-    say(err instanceof LocalServiceError ? err.message : `could not start local services: ${String(err)}`);
-    process.exit(1);
-  }
-  const port = env.PORT ?? String((await portIsFree(3000)) ? 3000 : await freePort());
+  local = startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say).catch(
+    (err: unknown) => {
+      say(`could not start the local stores: ${message(err)}`);
+      return undefined;
+    },
+  );
+  const stores = await local;
+  if (stores === undefined) return shutdown(1);
+  // PORT=0 (or unset, with 3000 taken) asks for any free port.
+  const port =
+    env.PORT && env.PORT !== '0'
+      ? env.PORT
+      : String(env.PORT !== '0' && (await portIsFree(3000)) ? 3000 : await freePort());
   const generatedKey = env.ADMIN_API_KEY === undefined;
   const childEnv: NodeJS.ProcessEnv = {
     ...env,
-    REDIS_URL: local.redisUrl,
-    MONGODB_URI: local.mongodbUri,
+    REDIS_URL: stores.redisUrl,
+    MONGODB_URI: stores.mongodbUri,
     ADMIN_API_KEY: env.ADMIN_API_KEY ?? `adm_${randomBytes(24).toString('base64url')}`,
     SESSION_SECRET: env.SESSION_SECRET ?? randomBytes(32).toString('base64url'),
     PORT: port,
@@ -78,53 +92,28 @@ async function main(): Promise<void> {
   try {
     loadConfig(childEnv);
   } catch (err) {
-    if (err instanceof ConfigError) say(err.message);
-    await local.stop();
-    process.exit(1);
+    return shutdown(1, err instanceof ConfigError ? err.message : message(err));
   }
 
-  const children: ChildProcess[] = [];
-  let stopping = false;
-  const stopAll = async (code: number): Promise<never> => {
-    stopping = true;
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            c.once('exit', () => resolve());
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
-    await local.stop();
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void stopAll(0));
-  process.on('SIGTERM', () => void stopAll(0));
-
+  if (stopping) return;
   const release = runTs('core/platform/db/release.ts', childEnv, 'release');
-  const releaseCode = await new Promise<number>((resolve) =>
-    release.once('exit', (code) => resolve(code ?? 1)),
-  );
-  if (releaseCode !== 0) {
-    say('release failed; see above');
-    await stopAll(1);
-  }
+  const { code } = await release.exited;
+  if (code !== 0) return shutdown(1, 'release failed; see above');
+
   for (const [entry, name] of [
     ['api/server.ts', 'web'],
     ['workers/main.ts', 'worker'],
   ] as const) {
-    const child = runTs(entry, childEnv, name);
-    child.once('exit', (code) => {
-      if (stopping) return;
-      say(`${name} exited with code ${code}; stopping`);
-      void stopAll(1);
-    });
+    if (stopping) return;
+    const ready = name === 'web' ? { url: `http://127.0.0.1:${port}/readyz` } : undefined;
+    const child = runTs(entry, childEnv, name, ready);
     children.push(child);
+    void child.exited.then(({ code, signal }) => {
+      if (!stopping) void shutdown(1, `${name} exited with ${signal ?? `code ${code}`}; stopping`);
+    });
   }
+  await children[0]!.ready;
   const base = childEnv.PUBLIC_BASE_URL!;
-  await waitForReady(`http://127.0.0.1:${port}/readyz`, 60_000);
   const lines = [
     '',
     'Intake Service is running.',
@@ -135,8 +124,8 @@ async function main(): Promise<void> {
     `  Health         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
     `  Voice provider ${childEnv.VOICE_PROVIDER}`,
     `  Private URLs   ${childEnv.ALLOW_PRIVATE_URLS === 'true' ? 'allowed (ALLOW_PRIVATE_URLS=true)' : 'refused'}`,
-    `  Redis          ${local.redisUrl}`,
-    `  MongoDB        ${local.mongodbUri}`,
+    `  Redis          ${stores.redisUrl}`,
+    `  MongoDB        ${stores.mongodbUri}`,
     generatedKey
       ? `  Platform key   ${childEnv.ADMIN_API_KEY}   (generated for this run; set ADMIN_API_KEY to keep one)`
       : '  Platform key   the ADMIN_API_KEY you set',
@@ -147,4 +136,5 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n'));
 }
 
-await main();
+// A failure anywhere is one line and a clean stop, never a stack trace.
+await main().catch((err: unknown) => shutdown(1, message(err)));

@@ -23,6 +23,7 @@ import {
   usPhones,
   waitForCampaign,
 } from './support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const SIM_CALL_MS = 300;
 const RETRY_DELAY_MS = 700;
@@ -36,8 +37,6 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => stack?.stop());
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function firmWithAgent(settings: Record<string, unknown> = {}) {
   const firm = await createFirm(stack, settings);

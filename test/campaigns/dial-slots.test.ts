@@ -14,6 +14,7 @@ import {
   wakeDialWaiters,
 } from '../../core/domain/pacing/dial-slots.js';
 import { callsOf, createAgent } from './support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const LEASE_MS = 1500;
 
@@ -67,7 +68,7 @@ describe('dial slots', () => {
     const s = stack.services;
     expect(await takeDialSlot(s, firm.slug, 'call_lost', 'campaigns\tjob-1')).toBe(true);
     expect(await takeDialSlot(s, firm.slug, 'call_next', 'campaigns\tjob-2')).toBe(false);
-    await new Promise((r) => setTimeout(r, LEASE_MS + 100));
+    await sleep(LEASE_MS + 100);
     expect(await wakeDialWaiters(s, firm.slug)).toBe(0); // job-2 is not a real job: popped, nothing to promote
     expect(await takeDialSlot(s, firm.slug, 'call_next', 'campaigns\tjob-2')).toBe(true);
     expect(await dialSlotsInUse(s, firm.slug)).toEqual(['call_next']);

@@ -9,6 +9,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
 import { freshMongoUri } from '../helpers/stack.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let relay: Server;
 const open = new Set<Socket>();
@@ -53,7 +54,7 @@ async function firstSuccess(mongo: Mongo, deadlineMs: number): Promise<boolean> 
       await mongo.db.collection('monitor_probe').findOne({ _id: 'probe' as never });
       return true;
     } catch {
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
   }
   return false;
@@ -72,10 +73,10 @@ describe('the MongoDB client after every connection was closed under load', () =
           while (writing) {
             await things
               .updateOne({ _id: `w${i}` }, { $set: { n: Date.now() } }, { upsert: true })
-              .catch(() => new Promise((r) => setTimeout(r, 100)));
+              .catch(() => sleep(100));
           }
         });
-        await new Promise((r) => setTimeout(r, 700));
+        await sleep(700);
         expect(endEveryConnection()).toBeGreaterThan(1);
         // Without the watchdog the client answers "connection N … closed" for good.
         const recovered = await firstSuccess(mongo, 30_000);

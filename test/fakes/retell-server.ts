@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // A small local server that speaks the Retell endpoints retell-sdk 5.66 calls (paths taken
 // from node_modules/retell-sdk/src/resources/{call,voice}.ts): it checks the bearer key,
@@ -177,7 +178,7 @@ export async function startRetellFake(
       }
       const scripted = scripts.get(endpoint)?.shift();
       if (scripted !== undefined) {
-        if (scripted.delayMs) await new Promise((r) => setTimeout(r, scripted.delayMs));
+        if (scripted.delayMs) await sleep(scripted.delayMs);
         send(
           res,
           scripted.status,

@@ -4,6 +4,7 @@ import { signSessionToken } from '../../core/domain/access/session.js';
 import type { ApiClient, ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // CONTRACT §2: a session token lives at most 24 h, and POST /api/auth/revoke-sessions ends every
 // session token of a firm issued before the call.
@@ -41,8 +42,6 @@ function expectUnauthorized(res: ApiResponse): void {
   expectError(res, 401, 'unauthorized');
   expect(res.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a session token lives at most 24 hours', () => {
   it('a token valid for 100 years is 401', async () => {

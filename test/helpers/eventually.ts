@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 /** Retries an assertion until it passes or the time is up (no fixed sleeps as assertions). */
 export async function eventually<T>(
   check: () => Promise<T>,
@@ -10,7 +11,7 @@ export async function eventually<T>(
       return await check();
     } catch (err) {
       if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, intervalMs));
+      await sleep(intervalMs);
     }
   }
 }

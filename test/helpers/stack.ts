@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../../core/platform/config.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices, type Services } from '../../core/wiring/services.js';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
-import { freePort } from '../../scripts/local/services.js';
+import { freePort } from '../../scripts/local/ports.js';
 import { startWeb, type Web } from '../../api/web.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';

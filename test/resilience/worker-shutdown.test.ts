@@ -13,6 +13,7 @@ import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { callsOf, createAgent } from '../calls/support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let fake: RetellFake;
 let stack: Stack;
@@ -68,7 +69,7 @@ describe('SIGTERM on a worker with a job in flight', () => {
     child!.kill('SIGTERM');
     const exit = exitOf(child!, sent);
     // Still draining: it does not leave while its job waits for Retell's answer.
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(child!.exitCode).toBeNull();
     fake.release();
     const { code, afterMs } = await exit;

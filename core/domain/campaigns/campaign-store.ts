@@ -5,8 +5,6 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
-import { mayRead } from '../access/access.js';
-import type { Principal } from '../access/principal.js';
 import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaign-progress.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
@@ -116,13 +114,6 @@ export function campaignCallId(campaignId: string, phone: string, attempt: numbe
 /** The campaign by id, whoever owns it; null when there is none. */
 export function findCampaign(db: Db, id: string): Promise<CampaignDoc | null> {
   return campaignsCollection(db).findOne({ _id: id });
-}
-
-/** The campaign as this principal may see it: another firm's campaign is not found. */
-export async function getCampaign(db: Db, principal: Principal, id: string): Promise<CampaignDoc> {
-  const campaign = await findCampaign(db, id);
-  if (campaign === null || !mayRead(principal, campaign.firm)) throw notFound('campaign');
-  return campaign;
 }
 
 /** How long one writer may hold a campaign (an add of 5,000 leads takes a few seconds). */

@@ -1,4 +1,5 @@
 import type { Collection, Document } from 'mongodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -115,7 +116,7 @@ async function writeKnownOutcome(write: () => Promise<unknown>): Promise<void> {
       return;
     } catch (err) {
       if (Date.now() + pause > until) throw err;
-      await new Promise((r) => setTimeout(r, pause));
+      await sleep(pause);
     }
   }
 }

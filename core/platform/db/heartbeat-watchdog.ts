@@ -5,6 +5,7 @@ import type {
   ServerHeartbeatStartedEvent,
   ServerHeartbeatSucceededEvent,
 } from 'mongodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // The driver's server monitor can hang for good. A heartbeat written to a monitoring socket that
 // the server has just closed (the socket destroyed, its 'close' event not yet emitted) waits for a
@@ -82,7 +83,7 @@ export function watchHeartbeats(client: MongoClient, options: WatchdogOptions): 
         return;
       } catch {
         // Still down: operations fail as they would anyway; try again shortly.
-        await new Promise((r) => setTimeout(r, reconnectPauseMs));
+        await sleep(reconnectPauseMs);
       }
     }
   };

@@ -2,6 +2,7 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from './collections.js';
 import { conflict, invalidRequest } from '../errors.js';
 import { claim } from './claim.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Idempotency-Key support without transactions or TTL indexes: one key document per
 // (scope, firm, key) whose _id is that triple, so MongoDB's unique _id decides the race.
@@ -37,8 +38,6 @@ export function assertValidIdempotencyKey(key: string): void {
     );
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Runs `create` at most once per key within 24 h. `resourceId` is the id the resource gets if

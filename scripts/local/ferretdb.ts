@@ -1,0 +1,127 @@
+// FerretDB 1.24.2 (MongoDB's wire protocol over PostgreSQL): found or built with Go, and
+// started on a free 127.0.0.1 port over a PostgreSQL URL.
+import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, type Launched } from './launcher.js';
+import { isExecutable, lastLine, LocalServiceError, run, which, type Say } from './install.js';
+import { freePort } from './ports.js';
+
+export const FERRETDB_VERSION = 'v1.24.2';
+const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
+
+async function ferretVersion(path: string): Promise<string | null> {
+  try {
+    const { stdout } = await run(path, ['--version'], { timeout: 10_000 });
+    return /version:\s*(\S+)/.exec(stdout)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function goBinDir(go: string): Promise<string> {
+  const { stdout } = await run(go, ['env', 'GOBIN', 'GOPATH']);
+  const [gobin, gopath] = stdout.split('\n');
+  return gobin?.trim() || join(gopath?.trim() || join(homedir(), 'go'), 'bin');
+}
+
+/**
+ * FerretDB 1.24.2: `go install ...@v1.24.2` first. Where the module proxy refuses the
+ * version-list lookup that `go install` makes (or the result lacks its version stamp), the
+ * same module is fetched with `go mod download` and built from its source with the version
+ * file its build expects.
+ */
+export async function ensureFerretDb(say: Say): Promise<string> {
+  for (const candidate of [process.env.FERRETDB_BIN, await which('ferretdb')]) {
+    if (candidate && (await ferretVersion(candidate)) === FERRETDB_VERSION) return candidate;
+  }
+  const go =
+    (await which('go')) ?? ((await isExecutable('/usr/local/go/bin/go')) ? '/usr/local/go/bin/go' : null);
+  if (go === null) {
+    throw new LocalServiceError(
+      'FerretDB is not installed and Go is missing, so it cannot be built. Install Go 1.24+ or set MONGODB_URI ' +
+        'to a MongoDB-compatible server.',
+    );
+  }
+  const binDir = await goBinDir(go);
+  const target = join(binDir, 'ferretdb');
+  if ((await ferretVersion(target)) === FERRETDB_VERSION) return target;
+  say(`installing FerretDB ${FERRETDB_VERSION} with go install (takes a few minutes the first time) ...`);
+  const goEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-buildvcs=false' };
+  try {
+    await run(go, ['install', `${FERRETDB_MODULE}/cmd/ferretdb@${FERRETDB_VERSION}`], {
+      env: goEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    if ((await ferretVersion(target)) === FERRETDB_VERSION) return target;
+  } catch (err) {
+    say(`go install did not finish (${lastLine(err)}); building the same module from source ...`);
+  }
+  const { stdout } = await run(go, ['mod', 'download', '-json', `${FERRETDB_MODULE}@${FERRETDB_VERSION}`], {
+    env: goEnv,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const moduleDir = (JSON.parse(stdout) as { Dir?: string }).Dir;
+  if (!moduleDir)
+    throw new LocalServiceError('go mod download gave no module directory for FerretDB; set MONGODB_URI.');
+  const src = await mkdtemp(join(tmpdir(), 'ferretdb-src-'));
+  try {
+    await cp(moduleDir, src, { recursive: true });
+    await chmod(join(src, 'build', 'version'), 0o755);
+    await writeFile(join(src, 'build', 'version', 'version.txt'), `${FERRETDB_VERSION}\n`);
+    await mkdir(binDir, { recursive: true });
+    await run(go, ['build', '-o', target, './cmd/ferretdb'], {
+      cwd: src,
+      env: goEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } finally {
+    await rm(src, { recursive: true, force: true });
+  }
+  if ((await ferretVersion(target)) !== FERRETDB_VERSION) {
+    throw new LocalServiceError(
+      `FerretDB was built at ${target} but does not report ${FERRETDB_VERSION}; set MONGODB_URI.`,
+    );
+  }
+  return target;
+}
+
+export interface LocalFerretDbProcess {
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export async function startFerretDb(
+  bin: string,
+  dir: string,
+  postgresUrl: string,
+): Promise<LocalFerretDbProcess> {
+  const port = await freePort();
+  let server: Launched | undefined;
+  const stop = async (): Promise<void> => {
+    await server?.stop('SIGTERM');
+  };
+  const start = async (): Promise<void> => {
+    if (server?.running()) return;
+    server = launch({
+      name: 'ferretdb',
+      command: bin,
+      args: [
+        '--handler=postgresql',
+        `--postgresql-url=${postgresUrl}`,
+        `--listen-addr=127.0.0.1:${port}`,
+        '--telemetry=disable',
+        '--debug-addr=-',
+        `--state-dir=${dir}`,
+        '--log-level=error',
+      ],
+      ownGroup: true,
+      ready: { port },
+      readyTimeoutMs: 30_000,
+    });
+    await server.ready;
+  };
+  await start();
+  return { port, stop, start };
+}

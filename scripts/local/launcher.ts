@@ -1,0 +1,192 @@
+// The one way the harness runs a child process (npm start, the local stores, the tests' web and
+// worker processes, the chaos run, the fuzzer, the benchmarks): start it, send its output
+// somewhere, wait until it is ready, and stop it with a signal and then SIGKILL after a grace.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Where the child's stdout and stderr go. */
+export type Output =
+  | 'ignore'
+  /** Appended to this file by the child itself (so nothing is lost if we exit first). */
+  | { file: string }
+  /** Each line, after `prefix`, to our stdout and stderr (or both to stderr: `to: 'stderr'`). */
+  | { prefix: string; to?: 'stderr' };
+
+/** When the child counts as ready. */
+export type Readiness =
+  /** GET answers 200. */
+  | { url: string }
+  /** 127.0.0.1:port accepts a TCP connection. */
+  | { port: number }
+  /** The caller's own check; false or a throw means not yet (the last error is reported). */
+  | { probe: () => Promise<boolean> };
+
+export interface LaunchOptions {
+  /** Names the process in messages. */
+  name: string;
+  command: string;
+  args?: string[];
+  /** The whole environment (default: ours). */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  output?: Output;
+  ready?: Readiness;
+  readyTimeoutMs?: number;
+  /**
+   * A process group of its own: a terminal's Ctrl-C then reaches only us, and we stop the child
+   * when its turn comes (a store after the processes using it).
+   */
+  ownGroup?: boolean;
+  uid?: number;
+  gid?: number;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface Launched {
+  name: string;
+  pid: number | undefined;
+  child: ChildProcess;
+  /** Resolves once the child has exited (or could not be started). */
+  exited: Promise<Exit>;
+  /** Resolves once the readiness check passes; rejects (having stopped the child) if it exits first or times out. */
+  ready: Promise<void>;
+  running(): boolean;
+  /** Sends `signal`, then SIGKILL after `graceMs`; resolves once the child has exited. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<Exit>;
+}
+
+export class LaunchError extends Error {}
+
+/** Children still running: SIGKILLed if we exit first, so that none outlives the harness. */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Resolves with the child's exit (at once if it has exited). */
+export function exitOf(child: ChildProcess): Promise<Exit> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      return resolve({ code: child.exitCode, signal: child.signalCode });
+    }
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    // A command that cannot be started emits 'error' and never 'exit'.
+    child.once('error', () => {
+      if (child.pid === undefined) resolve({ code: null, signal: null });
+    });
+  });
+}
+
+/** Whether 127.0.0.1:port accepts a TCP connection now. */
+export function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function probeOf(ready: Readiness): () => Promise<boolean> {
+  if ('url' in ready) return () => fetch(ready.url).then((r) => r.status === 200);
+  if ('port' in ready) return () => portAnswers(ready.port);
+  return ready.probe;
+}
+
+function forwardLines(child: ChildProcess, prefix: string, toStderr: boolean): void {
+  for (const [stream, out] of [
+    [child.stdout, toStderr ? process.stderr : process.stdout],
+    [child.stderr, process.stderr],
+  ] as const) {
+    let partial = '';
+    stream?.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.length > 0) out.write(`${prefix}${line}\n`);
+    });
+    stream?.on('end', () => {
+      if (partial.length > 0) out.write(`${prefix}${partial}\n`);
+    });
+  }
+}
+
+async function lastLines(output: Output | undefined): Promise<string> {
+  if (output === undefined || output === 'ignore' || !('file' in output)) return '';
+  const text = await readFile(output.file, 'utf8').catch(() => '');
+  const tail = text.trim().split('\n').slice(-3).join(' | ');
+  return tail ? `: ${tail}` : '';
+}
+
+export function launch(options: LaunchOptions): Launched {
+  const { output = 'ignore' } = options;
+  const fd = typeof output === 'object' && 'file' in output ? openSync(output.file, 'a') : undefined;
+  const stdio = fd !== undefined ? fd : output === 'ignore' ? 'ignore' : 'pipe';
+  const child = spawn(options.command, options.args ?? [], {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ['ignore', stdio, stdio],
+    detached: options.ownGroup ?? false,
+    ...(options.uid === undefined ? {} : { uid: options.uid }),
+    ...(options.gid === undefined ? {} : { gid: options.gid }),
+  });
+  if (fd !== undefined) closeSync(fd);
+  if (typeof output === 'object' && 'prefix' in output) {
+    forwardLines(child, output.prefix, output.to === 'stderr');
+  }
+  let spawnError: Error | undefined;
+  child.on('error', (err) => (spawnError = err));
+  live.add(child);
+  const exited = exitOf(child).then((exit) => {
+    live.delete(child);
+    return exit;
+  });
+  const running = (): boolean => child.exitCode === null && child.signalCode === null && !spawnError;
+
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<Exit> => {
+    if (running() && child.pid !== undefined) {
+      child.kill(signal);
+      const hard = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(hard);
+    }
+    return exited;
+  };
+
+  const waitReady = async (ready: Readiness): Promise<void> => {
+    const probe = probeOf(ready);
+    const timeoutMs = options.readyTimeoutMs ?? 60_000;
+    const started = Date.now();
+    let lastError: unknown;
+    for (;;) {
+      if (!running()) {
+        const { code, signal } = await exited;
+        const how = spawnError?.message ?? `exited with ${signal ?? `code ${code}`}`;
+        throw new LaunchError(`${options.name} ${how} at start${await lastLines(output)}`);
+      }
+      try {
+        if (await probe()) return;
+      } catch (err) {
+        lastError = err;
+      }
+      if (Date.now() - started > timeoutMs) {
+        await stop();
+        const why = lastError instanceof Error ? ` (${lastError.message.split('\n')[0]})` : '';
+        throw new LaunchError(`${options.name} was not ready within ${timeoutMs} ms${why}`);
+      }
+      await sleep(100);
+    }
+  };
+  const ready = options.ready === undefined ? Promise.resolve() : waitReady(options.ready);
+  // Observed here so that a caller who never awaits it gets no unhandled rejection.
+  ready.catch(() => {});
+  return { name: options.name, pid: child.pid, child, exited, ready, running, stop };
+}

@@ -1,0 +1,76 @@
+// A local redis-server: found on PATH or installed from Debian's package, started on a free
+// 127.0.0.1 port with its data in a folder we give it.
+import { launch, type Launched } from './launcher.js';
+import { aptInstall, LocalServiceError, which, type Say } from './install.js';
+import { freePort } from './ports.js';
+
+export interface LocalRedis {
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export interface RedisOptions {
+  /**
+   * Keep the data across a stop and start (append-only file, flushed on shutdown), as a
+   * production Redis does; by default a stopped Redis comes back empty.
+   */
+  persistent?: boolean;
+}
+
+/** redis-server from PATH, else from Debian's package (as root, with apt-get). */
+export async function ensureRedisServer(say: Say): Promise<string> {
+  const found = await which('redis-server');
+  if (found) return found;
+  await aptInstall(
+    'redis-server',
+    'redis-server is not installed and cannot be installed here (needs apt-get as root). ' +
+      'Install Redis 6.2+ or set REDIS_URL to a Redis you run.',
+    say,
+  );
+  const installed = await which('redis-server');
+  if (!installed)
+    throw new LocalServiceError('apt-get installed redis-server but it is not on PATH; set REDIS_URL.');
+  return installed;
+}
+
+export async function startRedis(bin: string, dir: string, options: RedisOptions = {}): Promise<LocalRedis> {
+  const port = await freePort();
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    options.persistent ? 'yes' : 'no',
+    ...(options.persistent ? ['--appendfsync', 'everysec'] : []),
+    '--maxmemory-policy',
+    'noeviction',
+    '--protected-mode',
+    'yes',
+    '--loglevel',
+    'warning',
+  ];
+  let server: Launched | undefined;
+  const stop = async (): Promise<void> => {
+    await server?.stop('SIGTERM');
+  };
+  const start = async (): Promise<void> => {
+    if (server?.running()) return;
+    server = launch({
+      name: 'redis-server',
+      command: bin,
+      args,
+      ownGroup: true,
+      ready: { port },
+      readyTimeoutMs: 30_000,
+    });
+    await server.ready;
+  };
+  await start();
+  return { port, start, stop };
+}

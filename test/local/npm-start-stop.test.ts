@@ -1,0 +1,64 @@
+// `npm start` stopped as a terminal stops it (Ctrl-C: SIGINT to the whole foreground process
+// group) or as a process manager does (SIGTERM to the group): the web and worker processes,
+// then FerretDB, PostgreSQL and Redis are stopped, their temporary folder is removed, and the
+// run exits 0 without a stack trace.
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { launch, type Launched } from '../../scripts/local/launcher.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+let run: Launched | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  if (run?.running()) process.kill(-run.pid!, 'SIGKILL');
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('npm start', () => {
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s to its process group: exit 0, no stack trace, no temporary folder left',
+    async (signal) => {
+      dir = await mkdtemp(join(tmpdir(), 'npm-start-'));
+      // Its own temporary folder, so that what it leaves behind (nothing) can be seen.
+      const temp = join(dir, 'tmp');
+      await mkdir(temp);
+      // As /tmp lets it: PostgreSQL, run as its own user under root, passes through to its folder.
+      for (const d of [dir, temp]) await chmod(d, 0o711);
+      const logFile = join(dir, 'output.log');
+      const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', TMPDIR: temp };
+      for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'NODE_OPTIONS'] as const)
+        delete env[name];
+      const output = (): Promise<string> => readFile(logFile, 'utf8').catch(() => '');
+      run = launch({
+        name: 'npm start',
+        command: process.execPath,
+        args: [join(root, 'scripts', 'local', 'bootstrap.mjs'), 'start'],
+        cwd: root,
+        env,
+        output: { file: logFile },
+        // As a terminal's foreground job: the signal goes to every process of the group.
+        ownGroup: true,
+        ready: { probe: async () => (await output()).includes('Intake Service is running.') },
+        readyTimeoutMs: 90_000,
+      });
+      await run.ready;
+      // (tsx keeps its cache there too.)
+      const stores = async () => (await readdir(temp)).filter((f) => f.startsWith('intake-local-'));
+      expect(await stores()).toHaveLength(1);
+
+      process.kill(-run.pid!, signal);
+      const exit = await run.exited;
+
+      const text = await output();
+      expect(exit, text).toEqual({ code: 0, signal: null });
+      expect(text).toContain('[start] stopped');
+      expect(text).not.toMatch(/Error|\n\s+at /);
+      expect(await stores()).toEqual([]);
+    },
+    150_000,
+  );
+});
