@@ -35,8 +35,7 @@ export function errorHandler(log: Logger): Middleware {
       }
     } catch (err) {
       const appError = toAppError(err, ctx.req.destroyed || ctx.req.readableAborted);
-      // 501: a method this service does not implement is the client's doing, not a failure here.
-      if (appError.status >= 500 && appError.status !== 501) {
+      if (appError.status >= 500) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
       }
       ctx.status = appError.status;
