@@ -1,14 +1,41 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+// Two projects, one run: `npm test` runs both; `npm run test:unit` (--project unit) runs only the
+// pure modules, with no global setup, so no Redis, PostgreSQL, FerretDB or Chromium is started.
+const UNIT = 'test/unit/**/*.test.ts';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
-    // Two cores: two test files at a time, each with its own database and queue prefix.
-    pool: 'forks',
+    // Two cores: at most two test files at a time, whichever project they belong to.
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 120_000,
     teardownTimeout: 30_000,
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: [UNIT],
+          // Pure functions: threads start faster than forks, and the files share a worker's
+          // module cache (no isolation), as they hold no state; a test that needs more than the
+          // default 5 s is not a unit test.
+          pool: 'threads',
+          isolate: false,
+          maxWorkers: 2,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, UNIT],
+          globalSetup: ['test/global-setup.ts'],
+          // Each test file has its own database and queue prefix; forks, as the files start and
+          // stop child processes (the API, workers, Redis for outage tests).
+          pool: 'forks',
+          maxWorkers: 2,
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 });

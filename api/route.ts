@@ -1,8 +1,9 @@
 import type { Context } from 'koa';
-import type { Static, TSchema } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
+import type { DefaultedKind } from './schemas/common.js';
 
 // A route is declared once: its schemas validate requests, type the handler and
 // produce the OpenAPI document (api/openapi.ts); api/router.ts mounts it on Koa.
@@ -47,6 +48,50 @@ interface HandlerContext<B, Q, P, Who extends Principal> {
 
 type StaticOr<S, Fallback> = S extends TSchema ? Static<S> : Fallback;
 
+/** The keys of an object schema whose values the validator fills in when absent (`Defaulted`). */
+type DefaultedKeys<S> =
+  S extends TObject<infer P>
+    ? { [K in keyof P]: P[K] extends { [DefaultedKind]: true } ? K : never }[keyof P]
+    : never;
+
+/** A body or query as the handler receives it: validated, its defaults applied. */
+type Received<S, Fallback> = S extends TSchema
+  ? Static<S> & Required<Pick<Static<S>, DefaultedKeys<S> & keyof Static<S>>>
+  : Fallback;
+
+/**
+ * What a handler may return: its 200 response schema's type, or undefined when it wrote the
+ * response itself (HTML, JSON text, a 202); only undefined for a route with no response schema.
+ */
+type ResponseOf<R> = R extends TSchema ? Static<R> | undefined : undefined;
+
+/** The properties of `A` that `E` has no place for, however deep (never when there are none). */
+type ExtraFields<A, E> = 0 extends 1 & E
+  ? never // E is any
+  : unknown extends E
+    ? never // E is unknown: anything goes
+    : A extends readonly (infer AItem)[]
+      ? E extends readonly (infer EItem)[]
+        ? ExtraFields<AItem, EItem>
+        : never
+      : A extends object
+        ? ExtraFieldsOfObject<A, MatchingMember<A, E>>
+        : never;
+/** The members of a union `E` that `A` is one of (Nullable(...), a union of record shapes). */
+type MatchingMember<A, E> = E extends unknown ? (A extends E ? E : never) : never;
+type ExtraFieldsOfObject<A, E> = {
+  [K in keyof A]-?: K extends keyof E ? ExtraFields<A[K], E[K]> : K;
+}[keyof A];
+
+/**
+ * TypeScript checks a handler's return against the schema's type only for assignability: a
+ * field the schema lacks would slip through (and be sent, unless the schema strips it). This
+ * makes it an error naming the field.
+ */
+type NoExtraFields<H, R> = [ExtraFields<H, ResponseOf<R>>] extends [never]
+  ? unknown
+  : { 'the handler returns fields its response schema lacks': ExtraFields<H, ResponseOf<R>> };
+
 /** Who a route's handler may see: a widget principal only on routes that accept one. */
 type PrincipalOf<A extends AuthMode> = A extends { acceptWidget: true } ? Principal : ApiPrincipal;
 
@@ -55,6 +100,8 @@ interface RouteDefinition<
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   A extends AuthMode = AuthMode,
+  R extends TSchema | undefined = TSchema | undefined,
+  H = unknown,
 > {
   method: HttpMethod;
   /** OpenAPI-style path, e.g. /api/firms/{slug}. */
@@ -67,7 +114,7 @@ interface RouteDefinition<
   query?: Q;
   params?: P;
   /** The 200 response schema (JSON); omitted for non-JSON responses. */
-  response?: TSchema;
+  response?: R;
   /** The 202 response schema, for a route that may answer "accepted, still processing" (the handler sets it). */
   accepted?: TSchema;
   responseContentType?: string;
@@ -89,12 +136,12 @@ interface RouteDefinition<
   rateLimited?: boolean;
   handler: (
     ctx: HandlerContext<
-      StaticOr<B, undefined>,
-      StaticOr<Q, Record<string, never>>,
+      Received<B, undefined>,
+      Received<Q, Record<string, never>>,
       StaticOr<P, Record<string, never>>,
       PrincipalOf<A>
     >,
-  ) => Promise<unknown>;
+  ) => Promise<H>;
 }
 
 // Handlers are type-checked at definition; the router only needs the erased shape.
@@ -102,15 +149,23 @@ export type AnyRoute = RouteDefinition<
   TSchema | undefined,
   TSchema | undefined,
   TSchema | undefined,
-  AuthMode
+  AuthMode,
+  TSchema | undefined,
+  unknown
 >;
 
+/**
+ * Declares a route. The handler's return type is checked against the response schema: a
+ * missing or mistyped field, or one the schema lacks, fails `npm run typecheck`.
+ */
 export function defineRoute<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   const A extends AuthMode = AuthMode,
->(def: RouteDefinition<B, Q, P, A>): AnyRoute {
+  R extends TSchema | undefined = undefined,
+  H extends ResponseOf<R> = ResponseOf<R>,
+>(def: RouteDefinition<B, Q, P, A, R, H> & NoExtraFields<H, R>): AnyRoute {
   return def as unknown as AnyRoute;
 }
 

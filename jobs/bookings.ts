@@ -46,7 +46,7 @@ export interface BookingEventJob {
 export interface SendReminderJob {
   firm: string;
   booking_uid: string;
-  /** The reminder's field in the booking's Redis hash (core/domain/bookings/reminder-store.ts). */
+  /** The reminder's field in the booking's Redis hash (core/domain/bookings/reminder-records.ts). */
   reminder: string;
   /** ms since epoch, for Bull Board readers; the delay was computed from it. */
   due_at: number;

@@ -14,7 +14,7 @@ export interface CampaignFanoutJob {
 export interface CampaignCallJob {
   campaignId: string;
   firm: string;
-  /** E.164; the campaign's phone claim `<campaign>|<phone>` holds the rest. */
+  /** E.164; the campaign's phone `<campaign>|<phone>` (CampaignPhoneDoc) holds the rest. */
   phone: string;
   /** 1 for the first call; 2 and 3 retry a lead that was not_connected. */
   attempt: number;

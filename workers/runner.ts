@@ -2,7 +2,7 @@ import { MetricsTime, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Services } from '../core/wiring/services.js';
 import { ConfigError } from '../core/platform/config.js';
 import { createRedis } from '../core/platform/redis.js';
-import type { Attempt } from '../core/platform/db/effects.js';
+import type { Attempt } from '../core/platform/db/effect-recorder.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';

@@ -1,10 +1,11 @@
 import type { Middleware } from 'koa';
-import type { Redis, Result } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { AppError, rateLimited } from '../../core/platform/errors.js';
 import { sha256Hex } from '../../core/platform/crypto.js';
 import type { Logger } from '../../core/platform/logger.js';
 import type { Principal } from '../../core/domain/access/principal.js';
-import { changeEpochKey } from '../../core/platform/db/read-cache.js';
+import { loadRedisScript } from '../../core/platform/redis-script.js';
+import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platform/redis-keys.js';
 
 // Fixed one-minute windows kept in Redis, so every web process shares them (CONTRACT §2):
 // - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
@@ -15,22 +16,10 @@ import { changeEpochKey } from '../../core/platform/db/read-cache.js';
 // still answers 503.
 
 const WINDOW_MS = 60_000;
-// INCR and set the window's expiry on the first hit, atomically; returns [count, ms left, the
-// read cache's change epoch] — the epoch rides on this round trip (core/platform/db/read-cache.ts).
-const SCRIPT = `local c = redis.call('INCR', KEYS[1])
-if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {c, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    /** The rate-limit script, sent once and then run by its SHA (EVALSHA). */
-    intakeRateLimitHit(
-      key: string,
-      epochKey: string,
-      windowMs: string,
-    ): Result<[number, number, string], Context>;
-  }
-}
+const HIT = loadRedisScript(new URL('./rate-limit-hit.lua', import.meta.url), {
+  keys: ['window', 'epoch'],
+  args: ['window_ms'],
+});
 
 interface RateLimits {
   perPrincipal: number;
@@ -45,16 +34,15 @@ export class RateLimiter {
   private lastWarning = 0;
   /** Client addresses over their unauthenticated limit, until when (ms). */
   private readonly blocked = new Map<string, number>();
+  private readonly keys: RedisKeys;
 
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     private readonly limits: RateLimits,
     private readonly log: Logger,
   ) {
-    if (typeof redis.intakeRateLimitHit !== 'function') {
-      redis.defineCommand('intakeRateLimitHit', { numberOfKeys: 2, lua: SCRIPT });
-    }
+    this.keys = redisKeys(prefix);
   }
 
   /** Counts a request of this principal (429 over the limit); returns the change epoch (null: unknown). */
@@ -92,7 +80,12 @@ export class RateLimiter {
     return tooManyUnauthenticated(Math.ceil(hit.ttlMs / 1000));
   }
 
-  private async enforce(kind: string, id: string, limit: number, what: string): Promise<string | null> {
+  private async enforce(
+    kind: RateLimitKind,
+    id: string,
+    limit: number,
+    what: string,
+  ): Promise<string | null> {
     const hit = await this.hit(kind, id);
     if (hit === null) return null;
     if (hit.count <= limit) return hit.epoch;
@@ -104,17 +97,17 @@ export class RateLimiter {
   }
 
   private async hit(
-    kind: string,
+    kind: RateLimitKind,
     id: string,
   ): Promise<{ count: number; ttlMs: number; epoch: string } | null> {
     if (this.redis.status !== 'ready') return this.warn('not connected');
-    const key = `${this.prefix}:rl:${kind}:${id}:${Math.floor(Date.now() / WINDOW_MS)}`;
+    const key = this.keys.rateLimitWindow(kind, id, Math.floor(Date.now() / WINDOW_MS));
     try {
-      const [count, ttlMs, epoch] = await this.redis.intakeRateLimitHit(
-        key,
-        changeEpochKey(this.prefix),
-        String(WINDOW_MS),
-      );
+      const [count, ttlMs, epoch] = (await HIT.run(
+        this.redis,
+        { window: key, epoch: this.keys.readCacheEpoch() },
+        { window_ms: WINDOW_MS },
+      )) as [number, number, string];
       return { count, ttlMs: Math.max(1000, ttlMs), epoch };
     } catch (err) {
       return this.warn((err as Error).message);

@@ -1,9 +1,47 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type TOptional, type TSchema } from '@sinclair/typebox';
 import { FIRM_SLUG_PATTERN } from '../../core/domain/firms/firm-slug.js';
 
 export const FirmSlug = Type.String({ pattern: FIRM_SLUG_PATTERN, maxLength: 63, description: 'Firm slug' });
 export const Id = Type.String({ minLength: 1, maxLength: 128 });
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/**
+ * The firm a list is for (GET lists, POST list-calls aside): a firm token may leave it out (its
+ * own firm); the platform key must give it, else 400 (core/domain/access/access.ts requireListFirm).
+ */
+export const ListFirmSlug = Type.Optional(
+  Type.String({
+    pattern: FirmSlug.pattern,
+    maxLength: FirmSlug.maxLength,
+    description:
+      'The firm; a firm token may leave it out (its own firm), the platform key must give it (else 400)',
+  }),
+);
+
+/** Marks a field whose schema `default` ajv fills in (useDefaults: api/validation.ts). */
+export const DefaultedKind: unique symbol = Symbol('Defaulted');
+
+/** A field the client may leave out; the handler always sees a value (api/route.ts `Received`). */
+export type TDefaulted<T extends TSchema> = TOptional<T> & { [DefaultedKind]: true };
+
+/** Optional for the client, with its `default` applied by the validator: the default is written once, here. */
+export function Defaulted<T extends TSchema>(schema: T): TDefaulted<T> {
+  if (schema.default === undefined) throw new Error('Defaulted() needs a schema with a default.');
+  // A symbol key, as TypeBox marks its own kinds: it never reaches the OpenAPI document.
+  const optional = Type.Optional(schema) as TOptional<T>; // what Type.Optional makes of a plain T
+  return Object.assign(optional, { [DefaultedKind]: true as const });
+}
+
+/** A page size: 1 to `maximum`, `fallback` when left out. */
+export const Limit = (maximum: number, fallback: number, description?: string) =>
+  Defaulted(
+    Type.Integer({
+      minimum: 1,
+      maximum,
+      default: fallback,
+      ...(description === undefined ? {} : { description }),
+    }),
+  );
 
 /** A request body: unknown top-level fields are a 400, so a typo is reported rather than ignored. */
 export const Body = <P extends Record<string, TSchema>>(properties: P) =>

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { loadRedisScript } from './redis-script.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 // A short-lived mutual exclusion over Redis (SET NX PX, released only by its holder). Used
@@ -7,11 +8,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 // update's filter and writes the document in separate steps, so two concurrent conditional
 // updates of one document can both apply.
 
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-/** Takes the lock, or keeps it when its holder is `token` (an owner re-entering after a crash). */
-const ACQUIRE = `if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1 end return 0`;
-const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
+const ACQUIRE = loadRedisScript(new URL('./redis-mutex-acquire.lua', import.meta.url), {
+  keys: ['lock'],
+  args: ['token', 'ttl_ms'],
+});
+const RENEW = loadRedisScript(new URL('./redis-mutex-renew.lua', import.meta.url), {
+  keys: ['lock'],
+  args: ['token', 'ttl_ms'],
+});
+const RELEASE = loadRedisScript(new URL('./redis-mutex-release.lua', import.meta.url), {
+  keys: ['lock'],
+  args: ['token'],
+});
 
 type MutexResult<T> = { acquired: true; value: T } | { acquired: false };
 
@@ -35,16 +43,19 @@ async function withRedisMutex<T>(
   const taken =
     options.owner === undefined
       ? (await redis.set(key, token, 'PX', ttlMs, 'NX')) === 'OK'
-      : (await redis.eval(ACQUIRE, 1, key, token, ttlMs)) === 1;
+      : (await ACQUIRE.run(redis, { lock: key }, { token, ttl_ms: ttlMs })) === 1;
   if (!taken) return { acquired: false };
   const renewal = options.renew
-    ? setInterval(() => void redis.eval(RENEW, 1, key, token, ttlMs).catch(() => undefined), ttlMs / 3)
+    ? setInterval(
+        () => void RENEW.run(redis, { lock: key }, { token, ttl_ms: ttlMs }).catch(() => undefined),
+        ttlMs / 3,
+      )
     : undefined;
   try {
     return { acquired: true, value: await fn() };
   } finally {
     clearInterval(renewal);
-    await redis.eval(RELEASE, 1, key, token).catch(() => undefined);
+    await RELEASE.run(redis, { lock: key }, { token }).catch(() => undefined);
   }
 }
 

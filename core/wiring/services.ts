@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
-import { changeEpochKey, registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { redisKeys } from '../platform/redis-keys.js';
 import { UnavailableError } from '../platform/errors.js';
 import { createRedis, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
@@ -60,7 +61,7 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
   // Every process announces its changes to cached collections; only the web caches them.
   registerChangeAnnouncer(mongo.db, async () => {
     if (redis.status !== 'ready') throw new UnavailableError('redis');
-    await redis.incr(changeEpochKey(config.queuePrefix));
+    await redis.incr(redisKeys(config.queuePrefix).readCacheEpoch());
   });
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {

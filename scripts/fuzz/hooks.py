@@ -94,8 +94,23 @@ def _body_schema(operation: Any) -> Any:
     return _schemas[label]
 
 
+class InjectedCrash(SystemError):
+    """The fuzzer's own crash, made on purpose: see _CRASH."""
+
+
+# FUZZ_INJECT_CRASH=always|once makes the tool itself crash, to prove that npm run fuzz tells a
+# crash of Schemathesis or Hypothesis from a finding about the service (docs/ci.md). Every case
+# then raises while Schemathesis generates it, as CPython 3.11's ast SystemError did inside
+# Hypothesis. `once` crashes only the first attempt (run.ts sets FUZZ_ATTEMPT), so the retry passes.
+_CRASH = os.environ.get("FUZZ_INJECT_CRASH") == "always" or (
+    os.environ.get("FUZZ_INJECT_CRASH") == "once" and os.environ.get("FUZZ_ATTEMPT") == "1"
+)
+
+
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
+    if _CRASH:
+        raise InjectedCrash("AST constructor recursion depth mismatch (injected by FUZZ_INJECT_CRASH)")
     meta = getattr(case, "meta", None)
     if meta is None or not meta.generation.mode.is_positive:
         return case
@@ -103,3 +118,4 @@ def map_case(context: Any, case: Any) -> Any:
     if schema is not None and isinstance(case.body, (dict, list)):
         case.body = _keep_unique(schema, case.body)
     return case
+

@@ -8,7 +8,7 @@
 // Prints the summed result and every error row the service listed, by CSV line.
 import { parseArgs } from 'node:util';
 import { SingleBar, Presets } from 'cli-progress';
-import { MAX_IMPORT_ROWS } from '../../core/domain/contacts/imports.js';
+import { MAX_IMPORT_ROWS } from '../../core/domain/contacts/import-request.js';
 import { mapColumns, rowOf, type ColumnMap } from './columns.js';
 import { countRows, csvRecords } from './csv-records.js';
 import { ImportError, importBatch, type ImportTarget } from './import-client.js';

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // `npm start` and `npm test` begin here, before any dependency is installed: install the npm
-// packages when they are missing or older than package-lock.json, then hand over to the
+// packages when they are missing or were installed from another package-lock.json, then hand over to the
 // TypeScript entry (start) or to vitest (test). Redis, FerretDB and Chromium are set up by
 // those (scripts/local/services.ts), since they need the packages installed here.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,10 +13,17 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const [mode, ...rest] = process.argv.slice(2);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
+// The lock file's content, not its date, says whether node_modules is current: a checkout or a
+// `touch` changes the date of an unchanged lock file, and `npm ci` would then wipe a good install.
+const lock = join(root, 'package-lock.json');
+const stamp = join(root, 'node_modules', '.intake-lock-sha256');
+const lockHash = createHash('sha256').update(readFileSync(lock)).digest('hex');
+
 function dependenciesCurrent() {
-  const stamp = join(root, 'node_modules', '.package-lock.json');
-  const lock = join(root, 'package-lock.json');
-  return existsSync(stamp) && existsSync(lock) && statSync(stamp).mtimeMs >= statSync(lock).mtimeMs;
+  if (existsSync(stamp)) return readFileSync(stamp, 'utf8').trim() === lockHash;
+  // An install made before the stamp existed: npm's own record, no older than the lock file.
+  const npmRecord = join(root, 'node_modules', '.package-lock.json');
+  return existsSync(npmRecord) && statSync(npmRecord).mtimeMs >= statSync(lock).mtimeMs;
 }
 
 if (!dependenciesCurrent()) {
@@ -28,6 +36,8 @@ if (!dependenciesCurrent()) {
     process.exit(result.status ?? 1);
   }
 }
+if (!existsSync(stamp) || readFileSync(stamp, 'utf8').trim() !== lockHash)
+  writeFileSync(stamp, `${lockHash}\n`);
 
 const commands = {
   start: [process.execPath, ['--import', 'tsx', join(root, 'scripts', 'local', 'start.ts'), ...rest]],

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
-import { bookingKey, reminderField } from '../../core/domain/bookings/reminder-store.js';
+import { reminderField } from '../../core/domain/bookings/reminder-records.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
@@ -302,7 +303,7 @@ describe('reminders in Redis', () => {
     expect(await reminders(stack.admin, firm.slug, bookingUid)).toEqual(rows);
 
     // The documented layout: one hash per booking, expiring after the booking.
-    const key = bookingKey(stack.config.queuePrefix, firm.slug, bookingUid);
+    const key = redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid);
     const fields = await stack.services.redis.hkeys(key);
     expect(fields.sort()).toEqual(
       [
@@ -336,7 +337,7 @@ describe('reminders in Redis', () => {
     // Every offset past: the booking is recorded (a later cancel still finds it), no reminder is.
     const past = uid();
     await send(created(past, Date.now() + 10 * 60_000));
-    const key = bookingKey(stack.config.queuePrefix, firm.slug, past);
+    const key = redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, past);
     await eventually(async () => expect(await stack.services.redis.hkeys(key)).toEqual(['booking']));
     expect(await reminders(firm.client, firm.slug, past)).toEqual([]);
   });
@@ -435,7 +436,7 @@ describe('reminders in Redis', () => {
     const rows = await remindersWhen(firm.client, firm.slug, bookingUid, (r) => expect(r.length).toBe(4));
     expect([...new Set(rows.map((r) => r.to))].sort()).toEqual([desk, 'lee@example.com']);
     const raw = await stack.services.redis.hgetall(
-      bookingKey(stack.config.queuePrefix, firm.slug, bookingUid),
+      redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid),
     );
     const lee = Object.entries(raw).find(([f]) => f.endsWith('|lee@example.com'))!;
     expect(JSON.parse(lee[1]).time_zone).toBe('America/Chicago');
@@ -462,7 +463,7 @@ describe('without SMTP_URL', () => {
     const rows = await reminders(firm.client, firm.slug, bookingUid);
     expect(rows.find((r) => r.to === desk && r.due_at === iso(startMs - HOUR))?.status).toBe('failed');
     const raw = await stack.services.redis.hget(
-      bookingKey(stack.config.queuePrefix, firm.slug, bookingUid),
+      redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid),
       reminderField(startMs, 60, desk),
     );
     expect(JSON.parse(raw!).last_error).toMatch(/SMTP_URL/);

@@ -4,18 +4,19 @@
 // Reminders are made due within seconds by a one-minute offset before a start about a minute ahead.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/table.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
-  bookingKey,
-  cancelBookingReminders,
-  claimReminder,
-  finishReminder,
   readBookingReminders,
   reminderField,
-  storeBookingReminders,
   type BookingRecord,
   type ReminderRecord,
   type ReminderStore,
-} from '../../core/domain/bookings/reminder-store.js';
+} from '../../core/domain/bookings/reminder-records.js';
+import {
+  cancelBookingReminders,
+  storeBookingReminders,
+} from '../../core/domain/bookings/reminder-schedule.js';
+import { finishReminder, leaseReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
@@ -294,22 +295,22 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
       now: Date.now(),
       expireAt: Date.now() + 3600_000,
     });
-  const claim = (bookingUid: string, field: string, token: string, now = Date.now()) =>
-    claimReminder(store(), raceFirm, bookingUid, field, { now, leaseMs: 60_000, token });
+  const lease = (bookingUid: string, field: string, token: string, now = Date.now()) =>
+    leaseReminder(store(), raceFirm, bookingUid, field, { now, leaseMs: 60_000, token });
   const status = async (bookingUid: string) =>
     (await readBookingReminders(store(), raceFirm, bookingUid)).reminders[0]!.status;
 
-  it('cancel first: the claim finds it cancelled and nothing is sent', async () => {
+  it('cancel first: the lease finds it cancelled and nothing is sent', async () => {
     const { uid: u, field } = await stored();
     expect(await cancel(u)).toEqual({ outcome: 'cancelled', stopped: 1 });
-    expect(await claim(u, field, 't1')).toEqual({ outcome: 'cancelled' });
+    expect(await lease(u, field, 't1')).toEqual({ outcome: 'cancelled' });
   });
 
-  it('claim first: the cancel cannot stop a mail in flight; the reminder ends sent, or cancelled if the send failed', async () => {
+  it('lease first: the cancel cannot stop a mail in flight; the reminder ends sent, or cancelled if the send failed', async () => {
     const a = await stored();
-    expect((await claim(a.uid, a.field, 't1')).outcome).toBe('claimed');
+    expect((await lease(a.uid, a.field, 't1')).outcome).toBe('leased');
     expect(await cancel(a.uid)).toEqual({ outcome: 'cancelled', stopped: 1 });
-    expect(await claim(a.uid, a.field, 't2')).toMatchObject({ outcome: 'busy' });
+    expect(await lease(a.uid, a.field, 't2')).toMatchObject({ outcome: 'busy' });
     await finishReminder(store(), raceFirm, a.uid, a.field, {
       token: 't1',
       outcome: 'sent',
@@ -319,7 +320,7 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
     expect(await status(a.uid)).toBe('sent');
 
     const b = await stored();
-    expect((await claim(b.uid, b.field, 't1')).outcome).toBe('claimed');
+    expect((await lease(b.uid, b.field, 't1')).outcome).toBe('leased');
     await cancel(b.uid);
     await finishReminder(store(), raceFirm, b.uid, b.field, {
       token: 't1',
@@ -328,14 +329,14 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
       detail: '451',
     });
     expect(await status(b.uid)).toBe('cancelled');
-    expect(await claim(b.uid, b.field, 't2')).toEqual({ outcome: 'cancelled' });
+    expect(await lease(b.uid, b.field, 't2')).toEqual({ outcome: 'cancelled' });
   });
 
-  it('concurrent claim and cancel: exactly one of them wins, every time', async () => {
+  it('concurrent lease and cancel: exactly one of them wins, every time', async () => {
     for (let i = 0; i < 25; i++) {
       const { uid: u, field } = await stored();
-      const [claimed, cancelled] = await Promise.all([claim(u, field, `t${i}`), cancel(u)]);
-      if (claimed.outcome === 'claimed') {
+      const [leased, cancelled] = await Promise.all([lease(u, field, `t${i}`), cancel(u)]);
+      if (leased.outcome === 'leased') {
         await finishReminder(store(), raceFirm, u, field, {
           token: `t${i}`,
           outcome: 'sent',
@@ -344,7 +345,7 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
         });
         expect(await status(u)).toBe('sent');
       } else {
-        expect(claimed.outcome).toBe('cancelled');
+        expect(leased.outcome).toBe('cancelled');
         expect(await status(u)).toBe('cancelled');
       }
       expect(cancelled.outcome).toBe('cancelled');
@@ -353,17 +354,17 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
 
   it('a reminder still unsent when the booking is over is not sent: it is recorded failed', async () => {
     const { uid: u, field } = await stored();
-    expect(await claim(u, field, 'late', Date.now() + 2 * 3600_000 + 1)).toEqual({ outcome: 'expired' });
+    expect(await lease(u, field, 'late', Date.now() + 2 * 3600_000 + 1)).toEqual({ outcome: 'expired' });
     expect(await status(u)).toBe('failed');
-    expect(await claim(u, field, 'again')).toEqual({ outcome: 'failed' });
+    expect(await lease(u, field, 'again')).toEqual({ outcome: 'failed' });
   });
 
   it('an attempt that died mid-send: after its lease, the send is repeated (at least once) unless a cancel came', async () => {
     const a = await stored();
-    expect((await claim(a.uid, a.field, 'dead')).outcome).toBe('claimed');
+    expect((await lease(a.uid, a.field, 'dead')).outcome).toBe('leased');
     const later = Date.now() + 61_000;
-    expect((await claim(a.uid, a.field, 'next', later)).outcome).toBe('claimed');
-    // The dead attempt's late report of a failure does not undo the new attempt's claim.
+    expect((await lease(a.uid, a.field, 'next', later)).outcome).toBe('leased');
+    // The dead attempt's late report of a failure does not undo the new attempt's lease.
     expect(
       await finishReminder(store(), raceFirm, a.uid, a.field, {
         token: 'dead',
@@ -374,9 +375,13 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
     ).toBe('superseded');
 
     const b = await stored();
-    expect((await claim(b.uid, b.field, 'dead')).outcome).toBe('claimed');
+    expect((await lease(b.uid, b.field, 'dead')).outcome).toBe('leased');
     await cancel(b.uid);
-    expect(await claim(b.uid, b.field, 'next', Date.now() + 61_000)).toEqual({ outcome: 'cancelled' });
-    expect(await stack.services.redis.exists(bookingKey(stack.config.queuePrefix, raceFirm, b.uid))).toBe(1);
+    expect(await lease(b.uid, b.field, 'next', Date.now() + 61_000)).toEqual({ outcome: 'cancelled' });
+    expect(
+      await stack.services.redis.exists(
+        redisKeys(stack.config.queuePrefix).bookingReminders(raceFirm, b.uid),
+      ),
+    ).toBe(1);
   });
 });

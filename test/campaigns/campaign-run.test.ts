@@ -4,6 +4,7 @@
 // another firm, calling windows in the lead's time zone, retries of not_connected leads, pause,
 // resume and cancel.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { nextCallTime } from '../../core/domain/pacing/calling-window.js';
@@ -252,7 +253,7 @@ describe('a launched campaign', () => {
     expect(await campaignCalls(stack, created.id)).toHaveLength(calls.length);
     // Its parked jobs ended; nothing of it is waiting for a dial slot.
     const waiting = await stack.services.redis.zcard(
-      `${stack.config.queuePrefix}:pacing:${firm.slug}:waiters`,
+      redisKeys(stack.config.queuePrefix).dialWaiters(firm.slug),
     );
     expect(waiting).toBe(0);
   });

@@ -410,7 +410,13 @@ describe('lists and firm isolation', () => {
       'invalid_cursor',
     );
     expectError(await firm.client.get(`/api/leads/campaigns?firmSlug=${a.slug}`), 403, 'forbidden');
-    expect(detailPaths(await firm.client.get('/api/leads/campaigns'))).toEqual(['/firmSlug']);
+    // One rule for lists: a firm token may leave firmSlug out (its own firm); the platform key must give it.
+    const own = await firm.client.get('/api/leads/campaigns?limit=100');
+    expect(own.status).toBe(200);
+    expect(own.body.campaigns.map((c: any) => c.id)).toEqual([...ids].reverse());
+    const platform = await stack.admin.get('/api/leads/campaigns');
+    expectError(platform, 400, 'invalid_request');
+    expect(detailPaths(platform)).toEqual(['/firmSlug']);
   });
 
   it('another firm’s campaign is not found, for every route, and is left unchanged', async () => {

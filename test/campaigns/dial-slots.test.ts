@@ -3,6 +3,7 @@
 // (create-outbound-call before campaign leads), and a slot whose end event was lost is freed by
 // its lease and the reaper, so the next call of the firm goes out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { startWebhookProxy, type WebhookProxy } from '../fakes/webhook-proxy.js';
@@ -34,7 +35,7 @@ afterAll(async () => {
 });
 
 const waiters = (firm: string) =>
-  stack.services.redis.zrange(`${stack.config.queuePrefix}:pacing:${firm}:waiters`, '0', '-1');
+  stack.services.redis.zrange(redisKeys(stack.config.queuePrefix).dialWaiters(firm), '0', '-1');
 
 describe('dial slots', () => {
   it('at most max_concurrent_calls; a holder keeps its slot; a release lets the next in', async () => {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
-import { runEffect, type EffectSubject } from '../../core/platform/db/effects.js';
+import { runEffect, type EffectSubject } from '../../core/platform/db/effect-recorder.js';
 import { startLocalServices, type LocalServices } from '../../scripts/local/services.js';
 
 let local: LocalServices;

@@ -4,6 +4,7 @@
 // popped waiters are now kept in a waking set until promoted, and the reaper (every 30 s) wakes
 // those a dead worker left behind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { popWaiters, reapDialSlots, takeDialSlot } from '../../core/domain/pacing/dial-slots.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -18,7 +19,7 @@ describe('a wake-up cut short by a dying worker', () => {
   it('is finished by the reaper once its lease has run out', async () => {
     const s = stack.services;
     const firm = await createFirm(stack, { max_concurrent_calls: 1 });
-    const key = (name: string) => `${stack.config.queuePrefix}:pacing:${firm.slug}:${name}`;
+    const keys = redisKeys(stack.config.queuePrefix);
     // A parked campaign call: its job delayed for the safety delay, its reference in line.
     const parked = await s.queues.campaigns.add(
       'campaign-call',
@@ -30,10 +31,10 @@ describe('a wake-up cut short by a dying worker', () => {
 
     // The busy call ends; the worker handling its end frees the slot and pops the waiter, then
     // dies before promoting it.
-    await s.redis.zrem(key('slots'), 'call_busy');
+    await s.redis.zrem(keys.dialSlots(firm.slug), 'call_busy');
     const popped = await popWaiters(s, firm.slug, 1);
     expect(popped[0]).toBe(`campaigns\t${parked.id}`);
-    expect(await s.redis.zcard(key('waiters'))).toBe(0);
+    expect(await s.redis.zcard(keys.dialWaiters(firm.slug))).toBe(0);
     expect(await parked.getState()).toBe('delayed');
 
     // A wake-up under way is not taken over at once ...
@@ -48,6 +49,6 @@ describe('a wake-up cut short by a dying worker', () => {
       25_000,
       1000,
     );
-    expect(await s.redis.zcard(key('waking'))).toBe(0);
+    expect(await s.redis.zcard(keys.dialWaking(firm.slug))).toBe(0);
   }, 40_000);
 });

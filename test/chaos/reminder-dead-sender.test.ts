@@ -3,18 +3,17 @@
 // attempts, finding it busy, failed and backed off exponentially: the reminder would have gone
 // out 9 minutes late (the run ended with it still `sending`). The lease is now short and renewed
 // while a send runs, and an attempt that finds a live lease sleeps until it ends, spending no
-// attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its claim in Redis.
+// attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its lease in Redis.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  claimReminder,
   readBookingReminders,
   reminderField,
-  renewReminder,
-  storeBookingReminders,
   type BookingRecord,
   type ReminderRecord,
   type ReminderStore,
-} from '../../core/domain/bookings/reminder-store.js';
+} from '../../core/domain/bookings/reminder-records.js';
+import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import { leaseReminder, renewReminderLease } from '../../core/domain/bookings/reminder-lease.js';
 import {
   REMINDER_LEASE_MS,
   REMINDER_RENEW_MS,
@@ -83,14 +82,14 @@ describe('a reminder whose sender died mid-send', () => {
   it('is mailed once when the dead attempt’s lease ends; the job waits for it without spending attempts', async () => {
     const to = `dead-${rand(4)}@example.com`;
     const { uid, field, dueAt } = await dueReminder(to);
-    // The attempt that claimed it was SIGKILLed before SMTP answered.
-    const claimedAt = Date.now();
-    const dead = await claimReminder(store(), firm, uid, field, {
-      now: claimedAt,
+    // The attempt that leased it was SIGKILLed before SMTP answered.
+    const leasedAt = Date.now();
+    const dead = await leaseReminder(store(), firm, uid, field, {
+      now: leasedAt,
       leaseMs: REMINDER_LEASE_MS,
       token: 'dead',
     });
-    expect(dead.outcome).toBe('claimed');
+    expect(dead.outcome).toBe('leased');
 
     const data = { firm, booking_uid: uid, reminder: field, due_at: dueAt };
     await enqueue(stack.services.queues, JOBS.sendReminder, data);
@@ -115,7 +114,7 @@ describe('a reminder whose sender died mid-send', () => {
     const mails = smtp.messages.filter((m) => m.to.includes(to));
     expect(mails).toHaveLength(1);
     // Not before the dead attempt's lease ended: never two senders under one lease.
-    expect(mails[0]!.at).toBeGreaterThanOrEqual(claimedAt + REMINDER_LEASE_MS);
+    expect(mails[0]!.at).toBeGreaterThanOrEqual(leasedAt + REMINDER_LEASE_MS);
     await eventually(async () => expect(await queue.getJobState(job.id)).toBe('completed'), 10_000);
     const done = await queue.getJob(job.id);
     expect(done?.failedReason ?? null).toBeNull();
@@ -135,26 +134,26 @@ describe('a reminder whose sender died mid-send', () => {
         { lastAttempt: false },
       );
       await eventually(async () => expect(smtp.held()).toBe(1), 10_000, 20);
-      const claimed = await recordOf(uid);
-      expect(claimed.status).toBe('sending');
-      // Past the first renewal: the lease reaches beyond where the claim alone set it.
+      const leased = await recordOf(uid);
+      expect(leased.status).toBe('sending');
+      // Past the first renewal: the lease reaches beyond where the lease alone set it.
       await eventually(
-        async () => expect((await recordOf(uid)).lease_until).toBeGreaterThan(claimed.lease_until!),
+        async () => expect((await recordOf(uid)).lease_until).toBeGreaterThan(leased.lease_until!),
         REMINDER_RENEW_MS + 5000,
         200,
       );
       const renewedUntil = (await recordOf(uid)).lease_until!;
       expect(renewedUntil).toBeGreaterThanOrEqual(startedAt + REMINDER_RENEW_MS + REMINDER_LEASE_MS);
       // Another attempt when the first lease would have ended finds the reminder still held.
-      const other = await claimReminder(store(), firm, uid, field, {
-        now: claimed.lease_until! + 1,
+      const other = await leaseReminder(store(), firm, uid, field, {
+        now: leased.lease_until! + 1,
         leaseMs: REMINDER_LEASE_MS,
         token: 'other',
       });
       expect(other).toEqual({ outcome: 'busy', leaseUntil: renewedUntil });
       // Only the holder renews.
       expect(
-        await renewReminder(store(), firm, uid, field, { token: 'other', now: Date.now(), leaseMs: 1 }),
+        await renewReminderLease(store(), firm, uid, field, { token: 'other', now: Date.now(), leaseMs: 1 }),
       ).toBe(false);
       expect((await recordOf(uid)).lease_until).toBe(renewedUntil);
     } finally {

@@ -6,11 +6,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
-import {
-  failContactImport,
-  runContactImport,
-  settleAbandonedImports,
-} from '../../core/domain/contacts/imports.js';
+import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
+import { runContactImport } from '../../core/domain/contacts/import-rows.js';
 import { claimMany } from '../../core/platform/db/claim.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
+import { DECLARED } from '../../core/platform/config/parse.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -61,6 +62,19 @@ describe('loadConfig', () => {
     ['OPENAI_BASE_URL not a URL', { OPENAI_BASE_URL: 'not a url' }, 'OPENAI_BASE_URL'],
     ['SMTP_URL with http://', { SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
     ['RATE_LIMIT_PER_MINUTE=0', { RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE'],
+    ['PORT=1e3', { PORT: '1e3' }, 'PORT'],
+    ['TRUST_PROXY=yes', { TRUST_PROXY: 'yes' }, 'TRUST_PROXY'],
+    ['ALLOW_PRIVATE_URLS=TRUE', { ALLOW_PRIVATE_URLS: 'TRUE' }, 'ALLOW_PRIVATE_URLS'],
+    ['LOG_LEVEL unknown', { LOG_LEVEL: 'verbose' }, 'LOG_LEVEL'],
+    ['WORKER_QUEUES with a bad name', { WORKER_QUEUES: 'calls,Bad Name' }, 'WORKER_QUEUES'],
+    ['WORKER_QUEUES only commas', { WORKER_QUEUES: ',,' }, 'WORKER_QUEUES'],
+    ['APP_ENV with markup', { APP_ENV: '<b>prod</b>' }, 'APP_ENV'],
+    ['NODE_ENV (APP_ENV fallback) with markup', { NODE_ENV: 'prod env' }, 'APP_ENV'],
+    [
+      'ADMIN_READONLY_API_KEY equal to ADMIN_API_KEY',
+      { ADMIN_READONLY_API_KEY: VALID.ADMIN_API_KEY },
+      'ADMIN_READONLY_API_KEY',
+    ],
   ])('rejects %s, naming the variable', (_what, change, name) => {
     const found = problems({ ...VALID, ...change });
     expect(found).toHaveLength(1);
@@ -71,6 +85,59 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...VALID, VOICE_PROVIDER: 'retell', RETELL_API_KEY: 'key_x' }).voiceProvider).toBe(
       'retell',
     );
+  });
+
+  it('reads every boolean with one parser: true, false, 1 or 0', () => {
+    for (const [spelling, value] of [
+      ['true', true],
+      ['1', true],
+      ['false', false],
+      ['0', false],
+    ] as const) {
+      const config = loadConfig({ ...VALID, TRUST_PROXY: spelling, ALLOW_PRIVATE_URLS: spelling });
+      expect([config.trustProxy, config.allowPrivateUrls]).toEqual([value, value]);
+    }
+    expect(loadConfig(VALID)).toMatchObject({ trustProxy: false, allowPrivateUrls: false });
+  });
+
+  it('reads integers, lists and base URLs', () => {
+    const config = loadConfig({
+      ...VALID,
+      PORT: ' 8080 ',
+      WORKER_QUEUES: 'calls, simulator,,calls',
+      RETELL_BASE_URL: 'https://retell.example.com//',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      publicBaseUrl: 'http://127.0.0.1:8080',
+      workerQueues: ['calls', 'simulator'],
+      retellBaseUrl: 'https://retell.example.com',
+    });
+    expect(loadConfig(VALID).workerQueues).toBeUndefined();
+  });
+
+  it('never echoes a key, a secret or a URL in a message', () => {
+    const found = problems({
+      ...VALID,
+      ADMIN_API_KEY: 'secret-admin',
+      SESSION_SECRET: 'secret-session',
+      REDIS_URL: 'http://user:secret-password@redis.example.com',
+    });
+    expect(found).toHaveLength(3);
+    expect(found.join('\n')).not.toContain('secret-');
+  });
+
+  it('declares each variable once, under one name', () => {
+    const names = DECLARED.map((d) => d.variable.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const { variable } of DECLARED) {
+      expect(variable.name).toMatch(/^[A-Z][A-Z0-9_]*$/);
+      expect(variable.description.length).toBeGreaterThan(0);
+      // The cross-variable rules name variables that exist.
+      for (const other of [variable.requiredWhen?.name, variable.differsFrom]) {
+        if (other !== undefined) expect(names).toContain(other);
+      }
+    }
   });
 
   it('names every bad variable at once', () => {

@@ -1,9 +1,9 @@
 // Security review, issue 7, finding 15: every number the service dials is a possible number for
 // its country (libphonenumber-js) and in a country of the firm's allowed_call_countries (default
-// US and CA). The rule lives in registerOutboundCall, which every dial goes through.
+// US and CA). The rule lives in registerOutboundCall, which every dial goes through; the number
+// rule itself (parseDialable) is tested in test/unit/phones.test.ts.
 import { changeCached } from '../../core/platform/db/read-cache.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDialable } from '../../core/domain/contact-points/phones.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { callsOf, createAgent } from '../calls/support.js';
@@ -24,20 +24,6 @@ const CANADA = '+14165550123';
 const call = (toNumber: string, headers?: Record<string, string>) =>
   firm.client.post('/api/v2/create-outbound-call', { toNumber, agentId, firmSlug: firm.slug }, headers);
 const callCount = () => callsOf(stack).countDocuments({ firm: firm.slug });
-
-describe('parseDialable', () => {
-  it('gives the E.164 number and its country for a possible number', () => {
-    expect(parseDialable('+14155550123')).toEqual({ e164: '+14155550123', country: 'US' });
-    expect(parseDialable(CANADA)).toEqual({ e164: CANADA, country: 'CA' });
-    expect(parseDialable(UK)).toEqual({ e164: UK, country: 'GB' });
-  });
-
-  it('is null for what is not a possible number of a known country', () => {
-    for (const n of ['+1212555', '+99912345678', '+10005551234', '14155550123', '+1 415 555 0123', '']) {
-      expect(parseDialable(n)).toBeNull();
-    }
-  });
-});
 
 describe('create-outbound-call destinations', () => {
   it('a UK number with the default setting: 400 destination_not_allowed, no call stored', async () => {

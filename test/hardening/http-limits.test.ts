@@ -1,9 +1,9 @@
 // Findings 8–12 of the fuzzing run (issue 7): methods a route does not have, prototype names as
 // asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
 // Each answer is a clear 4xx/501 in the contract's error shape, never a 500.
-import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allowOf, sendAnyMethod } from '../helpers/any-method.js';
 import type { ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -16,47 +16,13 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.stop());
 
-/** Any method over node:http (fetch refuses TRACE), as an ApiResponse for expectError. */
-function send(
-  method: string,
-  path: string,
-  options: { headers?: Record<string, string>; body?: string } = {},
-): Promise<ApiResponse> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${stack.baseUrl}${path}`, { method, headers: options.headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const headers = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) {
-          if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-        }
-        const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
-        resolve({
-          status: res.statusCode!,
-          body: json ? JSON.parse(text) : text,
-          text,
-          headers,
-        });
-      });
-    });
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-const allowOf = (res: ApiResponse) =>
-  (res.headers.get('allow') ?? '')
-    .split(',')
-    .map((m) => m.trim())
-    .filter((m) => m !== '')
-    .sort();
+const send = (method: string, path: string, options?: { headers?: Record<string, string>; body?: string }) =>
+  sendAnyMethod(stack.baseUrl, method, path, options);
 
 describe('finding 8: a method a route does not have is 405 with Allow (unknown too), never 500', () => {
-  it('TRACE, QUERY, PROPFIND on any path, without a token: 405 method_not_allowed', async () => {
+  it('TRACE, QUERY, PROPFIND on any known path, without a token: 405 method_not_allowed', async () => {
     for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE']) {
-      for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x', '/no/such/path']) {
+      for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x']) {
         const res = await send(method, path);
         expectError(res, 405, 'method_not_allowed');
       }

@@ -100,6 +100,26 @@ describe('leads API', () => {
     expectError(await a.client.get('/api/leads/lead_nope'), 404, 'lead_not_found');
   });
 
+  it('lists: a firm token may leave firmSlug out (its own firm), the platform key must give it (400)', async () => {
+    const firm = await createFirm(stack);
+    const made = await firm.client.post('/api/leads', { firmSlug: firm.slug, email: 'own@example.com' });
+    const own = await firm.client.get('/api/leads');
+    expect(own.status).toBe(200);
+    expect(own.body.leads.map((l: any) => l.id)).toEqual([made.body.id]);
+    const platform = await stack.admin.get('/api/leads');
+    expectError(platform, 400, 'invalid_request');
+    expect(detailPaths(platform)).toEqual(['/firmSlug']);
+  });
+
+  it('pages 50 leads when limit is left out (the default the schema declares)', async () => {
+    const firm = await createFirm(stack);
+    for (let i = 0; i < 51; i++)
+      await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: `n${i}` });
+    const page = await firm.client.get(`/api/leads?firmSlug=${firm.slug}`);
+    expect(page.body.leads).toHaveLength(50);
+    expect(page.body.next_cursor).not.toBe('');
+  });
+
   it('lists newest first by keyset pages with no repeat or gap while leads are added', async () => {
     const firm = await createFirm(stack);
     for (let i = 0; i < 12; i++) {

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import type { AnalyzeCallJob, CallEffectJob } from '../../jobs/call-analysis.js';
 import { analyseCall } from '../../core/domain/call-analysis/pipeline.js';
-import { isFinalEffectFailure, runCallEffect } from '../../core/domain/call-analysis/effects.js';
+import { isFinalEffectFailure, runCallEffect } from '../../core/domain/call-analysis/call-effects.js';
 import type { JobProcessor } from '../runner.js';
 
 /** Extracts an analysed call's caller data once, then enqueues its effects (job id = firm + call). */

@@ -1,11 +1,7 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { ImportContactsJob } from '../../jobs/contacts.js';
-import {
-  ImportNotRunnableError,
-  failContactImport,
-  runContactImport,
-  settleAbandonedImports,
-} from '../../core/domain/contacts/imports.js';
+import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
+import { ImportNotRunnableError, runContactImport } from '../../core/domain/contacts/import-rows.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import type { JobProcessor } from '../runner.js';
 

@@ -1,15 +1,22 @@
 import { Type } from '@sinclair/typebox';
-import { requireFirm } from '../../../core/domain/access/access.js';
+import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
 import {
-  agentListEntry,
-  agentView,
+  requireFirm,
+  requireListFirm,
+  requirePlatform,
+  requireRecord,
+} from '../../../core/domain/access/access.js';
+import {
   createAgent,
   deleteAgent,
-  getAgent,
+  findAgent,
   listAgents,
   updateAgent,
+  type AgentDoc,
 } from '../../../core/domain/agents/agents.js';
+import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
+import { agentListEntry, agentView } from './present.js';
 import {
   AgentListEntry,
   AgentParams,
@@ -20,6 +27,26 @@ import {
 } from './schema.js';
 
 const tag = 'Agent Config';
+
+const requireAgent = async (
+  services: Services,
+  principal: ApiPrincipal,
+  agentId: string,
+): Promise<AgentDoc> => requireRecord(principal, await findAgent(services.mongo.db, agentId), 'agent');
+
+/**
+ * provider_agent_id names an agent on the shared provider account, any firm's: a firm token
+ * may not set it or change it (sending the stored value back is no change), the platform may.
+ */
+function assertMaySetProviderAgentId(
+  principal: ApiPrincipal,
+  sent: string | undefined,
+  current?: AgentDoc,
+): void {
+  if (sent === undefined) return;
+  if (current !== undefined && sent === current.provider_agent_id) return;
+  requirePlatform(principal, 'Only the platform key may set or change provider_agent_id.');
+}
 
 export const agentRoutes = [
   defineRoute({
@@ -34,8 +61,9 @@ export const agentRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
       const db = services.mongo.db;
-      if (query.firmSlug !== undefined) await requireFirm(db, principal, query.firmSlug);
-      const firm = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
+      // Unlike the other lists, the platform without firmSlug sees every firm's agents (the contract's rule).
+      const everyFirm = query.firmSlug === undefined && principal.kind === 'platform';
+      const firm = everyFirm ? undefined : (await requireListFirm(db, principal, query.firmSlug))._id;
       return (await listAgents(db, firm)).map(agentListEntry);
     },
   }),
@@ -52,8 +80,9 @@ export const agentRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
-      await requireFirm(services.mongo.db, principal, firmSlug);
-      return agentView(await createAgent(services, principal, firmSlug, input));
+      const firm = await requireFirm(services.mongo.db, principal, firmSlug);
+      assertMaySetProviderAgentId(principal, input.provider_agent_id);
+      return agentView(await createAgent(services, firm._id, input));
     },
   }),
   defineRoute({
@@ -67,7 +96,7 @@ export const agentRoutes = [
     response: AgentResponse,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      agentView(await getAgent(services.mongo.db, principal, params.agent_id)),
+      agentView(await requireAgent(services, principal, params.agent_id)),
   }),
   defineRoute({
     method: 'PATCH',
@@ -81,8 +110,9 @@ export const agentRoutes = [
     response: AgentResponse,
     errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
-      const agent = await getAgent(services.mongo.db, principal, params.agent_id);
-      return agentView(await updateAgent(services, principal, agent, body));
+      const agent = await requireAgent(services, principal, params.agent_id);
+      assertMaySetProviderAgentId(principal, body.provider_agent_id, agent);
+      return agentView(await updateAgent(services, agent, body));
     },
   }),
   defineRoute({
@@ -96,7 +126,7 @@ export const agentRoutes = [
     response: Type.Object({ agent_id: Type.String(), deleted: Type.Boolean() }),
     errors: [404],
     handler: async ({ services, principal, params }) => {
-      const agent = await getAgent(services.mongo.db, principal, params.agent_id);
+      const agent = await requireAgent(services, principal, params.agent_id);
       await deleteAgent(services.mongo.db, agent);
       return { agent_id: agent._id, deleted: true };
     },

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm } from '../../../core/domain/access/access.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../../core/domain/access/api-keys.js';
 import { defineRoute } from '../../route.js';
+import { apiKeyView } from './present.js';
 import {
   ApiKeyParams,
   ApiKeyResponse,
@@ -25,7 +26,8 @@ export const apiKeyRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       await requireFirm(services.mongo.db, principal, body.firmSlug);
-      return createApiKey(services.mongo.db, body.firmSlug, body.name);
+      const { doc, key } = await createApiKey(services.mongo.db, body.firmSlug, body.name);
+      return { ...apiKeyView(doc), key };
     },
   }),
   defineRoute({
@@ -39,8 +41,8 @@ export const apiKeyRoutes = [
     response: Type.Array(ApiKeyResponse),
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
-      await requireFirm(services.mongo.db, principal, query.firmSlug);
-      return listApiKeys(services.mongo.db, query.firmSlug);
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
+      return (await listApiKeys(services.mongo.db, firm._id)).map(apiKeyView);
     },
   }),
   defineRoute({

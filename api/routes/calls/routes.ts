@@ -1,9 +1,10 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
-import { callView, getCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
+import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
+import { callView } from './present.js';
 import {
   CallParams,
   CallRecord,
@@ -59,7 +60,7 @@ export const callRoutes = [
     response: CallRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      callView(await getCall(services.mongo.db, principal, params.call_id)),
+      callView(requireRecord(principal, await findCall(services.mongo.db, params.call_id), 'call')),
   }),
   defineRoute({
     method: 'POST',
@@ -73,12 +74,12 @@ export const callRoutes = [
     response: ListCallsResponse,
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
-      await requireFirm(services.mongo.db, principal, body.firmSlug);
+      const firm = await requireListFirm(services.mongo.db, principal, body.firmSlug);
       const page = await listFinishedCalls(
         services.mongo.db,
         services.config.sessionSecret,
-        body.firmSlug,
-        body.limit ?? 50,
+        firm._id,
+        body.limit,
         body.cursor,
       );
       return { calls: page.calls.map(callView), next_cursor: page.next_cursor };

@@ -1,4 +1,5 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
+import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
 import {
   addCampaignLeads,
   cancelCampaign,
@@ -7,10 +8,11 @@ import {
   listCampaigns,
   pauseCampaign,
   resumeCampaign,
-  viewWithCounts,
 } from '../../../core/domain/campaigns/campaigns.js';
-import { getCampaign } from '../../../core/domain/campaigns/campaign-store.js';
+import { findCampaign, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
+import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
+import { campaignView, viewWithCounts } from './present.js';
 import {
   AddCampaignLeadsBody,
   AddCampaignLeadsResponse,
@@ -26,6 +28,12 @@ import {
 
 const tag = 'Campaigns';
 
+const requireCampaign = async (
+  services: Services,
+  principal: ApiPrincipal,
+  id: string,
+): Promise<CampaignDoc> => requireRecord(principal, await findCampaign(services.mongo.db, id), 'campaign');
+
 /** pause, resume, cancel: the same shape, each with its own state rule. */
 const stateChange = (action: 'pause' | 'resume' | 'cancel', summary: string, run: typeof pauseCampaign) =>
   defineRoute({
@@ -40,7 +48,7 @@ const stateChange = (action: 'pause' | 'resume' | 'cancel', summary: string, run
     response: CampaignRecord,
     errors: [404, 409],
     handler: async ({ services, principal, params }) =>
-      viewWithCounts(services, await run(services, principal, params.id)),
+      viewWithCounts(services, await run(services, await requireCampaign(services, principal, params.id))),
   });
 
 export const campaignRoutes = [
@@ -56,7 +64,9 @@ export const campaignRoutes = [
     response: CreateCampaignResponse,
     errors: [403, 404, 409],
     handler: async ({ services, principal, body }) => {
-      const campaign = await createCampaign(services, principal, body);
+      const { firmSlug, ...input } = body;
+      const firm = await requireFirm(services.mongo.db, principal, firmSlug);
+      const campaign = await createCampaign(services, firm, input);
       return {
         id: campaign._id,
         name: campaign.name,
@@ -76,8 +86,12 @@ export const campaignRoutes = [
     response: ListCampaignsResponse,
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
-      await requireFirm(services.mongo.db, principal, query.firmSlug);
-      return listCampaigns(services, query.firmSlug, query.limit ?? 50, query.cursor);
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
+      const page = await listCampaigns(services, firm._id, query.limit, query.cursor);
+      return {
+        campaigns: page.campaigns.map(({ campaign, counts }) => campaignView(campaign, counts)),
+        next_cursor: page.next_cursor,
+      };
     },
   }),
   defineRoute({
@@ -91,7 +105,7 @@ export const campaignRoutes = [
     response: CampaignRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      viewWithCounts(services, await getCampaign(services.mongo.db, principal, params.id)),
+      viewWithCounts(services, await requireCampaign(services, principal, params.id)),
   }),
   defineRoute({
     method: 'POST',
@@ -105,7 +119,8 @@ export const campaignRoutes = [
     response: AddCampaignLeadsResponse,
     errors: [404, 409],
     handler: async ({ services, principal, params, body }) => {
-      const { campaign, leads_added } = await addCampaignLeads(services, principal, params.id, body);
+      const seen = await requireCampaign(services, principal, params.id);
+      const { campaign, leads_added } = await addCampaignLeads(services, seen, body);
       return {
         id: campaign._id,
         name: campaign.name,
@@ -127,7 +142,8 @@ export const campaignRoutes = [
     body: NoBody,
     response: LaunchResponse,
     errors: [404, 409],
-    handler: async ({ services, principal, params }) => launchCampaign(services, principal, params.id),
+    handler: async ({ services, principal, params }) =>
+      launchCampaign(services, await requireCampaign(services, principal, params.id)),
   }),
   stateChange(
     'pause',

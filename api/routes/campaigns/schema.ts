@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { CAMPAIGN_STATUSES } from '../../../core/domain/campaigns/campaign-store.js';
 import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-leads.js';
-import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 import { LeadInputFields } from '../leads/schema.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -51,8 +51,8 @@ export const NoBody = Body({});
 export const CampaignParams = Type.Object({ id: Id });
 
 export const ListCampaignsQuery = Type.Object({
-  firmSlug: FirmSlug,
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  firmSlug: ListFirmSlug,
+  limit: Limit(1000, 50),
   cursor: Cursor(),
 });
 

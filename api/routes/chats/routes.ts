@@ -1,7 +1,17 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireRecord } from '../../../core/domain/access/access.js';
+import type { Principal } from '../../../core/domain/access/principal.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
-import { chatView, createChat, endChat, getChat, sendChatMessage } from '../../../core/domain/chats/chats.js';
+import {
+  createChat,
+  currentChat,
+  endChat,
+  findChat,
+  sendChatMessage,
+  type ChatDoc,
+} from '../../../core/domain/chats/chats.js';
+import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
+import { chatView } from './present.js';
 import {
   ChatCompletionBody,
   ChatCompletionResponse,
@@ -19,6 +29,10 @@ const tag = 'Voice & Chat';
 // The chat routes are the only ones a widget token may use (CONTRACT §2): each opts in with
 // `acceptWidget`. A widget token acts for its own firm's agents, and only on the chats it opened.
 
+/** The chat as stored, if the principal may use it (a widget token: only the chats it opened). */
+const requireChat = async (services: Services, principal: Principal, chatId: string): Promise<ChatDoc> =>
+  requireRecord(principal, await findChat(services.mongo.db, chatId), 'chat');
+
 export const chatRoutes = [
   defineRoute({
     method: 'POST',
@@ -32,9 +46,15 @@ export const chatRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       const db = services.mongo.db;
-      await requireFirm(db, principal, body.firmSlug);
-      const agent = await getFirmAgent(db, body.firmSlug, body.agentId);
-      const chat = await createChat(services, agent, stringifyVariables(body.dynamicVariables), principal);
+      const firm = await requireFirm(db, principal, body.firmSlug);
+      const agent = await getFirmAgent(db, firm._id, body.agentId);
+      const widgetSubject = principal.kind === 'widget' ? principal.subject : undefined;
+      const chat = await createChat(
+        services,
+        agent,
+        stringifyVariables(body.dynamicVariables),
+        widgetSubject,
+      );
       const greeting = chat.messages[0]?.content;
       return {
         chat_id: chat._id,
@@ -55,7 +75,8 @@ export const chatRoutes = [
     response: ChatCompletionResponse,
     errors: [404, 409, 502],
     handler: async ({ services, principal, body }) => {
-      const { reply } = await sendChatMessage(services, principal, body.chatId, body.message);
+      const chat = await requireChat(services, principal, body.chatId);
+      const { reply } = await sendChatMessage(services, chat, body.message);
       return { message: reply };
     },
   }),
@@ -70,7 +91,7 @@ export const chatRoutes = [
     response: EndChatResponse,
     errors: [404, 409],
     handler: async ({ services, principal, body }) => {
-      const { chat } = await endChat(services, principal, body.chatId);
+      const { chat } = await endChat(services, await requireChat(services, principal, body.chatId));
       return { chat_id: chat._id, status: 'ended' as const };
     },
   }),
@@ -85,6 +106,6 @@ export const chatRoutes = [
     response: ChatResponse,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      chatView(await getChat(services.mongo.db, principal, params.chat_id)),
+      chatView(await currentChat(services.mongo.db, await requireChat(services, principal, params.chat_id))),
   }),
 ];

@@ -1,13 +1,15 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { isKnownCountry } from '../../../core/domain/contact-points/phones.js';
-import { contactView, listContacts } from '../../../core/domain/contacts/contacts.js';
+import { listContacts } from '../../../core/domain/contacts/contacts.js';
+import { findContactImport } from '../../../core/domain/contacts/import-record.js';
 import {
   awaitContactImport,
-  getContactImport,
+  contactImportState,
   startContactImport,
-} from '../../../core/domain/contacts/imports.js';
+} from '../../../core/domain/contacts/import-request.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
+import { contactView } from './present.js';
 import type { Lifecycle } from '../ops/routes.js';
 import {
   ImportContactsBody,
@@ -72,7 +74,13 @@ export const contactRoutes = [
     accepted: ImportProcessing,
     errors: [404],
     handler: async ({ services, principal, params, koa }) => {
-      const view = await getContactImport(services, principal, params.job_id);
+      const record = requireRecord(
+        principal,
+        await findContactImport(services.mongo.db, params.job_id),
+        'import_job',
+        'No contacts import was found with that job_id.',
+      );
+      const view = await contactImportState(services, record);
       if (view.status !== 'processing') return view;
       koa.status = 202;
       koa.body = view;
@@ -91,15 +99,9 @@ export const contactRoutes = [
     response: ListContactsResponse,
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
-      const slug = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
-      if (slug === undefined) {
-        throw invalidRequest('Name the firm with ?firmSlug= (the platform key acts on every firm).', [
-          { path: '/firmSlug', message: 'is required with the platform key' },
-        ]);
-      }
-      await requireFirm(services.mongo.db, principal, slug);
-      const page = await listContacts(services.mongo.db, services.config.sessionSecret, slug, {
-        limit: query.limit ?? 50,
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
+      const page = await listContacts(services.mongo.db, services.config.sessionSecret, firm._id, {
+        limit: query.limit,
         ...(query.q === undefined ? {} : { q: query.q }),
         ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
       });

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 export const ImportContactsBody = Body({
   firmSlug: FirmSlug,
@@ -58,8 +58,7 @@ export const ImportJobResponse = Type.Union([
 ]);
 
 export const ListContactsQuery = Type.Object({
-  /** Required with the platform key; a firm token may leave it out (its own firm). */
-  firmSlug: Type.Optional(FirmSlug),
+  firmSlug: ListFirmSlug,
   q: Type.Optional(
     Type.String({
       minLength: 1,
@@ -69,7 +68,7 @@ export const ListContactsQuery = Type.Object({
         "phone's digits (international or national); case- and accent-insensitive",
     }),
   ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  limit: Limit(1000, 50),
   cursor: Type.Optional(
     Type.String({
       maxLength: 2048,

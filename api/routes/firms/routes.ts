@@ -1,7 +1,8 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
-import { createFirm, firmView, updateFirm } from '../../../core/domain/firms/firms.js';
+import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
 import { defineRoute } from '../../route.js';
+import { firmView } from './present.js';
 import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
 
 const tag = 'Firms';

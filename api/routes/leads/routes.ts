@@ -1,6 +1,7 @@
-import { requireFirm } from '../../../core/domain/access/access.js';
-import { createApiLead, getLead, leadView, listLeads } from '../../../core/domain/leads/leads.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
+import { createApiLead, findLead, listLeads } from '../../../core/domain/leads/leads.js';
 import { defineRoute } from '../../route.js';
+import { leadView } from './present.js';
 import { CreateLeadBody, LeadParams, LeadRecord, ListLeadsQuery, ListLeadsResponse } from './schema.js';
 
 const tag = 'Leads';
@@ -33,12 +34,12 @@ export const leadRoutes = [
     response: ListLeadsResponse,
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
-      await requireFirm(services.mongo.db, principal, query.firmSlug);
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
       const page = await listLeads(
         services.mongo.db,
         services.config.sessionSecret,
-        query.firmSlug,
-        query.limit ?? 50,
+        firm._id,
+        query.limit,
         query.cursor,
       );
       return { leads: page.leads.map(leadView), next_cursor: page.next_cursor };
@@ -55,6 +56,6 @@ export const leadRoutes = [
     response: LeadRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      leadView(await getLead(services.mongo.db, principal, params.id)),
+      leadView(requireRecord(principal, await findLead(services.mongo.db, params.id), 'lead')),
   }),
 ];

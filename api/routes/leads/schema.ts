@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { LEAD_SOURCES } from '../../../core/domain/leads/leads.js';
-import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Text = (maxLength: number, description?: string) =>
@@ -25,8 +25,8 @@ export const CreateLeadBody = Body({ firmSlug: FirmSlug, ...LeadInputFields });
 export const LeadParams = Type.Object({ id: Id });
 
 export const ListLeadsQuery = Type.Object({
-  firmSlug: FirmSlug,
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+  firmSlug: ListFirmSlug,
+  limit: Limit(1000, 50),
   cursor: Cursor(),
 });
 

@@ -45,7 +45,7 @@ export interface Lifecycle {
   shuttingDown: boolean;
 }
 
-async function checkReadiness(services: Services): Promise<Record<string, string>> {
+async function checkReadiness(services: Services): Promise<{ redis: string; mongodb: string }> {
   const [redis, mongodb] = await Promise.allSettled([
     withTimeout(services.redis.ping(), 2000),
     withTimeout(pingMongo(services.mongo), 2500),
@@ -67,7 +67,7 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       operationId: 'healthz',
       summary: 'The process is up',
       response: Type.Object({ status: Type.Literal('ok') }),
-      handler: async () => ({ status: 'ok' }),
+      handler: async () => ({ status: 'ok' as const }),
     }),
     defineRoute({
       ...common,
@@ -94,7 +94,7 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
             error.headers,
           );
         }
-        return { status: 'ready', ...checks };
+        return { status: 'ready' as const, ...checks };
       },
     }),
     defineRoute({
@@ -116,8 +116,11 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       path: '/openapi.json',
       operationId: 'openapi',
       summary: 'This OpenAPI 3.1 document',
-      handler: async ({ services }) =>
-        (openApi ??= buildOpenApiDocument(deps.allRoutes(), services.config.publicBaseUrl)),
+      // The document describes itself loosely (no response schema): it is written as it is.
+      handler: async ({ services, koa }) => {
+        koa.body = openApi ??= buildOpenApiDocument(deps.allRoutes(), services.config.publicBaseUrl);
+        return undefined;
+      },
     }),
     defineRoute({
       ...common,

@@ -1,4 +1,5 @@
-import { prepareWidgetSession } from '../../../core/domain/widget/widget-session.js';
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { firmOfAgent, prepareWidgetSession } from '../../../core/domain/widget/widget-session.js';
 import { WIDGET_ASSET_NAMES, widgetAsset } from '../../../dashboard/widget/assets.js';
 import { renderTestWidgetPage } from '../../../dashboard/widget/page.js';
 import { defineRoute } from '../../route.js';
@@ -56,7 +57,11 @@ export const widgetRoutes = [
     responseContentType: 'text/html',
     errors: [403, 404],
     handler: async ({ services, principal, query, koa }) => {
-      const session = await prepareWidgetSession(services, principal, query);
+      const slug =
+        query.firmSlug ??
+        (principal.kind === 'firm' ? principal.firm : await firmOfAgent(services, query.agentId));
+      const firm = slug === undefined ? undefined : await requireFirm(services.mongo.db, principal, slug);
+      const session = await prepareWidgetSession(services, firm, query);
       const page = renderTestWidgetPage({
         session,
         settings: query,

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Context } from 'koa';
-import { requireFirm } from '../../../core/domain/access/access.js';
+import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
+import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
 import {
   createWorkflow,
   deleteWorkflow,
@@ -10,6 +11,7 @@ import {
   updateWorkflow,
   workflowJson,
   workflowListJson,
+  workflowOwner,
 } from '../../../core/domain/workflows/workflows.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
@@ -24,6 +26,10 @@ import {
 } from './schema.js';
 
 const tag = 'Workflows';
+
+/** The firm of the workflow an id names, if the principal may see it (404 before any read otherwise). */
+const workflowFirm = (principal: ApiPrincipal, id: string): string =>
+  requireRecord(principal, workflowOwner(id), 'workflow').firm;
 
 /** Answers with JSON text built by the domain (stored graphs are spliced in, not re-parsed). */
 function sendJsonText(koa: Context, text: string): undefined {
@@ -73,14 +79,8 @@ export const workflowRoutes = [
     },
     errors: [403, 404],
     handler: async ({ services, principal, query, koa }) => {
-      const slug = query.firmSlug ?? (principal.kind === 'firm' ? principal.firm : undefined);
-      if (slug === undefined) {
-        throw invalidRequest('Name the firm with ?firmSlug= (the platform key acts on every firm).', [
-          { path: '/firmSlug', message: 'is required with the platform key' },
-        ]);
-      }
-      await requireFirm(services.mongo.db, principal, slug);
-      const page = await listWorkflows(services, slug, query.limit ?? 100, query.cursor);
+      const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
+      const page = await listWorkflows(services, firm._id, query.limit, query.cursor);
       if (page.next_cursor !== undefined) koa.set('X-Next-Cursor', page.next_cursor);
       return sendJsonText(koa, workflowListJson(page.workflows));
     },
@@ -96,7 +96,10 @@ export const workflowRoutes = [
     response: WorkflowRecord,
     errors: [404],
     handler: async ({ services, principal, params, koa }) =>
-      sendJsonText(koa, workflowJson(await getWorkflow(services.mongo.db, principal, params.id))),
+      sendJsonText(
+        koa,
+        workflowJson(await getWorkflow(services.mongo.db, workflowFirm(principal, params.id), params.id)),
+      ),
   }),
   defineRoute({
     method: 'PUT',
@@ -116,7 +119,7 @@ export const workflowRoutes = [
       const { firmSlug, ...input } = body;
       // A firm token naming another firm is refused before anything is looked up.
       if (firmSlug !== undefined) await requireFirm(db, principal, firmSlug);
-      const workflow = await getWorkflowMeta(db, principal, params.id);
+      const workflow = await getWorkflowMeta(db, workflowFirm(principal, params.id), params.id);
       if (firmSlug !== undefined && firmSlug !== workflow.firm) {
         throw invalidRequest(
           `A workflow stays in its firm (${quote(workflow.firm)}); leave firmSlug out or send that one.`,
@@ -137,7 +140,11 @@ export const workflowRoutes = [
     response: DeleteWorkflowResponse,
     errors: [404],
     handler: async ({ services, principal, params }) => {
-      const workflow = await getWorkflowMeta(services.mongo.db, principal, params.id);
+      const workflow = await getWorkflowMeta(
+        services.mongo.db,
+        workflowFirm(principal, params.id),
+        params.id,
+      );
       await deleteWorkflow(services, workflow);
       return { id: workflow._id, deleted: true };
     },

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_EDGES, MAX_NODES } from '../../../core/domain/workflows/graph.js';
-import { Body, Cursor, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 // Nodes and edges in the flow-builder (React Flow / xyflow) shape. Only the fields the service
 // relies on are checked; every other field (width, height, selected, dragging, style,
@@ -86,19 +86,8 @@ export const UpdateWorkflowBody = Body({
 export const WorkflowParams = Type.Object({ id: Id });
 
 export const ListWorkflowsQuery = Type.Object({
-  firmSlug: Type.Optional(
-    firmSlugDescribed(
-      'The firm; a firm token may leave it out (its own firm), the platform key must give it (else 400)',
-    ),
-  ),
-  limit: Type.Optional(
-    Type.Integer({
-      minimum: 1,
-      maximum: 500,
-      default: 100,
-      description: 'At most this many workflows (fewer once a page holds 16 MiB of graphs)',
-    }),
-  ),
+  firmSlug: ListFirmSlug,
+  limit: Limit(500, 100, 'At most this many workflows (fewer once a page holds 16 MiB of graphs)'),
   cursor: Cursor('The X-Next-Cursor header of the previous page'),
 });
 

@@ -1,25 +1,59 @@
 import type { Db } from 'mongodb';
-import { forbidden, notFound, quote } from '../../platform/errors.js';
-import type { Principal } from './principal.js';
+import { forbidden, invalidRequest, notFound, quote } from '../../platform/errors.js';
+import type { ApiPrincipal, Principal } from './principal.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 
-/** Firm isolation: a firm (or widget) token may only name its own firm; the firm must exist. */
+// Authorization: the routes ask here, once, whether the caller may act, then hand the domain an
+// already-checked firm or record. The domain never sees a Principal.
+
+/** Firm isolation: a firm (or widget) token may only name its own firm (403); the firm must exist (404). */
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
-  assertMayActOn(principal, slug);
+  if (!mayActOn(principal, slug)) throw forbidden();
   const firm = await getFirm(db, slug);
   if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
   return firm;
 }
 
-function assertMayActOn(principal: Principal, slug: string): void {
-  if (principal.kind !== 'platform' && principal.firm !== slug) throw forbidden();
+/**
+ * The firm a list is for, where firmSlug may be left out: a firm token's own firm; the platform
+ * key acts on every firm, so it must name one (400, with details naming /firmSlug).
+ */
+export async function requireListFirm(
+  db: Db,
+  principal: ApiPrincipal,
+  slug: string | undefined,
+): Promise<FirmDoc> {
+  const named = slug ?? (principal.kind === 'firm' ? principal.firm : undefined);
+  if (named === undefined) {
+    throw invalidRequest('Name the firm with firmSlug (the platform key acts on every firm).', [
+      { path: '/firmSlug', message: 'is required with the platform key' },
+    ]);
+  }
+  return requireFirm(db, principal, named);
 }
 
-export function requirePlatform(principal: Principal): void {
-  if (principal.kind !== 'platform') throw forbidden('Only the platform key may do this.');
+/**
+ * A record addressed by id, if the principal may see it: a missing record and another firm's
+ * both answer 404, so an id of another firm is never confirmed to exist. A widget token sees
+ * only the records it opened itself (its chats).
+ */
+export function requireRecord<T extends { firm: string; widget_subject?: string }>(
+  principal: Principal,
+  record: T | null,
+  thing: string,
+  message?: string,
+): T {
+  if (record === null || !mayActOn(principal, record.firm)) throw notFound(thing, message);
+  if (principal.kind === 'widget' && record.widget_subject !== principal.subject)
+    throw notFound(thing, message);
+  return record;
 }
 
-/** For records addressed by id: another firm's record is reported as not found. */
-export function mayRead(principal: Principal, firm: string): boolean {
+/** Routes (and fields) for the platform only: 403 for any other token. */
+export function requirePlatform(principal: Principal, message = 'Only the platform key may do this.'): void {
+  if (principal.kind !== 'platform') throw forbidden(message);
+}
+
+function mayActOn(principal: Principal, firm: string): boolean {
   return principal.kind === 'platform' || principal.firm === firm;
 }

@@ -12,7 +12,7 @@ import { sha256Hex } from '../../platform/crypto.js';
 
 export const API_KEY_PREFIX = 'isk_';
 
-interface ApiKeyDoc {
+export interface ApiKeyDoc {
   _id: string;
   firm: string;
   name: string;
@@ -44,7 +44,12 @@ export async function findApiKeyByHash(
   return doc === null ? null : { id: doc.key_id, firm: doc.firm };
 }
 
-export async function createApiKey(db: Db, firm: string, name: string) {
+/** A new key of the firm: its document, and the key itself (shown once, stored only as a hash). */
+export async function createApiKey(
+  db: Db,
+  firm: string,
+  name: string,
+): Promise<{ doc: ApiKeyDoc; key: string }> {
   const key = `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const doc: ApiKeyDoc = {
     _id: newId('key', 12),
@@ -63,12 +68,11 @@ export async function createApiKey(db: Db, firm: string, name: string) {
       .catch(() => {});
     throw err;
   }
-  return { ...apiKeyView(doc), key };
+  return { doc, key };
 }
 
-export async function listApiKeys(db: Db, firm: string) {
-  const docs = await apiKeys(db).find({ firm }).sort({ created_at: -1 }).limit(1000).toArray();
-  return docs.map(apiKeyView);
+export function listApiKeys(db: Db, firm: string): Promise<ApiKeyDoc[]> {
+  return apiKeys(db).find({ firm }).sort({ created_at: -1 }).limit(1000).toArray();
 }
 
 /** Revocation deletes the hash's key document first, so the key stops working on the very next request. */
@@ -77,14 +81,4 @@ export async function revokeApiKey(db: Db, id: string): Promise<void> {
   if (doc === null) throw notFound('api_key');
   await changeCached(db, () => apiKeyHashes(db).deleteOne({ _id: doc.key_hash }));
   await apiKeys(db).deleteOne({ _id: id });
-}
-
-function apiKeyView(doc: ApiKeyDoc) {
-  return {
-    id: doc._id,
-    firmSlug: doc.firm,
-    name: doc.name,
-    key_prefix: doc.key_prefix,
-    created_at: doc.created_at.toISOString(),
-  };
 }

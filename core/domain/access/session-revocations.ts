@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { UnavailableError } from '../../platform/errors.js';
@@ -27,7 +28,7 @@ const revocations = (db: Db) => collection<SessionRevocationDoc>(db, COLLECTIONS
  */
 export async function revokeSessions(services: Services, firm: string): Promise<Date> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
-  const lockKey = `${services.config.queuePrefix}:lock:session-revocation:${firm}`;
+  const lockKey = redisKeys(services.config.queuePrefix).sessionRevocationLock(firm);
   return withRecordLock(services.redis, lockKey, async () => {
     const revokedBefore = new Date((Math.floor(Date.now() / 1000) + 1) * 1000);
     const docs = revocations(services.mongo.db);

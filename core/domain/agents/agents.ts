@@ -1,10 +1,8 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
-import { forbidden, invalidRequest, notFound, quote } from '../../platform/errors.js';
+import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
-import type { Principal } from '../access/principal.js';
-import { mayRead } from '../access/access.js';
 import type { Services } from '../../wiring/services.js';
 import { findVoice } from './voices.js';
 
@@ -78,23 +76,11 @@ function assertUniqueKeys(questions: IntakeQuestion[] | undefined): void {
   });
 }
 
-/**
- * provider_agent_id names an agent on the shared provider account, any firm's: a firm token
- * may not set it or change it (sending the stored value back is no change), the platform may.
- */
-function assertMaySetProviderAgentId(principal: Principal, input: AgentInput, current?: AgentDoc): void {
-  if (input.provider_agent_id === undefined || principal.kind === 'platform') return;
-  if (current !== undefined && input.provider_agent_id === current.provider_agent_id) return;
-  throw forbidden('Only the platform key may set or change provider_agent_id.');
-}
-
 export async function createAgent(
   services: Services,
-  principal: Principal,
   firm: string,
   input: AgentInput & { agent_name: string; voice_id: string },
 ): Promise<AgentDoc> {
-  assertMaySetProviderAgentId(principal, input);
   assertUniqueKeys(input.intake_questions);
   const voice = await requireVoice(services, input.voice_id);
   const now = new Date();
@@ -115,13 +101,6 @@ export async function createAgent(
   return doc;
 }
 
-/** The agent with that id, as this principal may see it: another firm's agent is not found. */
-export async function getAgent(db: Db, principal: Principal, agentId: string): Promise<AgentDoc> {
-  const agent = await findAgent(db, agentId);
-  if (agent === null || !mayRead(principal, agent.firm)) throw notFound('agent');
-  return agent;
-}
-
 /** The agent with that id, whoever owns it; null when there is none. */
 export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | null> {
   return cachedRead(db, COLLECTIONS.agents, agentId, () => agents(db).findOne({ _id: agentId }));
@@ -137,13 +116,7 @@ export async function getFirmAgent(db: Db, firm: string, agentId: string): Promi
   return agent;
 }
 
-export async function updateAgent(
-  services: Services,
-  principal: Principal,
-  agent: AgentDoc,
-  input: AgentInput,
-): Promise<AgentDoc> {
-  assertMaySetProviderAgentId(principal, input, agent);
+export async function updateAgent(services: Services, agent: AgentDoc, input: AgentInput): Promise<AgentDoc> {
   assertUniqueKeys(input.intake_questions);
   if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
@@ -164,28 +137,6 @@ export async function listAgents(db: Db, firm: string | undefined): Promise<Agen
     .sort({ created_at: -1, _id: -1 })
     .limit(5000)
     .toArray();
-}
-
-export function agentListEntry(agent: AgentDoc) {
-  return {
-    agent_id: agent._id,
-    agent_name: agent.agent_name,
-    firm: agent.firm,
-    voice_id: agent.voice_id,
-    language: agent.language,
-    created_at: agent.created_at.toISOString(),
-  };
-}
-
-export function agentView(agent: AgentDoc) {
-  return {
-    ...agentListEntry(agent),
-    prompt: agent.prompt,
-    begin_message: agent.begin_message,
-    intake_questions: agent.intake_questions,
-    provider_agent_id: agent.provider_agent_id ?? null,
-    updated_at: agent.updated_at.toISOString(),
-  };
 }
 
 /** A firm's agents by name, newest first, at most `limit` (the widget test page's agent picker). */

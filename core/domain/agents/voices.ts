@@ -1,4 +1,5 @@
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import type { VoiceEntry } from '../../integrations/voice/provider.js';
 
 const CACHE_TTL_SECONDS = 3600;
@@ -8,7 +9,7 @@ const CACHE_TTL_SECONDS = 3600;
  * (Retell's list changes rarely and is slow); with Redis down it is fetched directly.
  */
 export async function listVoices(services: Services): Promise<VoiceEntry[]> {
-  const key = `${services.config.queuePrefix}:cache:voices:${services.voice.name}`;
+  const key = redisKeys(services.config.queuePrefix).voiceList(services.voice.name);
   if (services.redis.status === 'ready') {
     try {
       const cached = await services.redis.get(key);

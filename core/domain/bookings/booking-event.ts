@@ -8,13 +8,8 @@ import type { BookingEventJob, BookingPerson, BookingTrigger } from '../../../jo
 import { JOBS } from '../../../jobs/table.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
-import {
-  bookingExpiry,
-  cancelBookingReminders,
-  storeBookingReminders,
-  type BookingRecord,
-  type ReminderRecord,
-} from './reminder-store.js';
+import { bookingExpiry, type BookingRecord, type ReminderRecord } from './reminder-records.js';
+import { cancelBookingReminders, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
 
 // Cal.com booking events (CONTRACT §3.11): the webhook keeps a bounded snapshot and enqueues

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../platform/crypto.js';
 import type { MailMessage } from '../../integrations/mail/mailer.js';
-import type { BookingRecord, ReminderRecord } from './reminder-store.js';
+import type { BookingRecord, ReminderRecord } from './reminder-records.js';
 
 // The reminder email: plain text a person reads at a glance, times in the recipient's own time
 // zone (the attendee's from Cal.com, else the firm's), written as a date and a clock time rather

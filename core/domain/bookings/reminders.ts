@@ -1,24 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import type { Attempt } from '../../platform/db/effects.js';
+import type { Attempt } from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
-import {
-  claimReminder,
-  finishReminder,
-  readBookingReminders,
-  renewReminder,
-  type ReminderStore,
-} from './reminder-store.js';
+import { readBookingReminders, type ReminderStore } from './reminder-records.js';
+import { finishReminder, leaseReminder, renewReminderLease } from './reminder-lease.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
 // (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
 // whose records live on MongoDB documents. The reminder lives in Redis, and the mark must be
-// atomic with a cancel (a Lua script: core/domain/bookings/reminder-store.ts); a MongoDB record
+// atomic with a cancel (a Lua script: core/domain/bookings/reminder-lease.ts); a MongoDB record
 // beside it could not be changed in one step with the Redis one, so a cancel racing a send could
 // both succeed. The steps:
-//   claim   scheduled → sending (with a lease, renewed while the send runs), or nothing when
-//           cancelled, sent or gone;
+//   lease   scheduled → sending, held for a short while and renewed while the send runs; or
+//           nothing when cancelled, sent or gone;
 //   send    through SMTP;
 //   finish  sent (SMTP accepted: never sent again), or back to scheduled when SMTP refused it
 //           (nothing went out; the job retries with backoff), or failed on the last attempt.
@@ -32,7 +27,7 @@ import {
 // reminder due a minute before its meeting mailed 9 minutes late after a worker was SIGKILLed
 // mid-send (a 5-minute lease, and busy attempts backing off exponentially meanwhile).
 
-/** How long a claim holds a reminder without a renewal. */
+/** How long a lease holds a reminder without a renewal. */
 export const REMINDER_LEASE_MS = 30_000;
 /** How often a send under way renews its lease. */
 export const REMINDER_RENEW_MS = 10_000;
@@ -76,13 +71,13 @@ export async function sendBookingReminder(
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
   const token = randomBytes(9).toString('base64url');
-  const claim = await claimReminder(store, firm, uid, field, {
+  const lease = await leaseReminder(store, firm, uid, field, {
     now: Date.now(),
     leaseMs: REMINDER_LEASE_MS,
     token,
   });
-  if (claim.outcome === 'busy') throw new ReminderBusyError(field, claim.leaseUntil);
-  if (claim.outcome !== 'claimed') return { outcome: claim.outcome };
+  if (lease.outcome === 'busy') throw new ReminderBusyError(field, lease.leaseUntil);
+  if (lease.outcome !== 'leased') return { outcome: lease.outcome };
 
   const finish = (outcome: 'sent' | 'retry' | 'failed', detail: string) =>
     finishReminder(store, firm, uid, field, { token, outcome, now: Date.now(), detail });
@@ -95,12 +90,12 @@ export async function sendBookingReminder(
   let sent: { messageId: string };
   const renewal = setInterval(() => {
     // A failed renewal (Redis away) is not this send's failure: the send goes on.
-    renewReminder(store, firm, uid, field, { token, now: Date.now(), leaseMs: REMINDER_LEASE_MS }).catch(
+    renewReminderLease(store, firm, uid, field, { token, now: Date.now(), leaseMs: REMINDER_LEASE_MS }).catch(
       () => undefined,
     );
   }, REMINDER_RENEW_MS);
   try {
-    sent = await services.mailer.send(reminderMail(claim.reminder, claim.booking, messageId));
+    sent = await services.mailer.send(reminderMail(lease.reminder, lease.booking, messageId));
   } catch (err) {
     const final = attempt.lastAttempt || isPermanent(err);
     const message = err instanceof Error ? err.message : String(err);

@@ -4,7 +4,7 @@ import {
   type Attempt,
   type EffectOutcome,
   type EffectSubject,
-} from '../../platform/db/effects.js';
+} from '../../platform/db/effect-recorder.js';
 import { shorten } from '../../platform/text.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc, CallExtraction } from '../calls/calls.js';

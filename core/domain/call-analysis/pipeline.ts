@@ -9,7 +9,7 @@ import { extractCallerData, storeExtraction } from './extraction.js';
 // call_analyzed event is applied to the call:
 //   analyze-call (job id = firm + call): extract the caller data once and store it on the call;
 //   then one call-effect job per effect (job id = firm + call + effect): lead, crm, email,
-//   team_chat — each with its own attempts and backoff (core/domain/call-analysis/effects.ts).
+//   team_chat — each with its own attempts and backoff (core/domain/call-analysis/call-effects.ts).
 // Every step is idempotent on its own (the extraction is stored once, each effect is recorded on
 // the call, the lead is a claim), so a delivery repeated after BullMQ has forgotten the first
 // jobs starts them again and they find everything done.

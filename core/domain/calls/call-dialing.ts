@@ -1,5 +1,5 @@
 import type { Services } from '../../wiring/services.js';
-import { runEffect, type Attempt, type EffectOutcome } from '../../platform/db/effects.js';
+import { runEffect, type Attempt, type EffectOutcome } from '../../platform/db/effect-recorder.js';
 import {
   ProviderError,
   type PlaceCallRequest,
@@ -14,7 +14,7 @@ import { voiceWebhookSecret } from './webhook-secret.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
-// on the call (core/platform/db/effects.ts). It is marked before the provider is called; when a
+// on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
 // later attempt finds the mark without a recorded outcome (a crash, a timeout, a 5xx), it asks
 // the provider for a call carrying our call id before dialling again.
 

@@ -1,16 +1,13 @@
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
-import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effects.js';
+import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
 
 // Writers of one call record (the place-call job, the call-event jobs, the effect recorder)
 // take turns. MongoDB would not need this, but FerretDB (tests, local) rewrites the whole
 // document on update from what it read, so two concurrent updates of one call could each undo
 // the other's fields.
-
-/** The lock key of the call identified by `key` (our call id, else `provider:<provider id>`). */
-const callLockKey = (services: Services, firm: string, key: string): string =>
-  `${services.config.queuePrefix}:lock:call:${firm}:${key}`;
 
 /** Runs `fn` holding the lock of the call identified by `key`. */
 export function withCallLock<T>(
@@ -19,7 +16,7 @@ export function withCallLock<T>(
   key: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return withRecordLock(services.redis, callLockKey(services, firm, key), fn);
+  return withRecordLock(services.redis, redisKeys(services.config.queuePrefix).callLock(firm, key), fn);
 }
 
 /** A call as the subject of effects (its dial, the call_analyzed effects): written under its lock. */

@@ -1,10 +1,8 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { conflict, invalidRequest, notFound } from '../../platform/errors.js';
-import { newEffectRecord, type EffectRecord } from '../../platform/db/effects.js';
+import { conflict, invalidRequest } from '../../platform/errors.js';
+import { newEffectRecord, type EffectRecord } from '../../platform/db/effect-recorder.js';
 import { newId } from '../../platform/ids.js';
-import type { Principal } from '../access/principal.js';
-import { mayRead } from '../access/access.js';
 import type { Services } from '../../wiring/services.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
@@ -14,7 +12,7 @@ import { runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 import { parseDialable, type Dialable } from '../contact-points/phones.js';
 import { claim } from '../../platform/db/claim.js';
-import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
+import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import type { CallerData } from '../intake/caller-data.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
@@ -48,7 +46,7 @@ interface CallAnalysis {
 }
 
 /**
- * The dial, an effect recorded before the provider is called (core/platform/db/effects.ts):
+ * The dial, an effect recorded before the provider is called (core/platform/db/effect-recorder.ts):
  * `running` means a request may have reached the provider without its answer being recorded,
  * so a retry asks the provider (by our call id in the metadata) before dialling again.
  */
@@ -305,60 +303,7 @@ async function registerDerivedCall(
   return { call_id: doc._id, status: 'registered', repeated: true };
 }
 
-/** The call as this principal may see it: another firm's call is not found. */
-export async function getCall(db: Db, principal: Principal, callId: string): Promise<CallDoc> {
-  const call = await callsCollection(db).findOne({ _id: callId });
-  if (call === null || !mayRead(principal, call.firm)) throw notFound('call');
-  return call;
-}
-
-/**
- * An effect's state for clients: `running` (an attempt under way, or one whose outcome is not
- * known yet) shows as `pending` — it has not happened for sure. A call that ended without
- * connecting has nothing to act on: its effects show `skipped` before any record exists.
- */
-function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
-  const state = call.effects?.[name]?.state;
-  if (state === undefined)
-    return call.status === 'not_connected' || call.status === 'error' ? 'skipped' : 'pending';
-  return state === 'running' ? 'pending' : state;
-}
-
-/** The call record as the API shows it (CONTRACT §3.1). */
-export function callView(call: CallDoc) {
-  return {
-    call_id: call._id,
-    agent_id: call.agent_id,
-    firm: call.firm,
-    direction: call.direction,
-    from_number: call.from_number,
-    to_number: call.to_number,
-    status: call.status,
-    dynamic_variables: call.dynamic_variables,
-    start_timestamp: call.start_timestamp,
-    end_timestamp: call.end_timestamp,
-    duration_ms: call.duration_ms,
-    disconnection_reason: call.disconnection_reason,
-    transcript: call.transcript,
-    call_analysis: call.call_analysis,
-    ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
-    caller_data:
-      call.extraction === undefined
-        ? null
-        : {
-            first_name: call.extraction.first_name,
-            last_name: call.extraction.last_name,
-            phone: call.extraction.phone,
-            email: call.extraction.email,
-            case_type: call.extraction.case_type,
-            summary: call.extraction.summary,
-            urgency: call.extraction.urgency,
-          },
-    effects: Object.fromEntries(CALL_EFFECTS.map((name) => [name, effectState(call, name)])) as Record<
-      CallEffectName,
-      CallEffectState
-    >,
-    lead_id: call.lead_id ?? null,
-    created_at: call.created_at.toISOString(),
-  };
+/** The call by id, whoever owns it; null when there is none (the route checks who may see it). */
+export function findCall(db: Db, callId: string): Promise<CallDoc | null> {
+  return callsCollection(db).findOne({ _id: callId });
 }

@@ -11,10 +11,10 @@ import {
   type CampaignPhoneDoc,
 } from './campaign-store.js';
 
-// The launch's fan-out, in a worker: ONE streaming cursor over the campaign's phone claims (one
-// per distinct callable phone, in _id order), added in chunks through addBulk as one
+// The launch's fan-out, in a worker: ONE streaming cursor over the campaign's phones (one per
+// distinct callable phone, in _id order), added in chunks through addBulk as one
 // campaign-call job per phone (job id = campaign + phone + attempt). After each chunk the last
-// claim's _id is checkpointed, so a fan-out killed half-way resumes after it; the chunk that was
+// phone's _id is checkpointed, so a fan-out killed half-way resumes after it; the chunk that was
 // in flight is added again, which BullMQ ignores for job ids it still knows and which creates
 // no second call anyway (the call id derives from campaign + phone + attempt).
 
@@ -57,11 +57,11 @@ export async function fanOutCampaign(
       await enqueueBulk(
         services.queues,
         JOBS.campaignCall,
-        chunk.map((claim, i) => ({
+        chunk.map((entry, i) => ({
           data: {
             campaignId,
             firm: campaign!.firm,
-            phone: claim.phone,
+            phone: entry.phone,
             attempt: 1,
           } satisfies CampaignCallJob,
           priority: Math.min(added + i + 1, MAX_PRIORITY),
@@ -77,8 +77,8 @@ export async function fanOutCampaign(
       );
     };
     try {
-      for await (const claim of cursor) {
-        chunk.push(claim);
+      for await (const entry of cursor) {
+        chunk.push(entry);
         if (chunk.length < chunkSize) continue;
         await flush();
         chunks += 1;

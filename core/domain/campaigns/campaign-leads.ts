@@ -1,12 +1,7 @@
-import {
-  MongoBulkWriteError,
-  type Collection,
-  type Db,
-  type Document,
-  type OptionalUnlessRequiredId,
-} from 'mongodb';
+import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
+import { claimMany } from '../../platform/db/claim.js';
 import { conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { allowedDestination } from '../calls/calls.js';
@@ -29,9 +24,10 @@ import {
 
 // Adding leads to a draft campaign: inline leads (created as leads with source "campaign") and
 // the firm's existing leads by id. Everything is checked before anything is written (a 400
-// names each bad lead); then, as the campaign's one writer, the add writes its members and
-// claims each new callable phone (`<campaign>|<phone>`): the claims that succeed are the calls
-// the launch will queue, so the count is kept as leads come in and the launch reads one number.
+// names each bad lead); then, as the campaign's one writer, the add claims its members and each
+// new callable phone (`<campaign>|<phone>`, core/platform/db/claim.ts): the phones it adds are
+// the calls the launch will queue, so the count is kept as leads come in and the launch reads
+// one number.
 
 /** Leads per request, inline and by id (each). */
 export const MAX_LEADS_PER_REQUEST = 5000;
@@ -126,34 +122,7 @@ function leadVariables(lead: LeadDoc): Record<string, string> {
   return vars;
 }
 
-/**
- * Inserts documents whose _id is a claim, in chunks, in any order; true for each one inserted,
- * false for each whose _id was taken already.
- */
-async function insertClaims<T extends Document>(
-  collection: Collection<T>,
-  docs: OptionalUnlessRequiredId<T>[],
-): Promise<boolean[]> {
-  const inserted: boolean[] = [];
-  for (let i = 0; i < docs.length; i += WRITE_CHUNK) {
-    const chunk = docs.slice(i, i + WRITE_CHUNK);
-    const ok = chunk.map(() => true);
-    try {
-      await collection.insertMany(chunk, { ordered: false });
-    } catch (err) {
-      if (!(err instanceof MongoBulkWriteError)) throw err;
-      const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-      for (const e of errors) {
-        if (e.code !== 11000) throw err;
-        ok[e.index] = false;
-      }
-    }
-    inserted.push(...ok);
-  }
-  return inserted;
-}
-
-/** Removes what an unfinished add wrote (its members, claims and inline leads) and clears its mark. */
+/** Removes what an unfinished add wrote (its members, phones and inline leads) and clears its mark. */
 async function cleanupOpenBatch(db: Db, campaign: CampaignDoc): Promise<void> {
   const batch = campaign.open_batch;
   if (batch === null) return;
@@ -219,12 +188,12 @@ export async function writeCampaignLeads(
         batch,
         created_at: now,
       }));
-      const joined = await insertClaims(campaignLeadsCollection(db), members);
+      const joined = await claimMany(campaignLeadsCollection(db), members);
 
-      // One claim per distinct callable phone among the leads that joined now.
+      // One campaign phone per distinct callable phone among the leads that joined now.
       const phones = new Map<string, CampaignPhoneDoc>();
       leads.forEach((lead, i) => {
-        const phone = joined[i] ? callablePhone(firm, lead) : null;
+        const phone = joined.has(members[i]!._id) ? callablePhone(firm, lead) : null;
         if (phone === null || phones.has(phone)) return;
         phones.set(phone, {
           _id: campaignPhoneId(campaignId, phone),
@@ -238,10 +207,10 @@ export async function writeCampaignLeads(
           created_at: now,
         });
       });
-      const claimed = await insertClaims(campaignPhonesCollection(db), [...phones.values()]);
+      const added = await claimMany(campaignPhonesCollection(db), [...phones.values()]);
 
-      const leadsAdded = joined.filter(Boolean).length;
-      const callableAdded = claimed.filter(Boolean).length;
+      const leadsAdded = joined.size;
+      const callableAdded = added.size;
       await campaignsCollection(db).updateOne(
         { _id: campaignId },
         {

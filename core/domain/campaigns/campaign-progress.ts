@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
-import { defineRedisScript } from '../../platform/redis-script.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { loadRedisScript } from '../../platform/redis-script.js';
 
 // A running campaign's counters, kept in Redis because FerretDB loses concurrent $incs: a hash
 // of each lead's (distinct phone's) state and a hash of counts, moved together by one script,
@@ -17,30 +18,14 @@ export interface CampaignCounts {
 }
 
 const leadsKey = (services: Services, campaignId: string) =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:leads`;
+  redisKeys(services.config.queuePrefix).campaignLeads(campaignId);
 const countsKey = (services: Services, campaignId: string) =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:counts`;
+  redisKeys(services.config.queuePrefix).campaignCounts(campaignId);
 
-/**
- * KEYS: leads, counts. ARGV: phone, new state, '1' when a call was placed for it.
- * A state only moves forward (placed → completed | failed); returns {changed, placed, completed, failed}.
- */
-const ADVANCE = defineRedisScript(`
-local rank = { placed = 1, completed = 2, failed = 2 }
-local from = redis.call('HGET', KEYS[1], ARGV[1])
-local fromRank = 0
-if from then fromRank = rank[from] end
-local to = ARGV[2]
-local changed = 0
-if rank[to] > fromRank then
-  redis.call('HSET', KEYS[1], ARGV[1], to)
-  if fromRank == 0 and (to == 'placed' or ARGV[3] == '1') then redis.call('HINCRBY', KEYS[2], 'placed', 1) end
-  if rank[to] == 2 then redis.call('HINCRBY', KEYS[2], to, 1) end
-  changed = 1
-end
-local c = redis.call('HMGET', KEYS[2], 'placed', 'completed', 'failed')
-return { changed, tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0 }
-`);
+const ADVANCE = loadRedisScript(new URL('./advance-lead.lua', import.meta.url), {
+  keys: ['leads', 'counts'],
+  args: ['phone', 'to', 'call_placed'],
+});
 
 /** Moves one lead forward; the counts after the move, and whether it moved. */
 export async function advanceLead(
@@ -52,8 +37,8 @@ export async function advanceLead(
 ): Promise<{ changed: boolean; counts: CampaignCounts }> {
   const reply = (await ADVANCE.run(
     services.redis,
-    [leadsKey(services, campaignId), countsKey(services, campaignId)],
-    [phone, to, callPlaced ? '1' : '0'],
+    { leads: leadsKey(services, campaignId), counts: countsKey(services, campaignId) },
+    { phone, to, call_placed: callPlaced ? '1' : '0' },
   )) as number[];
   return {
     changed: reply[0] === 1,

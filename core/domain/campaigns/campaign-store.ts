@@ -1,17 +1,17 @@
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
-import { mayRead } from '../access/access.js';
-import type { Principal } from '../access/principal.js';
 import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaign-progress.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
 // with the number of leads: membership is one small document per lead (`<campaign>:<lead>`),
-// "one call per distinct phone" one claim per phone (`<campaign>|<phone>`), and the launch a
-// claim of its own (`launch:<campaign>`) — never an array of ids in the campaign document.
+// "one call per distinct phone" one document per phone (`<campaign>|<phone>`, the campaign's
+// phone), and the launch one of its own (`launch:<campaign>`), each inserted as a claim
+// (core/platform/db/claim.ts) — never an array of ids in the campaign document.
 
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused', 'completed', 'cancelled'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
@@ -27,7 +27,7 @@ export interface CampaignDoc {
   status: CampaignStatus;
   /** Leads in the campaign (each lead once). */
   leads_total: number;
-  /** Distinct callable phones claimed so far: calls_queued when it launches. */
+  /** Distinct callable phones added so far: calls_queued when it launches. */
   callable: number;
   /** Set at launch (0 before). */
   calls_queued: number;
@@ -56,8 +56,8 @@ export interface CampaignLeadDoc {
 }
 
 /**
- * The claim of one distinct callable phone (`_id` = `<campaign>|<phone>`): one call job, one
- * call per attempt. It carries what the call needs, so a dial reads one document.
+ * A campaign's phone: one distinct callable phone (`_id` = `<campaign>|<phone>`): one call job,
+ * one call per attempt. It carries what the call needs, so a dial reads one document.
  */
 export interface CampaignPhoneDoc {
   _id: string;
@@ -65,7 +65,7 @@ export interface CampaignPhoneDoc {
   firm: string;
   batch: string;
   lead_id: string;
-  /** E.164, possible, in an allowed country, not do-not-call when claimed. */
+  /** E.164, possible, in an allowed country, not do-not-call when added. */
   phone: string;
   /** The lead's IANA time zone; null: the firm's. */
   timezone: string | null;
@@ -74,14 +74,14 @@ export interface CampaignPhoneDoc {
   created_at: Date;
 }
 
-/** The launch claim (`_id` = `launch:<campaign>`). */
+/** The launch's claim (`_id` = `launch:<campaign>`): a campaign is launched once. */
 export interface CampaignLaunchDoc {
   _id: string;
   launch_of: string;
   created_at: Date;
 }
 
-/** A fan-out's checkpoint (`_id` = the campaign): the last phone claim whose job was added. */
+/** A fan-out's checkpoint (`_id` = the campaign): the last campaign phone whose job was added. */
 export interface CampaignFanoutDoc {
   _id: string;
   after: string | null;
@@ -116,13 +116,6 @@ export function findCampaign(db: Db, id: string): Promise<CampaignDoc | null> {
   return campaignsCollection(db).findOne({ _id: id });
 }
 
-/** The campaign as this principal may see it: another firm's campaign is not found. */
-export async function getCampaign(db: Db, principal: Principal, id: string): Promise<CampaignDoc> {
-  const campaign = await findCampaign(db, id);
-  if (campaign === null || !mayRead(principal, campaign.firm)) throw notFound('campaign');
-  return campaign;
-}
-
 /** How long one writer may hold a campaign (an add of 5,000 leads takes a few seconds). */
 export const CAMPAIGN_LOCK_TTL_MS = 120_000;
 
@@ -140,7 +133,7 @@ export async function withCampaignLock<T>(
   try {
     return await withRecordLock(
       services.redis,
-      `${services.config.queuePrefix}:lock:campaign:${campaignId}`,
+      redisKeys(services.config.queuePrefix).campaignLock(campaignId),
       fn,
       { ttlMs: CAMPAIGN_LOCK_TTL_MS, waitMs },
     );
@@ -161,7 +154,7 @@ export async function reread(db: Db, id: string): Promise<CampaignDoc> {
 
 /** The Redis lot of the campaign's jobs parked while it is paused (core/domain/pacing/parking.ts). */
 export const pausedLot = (services: Services, campaignId: string): string =>
-  `${services.config.queuePrefix}:campaign:${campaignId}:parked`;
+  redisKeys(services.config.queuePrefix).campaignParked(campaignId);
 
 const ZERO_COUNTS: CampaignCounts = { calls_placed: 0, calls_completed: 0, calls_failed: 0 };
 

@@ -6,10 +6,8 @@ import { conflict } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { requireFirm } from '../access/access.js';
-import type { Principal } from '../access/principal.js';
 import { getFirmAgent } from '../agents/agents.js';
-import { getFirm } from '../firms/firms.js';
+import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import {
   cleanupUnfinishedAdd,
@@ -23,7 +21,6 @@ import {
   campaignsCollection,
   countsOf,
   endCampaign,
-  getCampaign,
   launchClaimId,
   reread,
   withCampaignLock,
@@ -38,11 +35,10 @@ import {
 /** POST /api/leads/campaigns: a draft campaign of the firm's agent, with its first leads. */
 export async function createCampaign(
   services: Services,
-  principal: Principal,
-  input: CampaignLeadsInput & { firmSlug: string; name: string; agentId: string },
+  firm: FirmDoc,
+  input: CampaignLeadsInput & { name: string; agentId: string },
 ): Promise<CampaignDoc> {
   const db = services.mongo.db;
-  const firm = await requireFirm(db, principal, input.firmSlug);
   const agent = await getFirmAgent(db, firm._id, input.agentId);
   const prepared = await prepareCampaignLeads(db, firm, input);
   const now = new Date();
@@ -80,12 +76,11 @@ export async function createCampaign(
 /** POST /api/leads/campaigns/{id}/leads: more leads, only while draft (409 campaign_not_draft). */
 export async function addCampaignLeads(
   services: Services,
-  principal: Principal,
-  campaignId: string,
+  campaign: CampaignDoc,
   input: CampaignLeadsInput,
 ): Promise<{ campaign: CampaignDoc; leads_added: number }> {
   const db = services.mongo.db;
-  const campaign = await getCampaign(db, principal, campaignId);
+  const campaignId = campaign._id;
   if (campaign.status !== 'draft') throw notDraft(campaign);
   const firm = await getFirm(db, campaign.firm);
   if (firm === null) throw notDraft(campaign);
@@ -121,11 +116,10 @@ async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Pro
  */
 export async function launchCampaign(
   services: Services,
-  principal: Principal,
-  campaignId: string,
+  seen: CampaignDoc,
 ): Promise<{ launched: true; calls_queued: number }> {
   const db = services.mongo.db;
-  const seen = await getCampaign(db, principal, campaignId);
+  const campaignId = seen._id;
   if (seen.status !== 'draft') throw alreadyLaunched(seen);
   return withCampaignLock(services, campaignId, async () => {
     let campaign = await reread(db, campaignId);
@@ -184,13 +178,9 @@ async function wakeParked(services: Services, campaign: CampaignDoc): Promise<vo
  * Pausing a paused campaign changes nothing. 409 campaign_not_launched (draft),
  * campaign_finished (completed or cancelled).
  */
-export async function pauseCampaign(
-  services: Services,
-  principal: Principal,
-  campaignId: string,
-): Promise<CampaignDoc> {
+export async function pauseCampaign(services: Services, seen: CampaignDoc): Promise<CampaignDoc> {
   const db = services.mongo.db;
-  await getCampaign(db, principal, campaignId);
+  const campaignId = seen._id;
   return withCampaignLock(services, campaignId, async () => {
     const campaign = await reread(db, campaignId);
     if (campaign.status === 'draft') throw notLaunched();
@@ -207,13 +197,9 @@ export async function pauseCampaign(
  * changes nothing (it wakes parked jobs again, harmlessly). 409 campaign_not_launched (draft),
  * campaign_finished (completed or cancelled).
  */
-export async function resumeCampaign(
-  services: Services,
-  principal: Principal,
-  campaignId: string,
-): Promise<CampaignDoc> {
+export async function resumeCampaign(services: Services, seen: CampaignDoc): Promise<CampaignDoc> {
   const db = services.mongo.db;
-  await getCampaign(db, principal, campaignId);
+  const campaignId = seen._id;
   const campaign = await withCampaignLock(services, campaignId, async () => {
     const current = await reread(db, campaignId);
     if (current.status === 'draft') throw notLaunched();
@@ -232,13 +218,9 @@ export async function resumeCampaign(
  * finish), it cannot be launched or resumed. A draft can be cancelled (it is then never
  * launched); cancelling a cancelled campaign changes nothing. 409 campaign_finished (completed).
  */
-export async function cancelCampaign(
-  services: Services,
-  principal: Principal,
-  campaignId: string,
-): Promise<CampaignDoc> {
+export async function cancelCampaign(services: Services, seen: CampaignDoc): Promise<CampaignDoc> {
   const db = services.mongo.db;
-  await getCampaign(db, principal, campaignId);
+  const campaignId = seen._id;
   const { campaign, wasLaunched } = await withCampaignLock(services, campaignId, async () => {
     const current = await reread(db, campaignId);
     if (current.status === 'completed') throw finished(current);
@@ -261,37 +243,13 @@ export async function cancelCampaign(
   return campaign;
 }
 
-/** The campaign record as the API shows it (CONTRACT §3.6). */
-export function campaignView(campaign: CampaignDoc, counts: CampaignCounts) {
-  return {
-    id: campaign._id,
-    name: campaign.name,
-    firm: campaign.firm,
-    agent_id: campaign.agent_id,
-    status: campaign.status,
-    leads_total: campaign.leads_total,
-    calls_queued: campaign.calls_queued,
-    calls_placed: counts.calls_placed,
-    calls_completed: counts.calls_completed,
-    calls_failed: counts.calls_failed,
-    launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
-    created_at: campaign.created_at.toISOString(),
-  };
-}
-
-/** The record with its live counters. */
-export async function viewWithCounts(services: Services, campaign: CampaignDoc) {
-  const [counts] = await countsOf(services, [campaign]);
-  return campaignView(campaign, counts!);
-}
-
 /** A firm's campaigns, newest first (ties by id), by keyset: pages never repeat or skip one. */
 export async function listCampaigns(
   services: Services,
   firm: string,
   limit: number,
   cursor: string | undefined,
-): Promise<{ campaigns: ReturnType<typeof campaignView>[]; next_cursor: string }> {
+): Promise<{ campaigns: Array<{ campaign: CampaignDoc; counts: CampaignCounts }>; next_cursor: string }> {
   const order = { primary: { field: 'created_at', kind: 'date' as const }, tie: '_id' };
   const page = await keysetPage(
     campaignsCollection(services.mongo.db),
@@ -301,5 +259,8 @@ export async function listCampaigns(
     cursor,
   );
   const counts = await countsOf(services, page.rows);
-  return { campaigns: page.rows.map((c, i) => campaignView(c, counts[i]!)), next_cursor: page.next_cursor };
+  return {
+    campaigns: page.rows.map((campaign, i) => ({ campaign, counts: counts[i]! })),
+    next_cursor: page.next_cursor,
+  };
 }

@@ -19,8 +19,6 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
-import type { Principal } from '../access/principal.js';
-import { mayRead } from '../access/access.js';
 import type { Services } from '../../wiring/services.js';
 import type { ChatAgentProfile, ChatEngine, ChatTurn } from '../../integrations/chat/engine.js';
 import { intakeAgent } from '../intake/intake-agent.js';
@@ -42,7 +40,7 @@ const engineOf = (services: Services): ChatEngine => services.llm ?? intakeAgent
 /** What end-chat stores: the shared intake analysis (contact_collected says whether a lead is due). */
 export type ChatAnalysis = IntakeAnalysis;
 
-interface ChatDoc {
+export interface ChatDoc {
   _id: string;
   firm: string;
   agent_id: string;
@@ -92,7 +90,8 @@ export async function createChat(
   services: Services,
   agent: AgentDoc,
   dynamicVariables: Record<string, string>,
-  openedBy?: Principal,
+  /** The widget token that opens it: only that token may use the chat (besides the firm's own). */
+  widgetSubject?: string,
 ): Promise<ChatDoc> {
   const profile: ChatAgentProfile = {
     agent_name: agent.agent_name,
@@ -114,7 +113,7 @@ export async function createChat(
     version: 0,
     messages: greeting === null ? [] : [{ role: 'agent', content: greeting, created_at: now }],
     chat_analysis: null,
-    ...(openedBy?.kind === 'widget' ? { widget_subject: openedBy.subject } : {}),
+    ...(widgetSubject === undefined ? {} : { widget_subject: widgetSubject }),
     created_at: now,
     updated_at: now,
     ended_at: null,
@@ -124,18 +123,20 @@ export async function createChat(
 }
 
 /**
- * Whether `principal` may see the chat: its firm's tokens and the platform; a widget token only
- * the chats it opened itself (a visitor's widget never reads another visitor's conversation).
+ * The chat by id as stored, whoever owns it; null when there is none. The route checks who may
+ * use it (a widget token only the chats it opened itself), then brings it up to date with
+ * `currentChat` or changes it.
  */
-function mayUseChat(principal: Principal, chat: Pick<ChatDoc, 'firm' | 'widget_subject'>): boolean {
-  if (!mayRead(principal, chat.firm)) return false;
-  return principal.kind !== 'widget' || chat.widget_subject === principal.subject;
+export function findChat(db: Db, chatId: string): Promise<ChatDoc | null> {
+  return chats(db).findOne({ _id: chatId });
 }
 
-/** The chat as this principal may see it, up to date with its log; another firm's chat is not found. */
-export async function getChat(db: Db, principal: Principal, chatId: string): Promise<ChatDoc> {
-  const stored = await chats(db).findOne({ _id: chatId });
-  if (stored === null || !mayUseChat(principal, stored)) throw notFound('chat');
+/** The stored chat up to date with its log (a writer may have stopped between the two). */
+export const currentChat = (db: Db, stored: ChatDoc): Promise<ChatDoc> => catchUp(db, stored);
+
+async function rereadChat(db: Db, chatId: string): Promise<ChatDoc> {
+  const stored = await findChat(db, chatId);
+  if (stored === null) throw notFound('chat');
   return catchUp(db, stored);
 }
 
@@ -203,20 +204,19 @@ async function commitTurn(
 const pause = (attempt: number) => sleep(Math.min(100, 5 * attempt) + Math.random() * 20);
 
 /**
- * Runs `change` against the current chat until it commits: 404 for an unknown or foreign chat,
+ * Runs `change` against the current chat (the route checked who may use it) until it commits:
  * 409 chat_not_active once it has ended, 409 chat_busy after MAX_ATTEMPTS lost races.
  */
 async function changeChat<R>(
   db: Db,
-  principal: Principal,
-  chatId: string,
+  stored: ChatDoc,
   change: (chat: ChatDoc) => Promise<{ turn: Pick<ChatTurnDoc, 'kind' | 'append' | 'end'>; result: R }>,
 ): Promise<{ chat: ChatDoc; result: R }> {
   for (let attempt = 1; ; attempt++) {
-    const chat = await getChat(db, principal, chatId);
-    if (chat.status !== 'ongoing') throw chatNotActive();
-    const { turn, result } = await change(chat);
-    const committed = await commitTurn(db, chat, turn);
+    const current = attempt === 1 ? await catchUp(db, stored) : await rereadChat(db, stored._id);
+    if (current.status !== 'ongoing') throw chatNotActive();
+    const { turn, result } = await change(current);
+    const committed = await commitTurn(db, current, turn);
     if (committed !== null) return { chat: committed, result };
     if (attempt >= MAX_ATTEMPTS) throw chatBusy();
     await pause(attempt);
@@ -226,11 +226,10 @@ async function changeChat<R>(
 /** chat-completion: the agent's reply to `message`, stored with it on the chat. */
 export async function sendChatMessage(
   services: Services,
-  principal: Principal,
-  chatId: string,
+  chat: ChatDoc,
   message: string,
 ): Promise<{ chat: ChatDoc; reply: string }> {
-  const { chat, result } = await changeChat(services.mongo.db, principal, chatId, async (current) => {
+  const changed = await changeChat(services.mongo.db, chat, async (current) => {
     const receivedAt = new Date();
     const reply = await engineOf(services).reply(
       {
@@ -252,7 +251,7 @@ export async function sendChatMessage(
       result: reply,
     };
   });
-  return { chat, reply: result };
+  return { chat: changed.chat, reply: changed.result };
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */
@@ -282,13 +281,12 @@ async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
  */
 export async function endChat(
   services: Services,
-  principal: Principal,
-  chatId: string,
+  chat: ChatDoc,
 ): Promise<{ chat: ChatDoc; analysis: ChatAnalysis }> {
   const db = services.mongo.db;
   let ended: { chat: ChatDoc; result: ChatAnalysis };
   try {
-    ended = await changeChat(db, principal, chatId, async (current) => {
+    ended = await changeChat(db, chat, async (current) => {
       const analysis = analyseChat(current);
       return {
         turn: { kind: 'end', append: [], end: { ended_at: new Date(), chat_analysis: analysis } },
@@ -297,28 +295,10 @@ export async function endChat(
     });
   } catch (err) {
     if (err instanceof AppError && err.code === 'chat_not_active') {
-      await ensureChatLead(db, await getChat(db, principal, chatId));
+      await ensureChatLead(db, await rereadChat(db, chat._id));
     }
     throw err;
   }
   await ensureChatLead(db, ended.chat);
   return { chat: ended.chat, analysis: ended.result };
-}
-
-export function chatView(chat: ChatDoc) {
-  return {
-    chat_id: chat._id,
-    agent_id: chat.agent_id,
-    firm: chat.firm,
-    status: chat.status,
-    messages: chat.messages.map((m) => ({
-      role: m.role,
-      content: m.content,
-      created_at: m.created_at.toISOString(),
-    })),
-    dynamic_variables: chat.dynamic_variables,
-    ...(chat.chat_analysis === null ? {} : { chat_analysis: chat.chat_analysis }),
-    created_at: chat.created_at.toISOString(),
-    ended_at: chat.ended_at === null ? null : chat.ended_at.toISOString(),
-  };
 }

@@ -43,27 +43,6 @@ export const contactKeysCollection = (db: Db) => collection<ContactKeyDoc>(db, C
 export const contactKeyId = (firm: string, kind: ContactKeyKind, value: string): string =>
   `${firm}|${kind}|${value}`;
 
-export function contactView(contact: ContactDoc): Record<string, unknown> {
-  return {
-    id: contact._id,
-    firm: contact.firm,
-    first_name: contact.first_name ?? null,
-    last_name: contact.last_name ?? null,
-    name: contact.name ?? null,
-    phone: contact.phone ?? null,
-    phone_extension: contact.phone_extension ?? null,
-    email: contact.email ?? null,
-    company: contact.company ?? null,
-    notes: contact.notes ?? null,
-    tags: contact.tags,
-    source: contact.source ?? null,
-    external_id: contact.external_id ?? null,
-    // Pairs become an object here; Object.fromEntries makes own properties, "__proto__" included.
-    custom: Object.fromEntries(contact.custom.map((c) => [c.key, c.value])),
-    created_at: contact.created_at.toISOString(),
-  };
-}
-
 /**
  * A firm's contacts, newest first (ties by id, descending), by keyset over {firm, created_at,
  * _id}: contacts imported later sort before any cursor, so paging never repeats or skips one.

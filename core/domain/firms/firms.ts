@@ -6,7 +6,6 @@ import { conflict, notFound, quote } from '../../platform/errors.js';
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import {
   DEFAULT_SETTINGS,
-  maskSettings,
   mergeSettings,
   withDefaults,
   type FirmSettings,
@@ -63,14 +62,4 @@ export async function updateFirm(
   const result = await changeCached(db, () => firms(db).replaceOne({ _id: firm._id }, next));
   if (result.matchedCount === 0) throw notFound('firm');
   return next;
-}
-
-export function firmView(firm: FirmDoc): Record<string, unknown> {
-  return {
-    slug: firm._id,
-    name: firm.name,
-    settings: maskSettings(firm.settings),
-    created_at: firm.created_at.toISOString(),
-    updated_at: firm.updated_at.toISOString(),
-  };
 }

@@ -3,11 +3,9 @@ import type { Db } from 'mongodb';
 import { claim } from '../../platform/db/claim.js';
 import { collection, COLLECTIONS } from '../../platform/db/collections.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
-import { invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
+import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { isTimeZone } from '../../platform/time-zone.js';
-import { mayRead } from '../access/access.js';
-import type { Principal } from '../access/principal.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164, type CountryCode } from '../contact-points/phones.js';
 
@@ -156,11 +154,9 @@ export async function ensureSubjectLead(
   return existing;
 }
 
-/** One lead by id, for a principal that may read its firm; 404 otherwise. */
-export async function getLead(db: Db, principal: Principal, id: string): Promise<LeadDoc> {
-  const lead = await leadsCollection(db).findOne({ _id: id });
-  if (lead === null || !mayRead(principal, lead.firm)) throw notFound('lead');
-  return lead;
+/** One lead by id, whoever owns it; null when there is none (the route checks who may see it). */
+export function findLead(db: Db, id: string): Promise<LeadDoc | null> {
+  return leadsCollection(db).findOne({ _id: id });
 }
 
 /** A firm's leads, newest first (ties by id), by keyset: pages never repeat or skip a lead. */
@@ -180,27 +176,4 @@ export async function listLeads(
     cursor,
   );
   return { leads: page.rows, next_cursor: page.next_cursor };
-}
-
-/** The lead as the API shows it. */
-export function leadView(lead: LeadDoc) {
-  return {
-    id: lead._id,
-    firm: lead.firm,
-    source: lead.source,
-    call_id: lead.call_id,
-    chat_id: lead.chat_id,
-    campaign_id: lead.campaign_id,
-    first_name: lead.first_name,
-    last_name: lead.last_name,
-    phone: lead.phone,
-    email: lead.email,
-    case_type: lead.case_type,
-    summary: lead.summary,
-    urgency: lead.urgency,
-    notes: lead.notes,
-    timezone: lead.timezone,
-    do_not_call: lead.do_not_call,
-    created_at: lead.created_at.toISOString(),
-  };
 }

@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
-import { defineRedisScript } from '../../platform/redis-script.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { loadRedisScript } from '../../platform/redis-script.js';
 import { getFirm } from '../firms/firms.js';
 import { DEFAULT_SETTINGS } from '../firms/firm-settings.js';
 import { promoteParked } from './parking.js';
@@ -12,61 +13,28 @@ import { promoteParked } from './parking.js';
 // parking.ts) in the firm's waiter set and are woken, oldest first, as slots free up; other
 // firms' jobs never wait behind them.
 
-const slotsKey = (services: Services, firm: string) => `${services.config.queuePrefix}:pacing:${firm}:slots`;
-const waitersKey = (services: Services, firm: string) =>
-  `${services.config.queuePrefix}:pacing:${firm}:waiters`;
+const keys = (services: Services) => redisKeys(services.config.queuePrefix);
+const slotsKey = (services: Services, firm: string) => keys(services).dialSlots(firm);
+const waitersKey = (services: Services, firm: string) => keys(services).dialWaiters(firm);
 /**
  * Waiters popped for a free slot whose promotion is under way, scored by when that wake-up counts
  * as lost: a worker that dies between the pop and the promotion would otherwise leave its jobs
  * delayed for their whole safety delay (15 minutes) while slots stand free. The reaper wakes them.
  */
-const wakingKey = (services: Services, firm: string) =>
-  `${services.config.queuePrefix}:pacing:${firm}:waking`;
+const wakingKey = (services: Services, firm: string) => keys(services).dialWaking(firm);
 /** How long a wake-up may take before the reaper takes it over. */
 const WAKE_LEASE_MS = 10_000;
 /** The firms that have parked jobs (the reaper's list). */
-const firmsKey = (services: Services) => `${services.config.queuePrefix}:pacing:firms`;
+const firmsKey = (services: Services) => keys(services).pacingFirms();
 
-/**
- * KEYS: slots, waiters, firms. ARGV: member, now, lease end, max, waiter ref ('' for none), firm,
- * the waiter's place in line (lowest first).
- * Frees expired leases; a member that holds a slot keeps it (its lease renewed); else it takes a
- * free one; else its waiter ref joins the firm's waiters (keeping its place). 1 = slot held.
- */
-const TAKE = defineRedisScript(`
-local now = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
-  if ARGV[5] ~= '' then redis.call('ZREM', KEYS[2], ARGV[5]) end
-  return 1
-end
-if ARGV[5] ~= '' then
-  redis.call('ZADD', KEYS[2], 'NX', tonumber(ARGV[7]), ARGV[5])
-  redis.call('SADD', KEYS[3], ARGV[6])
-end
-return 0
-`);
-
-/**
- * KEYS: slots, waiters, firms, waking. ARGV: member to release ('' for none), now, max, firm,
- * wake lease end.
- * Releases the member, frees expired leases, and pops as many waiters as there are free slots
- * (first in line first) into the waking set: the caller promotes them, then clears them from it.
- * Returns [ref, place, ref, place, ...].
- */
-const RELEASE_AND_WAKE = defineRedisScript(`
-if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[2]))
-local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[1])
-local woken = {}
-if free > 0 then woken = redis.call('ZPOPMIN', KEYS[2], free) end
-for i = 1, #woken, 2 do redis.call('ZADD', KEYS[4], tonumber(ARGV[5]), woken[i]) end
-if redis.call('ZCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 then
-  redis.call('SREM', KEYS[3], ARGV[4])
-end
-return woken
-`);
+const TAKE = loadRedisScript(new URL('./take-dial-slot.lua', import.meta.url), {
+  keys: ['slots', 'waiters', 'firms'],
+  args: ['member', 'now', 'lease_end', 'max', 'waiter', 'firm', 'place'],
+});
+const RELEASE_AND_WAKE = loadRedisScript(new URL('./release-and-wake.lua', import.meta.url), {
+  keys: ['slots', 'waiters', 'firms', 'waking'],
+  args: ['member', 'now', 'max', 'firm', 'wake_lease_end'],
+});
 
 /** The firm's max_concurrent_calls (the default for a firm that is gone). */
 async function maxConcurrentCalls(services: Services, firm: string): Promise<number> {
@@ -95,8 +63,8 @@ export async function takeDialSlot(
   const place = line === 'first' ? now - FIRST_IN_LINE_MS : now;
   const taken = await TAKE.run(
     services.redis,
-    [slotsKey(services, firm), waitersKey(services, firm), firmsKey(services)],
-    [callId, now, now + services.config.dialSlotLeaseMs, max, waiter, firm, place],
+    { slots: slotsKey(services, firm), waiters: waitersKey(services, firm), firms: firmsKey(services) },
+    { member: callId, now, lease_end: now + services.config.dialSlotLeaseMs, max, waiter, firm, place },
   );
   return taken === 1;
 }
@@ -121,20 +89,15 @@ async function wake(services: Services, firm: string): Promise<number> {
  * into the waking set; returns [ref, place, ...]. Exported for tests (a worker dying right after it).
  */
 export async function popWaiters(services: Services, firm: string, max: number): Promise<string[]> {
-  const keys = [
-    slotsKey(services, firm),
-    waitersKey(services, firm),
-    firmsKey(services),
-    wakingKey(services, firm),
-  ];
+  const keys = {
+    slots: slotsKey(services, firm),
+    waiters: waitersKey(services, firm),
+    firms: firmsKey(services),
+    waking: wakingKey(services, firm),
+  };
   const now = Date.now();
-  return (await RELEASE_AND_WAKE.run(services.redis, keys, [
-    '',
-    now,
-    max,
-    firm,
-    now + WAKE_LEASE_MS,
-  ])) as string[];
+  const args = { member: '', now, max, firm, wake_lease_end: now + WAKE_LEASE_MS };
+  return (await RELEASE_AND_WAKE.run(services.redis, keys, args)) as string[];
 }
 
 /** Wake-ups that a dead worker left half done: their jobs are promoted now. */

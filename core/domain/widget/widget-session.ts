@@ -1,9 +1,8 @@
-// What GET /api/test-widget needs before it renders (CONTRACT §3.10): the firm (firmSlug; else a
-// firm token's own, or the platform's agentId's), its agents, the agent the widget starts with, and a
-// widget token for that firm's chat routes. A token is minted only once the firm and an agent
-// of it are known to exist.
-import type { ApiPrincipal } from '../access/principal.js';
-import { requireFirm } from '../access/access.js';
+// What GET /api/test-widget needs before it renders: the firm (the route
+// checks it: firmSlug; else a firm token's own, or the platform's agentId's), its agents, the
+// agent the widget starts with, and a widget token for that firm's chat routes. A token is
+// minted only once the firm and an agent of it are known to exist.
+import type { FirmDoc } from '../firms/firms.js';
 import { findAgent, getFirmAgent, listFirmAgentNames } from '../agents/agents.js';
 import { notFound } from '../../platform/errors.js';
 import { mintWidgetToken } from '../access/widget-token.js';
@@ -32,7 +31,10 @@ export type WidgetSession =
     };
 
 /** The platform may name just an agent: its firm is the agent's (404 for an unknown agent). */
-async function firmOfAgent(services: Services, agentId: string | undefined): Promise<string | undefined> {
+export async function firmOfAgent(
+  services: Services,
+  agentId: string | undefined,
+): Promise<string | undefined> {
   if (agentId === undefined) return undefined;
   const agent = await findAgent(services.mongo.db, agentId);
   if (agent === null) throw notFound('agent');
@@ -41,15 +43,12 @@ async function firmOfAgent(services: Services, agentId: string | undefined): Pro
 
 export async function prepareWidgetSession(
   services: Services,
-  principal: ApiPrincipal,
-  request: { firmSlug?: string | undefined; agentId?: string | undefined },
+  /** The (checked) firm; undefined when the platform named neither a firm nor an agent. */
+  firm: FirmDoc | undefined,
+  request: { agentId?: string | undefined },
 ): Promise<WidgetSession> {
   const db = services.mongo.db;
-  const slug =
-    request.firmSlug ??
-    (principal.kind === 'firm' ? principal.firm : await firmOfAgent(services, request.agentId));
-  if (slug === undefined) return { state: 'needs_firm' };
-  const firm = await requireFirm(db, principal, slug);
+  if (firm === undefined) return { state: 'needs_firm' };
   const agents = await listFirmAgentNames(db, firm._id, MAX_AGENTS_LISTED);
   let agentId = agents[0]?.agent_id;
   if (request.agentId !== undefined) {

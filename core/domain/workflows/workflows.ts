@@ -1,12 +1,11 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, FIRM_COLLECTIONS, collection, firmCollection } from '../../platform/db/collections.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 import { UnavailableError, conflict, notFound, serviceUnavailable } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
-import type { Principal } from '../access/principal.js';
-import { mayRead } from '../access/access.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.js';
 
@@ -113,7 +112,11 @@ async function writeEntries(db: Db, firm: string, entries: DirectoryEntry[]): Pr
 async function withFirmWorkflowsLock<T>(services: Services, firm: string, fn: () => Promise<T>): Promise<T> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
   try {
-    return await withRecordLock(services.redis, `${services.config.queuePrefix}:lock:workflows:${firm}`, fn);
+    return await withRecordLock(
+      services.redis,
+      redisKeys(services.config.queuePrefix).workflowsLock(firm),
+      fn,
+    );
   } catch (err) {
     if (err instanceof RecordBusyError) {
       throw serviceUnavailable(
@@ -179,21 +182,23 @@ export async function createWorkflow(
 }
 
 /**
- * The workflow with that id as this principal may see it: another firm's is not found, and is
- * not even read (the id names the firm). The firm is checked on the document too.
+ * The firm a workflow id names, as a record the route authorizes before anything is read (another
+ * firm's workflow is not even read); null for an id no workflow can have.
  */
-export async function getWorkflow(db: Db, principal: Principal, id: string): Promise<WorkflowDoc> {
+export function workflowOwner(id: string): { firm: string } | null {
   const firm = firmOfWorkflowId(id);
-  if (firm === undefined || !mayRead(principal, firm)) throw notFound('workflow');
+  return firm === undefined ? null : { firm };
+}
+
+/** The workflow of the (checked) firm with that id; the firm is checked on the document too. */
+export async function getWorkflow(db: Db, firm: string, id: string): Promise<WorkflowDoc> {
   const doc = await workflows(db, firm).findOne({ _id: id });
   if (doc === null || doc.firm !== firm) throw notFound('workflow');
   return doc;
 }
 
 /** Like getWorkflow, without sending the graph back from the database. */
-export async function getWorkflowMeta(db: Db, principal: Principal, id: string): Promise<WorkflowMeta> {
-  const firm = firmOfWorkflowId(id);
-  if (firm === undefined || !mayRead(principal, firm)) throw notFound('workflow');
+export async function getWorkflowMeta(db: Db, firm: string, id: string): Promise<WorkflowMeta> {
   const doc = await readMeta(db, firm, id);
   if (doc === null) throw notFound('workflow');
   return doc;

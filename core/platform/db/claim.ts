@@ -1,9 +1,10 @@
 import { MongoBulkWriteError, type Collection, type Document, type OptionalUnlessRequiredId } from 'mongodb';
 
-// The one race-safe move on FerretDB and MongoDB alike (README: Concurrency on FerretDB): a
-// claim is an insert of a document whose _id is the thing claimed. Exactly one of any number of
-// concurrent claimants inserts it; the others get a duplicate-key error. Conditional updates and
-// $inc are not atomic on FerretDB, so nothing that must happen once may rely on them.
+// The one race-safe move on FerretDB and MongoDB alike: a claim is an insert of a document whose
+// _id is the thing claimed. Exactly one of any number of concurrent claimants inserts it; the
+// others get a duplicate-key error. Conditional updates and $inc are not atomic on FerretDB, so
+// nothing that must happen once may rely on them. ("Claim" means this move and nothing else: a
+// reminder's send attempt holds a lease, a dial holds a slot.)
 
 /** MongoDB's duplicate-key error (E11000): an insert lost the race for its _id. */
 function isDuplicateKey(err: unknown): boolean {

@@ -23,7 +23,7 @@ export const COLLECTIONS = {
   campaigns: 'campaigns',
   /** A campaign's members, one per lead (`<campaign>:<lead>`). */
   campaignLeads: 'campaign_leads',
-  /** Claims of a campaign: one per distinct phone (`<campaign>|<phone>`: one call each) and its launch (`launch:<campaign>`). */
+  /** A campaign's phones (`<campaign>|<phone>`, one call each) and its launch claim (`launch:<campaign>`). */
   campaignClaims: 'campaign_claims',
   /** A campaign fan-out's checkpoint (`_id` = the campaign): where a restarted fan-out resumes. */
   campaignFanouts: 'campaign_fanouts',

@@ -25,7 +25,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // Crash clean-up of an unfinished add (by batch); membership itself is the unique _id.
   [COLLECTIONS.campaignLeads]: [{ key: { campaign_id: 1, batch: 1 }, name: 'campaign_batch' }],
-  // The fan-out's one streaming cursor: a campaign's phone claims in _id order (resumable by _id).
+  // The fan-out's one streaming cursor: a campaign's phones in _id order (resumable by _id).
   [COLLECTIONS.campaignClaims]: [{ key: { campaign_id: 1, _id: 1 }, name: 'campaign_id' }],
   [COLLECTIONS.campaignFanouts]: [],
   // Read by _id only (the firm's workflows list: core/domain/workflows).

@@ -71,9 +71,6 @@ export class ReadCache {
   }
 }
 
-/** The Redis key of the change epoch, under a deployment's key prefix. */
-export const changeEpochKey = (prefix: string): string => `${prefix}:read-cache:epoch`;
-
 const caches = new WeakMap<Db, ReadCache>();
 const announcers = new WeakMap<Db, () => Promise<void>>();
 

@@ -1,3 +1,4 @@
+import { redisKeys } from '../../../core/platform/redis-keys.js';
 import type { Cluster } from '../cluster.js';
 import { usedMemory } from '../faults.js';
 import { row, type Row } from './rows.js';
@@ -8,14 +9,14 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
   const { cluster, ledger } = ctx;
   const { callFirms } = facts;
   const rows: Row[] = [];
-  const prefix = cluster.queuePrefix;
-  const locks = await scanCount(cluster, `${prefix}:lock:*`);
+  const keys = redisKeys(cluster.queuePrefix);
+  const locks = await scanCount(cluster, keys.anyLock());
   let slots = 0;
   let waiting = 0;
   for (const firm of callFirms) {
-    slots += await cluster.redis.zcard(`${prefix}:pacing:${firm}:slots`);
-    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waiters`);
-    waiting += await cluster.redis.zcard(`${prefix}:pacing:${firm}:waking`);
+    slots += await cluster.redis.zcard(keys.dialSlots(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaiters(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaking(firm));
   }
   rows.push(
     row(

@@ -8,7 +8,7 @@ import {
   type Effect,
   type EffectOutcome,
   type EffectRecord,
-} from '../../platform/db/effects.js';
+} from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { ensureSubjectLead } from '../leads/leads.js';
@@ -19,7 +19,7 @@ import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
 // The effects of an analysed call (CONTRACT §3.12), each run by its own job through the effect
-// recorder (core/platform/db/effects.ts) with its record at `effects.<name>` on the call: a
+// recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` on the call: a
 // done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
 // is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
 // cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.

@@ -1,6 +1,5 @@
-// Contacts import (CONTRACT §3.7): the request stores an import record and enqueues one job
-// with the rows; a worker classifies every row as imported, duplicate or error, and the
-// request waits for the result (CONTACTS_IMPORT_WAIT_MS), else answers 202 with the job_id.
+// Contacts import, the worker side: one job classifies every row of an import
+// as imported, duplicate or error and stores the result on the import record (import-record.ts).
 //
 // How a phone or an email stays with one contact of a firm, on FerretDB too: key documents
 // `<firm>|phone|<E.164>` / `<firm>|email|<address>` claimed by insertMany (unordered, in
@@ -11,9 +10,10 @@
 // imported row). Keys claimed for rows that turned out duplicates are released; a key first
 // proposed for a row that turned out a duplicate is handed to the row that took it.
 //
-// Why inserts and not reads: FerretDB 1.24 on PostgreSQL checks a unique _id through its index,
-// but answers `find`, `update` and `delete` by _id with a sequential scan of the collection
-// (`_jsonb->'_id' @> value`: ~70 ms each at 200,000 keys), and `_id: {$in}` by reading every
+// Why inserts and not reads: a claim's duplicate-key error is the answer, one round trip per
+// batch of 500 keys with no lookup first. FerretDB 1.24 on PostgreSQL serves a point read,
+// update or delete by _id only through the GIN index the local harness gives every table
+// (scripts/local/services.ts: FERRETDB_ID_GIN_SQL), and answers `_id: {$in}` by reading every
 // document itself (seconds). So the common path only inserts; the rare releases are deleted per
 // claim batch (settleKeys), and a retry reads its own claims back with one equality query.
 //
@@ -27,19 +27,13 @@
 // import claimed before the crash are recognised as its own (import_id; read back only when the
 // record says claiming had begun); the classification is the same, so is the summary. A finished
 // import answers its stored result. An import whose every attempt failed is rolled back (its
-// contacts and claims removed) and reported `failed`.
+// contacts and claims removed: import-record.ts) and reported `failed`.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import { claimMany } from '../../platform/db/claim.js';
-import { notFound, serviceUnavailable, tooManyRows } from '../../platform/errors.js';
-import { newId } from '../../platform/ids.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
-import { enqueue } from '../../../jobs/define.js';
-import { JOBS } from '../../../jobs/table.js';
 import type { ImportContactsJob } from '../../../jobs/contacts.js';
-import { mayRead } from '../access/access.js';
-import type { Principal } from '../access/principal.js';
 import { isKnownCountry, type CountryCode } from '../contact-points/phones.js';
 import { parseContactRow, type ContactFields } from './contact-row.js';
 import {
@@ -50,48 +44,19 @@ import {
   type ContactKeyDoc,
   type ContactKeyKind,
 } from './contacts.js';
+import {
+  importsCollection,
+  type ContactImportDoc,
+  type ImportErrorRow,
+  type ImportResult,
+} from './import-record.js';
 import { contactSearchTerms } from './search-terms.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 
-/** Rows one request may carry (CONTRACT §3.7); more is 413 too_many_rows, nothing imported. */
-export const MAX_IMPORT_ROWS = 5000;
 /** error_rows lists at most this many rows (the first ones). */
 const MAX_ERROR_ROWS = 100;
 /** Key documents per insertMany; their releases are deleted batch by batch. */
 const CLAIM_BATCH = 500;
 const LOCK_TTL_MS = 30_000;
-
-export interface ImportErrorRow {
-  index: number;
-  reason: string;
-}
-
-export interface ImportResult {
-  imported: number;
-  duplicates: number;
-  errors: number;
-  error_rows: ImportErrorRow[];
-}
-
-type ImportStatus = 'processing' | 'completed' | 'failed';
-
-interface ContactImportDoc {
-  /** The job_id. */
-  _id: string;
-  firm: string;
-  status: ImportStatus;
-  /** queued → claiming (keys may be held by this import: a retry reads back what it cannot claim) → done. */
-  stage: 'queued' | 'claiming' | 'done';
-  rows: number;
-  default_country: string;
-  result: ImportResult | null;
-  failure: string | null;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
-}
-
-const imports = (db: Db) => collection<ContactImportDoc>(db, COLLECTIONS.contactImports);
 
 /** The job cannot run: its record is gone, belongs elsewhere or was given up (the job must not retry). */
 export class ImportNotRunnableError extends Error {
@@ -100,154 +65,6 @@ export class ImportNotRunnableError extends Error {
     this.name = 'ImportNotRunnableError';
   }
 }
-
-// ---------------------------------------------------------------- the request side
-
-/** Stores the import record and enqueues its job; returns the job_id. 413 over 5,000 rows. */
-export async function startContactImport(
-  services: Services,
-  firm: string,
-  rows: unknown[],
-  country: CountryCode,
-): Promise<string> {
-  if (rows.length > MAX_IMPORT_ROWS) {
-    throw tooManyRows(
-      `An import takes at most ${MAX_IMPORT_ROWS.toLocaleString('en-US')} rows per request; this one has ` +
-        `${rows.length.toLocaleString('en-US')}. Nothing was imported: send the rows in batches.`,
-    );
-  }
-  const db = services.mongo.db;
-  const importId = newId('imp');
-  const now = new Date();
-  await imports(db).insertOne({
-    _id: importId,
-    firm,
-    status: 'processing',
-    stage: 'queued',
-    rows: rows.length,
-    default_country: country,
-    result: null,
-    failure: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-  });
-  try {
-    await enqueue(services.queues, JOBS.importContacts, { importId, firm, defaultCountry: country, rows });
-  } catch (err) {
-    // Not enqueued (503): no record may claim otherwise.
-    await imports(db)
-      .deleteOne({ _id: importId })
-      .catch(() => {});
-    throw err;
-  }
-  return importId;
-}
-
-/**
- * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
- * backing off to 250 ms); null when it is still processing then, or the client has gone.
- * A failed import is a 503: it was rolled back, nothing was imported, and it may be sent again.
- */
-export async function awaitContactImport(
-  db: Db,
-  importId: string,
-  waitMs: number,
-  clientGone: () => boolean,
-): Promise<ImportResult | null> {
-  // No budget (CONTACTS_IMPORT_WAIT_MS=0): every import answers 202, even one a fast worker has
-  // already finished (it is read with GET /api/contacts/import/{job_id}).
-  if (waitMs <= 0) return null;
-  const deadline = Date.now() + waitMs;
-  let pause = 20;
-  for (;;) {
-    const record = await imports(db).findOne({ _id: importId });
-    if (record?.status === 'completed' && record.result !== null) return record.result;
-    if (record?.status === 'failed') throw importFailed(record);
-    const left = deadline - Date.now();
-    if (left <= 0 || clientGone()) return null;
-    await sleep(Math.min(pause, left));
-    pause = Math.min(Math.round(pause * 1.5), 250);
-  }
-}
-
-const importFailed = (record: ContactImportDoc) =>
-  serviceUnavailable(
-    `The import failed (${record.failure ?? 'unknown error'}) and was rolled back: nothing was imported. Send it again.`,
-    30,
-  );
-
-export type ImportView =
-  | { job_id: string; status: 'processing' }
-  | ({ job_id: string; status: 'completed' } & ImportResult)
-  | { job_id: string; status: 'failed'; message: string };
-
-/** GET /api/contacts/import/{job_id}: another firm's import is not found, as a missing one. */
-export async function getContactImport(
-  services: Services,
-  principal: Principal,
-  importId: string,
-): Promise<ImportView> {
-  const record = await imports(services.mongo.db).findOne({ _id: importId });
-  if (record === null || !mayRead(principal, record.firm)) {
-    throw notFound('import_job', 'No contacts import was found with that job_id.');
-  }
-  if (record.status === 'completed' && record.result !== null) {
-    return { job_id: record._id, status: 'completed', ...record.result };
-  }
-  if (record.status === 'failed') {
-    return { job_id: record._id, status: 'failed', message: failedMessage(record.failure) };
-  }
-  // A job that died without its processor running to the end (stalled too often, or removed)
-  // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
-  const gone = await jobGaveUp(services, importId);
-  if (gone === null) return { job_id: record._id, status: 'processing' };
-  await failContactImport(services, { importId, firm: record.firm }, gone);
-  return { job_id: record._id, status: 'failed', message: failedMessage(gone) };
-}
-
-/** How long an import record may stay processing before the sweep asks BullMQ about its job. */
-const ABANDONED_AFTER_MS = 10 * 60_000;
-
-/**
- * The sweep (every 10 minutes): imports still processing whose job BullMQ gave up without the
- * processor's last attempt running (it stalled too often: workers kept dying) or no longer has
- * are rolled back and marked failed, so no claim is held for a contact that never came.
- */
-export async function settleAbandonedImports(services: Services): Promise<number> {
-  const cutoff = new Date(Date.now() - ABANDONED_AFTER_MS);
-  const stale = await imports(services.mongo.db)
-    .find({ status: 'processing', updated_at: { $lt: cutoff } })
-    .limit(100)
-    .toArray();
-  let settled = 0;
-  for (const record of stale) {
-    const gone = await jobGaveUp(services, record._id);
-    if (gone === null) continue;
-    await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
-    settled += 1;
-  }
-  return settled;
-}
-
-const failedMessage = (failure: string | null) =>
-  `The import failed (${failure ?? 'unknown error'}); send it again.`;
-
-async function jobGaveUp(services: Services, importId: string): Promise<string | null> {
-  try {
-    // The state alone: the job itself carries up to 16 MiB of rows.
-    const queue = services.queues[JOBS.importContacts.queue];
-    const state = await queue.getJobState(importId);
-    if (state === 'unknown') return 'its job is no longer queued';
-    if (state !== 'failed') return null;
-    return (await queue.getJob(importId))?.failedReason ?? 'its job failed';
-  } catch {
-    // Redis unreachable: the record's own status is the answer.
-    return null;
-  }
-}
-
-// ---------------------------------------------------------------- the worker side
 
 interface PlannedRow {
   index: number;
@@ -329,9 +146,6 @@ function classify(
   return { imported, duplicates, owner };
 }
 
-const importLockKey = (services: Services, firm: string): string =>
-  `${services.config.queuePrefix}:lock:contacts-import:${firm}`;
-
 function countryOf(job: ImportContactsJob): CountryCode {
   const country = job.defaultCountry.toUpperCase();
   if (!isKnownCountry(country)) throw new ImportNotRunnableError(`unknown default country ${country}`);
@@ -339,7 +153,7 @@ function countryOf(job: ImportContactsJob): CountryCode {
 }
 
 async function runnableRecord(db: Db, job: ImportContactsJob): Promise<ContactImportDoc> {
-  const record = await imports(db).findOne({ _id: job.importId });
+  const record = await importsCollection(db).findOne({ _id: job.importId });
   if (record === null || record.firm !== job.firm) {
     throw new ImportNotRunnableError(`no import record ${job.importId} for firm ${job.firm}`);
   }
@@ -358,7 +172,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
   const plan = planImport(job, countryOf(job), first.created_at);
   return withRecordLock(
     services.redis,
-    importLockKey(services, job.firm),
+    redisKeys(services.config.queuePrefix).contactsImportLock(job.firm),
     async () => {
       // Read again inside the firm's turn: an earlier attempt may have finished meanwhile.
       const record = await runnableRecord(db, job);
@@ -373,7 +187,10 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
   const keys = contactKeysCollection(db);
   const retry = record.stage === 'claiming';
   if (!retry) {
-    await imports(db).updateOne({ _id: record._id }, { $set: { stage: 'claiming', updated_at: new Date() } });
+    await importsCollection(db).updateOne(
+      { _id: record._id },
+      { $set: { stage: 'claiming', updated_at: new Date() } },
+    );
   }
   /** The keys this import holds, as their documents say now. */
   const ours = new Map<string, ContactKeyDoc>();
@@ -407,7 +224,7 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
     error_rows: plan.errorRows.slice(0, MAX_ERROR_ROWS),
   };
   const now = new Date();
-  await imports(db).updateOne(
+  await importsCollection(db).updateOne(
     { _id: record._id },
     { $set: { status: 'completed', stage: 'done', result, updated_at: now, completed_at: now } },
   );
@@ -443,30 +260,4 @@ async function settleKeys(
     const claimed = await claimMany(keys, handOver);
     if (claimed.size !== handOver.length) throw new Error('a key being handed over was taken meanwhile');
   }
-}
-
-/**
- * The import failed for good (its job's last attempt failed, or BullMQ gave the job up): it is
- * marked failed, then what it wrote is removed — its contacts, then the key documents it holds —
- * so a later import of the same rows finds them free. One delete each (an equality on
- * import_id); safe to repeat. Best effort: the store may be what failed.
- */
-export async function failContactImport(
-  services: Services,
-  ref: { importId: string; firm: string },
-  reason: string,
-): Promise<void> {
-  const db = services.mongo.db;
-  const record = await imports(db).findOne({ _id: ref.importId });
-  if (record === null || record.firm !== ref.firm || record.status === 'completed') return;
-  if (record.status === 'processing') {
-    await imports(db).updateOne(
-      { _id: record._id },
-      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
-    );
-  }
-  if (record.stage === 'queued') return;
-  // Contacts first: a key freed while its contact still stood could let another import add a twin.
-  await contactsCollection(db).deleteMany({ import_id: record._id });
-  await contactKeysCollection(db).deleteMany({ import_id: record._id });
 }

@@ -16,7 +16,7 @@ export interface EffectSubjectDoc {
 // (`reconcile`) when the effect can be asked, else repeats it (at least once).
 //
 // Records are written with the subject's lock held (`exclusive`): FerretDB rewrites whole
-// documents on update, so writers of one document take turns (README: Concurrency on FerretDB).
+// documents on update, so writers of one document take turns (withRecordLock, core/platform/redis-mutex.ts).
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 

@@ -44,6 +44,10 @@ describe('calling windows', () => {
     expect(insideWindow(night, 'UTC', at('2025-01-11T05:59:00Z'))).toBe(true); // Sat 05:59
     expect(insideWindow(night, 'UTC', at('2025-01-11T06:00:00Z'))).toBe(false);
     expect(insideWindow(night, 'UTC', at('2025-01-10T05:00:00Z'))).toBe(false); // Fri 05:00: Thursday's night
+    // Sunday's night (7) runs into Monday (1): the week wraps.
+    const sundayNight = { start: '22:00', end: '06:00', days: [7] };
+    expect(insideWindow(sundayNight, 'UTC', at('2025-01-13T05:00:00Z'))).toBe(true); // Mon 05:00
+    expect(insideWindow(sundayNight, 'UTC', at('2025-01-14T05:00:00Z'))).toBe(false); // Tue 05:00
     expect(insideWindow({ start: '00:00', end: '00:00', days: [1] }, 'UTC', at('2025-01-06T23:59:00Z'))).toBe(
       true,
     );
@@ -75,5 +79,30 @@ describe('calling windows', () => {
     // 02:30 does not exist in New York on 2025-03-09: the window is open from the first moment after.
     const skipped = zonedTimeToUtc({ year: 2025, month: 3, day: 9 }, 2 * 60 + 30, 'America/New_York');
     expect(insideWindow({ start: '02:30', end: '05:00', days: [7] }, 'America/New_York', skipped)).toBe(true);
+  });
+
+  it('gives the next opening of a window over midnight, of a Sunday-only window, and of a whole day', () => {
+    // Saturday 07:00: Friday's night window (22:00–06:00) has closed; the next is next Friday 22:00.
+    expect(nextCallTime({ start: '22:00', end: '06:00', days: [5] }, 'UTC', at('2025-01-11T07:00:00Z'))).toBe(
+      at('2025-01-17T22:00:00Z'),
+    );
+    // Sunday 17:00, just closed: the next Sunday (7 is Sunday, and the week wraps to it).
+    expect(nextCallTime({ start: '09:00', end: '17:00', days: [7] }, 'UTC', at('2025-01-12T17:00:00Z'))).toBe(
+      at('2025-01-19T09:00:00Z'),
+    );
+    // A whole Wednesday in India (UTC+05:30) opens at its midnight, 18:30 UTC on Tuesday.
+    expect(
+      nextCallTime({ start: '00:00', end: '00:00', days: [3] }, 'Asia/Kolkata', at('2025-01-06T12:00:00Z')),
+    ).toBe(at('2025-01-07T18:30:00Z'));
+  });
+
+  it('is never open, and has no next opening, with no days', () => {
+    const none = { start: '09:00', end: '17:00', days: [] };
+    expect(insideWindow(none, 'UTC', at('2025-01-06T12:00:00Z'))).toBe(false);
+    expect(nextCallTime(none, 'UTC', at('2025-01-06T12:00:00Z'))).toBeNull();
+  });
+
+  it('refuses a time zone Intl does not know', () => {
+    expect(() => insideWindow(WEEKDAYS, 'Mars/Base', 0)).toThrow(RangeError);
   });
 });

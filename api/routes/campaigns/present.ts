@@ -1,0 +1,32 @@
+import type { Static } from '@sinclair/typebox';
+import type { CampaignCounts } from '../../../core/domain/campaigns/campaign-progress.js';
+import { countsOf, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
+import type { Services } from '../../../core/wiring/services.js';
+import type { CampaignRecord } from './schema.js';
+
+/** The campaign record as the API shows it. */
+export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Static<typeof CampaignRecord> {
+  return {
+    id: campaign._id,
+    name: campaign.name,
+    firm: campaign.firm,
+    agent_id: campaign.agent_id,
+    status: campaign.status,
+    leads_total: campaign.leads_total,
+    calls_queued: campaign.calls_queued,
+    calls_placed: counts.calls_placed,
+    calls_completed: counts.calls_completed,
+    calls_failed: counts.calls_failed,
+    launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
+    created_at: campaign.created_at.toISOString(),
+  };
+}
+
+/** The record with its live counters. */
+export async function viewWithCounts(
+  services: Services,
+  campaign: CampaignDoc,
+): Promise<Static<typeof CampaignRecord>> {
+  const [counts] = await countsOf(services, [campaign]);
+  return campaignView(campaign, counts!);
+}

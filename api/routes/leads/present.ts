@@ -1,0 +1,26 @@
+import type { Static } from '@sinclair/typebox';
+import type { LeadDoc } from '../../../core/domain/leads/leads.js';
+import type { LeadRecord } from './schema.js';
+
+/** The lead as the API shows it. */
+export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
+  return {
+    id: lead._id,
+    firm: lead.firm,
+    source: lead.source,
+    call_id: lead.call_id,
+    chat_id: lead.chat_id,
+    campaign_id: lead.campaign_id,
+    first_name: lead.first_name,
+    last_name: lead.last_name,
+    phone: lead.phone,
+    email: lead.email,
+    case_type: lead.case_type,
+    summary: lead.summary,
+    urgency: lead.urgency,
+    notes: lead.notes,
+    timezone: lead.timezone,
+    do_not_call: lead.do_not_call,
+    created_at: lead.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,35 @@
+-- Functions the booking-reminder scripts share (put before each of them by the loader: Redis
+-- has no `require`). A booking's hash: field 'booking' (its JSON) and one 'r|...' field per
+-- reminder (its JSON); see reminder-records.ts.
+
+local function each_reminder(key, fn)
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'r|' then fn(all[i], cjson.decode(all[i + 1])) end
+  end
+end
+
+-- Cancels what has not been sent (but those whose field starts with keep): a reminder being
+-- sent cannot be stopped, it is only kept from being retried.
+local function cancel_pending(key, now, keep)
+  local n = 0
+  each_reminder(key, function(field, r)
+    if keep and string.sub(field, 1, #keep) == keep then return end
+    if r.status == 'scheduled' then
+      r.status = 'cancelled'
+      r.cancelled_at = now
+      redis.call('HSET', key, field, cjson.encode(r))
+      n = n + 1
+    elseif r.status == 'sending' and not r.cancel_requested then
+      r.cancel_requested = true
+      redis.call('HSET', key, field, cjson.encode(r))
+      n = n + 1
+    end
+  end)
+  return n
+end
+
+local function extend_expiry(key, now, expire_at)
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 or now + ttl < expire_at then redis.call('PEXPIREAT', key, expire_at) end
+end

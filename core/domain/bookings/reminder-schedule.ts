@@ -1,0 +1,90 @@
+import { loadRedisScript } from '../../platform/redis-script.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import {
+  reminderField,
+  type BookingRecord,
+  type BookingState,
+  type ReminderRecord,
+  type ReminderStore,
+} from './reminder-records.js';
+
+// The booking events' side of the reminder store (reminder-records.ts): storing a booking's
+// reminders, and cancelling them (a cancel, a reschedule), each one Lua script.
+
+const FUNCTIONS = new URL('./reminder-functions.lua', import.meta.url);
+const STORE = loadRedisScript(new URL('./store-booking-reminders.lua', import.meta.url), {
+  keys: ['booking'],
+  args: ['booking_json', 'start_at', 'event_at', 'now', 'expire_at'],
+  include: [FUNCTIONS],
+});
+const CANCEL = loadRedisScript(new URL('./cancel-booking-reminders.lua', import.meta.url), {
+  keys: ['booking'],
+  args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to'],
+  include: [FUNCTIONS],
+});
+
+export type StoreOutcome = 'stored' | 'unchanged' | 'moved' | 'stale' | BookingState;
+
+/**
+ * Stores a booking and its reminders, unless the booking was cancelled (the cancel wins), is
+ * already stored for this start (a repeat changes nothing), or was set by a later event. A
+ * newer event with another start cancels the reminders of the old one.
+ */
+export async function storeBookingReminders(
+  store: ReminderStore,
+  firm: string,
+  uid: string,
+  input: { booking: BookingRecord; reminders: ReminderRecord[]; now: number; expireAt: number },
+): Promise<{ outcome: StoreOutcome; due: Array<{ field: string; due_at: number }> }> {
+  const { booking } = input;
+  const pairs = input.reminders.flatMap((r) => [
+    reminderField(booking.start_at, r.offset_minutes, r.to),
+    JSON.stringify(r),
+  ]);
+  const reply = (await STORE.run(
+    store.redis,
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    {
+      booking_json: JSON.stringify(booking),
+      start_at: booking.start_at,
+      event_at: booking.event_at,
+      now: input.now,
+      expire_at: input.expireAt,
+    },
+    pairs,
+  )) as string[];
+  const [outcome, ...rest] = reply;
+  const due: Array<{ field: string; due_at: number }> = [];
+  for (let i = 0; i + 1 < rest.length; i += 2) due.push({ field: rest[i]!, due_at: Number(rest[i + 1]) });
+  return { outcome: outcome as StoreOutcome, due };
+}
+
+/**
+ * Cancels a booking's reminders and leaves its tombstone (state `cancelled`, or `rescheduled`
+ * with the new uid), also for a booking never seen: a late BOOKING_CREATED then stores nothing.
+ */
+export async function cancelBookingReminders(
+  store: ReminderStore,
+  firm: string,
+  uid: string,
+  input: {
+    state: 'cancelled' | 'rescheduled';
+    tombstone: BookingRecord;
+    rescheduledTo?: string;
+    now: number;
+    expireAt: number;
+  },
+): Promise<{ outcome: 'cancelled' | 'unchanged'; stopped: number }> {
+  const [outcome, stopped] = (await CANCEL.run(
+    store.redis,
+    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    {
+      state: input.state,
+      booking_json: JSON.stringify(input.tombstone),
+      now: input.now,
+      expire_at: input.expireAt,
+      rescheduled_to: input.rescheduledTo ?? '',
+    },
+  )) as [string, number];
+  return { outcome: outcome as 'cancelled' | 'unchanged', stopped: Number(stopped) };
+}

@@ -1,0 +1,113 @@
+// A contacts import's record, which both sides share: the request stores it
+// and reads its result (import-request.ts), the worker fills it in (import-rows.ts). An import
+// whose every attempt failed, or whose job BullMQ gave up, is rolled back from here.
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { JOBS } from '../../../jobs/table.js';
+import { contactKeysCollection, contactsCollection } from './contacts.js';
+
+export interface ImportErrorRow {
+  index: number;
+  reason: string;
+}
+
+export interface ImportResult {
+  imported: number;
+  duplicates: number;
+  errors: number;
+  error_rows: ImportErrorRow[];
+}
+
+export type ImportStatus = 'processing' | 'completed' | 'failed';
+
+export interface ContactImportDoc {
+  /** The job_id. */
+  _id: string;
+  firm: string;
+  status: ImportStatus;
+  /** queued → claiming (keys may be held by this import: a retry reads back what it cannot claim) → done. */
+  stage: 'queued' | 'claiming' | 'done';
+  rows: number;
+  default_country: string;
+  result: ImportResult | null;
+  failure: string | null;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+export const importsCollection = (db: Db) => collection<ContactImportDoc>(db, COLLECTIONS.contactImports);
+
+/** The import record by job_id, whoever owns it; null when there is none. */
+export function findContactImport(db: Db, importId: string): Promise<ContactImportDoc | null> {
+  return importsCollection(db).findOne({ _id: importId });
+}
+
+/** How long an import record may stay processing before the sweep asks BullMQ about its job. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/**
+ * The sweep (every 10 minutes): imports still processing whose job BullMQ gave up without the
+ * processor's last attempt running (it stalled too often: workers kept dying) or no longer has
+ * are rolled back and marked failed, so no claim is held for a contact that never came.
+ */
+export async function settleAbandonedImports(services: Services): Promise<number> {
+  const cutoff = new Date(Date.now() - ABANDONED_AFTER_MS);
+  const stale = await importsCollection(services.mongo.db)
+    .find({ status: 'processing', updated_at: { $lt: cutoff } })
+    .limit(100)
+    .toArray();
+  let settled = 0;
+  for (const record of stale) {
+    const gone = await jobGaveUp(services, record._id);
+    if (gone === null) continue;
+    await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
+    settled += 1;
+  }
+  return settled;
+}
+
+export const failedMessage = (failure: string | null) =>
+  `The import failed (${failure ?? 'unknown error'}); send it again.`;
+
+/** Why BullMQ gave the import's job up; null while it may still run (or Redis cannot say). */
+export async function jobGaveUp(services: Services, importId: string): Promise<string | null> {
+  try {
+    // The state alone: the job itself carries up to 16 MiB of rows.
+    const queue = services.queues[JOBS.importContacts.queue];
+    const state = await queue.getJobState(importId);
+    if (state === 'unknown') return 'its job is no longer queued';
+    if (state !== 'failed') return null;
+    return (await queue.getJob(importId))?.failedReason ?? 'its job failed';
+  } catch {
+    // Redis unreachable: the record's own status is the answer.
+    return null;
+  }
+}
+
+/**
+ * The import failed for good (its job's last attempt failed, or BullMQ gave the job up): it is
+ * marked failed, then what it wrote is removed — its contacts, then the key documents it holds —
+ * so a later import of the same rows finds them free. One delete each (an equality on
+ * import_id); safe to repeat. Best effort: the store may be what failed.
+ */
+export async function failContactImport(
+  services: Services,
+  ref: { importId: string; firm: string },
+  reason: string,
+): Promise<void> {
+  const db = services.mongo.db;
+  const record = await importsCollection(db).findOne({ _id: ref.importId });
+  if (record === null || record.firm !== ref.firm || record.status === 'completed') return;
+  if (record.status === 'processing') {
+    await importsCollection(db).updateOne(
+      { _id: record._id },
+      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
+    );
+  }
+  if (record.stage === 'queued') return;
+  // Contacts first: a key freed while its contact still stood could let another import add a twin.
+  await contactsCollection(db).deleteMany({ import_id: record._id });
+  await contactKeysCollection(db).deleteMany({ import_id: record._id });
+}

@@ -1,0 +1,119 @@
+// Contacts import, the request side: the request checks the row count, stores
+// an import record and enqueues one job with the rows; a worker classifies every row
+// (import-rows.ts), and the request waits for the result (CONTACTS_IMPORT_WAIT_MS), else
+// answers 202 with the job_id, which GET /api/contacts/import/{job_id} reads.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { serviceUnavailable, tooManyRows } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import type { CountryCode } from '../contact-points/phones.js';
+import {
+  failContactImport,
+  failedMessage,
+  importsCollection,
+  jobGaveUp,
+  type ContactImportDoc,
+  type ImportResult,
+} from './import-record.js';
+
+/** Rows one request may carry; more is 413 too_many_rows, nothing imported. */
+export const MAX_IMPORT_ROWS = 5000;
+
+/** Stores the import record and enqueues its job; returns the job_id. 413 over 5,000 rows. */
+export async function startContactImport(
+  services: Services,
+  firm: string,
+  rows: unknown[],
+  country: CountryCode,
+): Promise<string> {
+  if (rows.length > MAX_IMPORT_ROWS) {
+    throw tooManyRows(
+      `An import takes at most ${MAX_IMPORT_ROWS.toLocaleString('en-US')} rows per request; this one has ` +
+        `${rows.length.toLocaleString('en-US')}. Nothing was imported: send the rows in batches.`,
+    );
+  }
+  const db = services.mongo.db;
+  const importId = newId('imp');
+  const now = new Date();
+  await importsCollection(db).insertOne({
+    _id: importId,
+    firm,
+    status: 'processing',
+    stage: 'queued',
+    rows: rows.length,
+    default_country: country,
+    result: null,
+    failure: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  });
+  try {
+    await enqueue(services.queues, JOBS.importContacts, { importId, firm, defaultCountry: country, rows });
+  } catch (err) {
+    // Not enqueued (503): no record may claim otherwise.
+    await importsCollection(db)
+      .deleteOne({ _id: importId })
+      .catch(() => {});
+    throw err;
+  }
+  return importId;
+}
+
+
+/**
+ * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
+ * backing off to 250 ms); null when it is still processing then, or the client has gone.
+ * A failed import is a 503: it was rolled back, nothing was imported, and it may be sent again.
+ */
+export async function awaitContactImport(
+  db: Db,
+  importId: string,
+  waitMs: number,
+  clientGone: () => boolean,
+): Promise<ImportResult | null> {
+  // No budget (CONTACTS_IMPORT_WAIT_MS=0): every import answers 202, even one a fast worker has
+  // already finished (it is read with GET /api/contacts/import/{job_id}).
+  if (waitMs <= 0) return null;
+  const deadline = Date.now() + waitMs;
+  let pause = 20;
+  for (;;) {
+    const record = await importsCollection(db).findOne({ _id: importId });
+    if (record?.status === 'completed' && record.result !== null) return record.result;
+    if (record?.status === 'failed') throw importFailed(record);
+    const left = deadline - Date.now();
+    if (left <= 0 || clientGone()) return null;
+    await sleep(Math.min(pause, left));
+    pause = Math.min(Math.round(pause * 1.5), 250);
+  }
+}
+
+const importFailed = (record: ContactImportDoc) =>
+  serviceUnavailable(
+    `The import failed (${record.failure ?? 'unknown error'}) and was rolled back: nothing was imported. Send it again.`,
+    30,
+  );
+
+export type ImportView =
+  | { job_id: string; status: 'processing' }
+  | ({ job_id: string; status: 'completed' } & ImportResult)
+  | { job_id: string; status: 'failed'; message: string };
+
+/** GET /api/contacts/import/{job_id}: the state of an import record the route has authorized. */
+export async function contactImportState(services: Services, record: ContactImportDoc): Promise<ImportView> {
+  if (record.status === 'completed' && record.result !== null) {
+    return { job_id: record._id, status: 'completed', ...record.result };
+  }
+  if (record.status === 'failed') {
+    return { job_id: record._id, status: 'failed', message: failedMessage(record.failure) };
+  }
+  // A job that died without its processor running to the end (stalled too often, or removed)
+  // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
+  const gone = await jobGaveUp(services, record._id);
+  if (gone === null) return { job_id: record._id, status: 'processing' };
+  await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
+  return { job_id: record._id, status: 'failed', message: failedMessage(gone) };
+}

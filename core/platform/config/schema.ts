@@ -1,0 +1,207 @@
+// Every environment variable the service reads, declared once: the Config type (Static<>), the
+// parser (parse.ts) and the README's Configuration table (`npm run docs:config`) all come from
+// here. Adding a variable is adding one entry; then run `npm run docs:config`.
+import { Type, type Static } from '@sinclair/typebox';
+import { boolean, integer, list, oneOf, optional, secret, text, url } from './variables.js';
+
+const local = { start: 'local', test: 'local' };
+const generated = { start: 'generated', test: 'generated' };
+const HOUR_MS = 3_600_000;
+
+export const CONFIG_SCHEMA = Type.Object({
+  redisUrl: url('REDIS_URL', {
+    protocols: ['redis:', 'rediss:'],
+    local,
+    description: 'Redis for the queues and the rate limit; `rediss://` for TLS',
+  }),
+  mongodbUri: url('MONGODB_URI', {
+    protocols: ['mongodb:', 'mongodb+srv:'],
+    local,
+    description: "MongoDB; the database is the URI's path, else `intake`",
+  }),
+  adminApiKey: secret('ADMIN_API_KEY', { minLength: 24, local: generated, description: 'the platform key' }),
+  adminReadonlyApiKey: optional(
+    secret('ADMIN_READONLY_API_KEY', {
+      minLength: 24,
+      differsFrom: 'ADMIN_API_KEY',
+      description: 'an operator key that may only look at Bull Board (no retry, clean, remove, ...: `403`)',
+    }),
+  ),
+  appEnv: text('APP_ENV', {
+    pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$',
+    patternText: 'a name of 1 to 32 letters, digits, ".", "_" or "-"',
+    fallback: { text: '`NODE_ENV`, else `development`', value: (env) => env('NODE_ENV') ?? 'development' },
+    description: "the environment's name, shown on Bull Board (red for `prod…`, amber for `stag…`)",
+  }),
+  sessionSecret: secret('SESSION_SECRET', {
+    minLength: 32,
+    local: generated,
+    description: 'HS256 secret of session JWTs',
+  }),
+  port: integer('PORT', {
+    min: 0,
+    max: 65535,
+    default: 3000,
+    local: { start: '`3000` if free, else any free port', test: 'a free port' },
+    description: 'HTTP port of the web process (`0`: any free port)',
+  }),
+  publicBaseUrl: url('PUBLIC_BASE_URL', {
+    protocols: ['http:', 'https:'],
+    base: true,
+    fallback: {
+      text: '`http://127.0.0.1:$PORT`',
+      value: (_env, config) => `http://127.0.0.1:${config.port}`,
+    },
+    description: 'how the outside reaches this service (webhook URLs, the OpenAPI `servers` entry)',
+  }),
+  voiceProvider: oneOf('VOICE_PROVIDER', ['simulator', 'retell'], {
+    default: 'simulator',
+    description: '`simulator` (built in, no account) or `retell`',
+  }),
+  retellApiKey: optional(
+    secret('RETELL_API_KEY', {
+      minLength: 1,
+      requiredWhen: { name: 'VOICE_PROVIDER', equals: 'retell' },
+      description: 'Retell API key',
+    }),
+  ),
+  retellBaseUrl: url('RETELL_BASE_URL', {
+    protocols: ['http:', 'https:'],
+    base: true,
+    default: 'https://api.retellai.com',
+    description: 'Retell API base URL',
+  }),
+  openaiApiKey: optional(
+    secret('OPENAI_API_KEY', {
+      minLength: 1,
+      description:
+        'enables the LLM chat engine and OpenAI extraction of analysed calls; without it the built-in intake agent and extractor work',
+    }),
+  ),
+  openaiBaseUrl: optional(
+    url('OPENAI_BASE_URL', {
+      protocols: ['http:', 'https:'],
+      description: 'an OpenAI-compatible base URL; unset: the OpenAI API',
+    }),
+  ),
+  openaiModel: text('OPENAI_MODEL', { default: 'gpt-4o-mini', description: 'model of the LLM chat engine' }),
+  smtpUrl: optional(
+    url('SMTP_URL', {
+      protocols: ['smtp:', 'smtps:'],
+      description: 'the mail server for notifications and reminders; unset: no email is sent',
+    }),
+  ),
+  mailFrom: text('MAIL_FROM', {
+    default: 'Intake Service <no-reply@intake.invalid>',
+    description: 'sender of notification and reminder emails',
+  }),
+  clioBaseUrl: url('CLIO_BASE_URL', {
+    protocols: ['http:', 'https:'],
+    base: true,
+    default: 'https://app.clio.com',
+    description: 'Clio API base URL',
+  }),
+  allowPrivateUrls: boolean('ALLOW_PRIVATE_URLS', {
+    default: false,
+    local: { start: '`true`', test: '`true`' },
+    description:
+      'URLs the service calls for a firm (Slack, Clio) may be `http://` and loopback or private hosts; for local runs and tests only',
+  }),
+  logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    local: { test: '`TEST_LOG_LEVEL`, else `silent`' },
+    description: 'pino JSON logs on stdout',
+  }),
+  rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 1200,
+    description:
+      'requests per principal (firm + subject) per minute, kept in Redis and shared by every web process (`429`)',
+  }),
+  webhookRateLimitPerMinute: integer('WEBHOOK_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 10_000_000,
+    default: 6000,
+    description: 'webhook deliveries per firm per minute, both receivers (`429`)',
+  }),
+  unauthenticatedRateLimitPerMinute: integer('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 600,
+    description:
+      'requests answered `401` per client address per minute; past it the address gets `429` for the rest of the minute, before any lookup',
+  }),
+  trustProxy: boolean('TRUST_PROXY', {
+    default: false,
+    description:
+      "`true` behind a proxy (Heroku's router): the client address is the last `X-Forwarded-For` entry and `X-Forwarded-Host`/`-Proto` count for the service's own origin",
+  }),
+  simCallMs: integer('SIM_CALL_MS', {
+    min: 0,
+    max: 600_000,
+    default: 2000,
+    local: { test: '`200`' },
+    description: 'how long a simulated call lasts before its webhooks are sent',
+  }),
+  shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', {
+    min: 1000,
+    max: 120_000,
+    default: 25_000,
+    description: 'how long a process may take to stop after SIGTERM',
+  }),
+  jobLockMs: integer('JOB_LOCK_MS', {
+    min: 1000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "BullMQ job lock (and stalled-job check interval): how soon a crashed worker's job is taken over by another",
+  }),
+  workerConcurrency: integer('WORKER_CONCURRENCY', {
+    min: 1,
+    max: 500,
+    default: 10,
+    description: 'jobs one worker process runs at once per queue (unless a queue sets its own)',
+  }),
+  queuePrefix: text('QUEUE_PREFIX', {
+    default: 'bull',
+    description: 'prefix of every BullMQ key, so several deployments can share one Redis',
+  }),
+  workerQueues: optional(
+    list('WORKER_QUEUES', {
+      item: '^[a-z][a-z0-9-]{0,62}$',
+      itemText: 'queue names (lowercase letters, digits and "-")',
+      description:
+        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`); unset: every queue',
+    }),
+  ),
+  campaignRetryDelayMs: integer('CAMPAIGN_RETRY_DELAY_MS', {
+    min: 0,
+    max: 7 * 24 * HOUR_MS,
+    default: HOUR_MS,
+    description:
+      'how long after a not_connected campaign call its lead is called again (at least); 2 retries at most',
+  }),
+  campaignFanoutChunk: integer('CAMPAIGN_FANOUT_CHUNK', {
+    min: 1,
+    max: 5000,
+    default: 500,
+    description: 'lead entries a campaign fan-out reads and adds per `addBulk` (and per checkpoint)',
+  }),
+  dialSlotLeaseMs: integer('DIAL_SLOT_LEASE_MS', {
+    min: 1000,
+    max: 24 * HOUR_MS,
+    default: 3_900_000,
+    description:
+      "how long a dial slot (pacing) stays taken without its call's end event before it frees itself (Retell's default longest call, 1 h, plus ringing)",
+  }),
+  contactsImportWaitMs: integer('CONTACTS_IMPORT_WAIT_MS', {
+    min: 0,
+    max: 60_000,
+    default: 25_000,
+    description:
+      'how long `POST /api/contacts/import` waits for its job before answering `202` with the `job_id`',
+  }),
+});
+
+export type Config = Static<typeof CONFIG_SCHEMA>;

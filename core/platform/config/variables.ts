@@ -1,0 +1,171 @@
+// The kinds of environment variable the configuration is made of. Each builder returns a TypeBox
+// schema (so the Config type is Static<> of them and TypeBox checks their bounds) carrying, under
+// the `variable` keyword, what the parser and the README table need: the name, the meaning, how
+// to read the raw string, the default and what `npm start` / `npm test` do about it.
+import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
+
+/** A raw string read into its type, or refused; `got` is what a message may echo of it. */
+export type Read = { ok: true; value: unknown } | { ok: false; got?: string };
+
+/** What `npm start` (scripts/local/start.ts) and `npm test` (test/helpers/stack.ts) set. */
+export interface LocalRuns {
+  start?: string;
+  test?: string;
+}
+
+/** A default computed from the environment or from variables declared before this one. */
+export interface Fallback {
+  /** For the README (Markdown). */
+  text: string;
+  value: (env: (name: string) => string | undefined, config: Record<string, unknown>) => unknown;
+}
+
+export interface Variable {
+  name: string;
+  /** The README's "meaning" column (Markdown); also the message when a required one is missing. */
+  description: string;
+  /** What a valid value is, in words, e.g. "an integer from 0 to 65535" (messages and README). */
+  expects: string;
+  read: (raw: string) => Read;
+  /** Never echoed in a message: keys, secrets and URLs (which may carry a password). */
+  secret: boolean;
+  fallback?: Fallback;
+  local?: LocalRuns;
+  /** Unset is allowed unless the named variable has this value. */
+  requiredWhen?: { name: string; equals: string };
+  /** Must not equal the named variable's value. */
+  differsFrom?: string;
+}
+
+/** Options every kind takes. `default` is the typed value used when the variable is unset. */
+interface Common<T> {
+  description: string;
+  default?: T;
+  fallback?: Fallback;
+  local?: LocalRuns;
+  requiredWhen?: { name: string; equals: string };
+  differsFrom?: string;
+}
+
+const echo = (raw: string): string => raw.slice(0, 100);
+
+function variable(
+  name: string,
+  options: Common<unknown>,
+  expects: string,
+  read: Variable['read'],
+  secret = false,
+) {
+  const { description, fallback, local, requiredWhen, differsFrom } = options;
+  const meta: Variable = {
+    name,
+    description,
+    expects,
+    read,
+    secret,
+    fallback,
+    local,
+    requiredWhen,
+    differsFrom,
+  };
+  return {
+    description,
+    variable: meta,
+    ...(options.default === undefined ? {} : { default: options.default }),
+  };
+}
+
+/** The metadata a builder attached to a schema. */
+export function variableOf(schema: TSchema): Variable {
+  return (schema as TSchema & { variable: Variable }).variable;
+}
+
+/** The one boolean parser: these four spellings, nothing else (a typo must not silently mean false). */
+const BOOLEAN_SPELLINGS = new Map([
+  ['true', true],
+  ['false', false],
+  ['1', true],
+  ['0', false],
+]);
+
+export function boolean(name: string, options: Common<boolean>) {
+  const read = (raw: string): Read => {
+    const value = BOOLEAN_SPELLINGS.get(raw);
+    return value === undefined ? { ok: false, got: echo(raw) } : { ok: true, value };
+  };
+  return Type.Boolean(variable(name, options, 'true, false, 1 or 0', read));
+}
+
+export function integer(name: string, options: Common<number> & { min: number; max: number }) {
+  const read = (raw: string): Read =>
+    /^-?\d+$/.test(raw) ? { ok: true, value: Number(raw) } : { ok: false, got: echo(raw) };
+  const expects = `an integer from ${options.min} to ${options.max}`;
+  return Type.Integer({
+    ...variable(name, options, expects, read),
+    minimum: options.min,
+    maximum: options.max,
+  });
+}
+
+export function oneOf<const T extends string>(name: string, values: readonly T[], options: Common<T>) {
+  const read = (raw: string): Read => ({ ok: true, value: raw });
+  const schema = variable(name, options, `one of ${values.join(', ')}`, read);
+  return Type.Union(
+    values.map((v) => Type.Literal(v)),
+    schema,
+  ) as TUnion<TLiteral<T>[]>;
+}
+
+/**
+ * A URL with one of the given protocols, e.g. ['redis:', 'rediss:']. `base`: an API's base URL,
+ * kept without trailing slashes so paths can be appended. Only its protocol is ever echoed: a URL
+ * may carry a password.
+ */
+export function url(name: string, options: Common<string> & { protocols: string[]; base?: boolean }) {
+  const expects = `a URL (${options.protocols.map((p) => `${p}//`).join(' or ')})`;
+  const read = (raw: string): Read => {
+    let parsed: URL;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      return { ok: false };
+    }
+    if (!options.protocols.includes(parsed.protocol)) return { ok: false, got: `${parsed.protocol}//…` };
+    return { ok: true, value: options.base ? raw.replace(/\/+$/, '') : raw };
+  };
+  return Type.String(variable(name, options, expects, read, true));
+}
+
+/** Free text; `pattern` with its plain-words `patternText` when only some strings will do. */
+export function text(name: string, options: Common<string> & { pattern?: string; patternText?: string }) {
+  const read = (raw: string): Read => ({ ok: true, value: raw });
+  const expects = options.patternText ?? 'text';
+  const pattern = options.pattern === undefined ? {} : { pattern: options.pattern };
+  return Type.String({ ...variable(name, options, expects, read), ...pattern });
+}
+
+/** A key or secret of at least `minLength` characters; never echoed in a message. */
+export function secret(name: string, options: Common<string> & { minLength: number }) {
+  const read = (raw: string): Read => ({ ok: true, value: raw });
+  const expects = options.minLength > 1 ? `a secret of at least ${options.minLength} characters` : 'a secret';
+  return Type.String({ ...variable(name, options, expects, read, true), minLength: options.minLength });
+}
+
+/** A comma-separated list of names, each matching `item`; repeats are dropped. */
+export function list(name: string, options: Common<string[]> & { item: string; itemText: string }) {
+  const read = (raw: string): Read => {
+    const items = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    return { ok: true, value: [...new Set(items)] };
+  };
+  const expects = `a comma-separated list of ${options.itemText}`;
+  return Type.Array(Type.String({ pattern: options.item }), {
+    ...variable(name, options, expects, read),
+    minItems: 1,
+  });
+}
+
+/** Unset means undefined (the Config property is optional). */
+export const optional = <T extends TSchema>(schema: T) => Type.Optional(schema);

@@ -1,0 +1,137 @@
+// Every Redis key the service reads or writes is named here, and nowhere else (BullMQ names its
+// own, `<prefix>:<queue>:...`, under the same prefix). Each key starts with the deployment's
+// QUEUE_PREFIX, so deployments sharing a Redis keep apart. The spellings are what live data is
+// stored under: renaming one orphans that data on the next deploy (a rate-limit window or a lock
+// would only reset, but dial slots, campaign counters and booking reminders would be lost).
+//
+// A key is `<prefix>:<scope>:<rest>`. The scope is what one script call touches: for Redis
+// Cluster, every key of a call must hash to one slot, and wrapping the scope in a hash tag
+// (`{...}`) in `key` below would do that for all keys at once. Three calls cross scopes today
+// and would need reshaping first: the dial-slot scripts also touch `pacingFirms` (the reaper's
+// list), and the rate-limit script also reads `readCacheEpoch`.
+
+const key = (prefix: string, scope: string, ...rest: string[]): string => [prefix, scope, ...rest].join(':');
+
+/** Which counter of a rate-limit window: per principal, per firm's webhooks, per unauthenticated address. */
+export type RateLimitKind = 'p' | 'w' | 'u';
+
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  /**
+   * STRING, an integer: the requests of one rate-limit window (`window`: the minute since the
+   * epoch). Expires with its window (api/middleware/rate-limit.ts).
+   */
+  rateLimitWindow(kind: RateLimitKind, id: string, window: number): string {
+    return key(this.prefix, 'rl', kind, id, String(window));
+  }
+
+  /**
+   * STRING, an integer: the read cache's change epoch, INCRed around every write to a cached
+   * collection (core/platform/db/read-cache.ts). No expiry.
+   */
+  readCacheEpoch(): string {
+    return key(this.prefix, 'read-cache', 'epoch');
+  }
+
+  /**
+   * ZSET: the firm's dial slots, each a call id scored by when its lease runs out
+   * (core/domain/pacing/dial-slots.ts). No expiry: expired members are removed by the scripts.
+   */
+  dialSlots(firm: string): string {
+    return key(this.prefix, `pacing:${firm}`, 'slots');
+  }
+
+  /** ZSET: the firm's parked jobs waiting for a dial slot (queue and job id), scored by place in line. */
+  dialWaiters(firm: string): string {
+    return key(this.prefix, `pacing:${firm}`, 'waiters');
+  }
+
+  /**
+   * ZSET: the firm's waiters popped for a free slot whose promotion is under way, scored by when
+   * the wake-up counts as lost (the reaper then finishes it).
+   */
+  dialWaking(firm: string): string {
+    return key(this.prefix, `pacing:${firm}`, 'waking');
+  }
+
+  /** SET: the firms with parked dial waiters, which the reaper visits (until their line empties). */
+  pacingFirms(): string {
+    return key(this.prefix, 'pacing', 'firms');
+  }
+
+  /**
+   * HASH: a campaign's leads (phone → placed | completed | failed); `campaignCounts` moves with
+   * it. Both expire 30 days after the campaign ends (core/domain/campaigns/campaign-progress.ts).
+   */
+  campaignLeads(campaignId: string): string {
+    return key(this.prefix, `campaign:${campaignId}`, 'leads');
+  }
+
+  /** HASH: a campaign's counts (placed, completed, failed) of its leads. */
+  campaignCounts(campaignId: string): string {
+    return key(this.prefix, `campaign:${campaignId}`, 'counts');
+  }
+
+  /**
+   * ZSET: the lot of a paused campaign's parked jobs (queue and job id), oldest first
+   * (core/domain/pacing/parking.ts); emptied by the resume. No expiry.
+   */
+  campaignParked(campaignId: string): string {
+    return key(this.prefix, `campaign:${campaignId}`, 'parked');
+  }
+
+  /**
+   * HASH: one booking's record and reminders (field `booking`, and `r|<start>|<offset>|<email>`
+   * per reminder; core/domain/bookings/reminder-records.ts). Expires 30 days after the booking ends.
+   */
+  bookingReminders(firm: string, uid: string): string {
+    return key(this.prefix, 'reminders', firm, uid);
+  }
+
+  /** STRING, JSON: the voice provider's list of voices, cached for an hour (core/domain/agents/voices.ts). */
+  voiceList(provider: string): string {
+    return key(this.prefix, 'cache', 'voices', provider);
+  }
+
+  // The locks: STRING, the holder's token, expiring unless renewed (core/platform/redis-mutex.ts).
+
+  /** The lock of one call record (`call`: our call id, else `provider:<provider id>`). */
+  callLock(firm: string, call: string): string {
+    return key(this.prefix, 'lock', 'call', firm, call);
+  }
+
+  /** The lock of one campaign (its adds of leads, launch, pause, resume, cancel, completion). */
+  campaignLock(campaignId: string): string {
+    return key(this.prefix, 'lock', 'campaign', campaignId);
+  }
+
+  /** The lock of a firm's workflows. */
+  workflowsLock(firm: string): string {
+    return key(this.prefix, 'lock', 'workflows', firm);
+  }
+
+  /** The lock of a firm's contact imports (one import runs at a time per firm). */
+  contactsImportLock(firm: string): string {
+    return key(this.prefix, 'lock', 'contacts-import', firm);
+  }
+
+  /** The lock of a firm's session revocation. */
+  sessionRevocationLock(firm: string): string {
+    return key(this.prefix, 'lock', 'session-revocation', firm);
+  }
+
+  /** A SCAN MATCH pattern for every lock above (checks that none is left over). */
+  anyLock(): string {
+    return key(this.prefix, 'lock', '*');
+  }
+}
+
+const byPrefix = new Map<string, RedisKeys>();
+
+/** The keys under `prefix` (QUEUE_PREFIX). */
+export function redisKeys(prefix: string): RedisKeys {
+  let keys = byPrefix.get(prefix);
+  if (keys === undefined) byPrefix.set(prefix, (keys = new RedisKeys(prefix)));
+  return keys;
+}

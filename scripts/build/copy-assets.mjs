@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// `npm run build`'s second step: tsc emits only JavaScript, so the files the compiled processes
+// read at run time are copied beside their modules in dist/: the widget's static assets and the
+// Redis scripts (*.lua, loaded by core/platform/redis-script.ts relative to the module).
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ASSET = /\.(lua|js|css|html)$/;
+const copy = (from) => {
+  const to = join(root, 'dist', from);
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(join(root, from), to);
+};
+
+for (const dir of ['api', 'core', 'jobs', 'workers']) {
+  for (const file of readdirSync(join(root, dir), { recursive: true })) {
+    if (String(file).endsWith('.lua')) copy(join(dir, String(file)));
+  }
+}
+for (const file of readdirSync(join(root, 'dashboard', 'widget'))) {
+  if (ASSET.test(file)) copy(join('dashboard', 'widget', file));
+}

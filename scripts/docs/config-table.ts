@@ -1,0 +1,80 @@
+// The README's Configuration table, generated from the schema (core/platform/config/schema.ts).
+// `npm run docs:config` writes it between the markers; test/foundation/config-table.test.ts
+// fails when the README's copy differs from what the schema gives.
+import { format, resolveConfig } from 'prettier';
+import { DECLARED, isOptional } from '../../core/platform/config/parse.js';
+import type { LocalRuns, Variable } from '../../core/platform/config/variables.js';
+
+export const BEGIN = '<!-- config-table:begin -->';
+export const END = '<!-- config-table:end -->';
+const NOTE =
+  '<!-- Generated from core/platform/config/schema.ts by `npm run docs:config`: edit the schema. -->';
+
+const code = (value: unknown): string => `\`${String(value)}\``;
+const cell = (markdown: string): string => markdown.replace(/\|/g, '\\|');
+
+function localRuns({ start, test }: LocalRuns): string {
+  if (start !== undefined && start === test) return ` (\`npm start\`/\`npm test\`: ${start})`;
+  const parts = [
+    ...(start === undefined ? [] : [`\`npm start\`: ${start}`]),
+    ...(test === undefined ? [] : [`\`npm test\`: ${test}`]),
+  ];
+  return parts.length === 0 ? '' : ` (${parts.join('; ')})`;
+}
+
+function defaultOf(optional: boolean, schemaDefault: unknown, variable: Variable): string {
+  const { fallback, requiredWhen } = variable;
+  const base =
+    schemaDefault !== undefined
+      ? code(schemaDefault)
+      : fallback !== undefined
+        ? fallback.text
+        : optional
+          ? 'none'
+          : 'required';
+  const when =
+    requiredWhen === undefined
+      ? ''
+      : `; required when ${code(`${requiredWhen.name}=${requiredWhen.equals}`)}`;
+  return base + when + localRuns(variable.local ?? {});
+}
+
+function typeOf(variable: Variable): string {
+  const words = variable.expects.replace(/^an? /, '');
+  return variable.differsFrom === undefined ? words : `${words}, not ${code(variable.differsFrom)}`;
+}
+
+/** The table in Markdown, as prettier lays it out (so `npm run lint` and the test agree). */
+export async function configTable(readmePath: string): Promise<string> {
+  const rows = DECLARED.map(({ schema, variable }) =>
+    [
+      code(variable.name),
+      typeOf(variable),
+      defaultOf(isOptional(schema), schema.default, variable),
+      variable.description,
+    ]
+      .map(cell)
+      .join(' | '),
+  );
+  const markdown = ['variable | type | default | meaning', '--- | --- | --- | ---', ...rows]
+    .map((row) => `| ${row} |`)
+    .join('\n');
+  const options = (await resolveConfig(readmePath)) ?? {};
+  return format(markdown, { ...options, parser: 'markdown' });
+}
+
+/** What lies between the markers of a README (undefined when they are missing). */
+export function between(readme: string): string | undefined {
+  const start = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  if (start === -1 || end < start) return undefined;
+  return readme.slice(start + BEGIN.length, end);
+}
+
+/** The README with `table` between its markers. */
+export function withTable(readme: string, table: string): string {
+  const inner = between(readme);
+  if (inner === undefined) throw new Error(`README.md lacks the markers ${BEGIN} and ${END}`);
+  const start = readme.indexOf(BEGIN) + BEGIN.length;
+  return `${readme.slice(0, start)}\n${NOTE}\n\n${table}\n${readme.slice(start + inner.length)}`;
+}

@@ -1,0 +1,93 @@
+// Phone numbers as every area reads them (core/domain/contact-points/phones.ts): found in free
+// text (intake answers), given on their own (a form field, a CSV cell), and checked before a dial.
+import { describe, expect, it } from 'vitest';
+import {
+  findPhone,
+  isKnownCountry,
+  normalizePhone,
+  parseDialable,
+  toE164,
+} from '../../core/domain/contact-points/phones.js';
+
+const UK = '+442071234567';
+const CANADA = '+14165550123';
+
+describe('findPhone (free text)', () => {
+  it.each([
+    ['(415) 555-0123', '+14155550123'],
+    ['415.555.0123', '+14155550123'],
+    ['4155550123', '+14155550123'],
+    ['call me at 415 555 0123 after 5', '+14155550123'],
+    ['+1 212-555-1234', '+12125551234'],
+    ['1-800-555-0199', '+18005550199'],
+    ['+44 20 7946 0958', '+442079460958'],
+  ])('reads %j as %s', (text, e164) => {
+    expect(findPhone(text)).toBe(e164);
+  });
+
+  it.each(['555-12', '(555) 123-4567', 'no phone', '123', ''])('finds no valid phone in %j', (text) => {
+    expect(findPhone(text)).toBeNull();
+  });
+
+  it('reads national numbers in the country given', () => {
+    expect(findPhone('my number is 020 7946 0018 thanks', 'GB')).toBe('+442079460018');
+    expect(findPhone('my number is 020 7946 0018 thanks')).toBeNull();
+  });
+});
+
+describe('normalizePhone (a number given on its own)', () => {
+  it('gives E.164, reading national numbers in the country given and international ones in theirs', () => {
+    expect(normalizePhone(' 2125550100 ', 'US')).toEqual({ e164: '+12125550100' });
+    expect(normalizePhone('020 7946 0018', 'GB')).toEqual({ e164: '+442079460018' });
+    expect(normalizePhone('+44 20 7946 0018', 'US')).toEqual({ e164: '+442079460018' });
+  });
+
+  it('keeps a written extension apart', () => {
+    expect(normalizePhone('+1 212 555 0100 ext. 12', 'US')).toEqual({
+      e164: '+12125550100',
+      extension: '12',
+    });
+    expect(normalizePhone('(212) 555-0100 x7', 'US')).toEqual({ e164: '+12125550100', extension: '7' });
+  });
+
+  it.each([
+    ['a national number of another country', '020 7946 0018'],
+    ['text around the number', 'call 212 555 0100'],
+    ['too short', '12345'],
+    ['empty', ''],
+    ['blank', '   '],
+    ['longer than 64 characters', '2'.repeat(65)],
+    ['letters', 'not a phone'],
+  ])('is null for %s', (_what, text) => {
+    expect(normalizePhone(text, 'US')).toBeNull();
+  });
+
+  it('toE164 drops the extension and is null for what normalizePhone refuses', () => {
+    expect(toE164('(212) 555-0100 ext 5')).toBe('+12125550100');
+    expect(toE164('020 7946 0018', 'GB')).toBe('+442079460018');
+    expect(toE164('12')).toBeNull();
+  });
+});
+
+describe('parseDialable (a number the service may dial)', () => {
+  it('gives the E.164 number and its country for a possible number', () => {
+    expect(parseDialable('+14155550123')).toEqual({ e164: '+14155550123', country: 'US' });
+    expect(parseDialable(CANADA)).toEqual({ e164: CANADA, country: 'CA' });
+    expect(parseDialable(UK)).toEqual({ e164: UK, country: 'GB' });
+  });
+
+  it('is null for what is not a possible number of a known country', () => {
+    for (const n of ['+1212555', '+99912345678', '+10005551234', '14155550123', '+1 415 555 0123', '']) {
+      expect(parseDialable(n)).toBeNull();
+    }
+  });
+});
+
+describe('isKnownCountry', () => {
+  it('accepts upper-case ISO 3166-1 alpha-2 codes libphonenumber knows, nothing else', () => {
+    expect(isKnownCountry('US')).toBe(true);
+    expect(isKnownCountry('GB')).toBe(true);
+    for (const code of ['us', 'ZZ', 'USA', 'U', '', '__proto__'])
+      expect(isKnownCountry(code), code).toBe(false);
+  });
+});
