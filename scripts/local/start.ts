@@ -65,7 +65,8 @@ async function main(): Promise<void> {
   const env = process.env;
   local = startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say).catch(
     (err: unknown) => {
-      say(`could not start the local stores: ${message(err)}`);
+      // A Ctrl-C during start-up also reaches initdb and the like: that failure is the stop.
+      if (stopping === undefined) say(`could not start the local stores: ${message(err)}`);
       return undefined;
     },
   );
