@@ -39,7 +39,8 @@ export interface LaunchOptions {
   readyTimeoutMs?: number;
   /**
    * A process group of its own: a terminal's Ctrl-C then reaches only us, and we stop the child
-   * when its turn comes (a store after the processes using it).
+   * when its turn comes (a store after the processes using it). It is also a session of its
+   * own, which Linux schedules as a CPU share of its own (autogroup).
    */
   ownGroup?: boolean;
   uid?: number;
