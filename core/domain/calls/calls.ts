@@ -16,6 +16,7 @@ import { parseDialable, type Dialable } from '../contact-points/phones.js';
 import { claim } from '../../platform/db/claim.js';
 import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
 import type { CallerData } from '../intake/caller-data.js';
+import { isIntakeless, outcomeView } from './call-outcome-view.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
@@ -44,6 +45,8 @@ interface CallAnalysis {
   call_summary: string | null;
   user_sentiment: string | null;
   call_successful: boolean | null;
+  /** Retell's voicemail detection; absent on calls stored before it was kept. */
+  in_voicemail?: boolean | null;
   custom_analysis_data: Record<string, unknown>;
 }
 
@@ -60,6 +63,8 @@ export interface CallExtraction extends CallerData {
   extractor: 'deterministic' | 'openai';
   /** Why OpenAI's answer was not used, when it was asked and failed. */
   fallback_reason: string | null;
+  /** The analysis it was extracted from (jobs/call-analysis.ts analysisDigest); absent on older calls. */
+  analysis_digest?: string;
   extracted_at: Date;
 }
 
@@ -315,12 +320,12 @@ export async function getCall(db: Db, principal: Principal, callId: string): Pro
 /**
  * An effect's state for clients: `running` (an attempt under way, or one whose outcome is not
  * known yet) shows as `pending` — it has not happened for sure. A call that ended without
- * connecting has nothing to act on: its effects show `skipped` before any record exists.
+ * connecting, or reaching voicemail, has nothing to act on: its effects show `skipped` before any
+ * record exists.
  */
 function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
   const state = call.effects?.[name]?.state;
-  if (state === undefined)
-    return call.status === 'not_connected' || call.status === 'error' ? 'skipped' : 'pending';
+  if (state === undefined) return isIntakeless(call) ? 'skipped' : 'pending';
   return state === 'running' ? 'pending' : state;
 }
 
@@ -359,6 +364,7 @@ export function callView(call: CallDoc) {
       CallEffectState
     >,
     lead_id: call.lead_id ?? null,
+    ...outcomeView(call),
     created_at: call.created_at.toISOString(),
   };
 }
