@@ -11,6 +11,7 @@ import type { Principal } from '../access/principal.js';
 import { getFirmAgent } from '../agents/agents.js';
 import { getFirm } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
+import { retryOn, type RetryableOutcome } from './campaign-retry.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -39,7 +40,12 @@ import {
 export async function createCampaign(
   services: Services,
   principal: Principal,
-  input: CampaignLeadsInput & { firmSlug: string; name: string; agentId: string },
+  input: CampaignLeadsInput & {
+    firmSlug: string;
+    name: string;
+    agentId: string;
+    retry_on?: RetryableOutcome[];
+  },
 ): Promise<CampaignDoc> {
   const db = services.mongo.db;
   const firm = await requireFirm(db, principal, input.firmSlug);
@@ -52,6 +58,7 @@ export async function createCampaign(
     name: input.name,
     agent_id: agent._id,
     status: 'draft',
+    ...(input.retry_on === undefined ? {} : { retry_on: [...new Set(input.retry_on)] }),
     leads_total: 0,
     callable: 0,
     calls_queued: 0,
@@ -274,6 +281,7 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts) {
     calls_placed: counts.calls_placed,
     calls_completed: counts.calls_completed,
     calls_failed: counts.calls_failed,
+    retry_on: retryOn(campaign),
     launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
     created_at: campaign.created_at.toISOString(),
   };
