@@ -99,9 +99,10 @@ export const CampaignRecord = Type.Object({
   leads_total: Type.Integer(),
   calls_queued: Type.Integer({ description: 'Set at launch: one call per distinct callable phone' }),
   calls_placed: Type.Integer({ description: 'Leads called at least once' }),
-  calls_completed: Type.Integer({ description: 'Leads whose call was answered' }),
+  calls_completed: Type.Integer({ description: 'Leads with whom a conversation took place' }),
   calls_failed: Type.Integer({
-    description: 'Leads never reached: not_connected after every attempt (3), an error, or a refused call',
+    description:
+      'Leads never reached: not_connected or voicemail after the last attempt (3 with retry_on), an error, or a refused call',
   }),
   retry_on: RetryOn,
   launched_at: Nullable(Timestamp),

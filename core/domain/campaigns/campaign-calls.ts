@@ -157,8 +157,9 @@ export async function abandonCampaignCall(services: Services, job: CampaignCallJ
 
 /**
  * A campaign call finished (its end event, or its dial failed for good): the lead is retried
- * after an outcome in retry_on while attempts remain, else settled; the campaign completes with its last
- * lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no counter.
+ * after an outcome in retry_on while attempts remain, else settled; the campaign completes with
+ * its last lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no
+ * counter.
  */
 export async function settleCampaignCall(services: Services, call: CallDoc): Promise<void> {
   const campaignId = call.campaign_id;
