@@ -13,7 +13,7 @@ export type CallEffectName = (typeof CALL_EFFECTS)[number];
 /**
  * What one post-call analysis said, as a short digest: a re-run of Retell's analysis sends a
  * second call_analyzed whose digest differs, so its jobs are new, while a repeat of the same
- * analysis keeps the ids of the first and adds nothing (CONTRACT §6.1, re-analysis).
+ * analysis keeps the ids of the first and adds nothing.
  */
 export function analysisDigest(source: { call_analysis?: unknown; transcript?: string | null }): string {
   return sha256Hex(JSON.stringify([source.call_analysis ?? null, source.transcript ?? null])).slice(0, 20);

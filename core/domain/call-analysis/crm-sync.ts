@@ -46,7 +46,7 @@ async function existingContact(client: ClioClient, data: CallExtraction): Promis
 }
 
 /**
- * The Person's names: only those the caller gave (CONTRACT §6.1, no invented data). Clio needs a
+ * The Person's names: only those the caller gave (no invented data). Clio needs a
  * first or a last name, so a caller who gave none is filed under the phone (E.164), else the
  * email, as its last_name: what the firm would call them back on.
  */

@@ -47,7 +47,7 @@ export async function analyseCall(
   let outcome: AnalyzeOutcome;
   const answered = callOutcome(call);
   if (answered !== 'conversation') {
-    // No conversation took place (§6.1): nothing to extract; each effect records itself as skipped.
+    // No conversation took place (voicemail, not connected): nothing to extract; each effect records itself as skipped.
     outcome = answered ?? 'not_connected';
   } else if (call.extraction !== undefined && isStaleExtraction(call)) {
     await reextract(services, call, lastAttempt);

@@ -6,7 +6,7 @@ import { callsCollection, type CallDoc, type CallExtraction } from '../calls/cal
 import { withCallLock } from '../calls/call-lock.js';
 import { extractCallerData } from './extraction.js';
 
-// Re-analysis (CONTRACT §6.1): Retell re-runs its post-call analysis and sends a second
+// Re-analysis: Retell re-runs its post-call analysis and sends a second
 // call_analyzed. When what it says differs from the analysis the stored extraction came from,
 // the extraction is made again and replaces it, and the call's lead takes the new caller data.
 // CRM, email and Slack are not sent again: their records are done and stay done.

@@ -2,7 +2,7 @@ import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.j
 import { callOutcome, notAConversation, type CallOutcome } from './call-outcome.js';
 import type { CallDoc } from './calls.js';
 
-// What get-call adds about answered-or-not (CONTRACT §6.1): the call's outcome, and why each
+// What get-call adds about answered-or-not: the call's outcome, and why each
 // skipped effect was skipped.
 
 /** A finished call in which no conversation took place: no intake effect runs for it. */

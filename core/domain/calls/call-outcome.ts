@@ -1,4 +1,4 @@
-// Answered or not (CONTRACT §6.1): what a finished call was, decided from Retell's
+// Answered or not: what a finished call was, decided from Retell's
 // disconnection_reason, call_analysis.in_voicemail and call_status together. Retell reports a
 // dial failure by its reason and may send call_status "ended" beside it, so the status alone
 // cannot tell. Only a conversation runs the intake effects; a campaign retries the others.

@@ -14,7 +14,7 @@ export function voiceWebhookSecret(config: Config, firm: string, secret: string 
 }
 
 /**
- * Every key a firm's call webhook may be signed with (CONTRACT §3.12): the firm's own key (as
+ * Every key a firm's call webhook may be signed with: the firm's own key (as
  * above), and the platform's RETELL_API_KEY — Retell signs its webhooks with the account's API
  * key, so a firm without a voice_webhook_secret of its own is still heard.
  */

@@ -2,7 +2,7 @@ import { DEFAULT_RETRY_ON, callOutcome, type CallOutcome } from '../calls/call-o
 import type { CallDoc } from '../calls/calls.js';
 import type { CampaignDoc } from './campaign-store.js';
 
-// Which ended campaign calls reached nobody and are tried again (CONTRACT §3.6, §6.1): a call
+// Which ended campaign calls reached nobody and are tried again: a call
 // that did not connect or reached voicemail, as the campaign's `retry_on` says (default both).
 // A dial the provider refused outright (our record has no provider call) is not retried: the
 // same request would be refused again.

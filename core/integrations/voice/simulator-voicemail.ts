@@ -1,4 +1,4 @@
-// What the simulator reports for a number ending 7777 (CONTRACT §5): the call is picked up by a
+// What the simulator reports for a number ending 7777: the call is picked up by a
 // voicemail box, as Retell reports it — call_status "ended", disconnection_reason
 // "voicemail_reached", call_analysis.in_voicemail true, call_successful false, and the greeting
 // the agent heard as the transcript.
