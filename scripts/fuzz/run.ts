@@ -14,12 +14,13 @@
 // What the document says that JSON Schema tools cannot read (a custom format, x-unique-by) is
 // taught to Schemathesis by scripts/fuzz/hooks.py.
 //
-// Knobs (environment): FUZZ_MAX_EXAMPLES (per operation and phase, default 100: about 1.5 min in
-// all), FUZZ_MAX_TIME (seconds per run; fuzzing and stateful then repeat until it is spent),
-// FUZZ_SEED (default 20240601), FUZZ_WORKERS (default 1, see docs/ci.md), FUZZ_PHASES (default all four),
-// FUZZ_RUN_TIMEOUT (seconds a run may take beyond FUZZ_MAX_TIME, default 1800), FUZZ_LOG_LEVEL
-// (the apps' LOG_LEVEL, default warn), FUZZ_PYTHON (the interpreter of the venv, default
-// Debian's /usr/bin/python3), FUZZ_INJECT_CRASH (always|once: make the tool crash, see hooks.py).
+// Knobs (environment): FUZZ_MAX_EXAMPLES (per operation and phase, default 100: about 6 min in
+// all on a busy 2-core machine), FUZZ_MAX_TIME (seconds per run; fuzzing and stateful then repeat
+// until it is spent), FUZZ_SEED (default 20240601), FUZZ_WORKERS (default 1, see docs/ci.md),
+// FUZZ_PHASES (default all four), FUZZ_RUN_TIMEOUT (seconds a run may take beyond FUZZ_MAX_TIME,
+// default 1800), FUZZ_LOG_LEVEL (the apps' LOG_LEVEL, default warn), FUZZ_PYTHON (the venv's
+// interpreter, default Debian's /usr/bin/python3), FUZZ_INJECT_CRASH (always|once: make the tool
+// crash on purpose, see hooks.py).
 // Reports (JSON, NDJSON, JUnit) and the apps' logs go to .local/fuzz/.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -39,7 +39,7 @@ export async function ensureFerretDb(say: Say): Promise<string> {
     (await which('go')) ?? ((await isExecutable('/usr/local/go/bin/go')) ? '/usr/local/go/bin/go' : null);
   if (go === null) {
     throw new LocalServiceError(
-      'FerretDB is not installed and Go is missing, so it cannot be built. Install Go 1.22+ or set MONGODB_URI ' +
+      'FerretDB is not installed and Go is missing, so it cannot be built. Install Go 1.24+ or set MONGODB_URI ' +
         'to a MongoDB-compatible server.',
     );
   }
