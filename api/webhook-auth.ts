@@ -18,9 +18,9 @@ export interface SenderSignature {
   wellFormed(signature: string): boolean;
   /** Why a header that is not well formed is refused. */
   malformed: string;
-  /** The firm's secret for this sender; null when it has none. */
-  secretOf(services: Services, firm: FirmDoc): string | null;
-  /** Why a firm without a secret is refused. */
+  /** The keys a delivery to this firm may be signed with (any one verifies); empty when none. */
+  secretsOf(services: Services, firm: FirmDoc): string[];
+  /** Why a firm without a key is refused. */
   noSecret: string;
   /** The HMAC check over the raw body. */
   verify(rawBody: string, secret: string, signature: string): boolean | Promise<boolean>;
@@ -28,7 +28,7 @@ export interface SenderSignature {
 
 /**
  * A webhook receiver's authentication (CONTRACT §3.11, §3.12): the bearer header (the platform
- * key, or a token of this firm), or else the sender's signature with the firm's secret. All of
+ * key, or a token of this firm), or else the sender's signature with one of the firm's keys. All of
  * it but the HMAC over the body is checked before the body is read; the HMAC is `verifyBody`.
  */
 export function webhookAuthentication(
@@ -47,12 +47,15 @@ export function webhookAuthentication(
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
     const firm = await getFirm(db, slug);
     if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
-    const secret = sender.secretOf(services, firm);
-    if (secret === null || secret === '') throw unauthorized(sender.noSecret);
+    const secrets = sender.secretsOf(services, firm).filter((secret) => secret !== '');
+    if (secrets.length === 0) throw unauthorized(sender.noSecret);
     return {
       principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: sender.subject },
       firm: firm._id,
-      verifyBody: async (rawBody) => sender.verify(rawBody, secret, signature),
+      verifyBody: async (rawBody) => {
+        for (const secret of secrets) if (await sender.verify(rawBody, secret, signature)) return true;
+        return false;
+      },
     };
   };
 }

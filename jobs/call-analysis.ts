@@ -1,3 +1,4 @@
+import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
 
@@ -9,10 +10,23 @@ import { defineJob, jobId } from './define.js';
 export const CALL_EFFECTS = ['lead', 'crm', 'email', 'team_chat'] as const;
 export type CallEffectName = (typeof CALL_EFFECTS)[number];
 
-/** Extract the caller data of an analysed call, then start its effects (job id = firm + call). */
+/**
+ * What one post-call analysis said, as a short digest: a re-run of Retell's analysis sends a
+ * second call_analyzed whose digest differs, so its jobs are new, while a repeat of the same
+ * analysis keeps the ids of the first and adds nothing.
+ */
+export function analysisDigest(source: { call_analysis?: unknown; transcript?: string | null }): string {
+  return sha256Hex(JSON.stringify([source.call_analysis ?? null, source.transcript ?? null])).slice(0, 20);
+}
+
+/**
+ * Extract the caller data of an analysed call, then start its effects (job id = firm + call +
+ * the analysis digest, when the job was started by a call_analyzed event).
+ */
 export interface AnalyzeCallJob {
   firm: string;
   callId: string;
+  analysis?: string;
 }
 
 /** One effect of an analysed call (job id = firm + call + effect). */
@@ -26,7 +40,10 @@ export const callAnalysisJobs = {
   analyzeCall: defineJob<AnalyzeCallJob>({
     queue: QUEUE.callEffects,
     name: 'analyze-call',
-    id: (job) => jobId('analyze', job.firm, job.callId),
+    id: (job) =>
+      job.analysis === undefined
+        ? jobId('analyze', job.firm, job.callId)
+        : jobId('analyze', job.firm, job.callId, job.analysis),
   }),
   callEffect: defineJob<CallEffectJob>({
     queue: QUEUE.callEffects,

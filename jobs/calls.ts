@@ -1,5 +1,6 @@
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { analysisDigest } from './call-analysis.js';
 
 /** Places one outbound call with the voice provider (job id = call_id). */
 export interface PlaceCallJob {
@@ -39,6 +40,8 @@ export interface ProviderCallSnapshot {
     call_summary: string | null;
     user_sentiment: string | null;
     call_successful: boolean | null;
+    /** Retell's voicemail detection (absent in jobs queued before it was kept). */
+    in_voicemail?: boolean | null;
     custom_analysis_data: Record<string, unknown>;
   };
 }
@@ -60,8 +63,12 @@ export const callJobs = {
   callEvent: defineJob<CallEventJob>({
     queue: QUEUE.callEvents,
     name: 'call-event',
-    // The firm is part of the id so that one firm's delivery can never shadow another's.
-    id: (job) => jobId('evt', job.firm, job.event, job.call.call_id),
+    // The firm is part of the id so that one firm's delivery can never shadow another's; a
+    // call_analyzed carries its analysis digest, so a re-analysis is a new job, a repeat is not.
+    id: (job) =>
+      job.event === 'call_analyzed'
+        ? jobId('evt', job.firm, job.event, job.call.call_id, analysisDigest(job.call))
+        : jobId('evt', job.firm, job.event, job.call.call_id),
     // The call record is the durable result; keep only a short history of these larger jobs.
     options: {
       removeOnComplete: { age: 3600, count: 200 },

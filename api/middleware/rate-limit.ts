@@ -27,7 +27,8 @@ interface RateLimits {
   perUnauthenticatedAddress: number;
 }
 
-const principalKey = (p: Principal): string =>
+/** Who a principal is, for its rate-limit window (hashed into the window's key). */
+const principalIdentity = (p: Principal): string =>
   p.kind === 'platform' ? `platform|${p.subject}` : `firm|${p.firm}|${p.via}|${p.subject}`;
 
 export class RateLimiter {
@@ -49,7 +50,7 @@ export class RateLimiter {
   checkPrincipal(principal: Principal): Promise<string | null> {
     return this.enforce(
       'p',
-      sha256Hex(principalKey(principal)).slice(0, 32),
+      sha256Hex(principalIdentity(principal)).slice(0, 32),
       this.limits.perPrincipal,
       'token',
     );

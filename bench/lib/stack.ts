@@ -3,7 +3,7 @@
 // database and queue prefix, the web and worker processes as children started the way
 // `npm start` starts them (node --import tsx api/server.ts | workers/main.ts), a producer-side
 // view of its queues and database for baselines, and everything removed at the end.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -21,6 +21,7 @@ import {
   startLocalServices,
   type LocalServices,
 } from '../../scripts/local/services.js';
+import { launch } from '../../scripts/local/launcher.js';
 import { interruption, rssMiB, say } from './measure.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -128,13 +129,17 @@ const profiling = (): boolean => process.env.BENCH_PROFILE === '1';
  */
 export const runtime = (): 'dist' | 'tsx' => (process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist');
 
-/** Starts `entry` (relative to the repository), with a CPU profile when BENCH_PROFILE=1. */
+/**
+ * Starts `entry` (relative to the repository), with a CPU profile when BENCH_PROFILE=1;
+ * `ready` resolves once `isReady` answers true (at once without one).
+ */
 export function spawnNode(
   name: string,
   entry: string,
   env: Record<string, string>,
   nodeArgs: string[] = [],
-): Proc {
+  isReady?: () => Promise<boolean>,
+): Proc & { ready: Promise<void> } {
   // One folder per process: Node writes a profile per thread (tsx's loader runs in its own).
   const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
   const profile = profiling() ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
@@ -143,36 +148,24 @@ export function spawnNode(
   const script = compiled ? join(root, 'dist', entry.replace(/\.ts$/, '.js')) : join(root, entry);
   if (compiled && !existsSync(script)) throw new Error(`${script} is missing: npm run build`);
   const loader = compiled ? [] : ['--import', 'tsx'];
-  const child = spawn(process.execPath, [...nodeArgs, ...profile, ...loader, script], {
+  const child = launch({
+    name,
+    command: process.execPath,
+    args: [...nodeArgs, ...profile, ...loader, script],
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The children's logs (LOG_LEVEL=warn) go to stderr with their name, off the table on stdout.
+    output: { prefix: `[${name}] `, to: 'stderr' },
+    ...(isReady === undefined ? {} : { ready: { probe: isReady } }),
   });
-  // The children's logs (LOG_LEVEL=warn) go to stderr with their name, off the table on stdout.
-  const forward = (chunk: Buffer): void => {
-    for (const line of chunk.toString().split('\n'))
-      if (line.length > 0) process.stderr.write(`[${name}] ${line.slice(0, 2000)}\n`);
-  };
-  child.stdout?.on('data', forward);
-  child.stderr?.on('data', forward);
-  let exited = false;
-  const gone = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      exited = true;
-      resolve();
-    }),
-  );
-  const proc: Proc = {
+  const proc: Proc & { ready: Promise<void> } = {
     name,
     pid: child.pid!,
-    child,
+    child: child.child,
+    ready: child.ready,
     rss: () => rssMiB(child.pid!),
     async stop() {
-      if (exited) return;
-      child.kill('SIGTERM');
-      const hard = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      await gone;
-      clearTimeout(hard);
+      await child.stop('SIGTERM', 20_000);
     },
   };
   atExit(() => proc.stop());
@@ -263,19 +256,12 @@ export async function createApp(
     redis,
     queues,
     async startWeb() {
-      const proc = spawnNode(`${name}-web`, 'api/server.ts', fullEnv);
+      const readyz = `${base}/readyz`;
+      const proc = spawnNode(`${name}-web`, 'api/server.ts', fullEnv, [], () =>
+        fetch(readyz).then((r) => r.ok),
+      );
       procs.push(proc);
-      const until = Date.now() + 60_000;
-      for (;;) {
-        const ok = await fetch(`${base}/readyz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) break;
-        if (proc.child.exitCode !== null) throw new Error(`${name}: the web process exited at start`);
-        if (Date.now() > until) throw new Error(`${name}: the web process did not become ready`);
-        await sleep(100);
-      }
+      await proc.ready;
       return { ...proc, base };
     },
     async startWorker(workerName, env = {}, nodeArgs = []) {
@@ -284,17 +270,15 @@ export async function createApp(
       const before = await watched.getWorkersCount();
       // BENCH_WORKER_NODE_ARGS: extra node flags for every worker (e.g. --max-old-space-size=64).
       const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-      const proc = spawnNode(`${name}-${workerName}`, 'workers/main.ts', { ...fullEnv, ...env }, [
-        ...extra,
-        ...nodeArgs,
-      ]);
+      const proc = spawnNode(
+        `${name}-${workerName}`,
+        'workers/main.ts',
+        { ...fullEnv, ...env },
+        [...extra, ...nodeArgs],
+        async () => (await watched.getWorkersCount()) > before,
+      );
       procs.push(proc);
-      const until = Date.now() + 60_000;
-      while ((await watched.getWorkersCount()) <= before) {
-        if (proc.child.exitCode !== null) throw new Error(`${name}: worker ${workerName} exited at start`);
-        if (Date.now() > until) throw new Error(`${name}: worker ${workerName} did not start`);
-        await sleep(100);
-      }
+      await proc.ready;
       return proc;
     },
     async close() {

@@ -2,9 +2,7 @@
 // production Redis does), FerretDB on PostgreSQL (restartable), the web process and two worker
 // processes as the Procfile runs them (child processes of the real entries), the SMTP / Slack /
 // Clio fakes, and the webhook proxy the simulator's deliveries go through.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -26,8 +24,8 @@ import {
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
+import { launch, type Launched } from '../local/launcher.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -44,7 +42,7 @@ export interface ClusterOptions {
 
 export interface WorkerSlot {
   index: number;
-  child: ChildProcess;
+  process: Launched;
   /** How many times this slot's process was started. */
   generation: number;
   logFile: string;
@@ -57,24 +55,21 @@ export interface StopResult {
   afterMs: number;
 }
 
-function spawnEntry(entry: string, env: Record<string, string>, logFile: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+/** The real `entry` as a child process, its output appended to `logFile`. */
+function spawnEntry(
+  entry: string,
+  env: Record<string, string>,
+  logFile: string,
+  ready?: { url: string },
+): Launched {
+  return launch({
+    name: entry,
+    command: process.execPath,
+    args: ['--import', 'tsx', entry],
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const log: WriteStream = createWriteStream(logFile, { flags: 'a' });
-  child.stdout?.pipe(log, { end: false });
-  child.stderr?.pipe(log, { end: false });
-  child.once('exit', () => setTimeout(() => log.end(), 100));
-  return child;
-}
-
-/** Resolves when the child has exited (at once if it has). */
-export function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
+    output: { file: logFile },
+    ...(ready === undefined ? {} : { ready }),
   });
 }
 
@@ -83,7 +78,7 @@ export const liveClusters = new Set<Cluster>();
 
 export class Cluster {
   readonly workers: WorkerSlot[] = [];
-  web!: ChildProcess;
+  web!: Launched;
   webUrl = '';
   env: Record<string, string> = {};
   /** The driver's own connections, for monitoring and the final checks. */
@@ -199,18 +194,11 @@ export class Cluster {
       'api/server.ts',
       { ...this.env, PORT: String(port) },
       join(this.options.runDir, 'web.log'),
+      {
+        url: `${this.webUrl}/readyz`,
+      },
     );
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (this.web.exitCode !== null) throw new Error(`the web process exited with ${this.web.exitCode}`);
-      const ok = await fetch(`${this.webUrl}/readyz`).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ok) return;
-      if (Date.now() > deadline) throw new Error('the web process was not ready within 60 s');
-      await sleep(200);
-    }
+    await this.web.ready;
   }
 
   /** Starts (or starts again) the worker process of slot `index`. */
@@ -219,7 +207,7 @@ export class Cluster {
     const previous = this.workers[index];
     const slot: WorkerSlot = {
       index,
-      child: spawnEntry('workers/main.ts', this.env, logFile),
+      process: spawnEntry('workers/main.ts', this.env, logFile),
       generation: (previous?.generation ?? 0) + 1,
       logFile,
     };
@@ -229,14 +217,9 @@ export class Cluster {
 
   /** Sends `signal` to a worker and waits for it to exit (SIGKILL after `limitMs`). */
   async signalWorker(index: number, signal: NodeJS.Signals, limitMs = 60_000): Promise<StopResult> {
-    const { child } = this.workers[index]!;
     const sent = Date.now();
-    const done = exited(child);
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
-    await done;
-    clearTimeout(timer);
-    return { signal, exitCode: child.exitCode, exitSignal: child.signalCode, afterMs: Date.now() - sent };
+    const exit = await this.workers[index]!.process.stop(signal, limitMs);
+    return { signal, exitCode: exit.code, exitSignal: exit.signal, afterMs: Date.now() - sent };
   }
 
   /** Jobs active in every queue now (0 while Redis is unreachable). */
@@ -265,16 +248,8 @@ export class Cluster {
     if (this.stopping) return;
     this.stopping = true;
     liveClusters.delete(this);
-    const children = [...this.workers.map((w) => w.child), this.web].filter(Boolean);
-    await Promise.all(
-      children.map(async (child) => {
-        const done = exited(child);
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-        await done;
-        clearTimeout(timer);
-      }),
-    );
+    const children = [...this.workers.map((w) => w.process), this.web].filter(Boolean);
+    await Promise.all(children.map((child) => child.stop('SIGTERM', 30_000)));
     if (this.queues) await Promise.allSettled(Object.values(this.queues).map((q) => q.close()));
     this.redis?.disconnect();
     await this.mongoHandle?.close().catch(() => {});

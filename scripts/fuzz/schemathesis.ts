@@ -1,8 +1,8 @@
 // One Schemathesis run over the served /openapi.json with one token; its reports (JSON, NDJSON,
 // JUnit) go to .local/fuzz/<label>/.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { launch, type Launched } from '../local/launcher.js';
 import { schemathesisBin } from './python-env.js';
 import { outDir, say, settings } from './settings.js';
 
@@ -15,11 +15,11 @@ export interface RunResult {
   timedOut: boolean;
 }
 
-let current: ChildProcess | undefined;
+let current: Launched | undefined;
 
 /** Stops the run in progress, if any (on a signal). */
 export function stopSchemathesis(): void {
-  current?.kill('SIGTERM');
+  void current?.stop('SIGTERM', 30_000);
 }
 
 /** `attempt` 2 is the retry of a run whose tool crashed: the same seed, reports of its own. */
@@ -67,7 +67,10 @@ export async function schemathesis(
   ];
   say(`schemathesis run as ${label}: ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}`);
   const started = Date.now();
-  const child = spawn(schemathesisBin, args, {
+  const child = launch({
+    name: 'schemathesis',
+    command: schemathesisBin,
+    args,
     cwd: outDir,
     // No __pycache__ beside hooks.py in the work tree.
     env: {
@@ -76,7 +79,7 @@ export async function schemathesis(
       FUZZ_ATTEMPT: String(attempt),
       PYTHONDONTWRITEBYTECODE: '1',
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    output: 'inherit',
   });
   current = child;
   let timedOut = false;
@@ -84,9 +87,9 @@ export async function schemathesis(
   const watchdog = setTimeout(() => {
     timedOut = true;
     say(`${label}: still running after ${timeoutSeconds} s; stopping it`);
-    child.kill('SIGTERM');
+    void child.stop('SIGTERM', 30_000);
   }, timeoutSeconds * 1000);
-  const exitCode = await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+  const exitCode = (await child.exited).code ?? 1;
   clearTimeout(watchdog);
   current = undefined;
   return { label, attempt, exitCode, durationMs: Date.now() - started, reportDir, timedOut };

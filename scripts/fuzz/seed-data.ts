@@ -1,6 +1,7 @@
 // What the fuzzer needs to exist before it starts, made through the API as a client would: a
 // firm, a firm API key, an agent, a chat and two finished calls (for a real list-calls cursor).
 import { FIRM } from './settings.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface Fixtures {
   firmKey: string;
@@ -54,7 +55,7 @@ export async function makeFixtures(base: string, adminKey: string): Promise<Fixt
   const deadline = Date.now() + 60_000;
   while (cursor === '') {
     if (Date.now() > deadline) throw new Error('the fixture calls did not finish within 60 s');
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
     const page = await api(base, firmKey, 'POST', '/api/v2/list-calls', { firmSlug: FIRM, limit: 1 });
     cursor = String(page.next_cursor);
   }

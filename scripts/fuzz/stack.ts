@@ -1,10 +1,10 @@
 // The stack the fuzzer runs against: local Redis + FerretDB (scripts/local/services.ts) unless
 // REDIS_URL / MONGODB_URI are set, then release, web and worker as child processes (as
 // `npm start` runs them) with simulator voices. Each app's output goes to .local/fuzz/<name>.log.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { launch, type Launched } from '../local/launcher.js';
 import { freePort, startLocalServices, type LocalServices } from '../local/services.js';
 import { outDir, root, say, settings } from './settings.js';
 
@@ -17,51 +17,20 @@ export interface Stack {
   stop: () => Promise<void>;
 }
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  log: WriteStream;
-}
-
-function startProc(entry: string, env: NodeJS.ProcessEnv, name: string): Proc {
-  const log = createWriteStream(join(outDir, `${name}.log`));
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], {
+/** Starts `entry` with its output in a fresh .local/fuzz/<name>.log. */
+async function startProc(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { url: string }) {
+  const logFile = join(outDir, `${name}.log`);
+  await writeFile(logFile, '');
+  const proc = launch({
+    name,
+    command: process.execPath,
+    args: ['--import', 'tsx', join(root, entry)],
     cwd: root,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    output: { file: logFile },
+    ...(ready === undefined ? {} : { ready }),
   });
-  child.stdout?.pipe(log, { end: false });
-  child.stderr?.pipe(log, { end: false });
-  return { name, child, log };
-}
-
-const exited = (c: ChildProcess): boolean => c.exitCode !== null || c.signalCode !== null;
-
-function stopProc(p: Proc, graceMs = 30_000): Promise<void> {
-  return new Promise((resolve) => {
-    const finish = () => p.log.end(() => resolve());
-    if (exited(p.child)) return finish();
-    const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
-    p.child.once('close', () => {
-      clearTimeout(timer);
-      finish();
-    });
-    p.child.kill('SIGTERM');
-  });
-}
-
-async function waitForReady(url: string, web: Proc, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    if (exited(web.child)) throw new Error(`web exited with code ${web.child.exitCode}; see ${web.log.path}`);
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+  return { proc, logFile };
 }
 
 /** The same server, a database of its own (the fuzzer writes thousands of junk records). */
@@ -77,11 +46,11 @@ function freshDatabase(uri: string): string {
  */
 export async function startStack(onStarted: (stop: () => Promise<void>) => void): Promise<Stack> {
   let local: LocalServices | undefined = undefined;
-  const procs: Proc[] = [];
+  const procs: Launched[] = [];
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      await Promise.all(procs.map((p) => stopProc(p)));
+      await Promise.all(procs.map((p) => p.stop('SIGTERM', 30_000)));
       await local?.stop();
     })());
   onStarted(stop);
@@ -111,25 +80,26 @@ export async function startStack(onStarted: (stop: () => Promise<void>) => void)
   // Nothing leaves the machine: no LLM, no mail server.
   for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'SMTP_URL', 'RETELL_API_KEY']) delete env[name];
 
-  const release = startProc('core/platform/db/release.ts', env, 'release');
-  procs.push(release);
-  const releaseCode = await new Promise<number>((r) => release.child.once('exit', (c) => r(c ?? 1)));
-  if (releaseCode !== 0) throw new Error(`release exited with code ${releaseCode}; see ${release.log.path}`);
+  const release = await startProc('core/platform/db/release.ts', env, 'release');
+  procs.push(release.proc);
+  const { code } = await release.proc.exited;
+  if (code !== 0) throw new Error(`release exited with code ${code}; see ${release.logFile}`);
   const crashed: string[] = [];
   for (const [entry, name] of [
     ['api/server.ts', 'web'],
     ['workers/main.ts', 'worker'],
   ] as const) {
-    const p = startProc(entry, env, name);
-    p.child.once('exit', (code, signal) => {
+    const ready = name === 'web' ? { url: `${base}/readyz` } : undefined;
+    const { proc, logFile } = await startProc(entry, env, name, ready);
+    void proc.exited.then(({ code, signal }) => {
       if (stopping === undefined) {
-        crashed.push(`${name} exited (${code ?? signal}) during the run; see ${p.log.path}`);
+        crashed.push(`${name} exited (${code ?? signal}) during the run; see ${logFile}`);
         say(crashed.at(-1)!);
       }
     });
-    procs.push(p);
+    procs.push(proc);
   }
-  await waitForReady(`${base}/readyz`, procs[1]!, 60_000);
+  await procs[1]!.ready;
   say(`stack ready at ${base} (logs in ${outDir})`);
   return { base, adminKey, crashed, stop };
 }

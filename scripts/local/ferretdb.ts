@@ -92,10 +92,12 @@ export interface LocalFerretDbProcess {
   start(): Promise<void>;
 }
 
+/** `ownGroup`: a process group of its own (npm start: a terminal's Ctrl-C then leaves it to us). */
 export async function startFerretDb(
   bin: string,
   dir: string,
   postgresUrl: string,
+  ownGroup = false,
 ): Promise<LocalFerretDbProcess> {
   const port = await freePort();
   let server: Launched | undefined;
@@ -116,7 +118,7 @@ export async function startFerretDb(
         `--state-dir=${dir}`,
         '--log-level=error',
       ],
-      ownGroup: true,
+      ownGroup,
       ready: { port },
       readyTimeoutMs: 30_000,
     });

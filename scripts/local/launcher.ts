@@ -10,6 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Where the child's stdout and stderr go. */
 export type Output =
   | 'ignore'
+  /** Straight to our stdout and stderr (a tool whose progress the user watches). */
+  | 'inherit'
   /** Appended to this file by the child itself (so nothing is lost if we exit first). */
   | { file: string }
   /** Each line, after `prefix`, to our stdout and stderr (or both to stderr: `to: 'stderr'`). */
@@ -37,7 +39,8 @@ export interface LaunchOptions {
   readyTimeoutMs?: number;
   /**
    * A process group of its own: a terminal's Ctrl-C then reaches only us, and we stop the child
-   * when its turn comes (a store after the processes using it).
+   * when its turn comes (a store after the processes using it). It is also a session of its
+   * own, which Linux schedules as a CPU share of its own (autogroup).
    */
   ownGroup?: boolean;
   uid?: number;
@@ -120,7 +123,7 @@ function forwardLines(child: ChildProcess, prefix: string, toStderr: boolean): v
 }
 
 async function lastLines(output: Output | undefined): Promise<string> {
-  if (output === undefined || output === 'ignore' || !('file' in output)) return '';
+  if (typeof output !== 'object' || !('file' in output)) return '';
   const text = await readFile(output.file, 'utf8').catch(() => '');
   const tail = text.trim().split('\n').slice(-3).join(' | ');
   return tail ? `: ${tail}` : '';
@@ -129,7 +132,7 @@ async function lastLines(output: Output | undefined): Promise<string> {
 export function launch(options: LaunchOptions): Launched {
   const { output = 'ignore' } = options;
   const fd = typeof output === 'object' && 'file' in output ? openSync(output.file, 'a') : undefined;
-  const stdio = fd !== undefined ? fd : output === 'ignore' ? 'ignore' : 'pipe';
+  const stdio = fd ?? (typeof output === 'string' ? output : 'pipe');
   const child = spawn(options.command, options.args ?? [], {
     cwd: options.cwd,
     env: options.env ?? process.env,

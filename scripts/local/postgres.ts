@@ -128,7 +128,8 @@ CREATE EVENT TRIGGER ferretdb_id_gin ON ddl_command_end WHEN TAG IN ('CREATE TAB
   EXECUTE FUNCTION public.ferretdb_id_gin();
 `;
 
-export async function startPostgres(binDir: string, dir: string): Promise<LocalPostgres> {
+/** `ownGroup`: a process group of its own (npm start: a terminal's Ctrl-C then leaves it to us). */
+export async function startPostgres(binDir: string, dir: string, ownGroup = false): Promise<LocalPostgres> {
   const user = await postgresUser();
   const asUser = user === undefined ? {} : { uid: user.uid, gid: user.gid };
   if (user !== undefined) {
@@ -189,7 +190,7 @@ export async function startPostgres(binDir: string, dir: string): Promise<LocalP
       cwd: dir,
       env,
       output: { file: join(dir, 'postgres.log') },
-      ownGroup: true,
+      ownGroup,
       ...asUser,
       ready: { probe: () => probe().then(() => true) },
       readyTimeoutMs: 30_000,

@@ -16,6 +16,8 @@ export interface RedisOptions {
    * production Redis does; by default a stopped Redis comes back empty.
    */
   persistent?: boolean;
+  /** A process group of its own (npm start: a terminal's Ctrl-C then leaves it to us). */
+  ownGroup?: boolean;
 }
 
 /** redis-server from PATH, else from Debian's package (as root, with apt-get). */
@@ -65,7 +67,7 @@ export async function startRedis(bin: string, dir: string, options: RedisOptions
       name: 'redis-server',
       command: bin,
       args,
-      ownGroup: true,
+      ownGroup: options.ownGroup ?? false,
       ready: { port },
       readyTimeoutMs: 30_000,
     });

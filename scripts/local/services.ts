@@ -37,12 +37,17 @@ export interface LocalFerretDb {
   start(): Promise<void>;
 }
 
-async function startFerretDbOnPostgres(ferretBin: string, postgresBin: string, dir: string) {
+async function startFerretDbOnPostgres(
+  ferretBin: string,
+  postgresBin: string,
+  dir: string,
+  ownGroup: boolean,
+) {
   await mkdir(join(dir, 'postgres'));
-  const postgres = await startPostgres(postgresBin, join(dir, 'postgres'));
+  const postgres = await startPostgres(postgresBin, join(dir, 'postgres'), ownGroup);
   try {
     await mkdir(join(dir, 'ferretdb'));
-    const ferret = await startFerretDb(ferretBin, join(dir, 'ferretdb'), postgres.url);
+    const ferret = await startFerretDb(ferretBin, join(dir, 'ferretdb'), postgres.url, ownGroup);
     const ferretdb: LocalFerretDb = {
       port: ferret.port,
       async stop() {
@@ -64,13 +69,18 @@ async function startFerretDbOnPostgres(ferretBin: string, postgresBin: string, d
 /**
  * Uses REDIS_URL / MONGODB_URI when given; starts local servers for whichever is missing:
  * Redis, and FerretDB over a PostgreSQL cluster of its own. Installs run one after the other
- * (apt-get takes a lock); the servers then start side by side, each in a process group of its
- * own so that a terminal's Ctrl-C leaves them to `stop()`, after the processes using them.
+ * (apt-get takes a lock); the servers then start side by side.
+ *
+ * `ownGroups` (npm start): each server in a process group of its own, so that a terminal's
+ * Ctrl-C leaves them to `stop()`, after the processes using them. Not by default: a new group
+ * is a new session, which Linux schedules as a CPU share of its own (autogroup), and on a busy
+ * machine the stores then take CPU from the web and worker processes of tests and chaos runs
+ * (the chaos subset's effects ran late enough to miss its fault window).
  */
 export async function startLocalServices(
   given: { redisUrl?: string; mongodbUri?: string },
   say: Say = (line) => process.stderr.write(`[local] ${line}\n`),
-  options: { redis?: RedisOptions } = {},
+  options: { redis?: RedisOptions; ownGroups?: boolean } = {},
 ): Promise<LocalServices> {
   const dir = await mkdtemp(join(tmpdir(), 'intake-local-'));
   let redis: LocalRedis | undefined;
@@ -91,11 +101,14 @@ export async function startLocalServices(
       (async () => {
         if (redisBin === undefined) return;
         await mkdir(join(dir, 'redis'));
-        redis = await startRedis(redisBin, join(dir, 'redis'), options.redis);
+        redis = await startRedis(redisBin, join(dir, 'redis'), {
+          ...options.redis,
+          ownGroup: options.ownGroups,
+        });
       })(),
       (async () => {
         if (ferretBin === undefined || postgresBin === undefined) return;
-        ferretdb = await startFerretDbOnPostgres(ferretBin, postgresBin, dir);
+        ferretdb = await startFerretDbOnPostgres(ferretBin, postgresBin, dir, options.ownGroups ?? false);
       })(),
     ]);
     for (const result of started) if (result.status === 'rejected') throw result.reason;

@@ -63,12 +63,13 @@ function runTs(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { ur
 
 async function main(): Promise<void> {
   const env = process.env;
-  local = startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say).catch(
-    (err: unknown) => {
-      say(`could not start the local stores: ${message(err)}`);
-      return undefined;
-    },
-  );
+  local = startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say, {
+    ownGroups: true,
+  }).catch((err: unknown) => {
+    // A Ctrl-C during start-up also reaches initdb and the like: that failure is the stop.
+    if (stopping === undefined) say(`could not start the local stores: ${message(err)}`);
+    return undefined;
+  });
   const stores = await local;
   if (stores === undefined) return shutdown(1);
   // PORT=0 (or unset, with 3000 taken) asks for any free port.
@@ -109,7 +110,11 @@ async function main(): Promise<void> {
     const child = runTs(entry, childEnv, name, ready);
     children.push(child);
     void child.exited.then(({ code, signal }) => {
-      if (!stopping) void shutdown(1, `${name} exited with ${signal ?? `code ${code}`}; stopping`);
+      if (stopping) return;
+      // Exit 0 is a stop it was asked for: a Ctrl-C reaches the whole group, and the child may
+      // be done before our own handler has run.
+      if (code === 0) void shutdown(0);
+      else void shutdown(1, `${name} exited with ${signal ?? `code ${code}`}; stopping`);
     });
   }
   await children[0]!.ready;

@@ -72,6 +72,7 @@ describe('creating a campaign', () => {
       calls_placed: 0,
       calls_completed: 0,
       calls_failed: 0,
+      retry_on: ['not_connected', 'voicemail'],
       launched_at: null,
       created_at: expect.stringMatching(/^\d{4}-/),
     });

@@ -14,7 +14,12 @@ let run: Launched | undefined;
 let dir: string | undefined;
 
 afterEach(async () => {
-  if (run?.running()) process.kill(-run.pid!, 'SIGKILL');
+  // A failed test still stops what it started: the stores run in process groups of their own,
+  // so only `npm start`'s own stop reaches them.
+  if (run?.running()) {
+    process.kill(-run.pid!, 'SIGTERM');
+    await run.stop('SIGTERM', 60_000);
+  }
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
 });
 

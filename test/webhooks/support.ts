@@ -105,7 +105,7 @@ export function retellCallAnalyzed(
           summary: caller.summary,
         },
       },
-    } as PhoneCallResponse,
+    } satisfies PhoneCallResponse,
   };
 }
 

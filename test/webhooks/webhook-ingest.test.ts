@@ -12,6 +12,8 @@ import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { callsOf, postSigned, retellCallAnalyzed } from './support.js';
+import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
+import { analysisDigest } from '../../jobs/call-analysis.js';
 
 const SECRET_A = 'whsec_firm_a_secret_value';
 const SECRET_B = 'whsec_firm_b_secret_value';
@@ -101,9 +103,10 @@ describe('Retell signatures (x-retell-signature)', () => {
 });
 
 describe('one job per firm, event and call', () => {
-  it('the job id derives from the firm, the event and the provider call id; repeats add nothing', async () => {
+  it('the job id derives from the firm, the event and the provider call id (and the analysis, for call_analyzed); repeats add nothing', async () => {
     const analyzed = retellCallAnalyzed();
     const pid = analyzed.call.call_id;
+    const digest = analysisDigest(snapshotProviderCall({ ...analyzed.call }));
     const { call_analysis: _a, ...ended } = analyzed.call;
     const deliveries = [
       postSigned(stack, a.slug, SECRET_A, analyzed),
@@ -116,9 +119,9 @@ describe('one job per firm, event and call', () => {
     const ids = (await jobsOf(pid)).map((j) => j.id).sort();
     expect(ids).toEqual(
       [
-        `evt|${a.slug}|call_analyzed|${pid}`,
+        `evt|${a.slug}|call_analyzed|${pid}|${digest}`,
         `evt|${a.slug}|call_ended|${pid}`,
-        `evt|${b.slug}|call_analyzed|${pid}`,
+        `evt|${b.slug}|call_analyzed|${pid}|${digest}`,
       ].sort(),
     );
   });

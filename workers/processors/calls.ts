@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import { QUEUE } from '../../jobs/queues.js';
 import type { CallEventJob, PlaceCallJob } from '../../jobs/calls.js';
+import { analysisDigest } from '../../jobs/call-analysis.js';
 import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
 import { applyCallEvent, resolveCallId } from '../../core/domain/calls/call-events.js';
 import { withCallLock } from '../../core/domain/calls/call-lock.js';
@@ -74,6 +75,8 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   // Whenever the call is finished (not only when this event finished it): the hook is
   // idempotent, and a retried job must not skip it.
   if (call.finished) await onCallFinished(services, call);
-  if (data.event === 'call_analyzed') await startCallAnalysis(services, call.firm, call._id);
+  if (data.event === 'call_analyzed') {
+    await startCallAnalysis(services, call.firm, call._id, analysisDigest(data.call));
+  }
   return { call_id: call._id, status: call.status, advanced };
 };

@@ -36,7 +36,7 @@ const authenticateBookingWebhook = webhookAuthentication({
   wellFormed: isCalSignatureForm,
   malformed:
     'The X-Cal-Signature-256 header is not a hex HMAC-SHA256 (Cal.com sends "no-secret-provided" when its webhook has no secret: set one).',
-  secretOf: (_services, firm) => firm.settings.booking_webhook_secret ?? null,
+  secretsOf: (_services, firm) => [firm.settings.booking_webhook_secret ?? ''],
   noSecret: 'The firm has no booking_webhook_secret; set one, or send a bearer token.',
   verify: verifyCalSignature,
 });

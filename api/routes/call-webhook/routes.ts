@@ -1,5 +1,5 @@
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
-import { voiceWebhookSecret } from '../../../core/domain/calls/webhook-secret.js';
+import { voiceWebhookSecrets } from '../../../core/domain/calls/webhook-secret.js';
 import {
   RETELL_SIGNATURE_HEADER,
   isFreshRetellSignature,
@@ -8,20 +8,24 @@ import {
 import { isCallEvent } from '../../../jobs/calls.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
+import { invalidRequest } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
 
-/** Retell's x-retell-signature with the firm's voice_webhook_secret (or the simulator's key). */
+/**
+ * Retell's x-retell-signature with the firm's voice_webhook_secret (or the simulator's key), or
+ * with the platform's RETELL_API_KEY, which Retell signs with.
+ */
 const authenticateCallWebhook = webhookAuthentication({
   header: RETELL_SIGNATURE_HEADER,
   subject: 'voice-webhook',
   missing: 'Send a bearer token or an x-retell-signature header.',
   wellFormed: isFreshRetellSignature,
   malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
-  secretOf: (services, firm) =>
-    voiceWebhookSecret(services.config, firm._id, firm.settings.voice_webhook_secret),
-  noSecret: 'The firm has no voice_webhook_secret; send a bearer token.',
+  secretsOf: (services, firm) =>
+    voiceWebhookSecrets(services.config, firm._id, firm.settings.voice_webhook_secret),
+  noSecret: 'The firm has no voice_webhook_secret and the service no RETELL_API_KEY; send a bearer token.',
   verify: verifyRetellSignature,
 });
 
@@ -40,6 +44,11 @@ export const callWebhookRoutes = [
     errors: [403, 404],
     handler: async ({ services, params, body }) => {
       if (isCallEvent(body.event)) {
+        if (body.call === undefined) {
+          throw invalidRequest(`A ${body.event} event needs its call.`, [
+            { path: '/call', message: 'is required' },
+          ]);
+        }
         await enqueue(services.queues, JOBS.callEvent, {
           firm: params.firm,
           event: body.event,

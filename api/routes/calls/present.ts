@@ -1,17 +1,18 @@
 import type { Static } from '@sinclair/typebox';
 import type { CallDoc, CallEffectState } from '../../../core/domain/calls/calls.js';
+import { isIntakeless, outcomeView } from '../../../core/domain/calls/call-outcome-view.js';
 import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
 import type { CallRecord } from './schema.js';
 
 /**
  * An effect's state for clients: `running` (an attempt under way, or one whose outcome is not
  * known yet) shows as `pending` — it has not happened for sure. A call that ended without
- * connecting has nothing to act on: its effects show `skipped` before any record exists.
+ * connecting, or reaching voicemail, has nothing to act on: its effects show `skipped` before any
+ * record exists.
  */
 function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
   const state = call.effects?.[name]?.state;
-  if (state === undefined)
-    return call.status === 'not_connected' || call.status === 'error' ? 'skipped' : 'pending';
+  if (state === undefined) return isIntakeless(call) ? 'skipped' : 'pending';
   return state === 'running' ? 'pending' : state;
 }
 
@@ -50,6 +51,7 @@ export function callView(call: CallDoc): Static<typeof CallRecord> {
       CallEffectState
     >,
     lead_id: call.lead_id ?? null,
+    ...outcomeView(call),
     created_at: call.created_at.toISOString(),
   };
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
 import { CALL_STATUSES } from '../../../core/domain/calls/calls.js';
+import { CALL_OUTCOMES } from '../../../core/domain/calls/call-outcome.js';
 import { URGENCIES } from '../../../core/domain/leads/leads.js';
 import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
 import { Body, Cursor, DynamicVariables, FirmSlug, Id, Limit, Timestamp } from '../../schemas/common.js';
@@ -49,6 +50,9 @@ export const CallRecord = Type.Object({
       call_summary: Nullable(Type.String()),
       user_sentiment: Nullable(Type.String()),
       call_successful: Nullable(Type.Boolean()),
+      in_voicemail: Type.Optional(
+        Nullable(Type.Boolean({ description: "The provider's voicemail detection" })),
+      ),
       custom_analysis_data: Type.Record(Type.String(), Type.Unknown()),
     }),
   ),
@@ -84,6 +88,20 @@ export const CallRecord = Type.Object({
   ),
   lead_id: Nullable(
     Type.String({ description: 'The lead created from this call, once the lead effect is done' }),
+  ),
+  outcome: Nullable(
+    Type.Union(
+      CALL_OUTCOMES.map((o) => Type.Literal(o)),
+      {
+        description:
+          'Answered or not, once the call is finished (null before): only a conversation runs the intake ' +
+          'effects; voicemail and not_connected run none of them',
+      },
+    ),
+  ),
+  effect_reasons: Type.Object(
+    Object.fromEntries(CALL_EFFECTS.map((name) => [name, Type.Optional(Type.String())])),
+    { description: 'Why each skipped effect was skipped (only skipped effects appear)' },
   ),
   created_at: Timestamp,
 });

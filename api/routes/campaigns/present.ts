@@ -1,6 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { CampaignCounts } from '../../../core/domain/campaigns/campaign-progress.js';
 import { countsOf, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
+import { retryOn } from '../../../core/domain/campaigns/campaign-retry.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { CampaignRecord } from './schema.js';
 
@@ -17,6 +18,7 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Sta
     calls_placed: counts.calls_placed,
     calls_completed: counts.calls_completed,
     calls_failed: counts.calls_failed,
+    retry_on: retryOn(campaign),
     launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
     created_at: campaign.created_at.toISOString(),
   };

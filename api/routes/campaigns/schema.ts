@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { CAMPAIGN_STATUSES } from '../../../core/domain/campaigns/campaign-store.js';
 import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-leads.js';
+import { RETRYABLE_OUTCOMES } from '../../../core/domain/campaigns/campaign-retry.js';
 import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 import { LeadInputFields } from '../leads/schema.js';
 
@@ -36,10 +37,19 @@ const LeadsFields = {
   ),
 };
 
+const RetryOn = Type.Array(Type.Union(RETRYABLE_OUTCOMES.map((o) => Type.Literal(o))), {
+  maxItems: RETRYABLE_OUTCOMES.length,
+  uniqueItems: true,
+  description:
+    'Call outcomes after which a lead is called again (at most 3 calls, CAMPAIGN_RETRY_DELAY_MS apart); ' +
+    'default ["not_connected", "voicemail"]',
+});
+
 export const CreateCampaignBody = Body({
   firmSlug: FirmSlug,
   name: Type.String({ minLength: 1, maxLength: 200 }),
   agentId: Id,
+  retry_on: Type.Optional(RetryOn),
   ...LeadsFields,
 });
 
@@ -89,10 +99,12 @@ export const CampaignRecord = Type.Object({
   leads_total: Type.Integer(),
   calls_queued: Type.Integer({ description: 'Set at launch: one call per distinct callable phone' }),
   calls_placed: Type.Integer({ description: 'Leads called at least once' }),
-  calls_completed: Type.Integer({ description: 'Leads whose call was answered' }),
+  calls_completed: Type.Integer({ description: 'Leads with whom a conversation took place' }),
   calls_failed: Type.Integer({
-    description: 'Leads never reached: not_connected after every attempt (3), an error, or a refused call',
+    description:
+      'Leads never reached: not_connected or voicemail after the last attempt (3 with retry_on), an error, or a refused call',
   }),
+  retry_on: RetryOn,
   launched_at: Nullable(Timestamp),
   created_at: Timestamp,
 });

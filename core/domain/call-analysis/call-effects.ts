@@ -15,6 +15,7 @@ import { ensureSubjectLead } from '../leads/leads.js';
 import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { callSubject } from '../calls/call-lock.js';
+import { callOutcome, notAConversation } from '../calls/call-outcome.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
@@ -146,7 +147,9 @@ export async function runCallEffect(
     { ...effect, path: `effects.${job.effect}` },
     attempt,
     async () => {
-      if (call.status !== 'ended') return skipped(`The call did not connect (status ${call.status}).`);
+      const outcome = callOutcome(call);
+      if (outcome === null) return skipped(`The call did not connect (status ${call.status}).`);
+      if (outcome !== 'conversation') return skipped(notAConversation(outcome));
       const firm = await getFirm(db, call.firm);
       if (firm === null) return skipped('The firm no longer exists.');
       // The analyze-call job stores the extraction before it enqueues any effect.

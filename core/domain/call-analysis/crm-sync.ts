@@ -45,6 +45,19 @@ async function existingContact(client: ClioClient, data: CallExtraction): Promis
   return null;
 }
 
+/**
+ * The Person's names: only those the caller gave (no invented data). Clio needs a
+ * first or a last name, so a caller who gave none is filed under the phone (E.164), else the
+ * email, as its last_name: what the firm would call them back on.
+ */
+function personName(data: CallExtraction): { first_name: string | null; last_name: string | null } {
+  const given = (name: string | null) => (name === null || name.trim() === '' ? null : name);
+  const first = given(data.first_name);
+  const last = given(data.last_name);
+  if (first !== null || last !== null) return { first_name: first, last_name: last };
+  return { first_name: null, last_name: data.phone ?? data.email };
+}
+
 function matterDescription(data: CallExtraction): string {
   const who = displayName(data) ?? data.phone ?? data.email ?? 'unknown caller';
   return shorten(`${data.case_type ?? 'New intake'} — ${who} (intake call): ${data.summary}`, 255);
@@ -75,13 +88,7 @@ export async function syncToClio(
     async () => {
       const found = await existingContact(client, data);
       if (found !== null) return contactFound(found, true);
-      const id = await client.createPerson({
-        // Clio needs a name for a Person; an intake without one still gets a contact to call back.
-        first_name: data.first_name ?? 'Unknown',
-        last_name: data.last_name ?? 'Caller',
-        email: data.email,
-        phone: data.phone,
-      });
+      const id = await client.createPerson({ ...personName(data), email: data.email, phone: data.phone });
       return { state: 'done', result: { contact_id: id, reused: false } };
     },
   );

@@ -3,7 +3,9 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { Services } from '../../wiring/services.js';
 import { callsCollection } from '../calls/calls.js';
+import { callOutcome } from '../calls/call-outcome.js';
 import { extractCallerData, storeExtraction } from './extraction.js';
+import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analysis.js';
 
 // The call_analyzed pipeline (CONTRACT §3.12), started by the call-event job once a
 // call_analyzed event is applied to the call:
@@ -14,12 +16,25 @@ import { extractCallerData, storeExtraction } from './extraction.js';
 // the call, the lead is a claim), so a delivery repeated after BullMQ has forgotten the first
 // jobs starts them again and they find everything done.
 
-/** Starts the pipeline of an analysed call: the job id makes repeats no-ops while the job is known. */
-export function startCallAnalysis(services: Services, firm: string, callId: string): Promise<void> {
-  return enqueue(services.queues, JOBS.analyzeCall, { firm, callId });
+/**
+ * Starts the pipeline of an analysed call: the job id (with the analysis digest) makes repeats
+ * of one analysis no-ops while the job is known; a different analysis is a new job.
+ */
+export function startCallAnalysis(
+  services: Services,
+  firm: string,
+  callId: string,
+  analysis?: string,
+): Promise<void> {
+  return enqueue(services.queues, JOBS.analyzeCall, {
+    firm,
+    callId,
+    ...(analysis === undefined ? {} : { analysis }),
+  });
 }
 
-type AnalyzeOutcome = 'missing' | 'not_connected' | 'extracted' | 'already_extracted';
+type AnalyzeOutcome =
+  'missing' | 'not_connected' | 'voicemail' | 'extracted' | 'reextracted' | 'already_extracted';
 
 /** The analyze-call job: the extraction (when the call connected), then each effect's job. */
 export async function analyseCall(
@@ -30,13 +45,18 @@ export async function analyseCall(
   const call = await callsCollection(services.mongo.db).findOne({ _id: job.callId });
   if (call === null || call.firm !== job.firm) return 'missing';
   let outcome: AnalyzeOutcome;
-  if (call.status !== 'ended') {
-    // Nothing was said to extract from; each effect records itself as skipped.
-    outcome = 'not_connected';
+  const answered = callOutcome(call);
+  if (answered !== 'conversation') {
+    // No conversation took place (voicemail, not connected): nothing to extract; each effect records itself as skipped.
+    outcome = answered ?? 'not_connected';
+  } else if (call.extraction !== undefined && isStaleExtraction(call)) {
+    await reextract(services, call, lastAttempt);
+    outcome = 'reextracted';
   } else if (call.extraction !== undefined) {
     outcome = 'already_extracted';
   } else {
-    await storeExtraction(services, call, await extractCallerData(services, call, lastAttempt));
+    const extraction = await extractCallerData(services, call, lastAttempt);
+    await storeExtraction(services, call, { ...extraction, analysis_digest: currentAnalysisDigest(call) });
     outcome = 'extracted';
   }
   for (const effect of CALL_EFFECTS) {

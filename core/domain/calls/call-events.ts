@@ -9,6 +9,7 @@ import {
   type CallDoc,
   type CallStatus,
 } from './calls.js';
+import { isDialFailure } from './call-outcome.js';
 import { callIdForProviderCall, inboundCallId, linkProviderCall } from './call-keys.js';
 
 // Applies one voice-provider webhook event (Retell's shape, bounded by snapshotProviderCall) to
@@ -52,6 +53,8 @@ export async function applyCallEvent(db: Db, job: CallEventJob, callId: string):
 function statusFor(event: CallEventName, payload: ProviderCallSnapshot): CallStatus {
   if (event === 'call_started') return 'ongoing';
   const reported = payload.call_status;
+  // Retell tells a dial failure by its reason, whatever call_status says beside it (§6.1).
+  if (reported !== 'error' && isDialFailure(payload.disconnection_reason)) return 'not_connected';
   return reported === 'not_connected' || reported === 'error' || reported === 'ended' ? reported : 'ended';
 }
 

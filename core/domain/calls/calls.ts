@@ -42,6 +42,8 @@ interface CallAnalysis {
   call_summary: string | null;
   user_sentiment: string | null;
   call_successful: boolean | null;
+  /** Retell's voicemail detection; absent on calls stored before it was kept. */
+  in_voicemail?: boolean | null;
   custom_analysis_data: Record<string, unknown>;
 }
 
@@ -58,6 +60,8 @@ export interface CallExtraction extends CallerData {
   extractor: 'deterministic' | 'openai';
   /** Why OpenAI's answer was not used, when it was asked and failed. */
   fallback_reason: string | null;
+  /** The analysis it was extracted from (jobs/call-analysis.ts analysisDigest); absent on older calls. */
+  analysis_digest?: string;
   extracted_at: Date;
 }
 

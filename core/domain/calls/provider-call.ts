@@ -46,10 +46,12 @@ export function snapshotProviderCall(call: Json & { call_id: string }): Provider
   const analysis = own(call, 'call_analysis');
   if (isObject(analysis)) {
     const successful = own(analysis, 'call_successful');
+    const voicemail = own(analysis, 'in_voicemail');
     snapshot.call_analysis = {
       call_summary: str(own(analysis, 'call_summary'), 20_000) ?? null,
       user_sentiment: str(own(analysis, 'user_sentiment'), 100) ?? null,
       call_successful: typeof successful === 'boolean' ? successful : null,
+      ...(typeof voicemail === 'boolean' ? { in_voicemail: voicemail } : {}),
       custom_analysis_data: plainObject(own(analysis, 'custom_analysis_data'), 0),
     };
   }

@@ -12,3 +12,13 @@ export function voiceWebhookSecret(config: Config, firm: string, secret: string 
   if (config.voiceProvider !== 'simulator') return null;
   return hmacHex(config.adminApiKey, `intake-service/simulator-webhook/v1|${firm}`);
 }
+
+/**
+ * Every key a firm's call webhook may be signed with: the firm's own key (as
+ * above), and the platform's RETELL_API_KEY — Retell signs its webhooks with the account's API
+ * key, so a firm without a voice_webhook_secret of its own is still heard.
+ */
+export function voiceWebhookSecrets(config: Config, firm: string, secret: string | undefined): string[] {
+  const keys = [voiceWebhookSecret(config, firm, secret), config.retellApiKey];
+  return keys.filter((key): key is string => typeof key === 'string' && key !== '');
+}

@@ -9,6 +9,8 @@ import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { nextCallTime } from '../pacing/calling-window.js';
 import { advanceLead } from './campaign-progress.js';
+import { isRetriedOutcome } from './campaign-retry.js';
+import { callOutcome } from '../calls/call-outcome.js';
 import {
   MAX_CALL_ATTEMPTS,
   campaignCallId,
@@ -25,8 +27,9 @@ import {
 // frees), and creates the call through create-outbound-call's own path (registerOutboundCall:
 // the destination rule, the record, the place-call job) with a call id derived from campaign +
 // phone + attempt, so a repeated job never makes a second call. The call's end settles the
-// lead (settleCampaignCall): answered → completed; not_connected → retried (at most
-// MAX_CALL_ATTEMPTS calls, CAMPAIGN_RETRY_DELAY_MS apart); otherwise failed.
+// lead (settleCampaignCall): a conversation → completed; not_connected or voicemail → retried
+// per the campaign's retry_on (at most MAX_CALL_ATTEMPTS calls, CAMPAIGN_RETRY_DELAY_MS apart);
+// otherwise failed.
 
 export type CampaignCallStep =
   | { kind: 'done'; outcome: string }
@@ -154,8 +157,9 @@ export async function abandonCampaignCall(services: Services, job: CampaignCallJ
 
 /**
  * A campaign call finished (its end event, or its dial failed for good): the lead is retried
- * after not_connected while attempts remain, else settled; the campaign completes with its last
- * lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no counter.
+ * after an outcome in retry_on while attempts remain, else settled (a conversation once its
+ * analysis is in); the campaign completes with its last lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no
+ * counter.
  */
 export async function settleCampaignCall(services: Services, call: CallDoc): Promise<void> {
   const campaignId = call.campaign_id;
@@ -164,7 +168,11 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
   const campaign = await findCampaign(services.mongo.db, campaignId);
   if (campaign === null) return;
   const attempt = call.campaign_attempt ?? 1;
-  if (call.status === 'not_connected' && attempt < MAX_CALL_ATTEMPTS && campaign.status !== 'cancelled') {
+  // A call that seems to have been a conversation settles once its analysis is in: a voicemail
+  // the agent did not detect during the call is told only by call_analyzed (in_voicemail). The
+  // call's dial slot is already free, so waiting holds nothing up.
+  if (callOutcome(call) === 'conversation' && call.call_analysis === null) return;
+  if (isRetriedOutcome(campaign, call) && attempt < MAX_CALL_ATTEMPTS && campaign.status !== 'cancelled') {
     await advanceLead(services, campaignId, phone, 'placed', true);
     const due = (call.end_timestamp ?? Date.now()) + services.config.campaignRetryDelayMs;
     await enqueue(
@@ -179,7 +187,7 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
     services,
     campaignId,
     phone,
-    call.status === 'ended' ? 'completed' : 'failed',
+    callOutcome(call) === 'conversation' ? 'completed' : 'failed',
     true,
   );
   await completeIfSettled(services, campaignId, counts);

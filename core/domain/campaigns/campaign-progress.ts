@@ -5,9 +5,10 @@ import { loadRedisScript } from '../../platform/redis-script.js';
 // A running campaign's counters, kept in Redis because FerretDB loses concurrent $incs: a hash
 // of each lead's (distinct phone's) state and a hash of counts, moved together by one script,
 // so a repeated event (a retried job, a redelivered webhook) never counts twice. Counts are per
-// lead: calls_placed = leads called at least once; calls_completed = leads whose call was
-// answered (ended); calls_failed = leads that were never reached (not_connected after every
-// attempt, an error, or a call that could not be made). completed + failed = settled leads.
+// lead: calls_placed = leads called at least once; calls_completed = leads with whom a
+// conversation took place; calls_failed = leads that were never reached (not_connected or
+// voicemail after the last attempt, an error, or a call that could not be made). completed +
+// failed = settled leads.
 
 export type LeadProgress = 'placed' | 'completed' | 'failed';
 

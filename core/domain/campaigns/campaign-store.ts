@@ -6,6 +6,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaign-progress.js';
+import type { RetryableOutcome } from './campaign-retry.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
 // with the number of leads: membership is one small document per lead (`<campaign>:<lead>`),
@@ -16,7 +17,7 @@ import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaig
 export const CAMPAIGN_STATUSES = ['draft', 'running', 'paused', 'completed', 'cancelled'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
-/** A lead is called at most this many times: the first call and 2 retries after not_connected. */
+/** A lead is called at most this many times: the first call and 2 retries after it reached nobody (retry_on). */
 export const MAX_CALL_ATTEMPTS = 3;
 
 export interface CampaignDoc {
@@ -25,6 +26,8 @@ export interface CampaignDoc {
   name: string;
   agent_id: string;
   status: CampaignStatus;
+  /** The call outcomes its leads are called again after (absent: DEFAULT_RETRY_ON). */
+  retry_on?: RetryableOutcome[];
   /** Leads in the campaign (each lead once). */
   leads_total: number;
   /** Distinct callable phones added so far: calls_queued when it launches. */

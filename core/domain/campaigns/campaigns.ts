@@ -9,6 +9,7 @@ import { JOBS } from '../../../jobs/table.js';
 import { getFirmAgent } from '../agents/agents.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
+import type { RetryableOutcome } from './campaign-retry.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -36,7 +37,7 @@ import {
 export async function createCampaign(
   services: Services,
   firm: FirmDoc,
-  input: CampaignLeadsInput & { name: string; agentId: string },
+  input: CampaignLeadsInput & { name: string; agentId: string; retry_on?: RetryableOutcome[] },
 ): Promise<CampaignDoc> {
   const db = services.mongo.db;
   const agent = await getFirmAgent(db, firm._id, input.agentId);
@@ -48,6 +49,7 @@ export async function createCampaign(
     name: input.name,
     agent_id: agent._id,
     status: 'draft',
+    ...(input.retry_on === undefined ? {} : { retry_on: [...new Set(input.retry_on)] }),
     leads_total: 0,
     callable: 0,
     calls_queued: 0,

@@ -63,7 +63,6 @@ export async function startContactImport(
   return importId;
 }
 
-
 /**
  * The import's result once its job has finished, waiting up to `waitMs` (reads of its record,
  * backing off to 250 ms); null when it is still processing then, or the client has gone.

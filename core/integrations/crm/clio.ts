@@ -13,9 +13,10 @@ import {
 // request goes through guardedRequest (URL policy at call time, no redirects). A 429 is waited
 // out for its Retry-After and the same request sent again (bounded): Clio did not process it.
 
+/** A Person needs a first or a last name (Clio refuses one with neither); null names are not sent. */
 export interface ClioPersonInput {
-  first_name: string;
-  last_name: string;
+  first_name: string | null;
+  last_name: string | null;
   email: string | null;
   phone: string | null;
 }
@@ -101,11 +102,9 @@ export class ClioClient {
 
   /** POST /api/v4/contacts.json: a Person with its email and phone as defaults; returns its id. */
   async createPerson(person: ClioPersonInput): Promise<number> {
-    const data: Record<string, unknown> = {
-      type: 'Person',
-      first_name: person.first_name,
-      last_name: person.last_name,
-    };
+    const data: Record<string, unknown> = { type: 'Person' };
+    if (person.first_name !== null) data.first_name = person.first_name;
+    if (person.last_name !== null) data.last_name = person.last_name;
     if (person.email !== null) {
       data.email_addresses = [{ name: 'Other', address: person.email, default_email: true }];
     }

@@ -1,6 +1,7 @@
 import type { Db, UpdateFilter } from 'mongodb';
 import type { Config } from '../../platform/config.js';
 import { simulateConversation } from './simulator-script.js';
+import { simulateVoicemail } from './simulator-voicemail.js';
 import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 
@@ -59,16 +60,15 @@ export async function advanceSimulatedCall(
       const hangupAt = call.hangup_at ?? now;
       if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt };
       const start = call.start_timestamp ?? now;
-      const conversation = simulateConversation(
-        call.agent,
-        call.retell_llm_dynamic_variables,
-        call.to_number,
-      );
+      const voicemail = call.outcome === 'voicemail';
+      const conversation = voicemail
+        ? simulateVoicemail(call.agent.begin_message)
+        : simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number);
       await transition(deps.db, call, {
         call_status: 'ended',
         end_timestamp: now,
         duration_ms: now - start,
-        disconnection_reason: 'user_hangup',
+        disconnection_reason: voicemail ? 'voicemail_reached' : 'user_hangup',
         transcript: conversation.transcript,
         call_analysis: conversation.call_analysis,
       });

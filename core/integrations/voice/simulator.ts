@@ -12,12 +12,13 @@ import {
   type VoiceProvider,
 } from './provider.js';
 import { SIMULATOR_VOICES } from './simulator-voices.js';
+import { reachesVoicemail } from './simulator-voicemail.js';
 
 // The built-in voice provider (CONTRACT §5). Like a real provider it keeps its own records of
 // the calls it placed (simulator_calls) and later reports on them through the firm's public
 // webhook (see simulator-engine.ts). Everything it needs (the agent's script, the webhook
 // target) comes with the call, as a provider's own configuration would: it reads nothing of
-// ours. Number rules: ...0000 is not answered, ...9999 fails.
+// ours. Number rules: ...0000 is not answered, ...9999 fails, ...7777 reaches voicemail.
 
 export type SimulatedCallStatus = 'registered' | 'ongoing' | 'ended' | 'not_connected';
 
@@ -31,7 +32,7 @@ export interface SimulatorCallDoc {
   direction: 'outbound';
   call_type: 'phone_call';
   call_status: SimulatedCallStatus;
-  outcome: 'answered' | 'no_answer';
+  outcome: 'answered' | 'no_answer' | 'voicemail';
   metadata: { call_id: string; firm: string; agent_id: string };
   /** The agent as the call plays it (what the simulated agent says). */
   agent: CallAgentProfile;
@@ -108,7 +109,11 @@ export class SimulatorProvider implements VoiceProvider {
       direction: 'outbound',
       call_type: 'phone_call',
       call_status: 'registered',
-      outcome: simulatorRules.isUnanswered(request.toNumber) ? 'no_answer' : 'answered',
+      outcome: simulatorRules.isUnanswered(request.toNumber)
+        ? 'no_answer'
+        : reachesVoicemail(request.toNumber)
+          ? 'voicemail'
+          : 'answered',
       metadata: { call_id: request.callId, firm: request.firm, agent_id: request.agentId },
       agent: request.agent,
       webhook: request.webhook,

@@ -2,7 +2,8 @@ import { verify as retellVerify } from 'retell-sdk';
 import { hmacHex } from '../../platform/crypto.js';
 
 // Retell's webhook signature: `x-retell-signature: v=<unix ms>,d=<hex HMAC-SHA256(raw body + ms)>`,
-// keyed with the firm's voice_webhook_secret and valid for five minutes either side of now.
+// keyed with the firm's voice_webhook_secret or Retell's account API key, and valid for five
+// minutes either side of now.
 
 export const RETELL_SIGNATURE_HEADER = 'x-retell-signature';
 
@@ -12,7 +13,8 @@ export function signRetellWebhook(rawBody: string, secret: string, timestampMs: 
 }
 
 const TOLERANCE_MS = 5 * 60 * 1000;
-const FORM = /^v=(\d{10,16}),d=[0-9a-f]{64}$/;
+// Hex in either case, as retell-sdk's verifier takes it.
+const FORM = /^v=(\d{10,16}),d=[0-9a-fA-F]{64}$/;
 
 /**
  * What can be checked without the body: the header's form, and a timestamp within the same

@@ -1,0 +1,46 @@
+import { analysisDigest } from '../../../jobs/call-analysis.js';
+import type { Services } from '../../wiring/services.js';
+import { leadFieldsFrom } from '../intake/caller-data.js';
+import { leadsCollection, normaliseLeadFields, subjectLeadId } from '../leads/leads.js';
+import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
+import { withCallLock } from '../calls/call-lock.js';
+import { extractCallerData } from './extraction.js';
+
+// Re-analysis: Retell re-runs its post-call analysis and sends a second
+// call_analyzed. When what it says differs from the analysis the stored extraction came from,
+// the extraction is made again and replaces it, and the call's lead takes the new caller data.
+// CRM, email and Slack are not sent again: their records are done and stay done.
+
+/** The digest of the analysis a call holds now (its call_analysis and transcript). */
+export const currentAnalysisDigest = (call: CallDoc): string => analysisDigest(call);
+
+/** Whether the call's stored extraction came from another analysis than the one it holds now. */
+export function isStaleExtraction(call: CallDoc): boolean {
+  const made = call.extraction?.analysis_digest;
+  // An extraction stored before digests were kept is taken as current.
+  return made !== undefined && made !== currentAnalysisDigest(call);
+}
+
+/** Extracts again from the call's current analysis; replaces the extraction and the lead's fields. */
+export async function reextract(services: Services, call: CallDoc, lastAttempt: boolean): Promise<void> {
+  const digest = currentAnalysisDigest(call);
+  const extraction = await extractCallerData(services, call, lastAttempt);
+  const stored = await withCallLock(services, call.firm, call._id, async () => {
+    const calls = callsCollection(services.mongo.db);
+    const current = await calls.findOne({ _id: call._id }, { projection: { extraction: 1 } });
+    // Another job extracted from this same analysis meanwhile: its copy stands.
+    if (current?.extraction?.analysis_digest === digest) return null;
+    const next: CallExtraction = { ...extraction, analysis_digest: digest, extracted_at: new Date() };
+    await calls.updateOne({ _id: call._id }, { $set: { extraction: next, updated_at: new Date() } });
+    return next;
+  });
+  if (stored === null) return;
+  // The lead's id derives from the call: a point write, nothing when the lead is not made yet
+  // (its effect then reads the new extraction).
+  const { fields } = normaliseLeadFields(leadFieldsFrom(stored));
+  const { first_name, last_name, phone, email, case_type, summary, urgency } = fields;
+  await leadsCollection(services.mongo.db).updateOne(
+    { _id: subjectLeadId('call', call._id) },
+    { $set: { first_name, last_name, phone, email, case_type, summary, urgency } },
+  );
+}

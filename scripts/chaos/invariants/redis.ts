@@ -1,0 +1,53 @@
+import { redisKeys } from '../../../core/platform/redis-keys.js';
+import type { Cluster } from '../cluster.js';
+import { usedMemory } from '../faults.js';
+import { row, type Row } from './rows.js';
+import type { CallFacts, CheckContext } from './context.js';
+
+/** Redis: no lock, dial slot or waiter left, memory back near its start. */
+export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Row[]> {
+  const { cluster, ledger } = ctx;
+  const { callFirms } = facts;
+  const rows: Row[] = [];
+  const keys = redisKeys(cluster.queuePrefix);
+  const locks = await scanCount(cluster, keys.anyLock());
+  let slots = 0;
+  let waiting = 0;
+  for (const firm of callFirms) {
+    slots += await cluster.redis.zcard(keys.dialSlots(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaiters(firm));
+    waiting += await cluster.redis.zcard(keys.dialWaking(firm));
+  }
+  rows.push(
+    row(
+      'no record lock, dial slot or dial waiter left over',
+      '0 locks, 0 slots, 0 waiters',
+      `${locks} locks, ${slots} slots, ${waiting} waiters`,
+      locks === 0 && slots === 0 && waiting === 0,
+    ),
+  );
+  const end = await usedMemory(cluster);
+  ledger.redisMemory.end = end ?? undefined;
+  const start = ledger.redisMemory.start ?? 0;
+  const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+  rows.push(
+    row(
+      'Redis memory back near its start',
+      `≤ start + ${mib(ctx.redisGrowthBudget)}`,
+      `${mib(start)} → peak ${mib(ledger.redisMemory.peak)} → ${mib(end ?? -1)}`,
+      end !== null && end - start <= ctx.redisGrowthBudget,
+    ),
+  );
+  return rows;
+}
+
+async function scanCount(cluster: Cluster, pattern: string): Promise<number> {
+  let cursor = '0';
+  let n = 0;
+  do {
+    const [next, keys] = await cluster.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    n += keys.length;
+  } while (cursor !== '0');
+  return n;
+}
