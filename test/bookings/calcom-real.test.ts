@@ -121,6 +121,13 @@ describe('row 6: Cal.com seated bookings share one uid', () => {
       }),
     );
 
+    // Bob's seat delivered again afterwards, re-serialized (so a new delivery, not a job
+    // repeat): it was made before he left, so he stays out.
+    const reserialized = JSON.stringify(bobCreated, null, 1);
+    expect((await postSigned(stack, firm.slug, bobCreated, SECRET, { raw: reserialized })).status).toBe(200);
+    await bookingEventsApplied();
+    expect(byRecipient(await reminders(firm.client, firm.slug, clinic))[bob!.email]).toBe('cancelled');
+
     // The uid is not blocked: a new seat still gets its reminders.
     expect((await send(calCreated(calSeatPayload(clinic, start, dee!, 'seat-dee'), at(4)))).status).toBe(200);
     await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
