@@ -93,6 +93,13 @@ export interface FakeClio {
    * answer it with, or undefined to answer normally (the chaos run's occasional 429s).
    */
   injectFailure: ((request: ClioRequest) => ClioFailure | undefined) | undefined;
+  /**
+   * API requests (not OAuth) received from now on wait, unanswered, until the returned function
+   * is called: so that many clients hold a request in flight at once (a race).
+   */
+  hold(): () => void;
+  /** API requests waiting while held. */
+  held(): number;
   /** POSTs that created something (contacts or matters), for "the write happened once" checks. */
   writes(path: string): ClioRequest[];
   reset(): void;
@@ -157,7 +164,18 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
       this.refreshTokens.clear();
     },
   };
+  let gate: Promise<void> | null = null;
+  let waiting = 0;
   const fake: Omit<FakeClio, 'url' | 'close'> = {
+    hold() {
+      let open!: () => void;
+      gate = new Promise<void>((resolve) => (open = resolve));
+      return () => {
+        gate = null;
+        open();
+      };
+    },
+    held: () => waiting,
     oauth,
     token,
     requests: [],
@@ -368,7 +386,13 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      const held = gate;
+      if (held !== null && !(req.url ?? '').startsWith('/oauth/')) {
+        waiting++;
+        await held;
+        waiting--;
+      }
       try {
         handle(req, res, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {

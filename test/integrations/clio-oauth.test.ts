@@ -35,6 +35,8 @@ beforeAll(async () => {
       CLIO_CLIENT_SECRET: CLIENT_SECRET,
       CLIO_BASE_URL: clio.url,
       SMTP_URL: smtp.url,
+      // Every CRM effect of the racing calls below can run at once.
+      WORKER_CONCURRENCY: '50',
     },
   });
 });
@@ -203,7 +205,15 @@ describe('tokens in use', () => {
     await connect(firm);
     clio.oauth.expireAccessTokens(); // Clio now answers 401 to the stored token
     const refreshes = clio.oauth.refreshCount();
-    const callIds = await Promise.all(Array.from({ length: 10 }, () => deliver(firm.slug)));
+    // The 10 effects' first requests are held until all 10 are in flight, then all get their 401 at once.
+    const release = clio.hold();
+    let callIds: string[];
+    try {
+      callIds = await Promise.all(Array.from({ length: 10 }, () => deliver(firm.slug)));
+      await eventually(async () => expect(clio.held()).toBe(10), 30_000);
+    } finally {
+      release();
+    }
     for (const id of callIds) expect((await settledCall(firm.client, id, 60_000)).effects.crm).toBe('done');
     expect(clio.oauth.refreshCount() - refreshes).toBe(1);
   });
