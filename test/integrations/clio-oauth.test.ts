@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
+import { launchChromium } from '../helpers/browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import {
@@ -176,6 +177,44 @@ describe('connect and callback', () => {
     } finally {
       await bare.stop();
     }
+  });
+});
+
+describe('in a browser', () => {
+  it("headless Chromium follows the connect link through Clio's authorize to the connected page", async () => {
+    const firm = await oauthFirm();
+    const browser = await launchChromium();
+    try {
+      // The firm's key as the basic-auth password, as a person opening the link would give it.
+      const context = await browser.newContext({ httpCredentials: { username: 'firm', password: firm.key } });
+      const page = await context.newPage();
+      const visited: string[] = [];
+      page.on('request', (request) => {
+        if (request.isNavigationRequest()) visited.push(new URL(request.url()).pathname);
+      });
+      const response = await page.goto(
+        `${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}&region=ca`,
+      );
+      expect(response?.status()).toBe(200);
+      expect(visited).toEqual(
+        expect.arrayContaining([
+          '/api/integrations/clio/connect',
+          '/oauth/authorize',
+          '/api/integrations/clio/callback',
+        ]),
+      );
+      expect(new URL(page.url()).pathname).toBe('/api/integrations/clio/callback');
+      expect(await page.textContent('#connected')).toContain(`Firm ${firm.slug}`);
+      expect(await page.textContent('h1')).toBe('Clio connected');
+    } finally {
+      await browser.close();
+    }
+    expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.crm).toMatchObject({
+      provider: 'clio',
+      status: 'connected',
+      region: 'ca',
+    });
+    expect((await connections().findOne({ _id: firm.slug }))?.base_url).toBe(clio.url);
   });
 });
 
