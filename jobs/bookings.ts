@@ -33,6 +33,10 @@ export interface BookingEventJob {
   start_at: number;
   end_at?: number;
   location?: string;
+  /** The meeting's join link (an http(s) URL), when Cal.com sent one. */
+  join_url?: string;
+  /** A seated event (Cal.com's seatsPerTimeSlot): attendees join and leave one by one. */
+  seated?: boolean;
   attendees: BookingPerson[];
   organizer?: { name?: string; email?: string };
   /** When the sender made the event (Cal.com's `createdAt`), else when we received it: orders events. */

@@ -8,6 +8,7 @@ import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { firmRoutes } from './firms/routes.js';
+import { integrationRoutes } from './integrations/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
@@ -31,4 +32,5 @@ export const businessRoutes: AnyRoute[] = [
   ...widgetRoutes,
   ...bookingRoutes,
   ...contactRoutes,
+  ...integrationRoutes,
 ];

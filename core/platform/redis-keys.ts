@@ -121,6 +121,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'session-revocation', firm);
   }
 
+  /** The lock of a firm's Clio OAuth tokens (one refresh at a time, however many workers need one). */
+  clioTokenLock(firm: string): string {
+    return key(this.prefix, 'lock', 'clio-token', firm);
+  }
+
   /** A SCAN MATCH pattern for every lock above (checks that none is left over). */
   anyLock(): string {
     return key(this.prefix, 'lock', '*');

@@ -28,6 +28,8 @@ export interface FaultPlan {
   slackWindowMs: number;
   /** Share of Clio requests answered 429 while the faults run. */
   clio429Rate: number;
+  /** How much longer the Slack and Clio faults stay on when no request has met them yet. */
+  faultHitWaitMs: number;
   /** How long the SIGTERM waits for a busy moment before it goes anyway. */
   busyWaitMs: number;
 }
@@ -99,7 +101,19 @@ export class Faults {
       await sleep(this.rng.int(...this.plan.gapMs));
     }
     await slackWindow;
+    // On a busy machine the effects can come late: Clio keeps failing until it has failed once.
+    await this.untilHit(() => this.clio429s > 0);
     this.cluster.clio.injectFailure = undefined;
+  }
+
+  /**
+   * A fault's window is a time, but what the run must show is that the fault met traffic: the
+   * window stays open until it did, up to `plan.faultHitWaitMs` more (the effects it targets may
+   * run late when the machine is loaded).
+   */
+  private async untilHit(hit: () => boolean): Promise<void> {
+    const deadline = Date.now() + this.plan.faultHitWaitMs;
+    while (!hit() && Date.now() < deadline) await sleep(250);
   }
 
   private async slackWindow(rng: Rng): Promise<void> {
@@ -111,6 +125,7 @@ export class Faults {
       return { status: 500 };
     };
     await sleep(this.plan.slackWindowMs);
+    await this.untilHit(() => this.slackFailed > 0);
     this.cluster.slack.injectFailure = undefined;
     this.record('slack 50% failures', started, `${this.slackFailed} requests failed`, this.slackFailed > 0);
   }

@@ -72,6 +72,7 @@ export function defaultConfig(
       gapMs: [5_000, 15_000],
       slackWindowMs: 60_000,
       clio429Rate: 0.1,
+      faultHitWaitMs: 120_000,
       busyWaitMs: 60_000,
     },
     settleMs: 40 * 60_000,

@@ -23,7 +23,7 @@ function localRuns({ start, test }: LocalRuns): string {
 }
 
 function defaultOf(optional: boolean, schemaDefault: unknown, variable: Variable): string {
-  const { fallback, requiredWhen } = variable;
+  const { fallback, requiredWhen, requiredWith } = variable;
   const base =
     schemaDefault !== undefined
       ? code(schemaDefault)
@@ -36,7 +36,8 @@ function defaultOf(optional: boolean, schemaDefault: unknown, variable: Variable
     requiredWhen === undefined
       ? ''
       : `; required when ${code(`${requiredWhen.name}=${requiredWhen.equals}`)}`;
-  return base + when + localRuns(variable.local ?? {});
+  const withOther = requiredWith === undefined ? '' : `; required when ${code(requiredWith)} is set`;
+  return base + when + withOther + localRuns(variable.local ?? {});
 }
 
 function typeOf(variable: Variable): string {

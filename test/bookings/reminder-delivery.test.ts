@@ -186,7 +186,9 @@ describe('reminders sent when due', () => {
     expect(text).toContain(`at ${clock(start, 330)} GMT+5:30 (Asia/Kolkata)`);
     expect(text).toContain('Duration: 30 minutes');
     expect(text).toContain('With: Alex Counsel');
-    expect(text).toContain('Where: https://cal.com/video/abc123');
+    // The location is the meeting's link (metadata.videoCallUrl too): shown once, to join.
+    expect(text).toContain('Join: https://cal.com/video/abc123');
+    expect(text).not.toContain('Where:');
     expect(text).toContain(`Firm ${firm.slug}`);
 
     const copy = mailsTo(desk).find((m) => bodyText(m).includes(twinUid))!;

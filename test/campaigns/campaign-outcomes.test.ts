@@ -17,6 +17,7 @@ import {
   simulatorDials,
   waitForCampaign,
 } from './support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const SIM_CALL_MS = 300;
 const RETRY_DELAY_MS = 500;
@@ -142,7 +143,7 @@ describe('a simulated campaign over voicemail, no-answer and ordinary numbers', 
     expect(await launch(firm.client, created.id)).toBe(1);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 60_000);
     expect(done).toMatchObject({ calls_completed: 0, calls_failed: 1, retry_on: ['not_connected'] });
-    await new Promise((r) => setTimeout(r, RETRY_DELAY_MS * 2));
+    await sleep(RETRY_DELAY_MS * 2);
     expect(await campaignCalls(stack, created.id)).toHaveLength(1);
   });
 });

@@ -46,6 +46,7 @@ function subsetConfig(dir: string): ChaosConfig {
       gapMs: [2_000, 4_000],
       slackWindowMs: 10_000,
       clio429Rate: 0.2,
+      faultHitWaitMs: 40_000,
       busyWaitMs: 5_000,
     },
     settleMs: 75_000,
@@ -69,5 +70,5 @@ describe('chaos subset: one worker kill and one Redis restart under a mixed work
       'slack 50% failures',
     ]);
     expect(result.ledger.probes.some((p) => p.fault === 'redis' && p.target === 'readyz')).toBe(true);
-  }, 120_000);
+  }, 180_000);
 });

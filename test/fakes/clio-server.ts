@@ -4,6 +4,17 @@
 // records every request, and can be told to fail chosen requests: a status (429 with
 // Retry-After, 500, ...), before the write or after it (the write happened, the answer says
 // otherwise — what a crash or a lost answer looks like to the client).
+//
+// OAuth as Clio Manage does it (docs.developers.clio.com, "Authorization"): GET /oauth/authorize
+// (client_id, response_type=code, redirect_uri, state) sends the browser back to redirect_uri with
+// ?code=&state= (the user's approval is taken as given); POST /oauth/token, form-encoded, takes
+// grant_type=authorization_code (client_id, client_secret, redirect_uri, code) or
+// grant_type=refresh_token (client_id, client_secret, refresh_token) and answers
+// {access_token, token_type: "bearer", expires_in, refresh_token}; a refused grant is
+// 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client.
+// Access tokens it issues expire after `oauth.expiresIn` seconds; the API answers 401 to an
+// expired or unknown one. The static `token` (a pasted token) keeps working.
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -45,8 +56,32 @@ export interface ClioFailure {
   afterWrite?: boolean;
 }
 
+export interface FakeClioOAuth {
+  clientId: string;
+  clientSecret: string;
+  /** Lifetime in seconds of the access tokens issued from now on. */
+  expiresIn: number;
+  /** A refresh answers a new refresh token and revokes the old one (Clio Platform's way). */
+  rotateRefreshTokens: boolean;
+  /** Every POST /oauth/token, in order, with its form fields. */
+  tokenRequests: Array<Record<string, string>>;
+  /** Live access tokens and when each expires (ms). */
+  accessTokens: Map<string, number>;
+  /** Refresh tokens that are still valid. */
+  refreshTokens: Set<string>;
+  /** Codes issued by /oauth/authorize and not yet exchanged, with their redirect_uri. */
+  codes: Map<string, string>;
+  /** How many grant_type=refresh_token requests arrived. */
+  refreshCount(): number;
+  /** Expires every issued access token now (the API answers 401 to them). */
+  expireAccessTokens(): void;
+  /** Revokes every refresh token (the user disconnected the app): a refresh gets invalid_grant. */
+  revokeRefreshTokens(): void;
+}
+
 export interface FakeClio {
   url: string;
+  oauth: FakeClioOAuth;
   token: string;
   requests: ClioRequest[];
   contacts: ClioContactRecord[];
@@ -58,6 +93,13 @@ export interface FakeClio {
    * answer it with, or undefined to answer normally (the chaos run's occasional 429s).
    */
   injectFailure: ((request: ClioRequest) => ClioFailure | undefined) | undefined;
+  /**
+   * API requests (not OAuth) received from now on wait, unanswered, until the returned function
+   * is called: so that many clients hold a request in flight at once (a race).
+   */
+  hold(): () => void;
+  /** API requests waiting while held. */
+  held(): number;
   /** POSTs that created something (contacts or matters), for "the write happened once" checks. */
   writes(path: string): ClioRequest[];
   reset(): void;
@@ -99,9 +141,42 @@ function project(record: Record<string, unknown>, fields: string | undefined): R
   return out;
 }
 
+const newToken = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
+
 export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio> {
   let nextId = 1000;
+  const oauth: FakeClioOAuth = {
+    clientId: 'clio-client-id',
+    clientSecret: 'clio-client-secret',
+    expiresIn: 2_592_000,
+    rotateRefreshTokens: true,
+    tokenRequests: [],
+    accessTokens: new Map(),
+    refreshTokens: new Set(),
+    codes: new Map(),
+    refreshCount() {
+      return this.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
+    },
+    expireAccessTokens() {
+      for (const key of this.accessTokens.keys()) this.accessTokens.set(key, 0);
+    },
+    revokeRefreshTokens() {
+      this.refreshTokens.clear();
+    },
+  };
+  let gate: Promise<void> | null = null;
+  let waiting = 0;
   const fake: Omit<FakeClio, 'url' | 'close'> = {
+    hold() {
+      let open!: () => void;
+      gate = new Promise<void>((resolve) => (open = resolve));
+      return () => {
+        gate = null;
+        open();
+      };
+    },
+    held: () => waiting,
+    oauth,
     token,
     requests: [],
     contacts: [],
@@ -116,13 +191,100 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
       this.contacts.length = 0;
       this.matters.length = 0;
       this.failNext.length = 0;
+      oauth.tokenRequests.length = 0;
     },
+  };
+
+  const issue = (res: ServerResponse, refreshToken: string | null) => {
+    const access = newToken('access');
+    oauth.accessTokens.set(access, Date.now() + oauth.expiresIn * 1000);
+    const refresh = refreshToken ?? newToken('refresh');
+    oauth.refreshTokens.add(refresh);
+    sendJson(
+      res,
+      200,
+      {
+        access_token: access,
+        token_type: 'bearer',
+        expires_in: oauth.expiresIn,
+        ...(refreshToken === null ? { refresh_token: refresh } : {}),
+      },
+      { 'cache-control': 'no-store' },
+    );
+  };
+  const oauthError = (res: ServerResponse, status: number, error: string, description: string) =>
+    sendJson(res, status, { error, error_description: description });
+
+  const authorize = (res: ServerResponse, query: Record<string, string>) => {
+    if (query.client_id !== oauth.clientId || query.response_type !== 'code' || !query.redirect_uri) {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+      return res.end('The client_id, response_type=code or redirect_uri is wrong.');
+    }
+    const code = newToken('code');
+    oauth.codes.set(code, query.redirect_uri);
+    const back = new URL(query.redirect_uri);
+    back.searchParams.set('code', code);
+    if (query.state !== undefined) back.searchParams.set('state', query.state);
+    res.writeHead(302, { location: back.toString() });
+    res.end();
+  };
+
+  const tokenGrant = (req: IncomingMessage, res: ServerResponse, text: string) => {
+    const form = (req.headers['content-type'] ?? '').includes('application/json')
+      ? (JSON.parse(text) as Record<string, string>)
+      : Object.fromEntries(new URLSearchParams(text));
+    oauth.tokenRequests.push(form);
+    if (form.client_id !== oauth.clientId || form.client_secret !== oauth.clientSecret) {
+      return oauthError(res, 401, 'invalid_client', 'Client authentication failed.');
+    }
+    if (form.grant_type === 'authorization_code') {
+      const redirect = form.code === undefined ? undefined : oauth.codes.get(form.code);
+      if (redirect === undefined || redirect !== form.redirect_uri) {
+        return oauthError(
+          res,
+          400,
+          'invalid_grant',
+          'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.',
+        );
+      }
+      oauth.codes.delete(form.code!);
+      return issue(res, null);
+    }
+    if (form.grant_type === 'refresh_token') {
+      const old = form.refresh_token;
+      if (old === undefined || !oauth.refreshTokens.has(old)) {
+        return oauthError(
+          res,
+          400,
+          'invalid_grant',
+          'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.',
+        );
+      }
+      if (!oauth.rotateRefreshTokens) return issue(res, old);
+      oauth.refreshTokens.delete(old);
+      return issue(res, null);
+    }
+    return oauthError(
+      res,
+      400,
+      'unsupported_grant_type',
+      'The authorization grant type is not supported by the authorization server.',
+    );
+  };
+
+  const authorized = (header: string | undefined): boolean => {
+    if (header === `Bearer ${fake.token}`) return true;
+    const bearer = header?.startsWith('Bearer ') ? header.slice(7) : undefined;
+    const expires = bearer === undefined ? undefined : oauth.accessTokens.get(bearer);
+    return expires !== undefined && expires > Date.now();
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, text: string) => {
     const url = new URL(req.url ?? '/', 'http://clio.test');
     const path = url.pathname;
     const query = Object.fromEntries(url.searchParams);
+    if (path === '/oauth/authorize' && req.method === 'GET') return authorize(res, query);
+    if (path === '/oauth/token' && req.method === 'POST') return tokenGrant(req, res, text);
     let body: any;
     try {
       body = text === '' ? undefined : JSON.parse(text);
@@ -138,7 +300,7 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
       body,
       at: Date.now(),
     });
-    if (req.headers.authorization !== `Bearer ${fake.token}`) {
+    if (!authorized(req.headers.authorization)) {
       return clioError(res, 401, 'The access token is invalid or has expired.');
     }
     const index = fake.failNext.findIndex(
@@ -224,7 +386,13 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      const held = gate;
+      if (held !== null && !(req.url ?? '').startsWith('/oauth/')) {
+        waiting++;
+        await held;
+        waiting--;
+      }
       try {
         handle(req, res, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {

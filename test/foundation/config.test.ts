@@ -59,6 +59,8 @@ describe('loadConfig', () => {
     ['PUBLIC_BASE_URL with ftp://', { PUBLIC_BASE_URL: 'ftp://example.com' }, 'PUBLIC_BASE_URL'],
     ['VOICE_PROVIDER unknown', { VOICE_PROVIDER: 'twilio' }, 'VOICE_PROVIDER'],
     ['VOICE_PROVIDER=retell without RETELL_API_KEY', { VOICE_PROVIDER: 'retell' }, 'RETELL_API_KEY'],
+    ['CLIO_CLIENT_ID without CLIO_CLIENT_SECRET', { CLIO_CLIENT_ID: 'cid' }, 'CLIO_CLIENT_SECRET'],
+    ['CLIO_CLIENT_SECRET without CLIO_CLIENT_ID', { CLIO_CLIENT_SECRET: 'cs' }, 'CLIO_CLIENT_ID'],
     ['OPENAI_BASE_URL not a URL', { OPENAI_BASE_URL: 'not a url' }, 'OPENAI_BASE_URL'],
     ['SMTP_URL with http://', { SMTP_URL: 'http://mail.example.com' }, 'SMTP_URL'],
     ['RATE_LIMIT_PER_MINUTE=0', { RATE_LIMIT_PER_MINUTE: '0' }, 'RATE_LIMIT_PER_MINUTE'],
@@ -85,6 +87,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...VALID, VOICE_PROVIDER: 'retell', RETELL_API_KEY: 'key_x' }).voiceProvider).toBe(
       'retell',
     );
+  });
+
+  it('accepts CLIO_CLIENT_ID with CLIO_CLIENT_SECRET (both or neither)', () => {
+    const config = loadConfig({ ...VALID, CLIO_CLIENT_ID: 'cid', CLIO_CLIENT_SECRET: 'cs' });
+    expect([config.clioClientId, config.clioClientSecret]).toEqual(['cid', 'cs']);
   });
 
   it('reads every boolean with one parser: true, false, 1 or 0', () => {

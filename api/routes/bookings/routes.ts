@@ -1,4 +1,8 @@
+import type { Context } from 'koa';
 import { requireFirm } from '../../../core/domain/access/access.js';
+import { getFirm } from '../../../core/domain/firms/firms.js';
+import { AppError, notFound, quote, unauthorized } from '../../../core/platform/errors.js';
+import type { Services } from '../../../core/wiring/services.js';
 import {
   snapshotBookingEvent,
   type BookingPayloadInput,
@@ -12,7 +16,7 @@ import {
 import { isBookingTrigger } from '../../../jobs/bookings.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { defineRoute } from '../../route.js';
+import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import {
   BookingWebhookBody,
@@ -29,7 +33,7 @@ const tag = 'Appointments';
  * no timestamp, so there is no freshness to check: a replayed delivery is a repeat, which changes
  * nothing.
  */
-const authenticateBookingWebhook = webhookAuthentication({
+const authenticateSigned = webhookAuthentication({
   header: CAL_SIGNATURE_HEADER,
   subject: 'booking-webhook',
   missing: 'Send a bearer token or an X-Cal-Signature-256 header.',
@@ -40,6 +44,56 @@ const authenticateBookingWebhook = webhookAuthentication({
   noSecret: 'The firm has no booking_webhook_secret; set one, or send a bearer token.',
   verify: verifyCalSignature,
 });
+
+/** The subject of a delivery let in only because its body may be Cal.com's PING. */
+const PING_SUBJECT = 'booking-webhook-ping';
+/** Cal.com's PING body is well under 1 KiB; a bigger unauthenticated body is no PING. */
+const MAX_PING_BYTES = 16 * 1024;
+
+/** Whether a raw body is Cal.com's "Ping test" (`triggerEvent: "PING"`), read only when small. */
+function isCalPing(rawBody: string): boolean {
+  if (Buffer.byteLength(rawBody) > MAX_PING_BYTES) return false;
+  try {
+    const body = JSON.parse(rawBody) as unknown;
+    return (
+      typeof body === 'object' &&
+      body !== null &&
+      (body as { triggerEvent?: unknown }).triggerEvent === 'PING'
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The bearer header or X-Cal-Signature-256 (authenticateSigned), with one leniency (CONTRACT
+ * §6.1): Cal.com's "Ping test" is signed "no-secret-provided" when the webhook has no secret, so
+ * a delivery that fails authentication (401) is still answered 200 when its body turns out to
+ * be a PING, which does nothing. Any other body gets the original 401.
+ */
+async function authenticateBookingWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
+  let signed: WebhookCredentials;
+  try {
+    signed = await authenticateSigned(ctx, services);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status !== 401) throw err;
+    const slug = String(ctx.params.firm ?? '');
+    const firm = await getFirm(services.mongo.db, slug);
+    if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
+    return {
+      principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: PING_SUBJECT },
+      firm: firm._id,
+      verifyBody: async (rawBody) => {
+        if (isCalPing(rawBody)) return true;
+        throw err;
+      },
+    };
+  }
+  const { verifyBody } = signed;
+  if (verifyBody === undefined) return signed; // a bearer token: nothing to check in the body
+  // A signature that does not match the body: still 401 unless the body is a PING.
+  return { ...signed, verifyBody: async (rawBody) => (await verifyBody(rawBody)) || isCalPing(rawBody) };
+}
 
 export const bookingRoutes = [
   defineRoute({
@@ -54,7 +108,9 @@ export const bookingRoutes = [
     body: BookingWebhookBody,
     response: BookingWebhookResponse,
     errors: [403, 404],
-    handler: async ({ services, params, body, koa }) => {
+    handler: async ({ services, principal, params, body, koa }) => {
+      // Let in for a PING only (verifyBody saw one): nothing else may pass this way.
+      if (principal.subject === PING_SUBJECT && body.triggerEvent !== 'PING') throw unauthorized();
       if (isBookingTrigger(body.triggerEvent)) {
         const event = snapshotBookingEvent({
           firm: params.firm,

@@ -18,6 +18,12 @@ import { reminderStoreOf } from './reminders.js';
 // when the event arrived are skipped); BOOKING_RESCHEDULED cancels the old booking's and stores
 // the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
 // nothing, and a cancel wins over a CREATED delivered after it.
+//
+// Seated events (CONTRACT §6.1) share one uid: a CREATED for a known uid and start adds the new
+// attendees' reminders (the firm's exist already: one field per recipient); a CANCELLED, or the
+// old side of a RESCHEDULED, of a seated booking that names only some of its attendees cancels
+// only theirs and leaves the booking active. One naming them all, or any on an ordinary booking,
+// cancels the whole booking.
 
 /** What the webhook validated of Cal.com's payload (api/routes/bookings/schema.ts). */
 export interface BookingPayloadInput {
@@ -29,6 +35,10 @@ export interface BookingPayloadInput {
   rescheduleUid?: string | null;
   attendees?: Array<{ email?: string | null; name?: string | null; timeZone?: string | null }>;
   organizer?: { name?: string | null; email?: string | null };
+  /** Cal.com's CalendarEvent fields read as they come (unvalidated: checked here). */
+  seatsPerTimeSlot?: unknown;
+  metadata?: unknown;
+  videoCallData?: unknown;
 }
 
 const MAX_ATTENDEES = 100;
@@ -42,6 +52,40 @@ function parseTime(value: string, path: string, problems: ErrorDetail[]): number
 
 const text = (value: unknown, max: number): string | undefined =>
   typeof value === 'string' && value.trim() !== '' ? shorten(value, max) : undefined;
+
+const MAX_URL = 2000;
+
+/** An absolute http(s) URL with nothing a mail client could misread; else undefined. */
+export function httpUrl(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const trimmed = value.trim();
+  // No whitespace or control characters: a URL in a mail is one word.
+  if (trimmed === '' || trimmed.length > MAX_URL || /[\s\p{Cc}]/u.test(trimmed)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(trimmed);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  return url.href.length > MAX_URL ? undefined : url.href;
+}
+
+const field = (value: unknown, name: string): unknown =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+
+/**
+ * The meeting's join link as Cal.com gives it: `metadata.videoCallUrl` (Cal.com's own link to
+ * the call, also for "integrations:daily"), else `videoCallData.url` (the video app's room),
+ * else a `location` that is itself a URL.
+ */
+export function joinUrlOf(payload: BookingPayloadInput): string | undefined {
+  return (
+    httpUrl(field(payload.metadata, 'videoCallUrl')) ??
+    httpUrl(field(payload.videoCallData, 'url')) ??
+    httpUrl(payload.location)
+  );
+}
 
 /** The part of a Cal.com booking event reminders use, bounded; 400 for times that are no times. */
 export function snapshotBookingEvent(input: {
@@ -78,6 +122,8 @@ export function snapshotBookingEvent(input: {
   const organizerName = text(payload.organizer?.name, 200);
   const organizerEmail = text(payload.organizer?.email, 320);
   const location = text(payload.location, 300);
+  const joinUrl = joinUrlOf(payload);
+  const seated = typeof payload.seatsPerTimeSlot === 'number' && payload.seatsPerTimeSlot > 0;
   const rescheduleUid =
     typeof payload.rescheduleUid === 'string' && payload.rescheduleUid !== ''
       ? payload.rescheduleUid
@@ -93,6 +139,8 @@ export function snapshotBookingEvent(input: {
     // Cal.com's location is a text, a URL or an app reference ("integrations:daily"): only the
     // first two mean something to a person.
     ...(location === undefined || location.startsWith('integrations:') ? {} : { location }),
+    ...(joinUrl === undefined ? {} : { join_url: joinUrl }),
+    ...(seated ? { seated: true } : {}),
     attendees,
     ...(organizerName === undefined && organizerEmail === undefined
       ? {}
@@ -122,6 +170,9 @@ export async function applyBookingEvent(
     const cancelled = await cancelBookingReminders(reminderStoreOf(services), firm._id, event.uid, {
       state: 'cancelled',
       tombstone: { ...booking, state: 'cancelled', cancelled_at: now },
+      named: namedEmails(event),
+      seated: event.seated === true,
+      eventAt: event.event_at,
       now,
       expireAt,
     });
@@ -136,6 +187,10 @@ export async function applyBookingEvent(
         // The old booking's time is unknown here; its tombstone expires with the new booking.
         tombstone: { ...booking, state: 'rescheduled', cancelled_at: now, rescheduled_to: event.uid },
         rescheduledTo: event.uid,
+        // A seat moved to another time leaves the old booking; the others stay on it.
+        named: namedEmails(event),
+        seated: event.seated === true,
+        eventAt: event.event_at,
         now,
         expireAt,
       });
@@ -160,19 +215,38 @@ export async function applyBookingEvent(
   return { uid: event.uid, outcome: stored.outcome, scheduled: stored.due.length, ...previous };
 }
 
+/** The attendees an event names, by normalized address (each once). */
+function namedEmails(event: BookingEventJob): string[] {
+  const emails = new Set<string>();
+  for (const a of event.attendees) {
+    const email = normalizeEmail(a.email);
+    if (email !== null) emails.add(email);
+  }
+  return [...emails];
+}
+
 function bookingRecord(firm: FirmDoc, event: BookingEventJob): BookingRecord {
   const organizer = event.organizer?.name ?? event.organizer?.email;
+  const people: Array<{ email: string; label: string }> = [];
+  for (const a of event.attendees) {
+    const email = normalizeEmail(a.email);
+    if (email === null || people.some((p) => p.email === email)) continue;
+    people.push({ email, label: a.name === undefined ? a.email : `${a.name} <${a.email}>` });
+  }
   return {
     state: 'active',
     start_at: event.start_at,
     ...(event.end_at === undefined ? {} : { end_at: event.end_at }),
     title: event.title,
     ...(event.location === undefined ? {} : { location: event.location }),
+    ...(event.join_url === undefined ? {} : { join_url: event.join_url }),
     ...(organizer === undefined ? {} : { organizer }),
     attendees: event.attendees
       .map((a) => (a.name === undefined ? a.email : `${a.name} <${a.email}>`))
       .join(', ')
       .slice(0, 2000),
+    people,
+    ...(event.seated === true ? { seated: true } : {}),
     firm_name: firm.name,
     event_at: event.event_at,
   };

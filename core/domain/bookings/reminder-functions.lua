@@ -9,24 +9,37 @@ local function each_reminder(key, fn)
   end
 end
 
--- Cancels what has not been sent (but those whose field starts with keep): a reminder being
--- sent cannot be stopped, it is only kept from being retried.
+-- Cancels one reminder unless sent: a reminder being sent cannot be stopped, it is only kept
+-- from being retried. Returns 1 when it changed it.
+local function cancel_one(key, field, r, now)
+  if r.status == 'scheduled' then
+    r.status = 'cancelled'
+    r.cancelled_at = now
+    redis.call('HSET', key, field, cjson.encode(r))
+    return 1
+  elseif r.status == 'sending' and not r.cancel_requested then
+    r.cancel_requested = true
+    redis.call('HSET', key, field, cjson.encode(r))
+    return 1
+  end
+  return 0
+end
+
+-- Cancels what has not been sent (but those whose field starts with keep).
 local function cancel_pending(key, now, keep)
   local n = 0
   each_reminder(key, function(field, r)
     if keep and string.sub(field, 1, #keep) == keep then return end
-    if r.status == 'scheduled' then
-      r.status = 'cancelled'
-      r.cancelled_at = now
-      redis.call('HSET', key, field, cjson.encode(r))
-      n = n + 1
-    elseif r.status == 'sending' and not r.cancel_requested then
-      r.cancel_requested = true
-      redis.call('HSET', key, field, cjson.encode(r))
-      n = n + 1
-    end
+    n = n + cancel_one(key, field, r, now)
   end)
   return n
+end
+
+-- The booking's "Name <email>, ..." line rebuilt from its people (seats joined or left).
+local function people_line(people)
+  local labels = {}
+  for _, p in ipairs(people) do table.insert(labels, p.label) end
+  return string.sub(table.concat(labels, ', '), 1, 2000)
 end
 
 local function extend_expiry(key, now, expire_at)

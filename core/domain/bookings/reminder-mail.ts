@@ -4,7 +4,10 @@ import type { BookingRecord, ReminderRecord } from './reminder-records.js';
 
 // The reminder email: plain text a person reads at a glance, times in the recipient's own time
 // zone (the attendee's from Cal.com, else the firm's), written as a date and a clock time rather
-// than "in one hour", so a mail delayed by retries is still right.
+// than "in one hour", so a mail delayed by retries is still right. A video meeting's join link
+// (an http(s) URL, checked when the event came in: booking-event.ts) is its own line; the
+// location is shown unless it is that same link. The mail has no HTML part, so nothing in it
+// can be markup.
 
 // ICU puts a narrow no-break space before AM/PM; plain text mail reads better with a space.
 const plainSpaces = (text: string): string => text.replace(/[\u202f\u00a0]/g, ' ');
@@ -69,6 +72,7 @@ export function reminderMail(
 ): MailMessage {
   const zone = reminder.time_zone;
   const lines: string[] = [];
+  const where = booking.location === booking.join_url ? undefined : booking.location;
   const facts: Array<[string, string | null | undefined]> = [
     ['When', `${formatWhen(booking.start_at, zone)} (${zone})`],
     ['Duration', duration(booking)],
@@ -80,13 +84,14 @@ export function reminderMail(
       `This is a reminder of your appointment "${booking.title}" with ${booking.firm_name}.`,
       '',
     );
-    facts.push(['With', booking.organizer], ['Where', booking.location]);
+    facts.push(['With', booking.organizer], ['Where', where], ['Join', booking.join_url]);
   } else {
     lines.push(`Reminder: the appointment "${booking.title}" is coming up.`, '');
     facts.push(
       ['Attendees', booking.attendees === '' ? null : booking.attendees],
       ['Organizer', booking.organizer],
-      ['Where', booking.location],
+      ['Where', where],
+      ['Join', booking.join_url],
       ['Booking', reminder.booking_uid],
     );
   }

@@ -56,9 +56,17 @@ export interface BookingRecord {
   end_at?: number;
   title: string;
   location?: string;
+  /** The meeting's join link: an http(s) URL (checked when the event was snapshot). */
+  join_url?: string;
   organizer?: string;
   /** "Name <email>, ..." of the attendees, for the firm's mail. */
   attendees: string;
+  /** The attendees one by one (normalized email, "Name <email>"): seats join and leave. */
+  people?: Array<{ email: string; label: string }>;
+  /** A seated booking: a cancel naming only some attendees cancels only theirs. */
+  seated?: boolean;
+  /** Attendees who left a seated booking: email → the time of the event that removed them. */
+  left?: Record<string, number>;
   firm_name: string;
   /** When the event that set this record was made: an older event cannot move the booking back. */
   event_at: number;

@@ -19,16 +19,17 @@ const STORE = loadRedisScript(new URL('./store-booking-reminders.lua', import.me
 });
 const CANCEL = loadRedisScript(new URL('./cancel-booking-reminders.lua', import.meta.url), {
   keys: ['booking'],
-  args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to'],
+  args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to', 'seated', 'named_json', 'event_at'],
   include: [FUNCTIONS],
 });
 
-export type StoreOutcome = 'stored' | 'unchanged' | 'moved' | 'stale' | BookingState;
+export type StoreOutcome = 'stored' | 'unchanged' | 'joined' | 'moved' | 'stale' | BookingState;
 
 /**
  * Stores a booking and its reminders, unless the booking was cancelled (the cancel wins), is
  * already stored for this start (a repeat changes nothing), or was set by a later event. A
- * newer event with another start cancels the reminders of the old one.
+ * newer event with another start cancels the reminders of the old one. For the same start,
+ * attendees not on the booking yet join it with their reminders ('joined': a new seat).
  */
 export async function storeBookingReminders(
   store: ReminderStore,
@@ -62,6 +63,8 @@ export async function storeBookingReminders(
 /**
  * Cancels a booking's reminders and leaves its tombstone (state `cancelled`, or `rescheduled`
  * with the new uid), also for a booking never seen: a late BOOKING_CREATED then stores nothing.
+ * Of a seated booking, an event naming only some of its attendees (`named`, normalized emails)
+ * cancels only theirs ('seats_cancelled'); the booking stays active for the others.
  */
 export async function cancelBookingReminders(
   store: ReminderStore,
@@ -71,10 +74,16 @@ export async function cancelBookingReminders(
     state: 'cancelled' | 'rescheduled';
     tombstone: BookingRecord;
     rescheduledTo?: string;
+    /** The attendees the event names; [] names none (the whole booking). */
+    named?: string[];
+    /** The event says the booking is seated (the stored booking may say so too). */
+    seated?: boolean;
+    /** When the event was made: a seat left by it is not taken again by an older event. */
+    eventAt?: number;
     now: number;
     expireAt: number;
   },
-): Promise<{ outcome: 'cancelled' | 'unchanged'; stopped: number }> {
+): Promise<{ outcome: 'cancelled' | 'seats_cancelled' | 'unchanged'; stopped: number }> {
   const [outcome, stopped] = (await CANCEL.run(
     store.redis,
     { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
@@ -84,7 +93,10 @@ export async function cancelBookingReminders(
       now: input.now,
       expire_at: input.expireAt,
       rescheduled_to: input.rescheduledTo ?? '',
+      seated: input.seated === true ? '1' : '',
+      named_json: JSON.stringify(input.named ?? []),
+      event_at: input.eventAt ?? input.now,
     },
   )) as [string, number];
-  return { outcome: outcome as 'cancelled' | 'unchanged', stopped: Number(stopped) };
+  return { outcome: outcome as 'cancelled' | 'seats_cancelled' | 'unchanged', stopped: Number(stopped) };
 }

@@ -16,6 +16,7 @@ import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { callSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
+import { clioConnectionBase, clioTokenSource } from '../crm/clio-connection.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
@@ -73,11 +74,19 @@ const EFFECTS: Record<
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
-      const client = new ClioClient({
-        baseUrl: crm.base_url ?? services.config.clioBaseUrl,
-        accessToken: crm.access_token,
-        policy: urlPolicyOf(services.config),
-      });
+      // Connected with OAuth (§6.2): the connection's tokens, refreshed as needed; else the pasted token.
+      const client =
+        'oauth' in crm
+          ? new ClioClient({
+              baseUrl: await clioConnectionBase(services, firm._id),
+              accessToken: clioTokenSource(services, firm._id),
+              policy: urlPolicyOf(services.config),
+            })
+          : new ClioClient({
+              baseUrl: crm.base_url ?? services.config.clioBaseUrl,
+              accessToken: crm.access_token,
+              policy: urlPolicyOf(services.config),
+            });
       const synced = await syncToClio(client, callSubject(services, call), call, data, attempt);
       return { state: 'done', result: { provider: 'clio', ...synced } };
     },

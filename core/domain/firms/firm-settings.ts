@@ -80,7 +80,10 @@ export interface FirmSettings {
   timezone: string;
   notification_emails: string[];
   slack_webhook_url?: string;
-  crm: { provider: 'clio'; access_token: string; base_url?: string } | { provider: 'none' };
+  crm:
+    | { provider: 'clio'; access_token: string; base_url?: string }
+    | { provider: 'clio'; oauth: ClioOAuthState }
+    | { provider: 'none' };
   voice_webhook_secret?: string;
   booking_webhook_secret?: string;
   from_number?: string;
@@ -88,6 +91,13 @@ export interface FirmSettings {
   calling_window?: { start: string; end: string; days: number[] };
   reminder_offsets_minutes: number[];
   allowed_call_countries: string[];
+}
+
+/** A Clio connected with OAuth (§6.2): its tokens are kept apart (clio_connections), never here. */
+export interface ClioOAuthState {
+  region: 'us' | 'eu' | 'ca' | 'au';
+  status: 'connected' | 'reconnect_required';
+  connected_at: string;
 }
 
 export const DEFAULT_SETTINGS: FirmSettings = {
@@ -133,7 +143,8 @@ export function mergeSettings(
       'access_token' in value &&
       value.access_token === SECRET_MASK
     ) {
-      if (current.crm.provider !== 'clio') throw maskWithoutSecret('/settings/crm/access_token');
+      if (current.crm.provider !== 'clio' || !('access_token' in current.crm))
+        throw maskWithoutSecret('/settings/crm/access_token');
       // The stored token may only go where it went before: a new base_url needs the token itself.
       if ((value.base_url ?? null) !== (current.crm.base_url ?? null)) {
         throw invalidRequest(
@@ -208,6 +219,9 @@ function maskWithoutSecret(path: string) {
 export function maskSettings(settings: FirmSettings): Record<string, unknown> {
   const shown: Record<string, unknown> = { ...settings };
   for (const key of SECRET_KEYS) if (settings[key] !== undefined) shown[key] = SECRET_MASK;
-  if (settings.crm.provider === 'clio') shown.crm = { ...settings.crm, access_token: SECRET_MASK };
+  if (settings.crm.provider === 'clio') {
+    const crm = settings.crm;
+    shown.crm = 'oauth' in crm ? { provider: 'clio', ...crm.oauth } : { ...crm, access_token: SECRET_MASK };
+  }
   return shown;
 }

@@ -63,3 +63,11 @@ export async function updateFirm(
   if (result.matchedCount === 0) throw notFound('firm');
   return next;
 }
+
+/** Replaces the firm's settings.crm (the Clio OAuth callback and a refused refresh), read fresh. */
+export async function setFirmCrm(db: Db, slug: string, crm: FirmSettings['crm']): Promise<void> {
+  const firm = await firms(db).findOne({ _id: slug });
+  if (firm === null) throw notFound('firm');
+  const next: FirmDoc = { ...firm, settings: { ...firm.settings, crm }, updated_at: new Date() };
+  await changeCached(db, () => firms(db).replaceOne({ _id: slug }, next));
+}

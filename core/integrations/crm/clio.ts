@@ -54,9 +54,18 @@ export class CrmError extends Error {
   }
 }
 
+/** Where an OAuth-connected firm's token comes from (core/domain/crm/clio-connection.ts). */
+export interface ClioTokenSource {
+  /** A token to use now (refreshed first when it is about to expire). */
+  current(): Promise<string>;
+  /** Clio answered 401 to `stale`: a token refreshed since (by this caller or another). */
+  renew(stale: string): Promise<string>;
+}
+
 interface ClioOptions {
   baseUrl: string;
-  accessToken: string;
+  /** A pasted token, or an OAuth connection's token source (refreshed once on a 401). */
+  accessToken: string | ClioTokenSource;
   policy: UrlPolicy;
   timeoutMs?: number;
   maxRateLimitWaits?: number;
@@ -152,13 +161,31 @@ export class ClioClient {
     path: string,
     payload?: unknown,
   ): Promise<Record<string, unknown>> {
+    const source = this.options.accessToken;
+    if (typeof source === 'string') return this.callWith(source, method, path, payload);
+    const token = await source.current();
+    try {
+      return await this.callWith(token, method, path, payload);
+    } catch (err) {
+      // A 401 was answered before anything was done: refresh once and send it again.
+      if (!(err instanceof CrmError) || err.status !== 401) throw err;
+      return this.callWith(await source.renew(token), method, path, payload);
+    }
+  }
+
+  private async callWith(
+    accessToken: string,
+    method: 'GET' | 'POST',
+    path: string,
+    payload?: unknown,
+  ): Promise<Record<string, unknown>> {
     const once = async (): Promise<Record<string, unknown>> => {
       let answer: GuardedResponse;
       try {
         answer = await guardedRequest(`${this.base}${path}`, {
           method,
           headers: {
-            authorization: `Bearer ${this.options.accessToken}`,
+            authorization: `Bearer ${accessToken}`,
             accept: 'application/json',
             ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
           },

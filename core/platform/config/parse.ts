@@ -63,7 +63,10 @@ export function parseConfig(env: Env): { config: Config; problems: string[] } {
     config[DECLARED.find((d) => d.variable.name === name)?.key ?? ''];
   for (const { key, variable } of DECLARED) {
     if (problem.has(key)) continue;
-    const { requiredWhen, differsFrom } = variable;
+    const { requiredWhen, requiredWith, differsFrom } = variable;
+    if (requiredWith !== undefined && config[key] === undefined && valueOf(requiredWith) !== undefined) {
+      problem.set(key, `${variable.name} is missing: it is required when ${requiredWith} is set`);
+    }
     if (
       requiredWhen !== undefined &&
       config[key] === undefined &&

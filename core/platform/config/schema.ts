@@ -99,8 +99,22 @@ export const CONFIG_SCHEMA = Type.Object({
     protocols: ['http:', 'https:'],
     base: true,
     default: 'https://app.clio.com',
-    description: 'Clio API base URL',
+    description: 'Clio base URL (API, OAuth) of region `us`; any other value replaces every region (tests)',
   }),
+  clioClientId: optional(
+    text('CLIO_CLIENT_ID', {
+      requiredWith: 'CLIO_CLIENT_SECRET',
+      description:
+        "Clio app's client id: firms connect with OAuth; redirect URL `PUBLIC_BASE_URL/api/integrations/clio/callback`",
+    }),
+  ),
+  clioClientSecret: optional(
+    secret('CLIO_CLIENT_SECRET', {
+      minLength: 1,
+      requiredWith: 'CLIO_CLIENT_ID',
+      description: "the Clio developer application's client secret",
+    }),
+  ),
   allowPrivateUrls: boolean('ALLOW_PRIVATE_URLS', {
     default: false,
     local: { start: '`true`', test: '`true`' },

@@ -33,6 +33,8 @@ export interface Variable {
   local?: LocalRuns;
   /** Unset is allowed unless the named variable has this value. */
   requiredWhen?: { name: string; equals: string };
+  /** Unset is allowed only while the named variable is unset too (a pair given both or neither). */
+  requiredWith?: string;
   /** Must not equal the named variable's value. */
   differsFrom?: string;
 }
@@ -44,6 +46,7 @@ interface Common<T> {
   fallback?: Fallback;
   local?: LocalRuns;
   requiredWhen?: { name: string; equals: string };
+  requiredWith?: string;
   differsFrom?: string;
 }
 
@@ -56,7 +59,7 @@ function variable(
   read: Variable['read'],
   secret = false,
 ) {
-  const { description, fallback, local, requiredWhen, differsFrom } = options;
+  const { description, fallback, local, requiredWhen, requiredWith, differsFrom } = options;
   const meta: Variable = {
     name,
     description,
@@ -66,6 +69,7 @@ function variable(
     fallback,
     local,
     requiredWhen,
+    requiredWith,
     differsFrom,
   };
   return {

@@ -34,6 +34,12 @@ export const COLLECTIONS = {
   contactKeys: 'contact_keys',
   /** One document per contacts import (`_id` = its job_id): progress, then the result. */
   contactImports: 'contact_imports',
+  /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
+  clioConnections: 'clio_connections',
+  /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */
+  clioOAuthStates: 'clio_oauth_states',
+  /** Claims: the reconnect mail of a refused refresh (`<firm>|<refresh token id>`), sent once. */
+  clioReconnectNotices: 'clio_reconnect_notices',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -42,6 +42,9 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // import_id: a retried import reads its own claims back; a failed one deletes them.
   [COLLECTIONS.contactKeys]: [{ key: { import_id: 1 }, name: 'import_id' }],
   [COLLECTIONS.contactImports]: [],
+  [COLLECTIONS.clioConnections]: [],
+  [COLLECTIONS.clioOAuthStates]: [],
+  [COLLECTIONS.clioReconnectNotices]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -1,0 +1,130 @@
+import type { UrlPolicy } from '../../platform/url-policy.js';
+import { guardedRequest, urlPolicyRefusal, type GuardedResponse } from '../http/guarded-http.js';
+import { CrmError } from './clio.js';
+
+// Clio Manage's OAuth 2.0 authorization-code flow (docs.developers.clio.com, "Authorization"):
+// the browser goes to <base>/oauth/authorize?response_type=code&client_id=&redirect_uri=&state=,
+// Clio sends it back to redirect_uri with ?code=&state=, and the code is exchanged at
+// <base>/oauth/token (form-encoded POST: grant_type=authorization_code, client_id, client_secret,
+// redirect_uri, code) for {access_token, token_type, expires_in, refresh_token}. Access tokens
+// last about 30 days; grant_type=refresh_token (client_id, client_secret, refresh_token) gets a
+// new one. A refused grant is 400 {"error": "invalid_grant", "error_description": ...}. Each
+// region has its own host, and a token of one region is not valid in another.
+
+export const CLIO_REGIONS = {
+  us: 'https://app.clio.com',
+  eu: 'https://eu.app.clio.com',
+  ca: 'https://ca.app.clio.com',
+  au: 'https://au.app.clio.com',
+} as const;
+export type ClioRegion = keyof typeof CLIO_REGIONS;
+
+/** The region's base URL; a CLIO_BASE_URL other than the `us` default replaces every region. */
+export function clioRegionBase(configuredBase: string, region: ClioRegion): string {
+  const configured = configuredBase.replace(/\/+$/, '');
+  return configured === CLIO_REGIONS.us ? CLIO_REGIONS[region] : configured;
+}
+
+export interface ClioClientCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface ClioGrantedTokens {
+  access_token: string;
+  /** Null when Clio kept the refresh token it had (Manage's refresh answers carry none). */
+  refresh_token: string | null;
+  expires_in: number;
+}
+
+/** Clio refused the grant itself (invalid_grant, invalid_client, ...): asking again cannot help. */
+export class ClioGrantRefusedError extends Error {
+  constructor(
+    readonly error: string,
+    readonly description: string | null,
+  ) {
+    super(
+      `Clio refused the grant: ${error}${description === null ? '' : ` (${description.slice(0, 200)})`}.`,
+    );
+    this.name = 'ClioGrantRefusedError';
+  }
+}
+
+/** The browser's destination for a firm's approval. */
+export function clioAuthorizeUrl(base: string, clientId: string, redirectUri: string, state: string): string {
+  const params = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    state,
+  });
+  return `${base}/oauth/authorize?${params}`;
+}
+
+/** POST <base>/oauth/token with one grant; throws ClioGrantRefusedError or CrmError. */
+export async function requestClioToken(
+  base: string,
+  grant:
+    | { grant_type: 'authorization_code'; code: string; redirect_uri: string }
+    | { grant_type: 'refresh_token'; refresh_token: string },
+  credentials: ClioClientCredentials,
+  policy: UrlPolicy,
+): Promise<ClioGrantedTokens> {
+  const form = new URLSearchParams({
+    ...grant,
+    client_id: credentials.clientId,
+    client_secret: credentials.clientSecret,
+  });
+  let answer: GuardedResponse;
+  try {
+    answer = await guardedRequest(`${base}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: form.toString(),
+      policy,
+      timeoutMs: 20_000,
+    });
+  } catch (err) {
+    const refused = urlPolicyRefusal(err);
+    throw new CrmError(
+      refused === null
+        ? `Clio's token endpoint could not be reached: ${(err as Error).message}`
+        : `The Clio base URL is not allowed: ${refused.reason}`,
+      refused !== null,
+      false,
+      null,
+      { cause: err },
+    );
+  }
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(answer.body);
+    if (typeof parsed === 'object' && parsed !== null) body = parsed as Record<string, unknown>;
+  } catch {
+    // judged by the status below
+  }
+  if (answer.status >= 200 && answer.status < 300) {
+    const { access_token, refresh_token, expires_in } = body;
+    if (typeof access_token !== 'string' || access_token === '') {
+      throw new CrmError(
+        `Clio's token answer (${answer.status}) had no access_token.`,
+        false,
+        false,
+        answer.status,
+      );
+    }
+    return {
+      access_token,
+      refresh_token: typeof refresh_token === 'string' && refresh_token !== '' ? refresh_token : null,
+      // Clio Manage tokens last 30 days; an answer without expires_in is taken as that.
+      expires_in: typeof expires_in === 'number' && expires_in > 0 ? expires_in : 2_592_000,
+    };
+  }
+  if ((answer.status === 400 || answer.status === 401) && typeof body.error === 'string') {
+    throw new ClioGrantRefusedError(
+      body.error,
+      typeof body.error_description === 'string' ? body.error_description : null,
+    );
+  }
+  throw new CrmError(`Clio's token endpoint answered ${answer.status}.`, false, false, answer.status);
+}

@@ -1,0 +1,311 @@
+// Cal.com as it really sends (CONTRACT §6.1; issue 18 rows 6, 8 and 9), with bodies built as
+// Cal.com builds them (test/fakes/calcom-fixtures.ts): seated bookings sharing one uid, the
+// "Ping test" signed "no-secret-provided", and video meetings whose join link is in metadata.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
+import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import {
+  CAL_NO_SECRET,
+  calAttendee,
+  calBookingPayload,
+  calCancelled,
+  calCreated,
+  calPing,
+  calRescheduled,
+  calSeatPayload,
+  calVideoFields,
+  type CalPerson,
+} from '../fakes/calcom-fixtures.js';
+import { eventually } from '../helpers/eventually.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { bookingJobs, postSigned, reminders, remindersWhen, uid, type ReminderRow } from './support.js';
+
+const SECRET = 'whsec_calcom_real_secret';
+const desk = 'desk@lawfirm.test';
+const DAY = 24 * 3600_000;
+
+let smtp: FakeSmtp;
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+let unsigned: Awaited<ReturnType<typeof createFirm>>;
+
+beforeAll(async () => {
+  smtp = await startFakeSmtp();
+  stack = await startStack({
+    workers: true,
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
+  });
+  firm = await createFirm(stack, {
+    booking_webhook_secret: SECRET,
+    notification_emails: [desk],
+    timezone: 'UTC',
+    reminder_offsets_minutes: [1],
+  });
+  unsigned = await createFirm(stack);
+});
+afterAll(async () => {
+  await stack?.stop();
+  await smtp?.stop();
+});
+
+const send = (body: unknown) => postSigned(stack, firm.slug, body, SECRET);
+const person = (name: string): CalPerson => ({
+  name,
+  email: `${name.toLowerCase().replace(/ /g, '.')}@example.com`,
+  timeZone: 'Europe/Berlin',
+});
+/** status by recipient, one reminder each (one offset). */
+const byRecipient = (rows: ReminderRow[]) => Object.fromEntries(rows.map((r) => [r.to, r.status]));
+/** No booking event waits or runs (reminders days ahead stay delayed meanwhile). */
+const bookingEventsApplied = () =>
+  eventually(async () => {
+    const pending = (await bookingJobs(stack, ['waiting', 'active', 'prioritized'])).filter(
+      (j) => j.name === 'booking-event',
+    );
+    expect(pending).toEqual([]);
+  });
+const bookingEventCount = async () =>
+  (await bookingJobs(stack)).filter((j) => j.name === 'booking-event').length;
+
+describe('row 6: Cal.com seated bookings share one uid', () => {
+  it('row 6: a new seat adds its attendee’s reminders (the firm’s not doubled); a seat cancel cancels only the leaver’s and leaves the uid open; a seat reschedule moves only that seat; a whole cancel cancels all; repeats change nothing', async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob, cem, dee, eve] = ['Ann Lee', 'Bob Stone', 'Cem Kaya', 'Dee Park', 'Eve Moss'].map(
+      person,
+    );
+
+    // First seat.
+    const annSeat = calSeatPayload(clinic, start, ann!, 'seat-ann');
+    expect((await send(calCreated(annSeat, at(0)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({ [ann!.email]: 'scheduled', [desk]: 'scheduled' }),
+    );
+
+    // Second and third seats: same uid, same start, each naming only its own attendee.
+    const bobCreated = calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1));
+    expect((await send(bobCreated)).status).toBe(200);
+    expect((await send(calCreated(calSeatPayload(clinic, start, cem!, 'seat-cem'), at(2)))).status).toBe(200);
+    const seated = await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({
+        [ann!.email]: 'scheduled',
+        [bob!.email]: 'scheduled',
+        [cem!.email]: 'scheduled',
+        [desk]: 'scheduled',
+      }),
+    );
+    expect(seated.length).toBe(4); // the firm's reminder once, not once per seat
+    expect(new Set(seated.map((r) => r.due_at))).toEqual(new Set([new Date(start - 60_000).toISOString()]));
+
+    // A repeated delivery of a seat, and a repeat of the first seat: nothing changes.
+    const jobs = await bookingEventCount();
+    expect((await send(bobCreated)).status).toBe(200);
+    expect((await send(calCreated(annSeat, at(0)))).status).toBe(200);
+    await bookingEventsApplied();
+    expect(await bookingEventCount()).toBe(jobs);
+    expect(await reminders(firm.client, firm.slug, clinic)).toEqual(seated);
+
+    // Bob leaves: a BOOKING_CANCELLED of the booking naming only him.
+    expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(3)))).status).toBe(
+      200,
+    );
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({
+        [ann!.email]: 'scheduled',
+        [bob!.email]: 'cancelled',
+        [cem!.email]: 'scheduled',
+        [desk]: 'scheduled',
+      }),
+    );
+
+    // Bob's seat delivered again afterwards, re-serialized (so a new delivery, not a job
+    // repeat): it was made before he left, so he stays out.
+    const reserialized = JSON.stringify(bobCreated, null, 1);
+    expect((await postSigned(stack, firm.slug, bobCreated, SECRET, { raw: reserialized })).status).toBe(200);
+    await bookingEventsApplied();
+    expect(byRecipient(await reminders(firm.client, firm.slug, clinic))[bob!.email]).toBe('cancelled');
+
+    // The uid is not blocked: a new seat still gets its reminders.
+    expect((await send(calCreated(calSeatPayload(clinic, start, dee!, 'seat-dee'), at(4)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)[dee!.email]).toBe('scheduled'),
+    );
+
+    // Cem moves his seat to another time: a new booking for him; the others stay.
+    const later = start + DAY;
+    const moved = uid();
+    const cemMoved = calRescheduled(clinic, start, calSeatPayload(moved, later, cem!, 'seat-cem'), at(5));
+    expect((await send(cemMoved)).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({
+        [ann!.email]: 'scheduled',
+        [bob!.email]: 'cancelled',
+        [cem!.email]: 'cancelled',
+        [dee!.email]: 'scheduled',
+        [desk]: 'scheduled',
+      }),
+    );
+    await remindersWhen(firm.client, firm.slug, moved, (rows) => {
+      expect(byRecipient(rows)).toEqual({ [cem!.email]: 'scheduled', [desk]: 'scheduled' });
+      expect(rows[0]!.due_at).toBe(new Date(later - 60_000).toISOString());
+    });
+
+    // The host cancels the whole booking: Cal.com names every attendee left.
+    const whole = calSeatPayload(clinic, start, ann!, 'seat-ann');
+    whole.attendees = [ann!, dee!].map(calAttendee);
+    expect((await send(calCancelled(whole, at(6)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(rows.every((r) => r.status === 'cancelled')).toBe(true),
+    );
+    // Now the uid is closed: a late seat adds nothing. The moved seat's booking is untouched.
+    expect((await send(calCreated(calSeatPayload(clinic, start, eve!, 'seat-eve'), at(7)))).status).toBe(200);
+    await bookingEventsApplied();
+    const closed = await reminders(firm.client, firm.slug, clinic);
+    expect(closed.map((r) => r.to)).not.toContain(eve!.email);
+    expect(closed.every((r) => r.status === 'cancelled')).toBe(true);
+    expect(byRecipient(await reminders(firm.client, firm.slug, moved))).toEqual({
+      [cem!.email]: 'scheduled',
+      [desk]: 'scheduled',
+    });
+  });
+
+  it('kept from before row 6: an ordinary (unseated) booking cancelled is cancelled for everyone', async () => {
+    const bookingUid = uid();
+    const start = Date.now() + 3 * DAY;
+    const [gus, hal] = ['Gus Ray', 'Hal Wu'].map(person);
+    const payload = calBookingPayload(bookingUid, start, [gus!, hal!]);
+    expect((await send(calCreated(payload))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, bookingUid, (rows) => expect(rows.length).toBe(3));
+    // Even a cancel naming one attendee: without seats, the booking is one.
+    expect((await send(calCancelled({ ...payload, attendees: [payload.attendees[0]!] }))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, bookingUid, (rows) =>
+      expect(rows.map((r) => r.status)).toEqual(['cancelled', 'cancelled', 'cancelled']),
+    );
+  });
+});
+
+describe('row 8: Cal.com’s "Ping test"', () => {
+  const post = (slug: string, body: unknown, signature?: string) => {
+    const raw = JSON.stringify(body);
+    return stack.api.request('POST', `/api/v2/${slug}/booking-webhook`, {
+      rawBody: raw,
+      headers: {
+        'Content-Type': 'application/json',
+        ...(signature === undefined ? {} : { 'X-Cal-Signature-256': signature }),
+      },
+    });
+  };
+
+  it('row 8: PING signed "no-secret-provided" (or unsigned, or badly signed, or well signed) answers 200 {received: true} and does nothing', async () => {
+    const before = await bookingEventCount();
+    const ping = calPing();
+    const raw = JSON.stringify(ping);
+    for (const res of [
+      await post(firm.slug, ping, CAL_NO_SECRET),
+      await post(unsigned.slug, ping, CAL_NO_SECRET),
+      await post(firm.slug, ping),
+      await post(firm.slug, ping, signCalWebhook(raw, 'not-the-secret')),
+      await post(firm.slug, ping, signCalWebhook(raw, SECRET)),
+    ]) {
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toEqual({ received: true });
+    }
+    expect(await bookingEventCount()).toBe(before);
+  });
+
+  it('row 8: only PING is let in so: a booking event signed "no-secret-provided" is still 401, and a PING to an unknown firm 404', async () => {
+    const bookingUid = uid();
+    const created = calCreated(calBookingPayload(bookingUid, Date.now() + 3 * DAY, [person('Ivy Fox')]));
+    expectError(await post(firm.slug, created, CAL_NO_SECRET), 401, 'unauthorized');
+    expectError(await post(unsigned.slug, created, CAL_NO_SECRET), 401, 'unauthorized');
+    expectError(await post(firm.slug, created), 401, 'unauthorized');
+    // A booking trigger dressed up with a PING elsewhere in the body is no PING.
+    expectError(
+      await post(firm.slug, { ...created, note: { triggerEvent: 'PING' } }, CAL_NO_SECRET),
+      401,
+      'unauthorized',
+    );
+    // A large body is not read as a PING.
+    const padded = { ...calPing(), pad: 'x'.repeat(20_000) };
+    expectError(await post(firm.slug, padded, CAL_NO_SECRET), 401, 'unauthorized');
+    expectError(await post('no-such-firm-here', calPing(), CAL_NO_SECRET), 404, 'firm_not_found');
+    await bookingEventsApplied();
+    expect(await reminders(firm.client, firm.slug, bookingUid)).toEqual([]);
+  });
+});
+
+/** The text of a single-part mail, decoded from its transfer encoding. */
+function bodyText(mail: ReceivedMail): string {
+  const split = mail.raw.search(/\r?\n\r?\n/);
+  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
+  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
+  if (encoding === 'quoted-printable') {
+    const bytes = body
+      .replace(/=\r?\n/g, '')
+      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    return Buffer.from(bytes, 'latin1').toString('utf8');
+  }
+  return body;
+}
+
+describe('row 9: Cal.com video meetings', () => {
+  it('row 9: reminder mails carry the join link (metadata.videoCallUrl, else videoCallData.url, else a URL location), the place otherwise, and never a non-http link', async () => {
+    // A start about 70 s ahead: the one-minute reminders are due in about 10 s.
+    const start = Math.ceil((Date.now() + 70_000) / 1000) * 1000;
+    const [kim, lou, max, ned] = ['Kim Ode', 'Lou Iva', 'Max Orr', 'Ned Ash'].map(person);
+    const daily = uid();
+    const room = uid();
+    const office = uid();
+    const hostile = uid();
+    const roomOnly = calBookingPayload(room, start, [lou!], calVideoFields(room));
+    roomOnly.metadata = {};
+    for (const body of [
+      calCreated(calBookingPayload(daily, start, [kim!], calVideoFields(daily))),
+      calCreated(roomOnly),
+      calCreated(calBookingPayload(office, start, [max!])),
+      calCreated(
+        calBookingPayload(hostile, start, [ned!], {
+          location: 'javascript:alert(1)',
+          metadata: { videoCallUrl: 'javascript:alert(document.cookie)' },
+          videoCallData: {
+            type: 'daily_video',
+            id: 'x',
+            password: 'x',
+            url: 'data:text/html,<script>1</script>',
+          },
+        }),
+      ),
+    ]) {
+      expect((await send(body)).status).toBe(200);
+    }
+    const mailTo = (to: string, bookingUid: string) =>
+      eventually(async () => {
+        const mail = smtp.messages.find(
+          (m) => m.to.includes(to) && (to !== desk || bodyText(m).includes(bookingUid)),
+        );
+        expect(mail).toBeDefined();
+        return bodyText(mail!);
+      }, 60_000);
+
+    const kimText = await mailTo(kim!.email, daily);
+    expect(kimText).toContain(`Join: https://app.cal.com/video/${daily}`);
+    expect(kimText).not.toContain('integrations:daily');
+    const deskDaily = await mailTo(desk, daily);
+    expect(deskDaily).toContain(`Join: https://app.cal.com/video/${daily}`);
+
+    expect(await mailTo(lou!.email, room)).toContain(`Join: https://meetco.daily.co/room${room}`);
+
+    const maxText = await mailTo(max!.email, office);
+    expect(maxText).toContain('Where: 12 Main St, Suite 400');
+    expect(maxText).not.toContain('Join:');
+
+    const nedText = await mailTo(ned!.email, hostile);
+    expect(nedText).not.toContain('Join:');
+    expect(nedText).not.toContain('data:text');
+    expect(nedText).not.toMatch(/javascript:alert\(document/);
+  }, 90_000);
+});
