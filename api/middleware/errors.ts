@@ -25,7 +25,10 @@ const CODE_BY_STATUS: Record<number, string> = {
   429: 'rate_limited',
 };
 
-/** The one top-level catch: every failure leaves as the contract's error shape, never a stack. */
+/**
+ * The one top-level catch: every failure leaves in the error shape (docs/errors.md#the-error-body), never
+ * a stack.
+ */
 export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
@@ -45,10 +48,13 @@ export function errorHandler(log: Logger): Middleware {
   };
 }
 
-/** A response lists at most this many details (CONTRACT §1); the message says how many more. */
+/**
+ * A response lists at most this many details (docs/errors.md#limits-on-every-request); the message says
+ * how many more.
+ */
 const MAX_DETAILS = 50;
 
-/** The contract's error body; the one place errors are rendered, so the one place details are capped. */
+/** The error body; the one place errors are rendered, so the one place details are capped. */
 function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
   if (e.details === undefined) return { code: e.code, message: e.message };
   if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };
