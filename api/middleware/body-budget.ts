@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { payloadTooLarge, serviceUnavailable } from '../../core/platform/errors.js';
+import { AppError, invalidRequest, payloadTooLarge, serviceUnavailable } from '../../core/platform/errors.js';
 
 /**
  * Bytes of large request bodies one web process holds at once (the call webhook's, up to 32 MiB
@@ -51,7 +51,7 @@ export class ByteBudget {
         abandoned?.removeEventListener('abort', onAbort);
         resolve();
       };
-      const onAbort = (): void => leave(new Error('the client went away while waiting'));
+      const onAbort = (): void => leave(invalidRequest('The client went away while waiting.'));
       abandoned?.addEventListener('abort', onAbort, { once: true });
       this.waiting.push(entry);
     });
@@ -90,16 +90,25 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 /**
  * Reads a request body into one Buffer and decodes it once as UTF-8: preallocated from the
  * Content-Length when there is one (never more than `limit`), else chunks joined once at the end.
- * More than `limit` bytes: 413, and the rest of the body is not read.
+ * More than `limit` bytes: 413, and the rest of the body is discarded unread. Not all there
+ * after `withinMs`: 408.
  */
-export function readBodyText(req: IncomingMessage, limit: number): Promise<string> {
+export function readBodyText(req: IncomingMessage, limit: number, withinMs?: number): Promise<string> {
   const declared = declaredLength(req);
   if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise<string>((resolve, reject) => {
     let buffer: Buffer | undefined = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     let chunks: Buffer[] = [];
     let received = 0;
+    const timer =
+      withinMs === undefined
+        ? undefined
+        : setTimeout(
+            () => finish(new AppError(408, 'request_timeout', 'The request body did not arrive in time.')),
+            withinMs,
+          );
     const finish = (error: Error | undefined): void => {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -129,7 +138,7 @@ export function readBodyText(req: IncomingMessage, limit: number): Promise<strin
     const onEnd = (): void =>
       finish(declared !== undefined && received !== declared ? lengthMismatch() : undefined);
     const onError = (error: Error): void => finish(error);
-    const onAborted = (): void => finish(new Error('The client went away while sending the body.'));
+    const onAborted = (): void => finish(invalidRequest('The client went away while sending the body.'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
@@ -143,10 +152,5 @@ export const tooLarge = (limit: number) =>
     `The request body is larger than this route accepts (${Math.floor(limit / 1024 / 1024)} MiB).`,
   );
 
-function lengthMismatch(): Error {
-  // A body that does not match its own Content-Length is not valid HTTP; Node aborts it anyway.
-  return Object.assign(new Error('The request body does not match its Content-Length.'), {
-    status: 400,
-    expose: true,
-  });
-}
+// A body that does not match its own Content-Length is not valid HTTP; Node aborts it anyway.
+const lengthMismatch = (): AppError => invalidRequest('The request body does not match its Content-Length.');

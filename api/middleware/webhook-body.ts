@@ -4,8 +4,19 @@ import type { WebhookCredentials } from '../route.js';
 import { type ByteBudget, declaredLength, readBodyText, tooLarge } from './body-budget.js';
 import { handleNul, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
-/** Bytes of large webhook bodies a web process reads at once; see ByteBudget. */
-export const LARGE_BODY_BUDGET_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes of large webhook bodies a web process reads at once; see ByteBudget. One body of the
+ * largest size, or ten of a two-hour call: the process's peak grows by about four times this
+ * (bench/webhook-rss.ts), and admitting more at once would not go faster (parsing is CPU-bound).
+ */
+export const LARGE_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
+/** Bodies declared no larger than every other route's limit take no room: they never wait. */
+const SMALL_BODY_BYTES = 2 * 1024 * 1024;
+/**
+ * How long a budgeted body may take to arrive (Retell itself gives up after 10 s): a sender that
+ * trickles cannot hold the budget for longer.
+ */
+const LARGE_BODY_READ_MS = 15_000;
 /** How long a delivery waits for room before it is answered 503 (Retell gives up after 10 s). */
 export const LARGE_BODY_WAIT_MS = 5_000;
 
@@ -28,15 +39,18 @@ export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middle
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     ctx.req.once('close', onClose);
-    let release: () => void;
+    const small = declared !== undefined && declared <= SMALL_BODY_BYTES;
+    let release: () => void = () => {};
     try {
       // Room for the declared length (the whole limit for a body sent without one).
-      release = await budget.reserve(declared ?? limitBytes, gone.signal);
+      if (!small) release = await budget.reserve(declared ?? limitBytes, gone.signal);
     } finally {
       ctx.req.off('close', onClose);
     }
     try {
-      let text: string | undefined = hasBody ? await readBodyText(ctx.req, limitBytes) : '';
+      let text: string | undefined = hasBody
+        ? await readBodyText(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
+        : '';
       const { verifyBody } = ctx.state.webhook as WebhookCredentials;
       if (verifyBody !== undefined && !(await verifyBody(text))) {
         throw unauthorized('The webhook signature does not match the body.');
