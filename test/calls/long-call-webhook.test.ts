@@ -155,6 +155,21 @@ describe('row 5: a long call’s call_analyzed', () => {
     expect((await postSigned(under)).status).toBe(200);
   }, 90_000);
 
+  it('read this way, the body keeps the other body rules: NUL becomes U+FFFD, deeper than 64 levels is 400', async () => {
+    const callId = await ourCall();
+    const body = longCallAnalyzed({ providerCallId: `call_${rand(12)}`, ourCallId: callId, minutes: 30 });
+    body.call.transcript = `Agent: hello\u0000there\n${body.call.transcript!}`;
+    expect((await postSigned(JSON.stringify(body))).status).toBe(200);
+    const call = await eventually(async () => {
+      const got = await firm.client.get(`/api/v2/get-call/${callId}`);
+      expect(got.body.status).toBe('ended');
+      return got.body;
+    }, 30_000);
+    expect(call.transcript.startsWith('Agent: hello\uFFFDthere\n')).toBe(true);
+    const deep = `{"event":"call_ended","call":{"call_id":"c1","x":${'['.repeat(70)}${']'.repeat(70)}}}`;
+    expectError(await postSigned(deep), 400, 'invalid_request');
+  }, 60_000);
+
   it('other routes keep 2 MiB: a 3 MB body to create-chat is 413', async () => {
     const res = await stack.admin.request('POST', '/api/v2/create-chat', {
       rawBody: JSON.stringify({
