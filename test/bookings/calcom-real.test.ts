@@ -3,7 +3,7 @@
 // "Ping test" signed "no-secret-provided", and video meetings whose join link is in metadata.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
-import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import { bodyText, startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import {
   CAL_NO_SECRET,
   calAttendee,
@@ -236,21 +236,6 @@ describe('row 8: Cal.com’s "Ping test"', () => {
     expect(await reminders(firm.client, firm.slug, bookingUid)).toEqual([]);
   });
 });
-
-/** The text of a single-part mail, decoded from its transfer encoding. */
-function bodyText(mail: ReceivedMail): string {
-  const split = mail.raw.search(/\r?\n\r?\n/);
-  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
-  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
-  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
-  if (encoding === 'quoted-printable') {
-    const bytes = body
-      .replace(/=\r?\n/g, '')
-      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    return Buffer.from(bytes, 'latin1').toString('utf8');
-  }
-  return body;
-}
 
 describe('row 9: Cal.com video meetings', () => {
   it('row 9: reminder mails carry the join link (metadata.videoCallUrl, else videoCallData.url, else a URL location), the place otherwise, and never a non-http link', async () => {

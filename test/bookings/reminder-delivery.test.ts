@@ -18,7 +18,7 @@ import {
 } from '../../core/domain/bookings/reminder-schedule.js';
 import { finishReminder, leaseReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
-import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import { bodyText, startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import {
@@ -64,21 +64,6 @@ const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
 const send = (slug: string, body: unknown) => postSigned(stack, slug, body, SECRET);
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.to.includes(address));
 const mailsAbout = (bookingUid: string) => smtp.messages.filter((m) => bodyText(m).includes(bookingUid));
-
-/** The text of a single-part mail, decoded from its transfer encoding. */
-function bodyText(mail: ReceivedMail): string {
-  const split = mail.raw.search(/\r?\n\r?\n/);
-  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
-  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
-  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
-  if (encoding === 'quoted-printable') {
-    const bytes = body
-      .replace(/=\r?\n/g, '')
-      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    return Buffer.from(bytes, 'latin1').toString('utf8');
-  }
-  return body;
-}
 
 /** "3:30 PM" for a UTC instant shifted by a fixed offset (zones without daylight saving). */
 function clock(ms: number, offsetMinutes: number): string {
