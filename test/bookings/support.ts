@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { eventually } from '../helpers/eventually.js';
 import { rand, type Stack } from '../helpers/stack.js';
+import { CAL_ORGANIZER, calTime } from '../fakes/calcom-fixtures.js';
 import type { ApiClient } from '../helpers/client.js';
 
 // Cal.com's webhook envelope as its webhook code sends it: {triggerEvent, createdAt, payload}
@@ -28,18 +29,9 @@ export function calBooking(
     description: 'Car accident, rear-ended',
     additionalNotes: '',
     customInputs: {},
-    startTime: new Date(startMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    endTime: new Date(startMs + 30 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    organizer: {
-      id: 7,
-      name: 'Alex Counsel',
-      email: 'alex@lawfirm.test',
-      username: 'alex',
-      timeZone: 'America/New_York',
-      language: { locale: 'en' },
-      timeFormat: 'h:mma',
-      utcOffset: -300,
-    },
+    startTime: calTime(startMs),
+    endTime: calTime(startMs + 30 * 60_000),
+    organizer: CAL_ORGANIZER,
     responses: { name: { label: 'your_name', value: attendees[0]?.name ?? '' } },
     userFieldsResponses: {},
     attendees: attendees.map((a) => ({ ...a, language: { locale: 'en' }, utcOffset: 0 })),
