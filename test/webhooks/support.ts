@@ -9,6 +9,7 @@ import { rand, startStack, type Stack } from '../helpers/stack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import { conversationAnalysis } from '../fakes/retell-fixtures.js';
 
 export interface Caller {
   first_name: string;
@@ -93,21 +94,7 @@ export function retellCallAnalyzed(
         total_duration_unit_price: 1,
         combined_cost: 70,
       },
-      call_analysis: {
-        call_summary: caller.summary,
-        in_voicemail: false,
-        user_sentiment: 'Negative',
-        call_successful: true,
-        custom_analysis_data: {
-          first_name: caller.first_name,
-          last_name: caller.last_name,
-          phone_number: caller.phone,
-          email: caller.email,
-          case_type: caller.case_type,
-          urgency: caller.urgency,
-          summary: caller.summary,
-        },
-      },
+      call_analysis: conversationAnalysis(caller),
     } satisfies PhoneCallResponse,
   };
 }
