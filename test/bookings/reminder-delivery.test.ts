@@ -18,16 +18,19 @@ import {
 } from '../../core/domain/bookings/reminder-schedule.js';
 import { finishReminder, leaseReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
-import { bodyText, startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
+import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import {
   bookingJobs,
   calBooking,
   calEvent,
   postSigned,
+  reminderFirm,
   reminders,
   remindersWhen,
+  startMailingStack,
+  stopMailingStack,
   uid,
   type Attendee,
 } from './support.js';
@@ -42,22 +45,10 @@ let firm: Awaited<ReturnType<typeof createFirm>>;
 let mailed: { uid: string; start: number } | undefined;
 
 beforeAll(async () => {
-  smtp = await startFakeSmtp();
-  stack = await startStack({
-    workers: true,
-    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
-  });
-  firm = await createFirm(stack, {
-    booking_webhook_secret: SECRET,
-    notification_emails: [desk],
-    timezone: 'Asia/Tokyo',
-    reminder_offsets_minutes: [1],
-  });
+  ({ smtp, stack } = await startMailingStack());
+  firm = await reminderFirm(stack, SECRET, desk, 'Asia/Tokyo');
 });
-afterAll(async () => {
-  await stack?.stop();
-  await smtp?.stop();
-});
+afterAll(() => stopMailingStack({ smtp, stack }));
 
 /** A start about 70 s ahead on a whole second: the one-minute reminder is due in about 10 s. */
 const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
