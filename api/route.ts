@@ -123,6 +123,12 @@ interface RouteDefinition<
   /** Body size limit, e.g. '16mb'; default 2mb. */
   bodyLimit?: string;
   /**
+   * A webhook whose bodies may be large (the call webhook, CONTRACT §3.12): up to this many
+   * bytes, read under the process's byte budget into one buffer, the signature checked before
+   * the body is parsed (api/middleware/webhook-body.ts). Replaces `bodyLimit`; webhook routes only.
+   */
+  largeBodyBytes?: number;
+  /**
    * The route keeps the client's JSON as JSON text (workflows' nodes and edges), so it accepts
    * what every other route refuses because a database field could not hold it or code could
    * misread it: the NUL character in strings (PostgreSQL-backed stores refuse it) and

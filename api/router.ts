@@ -8,6 +8,8 @@ import { requirePlatform } from '../core/domain/access/access.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
+import { ByteBudget } from './middleware/body-budget.js';
+import { LARGE_BODY_BUDGET_BYTES, LARGE_BODY_WAIT_MS, largeWebhookBody } from './middleware/webhook-body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
@@ -24,6 +26,8 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
   // The web process's read cache (API keys, firms, agents), checked against the change epoch
   // that the rate-limit round trip returns (core/platform/db/read-cache.ts).
   const cache = readCacheOf(services.mongo.db);
+  // One budget for the large webhook bodies this process reads at once (api/middleware/body-budget.ts).
+  const largeBodies = new ByteBudget(LARGE_BODY_BUDGET_BYTES, LARGE_BODY_WAIT_MS);
   for (const route of routes) {
     const validators = {
       body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),
@@ -85,7 +89,11 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
-    if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
+    if (route.largeBodyBytes !== undefined) {
+      if (auth.kind !== 'webhook') throw new Error(`${route.operationId}: largeBodyBytes is for webhooks`);
+      // Read, signature checked, then parsed: one copy of the body at a time.
+      chain.push(largeWebhookBody(route.largeBodyBytes, largeBodies));
+    } else if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
       chain.push(
         jsonBody(route.bodyLimit, {
           nul: auth.kind === 'webhook' ? 'replace' : 'reject',
@@ -93,7 +101,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         }),
       );
     }
-    if (auth.kind === 'webhook') {
+    if (auth.kind === 'webhook' && route.largeBodyBytes === undefined) {
       chain.push(async (ctx, next) => {
         const { verifyBody } = ctx.state.webhook as WebhookCredentials;
         const rawBody = (ctx.request as { rawBody?: string }).rawBody ?? '';
@@ -111,8 +119,13 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
 
 function handle(route: AnyRoute, services: Services, v: { body?: Validator; query?: Validator }): Middleware {
   return async (ctx) => {
-    const rawBody = (ctx.request as unknown as { body?: unknown }).body;
-    const body = v.body === undefined ? undefined : v.body(rawBody ?? {});
+    const request = ctx.request as unknown as { body?: unknown; rawBody?: string };
+    const body = v.body === undefined ? undefined : v.body(request.body ?? {});
+    if (route.largeBodyBytes !== undefined) {
+      // The handler has the body; nothing else keeps it once the handler has let it go.
+      delete request.body;
+      delete request.rawBody;
+    }
     const query = v.query === undefined ? {} : v.query({ ...ctx.query });
     const params = (ctx.state.params as Record<string, never> | undefined) ?? {};
     const result = await route.handler({

@@ -3,17 +3,14 @@ import bodyParser from 'koa-bodyparser';
 import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
 
 const DEFAULT_BODY_LIMIT = '2mb';
-/**
- * JSON nested deeper than this is a 400 (docs/errors.md#limits-on-every-request): validation, logging and
- * queues recurse.
- */
-const MAX_JSON_DEPTH = 64;
+/** JSON nested deeper than this is a 400 (CONTRACT §1): validation, logging and queues recurse. */
+export const MAX_JSON_DEPTH = 64;
 
 /**
  * Whether parsed JSON nests objects and arrays more than `limit` levels deep ({} and [] are
  * one level each). Iterative, so no depth of input can overflow the stack here.
  */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
   const pending: Array<[unknown, number]> = [[value, 1]];
   for (let item = pending.pop(); item !== undefined; item = pending.pop()) {
     const [node, depth] = item;
@@ -30,7 +27,7 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
  * Whether any string or key in parsed JSON holds the NUL character; with `replace`, NULs are
  * replaced by U+FFFD in place instead (webhook senders' text is kept rather than refused).
  */
-function handleNul(value: unknown, replace: boolean): boolean {
+export function handleNul(value: unknown, replace: boolean): boolean {
   let found = false;
   const fix = (text: string): string => {
     if (!text.includes('\u0000')) return text;

@@ -3,7 +3,7 @@
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, type Launched } from './launcher.js';
+import { restartable } from './launcher.js';
 import { isExecutable, lastLine, LocalServiceError, run, which, type Say } from './install.js';
 import { freePort } from './ports.js';
 
@@ -100,30 +100,22 @@ export async function startFerretDb(
   ownGroup = false,
 ): Promise<LocalFerretDbProcess> {
   const port = await freePort();
-  let server: Launched | undefined;
-  const stop = async (): Promise<void> => {
-    await server?.stop('SIGTERM');
-  };
-  const start = async (): Promise<void> => {
-    if (server?.running()) return;
-    server = launch({
-      name: 'ferretdb',
-      command: bin,
-      args: [
-        '--handler=postgresql',
-        `--postgresql-url=${postgresUrl}`,
-        `--listen-addr=127.0.0.1:${port}`,
-        '--telemetry=disable',
-        '--debug-addr=-',
-        `--state-dir=${dir}`,
-        '--log-level=error',
-      ],
-      ownGroup,
-      ready: { port },
-      readyTimeoutMs: 30_000,
-    });
-    await server.ready;
-  };
+  const { start, stop } = restartable({
+    name: 'ferretdb',
+    command: bin,
+    args: [
+      '--handler=postgresql',
+      `--postgresql-url=${postgresUrl}`,
+      `--listen-addr=127.0.0.1:${port}`,
+      '--telemetry=disable',
+      '--debug-addr=-',
+      `--state-dir=${dir}`,
+      '--log-level=error',
+    ],
+    ownGroup,
+    ready: { port },
+    readyTimeoutMs: 30_000,
+  });
   await start();
   return { port, stop, start };
 }

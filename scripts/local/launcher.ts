@@ -193,3 +193,24 @@ export function launch(options: LaunchOptions): Launched {
   ready.catch(() => {});
   return { name: options.name, pid: child.pid, child, exited, ready, running, stop };
 }
+
+/** A server a caller can stop and start again (a test's outage): `start` launches it unless it runs. */
+export interface Restartable {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Not launched yet: `start` launches it (and waits until ready), `stop` sends SIGTERM and waits. */
+export function restartable(options: LaunchOptions): Restartable {
+  let server: Launched | undefined;
+  return {
+    stop: async () => {
+      await server?.stop('SIGTERM');
+    },
+    start: async () => {
+      if (server?.running()) return;
+      server = launch(options);
+      await server.ready;
+    },
+  };
+}

@@ -1,6 +1,6 @@
 // A local redis-server: found on PATH or installed from Debian's package, started on a free
 // 127.0.0.1 port with its data in a folder we give it.
-import { launch, type Launched } from './launcher.js';
+import { restartable } from './launcher.js';
 import { aptInstall, LocalServiceError, which, type Say } from './install.js';
 import { freePort } from './ports.js';
 
@@ -57,22 +57,14 @@ export async function startRedis(bin: string, dir: string, options: RedisOptions
     '--loglevel',
     'warning',
   ];
-  let server: Launched | undefined;
-  const stop = async (): Promise<void> => {
-    await server?.stop('SIGTERM');
-  };
-  const start = async (): Promise<void> => {
-    if (server?.running()) return;
-    server = launch({
-      name: 'redis-server',
-      command: bin,
-      args,
-      ownGroup: options.ownGroup ?? false,
-      ready: { port },
-      readyTimeoutMs: 30_000,
-    });
-    await server.ready;
-  };
+  const { start, stop } = restartable({
+    name: 'redis-server',
+    command: bin,
+    args,
+    ownGroup: options.ownGroup ?? false,
+    ready: { port },
+    readyTimeoutMs: 30_000,
+  });
   await start();
   return { port, start, stop };
 }

@@ -3,7 +3,7 @@
 // "Ping test" signed "no-secret-provided", and video meetings whose join link is in metadata.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
-import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
 import {
   CAL_NO_SECRET,
   calAttendee,
@@ -18,8 +18,18 @@ import {
 } from '../fakes/calcom-fixtures.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { bookingJobs, postSigned, reminders, remindersWhen, uid, type ReminderRow } from './support.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
+import {
+  bookingJobs,
+  postSigned,
+  reminderFirm,
+  reminders,
+  remindersWhen,
+  startMailingStack,
+  stopMailingStack,
+  uid,
+  type ReminderRow,
+} from './support.js';
 
 const SECRET = 'whsec_calcom_real_secret';
 const desk = 'desk@lawfirm.test';
@@ -31,23 +41,11 @@ let firm: Awaited<ReturnType<typeof createFirm>>;
 let unsigned: Awaited<ReturnType<typeof createFirm>>;
 
 beforeAll(async () => {
-  smtp = await startFakeSmtp();
-  stack = await startStack({
-    workers: true,
-    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
-  });
-  firm = await createFirm(stack, {
-    booking_webhook_secret: SECRET,
-    notification_emails: [desk],
-    timezone: 'UTC',
-    reminder_offsets_minutes: [1],
-  });
+  ({ smtp, stack } = await startMailingStack());
+  firm = await reminderFirm(stack, SECRET, desk, 'UTC');
   unsigned = await createFirm(stack);
 });
-afterAll(async () => {
-  await stack?.stop();
-  await smtp?.stop();
-});
+afterAll(() => stopMailingStack({ smtp, stack }));
 
 const send = (body: unknown) => postSigned(stack, firm.slug, body, SECRET);
 const person = (name: string): CalPerson => ({
@@ -236,21 +234,6 @@ describe('row 8: Cal.com’s "Ping test"', () => {
     expect(await reminders(firm.client, firm.slug, bookingUid)).toEqual([]);
   });
 });
-
-/** The text of a single-part mail, decoded from its transfer encoding. */
-function bodyText(mail: ReceivedMail): string {
-  const split = mail.raw.search(/\r?\n\r?\n/);
-  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
-  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
-  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
-  if (encoding === 'quoted-printable') {
-    const bytes = body
-      .replace(/=\r?\n/g, '')
-      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    return Buffer.from(bytes, 'latin1').toString('utf8');
-  }
-  return body;
-}
 
 describe('row 9: Cal.com video meetings', () => {
   it('row 9: reminder mails carry the join link (metadata.videoCallUrl, else videoCallData.url, else a URL location), the place otherwise, and never a non-http link', async () => {

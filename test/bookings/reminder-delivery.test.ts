@@ -18,16 +18,19 @@ import {
 } from '../../core/domain/bookings/reminder-schedule.js';
 import { finishReminder, leaseReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
-import { startFakeSmtp, type FakeSmtp, type ReceivedMail } from '../fakes/smtp-server.js';
+import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import {
   bookingJobs,
   calBooking,
   calEvent,
   postSigned,
+  reminderFirm,
   reminders,
   remindersWhen,
+  startMailingStack,
+  stopMailingStack,
   uid,
   type Attendee,
 } from './support.js';
@@ -42,43 +45,16 @@ let firm: Awaited<ReturnType<typeof createFirm>>;
 let mailed: { uid: string; start: number } | undefined;
 
 beforeAll(async () => {
-  smtp = await startFakeSmtp();
-  stack = await startStack({
-    workers: true,
-    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
-  });
-  firm = await createFirm(stack, {
-    booking_webhook_secret: SECRET,
-    notification_emails: [desk],
-    timezone: 'Asia/Tokyo',
-    reminder_offsets_minutes: [1],
-  });
+  ({ smtp, stack } = await startMailingStack());
+  firm = await reminderFirm(stack, SECRET, desk, 'Asia/Tokyo');
 });
-afterAll(async () => {
-  await stack?.stop();
-  await smtp?.stop();
-});
+afterAll(() => stopMailingStack({ smtp, stack }));
 
 /** A start about 70 s ahead on a whole second: the one-minute reminder is due in about 10 s. */
 const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
 const send = (slug: string, body: unknown) => postSigned(stack, slug, body, SECRET);
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.to.includes(address));
 const mailsAbout = (bookingUid: string) => smtp.messages.filter((m) => bodyText(m).includes(bookingUid));
-
-/** The text of a single-part mail, decoded from its transfer encoding. */
-function bodyText(mail: ReceivedMail): string {
-  const split = mail.raw.search(/\r?\n\r?\n/);
-  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
-  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
-  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
-  if (encoding === 'quoted-printable') {
-    const bytes = body
-      .replace(/=\r?\n/g, '')
-      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-    return Buffer.from(bytes, 'latin1').toString('utf8');
-  }
-  return body;
-}
 
 /** "3:30 PM" for a UTC instant shifted by a fixed offset (zones without daylight saving). */
 function clock(ms: number, offsetMinutes: number): string {

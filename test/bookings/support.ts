@@ -1,7 +1,9 @@
 import { expect } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { eventually } from '../helpers/eventually.js';
-import { rand, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
+import { CAL_ORGANIZER, calTime } from '../fakes/calcom-fixtures.js';
 import type { ApiClient } from '../helpers/client.js';
 
 // Cal.com's webhook envelope as its webhook code sends it: {triggerEvent, createdAt, payload}
@@ -28,18 +30,9 @@ export function calBooking(
     description: 'Car accident, rear-ended',
     additionalNotes: '',
     customInputs: {},
-    startTime: new Date(startMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    endTime: new Date(startMs + 30 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    organizer: {
-      id: 7,
-      name: 'Alex Counsel',
-      email: 'alex@lawfirm.test',
-      username: 'alex',
-      timeZone: 'America/New_York',
-      language: { locale: 'en' },
-      timeFormat: 'h:mma',
-      utcOffset: -300,
-    },
+    startTime: calTime(startMs),
+    endTime: calTime(startMs + 30 * 60_000),
+    organizer: CAL_ORGANIZER,
     responses: { name: { label: 'your_name', value: attendees[0]?.name ?? '' } },
     userFieldsResponses: {},
     attendees: attendees.map((a) => ({ ...a, language: { locale: 'en' }, utcOffset: 0 })),
@@ -135,3 +128,38 @@ export const bookingsDrained = (stack: Stack, timeoutMs = 30_000) =>
   }, timeoutMs);
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** A stack with workers sending reminders through a real SMTP server of its own. */
+export interface MailingStack {
+  smtp: FakeSmtp;
+  stack: Stack;
+}
+
+export async function startMailingStack(): Promise<MailingStack> {
+  const smtp = await startFakeSmtp();
+  try {
+    const stack = await startStack({
+      workers: true,
+      env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
+    });
+    return { smtp, stack };
+  } catch (err) {
+    await smtp.stop();
+    throw err;
+  }
+}
+
+/** Stops what `startMailingStack` started (any part of it, for an afterAll after a failed start). */
+export async function stopMailingStack(mailing: Partial<MailingStack>): Promise<void> {
+  await mailing.stack?.stop();
+  await mailing.smtp?.stop();
+}
+
+/** A firm with a signed booking webhook, its desk copied on reminders, one reminder a minute before. */
+export const reminderFirm = (stack: Stack, secret: string, desk: string, timezone: string) =>
+  createFirm(stack, {
+    booking_webhook_secret: secret,
+    notification_emails: [desk],
+    timezone,
+    reminder_offsets_minutes: [1],
+  });

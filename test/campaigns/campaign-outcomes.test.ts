@@ -3,10 +3,10 @@
 // no-answers are retried (retry_on, default both) and make no lead, CRM record, mail or Slack
 // message; conversations get all four.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
-import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
+import type { FakeSmtp } from '../fakes/smtp-server.js';
+import type { FakeClio } from '../fakes/clio-server.js';
+import type { FakeSlack } from '../fakes/slack-server.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { LeadDoc } from '../../core/domain/leads/leads.js';
 import {
@@ -17,6 +17,7 @@ import {
   simulatorDials,
   waitForCampaign,
 } from './support.js';
+import { startPeerStack, stopPeerStack } from '../webhooks/support.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const SIM_CALL_MS = 300;
@@ -28,20 +29,12 @@ let slack: FakeSlack;
 let stack: Stack;
 
 beforeAll(async () => {
-  [smtp, clio, slack] = await Promise.all([startFakeSmtp(), startFakeClio(), startFakeSlack()]);
-  stack = await startStack({
-    workers: true,
-    env: {
-      SMTP_URL: smtp.url,
-      SIM_CALL_MS: String(SIM_CALL_MS),
-      CAMPAIGN_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
-    },
-  });
+  ({ smtp, clio, slack, stack } = await startPeerStack({
+    SIM_CALL_MS: String(SIM_CALL_MS),
+    CAMPAIGN_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
+  }));
 });
-afterAll(async () => {
-  await stack?.stop();
-  await Promise.all([smtp?.stop(), clio?.close(), slack?.close()]);
-});
+afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));
 
 async function configuredFirm() {
   const slackUrl = slack.webhookUrl();

@@ -88,7 +88,19 @@ export interface CalEnvelope<P> {
 
 const HOUR = 3600_000;
 /** Cal.com's times: UTC, whole seconds, "Z". */
-const calTime = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+export const calTime = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** The firm's lawyer who owns the event types, as every booking names them. */
+export const CAL_ORGANIZER: CalBookingPayload['organizer'] = {
+  id: 7,
+  name: 'Alex Counsel',
+  email: 'alex@lawfirm.test',
+  username: 'alex',
+  timeZone: 'America/New_York',
+  language: { locale: 'en' },
+  timeFormat: 'h:mma',
+  utcOffset: -300,
+};
 
 export function calAttendee(person: CalPerson): CalAttendee {
   const [firstName = '', ...rest] = person.name.split(' ');
@@ -118,16 +130,7 @@ export function calBookingPayload(
     customInputs: {},
     startTime: calTime(startMs),
     endTime: calTime(startMs + HOUR / 2),
-    organizer: {
-      id: 7,
-      name: 'Alex Counsel',
-      email: 'alex@lawfirm.test',
-      username: 'alex',
-      timeZone: 'America/New_York',
-      language: { locale: 'en' },
-      timeFormat: 'h:mma',
-      utcOffset: -300,
-    },
+    organizer: CAL_ORGANIZER,
     responses: {
       name: { label: 'your_name', value: first?.name ?? '' },
       email: { label: 'email_address', value: first?.email ?? '' },

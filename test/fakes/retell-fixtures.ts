@@ -146,6 +146,8 @@ export interface RetellCaller {
   phone: string;
   email: string | null;
   case_type: string;
+  /** Only when the agent's analysis asks for it. */
+  urgency?: string;
   summary: string;
 }
 
@@ -170,21 +172,27 @@ export function conversationCall(caller: RetellCaller, options: CallOptions = {}
     call_status: 'ended',
     disconnection_reason: 'user_hangup',
     lines: options.lines ?? conversationLines(caller),
-    call_analysis: {
-      call_summary: caller.summary,
-      in_voicemail: false,
-      user_sentiment: 'Negative',
-      call_successful: true,
-      custom_analysis_data: {
-        first_name: caller.first_name,
-        last_name: caller.last_name,
-        phone_number: caller.phone,
-        email: caller.email,
-        case_type: caller.case_type,
-        summary: caller.summary,
-      },
-    },
+    call_analysis: conversationAnalysis(caller),
   });
+}
+
+/** Retell's post-call analysis of a conversation: what the agent's analysis fields extracted. */
+export function conversationAnalysis(caller: RetellCaller): PhoneCallResponse.CallAnalysis {
+  return {
+    call_summary: caller.summary,
+    in_voicemail: false,
+    user_sentiment: 'Negative',
+    call_successful: true,
+    custom_analysis_data: {
+      first_name: caller.first_name,
+      last_name: caller.last_name,
+      phone_number: caller.phone,
+      email: caller.email,
+      case_type: caller.case_type,
+      ...(caller.urgency === undefined ? {} : { urgency: caller.urgency }),
+      summary: caller.summary,
+    },
+  };
 }
 
 const VOICEMAIL_GREETING =

@@ -42,6 +42,21 @@ function headerOf(raw: string, name: string): string | undefined {
   return undefined;
 }
 
+/** The text of a single-part mail, decoded from its transfer encoding. */
+export function bodyText(mail: ReceivedMail): string {
+  const split = mail.raw.search(/\r?\n\r?\n/);
+  const body = mail.raw.slice(split).replace(/^\r?\n\r?\n/, '');
+  const encoding = (mail.header('content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
+  if (encoding === 'quoted-printable') {
+    const bytes = body
+      .replace(/=\r?\n/g, '')
+      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    return Buffer.from(bytes, 'latin1').toString('utf8');
+  }
+  return body;
+}
+
 export async function startFakeSmtp(): Promise<FakeSmtp> {
   const messages: ReceivedMail[] = [];
   let failures = 0;

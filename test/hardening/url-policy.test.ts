@@ -15,21 +15,10 @@ import {
 } from '../../core/platform/url-policy.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
 
 const strict = { allowPrivate: false };
 const lenient = { allowPrivate: true };
-
-/** A sample of what the rule refuses, sent through the API. */
-const REFUSED = [
-  'http://127.0.0.1/x',
-  'https://169.254.169.254/',
-  'https://10.0.0.1/',
-  'https://[::1]/',
-  'https://localhost/',
-  'file:///etc/passwd',
-  'https://user:pass@example.com/',
-];
-const SLACK = 'https://hooks.slack.com/services/T/B/X';
 
 describe('assertResolvesToPublic with the system resolver', () => {
   it('refuses a host that resolves to loopback (localhost) unless private URLs are allowed', async () => {
@@ -112,7 +101,7 @@ describe('firm settings: URLs the service calls (a stack without ALLOW_PRIVATE_U
   const stored = async (slug: string) =>
     (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
 
-  it.each(REFUSED)(
+  it.each(REFUSED_URLS)(
     'refuses %s as slack_webhook_url and crm.base_url with 400 url_not_allowed',
     async (url) => {
       const firm = await createFirm(stack);
@@ -140,12 +129,12 @@ describe('firm settings: URLs the service calls (a stack without ALLOW_PRIVATE_U
     const firm = await createFirm(stack);
     const res = await firm.client.patch(`/api/firms/${firm.slug}`, {
       settings: {
-        slack_webhook_url: SLACK,
+        slack_webhook_url: SLACK_WEBHOOK_URL,
         crm: { provider: 'clio', access_token: 'clio-token-1', base_url: 'https://eu.app.clio.com' },
       },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.settings.slack_webhook_url).toBe(SLACK);
+    expect(res.body.settings.slack_webhook_url).toBe(SLACK_WEBHOOK_URL);
     expect((await stored(firm.slug)).crm.base_url).toBe('https://eu.app.clio.com');
   });
 });

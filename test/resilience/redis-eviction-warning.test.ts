@@ -1,17 +1,13 @@
 // BullMQ loses jobs when Redis evicts keys: every process warns at start unless the policy is
 // noeviction. Checked against a real Redis whose policy the test changes.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { warnUnlessNoEviction } from '../../core/platform/redis.js';
 
-let server: LocalRedis;
-let dir: string;
+let server: PrivateRedis;
 let redis: Redis;
 
 function capturingLogger() {
@@ -27,14 +23,12 @@ function capturingLogger() {
 
 beforeAll(async () => {
   // A private Redis: the test changes its policy, which must not touch the shared one.
-  dir = await mkdtemp(join(tmpdir(), 'redis-policy-'));
-  server = await startRedis(await ensureRedisServer(() => {}), dir);
-  redis = new Redis(`redis://127.0.0.1:${server.port}`);
+  server = await startPrivateRedis();
+  redis = new Redis(server.url);
 });
 afterAll(async () => {
   redis?.disconnect();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await server?.remove();
 });
 
 describe('Redis maxmemory-policy check', () => {

@@ -1,25 +1,20 @@
 // A stopped Redis must give 503 from enqueueing routes (never a 200 for work not enqueued),
 // leave nothing half-written, keep MongoDB-only reads working, and recover by itself.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 
-let redis: LocalRedis;
-let dir: string;
+let redis: PrivateRedis;
 let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>>;
 let agentId: string;
 
 beforeAll(async () => {
   // A private Redis, so stopping it does not disturb test files running in parallel.
-  dir = await mkdtemp(join(tmpdir(), 'redis-outage-'));
-  redis = await startRedis(await ensureRedisServer(() => {}), dir);
-  stack = await startStack({ env: { REDIS_URL: `redis://127.0.0.1:${redis.port}` } });
+  redis = await startPrivateRedis();
+  stack = await startStack({ env: { REDIS_URL: redis.url } });
   firm = await createFirm(stack);
   const agent = await firm.client.post('/api/v2/create-agent', {
     firmSlug: firm.slug,
@@ -32,8 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  await redis?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await redis?.remove();
 });
 
 const callBody = () => ({ toNumber: '+14155550123', agentId, firmSlug: firm.slug });

@@ -5,29 +5,23 @@
 // do not change by accident.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 
-let server: LocalRedis;
-let dir: string;
+let server: PrivateRedis;
 let redis: Redis;
 
 beforeAll(async () => {
   // A private Redis: the test flushes its script cache.
-  dir = await mkdtemp(join(tmpdir(), 'redis-scripts-'));
-  server = await startRedis(await ensureRedisServer(() => {}), dir);
-  redis = new Redis(`redis://127.0.0.1:${server.port}`);
+  server = await startPrivateRedis();
+  redis = new Redis(server.url);
 });
 afterAll(async () => {
   redis?.disconnect();
-  await server?.stop();
-  await rm(dir, { recursive: true, force: true });
+  await server?.remove();
 });
 
 const renewFile = new URL('../../core/platform/redis-mutex-renew.lua', import.meta.url);

@@ -10,24 +10,14 @@ import {
   UrlNotAllowedError,
   urlNotAllowedReason,
 } from '../../core/platform/url-policy.js';
+import { REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
 
 const strict = { allowPrivate: false };
 const lenient = { allowPrivate: true };
 
-const REFUSED = [
-  'http://127.0.0.1/x',
-  'https://169.254.169.254/',
-  'https://10.0.0.1/',
-  'https://[::1]/',
-  'https://localhost/',
-  'file:///etc/passwd',
-  'https://user:pass@example.com/',
-];
-const SLACK = 'https://hooks.slack.com/services/T/B/X';
-
 describe('urlNotAllowedReason (the URL as written)', () => {
   it.each([
-    ...REFUSED,
+    ...REFUSED_URLS,
     'http://example.com/', // http:// only with ALLOW_PRIVATE_URLS
     'ftp://example.com/',
     'https://LOCALHOST./',
@@ -65,7 +55,7 @@ describe('urlNotAllowedReason (the URL as written)', () => {
   });
 
   it.each([
-    SLACK,
+    SLACK_WEBHOOK_URL,
     'https://app.clio.com',
     'https://eu.app.clio.com/api/v4',
     'https://8.8.8.8/',

@@ -3,11 +3,11 @@
 // happens once per call however often and however concurrently the event is delivered, and a
 // failing effect is retried alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import type { FakeSmtp } from '../fakes/smtp-server.js';
+import type { FakeClio } from '../fakes/clio-server.js';
+import type { FakeSlack } from '../fakes/slack-server.js';
 import {
   JANE,
   callForProvider,
@@ -17,6 +17,8 @@ import {
   queuesIdle,
   retellCallAnalyzed,
   settledCall,
+  startPeerStack,
+  stopPeerStack,
   type Caller,
 } from './support.js';
 
@@ -28,20 +30,12 @@ let slack: FakeSlack;
 let stack: Stack;
 
 beforeAll(async () => {
-  [smtp, clio, slack] = await Promise.all([startFakeSmtp(), startFakeClio(), startFakeSlack()]);
-  stack = await startStack({
-    workers: true,
-    env: {
-      SMTP_URL: smtp.url,
-      MAIL_FROM: 'Intake <intake@firm.test>',
-      PUBLIC_BASE_URL: 'https://intake.example.com',
-    },
-  });
+  ({ smtp, clio, slack, stack } = await startPeerStack({
+    MAIL_FROM: 'Intake <intake@firm.test>',
+    PUBLIC_BASE_URL: 'https://intake.example.com',
+  }));
 });
-afterAll(async () => {
-  await stack?.stop();
-  await Promise.all([smtp?.stop(), clio?.close(), slack?.close()]);
-});
+afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));
 
 /** A firm with every effect configured, each with its own Slack webhook URL and mailbox. */
 async function configuredFirm() {

@@ -3,11 +3,11 @@
 // Slack servers. Each test is named after the row of the issue it answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign as retellSign } from 'retell-sdk';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import type { FakeSmtp } from '../fakes/smtp-server.js';
+import type { FakeClio } from '../fakes/clio-server.js';
+import type { FakeSlack } from '../fakes/slack-server.js';
 import {
   callWebhook,
   chatWebhook,
@@ -17,7 +17,16 @@ import {
   voicemailCall,
   type RetellCaller,
 } from '../fakes/retell-fixtures.js';
-import { callForProvider, callsOf, leadsOf, postSigned, queuesIdle, settledCall } from './support.js';
+import {
+  callForProvider,
+  callsOf,
+  leadsOf,
+  postSigned,
+  queuesIdle,
+  settledCall,
+  startPeerStack,
+  stopPeerStack,
+} from './support.js';
 
 const SECRET = 'whsec_real_shapes_secret';
 const RETELL_API_KEY = 'key_retell_account_0123456789abcdef';
@@ -28,16 +37,9 @@ let slack: FakeSlack;
 let stack: Stack;
 
 beforeAll(async () => {
-  [smtp, clio, slack] = await Promise.all([startFakeSmtp(), startFakeClio(), startFakeSlack()]);
-  stack = await startStack({
-    workers: true,
-    env: { SMTP_URL: smtp.url, RETELL_API_KEY },
-  });
+  ({ smtp, clio, slack, stack } = await startPeerStack({ RETELL_API_KEY }));
 });
-afterAll(async () => {
-  await stack?.stop();
-  await Promise.all([smtp?.stop(), clio?.close(), slack?.close()]);
-});
+afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));
 
 /** A firm with every effect configured; `secret: null` for a firm without its own key. */
 async function configuredFirm(secret: string | null = SECRET) {

@@ -3,13 +3,13 @@
 // call_analyzed pipeline — a lead, a Clio contact and matter, a mail and a Slack message —
 // without any further request from the test (it only watches the peers and the database).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import type { FakeSmtp } from '../fakes/smtp-server.js';
+import type { FakeClio } from '../fakes/clio-server.js';
+import type { FakeSlack } from '../fakes/slack-server.js';
 import { createAgent } from '../calls/support.js';
-import { callsOf, leadsOf } from './support.js';
+import { callsOf, leadsOf, startPeerStack, stopPeerStack } from './support.js';
 
 let smtp: FakeSmtp;
 let clio: FakeClio;
@@ -17,13 +17,9 @@ let slack: FakeSlack;
 let stack: Stack;
 
 beforeAll(async () => {
-  [smtp, clio, slack] = await Promise.all([startFakeSmtp(), startFakeClio(), startFakeSlack()]);
-  stack = await startStack({ workers: true, env: { SMTP_URL: smtp.url, SIM_CALL_MS: '200' } });
+  ({ smtp, clio, slack, stack } = await startPeerStack({ SIM_CALL_MS: '200' }));
 });
-afterAll(async () => {
-  await stack?.stop();
-  await Promise.all([smtp?.stop(), clio?.close(), slack?.close()]);
-});
+afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));
 
 describe('a simulated call', () => {
   it('flows from create-outbound-call to a lead, a Clio contact and matter, a mail and a Slack message', async () => {

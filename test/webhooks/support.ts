@@ -5,7 +5,11 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { CallDoc } from '../../core/domain/calls/calls.js';
 import type { LeadDoc } from '../../core/domain/leads/leads.js';
 import { eventually } from '../helpers/eventually.js';
-import { rand, type Stack } from '../helpers/stack.js';
+import { rand, startStack, type Stack } from '../helpers/stack.js';
+import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
+import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
+import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
+import { conversationAnalysis } from '../fakes/retell-fixtures.js';
 
 export interface Caller {
   first_name: string;
@@ -90,21 +94,7 @@ export function retellCallAnalyzed(
         total_duration_unit_price: 1,
         combined_cost: 70,
       },
-      call_analysis: {
-        call_summary: caller.summary,
-        in_voicemail: false,
-        user_sentiment: 'Negative',
-        call_successful: true,
-        custom_analysis_data: {
-          first_name: caller.first_name,
-          last_name: caller.last_name,
-          phone_number: caller.phone,
-          email: caller.email,
-          case_type: caller.case_type,
-          urgency: caller.urgency,
-          summary: caller.summary,
-        },
-      },
+      call_analysis: conversationAnalysis(caller),
     } satisfies PhoneCallResponse,
   };
 }
@@ -174,4 +164,30 @@ export async function queuesIdle(stack: Stack, timeoutMs = 30_000): Promise<void
     timeoutMs,
     100,
   );
+}
+
+/** A stack with workers and the peers a call's effects reach: a real SMTP server (SMTP_URL), Clio and Slack. */
+export interface PeerStack {
+  smtp: FakeSmtp;
+  clio: FakeClio;
+  slack: FakeSlack;
+  stack: Stack;
+}
+
+/** Starts the peers, then the stack mailing through that SMTP server; `env` adds to its environment. */
+export async function startPeerStack(env: Record<string, string> = {}): Promise<PeerStack> {
+  const [smtp, clio, slack] = await Promise.all([startFakeSmtp(), startFakeClio(), startFakeSlack()]);
+  try {
+    const stack = await startStack({ workers: true, env: { SMTP_URL: smtp.url, ...env } });
+    return { smtp, clio, slack, stack };
+  } catch (err) {
+    await stopPeerStack({ smtp, clio, slack });
+    throw err;
+  }
+}
+
+/** Stops what `startPeerStack` started (any part of it, for an afterAll after a failed start). */
+export async function stopPeerStack(peers: Partial<PeerStack>): Promise<void> {
+  await peers.stack?.stop();
+  await Promise.all([peers.smtp?.stop(), peers.clio?.close(), peers.slack?.close()]);
 }

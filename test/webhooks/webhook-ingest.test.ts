@@ -1,12 +1,9 @@
-// The call webhook's door (docs/webhooks.md#authentication-before-the-body, items 1–2 of issue 8):
-// Retell's signature checked over the raw body with the firm's secret; a refused request leaves nothing
-// behind; an accepted one is one job whose id derives from the firm, the event and the call, so a repeat
-// adds nothing; and a 200 is never sent when the job could not be enqueued (503 instead).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// The call webhook's door (CONTRACT §3.12, items 1–2 of issue 8): Retell's signature checked over
+// the raw body with the firm's secret; a refused request leaves nothing behind; an accepted one
+// is one job whose id derives from the firm, the event and the call, so a repeat adds nothing;
+// and a 200 is never sent when the job could not be enqueued (503 instead).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
@@ -135,22 +132,19 @@ describe('one job per firm, event and call', () => {
 });
 
 describe('a 200 only for an enqueued job', () => {
-  let redis: LocalRedis;
-  let dir: string;
+  let redis: PrivateRedis;
   let outage: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
 
   beforeAll(async () => {
     // A private Redis, so stopping it does not disturb test files running in parallel.
-    dir = await mkdtemp(join(tmpdir(), 'webhook-outage-'));
-    redis = await startRedis(await ensureRedisServer(() => {}), dir);
-    outage = await startStack({ env: { REDIS_URL: `redis://127.0.0.1:${redis.port}` } });
+    redis = await startPrivateRedis();
+    outage = await startStack({ env: { REDIS_URL: redis.url } });
     firm = await createFirm(outage, { voice_webhook_secret: SECRET_A });
   });
   afterAll(async () => {
     await outage?.stop();
-    await redis?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await redis?.remove();
   });
 
   it('answers 503 with Retry-After while Redis is down (signed or bearer), and 200 again once it is back', async () => {

@@ -29,6 +29,9 @@ const authenticateCallWebhook = webhookAuthentication({
   verify: verifyRetellSignature,
 });
 
+/** CONTRACT §1, §3.12: the call webhook takes bodies up to 32 MiB (other routes 2 MiB). */
+export const CALL_WEBHOOK_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+
 export const callWebhookRoutes = [
   defineRoute({
     method: 'POST',
@@ -42,6 +45,8 @@ export const callWebhookRoutes = [
     body: CallWebhookBody,
     response: CallWebhookResponse,
     errors: [403, 404],
+    // A two-hour call's call_analyzed runs to several MB (word-level transcript_object and more).
+    largeBodyBytes: CALL_WEBHOOK_BODY_LIMIT_BYTES,
     handler: async ({ services, params, body }) => {
       if (isCallEvent(body.event)) {
         if (body.call === undefined) {

@@ -1,0 +1,82 @@
+import type { Middleware } from 'koa';
+import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
+import type { WebhookCredentials } from '../route.js';
+import { type ByteBudget, declaredLength, readBodyText, tooLarge } from './body-budget.js';
+import { handleNul, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
+
+/**
+ * Bytes of large webhook bodies a web process reads at once; see ByteBudget. One body of the
+ * largest size, or ten of a two-hour call: the process's peak grows by about four times this
+ * (bench/webhook-rss.ts), and admitting more at once would not go faster (parsing is CPU-bound).
+ */
+export const LARGE_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
+/** Bodies declared no larger than every other route's limit take no room: they never wait. */
+const SMALL_BODY_BYTES = 2 * 1024 * 1024;
+/**
+ * How long a budgeted body may take to arrive (Retell itself gives up after 10 s): a sender that
+ * trickles cannot hold the budget for longer.
+ */
+const LARGE_BODY_READ_MS = 15_000;
+/** How long a delivery waits for room before it is answered 503 (Retell gives up after 10 s). */
+export const LARGE_BODY_WAIT_MS = 5_000;
+
+/**
+ * A webhook body that may be large (the call webhook: up to 32 MiB, CONTRACT §3.12), with one
+ * copy of it in memory at a time: read into one Buffer under the process's byte budget, decoded
+ * once to the text the signature is checked on (retell-sdk's verifier takes a string), parsed
+ * once only after the signature matched, the text then let go. The route's own authentication
+ * ran before (firm, bearer, signature form and window, the firm's secret): nothing is read for a
+ * request refused on those.
+ */
+export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middleware {
+  return async (ctx, next) => {
+    const hasBody = ctx.req.headers['transfer-encoding'] !== undefined || (declaredLength(ctx.req) ?? 0) > 0;
+    if (hasBody && !ctx.is('json', '+json')) {
+      throw unsupportedMediaType('Send the body as JSON with Content-Type: application/json.');
+    }
+    const declared = declaredLength(ctx.req);
+    if (declared !== undefined && declared > limitBytes) throw tooLarge(limitBytes);
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    ctx.req.once('close', onClose);
+    const small = declared !== undefined && declared <= SMALL_BODY_BYTES;
+    let release: () => void = () => {};
+    try {
+      // Room for the declared length (the whole limit for a body sent without one).
+      if (!small) release = await budget.reserve(declared ?? limitBytes, gone.signal);
+    } finally {
+      ctx.req.off('close', onClose);
+    }
+    try {
+      let text: string | undefined = hasBody
+        ? await readBodyText(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
+        : '';
+      const { verifyBody } = ctx.state.webhook as WebhookCredentials;
+      if (verifyBody !== undefined && !(await verifyBody(text))) {
+        throw unauthorized('The webhook signature does not match the body.');
+      }
+      let body: unknown = {};
+      if (text.trim() !== '') {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw invalidRequest('The request body is not valid JSON.');
+        }
+      }
+      const mayHoldNul = /\\u0000/i.test(text);
+      text = undefined; // the parsed body is the only copy from here on
+      if (nestedDeeperThan(body, MAX_JSON_DEPTH)) {
+        throw invalidRequest(
+          `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
+        );
+      }
+      // A sender's text is kept with U+FFFD where it held the NUL character (as jsonBody does).
+      if (mayHoldNul) handleNul(body, true);
+      (ctx.request as { body?: unknown }).body = body;
+      body = undefined;
+      await next();
+    } finally {
+      release();
+    }
+  };
+}

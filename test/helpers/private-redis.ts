@@ -1,0 +1,32 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+
+// A Redis server of a test's own, in a fresh directory: for tests that stop it, flush it or
+// change its configuration, which must not touch the run's shared Redis (or other test files).
+
+export interface PrivateRedis extends LocalRedis {
+  url: string;
+  /** Stops the server and deletes its directory. */
+  remove(): Promise<void>;
+}
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const dir = await mkdtemp(join(tmpdir(), 'private-redis-'));
+  const removeDir = () => rm(dir, { recursive: true, force: true });
+  try {
+    const server = await startRedis(await ensureRedisServer(() => {}), dir);
+    return {
+      ...server,
+      url: `redis://127.0.0.1:${server.port}`,
+      remove: async () => {
+        await server.stop();
+        await removeDir();
+      },
+    };
+  } catch (err) {
+    await removeDir();
+    throw err;
+  }
+}

@@ -1,0 +1,103 @@
+// The byte budget of large webhook bodies (api/middleware/body-budget.ts): deliveries that fit
+// are admitted at once, the others wait unread in order and are admitted as room frees, and one
+// that waits too long is a 503 with Retry-After; a client that goes away leaves the queue. And
+// the reader: one buffer, the declared length held to, a trickling body cut off in time.
+import { describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { ByteBudget, readBodyText } from '../../api/middleware/body-budget.js';
+import { AppError } from '../../core/platform/errors.js';
+
+describe('ByteBudget', () => {
+  it('admits what fits, queues the rest in order, and admits them as room frees', async () => {
+    const budget = new ByteBudget(100, 5_000);
+    const first = await budget.reserve(60);
+    expect(budget.reserved).toBe(60);
+    const order: string[] = [];
+    const big = budget.reserve(70).then((release) => (order.push('big'), release));
+    // A small one behind a waiting big one waits too: first come, first served.
+    const small = budget.reserve(10).then((release) => (order.push('small'), release));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(order).toEqual([]);
+    first();
+    first(); // releasing twice gives back once
+    const [releaseBig, releaseSmall] = await Promise.all([big, small]);
+    expect(order).toEqual(['big', 'small']);
+    expect(budget.reserved).toBe(80);
+    releaseBig();
+    releaseSmall();
+    expect(budget.reserved).toBe(0);
+  });
+
+  it('a request larger than the whole budget waits for all of it, never forever', async () => {
+    const budget = new ByteBudget(100, 5_000);
+    const release = await budget.reserve(500);
+    expect(budget.reserved).toBe(100);
+    release();
+  });
+
+  it('one that waits past the limit is a 503 unavailable with Retry-After, and leaves room for the next', async () => {
+    const budget = new ByteBudget(100, 50);
+    const held = await budget.reserve(100);
+    const refused = await budget.reserve(10).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(AppError);
+    expect((refused as AppError).status).toBe(503);
+    expect((refused as AppError).code).toBe('unavailable');
+    expect((refused as AppError).headers).toMatchObject({ 'Retry-After': expect.any(String) });
+    held();
+    expect(budget.reserved).toBe(0);
+  });
+
+  it('a client that goes away while waiting leaves the queue', async () => {
+    const budget = new ByteBudget(100, 5_000);
+    const held = await budget.reserve(100);
+    const gone = new AbortController();
+    const waiting = budget.reserve(50, gone.signal).catch((error: unknown) => error);
+    gone.abort();
+    expect(await waiting).toBeInstanceOf(Error);
+    held();
+    expect(budget.reserved).toBe(0);
+    (await budget.reserve(100))();
+  });
+});
+
+/** A request body stream with the headers readBodyText looks at. */
+function request(headers: Record<string, string>): PassThrough & IncomingMessage {
+  return Object.assign(new PassThrough(), { headers }) as unknown as PassThrough & IncomingMessage;
+}
+
+describe('readBodyText', () => {
+  it('reads the declared length into one buffer and decodes it once, multi-byte characters split across chunks', async () => {
+    const text = `{"transcript":"${'Agent: Grüß Gott — ¿cómo está? '.repeat(1000)}"}`;
+    const bytes = Buffer.from(text);
+    const req = request({ 'content-length': String(bytes.length) });
+    const read = readBodyText(req, 1 << 20);
+    for (let at = 0; at < bytes.length; at += 777) req.write(bytes.subarray(at, at + 777));
+    req.end();
+    expect(await read).toBe(text);
+  });
+
+  it('refuses a declared length over the limit unread (413), and a body longer than it declared (400)', async () => {
+    const tooBig = readBodyText(request({ 'content-length': String(2 << 20) }), 1 << 20);
+    await expect(tooBig).rejects.toMatchObject({ status: 413, code: 'payload_too_large' });
+    const liar = request({ 'content-length': '4' });
+    const read = readBodyText(liar, 1 << 20);
+    liar.end('{"a":1}');
+    await expect(read).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('without a length: chunks up to the limit, 413 past it', async () => {
+    const req = request({ 'transfer-encoding': 'chunked' });
+    const read = readBodyText(req, 10);
+    req.write('{"a":');
+    req.end('"0123456789"}');
+    await expect(read).rejects.toMatchObject({ status: 413 });
+  });
+
+  it('a body that does not arrive in time is a 408', async () => {
+    const req = request({ 'content-length': '100' });
+    const read = readBodyText(req, 1 << 20, 50);
+    req.write('{"trickle":');
+    await expect(read).rejects.toMatchObject({ status: 408, code: 'request_timeout' });
+  });
+});
