@@ -123,8 +123,8 @@ interface RouteDefinition<
   /** Body size limit, e.g. '16mb'; default 2mb. */
   bodyLimit?: string;
   /**
-   * A webhook whose bodies may be large (the call webhook, CONTRACT §3.12): up to this many
-   * bytes, read under the process's byte budget into one buffer, the signature checked before
+   * A webhook whose bodies may be large (the call webhook, docs/webhooks.md#large-bodies): up to this
+   * many bytes, read under the process's byte budget into one buffer, the signature checked before
    * the body is parsed (api/middleware/webhook-body.ts). Replaces `bodyLimit`; webhook routes only.
    */
   largeBodyBytes?: number;

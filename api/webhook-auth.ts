@@ -27,9 +27,10 @@ export interface SenderSignature {
 }
 
 /**
- * A webhook receiver's authentication (CONTRACT §3.11, §3.12): the bearer header (the platform
- * key, or a token of this firm), or else the sender's signature with one of the firm's keys. All of
- * it but the HMAC over the body is checked before the body is read; the HMAC is `verifyBody`.
+ * A webhook receiver's authentication (docs/webhooks.md#authentication-before-the-body): the bearer
+ * header (the platform key, or a token of this firm), or else the sender's signature with one of the
+ * firm's keys. All of it but the HMAC over the body is checked before the body is read; the HMAC is
+ * `verifyBody`.
  */
 export function webhookAuthentication(
   sender: SenderSignature,

@@ -5,7 +5,7 @@
 // Knobs (environment): BENCH_ROUNDS=3 (alternations of target and baseline), BENCH_SECONDS=4
 // (about how long each measured step of a round runs), BENCH_CONNECTIONS=10, BENCH_PROFILE=1
 // (--cpu-prof on every web and worker process, profiles in bench/results/profiles, their top
-// frames printed), and the scenarios' own sizes (see README "Performance").
+// frames printed), and the scenarios' own sizes (see docs/performance.md).
 // Uses REDIS_URL / MONGODB_URI when set, else starts a local Redis and FerretDB on PostgreSQL.
 // Writes bench/results/latest.json (and latest.txt). Not part of `npm test`.
 import { execFileSync } from 'node:child_process';

@@ -31,7 +31,7 @@ const EXTERNAL_STYLESHEET = /<link[^>]+href="https?:\/\/[^"]*"[^>]*rel="styleshe
 const HIDE_ADD_JOB_CSS =
   '<style>[role="menuitem"]:has(> svg.lucide-plus), button:has(> svg.lucide-files) { display: none !important; }</style>';
 
-// Forgery (CONTRACT §4). A browser that has opened the board sends the cached basic-auth
+// Forgery (docs/operations.md#forgery). A browser that has opened the board sends the cached basic-auth
 // credentials with any request to it, including a form another site auto-submits, and Bull
 // Board parses form and text bodies into nested objects. So every request that can change
 // something must come from the board's own page (Origin, or Sec-Fetch-Site: same-origin) and
@@ -167,9 +167,9 @@ function mountBoard(services: Services, readOnly: boolean): Middleware {
 }
 
 /**
- * Bull Board over every queue (CONTRACT §4): the platform key as bearer, or as the password of
- * HTTP basic auth so that a person can open it in a browser; ADMIN_READONLY_API_KEY (when set)
- * the same way, on a second board whose queues are read-only, and every request of that key
+ * Bull Board over every queue (docs/operations.md#bull-board): the platform key as bearer, or as the
+ * password of HTTP basic auth so that a person can open it in a browser; ADMIN_READONLY_API_KEY (when
+ * set) the same way, on a second board whose queues are read-only, and every request of that key
  * other than GET/HEAD is refused here with 403 before either board sees it.
  */
 export function bullBoard(services: Services): Middleware {

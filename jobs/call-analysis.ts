@@ -2,9 +2,9 @@ import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
 
-// The call_analyzed pipeline (CONTRACT §3.12): one job extracts the caller data once and stores
-// it on the call, then each effect is its own job — with its own attempts and backoff, so a
-// failing Slack post is retried alone and never repeats the email or the Clio contact.
+// The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline): one job extracts the caller
+// data once and stores it on the call, then each effect is its own job — with its own attempts and
+// backoff, so a failing Slack post is retried alone and never repeats the email or the Clio contact.
 
 /** The effects of an analysed call, as get-call shows them. */
 export const CALL_EFFECTS = ['lead', 'crm', 'email', 'team_chat'] as const;

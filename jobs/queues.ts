@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 export const QUEUE = {
   /** Places one outbound call with the voice provider; job id = call_id. */
   calls: 'calls',
-  /** Applies one voice-provider webhook event to our records; job id = event + call_id. */
+  /** Applies one voice-provider webhook event to our records; job id = evt|<firm>|<event>|<provider call id>. */
   callEvents: 'call-events',
   /** The call_analyzed pipeline: extraction, then lead, CRM, email and team chat, each its own job. */
   callEffects: 'call-effects',

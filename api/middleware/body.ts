@@ -3,7 +3,10 @@ import bodyParser from 'koa-bodyparser';
 import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
 
 const DEFAULT_BODY_LIMIT = '2mb';
-/** JSON nested deeper than this is a 400 (CONTRACT §1): validation, logging and queues recurse. */
+/**
+ * JSON nested deeper than this is a 400 (docs/errors.md#limits-on-every-request): validation, logging and
+ * queues recurse.
+ */
 export const MAX_JSON_DEPTH = 64;
 
 /**

@@ -25,7 +25,10 @@ const CODE_BY_STATUS: Record<number, string> = {
   429: 'rate_limited',
 };
 
-/** The one top-level catch: every failure leaves as the contract's error shape, never a stack. */
+/**
+ * The one top-level catch: every failure leaves in the error shape (docs/errors.md#the-error-body), never
+ * a stack.
+ */
 export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
@@ -35,8 +38,7 @@ export function errorHandler(log: Logger): Middleware {
       }
     } catch (err) {
       const appError = toAppError(err, ctx.req.destroyed || ctx.req.readableAborted);
-      // 501: a method this service does not implement is the client's doing, not a failure here.
-      if (appError.status >= 500 && appError.status !== 501) {
+      if (appError.status >= 500) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
       }
       ctx.status = appError.status;
@@ -46,10 +48,13 @@ export function errorHandler(log: Logger): Middleware {
   };
 }
 
-/** A response lists at most this many details (CONTRACT §1); the message says how many more. */
+/**
+ * A response lists at most this many details (docs/errors.md#limits-on-every-request); the message says
+ * how many more.
+ */
 const MAX_DETAILS = 50;
 
-/** The contract's error body; the one place errors are rendered, so the one place details are capped. */
+/** The error body; the one place errors are rendered, so the one place details are capped. */
 function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
   if (e.details === undefined) return { code: e.code, message: e.message };
   if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };

@@ -7,7 +7,8 @@ import type { Principal } from '../../core/domain/access/principal.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
 import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platform/redis-keys.js';
 
-// Fixed one-minute windows kept in Redis, so every web process shares them (CONTRACT §2):
+// Fixed one-minute windows kept in Redis, so every web process shares them
+// (docs/authentication.md#rate-limits):
 // - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
 // - per firm for the webhook receivers, their own limit;
 // - per client address for unauthenticated requests: every 401 counts, and an address over

@@ -21,8 +21,8 @@ const LARGE_BODY_READ_MS = 15_000;
 export const LARGE_BODY_WAIT_MS = 5_000;
 
 /**
- * A webhook body that may be large (the call webhook: up to 32 MiB, CONTRACT §3.12), with one
- * copy of it in memory at a time: read into one Buffer under the process's byte budget, decoded
+ * A webhook body that may be large (the call webhook: up to 32 MiB, docs/webhooks.md#large-bodies), with
+ * one copy of it in memory at a time: read into one Buffer under the process's byte budget, decoded
  * once to the text the signature is checked on (retell-sdk's verifier takes a string), parsed
  * once only after the signature matched, the text then let go. The route's own authentication
  * ran before (firm, bearer, signature form and window, the firm's secret): nothing is read for a

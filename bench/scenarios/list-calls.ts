@@ -5,8 +5,9 @@
 // time, the sizes alternated round by round; beside it the same query the route runs
 // (find({firm, finished: true}).sort({end_timestamp: -1, call_id: -1}).limit(51)) issued
 // directly with the driver: FerretDB does not use the compound index for it (it filters by
-// scanning and sorts in its own memory over every match, README "Data access ..."), so that
-// query, not the route, is what grows with the firm's calls.
+// scanning and sorts in its own memory over every match,
+// docs/operations.md#data-access-on-ferretdb-and-mongodb), so that query, not the route, is what grows
+// with the firm's calls.
 import { getFirm } from '../../core/domain/firms/firms.js';
 import { findAgent } from '../../core/domain/agents/agents.js';
 import { callsCollection } from '../../core/domain/calls/calls.js';

@@ -1,4 +1,4 @@
-// Errors that cross the HTTP boundary. Each carries the contract's status and code; the
+// Errors that cross the HTTP boundary. Each carries its status and code (docs/errors.md#statuses); the
 // error middleware turns them into {"error": {code, message, details?}}. Build them with the
 // named constructors below, so a status and its code are written in one place.
 
@@ -20,7 +20,10 @@ export class AppError extends Error {
   }
 }
 
-/** The most characters of one request value an error message echoes (CONTRACT §1). */
+/**
+ * The most characters of one request value an error message echoes
+ * (docs/errors.md#limits-on-every-request).
+ */
 const MAX_ECHO = 100;
 
 /** Request text for an error message: the first MAX_ECHO characters, "…" marking a cut. */
@@ -31,7 +34,7 @@ export function clip(text: string): string {
 /** A request value for an error message, in double quotes and clipped: `No firm has the slug ${quote(slug)}.` */
 export const quote = (value: unknown): string => `"${clip(String(value))}"`;
 
-/** 400 invalid_request, or another 400 code the contract names (e.g. unknown_voice). */
+/** 400 invalid_request, or a more precise 400 code (e.g. unknown_voice; docs/errors.md#statuses). */
 export const invalidRequest = (
   message: string,
   details?: ErrorDetail[],

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { WidgetSession } from '../../core/domain/widget/widget-session.js';
 import { TEST_WIDGET_TEMPLATE, widgetAssetPath } from './assets.js';
 
-// The widget test page (CONTRACT §3.10), built from test-widget.html. Every value that came from
+// The widget test page (docs/widget.md#escaping), built from test-widget.html. Every value that came from
 // the request is put where it goes through the escape for that place:
 //   HTML text and quoted attributes: escapeHtml (& < > " ');
 //   URLs in attributes: URLSearchParams (percent-encoding), then escapeHtml; the page's own path

@@ -1,5 +1,5 @@
 // npm run chaos [-- --seed N] [--scale X]
-// The fault matrix against real processes (README: "What survives what"). CHAOS_SEED and
+// The fault matrix against real processes (docs/resilience.md). CHAOS_SEED and
 // CHAOS_SCALE set the same as the flags; the process's logs and report.json go to
 // .local/chaos/seed-<N>-<time>/. Exit code 0 when every invariant holds, 1 when one does not,
 // 2 on bad flags or a run that could not start.

@@ -1,4 +1,4 @@
-// Agent Config and voices (CONTRACT §3.4, §3.5): the simulator's voice catalogue, agent CRUD
+// Agent Config and voices (docs/calls.md#agents-and-voices): the simulator's voice catalogue, agent CRUD
 // with voice checking, and firm isolation on every agent route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';

@@ -1,4 +1,4 @@
-// POST /api/v2/{firm}/booking-webhook and GET /api/v2/{firm}/reminders (CONTRACT §3.11): the
+// POST /api/v2/{firm}/booking-webhook and GET /api/v2/{firm}/reminders (docs/bookings.md): the
 // request authenticates (bearer or X-Cal-Signature-256) and only enqueues; a worker stores the
 // reminders in Redis and schedules their sends. Bookings here start days ahead, so nothing is
 // mailed: test/bookings/reminder-delivery.test.ts covers the sends.

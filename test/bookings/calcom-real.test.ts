@@ -1,4 +1,4 @@
-// Cal.com as it really sends (CONTRACT §6.1; issue 18 rows 6, 8 and 9), with bodies built as
+// Cal.com as it really sends (docs/bookings.md#seats; issue 18 rows 6, 8 and 9), with bodies built as
 // Cal.com builds them (test/fakes/calcom-fixtures.ts): seated bookings sharing one uid, the
 // "Ping test" signed "no-secret-provided", and video meetings whose join link is in metadata.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// POST /api/v2/{firm}/webhook (CONTRACT §3.12): bearer or x-retell-signature authentication,
+// POST /api/v2/{firm}/webhook (docs/webhooks.md): bearer or x-retell-signature authentication,
 // the request only enqueues, and the worker applies call_started / call_ended / call_analyzed
 // forward-only (repeats and out-of-order deliveries change nothing), creating inbound calls.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

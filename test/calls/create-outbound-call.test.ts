@@ -1,5 +1,5 @@
-// POST /api/v2/create-outbound-call (CONTRACT §3.1): validation with the error shape, firm
-// isolation, Idempotency-Key (sequential and concurrent), and no half-written call on 503.
+// POST /api/v2/create-outbound-call (docs/calls.md#create-outbound-call): validation with the error
+// shape, firm isolation, Idempotency-Key (sequential and concurrent), and no half-written call on 503.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { freePort } from '../../scripts/local/services.js';

@@ -1,5 +1,5 @@
-// POST /api/v2/list-calls (CONTRACT §3.2): finished calls only, newest end_timestamp first with
-// call_id descending on ties, keyset pages that neither repeat nor skip while calls keep
+// POST /api/v2/list-calls (docs/calls.md#list-calls): finished calls only, newest end_timestamp first
+// with call_id descending on ties, keyset pages that neither repeat nor skip while calls keep
 // finishing, an opaque cursor bound to the firm, next_cursor "" on the last page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOutboundCall, type CallDoc, type CallStatus } from '../../core/domain/calls/calls.js';

@@ -1,5 +1,5 @@
-// Issue 18 row 5: a long call's call_analyzed (CONTRACT §1, §3.12). The call webhook takes bodies
-// up to 32 MiB — a two-hour call with its word-level transcript_object is about 3 MB — keeps only
+// Issue 18 row 5: a long call's call_analyzed (docs/webhooks.md#large-bodies). The call webhook takes
+// bodies up to 32 MiB — a two-hour call with its word-level transcript_object is about 3 MB — keeps only
 // the bounded snapshot (transcript capped at 200,000 characters, transcript_object not stored,
 // the job small), checks the signature before it parses, and other routes keep their 2 MiB.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

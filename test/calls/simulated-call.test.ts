@@ -1,4 +1,4 @@
-// The simulator (CONTRACT §5) as a real participant: a placed call is answered, talks and
+// The simulator (docs/calls.md#the-simulator) as a real participant: a placed call is answered, talks and
 // hangs up, and each step reaches the firm's public webhook over HTTP, signed as Retell signs
 // (or with the platform key as bearer). A proxy in front of the service records what went over
 // the wire and holds call_ended so the test can see the call ongoing without sleeping.

@@ -1,5 +1,5 @@
-// Answered or not in a campaign (CONTRACT §3.6, §5, §6.1), end to end with the simulator: a
-// number ending 7777 reaches voicemail, 0000 is not answered, others talk. Voicemails and
+// Answered or not in a campaign (docs/campaigns.md#retries-and-counters), end to end with the simulator:
+// a number ending 7777 reaches voicemail, 0000 is not answered, others talk. Voicemails and
 // no-answers are retried (retry_on, default both) and make no lead, CRM record, mail or Slack
 // message; conversations get all four.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

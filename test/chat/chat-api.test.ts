@@ -1,5 +1,5 @@
 // The chat operations' rules over HTTP (real Redis and FerretDB): ended chats, firm isolation,
-// validation with the contract's error shape, and concurrent messages on one chat.
+// validation with the error shape (docs/errors.md), and concurrent messages on one chat.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';

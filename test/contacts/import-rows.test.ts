@@ -1,4 +1,4 @@
-// POST /api/contacts/import (CONTRACT §3.7): how rows are counted. Every row is imported, a
+// POST /api/contacts/import (docs/contacts.md#rows): how rows are counted. Every row is imported, a
 // duplicate or an error (i + d + e = rows); phones are stored in E.164 read with defaultCountry,
 // emails trimmed and lower-cased; a duplicate shares a phone or email with a contact of the
 // firm or an earlier imported row of the request; other firms' contacts never count.

@@ -1,6 +1,6 @@
-// The operator dashboard (CONTRACT §4, issue 10): Bull Board names the environment, and a second
-// operator key, ADMIN_READONLY_API_KEY, sees every queue but cannot retry, clean, remove or change
-// anything (403 from the server, not only hidden buttons), while the platform key still can. The
+// The operator dashboard (docs/operations.md#bull-board, issue 10): Bull Board names the environment, and
+// a second operator key, ADMIN_READONLY_API_KEY, sees every queue but cannot retry, clean, remove or
+// change anything (403 from the server, not only hidden buttons), while the platform key still can. The
 // board offers no "Add job" (refused for everyone) to anyone.
 import { Worker } from 'bullmq';
 import type { Browser, BrowserContext } from 'playwright-core';

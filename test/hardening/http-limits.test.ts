@@ -1,6 +1,6 @@
 // Findings 8–12 of the fuzzing run (issue 7): methods a route does not have, prototype names as
 // asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
-// Each answer is a clear 4xx/501 in the contract's error shape, never a 500.
+// Each answer is a clear 4xx/501 in the error shape (docs/errors.md), never a 500.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowOf, sendAnyMethod } from '../helpers/any-method.js';

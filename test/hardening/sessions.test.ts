@@ -6,8 +6,8 @@ import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-// CONTRACT §2: a session token lives at most 24 h, and POST /api/auth/revoke-sessions ends every
-// session token of a firm issued before the call.
+// docs/authentication.md#sessions: a session token lives at most 24 h, and POST /api/auth/revoke-sessions
+// ends every session token of a firm issued before the call.
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>>;

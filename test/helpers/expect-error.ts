@@ -2,8 +2,8 @@ import { expect } from 'vitest';
 import type { ApiResponse } from './client.js';
 
 /**
- * The contract's error body, exactly: {"error": {code, message, details?}} as JSON, with
- * details (when present) a list of {path: JSON pointer, message}, and no stack trace.
+ * The error body (docs/errors.md#the-error-body), exactly: {"error": {code, message, details?}} as JSON,
+ * with details (when present) a list of {path: JSON pointer, message}, and no stack trace.
  * Returns the details (or []) for further checks.
  */
 export function expectError(

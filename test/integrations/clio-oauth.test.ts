@@ -1,4 +1,4 @@
-// Clio connected with OAuth (CONTRACT §6.2) against the local Clio (test/fakes/clio-server.ts),
+// Clio connected with OAuth (docs/clio.md) against the local Clio (test/fakes/clio-server.ts),
 // which speaks Clio's authorize redirect, its token grants and error bodies, and issues access
 // tokens that expire: the connect redirect, the callback, single-use states, refresh before
 // expiry and once after a 401 (one refresh for many racing effects), and a refused refresh.

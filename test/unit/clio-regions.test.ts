@@ -1,4 +1,4 @@
-// Clio's regions (CONTRACT §6.2): each has its own host; a CLIO_BASE_URL other than the `us`
+// Clio's regions (docs/clio.md#regions): each has its own host; a CLIO_BASE_URL other than the `us`
 // default (a local Clio in tests) replaces every region.
 import { describe, expect, it } from 'vitest';
 import { CLIO_REGIONS, clioAuthorizeUrl, clioRegionBase } from '../../core/integrations/crm/clio-oauth.js';

@@ -1,5 +1,5 @@
-// The call_analyzed pipeline (CONTRACT §3.12) against real peers: a real SMTP server, local HTTP
-// servers speaking Clio's and Slack's protocols, real Redis, FerretDB and workers. Each effect
+// The call_analyzed pipeline (docs/webhooks.md#the-effects) against real peers: a real SMTP server, local
+// HTTP servers speaking Clio's and Slack's protocols, real Redis, FerretDB and workers. Each effect
 // happens once per call however often and however concurrently the event is delivered, and a
 // failing effect is retried alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

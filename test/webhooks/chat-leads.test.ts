@@ -1,4 +1,4 @@
-// Leads from ended chats (CONTRACT §3.3): end-chat runs the same intake analysis as a call and
+// Leads from ended chats (docs/webhooks.md#chats): end-chat runs the same intake analysis as a call and
 // creates the chat's lead through the same function (one per chat: a claim on an id derived
 // from the chat) before it answers 200 — a 200 means the lead exists.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
-// The call webhook's door (CONTRACT §3.12, items 1–2 of issue 8): Retell's signature checked over
-// the raw body with the firm's secret; a refused request leaves nothing behind; an accepted one
-// is one job whose id derives from the firm, the event and the call, so a repeat adds nothing;
-// and a 200 is never sent when the job could not be enqueued (503 instead).
+// The call webhook's door (docs/webhooks.md#authentication-before-the-body, items 1–2 of issue 8):
+// Retell's signature checked over the raw body with the firm's secret; a refused request leaves nothing
+// behind; an accepted one is one job whose id derives from the firm, the event and the call, so a repeat
+// adds nothing; and a 200 is never sent when the job could not be enqueued (503 instead).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';

@@ -1,4 +1,4 @@
-// GET /api/test-widget over HTTP (CONTRACT §3.10): who may open it, what it mints, its headers,
+// GET /api/test-widget over HTTP (docs/widget.md): who may open it, what it mints, its headers,
 // its validation, how each query value is escaped in the served HTML, and the widget's files.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signSessionToken } from '../../core/domain/access/session.js';

@@ -1,4 +1,4 @@
-// The widget test page in headless Chromium (CONTRACT §3.10): it loads clean and offline, the
+// The widget test page in headless Chromium (docs/widget.md): it loads clean and offline, the
 // widget chats with the built-in intake agent and is usable by keyboard and screen reader, the
 // settings panel changes the widget and the snippet live, no query value becomes markup, and the
 // widget token the page itself sends is good for its own firm's chat routes and nothing else.

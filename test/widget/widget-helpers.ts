@@ -29,7 +29,7 @@ export function jwtClaims(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-/** The chat routes: the only ones a widget token may use (CONTRACT §2). */
+/** The chat routes: the only ones a widget token may use (docs/authentication.md#widget-tokens). */
 export const CHAT_OPERATIONS = ['createChat', 'chatCompletion', 'endChat', 'getChat'];
 
 /** Values tried for a path parameter, in order: the first one its schema accepts is used. */

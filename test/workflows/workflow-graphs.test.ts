@@ -1,5 +1,5 @@
-// Workflow graphs (CONTRACT §3.8): what a flow builder saves comes back exactly (500 nodes and
-// 2,000 edges, React Flow's extras, nulls, unicode, keys like "$x" and "a.b"), size limits, and
+// Workflow graphs (docs/workflows.md#graph-rules): what a flow builder saves comes back exactly (500
+// nodes and 2,000 edges, React Flow's extras, nulls, unicode, keys like "$x" and "a.b"), size limits, and
 // broken graphs refused with details that point at the node or edge by index and name its id,
 // with nothing written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Workflows (CONTRACT §3.8, §3.9): create, read, list (newest update first, firm and platform
+// Workflows (docs/workflows.md): create, read, list (newest update first, firm and platform
 // tokens, keyset pages), update, delete, and firm isolation on every route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS, FIRM_COLLECTIONS, firmCollection } from '../../core/platform/db/collections.js';

@@ -61,7 +61,8 @@ export const agentRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
       const db = services.mongo.db;
-      // Unlike the other lists, the platform without firmSlug sees every firm's agents (the contract's rule).
+      // Unlike the other lists, the platform without firmSlug sees every firm's agents
+      // (docs/authentication.md#which-firm-a-list-is-for).
       const everyFirm = query.firmSlug === undefined && principal.kind === 'platform';
       const firm = everyFirm ? undefined : (await requireListFirm(db, principal, query.firmSlug))._id;
       return (await listAgents(db, firm)).map(agentListEntry);

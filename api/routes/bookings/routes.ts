@@ -66,10 +66,10 @@ function isCalPing(rawBody: string): boolean {
 }
 
 /**
- * The bearer header or X-Cal-Signature-256 (authenticateSigned), with one leniency (CONTRACT
- * §6.1): Cal.com's "Ping test" is signed "no-secret-provided" when the webhook has no secret, so
- * a delivery that fails authentication (401) is still answered 200 when its body turns out to
- * be a PING, which does nothing. Any other body gets the original 401.
+ * The bearer header or X-Cal-Signature-256 (authenticateSigned), with one leniency
+ * (docs/bookings.md#video-links-and-ping): Cal.com's "Ping test" is signed "no-secret-provided" when the
+ * webhook has no secret, so a delivery that fails authentication (401) is still answered 200 when its
+ * body turns out to be a PING, which does nothing. Any other body gets the original 401.
  */
 async function authenticateBookingWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
   let signed: WebhookCredentials;

@@ -29,7 +29,7 @@ const authenticateCallWebhook = webhookAuthentication({
   verify: verifyRetellSignature,
 });
 
-/** CONTRACT §1, §3.12: the call webhook takes bodies up to 32 MiB (other routes 2 MiB). */
+/** The call webhook takes bodies up to 32 MiB, other routes 2 MiB (docs/webhooks.md#large-bodies). */
 export const CALL_WEBHOOK_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 
 export const callWebhookRoutes = [

@@ -107,7 +107,7 @@ export const CallRecord = Type.Object({
 });
 
 export const ListCallsBody = Body({
-  // Required here, whoever asks (the contract's rule for list-calls).
+  // Required here, whoever asks (docs/authentication.md#which-firm-a-list-is-for).
   firmSlug: FirmSlug,
   limit: Limit(1000, 50),
   cursor: Cursor(),

@@ -26,8 +26,9 @@ import { stringifyVariables } from '../../../core/domain/agents/dynamic-variable
 
 const tag = 'Voice & Chat';
 
-// The chat routes are the only ones a widget token may use (CONTRACT §2): each opts in with
-// `acceptWidget`. A widget token acts for its own firm's agents, and only on the chats it opened.
+// The chat routes are the only ones a widget token may use (docs/authentication.md#widget-tokens): each
+// opts in with `acceptWidget`. A widget token acts for its own firm's agents, and only on the chats it
+// opened.
 
 /** The chat as stored, if the principal may use it (a widget token: only the chats it opened). */
 const requireChat = async (services: Services, principal: Principal, chatId: string): Promise<ChatDoc> =>

@@ -6,8 +6,8 @@ import { escapeHtml } from '../../../core/platform/html.js';
 import { defineRoute } from '../../route.js';
 import { ClioCallbackQuery, ClioConnectQuery } from './schema.js';
 
-// Clio connected with OAuth (CONTRACT §6.2): the connect link a firm's browser opens, and the
-// callback Clio sends it back to (PUBLIC_BASE_URL/api/integrations/clio/callback, the redirect
+// Clio connected with OAuth (docs/clio.md#connected-with-oauth): the connect link a firm's browser opens,
+// and the callback Clio sends it back to (PUBLIC_BASE_URL/api/integrations/clio/callback, the redirect
 // URL to register in the Clio developer application).
 
 const tag = 'Integrations';

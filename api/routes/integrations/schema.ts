@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { FirmSlug } from '../../schemas/common.js';
 
-// The Clio OAuth routes' queries (CONTRACT §6.2).
+// The Clio OAuth routes' queries (docs/clio.md#connected-with-oauth).
 export const ClioConnectQuery = Type.Object({
   firmSlug: FirmSlug,
   region: Type.Optional(

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { FirmSlug } from '../../schemas/common.js';
 
-// GET /api/test-widget's query (CONTRACT §3.10): all optional. Identifiers, the colour and the
+// GET /api/test-widget's query (docs/widget.md#query): all optional. Identifiers, the colour and the
 // position are checked against their exact form (400 otherwise); title and greeting are free
 // text, bounded, and escaped wherever the page shows them.
 export const TestWidgetQuery = Type.Object({

@@ -59,8 +59,8 @@ export function basicAuthPassword(header: string | undefined): string | null {
 
 interface AuthOptions {
   /**
-   * Accept a widget token. Only the chat routes opt in (CONTRACT §2); everywhere else a valid
-   * widget token is refused with 403, so a route added later is closed to it unless it asks.
+   * Accept a widget token. Only the chat routes opt in (docs/authentication.md#widget-tokens); everywhere
+   * else a valid widget token is refused with 403, so a route added later is closed to it unless it asks.
    */
   acceptWidget?: boolean;
   /** Also take the token as the password of HTTP basic auth (any user name), so a browser can open the page. */

@@ -4,9 +4,10 @@ export type ApiPrincipal =
   | { kind: 'firm'; firm: string; via: 'api_key' | 'session' | 'webhook_signature'; subject: string };
 
 /**
- * The holder of a widget token (CONTRACT §2): the chat widget of the test page, acting for one
- * firm on the chat routes only. Only a route that opts in (core/domain/access/authenticate.ts,
- * `acceptWidget`) ever sees one; everywhere else the token is refused with 403.
+ * The holder of a widget token (docs/authentication.md#widget-tokens): the chat widget of the test page,
+ * acting for one firm on the chat routes only. Only a route that opts in
+ * (core/domain/access/authenticate.ts, `acceptWidget`) ever sees one; everywhere else the token is
+ * refused with 403.
  */
 export interface WidgetPrincipal {
   kind: 'widget';

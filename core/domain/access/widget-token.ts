@@ -4,13 +4,13 @@ import { newId } from '../../platform/ids.js';
 import type { WidgetPrincipal } from './principal.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 
-// Widget tokens (CONTRACT §2, §3.10): minted by GET /api/test-widget for the chat widget on that
-// page, `iwt_` + an HS256 JWT {typ: "widget", firm, sub, iat, exp}. They are signed with a key
-// derived from SESSION_SECRET for this one purpose, so a widget token never verifies as a
+// Widget tokens (docs/authentication.md#widget-tokens): minted by GET /api/test-widget for the chat
+// widget on that page, `iwt_` + an HS256 JWT {typ: "widget", firm, sub, iat, exp}. They are signed with a
+// key derived from SESSION_SECRET for this one purpose, so a widget token never verifies as a
 // session token nor a session token as a widget token, whatever prefix is put on it.
 
 export const WIDGET_TOKEN_PREFIX = 'iwt_';
-/** How long a minted widget token lives: the contract's ceiling, one hour. */
+/** How long a minted widget token lives: at most one hour (docs/authentication.md#widget-tokens). */
 export const WIDGET_TOKEN_TTL_SECONDS = 60 * 60;
 const ALG = 'HS256';
 const AUDIENCE = 'intake-widget';

@@ -108,7 +108,8 @@ export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | nul
 
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
 export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<AgentDoc> {
-  // A point read by _id; the firm is checked on the document (README: data access rules).
+  // A point read by _id; the firm is checked on the document
+  // (docs/operations.md#data-access-on-ferretdb-and-mongodb).
   const agent = await findAgent(db, agentId);
   if (agent === null || agent.firm !== firm) {
     throw notFound('agent', `No agent ${quote(agentId)} belongs to the firm ${quote(firm)}.`);

@@ -1,4 +1,7 @@
-/** Dynamic variables as requests send them (CONTRACT §3.1): strings, numbers or booleans. */
+/**
+ * Dynamic variables as requests send them (docs/calls.md#create-outbound-call): strings, numbers or
+ * booleans.
+ */
 export type DynamicVariablesInput = Readonly<Record<string, string | number | boolean>>;
 
 /** Calls and chats store (and send to providers) every dynamic variable as a string. */

@@ -12,14 +12,14 @@ import { bookingExpiry, type BookingRecord, type ReminderRecord } from './remind
 import { cancelBookingReminders, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
 
-// Cal.com booking events (CONTRACT §3.11): the webhook keeps a bounded snapshot and enqueues
+// Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
 // it; a worker applies it to the booking's reminders in Redis and schedules a delayed job per
 // reminder. BOOKING_CREATED stores one reminder per offset and recipient (offsets already past
 // when the event arrived are skipped); BOOKING_RESCHEDULED cancels the old booking's and stores
 // the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
 // nothing, and a cancel wins over a CREATED delivered after it.
 //
-// Seated events (CONTRACT §6.1) share one uid: a CREATED for a known uid and start adds the new
+// Seated events (docs/bookings.md#seats) share one uid: a CREATED for a known uid and start adds the new
 // attendees' reminders (the firm's exist already: one field per recipient); a CANCELLED, or the
 // old side of a RESCHEDULED, of a seated booking that names only some of its attendees cancels
 // only theirs and leaves the booking active. One naming them all, or any on an ordinary booking,

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { redisKeys } from '../../platform/redis-keys.js';
 
-// Booking reminders live in Redis (CONTRACT §3.11), one hash per booking:
+// Booking reminders live in Redis (docs/bookings.md#redis-layout), one hash per booking:
 //
 //   bookingReminders(firm, uid)             (core/platform/redis-keys.ts)
 //     booking                              JSON: the booking (state active | cancelled | rescheduled,

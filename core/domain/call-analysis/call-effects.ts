@@ -20,9 +20,9 @@ import { clioConnectionBase, clioTokenSource } from '../crm/clio-connection.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
-// The effects of an analysed call (CONTRACT §3.12), each run by its own job through the effect
-// recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` on the call: a
-// done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
+// The effects of an analysed call (docs/webhooks.md#the-effects), each run by its own job through the
+// effect recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` on the call:
+// a done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
 // is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
 // cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.
 
@@ -74,7 +74,8 @@ const EFFECTS: Record<
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
-      // Connected with OAuth (§6.2): the connection's tokens, refreshed as needed; else the pasted token.
+      // Connected with OAuth (docs/clio.md#refresh): the connection's tokens, refreshed as needed; else
+      // the pasted token.
       const client =
         'oauth' in crm
           ? new ClioClient({

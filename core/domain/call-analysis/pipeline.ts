@@ -7,8 +7,8 @@ import { callOutcome } from '../calls/call-outcome.js';
 import { extractCallerData, storeExtraction } from './extraction.js';
 import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analysis.js';
 
-// The call_analyzed pipeline (CONTRACT §3.12), started by the call-event job once a
-// call_analyzed event is applied to the call:
+// The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline), started by the call-event job
+// once a call_analyzed event is applied to the call:
 //   analyze-call (job id = firm + call): extract the caller data once and store it on the call;
 //   then one call-effect job per effect (job id = firm + call + effect): lead, crm, email,
 //   team_chat — each with its own attempts and backoff (core/domain/call-analysis/call-effects.ts).

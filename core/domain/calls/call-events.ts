@@ -53,7 +53,8 @@ export async function applyCallEvent(db: Db, job: CallEventJob, callId: string):
 function statusFor(event: CallEventName, payload: ProviderCallSnapshot): CallStatus {
   if (event === 'call_started') return 'ongoing';
   const reported = payload.call_status;
-  // Retell tells a dial failure by its reason, whatever call_status says beside it (§6.1).
+  // Retell tells a dial failure by its reason, whatever call_status says beside it
+  // (docs/webhooks.md#answered-or-not).
   if (reported !== 'error' && isDialFailure(payload.disconnection_reason)) return 'not_connected';
   return reported === 'not_connected' || reported === 'error' || reported === 'ended' ? reported : 'ended';
 }

@@ -4,8 +4,9 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 
 // Our call for a provider's call id, without a query by a field other than _id: a key document
-// whose _id is the provider's id (README: data access rules). Written when the provider's id
-// becomes known (the dial's answer, or the first webhook that carries our id in its metadata).
+// whose _id is the provider's id (docs/operations.md#data-access-on-ferretdb-and-mongodb). Written when
+// the provider's id becomes known (the dial's answer, or the first webhook that carries our id in its
+// metadata).
 
 interface CallKeyDoc {
   /** `provider|<firm>|<provider call id>` */

@@ -65,7 +65,7 @@ export interface CallExtraction extends CallerData {
   extracted_at: Date;
 }
 
-/** The state of a call's effect as clients see it (CONTRACT §3.12). */
+/** The state of a call's effect as clients see it (docs/webhooks.md#effects-on-get-call). */
 export type CallEffectState = 'pending' | 'done' | 'skipped' | 'failed';
 
 export interface CallDoc {
@@ -204,8 +204,8 @@ export function allowedDestination(firm: FirmDoc, toNumber: string): Dialable | 
 }
 
 /**
- * The rule for every number the service dials (CONTRACT §3.1): a possible number for its
- * country (400 invalid_request), in a country of the firm's allowed_call_countries (400
+ * The rule for every number the service dials (docs/calls.md#which-numbers-may-be-dialled): a possible
+ * number for its country (400 invalid_request), in a country of the firm's allowed_call_countries (400
  * destination_not_allowed). `path` names the number in the request, for the error details.
  */
 function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {

@@ -85,7 +85,8 @@ export async function prepareCampaignLeads(
   const found = new Map<string, LeadDoc>();
   for (let i = 0; i < ids.length; i += READ_CONCURRENCY) {
     const slice = ids.slice(i, i + READ_CONCURRENCY);
-    // Point reads by _id (README: data access); the firm is checked on each document.
+    // Point reads by _id (docs/operations.md#data-access-on-ferretdb-and-mongodb); the firm is checked on
+    // each document.
     const docs = await Promise.all(slice.map((id) => leadsCollection(db).findOne({ _id: id })));
     docs.forEach((doc) => {
       if (doc !== null && doc.firm === firm._id) found.set(doc._id, doc);

@@ -28,7 +28,7 @@ import {
   type CampaignDoc,
 } from './campaign-store.js';
 
-// Campaigns (CONTRACT §3.6): create with leads, add leads while draft, launch once, pause,
+// Campaigns (docs/campaigns.md): create with leads, add leads while draft, launch once, pause,
 // resume, cancel. The launch flips draft → running behind a claim (`launch:<campaign>`), reads
 // the callable count kept as leads were added, enqueues the fan-out and answers: its time does
 // not depend on the number of leads. Workers do the rest (campaign-fanout.ts, campaign-calls.ts).

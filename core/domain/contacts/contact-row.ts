@@ -2,16 +2,15 @@ import { quote } from '../../platform/errors.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { normalizePhone, type CountryCode } from '../contact-points/phones.js';
 
-// One row of a contacts import, checked and normalised (CONTRACT §3.7). Pure: no I/O.
+// One row of a contacts import, checked and normalised (docs/contacts.md#rows). Pure: no I/O.
 //
 // A row is an error when it is not an object, when a field has the wrong type or is too long,
 // or when it has neither a valid phone nor a valid email. A phone that is present but invalid
-// is an error even with a valid email (the contract says so: a contact we cannot call is not
-// what the firm meant to import). An email that is present but invalid, beside a valid phone,
-// is not an error (the contract names only the phone case): the contact is imported by its
-// phone, without that email.
+// is an error even with a valid email (docs/contacts.md#rows): a contact we cannot call is not
+// what the firm meant to import. An email that is present but invalid, beside a valid phone,
+// is not an error: the contact is imported by its phone, without that email.
 
-/** The text fields a contact may carry besides phone, email and tags (CONTRACT §3.7). */
+/** The text fields a contact may carry besides phone, email and tags (docs/contacts.md#import). */
 export const CONTACT_TEXT_FIELDS = [
   'first_name',
   'last_name',

@@ -18,9 +18,9 @@ import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
 
-// A firm's Clio connected with OAuth (CONTRACT §6.2). The connect link sends the firm's browser to
-// Clio with a `state` claimed for the firm (an insert whose _id is the state; valid 10 minutes;
-// the callback deletes it, so it works once). The callback exchanges the code and keeps the
+// A firm's Clio connected with OAuth (docs/clio.md#connected-with-oauth). The connect link sends the
+// firm's browser to Clio with a `state` claimed for the firm (an insert whose _id is the state; valid 10
+// minutes; the callback deletes it, so it works once). The callback exchanges the code and keeps the
 // tokens in clio_connections (`_id` = the firm), never in the firm's settings, which only say
 // {provider, oauth: {region, status, connected_at}}. A token is refreshed shortly before it
 // expires and once after a 401, under a per-firm Redis lock: whoever takes the lock reads the

@@ -3,9 +3,9 @@ import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
 import { isKnownCountry } from '../contact-points/phones.js';
 
-// Firm settings (CONTRACT §2). Secrets are write-only: reads show SECRET_MASK, and sending
-// the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent to
-// changes (crm.base_url needs crm.access_token again). URLs the service calls must pass the URL
+// Firm settings (docs/authentication.md#firm-settings). Secrets are write-only: reads show SECRET_MASK,
+// and sending the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent
+// to changes (crm.base_url needs crm.access_token again). URLs the service calls must pass the URL
 // policy (core/platform/url-policy.ts) when they are stored, and again when they are called.
 
 const SECRET_MASK = '********';
@@ -93,7 +93,10 @@ export interface FirmSettings {
   allowed_call_countries: string[];
 }
 
-/** A Clio connected with OAuth (§6.2): its tokens are kept apart (clio_connections), never here. */
+/**
+ * A Clio connected with OAuth (docs/clio.md#connected-with-oauth): its tokens are kept apart
+ * (clio_connections), never here.
+ */
 export interface ClioOAuthState {
   region: 'us' | 'eu' | 'ca' | 'au';
   status: 'connected' | 'reconnect_required';

@@ -1,7 +1,8 @@
-// The firm's calling window (CONTRACT §2: settings.calling_window {start, end, days}) read in a
-// time zone with Intl only: `days` are ISO weekdays (1 = Monday … 7 = Sunday) of the day a
-// window opens; an `end` before `start` is a window over midnight (22:00–06:00), an `end` equal
-// to `start` a whole day. Campaign calls are placed only inside it; one due outside waits.
+// The firm's calling window (settings.calling_window {start, end, days};
+// docs/campaigns.md#calling-window) read in a time zone with Intl only: `days` are ISO weekdays (1 =
+// Monday … 7 = Sunday) of the day a window opens; an `end` before `start` is a window over midnight
+// (22:00–06:00), an `end` equal to `start` a whole day. Campaign calls are placed only inside it; one due
+// outside waits.
 
 export interface CallingWindow {
   start: string;

@@ -9,7 +9,7 @@ import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.js';
 
-// Workflows: a firm's flow-builder graphs (CONTRACT §3.8, §3.9).
+// Workflows: a firm's flow-builder graphs (docs/workflows.md).
 //
 // Storage. Nodes and edges are the client's objects, with keys and values of its choosing, and
 // must come back exactly as sent. As BSON they would not: MongoDB and FerretDB refuse or

@@ -14,8 +14,8 @@ import {
 import { SIMULATOR_VOICES } from './simulator-voices.js';
 import { reachesVoicemail } from './simulator-voicemail.js';
 
-// The built-in voice provider (CONTRACT §5). Like a real provider it keeps its own records of
-// the calls it placed (simulator_calls) and later reports on them through the firm's public
+// The built-in voice provider (docs/calls.md#the-simulator). Like a real provider it keeps its own
+// records of the calls it placed (simulator_calls) and later reports on them through the firm's public
 // webhook (see simulator-engine.ts). Everything it needs (the agent's script, the webhook
 // target) comes with the call, as a provider's own configuration would: it reads nothing of
 // ours. Number rules: ...0000 is not answered, ...9999 fails, ...7777 reaches voicemail.

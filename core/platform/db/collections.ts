@@ -51,8 +51,9 @@ export function collection<T extends Document>(db: Db, name: CollectionName): Co
 /**
  * Collections kept one per firm, named `<base>.<firm slug>` (created by their first insert; no
  * index but _id): for large documents, so that no read of one firm's records ever goes through
- * another firm's. FerretDB answers even a read by _id by scanning its whole table, and the cost
- * of a scan grows with the bytes stored (README: Data access).
+ * another firm's. FerretDB scans a table for most filters (and for reads by _id too, without the GIN
+ * index the local cluster adds), and a scan's cost grows with the bytes stored in it
+ * (docs/operations.md#data-access-on-ferretdb-and-mongodb).
  */
 export const FIRM_COLLECTIONS = {
   /** Flow-builder graphs, one document per workflow (nodes and edges kept as JSON text). */

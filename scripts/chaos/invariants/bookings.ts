@@ -81,7 +81,8 @@ export async function bookingRows(ctx: CheckContext): Promise<Row[]> {
         (a, b) => a - b,
       );
       const mailed = times.length;
-      // A repeat only when a worker died between SMTP's acceptance and the `sent` record (README).
+      // A repeat only when a worker died between SMTP's acceptance and the `sent` record
+      // (docs/bookings.md#sending-once).
       const repeatsExplained = times
         .slice(1)
         .every((t, i) =>

@@ -55,8 +55,8 @@ export async function callEffectRows(ctx: CheckContext, facts: CallFacts): Promi
   /**
    * Mail and Slack cannot be asked whether a send went through: a worker that dies between the
    * send and its record leaves the outcome unknown, and the next attempt sends again (at least
-   * once, never lost: README "Claims, record locks and effects"). A repeat is accepted only when
-   * a worker ended abruptly within 5 s after the first send and before the repeat; any other
+   * once, never lost: docs/architecture.md#claims-record-locks-and-effects). A repeat is accepted only
+   * when a worker ended abruptly within 5 s after the first send and before the repeat; any other
    * repeat is a bug.
    */
   const perSend = (name: string, times: (c: CallRow) => number[]) => {
