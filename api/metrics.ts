@@ -1,5 +1,7 @@
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Db } from 'mongodb';
 import type { Queues } from '../jobs/queues.js';
+import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.js';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -10,7 +12,7 @@ export interface HttpMetrics {
  * One registry per app: HTTP latency observed here, queue depth and job outcomes read from
  * Redis at scrape time (outcomes are counted by the workers through BullMQ's metrics).
  */
-export function createMetrics(queues: Queues): HttpMetrics {
+export function createMetrics(queues: Queues, db: Db): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({
@@ -56,6 +58,18 @@ export function createMetrics(queues: Queues): HttpMetrics {
             this.set({ queue: queue.name, outcome }, metrics.meta.count);
           }),
         ),
+      );
+    },
+  });
+  new Gauge({
+    name: 'webhook_outbox_deliveries',
+    help: 'Webhook deliveries kept in MongoDB while Redis was down, not yet moved to their queues',
+    registers: [registry],
+    async collect() {
+      // MongoDB down: no figure rather than a failed scrape.
+      await countKeptDeliveries(db).then(
+        (n) => this.set(n),
+        () => this.reset(),
       );
     },
   });

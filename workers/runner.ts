@@ -6,6 +6,7 @@ import type { Attempt } from '../core/platform/db/effect-recorder.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
+import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
 
 interface ProcessorContext {
   services: Services;
@@ -113,8 +114,12 @@ export function startWorkers(
       );
   }
 
+  // Webhook deliveries kept in MongoDB while Redis was down go to their queues from here.
+  const drain = startOutboxDrain(services);
+
   return {
     async stop() {
+      await drain.stop();
       const graceMs = Math.max(1000, services.config.shutdownTimeoutMs - 5000);
       // close() stops fetching at once and resolves when the active jobs have finished.
       const graceful = Promise.all(workers.map((w) => w.worker.close())).then(() => true);

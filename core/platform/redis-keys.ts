@@ -126,6 +126,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'clio-token', firm);
   }
 
+  /** The lock of the webhook outbox's drain (one process moves it into the queues at a time). */
+  webhookOutboxLock(): string {
+    return key(this.prefix, 'lock', 'webhook-outbox');
+  }
+
   /** A SCAN MATCH pattern for every lock above (checks that none is left over). */
   anyLock(): string {
     return key(this.prefix, 'lock', '*');

@@ -212,10 +212,17 @@ export class Faults {
         retryAfter: ready.headers.get('retry-after'),
         at: Date.now(),
       });
-      const answered = i % 2 === 0 ? await this.workload.probeCall() : await this.workload.probeBooking();
+      // In turn: a call to place, a Cal.com event and a Retell call (docs/resilience.md).
+      const target = (['create-outbound-call', 'booking-webhook', 'call-webhook'] as const)[i % 3]!;
+      const answered =
+        target === 'create-outbound-call'
+          ? await this.workload.probeCall()
+          : target === 'booking-webhook'
+            ? await this.workload.probeBooking()
+            : await this.workload.probeRetell();
       this.ledger.probes.push({
         fault,
-        target: i % 2 === 0 ? 'create-outbound-call' : 'booking-webhook',
+        target,
         status: answered.status,
         retryAfter: answered.retryAfter,
         at: Date.now(),

@@ -12,6 +12,7 @@ import { faultRows } from './invariants/faults.js';
 import { importRows } from './invariants/imports.js';
 import { jobRows } from './invariants/jobs.js';
 import { redisRows } from './invariants/redis.js';
+import { webhookOutboxRows } from './invariants/webhook-outbox.js';
 import type { Row } from './invariants/rows.js';
 
 export type { CheckContext } from './invariants/context.js';
@@ -26,6 +27,7 @@ export async function checkInvariants(ctx: CheckContext): Promise<Row[]> {
     ...(await directCallRows(ctx, facts)),
     ...(await callEffectRows(ctx, facts)),
     ...(await bookingRows(ctx)),
+    ...(await webhookOutboxRows(ctx)),
     ...(await importRows(ctx)),
     ...(await jobRows(ctx, facts)),
     ...answerRows(ctx),

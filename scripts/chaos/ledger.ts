@@ -78,9 +78,18 @@ export interface WebhookCopy {
 
 export interface ProbeRecord {
   fault: 'redis' | 'mongodb';
-  target: 'readyz' | 'create-outbound-call' | 'booking-webhook';
+  target: 'readyz' | 'create-outbound-call' | 'booking-webhook' | 'call-webhook';
   status: number;
   retryAfter: string | null;
+  at: number;
+}
+
+/** A Retell call (call_started, then call_ended) sent during an outage, straight to the web process. */
+export interface RetellProbe {
+  firm: string;
+  providerCallId: string;
+  started: number;
+  ended: number;
   at: number;
 }
 
@@ -102,6 +111,7 @@ export class Ledger {
   /** Our second copies of call_analyzed, sent straight to the web process. */
   readonly copies: WebhookCopy[] = [];
   readonly probes: ProbeRecord[] = [];
+  readonly retellProbes: RetellProbe[] = [];
   readonly faults: FaultRecord[] = [];
   /** The outage under way, as the fault injector announces it. */
   window: FaultWindow = null;

@@ -572,6 +572,57 @@ export class Workload {
     return answered;
   }
 
+  /**
+   * A probe Retell call during an outage, on the bookings firm (whose calls no other check reads):
+   * call_started then call_ended, each sent once; a 200 must be applied like any other.
+   */
+  async probeRetell(): Promise<Answered> {
+    const p = this.probeCount++;
+    const firm = this.firms.bookings;
+    const providerCallId = `call_probe_${p}_${hex(4)}`;
+    const start = Date.now() - 60_000;
+    const call = {
+      call_type: 'phone_call',
+      call_id: providerCallId,
+      agent_id: 'agent_chaos_probe',
+      direction: 'inbound',
+      from_number: phoneOf('628', p, 'answered'),
+      to_number: '+14155550100',
+      start_timestamp: start,
+    };
+    const deliver = async (event: string, body: Record<string, unknown>) => {
+      const rawBody = JSON.stringify({ event, call: body });
+      return send(this.ledger, this.cluster.webUrl, 'POST', `/api/v2/${firm.slug}/webhook`, {
+        route: 'POST call webhook (probe)',
+        rawBody,
+        headers: {
+          'Content-Type': 'application/json',
+          [RETELL_SIGNATURE_HEADER]: signRetellWebhook(rawBody, firm.voiceSecret),
+        },
+        retryForMs: 0,
+        timeoutMs: 15_000,
+      });
+    };
+    const started = await deliver('call_started', { ...call, call_status: 'ongoing' });
+    const ended = await deliver('call_ended', {
+      ...call,
+      call_status: 'ended',
+      end_timestamp: start + 45_000,
+      duration_ms: 45_000,
+      disconnection_reason: 'user_hangup',
+      transcript: 'Agent: Hello.\nUser: Hi, I was in an accident.',
+    });
+    this.ledger.retellProbes.push({
+      firm: firm.slug,
+      providerCallId,
+      started: started.status,
+      ended: ended.status,
+      at: Date.now(),
+    });
+    const worst = started.status === 200 ? ended : started;
+    return { status: worst.status, retryAfter: worst.headers.get('retry-after') };
+  }
+
   /** A probe booking during an outage: sent once; a 200 must store its reminders like any other. */
   probeBooking(): Promise<Answered> {
     const p = this.probeCount++;

@@ -1,8 +1,10 @@
 // The call webhook's door (docs/webhooks.md#authentication-before-the-body, items 1–2 of issue 8):
 // Retell's signature checked over the raw body with the firm's secret; a refused request leaves nothing
 // behind; an accepted one is one job whose id derives from the firm, the event and the call, so a repeat
-// adds nothing; and a 200 is never sent when the job could not be enqueued (503 instead).
+// adds nothing; and a 200 is never sent for a delivery not kept (in the queue, or in MongoDB while Redis is down).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -131,7 +133,7 @@ describe('one job per firm, event and call', () => {
   });
 });
 
-describe('a 200 only for an enqueued job', () => {
+describe('a 200 only for a delivery kept durably', () => {
   let redis: PrivateRedis;
   let outage: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
@@ -147,19 +149,26 @@ describe('a 200 only for an enqueued job', () => {
     await redis?.remove();
   });
 
-  it('answers 503 with Retry-After while Redis is down (signed or bearer), and 200 again once it is back', async () => {
+  it('while Redis is down a delivery (signed or bearer) is kept in the MongoDB outbox and answered 200; once it is back, straight to the queue', async () => {
+    const outbox = outage.services.mongo.db.collection(COLLECTIONS.webhookOutbox);
     expect((await postSigned(outage, firm.slug, SECRET_A, retellCallAnalyzed())).status).toBe(200);
     await redis.stop();
     await eventually(async () => expect(outage.services.redis.status).not.toBe('ready'));
 
     const signed = await postSigned(outage, firm.slug, SECRET_A, retellCallAnalyzed());
-    expectError(signed, 503, 'unavailable');
-    expect(signed.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(signed.status).toBe(200);
     const bearer = await firm.client.post(`/api/v2/${firm.slug}/webhook`, retellCallAnalyzed());
-    expectError(bearer, 503, 'unavailable');
+    expect(bearer.status).toBe(200);
+    expect(await outbox.countDocuments({ firm: firm.slug })).toBe(2);
+    // A refused delivery is not kept.
+    const forged = await postSigned(outage, firm.slug, SECRET_B, retellCallAnalyzed());
+    expectError(forged, 401, 'unauthorized');
+    expect(await outbox.countDocuments({})).toBe(2);
 
     await redis.start();
     await eventually(async () => expect((await outage.api.get('/readyz')).status).toBe(200), 20_000);
+    await outbox.deleteMany({}); // what a worker's drain does (test/webhooks/redis-outage-deliveries.test.ts)
+    await sleep(600);
     const body = retellCallAnalyzed();
     expect((await postSigned(outage, firm.slug, SECRET_A, body)).status).toBe(200);
     const jobs = await outage.services.queues['call-events'].getJobs(['waiting']);

@@ -14,8 +14,7 @@ import {
   verifyCalSignature,
 } from '../../../core/integrations/booking/cal-signature.js';
 import { isBookingTrigger } from '../../../jobs/bookings.js';
-import { enqueue } from '../../../jobs/define.js';
-import { JOBS } from '../../../jobs/table.js';
+import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
 import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import {
@@ -121,7 +120,8 @@ export const bookingRoutes = [
           rawBody: (koa.request as { rawBody?: string }).rawBody ?? '',
           receivedAt: Date.now(),
         });
-        await enqueue(services.queues, JOBS.bookingEvent, event);
+        // Cal.com sends once: in the queue, or in the MongoDB outbox while Redis is down.
+        await acceptDelivery(services, 'bookingEvent', params.firm, event);
       }
       return { received: true as const };
     },

@@ -6,8 +6,7 @@ import {
   verifyRetellSignature,
 } from '../../../core/integrations/voice/webhook-signature.js';
 import { isCallEvent } from '../../../jobs/calls.js';
-import { enqueue } from '../../../jobs/define.js';
-import { JOBS } from '../../../jobs/table.js';
+import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
 import { invalidRequest } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
@@ -54,7 +53,8 @@ export const callWebhookRoutes = [
             { path: '/call', message: 'is required' },
           ]);
         }
-        await enqueue(services.queues, JOBS.callEvent, {
+        // In the queue, or in the MongoDB outbox while Redis is down (docs/webhooks.md#redis-outages).
+        await acceptDelivery(services, 'callEvent', params.firm, {
           firm: params.firm,
           event: body.event,
           call: snapshotProviderCall(body.call),

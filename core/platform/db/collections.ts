@@ -40,6 +40,11 @@ export const COLLECTIONS = {
   clioOAuthStates: 'clio_oauth_states',
   /** Claims: the reconnect mail of a refused refresh (`<firm>|<refresh token id>`), sent once. */
   clioReconnectNotices: 'clio_reconnect_notices',
+  /**
+   * Webhook deliveries kept while Redis was down (`_id`: time received, then a sequence), moved
+   * into their queues in that order when it is back (core/domain/deliveries/delivery-outbox.ts).
+   */
+  webhookOutbox: 'webhook_outbox',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -45,6 +45,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.clioConnections]: [],
   [COLLECTIONS.clioOAuthStates]: [],
   [COLLECTIONS.clioReconnectNotices]: [],
+  // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
+  [COLLECTIONS.webhookOutbox]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -38,14 +38,20 @@ export function answerRows(ctx: CheckContext): Row[] {
     const counts = countBy(work.map((p) => `${p.target} ${p.status}`));
     const odd = work.filter((p) => p.status !== 503 && p.status !== 200);
     const oddRetry = work.filter((p) => p.status === 503 && !/^\d+$/.test(p.retryAfter ?? ''));
+    // With Redis down a call cannot be placed (503), but a webhook delivery is kept in MongoDB
+    // and acknowledged (200): its senders do not retry, or not for long.
+    const isWebhook = (p: { target: string }) =>
+      p.target === 'booking-webhook' || p.target === 'call-webhook';
     rows.push(
       row(
-        `${fault} down: work answered 503 + Retry-After, or 200 only when stored`,
+        fault === 'redis'
+          ? 'redis down: calls answered 503 + Retry-After; webhooks kept (200)'
+          : `${fault} down: work answered 503 + Retry-After, or 200 only when stored`,
         `${work.length} probes`,
         [...counts.entries()].map(([k, v]) => `${k}: ${v}`).join(', ') || '-',
         odd.length === 0 &&
           oddRetry.length === 0 &&
-          (fault !== 'redis' || work.every((p) => p.status === 503)),
+          (fault !== 'redis' || work.every((p) => p.status === (isWebhook(p) ? 200 : 503))),
       ),
     );
   }

@@ -1,0 +1,235 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { collection, COLLECTIONS } from '../../platform/db/collections.js';
+import { UnavailableError } from '../../platform/errors.js';
+import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import type { Services } from '../../wiring/services.js';
+import { enqueue, type JobDefinition, type PayloadOf } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import type { QueueName } from '../../../jobs/queues.js';
+
+// Webhook senders that do not retry (Cal.com sends once; Retell three times in a few seconds)
+// must not lose an event because Redis is down (docs/webhooks.md#redis-outages). A delivery that
+// passed authentication is acknowledged only once it is durable: in its queue, or, when Redis
+// cannot take it, in this MongoDB outbox. A worker process moves the outbox into the queues,
+// oldest first, as soon as Redis is back; a web process that has seen Redis go away keeps
+// putting new deliveries behind the outbox's until the outbox is empty, so the events of one
+// booking or call reach the queue in the order they arrived.
+
+/** The jobs a webhook delivery becomes (the outbox names them by their key in the job table). */
+export type DeliveryJob = 'callEvent' | 'bookingEvent';
+
+/** One delivery kept while Redis was down. `_id` orders the outbox: time received, then a sequence. */
+export interface OutboxEntry {
+  _id: string;
+  job: DeliveryJob;
+  firm: string;
+  /** The bookings or calls the delivery is about: the drain applies their deliveries one after another. */
+  keys: string[];
+  /** The job's payload as JSON text (provider data may hold keys MongoDB will not store as fields). */
+  payload: string;
+  stored_at: Date;
+}
+
+/** How long an add may take before the delivery goes to the outbox instead (a hung Redis). */
+export const ENQUEUE_TIMEOUT_MS = 2_000;
+/** How often a web process behind the outbox looks whether it has emptied. */
+const EMPTY_CHECK_MS = 500;
+
+let sequence = 0;
+const processTag = randomBytes(4).toString('hex');
+
+/** Sorts by time received (ms, zero-padded), then this process's sequence: the drain order. */
+function outboxId(now: number): string {
+  sequence = (sequence + 1) % 1e9;
+  return `${String(now).padStart(15, '0')}.${String(sequence).padStart(9, '0')}.${processTag}`;
+}
+
+/**
+ * Per process: whether new deliveries must queue behind the outbox. True at start (the outbox
+ * may hold deliveries from before) and whenever the Redis connection drops; false once a check
+ * found the outbox empty while Redis was ready.
+ */
+class OutboxGate {
+  private behind = true;
+  private checkedAt = 0;
+
+  constructor(private readonly services: Services) {
+    services.redis.on('close', () => {
+      this.behind = true;
+    });
+  }
+
+  async mustQueueBehind(): Promise<boolean> {
+    if (!this.behind) return false;
+    if (this.services.redis.status !== 'ready') return true;
+    if (Date.now() - this.checkedAt < EMPTY_CHECK_MS) return true;
+    this.checkedAt = Date.now();
+    const first = await outbox(this.services).findOne({}, { projection: { _id: 1 } });
+    if (first === null) this.behind = false;
+    return this.behind;
+  }
+
+  markBehind(): void {
+    this.behind = true;
+  }
+}
+
+const gates = new WeakMap<Services, OutboxGate>();
+const gateOf = (services: Services): OutboxGate => {
+  let gate = gates.get(services);
+  if (gate === undefined) gates.set(services, (gate = new OutboxGate(services)));
+  return gate;
+};
+
+const outbox = (services: Services) => collection<OutboxEntry>(services.mongo.db, COLLECTIONS.webhookOutbox);
+
+async function enqueueWithin<T>(services: Services, job: JobDefinition<T>, data: T): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UnavailableError('redis')), ENQUEUE_TIMEOUT_MS);
+  });
+  try {
+    // An add that completes after the timeout is harmless: the outbox's copy has the same job
+    // id, and every processor treats a repeat as a no-op.
+    await Promise.race([enqueue(services.queues, job, data), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Makes an authenticated delivery durable before it is acknowledged: its job in the queue, or,
+ * while Redis is unreachable (or the outbox still holds older deliveries), an outbox entry in
+ * MongoDB. Throws (503) only when neither store takes it.
+ */
+export async function acceptDelivery<K extends DeliveryJob>(
+  services: Services,
+  key: K,
+  firm: string,
+  data: PayloadOf<(typeof JOBS)[K]>,
+): Promise<'queued' | 'outbox'> {
+  const gate = gateOf(services);
+  if (!(await gate.mustQueueBehind().catch(() => true))) {
+    try {
+      await enqueueWithin(services, JOBS[key] as unknown as JobDefinition<typeof data>, data);
+      return 'queued';
+    } catch (err) {
+      if (!(err instanceof UnavailableError)) throw err;
+      gate.markBehind();
+      services.log.warn({ job: key, firm }, 'Redis unavailable: delivery kept in the MongoDB outbox');
+    }
+  }
+  await outbox(services).insertOne({
+    _id: outboxId(Date.now()),
+    job: key,
+    firm,
+    keys: orderKeys(key, data),
+    payload: JSON.stringify(data),
+    stored_at: new Date(),
+  });
+  return 'outbox';
+}
+
+/** A call's provider id; a booking's uid and the uid it replaces (a reschedule touches both). */
+function orderKeys<K extends DeliveryJob>(key: K, data: PayloadOf<(typeof JOBS)[K]>): string[] {
+  if (key === 'callEvent') return [`call|${(data as PayloadOf<typeof JOBS.callEvent>).call.call_id}`];
+  const booking = data as PayloadOf<typeof JOBS.bookingEvent>;
+  return [booking.uid, ...(booking.reschedule_uid === undefined ? [] : [booking.reschedule_uid])].map(
+    (uid) => `booking|${uid}`,
+  );
+}
+
+/** How many entries one drain pass reads at a time. */
+const DRAIN_BATCH = 100;
+
+/**
+ * Moves the outbox into the queues, oldest first, one entry at a time (its job added, then the
+ * entry deleted: a crash between the two re-adds the same job id, which changes nothing). One
+ * process drains at a time. Stops at the first entry that cannot be added, so order holds.
+ * Returns how many entries were moved.
+ */
+export async function drainOutbox(services: Services): Promise<number> {
+  if (services.redis.status !== 'ready') return 0;
+  const lock = redisKeys(services.config.queuePrefix).webhookOutboxLock();
+  try {
+    return await withRecordLock(services.redis, lock, () => moveAll(services), {
+      waitMs: 0,
+      ttlMs: 30_000,
+      renew: true,
+    });
+  } catch (err) {
+    if (err instanceof RecordBusyError) return 0; // another process is draining
+    throw err;
+  }
+}
+
+async function moveAll(services: Services): Promise<number> {
+  let moved = 0;
+  // The job each booking or call was last given in this pass: its next delivery waits for it.
+  const previous = new Map<string, { queue: QueueName; id: string }>();
+  for (;;) {
+    const batch = await outbox(services).find({}).sort({ _id: 1 }).limit(DRAIN_BATCH).toArray();
+    if (batch.length === 0) return moved;
+    for (const entry of batch) {
+      const job = JOBS[entry.job] as JobDefinition<unknown> | undefined;
+      if (job?.id === undefined) throw new Error(`Outbox entry ${entry._id} names no job (${entry.job})`);
+      const data = JSON.parse(entry.payload) as unknown;
+      // A burst of kept deliveries would otherwise run side by side on the workers: a booking's
+      // cancel before its creation, a call's end before its start.
+      for (const key of entry.keys ?? []) {
+        const before = previous.get(key);
+        if (before !== undefined) await settled(services, before);
+      }
+      await enqueue(services.queues, job, data);
+      await outbox(services).deleteOne({ _id: entry._id });
+      for (const key of entry.keys ?? []) previous.set(key, { queue: job.queue, id: job.id(data) });
+      moved++;
+    }
+  }
+}
+
+/** How long the drain waits for a booking's or call's previous job (one retrying is let be). */
+const SETTLE_WAIT_MS = 15_000;
+
+/** Waits until a job has completed or failed (or is gone), up to SETTLE_WAIT_MS. */
+async function settled(services: Services, job: { queue: QueueName; id: string }): Promise<void> {
+  const deadline = Date.now() + SETTLE_WAIT_MS;
+  while (Date.now() < deadline) {
+    const state = await services.queues[job.queue].getJobState(job.id);
+    if (state === 'completed' || state === 'failed' || state === 'unknown') return;
+    await sleep(20);
+  }
+  services.log.warn({ job }, 'webhook outbox: previous delivery still pending; moving on');
+}
+
+/** How many deliveries wait in the outbox (the metrics' gauge; an estimate from collection stats). */
+export const countKeptDeliveries = (db: Db): Promise<number> =>
+  collection<OutboxEntry>(db, COLLECTIONS.webhookOutbox).estimatedDocumentCount();
+
+/** How often a worker process looks at the outbox. */
+export const DRAIN_INTERVAL_MS = 1_000;
+
+/** The worker process's drain loop: runs until `stop()` resolves. */
+export function startOutboxDrain(services: Services): { stop(): Promise<void> } {
+  let stopping = false;
+  const loop = (async () => {
+    while (!stopping) {
+      try {
+        const moved = await drainOutbox(services);
+        if (moved > 0) services.log.info({ moved }, 'webhook outbox moved into the queues');
+      } catch (err) {
+        services.log.warn({ err: (err as Error).message }, 'webhook outbox drain paused');
+      }
+      if (!stopping) await sleep(DRAIN_INTERVAL_MS);
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await loop;
+    },
+  };
+}
