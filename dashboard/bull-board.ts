@@ -24,12 +24,15 @@ const CSP = [
 ].join('; ');
 const EXTERNAL_STYLESHEET = /<link[^>]+href="https?:\/\/[^"]*"[^>]*rel="stylesheet"[^>]*>/g;
 
-// Adding jobs is refused for everyone (below), so the board should not offer it: Bull Board 9.10.1
-// shows "Add job" in each queue's menu and "Duplicate" on each job (which opens the same form)
-// with no switch to hide them short of read-only mode. They are hidden by their icons, the only
-// stable mark they carry (test/dashboard/read-only-board.test.ts checks they stay hidden).
-const HIDE_ADD_JOB_CSS =
-  '<style>[role="menuitem"]:has(> svg.lucide-plus), button:has(> svg.lucide-files) { display: none !important; }</style>';
+// Adding jobs and editing a job's data are refused for everyone (below), so the board should not
+// offer them: Bull Board 9.10.1 shows "Add job" in each queue's menu, "Duplicate" on each job (which
+// opens the same form) and "Update Data" (a pencil) on each job, with no switch to hide them short of
+// read-only mode. They are hidden by their icons, the only stable mark they carry; the queue's and a
+// scheduler's own pencils (allowed edits) carry an aria-label, a job's does not
+// (test/dashboard/read-only-board.test.ts checks which stay hidden).
+const HIDE_REFUSED_ACTIONS_CSS =
+  '<style>[role="menuitem"]:has(> svg.lucide-plus), button:has(> svg.lucide-files), ' +
+  'button:not([aria-label]):has(> svg.lucide-pencil) { display: none !important; }</style>';
 
 // Forgery (docs/operations.md#forgery). A browser that has opened the board sends the cached basic-auth
 // credentials with any request to it, including a form another site auto-submits, and Bull
@@ -45,6 +48,11 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 // refused here for everyone, before parsing; its router matches paths case-insensitively.
 const ADD_JOB_ROUTE = '/api/queues/:queueName/add';
 const ADD_JOB_PATH = /^\/+api\/+queues\/+[^/]+\/+add\/*$/i;
+// Replacing a job's data is the same power as adding one (issue 19 L4: a reminder job was given
+// another firm's data), and no operator need either: refused alike, whatever the method.
+const UPDATE_DATA_ROUTE = '/api/queues/:queueName/:jobId/update-data';
+const UPDATE_DATA_PATH = /^\/+api\/+queues\/+[^/]+\/+[^/]+\/+update-data\/*$/i;
+const JOB_DATA_REFUSAL = "A job's data cannot be changed from the queue dashboard.";
 
 /** The origin `url` names, or null when it is not an http(s) URL. */
 function originOf(url: string): string | null {
@@ -84,9 +92,11 @@ function refuseForgery(ctx: Context, publicOrigin: string | null): void {
     throw forbidden('The queue dashboard only takes JSON bodies.');
   }
   const rest = ctx.path.slice(BULL_BOARD_PATH.length);
-  if (ctx.method === 'POST' && (ADD_JOB_PATH.test(rest) || ADD_JOB_PATH.test(safeDecode(rest)))) {
+  const names = (pattern: RegExp): boolean => pattern.test(rest) || pattern.test(safeDecode(rest));
+  if (ctx.method === 'POST' && names(ADD_JOB_PATH)) {
     throw forbidden('Jobs cannot be added from the queue dashboard.');
   }
+  if (names(UPDATE_DATA_PATH)) throw forbidden(JOB_DATA_REFUSAL);
 }
 
 function safeDecode(path: string): string {
@@ -102,7 +112,8 @@ type BoardAccess = 'operate' | 'read_only';
 
 // Which board a request reaches: the platform key operates the queues; ADMIN_READONLY_API_KEY
 // only looks. Both keys are compared in constant time, and both comparisons always run, so the
-// time taken does not tell which key (if either) a password was close to.
+// time taken does not tell which key (if either) a password was close to. The platform key
+// itself, not any platform principal: a platform session JWT is refused (issue 19 L4).
 async function boardAccess(ctx: Context, services: Services): Promise<BoardAccess> {
   const { adminApiKey, adminReadonlyApiKey } = services.config;
   const header = ctx.get('Authorization');
@@ -119,11 +130,10 @@ async function boardAccess(ctx: Context, services: Services): Promise<BoardAcces
     if (!safeEqual(password, adminApiKey)) throw challenge();
     return 'operate';
   }
-  const principal = await authenticateBearer(header, services.config, services.mongo.db);
-  if (principal.kind !== 'platform') {
-    throw forbidden('Only the platform key (or the read-only operator key) may open the queue dashboard.');
-  }
-  return 'operate';
+  if (bearer !== null && safeEqual(bearer, adminApiKey)) return 'operate';
+  // Any other token: 401 when it is not valid at all, 403 when it is (a firm's, or a session's).
+  await authenticateBearer(header, services.config, services.mongo.db);
+  throw forbidden('Only the platform key (or the read-only operator key) may open the queue dashboard.');
 }
 
 /** The environment's badge: red for production, amber for staging, blue elsewhere. */
@@ -151,13 +161,14 @@ function mountBoard(services: Services, readOnly: boolean): Middleware {
       },
       // A second lock behind the middleware's checks, keyed on the board's own route rather than
       // on the path we see: should a spelling of a path get past them, the handler still refuses
-      // adding jobs (everyone) and any change at all (the read-only board).
+      // adding jobs and editing their data (everyone) and any change at all (the read-only board).
       handlerHooks: {
         before: ({ route, method }) => {
           if (readOnly && method !== 'get') return { allow: false, status: 403, message: READ_ONLY_REFUSAL };
           if (route === ADD_JOB_ROUTE) {
             return { allow: false, status: 403, message: 'Jobs cannot be added from the queue dashboard.' };
           }
+          if (route === UPDATE_DATA_ROUTE) return { allow: false, status: 403, message: JOB_DATA_REFUSAL };
           return undefined;
         },
       },
@@ -185,7 +196,9 @@ export function bullBoard(services: Services): Middleware {
     ctx.set('Content-Security-Policy', CSP);
     await (access === 'read_only' && readOnlyBoard !== null ? readOnlyBoard : operatorBoard)(ctx, next);
     if (typeof ctx.body === 'string' && ctx.response.is('html')) {
-      ctx.body = ctx.body.replace(EXTERNAL_STYLESHEET, '').replace('</head>', `${HIDE_ADD_JOB_CSS}</head>`);
+      ctx.body = ctx.body
+        .replace(EXTERNAL_STYLESHEET, '')
+        .replace('</head>', `${HIDE_REFUSED_ACTIONS_CSS}</head>`);
     }
   };
 }

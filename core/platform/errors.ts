@@ -44,8 +44,10 @@ export const invalidRequest = (
 export const unauthorized = (message = 'A valid bearer token is required.'): AppError =>
   new AppError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': 'Bearer realm="intake"' });
 
-export const forbidden = (message = 'This token may not act on that firm.'): AppError =>
-  new AppError(403, 'forbidden', message);
+export const forbidden = (
+  message = 'This token may not act on that firm.',
+  details?: ErrorDetail[],
+): AppError => new AppError(403, 'forbidden', message, details);
 
 export const notFound = (thing: string, message?: string): AppError =>
   new AppError(

@@ -239,16 +239,18 @@ describe('in headless Chromium', () => {
     }
   });
 
-  it('the platform key gets the actions, but no "Add job" and no "Duplicate" (adding is refused)', async () => {
+  it('the platform key gets the actions, but no "Add job", "Duplicate" or "Update Data" (refused)', async () => {
     const context = await signedIn(stack.config.adminApiKey);
     try {
       const page = await context.newPage();
       await page.goto(`${stack.baseUrl}${BOARD}/queue/${Q}?status=latest`);
       await page.getByText('staging', { exact: true }).first().waitFor({ state: 'visible' });
       expect(await page.title()).toBe('Intake queues');
-      // A job card: its edit button shows, its duplicate button (the add-job form) does not.
-      await page.locator('button:has(> svg.lucide-pencil)').first().waitFor({ state: 'visible' });
+      // A job card: its clean button shows; its duplicate button (the add-job form) and its update-data
+      // button (a pencil; issue 19 L4) do not.
+      await page.locator('button:has(> svg.lucide-trash-2)').first().waitFor({ state: 'visible' });
       expect(await page.locator('button:has(> svg.lucide-files)').first().isVisible()).toBe(false);
+      expect(await page.locator('button:has(> svg.lucide-pencil)').first().isVisible()).toBe(false);
       await page.locator('button[aria-haspopup="menu"]').first().click();
       await page.getByRole('menuitem', { name: 'Pause' }).waitFor({ state: 'visible' });
       expect(await page.getByRole('menuitem', { name: 'Add job' }).isVisible()).toBe(false);

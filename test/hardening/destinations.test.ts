@@ -56,7 +56,8 @@ describe('create-outbound-call destinations', () => {
   );
 
   it('after PATCHing allowed_call_countries ["US", "GB"] the UK number is accepted (and Canada no longer)', async () => {
-    const patched = await firm.client.patch(`/api/firms/${firm.slug}`, {
+    // Adding a country is the platform's (issue 19 L2: test/hardening/l2-toll-fraud.test.ts).
+    const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { allowed_call_countries: ['US', 'GB'] },
     });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
@@ -67,7 +68,7 @@ describe('create-outbound-call destinations', () => {
     expect((await call('+14155550123')).status).toBe(200);
 
     // null restores the default.
-    const reset = await firm.client.patch(`/api/firms/${firm.slug}`, {
+    const reset = await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { allowed_call_countries: null },
     });
     expect(reset.body.settings.allowed_call_countries).toEqual(['US', 'CA']);

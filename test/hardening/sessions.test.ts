@@ -213,7 +213,10 @@ describe('POST /api/auth/revoke-sessions', () => {
     ['an unknown field', { firmSlug: 'A', everything: true }],
     ['a misspelt field', { firm_slug: 'A' }],
     ['an operator instead of a slug', { firmSlug: { $ne: null } }],
-    ['the platform firm "*"', { firmSlug: '*' }],
+    [
+      'a slug with a "*" in it (only "*" itself names the platform: l5-platform-sessions.test.ts)',
+      { firmSlug: 'a*' },
+    ],
     ['a slug that is not a slug', { firmSlug: 'Not A Slug' }],
   ])('%s is 400', async (_what, body) => {
     const fixed = JSON.parse(JSON.stringify(body).replace('"A"', JSON.stringify(firmA.slug)));

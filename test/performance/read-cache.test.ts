@@ -49,7 +49,7 @@ describe('read cache across two web processes', () => {
     const agentId = await createAgent(firm.client, firm.slug);
     const onSecond = new ApiClient(second.baseUrl).withToken(firm.key);
     for (let i = 0; i < 3; i++) expect((await call(onSecond, firm.slug, agentId)).status).toBe(200);
-    const patched = await firm.client.patch(`/api/firms/${firm.slug}`, {
+    const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { allowed_call_countries: ['GB'] },
     });
     expect(patched.status).toBe(200);

@@ -76,6 +76,19 @@ describe('parseDialable (a number the service may dial)', () => {
     expect(parseDialable(UK)).toEqual({ e164: UK, country: 'GB' });
   });
 
+  it("L2: marks premium-rate and shared-cost numbers (libphonenumber's full metadata), and only those", () => {
+    expect(parseDialable('+19005550199')).toEqual({
+      e164: '+19005550199',
+      country: 'US',
+      costly: 'PREMIUM_RATE',
+    });
+    expect(parseDialable('+449012345678')).toMatchObject({ country: 'GB', costly: 'PREMIUM_RATE' });
+    expect(parseDialable('+33810123456')).toMatchObject({ country: 'FR', costly: 'SHARED_COST' });
+    // Toll-free, fixed and mobile numbers cost the caller nothing extra.
+    for (const n of ['+18005550199', '+14155550123', UK, CANADA])
+      expect(parseDialable(n)?.costly).toBeUndefined();
+  });
+
   it('is null for what is not a possible number of a known country', () => {
     for (const n of ['+1212555', '+99912345678', '+10005551234', '14155550123', '+1 415 555 0123', '']) {
       expect(parseDialable(n)).toBeNull();

@@ -86,7 +86,8 @@ export const AddCampaignLeadsResponse = Type.Object({
 export const LaunchResponse = Type.Object({
   launched: Type.Literal(true),
   calls_queued: Type.Integer({
-    description: 'Distinct callable phones: valid, in allowed_call_countries, not do-not-call',
+    description:
+      'Distinct callable phones: valid, in allowed_call_countries, not premium-rate unless allowed, not do-not-call',
   }),
 });
 

@@ -1,4 +1,5 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
+import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
 import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
 import { defineRoute } from '../../route.js';
@@ -39,7 +40,7 @@ export const firmRoutes = [
     path: '/api/firms/{slug}',
     operationId: 'updateFirm',
     summary:
-      'Change a firm name or settings (null removes a setting; "********" keeps a secret, except crm.access_token when crm.base_url changes)',
+      'Change a firm name or settings (null removes a setting; "********" keeps a secret, except crm.access_token when crm.base_url changes; a firm token may narrow allowed_call_countries but not add to it, nor turn allow_premium_numbers on: 403)',
     tag,
     auth: { kind: 'token' },
     params: FirmParams,
@@ -48,6 +49,8 @@ export const firmRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
       const firm = await requireFirm(services.mongo.db, principal, params.slug);
+      if (principal.kind !== 'platform' && body.settings !== undefined)
+        refuseWidening(firm.settings, body.settings);
       return firmView(await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)));
     },
   }),

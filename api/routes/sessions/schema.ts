@@ -1,7 +1,14 @@
 import { Type } from '@sinclair/typebox';
-import { Body, FirmSlug } from '../../schemas/common.js';
+import { FIRM_SLUG_PATTERN } from '../../../core/domain/firms/firm-slug.js';
+import { Body } from '../../schemas/common.js';
 
-export const RevokeSessionsBody = Body({ firmSlug: FirmSlug });
+export const RevokeSessionsBody = Body({
+  firmSlug: Type.String({
+    pattern: `^\\*$|${FIRM_SLUG_PATTERN}`,
+    maxLength: 63,
+    description: 'Firm slug, or "*" for the platform\'s own session tokens (platform key only)',
+  }),
+});
 
 export const RevokeSessionsResponse = Type.Object({
   firmSlug: Type.String(),

@@ -54,6 +54,14 @@ export function requirePlatform(principal: Principal, message = 'Only the platfo
   if (principal.kind !== 'platform') throw forbidden(message);
 }
 
+/** The platform key itself (not a platform session): 403 for any other token. */
+export function requirePlatformKey(
+  principal: Principal,
+  message = 'Only the platform key may do this.',
+): void {
+  if (principal.kind !== 'platform' || principal.via !== 'platform_key') throw forbidden(message);
+}
+
 function mayActOn(principal: Principal, firm: string): boolean {
   return principal.kind === 'platform' || principal.firm === firm;
 }

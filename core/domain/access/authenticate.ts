@@ -4,7 +4,7 @@ import { AppError, forbidden, unauthorized } from '../../platform/errors.js';
 import { safeEqual, sha256Hex } from '../../platform/crypto.js';
 import type { ApiPrincipal, Principal } from './principal.js';
 import { verifySessionToken } from './session.js';
-import { isSessionRevoked } from './session-revocations.js';
+import { PLATFORM_SESSIONS, isSessionRevoked } from './session-revocations.js';
 import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 import { WIDGET_TOKEN_PREFIX, verifyWidgetToken } from './widget-token.js';
 
@@ -23,12 +23,16 @@ async function principalForToken(token: string, config: Config, db: Db): Promise
   return null;
 }
 
-/** A session token's principal; a firm session pays one point read for its firm's revocation. */
+/**
+ * A session token's principal; it pays one (cached) point read for its firm's revocation, a platform
+ * session (firm "*") for the platform's.
+ */
 async function sessionPrincipal(token: string, config: Config, db: Db): Promise<Principal | null> {
   const session = await verifySessionToken(token, config.sessionSecret);
   if (session === null) return null;
   const { principal, issuedAt } = session;
-  if (principal.kind === 'firm' && (await isSessionRevoked(db, principal.firm, issuedAt))) return null;
+  const firm = principal.kind === 'firm' ? principal.firm : PLATFORM_SESSIONS;
+  if (await isSessionRevoked(db, firm, issuedAt)) return null;
   return principal;
 }
 

@@ -8,8 +8,11 @@ import { withRecordLock } from '../../platform/redis-mutex.js';
 
 // POST /api/auth/revoke-sessions: every session token of a firm issued before the call stops
 // working. A key document per firm (`_id` = the slug) holds the time from which its session
-// tokens are accepted again; verifying a firm's session token reads it by _id. API keys and
-// platform sessions (firm "*", bounded by the 24-hour lifetime) never read it.
+// tokens are accepted again; verifying a firm's session token reads it by _id. Platform sessions
+// (firm "*") have theirs under `_id` "*", which no slug can be. API keys never read it.
+
+/** The revocation key of platform session tokens: their `firm` claim. */
+export const PLATFORM_SESSIONS = '*';
 
 interface SessionRevocationDoc {
   _id: string;
@@ -20,7 +23,7 @@ interface SessionRevocationDoc {
 const revocations = (db: Db) => collection<SessionRevocationDoc>(db, COLLECTIONS.sessionRevocations);
 
 /**
- * Revokes every session token of `firm` issued up to now. `iat` has whole seconds, so a token
+ * Revokes every session token of `firm` (a slug, or PLATFORM_SESSIONS) issued up to now. `iat` has whole seconds, so a token
  * issued later in the current second cannot be told from one issued before the call: the
  * revocation covers the whole current second, and `revoked_before` is the next whole second
  * (a client signs in again from then on). Never moves back: the writers of one firm's
@@ -40,7 +43,10 @@ export async function revokeSessions(services: Services, firm: string): Promise<
   });
 }
 
-/** Whether a session token of `firm` issued at `issuedAt` (seconds; none: unknown) was revoked. */
+/**
+ * Whether a session token of `firm` (a slug, or PLATFORM_SESSIONS) issued at `issuedAt` (seconds;
+ * none: unknown) was revoked.
+ */
 export async function isSessionRevoked(db: Db, firm: string, issuedAt: number | undefined): Promise<boolean> {
   // Most firms have no revocation: "none" is cached too (revokeSessions announces the change).
   const doc = await cachedRead(

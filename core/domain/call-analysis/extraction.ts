@@ -5,7 +5,7 @@ import { normalizeEmail } from '../contact-points/emails.js';
 import { findPhone, toE164 } from '../contact-points/phones.js';
 import { analyseIntake } from '../intake/analysis.js';
 import { splitName } from '../intake/names.js';
-import type { CallerData } from '../intake/caller-data.js';
+import { singleLineCallerData, type CallerData } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { withCallLock } from '../calls/call-lock.js';
 
@@ -79,7 +79,8 @@ export async function extractCallerData(
   lastAttempt: boolean,
 ): Promise<Omit<CallExtraction, 'extracted_at'>> {
   const questions = await intakeQuestionsOf(services, call);
-  const fallback = deterministic(call, questions);
+  // Caller text is made single-line here, once, for every effect that shows it (lead, CRM, mail, Slack).
+  const fallback = singleLineCallerData(deterministic(call, questions));
   const extractor = services.extractor;
   if (extractor === null) return { ...fallback, extractor: 'deterministic', fallback_reason: null };
   try {
@@ -90,7 +91,7 @@ export async function extractCallerData(
       knownDetails: call.dynamic_variables,
       questions: questions.map((q) => q.question),
     });
-    return { ...merge(model, fallback), extractor: 'openai', fallback_reason: null };
+    return { ...singleLineCallerData(merge(model, fallback)), extractor: 'openai', fallback_reason: null };
   } catch (err) {
     const transient = !(err instanceof ExtractionError) || err.transient;
     if (transient && !lastAttempt) throw err;

@@ -2,14 +2,17 @@ import { createHash } from 'node:crypto';
 import type { MailMessage } from '../../integrations/mail/mailer.js';
 import type { SlackMessage } from '../../integrations/team-chat/slack.js';
 import { escapeHtml } from '../../platform/html.js';
-import { shorten } from '../../platform/text.js';
+import { shorten, singleLine } from '../../platform/text.js';
 import type { CallDoc, CallExtraction } from '../calls/calls.js';
-import { displayName } from '../intake/caller-data.js';
+import { displayName, singleLineCallerData } from '../intake/caller-data.js';
 
 // What the firm is told about an analysed call: an email to settings.notification_emails and a
 // Slack message to settings.slack_webhook_url. Written for the paralegal who calls the person
 // back: who, how to reach them, what about, how urgent, what they said, and where the call is.
-// Every caller-supplied value is escaped for its medium (HTML, Slack mrkdwn).
+// Every caller-supplied value is one line (singleLineCallerData: no line breaks or control
+// characters, so it cannot forge lines of the plain-text mail; docs/webhooks.md#caller-text) and is
+// escaped for its medium (HTML, Slack mrkdwn). Extractions stored before that rule are made
+// single-line here too.
 
 interface NotificationInput {
   call: CallDoc;
@@ -95,7 +98,14 @@ export function notificationMessageId(callId: string, publicBaseUrl: string): st
   return `<call-notification.${local}@${host}>`;
 }
 
-export function callNotificationEmail(input: NotificationInput, to: string[]): MailMessage {
+/** The input with its caller data single-line, whenever it was extracted. */
+const oneLine = (input: NotificationInput): NotificationInput => ({
+  ...input,
+  data: singleLineCallerData(input.data),
+});
+
+export function callNotificationEmail(raw: NotificationInput, to: string[]): MailMessage {
+  const input = oneLine(raw);
   const { call, data } = input;
   const link = callLink(input.publicBaseUrl, call._id);
   const rows = facts(input);
@@ -109,7 +119,7 @@ export function callNotificationEmail(input: NotificationInput, to: string[]): M
     data.summary,
     '',
     `Call record: ${link}`,
-    `Call ID: ${call._id}`,
+    `Call ID: ${singleLine(call._id)}`,
     '',
     data.phone === null ? 'No phone number was collected.' : `Call back: ${data.phone}`,
   ].join('\n');
@@ -151,7 +161,8 @@ export function callNotificationEmail(input: NotificationInput, to: string[]): M
 const slackEscape = (text: string): string =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-export function callNotificationSlack(input: NotificationInput): SlackMessage {
+export function callNotificationSlack(raw: NotificationInput): SlackMessage {
+  const input = oneLine(raw);
   const { call, data } = input;
   const link = callLink(input.publicBaseUrl, call._id);
   const rows = facts(input);
@@ -183,7 +194,9 @@ export function callNotificationSlack(input: NotificationInput): SlackMessage {
       },
       {
         type: 'context',
-        elements: [{ type: 'mrkdwn', text: `<${link}|Open the call record> · ${slackEscape(call._id)}` }],
+        elements: [
+          { type: 'mrkdwn', text: `<${link}|Open the call record> · ${slackEscape(singleLine(call._id))}` },
+        ],
       },
     ],
   };

@@ -198,15 +198,17 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
 /** The destination as a dialable number when the firm may call it (the rule below), else null. */
 export function allowedDestination(firm: FirmDoc, toNumber: string): Dialable | null {
   const dialable = parseDialable(toNumber);
-  return dialable !== null && firm.settings.allowed_call_countries.includes(dialable.country)
+  return dialable !== null &&
+    firm.settings.allowed_call_countries.includes(dialable.country) &&
+    (dialable.costly === undefined || firm.settings.allow_premium_numbers === true)
     ? dialable
     : null;
 }
 
 /**
  * The rule for every number the service dials (docs/calls.md#which-numbers-may-be-dialled): a possible
- * number for its country (400 invalid_request), in a country of the firm's allowed_call_countries (400
- * destination_not_allowed). `path` names the number in the request, for the error details.
+ * number for its country (400 invalid_request), in a country of the firm's allowed_call_countries and
+ * not premium-rate or shared-cost unless the platform allows them (400 destination_not_allowed). `path` names the number in the request, for the error details.
  */
 function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {
   const dialable = parseDialable(toNumber);
@@ -220,6 +222,15 @@ function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toN
     throw invalidRequest(
       `The firm "${firm._id}" may not call numbers in ${dialable.country}; its settings.allowed_call_countries are ${allowed.join(', ') || 'empty'}.`,
       [{ path, message: `is in ${dialable.country}, which is not in allowed_call_countries` }],
+      'destination_not_allowed',
+    );
+  }
+  // Toll fraud: a call to a premium-rate or shared-cost number pays whoever holds it.
+  if (dialable.costly !== undefined && firm.settings.allow_premium_numbers !== true) {
+    const kind = dialable.costly === 'PREMIUM_RATE' ? 'premium-rate' : 'shared-cost';
+    throw invalidRequest(
+      `The firm "${firm._id}" may not call ${kind} numbers (the platform can allow them with settings.allow_premium_numbers).`,
+      [{ path, message: `is a ${kind} number` }],
       'destination_not_allowed',
     );
   }

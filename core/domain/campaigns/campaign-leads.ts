@@ -106,7 +106,7 @@ export async function prepareCampaignLeads(
   return { inline, existing: ids.map((id) => found.get(id)!) };
 }
 
-/** The phone a campaign may call for this lead: valid, in an allowed country, not do-not-call. */
+/** The phone a campaign may call for this lead: a destination the firm may dial, not do-not-call. */
 function callablePhone(firm: FirmDoc, lead: Pick<LeadDoc, 'phone' | 'do_not_call'>): string | null {
   if (lead.do_not_call || lead.phone === null) return null;
   return allowedDestination(firm, lead.phone)?.e164 ?? null;

@@ -4,6 +4,8 @@ import {
   parsePhoneNumberFromString,
   type CountryCode,
 } from 'libphonenumber-js';
+// The full metadata, for number types only (the default bundle cannot tell a premium-rate number).
+import { parsePhoneNumberFromString as parseWithTypes } from 'libphonenumber-js/max';
 
 // Phone numbers as every area reads them (intake answers, leads, contacts, dialled numbers),
 // with libphonenumber-js: E.164 out, a default country for numbers written without one.
@@ -22,10 +24,16 @@ export function findPhone(text: string, country: CountryCode = 'US'): string | n
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 
+/** Number types whose caller pays the callee extra: the toll-fraud targets (libphonenumber's types). */
+export type CostlyNumberType = 'PREMIUM_RATE' | 'SHARED_COST';
+const COSTLY_TYPES: ReadonlySet<string> = new Set<CostlyNumberType>(['PREMIUM_RATE', 'SHARED_COST']);
+
 /** A number the service may dial: E.164, possible for its country, and that country. */
 export interface Dialable {
   e164: string;
   country: CountryCode;
+  /** Set when the number is premium-rate or shared-cost, which only some firms may call. */
+  costly?: CostlyNumberType;
 }
 
 /**
@@ -37,7 +45,10 @@ export function parseDialable(e164: string): Dialable | null {
   if (!E164.test(e164)) return null;
   const parsed = parsePhoneNumberFromString(e164);
   if (parsed === undefined || !parsed.isPossible() || parsed.country === undefined) return null;
-  return { e164: parsed.number, country: parsed.country };
+  const type = parseWithTypes(e164)?.getType();
+  return type !== undefined && COSTLY_TYPES.has(type)
+    ? { e164: parsed.number, country: parsed.country, costly: type as CostlyNumberType }
+    : { e164: parsed.number, country: parsed.country };
 }
 
 /** An ISO 3166-1 alpha-2 code (upper case) that libphonenumber knows. */

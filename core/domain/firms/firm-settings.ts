@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { forbidden, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
 import { isKnownCountry } from '../contact-points/phones.js';
 
@@ -68,7 +68,16 @@ export const FirmSettingsInput = Type.Object(
       Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), {
         maxItems: 250,
         uniqueItems: true,
-        description: 'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"])',
+        description:
+          'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"]); a firm token ' +
+          'may only narrow it (403 when it adds a country), the platform adds countries',
+      }),
+    ),
+    allow_premium_numbers: Nullable(
+      Type.Boolean({
+        description:
+          'Whether the firm may dial premium-rate and shared-cost numbers (default false); only the ' +
+          'platform may turn it on (403 for a firm token)',
       }),
     ),
   },
@@ -91,6 +100,8 @@ export interface FirmSettings {
   calling_window?: { start: string; end: string; days: number[] };
   reminder_offsets_minutes: number[];
   allowed_call_countries: string[];
+  /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
+  allow_premium_numbers?: boolean;
 }
 
 /**
@@ -200,6 +211,40 @@ function checkCountries(input: FirmSettingsInput): void {
   if (details.length > 0) {
     throw invalidRequest(
       `settings.allowed_call_countries has codes that are not known countries: ${details.length} of them.`,
+      details,
+    );
+  }
+}
+
+/**
+ * Toll fraud (docs/authentication.md#firm-settings): what a firm may dial is the platform's to
+ * widen. A firm token may narrow allowed_call_countries or turn allow_premium_numbers off, never
+ * add a country or turn it on: 403 naming each such field. (null counts as the default it restores.)
+ */
+export function refuseWidening(current: FirmSettings, input: FirmSettingsInput): void {
+  const details: ErrorDetail[] = [];
+  if (input.allowed_call_countries !== undefined) {
+    const next = input.allowed_call_countries ?? DEFAULT_SETTINGS.allowed_call_countries;
+    // Unknown codes are no country: mergeSettings answers them with 400, as for any token.
+    const added = next.filter(
+      (code) => isKnownCountry(code) && !current.allowed_call_countries.includes(code),
+    );
+    if (added.length > 0) {
+      details.push({
+        path: '/settings/allowed_call_countries',
+        message: `adds ${added.slice(0, 10).join(', ')}${added.length > 10 ? ', …' : ''}; only the platform may add countries`,
+      });
+    }
+  }
+  if (input.allow_premium_numbers === true && current.allow_premium_numbers !== true) {
+    details.push({
+      path: '/settings/allow_premium_numbers',
+      message: 'only the platform may allow premium-rate and shared-cost numbers',
+    });
+  }
+  if (details.length > 0) {
+    throw forbidden(
+      'A firm token may narrow what its firm may dial, not widen it; ask the platform to add countries or allow premium numbers.',
       details,
     );
   }

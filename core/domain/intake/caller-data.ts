@@ -1,4 +1,5 @@
 import type { LeadFields } from '../leads/leads.js';
+import { singleLine } from '../../platform/text.js';
 import type { Urgency } from './case-type.js';
 
 // What an intake (a call or a chat) tells about the person: the fields a lead, a CRM contact and
@@ -16,6 +17,24 @@ export interface CallerData {
   /** One short paragraph for a person reading the lead. */
   summary: string;
   urgency: Urgency;
+}
+
+/**
+ * Caller data as it may be stored and shown: every text field one line (a name, a case type, the
+ * one-paragraph summary), so what a caller said or a provider wrote cannot forge lines in the
+ * firm's mail or Slack message (issue 19 L8).
+ */
+export function singleLineCallerData<T extends CallerData>(data: T): T {
+  const line = (value: string | null) => (value === null ? null : singleLine(value).trim() || null);
+  return {
+    ...data,
+    first_name: line(data.first_name),
+    last_name: line(data.last_name),
+    phone: line(data.phone),
+    email: line(data.email),
+    case_type: line(data.case_type),
+    summary: singleLine(data.summary).trim(),
+  };
 }
 
 /** A phone or an email: someone at the firm can get back to the person. */

@@ -5,6 +5,7 @@ import { collection, COLLECTIONS } from '../../platform/db/collections.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import { singleLine } from '../../platform/text.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164, type CountryCode } from '../contact-points/phones.js';
@@ -62,6 +63,13 @@ const text = (value: string | null | undefined): string | null => {
 };
 
 /**
+ * A field that is one line (every field but notes): line breaks and control characters become
+ * spaces, so caller text cannot forge lines wherever a lead is shown (issue 19 L8).
+ */
+const line = (value: string | null | undefined): string | null =>
+  text(value === null || value === undefined ? value : singleLine(value));
+
+/**
  * The lead's fields normalised (phone in E.164, email lower-cased, time zone checked), with a
  * problem per field that cannot be: the API answers them as a 400, a pipeline keeps the rest.
  */
@@ -87,13 +95,13 @@ export function normaliseLeadFields(
   }
   return {
     fields: {
-      first_name: text(fields.first_name),
-      last_name: text(fields.last_name),
+      first_name: line(fields.first_name),
+      last_name: line(fields.last_name),
       phone,
       email,
-      case_type: text(fields.case_type),
-      summary: text(fields.summary),
-      urgency: text(fields.urgency),
+      case_type: line(fields.case_type),
+      summary: line(fields.summary),
+      urgency: line(fields.urgency),
       notes: text(fields.notes),
       timezone: timezone !== null && isTimeZone(timezone) ? timezone : null,
       do_not_call: fields.do_not_call === true,
