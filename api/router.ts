@@ -81,7 +81,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       chain.push(async (ctx, next) => {
         const before = cache?.currentEpoch ?? null;
         let credentials = await auth.authenticate(ctx, services);
-        const epoch = await limiter.checkWebhook(credentials.firm);
+        const epoch = await limiter.checkWebhook(credentials.firm, true);
         cache?.observeEpoch(epoch);
         if (mustReread(before, epoch)) credentials = await auth.authenticate(ctx, services);
         ctx.state.principal = credentials.principal;

@@ -216,7 +216,7 @@ export const webhooks: Scenario = {
           if (res.status !== 200) throw new Error(`${receiver.id} answered ${res.status}`);
         };
         const direct = async (i: number): Promise<void> => {
-          await limiter.checkWebhook(slug);
+          await limiter.checkWebhook(slug, true);
           const { def, data } = receiver.job(i, slug);
           await add(app, def, data);
         };
