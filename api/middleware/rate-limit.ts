@@ -11,7 +11,8 @@ import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platfo
 // (docs/authentication.md#rate-limits); no span of a minute ever lets in more than the limit:
 // - per principal (firm + subject): a token's spelling cannot buy a fresh bucket, and a firm's
 //   widget tokens share one;
-// - per firm for the webhook receivers, their own limit;
+// - per firm for the webhook receivers, their own limit, counting only deliveries that proved
+//   themselves (a bearer token, or a signature that matched the body);
 // - per client address for unauthenticated requests: every 401 counts, and an address over
 //   its limit is refused with 429 before any lookup, by each process from memory.
 // When Redis is down the limits are not enforced (reads from MongoDB keep working); enqueueing

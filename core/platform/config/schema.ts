@@ -137,7 +137,8 @@ export const CONFIG_SCHEMA = Type.Object({
     min: 1,
     max: 10_000_000,
     default: 6000,
-    description: 'webhook deliveries per firm in any minute, both receivers (`429`)',
+    description:
+      'verified webhook deliveries (bearer token, or a signature that matched the body) per firm in any minute, both receivers (`429`)',
   }),
   unauthenticatedRateLimitPerMinute: integer('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', {
     min: 1,
