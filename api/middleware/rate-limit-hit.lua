@@ -3,7 +3,8 @@
 -- `limit` were let in over the current bucket and the `buckets` before it, a span a little
 -- longer than the window, so no window-long span anywhere ever holds more than `limit`. Refused
 -- requests are not counted, so the wait returned is exact: when enough of the oldest buckets
--- have left the span. With `count` 0 nothing is written (a look before a delivery's body is read).
+-- have left the span. With `count` 0 the request is not counted (a look before a delivery's body
+-- is read); buckets past the span are dropped either way.
 -- Returns {1 let in | 0 refused, ms to wait when refused, the read cache's change epoch}: the
 -- epoch rides on this round trip, which every request makes anyway (core/platform/db/read-cache.ts).
 --! KEYS: counts epoch
