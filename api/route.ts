@@ -11,15 +11,24 @@ import type { DefaultedKind } from './schemas/common.js';
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
+ * How a webhook delivery's body proved itself: its signature matched (`signed`: the delivery
+ * counts against the firm's webhook limit), or it is one the receiver lets in without a valid
+ * signature (`unsigned`: Cal.com's PING, which does nothing; it counts against the sender's
+ * address, as a 401 does).
+ */
+export type BodyProof = 'signed' | 'unsigned';
+
+/**
  * How a webhook delivery was authenticated before its body was read: a bearer token (done), or
- * a signature header whose form, timestamp and firm secret checked out, and whose HMAC over the
- * raw body `verifyBody` checks once the body is read.
+ * a signature header whose form and timestamp checked out, and which `verifyBody` checks over
+ * the raw body once it is read.
  */
 export interface WebhookCredentials {
   principal: Principal;
-  /** The firm whose webhook rate limit the delivery counts against. */
+  /** The firm whose webhook rate limit the delivery counts against (a signed one once verified). */
   firm: string;
-  verifyBody?: (rawBody: string) => Promise<boolean>;
+  /** The check over the raw body: false (or a thrown 401) refuses the delivery. */
+  verifyBody?: (rawBody: string) => Promise<BodyProof | false>;
 }
 
 /**

@@ -2,16 +2,20 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
-import { unauthorized } from '../core/platform/errors.js';
 import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
 import { requirePlatform } from '../core/domain/access/access.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import { ByteBudget } from './middleware/body-budget.js';
-import { LARGE_BODY_BUDGET_BYTES, LARGE_BODY_WAIT_MS, largeWebhookBody } from './middleware/webhook-body.js';
+import {
+  LARGE_BODY_BUDGET_BYTES,
+  LARGE_BODY_WAIT_MS,
+  largeWebhookBody,
+  verifyWebhookBody,
+} from './middleware/webhook-body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
-import { koaPath, type AnyRoute, type WebhookCredentials } from './route.js';
+import { koaPath, type AnyRoute, type BodyProof, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
 
 /**
@@ -77,11 +81,14 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       });
     }
     if (auth.kind === 'webhook') {
-      // Everything that can be refused without the body is refused before it is read.
+      // Everything that can be refused without the body is refused before it is read: the
+      // credentials, and a firm over its webhook limit. A bearer token counts against that limit
+      // now; a signature only once it matched the body (below), so forged deliveries cannot use up
+      // a firm's limit: they are 401s, counted against the sender's address.
       chain.push(async (ctx, next) => {
         const before = cache?.currentEpoch ?? null;
         let credentials = await auth.authenticate(ctx, services);
-        const epoch = await limiter.checkWebhook(credentials.firm);
+        const epoch = await limiter.checkWebhook(credentials.firm, credentials.verifyBody === undefined);
         cache?.observeEpoch(epoch);
         if (mustReread(before, epoch)) credentials = await auth.authenticate(ctx, services);
         ctx.state.principal = credentials.principal;
@@ -101,12 +108,23 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         }),
       );
     }
-    if (auth.kind === 'webhook' && route.largeBodyBytes === undefined) {
+    if (auth.kind === 'webhook') {
+      if (route.largeBodyBytes === undefined) {
+        chain.push(async (ctx, next) => {
+          await verifyWebhookBody(ctx, (ctx.request as { rawBody?: string }).rawBody ?? '');
+          await next();
+        });
+      }
+      // The delivery proved itself: a matching signature counts against the firm; one let in
+      // unsigned (Cal.com's PING) against the sender's address, like a 401.
       chain.push(async (ctx, next) => {
-        const { verifyBody } = ctx.state.webhook as WebhookCredentials;
-        const rawBody = (ctx.request as { rawBody?: string }).rawBody ?? '';
-        if (verifyBody !== undefined && !(await verifyBody(rawBody))) {
-          throw unauthorized('The webhook signature does not match the body.');
+        const proof = ctx.state.webhookProof as BodyProof | undefined;
+        if (proof === 'signed') {
+          const { firm } = ctx.state.webhook as WebhookCredentials;
+          cache?.observeEpoch(await limiter.checkWebhook(firm, true));
+        } else if (proof === 'unsigned') {
+          const refused = await limiter.countUnauthenticated(ctx.ip);
+          if (refused !== null) throw refused;
         }
         await next();
       });

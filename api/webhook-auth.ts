@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import { requireFirm } from '../core/domain/access/access.js';
 import { getFirm, type FirmDoc } from '../core/domain/firms/firms.js';
-import { notFound, quote, unauthorized } from '../core/platform/errors.js';
+import { unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { WebhookCredentials } from './route.js';
 import { authenticateRequest } from './router.js';
@@ -20,17 +21,23 @@ export interface SenderSignature {
   malformed: string;
   /** The keys a delivery to this firm may be signed with (any one verifies); empty when none. */
   secretsOf(services: Services, firm: FirmDoc): string[];
-  /** Why a firm without a key is refused. */
-  noSecret: string;
   /** The HMAC check over the raw body. */
   verify(rawBody: string, secret: string, signature: string): boolean | Promise<boolean>;
 }
 
 /**
+ * The key a signature is checked with when the firm is unknown or has no key of this sender's: a
+ * random one no sender has, so the delivery is answered as a wrong signature is, after its body,
+ * and counted against the sender's address like it (docs/webhooks.md#authentication-before-the-body).
+ */
+const NO_ONES_KEY = randomBytes(32).toString('hex');
+
+/**
  * A webhook receiver's authentication (docs/webhooks.md#authentication-before-the-body): the bearer
  * header (the platform key, or a token of this firm), or else the sender's signature with one of the
  * firm's keys. All of it but the HMAC over the body is checked before the body is read; the HMAC is
- * `verifyBody`.
+ * `verifyBody`. To a sender with only a signature, an unknown firm and a firm without a key look
+ * exactly like a wrong key: slugs cannot be enumerated nor a firm's keys probed.
  */
 export function webhookAuthentication(
   sender: SenderSignature,
@@ -47,14 +54,13 @@ export function webhookAuthentication(
     if (signature === '') throw unauthorized(sender.missing);
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
     const firm = await getFirm(db, slug);
-    if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
-    const secrets = sender.secretsOf(services, firm).filter((secret) => secret !== '');
-    if (secrets.length === 0) throw unauthorized(sender.noSecret);
+    const secrets = firm === null ? [] : sender.secretsOf(services, firm).filter((secret) => secret !== '');
+    if (secrets.length === 0) secrets.push(NO_ONES_KEY);
     return {
-      principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: sender.subject },
-      firm: firm._id,
+      principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: sender.subject },
+      firm: slug,
       verifyBody: async (rawBody) => {
-        for (const secret of secrets) if (await sender.verify(rawBody, secret, signature)) return true;
+        for (const secret of secrets) if (await sender.verify(rawBody, secret, signature)) return 'signed';
         return false;
       },
     };

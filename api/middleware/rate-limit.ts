@@ -7,19 +7,23 @@ import type { Principal } from '../../core/domain/access/principal.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
 import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platform/redis-keys.js';
 
-// Fixed one-minute windows kept in Redis, so every web process shares them
-// (docs/authentication.md#rate-limits):
-// - per principal (firm + subject): a token's spelling cannot buy a fresh bucket;
-// - per firm for the webhook receivers, their own limit;
+// Sliding one-minute windows kept in Redis, so every web process shares them
+// (docs/authentication.md#rate-limits); no span of a minute ever lets in more than the limit:
+// - per principal (firm + subject): a token's spelling cannot buy a fresh bucket, and a firm's
+//   widget tokens share one;
+// - per firm for the webhook receivers, their own limit, counting only deliveries that proved
+//   themselves (a bearer token, or a signature that matched the body);
 // - per client address for unauthenticated requests: every 401 counts, and an address over
 //   its limit is refused with 429 before any lookup, by each process from memory.
 // When Redis is down the limits are not enforced (reads from MongoDB keep working); enqueueing
 // still answers 503.
 
 const WINDOW_MS = 60_000;
+/** The window is counted in buckets of 5 s: a request counts for 60 to 65 s. */
+const BUCKETS = 12;
 const HIT = loadRedisScript(new URL('./rate-limit-hit.lua', import.meta.url), {
-  keys: ['window', 'epoch'],
-  args: ['window_ms'],
+  keys: ['counts', 'epoch'],
+  args: ['now_ms', 'window_ms', 'buckets', 'limit', 'count'],
 });
 
 interface RateLimits {
@@ -28,9 +32,15 @@ interface RateLimits {
   perUnauthenticatedAddress: number;
 }
 
-/** Who a principal is, for its rate-limit window (hashed into the window's key). */
-const principalIdentity = (p: Principal): string =>
-  p.kind === 'platform' ? `platform|${p.subject}` : `firm|${p.firm}|${p.via}|${p.subject}`;
+/**
+ * Who a principal is, for its rate-limit window (hashed into the window's key). Widget tokens
+ * count as their firm's widget, one principal however many tokens its pages mint.
+ */
+const principalIdentity = (p: Principal): string => {
+  if (p.kind === 'platform') return `platform|${p.subject}`;
+  if (p.kind === 'widget') return `firm|${p.firm}|${p.via}`;
+  return `firm|${p.firm}|${p.via}|${p.subject}`;
+};
 
 export class RateLimiter {
   private lastWarning = 0;
@@ -54,12 +64,17 @@ export class RateLimiter {
       sha256Hex(principalIdentity(principal)).slice(0, 32),
       this.limits.perPrincipal,
       'token',
+      true,
     );
   }
 
-  /** Counts a webhook delivery to this firm (429 over the limit); returns the change epoch. */
-  checkWebhook(firm: string): Promise<string | null> {
-    return this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks");
+  /**
+   * A webhook delivery to this firm (429 over the limit); returns the change epoch. Counted only
+   * when `count`: a signed delivery is looked at before its body is read (refused if the firm is
+   * over its limit), and counted once its signature matched the body.
+   */
+  checkWebhook(firm: string, count: boolean): Promise<string | null> {
+    return this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks", count);
   }
 
   /** 429 at once, without I/O, for an address that has used up its unauthenticated requests. */
@@ -75,11 +90,11 @@ export class RateLimiter {
 
   /** Counts one unauthenticated request; the 429 to answer instead once the address is over its limit. */
   async countUnauthenticated(address: string): Promise<AppError | null> {
-    const hit = await this.hit('u', address);
-    if (hit === null || hit.count <= this.limits.perUnauthenticatedAddress) return null;
-    this.blocked.set(address, Date.now() + hit.ttlMs);
+    const hit = await this.hit('u', address, this.limits.perUnauthenticatedAddress, true);
+    if (hit === null || hit.allowed) return null;
+    this.blocked.set(address, Date.now() + hit.waitMs);
     if (this.blocked.size > 10_000) this.blocked.delete(this.blocked.keys().next().value!);
-    return tooManyUnauthenticated(Math.ceil(hit.ttlMs / 1000));
+    return tooManyUnauthenticated(Math.ceil(hit.waitMs / 1000));
   }
 
   private async enforce(
@@ -87,11 +102,12 @@ export class RateLimiter {
     id: string,
     limit: number,
     what: string,
+    count: boolean,
   ): Promise<string | null> {
-    const hit = await this.hit(kind, id);
+    const hit = await this.hit(kind, id, limit, count);
     if (hit === null) return null;
-    if (hit.count <= limit) return hit.epoch;
-    const retryAfter = Math.max(1, Math.ceil(hit.ttlMs / 1000));
+    if (hit.allowed) return hit.epoch;
+    const retryAfter = Math.max(1, Math.ceil(hit.waitMs / 1000));
     throw rateLimited(
       `Too many requests for this ${what} (limit ${limit} a minute); retry in ${retryAfter} s.`,
       retryAfter,
@@ -101,16 +117,17 @@ export class RateLimiter {
   private async hit(
     kind: RateLimitKind,
     id: string,
-  ): Promise<{ count: number; ttlMs: number; epoch: string } | null> {
+    limit: number,
+    count: boolean,
+  ): Promise<{ allowed: boolean; waitMs: number; epoch: string } | null> {
     if (this.redis.status !== 'ready') return this.warn('not connected');
-    const key = this.keys.rateLimitWindow(kind, id, Math.floor(Date.now() / WINDOW_MS));
     try {
-      const [count, ttlMs, epoch] = (await HIT.run(
+      const [allowed, waitMs, epoch] = (await HIT.run(
         this.redis,
-        { window: key, epoch: this.keys.readCacheEpoch() },
-        { window_ms: WINDOW_MS },
+        { counts: this.keys.rateLimitCounts(kind, id), epoch: this.keys.readCacheEpoch() },
+        { now_ms: Date.now(), window_ms: WINDOW_MS, buckets: BUCKETS, limit, count: count ? 1 : 0 },
       )) as [number, number, string];
-      return { count, ttlMs: Math.max(1000, ttlMs), epoch };
+      return { allowed: allowed === 1, waitMs: Math.max(1000, waitMs), epoch };
     } catch (err) {
       return this.warn((err as Error).message);
     }

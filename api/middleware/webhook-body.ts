@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
 import type { WebhookCredentials } from '../route.js';
 import { type ByteBudget, declaredLength, readBodyText, tooLarge } from './body-budget.js';
@@ -19,6 +19,18 @@ const SMALL_BODY_BYTES = 2 * 1024 * 1024;
 const LARGE_BODY_READ_MS = 15_000;
 /** How long a delivery waits for room before it is answered 503 (Retell gives up after 10 s). */
 export const LARGE_BODY_WAIT_MS = 5_000;
+
+/**
+ * Checks a webhook delivery's signature over its raw body (401 when it does not match) and notes
+ * how the body proved itself in `ctx.state.webhookProof` for the rate limits (api/router.ts).
+ */
+export async function verifyWebhookBody(ctx: Context, rawBody: string): Promise<void> {
+  const { verifyBody } = ctx.state.webhook as WebhookCredentials;
+  if (verifyBody === undefined) return; // a bearer token: nothing in the body to check
+  const proof = await verifyBody(rawBody);
+  if (proof === false) throw unauthorized('The webhook signature does not match the body.');
+  ctx.state.webhookProof = proof;
+}
 
 /**
  * A webhook body that may be large (the call webhook: up to 32 MiB, docs/webhooks.md#large-bodies), with
@@ -51,10 +63,7 @@ export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middle
       let text: string | undefined = hasBody
         ? await readBodyText(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
         : '';
-      const { verifyBody } = ctx.state.webhook as WebhookCredentials;
-      if (verifyBody !== undefined && !(await verifyBody(text))) {
-        throw unauthorized('The webhook signature does not match the body.');
-      }
+      await verifyWebhookBody(ctx, text);
       let body: unknown = {};
       if (text.trim() !== '') {
         try {

@@ -45,7 +45,7 @@ function redisName(args: string[]): string {
   const cmd = (args[0] ?? '').toUpperCase();
   if (cmd !== 'EVALSHA' && cmd !== 'EVAL') return cmd;
   const keys = args.slice(3).join(' ');
-  const what = keys.includes(':rl:')
+  const what = keys.includes(':rate:')
     ? 'rate limit + change epoch'
     : /:(wait|paused|meta|id)\b/.test(keys)
       ? 'BullMQ add job'

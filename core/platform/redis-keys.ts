@@ -19,11 +19,12 @@ export class RedisKeys {
   constructor(readonly prefix: string) {}
 
   /**
-   * STRING, an integer: the requests of one rate-limit window (`window`: the minute since the
-   * epoch). Expires with its window (api/middleware/rate-limit.ts).
+   * HASH: one sliding rate-limit window, the requests let in by 5-second bucket (field: the
+   * bucket's number since the Unix epoch). Expires a window after its last request
+   * (api/middleware/rate-limit.ts).
    */
-  rateLimitWindow(kind: RateLimitKind, id: string, window: number): string {
-    return key(this.prefix, 'rl', kind, id, String(window));
+  rateLimitCounts(kind: RateLimitKind, id: string): string {
+    return key(this.prefix, 'rate', kind, id);
   }
 
   /**

@@ -263,13 +263,13 @@ describe('booking webhook authentication', () => {
     expectError(both, 401, 'unauthorized');
   });
 
-  it('an unknown firm is 404 firm_not_found (bearer or signature)', async () => {
+  it('an unknown firm is 404 firm_not_found with a bearer token; with only a signature, 401 as a wrong one', async () => {
     expectError(
       await stack.admin.post('/api/v2/no-such-firm/booking-webhook', body()),
       404,
       'firm_not_found',
     );
-    expectError(await postSigned(stack, 'no-such-firm', body(), SECRET), 404, 'firm_not_found');
+    expectError(await postSigned(stack, 'no-such-firm', body(), SECRET), 401, 'unauthorized');
   });
 });
 

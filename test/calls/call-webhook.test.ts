@@ -155,9 +155,9 @@ describe('call webhook authentication', () => {
     );
   });
 
-  it('an unknown firm is 404 firm_not_found', async () => {
+  it('an unknown firm is 404 firm_not_found with a bearer token; with only a signature, 401 as a wrong one', async () => {
     expectError(await stack.admin.post('/api/v2/no-such-firm/webhook', body()), 404, 'firm_not_found');
-    expectError(await signedPost('no-such-firm', body()), 404, 'firm_not_found');
+    expectError(await signedPost('no-such-firm', body()), 401, 'unauthorized');
   });
 });
 

@@ -207,7 +207,8 @@ describe('429 rate_limited', () => {
     const retryAfter = Number(rejected!.headers.get('retry-after'));
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(retryAfter).toBeLessThanOrEqual(60);
+    // A request counts for 60 to 65 s (sliding windows in 5-second buckets).
+    expect(retryAfter).toBeLessThanOrEqual(65);
 
     // Another token has its own budget; health checks are never limited.
     const other = limited.api.withToken(

@@ -61,7 +61,7 @@ describe('Redis keys', () => {
   it('keep the spellings live data is stored under', () => {
     const k = redisKeys('bull');
     expect({
-      rateLimitWindow: k.rateLimitWindow('p', 'abc', 29_000_000),
+      rateLimitCounts: k.rateLimitCounts('p', 'abc'),
       readCacheEpoch: k.readCacheEpoch(),
       dialSlots: k.dialSlots('acme'),
       dialWaiters: k.dialWaiters('acme'),
@@ -79,7 +79,7 @@ describe('Redis keys', () => {
       sessionRevocationLock: k.sessionRevocationLock('acme'),
       anyLock: k.anyLock(),
     }).toEqual({
-      rateLimitWindow: 'bull:rl:p:abc:29000000',
+      rateLimitCounts: 'bull:rate:p:abc',
       readCacheEpoch: 'bull:read-cache:epoch',
       dialSlots: 'bull:pacing:acme:slots',
       dialWaiters: 'bull:pacing:acme:waiters',

@@ -1,7 +1,6 @@
 import type { Context } from 'koa';
 import { requireFirm } from '../../../core/domain/access/access.js';
-import { getFirm } from '../../../core/domain/firms/firms.js';
-import { AppError, notFound, quote, unauthorized } from '../../../core/platform/errors.js';
+import { AppError, unauthorized } from '../../../core/platform/errors.js';
 import type { Services } from '../../../core/wiring/services.js';
 import {
   snapshotBookingEvent,
@@ -40,7 +39,6 @@ const authenticateSigned = webhookAuthentication({
   malformed:
     'The X-Cal-Signature-256 header is not a hex HMAC-SHA256 (Cal.com sends "no-secret-provided" when its webhook has no secret: set one).',
   secretsOf: (_services, firm) => [firm.settings.booking_webhook_secret ?? ''],
-  noSecret: 'The firm has no booking_webhook_secret; set one, or send a bearer token.',
   verify: verifyCalSignature,
 });
 
@@ -68,7 +66,8 @@ function isCalPing(rawBody: string): boolean {
  * The bearer header or X-Cal-Signature-256 (authenticateSigned), with one leniency
  * (docs/bookings.md#video-links-and-ping): Cal.com's "Ping test" is signed "no-secret-provided" when the
  * webhook has no secret, so a delivery that fails authentication (401) is still answered 200 when its
- * body turns out to be a PING, which does nothing. Any other body gets the original 401.
+ * body turns out to be a PING, which does nothing; it counts against the sender's address, not the
+ * firm, and whether the firm exists is not looked at. Any other body gets the original 401.
  */
 async function authenticateBookingWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
   let signed: WebhookCredentials;
@@ -77,13 +76,11 @@ async function authenticateBookingWebhook(ctx: Context, services: Services): Pro
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 401) throw err;
     const slug = String(ctx.params.firm ?? '');
-    const firm = await getFirm(services.mongo.db, slug);
-    if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
     return {
-      principal: { kind: 'firm', firm: firm._id, via: 'webhook_signature', subject: PING_SUBJECT },
-      firm: firm._id,
+      principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: PING_SUBJECT },
+      firm: slug,
       verifyBody: async (rawBody) => {
-        if (isCalPing(rawBody)) return true;
+        if (isCalPing(rawBody)) return 'unsigned';
         throw err;
       },
     };
@@ -91,7 +88,10 @@ async function authenticateBookingWebhook(ctx: Context, services: Services): Pro
   const { verifyBody } = signed;
   if (verifyBody === undefined) return signed; // a bearer token: nothing to check in the body
   // A signature that does not match the body: still 401 unless the body is a PING.
-  return { ...signed, verifyBody: async (rawBody) => (await verifyBody(rawBody)) || isCalPing(rawBody) };
+  return {
+    ...signed,
+    verifyBody: async (rawBody) => (await verifyBody(rawBody)) || (isCalPing(rawBody) ? 'unsigned' : false),
+  };
 }
 
 export const bookingRoutes = [

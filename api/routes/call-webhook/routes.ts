@@ -24,7 +24,6 @@ const authenticateCallWebhook = webhookAuthentication({
   malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
   secretsOf: (services, firm) =>
     voiceWebhookSecrets(services.config, firm._id, firm.settings.voice_webhook_secret),
-  noSecret: 'The firm has no voice_webhook_secret and the service no RETELL_API_KEY; send a bearer token.',
   verify: verifyRetellSignature,
 });
 

@@ -131,20 +131,21 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 1_000_000,
     default: 1200,
     description:
-      'requests per principal (firm + subject) per minute, kept in Redis and shared by every web process (`429`)',
+      "requests per principal (firm + subject; a firm's widget tokens are one) in any minute, kept in Redis and shared by every web process (`429`)",
   }),
   webhookRateLimitPerMinute: integer('WEBHOOK_RATE_LIMIT_PER_MINUTE', {
     min: 1,
     max: 10_000_000,
     default: 6000,
-    description: 'webhook deliveries per firm per minute, both receivers (`429`)',
+    description:
+      'verified webhook deliveries (bearer token, or a signature that matched the body) per firm in any minute, both receivers (`429`)',
   }),
   unauthenticatedRateLimitPerMinute: integer('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', {
     min: 1,
     max: 1_000_000,
     default: 600,
     description:
-      'requests answered `401` per client address per minute; past it the address gets `429` for the rest of the minute, before any lookup',
+      'requests answered `401` per client address in any minute; past it the address gets `429` before any lookup until its sliding window lets one in again',
   }),
   trustProxy: boolean('TRUST_PROXY', {
     default: false,
