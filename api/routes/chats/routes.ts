@@ -69,7 +69,8 @@ export const chatRoutes = [
     method: 'POST',
     path: '/api/v2/chat-completion',
     operationId: 'chatCompletion',
-    summary: "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended)",
+    summary:
+      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages)",
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: ChatCompletionBody,
