@@ -290,12 +290,15 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
 }
 
 /**
- * The lead of an ended chat whose intake collected a phone or an email: one per chat, however
- * often this runs (a claim on an id derived from the chat: leads.ts ensureSubjectLead).
+ * The lead of an ended chat in which the person wrote and whose intake collected a phone or an
+ * email: one per chat, however often this runs (a claim on an id derived from the chat: leads.ts
+ * ensureSubjectLead). A chat nobody wrote in is no enquiry, whatever its dynamic variables say
+ * (issue 19, L6).
  */
 async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;
   if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
+  if (sentMessages(chat.messages) === 0) return;
   await ensureSubjectLead(db, { source: 'chat', id: chat._id, firm: chat.firm }, leadFieldsFrom(analysis));
 }
 
