@@ -75,12 +75,13 @@ describe('H1: a long hostile widget chat', () => {
       healthz_polls: health.length,
     };
     console.log('H1 chat figures', JSON.stringify(figures));
-    // Generous bounds for a busy two-core machine: before the change the last turns took about
-    // 1.5 s (20 times the first) and /healthz waited up to a second behind them. Each turn still
-    // runs the contact patterns once over its own 4,000 characters (tens of ms while the email
-    // pattern backtracks), and the chat document it rewrites grows; neither may add up to this.
+    // Generous bounds for a busy two-core machine (with a browser test beside it, /healthz once
+    // waited 259 ms): before the change the last turns took about 1.5 s (15 to 20 times the first)
+    // and /healthz waited 1 to 2.5 s behind them. Each turn still runs the contact patterns once
+    // over its own 4,000 characters (tens of ms while the email pattern backtracks), and the chat
+    // document it rewrites grows; neither may add up to this.
     expect(last, JSON.stringify(figures)).toBeLessThan(4 * first + 150);
-    expect(Math.max(...health), JSON.stringify(figures)).toBeLessThan(400);
+    expect(Math.max(...health), JSON.stringify(figures)).toBeLessThan(500);
     expect(median(health), JSON.stringify(figures)).toBeLessThan(50);
   }, 180_000);
 
