@@ -185,7 +185,12 @@
         return 'This chat session has expired. Reload the page to start a new one.';
       if (code === 'chat_not_active')
         return 'This conversation has ended. Send a message to start a new one.';
-      if (response.status === 429) return 'Too many messages at once. Please wait a moment and try again.';
+      // The server says which limit it was: too fast, or a chat at its length limit.
+      if (response.status === 429)
+        return (
+          (body && body.error && body.error.message) ||
+          'Too many messages at once. Please wait a moment and try again.'
+        );
       return (body && body.error && body.error.message) || 'The message could not be sent. Please try again.';
     }
 

@@ -39,7 +39,8 @@ export const chatRoutes = [
     method: 'POST',
     path: '/api/v2/create-chat',
     operationId: 'createChat',
-    summary: "Open a chat with an agent of the firm; returns the agent's first message",
+    summary:
+      "Open a chat with an agent of the firm; returns the agent's first message (a widget token's dynamicVariables are ignored)",
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: CreateChatBody,
@@ -49,12 +50,14 @@ export const chatRoutes = [
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
       const agent = await getFirmAgent(db, firm._id, body.agentId);
-      const widgetSubject = principal.kind === 'widget' ? principal.subject : undefined;
+      const widget = principal.kind === 'widget';
+      // Dynamic variables are what the firm knows about the person; a page visitor's would be
+      // theirs to invent (a forged phone made a lead: issue 19, L6), so a widget token's are ignored.
       const chat = await createChat(
         services,
         agent,
-        stringifyVariables(body.dynamicVariables),
-        widgetSubject,
+        widget ? {} : stringifyVariables(body.dynamicVariables),
+        widget ? principal.subject : undefined,
       );
       const greeting = chat.messages[0]?.content;
       return {
@@ -69,7 +72,8 @@ export const chatRoutes = [
     method: 'POST',
     path: '/api/v2/chat-completion',
     operationId: 'chatCompletion',
-    summary: "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended)",
+    summary:
+      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages)",
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: ChatCompletionBody,

@@ -14,18 +14,28 @@
 // MongoDB. The log is the source of truth and the chat document its materialised view: a
 // reader that finds log entries beyond the document's version applies them first (catchUp),
 // which also repairs a chat whose writer died between the two writes.
+//
+// Length. A chat takes at most MAX_CHAT_MESSAGES messages from the person (chat-limits.ts), and a
+// turn reads only its new message: the engine's intake progress is stored with each exchange and
+// handed back on the next turn, instead of the history being replayed (issue 19, H1).
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 import { AppError, conflict, notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Services } from '../../wiring/services.js';
-import type { ChatAgentProfile, ChatEngine, ChatTurn } from '../../integrations/chat/engine.js';
+import type {
+  ChatAgentProfile,
+  ChatEngine,
+  ChatTurn,
+  IntakeProgress,
+} from '../../integrations/chat/engine.js';
 import { intakeAgent } from '../intake/intake-agent.js';
 import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
 import { ensureSubjectLead } from '../leads/leads.js';
+import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export type ChatStatus = 'ongoing' | 'ended';
@@ -53,6 +63,12 @@ export interface ChatDoc {
   /** Number of changes applied (exchanges and the end); the log holds one document per version. */
   version: number;
   messages: ChatMessage[];
+  /**
+   * The engine's progress after the last exchange, handed to it with the next message. Null (or,
+   * on chats stored before it was kept, absent) when the last exchange kept none: the engine then
+   * rebuilds it from the messages.
+   */
+  intake_progress?: IntakeProgress | null;
   chat_analysis: ChatAnalysis | null;
   /** Set when a widget token opened the chat: only that token (and the firm's own tokens) may use it. */
   widget_subject?: string;
@@ -69,9 +85,13 @@ interface ChatTurnDoc {
   version: number;
   kind: 'exchange' | 'end';
   append: ChatMessage[];
+  /** An exchange's progress after its message (absent in turns logged before it was kept). */
+  progress?: IntakeProgress | null;
   end: { ended_at: Date; chat_analysis: ChatAnalysis } | null;
   created_at: Date;
 }
+
+type ChatChange = Pick<ChatTurnDoc, 'kind' | 'append' | 'progress' | 'end'>;
 
 /** How often a request recomputes its reply after losing a version to a concurrent one. */
 const MAX_ATTEMPTS = 10;
@@ -112,6 +132,7 @@ export async function createChat(
     status: 'ongoing',
     version: 0,
     messages: greeting === null ? [] : [{ role: 'agent', content: greeting, created_at: now }],
+    intake_progress: null,
     chat_analysis: null,
     ...(widgetSubject === undefined ? {} : { widget_subject: widgetSubject }),
     created_at: now,
@@ -145,6 +166,8 @@ function applyTurn(chat: ChatDoc, turn: ChatTurnDoc): ChatDoc {
     ...chat,
     version: turn.version,
     messages: [...chat.messages, ...turn.append],
+    // An end keeps the last exchange's progress; an exchange replaces it (null when it kept none).
+    ...(turn.kind === 'exchange' ? { intake_progress: turn.progress ?? null } : {}),
     updated_at: turn.created_at,
     ...(turn.end === null
       ? {}
@@ -160,6 +183,7 @@ async function materialise(db: Db, next: ChatDoc): Promise<void> {
       $set: {
         version: next.version,
         messages: next.messages,
+        intake_progress: next.intake_progress ?? null,
         status: next.status,
         chat_analysis: next.chat_analysis,
         updated_at: next.updated_at,
@@ -181,11 +205,7 @@ async function catchUp(db: Db, chat: ChatDoc): Promise<ChatDoc> {
 }
 
 /** Claims the next version for a change; null when another change took it first. */
-async function commitTurn(
-  db: Db,
-  chat: ChatDoc,
-  change: Pick<ChatTurnDoc, 'kind' | 'append' | 'end'>,
-): Promise<ChatDoc | null> {
+async function commitTurn(db: Db, chat: ChatDoc, change: ChatChange): Promise<ChatDoc | null> {
   const version = chat.version + 1;
   const turn: ChatTurnDoc = {
     _id: turnId(chat._id, version),
@@ -210,7 +230,7 @@ const pause = (attempt: number) => sleep(Math.min(100, 5 * attempt) + Math.rando
 async function changeChat<R>(
   db: Db,
   stored: ChatDoc,
-  change: (chat: ChatDoc) => Promise<{ turn: Pick<ChatTurnDoc, 'kind' | 'append' | 'end'>; result: R }>,
+  change: (chat: ChatDoc) => Promise<{ turn: ChatChange; result: R }>,
 ): Promise<{ chat: ChatDoc; result: R }> {
   for (let attempt = 1; ; attempt++) {
     const current = attempt === 1 ? await catchUp(db, stored) : await rereadChat(db, stored._id);
@@ -223,19 +243,24 @@ async function changeChat<R>(
   }
 }
 
-/** chat-completion: the agent's reply to `message`, stored with it on the chat. */
+/**
+ * chat-completion: the agent's reply to `message`, stored with it on the chat; 429 once the
+ * person has sent MAX_CHAT_MESSAGES.
+ */
 export async function sendChatMessage(
   services: Services,
   chat: ChatDoc,
   message: string,
 ): Promise<{ chat: ChatDoc; reply: string }> {
   const changed = await changeChat(services.mongo.db, chat, async (current) => {
+    if (sentMessages(current.messages) >= MAX_CHAT_MESSAGES) throw chatFull();
     const receivedAt = new Date();
     const reply = await engineOf(services).reply(
       {
         agent: current.agent,
         dynamicVariables: current.dynamic_variables,
         history: current.messages.map((m) => ({ role: m.role, content: m.content })),
+        progress: current.intake_progress ?? null,
       },
       message,
     );
@@ -244,11 +269,12 @@ export async function sendChatMessage(
         kind: 'exchange',
         append: [
           { role: 'user', content: message, created_at: receivedAt },
-          { role: 'agent', content: reply, created_at: new Date() },
+          { role: 'agent', content: reply.message, created_at: new Date() },
         ],
+        progress: reply.progress,
         end: null,
       },
-      result: reply,
+      result: reply.message,
     };
   });
   return { chat: changed.chat, reply: changed.result };
@@ -264,12 +290,15 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
 }
 
 /**
- * The lead of an ended chat whose intake collected a phone or an email: one per chat, however
- * often this runs (a claim on an id derived from the chat: leads.ts ensureSubjectLead).
+ * The lead of an ended chat in which the person wrote and whose intake collected a phone or an
+ * email: one per chat, however often this runs (a claim on an id derived from the chat: leads.ts
+ * ensureSubjectLead). A chat nobody wrote in is no enquiry, whatever its dynamic variables say
+ * (issue 19, L6).
  */
 async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;
   if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
+  if (sentMessages(chat.messages) === 0) return;
   await ensureSubjectLead(db, { source: 'chat', id: chat._id, firm: chat.firm }, leadFieldsFrom(analysis));
 }
 

@@ -3,21 +3,34 @@
 // come before their question), re-asks with a hint when a phone or email answer is not one,
 // and closes with a summary of what it collected.
 //
-// It keeps no state of its own: its progress is replayed from the user's messages, so a reply
-// depends only on the stored history (which is what lets the chat domain retry on a conflict).
+// Its progress (the answers so far) is a value: it comes in with each turn and goes out with the
+// reply, and the chat stores it with the exchange, so a turn reads only its new message however
+// long the chat is (issue 19, H1). A chat without stored progress has it rebuilt once from its
+// user messages (which the chat's length limit bounds). A reply depends only on the progress and
+// the message, which is what lets the chat domain retry on a conflict.
 import type { IntakeQuestion } from '../agents/agents.js';
 import { shorten } from '../../platform/text.js';
 import { findEmail } from '../contact-points/emails.js';
 import { findPhone } from '../contact-points/phones.js';
 import { extractName, splitName } from './names.js';
 import { questionKind, readAnswer, type QuestionKind } from './question-kinds.js';
-import { fillVariables, type ChatEngine, type ChatEngineInput } from '../../integrations/chat/engine.js';
+import {
+  fillVariables,
+  type ChatEngine,
+  type ChatEngineInput,
+  type ChatOpening,
+  type ChatReply,
+  type IntakeProgress,
+} from '../../integrations/chat/engine.js';
 
-interface Progress {
-  answers: Map<string, string>;
-  /** The question the agent asked last and is waiting for: always the first unanswered one. */
-  pending: IntakeQuestion | null;
-}
+/**
+ * The answer per question key so far. The question the agent asked last and waits for is always
+ * the first one without an answer (answers given early only ever fill later questions).
+ */
+type Answers = Map<string, string>;
+
+const pendingQuestion = (questions: readonly IntakeQuestion[], answers: Answers): IntakeQuestion | null =>
+  questions.find((q) => !answers.has(q.key)) ?? null;
 
 const HINTS: Partial<Record<QuestionKind, string>> = {
   phone:
@@ -57,12 +70,10 @@ function volunteered(text: string, kind: QuestionKind): string | null {
   return null;
 }
 
-function summaryReply(questions: readonly IntakeQuestion[], progress: Progress): string {
+function summaryReply(questions: readonly IntakeQuestion[], answers: Answers): string {
   const nameKey = questions.find((q) => questionKind(q.key) === 'name')?.key;
-  const first = nameKey === undefined ? null : splitName(progress.answers.get(nameKey) ?? null).first_name;
-  const lines = questions.map(
-    (q) => `- ${humanise(q.key)}: ${shorten(progress.answers.get(q.key) ?? '', 300)}`,
-  );
+  const first = nameKey === undefined ? null : splitName(answers.get(nameKey) ?? null).first_name;
+  const lines = questions.map((q) => `- ${humanise(q.key)}: ${shorten(answers.get(q.key) ?? '', 300)}`);
   return [
     `Thank you${first === null ? '' : `, ${first}`}. Here is a summary of what I collected:`,
     ...lines,
@@ -70,28 +81,28 @@ function summaryReply(questions: readonly IntakeQuestion[], progress: Progress):
   ].join('\n');
 }
 
-/** Takes one user message into the progress and returns the agent's reply to it. */
-function step(questions: readonly IntakeQuestion[], progress: Progress, text: string): string {
+/** Takes one user message into `answers` and returns the agent's reply to it. */
+function step(questions: readonly IntakeQuestion[], answers: Answers, text: string): string {
   if (questions.length === 0) return NO_QUESTIONS_REPLY;
-  const pending = progress.pending;
+  const pending = pendingQuestion(questions, answers);
   if (pending === null) return INTAKE_COMPLETE_REPLY;
 
   const pendingKind = questionKind(pending.key);
   const answer = readAnswer(pendingKind, text);
-  if (answer !== null) progress.answers.set(pending.key, answer);
+  if (answer !== null) answers.set(pending.key, answer);
 
   // Answers given early: the first unanswered question of each contact kind takes a value the
   // message carries, unless that value already answers another question.
   const noted: string[] = [];
-  const used = new Set(progress.answers.values());
+  const used = new Set(answers.values());
   const seenKinds = new Set<QuestionKind>();
   for (const q of questions) {
     const kind = questionKind(q.key);
-    if (progress.answers.has(q.key) || seenKinds.has(kind)) continue;
+    if (answers.has(q.key) || seenKinds.has(kind)) continue;
     seenKinds.add(kind);
     const value = volunteered(text, kind);
     if (value === null || used.has(value)) continue;
-    progress.answers.set(q.key, value);
+    answers.set(q.key, value);
     used.add(value);
     noted.push(NOTED_LABEL[kind]!);
   }
@@ -104,18 +115,24 @@ function step(questions: readonly IntakeQuestion[], progress: Progress, text: st
       .join(' ');
   }
 
-  const next = questions.find((q) => !progress.answers.has(q.key)) ?? null;
-  progress.pending = next;
-  if (next === null) return summaryReply(questions, progress);
+  const next = pendingQuestion(questions, answers);
+  if (next === null) return summaryReply(questions, answers);
   const thanks =
     pendingKind === 'name' ? `Thank you, ${splitName(answer).first_name ?? answer}.` : 'Thank you.';
   return [thanks, notedSentence, next.question].filter((p): p is string => p !== null).join(' ');
 }
 
+/** The answers after the user messages `previous`, replayed in order. */
+function replay(questions: readonly IntakeQuestion[], previous: readonly string[]): Answers {
+  const answers: Answers = new Map();
+  for (const text of previous) step(questions, answers, text);
+  return answers;
+}
+
 class IntakeAgentEngine implements ChatEngine {
   readonly name = 'intake' as const;
 
-  greeting({ agent, dynamicVariables }: Omit<ChatEngineInput, 'history'>): string | null {
+  greeting({ agent, dynamicVariables }: ChatOpening): string | null {
     const parts = [
       fillVariables(agent.begin_message, dynamicVariables).trim(),
       agent.intake_questions[0]?.question,
@@ -124,12 +141,18 @@ class IntakeAgentEngine implements ChatEngine {
     return text === '' ? null : text;
   }
 
-  async reply({ agent, history }: ChatEngineInput, message: string): Promise<string> {
-    return intakeReply(
-      agent.intake_questions,
-      history.filter((m) => m.role === 'user').map((m) => m.content),
-      message,
-    );
+  async reply({ agent, history, progress }: ChatEngineInput, message: string): Promise<ChatReply> {
+    const questions = agent.intake_questions;
+    const answers: Answers =
+      progress === null
+        ? replay(
+            questions,
+            history.filter((m) => m.role === 'user').map((m) => m.content),
+          )
+        : new Map(progress.answers.map((a) => [a.key, a.value]));
+    const reply = step(questions, answers, message);
+    const kept: IntakeProgress = { answers: [...answers].map(([key, value]) => ({ key, value })) };
+    return { message: reply, progress: kept };
   }
 }
 
@@ -139,9 +162,7 @@ export function intakeReply(
   previous: readonly string[],
   message: string,
 ) {
-  const progress: Progress = { answers: new Map(), pending: questions[0] ?? null };
-  for (const text of previous) step(questions, progress, text);
-  return step(questions, progress, message);
+  return step(questions, replay(questions, previous), message);
 }
 
 /** The built-in intake agent: the chat engine when no LLM is configured. */

@@ -18,24 +18,47 @@ export interface ChatAgentProfile {
   intake_questions: Array<{ key: string; question: string }>;
 }
 
+/**
+ * How far an engine got through the intake: the answer per question key so far (a question with
+ * one is answered). Kept with the chat, so that a turn reads only its new message instead of
+ * replaying the history (issue 19, H1).
+ */
+export interface IntakeProgress {
+  answers: Array<{ key: string; value: string }>;
+}
+
 export interface ChatEngineInput {
   agent: ChatAgentProfile;
   /** The chat's dynamic variables (strings), for {{name}} placeholders and the LLM's context. */
   dynamicVariables: Readonly<Record<string, string>>;
   /** The chat's messages so far, oldest first (the greeting included), without the new message. */
   history: readonly ChatTurn[];
+  /**
+   * The progress the engine returned with the last reply; null when none was kept (a chat stored
+   * before progress was, or a turn another engine answered): the engine derives it from `history`.
+   */
+  progress: IntakeProgress | null;
+}
+
+/** What opening a chat needs: no history, no progress yet. */
+export type ChatOpening = Pick<ChatEngineInput, 'agent' | 'dynamicVariables'>;
+
+export interface ChatReply {
+  message: string;
+  /** The progress to keep for the next turn; null from an engine that reads the history instead. */
+  progress: IntakeProgress | null;
 }
 
 export interface ChatEngine {
   readonly name: 'intake' | 'openai';
   /** The agent's first message when a chat opens, or null to let the user speak first. */
-  greeting(input: Omit<ChatEngineInput, 'history'>): string | null;
+  greeting(input: ChatOpening): string | null;
   /**
    * The agent's reply to `message`. Must not store anything: the caller stores the exchange and
    * may call this again with a longer history when another message got in first.
    * Failures are AppErrors (503 unavailable, 502 chat_engine_error).
    */
-  reply(input: ChatEngineInput, message: string): Promise<string>;
+  reply(input: ChatEngineInput, message: string): Promise<ChatReply>;
 }
 
 /** Replaces {{name}} placeholders with dynamic variables (Retell's convention); unknown ones stay. */

@@ -5,7 +5,13 @@
 import OpenAI, { APIConnectionError, APIError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { AppError, badGateway, serviceUnavailable } from '../../platform/errors.js';
-import { fillVariables, type ChatEngine, type ChatEngineInput } from './engine.js';
+import {
+  fillVariables,
+  type ChatEngine,
+  type ChatEngineInput,
+  type ChatOpening,
+  type ChatReply,
+} from './engine.js';
 
 interface OpenAiChatOptions {
   apiKey: string;
@@ -16,7 +22,7 @@ interface OpenAiChatOptions {
 }
 
 /** The system prompt for an agent: its own prompt, then the intake it has to run. */
-function buildSystemPrompt(input: Omit<ChatEngineInput, 'history'>): string {
+function buildSystemPrompt(input: ChatOpening): string {
   const { agent, dynamicVariables } = input;
   const own = fillVariables(agent.prompt, dynamicVariables).trim();
   const lines = [
@@ -103,12 +109,13 @@ export class OpenAiChatEngine implements ChatEngine {
   }
 
   /** The agent's begin message, without a model call: opening a chat costs nothing. */
-  greeting({ agent, dynamicVariables }: Omit<ChatEngineInput, 'history'>): string | null {
+  greeting({ agent, dynamicVariables }: ChatOpening): string | null {
     const text = fillVariables(agent.begin_message, dynamicVariables).trim();
     return text === '' ? null : text;
   }
 
-  async reply(input: ChatEngineInput, message: string): Promise<string> {
+  /** The model reads the whole conversation each turn, so it keeps no progress of its own. */
+  async reply(input: ChatEngineInput, message: string): Promise<ChatReply> {
     let content: string | null | undefined;
     try {
       const completion = await this.client.chat.completions.create({
@@ -123,6 +130,6 @@ export class OpenAiChatEngine implements ChatEngine {
     if (text === '') {
       throw badGateway('chat_engine_error', 'The chat model returned an empty reply; try again.');
     }
-    return text;
+    return { message: text, progress: null };
   }
 }
