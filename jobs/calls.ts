@@ -69,10 +69,11 @@ export const callJobs = {
       job.event === 'call_analyzed'
         ? jobId('evt', job.firm, job.event, job.call.call_id, analysisDigest(job.call))
         : jobId('evt', job.firm, job.event, job.call.call_id),
-    // The call record is the durable result; keep only a short history of these larger jobs.
+    // The call record is the durable result; keep only a short history of these larger jobs
+    // (up to about 220 kB each: the transcript's 200,000 characters and the analysis's 16 KiB).
     options: {
-      removeOnComplete: { age: 3600, count: 200 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 1000 },
+      removeOnComplete: { age: 3600, count: 100 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 200 },
     },
   }),
 };

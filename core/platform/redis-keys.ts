@@ -6,9 +6,10 @@
 //
 // A key is `<prefix>:<scope>:<rest>`. The scope is what one script call touches: for Redis
 // Cluster, every key of a call must hash to one slot, and wrapping the scope in a hash tag
-// (`{...}`) in `key` below would do that for all keys at once. Three calls cross scopes today
+// (`{...}`) in `key` below would do that for all keys at once. Some calls cross scopes today
 // and would need reshaping first: the dial-slot scripts also touch `pacingFirms` (the reaper's
-// list), and the rate-limit script also reads `readCacheEpoch`.
+// list), the rate-limit script also reads `readCacheEpoch`, and the booking-reminder store and
+// cancel scripts also touch the firm's `firmRemindersDue`.
 
 const key = (prefix: string, scope: string, ...rest: string[]): string => [prefix, scope, ...rest].join(':');
 
@@ -88,6 +89,24 @@ export class RedisKeys {
    */
   bookingReminders(firm: string, uid: string): string {
     return key(this.prefix, 'reminders', firm, uid);
+  }
+
+  /**
+   * ZSET: the firm's reminders still to come, one member per reminder (a digest of its booking
+   * and field) scored by its due time, so that a firm's scheduled reminders can be counted and
+   * capped (core/domain/bookings/store-booking-reminders.lua). Members due are dropped by the
+   * next store; the key expires a day after its last member is due.
+   */
+  firmRemindersDue(firm: string): string {
+    return key(this.prefix, 'reminders-due', firm);
+  }
+
+  /**
+   * STRING, an integer: the reminder mails a firm sent on one UTC day (`day`: days since the
+   * epoch), capped per day (core/domain/bookings/reminders.ts). Expires two days after it began.
+   */
+  firmReminderMails(firm: string, day: number): string {
+    return key(this.prefix, 'reminder-mails', firm, String(day));
   }
 
   /** STRING, JSON: the voice provider's list of voices, cached for an hour (core/domain/agents/voices.ts). */

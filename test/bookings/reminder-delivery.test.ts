@@ -263,6 +263,7 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
       reminders: [reminder],
       now,
       expireAt: now + 3600_000 * 48,
+      maxDue: stack.config.bookingRemindersPerFirm,
     });
     return { uid: bookingUid, field: reminderField(startAt, 60, 'x@example.com') };
   }

@@ -72,6 +72,7 @@ async function dueReminder(to: string): Promise<{ uid: string; field: string; du
     reminders: [reminder],
     now,
     expireAt: now + 48 * 3600_000,
+    maxDue: 10_000,
   });
   return { uid, field: reminderField(startAt, 60, to), dueAt: now };
 }

@@ -8,8 +8,13 @@ import type { BookingEventJob, BookingPerson, BookingTrigger } from '../../../jo
 import { JOBS } from '../../../jobs/table.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
-import { bookingExpiry, type BookingRecord, type ReminderRecord } from './reminder-records.js';
-import { cancelBookingReminders, storeBookingReminders } from './reminder-schedule.js';
+import {
+  BOOKING_HORIZON_MS,
+  bookingExpiry,
+  type BookingRecord,
+  type ReminderRecord,
+} from './reminder-records.js';
+import { cancelBookingReminders, MAX_BOOKING_ATTENDEES, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
 
 // Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
@@ -18,6 +23,12 @@ import { reminderStoreOf } from './reminders.js';
 // when the event arrived are skipped); BOOKING_RESCHEDULED cancels the old booking's and stores
 // the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
 // nothing, and a cancel wins over a CREATED delivered after it.
+//
+// What one signed event can make is bounded (issue 19, M3; docs/bookings.md#limits): a start
+// more than a year ahead gets no reminders, a booking at most 20 attendees', and a firm at most
+// BOOKING_REMINDERS_PER_FIRM reminders to come. Cal.com sends each event once and does not retry,
+// so an event past a bound is still acknowledged and applied as far as it may be; the job's
+// result and a warning say what was left out.
 //
 // Seated events (docs/bookings.md#seats) share one uid: a CREATED for a known uid and start adds the new
 // attendees' reminders (the firm's exist already: one field per recipient); a CANCELLED, or the
@@ -41,6 +52,7 @@ export interface BookingPayloadInput {
   videoCallData?: unknown;
 }
 
+/** Attendees a snapshot keeps: a seated cancel may name more than a booking gets reminders for. */
 const MAX_ATTENDEES = 100;
 
 /** A time Cal.com sent (`...Z` or `...+00:00`) in ms; 400 naming the field when it is no real time. */
@@ -197,12 +209,15 @@ export async function applyBookingEvent(
       previous = { previous: { uid: event.reschedule_uid, ...old } };
     }
   }
-  const reminders = remindersOf(firm, event);
+  // Kept without reminders when it starts too far ahead: its uid is known, a cancel finds it.
+  const tooFar = event.start_at > event.received_at + BOOKING_HORIZON_MS;
+  const reminders = tooFar ? [] : remindersOf(firm, event);
   const stored = await storeBookingReminders(reminderStoreOf(services), firm._id, event.uid, {
     booking,
     reminders,
     now,
     expireAt,
+    maxDue: services.config.bookingRemindersPerFirm,
   });
   for (const { field, due_at } of stored.due) {
     await enqueue(
@@ -212,7 +227,26 @@ export async function applyBookingEvent(
       { delay: due_at - Date.now() },
     );
   }
-  return { uid: event.uid, outcome: stored.outcome, scheduled: stored.due.length, ...previous };
+  const limited = tooFar
+    ? { not_scheduled: 'start_beyond_horizon' }
+    : stored.refused > 0
+      ? { not_scheduled: 'firm_reminder_limit', refused: stored.refused }
+      : {};
+  if ('not_scheduled' in limited) {
+    services.log.warn(
+      { firm: firm._id, uid: event.uid, start_at: event.start_at, ...limited },
+      tooFar
+        ? 'booking reminders not scheduled: the booking starts more than a year ahead'
+        : 'booking reminders not scheduled: the firm has BOOKING_REMINDERS_PER_FIRM reminders to come',
+    );
+  }
+  return {
+    uid: event.uid,
+    outcome: stored.outcome,
+    scheduled: stored.due.length,
+    ...limited,
+    ...previous,
+  };
 }
 
 /** The attendees an event names, by normalized address (each once). */
@@ -225,14 +259,25 @@ function namedEmails(event: BookingEventJob): string[] {
   return [...emails];
 }
 
+/**
+ * The attendees a booking has reminders for: the first MAX_BOOKING_ATTENDEES distinct valid
+ * addresses (normalized), with what the event says of each.
+ */
+function bookingAttendees(event: BookingEventJob): Array<{ email: string; person: BookingPerson }> {
+  const kept: Array<{ email: string; person: BookingPerson }> = [];
+  for (const person of event.attendees) {
+    if (kept.length === MAX_BOOKING_ATTENDEES) break;
+    const email = normalizeEmail(person.email);
+    if (email !== null && !kept.some((k) => k.email === email)) kept.push({ email, person });
+  }
+  return kept;
+}
+
+const label = (a: BookingPerson): string => (a.name === undefined ? a.email : `${a.name} <${a.email}>`);
+
 function bookingRecord(firm: FirmDoc, event: BookingEventJob): BookingRecord {
   const organizer = event.organizer?.name ?? event.organizer?.email;
-  const people: Array<{ email: string; label: string }> = [];
-  for (const a of event.attendees) {
-    const email = normalizeEmail(a.email);
-    if (email === null || people.some((p) => p.email === email)) continue;
-    people.push({ email, label: a.name === undefined ? a.email : `${a.name} <${a.email}>` });
-  }
+  const people = bookingAttendees(event).map(({ email, person }) => ({ email, label: label(person) }));
   return {
     state: 'active',
     start_at: event.start_at,
@@ -241,8 +286,8 @@ function bookingRecord(firm: FirmDoc, event: BookingEventJob): BookingRecord {
     ...(event.location === undefined ? {} : { location: event.location }),
     ...(event.join_url === undefined ? {} : { join_url: event.join_url }),
     ...(organizer === undefined ? {} : { organizer }),
-    attendees: event.attendees
-      .map((a) => (a.name === undefined ? a.email : `${a.name} <${a.email}>`))
+    attendees: people
+      .map((p) => p.label)
       .join(', ')
       .slice(0, 2000),
     people,
@@ -260,7 +305,7 @@ interface Recipient {
 }
 
 /**
- * Every attendee with a usable address (times in their own time zone, else the firm's), then
+ * The booking's attendees (bookingAttendees: times in their own time zone, else the firm's), then
  * the firm's notification_emails (in the firm's time zone); an address appears once.
  */
 function recipientsOf(firm: FirmDoc, event: BookingEventJob): Recipient[] {
@@ -272,9 +317,7 @@ function recipientsOf(firm: FirmDoc, event: BookingEventJob): Recipient[] {
     seen.add(recipient.to);
     recipients.push(recipient);
   };
-  for (const attendee of event.attendees) {
-    const to = normalizeEmail(attendee.email);
-    if (to === null) continue;
+  for (const { email: to, person: attendee } of bookingAttendees(event)) {
     const zone =
       attendee.time_zone !== undefined && isTimeZone(attendee.time_zone) ? attendee.time_zone : firmZone;
     add({

@@ -3,10 +3,10 @@
 -- '1', or stored seated) whose event names (`named_json`: normalized emails) only some of its
 -- attendees loses only those: their reminders are cancelled, they are recorded as left at
 -- `event_at`, and the booking stays active. Returns {outcome, reminders stopped}: outcome
--- cancelled | seats_cancelled | unchanged.
---! KEYS: booking
+-- cancelled | seats_cancelled | unchanged. Cancelled reminders leave the firm's count (`due`).
+--! KEYS: booking due
 --! ARGV: state booking_json now expire_at rescheduled_to seated named_json event_at
-local key = KEYS[1]
+local key, due_key = KEYS[1], KEYS[2]
 local now, expire_at = tonumber(ARGV[3]), tonumber(ARGV[4])
 local raw = redis.call('HGET', key, 'booking')
 local b
@@ -28,7 +28,7 @@ if raw then
       -- Some seats leave; the booking goes on for the others (and the firm).
       local n = 0
       each_reminder(key, function(field, r)
-        if r.role == 'attendee' and is_named[r.to] then n = n + cancel_one(key, field, r, now) end
+        if r.role == 'attendee' and is_named[r.to] then n = n + cancel_one(key, field, r, now, due_key) end
       end)
       if #stay < #b.people then
         if type(b.left) ~= 'table' then b.left = {} end
@@ -50,6 +50,6 @@ else
   b = cjson.decode(ARGV[2])
 end
 redis.call('HSET', key, 'booking', cjson.encode(b))
-local n = cancel_pending(key, now, nil)
+local n = cancel_pending(key, now, nil, due_key)
 extend_expiry(key, now, expire_at)
 return {'cancelled', n}

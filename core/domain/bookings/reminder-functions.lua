@@ -9,13 +9,21 @@ local function each_reminder(key, fn)
   end
 end
 
+-- The member of a reminder in the firm's ZSET of reminders to come (redis-keys.ts:
+-- firmRemindersDue): short and the same for the same booking and field.
+local function due_member(key, field)
+  return string.sub(redis.sha1hex(key .. '|' .. field), 1, 24)
+end
+
 -- Cancels one reminder unless sent: a reminder being sent cannot be stopped, it is only kept
--- from being retried. Returns 1 when it changed it.
-local function cancel_one(key, field, r, now)
+-- from being retried. A cancelled one no longer counts against the firm (due_key). Returns 1
+-- when it changed it.
+local function cancel_one(key, field, r, now, due_key)
   if r.status == 'scheduled' then
     r.status = 'cancelled'
     r.cancelled_at = now
     redis.call('HSET', key, field, cjson.encode(r))
+    redis.call('ZREM', due_key, due_member(key, field))
     return 1
   elseif r.status == 'sending' and not r.cancel_requested then
     r.cancel_requested = true
@@ -26,11 +34,11 @@ local function cancel_one(key, field, r, now)
 end
 
 -- Cancels what has not been sent (but those whose field starts with keep).
-local function cancel_pending(key, now, keep)
+local function cancel_pending(key, now, keep, due_key)
   local n = 0
   each_reminder(key, function(field, r)
     if keep and string.sub(field, 1, #keep) == keep then return end
-    n = n + cancel_one(key, field, r, now)
+    n = n + cancel_one(key, field, r, now, due_key)
   end)
   return n
 end

@@ -8,9 +8,10 @@ import { redisKeys } from '../../platform/redis-keys.js';
 //                                          start, end, title, ..., the event time that set it)
 //     r|<start ms>|<offset min>|<email>    JSON: one reminder (due_at, to, time zone, status, ...)
 //
-// The hash expires 30 days after the booking ends (or after the last write, if that is later):
-// memory is bounded by the bookings of the last month and the coming ones, each at most
-// 10 offsets × 100 recipients. No other index exists: the delayed BullMQ job of each reminder
+// The hash expires 30 days after the booking ends (or after the last write, if that is later),
+// and never later than a year and 30 days ahead: memory is bounded by the bookings of the last
+// month and the coming year's, each at most 10 offsets × (20 attendees + the firm's addresses),
+// and by the firm's cap on reminders to come (BOOKING_REMINDERS_PER_FIRM). No other index exists: the delayed BullMQ job of each reminder
 // is its schedule, and reads are by booking uid. A cancelled booking keeps its hash (state
 // `cancelled`, its reminders `cancelled`) until it expires: the tombstone makes the cancel win
 // over a repeated or late BOOKING_CREATED, and `GET .../reminders` still shows what happened.
@@ -76,13 +77,22 @@ export interface BookingRecord {
 
 const RETENTION_MS = 30 * 24 * 3600_000;
 
+/**
+ * How far ahead a booking may start and still get reminders: a start in 2099 made 72-year keys
+ * (issue 19, M3). A booking further away is acknowledged and kept, without reminders.
+ */
+export const BOOKING_HORIZON_MS = 366 * 24 * 3600_000;
+
 /** A reminder's field: the booking's start, the offset and the recipient make it unique. */
 export const reminderField = (startAt: number, offsetMinutes: number, to: string): string =>
   `r|${startAt}|${offsetMinutes}|${to}`;
 
-/** When a booking's hash may go: 30 days after the booking ends, and never before now + 30 days. */
+/**
+ * When a booking's hash may go: 30 days after the booking ends, never before now + 30 days, and
+ * never after the horizon + 30 days (whatever times the sender wrote).
+ */
 export const bookingExpiry = (endOrStart: number, now: number): number =>
-  Math.max(endOrStart, now) + RETENTION_MS;
+  Math.min(Math.max(endOrStart, now), now + BOOKING_HORIZON_MS) + RETENTION_MS;
 
 /** Where a firm's reminders live: the Redis connection and the deployment's key prefix. */
 export interface ReminderStore {

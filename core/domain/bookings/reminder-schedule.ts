@@ -13,51 +13,68 @@ import {
 
 const FUNCTIONS = new URL('./reminder-functions.lua', import.meta.url);
 const STORE = loadRedisScript(new URL('./store-booking-reminders.lua', import.meta.url), {
-  keys: ['booking'],
-  args: ['booking_json', 'start_at', 'event_at', 'now', 'expire_at'],
+  keys: ['booking', 'due'],
+  args: ['booking_json', 'start_at', 'event_at', 'now', 'expire_at', 'max_due', 'max_people'],
   include: [FUNCTIONS],
 });
 const CANCEL = loadRedisScript(new URL('./cancel-booking-reminders.lua', import.meta.url), {
-  keys: ['booking'],
+  keys: ['booking', 'due'],
   args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to', 'seated', 'named_json', 'event_at'],
   include: [FUNCTIONS],
 });
 
 export type StoreOutcome = 'stored' | 'unchanged' | 'joined' | 'moved' | 'stale' | BookingState;
 
+/** The most attendees one booking has reminders for (seats past it get none). */
+export const MAX_BOOKING_ATTENDEES = 20;
+
 /**
  * Stores a booking and its reminders, unless the booking was cancelled (the cancel wins), is
  * already stored for this start (a repeat changes nothing), or was set by a later event. A
  * newer event with another start cancels the reminders of the old one. For the same start,
- * attendees not on the booking yet join it with their reminders ('joined': a new seat).
+ * attendees not on the booking yet join it with their reminders ('joined': a new seat), up to
+ * MAX_BOOKING_ATTENDEES. A reminder that would take the firm past `maxDue` reminders to come
+ * is not stored (`refused` counts them).
  */
 export async function storeBookingReminders(
   store: ReminderStore,
   firm: string,
   uid: string,
-  input: { booking: BookingRecord; reminders: ReminderRecord[]; now: number; expireAt: number },
-): Promise<{ outcome: StoreOutcome; due: Array<{ field: string; due_at: number }> }> {
+  input: {
+    booking: BookingRecord;
+    reminders: ReminderRecord[];
+    now: number;
+    expireAt: number;
+    /** The firm's scheduled reminders at most (BOOKING_REMINDERS_PER_FIRM). */
+    maxDue: number;
+  },
+): Promise<{ outcome: StoreOutcome; refused: number; due: Array<{ field: string; due_at: number }> }> {
   const { booking } = input;
   const pairs = input.reminders.flatMap((r) => [
     reminderField(booking.start_at, r.offset_minutes, r.to),
     JSON.stringify(r),
   ]);
+  const keys = redisKeys(store.prefix);
   const reply = (await STORE.run(
     store.redis,
-    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    { booking: keys.bookingReminders(firm, uid), due: keys.firmRemindersDue(firm) },
     {
       booking_json: JSON.stringify(booking),
       start_at: booking.start_at,
       event_at: booking.event_at,
       now: input.now,
       expire_at: input.expireAt,
+      max_due: input.maxDue,
+      max_people: MAX_BOOKING_ATTENDEES,
     },
     pairs,
-  )) as string[];
-  const [outcome, ...rest] = reply;
+  )) as Array<string | number>;
+  const [outcome, refused, ...rest] = reply;
   const due: Array<{ field: string; due_at: number }> = [];
-  for (let i = 0; i + 1 < rest.length; i += 2) due.push({ field: rest[i]!, due_at: Number(rest[i + 1]) });
-  return { outcome: outcome as StoreOutcome, due };
+  for (let i = 0; i + 1 < rest.length; i += 2) {
+    due.push({ field: String(rest[i]), due_at: Number(rest[i + 1]) });
+  }
+  return { outcome: outcome as StoreOutcome, refused: Number(refused ?? 0), due };
 }
 
 /**
@@ -84,9 +101,10 @@ export async function cancelBookingReminders(
     expireAt: number;
   },
 ): Promise<{ outcome: 'cancelled' | 'seats_cancelled' | 'unchanged'; stopped: number }> {
+  const keys = redisKeys(store.prefix);
   const [outcome, stopped] = (await CANCEL.run(
     store.redis,
-    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    { booking: keys.bookingReminders(firm, uid), due: keys.firmRemindersDue(firm) },
     {
       state: input.state,
       booking_json: JSON.stringify(input.tombstone),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt } from '../../platform/db/effect-recorder.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
@@ -36,6 +37,27 @@ export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
   prefix: services.config.queuePrefix,
 });
+
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * Counts a reminder's first send against its firm's UTC day (BOOKING_MAILS_PER_FIRM_PER_DAY):
+ * reminders go from the platform's MAIL_FROM to any address a booking names, so a firm cannot
+ * make the service its mail relay (issue 19, M3). A retry of the same reminder is not counted
+ * again: an SMTP outage does not use up the firms' days. false past the day's limit.
+ */
+async function countReminderMail(services: Services, firm: string, now: number): Promise<boolean> {
+  const day = Math.floor(now / DAY_MS);
+  const key = redisKeys(services.config.queuePrefix).firmReminderMails(firm, day);
+  const replies = await services.redis
+    .multi()
+    .incr(key)
+    .pexpire(key, 2 * DAY_MS)
+    .exec();
+  const [err, count] = replies?.[0] ?? [new Error('The reminder mail count was not taken.'), 0];
+  if (err) throw err;
+  return Number(count) <= services.config.bookingMailsPerFirmPerDay;
+}
 
 /** Another attempt is sending this reminder right now; this one looks again at `until`. */
 export class ReminderBusyError extends Error {
@@ -85,6 +107,17 @@ export async function sendBookingReminder(
     const status = await finish('failed', 'Email is not configured (SMTP_URL is not set).');
     services.log.warn({ firm, uid, field }, 'booking reminder not sent: SMTP_URL is not set');
     return { outcome: status };
+  }
+  if (lease.reminder.attempts === 1 && !(await countReminderMail(services, firm, Date.now()))) {
+    const status = await finish(
+      'failed',
+      'The firm sent its reminder mails for today (BOOKING_MAILS_PER_FIRM_PER_DAY).',
+    );
+    services.log.warn(
+      { firm, uid, field },
+      'booking reminder not sent: the firm reached its mails for the day',
+    );
+    return { outcome: status, reason: 'daily_mail_limit' };
   }
   const messageId = reminderMessageId(services.config.mailFrom, firm, uid, field);
   let sent: { messageId: string };

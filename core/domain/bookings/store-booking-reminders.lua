@@ -1,18 +1,37 @@
 -- Stores a booking and its reminders (field/record pairs after the named arguments), unless the
 -- booking is not active (the cancel wins), is stored for this start already (a repeat changes
 -- nothing) or was set by a later event ('stale'); a newer event with another start cancels the
--- reminders of the old one ('moved'). Returns {outcome, field, due, field, due, ...}: the
--- reminders of this start still to send (on a repeat too, so a retried job re-adds any send job
+-- reminders of the old one ('moved'). Returns {outcome, refused, field, due, field, due, ...}:
+-- the reminders of this start still to send (on a repeat too, so a retried job re-adds any send job
 -- it did not add). For the same start, attendees not on the booking yet join it (a new seat,
 -- 'joined'): their reminders are added, those already stored are left as they are (a repeat
--- changes nothing, the firm's are not doubled), and one who left by a later event stays out.
---! KEYS: booking
---! ARGV: booking_json start_at event_at now expire_at ...field_record_pairs
-local key = KEYS[1]
+-- changes nothing, the firm's are not doubled), and one who left by a later event stays out;
+-- a booking holds at most `max_people` attendees, later seats get no reminders.
+--
+-- The firm's reminders to come are counted in `due` (a ZSET by due time): a new reminder is
+-- stored only while the firm has fewer than `max_due`; those past it are not stored (`refused`).
+--! KEYS: booking due
+--! ARGV: booking_json start_at event_at now expire_at max_due max_people ...field_record_pairs
+local key, due_key = KEYS[1], KEYS[2]
 local start_at, event_at = tonumber(ARGV[2]), tonumber(ARGV[3])
 local now, expire_at = tonumber(ARGV[4]), tonumber(ARGV[5])
+local max_people = tonumber(ARGV[7])
 local current = 'r|' .. ARGV[2] .. '|'
 local outcome = 'stored'
+local PAIRS = 8
+redis.call('ZREMRANGEBYSCORE', due_key, '-inf', now)
+local room = tonumber(ARGV[6]) - redis.call('ZCARD', due_key)
+local refused = 0
+-- Stores one reminder if the firm has room for it.
+local function add(field, record, due_at)
+  if room <= 0 then
+    refused = refused + 1
+    return
+  end
+  redis.call('HSET', key, field, record)
+  redis.call('ZADD', due_key, due_at, due_member(key, field))
+  room = room - 1
+end
 local raw = redis.call('HGET', key, 'booking')
 local b
 if raw then
@@ -24,15 +43,15 @@ if raw then
     return {'stale'}
   else
     outcome = 'moved'
-    cancel_pending(key, now, current)
+    cancel_pending(key, now, current, due_key)
   end
 end
 if outcome ~= 'unchanged' then
   redis.call('HSET', key, 'booking', ARGV[1])
-  for i = 6, #ARGV, 2 do
+  for i = PAIRS, #ARGV, 2 do
     local existing = redis.call('HGET', key, ARGV[i])
     if not existing or cjson.decode(existing).status == 'cancelled' then
-      redis.call('HSET', key, ARGV[i], ARGV[i + 1])
+      add(ARGV[i], ARGV[i + 1], cjson.decode(ARGV[i + 1]).due_at)
     end
   end
 else
@@ -45,7 +64,7 @@ else
   for _, p in ipairs(b.people) do on[p.email] = true end
   local joined, new = 0, {}
   for _, p in ipairs(type(nb.people) == 'table' and nb.people or {}) do
-    if not on[p.email] and not out(p.email) then
+    if not on[p.email] and not out(p.email) and #b.people < max_people then
       table.insert(b.people, p)
       on[p.email] = true
       new[p.email] = true
@@ -53,14 +72,16 @@ else
       joined = joined + 1
     end
   end
-  for i = 6, #ARGV, 2 do
+  for i = PAIRS, #ARGV, 2 do
     local r = cjson.decode(ARGV[i + 1])
     local existing = redis.call('HGET', key, ARGV[i])
     -- One who left earlier and takes a seat again gets their reminders back.
     local rejoin = existing and r.role == 'attendee' and new[r.to]
       and cjson.decode(existing).status == 'cancelled'
-    if (not existing and not (r.role == 'attendee' and out(r.to))) or rejoin then
-      redis.call('HSET', key, ARGV[i], ARGV[i + 1])
+    -- An attendee not on the booking (a seat past max_people) gets none.
+    local seated = r.role ~= 'attendee' or on[r.to]
+    if seated and ((not existing and not (r.role == 'attendee' and out(r.to))) or rejoin) then
+      add(ARGV[i], ARGV[i + 1], r.due_at)
     end
   end
   if joined > 0 then
@@ -72,7 +93,9 @@ else
   end
 end
 extend_expiry(key, now, expire_at)
-local due = {outcome}
+local last = redis.call('ZRANGE', due_key, -1, -1, 'WITHSCORES')
+if last[2] then redis.call('PEXPIREAT', due_key, tonumber(last[2]) + 86400000) end
+local due = {outcome, refused}
 each_reminder(key, function(field, r)
   if r.status == 'scheduled' and string.sub(field, 1, #current) == current then
     table.insert(due, field)

@@ -3,11 +3,18 @@ import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
 // A provider's `call` object (Retell's shape) as the service keeps it: only the fields it uses,
 // each typed and bounded, read by own property only. Everything else — transcript_object,
 // transcript_with_tool_calls, unknown fields — is dropped at the door, so a webhook's job in
-// Redis stays small whatever the body held.
+// Redis stays small whatever the body held. Bounding keys and depth was not enough: 200 keys of
+// 20,000 characters made a 2 MB job (issue 19, M1), so the analysis data and the summary share a
+// byte budget, cut the same way for the same body (a call_analyzed job's id carries a digest of
+// the snapshot: jobs/call-analysis.ts).
 
 const TRANSCRIPT_MAX_CHARS = 200_000;
 const MAX_DEPTH = 4;
 const MAX_KEYS = 200;
+/** The summary and custom_analysis_data together, as UTF-8 JSON (the transcript has its own cap). */
+const ANALYSIS_MAX_BYTES = 16_384;
+/** The summary's share at most; the analysis data (names, phone, email) gets the rest. */
+const SUMMARY_MAX_BYTES = 4_096;
 
 type Json = Record<string, unknown>;
 
@@ -47,12 +54,17 @@ export function snapshotProviderCall(call: Json & { call_id: string }): Provider
   if (isObject(analysis)) {
     const successful = own(analysis, 'call_successful');
     const voicemail = own(analysis, 'in_voicemail');
+    // Three bytes for the brackets and comma of [summary, data]: the budget is the pair's size.
+    const budget: Budget = { left: ANALYSIS_MAX_BYTES - 3 };
+    const summary = str(own(analysis, 'call_summary'), 20_000);
+    const kept = summary === undefined ? undefined : fitString(summary, SUMMARY_MAX_BYTES);
+    budget.left -= kept === undefined ? 4 : jsonBytes(kept);
     snapshot.call_analysis = {
-      call_summary: str(own(analysis, 'call_summary'), 20_000) ?? null,
+      call_summary: kept ?? null,
       user_sentiment: str(own(analysis, 'user_sentiment'), 100) ?? null,
       call_successful: typeof successful === 'boolean' ? successful : null,
       ...(typeof voicemail === 'boolean' ? { in_voicemail: voicemail } : {}),
-      custom_analysis_data: plainObject(own(analysis, 'custom_analysis_data'), 0),
+      custom_analysis_data: plainObject(own(analysis, 'custom_analysis_data'), 0, budget) ?? {},
     };
   }
   return snapshot;
@@ -68,9 +80,45 @@ function dynamicVariables(given: Json): Record<string, string> {
   return vars;
 }
 
-/** Plain JSON data with keys MongoDB stores as given (no `$` prefix, no dots), bounded in size and depth. */
-function plainObject(value: unknown, depth: number): Json {
-  if (!isObject(value) || depth > MAX_DEPTH) return {};
+/** What is left of the analysis budget, in bytes of UTF-8 JSON; each kept value takes its share. */
+interface Budget {
+  left: number;
+}
+
+const jsonBytes = (v: string): number => Buffer.byteLength(JSON.stringify(v));
+
+function take(budget: Budget, bytes: number): boolean {
+  if (bytes > budget.left) return false;
+  budget.left -= bytes;
+  return true;
+}
+
+/**
+ * `s`, or its longest-found beginning whose JSON fits in `maxBytes`: cut in proportion to the
+ * overshoot until it fits (each round shorter), never between the halves of a surrogate pair.
+ */
+function fitString(s: string, maxBytes: number): string {
+  let cut = s;
+  let bytes = jsonBytes(cut);
+  while (bytes > maxBytes && cut.length > 0) {
+    let n = Math.min(cut.length - 1, Math.floor((cut.length * maxBytes) / bytes));
+    const last = cut.charCodeAt(n - 1);
+    if (n > 0 && last >= 0xd800 && last <= 0xdbff) n -= 1;
+    cut = cut.slice(0, n);
+    bytes = jsonBytes(cut);
+  }
+  return cut;
+}
+
+/**
+ * Plain JSON data with keys MongoDB stores as given (no `$` prefix, no dots), bounded in depth
+ * and keys and within `budget`: entries in the order given until the budget is spent (the last
+ * string cut to fit), so the same object always keeps the same part. undefined when not even
+ * `{}` fits.
+ */
+function plainObject(value: unknown, depth: number, budget: Budget): Json | undefined {
+  if (!isObject(value) || depth > MAX_DEPTH) return take(budget, 2) ? {} : undefined;
+  if (!take(budget, 2)) return undefined;
   const out: Json = {};
   for (const [key, v] of Object.entries(value).slice(0, MAX_KEYS)) {
     if (
@@ -82,18 +130,44 @@ function plainObject(value: unknown, depth: number): Json {
     ) {
       continue;
     }
-    const safe = plainValue(v, depth + 1);
-    if (safe !== undefined) out[key] = safe;
+    // The key, its colon and a comma.
+    const keyBytes = jsonBytes(key) + 2;
+    if (!take(budget, keyBytes)) break;
+    const safe = plainValue(v, depth + 1, budget);
+    if (safe === undefined) {
+      budget.left += keyBytes;
+      continue;
+    }
+    out[key] = safe;
   }
   return out;
 }
 
-function plainValue(v: unknown, depth: number): unknown {
-  if (v === null || typeof v === 'boolean') return v;
-  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
-  if (typeof v === 'string') return v.slice(0, 20_000);
-  if (Array.isArray(v))
-    return depth > MAX_DEPTH ? undefined : v.slice(0, MAX_KEYS).map((x) => plainValue(x, depth + 1) ?? null);
-  if (isObject(v)) return plainObject(v, depth);
+function plainValue(v: unknown, depth: number, budget: Budget): unknown {
+  if (v === null || typeof v === 'boolean') return take(budget, 5) ? v : undefined;
+  if (typeof v === 'number') {
+    return Number.isFinite(v) && take(budget, JSON.stringify(v).length) ? v : undefined;
+  }
+  if (typeof v === 'string') {
+    // An empty string still costs its quotes: nothing at all fits when those do not.
+    if (budget.left < 2) return undefined;
+    const kept = fitString(v.slice(0, 20_000), budget.left);
+    budget.left -= jsonBytes(kept);
+    return kept;
+  }
+  if (Array.isArray(v)) {
+    if (depth > MAX_DEPTH || !take(budget, 2)) return undefined;
+    const out: unknown[] = [];
+    for (const x of v.slice(0, MAX_KEYS)) {
+      // Its comma, then the item (null for what JSON has no place for, as before).
+      if (!take(budget, 1)) break;
+      const item = plainValue(x, depth + 1, budget);
+      if (item !== undefined) out.push(item);
+      else if (take(budget, 4)) out.push(null);
+      else break;
+    }
+    return out;
+  }
+  if (isObject(v)) return plainObject(v, depth, budget);
   return undefined;
 }

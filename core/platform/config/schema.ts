@@ -217,6 +217,20 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how long `POST /api/contacts/import` waits for its job before answering `202` with the `job_id`',
   }),
+  bookingRemindersPerFirm: integer('BOOKING_REMINDERS_PER_FIRM', {
+    min: 1,
+    max: 1_000_000,
+    default: 10_000,
+    description:
+      "booking reminders a firm may have scheduled ahead at once; a booking's reminders past it are not scheduled (logged)",
+  }),
+  bookingMailsPerFirmPerDay: integer('BOOKING_MAILS_PER_FIRM_PER_DAY', {
+    min: 1,
+    max: 1_000_000,
+    default: 1_000,
+    description:
+      'booking reminder mails a firm may send per UTC day; a reminder past it is recorded `failed` with the reason',
+  }),
 });
 
 export type Config = Static<typeof CONFIG_SCHEMA>;

@@ -1,0 +1,105 @@
+// Issue 19, M1: the call webhook's snapshot bounded keys and depth but not size, so a 2 MB
+// call_analyzed (custom_analysis_data of 100 keys × 20,000 characters, a 20,000-character summary)
+// became a 2 MB job, and 25 deliveries added about 50 MB to Redis. The analysis data and the
+// summary now share a 16 KiB budget; the transcript keeps its own 200,000-character cap.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { postSigned } from '../webhooks/support.js';
+
+const SECRET = 'whsec_m1_snapshot_secret';
+
+/** A call_analyzed whose analysis is as large as a 2 MB body allows (the review's shape). */
+function hostileAnalyzed(callId: string) {
+  const custom: Record<string, string> = { caller_name: 'Dana Reyes', caller_email: 'dana@example.com' };
+  for (let i = 0; i < 100; i++)
+    custom[`field_${String(i).padStart(3, '0')}`] = `${i}`.repeat(20_000).slice(0, 20_000);
+  return {
+    event: 'call_analyzed',
+    call: {
+      call_id: callId,
+      call_status: 'ended',
+      direction: 'inbound',
+      // At its own cap: what a long honest call may carry.
+      transcript: 'Agent: Hello.\nUser: '.padEnd(200_000, 'w'),
+      call_analysis: {
+        call_summary: 's'.repeat(20_000),
+        user_sentiment: 'Neutral',
+        call_successful: true,
+        custom_analysis_data: custom,
+      },
+    },
+  };
+}
+
+async function usedMemory(stack: Stack): Promise<number> {
+  const info = await stack.services.redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)![1]);
+}
+
+describe('M1: a call webhook snapshot has a byte budget', () => {
+  let stack: Stack;
+  let firm: Awaited<ReturnType<typeof createFirm>>;
+  beforeAll(async () => {
+    // No workers: the jobs stay waiting in Redis, the most they can hold.
+    stack = await startStack();
+    firm = await createFirm(stack, { voice_webhook_secret: SECRET });
+  });
+  afterAll(async () => stack?.stop());
+
+  it('M1: 25 hostile call_analyzed deliveries grow Redis by a bounded amount (figures logged)', async () => {
+    const before = await usedMemory(stack);
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) {
+      const body = hostileAnalyzed(`m1_${i}_${rand(4)}`);
+      ids.push(body.call.call_id);
+      if (i === 0) expect(JSON.stringify(body).length).toBeGreaterThan(2_000_000);
+      const res = await postSigned(stack, firm.slug, SECRET, body);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const after = await usedMemory(stack);
+    console.log(
+      `[M1] Redis used_memory after 25 hostile call_analyzed deliveries: ${(before / 1e6).toFixed(2)} MB → ${(after / 1e6).toFixed(2)} MB (+${((after - before) / 1e6).toFixed(2)} MB)`,
+    );
+    const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active']);
+    const mine = jobs.filter((j) => ids.includes(j.data.call.call_id));
+    expect(mine).toHaveLength(25);
+    for (const job of mine) {
+      const analysis = job.data.call.call_analysis!;
+      // The analysis data and the summary: 16 KiB together, whatever the body held.
+      expect(
+        Buffer.byteLength(JSON.stringify([analysis.call_summary, analysis.custom_analysis_data])),
+      ).toBeLessThanOrEqual(16_384);
+      // What the extraction reads first is kept.
+      expect(analysis.custom_analysis_data).toMatchObject({
+        caller_name: 'Dana Reyes',
+        caller_email: 'dana@example.com',
+      });
+      // The transcript (200,000 characters) plus the 16 KiB, and little else.
+      expect(Buffer.byteLength(JSON.stringify(job.data))).toBeLessThan(220_000);
+    }
+    // 25 jobs of at most 220 kB each, and Redis's own overhead; before the change: about 56 MB.
+    expect(after - before).toBeLessThan(8_000_000);
+  }, 120_000);
+
+  it('M1: the same delivery always makes the same snapshot (the analysis digest is stable)', () => {
+    const body = hostileAnalyzed('m1_same');
+    const a = snapshotProviderCall(structuredClone(body.call));
+    const b = snapshotProviderCall(structuredClone(body.call));
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    const multibyte = snapshotProviderCall({
+      call_id: 'm1_utf8',
+      call_analysis: {
+        call_summary: '€'.repeat(20_000),
+        custom_analysis_data: { note: '😀'.repeat(20_000), quote: '"\\\u0001'.repeat(10_000) },
+      },
+    });
+    const analysis = multibyte.call_analysis!;
+    expect(
+      Buffer.byteLength(JSON.stringify([analysis.call_summary, analysis.custom_analysis_data])),
+    ).toBeLessThanOrEqual(16_384);
+    // No half of a surrogate pair is left at a cut.
+    expect(JSON.stringify(analysis)).not.toMatch(/\\ud83d(?!\\ude00)/i);
+    expect(analysis.custom_analysis_data.note).toMatch(/^(😀)+$/u);
+  });
+});
