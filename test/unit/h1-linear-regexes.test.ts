@@ -16,6 +16,7 @@ import {
 } from '../../core/domain/contact-points/emails.js';
 import { findPhone, normalizePhone, parseDialable } from '../../core/domain/contact-points/phones.js';
 import { parseContactRow } from '../../core/domain/contacts/contact-row.js';
+import { FIRM_SLUG_PATTERN } from '../../core/domain/firms/firm-slug.js';
 import { contactSearchTerms, fold, queryPrefixes } from '../../core/domain/contacts/search-terms.js';
 import { analyseIntake } from '../../core/domain/intake/analysis.js';
 import { classifyCaseType, classifyUrgency, urgencyValue } from '../../core/domain/intake/case-type.js';
@@ -193,6 +194,10 @@ const FUNCTIONS: Array<[string, (text: string) => unknown]> = [
   ['fillVariables', (t) => fillVariables(t, { name: t.slice(0, 100) })],
   ['workflowOwner', (t) => workflowOwner(`wf_${t}`)],
   ['bookingIdPart', bookingIdPart],
+  [
+    'the firm slug pattern (paths, tokens, request schemas)',
+    (t) => new RegExp(FIRM_SLUG_PATTERN, 'u').test(t),
+  ],
 ];
 
 /** Milliseconds `run` takes; a second try when the first was over budget (a GC pause, a busy core). */
