@@ -2,7 +2,7 @@
 // from a transcript or turns, given answers, provider data and dynamic variables.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
-import { analyseIntake } from '../../core/domain/intake/analysis.js';
+import { MAX_ANALYSED_CHARS, analyseIntake } from '../../core/domain/intake/analysis.js';
 
 const Q = DEFAULT_INTAKE_QUESTIONS;
 
@@ -125,5 +125,28 @@ describe('analyseIntake', () => {
       urgency: 'urgent',
       answers: { full_name: 'Tom Baker', email: 'tom@baker.example' },
     });
+  });
+});
+
+describe('H1: what the analysis reads (docs/webhooks.md#what-the-analysis-reads)', () => {
+  const said = (chars: number) => `User: ${'I was hurt. '.repeat(Math.ceil(chars / 11)).slice(0, chars)}\n`;
+
+  it('H1: reads the first MAX_ANALYSED_CHARS characters of a transcript, not what comes after', () => {
+    const early = `${said(1000)}User: write to jane@example.com\n${said(MAX_ANALYSED_CHARS)}`;
+    const late = `${said(MAX_ANALYSED_CHARS)}User: write to jane@example.com\n`;
+    expect(analyseIntake({ transcript: early, intakeQuestions: Q }).email).toBe('jane@example.com');
+    expect(analyseIntake({ transcript: late, intakeQuestions: Q }).email).toBeNull();
+  });
+
+  it("H1: reads the first MAX_ANALYSED_CHARS characters of a chat's messages, cutting the one that crosses it", () => {
+    const messages = [
+      { role: 'user' as const, content: 'x'.repeat(MAX_ANALYSED_CHARS - 20) },
+      { role: 'agent' as const, content: 'Thanks.' },
+      { role: 'user' as const, content: 'mail me: jane@example.com, or bob@example.com' },
+    ];
+    // The cut leaves "mail me: jane": no address is read.
+    expect(analyseIntake({ messages, intakeQuestions: Q }).email).toBeNull();
+    messages[0]!.content = 'x'.repeat(MAX_ANALYSED_CHARS - 80);
+    expect(analyseIntake({ messages, intakeQuestions: Q }).email).toBe('jane@example.com');
   });
 });

@@ -1,12 +1,20 @@
 // Email addresses as every area reads them: trimmed and lower-cased.
 
-/** An email address somewhere in a text (not anchored: use it to find, not to validate). */
-export const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/;
+/**
+ * An email address somewhere in a text (not anchored: use it to find, not to validate).
+ *
+ * Linear on any text (docs/webhooks.md#linear-text-scanning): the local part starts only where a
+ * run of its characters starts (the lookbehind) and holds at most 64 (RFC 5321), so the engine
+ * never restarts inside a long run; each domain run follows its own '@' and is scanned once. The
+ * unanchored /[...]+@.../ this replaces was quadratic: 13 s on 100,000 characters without a space.
+ */
+export const EMAIL =
+  /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/;
 
 /** The first email address in free text, lower-cased; null when there is none. */
 export function findEmail(text: string): string | null {
   const match = EMAIL.exec(text);
-  return match === null ? null : match[0].toLowerCase().replace(/\.+$/, '');
+  return match === null ? null : match[0].toLowerCase();
 }
 
 /**
@@ -16,10 +24,11 @@ export function findEmail(text: string): string | null {
 export function readEmailAnswer(text: string): string | null {
   const written = findEmail(text);
   if (written !== null) return written;
+  // Each starts only where a run of white space starts (the lookbehind): linear on long runs.
   const spoken = text
-    .replace(/\s+at\s+/gi, '@')
-    .replace(/\s+dot\s+/gi, '.')
-    .replace(/\s*@\s*/g, '@');
+    .replace(/(?<!\s)\s+at\s+/gi, '@')
+    .replace(/(?<!\s)\s+dot\s+/gi, '.')
+    .replace(/(?<!\s)\s*@\s*/g, '@');
   return findEmail(spoken);
 }
 

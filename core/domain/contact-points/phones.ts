@@ -1,7 +1,7 @@
 import {
-  findPhoneNumbersInText,
   isSupportedCountry,
   parsePhoneNumberFromString,
+  searchPhoneNumbersInText,
   type CountryCode,
 } from 'libphonenumber-js';
 // The full metadata, for number types only (the default bundle cannot tell a premium-rate number).
@@ -12,11 +12,24 @@ import { parsePhoneNumberFromString as parseWithTypes } from 'libphonenumber-js/
 
 export type { CountryCode };
 
-/** The first valid phone number in free text, in E.164; null when there is none. */
+/**
+ * How many candidates findPhone parses before it gives up on a text. libphonenumber parses every
+ * group of digits as a candidate (about 80 µs each): on text made of digit groups that was 0.8 s
+ * at 100,000 characters, linear but long, so the search is bounded by candidates tried
+ * (libphonenumber's own `maxTries`, "for degenerate cases where the text has a lot of false
+ * positives"): ordinary speech with its dates and amounts stays far below it
+ * (docs/webhooks.md#linear-text-scanning).
+ */
+export const MAX_PHONE_CANDIDATES = 200;
+
+/** The first valid phone number in free text, in E.164; null when there is none (or none in 200 tries). */
 export function findPhone(text: string, country: CountryCode = 'US'): string | null {
   const whole = parsePhoneNumberFromString(text.trim(), country);
   if (whole?.isValid()) return whole.number;
-  for (const found of findPhoneNumbersInText(text, country)) {
+  // maxTries is in libphonenumber's matcher but not in its option type: passed as a variable.
+  const options = { defaultCountry: country, maxTries: MAX_PHONE_CANDIDATES };
+  // Lazily: the search stops at the first valid number instead of collecting them all.
+  for (const found of searchPhoneNumbersInText(text, options)) {
     if (found.number.isValid()) return found.number.number;
   }
   return null;

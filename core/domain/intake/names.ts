@@ -1,4 +1,8 @@
 // A person's name in what they said or typed.
+//
+// Every pattern here is linear on any text (docs/webhooks.md#linear-text-scanning): a trailing
+// run (/[.,]+$/) starts only where its run starts (the lookbehind), else the engine would try
+// from every character of a long run and scan the rest of it each time.
 import { EMAIL } from '../contact-points/emails.js';
 
 // Words that follow "I'm" or stand in a short answer but are not names.
@@ -18,7 +22,7 @@ const NOT_NAME = new Set(
 const NAME_TOKEN = /^\p{L}[\p{L}'’.-]*$/u;
 
 function isNameToken(token: string): boolean {
-  return NAME_TOKEN.test(token) && !NOT_NAME.has(token.toLowerCase().replace(/[.]+$/, ''));
+  return NAME_TOKEN.test(token) && !NOT_NAME.has(token.toLowerCase().replace(/(?<!\.)\.+$/, ''));
 }
 
 function capitalise(token: string): string {
@@ -29,14 +33,14 @@ function capitalise(token: string): string {
 }
 
 function formatName(tokens: string[]): string {
-  return tokens.map((t) => capitalise(t.replace(/[.,]+$/, ''))).join(' ');
+  return tokens.map((t) => capitalise(t.replace(/(?<![.,])[.,]+$/, ''))).join(' ');
 }
 
 /** Name tokens at the start of `rest`, up to four; `capitalised` requires each to start upper-case. */
 function leadingNameTokens(rest: string, capitalised: boolean): string[] {
   const tokens: string[] = [];
   for (const raw of rest.split(/\s+/)) {
-    const token = raw.replace(/[,;:!?]+$/, '');
+    const token = raw.replace(/(?<![,;:!?])[,;:!?]+$/, '');
     if (token === '' || !isNameToken(token)) break;
     if (capitalised && !/^\p{Lu}/u.test(token)) break;
     tokens.push(token);
@@ -69,7 +73,7 @@ export function extractName(text: string, options: { bare?: boolean } = {}): str
     .replace(/^\s*(?:(?:sure|yes|yeah|yep|ok|okay|um+|uh+|well|hi|hello|hey)\b[\s,.!-]*)+/i, '')
     .replace(EMAIL, ' ')
     .replace(/\+?\d[\d\s().-]{5,}\d/g, ' ')
-    .replace(/^[\s,.;:!?-]+|[\s,.;:!?-]+$/g, '')
+    .replace(/^[\s,.;:!?-]+|(?<![\s,.;:!?-])[\s,.;:!?-]+$/g, '')
     .trim();
   const tokens = stripped.split(/[\s,]+/).filter((t) => t !== '');
   if (tokens.length === 0 || tokens.length > 4 || !tokens.every(isNameToken)) return null;
