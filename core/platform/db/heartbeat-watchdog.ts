@@ -72,7 +72,11 @@ export function watchHeartbeats(client: MongoClient, options: WatchdogOptions): 
   client.on('topologyClosed', onClosed);
 
   const reconnect = async (address: string, stuckForMs: number): Promise<void> => {
-    log?.warn({ address, stuckForMs }, 'MongoDB server monitor stuck; connecting the client again');
+    if (stuckForMs > 0) {
+      log?.warn({ address, stuckForMs }, 'MongoDB server monitor stuck; connecting the client again');
+    } else {
+      log?.warn({ address }, 'MongoDB client closed by the driver; connecting it again');
+    }
     onClosed();
     await client.close().catch(() => undefined);
     while (!stopped) {
@@ -97,6 +101,16 @@ export function watchHeartbeats(client: MongoClient, options: WatchdogOptions): 
       return;
     }
   };
+  // The driver (7.9) closes its topology when the first connection fails (a process started
+  // while MongoDB is down) but keeps it on the client, so every later operation fails with
+  // "Topology is closed" and nothing connects again by itself. A close nobody asked for (the
+  // service's own closes stop the watchdog first) is recovered like a stuck monitor.
+  const onUnexpectedClose = () => {
+    if (stopped || recovering !== undefined) return;
+    recovering = reconnect('topology closed', 0).finally(() => (recovering = undefined));
+  };
+  client.on('topologyClosed', onUnexpectedClose);
+
   const timer = setInterval(check, checkEveryMs);
   timer.unref();
 
@@ -113,6 +127,7 @@ export function watchHeartbeats(client: MongoClient, options: WatchdogOptions): 
       client.off('serverHeartbeatFailed', onEnded);
       client.off('serverDescriptionChanged', onDescription);
       client.off('topologyClosed', onClosed);
+      client.off('topologyClosed', onUnexpectedClose);
     },
   };
 }
