@@ -92,11 +92,11 @@ describe('Retell signatures (x-retell-signature)', () => {
     expect(jobs.map((j) => j.data.firm)).toEqual([b.slug]);
   });
 
-  it('an unknown firm is 404 firm_not_found, signed or not', async () => {
+  it('an unknown firm with only a signature is answered as a wrong signature (401), so slugs cannot be enumerated', async () => {
     expectError(
       await postSigned(stack, `no-firm-${rand(3)}`, SECRET_A, retellCallAnalyzed()),
-      404,
-      'firm_not_found',
+      401,
+      'unauthorized',
     );
   });
 });
