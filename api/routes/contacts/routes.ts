@@ -37,6 +37,9 @@ export const contactRoutes = [
     accepted: ImportProcessing,
     errors: [403, 404],
     bodyLimit: '16mb',
+    // The rows are kept as JSON text until the worker reads them (docs/contacts.md#rows): a
+    // column named "__proto__" is an ordinary field of its row, and NUL makes an error row.
+    verbatimJson: true,
     handler: async ({ services, principal, body, koa }) => {
       const country = (body.defaultCountry ?? 'US').toUpperCase();
       if (!isKnownCountry(country)) {
