@@ -216,6 +216,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how long `POST /api/contacts/import` waits for its job before answering `202` with the `job_id`',
   }),
+  contactsImportMaxPending: integer('CONTACTS_IMPORT_MAX_PENDING', {
+    min: 1,
+    max: 100,
+    default: 4,
+    description:
+      'contacts imports one firm may have accepted and not yet finished; one more is `429` with `Retry-After`',
+  }),
 });
 
 export type Config = Static<typeof CONFIG_SCHEMA>;
