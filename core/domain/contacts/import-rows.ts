@@ -30,7 +30,12 @@
 // import claimed before the crash are recognised as its own (import_id; read back only when the
 // record says claiming had begun); the classification is the same, so is the summary. A finished
 // import answers its stored result. An import whose every attempt failed is rolled back (its
-// contacts and claims removed: import-record.ts) and reported `failed`.
+// contacts and claims removed: import-record.ts) and reported `failed`. A retry never takes the
+// firm's turn over from the attempt it follows: it waits until that attempt let it go, or its
+// lock lapsed (LOCK_TTL_MS after a dead attempt's last renewal). A killed worker's last writes
+// can still be under way in the store for a moment after it died; a retry that claimed,
+// classified and released keys meanwhile would have one of those late claims land after its
+// release, a key left naming a contact never written.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -206,7 +211,8 @@ export async function runContactImport(services: Services, job: ImportContactsJo
       if (record.status === 'completed' && record.result !== null) return record.result;
       return applyPlan(db, record, plan);
     },
-    { ttlMs: LOCK_TTL_MS, waitMs: 1000, owner: job.importId, renew: true },
+    // No owner: a retry waits for the attempt before it (see the top of this file).
+    { ttlMs: LOCK_TTL_MS, waitMs: 1000, renew: true },
   );
   await letGo(services, first);
   return result;
