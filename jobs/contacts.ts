@@ -2,8 +2,8 @@ import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
 
 /**
- * One contacts import (POST /api/contacts/import): the rows exactly as sent (at most 5,000;
- * each is checked by the worker, so anything JSON can hold may be here).
+ * One contacts import (POST /api/contacts/import). Its rows are not here: the request stages them
+ * in MongoDB (core/domain/contacts/import-staging.ts), so the job stays a few hundred bytes.
  */
 export interface ImportContactsJob {
   /** The import's job_id, also the _id of its record in contact_imports. */
@@ -11,7 +11,11 @@ export interface ImportContactsJob {
   firm: string;
   /** ISO 3166-1 alpha-2: the country of phone numbers written without one. */
   defaultCountry: string;
-  rows: unknown[];
+  /**
+   * Only on jobs enqueued before rows were staged (issue 19): the rows exactly as sent. A worker
+   * still runs such a job after a deploy.
+   */
+  rows?: unknown[];
 }
 
 export const contactJobs = {
@@ -19,7 +23,8 @@ export const contactJobs = {
     queue: QUEUE.contacts,
     name: 'import-contacts',
     id: (job) => jobId(job.importId),
-    // A job carries up to 16 MiB of rows, and its result lives in contact_imports: keep few.
+    // The result lives in contact_imports; a finished job (a few hundred bytes, its rows never
+    // in it) is kept an hour or the last 5, a failed one a week or the last 20.
     options: {
       removeOnComplete: { age: 3600, count: 5 },
       removeOnFail: { age: 7 * 24 * 3600, count: 20 },

@@ -114,6 +114,14 @@ export class RedisKeys {
     return key(this.prefix, 'cache', 'voices', provider);
   }
 
+  /**
+   * ZSET: the firm's pending contacts imports (job ids), scored by when the entry lapses
+   * (core/domain/contacts/import-slots.ts). Expires with its last entry.
+   */
+  contactsImportsPending(firm: string): string {
+    return key(this.prefix, 'contacts-import', 'pending', firm);
+  }
+
   // The locks: STRING, the holder's token, expiring unless renewed (core/platform/redis-mutex.ts).
 
   /** The lock of one call record (`call`: our call id, else `provider:<provider id>`). */

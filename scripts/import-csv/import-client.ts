@@ -11,7 +11,10 @@ export interface BatchResult {
   error_rows: Array<{ index: number; reason: string }>;
 }
 
-export class ImportError extends Error {}
+export class ImportError extends Error {
+  /** The CSV lines (first, last) of the batch that failed, when the caller knows them. */
+  lines?: [number, number];
+}
 
 export interface ImportTarget {
   baseUrl: string;

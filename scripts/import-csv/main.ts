@@ -18,7 +18,7 @@ const USAGE = `Usage: npm run import-csv -- --firm <slug> --file <contacts.csv> 
   --firm <slug>             the firm to import into (required)
   --file <path>             the CSV file, with a header line (required)
   --url <url>               the service (default: PUBLIC_BASE_URL, else http://127.0.0.1:$PORT, else :3000)
-  --token <token>           bearer token (default: INTAKE_API_TOKEN, else ADMIN_API_KEY)
+  --token <token>           the firm's API key (default: INTAKE_API_TOKEN; required, never the platform key)
   --default-country <CC>    ISO country of phone numbers written without a country code (default US)
   --delimiter <char>        cell delimiter (default ",")
   --batch-size <n>          rows per request, at most ${MAX_IMPORT_ROWS} (default ${MAX_IMPORT_ROWS})
@@ -60,8 +60,17 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
   } catch {
     throw new UsageError(`--url is not a URL: ${url}`);
   }
-  const token = values.token ?? env.INTAKE_API_TOKEN ?? env.ADMIN_API_KEY;
-  if (!token) throw new UsageError('no token: pass --token, or set INTAKE_API_TOKEN or ADMIN_API_KEY');
+  // A firm's own key: an import acts for one firm, and the platform key would let a typo in
+  // --firm write into another firm's contacts.
+  const token = values.token ?? env.INTAKE_API_TOKEN;
+  if (!token) {
+    throw new UsageError(
+      "no firm token: set INTAKE_API_TOKEN to the firm's API key (POST /api/auth/api-keys), or pass --token",
+    );
+  }
+  if (env.ADMIN_API_KEY && token === env.ADMIN_API_KEY) {
+    throw new UsageError("the token is the platform key (ADMIN_API_KEY): imports take the firm's API key");
+  }
   const country = values['default-country'];
   if (country !== undefined && !/^[A-Za-z]{2}$/.test(country)) {
     throw new UsageError('--default-country takes a two-letter ISO country code, e.g. GB');
@@ -87,6 +96,7 @@ function readOptions(argv: string[], env: NodeJS.ProcessEnv): Options {
 }
 
 interface Totals {
+  /** Rows of the batches the service has answered for (a failed batch's rows are not counted). */
   rows: number;
   imported: number;
   duplicates: number;
@@ -112,18 +122,23 @@ async function run(options: Options, totals: Totals): Promise<void> {
   let columns: ColumnMap | undefined;
   let rows: unknown[] = [];
   let lines: number[] = [];
+  let sent = 0;
   const send = async () => {
     if (rows.length === 0) return;
+    sent += rows.length;
+    bar.update(sent);
+    const result = await importBatch(options.target, rows).catch((err: unknown) => {
+      if (err instanceof ImportError) err.lines = [lines[0] ?? -1, lines.at(-1) ?? -1];
+      throw err;
+    });
     totals.rows += rows.length;
-    bar.update(totals.rows);
-    const result = await importBatch(options.target, rows);
     totals.imported += result.imported;
     totals.duplicates += result.duplicates;
     totals.errors += result.errors;
     for (const { index, reason } of result.error_rows)
       totals.error_rows.push({ line: lines[index] ?? -1, reason });
     totals.unlisted_errors += result.errors - result.error_rows.length;
-    bar.update(totals.rows, {
+    bar.update(sent, {
       imported: totals.imported,
       duplicates: totals.duplicates,
       errors: totals.errors,
@@ -204,9 +219,13 @@ async function main(): Promise<number> {
           ? (err as Error).message
           : ((err as Error).stack ?? String(err));
     process.stderr.write(`import-csv: ${message}\n`);
+    if (err instanceof ImportError && err.lines !== undefined) {
+      const [first, last] = err.lines;
+      process.stderr.write(`The batch of lines ${first} to ${last} was not imported.\n`);
+    }
     if (totals.rows > 0) {
       // What went through stays imported; sending the file again counts those rows as duplicates.
-      process.stderr.write(`Stopped after sending ${number(totals.rows)} rows; so far:\n`);
+      process.stderr.write(`Stopped; the batches before it were imported:\n`);
       process.stderr.write(report(options, totals));
     }
     return 1;

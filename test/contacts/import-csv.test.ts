@@ -106,7 +106,7 @@ describe('npm run import-csv', () => {
     // URL and token from the environment, as documented.
     const run = await importCsv(['--firm', firm.slug, '--file', file.path], {
       PUBLIC_BASE_URL: stack.baseUrl,
-      ADMIN_API_KEY: stack.config.adminApiKey,
+      INTAKE_API_TOKEN: firm.key,
     });
     expect(run.code, run.stderr).toBe(0);
     const errors = file.errorLines.length;
@@ -195,7 +195,7 @@ describe('npm run import-csv', () => {
     const path = join(dir, 'one.csv');
     await writeFile(path, 'phone\n+12125550100\n', 'utf8');
     const forbidden = await importCsv(['--firm', other.slug, '--file', path, '--url', stack.baseUrl], {
-      ADMIN_API_KEY: firm.key,
+      INTAKE_API_TOKEN: firm.key,
     });
     expect(forbidden.code).toBe(1);
     expect(forbidden.stderr).toMatch(/403 \(forbidden: /);
@@ -206,4 +206,56 @@ describe('npm run import-csv', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cannot read .*nope\.csv/);
   }, 60_000);
+
+  it('L7: requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async () => {
+    const firm = await createFirm(stack);
+    const path = join(dir, 'platform.csv');
+    await writeFile(path, 'phone\n+12125550170\n', 'utf8');
+    const args = ['--firm', firm.slug, '--file', path, '--url', stack.baseUrl];
+    const unset = await importCsv(args, { ADMIN_API_KEY: stack.config.adminApiKey });
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toMatch(/no firm token: set INTAKE_API_TOKEN/);
+    const platform = await importCsv([...args, '--token', stack.config.adminApiKey], {
+      ADMIN_API_KEY: stack.config.adminApiKey,
+    });
+    expect(platform.code).toBe(2);
+    expect(platform.stderr).toMatch(/platform key/);
+    expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
+  });
+
+  it('L7: a "__proto__" column (and "constructor", "prototype") is an ordinary column: the rows import', async () => {
+    const firm = await createFirm(stack);
+    const path = join(dir, 'proto.csv');
+    await writeFile(
+      path,
+      'Name,Phone,__proto__,constructor,prototype\nAnn,+12125550171,a,b,c\nBob,+12125550172,,,\n',
+      'utf8',
+    );
+    const run = await importCsv(['--firm', firm.slug, '--file', path, '--url', stack.baseUrl, '--json'], {
+      INTAKE_API_TOKEN: firm.key,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ rows: 2, imported: 2, duplicates: 0, errors: 0 });
+    expect(await contactsOf(stack).findOne({ firm: firm.slug, name: 'Ann' })).toMatchObject({
+      custom: [
+        { key: '__proto__', value: 'a' },
+        { key: 'constructor', value: 'b' },
+        { key: 'prototype', value: 'c' },
+      ],
+    });
+  });
+
+  it('L7: a failed request is reported as not imported, never as "imported 0"', async () => {
+    const firm = await createFirm(stack);
+    const other = await createFirm(stack);
+    const path = join(dir, 'failed.csv');
+    await writeFile(path, 'phone\n+12125550173\n+12125550174\n', 'utf8');
+    const run = await importCsv(['--firm', other.slug, '--file', path, '--url', stack.baseUrl], {
+      INTAKE_API_TOKEN: firm.key,
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/403 \(forbidden: /);
+    expect(run.stderr).toMatch(/lines 2 to 3 was not imported/);
+    expect(`${run.stdout}${run.stderr}`).not.toMatch(/imported\s+0\b/);
+  });
 });

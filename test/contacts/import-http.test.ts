@@ -130,6 +130,41 @@ describe('bad bodies', () => {
   });
 });
 
+describe('L7: rows with keys named like Object.prototype members', () => {
+  it('L7: "__proto__", "constructor" and "prototype" columns are kept under custom; the rows import, nothing is polluted', async () => {
+    const firm = await createFirm(stack);
+    // As the CSV tool and JSON.parse build rows: "__proto__" an own key, never the prototype.
+    const rows = JSON.parse(
+      JSON.stringify([
+        { phone: '+12125550160', first_name: 'Proto', PROTO: 'x', constructor: 'c', prototype: 'p' },
+        { phone: '+12125550161', PROTO: { polluted: 'yes' } },
+        { email: 'nul@example.com', notes: 'a\u0000b' },
+        { email: 'ctor@example.com', constructor: { prototype: { polluted: 'yes' } } },
+      ]).replaceAll('"PROTO"', '"__proto__"'),
+    ) as unknown[];
+    const res = await firm.client.post('/api/contacts/import', { firmSlug: firm.slug, contacts: rows });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({
+      imported: 1,
+      duplicates: 0,
+      errors: 3,
+      error_rows: [
+        { index: 1, reason: expect.stringMatching(/custom field "__proto__" must be a string/) },
+        { index: 2, reason: expect.stringMatching(/NUL character/) },
+        { index: 3, reason: expect.stringMatching(/custom field "constructor" must be a string/) },
+      ],
+    });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    const [contact] = (await firm.client.get(`/api/contacts?firmSlug=${firm.slug}`)).body.contacts;
+    expect(Object.getPrototypeOf(contact.custom)).toBe(Object.prototype);
+    expect(Object.entries(contact.custom)).toEqual([
+      ['__proto__', 'x'],
+      ['constructor', 'c'],
+      ['prototype', 'p'],
+    ]);
+  });
+});
+
 describe('firm isolation', () => {
   it('needs a token (401), refuses another firm’s slug (403) and an unknown firm (404)', async () => {
     const body = { firmSlug: firmB.slug, contacts: [row(1)] };

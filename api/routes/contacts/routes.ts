@@ -37,7 +37,13 @@ export const contactRoutes = [
     accepted: ImportProcessing,
     errors: [403, 404],
     bodyLimit: '16mb',
+    // The rows are kept as JSON text until the worker reads them (docs/contacts.md#rows): a
+    // column named "__proto__" is an ordinary field of its row, and NUL makes an error row.
+    verbatimJson: true,
     handler: async ({ services, principal, body, koa }) => {
+      // The body's text is not needed (the rows are staged from the parsed body): let it go now.
+      const request = koa.request as { body?: unknown; rawBody?: string };
+      delete request.rawBody;
       const country = (body.defaultCountry ?? 'US').toUpperCase();
       if (!isKnownCountry(country)) {
         throw invalidRequest(`defaultCountry ${quote(body.defaultCountry)} is not a country code we know.`, [
@@ -46,6 +52,8 @@ export const contactRoutes = [
       }
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
       const importId = await startContactImport(services, firm._id, body.contacts, country);
+      // The rows are staged: the request keeps nothing of its body while it waits.
+      delete request.body;
       let clientGone = false;
       koa.res.once('close', () => (clientGone = true));
       // Stop waiting when the client has gone or the process is stopping: the job runs on.

@@ -78,6 +78,26 @@ function typeName(value: unknown): string {
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * Whether a key or string anywhere in the row holds the NUL character, which a stored document
+ * cannot (PostgreSQL-backed stores refuse it). The request keeps rows as JSON text, so this row
+ * is an error row rather than the whole batch a 400. Iterative: any depth the body allows.
+ */
+function holdsNul(row: Record<string, unknown>): boolean {
+  const pending: unknown[] = [row];
+  for (let node = pending.pop(); pending.length > 0 || node !== undefined; node = pending.pop()) {
+    if (typeof node === 'string') {
+      if (node.includes('\u0000')) return true;
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, value] of Object.entries(node)) {
+        if (key.includes('\u0000')) return true;
+        pending.push(value);
+      }
+    }
+  }
+  return false;
+}
+
 /** Tags as an array of strings, or one string of tags separated by commas or semicolons (a CSV cell). */
 function readTags(value: unknown, problems: string[]): string[] {
   const raw = typeof value === 'string' ? value.split(/[,;]/) : value;
@@ -116,6 +136,7 @@ function readCustom(key: string, value: unknown, custom: CustomField[], problems
  */
 export function parseContactRow(row: unknown, country: CountryCode): ParsedRow {
   if (!isPlainObject(row)) return { ok: false, reason: `the row is ${typeName(row)}, not an object` };
+  if (holdsNul(row)) return { ok: false, reason: 'the row holds the NUL character (\\u0000)' };
   const problems: string[] = [];
   const fields: ContactFields = { tags: [], custom: [] };
   let phoneText: string | undefined;

@@ -6,6 +6,8 @@ import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { JOBS } from '../../../jobs/table.js';
 import { contactKeysCollection, contactsCollection } from './contacts.js';
+import { discardImportRows } from './import-staging.js';
+import { releaseImportSlot } from './import-slots.js';
 
 export interface ImportErrorRow {
   index: number;
@@ -29,6 +31,11 @@ export interface ContactImportDoc {
   /** queued → claiming (keys may be held by this import: a retry reads back what it cannot claim) → done. */
   stage: 'queued' | 'claiming' | 'done';
   rows: number;
+  /**
+   * How many pieces its rows are staged in (import-staging.ts); absent on imports from before
+   * rows were staged, whose job carries them.
+   */
+  chunks?: number;
   default_country: string;
   result: ImportResult | null;
   failure: string | null;
@@ -74,7 +81,7 @@ export const failedMessage = (failure: string | null) =>
 /** Why BullMQ gave the import's job up; null while it may still run (or Redis cannot say). */
 export async function jobGaveUp(services: Services, importId: string): Promise<string | null> {
   try {
-    // The state alone: the job itself carries up to 16 MiB of rows.
+    // The state alone: nothing else of the job is needed.
     const queue = services.queues[JOBS.importContacts.queue];
     const state = await queue.getJobState(importId);
     if (state === 'unknown') return 'its job is no longer queued';
@@ -88,9 +95,10 @@ export async function jobGaveUp(services: Services, importId: string): Promise<s
 
 /**
  * The import failed for good (its job's last attempt failed, or BullMQ gave the job up): it is
- * marked failed, then what it wrote is removed — its contacts, then the key documents it holds —
- * so a later import of the same rows finds them free. One delete each (an equality on
- * import_id); safe to repeat. Best effort: the store may be what failed.
+ * marked failed, its staged rows deleted and its pending slot freed, then what it wrote is
+ * removed — its contacts, then the key documents it holds — so a later import of the same rows
+ * finds them free. One delete each (by _id, or an equality on import_id); safe to repeat. Best
+ * effort: the store may be what failed.
  */
 export async function failContactImport(
   services: Services,
@@ -106,6 +114,8 @@ export async function failContactImport(
       { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
     );
   }
+  await discardImportRows(db, record._id, record.chunks ?? 0);
+  await releaseImportSlot(services, record.firm, record._id);
   if (record.stage === 'queued') return;
   // Contacts first: a key freed while its contact still stood could let another import add a twin.
   await contactsCollection(db).deleteMany({ import_id: record._id });

@@ -1,5 +1,6 @@
-// Contacts import, the request side: the request checks the row count, stores
-// an import record and enqueues one job with the rows; a worker classifies every row
+// Contacts import, the request side: the request checks the row count, takes one of
+// the firm's pending-import slots (import-slots.ts), stores an import record and the rows
+// (import-staging.ts) and enqueues a job that names them; a worker classifies every row
 // (import-rows.ts), and the request waits for the result (CONTACTS_IMPORT_WAIT_MS), else
 // answers 202 with the job_id, which GET /api/contacts/import/{job_id} reads.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,6 +11,8 @@ import { newId } from '../../platform/ids.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { CountryCode } from '../contact-points/phones.js';
+import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
+import { releaseImportSlot, takeImportSlot } from './import-slots.js';
 import {
   failContactImport,
   failedMessage,
@@ -22,7 +25,12 @@ import {
 /** Rows one request may carry; more is 413 too_many_rows, nothing imported. */
 export const MAX_IMPORT_ROWS = 5000;
 
-/** Stores the import record and enqueues its job; returns the job_id. 413 over 5,000 rows. */
+/**
+ * Stores the import record and its rows and enqueues its job; returns the job_id. 413 over 5,000
+ * rows; 429 when the firm has CONTACTS_IMPORT_MAX_PENDING imports waiting. Accepted whole or not
+ * at all: when a step fails, what the earlier ones stored is removed and the error thrown.
+ * `rows` is emptied (once counted and split into its staged text).
+ */
 export async function startContactImport(
   services: Services,
   firm: string,
@@ -37,27 +45,40 @@ export async function startContactImport(
   }
   const db = services.mongo.db;
   const importId = newId('imp');
+  const count = rows.length;
+  const parts = splitImportRows(rows);
+  // The parsed rows are emptied out here, the caller's array included: from now on the request
+  // holds only their text, and after staging nothing (docs/contacts.md#memory). Letting go of
+  // the reference is not enough: an async caller's parameters stay reachable while it waits.
+  rows.length = 0;
+  await takeImportSlot(services, firm, importId);
   const now = new Date();
-  await importsCollection(db).insertOne({
-    _id: importId,
-    firm,
-    status: 'processing',
-    stage: 'queued',
-    rows: rows.length,
-    default_country: country,
-    result: null,
-    failure: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-  });
   try {
-    await enqueue(services.queues, JOBS.importContacts, { importId, firm, defaultCountry: country, rows });
+    // The record first: if this process dies before the job is enqueued, the record (processing,
+    // no job) is what the sweep finds and rolls back, staged rows included.
+    await importsCollection(db).insertOne({
+      _id: importId,
+      firm,
+      status: 'processing',
+      stage: 'queued',
+      rows: count,
+      chunks: parts.length,
+      default_country: country,
+      result: null,
+      failure: null,
+      created_at: now,
+      updated_at: now,
+      completed_at: null,
+    });
+    await stageImportRows(db, { importId, firm }, parts);
+    await enqueue(services.queues, JOBS.importContacts, { importId, firm, defaultCountry: country });
   } catch (err) {
-    // Not enqueued (503): no record may claim otherwise.
+    // Not accepted (503): no record, rows or slot may claim otherwise.
+    await discardImportRows(db, importId, parts.length).catch(() => {});
     await importsCollection(db)
       .deleteOne({ _id: importId })
       .catch(() => {});
+    await releaseImportSlot(services, firm, importId).catch(() => {});
     throw err;
   }
   return importId;

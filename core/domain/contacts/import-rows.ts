@@ -22,12 +22,20 @@
 // keys, each find the other key held and each call it a duplicate — no contact at all. The
 // claims, not the lock, are what keep a phone or email with one contact.
 //
+// The rows are read from where the request staged them (import-staging.ts) and deleted, with
+// the firm's pending slot given back (import-slots.ts), once the import has completed.
+//
 // A crash mid-import: the job is retried, and the retry does the same work again. Contact ids
 // are derived from the import and the row, so inserting them again changes nothing; keys this
 // import claimed before the crash are recognised as its own (import_id; read back only when the
 // record says claiming had begun); the classification is the same, so is the summary. A finished
 // import answers its stored result. An import whose every attempt failed is rolled back (its
-// contacts and claims removed: import-record.ts) and reported `failed`.
+// contacts and claims removed: import-record.ts) and reported `failed`. A retry never takes the
+// firm's turn over from the attempt it follows: it waits until that attempt let it go, or its
+// lock lapsed (LOCK_TTL_MS after a dead attempt's last renewal). A killed worker's last writes
+// can still be under way in the store for a moment after it died; a retry that claimed,
+// classified and released keys meanwhile would have one of those late claims land after its
+// release, a key left naming a contact never written.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -35,6 +43,8 @@ import { claimMany } from '../../platform/db/claim.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { ImportContactsJob } from '../../../jobs/contacts.js';
 import { isKnownCountry, type CountryCode } from '../contact-points/phones.js';
+import { discardImportRows, readImportRows } from './import-staging.js';
+import { releaseImportSlot } from './import-slots.js';
 import { parseContactRow, type ContactFields } from './contact-row.js';
 import {
   contactKeyId,
@@ -85,11 +95,16 @@ interface ImportPlan {
 const contactIdOf = (importId: string, index: number): string =>
   `ct_${importId.replace(/^imp_/, '')}_${String(index).padStart(4, '0')}`;
 
-function planImport(job: ImportContactsJob, country: CountryCode, createdAt: Date): ImportPlan {
+function planImport(
+  job: ImportContactsJob,
+  rows: unknown[],
+  country: CountryCode,
+  createdAt: Date,
+): ImportPlan {
   const errorRows: ImportErrorRow[] = [];
   const candidates: PlannedRow[] = [];
   const keyDocs = new Map<string, ContactKeyDoc>();
-  job.rows.forEach((row, index) => {
+  rows.forEach((row, index) => {
     const parsed = parseContactRow(row, country);
     if (!parsed.ok) {
       errorRows.push({ index, reason: parsed.reason });
@@ -161,6 +176,20 @@ async function runnableRecord(db: Db, job: ImportContactsJob): Promise<ContactIm
   return record;
 }
 
+/** The import's rows: staged by the request (or, on a job from before staging, in the job). */
+async function rowsOf(db: Db, job: ImportContactsJob, record: ContactImportDoc): Promise<unknown[]> {
+  if (job.rows !== undefined) return job.rows;
+  const rows = await readImportRows(db, record._id, record.chunks ?? 0);
+  if (rows === null) throw new ImportNotRunnableError(`the rows of import ${record._id} are gone`);
+  return rows;
+}
+
+/** A completed import's staged rows and pending slot are let go (again, after a crash: idempotent). */
+async function letGo(services: Services, record: ContactImportDoc): Promise<void> {
+  await discardImportRows(services.mongo.db, record._id, record.chunks ?? 0);
+  await releaseImportSlot(services, record.firm, record._id);
+}
+
 /**
  * Runs one import job to its result (the stored one when it already finished). Throws
  * RecordBusyError when another import of the firm holds the firm's turn: the caller delays the job.
@@ -168,9 +197,12 @@ async function runnableRecord(db: Db, job: ImportContactsJob): Promise<ContactIm
 export async function runContactImport(services: Services, job: ImportContactsJob): Promise<ImportResult> {
   const db = services.mongo.db;
   const first = await runnableRecord(db, job);
-  if (first.status === 'completed' && first.result !== null) return first.result;
-  const plan = planImport(job, countryOf(job), first.created_at);
-  return withRecordLock(
+  if (first.status === 'completed' && first.result !== null) {
+    await letGo(services, first);
+    return first.result;
+  }
+  const plan = planImport(job, await rowsOf(db, job, first), countryOf(job), first.created_at);
+  const result = await withRecordLock(
     services.redis,
     redisKeys(services.config.queuePrefix).contactsImportLock(job.firm),
     async () => {
@@ -179,8 +211,11 @@ export async function runContactImport(services: Services, job: ImportContactsJo
       if (record.status === 'completed' && record.result !== null) return record.result;
       return applyPlan(db, record, plan);
     },
-    { ttlMs: LOCK_TTL_MS, waitMs: 1000, owner: job.importId, renew: true },
+    // No owner: a retry waits for the attempt before it (see the top of this file).
+    { ttlMs: LOCK_TTL_MS, waitMs: 1000, renew: true },
   );
+  await letGo(services, first);
+  return result;
 }
 
 async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Promise<ImportResult> {

@@ -231,6 +231,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'booking reminder mails a firm may send per UTC day; a reminder past it is recorded `failed` with the reason',
   }),
+  contactsImportMaxPending: integer('CONTACTS_IMPORT_MAX_PENDING', {
+    min: 1,
+    max: 100,
+    default: 4,
+    description:
+      'contacts imports one firm may have accepted and not yet finished; one more is `429` with `Retry-After`',
+  }),
 });
 
 export type Config = Static<typeof CONFIG_SCHEMA>;

@@ -34,6 +34,8 @@ export const COLLECTIONS = {
   contactKeys: 'contact_keys',
   /** One document per contacts import (`_id` = its job_id): progress, then the result. */
   contactImports: 'contact_imports',
+  /** A waiting import's rows as JSON text, in pieces (`<job_id>:<n>`), until its job has finished. */
+  contactImportChunks: 'contact_import_chunks',
   /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
   clioConnections: 'clio_connections',
   /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */

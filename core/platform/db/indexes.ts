@@ -42,6 +42,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // import_id: a retried import reads its own claims back; a failed one deletes them.
   [COLLECTIONS.contactKeys]: [{ key: { import_id: 1 }, name: 'import_id' }],
   [COLLECTIONS.contactImports]: [],
+  // Read and deleted by _id only (core/domain/contacts/import-staging.ts).
+  [COLLECTIONS.contactImportChunks]: [],
   [COLLECTIONS.clioConnections]: [],
   [COLLECTIONS.clioOAuthStates]: [],
   [COLLECTIONS.clioReconnectNotices]: [],

@@ -1,0 +1,158 @@
+// Issue 19 M4: a contacts import's rows are staged in MongoDB, not carried by its job, so a
+// waiting import costs Redis a few hundred bytes; the staged pieces are deleted once it has
+// completed; a staging that fails half-way leaves no piece; and one firm may have only
+// CONTACTS_IMPORT_MAX_PENDING imports waiting (429 with Retry-After beyond).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import {
+  splitImportRows,
+  stageImportRows,
+  type ImportChunkDoc,
+} from '../../core/domain/contacts/import-staging.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { expectError } from '../helpers/expect-error.js';
+import { expectNoTwins, pollJob } from './support.js';
+
+let stack: Stack;
+let workers: Workers | undefined;
+
+beforeAll(async () => {
+  // Every import answers 202 at once; no worker runs until a test starts one.
+  stack = await startStack({ env: { CONTACTS_IMPORT_WAIT_MS: '0', CONTACTS_IMPORT_MAX_PENDING: '2' } });
+});
+afterAll(async () => {
+  await workers?.stop();
+  await stack?.stop();
+});
+
+const chunksOf = (s: Stack) =>
+  s.services.mongo.db.collection<ImportChunkDoc>(COLLECTIONS.contactImportChunks);
+
+/** 5,000 valid rows of about `bytes` in all (padded notes); each test imports them for a firm of its own. */
+const bigRows = (tag: number, bytes: number) => {
+  const notes = 'n'.repeat(Math.floor(bytes / 5000) - 100);
+  return Array.from({ length: 5000 }, (_, i) => ({
+    first_name: `Big${tag}-${i}`,
+    phone: `+1212555${String(i).padStart(4, '0')}`,
+    notes,
+  }));
+};
+
+async function accepted(client: Stack['admin'], firmSlug: string, contacts: unknown[]): Promise<string> {
+  const res = await client.post('/api/contacts/import', { firmSlug, contacts });
+  expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(202);
+  return res.body.job_id as string;
+}
+
+describe('M4: a large import waiting for a worker', () => {
+  it('M4: keeps its job data in Redis small (under 64 KB) while it waits, and after it completes', async () => {
+    const firm = await createFirm(stack);
+    const jobId = await accepted(firm.client, firm.slug, bigRows(1, 12_000_000));
+    const queue = stack.services.queues.contacts;
+    const jobKey = `${stack.config.queuePrefix}:contacts:${jobId}`;
+    expect(await queue.getJobState(jobId)).toBe('waiting');
+    // What Redis holds for the job, all of it (data, options, timestamps).
+    expect(Number(await stack.services.redis.memory('USAGE', jobKey))).toBeLessThan(64 * 1024);
+    expect(JSON.stringify((await queue.getJob(jobId))?.data).length).toBeLessThan(64 * 1024);
+
+    workers = startWorkers(
+      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+      processors,
+    );
+    const done = await pollJob(firm.client, jobId, 120_000);
+    expect(done.body).toMatchObject({ status: 'completed', imported: 5000, duplicates: 0, errors: 0 });
+    expect(await expectNoTwins(stack, firm.slug)).toHaveLength(5000);
+    const kept = await stack.services.redis.memory('USAGE', jobKey);
+    if (kept !== null) expect(Number(kept)).toBeLessThan(64 * 1024);
+    await workers.stop();
+    workers = undefined;
+  }, 180_000);
+
+  it('M4: staged chunks are removed after completion', async () => {
+    const firm = await createFirm(stack);
+    const jobId = await accepted(firm.client, firm.slug, bigRows(2, 3_000_000));
+    // Waiting: its rows are in MongoDB, in pieces `<job_id>:<n>`.
+    const staged = await chunksOf(stack).find({ import_id: jobId }).toArray();
+    expect(staged.length).toBeGreaterThan(1);
+    expect(staged.map((c) => c._id).sort()).toEqual(staged.map((_, n) => `${jobId}:${n}`).sort());
+
+    workers = startWorkers(
+      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+      processors,
+    );
+    const done = await pollJob(firm.client, jobId, 120_000);
+    expect(done.body).toMatchObject({ status: 'completed', imported: 5000 });
+    // Deleted right after the record says completed (kept until then: a retry reads them).
+    await eventually(async () => expect(await chunksOf(stack).countDocuments({ import_id: jobId })).toBe(0));
+    await workers.stop();
+    workers = undefined;
+  }, 180_000);
+
+  it('M4: a staging that fails half-way is not accepted and leaves no piece behind', async () => {
+    const rows = bigRows(3, 3_000_000);
+    const parts = splitImportRows(rows);
+    expect(parts.length).toBeGreaterThan(2);
+    expect(JSON.parse(parts.join(''))).toEqual(rows);
+    const ref = { importId: `imp_halfway${Date.now()}`, firm: 'firm-halfway' };
+    // The third piece's _id is taken: its write fails after two pieces were written.
+    await chunksOf(stack).insertOne({
+      _id: `${ref.importId}:2`,
+      import_id: 'someone else',
+      firm: 'other',
+      text: '',
+      created_at: new Date(),
+    });
+    await expect(stageImportRows(stack.services.mongo.db, ref, parts)).rejects.toThrow();
+    expect(await chunksOf(stack).countDocuments({ import_id: ref.importId })).toBe(0);
+  });
+
+  it('pieces never split a character: text beyond the BMP round-trips', () => {
+    const rows = [{ name: '😀'.repeat(700_000), phone: '+12125550100' }];
+    const parts = splitImportRows(rows);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(Buffer.from(part, 'utf8').toString('utf8')).toBe(part);
+    expect(JSON.parse(parts.join(''))).toEqual(rows);
+  });
+});
+
+describe('M4: the per-firm cap on pending imports', () => {
+  it('M4: per-firm pending cap answers 429 with Retry-After; other firms go on; a finished import frees its slot', async () => {
+    expect(workers).toBeUndefined();
+    const firm = await createFirm(stack);
+    const other = await createFirm(stack);
+    const person = (i: number) => ({ phone: `+1310555${String(i).padStart(4, '0')}` });
+    const first = await accepted(firm.client, firm.slug, [person(1)]);
+    const second = await accepted(firm.client, firm.slug, [person(2)]);
+    const refused = await firm.client.post('/api/contacts/import', {
+      firmSlug: firm.slug,
+      contacts: [person(3)],
+    });
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.body.error.message).toMatch(/2 contacts imports waiting/);
+    // Nothing of the refused import was stored.
+    expect(
+      await stack.services.mongo.db
+        .collection(COLLECTIONS.contactImports)
+        .countDocuments({ firm: firm.slug }),
+    ).toBe(2);
+    await accepted(other.client, other.slug, [person(4)]);
+
+    workers = startWorkers(
+      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+      processors,
+    );
+    for (const jobId of [first, second]) {
+      expect((await pollJob(firm.client, jobId)).body).toMatchObject({ status: 'completed', imported: 1 });
+    }
+    const third = await accepted(firm.client, firm.slug, [person(3)]);
+    expect((await pollJob(firm.client, third)).body).toMatchObject({ status: 'completed', imported: 1 });
+    await workers.stop();
+    workers = undefined;
+  }, 120_000);
+});
