@@ -5,45 +5,26 @@
 // selection. createMongo's watchdog (core/platform/db/heartbeat-watchdog.ts) connects the client
 // again. Here a TCP relay in front of the run's database ends every connection at once while
 // writes are in flight, as a database that stops does; the database itself stays up.
-import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
 import { freshMongoUri } from '../helpers/stack.js';
+import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-let relay: Server;
-const open = new Set<Socket>();
+let relay: TcpRelay;
 let relayUri: string;
 
 beforeAll(async () => {
   const target = new URL(freshMongoUri());
-  relay = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      open.delete(client);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    open.add(client);
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  const via = new URL(target);
-  via.port = String((relay.address() as AddressInfo).port);
-  relayUri = via.toString();
+  relay = await startTcpRelay(target);
+  relayUri = relay.via(target.toString());
 });
-afterAll(async () => {
-  for (const s of open) s.destroy();
-  await new Promise<void>((resolve) => relay?.close(() => resolve()));
-});
+afterAll(async () => relay?.close());
 
 /** The server closes every connection (FIN), as a stopping database does. */
 function endEveryConnection(): number {
-  const n = open.size;
-  for (const s of open) s.end();
+  const n = relay.open.size;
+  for (const s of relay.open) s.end();
   return n;
 }
 
