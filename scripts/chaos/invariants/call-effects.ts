@@ -72,7 +72,7 @@ export async function callEffectRows(ctx: CheckContext, facts: CallFacts): Promi
         if (explained) repeats++;
         else
           bad.push(
-            `${c._id}: repeated ${((t[i]! - t[i - 1]!) / 1000).toFixed(1)} s later, no worker died between`,
+            `${c._id}: repeated ${((t[i]! - t[i - 1]!) / 1000).toFixed(1)} s later (first ${new Date(t[i - 1]!).toISOString().slice(11, 23)}), no worker died between`,
           );
       }
     }
