@@ -97,6 +97,7 @@ async function mongoCommands(run: () => Promise<unknown>): Promise<string[]> {
 describe('the widget routes', () => {
   const WIDGET_PATHS = [
     ['/api/widget/session', 'POST'],
+    ['/api/widget/challenge?key=iwpk_x', 'GET'],
     ['/api/v2/create-chat', 'POST'],
     ['/api/v2/chat-completion', 'POST'],
     ['/api/v2/end-chat', 'POST'],
@@ -131,6 +132,17 @@ describe('the widget routes', () => {
     });
     expect(unknown.status).toBe(401);
     expect(corsHeaders(unknown)['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it("challenge: the key's origins only", async () => {
+    const key = await createWidgetKey(firm.client, firm.slug, { challenge: 'altcha' });
+    const path = `/api/widget/challenge?key=${key.key}`;
+    const ok = await send(stack.baseUrl, 'GET', path, SITE);
+    expect(ok.status).toBe(200);
+    expect(corsHeaders(ok)).toEqual(ALLOWED_RESPONSE(SITE));
+    const refused = await send(stack.baseUrl, 'GET', path, ELSEWHERE);
+    expect(refused.status).toBe(403);
+    expect(corsHeaders(refused)).toEqual({ vary: 'Origin' });
   });
 
   it("chat routes: the token's origin only; a test-page token (no origin) answers none", async () => {
