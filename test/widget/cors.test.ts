@@ -3,6 +3,7 @@
 // answers only CORS_ORIGINS (and nothing when it is unset); never credentials; never Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandStartedEvent } from 'mongodb';
+import { SignJWT } from 'jose';
 import { signSessionToken } from '../../core/domain/access/session.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
@@ -188,8 +189,13 @@ describe('the widget routes', () => {
 });
 
 describe('every other route: CORS_ORIGINS', () => {
-  const sessionToken = () =>
-    signSessionToken({ firm: firm.slug, sub: 'dashboard-user' }, stack.config.sessionSecret, 600);
+  /** Minted exactly as the README's example for a dashboard's backend does. */
+  const sessionToken = async () => {
+    const secret = new TextEncoder().encode(stack.config.sessionSecret);
+    const claims = { firm: firm.slug, sub: 'dashboard-user' };
+    const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt();
+    return jwt.setExpirationTime('8h').sign(secret);
+  };
 
   it('a dashboard origin in CORS_ORIGINS: preflight 204 allowing Authorization; the call answers its origin', async () => {
     const res = await preflight(stack.baseUrl, '/api/leads', DASHBOARD, 'GET');
