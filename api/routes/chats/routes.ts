@@ -1,5 +1,6 @@
 import { requireFirm, requireRecord } from '../../../core/domain/access/access.js';
 import type { Principal } from '../../../core/domain/access/principal.js';
+import { forbidden, quote } from '../../../core/platform/errors.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import {
   createChat,
@@ -23,6 +24,7 @@ import {
   EndChatResponse,
 } from './schema.js';
 import { stringifyVariables } from '../../../core/domain/agents/dynamic-variables.js';
+import { countWidgetMessage } from '../../../core/domain/widget/widget-limits.js';
 
 const tag = 'Voice & Chat';
 
@@ -49,8 +51,12 @@ export const chatRoutes = [
     handler: async ({ services, principal, body }) => {
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
-      const agent = await getFirmAgent(db, firm._id, body.agentId);
       const widget = principal.kind === 'widget';
+      // A widget key's token chats with the one agent its session named.
+      if (widget && principal.binding !== undefined && principal.binding.agent !== body.agentId) {
+        throw forbidden(`This widget token is for the agent ${quote(principal.binding.agent)} only.`);
+      }
+      const agent = await getFirmAgent(db, firm._id, body.agentId);
       // Dynamic variables are what the firm knows about the person; a page visitor's would be
       // theirs to invent (a forged phone made a lead: issue 19, L6), so a widget token's are ignored.
       const chat = await createChat(
@@ -73,7 +79,7 @@ export const chatRoutes = [
     path: '/api/v2/chat-completion',
     operationId: 'chatCompletion',
     summary:
-      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages)",
+      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages, or past the firm's widget_daily_message_cap for a widget token)",
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: ChatCompletionBody,
@@ -81,6 +87,8 @@ export const chatRoutes = [
     errors: [404, 409, 502],
     handler: async ({ services, principal, body }) => {
       const chat = await requireChat(services, principal, body.chatId);
+      // The firm's widget visitors share a daily cap (docs/widget.md#limits).
+      if (principal.kind === 'widget') await countWidgetMessage(services, principal.firm);
       const { reply } = await sendChatMessage(services, chat, body.message);
       return { message: reply };
     },

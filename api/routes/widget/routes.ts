@@ -17,6 +17,8 @@ const assetRoutes = WIDGET_ASSET_NAMES.map((name) =>
     summary: `The chat widget's file ${name}; with ?v= naming the current version it may be cached for a year`,
     tag,
     auth: { kind: 'none' },
+    // Embedded by firms' pages with `crossorigin` and SRI: readable from any origin.
+    cors: 'public',
     rateLimited: false,
     query: WidgetAssetQuery,
     responseContentType: widgetAsset(name)!.contentType.split(';')[0],

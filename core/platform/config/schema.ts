@@ -3,6 +3,7 @@
 // here. Adding a variable is adding one entry; then run `npm run docs:config`.
 import { Type, type Static } from '@sinclair/typebox';
 import { boolean, integer, list, oneOf, optional, secret, text, url } from './variables.js';
+import { ORIGIN_PATTERN } from '../origins.js';
 
 const local = { start: 'local', test: 'local' };
 const generated = { start: 'generated', test: 'generated' };
@@ -147,6 +148,21 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'requests answered `401` per client address in any minute; past it the address gets `429` before any lookup until its sliding window lets one in again',
   }),
+  widgetSessionsPerAddressPerHour: integer('WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR', {
+    min: 1,
+    max: 1_000_000,
+    default: 20,
+    description:
+      'widget sessions (`POST /api/widget/session`) one client address may open with one widget key per clock hour (`429`)',
+  }),
+  corsOrigins: optional(
+    list('CORS_ORIGINS', {
+      item: ORIGIN_PATTERN,
+      itemText: 'exact origins (`scheme://host[:port]`)',
+      description:
+        "pages on these origins (a firm's dashboard) may call every API route with `Authorization`; never credentials; unset: no CORS outside the widget routes",
+    }),
+  ),
   trustProxy: boolean('TRUST_PROXY', {
     default: false,
     description:
