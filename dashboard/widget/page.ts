@@ -123,7 +123,7 @@ export function renderTestWidgetPage(input: {
     position: requested.position === 'left' ? 'left' : 'right',
   };
   const firm = session.state === 'needs_firm' ? '' : session.firm;
-  const scriptUrl = `${publicBaseUrl}/widget/widget.js`;
+  const scriptUrl = `${publicBaseUrl}${widgetAssetPath('widget.js')}`;
   const ready = session.state === 'ready';
 
   const config = ready
@@ -166,7 +166,6 @@ export function renderTestWidgetPage(input: {
     configJson: jsonForScriptBlock(config),
     nonce,
     widgetJsUrl: escapeHtml(widgetAssetPath('widget.js')),
-    widgetCssUrl: escapeHtml(widgetAssetPath('widget.css')),
     testWidgetJsUrl: escapeHtml(widgetAssetPath('test-widget.js')),
     testWidgetCssUrl: escapeHtml(widgetAssetPath('test-widget.css')),
   });
