@@ -4,6 +4,7 @@ import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
 import { requirePlatform } from '../core/domain/access/access.js';
+import { originNotAllowed } from '../core/domain/widget/origins.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
@@ -65,6 +66,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
               acceptWidget: false,
             });
         if (auth.kind === 'platform') requirePlatform(principal);
+        // A widget key's token works only from the page origin it was issued to (a browser always
+        // names its page's origin on these cross-origin calls; a server has no Origin to send).
+        const origin = ctx.get('Origin');
+        if (principal.kind === 'widget' && principal.binding !== undefined && origin !== '') {
+          if (origin !== principal.binding.origin) throw originNotAllowed(origin, 'token');
+        }
         return principal;
       };
       chain.push(async (ctx, next) => {

@@ -14,6 +14,8 @@ import { sessionRoutes } from './sessions/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { widgetRoutes } from './widget/routes.js';
+import { widgetSessionRoutes } from './widget/session-routes.js';
+import { widgetKeyRoutes } from './widget-keys/routes.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -30,6 +32,8 @@ export const businessRoutes: AnyRoute[] = [
   ...leadRoutes,
   ...workflowRoutes,
   ...widgetRoutes,
+  ...widgetKeyRoutes,
+  ...widgetSessionRoutes,
   ...bookingRoutes,
   ...contactRoutes,
   ...integrationRoutes,

@@ -109,6 +109,31 @@ export class RedisKeys {
     return key(this.prefix, 'reminder-mails', firm, String(day));
   }
 
+  /**
+   * STRING, an integer: the widget sessions one client address (`address`: a digest of it)
+   * opened with one widget key in one clock hour (`hour`: hours since the epoch;
+   * core/domain/widget/widget-limits.ts). Expires when the hour is over.
+   */
+  widgetSessions(keyId: string, address: string, hour: number): string {
+    return key(this.prefix, 'widget-sessions', keyId, address, String(hour));
+  }
+
+  /**
+   * STRING, an integer: the messages a firm's widget visitors sent on one UTC day (`day`: days
+   * since the epoch), capped by the firm's widget_daily_message_cap. Expires when the day is over.
+   */
+  widgetMessages(firm: string, day: number): string {
+    return key(this.prefix, 'widget-messages', firm, String(day));
+  }
+
+  /**
+   * STRING: a solved ALTCHA challenge already used for a widget session (`challenge`: its hash),
+   * claimed with SET NX so a solution opens one session only. Expires with the challenge.
+   */
+  altchaSpent(challenge: string): string {
+    return key(this.prefix, 'altcha-spent', challenge);
+  }
+
   /** STRING, JSON: the voice provider's list of voices, cached for an hour (core/domain/agents/voices.ts). */
   voiceList(provider: string): string {
     return key(this.prefix, 'cache', 'voices', provider);

@@ -1,5 +1,6 @@
 import { requireFirm, requireRecord } from '../../../core/domain/access/access.js';
 import type { Principal } from '../../../core/domain/access/principal.js';
+import { forbidden, quote } from '../../../core/platform/errors.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import {
   createChat,
@@ -49,8 +50,12 @@ export const chatRoutes = [
     handler: async ({ services, principal, body }) => {
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
-      const agent = await getFirmAgent(db, firm._id, body.agentId);
       const widget = principal.kind === 'widget';
+      // A widget key's token chats with the one agent its session named.
+      if (widget && principal.binding !== undefined && principal.binding.agent !== body.agentId) {
+        throw forbidden(`This widget token is for the agent ${quote(principal.binding.agent)} only.`);
+      }
+      const agent = await getFirmAgent(db, firm._id, body.agentId);
       // Dynamic variables are what the firm knows about the person; a page visitor's would be
       // theirs to invent (a forged phone made a lead: issue 19, L6), so a widget token's are ignored.
       const chat = await createChat(

@@ -5,7 +5,9 @@ import type { WidgetPrincipal } from './principal.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 
 // Widget tokens (docs/authentication.md#widget-tokens): minted by GET /api/test-widget for the chat
-// widget on that page, `iwt_` + an HS256 JWT {typ: "widget", firm, sub, iat, exp}. They are signed with a
+// widget on that page, and by POST /api/widget/session for a publishable widget key, `iwt_` + an
+// HS256 JWT {typ: "widget", firm, sub, iat, exp}; a key's token also names the page's origin and
+// the agent (`origin`, `agent`), which the chat routes hold it to. They are signed with a
 // key derived from SESSION_SECRET for this one purpose, so a widget token never verifies as a
 // session token nor a session token as a widget token, whatever prefix is put on it.
 
@@ -26,21 +28,42 @@ export interface MintedWidgetToken {
   expiresAt: Date;
 }
 
+/** What a widget key's token is bound to: the page's origin and the one agent it may chat with. */
+export interface WidgetTokenBinding {
+  origin: string;
+  agent: string;
+}
+
 /** A widget token for `firm`'s chat routes, valid for WIDGET_TOKEN_TTL_SECONDS. */
-export async function mintWidgetToken(firm: string, sessionSecret: string): Promise<MintedWidgetToken> {
+export async function mintWidgetToken(
+  firm: string,
+  sessionSecret: string,
+  binding?: WidgetTokenBinding,
+): Promise<MintedWidgetToken> {
   const now = Math.floor(Date.now() / 1000);
   const subject = newId('wgt', 12);
   const exp = now + WIDGET_TOKEN_TTL_SECONDS;
-  const token = await signWidgetToken({ firm, subject, issuedAt: now, expiresAt: exp }, sessionSecret);
+  const token = await signWidgetToken(
+    { firm, subject, issuedAt: now, expiresAt: exp, ...(binding === undefined ? {} : { binding }) },
+    sessionSecret,
+  );
   return { token, subject, expiresAt: new Date(exp * 1000) };
 }
 
 /** Signs a widget token with exactly these claims (times in seconds); tests use it for bad lifetimes. */
 export async function signWidgetToken(
-  claims: { firm: string; subject: string; issuedAt: number; expiresAt: number },
+  claims: {
+    firm: string;
+    subject: string;
+    issuedAt: number;
+    expiresAt: number;
+    binding?: WidgetTokenBinding;
+  },
   sessionSecret: string,
 ): Promise<string> {
-  const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm })
+  const bound =
+    claims.binding === undefined ? {} : { origin: claims.binding.origin, agent: claims.binding.agent };
+  const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm, ...bound })
     .setProtectedHeader({ alg: ALG })
     .setSubject(claims.subject)
     .setAudience(AUDIENCE)
@@ -65,12 +88,18 @@ export async function verifyWidgetToken(
       audience: AUDIENCE,
       requiredClaims: ['exp', 'iat', 'sub', 'firm', 'typ'],
     });
-    const { typ, firm, sub, iat, exp } = payload;
+    const { typ, firm, sub, iat, exp, origin, agent } = payload;
     if (typ !== 'widget' || typeof firm !== 'string' || !slugRe.test(firm)) return null;
     if (typeof sub !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
     if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
     if (exp - iat > WIDGET_TOKEN_TTL_SECONDS) return null;
-    return { principal: { kind: 'widget', firm, via: 'widget_token', subject: sub }, issuedAt: iat };
+    const principal: WidgetPrincipal = { kind: 'widget', firm, via: 'widget_token', subject: sub };
+    if (origin !== undefined || agent !== undefined) {
+      // Bound by a widget key: both claims, or the token is not one this service made.
+      if (typeof origin !== 'string' || typeof agent !== 'string') return null;
+      principal.binding = { origin, agent };
+    }
+    return { principal, issuedAt: iat };
   } catch (err) {
     if (err instanceof joseErrors.JOSEError) return null;
     throw err;

@@ -147,6 +147,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'requests answered `401` per client address in any minute; past it the address gets `429` before any lookup until its sliding window lets one in again',
   }),
+  widgetSessionsPerAddressPerHour: integer('WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR', {
+    min: 1,
+    max: 1_000_000,
+    default: 20,
+    description:
+      'widget sessions (`POST /api/widget/session`) one client address may open with one widget key per clock hour (`429`)',
+  }),
   trustProxy: boolean('TRUST_PROXY', {
     default: false,
     description:

@@ -6,6 +6,10 @@ export const COLLECTIONS = {
   apiKeys: 'api_keys',
   /** Key documents: the API key for a key's SHA-256 (`_id` = the hash), read on every request. */
   apiKeyHashes: 'api_key_hashes',
+  /** Publishable widget keys (`iwpk_…`) by id: the firm's key, allowed origins, default agent, challenge. */
+  widgetKeys: 'widget_keys',
+  /** Key documents: the widget key for a publishable key's SHA-256 (`_id` = the hash), read per session. */
+  widgetKeyHashes: 'widget_key_hashes',
   /** Key documents: when a firm's session tokens were last revoked (`_id` = the firm slug). */
   sessionRevocations: 'session_revocations',
   agents: 'agents',

@@ -6,6 +6,9 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.firms]: [],
   [COLLECTIONS.apiKeys]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.apiKeyHashes]: [],
+  // GET /api/widget-keys keyset: a firm's widget keys, newest first.
+  [COLLECTIONS.widgetKeys]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
+  [COLLECTIONS.widgetKeyHashes]: [],
   [COLLECTIONS.sessionRevocations]: [],
   [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.calls]: [

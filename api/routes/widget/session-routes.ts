@@ -1,0 +1,40 @@
+import { openKeySession } from '../../../core/domain/widget/key-session.js';
+import { defineRoute } from '../../route.js';
+import { WidgetSessionBody, WidgetSessionResponse } from './session-schema.js';
+
+const tag = 'Widget';
+
+/** The request's Origin header, undefined when absent (a browser sends it on every cross-origin POST). */
+const originOf = (header: string): string | undefined => (header === '' ? undefined : header);
+
+export const widgetSessionRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/api/widget/session',
+    operationId: 'openWidgetSession',
+    summary:
+      "A widget token for a publishable widget key, from a page on one of the key's allowed origins (403 origin_not_allowed otherwise); " +
+      'the token lives one hour and may only chat, from that origin, with one agent of the firm',
+    tag,
+    auth: { kind: 'none' },
+    body: WidgetSessionBody,
+    response: WidgetSessionResponse,
+    errors: [403, 404],
+    // Its own limit: sessions per client address per key per hour (core/domain/widget/widget-limits.ts).
+    handler: async ({ services, body, koa }) => {
+      const session = await openKeySession(services, {
+        key: body.key,
+        origin: originOf(koa.get('Origin')),
+        address: koa.ip,
+        agentId: body.agent_id,
+      });
+      koa.set('Cache-Control', 'no-store');
+      return {
+        token: session.token,
+        expires_at: session.expiresAt.toISOString(),
+        agent: session.agent,
+        settings: session.settings,
+      };
+    },
+  }),
+];

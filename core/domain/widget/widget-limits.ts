@@ -1,0 +1,85 @@
+// The widget's abuse limits kept in Redis (docs/widget.md#limits), so every web process shares
+// them: sessions per client address per widget key per clock hour, and messages per firm per
+// UTC day. Each is a counter per fixed window (INCR, expiring when the window ends): a request
+// over the limit is answered 429 with Retry-After, the seconds until the window ends.
+import { readCacheOf } from '../../platform/db/read-cache.js';
+import { sha256Hex } from '../../platform/crypto.js';
+import { rateLimited } from '../../platform/errors.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import type { Services } from '../../wiring/services.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** What a firm's widget visitors may send per UTC day when its settings do not say. */
+export const DEFAULT_WIDGET_DAILY_MESSAGE_CAP = 5000;
+
+/** Counts one more in the window `key` names; returns the count and the seconds the window has left. */
+async function countInWindow(
+  services: Services,
+  key: (window: number) => string,
+  windowMs: number,
+): Promise<{ count: number; retryAfter: number }> {
+  const now = Date.now();
+  const window = Math.floor(now / windowMs);
+  const name = key(window);
+  const replies = await services.redis
+    .multi()
+    .incr(name)
+    .pexpireat(name, (window + 1) * windowMs)
+    .exec();
+  const [err, count] = replies?.[0] ?? [new Error('The widget limit count was not taken.'), 0];
+  if (err) throw err;
+  return { count: Number(count), retryAfter: Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000)) };
+}
+
+/**
+ * Brings this process's read cache up to the latest change epoch before a widget key is read:
+ * the session and challenge routes take no token, so no rate-limit round trip brings it to them,
+ * and a deleted or patched key must take effect on the very next request here too.
+ */
+export async function observeChangeEpoch(services: Services): Promise<void> {
+  const cache = readCacheOf(services.mongo.db);
+  if (cache === undefined) return;
+  // Never bumped yet reads as '0' (as the rate-limit script reads it); unknown (Redis down) as
+  // null: then nothing cached is trusted, as on every other route.
+  const epoch = await services.redis
+    .get(redisKeys(services.config.queuePrefix).readCacheEpoch())
+    .then((value) => value ?? '0')
+    .catch(() => null);
+  cache.observeEpoch(epoch);
+}
+
+/** One more widget session of this address with this key this hour; 429 past the limit. */
+export async function countWidgetSession(services: Services, keyId: string, address: string): Promise<void> {
+  const limit = services.config.widgetSessionsPerAddressPerHour;
+  const keys = redisKeys(services.config.queuePrefix);
+  const digest = sha256Hex(address).slice(0, 32);
+  const { count, retryAfter } = await countInWindow(
+    services,
+    (hour) => keys.widgetSessions(keyId, digest, hour),
+    HOUR_MS,
+  );
+  if (count > limit) {
+    throw rateLimited(
+      `This address has opened ${limit} widget sessions with this key this hour; retry in ${retryAfter} s.`,
+      retryAfter,
+    );
+  }
+}
+
+/** One more widget message of the firm today (UTC); 429 past its widget_daily_message_cap. */
+export async function countWidgetMessage(services: Services, firm: string, cap: number): Promise<void> {
+  const keys = redisKeys(services.config.queuePrefix);
+  const { count, retryAfter } = await countInWindow(
+    services,
+    (day) => keys.widgetMessages(firm, day),
+    DAY_MS,
+  );
+  if (count > cap) {
+    throw rateLimited(
+      `This firm's chat widget has reached its ${cap} messages for today (UTC); retry in ${retryAfter} s.`,
+      retryAfter,
+    );
+  }
+}
