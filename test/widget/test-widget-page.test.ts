@@ -8,6 +8,7 @@ import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
 import { jwtClaims, pageConfig } from './widget-helpers.js';
+import { createWidgetKey } from './widget-key-helpers.js';
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>> & { agentId: string };
@@ -308,6 +309,34 @@ describe('widget tokens that must not work', () => {
     expect((await open()).status).toBe(200);
     expect((await other.client.post('/api/auth/revoke-sessions', { firmSlug: other.slug })).status).toBe(200);
     expectError(await open(), 401, 'unauthorized');
+  });
+});
+
+describe('the snippet panel', () => {
+  it("says how to create a widget key, then shows the newest key's snippet", async () => {
+    const firm = await createFirm(stack);
+    await createAgent(firm.client, firm.slug);
+    const before = (await firm.client.get(PAGE)).text;
+    expect(before).toContain('data-snippet-state="no-key"');
+    expect(before).toContain('This firm has no widget key yet');
+    expect(before).toContain('<code id="tw-snippet"></code>');
+    expect(pageConfig(before)).toMatchObject({ widgetKey: null });
+
+    await createWidgetKey(firm.client, firm.slug, { name: 'Old site' });
+    const key = await createWidgetKey(firm.client, firm.slug, { name: 'New site' });
+    const after = (await firm.client.get(`${PAGE}?title=${encodeURIComponent('A & B')}`)).text;
+    expect(after).toContain('data-snippet-state="key"');
+    expect(after).toContain('<strong>New site</strong>');
+    const snippet = /<code id="tw-snippet">([^<]*)<\/code>/.exec(after)![1]!;
+    const version = /\/widget\/v\/([0-9a-f]{16})\/widget\.js/.exec(after)![1]!;
+    const integrity = (await stack.admin.get(`/api/widget-keys/${key.id}/snippet`)).body.integrity as string;
+    // Escaped as text in the page: the tag a person copies, with the title escaped once more inside.
+    expect(snippet).toBe(
+      `&lt;script src=&quot;${stack.baseUrl}/widget/v/${version}/widget.js&quot; integrity=&quot;${integrity}&quot; ` +
+        `crossorigin=&quot;anonymous&quot; data-key=&quot;${key.key}&quot; data-agent-id=&quot;${pageConfig(after).settings!.agentId}&quot; ` +
+        `data-title=&quot;A &amp;amp; B&quot; data-greeting=&quot;Hi! How can we help you today?&quot; ` +
+        `data-primary-color=&quot;#1d4ed8&quot; data-position=&quot;right&quot; async&gt;&lt;/script&gt;`,
+    );
   });
 });
 

@@ -33,6 +33,13 @@ beforeAll(async () => {
   const agentId = (await createAgent(a.client, a.slug)).agent_id;
   const secondAgentId = (await createAgent(a.client, a.slug, { agent_name: 'After-hours agent' })).agent_id;
   firmA = { ...a, agentId, secondAgentId };
+  // The panel shows the snippet of the firm's newest widget key.
+  const key = await a.client.post('/api/widget-keys', {
+    firmSlug: a.slug,
+    name: 'Website',
+    allowed_origins: ['https://smith-lee.example'],
+  });
+  expect(key.status).toBe(200);
   firmB = { ...b, agentId: (await createAgent(b.client, b.slug)).agent_id };
   browser = await launchChromium();
 });
@@ -274,7 +281,7 @@ describe('the page in headless Chromium', () => {
       expect(await snippet()).toContain('data-greeting="Welcome to Smith &amp; Lee."');
       expect(await snippet()).toContain(`data-agent-id="${firmA.secondAgentId}"`);
       expect(await snippet()).toMatch(
-        /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/v\/[0-9a-f]{16}\/widget\.js" data-firm-slug=/,
+        /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/v\/[0-9a-f]{16}\/widget\.js" integrity="sha384-[A-Za-z0-9+/]{64}" crossorigin="anonymous" data-key="iwpk_[^"]+" data-agent-id=/,
       );
       const href = await page.locator('#tw-link').getAttribute('href');
       expect(href).toMatch(/^\/api\/test-widget\?/);

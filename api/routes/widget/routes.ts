@@ -1,5 +1,6 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
 import { firmOfAgent, prepareWidgetSession } from '../../../core/domain/widget/widget-session.js';
+import { listWidgetKeys } from '../../../core/domain/widget/widget-keys.js';
 import { renderTestWidgetPage } from '../../../dashboard/widget/page.js';
 import { defineRoute } from '../../route.js';
 import { widgetFileRoutes } from './files.js';
@@ -28,10 +29,17 @@ export const widgetRoutes = [
         (principal.kind === 'firm' ? principal.firm : await firmOfAgent(services, query.agentId));
       const firm = slug === undefined ? undefined : await requireFirm(services.mongo.db, principal, slug);
       const session = await prepareWidgetSession(services, firm, query);
+      // The panel shows the snippet of the firm's newest widget key (docs/widget.md#embed).
+      const newest =
+        firm === undefined
+          ? undefined
+          : (await listWidgetKeys(services.mongo.db, services.config.sessionSecret, firm._id, 1, undefined))
+              .keys[0];
       const page = renderTestWidgetPage({
         session,
         settings: query,
         publicBaseUrl: services.config.publicBaseUrl,
+        snippetKey: newest === undefined ? null : { id: newest._id, name: newest.name, key: newest.key },
       });
       koa.set('Content-Security-Policy', page.contentSecurityPolicy);
       // The page carries a credential: never stored, never framed, never named in a Referer.
