@@ -4,6 +4,7 @@ import { bullBoard } from '../dashboard/bull-board.js';
 import { createMetrics, type HttpMetrics } from './metrics.js';
 import { errorHandler } from './middleware/errors.js';
 import { allowedMethods } from './middleware/methods.js';
+import { apiCors } from './middleware/cors.js';
 import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
@@ -52,6 +53,8 @@ export function createApp(services: Services): App {
     await next();
   });
   koa.use(bullBoard(services));
+  // After Bull Board, which answers its own paths: it never gets CORS headers.
+  koa.use(apiCors(routes, services));
   koa.use(router.routes());
   koa.use(allowedMethods(router));
   return { koa, routes, metrics, lifecycle };

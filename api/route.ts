@@ -147,6 +147,12 @@ interface RouteDefinition<
   verbatimJson?: boolean;
   /** Headers of the 200 response, for the OpenAPI document (e.g. a next-page cursor). */
   responseHeaders?: Record<string, { description: string; schema: TSchema }>;
+  /**
+   * CORS besides CORS_ORIGINS (api/middleware/cors.ts): `widgetKey`, the origins of the publishable
+   * widget key the request names (?key= or the body's key); `public`, any origin (`*`: a file meant
+   * to be embedded by other sites). Routes accepting a widget token answer its origin without this.
+   */
+  cors?: 'widgetKey' | 'public';
   /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
   handler: (

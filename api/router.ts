@@ -8,6 +8,7 @@ import { originNotAllowed } from '../core/domain/widget/origins.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
+import { widgetKeyCors } from './middleware/cors.js';
 import { ByteBudget } from './middleware/body-budget.js';
 import {
   LARGE_BODY_BUDGET_BYTES,
@@ -136,6 +137,8 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
+    // A key route's CORS needs the key, so it is answered once the body is read.
+    if (route.cors === 'widgetKey') chain.push(widgetKeyCors(services));
     chain.push(handle(route, services, validators));
     router.register(koaPath(route.path), [route.method], chain, { name: route.operationId });
   }

@@ -3,7 +3,7 @@ import type { Db } from 'mongodb';
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
-import { originProblem } from '../../../core/domain/widget/origins.js';
+import { originProblem } from '../../../core/platform/origins.js';
 import {
   createWidgetKey,
   deleteWidgetKey,

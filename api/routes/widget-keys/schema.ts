@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_ALLOWED_ORIGINS } from '../../../core/domain/widget/widget-keys.js';
-import { ORIGIN_PATTERN } from '../../../core/domain/widget/origins.js';
+import { ORIGIN_PATTERN } from '../../../core/platform/origins.js';
 import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 // /api/widget-keys (docs/widget.md#widget-keys): a firm's publishable widget keys.

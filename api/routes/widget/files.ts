@@ -14,9 +14,9 @@ const YEAR_SECONDS = 365 * 24 * 60 * 60;
 function send(koa: Context, asset: WidgetAsset, cacheControl: string): undefined {
   koa.set('Cache-Control', cacheControl);
   koa.set('ETag', `"${asset.version}"`);
-  // widget.js is meant to be embedded by other sites' pages (with crossorigin, for SRI).
+  // widget.js is meant to be embedded by other sites' pages (with crossorigin, for SRI: the
+  // routes' `cors: 'public'` answers Access-Control-Allow-Origin: *).
   koa.set('Cross-Origin-Resource-Policy', 'cross-origin');
-  koa.set('Access-Control-Allow-Origin', '*');
   koa.type = asset.contentType;
   koa.status = 200; // Koa judges freshness only for a 2xx
   if (koa.fresh) {
@@ -39,6 +39,7 @@ export const widgetFileRoutes = WIDGET_ASSET_NAMES.flatMap((name) => {
       summary: `The chat widget's file ${name} at one version (immutable: cached for a year; another version than the current one is a 404)`,
       tag,
       auth: { kind: 'none' },
+      cors: 'public',
       rateLimited: false,
       params: WidgetFileParams,
       responseContentType: contentType,
@@ -61,6 +62,7 @@ export const widgetFileRoutes = WIDGET_ASSET_NAMES.flatMap((name) => {
       summary: `The chat widget's file ${name}, its current version (cached for five minutes)`,
       tag,
       auth: { kind: 'none' },
+      cors: 'public',
       rateLimited: false,
       responseContentType: contentType,
       handler: async ({ koa }) => send(koa, widgetAsset(name)!, 'public, max-age=300'),

@@ -17,6 +17,7 @@ export const widgetSessionRoutes = [
       'the token lives one hour and may only chat, from that origin, with one agent of the firm',
     tag,
     auth: { kind: 'none' },
+    cors: 'widgetKey',
     body: WidgetSessionBody,
     response: WidgetSessionResponse,
     errors: [403, 404],

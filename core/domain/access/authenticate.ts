@@ -45,7 +45,7 @@ async function widgetPrincipal(token: string, config: Config, db: Db): Promise<P
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */
-function bearerToken(header: string | undefined): string | null {
+export function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
   const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
   return match?.[1] ?? null;

@@ -3,6 +3,7 @@
 // here. Adding a variable is adding one entry; then run `npm run docs:config`.
 import { Type, type Static } from '@sinclair/typebox';
 import { boolean, integer, list, oneOf, optional, secret, text, url } from './variables.js';
+import { ORIGIN_PATTERN } from '../origins.js';
 
 const local = { start: 'local', test: 'local' };
 const generated = { start: 'generated', test: 'generated' };
@@ -154,6 +155,14 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'widget sessions (`POST /api/widget/session`) one client address may open with one widget key per clock hour (`429`)',
   }),
+  corsOrigins: optional(
+    list('CORS_ORIGINS', {
+      item: ORIGIN_PATTERN,
+      itemText: 'origins, each exactly `scheme://host[:port]` as a browser sends it',
+      description:
+        "the origins whose pages may call every API route from a browser (a firm's dashboard holding a session token): CORS with `Authorization`, never credentials; unset: no CORS headers outside the widget routes",
+    }),
+  ),
   trustProxy: boolean('TRUST_PROXY', {
     default: false,
     description:
