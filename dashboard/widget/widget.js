@@ -266,8 +266,14 @@
       try {
         session = await open();
       } catch (err) {
+        // A refused origin or key gets no CORS headers, so the page cannot read the answer: fetch
+        // fails as it would with the service unreachable, and the message names each cause.
+        if (err instanceof TypeError)
+          err.message =
+            'This chat is not available on this website: its address is not among the widget ' +
+            'key\u2019s allowed origins, the key was revoked, or the chat service cannot be reached.';
         // An unknown key (mistyped, or deleted by the firm) is no expired session of the visitor's.
-        if (err.status === 401)
+        else if (err.status === 401)
           err.message = 'This chat is not available right now: its widget key is unknown or was revoked.';
         throw err;
       }
