@@ -111,53 +111,18 @@
       .join('');
   }
 
-  function bytesOfHex(text) {
-    var out = new Uint8Array(text.length / 2);
-    for (var i = 0; i < out.length; i++) out[i] = parseInt(text.substr(i * 2, 2), 16);
-    return out;
-  }
-
   /**
-   * Solves an ALTCHA proof-of-work challenge (altcha.org's protocol, as altcha-lib issues it) with
-   * window.crypto.subtle and returns the payload the server verifies: base64 of its JSON. Version 1: the
-   * number n in 0..maxnumber with SHA-256(salt + n) = challenge. Version 2 (SHA-*): the counter
-   * whose key, the digest of salt + nonce + counter (uint32, big-endian) iterated `cost` times,
-   * starts with keyPrefix.
+   * Solves an ALTCHA proof-of-work challenge (altcha.org's protocol, as altcha-lib issues it): the
+   * number n in 0..maxnumber with SHA-256(salt + n) = challenge, found with crypto.subtle. Returns
+   * the payload the server verifies: base64 of {algorithm, challenge, number, salt, signature, took}.
    */
   async function solveAltcha(challenge) {
     var started = Date.now();
     var encoder = new window.TextEncoder();
-    if (challenge && challenge.parameters) {
-      var p = challenge.parameters;
-      if (!/^SHA-(256|384|512)$/.test(p.algorithm)) throw new Error('Unsupported challenge algorithm.');
-      var salt = bytesOfHex(p.salt);
-      var nonce = bytesOfHex(p.nonce);
-      var input = new Uint8Array(salt.length + nonce.length + 4);
-      input.set(salt, 0);
-      input.set(nonce, salt.length);
-      var view = new DataView(input.buffer);
-      var prefix = String(p.keyPrefix).toLowerCase();
-      var keyLength = p.keyLength || 32;
-      for (var c = 0; c <= 0xffffffff; c++) {
-        view.setUint32(salt.length + nonce.length, c, false);
-        var key = await window.crypto.subtle.digest(p.algorithm, input);
-        for (var i = 1; i < Math.max(1, p.cost); i++)
-          key = await window.crypto.subtle.digest(p.algorithm, key);
-        var keyHex = hex(key).slice(0, keyLength * 2);
-        if (keyHex.indexOf(prefix) === 0) {
-          return window.btoa(
-            JSON.stringify({
-              challenge: { parameters: p, signature: challenge.signature },
-              solution: { counter: c, derivedKey: keyHex, time: Date.now() - started },
-            }),
-          );
-        }
-      }
-      throw new Error('The challenge could not be solved.');
-    }
+    var algorithm = /^SHA-(256|384|512)$/.test(challenge.algorithm) ? challenge.algorithm : 'SHA-256';
     var max = challenge.maxnumber || challenge.maxNumber || 1000000;
     for (var n = 0; n <= max; n++) {
-      var digest = hex(await window.crypto.subtle.digest('SHA-256', encoder.encode(challenge.salt + n)));
+      var digest = hex(await window.crypto.subtle.digest(algorithm, encoder.encode(challenge.salt + n)));
       if (digest === challenge.challenge) {
         return window.btoa(
           JSON.stringify({
