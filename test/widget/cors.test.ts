@@ -3,6 +3,7 @@
 // answers only CORS_ORIGINS (and nothing when it is unset); never credentials; never Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandStartedEvent } from 'mongodb';
+import { SignJWT } from 'jose';
 import { signSessionToken } from '../../core/domain/access/session.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
@@ -97,6 +98,7 @@ async function mongoCommands(run: () => Promise<unknown>): Promise<string[]> {
 describe('the widget routes', () => {
   const WIDGET_PATHS = [
     ['/api/widget/session', 'POST'],
+    ['/api/widget/challenge?key=iwpk_x', 'GET'],
     ['/api/v2/create-chat', 'POST'],
     ['/api/v2/chat-completion', 'POST'],
     ['/api/v2/end-chat', 'POST'],
@@ -131,6 +133,17 @@ describe('the widget routes', () => {
     });
     expect(unknown.status).toBe(401);
     expect(corsHeaders(unknown)['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it("challenge: the key's origins only", async () => {
+    const key = await createWidgetKey(firm.client, firm.slug, { challenge: 'altcha' });
+    const path = `/api/widget/challenge?key=${key.key}`;
+    const ok = await send(stack.baseUrl, 'GET', path, SITE);
+    expect(ok.status).toBe(200);
+    expect(corsHeaders(ok)).toEqual(ALLOWED_RESPONSE(SITE));
+    const refused = await send(stack.baseUrl, 'GET', path, ELSEWHERE);
+    expect(refused.status).toBe(403);
+    expect(corsHeaders(refused)).toEqual({ vary: 'Origin' });
   });
 
   it("chat routes: the token's origin only; a test-page token (no origin) answers none", async () => {
@@ -176,8 +189,13 @@ describe('the widget routes', () => {
 });
 
 describe('every other route: CORS_ORIGINS', () => {
-  const sessionToken = () =>
-    signSessionToken({ firm: firm.slug, sub: 'dashboard-user' }, stack.config.sessionSecret, 600);
+  /** Minted exactly as the README's example for a dashboard's backend does. */
+  const sessionToken = async () => {
+    const secret = new TextEncoder().encode(stack.config.sessionSecret);
+    const claims = { firm: firm.slug, sub: 'dashboard-user' };
+    const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt();
+    return jwt.setExpirationTime('8h').sign(secret);
+  };
 
   it('a dashboard origin in CORS_ORIGINS: preflight 204 allowing Authorization; the call answers its origin', async () => {
     const res = await preflight(stack.baseUrl, '/api/leads', DASHBOARD, 'GET');

@@ -24,6 +24,7 @@ import {
   EndChatResponse,
 } from './schema.js';
 import { stringifyVariables } from '../../../core/domain/agents/dynamic-variables.js';
+import { countWidgetMessage } from '../../../core/domain/widget/widget-limits.js';
 
 const tag = 'Voice & Chat';
 
@@ -78,7 +79,7 @@ export const chatRoutes = [
     path: '/api/v2/chat-completion',
     operationId: 'chatCompletion',
     summary:
-      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages)",
+      "Send a message in an active chat and get the agent's reply (409 chat_not_active once ended; 429 after the chat's 100 messages, or past the firm's widget_daily_message_cap for a widget token)",
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: ChatCompletionBody,
@@ -86,6 +87,8 @@ export const chatRoutes = [
     errors: [404, 409, 502],
     handler: async ({ services, principal, body }) => {
       const chat = await requireChat(services, principal, body.chatId);
+      // The firm's widget visitors share a daily cap (docs/widget.md#limits).
+      if (principal.kind === 'widget') await countWidgetMessage(services, principal.firm);
       const { reply } = await sendChatMessage(services, chat, body.message);
       return { message: reply };
     },

@@ -1,6 +1,12 @@
-import { openKeySession } from '../../../core/domain/widget/key-session.js';
+import { CHALLENGE_MAX_NUMBER, issueChallenge } from '../../../core/domain/widget/altcha.js';
+import { keyForChallenge, openKeySession } from '../../../core/domain/widget/key-session.js';
 import { defineRoute } from '../../route.js';
-import { WidgetSessionBody, WidgetSessionResponse } from './session-schema.js';
+import {
+  WidgetChallengeQuery,
+  WidgetChallengeResponse,
+  WidgetSessionBody,
+  WidgetSessionResponse,
+} from './session-schema.js';
 
 const tag = 'Widget';
 
@@ -28,6 +34,7 @@ export const widgetSessionRoutes = [
         origin: originOf(koa.get('Origin')),
         address: koa.ip,
         agentId: body.agent_id,
+        altcha: body.altcha,
       });
       koa.set('Cache-Control', 'no-store');
       return {
@@ -35,6 +42,31 @@ export const widgetSessionRoutes = [
         expires_at: session.expiresAt.toISOString(),
         agent: session.agent,
         settings: session.settings,
+      };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/widget/challenge',
+    operationId: 'widgetChallenge',
+    summary:
+      'An ALTCHA proof-of-work challenge for a widget key, from a page on one of its allowed origins: solved, it goes into POST /api/widget/session as altcha (once; it expires after 5 minutes)',
+    tag,
+    auth: { kind: 'none' },
+    cors: 'widgetKey',
+    query: WidgetChallengeQuery,
+    response: WidgetChallengeResponse,
+    errors: [403],
+    handler: async ({ services, query, koa }) => {
+      const doc = await keyForChallenge(services, query.key, originOf(koa.get('Origin')));
+      const challenge = await issueChallenge(services, doc);
+      koa.set('Cache-Control', 'no-store');
+      return {
+        algorithm: 'SHA-256' as const,
+        challenge: challenge.challenge,
+        maxnumber: challenge.maxnumber ?? CHALLENGE_MAX_NUMBER,
+        salt: challenge.salt,
+        signature: challenge.signature,
       };
     },
   }),

@@ -40,3 +40,11 @@ export const WidgetSessionResponse = Type.Object({
 });
 
 export const WidgetChallengeQuery = Type.Object({ key: PublishableKey });
+
+export const WidgetChallengeResponse = Type.Object({
+  algorithm: Type.Literal('SHA-256'),
+  challenge: Type.String({ description: 'SHA-256 (hex) of salt + the secret number' }),
+  maxnumber: Type.Integer({ description: 'The secret number is at most this' }),
+  salt: Type.String({ description: 'Carries the widget key and the expiry (5 minutes) as ?key=…&expires=…' }),
+  signature: Type.String({ description: 'HMAC of the challenge: the service recognises its own' }),
+});

@@ -73,6 +73,14 @@ export const FirmSettingsInput = Type.Object(
           'may only narrow it (403 when it adds a country), the platform adds countries',
       }),
     ),
+    widget_daily_message_cap: Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10_000_000,
+        description:
+          "Messages the firm's widget visitors may send per UTC day, all chats together (default 5000); past it 429",
+      }),
+    ),
     allow_premium_numbers: Nullable(
       Type.Boolean({
         description:
@@ -100,6 +108,8 @@ export interface FirmSettings {
   calling_window?: { start: string; end: string; days: number[] };
   reminder_offsets_minutes: number[];
   allowed_call_countries: string[];
+  /** Messages the firm's widget visitors may send per UTC day; absent: DEFAULT_WIDGET_DAILY_MESSAGE_CAP. */
+  widget_daily_message_cap?: number;
   /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
   allow_premium_numbers?: boolean;
 }

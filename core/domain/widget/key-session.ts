@@ -2,13 +2,15 @@
 // the page asking becomes a one-hour widget token bound to that origin and one agent of the firm.
 // Everything is checked before a token is minted: the key exists (401 otherwise, counted against
 // the address like any bad credential), the page's origin is one the key allows (403
-// origin_not_allowed), the address is within its sessions per hour with this key (429), and the
-// agent belongs to the key's firm (404).
+// origin_not_allowed), the address is within its sessions per hour with this key (429), a key
+// with `challenge: "altcha"` has its solved challenge, used once (400/409: core/domain/widget/
+// altcha.ts), and the agent belongs to the key's firm (404).
 import { getFirmAgent, listFirmAgentNames } from '../agents/agents.js';
 import { mintWidgetToken } from '../access/widget-token.js';
 import { notFound, quote, unauthorized } from '../../platform/errors.js';
 import type { Services } from '../../wiring/services.js';
 import { MAX_CHAT_MESSAGES } from '../chats/chat-limits.js';
+import { spendSolution } from './altcha.js';
 import { originNotAllowed } from './origins.js';
 import { countWidgetSession, observeChangeEpoch } from './widget-limits.js';
 import { findWidgetKeyByKey, type WidgetKeyDoc } from './widget-keys.js';
@@ -20,6 +22,8 @@ export interface KeySessionRequest {
   /** The client's address (per-address limit). */
   address: string;
   agentId?: string | undefined;
+  /** The solved ALTCHA challenge (base64 JSON), for a key that asks for one. */
+  altcha?: string | undefined;
 }
 
 export interface KeySession {
@@ -60,6 +64,16 @@ async function sessionAgent(
   return newest;
 }
 
+/** The key a challenge request names, from a page on one of its origins (as a session's). */
+export async function keyForChallenge(
+  services: Services,
+  key: string,
+  origin: string | undefined,
+): Promise<WidgetKeyDoc> {
+  await observeChangeEpoch(services);
+  return (await requireKeyForOrigin(services, key, origin)).doc;
+}
+
 /**
  * A widget token for a key, from a page on one of its origins, within the address's hourly
  * sessions; bound to that origin and the session's agent.
@@ -68,6 +82,7 @@ export async function openKeySession(services: Services, request: KeySessionRequ
   await observeChangeEpoch(services);
   const { doc, origin } = await requireKeyForOrigin(services, request.key, request.origin);
   await countWidgetSession(services, doc._id, request.address);
+  if (doc.challenge === 'altcha') await spendSolution(services, doc, request.altcha);
   const agent = await sessionAgent(services, doc, request.agentId);
   const minted = await mintWidgetToken(doc.firm, services.config.sessionSecret, {
     origin,

@@ -3,6 +3,7 @@
 // UTC day. Each is a counter per fixed window (INCR, expiring when the window ends): a request
 // over the limit is answered 429 with Retry-After, the seconds until the window ends.
 import { readCacheOf } from '../../platform/db/read-cache.js';
+import { getFirm } from '../firms/firms.js';
 import { sha256Hex } from '../../platform/crypto.js';
 import { rateLimited } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -68,8 +69,14 @@ export async function countWidgetSession(services: Services, keyId: string, addr
   }
 }
 
-/** One more widget message of the firm today (UTC); 429 past its widget_daily_message_cap. */
-export async function countWidgetMessage(services: Services, firm: string, cap: number): Promise<void> {
+/**
+ * One more message from the firm's widget visitors today (UTC); 429 past the firm's
+ * widget_daily_message_cap. Every message sent with a widget token counts, before it is
+ * answered: the cap bounds what the chat engine (an LLM when OPENAI_API_KEY is set) is asked.
+ */
+export async function countWidgetMessage(services: Services, firm: string): Promise<void> {
+  const doc = await getFirm(services.mongo.db, firm);
+  const cap = doc?.settings.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
   const keys = redisKeys(services.config.queuePrefix);
   const { count, retryAfter } = await countInWindow(
     services,
@@ -78,7 +85,7 @@ export async function countWidgetMessage(services: Services, firm: string, cap: 
   );
   if (count > cap) {
     throw rateLimited(
-      `This firm's chat widget has reached its ${cap} messages for today (UTC); retry in ${retryAfter} s.`,
+      `This firm's chat widget has used its ${cap} messages for today (UTC); retry in ${retryAfter} s.`,
       retryAfter,
     );
   }

@@ -1,0 +1,106 @@
+// The widget's abuse limits over HTTP (docs/widget.md#limits), each reached and answered 429 with
+// Retry-After in the error shape: sessions per client address per key per hour, messages per
+// widget chat, widget messages per firm per UTC day; and a key token's dynamicVariables ignored.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CHAT_MESSAGES } from '../../core/domain/chats/chat-limits.js';
+import type { ApiClient } from '../helpers/client.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createAgent, createChat, say } from '../chat/chat-helpers.js';
+import { askSession, createWidgetKey } from './widget-key-helpers.js';
+
+const SITE = 'https://firm.example';
+const SESSIONS_PER_HOUR = 3;
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({ env: { WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR: String(SESSIONS_PER_HOUR) } });
+});
+afterAll(async () => stack?.stop());
+
+/** A firm with an agent, a widget key and a visitor's client holding a key token (from SITE). */
+async function visitorOf(settings: Record<string, unknown> = {}) {
+  const firm = await createFirm(stack, settings);
+  const agentId = (await createAgent(firm.client, firm.slug)).agent_id;
+  const key = await createWidgetKey(firm.client, firm.slug, { agent_id: agentId });
+  const session = await askSession(stack.api, SITE, { key: key.key });
+  expect(session.status, JSON.stringify(session.body)).toBe(200);
+  const visitor: ApiClient = stack.api.withToken(session.body.token);
+  return { firm, agentId, key, visitor };
+}
+
+/** Seconds until the end of the current UTC period of `ms` milliseconds. */
+const secondsLeft = (ms: number) => Math.ceil((ms - (Date.now() % ms)) / 1000);
+
+describe('widget limits', () => {
+  it(`sessions: ${SESSIONS_PER_HOUR} per client address per key per hour, then 429 until the hour ends`, async () => {
+    const { firm, key } = await visitorOf(); // the first session
+    for (let i = 1; i < SESSIONS_PER_HOUR; i++) {
+      expect((await askSession(stack.api, SITE, { key: key.key })).status).toBe(200);
+    }
+    const refused = await askSession(stack.api, SITE, { key: key.key });
+    expectError(refused, 429, 'rate_limited');
+    expect(refused.text).not.toContain('iwt_');
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(secondsLeft(3_600_000) + 1);
+    // Per key: another key of the firm is not held to this one's count.
+    const other = await createWidgetKey(firm.client, firm.slug);
+    expect((await askSession(stack.api, SITE, { key: other.key })).status).toBe(200);
+  });
+
+  it(`messages per widget chat: ${MAX_CHAT_MESSAGES}, then 429`, async () => {
+    const { firm, agentId, visitor } = await visitorOf();
+    const { chat_id: chatId } = await createChat(visitor, firm.slug, agentId);
+    for (let i = 0; i < MAX_CHAT_MESSAGES; i++) await say(visitor, chatId, `note ${i}`);
+    const refused = await visitor.post('/api/v2/chat-completion', { chatId, message: 'one more' });
+    expectError(refused, 429, 'rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("widget messages per firm per UTC day: the firm's widget_daily_message_cap, then 429 until midnight", async () => {
+    const { firm, agentId, visitor, key } = await visitorOf({ widget_daily_message_cap: 3 });
+    expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.widget_daily_message_cap).toBe(3);
+    const first = await createChat(visitor, firm.slug, agentId);
+    await say(visitor, first.chat_id, 'one');
+    await say(visitor, first.chat_id, 'two');
+    // Another visitor's chat shares the firm's cap.
+    const second = stack.api.withToken((await askSession(stack.api, SITE, { key: key.key })).body.token);
+    const other = await createChat(second, firm.slug, agentId);
+    await say(second, other.chat_id, 'three');
+    const refused = await second.post('/api/v2/chat-completion', { chatId: other.chat_id, message: 'four' });
+    expectError(refused, 429, 'rate_limited');
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(secondsLeft(86_400_000) + 1);
+    // The firm's own tokens are not widget traffic.
+    const own = await createChat(firm.client, firm.slug, agentId);
+    await say(firm.client, own.chat_id, 'from the office');
+    // Raising the cap lets the widget talk again.
+    await firm.client.patch(`/api/firms/${firm.slug}`, { settings: { widget_daily_message_cap: 10 } });
+    await say(second, other.chat_id, 'four');
+  });
+
+  it('the cap is an integer from 1 to 10,000,000', async () => {
+    const firm = await createFirm(stack);
+    for (const cap of [0, -1, 1.5, 10_000_001, '5']) {
+      expectError(
+        await firm.client.patch(`/api/firms/${firm.slug}`, { settings: { widget_daily_message_cap: cap } }),
+        400,
+        'invalid_request',
+      );
+    }
+  });
+
+  it("a key token's dynamicVariables are ignored", async () => {
+    const { firm, agentId, visitor } = await visitorOf();
+    const opened = await createChat(visitor, firm.slug, agentId, {
+      first_name: 'Mallory',
+      phone: '+13125550100',
+    });
+    expect(opened.message ?? '').not.toContain('Mallory');
+    const chat = await visitor.get(`/api/v2/get-chat/${opened.chat_id}`);
+    expect(chat.body.dynamic_variables).toEqual({});
+  });
+});
