@@ -242,13 +242,12 @@
           err.message = 'This chat is not available right now: its widget key is unknown or was revoked.';
         throw err;
       }
-      var claims = claimsOf(session.token);
       current = {
         token: session.token,
         expiresAt: Date.parse(session.expires_at),
-        firmSlug: session.firm_slug || session.firmSlug || claims.firm || '',
-        agentId: (session.agent && session.agent.agent_id) || agentId || '',
-        settings: session.settings || {},
+        // create-chat names the firm: the token's own claim (the session answer does not repeat it).
+        firmSlug: claimsOf(session.token).firm || '',
+        agentId: session.agent.agent_id,
       };
       return current;
     }
@@ -270,7 +269,7 @@
 
   /** A fixed token (the test page's): it cannot be renewed here. */
   function fixedSession(options) {
-    var session = { token: String(options.token || ''), firmSlug: '', agentId: '', settings: null };
+    var session = { token: String(options.token || ''), firmSlug: '', agentId: '' };
     return {
       get: function () {
         return Promise.resolve(session);
@@ -394,25 +393,6 @@
       if (greetingBubble !== null) greetingBubble.lastChild.textContent = settings.greeting;
     }
 
-    /**
-     * The key's settings from the session fill in what the tag's data- attributes left out
-     * (the tag wins: it is what the site's owner wrote).
-     */
-    function adoptSessionSettings(fromServer) {
-      if (!fromServer || typeof fromServer !== 'object') return;
-      var merged = {
-        title: fromServer.title,
-        greeting: fromServer.greeting,
-        primaryColor: fromServer.primary_color || fromServer.primaryColor,
-        position: fromServer.position,
-      };
-      ['title', 'greeting', 'primaryColor', 'position'].forEach(function (name) {
-        if (typeof options[name] === 'string' && options[name].trim() !== '') merged[name] = options[name];
-      });
-      settings = clean(Object.assign({}, settings, merged));
-      apply();
-    }
-
     /** A chat route with the session's token; an expired key session is renewed once. */
     async function call(path, payload, renewed) {
       var session = await sessions.get(false);
@@ -441,10 +421,10 @@
       var attempt = sessions
         .get(false)
         .then(function (session) {
-          adoptSessionSettings(session.settings);
           return call('/api/v2/create-chat', {
-            agentId: settings.agentId || session.agentId,
-            firmSlug: settings.firmSlug || session.firmSlug,
+            // A key's token is bound to the agent its session chose.
+            agentId: session.agentId || settings.agentId,
+            firmSlug: session.firmSlug || settings.firmSlug,
           });
         })
         .then(
