@@ -23,7 +23,7 @@ afterAll(async () => {
 const SITE = 'https://firm.example';
 
 describe('widget keys across two web processes', () => {
-  it('a deleted key is refused on the next session request to the other process', async () => {
+  it('a deleted key is refused on the next session request to the other process, its tokens too', async () => {
     const firm = await createFirm(stack);
     await createAgent(firm.client, firm.slug);
     const key = await createWidgetKey(firm.client, firm.slug);
@@ -33,8 +33,14 @@ describe('widget keys across two web processes', () => {
       expect((await onSecond.withToken(firm.key).get(`/api/firms/${firm.slug}`)).status).toBe(200);
       expect((await askSession(onSecond, SITE, { key: key.key })).status).toBe(200);
     }
+    const session = await askSession(onSecond, SITE, { key: key.key });
+    const visitor = onSecond.withToken(session.body.token);
+    const getChat = () => visitor.get('/api/v2/get-chat/chat_none', { Origin: SITE });
+    expectError(await getChat(), 404, 'chat_not_found');
     expect((await firm.client.delete(`/api/widget-keys/${key.id}`)).status).toBe(200);
     expectError(await askSession(onSecond, SITE, { key: key.key }), 401, 'unauthorized');
+    // The tokens it issued end with it, there too.
+    expectError(await getChat(), 401, 'unauthorized');
   });
 
   it('a patched allowed_origins applies on the next session request to the other process', async () => {

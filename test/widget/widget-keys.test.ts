@@ -178,6 +178,7 @@ describe('POST /api/widget/session', () => {
     expect(jwtClaims(res.body.token)).toMatchObject({
       typ: 'widget',
       firm: firmA.slug,
+      wk: key.id,
       origin: SITE,
       agent: firmA.agentId,
     });
@@ -207,6 +208,25 @@ describe('POST /api/widget/session', () => {
     );
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     expectError(await widget.get('/api/leads'), 403, 'forbidden');
+  });
+
+  it("the key's tokens end with it: deleted, or no longer allowing the token's origin (401)", async () => {
+    const key = await createWidgetKey(firmA.client, firmA.slug, {
+      agent_id: firmA.agentId,
+      allowed_origins: [SITE, 'https://www.firm.example'],
+    });
+    const tokenOf = async (origin: string) =>
+      stack.api.withToken((await askSession(stack.api, origin, { key: key.key })).body.token);
+    const open = (client: typeof stack.api) =>
+      client.post('/api/v2/create-chat', { firmSlug: firmA.slug, agentId: firmA.agentId });
+    const fromSite = await tokenOf(SITE);
+    const fromWww = await tokenOf('https://www.firm.example');
+    expect((await open(fromSite)).status).toBe(200);
+    await firmA.client.patch(`/api/widget-keys/${key.id}`, { allowed_origins: [SITE] });
+    expectError(await open(fromWww), 401, 'unauthorized');
+    expect((await open(fromSite)).status).toBe(200);
+    await firmA.client.delete(`/api/widget-keys/${key.id}`);
+    expectError(await open(fromSite), 401, 'unauthorized');
   });
 
   it('agent_id picks another agent of the firm; another firm’s agent is a 404', async () => {

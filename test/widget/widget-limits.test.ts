@@ -77,9 +77,22 @@ describe('widget limits', () => {
     // The firm's own tokens are not widget traffic.
     const own = await createChat(firm.client, firm.slug, agentId);
     await say(firm.client, own.chat_id, 'from the office');
-    // Raising the cap lets the widget talk again.
-    await firm.client.patch(`/api/firms/${firm.slug}`, { settings: { widget_daily_message_cap: 10 } });
+    // Only the platform raises the cap (it bounds the platform's chat engine); then the widget talks again.
+    const raise = { settings: { widget_daily_message_cap: 10 } };
+    const details = expectError(await firm.client.patch(`/api/firms/${firm.slug}`, raise), 403, 'forbidden');
+    expect(details.map((d) => d.path)).toEqual(['/settings/widget_daily_message_cap']);
+    expectError(
+      await firm.client.patch(`/api/firms/${firm.slug}`, { settings: { widget_daily_message_cap: null } }),
+      403,
+      'forbidden',
+    );
+    expect((await stack.admin.patch(`/api/firms/${firm.slug}`, raise)).status).toBe(200);
     await say(second, other.chat_id, 'four');
+    // Lowering it is the firm's own choice.
+    const lowered = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { widget_daily_message_cap: 5 },
+    });
+    expect(lowered.body.settings.widget_daily_message_cap).toBe(5);
   });
 
   it('the cap is an integer from 1 to 10,000,000', async () => {

@@ -19,15 +19,17 @@ export const widgetSessionRoutes = [
     path: '/api/widget/session',
     operationId: 'openWidgetSession',
     summary:
-      "A widget token for a publishable widget key, from a page on one of the key's allowed origins (403 origin_not_allowed otherwise); " +
+      "A widget token for a publishable widget key, from a page on one of the key's allowed origins (403 origin_not_allowed otherwise), " +
+      'with a solved ALTCHA challenge when the key asks for one (400 altcha_required/altcha_invalid/altcha_expired, 409 altcha_replayed); ' +
       'the token lives one hour and may only chat, from that origin, with one agent of the firm',
     tag,
     auth: { kind: 'none' },
     cors: 'widgetKey',
     body: WidgetSessionBody,
     response: WidgetSessionResponse,
-    errors: [403, 404],
-    // Its own limit: sessions per client address per key per hour (core/domain/widget/widget-limits.ts).
+    // 400 also for a missing, invalid or expired altcha; 409 for a replayed one; 429 past the
+    // sessions per client address per key per hour (core/domain/widget/widget-limits.ts).
+    errors: [403, 404, 409],
     handler: async ({ services, body, koa }) => {
       const session = await openKeySession(services, {
         key: body.key,

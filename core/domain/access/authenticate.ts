@@ -7,6 +7,7 @@ import { verifySessionToken } from './session.js';
 import { PLATFORM_SESSIONS, isSessionRevoked } from './session-revocations.js';
 import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 import { WIDGET_TOKEN_PREFIX, verifyWidgetToken } from './widget-token.js';
+import { findWidgetKey } from '../widget/widget-keys.js';
 
 /** Resolves a token to a principal, or null for any token that is not valid now. */
 async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
@@ -36,12 +37,27 @@ async function sessionPrincipal(token: string, config: Config, db: Db): Promise<
   return principal;
 }
 
-/** A widget token is a session of its firm: POST /api/auth/revoke-sessions ends it too. */
+/**
+ * A widget token is a session of its firm: POST /api/auth/revoke-sessions ends it too. A widget
+ * key's token also ends with its key: deleted, or no longer allowing the token's origin (one
+ * cached point read).
+ */
 async function widgetPrincipal(token: string, config: Config, db: Db): Promise<Principal | null> {
   const widget = await verifyWidgetToken(token, config.sessionSecret);
   if (widget === null) return null;
-  if (await isSessionRevoked(db, widget.principal.firm, widget.issuedAt)) return null;
-  return widget.principal;
+  const { principal } = widget;
+  if (await isSessionRevoked(db, principal.firm, widget.issuedAt)) return null;
+  if (principal.binding !== undefined) {
+    const key = await findWidgetKey(db, principal.binding.key);
+    if (
+      key === null ||
+      key.firm !== principal.firm ||
+      !key.allowed_origins.includes(principal.binding.origin)
+    ) {
+      return null;
+    }
+  }
+  return principal;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or null when absent or malformed. */

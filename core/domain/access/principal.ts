@@ -16,11 +16,12 @@ export interface WidgetPrincipal {
   /** The token's id: chats it opens are its own, and only it may use them. */
   subject: string;
   /**
-   * A widget key's token (POST /api/widget/session): the page origin it was issued to (the only
-   * Origin the chat routes take it from, and answer CORS for) and the agent it chats with.
-   * Absent for the test page's tokens.
+   * A widget key's token (POST /api/widget/session): the key (the token works while the key
+   * exists and still allows the origin), the page origin it was issued to (the only Origin the
+   * chat routes take it from, and answer CORS for) and the agent it chats with. Absent for the
+   * test page's tokens.
    */
-  binding?: { origin: string; agent: string };
+  binding?: { key: string; origin: string; agent: string };
 }
 
 export type Principal = ApiPrincipal | WidgetPrincipal;

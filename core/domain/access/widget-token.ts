@@ -6,8 +6,8 @@ import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 
 // Widget tokens (docs/authentication.md#widget-tokens): minted by GET /api/test-widget for the chat
 // widget on that page, and by POST /api/widget/session for a publishable widget key, `iwt_` + an
-// HS256 JWT {typ: "widget", firm, sub, iat, exp}; a key's token also names the page's origin and
-// the agent (`origin`, `agent`), which the chat routes hold it to. They are signed with a
+// HS256 JWT {typ: "widget", firm, sub, iat, exp}; a key's token also names the key, the page's
+// origin and the agent (`wk`, `origin`, `agent`), which the chat routes hold it to. They are signed with a
 // key derived from SESSION_SECRET for this one purpose, so a widget token never verifies as a
 // session token nor a session token as a widget token, whatever prefix is put on it.
 
@@ -28,8 +28,9 @@ export interface MintedWidgetToken {
   expiresAt: Date;
 }
 
-/** What a widget key's token is bound to: the page's origin and the one agent it may chat with. */
+/** What a widget key's token is bound to: the key, the page's origin and the one agent it may chat with. */
 export interface WidgetTokenBinding {
+  key: string;
   origin: string;
   agent: string;
 }
@@ -62,7 +63,9 @@ export async function signWidgetToken(
   sessionSecret: string,
 ): Promise<string> {
   const bound =
-    claims.binding === undefined ? {} : { origin: claims.binding.origin, agent: claims.binding.agent };
+    claims.binding === undefined
+      ? {}
+      : { wk: claims.binding.key, origin: claims.binding.origin, agent: claims.binding.agent };
   const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm, ...bound })
     .setProtectedHeader({ alg: ALG })
     .setSubject(claims.subject)
@@ -88,16 +91,16 @@ export async function verifyWidgetToken(
       audience: AUDIENCE,
       requiredClaims: ['exp', 'iat', 'sub', 'firm', 'typ'],
     });
-    const { typ, firm, sub, iat, exp, origin, agent } = payload;
+    const { typ, firm, sub, iat, exp, wk, origin, agent } = payload;
     if (typ !== 'widget' || typeof firm !== 'string' || !slugRe.test(firm)) return null;
     if (typeof sub !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
     if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
     if (exp - iat > WIDGET_TOKEN_TTL_SECONDS) return null;
     const principal: WidgetPrincipal = { kind: 'widget', firm, via: 'widget_token', subject: sub };
-    if (origin !== undefined || agent !== undefined) {
-      // Bound by a widget key: both claims, or the token is not one this service made.
-      if (typeof origin !== 'string' || typeof agent !== 'string') return null;
-      principal.binding = { origin, agent };
+    if (wk !== undefined || origin !== undefined || agent !== undefined) {
+      // Bound by a widget key: all three claims, or the token is not one this service made.
+      if (typeof wk !== 'string' || typeof origin !== 'string' || typeof agent !== 'string') return null;
+      principal.binding = { key: wk, origin, agent };
     }
     return { principal, issuedAt: iat };
   } catch (err) {

@@ -78,7 +78,7 @@ export const FirmSettingsInput = Type.Object(
         minimum: 1,
         maximum: 10_000_000,
         description:
-          "Messages the firm's widget visitors may send per UTC day, all chats together (default 5000); past it 429",
+          "Messages the firm's widget visitors may send per UTC day, all chats together (default 5000; past it 429); a firm token may lower it, only the platform raise it",
       }),
     ),
     allow_premium_numbers: Nullable(
@@ -132,6 +132,9 @@ export const DEFAULT_SETTINGS: FirmSettings = {
   reminder_offsets_minutes: [1440, 60],
   allowed_call_countries: ['US', 'CA'],
 };
+
+/** What a firm's widget visitors may send per UTC day when its settings do not say (contract §6.3). */
+export const DEFAULT_WIDGET_DAILY_MESSAGE_CAP = 5000;
 
 const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
 
@@ -229,7 +232,8 @@ function checkCountries(input: FirmSettingsInput): void {
 /**
  * Toll fraud (docs/authentication.md#firm-settings): what a firm may dial is the platform's to
  * widen. A firm token may narrow allowed_call_countries or turn allow_premium_numbers off, never
- * add a country or turn it on: 403 naming each such field. (null counts as the default it restores.)
+ * add a country or turn it on, and may lower widget_daily_message_cap, never raise it: 403 naming
+ * each such field. (null counts as the default it restores.)
  */
 export function refuseWidening(current: FirmSettings, input: FirmSettingsInput): void {
   const details: ErrorDetail[] = [];
@@ -252,9 +256,20 @@ export function refuseWidening(current: FirmSettings, input: FirmSettingsInput):
       message: 'only the platform may allow premium-rate and shared-cost numbers',
     });
   }
+  // The cap bounds what the widget's visitors make the chat engine (the platform's LLM) do.
+  if (input.widget_daily_message_cap !== undefined) {
+    const next = input.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
+    const now = current.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
+    if (next > now) {
+      details.push({
+        path: '/settings/widget_daily_message_cap',
+        message: `raises the cap from ${now}; only the platform may raise it`,
+      });
+    }
+  }
   if (details.length > 0) {
     throw forbidden(
-      'A firm token may narrow what its firm may dial, not widen it; ask the platform to add countries or allow premium numbers.',
+      'A firm token may narrow what its firm may do, not widen it; ask the platform to add countries, allow premium numbers or raise the widget cap.',
       details,
     );
   }

@@ -85,6 +85,7 @@ export async function openKeySession(services: Services, request: KeySessionRequ
   if (doc.challenge === 'altcha') await spendSolution(services, doc, request.altcha);
   const agent = await sessionAgent(services, doc, request.agentId);
   const minted = await mintWidgetToken(doc.firm, services.config.sessionSecret, {
+    key: doc._id,
     origin,
     agent: agent.agent_id,
   });

@@ -3,6 +3,7 @@
 // UTC day. Each is a counter per fixed window (INCR, expiring when the window ends): a request
 // over the limit is answered 429 with Retry-After, the seconds until the window ends.
 import { readCacheOf } from '../../platform/db/read-cache.js';
+import { DEFAULT_WIDGET_DAILY_MESSAGE_CAP } from '../firms/firm-settings.js';
 import { getFirm } from '../firms/firms.js';
 import { sha256Hex } from '../../platform/crypto.js';
 import { rateLimited } from '../../platform/errors.js';
@@ -11,9 +12,6 @@ import type { Services } from '../../wiring/services.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
-
-/** What a firm's widget visitors may send per UTC day when its settings do not say. */
-export const DEFAULT_WIDGET_DAILY_MESSAGE_CAP = 5000;
 
 /** Counts one more in the window `key` names; returns the count and the seconds the window has left. */
 async function countInWindow(
