@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintWidgetToken } from '../../core/domain/access/widget-token.js';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
 import { launchChromium } from '../helpers/browser.js';
@@ -92,6 +93,12 @@ describe('the snippet', () => {
     const other = await createFirm(stack);
     expectError(await other.client.get(`/api/widget-keys/${key.id}/snippet`), 404, 'widget_key_not_found');
     expect((await stack.admin.get(`/api/widget-keys/${key.id}/snippet`)).status).toBe(200);
+    const widgetToken = (await mintWidgetToken(firm.slug, stack.config.sessionSecret)).token;
+    expectError(
+      await stack.api.withToken(widgetToken).get(`/api/widget-keys/${key.id}/snippet`),
+      403,
+      'forbidden',
+    );
     expectError(await stack.api.get(`/api/widget-keys/${key.id}/snippet`), 401, 'unauthorized');
   });
 });
