@@ -158,9 +158,9 @@ export const CONFIG_SCHEMA = Type.Object({
   corsOrigins: optional(
     list('CORS_ORIGINS', {
       item: ORIGIN_PATTERN,
-      itemText: 'origins, each exactly `scheme://host[:port]` as a browser sends it',
+      itemText: 'exact origins (`scheme://host[:port]`)',
       description:
-        "the origins whose pages may call every API route from a browser (a firm's dashboard holding a session token): CORS with `Authorization`, never credentials; unset: no CORS headers outside the widget routes",
+        "pages on these origins (a firm's dashboard) may call every API route with `Authorization`; never credentials; unset: no CORS outside the widget routes",
     }),
   ),
   trustProxy: boolean('TRUST_PROXY', {
