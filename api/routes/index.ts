@@ -16,6 +16,7 @@ import { workflowRoutes } from './workflows/routes.js';
 import { widgetRoutes } from './widget/routes.js';
 import { widgetSessionRoutes } from './widget/session-routes.js';
 import { widgetKeyRoutes } from './widget-keys/routes.js';
+import { widgetKeySnippetRoutes } from './widget-keys/snippet.js';
 
 /** Every business route, by operation group. Operations routes are added by the app. */
 export const businessRoutes: AnyRoute[] = [
@@ -33,6 +34,7 @@ export const businessRoutes: AnyRoute[] = [
   ...workflowRoutes,
   ...widgetRoutes,
   ...widgetKeyRoutes,
+  ...widgetKeySnippetRoutes,
   ...widgetSessionRoutes,
   ...bookingRoutes,
   ...contactRoutes,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { WidgetSession } from '../../core/domain/widget/widget-session.js';
-import { TEST_WIDGET_TEMPLATE, widgetAssetPath } from './assets.js';
+import { TEST_WIDGET_TEMPLATE, widgetAssetIntegrity, widgetAssetPath } from './assets.js';
 
 // The widget test page (docs/widget.md#escaping), built from test-widget.html. Every value that came from
 // the request is put where it goes through the escape for that place:
@@ -50,11 +50,44 @@ function jsonForScriptBlock(value: unknown): string {
     .replace(/\u2029/g, '\\u2029');
 }
 
-/** The embed snippet, as test-widget.js writes it after every change. */
-function snippetFor(scriptUrl: string, firm: string, s: Required<WidgetPageSettings>): string {
-  const attributes: Array<[string, string]> = [
-    ['src', scriptUrl],
-    ['data-firm-slug', firm],
+/** A publishable widget key of the firm, whose snippet the page's panel shows. */
+export interface SnippetKey {
+  id: string;
+  name: string;
+  key: string;
+}
+
+export interface EmbedScript {
+  /** The absolute URL of widget.js's current version. */
+  src: string;
+  /** Its SRI value (sha384-…). */
+  integrity: string;
+}
+
+/** widget.js's current version on this service (docs/widget.md#embed). */
+export function embedScript(publicBaseUrl: string): EmbedScript {
+  return {
+    src: `${publicBaseUrl}${widgetAssetPath('widget.js')}`,
+    integrity: widgetAssetIntegrity('widget.js'),
+  };
+}
+
+/**
+ * The embed snippet (GET /api/widget-keys/{id}/snippet and the test page's panel; test-widget.js
+ * writes the same after every change): one <script> tag, pinned to widget.js's current version
+ * by its SRI hash, loaded with CORS (crossorigin) so the browser can check that hash. Settings
+ * left empty are left out (the widget then uses its defaults).
+ */
+export function embedSnippet(
+  script: EmbedScript,
+  key: string,
+  s: { agentId?: string; title?: string; greeting?: string; primaryColor?: string; position?: string },
+): string {
+  const attributes: Array<[string, string | undefined]> = [
+    ['src', script.src],
+    ['integrity', script.integrity],
+    ['crossorigin', 'anonymous'],
+    ['data-key', key],
     ['data-agent-id', s.agentId],
     ['data-title', s.title],
     ['data-greeting', s.greeting],
@@ -62,10 +95,10 @@ function snippetFor(scriptUrl: string, firm: string, s: Required<WidgetPageSetti
     ['data-position', s.position],
   ];
   const text = attributes
-    .filter(([, value]) => value !== '')
+    .filter((pair): pair is [string, string] => pair[1] !== undefined && pair[1] !== '')
     .map(([name, value]) => ` ${name}="${escapeHtml(value)}"`)
     .join('');
-  return `<script${text} defer></script>`;
+  return `<script${text} async></script>`;
 }
 
 function pageLink(firm: string, s: Required<WidgetPageSettings>): string {
@@ -107,6 +140,8 @@ export function renderTestWidgetPage(input: {
   session: WidgetSession;
   settings: WidgetPageSettings;
   publicBaseUrl: string;
+  /** The firm's widget key the snippet names (its newest); null when it has none. */
+  snippetKey: SnippetKey | null;
 }): TestWidgetPage {
   const { session, publicBaseUrl } = input;
   const nonce = randomBytes(18).toString('base64');
@@ -123,8 +158,9 @@ export function renderTestWidgetPage(input: {
     position: requested.position === 'left' ? 'left' : 'right',
   };
   const firm = session.state === 'needs_firm' ? '' : session.firm;
-  const scriptUrl = `${publicBaseUrl}/widget/widget.js`;
+  const script = embedScript(publicBaseUrl);
   const ready = session.state === 'ready';
+  const key = input.snippetKey;
 
   const config = ready
     ? {
@@ -132,7 +168,8 @@ export function renderTestWidgetPage(input: {
         firmSlug: session.firm,
         token: session.token,
         tokenExpiresAt: session.tokenExpiresAt.toISOString(),
-        scriptUrl,
+        script,
+        widgetKey: key === null ? null : { id: key.id, name: key.name, key: key.key },
         pageUrl: PAGE_PATH,
         agents: session.agents.map((a) => ({ id: a.agent_id, name: a.agent_name })),
         settings,
@@ -161,12 +198,13 @@ export function renderTestWidgetPage(input: {
     primaryColor: escapeHtml(settings.primaryColor),
     leftChecked: settings.position === 'left' ? 'checked' : '',
     rightChecked: settings.position === 'right' ? 'checked' : '',
-    snippet: ready ? escapeHtml(snippetFor(scriptUrl, firm, settings)) : '',
+    snippet: ready && key !== null ? escapeHtml(embedSnippet(script, key.key, settings)) : '',
+    snippetKeyName: key === null ? '' : escapeHtml(key.name),
+    snippetState: key === null ? 'no-key' : 'key',
     pageLink: ready ? escapeHtml(pageLink(firm, settings)) : escapeHtml(PAGE_PATH),
     configJson: jsonForScriptBlock(config),
     nonce,
     widgetJsUrl: escapeHtml(widgetAssetPath('widget.js')),
-    widgetCssUrl: escapeHtml(widgetAssetPath('widget.css')),
     testWidgetJsUrl: escapeHtml(widgetAssetPath('test-widget.js')),
     testWidgetCssUrl: escapeHtml(widgetAssetPath('test-widget.css')),
   });

@@ -39,11 +39,14 @@
     };
   }
 
-  /** The <script> tag that embeds the widget with these settings (empty texts: the defaults). */
+  /** The <script> tag that embeds the widget with these settings (as page.ts's embedSnippet). */
   function snippetFor(s) {
+    if (config.widgetKey === null) return '';
     var attributes = [
-      ['src', config.scriptUrl],
-      ['data-firm-slug', config.firmSlug],
+      ['src', config.script.src],
+      ['integrity', config.script.integrity],
+      ['crossorigin', 'anonymous'],
+      ['data-key', config.widgetKey.key],
       ['data-agent-id', s.agentId],
       ['data-title', s.title],
       ['data-greeting', s.greeting],
@@ -57,7 +60,7 @@
         return ' ' + pair[0] + '="' + attr(pair[1]) + '"';
       })
       .join('');
-    return '<script' + text + ' defer></script>';
+    return '<script' + text + ' async></script>';
   }
 
   /** This page with these settings, as a link (the values are URL-encoded). */

@@ -1,18 +1,25 @@
-// The Intake chat widget: a launcher button and a chat panel that talk to the service's chat
-// routes (create-chat, chat-completion) with a widget token.
+// The Intake chat widget (docs/widget.md): a launcher button and a chat panel, mounted in a
+// shadow root of its own, that talk to the service's chat routes (create-chat, chat-completion,
+// end-chat) with a widget token.
 //
+// Embedded on a firm's site by one tag (docs/widget.md#embed):
+//   <script src=".../widget/v/<version>/widget.js" integrity="sha384-..." crossorigin="anonymous"
+//     data-key="iwpk_..." data-agent-id data-title data-greeting data-primary-color data-position async>
+// it asks POST /api/widget/session for a token with the key when the visitor first opens it (after
+// solving the key's ALTCHA proof-of-work when the server asks for one), and again when that
+// token expires. The test page mounts it with a token of its own:
 //   IntakeWidget.mount({ firmSlug, agentId, token, apiBase, title, greeting, primaryColor, position })
 //     -> { update(settings), open(), close(), destroy() }
 //
-// or, embedded, from its own <script> tag's data attributes (data-firm-slug, data-agent-id,
-// data-token, data-title, data-greeting, data-primary-color, data-position).
-//
 // Every text it shows is set as text (textContent), never parsed as markup; colours are checked
-// against #rrggbb before they reach a style; nothing is evaluated. It runs under a strict
-// Content-Security-Policy: no inline scripts, no style attributes (styles go through the CSSOM).
+// against #rrggbb before they reach a style; nothing is evaluated. Its styles (widget.css, put
+// into this file by the server) are a constructed stylesheet adopted by the shadow root: no
+// <style> element, no style attribute, so a host page's CSP needs no style-src for it, and the
+// host's CSS and the widget's stay apart.
 (function () {
   'use strict';
 
+  var CSS_TEXT = /*@widget.css*/ '';
   var DEFAULTS = {
     title: 'Chat with us',
     greeting: 'Hi! How can we help you today?',
@@ -22,7 +29,26 @@
   var COLOR = /^#[0-9a-fA-F]{6}$/;
   var MAX_MESSAGE = 4000;
   var SVG = 'http://www.w3.org/2000/svg';
+  /** A token is renewed this long before it expires, so a request never carries a stale one. */
+  var RENEW_MARGIN_MS = 60 * 1000;
   var counter = 0;
+  var sheet = null;
+
+  /** The widget's stylesheet, constructed once and shared by every widget on the page. */
+  function adoptStyles(shadow) {
+    if ('adoptedStyleSheets' in shadow && typeof window.CSSStyleSheet === 'function') {
+      if (sheet === null) {
+        sheet = new window.CSSStyleSheet();
+        sheet.replaceSync(CSS_TEXT);
+      }
+      shadow.adoptedStyleSheets = [sheet];
+      return;
+    }
+    // Browsers without constructed stylesheets: a <style> element (a strict CSP may refuse it).
+    var style = document.createElement('style');
+    style.textContent = CSS_TEXT;
+    shadow.appendChild(style);
+  }
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -77,14 +103,195 @@
     };
   }
 
+  function hex(buffer) {
+    return Array.prototype.map
+      .call(new Uint8Array(buffer), function (b) {
+        return (b < 16 ? '0' : '') + b.toString(16);
+      })
+      .join('');
+  }
+
+  /**
+   * Solves an ALTCHA proof-of-work challenge (altcha.org's protocol, as altcha-lib issues it): the
+   * number n in 0..maxnumber with SHA-256(salt + n) = challenge, found with crypto.subtle. Returns
+   * the payload the server verifies: base64 of {algorithm, challenge, number, salt, signature, took}.
+   */
+  async function solveAltcha(challenge) {
+    var started = Date.now();
+    var encoder = new window.TextEncoder();
+    var algorithm = /^SHA-(256|384|512)$/.test(challenge.algorithm) ? challenge.algorithm : 'SHA-256';
+    var max = challenge.maxnumber || challenge.maxNumber || 1000000;
+    for (var n = 0; n <= max; n++) {
+      var digest = hex(await window.crypto.subtle.digest(algorithm, encoder.encode(challenge.salt + n)));
+      if (digest === challenge.challenge) {
+        return window.btoa(
+          JSON.stringify({
+            algorithm: challenge.algorithm,
+            challenge: challenge.challenge,
+            number: n,
+            salt: challenge.salt,
+            signature: challenge.signature,
+            took: Date.now() - started,
+          }),
+        );
+      }
+    }
+    throw new Error('The challenge could not be solved.');
+  }
+
+  /** The claims a JWT states about itself (its firm); the server is what checks it. */
+  function claimsOf(token) {
+    try {
+      var part = token.replace(/^iwt_/, '').split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(window.atob(part + '==='.slice((part.length + 3) % 4)));
+    } catch {
+      return {};
+    }
+  }
+
+  function errorOf(body) {
+    return (body && body.error) || {};
+  }
+
+  /** What a visitor is told when the chat cannot start or a message cannot be sent. */
+  function failure(response, body) {
+    var error = errorOf(body);
+    if (error.code === 'origin_not_allowed')
+      return (
+        'This chat is not available on this website: its address is not among the widget key\u2019s ' +
+        'allowed origins. If this is your site, add it to the key\u2019s allowed_origins.'
+      );
+    if (response.status === 429) {
+      var wait = Number(response.headers.get('Retry-After'));
+      var when =
+        wait > 0
+          ? ' Please try again in ' + Math.max(1, Math.ceil(wait / 60)) + ' min.'
+          : ' Please try again later.';
+      return 'Too many requests right now.' + when + (error.message ? ' (' + error.message + ')' : '');
+    }
+    if (response.status === 401) return 'This chat session has expired. Reload the page to start a new one.';
+    if (error.code === 'chat_not_active')
+      return 'This conversation has ended. Send a message to start a new one.';
+    return error.message || 'Something went wrong. Please try again.';
+  }
+
+  async function request(url, init) {
+    var response = await fetch(
+      url,
+      Object.assign({ credentials: 'omit', referrerPolicy: 'strict-origin', mode: 'cors' }, init),
+    );
+    var body = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    if (!response.ok) {
+      var error = new Error(failure(response, body));
+      error.status = response.status;
+      error.code = errorOf(body).code;
+      throw error;
+    }
+    return body;
+  }
+
+  /**
+   * Widget tokens from a publishable key (POST /api/widget/session), renewed before they expire;
+   * a session that asks for proof of work gets a solved challenge (GET /api/widget/challenge).
+   */
+  function keySessions(apiBase, key, agentId) {
+    var current = null;
+    var pending = null;
+
+    async function ask(altcha) {
+      var body = { key: key };
+      if (agentId) body.agent_id = agentId;
+      if (altcha) body.altcha = altcha;
+      return request(apiBase + '/api/widget/session', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    }
+
+    async function open() {
+      try {
+        return await ask(null);
+      } catch (err) {
+        if (!/challenge|altcha/.test(String(err.code))) throw err;
+        var challenge = await request(apiBase + '/api/widget/challenge?key=' + encodeURIComponent(key), {
+          method: 'GET',
+        });
+        return ask(await solveAltcha(challenge));
+      }
+    }
+
+    async function start() {
+      var session;
+      try {
+        session = await open();
+      } catch (err) {
+        // A refused origin or key gets no CORS headers, so the page cannot read the answer: fetch
+        // fails as it would with the service unreachable, and the message names each cause.
+        if (err instanceof TypeError)
+          err.message =
+            'This chat is not available on this website: its address is not among the widget ' +
+            'key\u2019s allowed origins, the key was revoked, or the chat service cannot be reached.';
+        // An unknown key (mistyped, or deleted by the firm) is no expired session of the visitor's.
+        else if (err.status === 401)
+          err.message = 'This chat is not available right now: its widget key is unknown or was revoked.';
+        throw err;
+      }
+      current = {
+        token: session.token,
+        expiresAt: Date.parse(session.expires_at),
+        // create-chat names the firm: the token's own claim (the session answer does not repeat it).
+        firmSlug: claimsOf(session.token).firm || '',
+        agentId: session.agent.agent_id,
+      };
+      return current;
+    }
+
+    return {
+      /** The current session, or a new one when there is none or it is about to expire. */
+      get: function (renew) {
+        if (!renew && current !== null && current.expiresAt - RENEW_MARGIN_MS > Date.now())
+          return Promise.resolve(current);
+        if (pending === null) {
+          pending = start().finally(function () {
+            pending = null;
+          });
+        }
+        return pending;
+      },
+    };
+  }
+
+  /** A fixed token (the test page's): it cannot be renewed here. */
+  function fixedSession(options) {
+    var session = { token: String(options.token || ''), firmSlug: '', agentId: '' };
+    return {
+      get: function () {
+        return Promise.resolve(session);
+      },
+    };
+  }
+
   function mount(options) {
     var id = 'intake-widget-' + ++counter;
-    var token = String(options.token || '');
     var apiBase = String(options.apiBase || '').replace(/\/+$/, '');
     var settings = clean(options);
+    var sessions = options.key
+      ? keySessions(apiBase, String(options.key), settings.agentId)
+      : fixedSession(options);
     var chatId = null;
     var starting = null;
     var sending = false;
+
+    // The host element carries no styles of the page's choosing: everything is in its shadow root.
+    var host = document.createElement('intake-widget');
+    var shadow = host.attachShadow({ mode: 'open' });
+    adoptStyles(shadow);
 
     var root = el('div', 'iw-root');
     root.id = id;
@@ -97,10 +304,14 @@
     var header = el('header', 'iw-header');
     var heading = el('h2', 'iw-title');
     heading.id = id + '-title';
+    var endButton = el('button', 'iw-end', 'End chat');
+    endButton.type = 'button';
+    endButton.hidden = true;
     var closeButton = el('button', 'iw-close', '\u00d7');
     closeButton.type = 'button';
     closeButton.setAttribute('aria-label', 'Close chat');
     header.appendChild(heading);
+    header.appendChild(endButton);
     header.appendChild(closeButton);
 
     var log = el('div', 'iw-messages');
@@ -142,7 +353,8 @@
 
     root.appendChild(panel);
     root.appendChild(launcher);
-    (options.container || document.body).appendChild(root);
+    shadow.appendChild(root);
+    (options.container || document.body).appendChild(host);
 
     var greetingBubble = null;
 
@@ -163,6 +375,7 @@
     function resetConversation() {
       chatId = null;
       starting = null;
+      endButton.hidden = true;
       log.textContent = '';
       greetingBubble = addMessage('agent', settings.greeting);
       greetingBubble.classList.add('iw-msg-greeting');
@@ -174,46 +387,28 @@
       launcher.setAttribute('aria-label', (panel.hidden ? 'Open chat: ' : 'Close chat: ') + settings.title);
       root.classList.toggle('iw-left', settings.position === 'left');
       root.classList.toggle('iw-right', settings.position !== 'left');
+      // Through the CSSOM: allowed under a CSP without 'unsafe-inline' for styles.
       root.style.setProperty('--iw-primary', settings.primaryColor);
       root.style.setProperty('--iw-on-primary', textOn(settings.primaryColor));
       if (greetingBubble !== null) greetingBubble.lastChild.textContent = settings.greeting;
     }
 
-    function failure(response, body) {
-      var code = body && body.error && body.error.code;
-      if (response.status === 401)
-        return 'This chat session has expired. Reload the page to start a new one.';
-      if (code === 'chat_not_active')
-        return 'This conversation has ended. Send a message to start a new one.';
-      // The server says which limit it was: too fast, or a chat at its length limit.
-      if (response.status === 429)
-        return (
-          (body && body.error && body.error.message) ||
-          'Too many messages at once. Please wait a moment and try again.'
-        );
-      return (body && body.error && body.error.message) || 'The message could not be sent. Please try again.';
-    }
-
-    async function call(path, payload) {
-      var response = await fetch(apiBase + path, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token },
-        body: JSON.stringify(payload),
-        credentials: 'omit',
-        referrerPolicy: 'no-referrer',
-      });
-      var body = null;
+    /** A chat route with the session's token; an expired key session is renewed once. */
+    async function call(path, payload, renewed) {
+      var session = await sessions.get(false);
       try {
-        body = await response.json();
-      } catch {
-        body = null;
+        return await request(apiBase + path, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + session.token },
+          body: JSON.stringify(payload),
+        });
+      } catch (err) {
+        if (err.status === 401 && options.key && !renewed) {
+          await sessions.get(true);
+          return call(path, payload, true);
+        }
+        throw err;
       }
-      if (!response.ok) {
-        var error = new Error(failure(response, body));
-        error.code = body && body.error && body.error.code;
-        throw error;
-      }
-      return body;
     }
 
     /**
@@ -223,21 +418,28 @@
     function ensureChat() {
       if (chatId !== null) return Promise.resolve(chatId);
       if (starting !== null) return starting;
-      var attempt = call('/api/v2/create-chat', {
-        agentId: settings.agentId,
-        firmSlug: settings.firmSlug,
-      }).then(
-        function (chat) {
-          if (starting !== attempt) return ensureChat();
-          chatId = chat.chat_id;
-          if (typeof chat.message === 'string' && chat.message !== '') addMessage('agent', chat.message);
-          return chatId;
-        },
-        function (err) {
-          if (starting === attempt) starting = null;
-          throw err;
-        },
-      );
+      var attempt = sessions
+        .get(false)
+        .then(function (session) {
+          return call('/api/v2/create-chat', {
+            // A key's token is bound to the agent its session chose.
+            agentId: session.agentId || settings.agentId,
+            firmSlug: session.firmSlug || settings.firmSlug,
+          });
+        })
+        .then(
+          function (chat) {
+            if (starting !== attempt) return ensureChat();
+            chatId = chat.chat_id;
+            endButton.hidden = false;
+            if (typeof chat.message === 'string' && chat.message !== '') addMessage('agent', chat.message);
+            return chatId;
+          },
+          function (err) {
+            if (starting === attempt) starting = null;
+            throw err;
+          },
+        );
       starting = attempt;
       return attempt;
     }
@@ -259,6 +461,25 @@
       } finally {
         sending = false;
         sendButton.disabled = false;
+      }
+    }
+
+    /** end-chat: the service stores the conversation's analysis (and the lead, if contact was given). */
+    async function endChat() {
+      if (chatId === null || sending) return;
+      sending = true;
+      endButton.disabled = true;
+      try {
+        await call('/api/v2/end-chat', { chatId: chatId });
+        chatId = null;
+        endButton.hidden = true;
+        setStatus('Thank you. This conversation has ended; send a message to start a new one.');
+      } catch (err) {
+        if (err.code === 'chat_not_active') chatId = null;
+        setStatus(err.message, true);
+      } finally {
+        sending = false;
+        endButton.disabled = false;
       }
     }
 
@@ -288,6 +509,7 @@
       else close();
     });
     closeButton.addEventListener('click', close);
+    endButton.addEventListener('click', endChat);
     root.addEventListener('keydown', function (event) {
       if (event.key === 'Escape' && !panel.hidden) {
         event.preventDefault();
@@ -306,7 +528,7 @@
     apply();
 
     return {
-      element: root,
+      element: host,
       open: open,
       close: close,
       /** Applies new settings at once; another agent starts a new conversation. */
@@ -324,22 +546,23 @@
         apply();
       },
       destroy: function () {
-        root.remove();
+        host.remove();
       },
     };
   }
 
-  window.IntakeWidget = { mount: mount, defaults: Object.assign({}, DEFAULTS) };
+  var embedded = window.IntakeWidget !== undefined;
+  window.IntakeWidget = window.IntakeWidget || { mount: mount, defaults: Object.assign({}, DEFAULTS) };
 
-  // Embedded with data attributes: mount on this script's settings once the page has a body.
+  // Embedded with a publishable key: mount on this tag's settings once the page has a body (once,
+  // however many times the tag is on the page).
   var script = document.currentScript;
-  if (script && script.dataset && script.dataset.token && script.dataset.firmSlug && script.dataset.agentId) {
+  if (!embedded && script && script.dataset && script.dataset.key) {
     var data = script.dataset;
     var start = function () {
       mount({
         apiBase: new URL(script.src, document.baseURI).origin,
-        token: data.token,
-        firmSlug: data.firmSlug,
+        key: data.key,
         agentId: data.agentId,
         title: data.title,
         greeting: data.greeting,

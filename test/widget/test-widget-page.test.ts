@@ -8,6 +8,7 @@ import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
 import { jwtClaims, pageConfig } from './widget-helpers.js';
+import { createWidgetKey } from './widget-key-helpers.js';
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>> & { agentId: string };
@@ -183,7 +184,7 @@ describe('response headers', () => {
       expect(executable).toHaveLength(2);
       for (const attrs of executable) {
         expect(attrs).toContain(`nonce="${nonce}"`);
-        expect(attrs).toMatch(/src="\/widget\/[a-z-]+\.js\?v=[0-9a-f]{16}"/);
+        expect(attrs).toMatch(/src="\/widget\/v\/[0-9a-f]{16}\/[a-z-]+\.js"/);
       }
       return nonce;
     });
@@ -311,20 +312,46 @@ describe('widget tokens that must not work', () => {
   });
 });
 
-describe("the widget's files", () => {
-  it('served with their content types; the current version cached for a year, others briefly', async () => {
-    const html = (await page({ firmSlug: firmA.slug })).text;
-    const urls = [...html.matchAll(/(?:src|href)="(\/widget\/[^"]+)"/g)].map((m) =>
-      m[1]!.replace(/&amp;/g, '&'),
+describe('the snippet panel', () => {
+  it("says how to create a widget key, then shows the newest key's snippet", async () => {
+    const firm = await createFirm(stack);
+    await createAgent(firm.client, firm.slug);
+    const before = (await firm.client.get(PAGE)).text;
+    expect(before).toContain('data-snippet-state="no-key"');
+    expect(before).toContain('This firm has no widget key yet');
+    expect(before).toContain('<code id="tw-snippet"></code>');
+    expect(pageConfig(before)).toMatchObject({ widgetKey: null });
+
+    await createWidgetKey(firm.client, firm.slug, { name: 'Old site' });
+    const key = await createWidgetKey(firm.client, firm.slug, { name: 'New site' });
+    const after = (await firm.client.get(`${PAGE}?title=${encodeURIComponent('A & B')}`)).text;
+    expect(after).toContain('data-snippet-state="key"');
+    expect(after).toContain('<strong>New site</strong>');
+    const snippet = /<code id="tw-snippet">([^<]*)<\/code>/.exec(after)![1]!;
+    const version = /\/widget\/v\/([0-9a-f]{16})\/widget\.js/.exec(after)![1]!;
+    const integrity = (await stack.admin.get(`/api/widget-keys/${key.id}/snippet`)).body.integrity as string;
+    // Escaped as text in the page: the tag a person copies, with the title escaped once more inside.
+    expect(snippet).toBe(
+      `&lt;script src=&quot;${stack.baseUrl}/widget/v/${version}/widget.js&quot; integrity=&quot;${integrity}&quot; ` +
+        `crossorigin=&quot;anonymous&quot; data-key=&quot;${key.key}&quot; data-agent-id=&quot;${pageConfig(after).settings!.agentId}&quot; ` +
+        `data-title=&quot;A &amp;amp; B&quot; data-greeting=&quot;Hi! How can we help you today?&quot; ` +
+        `data-primary-color=&quot;#1d4ed8&quot; data-position=&quot;right&quot; async&gt;&lt;/script&gt;`,
     );
-    expect(urls.map((u) => u.split('?')[0]).sort()).toEqual(
-      ['/widget/test-widget.css', '/widget/test-widget.js', '/widget/widget.css', '/widget/widget.js'].sort(),
+  });
+});
+
+describe("the widget's files", () => {
+  it('served at their version with their content types, cached for good; the latest briefly', async () => {
+    const html = (await page({ firmSlug: firmA.slug })).text;
+    const urls = [...html.matchAll(/(?:src|href)="(\/widget\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(urls.map((u) => u.replace(/^\/widget\/v\/[0-9a-f]{16}\//, '/widget/')).sort()).toEqual(
+      ['/widget/test-widget.css', '/widget/test-widget.js', '/widget/widget.js'].sort(),
     );
     for (const url of urls) {
       const res = await stack.api.get(url);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(
-        url.includes('.css') ? 'text/css; charset=utf-8' : 'application/javascript; charset=utf-8',
+        url.endsWith('.css') ? 'text/css; charset=utf-8' : 'application/javascript; charset=utf-8',
       );
       expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
@@ -336,12 +363,17 @@ describe("the widget's files", () => {
     const latest = await stack.api.get('/widget/widget.js');
     expect(latest.headers.get('cache-control')).toBe('public, max-age=300');
     expect(latest.text).toContain('window.IntakeWidget');
-    expect((await stack.api.get('/widget/widget.js?v=0000000000000000')).headers.get('cache-control')).toBe(
-      'public, max-age=300',
-    );
+    // widget.css is served inside widget.js (a constructed stylesheet), not on its own.
+    expect(latest.text).toContain('.iw-launcher');
+    expect(latest.text).not.toContain("/*@widget.css*/ ''");
+    expectError(await stack.api.get('/widget/v/0000000000000000/widget.js'), 404, 'widget_version_not_found');
+    expectError(await stack.api.get('/widget/v/nothex/widget.js'), 400, 'invalid_request');
   });
 
   it('any other name is a 404, never a file of the server; other methods a 405', async () => {
+    const html = (await page({ firmSlug: firmA.slug })).text;
+    const version = /\/widget\/v\/([0-9a-f]{16})\/widget\.js/.exec(html)![1]!;
+    const cssPath = /\/widget\/v\/[0-9a-f]{16}\/test-widget\.css/.exec(html)![0];
     for (const name of [
       'nope.js',
       'page.js',
@@ -349,14 +381,16 @@ describe("the widget's files", () => {
       'page.ts',
       '__proto__',
       'test-widget.html',
+      'widget.css',
       '..%2Fpage.ts',
     ]) {
       expectError(await stack.api.get(`/widget/${name}`), 404, 'route_not_found');
+      expectError(await stack.api.get(`/widget/v/${version}/${name}`), 404, 'route_not_found');
     }
     const post = await stack.api.request('POST', '/widget/widget.js');
     expectError(post, 405, 'method_not_allowed');
     expect(post.headers.get('allow')).toMatch(/GET/);
-    const head = await stack.api.request('HEAD', '/widget/widget.css');
+    const head = await stack.api.request('HEAD', cssPath);
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toBe('text/css; charset=utf-8');
   });

@@ -33,6 +33,13 @@ beforeAll(async () => {
   const agentId = (await createAgent(a.client, a.slug)).agent_id;
   const secondAgentId = (await createAgent(a.client, a.slug, { agent_name: 'After-hours agent' })).agent_id;
   firmA = { ...a, agentId, secondAgentId };
+  // The panel shows the snippet of the firm's newest widget key.
+  const key = await a.client.post('/api/widget-keys', {
+    firmSlug: a.slug,
+    name: 'Website',
+    allowed_origins: ['https://smith-lee.example'],
+  });
+  expect(key.status).toBe(200);
   firmB = { ...b, agentId: (await createAgent(b.client, b.slug)).agent_id };
   browser = await launchChromium();
 });
@@ -75,7 +82,9 @@ const messageBox = (page: Page) => page.getByRole('textbox', { name: 'Message' }
 const log = (page: Page) => page.getByRole('log', { name: 'Conversation' });
 const activeElement = (page: Page) =>
   page.evaluate(() => {
-    const el = document.activeElement;
+    // Focus inside the widget's shadow root shows on the page as its host element.
+    const outer = document.activeElement;
+    const el = outer?.shadowRoot?.activeElement ?? outer;
     return el === null ? null : `${el.tagName.toLowerCase()}.${el.className}`;
   });
 
@@ -83,7 +92,9 @@ const activeElement = (page: Page) =>
 async function waitForMessage(page: Page, role: 'agent' | 'user', text: string): Promise<void> {
   await page.waitForFunction(
     ({ role, text }) =>
-      [...document.querySelectorAll(`.iw-msg-${role}`)].some((m) => m.lastChild?.textContent === text),
+      [
+        ...(document.querySelector('intake-widget')?.shadowRoot?.querySelectorAll(`.iw-msg-${role}`) ?? []),
+      ].some((m) => m.lastChild?.textContent === text),
     { role, text },
   );
 }
@@ -137,12 +148,13 @@ describe('the page in headless Chromium', () => {
 
       expect(problems).toEqual([]);
       expect(requests.outside(['127.0.0.1'])).toEqual([]);
-      const paths = requests.urls.map((u) => new URL(u).pathname);
+      const paths = requests.urls.map((u) =>
+        new URL(u).pathname.replace(/^\/widget\/v\/[0-9a-f]{16}\//, '/widget/'),
+      );
       expect(new Set(paths)).toEqual(
         new Set([
           '/api/test-widget',
           '/widget/widget.js',
-          '/widget/widget.css',
           '/widget/test-widget.js',
           '/widget/test-widget.css',
           '/api/v2/create-chat',
@@ -269,7 +281,7 @@ describe('the page in headless Chromium', () => {
       expect(await snippet()).toContain('data-greeting="Welcome to Smith &amp; Lee."');
       expect(await snippet()).toContain(`data-agent-id="${firmA.secondAgentId}"`);
       expect(await snippet()).toMatch(
-        /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/widget\.js" data-firm-slug=/,
+        /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/v\/[0-9a-f]{16}\/widget\.js" integrity="sha384-[A-Za-z0-9+/]{64}" crossorigin="anonymous" data-key="iwpk_[^"]+" data-agent-id=/,
       );
       const href = await page.locator('#tw-link').getAttribute('href');
       expect(href).toMatch(/^\/api\/test-widget\?/);
@@ -346,7 +358,9 @@ describe('no query value becomes markup or script', () => {
               [...el.attributes].some((a) => a.name.startsWith('on')),
             ).length,
             scripts: [...document.querySelectorAll('script')].map(
-              (s) => s.getAttribute('src')?.split('?')[0] ?? s.getAttribute('type'),
+              (s) =>
+                s.getAttribute('src')?.replace(/^\/widget\/v\/[0-9a-f]{16}\//, '/widget/') ??
+                s.getAttribute('type'),
             ),
             javascriptLinks: [...document.querySelectorAll('[href],[src]')].filter((el) =>
               /^\s*javascript:/i.test(el.getAttribute('href') ?? el.getAttribute('src') ?? ''),

@@ -14,6 +14,7 @@ export interface PageConfig {
   scriptUrl?: string;
   agents?: Array<{ id: string; name: string }>;
   settings?: { agentId: string; title: string; greeting: string; primaryColor: string; position: string };
+  widgetKey?: { id: string; name: string; key: string } | null;
 }
 
 /** The JSON settings block of a served test page. */

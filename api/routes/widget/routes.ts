@@ -1,47 +1,12 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
 import { firmOfAgent, prepareWidgetSession } from '../../../core/domain/widget/widget-session.js';
-import { WIDGET_ASSET_NAMES, widgetAsset } from '../../../dashboard/widget/assets.js';
+import { listWidgetKeys } from '../../../core/domain/widget/widget-keys.js';
 import { renderTestWidgetPage } from '../../../dashboard/widget/page.js';
 import { defineRoute } from '../../route.js';
-import { TestWidgetQuery, WidgetAssetQuery } from './schema.js';
+import { widgetFileRoutes } from './files.js';
+import { TestWidgetQuery } from './schema.js';
 
 const tag = 'Utilities';
-const YEAR_SECONDS = 365 * 24 * 60 * 60;
-
-/** One route per widget file, so the OpenAPI document gives each its own content type. */
-const assetRoutes = WIDGET_ASSET_NAMES.map((name) =>
-  defineRoute({
-    method: 'GET',
-    path: `/widget/${name}`,
-    operationId: `widgetFile_${name.replace(/[^a-z]+/g, '_')}`,
-    summary: `The chat widget's file ${name}; with ?v= naming the current version it may be cached for a year`,
-    tag,
-    auth: { kind: 'none' },
-    // Embedded by firms' pages with `crossorigin` and SRI: readable from any origin.
-    cors: 'public',
-    rateLimited: false,
-    query: WidgetAssetQuery,
-    responseContentType: widgetAsset(name)!.contentType.split(';')[0],
-    handler: async ({ query, koa }) => {
-      const asset = widgetAsset(name)!;
-      koa.set(
-        'Cache-Control',
-        query.v === asset.version ? `public, max-age=${YEAR_SECONDS}, immutable` : 'public, max-age=300',
-      );
-      koa.set('ETag', `"${asset.version}"`);
-      // widget.js is meant to be embedded by other sites' pages.
-      koa.set('Cross-Origin-Resource-Policy', 'cross-origin');
-      koa.type = asset.contentType;
-      koa.status = 200; // Koa judges freshness only for a 2xx
-      if (koa.fresh) {
-        koa.status = 304;
-        return undefined;
-      }
-      koa.body = asset.body;
-      return undefined;
-    },
-  }),
-);
 
 export const widgetRoutes = [
   defineRoute({
@@ -64,10 +29,17 @@ export const widgetRoutes = [
         (principal.kind === 'firm' ? principal.firm : await firmOfAgent(services, query.agentId));
       const firm = slug === undefined ? undefined : await requireFirm(services.mongo.db, principal, slug);
       const session = await prepareWidgetSession(services, firm, query);
+      // The panel shows the snippet of the firm's newest widget key (docs/widget.md#embed).
+      const newest =
+        firm === undefined
+          ? undefined
+          : (await listWidgetKeys(services.mongo.db, services.config.sessionSecret, firm._id, 1, undefined))
+              .keys[0];
       const page = renderTestWidgetPage({
         session,
         settings: query,
         publicBaseUrl: services.config.publicBaseUrl,
+        snippetKey: newest === undefined ? null : { id: newest._id, name: newest.name, key: newest.key },
       });
       koa.set('Content-Security-Policy', page.contentSecurityPolicy);
       // The page carries a credential: never stored, never framed, never named in a Referer.
@@ -81,5 +53,5 @@ export const widgetRoutes = [
       return undefined;
     },
   }),
-  ...assetRoutes,
+  ...widgetFileRoutes,
 ];

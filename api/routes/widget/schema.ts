@@ -27,6 +27,7 @@ export const TestWidgetQuery = Type.Object({
   ),
 });
 
-export const WidgetAssetQuery = Type.Object({
-  v: Type.Optional(Type.String({ maxLength: 64, description: 'Content version, for caching' })),
+/** A widget file's version in its path: 16 hex digits of its content's SHA-256. */
+export const WidgetFileParams = Type.Object({
+  version: Type.String({ pattern: '^[0-9a-f]{16}$', description: 'The content version' }),
 });
