@@ -33,7 +33,9 @@ async function widgetClient(): Promise<ApiClient> {
 /** 4,000 characters each, the most a message may have, built to make the email pattern backtrack. */
 const hostile = (i: number) => (i % 2 === 0 ? 'a'.repeat(4000) : 'a@'.repeat(2000));
 
-const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
+const median = (values: number[]) => percentile(values, 0.5);
 
 describe('H1: a long hostile widget chat', () => {
   it('H1: 80 hostile 4,000-character messages: /healthz stays fast and turn 80 costs what turn 1 did', async () => {
@@ -71,6 +73,7 @@ describe('H1: a long hostile widget chat', () => {
       turn_last5_median_ms: Math.round(last),
       turn_max_ms: Math.round(Math.max(...turns)),
       healthz_p50_ms: Math.round(median(health)),
+      healthz_p95_ms: Math.round(percentile(health, 0.95)),
       healthz_max_ms: Math.round(Math.max(...health)),
       healthz_polls: health.length,
     };
@@ -81,7 +84,9 @@ describe('H1: a long hostile widget chat', () => {
     // over its own 4,000 characters (tens of ms while the email pattern backtracks), and the chat
     // document it rewrites grows; neither may add up to this.
     expect(last, JSON.stringify(figures)).toBeLessThan(4 * first + 150);
-    expect(Math.max(...health), JSON.stringify(figures)).toBeLessThan(500);
+    // The 95th percentile rather than the maximum: one pause of the shared machine must not fail
+    // the test, while before the change most polls waited behind a turn (p95 over a second).
+    expect(percentile(health, 0.95), JSON.stringify(figures)).toBeLessThan(300);
     expect(median(health), JSON.stringify(figures)).toBeLessThan(50);
   }, 180_000);
 

@@ -8,6 +8,7 @@ import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, createChat, say } from '../chat/chat-helpers.js';
 import { askSession, createWidgetKey } from './widget-key-helpers.js';
+import { clearOfPeriodEdge } from '../helpers/window-edge.js';
 
 const SITE = 'https://firm.example';
 const SESSIONS_PER_HOUR = 3;
@@ -35,6 +36,7 @@ const secondsLeft = (ms: number) => Math.ceil((ms - (Date.now() % ms)) / 1000);
 
 describe('widget limits', () => {
   it(`sessions: ${SESSIONS_PER_HOUR} per client address per key per hour, then 429 until the hour ends`, async () => {
+    await clearOfPeriodEdge(3_600_000);
     const { firm, key } = await visitorOf(); // the first session
     for (let i = 1; i < SESSIONS_PER_HOUR; i++) {
       expect((await askSession(stack.api, SITE, { key: key.key })).status).toBe(200);
@@ -48,7 +50,7 @@ describe('widget limits', () => {
     // Per key: another key of the firm is not held to this one's count.
     const other = await createWidgetKey(firm.client, firm.slug);
     expect((await askSession(stack.api, SITE, { key: other.key })).status).toBe(200);
-  });
+  }, 180_000);
 
   it(`messages per widget chat: ${MAX_CHAT_MESSAGES}, then 429`, async () => {
     const { firm, agentId, visitor } = await visitorOf();
@@ -60,6 +62,7 @@ describe('widget limits', () => {
   }, 120_000);
 
   it("widget messages per firm per UTC day: the firm's widget_daily_message_cap, then 429 until midnight", async () => {
+    await clearOfPeriodEdge(86_400_000);
     const { firm, agentId, visitor, key } = await visitorOf({ widget_daily_message_cap: 3 });
     expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.widget_daily_message_cap).toBe(3);
     const first = await createChat(visitor, firm.slug, agentId);
@@ -93,7 +96,7 @@ describe('widget limits', () => {
       settings: { widget_daily_message_cap: 5 },
     });
     expect(lowered.body.settings.widget_daily_message_cap).toBe(5);
-  });
+  }, 180_000);
 
   it('the cap is an integer from 1 to 10,000,000', async () => {
     const firm = await createFirm(stack);
