@@ -29,7 +29,7 @@ export const widgetSessionRoutes = [
     response: WidgetSessionResponse,
     // 400 also for a missing, invalid or expired altcha; 409 for a replayed one; 429 past the
     // sessions per client address per key per hour (core/domain/widget/widget-limits.ts).
-    errors: [403, 404, 409],
+    errors: [401, 403, 404, 409],
     handler: async ({ services, body, koa }) => {
       const session = await openKeySession(services, {
         key: body.key,
@@ -58,7 +58,7 @@ export const widgetSessionRoutes = [
     cors: 'widgetKey',
     query: WidgetChallengeQuery,
     response: WidgetChallengeResponse,
-    errors: [403],
+    errors: [401, 403],
     handler: async ({ services, query, koa }) => {
       const doc = await keyForChallenge(services, query.key, originOf(koa.get('Origin')));
       const challenge = await issueChallenge(services, doc);
