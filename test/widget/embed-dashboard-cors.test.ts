@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signSessionToken } from '../../core/domain/access/session.js';
 import { launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { openSite, startFirmSite, type FirmSite } from './embed-helpers.js';
+import { openSite, seenOnWire, startFirmSite, type FirmSite } from './embed-helpers.js';
 
 let stack: Stack;
 let browser: Browser;
@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 /** list-calls with fetch from the page, as a dashboard's script would call it. */
-async function listCallsFrom(site: FirmSite) {
+async function listCallsFrom(site: FirmSite, expectOnWire: string[] = []) {
   const opened = await openSite(browser, `${site.origin}/`);
   try {
     const result = await opened.page.evaluate(
@@ -56,6 +56,8 @@ async function listCallsFrom(site: FirmSite) {
       },
       { api: stack.baseUrl, token: sessionToken, firmSlug: firm.slug },
     );
+    // Before the page goes: the browser reports response headers on its own schedule.
+    await seenOnWire(opened.wire, ...expectOnWire);
     return { result, problems: opened.problems, wire: opened.wire };
   } finally {
     await opened.context.close();
@@ -64,11 +66,14 @@ async function listCallsFrom(site: FirmSite) {
 
 describe('the API from a browser dashboard', () => {
   it('on a CORS_ORIGINS origin: list-calls with a session token answers 200', async () => {
-    const { result, problems, wire } = await listCallsFrom(dashboard);
+    const onWire = [
+      `204 OPTIONS ${stack.baseUrl}/api/v2/list-calls`,
+      `200 POST ${stack.baseUrl}/api/v2/list-calls`,
+    ];
+    const { result, problems, wire } = await listCallsFrom(dashboard, onWire);
     expect(result).toEqual({ status: 200, body: { calls: [], next_cursor: '' } });
     expect(problems).toEqual([]);
-    expect(wire).toContain(`204 OPTIONS ${stack.baseUrl}/api/v2/list-calls`);
-    expect(wire).toContain(`200 POST ${stack.baseUrl}/api/v2/list-calls`);
+    for (const line of onWire) expect(wire).toContain(line);
   });
 
   it('on another origin: the browser refuses the answer', async () => {

@@ -144,6 +144,15 @@ export async function openSite(browser: Browser, url: string): Promise<OpenedSit
   return { context, page, problems, network, wire };
 }
 
+/**
+ * Waits until the browser's network log holds each line. DevTools reports a response's headers
+ * (`Network.responseReceivedExtraInfo`) on its own schedule: it can arrive after the page has
+ * already acted on the answer, or after `loadingFailed` for the same request.
+ */
+export async function seenOnWire(wire: string[], ...lines: string[]): Promise<void> {
+  for (const line of lines) await expect.poll(() => wire, { timeout: 5_000 }).toContain(line);
+}
+
 /** The widget's elements, inside its shadow root (Playwright's CSS locators pierce open ones). */
 export const widgetPart = (page: Page, selector: string) => page.locator(`intake-widget ${selector}`);
 

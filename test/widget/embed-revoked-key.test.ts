@@ -12,6 +12,7 @@ import { createAgent } from '../chat/chat-helpers.js';
 import { askSession, createWidgetKey } from './widget-key-helpers.js';
 import {
   openSite,
+  seenOnWire,
   snippetOf,
   startFirmSite,
   statusText,
@@ -68,7 +69,7 @@ describe('a deleted key', () => {
       await after.page.getByRole('button', { name: 'Open chat: Chat with us' }).click();
       expect(await statusText(after.page)).toMatch(/the key was revoked/);
       // Refused by the second process (a refused key's answer carries no CORS headers).
-      expect(after.wire).toContain(`401 POST ${web2.baseUrl}/api/widget/session`);
+      await seenOnWire(after.wire, `401 POST ${web2.baseUrl}/api/widget/session`);
       expect([...after.network, ...after.wire].filter((l) => l.includes('/api/v2/'))).toEqual([]);
     } finally {
       await after.context.close();
