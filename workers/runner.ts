@@ -1,7 +1,7 @@
 import { MetricsTime, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Services } from '../core/wiring/services.js';
 import { ConfigError } from '../core/platform/config.js';
-import { createRedis } from '../core/platform/redis.js';
+import { createRedis, redisSettings } from '../core/platform/redis.js';
 import type { Attempt } from '../core/platform/db/effect-recorder.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
@@ -63,7 +63,7 @@ export function startWorkers(
   );
   const workers = queues.map((queue) => {
     // Each worker gets its own connection; BullMQ duplicates it for blocking commands.
-    const connection = createRedis(services.config.redisUrl, 'worker');
+    const connection = createRedis(redisSettings(services.config), 'worker');
     const settings = QUEUE_SETTINGS[queue];
     const worker: Worker = new Worker(
       queue,

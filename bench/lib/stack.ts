@@ -97,7 +97,7 @@ export async function startStores(): Promise<Stores> {
         const { stdout } = await run(join(bin, 'postgres'), ['--version']);
         out.postgresql = stdout.trim();
       }
-      const redis = createRedis(local.redisUrl, 'producer');
+      const redis = createRedis({ url: local.redisUrl }, 'producer');
       try {
         const info = await redis.info('server');
         out.redis = `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'}`;
@@ -242,7 +242,7 @@ export async function createApp(
   const mongo = new MongoClient(fullEnv.MONGODB_URI!, { maxPoolSize: 20 });
   const db = mongo.db();
   await ensureIndexes(db);
-  const redis = createRedis(stores.redisUrl, 'producer');
+  const redis = createRedis({ url: stores.redisUrl }, 'producer');
   const queues = createQueues(redis, prefix, () => {});
   const procs: Proc[] = [];
   let closed = false;

@@ -72,7 +72,7 @@ export const campaignCalls: Scenario = {
     const app = await createApp(ctx.stores, 'campaign-calls', {
       SIM_CALL_MS: String(knob('BENCH_SIM_CALL_MS', 50, 60_000)),
     });
-    const eventsConnection = createRedis(ctx.stores.redisUrl, 'worker');
+    const eventsConnection = createRedis({ url: ctx.stores.redisUrl }, 'worker');
     const events = new QueueEvents(QUEUE.calls, { connection: eventsConnection, prefix: app.prefix });
     try {
       await events.waitUntilReady();

@@ -4,12 +4,26 @@ import type { Logger } from './logger.js';
 export type RedisRole = 'producer' | 'worker';
 
 /**
+ * Where Redis is and how to reach it: everything a connection needs, taken from the Config
+ * (`redisSettings(config)`) so every connection the service opens (web, workers, BullMQ's
+ * duplicates, scripts) is made the same way. Tools with only a URL pass `{ url }`.
+ */
+export interface RedisSettings {
+  url: string;
+}
+
+/** The Redis part of the configuration. */
+export function redisSettings(config: { redisUrl: string }): RedisSettings {
+  return { url: config.redisUrl };
+}
+
+/**
  * Producers (the web process) give up on a command after one reconnect attempt, and
  * `enqueue` refuses at once while the connection is not ready, so the API answers 503
  * instead of hanging; workers wait for Redis forever, as BullMQ requires. (The offline
  * queue stays on for producers: BullMQ sends INFO as soon as a Queue is constructed.)
  */
-export function createRedis(url: string, role: RedisRole): Redis {
+export function createRedis(settings: RedisSettings, role: RedisRole): Redis {
   const common: RedisOptions = {
     connectTimeout: 3000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
@@ -19,7 +33,7 @@ export function createRedis(url: string, role: RedisRole): Redis {
     role === 'producer'
       ? { ...common, maxRetriesPerRequest: 1 }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
-  const redis = new Redis(url, options);
+  const redis = new Redis(settings.url, options);
   // Errors are reported through readiness and request failures; an unhandled 'error' event would crash.
   redis.on('error', () => {});
   return redis;

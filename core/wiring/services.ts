@@ -5,7 +5,7 @@ import { createMongo, type Mongo } from '../platform/db/mongo.js';
 import { registerChangeAnnouncer } from '../platform/db/read-cache.js';
 import { redisKeys } from '../platform/redis-keys.js';
 import { UnavailableError } from '../platform/errors.js';
-import { createRedis, type RedisRole } from '../platform/redis.js';
+import { createRedis, redisSettings, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
@@ -54,7 +54,7 @@ function createVoiceProvider(config: Config, queues: Queues, mongo: Mongo): Voic
 
 export function createServices(config: Config, log: Logger, role: RedisRole): Services {
   const mongo = createMongo(config.mongodbUri, { log });
-  const redis = createRedis(config.redisUrl, role);
+  const redis = createRedis(redisSettings(config), role);
   const queues = createQueues(redis, config.queuePrefix, (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );

@@ -6,7 +6,7 @@ import { Worker } from 'bullmq';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
-import { createRedis } from '../../core/platform/redis.js';
+import { createRedis, redisSettings } from '../../core/platform/redis.js';
 import { QUEUE, QUEUE_NAMES } from '../../jobs/queues.js';
 import { launchChromium, recordRequests } from '../helpers/browser.js';
 import type { ApiResponse } from '../helpers/client.js';
@@ -35,7 +35,7 @@ beforeAll(async () => {
   const queue = stack.services.queues[Q];
   const failed = await queue.add('fails', {}, { attempts: 1 });
   const completed = await queue.add('succeeds', {}, { attempts: 1 });
-  const connection = createRedis(stack.config.redisUrl, 'worker');
+  const connection = createRedis(redisSettings(stack.config), 'worker');
   const worker = new Worker(
     Q,
     async (job) => {
