@@ -17,8 +17,9 @@ import { createHash } from 'node:crypto';
 //   dial-slot scripts update in the same call: one of PACING_LISTS lists, `{pacing-<n>}`, the
 //   firm's by a hash of its slug, so that firms spread over the cluster's nodes and the
 //   scripts stay single calls (atomic, as on one node).
-// Every other key is used alone (the rate-limit script reads the read-cache epoch with a
-// command of its own), needs no tag and keeps one spelling. A cluster's first start needs no
+// Firm slugs and campaign ids hold no braces, so the tag is exactly the part named. Every other
+// key is used alone (the rate limiter reads the read-cache epoch with a GET beside its script),
+// needs no tag and keeps one spelling. A cluster's first start needs no
 // migration: there is no data under the tagged spellings before it.
 
 /** How many reaper lists of pacing firms a cluster has (1 on a single node). */
