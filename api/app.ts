@@ -6,6 +6,7 @@ import { errorHandler } from './middleware/errors.js';
 import { allowedMethods } from './middleware/methods.js';
 import { apiCors } from './middleware/cors.js';
 import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
+import { redisKeys } from '../core/platform/redis-keys.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
 import { buildRouter } from './router.js';
@@ -32,7 +33,7 @@ export function createApp(services: Services): App {
   routes.push(...opsRoutes({ metrics, lifecycle, allRoutes: () => routes }), ...businessRoutes);
   const limiter = new RateLimiter(
     services.redis,
-    services.config.queuePrefix,
+    redisKeys(services.config),
     {
       perPrincipal: services.config.rateLimitPerMinute,
       perWebhookFirm: services.config.webhookRateLimitPerMinute,

@@ -1,6 +1,6 @@
 import type { JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
+import type { RedisClient } from '../core/platform/redis.js';
 import type { QueueName, Queues } from './queues.js';
 
 // How a job is declared (once, in jobs/table.ts) and added. A job's id is derived from its
@@ -31,7 +31,7 @@ export function jobId(...parts: string[]): string {
 
 function assertReady(queues: Queues, queue: QueueName): void {
   // Fail fast while Redis is down rather than park the request in the offline queue.
-  if ((queues[queue].opts.connection as Redis).status !== 'ready') throw new UnavailableError('redis');
+  if ((queues[queue].opts.connection as RedisClient).status !== 'ready') throw new UnavailableError('redis');
 }
 
 const asUnavailable = (err: unknown): unknown =>

@@ -1,5 +1,6 @@
 import { Queue, type DefaultJobOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../core/platform/redis.js';
+import type { RedisKeys } from '../core/platform/redis-keys.js';
 
 // The queues: the contract between the web and the worker processes. Jobs are declared, each
 // once, in jobs/table.ts; a queue's settings that every process must agree on live here.
@@ -68,11 +69,19 @@ export type Queues = Record<QueueName, Queue>;
  * outage through `onError` (readiness and 503s tell the rest), instead of BullMQ's
  * console.error for every reconnect attempt.
  */
-export function createQueues(connection: Redis, prefix: string, onError: (err: Error) => void): Queues {
+export function createQueues(
+  connection: RedisClient,
+  keys: RedisKeys,
+  onError: (err: Error) => void,
+): Queues {
   let reported = false;
   connection.on('ready', () => (reported = false));
   const entries = QUEUE_NAMES.map((name) => {
-    const queue = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    const queue = new Queue(name, {
+      connection,
+      prefix: keys.queuePrefix(name),
+      defaultJobOptions: DEFAULT_JOB_OPTIONS,
+    });
     queue.on('error', (err) => {
       if (reported) return;
       reported = true;

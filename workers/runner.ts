@@ -2,6 +2,7 @@ import { MetricsTime, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Services } from '../core/wiring/services.js';
 import { ConfigError } from '../core/platform/config.js';
 import { createRedis, redisSettings } from '../core/platform/redis.js';
+import { redisKeys } from '../core/platform/redis-keys.js';
 import type { Attempt } from '../core/platform/db/effect-recorder.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
@@ -85,7 +86,7 @@ export function startWorkers(
       },
       {
         connection,
-        prefix: services.config.queuePrefix,
+        prefix: redisKeys(services.config).queuePrefix(queue),
         concurrency: settings.concurrency ?? services.config.workerConcurrency,
         metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
         lockDuration: services.config.jobLockMs,

@@ -5,9 +5,9 @@
 -- requests are not counted, so the wait returned is exact: when enough of the oldest buckets
 -- have left the span. With `count` 0 the request is not counted (a look before a delivery's body
 -- is read); buckets past the span are dropped either way.
--- Returns {1 let in | 0 refused, ms to wait when refused, the read cache's change epoch}: the
--- epoch rides on this round trip, which every request makes anyway (core/platform/db/read-cache.ts).
---! KEYS: counts epoch
+-- Returns {1 let in | 0 refused, ms to wait when refused}. (The read cache's change epoch is read
+-- beside it, by a GET sent with it: on a Redis Cluster the two keys live in different slots.)
+--! KEYS: counts
 --! ARGV: now_ms window_ms buckets limit count
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -16,7 +16,6 @@ local limit = tonumber(ARGV[4])
 local size = window / buckets
 local current = math.floor(now / size)
 local oldest = current - buckets
-local epoch = redis.call('GET', KEYS[2]) or '0'
 
 local flat = redis.call('HGETALL', KEYS[1])
 local counts = {}
@@ -40,11 +39,11 @@ if total < limit then
     -- The last bucket written leaves the span `buckets + 1` buckets after it began.
     redis.call('PEXPIRE', KEYS[1], window + size)
   end
-  return {1, 0, epoch}
+  return {1, 0}
 end
 local left = total
 for bucket = oldest, newest do
   left = left - (counts[bucket] or 0)
-  if left < limit then return {0, (bucket + buckets + 1) * size - now, epoch} end
+  if left < limit then return {0, (bucket + buckets + 1) * size - now} end
 end
-return {0, window, epoch}
+return {0, window}

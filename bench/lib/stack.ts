@@ -10,10 +10,11 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../core/platform/redis.js';
 import { MongoClient, type Db } from 'mongodb';
 import { createQueues, QUEUE, type QueueName, type Queues } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import {
   ensurePostgres,
@@ -186,7 +187,7 @@ export interface App {
   db: Db;
   mongo: MongoClient;
   /** A producer connection and the queues over it, as the web process has them. */
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   startWeb(): Promise<Web>;
   /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
@@ -243,7 +244,7 @@ export async function createApp(
   const db = mongo.db();
   await ensureIndexes(db);
   const redis = createRedis({ url: stores.redisUrl }, 'producer');
-  const queues = createQueues(redis, prefix, () => {});
+  const queues = createQueues(redis, redisKeys({ queuePrefix: prefix, redisCluster: false }), () => {});
   const procs: Proc[] = [];
   let closed = false;
   const app: App = {

@@ -12,6 +12,7 @@ import { findAgent } from '../../core/domain/agents/agents.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
 import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
   alternate,
   cannon,
@@ -70,7 +71,7 @@ export const createCall: Scenario = {
       // The direct operations: the same script, insert and add, from this process.
       const limiter = new RateLimiter(
         app.redis,
-        app.prefix,
+        redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
         { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
         createLogger('warn', 'bench'),
       );

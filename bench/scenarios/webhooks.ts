@@ -12,6 +12,7 @@ import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
 import type { JobDefinition } from '../../jobs/define.js';
 import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
   alternate,
   cannon,
@@ -193,7 +194,7 @@ export const webhooks: Scenario = {
       const secret = `whsec_${randomBytes(16).toString('hex')}`;
       const limiter = new RateLimiter(
         app.redis,
-        app.prefix,
+        redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
         { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
         createLogger('warn', 'bench'),
       );

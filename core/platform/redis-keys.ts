@@ -1,15 +1,29 @@
+import { createHash } from 'node:crypto';
+
 // Every Redis key the service reads or writes is named here, and nowhere else (BullMQ names its
-// own, `<prefix>:<queue>:...`, under the same prefix). Each key starts with the deployment's
-// QUEUE_PREFIX, so deployments sharing a Redis keep apart. The spellings are what live data is
-// stored under: renaming one orphans that data on the next deploy (a rate-limit window or a lock
-// would only reset, but dial slots, campaign counters and booking reminders would be lost).
+// own, `<prefix>:<queue>:...`, under the same prefix: jobs/queues.ts). Each key starts with the
+// deployment's QUEUE_PREFIX, so deployments sharing a Redis keep apart. The spellings are what
+// live data is stored under: renaming one orphans that data on the next deploy (a rate-limit
+// window or a lock would only reset, but dial slots, campaign counters and booking reminders
+// would be lost).
 //
-// A key is `<prefix>:<scope>:<rest>`. The scope is what one script call touches: for Redis
-// Cluster, every key of a call must hash to one slot, and wrapping the scope in a hash tag
-// (`{...}`) in `key` below would do that for all keys at once. Some calls cross scopes today
-// and would need reshaping first: the dial-slot scripts also touch `pacingFirms` (the reaper's
-// list), the rate-limit script also reads `readCacheEpoch`, and the booking-reminder store and
-// cancel scripts also touch the firm's `firmRemindersDue`.
+// A key is `<prefix>:<scope>:<rest>`. On a Redis Cluster (REDIS_CLUSTER=true) every key one
+// script call or MULTI touches must hash to one slot, so the keys used together carry a hash
+// tag (`{...}`: only that part picks the slot), and only when the cluster flag is on: a
+// single-node deployment keeps the spellings its data is stored under. The groups:
+// - a campaign's leads, counts and parked lot: `{<campaign id>}`;
+// - a firm's booking reminders and its `firmRemindersDue`: `{<firm>}`;
+// - a firm's dial slots, waiters and waking set, with the reaper's list of firms, which the
+//   dial-slot scripts update in the same call: one of PACING_LISTS lists, `{pacing-<n>}`, the
+//   firm's by a hash of its slug, so that firms spread over the cluster's nodes and the
+//   scripts stay single calls (atomic, as on one node).
+// Firm slugs and campaign ids hold no braces, so the tag is exactly the part named. Every other
+// key is used alone (the rate limiter reads the read-cache epoch with a GET beside its script),
+// needs no tag and keeps one spelling. A cluster's first start needs no
+// migration: there is no data under the tagged spellings before it.
+
+/** How many reaper lists of pacing firms a cluster has (1 on a single node). */
+export const PACING_LISTS = 16;
 
 const key = (prefix: string, scope: string, ...rest: string[]): string => [prefix, scope, ...rest].join(':');
 
@@ -17,7 +31,41 @@ const key = (prefix: string, scope: string, ...rest: string[]): string => [prefi
 export type RateLimitKind = 'p' | 'w' | 'u';
 
 export class RedisKeys {
-  constructor(readonly prefix: string) {}
+  constructor(
+    readonly prefix: string,
+    /** REDIS_CLUSTER: keys used together carry a hash tag. */
+    readonly cluster = false,
+  ) {
+    // A brace in the prefix would become every key's hash tag: one slot for the whole service.
+    if (cluster && /[{}]/.test(prefix))
+      throw new Error(`QUEUE_PREFIX may not contain "{" or "}" with REDIS_CLUSTER=true (got "${prefix}")`);
+  }
+
+  /**
+   * BullMQ's `prefix` for `queue`: QUEUE_PREFIX; on a cluster, `{<QUEUE_PREFIX>:<queue>}`, a hash
+   * tag per queue, so each queue's keys share a slot (BullMQ's scripts touch several at once)
+   * and the queues spread over the nodes.
+   */
+  queuePrefix(queue: string): string {
+    return this.cluster ? `{${this.prefix}:${queue}}` : this.prefix;
+  }
+
+  /** `part` as the hash tag of its key on a cluster; as it is on a single node. */
+  private tag(part: string): string {
+    return this.cluster ? `{${part}}` : part;
+  }
+
+  /** The hash tag of a firm's pacing keys and of the reaper list it belongs to (cluster only). */
+  private pacingTag(firm: string): string {
+    const n = createHash('sha1').update(firm).digest().readUInt16BE(0) % PACING_LISTS;
+    return `{pacing-${n}}`;
+  }
+
+  private pacing(firm: string, what: string): string {
+    return this.cluster
+      ? key(this.prefix, this.pacingTag(firm), firm, what)
+      : key(this.prefix, `pacing:${firm}`, what);
+  }
 
   /**
    * HASH: one sliding rate-limit window, the requests let in by 5-second bucket (field: the
@@ -41,12 +89,12 @@ export class RedisKeys {
    * (core/domain/pacing/dial-slots.ts). No expiry: expired members are removed by the scripts.
    */
   dialSlots(firm: string): string {
-    return key(this.prefix, `pacing:${firm}`, 'slots');
+    return this.pacing(firm, 'slots');
   }
 
   /** ZSET: the firm's parked jobs waiting for a dial slot (queue and job id), scored by place in line. */
   dialWaiters(firm: string): string {
-    return key(this.prefix, `pacing:${firm}`, 'waiters');
+    return this.pacing(firm, 'waiters');
   }
 
   /**
@@ -54,12 +102,23 @@ export class RedisKeys {
    * the wake-up counts as lost (the reaper then finishes it).
    */
   dialWaking(firm: string): string {
-    return key(this.prefix, `pacing:${firm}`, 'waking');
+    return this.pacing(firm, 'waking');
   }
 
-  /** SET: the firms with parked dial waiters, which the reaper visits (until their line empties). */
-  pacingFirms(): string {
-    return key(this.prefix, 'pacing', 'firms');
+  /**
+   * SET: the firms with parked dial waiters, which the reaper visits (until their line empties):
+   * the list `firm` belongs to (on a cluster, the one in its pacing keys' slot).
+   */
+  pacingFirms(firm: string): string {
+    return this.cluster
+      ? key(this.prefix, this.pacingTag(firm), 'firms')
+      : key(this.prefix, 'pacing', 'firms');
+  }
+
+  /** Every list of `pacingFirms` (the reaper visits each). */
+  pacingFirmLists(): string[] {
+    if (!this.cluster) return [key(this.prefix, 'pacing', 'firms')];
+    return Array.from({ length: PACING_LISTS }, (_, n) => key(this.prefix, `{pacing-${n}}`, 'firms'));
   }
 
   /**
@@ -67,12 +126,12 @@ export class RedisKeys {
    * it. Both expire 30 days after the campaign ends (core/domain/campaigns/campaign-progress.ts).
    */
   campaignLeads(campaignId: string): string {
-    return key(this.prefix, `campaign:${campaignId}`, 'leads');
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'leads');
   }
 
   /** HASH: a campaign's counts (placed, completed, failed) of its leads. */
   campaignCounts(campaignId: string): string {
-    return key(this.prefix, `campaign:${campaignId}`, 'counts');
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'counts');
   }
 
   /**
@@ -80,7 +139,7 @@ export class RedisKeys {
    * (core/domain/pacing/parking.ts); emptied by the resume. No expiry.
    */
   campaignParked(campaignId: string): string {
-    return key(this.prefix, `campaign:${campaignId}`, 'parked');
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'parked');
   }
 
   /**
@@ -88,7 +147,7 @@ export class RedisKeys {
    * per reminder; core/domain/bookings/reminder-records.ts). Expires 30 days after the booking ends.
    */
   bookingReminders(firm: string, uid: string): string {
-    return key(this.prefix, 'reminders', firm, uid);
+    return key(this.prefix, 'reminders', this.tag(firm), uid);
   }
 
   /**
@@ -98,7 +157,7 @@ export class RedisKeys {
    * next store; the key expires a day after its last member is due.
    */
   firmRemindersDue(firm: string): string {
-    return key(this.prefix, 'reminders-due', firm);
+    return key(this.prefix, 'reminders-due', this.tag(firm));
   }
 
   /**
@@ -192,9 +251,11 @@ export class RedisKeys {
 
 const byPrefix = new Map<string, RedisKeys>();
 
-/** The keys under `prefix` (QUEUE_PREFIX). */
-export function redisKeys(prefix: string): RedisKeys {
-  let keys = byPrefix.get(prefix);
-  if (keys === undefined) byPrefix.set(prefix, (keys = new RedisKeys(prefix)));
+/** The keys of a deployment: under its QUEUE_PREFIX, hash-tagged when REDIS_CLUSTER is on. */
+export function redisKeys(config: { queuePrefix: string; redisCluster: boolean }): RedisKeys {
+  const { queuePrefix: prefix, redisCluster: cluster } = config;
+  const id = `${cluster ? 'c' : 's'}${prefix}`;
+  let keys = byPrefix.get(id);
+  if (keys === undefined) byPrefix.set(id, (keys = new RedisKeys(prefix, cluster)));
   return keys;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { loadRedisScript } from './redis-script.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -33,7 +33,7 @@ interface MutexOptions {
 
 /** Runs `fn` while holding `key`; returns {acquired: false} at once when another holder has it. */
 async function withRedisMutex<T>(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   options: MutexOptions,
   fn: () => Promise<T>,
@@ -73,7 +73,7 @@ export class RecordBusyError extends Error {
  * from what it read, so two concurrent updates of one document could each undo the other's fields.
  */
 export async function withRecordLock<T>(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   fn: () => Promise<T>,
   options: { ttlMs?: number; waitMs?: number; owner?: string; renew?: boolean } = {},

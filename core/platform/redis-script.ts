@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 // The one way the service runs Lua in Redis. Each script is its own .lua file beside the module
 // that runs it, read once when that module loads (from the sources under vitest and tsx, from
@@ -24,7 +24,12 @@ type Arg = string | number;
 
 export interface RedisScript<K extends string, A extends string> {
   /** Runs the script: `keys` and `args` by the names its file declares, then `rest` (if it takes any). */
-  run(redis: Redis, keys: Record<K, string>, args: Record<A, Arg>, rest?: readonly Arg[]): Promise<unknown>;
+  run(
+    redis: RedisClient,
+    keys: Record<K, string>,
+    args: Record<A, Arg>,
+    rest?: readonly Arg[],
+  ): Promise<unknown>;
 }
 
 interface ScriptInterface<K extends readonly string[], A extends readonly string[]> {

@@ -1,7 +1,11 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger.js';
+import { createCluster, readyMasters } from './redis-cluster.js';
 
 export type RedisRole = 'producer' | 'worker';
+
+/** A connection the service opened: one server, or a Redis Cluster (REDIS_CLUSTER). */
+export type RedisClient = Redis | Cluster;
 
 /**
  * Where Redis is and how to reach it: everything a connection needs, taken from the Config
@@ -10,11 +14,13 @@ export type RedisRole = 'producer' | 'worker';
  */
 export interface RedisSettings {
   url: string;
+  /** REDIS_CLUSTER: `url` is one node of a Redis Cluster (core/platform/redis-cluster.ts). */
+  cluster?: boolean;
 }
 
 /** The Redis part of the configuration. */
-export function redisSettings(config: { redisUrl: string }): RedisSettings {
-  return { url: config.redisUrl };
+export function redisSettings(config: { redisUrl: string; redisCluster: boolean }): RedisSettings {
+  return { url: config.redisUrl, cluster: config.redisCluster };
 }
 
 /**
@@ -23,7 +29,7 @@ export function redisSettings(config: { redisUrl: string }): RedisSettings {
  * instead of hanging; workers wait for Redis forever, as BullMQ requires. (The offline
  * queue stays on for producers: BullMQ sends INFO as soon as a Queue is constructed.)
  */
-export function createRedis(settings: RedisSettings, role: RedisRole): Redis {
+export function createRedis(settings: RedisSettings, role: RedisRole): RedisClient {
   const common: RedisOptions = {
     connectTimeout: 3000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
@@ -33,22 +39,26 @@ export function createRedis(settings: RedisSettings, role: RedisRole): Redis {
     role === 'producer'
       ? { ...common, maxRetriesPerRequest: 1 }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
-  const redis = new Redis(settings.url, options);
+  const redis =
+    settings.cluster === true ? createCluster(settings.url, options) : new Redis(settings.url, options);
   // Errors are reported through readiness and request failures; an unhandled 'error' event would crash.
   redis.on('error', () => {});
   return redis;
 }
 
 /** BullMQ loses jobs if Redis evicts keys: warn loudly when the policy is not noeviction. */
-export async function warnUnlessNoEviction(redis: Redis, log: Logger): Promise<void> {
+export async function warnUnlessNoEviction(redis: RedisClient, log: Logger): Promise<void> {
   try {
-    const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    const policy = reply[1];
-    if (policy !== undefined && policy !== 'noeviction') {
-      log.warn(
-        { policy },
-        `Redis maxmemory-policy is "${policy}"; BullMQ needs "noeviction" or jobs can be lost`,
-      );
+    // A cluster's masters each have their own policy (CONFIG reaches one node).
+    for (const node of await readyMasters(redis)) {
+      const reply = (await node.config('GET', 'maxmemory-policy')) as string[];
+      const policy = reply[1];
+      if (policy !== undefined && policy !== 'noeviction') {
+        log.warn(
+          { policy, node: `${node.options.host ?? ''}:${node.options.port ?? ''}` },
+          `Redis maxmemory-policy is "${policy}"; BullMQ needs "noeviction" or jobs can be lost`,
+        );
+      }
     }
   } catch (err) {
     // Managed Redis may forbid CONFIG; say so once rather than guess.

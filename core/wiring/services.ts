@@ -1,11 +1,10 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
 import { registerChangeAnnouncer } from '../platform/db/read-cache.js';
 import { redisKeys } from '../platform/redis-keys.js';
 import { UnavailableError } from '../platform/errors.js';
-import { createRedis, redisSettings, type RedisRole } from '../platform/redis.js';
+import { createRedis, redisSettings, type RedisClient, type RedisRole } from '../platform/redis.js';
 import { createQueues, closeQueues, type Queues } from '../../jobs/queues.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
@@ -25,7 +24,7 @@ export interface Services {
   config: Config;
   log: Logger;
   mongo: Mongo;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   /** The configured voice platform (VOICE_PROVIDER: the simulator, or Retell). */
   voice: VoiceProvider;
@@ -55,13 +54,13 @@ function createVoiceProvider(config: Config, queues: Queues, mongo: Mongo): Voic
 export function createServices(config: Config, log: Logger, role: RedisRole): Services {
   const mongo = createMongo(config.mongodbUri, { log });
   const redis = createRedis(redisSettings(config), role);
-  const queues = createQueues(redis, config.queuePrefix, (err) =>
+  const queues = createQueues(redis, redisKeys(config), (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );
   // Every process announces its changes to cached collections; only the web caches them.
   registerChangeAnnouncer(mongo.db, async () => {
     if (redis.status !== 'ready') throw new UnavailableError('redis');
-    await redis.incr(redisKeys(config.queuePrefix).readCacheEpoch());
+    await redis.incr(redisKeys(config).readCacheEpoch());
   });
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {

@@ -1,13 +1,17 @@
 // The processes a chaos run drives: Redis (persistent, so a stop and start keeps its data, as a
 // production Redis does), FerretDB on PostgreSQL (restartable), the web process and two worker
 // processes as the Procfile runs them (child processes of the real entries), the SMTP / Slack /
-// Clio fakes, and the webhook proxy the simulator's deliveries go through.
+// Clio fakes, and the webhook proxy the simulator's deliveries go through. With `redis: 'cluster'`
+// Redis is a local three-master Redis Cluster instead (REDIS_CLUSTER=true; not restartable).
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { createRedis, type RedisClient } from '../../core/platform/redis.js';
+import { redisKeys, type RedisKeys } from '../../core/platform/redis-keys.js';
+import { startRedisCluster, type LocalRedisCluster } from '../local/redis-cluster.js';
 import type { Db, MongoClient } from 'mongodb';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
@@ -37,6 +41,8 @@ export interface ClusterOptions {
   workers?: number;
   /** Extra environment of the web and worker processes. */
   env?: Record<string, string>;
+  /** One redis-server (default), or a local Redis Cluster of three masters. */
+  redis?: 'single' | 'cluster';
   say: (line: string) => void;
 }
 
@@ -86,7 +92,7 @@ export class Cluster {
   db!: Db;
   /** Made as the service makes its own (the same watchdog over the driver's monitor). */
   private mongoHandle: Mongo | undefined;
-  redis!: Redis;
+  redis!: RedisClient;
   queues!: Queues;
   smtp!: FakeSmtp;
   slack!: FakeSlack;
@@ -94,12 +100,20 @@ export class Cluster {
   proxy!: ChaosProxy;
   private local: LocalServices | undefined;
   private ownRedis: { server: LocalRedis; dir: string } | undefined;
+  private redisCluster: { cluster: LocalRedisCluster; dir: string } | undefined;
   private stopping = false;
 
   private constructor(private readonly options: ClusterOptions) {}
 
   get redisServer(): LocalRedis {
-    return this.local?.redis ?? this.ownRedis!.server;
+    const server = this.local?.redis ?? this.ownRedis?.server;
+    if (server === undefined) throw new Error('a Redis Cluster run has no single Redis to stop and start');
+    return server;
+  }
+
+  /** The service's Redis keys in this run (hash-tagged on a cluster). */
+  get keys(): RedisKeys {
+    return redisKeys({ queuePrefix: this.queuePrefix, redisCluster: this.env.REDIS_CLUSTER === 'true' });
   }
 
   /** FerretDB and its PostgreSQL, when this cluster started them. */
@@ -132,7 +146,19 @@ export class Cluster {
     await mkdir(this.options.runDir, { recursive: true });
     let redisUrl: string;
     let mongodbUri: string;
-    if (this.options.mongodbUri === undefined) {
+    const onCluster = this.options.redis === 'cluster';
+    if (onCluster) {
+      const dir = await mkdtemp(join(tmpdir(), 'chaos-redis-cluster-'));
+      say('starting a Redis Cluster of three masters ...');
+      const cluster = await startRedisCluster(await ensureRedisServer(say), dir);
+      this.redisCluster = { cluster, dir };
+      redisUrl = cluster.url;
+      if (this.options.mongodbUri === undefined) {
+        say('starting FerretDB on PostgreSQL ...');
+        this.local = await startLocalServices({ redisUrl }, (l) => say(l));
+        mongodbUri = this.local.mongodbUri;
+      } else mongodbUri = this.options.mongodbUri;
+    } else if (this.options.mongodbUri === undefined) {
       say('starting Redis (persistent) and FerretDB on PostgreSQL ...');
       this.local = await startLocalServices({}, (l) => say(l), { redis: { persistent: true } });
       redisUrl = this.local.redisUrl;
@@ -174,6 +200,7 @@ export class Cluster {
       // The run is about faults, not rate limits: the driver and the simulator are not throttled.
       RATE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...(onCluster ? { REDIS_CLUSTER: 'true' } : {}),
       ...this.options.env,
     };
     this.mongoHandle = createMongo(mongodbUri);
@@ -181,9 +208,12 @@ export class Cluster {
     this.db = this.mongoHandle.db;
     say('release: creating indexes ...');
     await ensureIndexes(this.db);
-    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
-    this.redis.on('error', () => {});
-    this.queues = createQueues(this.redis, this.queuePrefix, () => {});
+    if (onCluster) this.redis = createRedis({ url: redisUrl, cluster: true }, 'worker');
+    else {
+      this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null, retryStrategy: () => 200 });
+      this.redis.on('error', () => {});
+    }
+    this.queues = createQueues(this.redis, this.keys, () => {});
     await this.startWeb(webPort);
     for (let i = 0; i < (this.options.workers ?? 2); i++) this.startWorker(i);
     say(`web ${this.webUrl}, ${this.workers.length} workers, logs in ${this.options.runDir}`);
@@ -259,6 +289,10 @@ export class Cluster {
       this.clio?.close(),
       this.proxy?.close(),
     ]);
+    if (this.redisCluster) {
+      await this.redisCluster.cluster.stop();
+      await rm(this.redisCluster.dir, { recursive: true, force: true });
+    }
     if (this.ownRedis) {
       await this.ownRedis.server.stop();
       await rm(this.ownRedis.dir, { recursive: true, force: true });

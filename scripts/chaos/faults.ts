@@ -4,6 +4,7 @@
 // the background the Slack fake fails half of its requests for a while and the Clio fake
 // answers 429 now and then. During an outage the API is probed: /readyz, create-outbound-call
 // and the booking webhook, each answer recorded.
+import { masters } from '../../core/platform/redis-cluster.js';
 import type { Cluster } from './cluster.js';
 import { sendOnce } from './http.js';
 import type { FaultRecord, Ledger } from './ledger.js';
@@ -279,7 +280,12 @@ export class Faults {
 /** Redis used_memory in bytes, or null when it cannot be read. */
 export async function usedMemory(cluster: Cluster): Promise<number | null> {
   if (cluster.redis.status !== 'ready') return null;
-  const info = await cluster.redis.info('memory');
-  const match = /used_memory:(\d+)/.exec(info);
-  return match ? Number(match[1]) : null;
+  let total = 0;
+  // A cluster's memory is its masters' together.
+  for (const node of masters(cluster.redis)) {
+    const match = /used_memory:(\d+)/.exec(await node.info('memory'));
+    if (!match) return null;
+    total += Number(match[1]);
+  }
+  return total;
 }

@@ -1,13 +1,14 @@
-// npm run chaos [-- --seed N] [--scale X]
+// npm run chaos [-- --seed N] [--scale X] [--redis=cluster]
 // The fault matrix against real processes (docs/resilience.md). CHAOS_SEED and
-// CHAOS_SCALE set the same as the flags; the process's logs and report.json go to
+// CHAOS_SCALE set the same as the flags; --redis=cluster is the Redis Cluster run instead
+// (clusterConfig in run.ts: every area's happy path and one worker SIGKILL, at a fixed size); the process's logs and report.json go to
 // .local/chaos/seed-<N>-<time>/. Exit code 0 when every invariant holds, 1 when one does not,
 // 2 on bad flags or a run that could not start.
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { liveClusters } from './cluster.js';
-import { defaultConfig, formatTable, runChaos } from './run.js';
+import { clusterConfig, defaultConfig, formatTable, runChaos } from './run.js';
 
 export const DEFAULT_SEED = 1337;
 
@@ -17,12 +18,13 @@ const say = (line: string) =>
 
 function usage(message: string): never {
   process.stderr.write(
-    `${message}\nusage: npm run chaos -- [--seed N] [--scale X]   (or CHAOS_SEED, CHAOS_SCALE)\n`,
+    `${message}\nusage: npm run chaos -- [--seed N] [--scale X] [--redis=single|cluster]   (or CHAOS_SEED, CHAOS_SCALE)\n`,
   );
   process.exit(2);
 }
 
-function parse(argv: string[]): { seed: number; scale: number } {
+function parse(argv: string[]): { seed: number; scale: number; redis: 'single' | 'cluster' } {
+  let redis: 'single' | 'cluster' = 'single';
   let seed = process.env.CHAOS_SEED === undefined ? DEFAULT_SEED : Number(process.env.CHAOS_SEED);
   let scale = process.env.CHAOS_SCALE === undefined ? 1 : Number(process.env.CHAOS_SCALE);
   for (let i = 0; i < argv.length; i++) {
@@ -30,16 +32,17 @@ function parse(argv: string[]): { seed: number; scale: number } {
     const value = inline ?? argv[++i];
     if (flag === '--seed') seed = Number(value);
     else if (flag === '--scale') scale = Number(value);
+    else if (flag === '--redis' && (value === 'single' || value === 'cluster')) redis = value;
     else usage(`unknown argument ${argv[i]}`);
   }
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     usage('the seed must be an integer 0 … 4294967295');
   if (!Number.isFinite(scale) || scale <= 0 || scale > 10) usage('the scale must be a number in (0, 10]');
-  return { seed, scale };
+  return { seed, scale, redis };
 }
 
 async function main(): Promise<void> {
-  const { seed, scale } = parse(process.argv.slice(2));
+  const { seed, scale, redis } = parse(process.argv.slice(2));
   const runDir = join(
     root,
     '.local',
@@ -47,7 +50,8 @@ async function main(): Promise<void> {
     `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`,
   );
   await mkdir(runDir, { recursive: true });
-  const config = defaultConfig(seed, scale, runDir, say);
+  const config =
+    redis === 'cluster' ? clusterConfig(seed, runDir, say) : defaultConfig(seed, scale, runDir, say);
   let result;
   try {
     result = await runChaos(config);
@@ -56,7 +60,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   process.stdout.write(
-    `\nChaos run, seed ${seed}, scale ${scale} (${(result.durationMs / 60_000).toFixed(1)} min)\n\n`,
+    `\nChaos run, seed ${seed}, ${redis === 'cluster' ? 'on a Redis Cluster' : `scale ${scale}`} (${(result.durationMs / 60_000).toFixed(1)} min)\n\n`,
   );
   process.stdout.write(`${formatTable(result.rows)}\n\n`);
   const failed = result.rows.filter((r) => !r.ok).length;

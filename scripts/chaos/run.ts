@@ -24,6 +24,8 @@ export interface ChaosConfig {
   mongodbUri?: string;
   /** Extra environment of the web and worker processes. */
   env?: Record<string, string>;
+  /** One redis-server (default), or a local Redis Cluster of three masters (REDIS_CLUSTER=true). */
+  redis?: 'single' | 'cluster';
   say: (line: string) => void;
 }
 
@@ -82,6 +84,48 @@ export function defaultConfig(
   };
 }
 
+/**
+ * `npm run chaos -- --redis=cluster`: the service on a local Redis Cluster of three masters
+ * (docs/redis.md#redis-cluster), the happy path of every area at a size that ends in a few
+ * minutes (a 200-lead campaign, direct calls, an import, booking stories, every call_analyzed
+ * effect against the fakes) and one worker SIGKILLed mid-campaign. No Redis or MongoDB outage:
+ * a cluster is not one server to stop and start (failover is the Sentinel run's).
+ */
+export function clusterConfig(seed: number, runDir: string, say: (l: string) => void): ChaosConfig {
+  const base = defaultConfig(seed, 1, runDir, say);
+  return {
+    ...base,
+    redis: 'cluster',
+    sizes: { campaignLeads: 200, directCalls: 10, importRows: 200, bookingEvents: 24 },
+    timing: {
+      spreadMs: 10_000,
+      // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
+      soonStartMs: [25_000, 40_000],
+      reminderOffsets: [1440, 0],
+      nextEventMs: [1_000, 3_000],
+      copyDelayMaxMs: 5_000,
+      launchAtMs: [1_000, 2_000],
+      importAtMs: [2_000, 5_000],
+    },
+    plan: {
+      ...base.plan,
+      workerKills: 1,
+      sigterm: false,
+      redisOutage: false,
+      mongoOutage: false,
+      slackFailures: false,
+      clio429: false,
+      firstAtMs: 6_000,
+      gapMs: [2_000, 4_000],
+      faultHitWaitMs: 40_000,
+      busyWaitMs: 5_000,
+    },
+    settleMs: 10 * 60_000,
+    // A killed worker's jobs are taken over after 5 s instead of 30.
+    env: { JOB_LOCK_MS: '5000' },
+  };
+}
+
 export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
   const started = Date.now();
   const { say } = config;
@@ -91,6 +135,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
     runDir: config.runDir,
     ...(config.mongodbUri === undefined ? {} : { mongodbUri: config.mongodbUri }),
     ...(config.env === undefined ? {} : { env: config.env }),
+    ...(config.redis === undefined ? {} : { redis: config.redis }),
     say,
   });
   try {
@@ -138,6 +183,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
       JSON.stringify(
         {
           seed: config.seed,
+          redis: config.redis ?? 'single',
           sizes: config.sizes,
           ok: result.ok,
           durationMs: result.durationMs,

@@ -58,7 +58,7 @@ const sendJobsOf = async (slug: string) =>
     (j) => j.name === 'send-reminder' && j.data.firm === slug,
   );
 const bookingKey = (slug: string, bookingUid: string) =>
-  redisKeys(stack.config.queuePrefix).bookingReminders(slug, bookingUid);
+  redisKeys(stack.config).bookingReminders(slug, bookingUid);
 /** A start about 70 s ahead on a whole second: a one-minute reminder is due in about 10 s. */
 const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
 
@@ -129,9 +129,9 @@ describe('M3: what one booking event can make is bounded', () => {
     }
     // Before the bound: 5 × 20 × 10 = 1,000 delayed jobs.
     expect(await sendJobsOf(firm.slug)).toHaveLength(PER_FIRM);
-    expect(
-      await stack.services.redis.zcard(redisKeys(stack.config.queuePrefix).firmRemindersDue(firm.slug)),
-    ).toBe(PER_FIRM);
+    expect(await stack.services.redis.zcard(redisKeys(stack.config).firmRemindersDue(firm.slug))).toBe(
+      PER_FIRM,
+    );
     const otherUid = uid();
     await deliver(other.slug, 'BOOKING_CREATED', calBooking(otherUid, Date.now() + 10 * DAY, people(1, 'o')));
     expect(await reminders(other.client, other.slug, otherUid)).toHaveLength(1);

@@ -305,7 +305,7 @@ describe('reminders in Redis', () => {
     expect(await reminders(stack.admin, firm.slug, bookingUid)).toEqual(rows);
 
     // The documented layout: one hash per booking, expiring after the booking.
-    const key = redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid);
+    const key = redisKeys(stack.config).bookingReminders(firm.slug, bookingUid);
     const fields = await stack.services.redis.hkeys(key);
     expect(fields.sort()).toEqual(
       [
@@ -339,7 +339,7 @@ describe('reminders in Redis', () => {
     // Every offset past: the booking is recorded (a later cancel still finds it), no reminder is.
     const past = uid();
     await send(created(past, Date.now() + 10 * 60_000));
-    const key = redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, past);
+    const key = redisKeys(stack.config).bookingReminders(firm.slug, past);
     await eventually(async () => expect(await stack.services.redis.hkeys(key)).toEqual(['booking']));
     expect(await reminders(firm.client, firm.slug, past)).toEqual([]);
   });
@@ -438,7 +438,7 @@ describe('reminders in Redis', () => {
     const rows = await remindersWhen(firm.client, firm.slug, bookingUid, (r) => expect(r.length).toBe(4));
     expect([...new Set(rows.map((r) => r.to))].sort()).toEqual([desk, 'lee@example.com']);
     const raw = await stack.services.redis.hgetall(
-      redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid),
+      redisKeys(stack.config).bookingReminders(firm.slug, bookingUid),
     );
     const lee = Object.entries(raw).find(([f]) => f.endsWith('|lee@example.com'))!;
     expect(JSON.parse(lee[1]).time_zone).toBe('America/Chicago');
@@ -465,7 +465,7 @@ describe('without SMTP_URL', () => {
     const rows = await reminders(firm.client, firm.slug, bookingUid);
     expect(rows.find((r) => r.to === desk && r.due_at === iso(startMs - HOUR))?.status).toBe('failed');
     const raw = await stack.services.redis.hget(
-      redisKeys(stack.config.queuePrefix).bookingReminders(firm.slug, bookingUid),
+      redisKeys(stack.config).bookingReminders(firm.slug, bookingUid),
       reminderField(startMs, 60, desk),
     );
     expect(JSON.parse(raw!).last_error).toMatch(/SMTP_URL/);

@@ -139,7 +139,7 @@ describe('reminders sent when due', () => {
     const bobMail = mailsTo(bob.email)[0]!;
     expect(Date.parse(bobMail.header('date')!)).toBeGreaterThanOrEqual(Math.floor(due / 1000) * 1000);
     const { reminders: stored } = await readBookingReminders(
-      { redis: stack.services.redis, prefix: stack.config.queuePrefix },
+      { redis: stack.services.redis, keys: redisKeys(stack.config) },
       firm.slug,
       twin,
     );
@@ -210,7 +210,7 @@ describe('send failures', () => {
       expect(rows.map((r) => r.status)).toEqual(['sent']),
     );
     expect(mailsTo(dan.email).length).toBe(1);
-    const store: ReminderStore = { redis: stack.services.redis, prefix: stack.config.queuePrefix };
+    const store: ReminderStore = { redis: stack.services.redis, keys: redisKeys(stack.config) };
     const [record] = (await readBookingReminders(store, quiet.slug, bookingUid)).reminders;
     expect(record).toMatchObject({ status: 'sent', attempts: 3 });
     expect(record!.last_error).toBeUndefined();
@@ -232,7 +232,7 @@ describe('send failures', () => {
 });
 
 describe('a cancel racing a send (the Redis record, atomically)', () => {
-  const store = (): ReminderStore => ({ redis: stack.services.redis, prefix: stack.config.queuePrefix });
+  const store = (): ReminderStore => ({ redis: stack.services.redis, keys: redisKeys(stack.config) });
   const raceFirm = `race-${rand(3)}`;
 
   async function stored(): Promise<{ uid: string; field: string }> {
@@ -357,10 +357,8 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
     expect((await lease(b.uid, b.field, 'dead')).outcome).toBe('leased');
     await cancel(b.uid);
     expect(await lease(b.uid, b.field, 'next', Date.now() + 61_000)).toEqual({ outcome: 'cancelled' });
-    expect(
-      await stack.services.redis.exists(
-        redisKeys(stack.config.queuePrefix).bookingReminders(raceFirm, b.uid),
-      ),
-    ).toBe(1);
+    expect(await stack.services.redis.exists(redisKeys(stack.config).bookingReminders(raceFirm, b.uid))).toBe(
+      1,
+    );
   });
 });

@@ -252,9 +252,7 @@ describe('a launched campaign', () => {
     expect(after.calls_placed).toBeLessThan(6);
     expect(await campaignCalls(stack, created.id)).toHaveLength(calls.length);
     // Its parked jobs ended; nothing of it is waiting for a dial slot.
-    const waiting = await stack.services.redis.zcard(
-      redisKeys(stack.config.queuePrefix).dialWaiters(firm.slug),
-    );
+    const waiting = await stack.services.redis.zcard(redisKeys(stack.config).dialWaiters(firm.slug));
     expect(waiting).toBe(0);
   });
 });

@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 const waiters = (firm: string) =>
-  stack.services.redis.zrange(redisKeys(stack.config.queuePrefix).dialWaiters(firm), '0', '-1');
+  stack.services.redis.zrange(redisKeys(stack.config).dialWaiters(firm), '0', '-1');
 
 describe('dial slots', () => {
   it('at most max_concurrent_calls; a holder keeps its slot; a release lets the next in', async () => {

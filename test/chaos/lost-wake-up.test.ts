@@ -19,7 +19,7 @@ describe('a wake-up cut short by a dying worker', () => {
   it('is finished by the reaper once its lease has run out', async () => {
     const s = stack.services;
     const firm = await createFirm(stack, { max_concurrent_calls: 1 });
-    const keys = redisKeys(stack.config.queuePrefix);
+    const keys = redisKeys(stack.config);
     // A parked campaign call: its job delayed for the safety delay, its reference in line.
     const parked = await s.queues.campaigns.add(
       'campaign-call',

@@ -4,6 +4,7 @@
 // out 9 minutes late (the run ended with it still `sending`). The lease is now short and renewed
 // while a send runs, and an attempt that finds a live lease sleeps until it ends, spending no
 // attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its lease in Redis.
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   readBookingReminders,
@@ -41,7 +42,7 @@ afterAll(async () => {
   await smtp?.stop();
 });
 
-const store = (): ReminderStore => ({ redis: stack.services.redis, prefix: stack.config.queuePrefix });
+const store = (): ReminderStore => ({ redis: stack.services.redis, keys: redisKeys(stack.config) });
 
 /** A booking in an hour with one reminder, due now, to `to`. */
 async function dueReminder(to: string): Promise<{ uid: string; field: string; dueAt: number }> {

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Principal } from '../../core/domain/access/principal.js';
 import { AppError } from '../../core/platform/errors.js';
 import { createLogger } from '../../core/platform/logger.js';
@@ -21,7 +22,7 @@ beforeAll(() => {
   redis = new Redis(inject('redisUrl'), { lazyConnect: false });
   limiter = new RateLimiter(
     redis,
-    `t${rand(4)}`,
+    redisKeys({ queuePrefix: `t${rand(4)}`, redisCluster: false }),
     { perPrincipal: LIMIT, perWebhookFirm: LIMIT, perUnauthenticatedAddress: LIMIT },
     createLogger('silent', 'test'),
   );

@@ -1,25 +1,13 @@
 // BullMQ loses jobs when Redis evicts keys: every process warns at start unless the policy is
 // noeviction. Checked against a real Redis whose policy the test changes.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { warnUnlessNoEviction } from '../../core/platform/redis.js';
+import { capturingLogger } from '../helpers/capturing-logger.js';
 
 let server: PrivateRedis;
 let redis: Redis;
-
-function capturingLogger() {
-  const lines: Array<{ level: number; msg: string; policy?: string }> = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(JSON.parse(chunk.toString()));
-      done();
-    },
-  });
-  return { log: pino({ level: 'info' }, stream), lines };
-}
 
 beforeAll(async () => {
   // A private Redis: the test changes its policy, which must not touch the shared one.

@@ -59,14 +59,14 @@ describe('Lua scripts', () => {
 
 describe('Redis keys', () => {
   it('keep the spellings live data is stored under', () => {
-    const k = redisKeys('bull');
+    const k = redisKeys({ queuePrefix: 'bull', redisCluster: false });
     expect({
       rateLimitCounts: k.rateLimitCounts('p', 'abc'),
       readCacheEpoch: k.readCacheEpoch(),
       dialSlots: k.dialSlots('acme'),
       dialWaiters: k.dialWaiters('acme'),
       dialWaking: k.dialWaking('acme'),
-      pacingFirms: k.pacingFirms(),
+      pacingFirms: k.pacingFirms('acme'),
       campaignLeads: k.campaignLeads('cmp_1'),
       campaignCounts: k.campaignCounts('cmp_1'),
       campaignParked: k.campaignParked('cmp_1'),

@@ -31,7 +31,7 @@ const revocations = (db: Db) => collection<SessionRevocationDoc>(db, COLLECTIONS
  */
 export async function revokeSessions(services: Services, firm: string): Promise<Date> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
-  const lockKey = redisKeys(services.config.queuePrefix).sessionRevocationLock(firm);
+  const lockKey = redisKeys(services.config).sessionRevocationLock(firm);
   return withRecordLock(services.redis, lockKey, async () => {
     const revokedBefore = new Date((Math.floor(Date.now() / 1000) + 1) * 1000);
     const docs = revocations(services.mongo.db);

@@ -9,7 +9,7 @@ const CACHE_TTL_SECONDS = 3600;
  * (Retell's list changes rarely and is slow); with Redis down it is fetched directly.
  */
 export async function listVoices(services: Services): Promise<VoiceEntry[]> {
-  const key = redisKeys(services.config.queuePrefix).voiceList(services.voice.name);
+  const key = redisKeys(services.config).voiceList(services.voice.name);
   if (services.redis.status === 'ready') {
     try {
       const cached = await services.redis.get(key);

@@ -1,5 +1,4 @@
 import { loadRedisScript } from '../../platform/redis-script.js';
-import { redisKeys } from '../../platform/redis-keys.js';
 import type { BookingRecord, ReminderRecord, ReminderStore } from './reminder-records.js';
 
 // The sender's side of the reminder store (reminder-records.ts): a send attempt takes a due
@@ -35,7 +34,7 @@ export async function leaseReminder(
 ): Promise<LeaseResult> {
   const [outcome, reminder, booking] = (await LEASE.run(
     store.redis,
-    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    { booking: store.keys.bookingReminders(firm, uid) },
     { field, now: input.now, lease_ms: input.leaseMs, token: input.token },
   )) as string[];
   if (outcome === 'leased') {
@@ -59,7 +58,7 @@ export async function renewReminderLease(
 ): Promise<boolean> {
   const renewed = await RENEW.run(
     store.redis,
-    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    { booking: store.keys.bookingReminders(firm, uid) },
     { field, token: input.token, now: input.now, lease_ms: input.leaseMs },
   );
   return renewed === 1;
@@ -79,7 +78,7 @@ export async function finishReminder(
 ): Promise<string> {
   return (await FINISH.run(
     store.redis,
-    { booking: redisKeys(store.prefix).bookingReminders(firm, uid) },
+    { booking: store.keys.bookingReminders(firm, uid) },
     { field, token: input.token, outcome: input.outcome, now: input.now, detail: input.detail.slice(0, 500) },
   )) as string;
 }

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
-import { redisKeys } from '../../platform/redis-keys.js';
+import type { RedisClient } from '../../platform/redis.js';
+import type { RedisKeys } from '../../platform/redis-keys.js';
 
 // Booking reminders live in Redis (docs/bookings.md#redis-layout), one hash per booking:
 //
@@ -94,10 +94,10 @@ export const reminderField = (startAt: number, offsetMinutes: number, to: string
 export const bookingExpiry = (endOrStart: number, now: number): number =>
   Math.min(Math.max(endOrStart, now), now + BOOKING_HORIZON_MS) + RETENTION_MS;
 
-/** Where a firm's reminders live: the Redis connection and the deployment's key prefix. */
+/** Where a firm's reminders live: the Redis connection and the deployment's keys. */
 export interface ReminderStore {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  keys: RedisKeys;
 }
 
 /** A booking's stored reminders, in field order (unsorted). */
@@ -106,7 +106,7 @@ export async function readBookingReminders(
   firm: string,
   uid: string,
 ): Promise<{ booking: BookingRecord | null; reminders: ReminderRecord[] }> {
-  const all = await store.redis.hgetall(redisKeys(store.prefix).bookingReminders(firm, uid));
+  const all = await store.redis.hgetall(store.keys.bookingReminders(firm, uid));
   const reminders: ReminderRecord[] = [];
   let booking: BookingRecord | null = null;
   for (const [field, value] of Object.entries(all)) {

@@ -1,5 +1,4 @@
 import { loadRedisScript } from '../../platform/redis-script.js';
-import { redisKeys } from '../../platform/redis-keys.js';
 import {
   reminderField,
   type BookingRecord,
@@ -54,7 +53,7 @@ export async function storeBookingReminders(
     reminderField(booking.start_at, r.offset_minutes, r.to),
     JSON.stringify(r),
   ]);
-  const keys = redisKeys(store.prefix);
+  const keys = store.keys;
   const reply = (await STORE.run(
     store.redis,
     { booking: keys.bookingReminders(firm, uid), due: keys.firmRemindersDue(firm) },
@@ -101,7 +100,7 @@ export async function cancelBookingReminders(
     expireAt: number;
   },
 ): Promise<{ outcome: 'cancelled' | 'seats_cancelled' | 'unchanged'; stopped: number }> {
-  const keys = redisKeys(store.prefix);
+  const keys = store.keys;
   const [outcome, stopped] = (await CANCEL.run(
     store.redis,
     { booking: keys.bookingReminders(firm, uid), due: keys.firmRemindersDue(firm) },

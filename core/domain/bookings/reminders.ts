@@ -35,7 +35,7 @@ export const REMINDER_RENEW_MS = 10_000;
 
 export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
-  prefix: services.config.queuePrefix,
+  keys: redisKeys(services.config),
 });
 
 const DAY_MS = 24 * 3600_000;
@@ -48,7 +48,7 @@ const DAY_MS = 24 * 3600_000;
  */
 async function countReminderMail(services: Services, firm: string, now: number): Promise<boolean> {
   const day = Math.floor(now / DAY_MS);
-  const key = redisKeys(services.config.queuePrefix).firmReminderMails(firm, day);
+  const key = redisKeys(services.config).firmReminderMails(firm, day);
   const replies = await services.redis
     .multi()
     .incr(key)

@@ -16,7 +16,7 @@ export function withCallLock<T>(
   key: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return withRecordLock(services.redis, redisKeys(services.config.queuePrefix).callLock(firm, key), fn);
+  return withRecordLock(services.redis, redisKeys(services.config).callLock(firm, key), fn);
 }
 
 /** A call as the subject of effects (its dial, the call_analyzed effects): written under its lock. */

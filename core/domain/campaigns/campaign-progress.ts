@@ -19,9 +19,9 @@ export interface CampaignCounts {
 }
 
 const leadsKey = (services: Services, campaignId: string) =>
-  redisKeys(services.config.queuePrefix).campaignLeads(campaignId);
+  redisKeys(services.config).campaignLeads(campaignId);
 const countsKey = (services: Services, campaignId: string) =>
-  redisKeys(services.config.queuePrefix).campaignCounts(campaignId);
+  redisKeys(services.config).campaignCounts(campaignId);
 
 const ADVANCE = loadRedisScript(new URL('./advance-lead.lua', import.meta.url), {
   keys: ['leads', 'counts'],
@@ -47,18 +47,19 @@ export async function advanceLead(
   };
 }
 
-/** The counters of several campaigns in one round trip (null: none kept, e.g. expired). */
+/**
+ * The counters of several campaigns (null: none kept, e.g. expired). The commands are written
+ * at once, one round trip on a single node; not as one pipeline, which a Redis Cluster client
+ * refuses when the campaigns' keys live on different nodes.
+ */
 export async function readCounts(
   services: Services,
   campaignIds: string[],
 ): Promise<Array<CampaignCounts | null>> {
-  if (campaignIds.length === 0) return [];
-  const pipeline = services.redis.pipeline();
-  for (const id of campaignIds) pipeline.hmget(countsKey(services, id), 'placed', 'completed', 'failed');
-  const replies = (await pipeline.exec()) ?? [];
-  return replies.map(([err, value]) => {
-    if (err) throw err;
-    const [placed, completed, failed] = value as Array<string | null>;
+  const replies = await Promise.all(
+    campaignIds.map((id) => services.redis.hmget(countsKey(services, id), 'placed', 'completed', 'failed')),
+  );
+  return replies.map(([placed, completed, failed]) => {
     if (placed === null && completed === null && failed === null) return null;
     return {
       calls_placed: Number(placed ?? 0),

@@ -134,12 +134,10 @@ export async function withCampaignLock<T>(
   waitMs = 30_000,
 ): Promise<T> {
   try {
-    return await withRecordLock(
-      services.redis,
-      redisKeys(services.config.queuePrefix).campaignLock(campaignId),
-      fn,
-      { ttlMs: CAMPAIGN_LOCK_TTL_MS, waitMs },
-    );
+    return await withRecordLock(services.redis, redisKeys(services.config).campaignLock(campaignId), fn, {
+      ttlMs: CAMPAIGN_LOCK_TTL_MS,
+      waitMs,
+    });
   } catch (err) {
     if (err instanceof RecordBusyError) {
       throw conflict('campaign_busy', 'The campaign is being changed by another request; retry shortly.');
@@ -157,7 +155,7 @@ export async function reread(db: Db, id: string): Promise<CampaignDoc> {
 
 /** The Redis lot of the campaign's jobs parked while it is paused (core/domain/pacing/parking.ts). */
 export const pausedLot = (services: Services, campaignId: string): string =>
-  redisKeys(services.config.queuePrefix).campaignParked(campaignId);
+  redisKeys(services.config).campaignParked(campaignId);
 
 const ZERO_COUNTS: CampaignCounts = { calls_placed: 0, calls_completed: 0, calls_failed: 0 };
 

@@ -204,7 +204,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
   const plan = planImport(job, await rowsOf(db, job, first), countryOf(job), first.created_at);
   const result = await withRecordLock(
     services.redis,
-    redisKeys(services.config.queuePrefix).contactsImportLock(job.firm),
+    redisKeys(services.config).contactsImportLock(job.firm),
     async () => {
       // Read again inside the firm's turn: an earlier attempt may have finished meanwhile.
       const record = await runnableRecord(db, job);

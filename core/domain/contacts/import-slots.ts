@@ -21,7 +21,7 @@ const SLOT_LAPSE_MS = 3_600_000;
 const RETRY_AFTER_S = 30;
 
 const pendingKey = (services: Services, firm: string) =>
-  redisKeys(services.config.queuePrefix).contactsImportsPending(firm);
+  redisKeys(services.config).contactsImportsPending(firm);
 
 /** Takes one of the firm's pending-import slots for `importId`; 429 when the firm has none free. */
 export async function takeImportSlot(services: Services, firm: string, importId: string): Promise<void> {

@@ -147,10 +147,8 @@ export async function finishClioConnect(services: Services, code: string, state:
     connected_at: now,
     updated_at: now,
   };
-  await withRecordLock(
-    services.redis,
-    redisKeys(services.config.queuePrefix).clioTokenLock(pending.firm),
-    () => connections(db).replaceOne({ _id: pending.firm }, doc, { upsert: true }),
+  await withRecordLock(services.redis, redisKeys(services.config).clioTokenLock(pending.firm), () =>
+    connections(db).replaceOne({ _id: pending.firm }, doc, { upsert: true }),
   );
   await setFirmCrm(db, pending.firm, {
     provider: 'clio',
@@ -189,7 +187,7 @@ export function clioTokenSource(services: Services, firm: string): ClioTokenSour
   const refresh = (needed: (conn: ClioConnectionDoc) => boolean) =>
     withRecordLock(
       services.redis,
-      redisKeys(services.config.queuePrefix).clioTokenLock(firm),
+      redisKeys(services.config).clioTokenLock(firm),
       async () => {
         const conn = await read();
         if (!needed(conn)) return conn.access_token;

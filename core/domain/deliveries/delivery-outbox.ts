@@ -153,7 +153,7 @@ const DRAIN_BATCH = 100;
  */
 export async function drainOutbox(services: Services): Promise<number> {
   if (services.redis.status !== 'ready') return 0;
-  const lock = redisKeys(services.config.queuePrefix).webhookOutboxLock();
+  const lock = redisKeys(services.config).webhookOutboxLock();
   try {
     return await withRecordLock(services.redis, lock, () => moveAll(services), {
       waitMs: 0,

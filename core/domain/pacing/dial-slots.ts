@@ -13,7 +13,7 @@ import { promoteParked } from './parking.js';
 // parking.ts) in the firm's waiter set and are woken, oldest first, as slots free up; other
 // firms' jobs never wait behind them.
 
-const keys = (services: Services) => redisKeys(services.config.queuePrefix);
+const keys = (services: Services) => redisKeys(services.config);
 const slotsKey = (services: Services, firm: string) => keys(services).dialSlots(firm);
 const waitersKey = (services: Services, firm: string) => keys(services).dialWaiters(firm);
 /**
@@ -24,8 +24,8 @@ const waitersKey = (services: Services, firm: string) => keys(services).dialWait
 const wakingKey = (services: Services, firm: string) => keys(services).dialWaking(firm);
 /** How long a wake-up may take before the reaper takes it over. */
 const WAKE_LEASE_MS = 10_000;
-/** The firms that have parked jobs (the reaper's list). */
-const firmsKey = (services: Services) => keys(services).pacingFirms();
+/** The firms that have parked jobs: the reaper's list `firm` belongs to (one of several on a cluster). */
+const firmsKey = (services: Services, firm: string) => keys(services).pacingFirms(firm);
 
 const TAKE = loadRedisScript(new URL('./take-dial-slot.lua', import.meta.url), {
   keys: ['slots', 'waiters', 'firms'],
@@ -63,7 +63,7 @@ export async function takeDialSlot(
   const place = line === 'first' ? now - FIRST_IN_LINE_MS : now;
   const taken = await TAKE.run(
     services.redis,
-    { slots: slotsKey(services, firm), waiters: waitersKey(services, firm), firms: firmsKey(services) },
+    { slots: slotsKey(services, firm), waiters: waitersKey(services, firm), firms: firmsKey(services, firm) },
     { member: callId, now, lease_end: now + services.config.dialSlotLeaseMs, max, waiter, firm, place },
   );
   return taken === 1;
@@ -78,7 +78,7 @@ async function wake(services: Services, firm: string): Promise<number> {
   for (let i = 0; i < popped.length; i += 2) places.set(popped[i]!, popped[i + 1]!);
   const woken = await promoteParked(services, [...places.keys()], async (ref) => {
     await services.redis.zadd(waitersKey(services, firm), 'NX', places.get(ref) ?? Date.now(), ref);
-    await services.redis.sadd(firmsKey(services), firm);
+    await services.redis.sadd(firmsKey(services, firm), firm);
   });
   await services.redis.zrem(wakingKey(services, firm), ...places.keys());
   return woken;
@@ -92,7 +92,7 @@ export async function popWaiters(services: Services, firm: string, max: number):
   const keys = {
     slots: slotsKey(services, firm),
     waiters: waitersKey(services, firm),
-    firms: firmsKey(services),
+    firms: firmsKey(services, firm),
     waking: wakingKey(services, firm),
   };
   const now = Date.now();
@@ -141,7 +141,8 @@ export async function wakeDialWaiters(services: Services, firm: string): Promise
  * Run every 30 s by the maintenance queue.
  */
 export async function reapDialSlots(services: Services): Promise<{ firms: number; woken: number }> {
-  const firms = await services.redis.smembers(firmsKey(services));
+  const firms: string[] = [];
+  for (const list of keys(services).pacingFirmLists()) firms.push(...(await services.redis.smembers(list)));
   let woken = 0;
   for (const firm of firms)
     woken += (await rewakeLost(services, firm)) + (await wakeDialWaiters(services, firm));

@@ -96,7 +96,7 @@ export async function spendSolution(
   if (!Number.isFinite(expiresMs)) throw altchaInvalid();
   if (left <= 0) throw refused(400, 'altcha_expired', 'The altcha challenge has expired; solve a new one.');
   const claimed = await services.redis.set(
-    redisKeys(services.config.queuePrefix).altchaSpent(sha256Hex(payload.challenge)),
+    redisKeys(services.config).altchaSpent(sha256Hex(payload.challenge)),
     '1',
     'PX',
     Math.ceil(left),

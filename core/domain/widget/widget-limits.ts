@@ -43,7 +43,7 @@ export async function observeChangeEpoch(services: Services): Promise<void> {
   // Never bumped yet reads as '0' (as the rate-limit script reads it); unknown (Redis down) as
   // null: then nothing cached is trusted, as on every other route.
   const epoch = await services.redis
-    .get(redisKeys(services.config.queuePrefix).readCacheEpoch())
+    .get(redisKeys(services.config).readCacheEpoch())
     .then((value) => value ?? '0')
     .catch(() => null);
   cache.observeEpoch(epoch);
@@ -52,7 +52,7 @@ export async function observeChangeEpoch(services: Services): Promise<void> {
 /** One more widget session of this address with this key this hour; 429 past the limit. */
 export async function countWidgetSession(services: Services, keyId: string, address: string): Promise<void> {
   const limit = services.config.widgetSessionsPerAddressPerHour;
-  const keys = redisKeys(services.config.queuePrefix);
+  const keys = redisKeys(services.config);
   const digest = sha256Hex(address).slice(0, 32);
   const { count, retryAfter } = await countInWindow(
     services,
@@ -75,7 +75,7 @@ export async function countWidgetSession(services: Services, keyId: string, addr
 export async function countWidgetMessage(services: Services, firm: string): Promise<void> {
   const doc = await getFirm(services.mongo.db, firm);
   const cap = doc?.settings.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
-  const keys = redisKeys(services.config.queuePrefix);
+  const keys = redisKeys(services.config);
   const { count, retryAfter } = await countInWindow(
     services,
     (day) => keys.widgetMessages(firm, day),

@@ -112,11 +112,7 @@ async function writeEntries(db: Db, firm: string, entries: DirectoryEntry[]): Pr
 async function withFirmWorkflowsLock<T>(services: Services, firm: string, fn: () => Promise<T>): Promise<T> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
   try {
-    return await withRecordLock(
-      services.redis,
-      redisKeys(services.config.queuePrefix).workflowsLock(firm),
-      fn,
-    );
+    return await withRecordLock(services.redis, redisKeys(services.config).workflowsLock(firm), fn);
   } catch (err) {
     if (err instanceof RecordBusyError) {
       throw serviceUnavailable(

@@ -15,6 +15,10 @@ export const CONFIG_SCHEMA = Type.Object({
     local,
     description: 'Redis for the queues and the rate limit; `rediss://` for TLS',
   }),
+  redisCluster: boolean('REDIS_CLUSTER', {
+    default: false,
+    description: '`REDIS_URL` is a node of a Redis Cluster: keys used together get hash tags (docs/redis.md)',
+  }),
   mongodbUri: url('MONGODB_URI', {
     protocols: ['mongodb:', 'mongodb+srv:'],
     local,

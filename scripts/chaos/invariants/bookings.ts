@@ -1,6 +1,5 @@
 import { reminderMessageId } from '../../../core/domain/bookings/reminder-mail.js';
 import type { ReminderRecord } from '../../../core/domain/bookings/reminder-records.js';
-import { redisKeys } from '../../../core/platform/redis-keys.js';
 import type { BookingModel } from '../ledger.js';
 import { row, summary, timesBy, type Row } from './rows.js';
 import type { CheckContext } from './context.js';
@@ -57,9 +56,7 @@ export async function bookingRows(ctx: CheckContext): Promise<Row[]> {
   let cancelled = 0;
   for (const model of ledger.bookings.values()) {
     if (model.createdAck === undefined) continue;
-    const hash = await cluster.redis.hgetall(
-      redisKeys(cluster.queuePrefix).bookingReminders(firm, model.uid),
-    );
+    const hash = await cluster.redis.hgetall(cluster.keys.bookingReminders(firm, model.uid));
     const stored = new Map<string, ReminderRecord>();
     for (const [field, value] of Object.entries(hash)) {
       if (field.startsWith('r|')) stored.set(field, JSON.parse(value) as ReminderRecord);

@@ -1,4 +1,4 @@
-import { redisKeys } from '../../../core/platform/redis-keys.js';
+import { scanAll } from '../../../core/platform/redis-cluster.js';
 import type { Cluster } from '../cluster.js';
 import { usedMemory } from '../faults.js';
 import { row, type Row } from './rows.js';
@@ -9,7 +9,7 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
   const { cluster, ledger } = ctx;
   const { callFirms } = facts;
   const rows: Row[] = [];
-  const keys = redisKeys(cluster.queuePrefix);
+  const keys = cluster.keys;
   const locks = await scanCount(cluster, keys.anyLock());
   let slots = 0;
   let waiting = 0;
@@ -42,12 +42,5 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
 }
 
 async function scanCount(cluster: Cluster, pattern: string): Promise<number> {
-  let cursor = '0';
-  let n = 0;
-  do {
-    const [next, keys] = await cluster.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    n += keys.length;
-  } while (cursor !== '0');
-  return n;
+  return (await scanAll(cluster.redis, pattern)).length;
 }

@@ -42,7 +42,7 @@ export async function pendingJobs(cluster: Cluster): Promise<{ total: number; de
       total += n;
       detail.push(`${name} ${state} ${n}`);
     }
-    const delayedKey = `${cluster.queuePrefix}:${name}:delayed`;
+    const delayedKey = cluster.queues[name].toKey('delayed');
     const ids =
       name === QUEUE.bookings
         ? await cluster.redis.zrangebyscore(delayedKey, 0, String(soon))
