@@ -230,6 +230,30 @@ describe('booking', () => {
     expect((await book(start, 'lost-answer-1')).body).toEqual(res.body);
   });
 
+  it('an answer lost and Cal.com unreachable to ask: 502, and the retry with the key finds the booking', async () => {
+    const start = slots[17]!;
+    cal.loseNextAnswer();
+    cal.failSearches(1);
+    const first = await book(start, 'lost-answer-2');
+    expectError(first, 502, 'booking_provider_error');
+    expect(cal.bookings.filter((b) => Date.parse(b.start) === start)).toHaveLength(1);
+    const retry = await book(start, 'lost-answer-2');
+    expect(retry.status).toBe(200);
+    expect(retry.body.booking_uid).toBe(cal.bookings.find((b) => Date.parse(b.start) === start)!.uid);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(cal.bookings.filter((b) => Date.parse(b.start) === start)).toHaveLength(1);
+  });
+
+  it('without a key, a lost answer is still one booking: the request asks Cal.com before answering', async () => {
+    const start = slots[18]!;
+    cal.loseNextAnswer();
+    const res = await book(start);
+    expect(res.status).toBe(200);
+    expect(cal.bookings.filter((b) => Date.parse(b.start) === start).map((b) => b.uid)).toEqual([
+      res.body.booking_uid,
+    ]);
+  });
+
   it('answers every malformed body 400 in the error shape, another firm 403, a foreign lead 404, no provider 409', async () => {
     const good = { firmSlug: firm.slug, start: new Date(slots[20]!).toISOString(), attendee: person };
     const bad: Array<[unknown, string]> = [

@@ -52,6 +52,8 @@ export interface FakeCalcom {
   take(startMs: number): void;
   /** The next booking is made, then its answer is lost (the connection drops). */
   loseNextAnswer(): void;
+  /** The next `count` booking searches (GET /v2/bookings) answer 500. */
+  failSearches(count: number): void;
   /** Resolves when every webhook delivery started so far has been answered. */
   settled(): Promise<void>;
   stop(): Promise<void>;
@@ -120,6 +122,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   const pending = new Set<Promise<void>>();
   let webhook: { url: string; secret: string } | null = null;
   let loseAnswer = false;
+  let failingSearches = 0;
 
   const isFree = (ms: number) => options.slots.includes(ms) && !taken.has(ms);
 
@@ -215,6 +218,10 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
           return calError(res, path, 400, 'BadRequestException', 'responses should not be null or undefined');
         }
         if (req.method === 'GET') {
+          if (failingSearches > 0) {
+            failingSearches -= 1;
+            return calError(res, path, 500, 'InternalServerErrorException', 'Internal server error');
+          }
           const email = url.searchParams.get('attendeeEmail');
           const after = Date.parse(url.searchParams.get('afterStart') ?? '');
           const before = Date.parse(url.searchParams.get('beforeEnd') ?? '');
@@ -319,6 +326,9 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     },
     loseNextAnswer: () => {
       loseAnswer = true;
+    },
+    failSearches: (count) => {
+      failingSearches = count;
     },
     settled: async () => {
       while (pending.size > 0) await Promise.all([...pending]);

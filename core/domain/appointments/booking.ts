@@ -142,7 +142,15 @@ export async function bookAppointment(
   };
   if (idempotencyKey === undefined) {
     await appointments(db).insertOne(doc);
-    return { result: await book(services, firm, doc), repeated: false };
+    try {
+      return { result: await book(services, firm, doc), repeated: false };
+    } catch (err) {
+      // Cal.com may have booked: ask it once before answering (without a key, no later retry can).
+      if (!(await leftRunning(db, doc._id))) throw err;
+      const resumed = await resume(services, firm, doc._id);
+      if (resumed === null) throw err;
+      return { result: resumed, repeated: false };
+    }
   }
   let outcome: AppointmentResult | undefined;
   const { resourceId, created } = await runIdempotent(
