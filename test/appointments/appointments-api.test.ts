@@ -133,6 +133,30 @@ describe('availability', () => {
   });
 });
 
+describe("Cal.com's refusals", () => {
+  it('a wrong API key is a 502 booking_provider_error that says to check it, and books nothing', async () => {
+    const wrong = await createFirm(stack, {
+      booking: {
+        provider: 'calcom',
+        api_key: 'cal_live_wrong',
+        event_type_id: EVENT_TYPE,
+        base_url: cal.url,
+      },
+    });
+    const before = cal.bookings.length;
+    const slotsRes = await availability(wrong.client, { firmSlug: wrong.slug });
+    expect(expectError(slotsRes, 502, 'booking_provider_error')).toEqual([]);
+    expect(slotsRes.body.error.message).toContain('settings.booking.api_key');
+    const booked = await wrong.client.post('/api/appointments', {
+      firmSlug: wrong.slug,
+      start: new Date(slots[27]!).toISOString(),
+      attendee: person,
+    });
+    expectError(booked, 502, 'booking_provider_error');
+    expect(cal.bookings.length).toBe(before);
+  });
+});
+
 describe('booking', () => {
   it('books through Cal.com once per Idempotency-Key, and the lead shows it', async () => {
     const lead = await firm.client.post('/api/leads', {

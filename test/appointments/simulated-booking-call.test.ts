@@ -78,6 +78,28 @@ describe('a simulated call that books (number ending 2222)', () => {
     ]);
   });
 
+  it('a firm without a booking provider: the agent says it cannot book, and the call ends as any other', async () => {
+    const plain = await createFirm(stack);
+    const plainAgent = await createAgent(plain.client, plain.slug);
+    const created = await plain.client.post('/api/v2/create-outbound-call', {
+      toNumber: '+14155552222',
+      agentId: plainAgent,
+      firmSlug: plain.slug,
+    });
+    const ended = await waitForCall(
+      plain.client,
+      created.body.call_id,
+      (c) =>
+        c.status === 'ended' && c.call_analysis !== null && !Object.values(c.effects).includes('pending'),
+    );
+    expect(ended.disconnection_reason).toBe('user_hangup');
+    expect(ended.transcript).toContain('User: Can I book a consultation with an attorney?');
+    expect(ended.transcript).not.toContain('Booked: ');
+    expect(ended.effects.lead).toBe('done');
+    expect((await plain.client.get(`/api/leads/${ended.lead_id}`)).body.appointment).toBeNull();
+    expect(cal.bookings).toHaveLength(1);
+  });
+
   it('a call to another number books nothing', async () => {
     const created = await firm.client.post('/api/v2/create-outbound-call', {
       toNumber: '+14155550123',
