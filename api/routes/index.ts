@@ -1,5 +1,6 @@
 import type { AnyRoute } from '../route.js';
 import { apiKeyRoutes } from './api-keys/routes.js';
+import { appointmentRoutes } from './appointments/routes.js';
 import { agentRoutes } from './agents/routes.js';
 import { bookingRoutes } from './bookings/routes.js';
 import { callWebhookRoutes } from './call-webhook/routes.js';
@@ -37,6 +38,7 @@ export const businessRoutes: AnyRoute[] = [
   ...widgetKeySnippetRoutes,
   ...widgetSessionRoutes,
   ...bookingRoutes,
+  ...appointmentRoutes,
   ...contactRoutes,
   ...integrationRoutes,
 ];

@@ -228,6 +228,19 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'contacts-import', firm);
   }
 
+  /** The lock of one appointment record (its booking effect: core/domain/appointments/booking.ts). */
+  appointmentLock(firm: string, appointmentId: string): string {
+    return key(this.prefix, 'lock', 'appointment', firm, appointmentId);
+  }
+
+  /**
+   * STRING, JSON: a firm's free slots for one query (event type, dates, time zone: the digest),
+   * as Cal.com answered it; expires after 30 s (core/domain/appointments/availability.ts).
+   */
+  appointmentSlots(firm: string, digest: string): string {
+    return key(this.prefix, 'appointments', firm, 'slots', digest);
+  }
+
   /** The lock of a firm's session revocation. */
   sessionRevocationLock(firm: string): string {
     return key(this.prefix, 'lock', 'session-revocation', firm);

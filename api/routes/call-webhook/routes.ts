@@ -16,7 +16,7 @@ import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schem
  * Retell's x-retell-signature with the firm's voice_webhook_secret (or the simulator's key), or
  * with the platform's RETELL_API_KEY, which Retell signs with.
  */
-const authenticateCallWebhook = webhookAuthentication({
+export const authenticateCallWebhook = webhookAuthentication({
   header: RETELL_SIGNATURE_HEADER,
   subject: 'voice-webhook',
   missing: 'Send a bearer token or an x-retell-signature header.',

@@ -47,6 +47,13 @@ export const LeadRecord = Type.Object({
   notes: Nullable(Type.String()),
   timezone: Nullable(Type.String()),
   do_not_call: Type.Boolean(),
+  appointment: Type.Union(
+    [
+      Type.Object({ booking_uid: Type.String(), start: Type.String({ description: 'ISO 8601' }) }),
+      Type.Null(),
+    ],
+    { description: 'The appointment booked for this lead (docs/appointments.md), or null' },
+  ),
   created_at: Timestamp,
 });
 

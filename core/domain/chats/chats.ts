@@ -35,6 +35,7 @@ import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
 import { ensureSubjectLead } from '../leads/leads.js';
+import { withBookingStep } from './chat-booking.js';
 import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -255,7 +256,8 @@ export async function sendChatMessage(
   const changed = await changeChat(services.mongo.db, chat, async (current) => {
     if (sentMessages(current.messages) >= MAX_CHAT_MESSAGES) throw chatFull();
     const receivedAt = new Date();
-    const reply = await engineOf(services).reply(
+    const engine = engineOf(services);
+    const answered = await engine.reply(
       {
         agent: current.agent,
         dynamicVariables: current.dynamic_variables,
@@ -264,6 +266,9 @@ export async function sendChatMessage(
       },
       message,
     );
+    // The built-in agent's consultation offer and booking (chat-booking.ts); an LLM has its own tools.
+    const reply =
+      engine.name === 'intake' ? await withBookingStep(services, current, message, answered) : answered;
     return {
       turn: {
         kind: 'exchange',

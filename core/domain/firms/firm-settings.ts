@@ -32,6 +32,24 @@ const CrmSettings = Type.Union([
   Type.Object({ provider: Type.Literal('none') }, { additionalProperties: false }),
 ]);
 
+// A calendar booking provider (docs/appointments.md): Cal.com's API v2 with the firm's API key.
+const BookingSettings = Type.Object(
+  {
+    provider: Type.Literal('calcom'),
+    api_key: Type.String({ minLength: 1, maxLength: 512, description: 'write-only; reads show the mask' }),
+    event_type_id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
+    base_url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: 2048,
+        description:
+          'https:// to a public host (default https://api.cal.com); changing it requires sending api_key again',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const CallingWindow = Type.Object(
   {
     start: Type.String({ pattern: HHMM }),
@@ -56,6 +74,7 @@ export const FirmSettingsInput = Type.Object(
       Type.String({ format: 'uri', maxLength: 2048, description: 'https:// to a public host' }),
     ),
     crm: Nullable(CrmSettings),
+    booking: Nullable(BookingSettings),
     voice_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
     booking_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
     from_number: Nullable(Type.String({ pattern: E164_PATTERN })),
@@ -101,6 +120,8 @@ export interface FirmSettings {
     | { provider: 'clio'; access_token: string; base_url?: string }
     | { provider: 'clio'; oauth: ClioOAuthState }
     | { provider: 'none' };
+  /** The calendar booking provider; absent: none (409 booking_not_configured). */
+  booking?: BookingProviderSettings;
   voice_webhook_secret?: string;
   booking_webhook_secret?: string;
   from_number?: string;
@@ -112,6 +133,13 @@ export interface FirmSettings {
   widget_daily_message_cap?: number;
   /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
   allow_premium_numbers?: boolean;
+}
+
+export interface BookingProviderSettings {
+  provider: 'calcom';
+  api_key: string;
+  event_type_id: number;
+  base_url?: string;
 }
 
 /**
@@ -182,6 +210,23 @@ export function mergeSettings(
       next.crm = { ...value, access_token: current.crm.access_token };
       continue;
     }
+    if (
+      key === 'booking' &&
+      typeof value === 'object' &&
+      'api_key' in value &&
+      value.api_key === SECRET_MASK
+    ) {
+      if (current.booking === undefined) throw maskWithoutSecret('/settings/booking/api_key');
+      // As for crm: the stored key may only go where it went before.
+      if ((value.base_url ?? null) !== (current.booking.base_url ?? null)) {
+        throw invalidRequest(
+          'Changing settings.booking.base_url requires sending settings.booking.api_key again, not the mask.',
+          [{ path: '/settings/booking/api_key', message: 'must be the key itself when base_url changes' }],
+        );
+      }
+      next.booking = { ...value, api_key: current.booking.api_key };
+      continue;
+    }
     next[key] = value;
   }
   return next as unknown as FirmSettings;
@@ -194,6 +239,8 @@ function checkUrls(input: FirmSettingsInput, policy: UrlPolicy): void {
     urls.push(['/settings/slack_webhook_url', input.slack_webhook_url]);
   if (input.crm?.provider === 'clio' && input.crm.base_url !== undefined)
     urls.push(['/settings/crm/base_url', input.crm.base_url]);
+  if (typeof input.booking?.base_url === 'string')
+    urls.push(['/settings/booking/base_url', input.booking.base_url]);
   const details: ErrorDetail[] = [];
   for (const [path, url] of urls) {
     const reason = urlNotAllowedReason(url, policy);
@@ -292,6 +339,7 @@ function maskWithoutSecret(path: string) {
 export function maskSettings(settings: FirmSettings): Record<string, unknown> {
   const shown: Record<string, unknown> = { ...settings };
   for (const key of SECRET_KEYS) if (settings[key] !== undefined) shown[key] = SECRET_MASK;
+  if (settings.booking !== undefined) shown.booking = { ...settings.booking, api_key: SECRET_MASK };
   if (settings.crm.provider === 'clio') {
     const crm = settings.crm;
     shown.crm = 'oauth' in crm ? { provider: 'clio', ...crm.oauth } : { ...crm, access_token: SECRET_MASK };

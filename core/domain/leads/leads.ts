@@ -9,6 +9,7 @@ import { singleLine } from '../../platform/text.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164, type CountryCode } from '../contact-points/phones.js';
+import { appointmentOfLead, type LeadAppointment } from '../appointments/lead-appointment.js';
 
 // Leads: the people a firm may call back or put in a campaign. They come from the API, from
 // campaigns (inline leads), and from analysed calls and chats — exactly one per call or chat:
@@ -38,6 +39,8 @@ export interface LeadDoc {
   /** IANA time zone of the person (campaign calling windows); null: the firm's. */
   timezone: string | null;
   do_not_call: boolean;
+  /** The appointment booked for this lead (docs/appointments.md#the-lead); absent: none. */
+  appointment?: LeadAppointment;
   created_at: Date;
 }
 
@@ -156,7 +159,13 @@ export async function ensureSubjectLead(
     ...fields,
     created_at: new Date(),
   };
-  if (await claim(leadsCollection(db), lead)) return lead;
+  if (await claim(leadsCollection(db), lead)) {
+    // An agent may have booked before the lead existed (lead-appointment.ts: the second one copies).
+    const appointment = await appointmentOfLead(db, lead._id);
+    if (appointment === null) return lead;
+    await leadsCollection(db).updateOne({ _id: lead._id }, { $set: { appointment } });
+    return { ...lead, appointment };
+  }
   const existing = await leadsCollection(db).findOne({ _id: lead._id });
   if (existing === null) throw new Error(`lead ${lead._id} was claimed but cannot be read`);
   return existing;

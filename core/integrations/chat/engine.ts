@@ -25,6 +25,15 @@ export interface ChatAgentProfile {
  */
 export interface IntakeProgress {
   answers: Array<{ key: string; value: string }>;
+  /** The appointment offered after the questions (core/domain/chats/chat-booking.ts); absent: none. */
+  booking?: ChatBookingProgress;
+}
+
+/** Free slots offered to the person, then the one booked. */
+export interface ChatBookingProgress {
+  time_zone: string;
+  offered: Array<{ start: string; spoken: string }>;
+  booked: { booking_uid: string; start: string; spoken: string } | null;
 }
 
 export interface ChatEngineInput {

@@ -2,6 +2,7 @@ import type { Db, UpdateFilter } from 'mongodb';
 import type { Config } from '../../platform/config.js';
 import { simulateConversation } from './simulator-script.js';
 import { simulateVoicemail } from './simulator-voicemail.js';
+import { asksForAppointment, simulateBooking } from './simulator-tools.js';
 import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 
@@ -61,9 +62,20 @@ export async function advanceSimulatedCall(
       if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt };
       const start = call.start_timestamp ?? now;
       const voicemail = call.outcome === 'voicemail';
+      let booking = call.booking ?? null;
+      if (!voicemail && asksForAppointment(call.to_number) && call.booking === undefined) {
+        // The caller asks for a consultation before hanging up: the agent's tools, as Retell calls them.
+        const data = simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number)
+          .call_analysis.custom_analysis_data;
+        booking = await simulateBooking(call, {
+          name: data.name ?? 'Jordan Lee',
+          email: data.email ?? 'caller@example.com',
+        });
+        await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $set: { booking } });
+      }
       const conversation = voicemail
         ? simulateVoicemail(call.agent.begin_message)
-        : simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number);
+        : simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number, booking);
       await transition(deps.db, call, {
         call_status: 'ended',
         end_timestamp: now,

@@ -1,5 +1,6 @@
 import type { CallAgentProfile } from './provider.js';
 import { own } from '../../platform/own.js';
+import type { SimulatedBooking } from './simulator-tools.js';
 
 // What a simulated caller says: the agent asks its intake questions in order and the caller
 // answers from the call's dynamic variables (or fixed defaults). Deterministic, so tests and
@@ -78,6 +79,7 @@ export function simulateConversation(
   agent: SimulatedAgent,
   dynamicVariables: Record<string, string>,
   toNumber: string,
+  booking: SimulatedBooking | null = null,
 ): SimulatedConversation {
   const lines: string[] = [`Agent: ${agent.begin_message}`];
   const answers = new Map<string, string>();
@@ -92,6 +94,14 @@ export function simulateConversation(
   const email = answers.get('email') ?? pick(dynamicVariables, 'email') ?? emailFor(name);
   const caseType = answers.get('case_type') ?? pick(dynamicVariables, 'case_type') ?? DEFAULT_CASE_TYPE;
   const summary = `${name} called about a ${caseType} matter and can be reached at ${phone} or ${email}.`;
+  if (booking !== null) {
+    // The 2222 caller's consultation (simulator-tools.ts): what the tools answered, said out loud.
+    lines.push('User: Can I book a consultation with an attorney?');
+    if (booking.offered.length > 0)
+      lines.push(`Agent: I have these times free: ${booking.offered.join('; ')}.`);
+    if (booking.booked !== null) lines.push('User: The first one, please.');
+    lines.push(`Agent: ${booking.said}`);
+  }
   lines.push(
     `Agent: Thank you, ${name.split(' ')[0]}. To summarise: ${summary} Someone will be in touch soon.`,
   );

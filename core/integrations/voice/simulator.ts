@@ -13,12 +13,14 @@ import {
 } from './provider.js';
 import { SIMULATOR_VOICES } from './simulator-voices.js';
 import { reachesVoicemail } from './simulator-voicemail.js';
+import type { SimulatedBooking } from './simulator-tools.js';
 
 // The built-in voice provider (docs/calls.md#the-simulator). Like a real provider it keeps its own
 // records of the calls it placed (simulator_calls) and later reports on them through the firm's public
 // webhook (see simulator-engine.ts). Everything it needs (the agent's script, the webhook
 // target) comes with the call, as a provider's own configuration would: it reads nothing of
-// ours. Number rules: ...0000 is not answered, ...9999 fails, ...7777 reaches voicemail.
+// ours. Number rules: ...0000 is not answered, ...9999 fails, ...7777 reaches voicemail, ...2222
+// asks for a consultation and books it through the firm's tools (simulator-tools.ts).
 
 export type SimulatedCallStatus = 'registered' | 'ongoing' | 'ended' | 'not_connected';
 
@@ -49,6 +51,8 @@ export interface SimulatorCallDoc {
   call_analysis: Record<string, unknown> | null;
   /** Webhook events already delivered (a retried step does not send them again). */
   delivered: string[];
+  /** A 2222 caller's booking, once the tools answered (simulator-tools.ts); absent before. */
+  booking?: SimulatedBooking | null;
   created_at: Date;
 }
 

@@ -51,6 +51,10 @@ export const COLLECTIONS = {
    * into their queues in that order when it is back (core/domain/deliveries/delivery-outbox.ts).
    */
   webhookOutbox: 'webhook_outbox',
+  /** Bookings made through the booking provider (`_id` = our appointment id): request and its effect record. */
+  appointments: 'appointments',
+  /** Key documents: the appointment of a lead (`_id` = the lead id), copied onto the lead when it exists. */
+  leadAppointments: 'lead_appointments',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

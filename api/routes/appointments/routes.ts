@@ -1,0 +1,100 @@
+import { requireFirm } from '../../../core/domain/access/access.js';
+import { runTool } from '../../../core/domain/appointments/agent-tools.js';
+import { freeSlots } from '../../../core/domain/appointments/availability.js';
+import { bookAppointment } from '../../../core/domain/appointments/booking.js';
+import { resolveCallId } from '../../../core/domain/calls/call-events.js';
+import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
+import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
+import { defineRoute } from '../../route.js';
+import { authenticateCallWebhook } from '../call-webhook/routes.js';
+import {
+  AppointmentResponse,
+  AvailabilityQuery,
+  AvailabilityResponse,
+  CreateAppointmentBody,
+  ToolBody,
+  ToolParams,
+  ToolResponse,
+} from './schema.js';
+
+const tag = 'Appointments';
+
+export const appointmentRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/api/appointments/availability',
+    operationId: 'appointmentAvailability',
+    summary:
+      "Free slots of the firm's booking provider (Cal.com) between two dates (at most 14 days), in the time zone asked for; cached 30 s",
+    tag,
+    auth: { kind: 'token' },
+    query: AvailabilityQuery,
+    response: AvailabilityResponse,
+    errors: [403, 404, 409, 502],
+    handler: async ({ services, principal, query }) => {
+      const firm = await requireFirm(services.mongo.db, principal, query.firmSlug);
+      const slots = await freeSlots(services, firm, {
+        start: query.start,
+        end: query.end,
+        timeZone: query.timeZone,
+      });
+      return { slots: slots.map((start) => ({ start })) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/appointments',
+    operationId: 'createAppointment',
+    summary:
+      "Book a slot through the firm's booking provider. Optional Idempotency-Key header: one booking per key. 409 slot_unavailable (details: the next free slots) or booking_not_configured",
+    tag,
+    auth: { kind: 'token' },
+    body: CreateAppointmentBody,
+    response: AppointmentResponse,
+    errors: [403, 404, 409, 502],
+    handler: async ({ services, principal, body, koa }) => {
+      const header = koa.get('Idempotency-Key');
+      const idempotencyKey = header === '' ? undefined : header;
+      if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
+      const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
+      const { result, repeated } = await bookAppointment(
+        services,
+        firm,
+        {
+          start: body.start,
+          attendee: body.attendee,
+          ...(body.notes === undefined ? {} : { notes: body.notes }),
+          ...(body.lead_id === undefined ? {} : { leadId: body.lead_id }),
+        },
+        idempotencyKey,
+      );
+      if (repeated) koa.set('Idempotent-Replayed', 'true');
+      return result;
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/v2/{firm}/tools/{name}',
+    operationId: 'agentTool',
+    summary:
+      'Retell custom functions check_availability and book_appointment (body {name, call, args}), authenticated as the call webhook; answers short JSON for the LLM',
+    tag,
+    auth: { kind: 'webhook', authenticate: authenticateCallWebhook },
+    params: ToolParams,
+    body: ToolBody,
+    response: ToolResponse,
+    errors: [403, 404, 409, 502],
+    handler: async ({ services, principal, params, body }) => {
+      const db = services.mongo.db;
+      const firm = await requireFirm(db, principal, params.firm);
+      // The conversation is our call (the provider's call id, or ours in its metadata).
+      const callId = await resolveCallId(db, firm._id, snapshotProviderCall(body.call));
+      return runTool(services, firm, {
+        name: params.name,
+        args: body.args ?? {},
+        call: body.call,
+        subject: { source: 'call', id: callId },
+      });
+    },
+  }),
+];

@@ -1,0 +1,85 @@
+import { Type } from '@sinclair/typebox';
+import { Body, FirmSlug, Id } from '../../schemas/common.js';
+import { TOOL_NAMES } from '../../../core/domain/appointments/agent-tools.js';
+
+// §7 of the contract: availability and booking through the firm's booking provider, and the same
+// two steps as Retell custom functions.
+
+const DateOnly = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', maxLength: 10, description: 'YYYY-MM-DD' });
+const TimeZone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone' });
+
+export const AvailabilityQuery = Type.Object(
+  {
+    firmSlug: FirmSlug,
+    start: DateOnly,
+    end: Type.String({ ...DateOnly, description: 'YYYY-MM-DD, included; at most 14 days from start' }),
+    timeZone: TimeZone,
+  },
+  { additionalProperties: false },
+);
+
+export const AvailabilityResponse = Type.Object({
+  slots: Type.Array(
+    Type.Object({ start: Type.String({ description: 'ISO 8601 with the offset of timeZone' }) }),
+  ),
+});
+
+export const CreateAppointmentBody = Body({
+  firmSlug: FirmSlug,
+  start: Type.String({ format: 'date-time', maxLength: 64, description: 'A slot start from availability' }),
+  attendee: Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 200 }),
+      email: Type.String({ format: 'email', maxLength: 320 }),
+      timeZone: TimeZone,
+      phone: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+    },
+    { additionalProperties: false },
+  ),
+  notes: Type.Optional(Type.String({ maxLength: 5000 })),
+  lead_id: Type.Optional(Id),
+});
+
+export const AppointmentResponse = Type.Object({
+  booking_uid: Type.String(),
+  start: Type.String(),
+  end: Type.String(),
+  status: Type.String(),
+});
+
+export const ToolParams = Type.Object({
+  firm: FirmSlug,
+  name: Type.Union(
+    TOOL_NAMES.map((n) => Type.Literal(n)),
+    { description: 'check_availability or book_appointment' },
+  ),
+});
+
+/** Retell's custom-function request: `{name, call, args}` (unknown fields allowed: senders add them). */
+export const ToolBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    call: Type.Object(
+      { call_id: Type.String({ minLength: 1, maxLength: 256, description: "The provider's call id" }) },
+      { additionalProperties: true },
+    ),
+    args: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50 })),
+  },
+  { additionalProperties: true },
+);
+
+const Spoken = Type.Object({
+  start: Type.String({ description: 'ISO 8601, to book with' }),
+  spoken: Type.String({ description: 'The time as a person says it, in the time zone' }),
+});
+
+export const ToolResponse = Type.Object({
+  message: Type.String({ description: 'What the agent says, in plain words' }),
+  time_zone: Type.Optional(Type.String()),
+  slots: Type.Optional(Type.Array(Spoken)),
+  booked: Type.Optional(Type.Boolean()),
+  booking_uid: Type.Optional(Type.String()),
+  start: Type.Optional(Type.String()),
+  spoken: Type.Optional(Type.String()),
+  alternatives: Type.Optional(Type.Array(Spoken)),
+});

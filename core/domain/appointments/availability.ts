@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { urlPolicyOf } from '../../platform/config.js';
+import { AppError, badGateway, conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { isTimeZone } from '../../platform/time-zone.js';
+import type { Services } from '../../wiring/services.js';
+import { CalcomClient, CalcomError } from '../../integrations/booking/calcom.js';
+import { HttpRequestError } from '../../integrations/http/guarded-http.js';
+import type { BookingProviderSettings } from '../firms/firm-settings.js';
+import type { FirmDoc } from '../firms/firms.js';
+
+// Free slots of a firm's booking provider (docs/appointments.md#availability): Cal.com's /v2/slots
+// for the firm's event type, at most MAX_DAYS days per request, each answer kept 30 s in Redis
+// (an agent asks again and again within one conversation). Slot starts keep the offset of the
+// time zone asked for, as Cal.com gives them.
+
+/** Days one availability request may cover, start and end dates included. */
+export const MAX_DAYS = 14;
+const CACHE_SECONDS = 30;
+const DAY_MS = 24 * 3600_000;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export interface AvailabilityQuery {
+  /** YYYY-MM-DD, the first day. */
+  start: string;
+  /** YYYY-MM-DD, the last day (included). */
+  end: string;
+  /** IANA time zone the days are in and the slots are shown in. */
+  timeZone: string;
+}
+
+/** The firm's booking provider, or 409 booking_not_configured. */
+export function bookingProviderOf(firm: FirmDoc): BookingProviderSettings {
+  const booking = firm.settings.booking;
+  if (booking === undefined) {
+    throw conflict(
+      'booking_not_configured',
+      'This firm has no booking provider; set settings.booking ({provider: "calcom", api_key, event_type_id}) first.',
+    );
+  }
+  return booking;
+}
+
+export function calcomOf(services: Services, booking: BookingProviderSettings): CalcomClient {
+  return new CalcomClient({
+    ...(booking.base_url === undefined ? {} : { baseUrl: booking.base_url }),
+    apiKey: booking.api_key,
+    policy: urlPolicyOf(services.config),
+  });
+}
+
+const dayNumber = (date: string): number => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
+
+/** 400 naming each field that is not a real date, a time zone, or a range of 1 to MAX_DAYS days. */
+export function checkAvailabilityQuery(query: AvailabilityQuery): void {
+  const problems: ErrorDetail[] = [];
+  for (const field of ['start', 'end'] as const) {
+    const value = query[field];
+    const ok = DATE.test(value) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+    if (!ok) problems.push({ path: `/${field}`, message: 'is not a date (YYYY-MM-DD)' });
+  }
+  if (!isTimeZone(query.timeZone))
+    problems.push({ path: '/timeZone', message: 'is not an IANA time zone (such as America/Chicago)' });
+  if (problems.length === 0) {
+    const days = dayNumber(query.end) - dayNumber(query.start) + 1;
+    if (days < 1) problems.push({ path: '/end', message: 'is before start' });
+    else if (days > MAX_DAYS)
+      problems.push({ path: '/end', message: `is more than ${MAX_DAYS} days after start` });
+  }
+  if (problems.length > 0) throw invalidRequest('The availability query is not valid.', problems);
+}
+
+/** A Cal.com failure as the API answers it: 502 booking_provider_error (a 401 says the key is wrong). */
+export function providerFailure(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof CalcomError) {
+    const hint = err.status === 401 ? ' Check settings.booking.api_key.' : '';
+    return badGateway(
+      'booking_provider_error',
+      `The booking provider refused the request (${err.status}).${hint}`,
+    );
+  }
+  if (err instanceof HttpRequestError) {
+    return badGateway('booking_provider_error', 'The booking provider could not be reached.');
+  }
+  if (err instanceof Error && err.name === 'UrlNotAllowedError') {
+    return badGateway('booking_provider_error', 'The booking provider URL is not allowed.');
+  }
+  throw err;
+}
+
+/**
+ * Free slot starts in the query's days, from the 30-second cache or Cal.com (`fresh` skips the
+ * cache: the alternatives after a slot was taken must not offer it again).
+ */
+export async function freeSlots(
+  services: Services,
+  firm: FirmDoc,
+  query: AvailabilityQuery,
+  options: { fresh?: boolean } = {},
+): Promise<string[]> {
+  checkAvailabilityQuery(query);
+  const booking = bookingProviderOf(firm);
+  const digest = createHash('sha256')
+    .update(
+      JSON.stringify([booking.base_url ?? '', booking.event_type_id, query.start, query.end, query.timeZone]),
+    )
+    .digest('base64url')
+    .slice(0, 32);
+  const key = redisKeys(services.config.queuePrefix).appointmentSlots(firm._id, digest);
+  if (options.fresh !== true) {
+    // A cache: when Redis cannot answer, Cal.com still can.
+    const cached = await services.redis.get(key).catch(() => null);
+    if (cached !== null) return JSON.parse(cached) as string[];
+  }
+  let slots: string[];
+  try {
+    slots = await calcomOf(services, booking).slots({ eventTypeId: booking.event_type_id, ...query });
+  } catch (err) {
+    throw providerFailure(err);
+  }
+  await services.redis.set(key, JSON.stringify(slots), 'EX', CACHE_SECONDS).catch(() => {});
+  return slots;
+}
+
+/** The date (YYYY-MM-DD) of an instant in a time zone. */
+export function dateIn(ms: number, timeZone: string): string {
+  // en-CA formats dates as YYYY-MM-DD.
+  return new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).format(new Date(ms));
+}
+
+/** The query for `days` days from the day of `fromMs` in `timeZone`. */
+export function daysFrom(fromMs: number, days: number, timeZone: string): AvailabilityQuery {
+  return {
+    start: dateIn(fromMs, timeZone),
+    end: dateIn(fromMs + (days - 1) * DAY_MS, timeZone),
+    timeZone,
+  };
+}

@@ -1,0 +1,279 @@
+import type { Db } from 'mongodb';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import {
+  newEffectRecord,
+  runEffect,
+  type EffectRecord,
+  type EffectSubject,
+  type EffectSubjectDoc,
+} from '../../platform/db/effect-recorder.js';
+import { runIdempotent } from '../../platform/db/idempotency.js';
+import { AppError, invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
+import { isTimeZone } from '../../platform/time-zone.js';
+import type { Services } from '../../wiring/services.js';
+import { bookingMayHaveHappened, CalcomError } from '../../integrations/booking/calcom.js';
+import { normalizeEmail } from '../contact-points/emails.js';
+import { toE164 } from '../contact-points/phones.js';
+import type { FirmDoc } from '../firms/firms.js';
+import { findLead } from '../leads/leads.js';
+import { bookingProviderOf, calcomOf, daysFrom, freeSlots, providerFailure } from './availability.js';
+import { attachAppointment, type LeadAppointment } from './lead-appointment.js';
+
+// A booking through the firm's provider (docs/appointments.md#booking). The request becomes an
+// appointment record first; Cal.com's POST /v2/bookings runs through the effect recorder on it,
+// marked with our appointment id in the booking's metadata. A process that dies between Cal.com's
+// answer and our record leaves the effect `running`; whoever resumes it (a retry with the same
+// Idempotency-Key, through runIdempotent's recover) asks Cal.com for the booking carrying that id
+// before booking again. So one key is one booking, whatever fails in between.
+//
+// No reminders are made here: they come from Cal.com's BOOKING_CREATED webhook (§3.11), keyed by
+// the booking uid, which stores each once however often it is delivered.
+
+/** Metadata key on the Cal.com booking naming our appointment. */
+export const APPOINTMENT_METADATA_KEY = 'intake_appointment_id';
+/** How many free slots a 409 slot_unavailable proposes. */
+const ALTERNATIVES = 5;
+
+export interface AppointmentRequest {
+  start: string;
+  attendee: { name: string; email: string; timeZone: string; phone?: string };
+  notes?: string;
+  /** The lead the appointment is for (it then shows it); it must exist and be the firm's. */
+  leadId?: string;
+  /** The lead of the conversation booking it (a call's or chat's, made later: lead-appointment.ts). */
+  conversationLeadId?: string;
+}
+
+export interface AppointmentResult {
+  booking_uid: string;
+  start: string;
+  end: string;
+  status: string;
+}
+
+interface AppointmentDoc {
+  _id: string;
+  firm: string;
+  event_type_id: number;
+  start: string;
+  attendee: { name: string; email: string; timeZone: string; phone: string | null };
+  notes: string | null;
+  lead_id: string | null;
+  booking: EffectRecord<AppointmentResult>;
+  created_at: Date;
+}
+
+const appointments = (db: Db) => collection<AppointmentDoc>(db, COLLECTIONS.appointments);
+
+function subjectOf(services: Services, doc: Pick<AppointmentDoc, '_id' | 'firm'>): EffectSubject {
+  return {
+    collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.appointments),
+    id: doc._id,
+    exclusive: (write) =>
+      withRecordLock(
+        services.redis,
+        redisKeys(services.config.queuePrefix).appointmentLock(doc.firm, doc._id),
+        write,
+      ),
+  };
+}
+
+/** The request normalised: start in UTC, email lower-cased, phone E.164; 400 naming each bad field. */
+function normalise(
+  request: AppointmentRequest,
+): Omit<AppointmentDoc, '_id' | 'firm' | 'event_type_id' | 'booking' | 'created_at'> {
+  const problems: ErrorDetail[] = [];
+  const startMs = Date.parse(request.start);
+  if (!Number.isFinite(startMs)) problems.push({ path: '/start', message: 'is not a date-time' });
+  else if (startMs < Date.now()) problems.push({ path: '/start', message: 'is in the past' });
+  const email = normalizeEmail(request.attendee.email);
+  if (email === null) problems.push({ path: '/attendee/email', message: 'is not a valid email address' });
+  if (!isTimeZone(request.attendee.timeZone))
+    problems.push({
+      path: '/attendee/timeZone',
+      message: 'is not an IANA time zone (such as America/Chicago)',
+    });
+  const phone = request.attendee.phone === undefined ? null : toE164(request.attendee.phone, 'US');
+  if (request.attendee.phone !== undefined && phone === null)
+    problems.push({ path: '/attendee/phone', message: 'is not a valid phone number' });
+  if (request.attendee.name.trim() === '') problems.push({ path: '/attendee/name', message: 'is empty' });
+  if (problems.length > 0) throw invalidRequest('Some appointment fields are not valid.', problems);
+  return {
+    start: new Date(startMs).toISOString(),
+    attendee: {
+      name: request.attendee.name.trim(),
+      email: email!,
+      timeZone: request.attendee.timeZone,
+      phone,
+    },
+    notes: request.notes?.trim() || null,
+    lead_id: request.leadId ?? request.conversationLeadId ?? null,
+  };
+}
+
+/**
+ * Books a slot for a firm; with `idempotencyKey`, at most one booking per key (a repeat answers
+ * the first booking). 409 booking_not_configured without a provider, 409 slot_unavailable (with
+ * the next free slots as details) when the slot is taken.
+ */
+export async function bookAppointment(
+  services: Services,
+  firm: FirmDoc,
+  request: AppointmentRequest,
+  idempotencyKey?: string,
+): Promise<{ result: AppointmentResult; repeated: boolean }> {
+  const booking = bookingProviderOf(firm);
+  const fields = normalise(request);
+  const db = services.mongo.db;
+  if (request.leadId !== undefined) {
+    const lead = await findLead(db, request.leadId);
+    if (lead === null || lead.firm !== firm._id) throw notFound('lead');
+  }
+  const doc: AppointmentDoc = {
+    _id: newId('appt'),
+    firm: firm._id,
+    event_type_id: booking.event_type_id,
+    ...fields,
+    booking: newEffectRecord<AppointmentResult>(),
+    created_at: new Date(),
+  };
+  if (idempotencyKey === undefined) {
+    await appointments(db).insertOne(doc);
+    try {
+      return { result: await book(services, firm, doc), repeated: false };
+    } catch (err) {
+      // Cal.com may have booked: ask it once before answering (without a key, no later retry can).
+      if (!(await leftRunning(db, doc._id))) throw err;
+      const resumed = await resume(services, firm, doc._id);
+      if (resumed === null) throw err;
+      return { result: resumed, repeated: false };
+    }
+  }
+  let outcome: AppointmentResult | undefined;
+  const { resourceId, created } = await runIdempotent(
+    db,
+    { scope: 'appointment', firm: firm._id, key: idempotencyKey },
+    doc._id,
+    async () => {
+      await appointments(db).insertOne(doc);
+      try {
+        outcome = await book(services, firm, doc);
+      } catch (err) {
+        // Cal.com may have booked (no answer, a 5xx): the key stays with this record, whose
+        // effect is left `running`, so that the resume below and every retry ask Cal.com first.
+        if (await leftRunning(db, doc._id)) return;
+        throw err;
+      }
+    },
+    async (id) => (await resume(services, firm, id)) !== null,
+  );
+  if (created && outcome !== undefined) return { result: outcome, repeated: false };
+  const resumed = await resume(services, firm, resourceId);
+  if (resumed === null) throw new Error(`appointment ${resourceId} of a done key cannot be read`);
+  return { result: resumed, repeated: true };
+}
+
+async function leftRunning(db: Db, id: string): Promise<boolean> {
+  const doc = await appointments(db).findOne({ _id: id }, { projection: { booking: 1 } });
+  return doc?.booking.state === 'running';
+}
+
+/** The booking of an appointment record, finished if a dead request left it half-way; null: none. */
+async function resume(services: Services, firm: FirmDoc, id: string): Promise<AppointmentResult | null> {
+  const doc = await appointments(services.mongo.db).findOne({ _id: id });
+  if (doc === null || doc.firm !== firm._id) return null;
+  if (doc.booking.state === 'done' && doc.booking.result !== null) return doc.booking.result;
+  if (doc.booking.state === 'failed') return null;
+  try {
+    return await book(services, firm, doc);
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'slot_unavailable') return null;
+    throw err;
+  }
+}
+
+/** Cal.com's booking for the record, through the effect recorder; then the lead shows it. */
+async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Promise<AppointmentResult> {
+  const booking = bookingProviderOf(firm);
+  const calcom = calcomOf(services, booking);
+  let record: EffectRecord<AppointmentResult>;
+  try {
+    record = await runEffect<AppointmentResult>(
+      subjectOf(services, doc),
+      {
+        path: 'booking',
+        mayHaveHappened: bookingMayHaveHappened,
+        isFinal: (err) => err instanceof CalcomError && err.status >= 400 && err.status < 500,
+        reconcile: async () => {
+          const found = await calcom.findBooking({
+            eventTypeId: doc.event_type_id,
+            attendeeEmail: doc.attendee.email,
+            start: doc.start,
+            key: APPOINTMENT_METADATA_KEY,
+            value: doc._id,
+          });
+          return found === null
+            ? null
+            : {
+                state: 'done',
+                result: { booking_uid: found.uid, start: found.start, end: found.end, status: found.status },
+              };
+        },
+      },
+      // One attempt per request: a failure is answered now (a retry is a new request).
+      { lastAttempt: false },
+      async () => {
+        const made = await calcom.createBooking({
+          eventTypeId: doc.event_type_id,
+          start: doc.start,
+          attendee: {
+            name: doc.attendee.name,
+            email: doc.attendee.email,
+            timeZone: doc.attendee.timeZone,
+            ...(doc.attendee.phone === null ? {} : { phoneNumber: doc.attendee.phone }),
+          },
+          metadata: { [APPOINTMENT_METADATA_KEY]: doc._id, firm: doc.firm },
+          ...(doc.notes === null ? {} : { notes: doc.notes }),
+        });
+        return {
+          state: 'done',
+          result: { booking_uid: made.uid, start: made.start, end: made.end, status: made.status },
+        };
+      },
+    );
+  } catch (err) {
+    if (err instanceof CalcomError && err.slotTaken) throw await slotUnavailable(services, firm, doc);
+    throw providerFailure(err);
+  }
+  const result = record.result!;
+  if (doc.lead_id !== null) {
+    const shown: LeadAppointment = { booking_uid: result.booking_uid, start: result.start };
+    await attachAppointment(services.mongo.db, doc.lead_id, shown);
+  }
+  return result;
+}
+
+/** 409 slot_unavailable with the next free slots (fresh from Cal.com) in the attendee's time zone. */
+async function slotUnavailable(services: Services, firm: FirmDoc, doc: AppointmentDoc): Promise<AppError> {
+  const startMs = Date.parse(doc.start);
+  let next: string[] = [];
+  try {
+    const slots = await freeSlots(services, firm, daysFrom(startMs, 7, doc.attendee.timeZone), {
+      fresh: true,
+    });
+    next = slots.filter((s) => Date.parse(s) > startMs).slice(0, ALTERNATIVES);
+  } catch {
+    // The conflict is the answer; alternatives are a courtesy.
+  }
+  return new AppError(
+    409,
+    'slot_unavailable',
+    next.length > 0
+      ? `That slot was taken meanwhile; details list the next ${next.length} free slots (message: the start).`
+      : 'That slot was taken meanwhile and no other slot is free in the next 7 days.',
+    next.map((start) => ({ path: '/start', message: start })),
+  );
+}

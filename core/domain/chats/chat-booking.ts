@@ -1,0 +1,114 @@
+import { AppError } from '../../platform/errors.js';
+import { isTimeZone } from '../../platform/time-zone.js';
+import type { Services } from '../../wiring/services.js';
+import type { ChatBookingProgress, ChatReply, IntakeProgress } from '../../integrations/chat/engine.js';
+import { offerSlots, spokenTime } from '../appointments/agent-tools.js';
+import { bookAppointment } from '../appointments/booking.js';
+import { getFirm } from '../firms/firms.js';
+import { questionKind } from '../intake/question-kinds.js';
+import { subjectLeadId } from '../leads/leads.js';
+import type { ChatDoc } from './chats.js';
+
+// The built-in intake agent's consultation offer (docs/appointments.md#the-chat-agent): when the
+// firm has a booking provider and the intake questions are all answered (an email among them), the
+// reply proposes the next free slots, numbered; the person's next message picks one by number and
+// the slot is booked (one booking per chat: the Idempotency-Key is the chat's, so a turn recomputed
+// after a lost race books nothing more). The engine itself stays pure; this runs beside it.
+
+const ORDINALS = ['first', 'second', 'third', 'fourth', 'fifth'];
+
+/** Which offered slot a message picks (1-based digit or an ordinal word), else null. */
+export function pickedSlot(message: string, count: number): number | null {
+  const digit = /\b([1-9])\b/.exec(message);
+  if (digit !== null && Number(digit[1]) <= count) return Number(digit[1]) - 1;
+  const lower = message.toLowerCase();
+  const word = ORDINALS.findIndex((w, i) => i < count && lower.includes(w));
+  return word === -1 ? null : word;
+}
+
+const numbered = (offered: ChatBookingProgress['offered']): string =>
+  offered.map((s, i) => `${i + 1}) ${s.spoken}`).join('\n');
+
+function answerOfKind(chat: ChatDoc, progress: IntakeProgress, kind: 'name' | 'email'): string | undefined {
+  const key = chat.agent.intake_questions.find((q) => questionKind(q.key) === kind)?.key;
+  return key === undefined ? undefined : progress.answers.find((a) => a.key === key)?.value;
+}
+
+const complete = (chat: ChatDoc, progress: IntakeProgress | null | undefined): boolean =>
+  progress != null && chat.agent.intake_questions.every((q) => progress.answers.some((a) => a.key === q.key));
+
+/** The engine's reply with the booking step added when it applies. */
+export async function withBookingStep(
+  services: Services,
+  chat: ChatDoc,
+  message: string,
+  reply: ChatReply,
+): Promise<ChatReply> {
+  const before = chat.intake_progress ?? null;
+  const after = reply.progress;
+  if (after === null || chat.agent.intake_questions.length === 0) return reply;
+  const state = before?.booking;
+  if (state?.booked != null) return { ...reply, progress: { ...after, booking: state } };
+  const firm = await getFirm(services.mongo.db, chat.firm);
+  if (firm?.settings.booking === undefined) return reply;
+  const email = answerOfKind(chat, after, 'email');
+  if (email === undefined || !complete(chat, after)) return reply;
+  const tzVar = chat.dynamic_variables.time_zone;
+  const timeZone = tzVar !== undefined && isTimeZone(tzVar) ? tzVar : firm.settings.timezone;
+
+  if (state === undefined) {
+    // The questions were just answered: offer the next free slots.
+    const offered = await offerSlots(services, firm, timeZone);
+    if (offered.length === 0) return reply;
+    const booking: ChatBookingProgress = { time_zone: timeZone, offered, booked: null };
+    return {
+      message: `${reply.message}\n\nWould you like a free consultation? These times are open (${timeZone}):\n${numbered(offered)}\nReply with the number of the time that suits you.`,
+      progress: { ...after, booking },
+    };
+  }
+
+  const pick = pickedSlot(message, state.offered.length);
+  if (pick === null) {
+    return {
+      message: `To book a consultation, reply with the number of one of these times:\n${numbered(state.offered)}`,
+      progress: { ...after, booking: state },
+    };
+  }
+  const slot = state.offered[pick]!;
+  try {
+    const { result } = await bookAppointment(
+      services,
+      firm,
+      {
+        start: slot.start,
+        attendee: { name: answerOfKind(chat, after, 'name') ?? email, email, timeZone: state.time_zone },
+        conversationLeadId: subjectLeadId('chat', chat._id),
+      },
+      `chat:${chat._id}`,
+    );
+    const spoken = spokenTime(result.start, state.time_zone);
+    return {
+      message: `Your consultation is booked for ${spoken} (${state.time_zone}). A confirmation goes to ${email}.`,
+      progress: {
+        ...after,
+        booking: { ...state, booked: { booking_uid: result.booking_uid, start: result.start, spoken } },
+      },
+    };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'slot_unavailable') throw err;
+    const offered = (err.details ?? []).map((d) => ({
+      start: d.message,
+      spoken: spokenTime(d.message, state.time_zone),
+    }));
+    if (offered.length === 0) {
+      return {
+        message: 'Sorry, that time was just taken and nothing else is free this week.',
+        progress: after,
+      };
+    }
+    return {
+      message: `Sorry, that time was just taken. These are still open:\n${numbered(offered)}\nReply with the number of the time that suits you.`,
+      progress: { ...after, booking: { ...state, offered } },
+    };
+  }
+}
