@@ -107,7 +107,7 @@ export async function freeSlots(
     )
     .digest('base64url')
     .slice(0, 32);
-  const key = redisKeys(services.config.queuePrefix).appointmentSlots(firm._id, digest);
+  const key = redisKeys(services.config).appointmentSlots(firm._id, digest);
   if (options.fresh !== true) {
     // A cache: when Redis cannot answer, Cal.com still can.
     const cached = await services.redis.get(key).catch(() => null);

@@ -73,11 +73,7 @@ function subjectOf(services: Services, doc: Pick<AppointmentDoc, '_id' | 'firm'>
     collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.appointments),
     id: doc._id,
     exclusive: (write) =>
-      withRecordLock(
-        services.redis,
-        redisKeys(services.config.queuePrefix).appointmentLock(doc.firm, doc._id),
-        write,
-      ),
+      withRecordLock(services.redis, redisKeys(services.config).appointmentLock(doc.firm, doc._id), write),
   };
 }
 
