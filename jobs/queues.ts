@@ -1,5 +1,6 @@
 import { Queue, type DefaultJobOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { queueTelemetry } from '../core/platform/telemetry/start.js';
 
 // The queues: the contract between the web and the worker processes. Jobs are declared, each
 // once, in jobs/table.ts; a queue's settings that every process must agree on live here.
@@ -72,7 +73,13 @@ export function createQueues(connection: Redis, prefix: string, onError: (err: E
   let reported = false;
   connection.on('ready', () => (reported = false));
   const entries = QUEUE_NAMES.map((name) => {
-    const queue = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+    const queue = new Queue(name, {
+      connection,
+      prefix,
+      defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      // With tracing on, each job carries its trace from the add to the worker's processing.
+      ...queueTelemetry(),
+    });
     queue.on('error', (err) => {
       if (reported) return;
       reported = true;

@@ -7,6 +7,8 @@ import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
+import { annotateSpan, queueTelemetry } from '../core/platform/telemetry/start.js';
+import { spanSubjectOf } from '../jobs/span-subject.js';
 
 interface ProcessorContext {
   services: Services;
@@ -71,6 +73,7 @@ export function startWorkers(
         const process = byName.get(job.name);
         if (process === undefined) throw new UnrecoverableError(`No processor for job "${job.name}"`);
         const key = `${queue}/${job.id}`;
+        annotateSpan(spanSubjectOf(job.data));
         inFlight.set(key, { job, token });
         try {
           return await process(job, {
@@ -93,6 +96,7 @@ export function startWorkers(
         maxStalledCount: MAX_STALLS,
         ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
         autorun: true,
+        ...queueTelemetry(),
       },
     );
     worker.on('failed', (job, err) => {
