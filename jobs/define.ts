@@ -2,7 +2,7 @@ import type { JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 import type { QueueName, Queues } from './queues.js';
-import { annotateSpan } from '../core/platform/telemetry/start.js';
+import { annotateSpan, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from './span-subject.js';
 
 // How a job is declared (once, in jobs/table.ts) and added. A job's id is derived from its
@@ -47,7 +47,7 @@ export async function enqueue<T>(
   options: { delay?: number } = {},
 ): Promise<void> {
   assertReady(queues, job.queue);
-  annotateSpan(spanSubjectOf(data));
+  if (tracingActive()) annotateSpan(spanSubjectOf(data));
   try {
     await queues[job.queue].add(job.name, data, {
       ...job.options,

@@ -7,7 +7,7 @@ import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
-import { annotateSpan, queueTelemetry } from '../core/platform/telemetry/start.js';
+import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from '../jobs/span-subject.js';
 
 interface ProcessorContext {
@@ -73,7 +73,7 @@ export function startWorkers(
         const process = byName.get(job.name);
         if (process === undefined) throw new UnrecoverableError(`No processor for job "${job.name}"`);
         const key = `${queue}/${job.id}`;
-        annotateSpan(spanSubjectOf(job.data));
+        if (tracingActive()) annotateSpan(spanSubjectOf(job.data));
         inFlight.set(key, { job, token });
         try {
           return await process(job, {
