@@ -1,12 +1,10 @@
-// The Procfile's web process: HTTP on PORT, graceful drain on SIGTERM.
+// The Procfile's web process: HTTP on PORT, graceful drain on SIGTERM. Tracing, when configured,
+// must be running before http, Koa, MongoDB and ioredis are first imported: this entry imports
+// only the configuration and the switch, then the process itself (./web-process.ts).
 import { loadConfigOrExit } from '../core/platform/config.js';
-import { createLogger } from '../core/platform/logger.js';
-import { stopOnSignals } from '../core/platform/process.js';
-import { createServices } from '../core/wiring/services.js';
-import { startWeb } from './web.js';
+import { startTracing } from '../core/platform/telemetry/start.js';
 
 const config = loadConfigOrExit();
-const log = createLogger(config.logLevel, 'web');
-const web = await startWeb(createServices(config, log, 'producer'));
-log.info({ port: web.port }, 'web listening');
-stopOnSignals(log, config.shutdownTimeoutMs, () => web.stop());
+await startTracing(config, 'intake-web');
+const { runWeb } = await import('./web-process.js');
+await runWeb(config);

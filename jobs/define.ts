@@ -2,6 +2,8 @@ import type { JobsOptions } from 'bullmq';
 import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 import type { RedisClient } from '../core/platform/redis.js';
 import type { QueueName, Queues } from './queues.js';
+import { annotateSpan, tracingActive } from '../core/platform/telemetry/start.js';
+import { spanSubjectOf } from './span-subject.js';
 
 // How a job is declared (once, in jobs/table.ts) and added. A job's id is derived from its
 // business identity, so a repeated request or delivery adds nothing while the first job is
@@ -45,6 +47,7 @@ export async function enqueue<T>(
   options: { delay?: number } = {},
 ): Promise<void> {
   assertReady(queues, job.queue);
+  if (tracingActive()) annotateSpan(spanSubjectOf(data));
   try {
     await queues[job.queue].add(job.name, data, {
       ...job.options,

@@ -1,6 +1,7 @@
 import { Queue, type DefaultJobOptions } from 'bullmq';
 import type { RedisClient } from '../core/platform/redis.js';
 import type { RedisKeys } from '../core/platform/redis-keys.js';
+import { queueTelemetry } from '../core/platform/telemetry/start.js';
 
 // The queues: the contract between the web and the worker processes. Jobs are declared, each
 // once, in jobs/table.ts; a queue's settings that every process must agree on live here.
@@ -81,6 +82,8 @@ export function createQueues(
       connection,
       prefix: keys.queuePrefix(name),
       defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      // With tracing on, each job carries its trace from the add to the worker's processing.
+      ...queueTelemetry(),
     });
     queue.on('error', (err) => {
       if (reported) return;

@@ -1,18 +1,11 @@
 // The Procfile's worker process: one BullMQ Worker per queue it consumes (WORKER_QUEUES,
-// default all), graceful stop on SIGTERM.
-import { exitOnConfigError, loadConfigOrExit } from '../core/platform/config.js';
-import { createLogger } from '../core/platform/logger.js';
-import { stopOnSignals } from '../core/platform/process.js';
-import { createServices } from '../core/wiring/services.js';
-import { warnUnlessNoEviction } from '../core/platform/redis.js';
-import { processors } from './processors/index.js';
-import { selectQueues, startWorkers } from './runner.js';
+// default all), graceful stop on SIGTERM. Tracing, when configured, must be running before
+// ioredis, MongoDB and http are first imported: this entry imports only the configuration and
+// the switch, then the process itself (./worker-process.ts).
+import { loadConfigOrExit } from '../core/platform/config.js';
+import { startTracing } from '../core/platform/telemetry/start.js';
 
 const config = loadConfigOrExit();
-const queues = exitOnConfigError(() => selectQueues(config.workerQueues));
-const log = createLogger(config.logLevel, 'worker');
-const services = createServices(config, log, 'worker');
-void warnUnlessNoEviction(services.redis, log);
-const running = startWorkers(services, processors, queues);
-log.info({ queues }, 'workers started');
-stopOnSignals(log, config.shutdownTimeoutMs, () => running.stop());
+await startTracing(config, 'intake-worker');
+const { runWorkers } = await import('./worker-process.js');
+runWorkers(config);

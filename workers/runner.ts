@@ -8,6 +8,8 @@ import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
+import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
+import { spanSubjectOf } from '../jobs/span-subject.js';
 
 interface ProcessorContext {
   services: Services;
@@ -72,6 +74,7 @@ export function startWorkers(
         const process = byName.get(job.name);
         if (process === undefined) throw new UnrecoverableError(`No processor for job "${job.name}"`);
         const key = `${queue}/${job.id}`;
+        if (tracingActive()) annotateSpan(spanSubjectOf(job.data));
         inFlight.set(key, { job, token });
         try {
           return await process(job, {
@@ -94,6 +97,7 @@ export function startWorkers(
         maxStalledCount: MAX_STALLS,
         ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
         autorun: true,
+        ...queueTelemetry(),
       },
     );
     worker.on('failed', (job, err) => {

@@ -1,8 +1,10 @@
 import type { Logger } from './logger.js';
+import { stopTracing } from './telemetry/start.js';
 
 /**
- * Runs `stop` once on SIGTERM or SIGINT and exits 0 when it finishes, or 1 when it fails or
- * outlasts the deadline (Heroku sends SIGKILL 30 s after SIGTERM; we aim to be gone in 25 s).
+ * Runs `stop` once on SIGTERM or SIGINT, then sends the spans still buffered, and exits 0 when
+ * it finishes, or 1 when it fails or outlasts the deadline (Heroku sends SIGKILL 30 s after
+ * SIGTERM; we aim to be gone in 25 s).
  */
 export function stopOnSignals(log: Logger, deadlineMs: number, stop: () => Promise<void>): void {
   let stopping = false;
@@ -15,7 +17,9 @@ export function stopOnSignals(log: Logger, deadlineMs: number, stop: () => Promi
       process.exit(1);
     }, deadlineMs);
     force.unref();
-    stop().then(
+    // The spans of the stop itself are sent last; losing them never fails the stop.
+    const stopAll = () => stop().then(() => stopTracing().catch(() => {}));
+    stopAll().then(
       () => {
         clearTimeout(force);
         log.info('stopped');

@@ -9,8 +9,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The real web entry (api/server.ts) as a child process on its own port, as the Procfile runs it. */
 export async function startWebProcess(
   env: Record<string, string>,
+  /** A port chosen beforehand (to name it in PUBLIC_BASE_URL); a longer start-up allowance. */
+  options: { port?: number; readyTimeoutMs?: number } = {},
 ): Promise<{ child: ChildProcess; baseUrl: string; stop(): Promise<void> }> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const baseUrl = `http://127.0.0.1:${port}`;
   const web = launch({
     name: 'web child',
@@ -20,7 +22,7 @@ export async function startWebProcess(
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
     output: { prefix: '[web child] ', to: 'stderr' },
     ready: { url: `${baseUrl}/readyz` },
-    readyTimeoutMs: 30_000,
+    readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
   });
   await web.ready;
   return {

@@ -8,6 +8,7 @@ import {
   type VoiceProvider,
 } from './provider.js';
 import { own } from '../../platform/own.js';
+import { tracedFetch } from '../../platform/telemetry/start.js';
 
 interface RetellOptions {
   apiKey: string;
@@ -32,6 +33,8 @@ export class RetellProvider implements VoiceProvider {
       baseURL: options.baseUrl,
       maxRetries: 0,
       timeout: options.timeoutMs ?? 30_000,
+      // A client span per request when tracing is on (Node's fetch is not node:http).
+      fetch: tracedFetch,
     });
   }
 

@@ -5,6 +5,7 @@ import { simulateVoicemail } from './simulator-voicemail.js';
 import { asksForAppointment, simulateBooking } from './simulator-tools.js';
 import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
+import { tracedFetch } from '../../platform/telemetry/start.js';
 
 // Plays a simulated call out, as the provider would: it is answered (or not), talks, hangs up,
 // and each change is reported to the firm's public call webhook over HTTP, signed as Retell
@@ -129,7 +130,8 @@ async function deliverWebhook(
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, call.webhook.secret);
-  const res = await fetch(call.webhook.url, {
+  // With tracing on, the webhook's handling joins this call's trace (traceparent).
+  const res = await tracedFetch(call.webhook.url, {
     method: 'POST',
     headers,
     body,

@@ -185,6 +185,22 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 25_000,
     description: 'how long a process may take to stop after SIGTERM',
   }),
+  otelExporterOtlpEndpoint: optional(
+    url('OTEL_EXPORTER_OTLP_ENDPOINT', {
+      protocols: ['http:', 'https:'],
+      base: true,
+      description:
+        'OTLP/HTTP collector; set, the processes send traces to `…/v1/traces` (docs/tracing.md); unset, tracing is not even loaded',
+    }),
+  ),
+  otelServiceName: optional(
+    text('OTEL_SERVICE_NAME', {
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$',
+      patternText: 'a name of 1 to 64 letters, digits, ".", "_" or "-"',
+      description:
+        "the traces' `service.name`; unset: `intake-web` for the web process, `intake-worker` for workers",
+    }),
+  ),
   jobLockMs: integer('JOB_LOCK_MS', {
     min: 1000,
     max: 600_000,

@@ -1,0 +1,59 @@
+// What a span may carry out of the process. Applied to every span just before export, so no
+// instrumentation's default can leak: query strings (a widget key travels in `?key=`) are cut
+// from URLs, path segments long enough to be a token (a Slack webhook URL's last segment is its
+// secret) are cut from outgoing URLs, and a phone number anywhere is masked to its last 4 digits.
+
+type AttributeValue = string | number | boolean | (string | number | boolean | null | undefined)[];
+export type Attributes = Record<string, AttributeValue | undefined>;
+
+/** URL-valued attributes of the HTTP instrumentation (old and stable semantic conventions). */
+const URL_KEYS = new Set(['url.full', 'http.url', 'http.target', 'url.path', 'http.route']);
+const QUERY_KEYS = new Set(['url.query']);
+
+// E.164 (+ and up to 15 digits) or a bare run of 7+ digits, standing alone (ids made of
+// base64url characters never match: their digits touch letters).
+const PHONE = /(?<![A-Za-z0-9])\+?\d{7,15}(?![A-Za-z0-9])/g;
+const TOKEN_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
+/** Paths that are secrets whatever their length: a Slack incoming webhook's /services/T…/B…/<secret>. */
+const SECRET_PATHS: [RegExp, string][] = [
+  [/^\/services\/[^/]+\/[^/]+\/[^/]+/, '/services/:team/:hook/:secret'],
+];
+
+export function maskPhones(text: string): string {
+  return text.replace(PHONE, (number) => `…${number.slice(-4)}`);
+}
+
+/** A URL (or a path) without its query string and, for outgoing calls, without token-like segments. */
+export function scrubUrl(value: string, outgoing: boolean): string {
+  const cut = value.split(/[?#]/, 1)[0] ?? '';
+  if (!outgoing) return cut;
+  const match = /^([a-z][a-z0-9+.-]*:\/\/[^/]*)?(.*)$/i.exec(cut);
+  const origin = match?.[1] ?? '';
+  let path = match?.[2] ?? '';
+  for (const [pattern, replacement] of SECRET_PATHS) path = path.replace(pattern, replacement);
+  path = path
+    .split('/')
+    .map((segment) => (TOKEN_SEGMENT.test(segment) ? ':redacted' : segment))
+    .join('/');
+  // user:password@ in an origin is a secret too.
+  return origin.replace(/\/\/[^@/]*@/, '//') + path;
+}
+
+function scrubValue(key: string, value: AttributeValue, outgoing: boolean): AttributeValue {
+  if (typeof value !== 'string') {
+    return Array.isArray(value)
+      ? value.map((item) => (typeof item === 'string' ? maskPhones(item) : item))
+      : value;
+  }
+  if (QUERY_KEYS.has(key)) return '[redacted]';
+  if (URL_KEYS.has(key)) return maskPhones(scrubUrl(value, outgoing));
+  return maskPhones(value);
+}
+
+export function scrubAttributes(attributes: Attributes, outgoing: boolean): Attributes {
+  const clean: Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) {
+    clean[key] = value === undefined ? value : scrubValue(key, value, outgoing);
+  }
+  return clean;
+}

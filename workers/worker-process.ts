@@ -1,0 +1,18 @@
+import { exitOnConfigError, type Config } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { stopOnSignals } from '../core/platform/process.js';
+import { createServices } from '../core/wiring/services.js';
+import { warnUnlessNoEviction } from '../core/platform/redis.js';
+import { processors } from './processors/index.js';
+import { selectQueues, startWorkers } from './runner.js';
+
+/** The worker process once configuration (and tracing) are in place: see workers/main.ts. */
+export function runWorkers(config: Config): void {
+  const queues = exitOnConfigError(() => selectQueues(config.workerQueues));
+  const log = createLogger(config.logLevel, 'worker');
+  const services = createServices(config, log, 'worker');
+  void warnUnlessNoEviction(services.redis, log);
+  const running = startWorkers(services, processors, queues);
+  log.info({ queues }, 'workers started');
+  stopOnSignals(log, config.shutdownTimeoutMs, () => running.stop());
+}
