@@ -7,6 +7,7 @@ import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { contactRoutes } from './contacts/routes.js';
+import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
 import { leadRoutes } from './leads/routes.js';
@@ -38,5 +39,6 @@ export const businessRoutes: AnyRoute[] = [
   ...widgetSessionRoutes,
   ...bookingRoutes,
   ...contactRoutes,
+  ...contactSyncRoutes,
   ...integrationRoutes,
 ];
