@@ -12,6 +12,7 @@ import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
+import { utilRoutes } from './utils/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { widgetRoutes } from './widget/routes.js';
@@ -41,4 +42,5 @@ export const businessRoutes: AnyRoute[] = [
   ...contactRoutes,
   ...contactSyncRoutes,
   ...integrationRoutes,
+  ...utilRoutes,
 ];
