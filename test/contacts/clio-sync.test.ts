@@ -327,5 +327,29 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     expect(asked[0]!.query).toMatchObject({ type: 'Person', order: 'id(asc)', limit: '100' });
     expect(Date.parse(asked[0]!.query.updated_since!)).toBe(firstStarted.getTime() - 5 * 60_000);
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(2371);
+
+    // Known clients: a lead whose phone or email is a synced client's is marked with that client;
+    // another firm's clients, and strangers, are not.
+    const client = contacts.find((c) => c.phone !== undefined && c.email !== undefined)!;
+    const byPhone = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: client.phone });
+    expect(byPhone.body.known_client).toEqual({
+      source: 'clio',
+      contact_id: client._id,
+      external_id: client.external_id,
+    });
+    const byEmail = await firm.client.post('/api/leads', {
+      firmSlug: firm.slug,
+      email: client.email!.toUpperCase(),
+    });
+    expect(byEmail.body.known_client).toMatchObject({ contact_id: client._id });
+    expect((await firm.client.get(`/api/leads/${byEmail.body.id}`)).body.known_client).toMatchObject({
+      contact_id: client._id,
+    });
+    const stranger = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: '+13055550142' });
+    expect(stranger.body.known_client).toBeNull();
+    // A contact imported without source "clio" is a contact, not a client.
+    await importRows(firm.client, firm.slug, [{ name: 'Walk In', phone: '+13055550199' }]);
+    const walkIn = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: '+13055550199' });
+    expect(walkIn.body.known_client).toBeNull();
   }, 400_000);
 });

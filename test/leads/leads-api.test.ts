@@ -43,6 +43,7 @@ describe('leads API', () => {
       notes: 'Rear-ended on I-95',
       timezone: 'America/Chicago',
       do_not_call: true,
+      known_client: null,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     const read = await a.client.get(`/api/leads/${res.body.id}`);

@@ -21,6 +21,7 @@ export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
     notes: lead.notes,
     timezone: lead.timezone,
     do_not_call: lead.do_not_call,
+    known_client: lead.known_client ?? null,
     created_at: lead.created_at.toISOString(),
   };
 }

@@ -47,6 +47,19 @@ export const LeadRecord = Type.Object({
   notes: Nullable(Type.String()),
   timezone: Nullable(Type.String()),
   do_not_call: Type.Boolean(),
+  known_client: Nullable(
+    Type.Object(
+      {
+        source: Type.Literal('clio'),
+        contact_id: Type.String(),
+        external_id: Nullable(Type.String({ description: "The client's id in Clio" })),
+      },
+      {
+        description:
+          "The firm's client synced from Clio (POST /api/contacts/sync) whose phone or email this lead has, as found when the lead was created",
+      },
+    ),
+  ),
   created_at: Timestamp,
 });
 
