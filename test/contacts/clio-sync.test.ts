@@ -268,6 +268,16 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     const control = await createFirm(stack);
     const imported = await importRows(control.client, control.slug, rows);
     expect(imported).toMatchObject({ imported: 2350, duplicates: 50, errors: 50 });
+    const listings = clio.requests.filter((r) => r.path === '/api/v4/contacts.json');
+    const unauthorized = listings.length - listed;
+    const limited = Math.floor(listed / 7);
+    console.log(
+      `clio sync: killed with ${atKill.pages} of 25 pages counted (page ${atKill.pages} mid-import); ` +
+        `sync ${JSON.stringify({ pages: result.pages, imported: result.imported, duplicates: result.duplicates, errors: result.errors })}; ` +
+        `import of the same ${rows.length} rows ${JSON.stringify({ imported: imported.imported, duplicates: imported.duplicates, errors: imported.errors })}; ` +
+        `listing requests ${listings.length}: 25 pages, ${limited} answered 429, ${unauthorized} answered 401 (expired token), ` +
+        `${listings.length - 25 - limited - unauthorized} read again; token refreshes ${clio.oauth.refreshCount() - refreshes}`,
+    );
     expect(result).toEqual({
       job_id: jobId,
       status: 'completed',
@@ -327,6 +337,9 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     expect(asked[0]!.query).toMatchObject({ type: 'Person', order: 'id(asc)', limit: '100' });
     expect(Date.parse(asked[0]!.query.updated_since!)).toBe(firstStarted.getTime() - 5 * 60_000);
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(2371);
+    console.log(
+      `clio sync, second run: ${JSON.stringify(second)}; rows read ${asked.length} page(s), updated_since ${asked[0]!.query.updated_since}`,
+    );
 
     // Known clients: a lead whose phone or email is a synced client's is marked with that client;
     // another firm's clients, and strangers, are not.

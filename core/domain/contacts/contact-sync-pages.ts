@@ -6,10 +6,11 @@
 // (the next page's URL, pages + 1, the counts plus the page's) in one write.
 //
 // A worker killed anywhere in this: the job is retried and starts from the record, so from the
-// first page not yet counted. That page is read from Clio again; if its import was already
-// stored, the stored import decides (its rows, and its result once completed: counted once,
-// never twice), since a finished import answers its stored result and an unfinished one is
-// retried with the same contact ids and its own claims recognised (import-rows.ts).
+// first page not yet counted. Once that page's rows were staged, the record also keeps the link
+// after it (`current`), and the stored import is run again without reading Clio (a finished
+// import answers its stored result: counted once, never twice; an unfinished one is retried
+// with the same contact ids and its own claims recognised, import-rows.ts). Before that, the page
+// is read from Clio again. A sync waiting for the firm's turn resumes the same way.
 import type { Services } from '../../wiring/services.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { getFirm } from '../firms/firms.js';
@@ -75,6 +76,24 @@ async function preparePage(
   });
 }
 
+/** Runs page n's import (the stored result when it already finished). */
+async function runPageImport(
+  services: Services,
+  sync: ContactSyncDoc,
+  importId: string,
+): Promise<ImportResult> {
+  try {
+    return await runContactImport(services, {
+      importId,
+      firm: sync.firm,
+      defaultCountry: sync.default_country,
+    });
+  } catch (err) {
+    if (err instanceof ImportNotRunnableError) throw new CrmError(err.message, true, false);
+    throw err;
+  }
+}
+
 const NO_ROWS: ImportResult = { imported: 0, duplicates: 0, errors: 0, error_rows: [] };
 
 /**
@@ -93,30 +112,33 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
   const client = firm === null ? null : await firmClioClient(services, firm);
   if (client === null) throw new CrmError(`The firm ${sync.firm} no longer has Clio set up.`, true, false);
   for (;;) {
-    const url = sync.page_url ?? client.firstContactsPageUrl(CLIO_SYNC_PAGE_SIZE, sync.updated_since);
-    const page = await client.contactsPage(url);
-    const rows = page.contacts.flatMap((c): Record<string, unknown>[] => {
-      const row = clioContactRow(c);
-      return row === null ? [] : [row];
-    });
     const importId = pageImportId(sync._id, sync.pages);
+    let next: string | null;
     let result = NO_ROWS;
-    if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
-      await preparePage(services, sync, importId, rows);
-      try {
-        result = await runContactImport(services, {
-          importId,
-          firm: sync.firm,
-          defaultCountry: sync.default_country,
-        });
-      } catch (err) {
-        if (err instanceof ImportNotRunnableError) throw new CrmError(err.message, true, false);
-        throw err;
+    const staged =
+      sync.current?.page === sync.pages ? await importsCollection(db).findOne({ _id: importId }) : null;
+    if (staged !== null && sync.current !== undefined) {
+      // Staged by an earlier attempt: its stored rows are imported, the page is not read again.
+      next = sync.current.next;
+      result = await runPageImport(services, sync, importId);
+    } else {
+      const url = sync.page_url ?? client.firstContactsPageUrl(CLIO_SYNC_PAGE_SIZE, sync.updated_since);
+      const page = await client.contactsPage(url);
+      next = page.next;
+      const rows = page.contacts.flatMap((c): Record<string, unknown>[] => {
+        const row = clioContactRow(c);
+        return row === null ? [] : [row];
+      });
+      if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
+        await preparePage(services, sync, importId, rows);
+        sync = { ...sync, current: { page: sync.pages, next } };
+        await syncsCollection(db).updateOne({ _id: sync._id }, { $set: { current: sync.current } });
+        result = await runPageImport(services, sync, importId);
       }
     }
     const moved: ContactSyncDoc = {
       ...sync,
-      page_url: page.next,
+      page_url: next,
       pages: sync.pages + 1,
       imported: sync.imported + result.imported,
       duplicates: sync.duplicates + result.duplicates,
@@ -126,7 +148,7 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
     // One write moves the sync past this page: before it the page is not counted, after it it is.
     await syncsCollection(db).replaceOne({ _id: sync._id }, moved);
     sync = moved;
-    if (page.next === null) break;
+    if (next === null) break;
   }
   await completeContactSync(db, sync);
   return { ...sync, status: 'completed' };

@@ -30,6 +30,11 @@ export interface ContactSyncDoc {
   page_url: string | null;
   /** Pages done; page n is imported as the import `<job_id>.p<n>` (contact-sync-pages.ts). */
   pages: number;
+  /**
+   * The page being imported (its number) and the link after it, kept once its rows are staged:
+   * a retry waiting for the firm's turn, or after a crash, need not read that page from Clio again.
+   */
+  current?: { page: number; next: string | null };
   imported: number;
   duplicates: number;
   errors: number;
