@@ -18,6 +18,13 @@ export interface ImportContactsJob {
   rows?: unknown[];
 }
 
+/** One contacts sync from Clio (POST /api/contacts/sync); its progress is in contact_syncs. */
+export interface SyncContactsJob {
+  /** The sync's job_id, also the _id of its record in contact_syncs. */
+  syncId: string;
+  firm: string;
+}
+
 export const contactJobs = {
   importContacts: defineJob<ImportContactsJob>({
     queue: QUEUE.contacts,
@@ -27,6 +34,16 @@ export const contactJobs = {
     // in it) is kept an hour or the last 5, a failed one a week or the last 20.
     options: {
       removeOnComplete: { age: 3600, count: 5 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 20 },
+    },
+  }),
+  syncContacts: defineJob<SyncContactsJob>({
+    queue: QUEUE.contacts,
+    name: 'sync-contacts',
+    id: (job) => jobId(job.syncId),
+    // Its record holds the counts; the job itself is a few bytes.
+    options: {
+      removeOnComplete: { age: 3600, count: 20 },
       removeOnFail: { age: 7 * 24 * 3600, count: 20 },
     },
   }),

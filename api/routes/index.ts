@@ -8,10 +8,12 @@ import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { contactRoutes } from './contacts/routes.js';
+import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
+import { utilRoutes } from './utils/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { widgetRoutes } from './widget/routes.js';
@@ -40,5 +42,7 @@ export const businessRoutes: AnyRoute[] = [
   ...bookingRoutes,
   ...appointmentRoutes,
   ...contactRoutes,
+  ...contactSyncRoutes,
   ...integrationRoutes,
+  ...utilRoutes,
 ];

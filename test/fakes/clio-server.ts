@@ -14,6 +14,11 @@
 // 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client.
 // Access tokens it issues expire after `oauth.expiresIn` seconds; the API answers 401 to an
 // expired or unknown one. The static `token` (a pasted token) keeps working.
+//
+// Listing contacts with cursor paging as Clio does it (docs.developers.clio.com, "Pagination"):
+// with `limit` (at most 200) the records come in id order, `updated_since` (ISO 8601) keeps
+// those updated at or after it, and meta.paging.next is the absolute URL of the next page (the
+// same query with a page_token), absent on the last page.
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,6 +40,10 @@ export interface ClioContactRecord {
   name: string;
   email_addresses: Array<{ name: string; address: string; default_email: boolean }>;
   phone_numbers: Array<{ name: string; number: string; default_number: boolean }>;
+  /** ISO 8601; set on create and by updateContact. */
+  updated_at?: string;
+  primary_email_address?: string | null;
+  primary_phone_number?: string | null;
 }
 
 export interface ClioMatterRecord {
@@ -100,6 +109,8 @@ export interface FakeClio {
   hold(): () => void;
   /** API requests waiting while held. */
   held(): number;
+  /** Changes a contact as a Clio user would: its updated_at becomes now. */
+  updateContact(id: number, patch: Partial<ClioContactRecord>): void;
   /** POSTs that created something (contacts or matters), for "the write happened once" checks. */
   writes(path: string): ClioRequest[];
   reset(): void;
@@ -183,6 +194,11 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
     matters: [],
     failNext: [],
     injectFailure: undefined,
+    updateContact(id, patch) {
+      const contact = this.contacts.find((c) => c.id === id);
+      if (contact === undefined) throw new Error(`no contact ${id}`);
+      Object.assign(contact, patch, { updated_at: new Date().toISOString() });
+    },
     writes(path) {
       return this.requests.filter((r) => r.method === 'POST' && r.path === path);
     },
@@ -321,17 +337,39 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
 
     if (path === '/api/v4/contacts.json' && method === 'GET') {
       const q = (query.query ?? '').toLowerCase();
-      const rows = fake.contacts.filter(
+      const since = query.updated_since === undefined ? null : Date.parse(query.updated_since);
+      if (since !== null && Number.isNaN(since)) return clioError(res, 400, 'updated_since is not a date.');
+      let rows = fake.contacts.filter(
         (c) =>
           (query.type === undefined || c.type === query.type) &&
+          (since === null || Date.parse(c.updated_at ?? '1970-01-01T00:00:00Z') >= since) &&
           (q === '' ||
             c.name.toLowerCase().includes(q) ||
             c.email_addresses.some((e) => e.address.toLowerCase().includes(q)) ||
             c.phone_numbers.some((p) => p.number.includes(q))),
       );
+      const records = rows.length;
+      let next: string | undefined;
+      if (query.limit !== undefined) {
+        const limit = Number(query.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+          return clioError(res, 400, 'limit must be an integer from 1 to 200.');
+        if (query.order !== undefined && query.order !== 'id(asc)' && query.page_token !== undefined)
+          return clioError(res, 400, 'Cursor paging is ordered by id(asc) only.');
+        const after =
+          query.page_token === undefined ? 0 : Number(Buffer.from(query.page_token, 'base64url').toString());
+        rows = [...rows].sort((a, b) => a.id - b.id).filter((c) => c.id > after);
+        if (rows.length > limit) {
+          const link = new URL(`http://${req.headers.host}${path}`);
+          for (const [k, v] of Object.entries(query)) if (k !== 'page_token') link.searchParams.set(k, v);
+          link.searchParams.set('page_token', Buffer.from(String(rows[limit - 1]!.id)).toString('base64url'));
+          next = link.toString();
+        }
+        rows = rows.slice(0, limit);
+      }
       return answer(200, {
         data: rows.map((c) => project(c as unknown as Record<string, unknown>, query.fields)),
-        meta: { records: rows.length, paging: {} },
+        meta: { records, paging: next === undefined ? {} : { next } },
       });
     }
     if (path === '/api/v4/contacts.json' && method === 'POST') {
@@ -349,6 +387,7 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
         name: data.name ?? [data.first_name, data.last_name].filter(Boolean).join(' '),
         email_addresses: data.email_addresses ?? [],
         phone_numbers: data.phone_numbers ?? [],
+        updated_at: new Date().toISOString(),
       };
       fake.contacts.push(contact);
       return answer(201, { data: project(contact as unknown as Record<string, unknown>, query.fields) });

@@ -44,6 +44,7 @@ describe('leads API', () => {
       timezone: 'America/Chicago',
       do_not_call: true,
       appointment: null,
+      known_client: null,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     const read = await a.client.get(`/api/leads/${res.body.id}`);

@@ -1,5 +1,8 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
-import type { ImportContactsJob } from '../../jobs/contacts.js';
+import type { ImportContactsJob, SyncContactsJob } from '../../jobs/contacts.js';
+import { failContactSync, syncsCollection } from '../../core/domain/contacts/contact-sync.js';
+import { SyncNotRunnableError, runContactSync } from '../../core/domain/contacts/contact-sync-pages.js';
+import { CrmError } from '../../core/integrations/crm/clio.js';
 import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
 import { ImportNotRunnableError, runContactImport } from '../../core/domain/contacts/import-rows.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
@@ -35,3 +38,32 @@ export const importContacts: JobProcessor<ImportContactsJob> = async (job, { ser
 export const sweepContactImports: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
   settled: await settleAbandonedImports(services),
 });
+
+/**
+ * One contacts sync from Clio (job id = its job_id): resumes at the first page its record has
+ * not counted. Waits for the firm's turn as an import does; a refusal that cannot pass, or the
+ * last attempt's failure, ends the sync as failed.
+ */
+export const syncContacts: JobProcessor<SyncContactsJob> = async (job, { services, token, attempt }) => {
+  try {
+    const sync = await runContactSync(services, job.data);
+    return { pages: sync.pages, imported: sync.imported, duplicates: sync.duplicates, errors: sync.errors };
+  } catch (err) {
+    if (err instanceof RecordBusyError) {
+      await job.moveToDelayed(Date.now() + TURN_RETRY_MS + Math.floor(Math.random() * TURN_RETRY_MS), token);
+      throw new DelayedError();
+    }
+    if (err instanceof SyncNotRunnableError) throw new UnrecoverableError(err.message);
+    const final = err instanceof CrmError && err.final;
+    if (final || attempt.lastAttempt) {
+      const sync = await syncsCollection(services.mongo.db).findOne({ _id: job.data.syncId });
+      if (sync !== null && sync.firm === job.data.firm) {
+        await failContactSync(services, sync, (err as Error).message).catch((failErr: unknown) =>
+          services.log.error({ err: failErr, syncId: job.data.syncId }, 'contacts sync failure not recorded'),
+        );
+      }
+    }
+    if (final) throw new UnrecoverableError((err as Error).message);
+    throw err;
+  }
+};

@@ -4,7 +4,7 @@ import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignWake } from './campaigns.js';
-import { importContacts, sweepContactImports } from './contacts.js';
+import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
@@ -23,4 +23,5 @@ export const processors: ProcessorTable = {
   sendReminder,
   importContacts,
   sweepContactImports,
+  syncContacts,
 };

@@ -22,6 +22,7 @@ export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
     timezone: lead.timezone,
     do_not_call: lead.do_not_call,
     appointment: lead.appointment ?? null,
+    known_client: lead.known_client ?? null,
     created_at: lead.created_at.toISOString(),
   };
 }

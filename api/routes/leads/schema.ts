@@ -54,6 +54,19 @@ export const LeadRecord = Type.Object({
     ],
     { description: 'The appointment booked for this lead (docs/appointments.md), or null' },
   ),
+  known_client: Nullable(
+    Type.Object(
+      {
+        source: Type.Literal('clio'),
+        contact_id: Type.String(),
+        external_id: Nullable(Type.String({ description: "The client's id in Clio" })),
+      },
+      {
+        description:
+          "The firm's client synced from Clio (POST /api/contacts/sync) whose phone or email this lead has, as found when the lead was created",
+      },
+    ),
+  ),
   created_at: Timestamp,
 });
 

@@ -1,5 +1,5 @@
 import type { CallEffectName } from '../../../jobs/call-analysis.js';
-import { ClioClient, CrmError } from '../../integrations/crm/clio.js';
+import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import {
@@ -16,7 +16,7 @@ import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { callSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
-import { clioConnectionBase, clioTokenSource } from '../crm/clio-connection.js';
+import { firmClioClient } from '../crm/firm-clio-client.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
@@ -74,20 +74,8 @@ const EFFECTS: Record<
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
-      // Connected with OAuth (docs/clio.md#refresh): the connection's tokens, refreshed as needed; else
-      // the pasted token.
-      const client =
-        'oauth' in crm
-          ? new ClioClient({
-              baseUrl: await clioConnectionBase(services, firm._id),
-              accessToken: clioTokenSource(services, firm._id),
-              policy: urlPolicyOf(services.config),
-            })
-          : new ClioClient({
-              baseUrl: crm.base_url ?? services.config.clioBaseUrl,
-              accessToken: crm.access_token,
-              policy: urlPolicyOf(services.config),
-            });
+      const client = await firmClioClient(services, firm);
+      if (client === null) return skipped('The firm has no CRM configured (settings.crm).');
       const synced = await syncToClio(client, callSubject(services, call), call, data, attempt);
       return { state: 'done', result: { provider: 'clio', ...synced } };
     },

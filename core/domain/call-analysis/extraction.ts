@@ -52,7 +52,7 @@ function deterministic(call: CallDoc, questions: Awaited<ReturnType<typeof intak
 }
 
 /** The model's answer where it normalises, the deterministic value elsewhere. */
-function merge(model: ExtractedCaller, fallback: CallerData): CallerData {
+export function mergeModelAnswer(model: ExtractedCaller, fallback: CallerData): CallerData {
   const phone = model.phone === null ? null : (toE164(model.phone) ?? findPhone(model.phone));
   const email = model.email === null ? null : normalizeEmail(model.email);
   // A name is taken whole from one source, so first and last name always belong together.
@@ -91,7 +91,11 @@ export async function extractCallerData(
       knownDetails: call.dynamic_variables,
       questions: questions.map((q) => q.question),
     });
-    return { ...singleLineCallerData(merge(model, fallback)), extractor: 'openai', fallback_reason: null };
+    return {
+      ...singleLineCallerData(mergeModelAnswer(model, fallback)),
+      extractor: 'openai',
+      fallback_reason: null,
+    };
   } catch (err) {
     const transient = !(err instanceof ExtractionError) || err.transient;
     if (transient && !lastAttempt) throw err;

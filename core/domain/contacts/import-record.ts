@@ -37,6 +37,11 @@ export interface ContactImportDoc {
    */
   chunks?: number;
   default_country: string;
+  /**
+   * Set on the import of one page of a contacts sync (contact-sync-pages.ts): it has no job of
+   * its own, the sync's job runs it, so that job is the one asked whether it was given up.
+   */
+  sync_id?: string;
   result: ImportResult | null;
   failure: string | null;
   created_at: Date;
@@ -67,7 +72,7 @@ export async function settleAbandonedImports(services: Services): Promise<number
     .toArray();
   let settled = 0;
   for (const record of stale) {
-    const gone = await jobGaveUp(services, record._id);
+    const gone = await jobGaveUp(services, record.sync_id ?? record._id);
     if (gone === null) continue;
     await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
     settled += 1;
@@ -78,15 +83,18 @@ export async function settleAbandonedImports(services: Services): Promise<number
 export const failedMessage = (failure: string | null) =>
   `The import failed (${failure ?? 'unknown error'}); send it again.`;
 
-/** Why BullMQ gave the import's job up; null while it may still run (or Redis cannot say). */
-export async function jobGaveUp(services: Services, importId: string): Promise<string | null> {
+/**
+ * Why BullMQ gave the job up (an import's, or a contacts sync's: both in the contacts queue, job
+ * id = the record's id); null while it may still run (or Redis cannot say).
+ */
+export async function jobGaveUp(services: Services, jobId: string): Promise<string | null> {
   try {
     // The state alone: nothing else of the job is needed.
     const queue = services.queues[JOBS.importContacts.queue];
-    const state = await queue.getJobState(importId);
+    const state = await queue.getJobState(jobId);
     if (state === 'unknown') return 'its job is no longer queued';
     if (state !== 'failed') return null;
-    return (await queue.getJob(importId))?.failedReason ?? 'its job failed';
+    return (await queue.getJob(jobId))?.failedReason ?? 'its job failed';
   } catch {
     // Redis unreachable: the record's own status is the answer.
     return null;

@@ -132,7 +132,7 @@ export async function contactImportState(services: Services, record: ContactImpo
   }
   // A job that died without its processor running to the end (stalled too often, or removed)
   // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
-  const gone = await jobGaveUp(services, record._id);
+  const gone = await jobGaveUp(services, record.sync_id ?? record._id);
   if (gone === null) return { job_id: record._id, status: 'processing' };
   await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
   return { job_id: record._id, status: 'failed', message: failedMessage(gone) };

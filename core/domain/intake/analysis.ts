@@ -30,6 +30,8 @@ interface IntakeAnalysisInput {
   providerSummary?: string | null;
   /** Country for phone numbers written without a country code; default US. */
   defaultCountry?: CountryCode;
+  /** How many characters are read; default MAX_ANALYSED_CHARS (the extraction utility reads more). */
+  maxChars?: number;
 }
 
 /**
@@ -136,10 +138,11 @@ function nameFrom(first: string | null, last: string | null): string | null {
 export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
   const country = input.defaultCountry ?? 'US';
   const questions = input.intakeQuestions;
+  const maxChars = input.maxChars ?? MAX_ANALYSED_CHARS;
   const turns = mergeTurns(
     input.messages !== undefined
-      ? firstCharacters(input.messages, MAX_ANALYSED_CHARS)
-      : parseTranscript((input.transcript ?? '').slice(0, MAX_ANALYSED_CHARS)),
+      ? firstCharacters(input.messages, maxChars)
+      : parseTranscript((input.transcript ?? '').slice(0, maxChars)),
   );
   const custom = input.customAnalysisData ?? null;
   const vars = input.dynamicVariables ?? {};

@@ -1,3 +1,4 @@
+import { findKnownClient, type KnownClient } from '../contacts/known-clients.js';
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { claim } from '../../platform/db/claim.js';
@@ -41,6 +42,11 @@ export interface LeadDoc {
   do_not_call: boolean;
   /** The appointment booked for this lead (docs/appointments.md#the-lead); absent: none. */
   appointment?: LeadAppointment;
+  /**
+   * The firm's client synced from Clio whose phone or email the lead has, as found when the lead
+   * was created (core/domain/contacts/known-clients.ts); null or absent: none.
+   */
+  known_client?: KnownClient | null;
   created_at: Date;
 }
 
@@ -125,6 +131,7 @@ export async function createApiLead(db: Db, firm: string, input: LeadFields): Pr
     chat_id: null,
     campaign_id: null,
     ...fields,
+    known_client: await findKnownClient(db, firm, fields),
     created_at: new Date(),
   };
   await leadsCollection(db).insertOne(lead);
@@ -157,6 +164,7 @@ export async function ensureSubjectLead(
     chat_id: subject.source === 'chat' ? subject.id : null,
     campaign_id: subject.campaign_id ?? null,
     ...fields,
+    known_client: await findKnownClient(db, subject.firm, fields),
     created_at: new Date(),
   };
   if (await claim(leadsCollection(db), lead)) {

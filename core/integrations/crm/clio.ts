@@ -62,6 +62,30 @@ export interface ClioTokenSource {
   renew(stale: string): Promise<string>;
 }
 
+/** A contact as Clio's contact listing gives it (the fields CLIO_CONTACT_FIELDS asks for). */
+export interface ClioListedContact {
+  id: number;
+  type: string | null;
+  name: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  primary_email_address: string | null;
+  primary_phone_number: string | null;
+  email_addresses: Array<{ address: string | null; default_email: boolean }>;
+  phone_numbers: Array<{ number: string | null; default_number: boolean }>;
+  updated_at: string | null;
+}
+
+/** One page of the listing, and the URL of the next (Clio's meta.paging.next), null on the last. */
+export interface ClioContactPage {
+  contacts: ClioListedContact[];
+  next: string | null;
+}
+
+const CLIO_CONTACT_FIELDS =
+  'id,type,name,first_name,last_name,primary_email_address,primary_phone_number,' +
+  'email_addresses{address,default_email},phone_numbers{number,default_number},updated_at';
+
 interface ClioOptions {
   baseUrl: string;
   /** A pasted token, or an OAuth connection's token source (refreshed once on a 401). */
@@ -107,6 +131,43 @@ export class ClioClient {
         },
       ];
     });
+  }
+
+  /**
+   * The first page of the Person contacts (updated since `updatedSince`, when given) by Clio's
+   * cursor paging: `order=id(asc)` and no offset, so the listing has no record limit and
+   * meta.paging.next is the URL of the next page (docs.developers.clio.com, "Pagination").
+   */
+  firstContactsPageUrl(limit: number, updatedSince: Date | null): string {
+    const params = new URLSearchParams({
+      type: 'Person',
+      fields: CLIO_CONTACT_FIELDS,
+      order: 'id(asc)',
+      limit: String(limit),
+    });
+    if (updatedSince !== null) params.set('updated_since', updatedSince.toISOString());
+    return `${this.base}/api/v4/contacts.json?${params}`;
+  }
+
+  /**
+   * One page of the contact listing at `url` (firstContactsPageUrl, or a page's `next`). A next
+   * link is followed only on Clio's own origin and API path: the bearer token goes nowhere else.
+   */
+  async contactsPage(url: string): Promise<ClioContactPage> {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      throw new CrmError('Clio gave a paging link that is not a URL.', true, false);
+    }
+    if (target.origin !== new URL(this.base).origin || target.pathname !== '/api/v4/contacts.json') {
+      throw new CrmError('Clio gave a paging link outside its contacts listing.', true, false);
+    }
+    const body = await this.call('GET', `${target.pathname}${target.search}`);
+    const rows = Array.isArray(body.data) ? (body.data as unknown[]) : [];
+    const paging = (body.meta as { paging?: { next?: unknown } } | undefined)?.paging;
+    const next = typeof paging?.next === 'string' && paging.next !== '' ? paging.next : null;
+    return { contacts: rows.flatMap((row) => listedContact(row)), next };
   }
 
   /** POST /api/v4/contacts.json: a Person with its email and phone as defaults; returns its id. */
@@ -253,6 +314,36 @@ export class ClioClient {
     const final = (status >= 300 && status < 400) || status === 400 || status === 404 || status === 422;
     return new CrmError(`${what}.`, final, method === 'POST' && status >= 500, status);
   }
+}
+
+function listedContact(row: unknown): ClioListedContact[] {
+  if (typeof row !== 'object' || row === null) return [];
+  const r = row as Record<string, unknown>;
+  if (typeof r.id !== 'number') return [];
+  const items = (v: unknown) =>
+    Array.isArray(v)
+      ? v.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null)
+      : [];
+  return [
+    {
+      id: r.id,
+      type: str(r.type),
+      name: str(r.name),
+      first_name: str(r.first_name),
+      last_name: str(r.last_name),
+      primary_email_address: str(r.primary_email_address),
+      primary_phone_number: str(r.primary_phone_number),
+      email_addresses: items(r.email_addresses).map((e) => ({
+        address: str(e.address),
+        default_email: e.default_email === true,
+      })),
+      phone_numbers: items(r.phone_numbers).map((e) => ({
+        number: str(e.number),
+        default_number: e.default_number === true,
+      })),
+      updated_at: str(r.updated_at),
+    },
+  ];
 }
 
 /** Clio's error body: {"error": {"type": "...", "message": "..."}}, shortened. */

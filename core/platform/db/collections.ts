@@ -40,6 +40,12 @@ export const COLLECTIONS = {
   contactImports: 'contact_imports',
   /** A waiting import's rows as JSON text, in pieces (`<job_id>:<n>`), until its job has finished. */
   contactImportChunks: 'contact_import_chunks',
+  /** One document per contacts sync from Clio (`_id` = its job_id): the next page, the counts so far. */
+  contactSyncs: 'contact_syncs',
+  /** Claims: the sync running for a firm (`<firm>|clio`), deleted when it ends: one at a time. */
+  contactSyncClaims: 'contact_sync_claims',
+  /** A firm's last completed sync (`<firm>|clio`): when it started, the next run's updated_since. */
+  contactSyncMarks: 'contact_sync_marks',
   /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
   clioConnections: 'clio_connections',
   /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */

@@ -50,6 +50,10 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.contactImports]: [],
   // Read and deleted by _id only (core/domain/contacts/import-staging.ts).
   [COLLECTIONS.contactImportChunks]: [],
+  // Read and written by _id only (core/domain/contacts/contact-sync*.ts).
+  [COLLECTIONS.contactSyncs]: [],
+  [COLLECTIONS.contactSyncClaims]: [],
+  [COLLECTIONS.contactSyncMarks]: [],
   [COLLECTIONS.clioConnections]: [],
   [COLLECTIONS.clioOAuthStates]: [],
   [COLLECTIONS.clioReconnectNotices]: [],

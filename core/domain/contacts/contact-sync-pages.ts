@@ -1,0 +1,155 @@
+// Contacts synced from Clio, the worker side (docs/contacts.md#synced-from-clio): the sync's job
+// reads the firm's Clio contacts page by page, by Clio's cursor paging (meta.paging.next), and
+// stores each page's rows through the contacts import itself (import-rows.ts: the same parse,
+// the same claims on phone and email, the same counts). Page n is the import `<job_id>.p<n>`:
+// its record and staged rows are written before it runs, then the sync's record is moved on
+// (the next page's URL, pages + 1, the counts plus the page's) in one write.
+//
+// A worker killed anywhere in this: the job is retried and starts from the record, so from the
+// first page not yet counted. Once that page's rows were staged, the record also keeps the link
+// after it (`current`), and the stored import is run again without reading Clio (a finished
+// import answers its stored result: counted once, never twice; an unfinished one is retried
+// with the same contact ids and its own claims recognised, import-rows.ts). Before that, the page
+// is read from Clio again. A sync waiting for the firm's turn resumes the same way.
+import type { Services } from '../../wiring/services.js';
+import { CrmError } from '../../integrations/crm/clio.js';
+import { getFirm } from '../firms/firms.js';
+import { firmClioClient } from '../crm/firm-clio-client.js';
+import { clioContactRow } from './clio-contact-row.js';
+import { completeContactSync, pageImportId, syncsCollection, type ContactSyncDoc } from './contact-sync.js';
+import { importsCollection, type ImportResult } from './import-record.js';
+import { ImportNotRunnableError, runContactImport } from './import-rows.js';
+import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
+import type { SyncContactsJob } from '../../../jobs/contacts.js';
+
+/** Contacts per page asked of Clio (its maximum is 200). */
+export const CLIO_SYNC_PAGE_SIZE = 100;
+
+/** The sync cannot run: its record is gone or belongs elsewhere, or it already ended. */
+export class SyncNotRunnableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SyncNotRunnableError';
+  }
+}
+
+async function runnableSync(services: Services, job: SyncContactsJob): Promise<ContactSyncDoc> {
+  const sync = await syncsCollection(services.mongo.db).findOne({ _id: job.syncId });
+  if (sync === null || sync.firm !== job.firm) {
+    throw new SyncNotRunnableError(`no contacts sync ${job.syncId} for firm ${job.firm}`);
+  }
+  if (sync.status === 'failed') throw new SyncNotRunnableError(`contacts sync ${job.syncId} was given up`);
+  return sync;
+}
+
+/**
+ * Stores page n's rows as its import unless an earlier attempt did (its record then decides:
+ * the rows it staged are the ones imported). Rows are staged before the record is written, so a
+ * record always has its rows; pieces a dead attempt staged without a record are replaced.
+ */
+async function preparePage(
+  services: Services,
+  sync: ContactSyncDoc,
+  importId: string,
+  rows: Record<string, unknown>[],
+): Promise<void> {
+  const db = services.mongo.db;
+  if ((await importsCollection(db).findOne({ _id: importId })) !== null) return;
+  const parts = splitImportRows(rows);
+  await discardImportRows(db, importId, parts.length);
+  await stageImportRows(db, { importId, firm: sync.firm }, parts);
+  const now = new Date();
+  await importsCollection(db).insertOne({
+    _id: importId,
+    firm: sync.firm,
+    status: 'processing',
+    stage: 'queued',
+    rows: rows.length,
+    chunks: parts.length,
+    default_country: sync.default_country,
+    sync_id: sync._id,
+    result: null,
+    failure: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  });
+}
+
+/** Runs page n's import (the stored result when it already finished). */
+async function runPageImport(
+  services: Services,
+  sync: ContactSyncDoc,
+  importId: string,
+): Promise<ImportResult> {
+  try {
+    return await runContactImport(services, {
+      importId,
+      firm: sync.firm,
+      defaultCountry: sync.default_country,
+    });
+  } catch (err) {
+    if (err instanceof ImportNotRunnableError) throw new CrmError(err.message, true, false);
+    throw err;
+  }
+}
+
+const NO_ROWS: ImportResult = { imported: 0, duplicates: 0, errors: 0, error_rows: [] };
+
+/**
+ * Runs a sync from where its record says to its end. Throws RecordBusyError while an import of
+ * the firm holds the firm's turn (the caller delays the job; it resumes at the same page), a
+ * CrmError when Clio fails or refuses, SyncNotRunnableError when there is nothing to run.
+ */
+export async function runContactSync(services: Services, job: SyncContactsJob): Promise<ContactSyncDoc> {
+  const db = services.mongo.db;
+  let sync = await runnableSync(services, job);
+  if (sync.status === 'completed') {
+    await completeContactSync(db, sync);
+    return sync;
+  }
+  const firm = await getFirm(db, sync.firm);
+  const client = firm === null ? null : await firmClioClient(services, firm);
+  if (client === null) throw new CrmError(`The firm ${sync.firm} no longer has Clio set up.`, true, false);
+  for (;;) {
+    const importId = pageImportId(sync._id, sync.pages);
+    let next: string | null;
+    let result = NO_ROWS;
+    const staged =
+      sync.current?.page === sync.pages ? await importsCollection(db).findOne({ _id: importId }) : null;
+    if (staged !== null && sync.current !== undefined) {
+      // Staged by an earlier attempt: its stored rows are imported, the page is not read again.
+      next = sync.current.next;
+      result = await runPageImport(services, sync, importId);
+    } else {
+      const url = sync.page_url ?? client.firstContactsPageUrl(CLIO_SYNC_PAGE_SIZE, sync.updated_since);
+      const page = await client.contactsPage(url);
+      next = page.next;
+      const rows = page.contacts.flatMap((c): Record<string, unknown>[] => {
+        const row = clioContactRow(c);
+        return row === null ? [] : [row];
+      });
+      if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
+        await preparePage(services, sync, importId, rows);
+        sync = { ...sync, current: { page: sync.pages, next } };
+        await syncsCollection(db).updateOne({ _id: sync._id }, { $set: { current: sync.current } });
+        result = await runPageImport(services, sync, importId);
+      }
+    }
+    const moved: ContactSyncDoc = {
+      ...sync,
+      page_url: next,
+      pages: sync.pages + 1,
+      imported: sync.imported + result.imported,
+      duplicates: sync.duplicates + result.duplicates,
+      errors: sync.errors + result.errors,
+      updated_at: new Date(),
+    };
+    // One write moves the sync past this page: before it the page is not counted, after it it is.
+    await syncsCollection(db).replaceOne({ _id: sync._id }, moved);
+    sync = moved;
+    if (next === null) break;
+  }
+  await completeContactSync(db, sync);
+  return { ...sync, status: 'completed' };
+}

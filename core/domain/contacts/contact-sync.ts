@@ -1,0 +1,222 @@
+// Contacts synced from Clio, the request side and the record (docs/contacts.md#synced-from-clio).
+// POST /api/contacts/sync claims the firm's sync (an insert of `<firm>|clio` into
+// contact_sync_claims: one sync per firm at a time), stores the sync's record and enqueues its
+// job; the job (contact-sync-pages.ts) reads Clio page by page and writes its progress to the
+// record after each page; the claim is deleted when the sync ends. GET reads the record.
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { claim } from '../../platform/db/claim.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { conflict } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import type { FirmDoc } from '../firms/firms.js';
+import { clioConnected } from '../crm/firm-clio-client.js';
+import { failContactImport, importsCollection, jobGaveUp } from './import-record.js';
+
+export type SyncStatus = 'running' | 'completed' | 'failed';
+
+export interface ContactSyncDoc {
+  /** The job_id. */
+  _id: string;
+  firm: string;
+  source: 'clio';
+  status: SyncStatus;
+  default_country: string;
+  /** Clio's updated_since for this run: the start of the firm's last completed sync; null reads all. */
+  updated_since: Date | null;
+  /** The page to read next (Clio's meta.paging.next of the last page done); null before the first. */
+  page_url: string | null;
+  /** Pages done; page n is imported as the import `<job_id>.p<n>` (contact-sync-pages.ts). */
+  pages: number;
+  /**
+   * The page being imported (its number) and the link after it, kept once its rows are staged:
+   * a retry waiting for the firm's turn, or after a crash, need not read that page from Clio again.
+   */
+  current?: { page: number; next: string | null };
+  imported: number;
+  duplicates: number;
+  errors: number;
+  failure: string | null;
+  started_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+interface SyncClaimDoc {
+  /** `<firm>|clio`. */
+  _id: string;
+  sync_id: string;
+  created_at: Date;
+}
+
+interface SyncMarkDoc {
+  /** `<firm>|clio`. */
+  _id: string;
+  sync_id: string;
+  /** When the last completed sync started: every contact changed since is read by the next. */
+  started_at: Date;
+}
+
+export const syncsCollection = (db: Db) => collection<ContactSyncDoc>(db, COLLECTIONS.contactSyncs);
+const claims = (db: Db) => collection<SyncClaimDoc>(db, COLLECTIONS.contactSyncClaims);
+const marks = (db: Db) => collection<SyncMarkDoc>(db, COLLECTIONS.contactSyncMarks);
+const claimId = (firm: string) => `${firm}|clio`;
+
+/**
+ * How far before the last completed sync's start the next one asks Clio for changes: Clio's clock
+ * and ours may differ a little, and a contact read twice is only a duplicate.
+ */
+export const UPDATED_SINCE_MARGIN_MS = 5 * 60_000;
+
+const syncRunning = (syncId: string) =>
+  conflict(
+    'sync_running',
+    `A contacts sync of this firm is running already (job_id ${syncId}); wait for it to finish (GET /api/contacts/sync/${syncId}).`,
+  );
+
+/** Claims the firm's sync for `syncId`; a claim left by a sync that has ended is taken over once. */
+async function claimSync(db: Db, firm: string, syncId: string): Promise<void> {
+  const doc = { _id: claimId(firm), sync_id: syncId, created_at: new Date() };
+  if (await claim(claims(db), doc)) return;
+  const held = await claims(db).findOne({ _id: claimId(firm) });
+  const holder = held === null ? null : await syncsCollection(db).findOne({ _id: held.sync_id });
+  if (held !== null && holder?.status === 'running') throw syncRunning(held.sync_id);
+  // The holder ended (its process died between its last write and the claim's delete) or the
+  // claim was let go meanwhile: delete that claim and try once more. Two requests doing this at
+  // once still get one claim: the insert decides.
+  if (held !== null) await claims(db).deleteOne({ _id: held._id, sync_id: held.sync_id });
+  if (!(await claim(claims(db), doc))) {
+    const now = await claims(db).findOne({ _id: claimId(firm) });
+    throw syncRunning(now?.sync_id ?? 'unknown');
+  }
+}
+
+/** Lets the firm's claim go, if `syncId` holds it. Safe to repeat. */
+export async function releaseSyncClaim(db: Db, firm: string, syncId: string): Promise<void> {
+  await claims(db).deleteOne({ _id: claimId(firm), sync_id: syncId });
+}
+
+/**
+ * Starts a sync of the firm's Clio contacts: 409 crm_not_connected without a usable Clio
+ * connection, 409 sync_running while one runs. Returns the job_id.
+ */
+export async function startContactSync(services: Services, firm: FirmDoc, country: string): Promise<string> {
+  if (!clioConnected(firm)) {
+    throw conflict(
+      'crm_not_connected',
+      firm.settings.crm.provider === 'clio'
+        ? 'Clio refused to renew this firm’s access: connect Clio again (GET /api/integrations/clio/connect), then sync.'
+        : 'This firm has no Clio connection: connect Clio (GET /api/integrations/clio/connect), then sync.',
+    );
+  }
+  const db = services.mongo.db;
+  const syncId = newId('csy');
+  await claimSync(db, firm._id, syncId);
+  try {
+    const mark = await marks(db).findOne({ _id: claimId(firm._id) });
+    const now = new Date();
+    await syncsCollection(db).insertOne({
+      _id: syncId,
+      firm: firm._id,
+      source: 'clio',
+      status: 'running',
+      default_country: country,
+      updated_since: mark === null ? null : new Date(mark.started_at.getTime() - UPDATED_SINCE_MARGIN_MS),
+      page_url: null,
+      pages: 0,
+      imported: 0,
+      duplicates: 0,
+      errors: 0,
+      failure: null,
+      started_at: now,
+      updated_at: now,
+      completed_at: null,
+    });
+    await enqueue(services.queues, JOBS.syncContacts, { syncId, firm: firm._id });
+  } catch (err) {
+    // Not accepted (503): neither the record nor the claim may stay.
+    await syncsCollection(db)
+      .deleteOne({ _id: syncId })
+      .catch(() => {});
+    await releaseSyncClaim(db, firm._id, syncId).catch(() => {});
+    throw err;
+  }
+  return syncId;
+}
+
+/** The sync has read its last page: completed, the next run's updated_since, the claim let go. */
+export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise<void> {
+  if (sync.status !== 'completed') {
+    const now = new Date();
+    await syncsCollection(db).updateOne(
+      { _id: sync._id },
+      { $set: { status: 'completed', completed_at: now, updated_at: now } },
+    );
+  }
+  await marks(db).replaceOne(
+    { _id: claimId(sync.firm) },
+    { sync_id: sync._id, started_at: sync.started_at },
+    { upsert: true },
+  );
+  await releaseSyncClaim(db, sync.firm, sync._id);
+}
+
+/**
+ * The sync failed for good (its job's last attempt, a refusal that cannot pass, or BullMQ gave
+ * the job up): marked failed, the page it was importing rolled back (pages done stay: their
+ * contacts are stored and counted), the claim let go. Best effort; safe to repeat.
+ */
+export async function failContactSync(
+  services: Services,
+  sync: ContactSyncDoc,
+  reason: string,
+): Promise<void> {
+  const db = services.mongo.db;
+  if (sync.status === 'completed') return;
+  if (sync.status === 'running') {
+    await syncsCollection(db).updateOne(
+      { _id: sync._id },
+      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
+    );
+  }
+  const page = await importsCollection(db).findOne({ _id: pageImportId(sync._id, sync.pages) });
+  if (page !== null) await failContactImport(services, { importId: page._id, firm: page.firm }, reason);
+  await releaseSyncClaim(db, sync.firm, sync._id);
+}
+
+/** The import that stores page `n` of a sync (its contacts' ids derive from it). */
+export const pageImportId = (syncId: string, n: number): string =>
+  `imp_${syncId.replace(/^csy_/, 's')}.p${n}`;
+
+export interface SyncView {
+  job_id: string;
+  status: SyncStatus;
+  pages: number;
+  imported: number;
+  duplicates: number;
+  errors: number;
+  message?: string;
+}
+
+const viewOf = (sync: ContactSyncDoc): SyncView => ({
+  job_id: sync._id,
+  status: sync.status,
+  pages: sync.pages,
+  imported: sync.imported,
+  duplicates: sync.duplicates,
+  errors: sync.errors,
+  ...(sync.status === 'failed'
+    ? { message: `The sync failed (${sync.failure ?? 'unknown error'}); start a new sync.` }
+    : {}),
+});
+
+/** GET /api/contacts/sync/{job_id}: a running sync whose job BullMQ gave up is failed here. */
+export async function contactSyncState(services: Services, sync: ContactSyncDoc): Promise<SyncView> {
+  if (sync.status !== 'running') return viewOf(sync);
+  const gone = await jobGaveUp(services, sync._id);
+  if (gone === null) return viewOf(sync);
+  await failContactSync(services, sync, gone);
+  return viewOf({ ...sync, status: 'failed', failure: gone });
+}

@@ -1,0 +1,368 @@
+// Contacts synced from Clio (docs/contacts.md#synced-from-clio) against the local Clio
+// (test/fakes/clio-server.ts: cursor paging, updated_since, 429 with Retry-After, expiring
+// OAuth tokens). A sync of 2,500 Persons over 25 pages whose worker process is SIGKILLed in the
+// middle: every contact stored once, the counts those of an import of the same rows; a second
+// run reads only what changed. And the answers around it: 409 sync_running, 409
+// crm_not_connected, 400 for bad bodies, 403/404 across firms.
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
+import { pageImportId } from '../../core/domain/contacts/contact-sync.js';
+import { setFirmCrm } from '../../core/domain/firms/firms.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import type { ClioListedContact } from '../../core/integrations/crm/clio.js';
+import { startWorkers, type Workers } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
+import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
+import { eventually } from '../helpers/eventually.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
+import { contactsOf, expectNoTwins, importRows, importsOf } from './support.js';
+
+let clio: FakeClio;
+let stack: Stack;
+let workers: Workers | undefined;
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  clio = await startFakeClio();
+  stack = await startStack({
+    env: {
+      CLIO_CLIENT_ID: clio.oauth.clientId,
+      CLIO_CLIENT_SECRET: clio.oauth.clientSecret,
+      CLIO_BASE_URL: clio.url,
+      // A dead worker's job is taken over after 2 s.
+      JOB_LOCK_MS: '2000',
+    },
+  });
+});
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await workers?.stop();
+  await stack?.stop();
+  await clio?.close();
+});
+
+const startInProcessWorkers = () =>
+  startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
+
+/** Connects the firm's Clio as its browser would: connect link → Clio's authorize → our callback. */
+async function connectClio(firm: { slug: string; key: string }): Promise<void> {
+  const start = await fetch(`${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`, {
+    redirect: 'manual',
+    headers: { authorization: `Bearer ${firm.key}` },
+  });
+  expect(start.status).toBe(302);
+  const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+  const done = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
+  expect(done.status, await done.clone().text()).toBe(200);
+}
+
+const DAYS_AGO = new Date(Date.now() - 2 * 86_400_000).toISOString();
+const pad = (n: number) => String(n).padStart(4, '0');
+
+/**
+ * Person i (0..2499) in Clio, with in every 50: a repeat of the email of the person before
+ * (a duplicate), an invalid phone (an error row), a person with neither phone nor email (not a
+ * row: nothing to store). Companies in between are not read (the sync asks for Persons).
+ */
+function seedClio(): void {
+  clio.reset();
+  let id = 5000;
+  for (let i = 0; i < 2500; i++) {
+    if (i % 125 === 3) {
+      clio.contacts.push({
+        id: id++,
+        type: 'Company',
+        first_name: null,
+        last_name: null,
+        name: `Company ${i}`,
+        email_addresses: [{ name: 'Work', address: `office${i}@co.example`, default_email: true }],
+        phone_numbers: [],
+        primary_email_address: `office${i}@co.example`,
+        primary_phone_number: null,
+        updated_at: DAYS_AGO,
+      });
+    }
+    const kind = i % 50;
+    const email = kind === 7 ? `person${i - 1}@example.com` : kind === 21 ? null : `person${i}@example.com`;
+    const phone = kind === 13 ? '12345' : kind === 21 ? null : `+1415555${pad(i)}`;
+    clio.contacts.push({
+      id: id++,
+      type: 'Person',
+      first_name: `First${i}`,
+      last_name: `Last${i}`,
+      name: `First${i} Last${i}`,
+      email_addresses: email === null ? [] : [{ name: 'Home', address: email, default_email: true }],
+      phone_numbers: phone === null ? [] : [{ name: 'Mobile', number: phone, default_number: true }],
+      primary_email_address: email,
+      primary_phone_number: phone,
+      updated_at: DAYS_AGO,
+    });
+  }
+}
+
+/** A Clio record as the listing gives it, through the sync's own row mapping. */
+function rowOf(c: ClioContactRecord): Record<string, unknown> | null {
+  const listed: ClioListedContact = {
+    id: c.id,
+    type: c.type,
+    name: c.name,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    primary_email_address: c.primary_email_address ?? null,
+    primary_phone_number: c.primary_phone_number ?? null,
+    email_addresses: c.email_addresses.map((e) => ({ address: e.address, default_email: e.default_email })),
+    phone_numbers: c.phone_numbers.map((p) => ({ number: p.number, default_number: p.default_number })),
+    updated_at: c.updated_at ?? null,
+  };
+  return clioContactRow(listed);
+}
+
+const syncs = () => stack.services.mongo.db.collection<any>(COLLECTIONS.contactSyncs);
+
+async function startSync(client: Stack['admin'], firmSlug: string): Promise<string> {
+  const res = await client.post('/api/contacts/sync', { firmSlug, source: 'clio' });
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  expect(res.body).toEqual({ job_id: expect.stringMatching(/^csy_/) });
+  return res.body.job_id as string;
+}
+
+async function finished(client: Stack['admin'], jobId: string) {
+  return eventually(
+    async () => {
+      const res = await client.get(`/api/contacts/sync/${jobId}`);
+      expect(res.status).toBe(200);
+      expect(res.body.status).not.toBe('running');
+      return res.body;
+    },
+    240_000,
+    100,
+  );
+}
+
+describe('answers around a sync', () => {
+  it('409 sync_running, 404 across firms, a given-up job reported failed and its claim let go', async () => {
+    expect(workers).toBeUndefined();
+    clio.reset();
+    const firm = await createFirm(stack);
+    await connectClio(firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    // No worker runs: the sync waits, and says so.
+    expect((await firm.client.get(`/api/contacts/sync/${jobId}`)).body).toEqual({
+      job_id: jobId,
+      status: 'running',
+      pages: 0,
+      imported: 0,
+      duplicates: 0,
+      errors: 0,
+    });
+    const again = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'clio' });
+    expectError(again, 409, 'sync_running');
+    expect(again.body.error.message).toContain(jobId);
+
+    const other = await createFirm(stack);
+    expectError(await other.client.get(`/api/contacts/sync/${jobId}`), 404, 'sync_job_not_found');
+    expectError(await firm.client.get('/api/contacts/sync/csy_nope'), 404, 'sync_job_not_found');
+    expectError(
+      await other.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'clio' }),
+      403,
+      'forbidden',
+    );
+
+    // As when BullMQ gives the job up without its processor finishing: GET says failed, and
+    // the firm may sync again.
+    await stack.services.queues.contacts.remove(jobId);
+    const gone = await firm.client.get(`/api/contacts/sync/${jobId}`);
+    expect(gone.body).toMatchObject({ status: 'failed', message: expect.stringMatching(/no longer queued/) });
+    const next = await startSync(firm.client, firm.slug);
+    await stack.services.queues.contacts.remove(next);
+    expect((await firm.client.get(`/api/contacts/sync/${next}`)).body.status).toBe('failed');
+  });
+
+  it('409 crm_not_connected without Clio, and after Clio refused to renew the grant', async () => {
+    const firm = await createFirm(stack);
+    const res = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'clio' });
+    expectError(res, 409, 'crm_not_connected');
+    expect(res.body.error.message).toMatch(/connect Clio/);
+
+    const refused = await createFirm(stack);
+    await connectClio(refused);
+    // What a refused refresh (invalid_grant) records (core/domain/crm/clio-connection.ts).
+    await setFirmCrm(stack.services.mongo.db, refused.slug, {
+      provider: 'clio',
+      oauth: { region: 'us', status: 'reconnect_required', connected_at: new Date().toISOString() },
+    });
+    const again = await refused.client.post('/api/contacts/sync', { firmSlug: refused.slug, source: 'clio' });
+    expectError(again, 409, 'crm_not_connected');
+  });
+
+  it('bad bodies are 400 naming the field; nothing is started', async () => {
+    const firm = await createFirm(stack);
+    await connectClio(firm);
+    const cases: Array<[unknown, string]> = [
+      [{ firmSlug: firm.slug }, '/source'],
+      [{ firmSlug: firm.slug, source: 'hubspot' }, '/source'],
+      [{ source: 'clio' }, '/firmSlug'],
+      [{ firmSlug: { $ne: null }, source: 'clio' }, '/firmSlug'],
+      [{ firmSlug: firm.slug, source: 'clio', extra: 1 }, '/extra'],
+      [{ firmSlug: firm.slug, source: 'clio', defaultCountry: 'ZZ' }, '/defaultCountry'],
+      [{ firmSlug: firm.slug, source: 'clio', defaultCountry: 7 }, '/defaultCountry'],
+    ];
+    for (const [body, path] of cases) {
+      const details = expectError(await firm.client.post('/api/contacts/sync', body), 400, 'invalid_request');
+      expect(
+        details.map((d) => d.path),
+        JSON.stringify(body),
+      ).toContain(path);
+    }
+    expectError(await firm.client.post('/api/contacts/sync', [1]), 400, 'invalid_request');
+    expect(await syncs().countDocuments({ firm: firm.slug })).toBe(0);
+  });
+});
+
+describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', () => {
+  it('stores every contact once, counts as an import of the same rows, then reads only what changed', async () => {
+    seedClio();
+    const firm = await createFirm(stack);
+    await connectClio(firm);
+    // Clio limits: every 7th listing request is a 429 with Retry-After.
+    let listed = 0;
+    clio.injectFailure = (r) =>
+      r.method === 'GET' && r.path === '/api/v4/contacts.json' && ++listed % 7 === 0
+        ? { status: 429, retryAfter: '1' }
+        : undefined;
+
+    child = startWorkerProcess({ ...stack.env, WORKER_QUEUES: 'contacts' });
+    const jobId = await startSync(firm.client, firm.slug);
+    // Killed while page 8 is being imported: claims taken, the page not yet counted.
+    await eventually(
+      async () => {
+        const page = await importsOf(stack).findOne({ _id: pageImportId(jobId, 8) });
+        expect(page?.stage).toBe('claiming');
+      },
+      120_000,
+      2,
+    );
+    child.kill('SIGKILL');
+    await exitOf(child);
+    const atKill = await syncs().findOne({ _id: jobId });
+    expect(atKill.status).toBe('running');
+    expect(atKill.pages).toBeGreaterThanOrEqual(8);
+    expect(atKill.pages).toBeLessThan(25);
+
+    // The access token expires meanwhile: the resumed sync refreshes it once and goes on.
+    const refreshes = clio.oauth.refreshCount();
+    clio.oauth.expireAccessTokens();
+    workers = startInProcessWorkers();
+    const result = await finished(firm.client, jobId);
+    expect(clio.oauth.refreshCount()).toBe(refreshes + 1);
+    expect(listed).toBeGreaterThan(25);
+
+    // The same rows imported into a firm of their own, in one request.
+    const rows = clio.contacts.flatMap((c) => rowOf(c) ?? []);
+    expect(rows).toHaveLength(2450);
+    const control = await createFirm(stack);
+    const imported = await importRows(control.client, control.slug, rows);
+    expect(imported).toMatchObject({ imported: 2350, duplicates: 50, errors: 50 });
+    const listings = clio.requests.filter((r) => r.path === '/api/v4/contacts.json');
+    const unauthorized = listings.length - listed;
+    const limited = Math.floor(listed / 7);
+    console.log(
+      `clio sync: killed with ${atKill.pages} of 25 pages counted (page ${atKill.pages} mid-import); ` +
+        `sync ${JSON.stringify({ pages: result.pages, imported: result.imported, duplicates: result.duplicates, errors: result.errors })}; ` +
+        `import of the same ${rows.length} rows ${JSON.stringify({ imported: imported.imported, duplicates: imported.duplicates, errors: imported.errors })}; ` +
+        `listing requests ${listings.length}: 25 pages, ${limited} answered 429, ${unauthorized} answered 401 (expired token), ` +
+        `${listings.length - 25 - limited - unauthorized} read again; token refreshes ${clio.oauth.refreshCount() - refreshes}`,
+    );
+    expect(result).toEqual({
+      job_id: jobId,
+      status: 'completed',
+      pages: 25,
+      imported: imported.imported,
+      duplicates: imported.duplicates,
+      errors: imported.errors,
+    });
+
+    // Every contact once: 2,350, each Clio id once, no phone or email twice, each from Clio.
+    const contacts = await expectNoTwins(stack, firm.slug);
+    expect(contacts).toHaveLength(2350);
+    expect(new Set(contacts.map((c) => c.external_id)).size).toBe(2350);
+    expect(contacts.every((c) => c.source === 'clio')).toBe(true);
+    const fields = (c: any) => [c.external_id, c.phone ?? null, c.email ?? null, c.first_name, c.last_name];
+    const controlContacts = await contactsOf(stack).find({ firm: control.slug }).toArray();
+    expect(contacts.map(fields).sort()).toEqual(controlContacts.map(fields).sort());
+    expect(await importsOf(stack).countDocuments({ firm: firm.slug, status: { $ne: 'completed' } })).toBe(0);
+
+    // A second run reads what changed since the first began: 30 stored people edited in Clio
+    // (a new phone, the same email: the import calls them duplicates, as it would), one whose
+    // invalid phone was corrected (an error before, imported now) and 20 new ones.
+    clio.injectFailure = undefined;
+    const firstStarted = (await syncs().findOne({ _id: jobId })).started_at as Date;
+    const stored = new Set(contacts.map((c) => Number(c.external_id)));
+    const people = clio.contacts.filter((c) => stored.has(c.id));
+    for (const c of people.slice(100, 130)) {
+      clio.updateContact(c.id, {
+        primary_phone_number: `+1212555${pad(c.id % 10_000)}`,
+        phone_numbers: [{ name: 'Mobile', number: `+1212555${pad(c.id % 10_000)}`, default_number: true }],
+      });
+    }
+    const refused = clio.contacts.find((c) => c.primary_phone_number === '12345')!;
+    clio.updateContact(refused.id, {
+      primary_phone_number: '+13125550100',
+      phone_numbers: [{ name: 'Mobile', number: '+13125550100', default_number: true }],
+    });
+    for (let i = 0; i < 20; i++) {
+      clio.contacts.push({
+        id: 90_000 + i,
+        type: 'Person',
+        first_name: `New${i}`,
+        last_name: 'Client',
+        name: `New${i} Client`,
+        email_addresses: [{ name: 'Home', address: `new${i}@example.com`, default_email: true }],
+        phone_numbers: [],
+        primary_email_address: `new${i}@example.com`,
+        primary_phone_number: null,
+        updated_at: new Date().toISOString(),
+      });
+    }
+    const before = clio.requests.length;
+    const second = await finished(firm.client, await startSync(firm.client, firm.slug));
+    expect(second).toMatchObject({ status: 'completed', pages: 1, imported: 21, duplicates: 30, errors: 0 });
+    const asked = clio.requests.slice(before).filter((r) => r.path === '/api/v4/contacts.json');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.query).toMatchObject({ type: 'Person', order: 'id(asc)', limit: '100' });
+    expect(Date.parse(asked[0]!.query.updated_since!)).toBe(firstStarted.getTime() - 5 * 60_000);
+    expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(2371);
+    console.log(
+      `clio sync, second run: ${JSON.stringify(second)}; rows read ${asked.length} page(s), updated_since ${asked[0]!.query.updated_since}`,
+    );
+
+    // Known clients: a lead whose phone or email is a synced client's is marked with that client;
+    // another firm's clients, and strangers, are not.
+    const client = contacts.find((c) => c.phone !== undefined && c.email !== undefined)!;
+    const byPhone = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: client.phone });
+    expect(byPhone.body.known_client).toEqual({
+      source: 'clio',
+      contact_id: client._id,
+      external_id: client.external_id,
+    });
+    const byEmail = await firm.client.post('/api/leads', {
+      firmSlug: firm.slug,
+      email: client.email!.toUpperCase(),
+    });
+    expect(byEmail.body.known_client).toMatchObject({ contact_id: client._id });
+    expect((await firm.client.get(`/api/leads/${byEmail.body.id}`)).body.known_client).toMatchObject({
+      contact_id: client._id,
+    });
+    const stranger = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: '+13055550142' });
+    expect(stranger.body.known_client).toBeNull();
+    // A contact imported without source "clio" is a contact, not a client.
+    await importRows(firm.client, firm.slug, [{ name: 'Walk In', phone: '+13055550199' }]);
+    const walkIn = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: '+13055550199' });
+    expect(walkIn.body.known_client).toBeNull();
+  }, 400_000);
+});
