@@ -198,6 +198,22 @@ describe('list-calls index: rebuilt from MongoDB', () => {
     const second = await list(firm, 10, first.body.next_cursor);
     expect(second.body.calls.map((c: any) => c.call_id)).toEqual(inListOrder(calls).slice(10, 20));
   });
+  it('serves pages from MongoDB while another process builds the set, and builds it once that one is done', async () => {
+    const firm = await firmWithAgent();
+    const calls: CallDoc[] = [];
+    for (let k = 0; k < 12; k++) calls.push(await storedCall(firm, T0 - k * 700));
+    const lock = redisKeys(stack.config.queuePrefix).callListBuildLock(firm.slug);
+    await stack.services.redis.set(lock, 'another-process', 'PX', 60_000);
+    try {
+      const ids = await walk(firm, 5);
+      expect(ids).toEqual(inListOrder(calls));
+      expect(await stack.services.redis.zscore(listKey(firm), '~')).toBeNull();
+    } finally {
+      await stack.services.redis.del(lock);
+    }
+    expect(await walk(firm, 5)).toEqual(inListOrder(calls));
+    expect(await stack.services.redis.zscore(listKey(firm), '~')).toBe('0');
+  });
 });
 
 describe('list-calls index: firms and cursors', () => {

@@ -1,6 +1,7 @@
+import type { ChainableCommander } from 'ioredis';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
-import { withRecordLock } from '../../platform/redis-mutex.js';
+import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { callsCollection, type CallDoc } from './calls.js';
 
 // list-calls' index: per firm, one Redis sorted set whose members, all scored 0, are
@@ -52,6 +53,14 @@ const positionOfCall = (call: Pick<CallDoc, '_id' | 'end_timestamp'>): ListPosit
   i: call._id,
 });
 
+/** Runs a MULTI; throws its first failed command's error (exec() itself only reports them). */
+async function exec(multi: ChainableCommander): Promise<unknown[]> {
+  const replies = await multi.exec();
+  if (replies === null) throw new Error('call-list: the transaction was aborted');
+  for (const [err] of replies) if (err) throw err;
+  return replies.map(([, reply]) => reply);
+}
+
 const keyOf = (services: Services, firm: string) => redisKeys(services.config.queuePrefix).callList(firm);
 
 /** Adds a finished call to its firm's list; idempotent, so a retried job simply adds it again. */
@@ -61,11 +70,12 @@ export async function recordFinishedCall(
 ): Promise<void> {
   if (!call.finished) return;
   const key = keyOf(services, call.firm);
-  await services.redis
-    .multi()
-    .zadd(key, 0, listMember(positionOfCall(call)))
-    .pexpire(key, IDLE_TTL_MS)
-    .exec();
+  await exec(
+    services.redis
+      .multi()
+      .zadd(key, 0, listMember(positionOfCall(call)))
+      .pexpire(key, IDLE_TTL_MS),
+  );
 }
 
 /**
@@ -80,53 +90,59 @@ export async function readCallList(
 ): Promise<ListPosition[] | null> {
   const key = keyOf(services, firm);
   const max = after === null ? `(${READY}` : `(${listMember(after)}`;
-  const replies = await services.redis
-    .multi()
-    .zscore(key, READY)
-    .zrevrangebylex(key, max, '-', 'LIMIT', 0, count)
-    .pexpire(key, IDLE_TTL_MS)
-    .exec();
-  if (replies === null) throw new Error('call-list read: the transaction was aborted');
-  for (const [err] of replies) if (err) throw err;
-  if (replies[0]![1] === null) return null;
-  return (replies[1]![1] as string[]).map(positionOf);
+  const [ready, members] = await exec(
+    services.redis
+      .multi()
+      .zscore(key, READY)
+      .zrevrangebylex(key, max, '-', 'LIMIT', 0, count)
+      .pexpire(key, IDLE_TTL_MS),
+  );
+  if (ready === null) return null;
+  return (members as string[]).map(positionOf);
 }
 
 /**
  * Makes the firm's set complete from MongoDB: one streaming read of the firm's finished calls
- * (their end times only), added in batches, then the ready mark. One process at a time per firm;
- * the others wait for it, and find the set ready.
+ * (their end times only), added in batches, then the ready mark. One process at a time per firm:
+ * false at once when another is at it (the caller then reads MongoDB for this page).
  */
-export async function rebuildCallList(services: Services, firm: string): Promise<void> {
+export async function rebuildCallList(services: Services, firm: string): Promise<boolean> {
   const key = keyOf(services, firm);
   const lock = redisKeys(services.config.queuePrefix).callListBuildLock(firm);
-  await withRecordLock(
-    services.redis,
-    lock,
-    async () => {
-      if ((await services.redis.zscore(key, READY)) !== null) return;
-      const cursor = callsCollection(services.mongo.db).find(
-        { firm, finished: true },
-        { projection: { _id: 1, end_timestamp: 1 } },
-      );
-      let batch: string[] = [];
-      const flush = async () => {
-        if (batch.length === 0) return;
-        const args = batch.flatMap((m) => [0, m]);
-        await services.redis
-          .multi()
-          .zadd(key, ...args)
-          .pexpire(key, IDLE_TTL_MS)
-          .exec();
-        batch = [];
-      };
-      for await (const call of cursor) {
-        batch.push(listMember(positionOfCall(call)));
-        if (batch.length >= REBUILD_BATCH) await flush();
-      }
-      await flush();
-      await services.redis.multi().zadd(key, 0, READY).pexpire(key, IDLE_TTL_MS).exec();
-    },
-    { ttlMs: 30_000, renew: true, waitMs: 20_000 },
-  );
+  try {
+    await withRecordLock(
+      services.redis,
+      lock,
+      async () => {
+        if ((await services.redis.zscore(key, READY)) !== null) return;
+        const cursor = callsCollection(services.mongo.db).find(
+          { firm, finished: true },
+          { projection: { _id: 1, end_timestamp: 1 } },
+        );
+        let batch: string[] = [];
+        const flush = async () => {
+          if (batch.length === 0) return;
+          const args = batch.flatMap((m) => [0, m]);
+          await exec(
+            services.redis
+              .multi()
+              .zadd(key, ...args)
+              .pexpire(key, IDLE_TTL_MS),
+          );
+          batch = [];
+        };
+        for await (const call of cursor) {
+          batch.push(listMember(positionOfCall(call)));
+          if (batch.length >= REBUILD_BATCH) await flush();
+        }
+        await flush();
+        await exec(services.redis.multi().zadd(key, 0, READY).pexpire(key, IDLE_TTL_MS));
+      },
+      { ttlMs: 30_000, renew: true, waitMs: 0 },
+    );
+  } catch (err) {
+    if (err instanceof RecordBusyError) return false;
+    throw err;
+  }
+  return true;
 }

@@ -1,6 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { callsCollection, type CallDoc } from './calls.js';
-import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
+import { decodeCursor, encodeCursor, invalidCursor, keysetPage } from '../../platform/db/keyset-cursor.js';
 import { isListPosition, readCallList, rebuildCallList, type ListPosition } from './call-list-index.js';
 
 // list-calls: a firm's finished calls, newest end_timestamp first, ties by call_id descending.
@@ -30,10 +30,21 @@ export async function listFinishedCalls(
     after = position;
   }
   let positions = await readCallList(services, firm, after, limit + 1);
-  if (positions === null) {
-    await rebuildCallList(services, firm);
+  if (positions === null && (await rebuildCallList(services, firm))) {
     positions = await readCallList(services, firm, after, limit + 1);
-    if (positions === null) throw new Error(`call-list of ${firm} still incomplete after its rebuild`);
+  }
+  if (positions === null) {
+    // Another process is building the firm's set (or it expired meanwhile): this page comes
+    // from MongoDB, in the same order and with the same cursors, at MongoDB's cost.
+    const order = { primary: { field: 'end_timestamp', kind: 'number' as const }, tie: 'call_id' };
+    const page = await keysetPage(
+      callsCollection(services.mongo.db),
+      { secret, scope: SCOPE, firm, order },
+      { firm, finished: true },
+      limit,
+      cursor,
+    );
+    return { calls: page.rows, next_cursor: page.next_cursor };
   }
   const page = positions.slice(0, limit);
   const calls = await readCalls(services, firm, page);
