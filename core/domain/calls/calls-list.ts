@@ -1,4 +1,5 @@
 import type { Services } from '../../wiring/services.js';
+import { isRedisUnavailable } from '../../platform/errors.js';
 import { callsCollection, type CallDoc } from './calls.js';
 import { decodeCursor, encodeCursor, invalidCursor, keysetPage } from '../../platform/db/keyset-cursor.js';
 import { isListPosition, readCallList, rebuildCallList, type ListPosition } from './call-list-index.js';
@@ -29,13 +30,19 @@ export async function listFinishedCalls(
     if (!isListPosition(position)) throw invalidCursor();
     after = position;
   }
-  let positions = await readCallList(services, firm, after, limit + 1);
-  if (positions === null && (await rebuildCallList(services, firm))) {
+  let positions: ListPosition[] | null = null;
+  try {
     positions = await readCallList(services, firm, after, limit + 1);
+    if (positions === null && (await rebuildCallList(services, firm))) {
+      positions = await readCallList(services, firm, after, limit + 1);
+    }
+  } catch (err) {
+    // A read of MongoDB alone before this index: it keeps working while Redis is down.
+    if (!isRedisUnavailable(err)) throw err;
   }
   if (positions === null) {
-    // Another process is building the firm's set (or it expired meanwhile): this page comes
-    // from MongoDB, in the same order and with the same cursors, at MongoDB's cost.
+    // Redis is down, or another process is building the firm's set: this page comes from
+    // MongoDB, in the same order and with the same cursors, at MongoDB's cost.
     const order = { primary: { field: 'end_timestamp', kind: 'number' as const }, tie: 'call_id' };
     const page = await keysetPage(
       callsCollection(services.mongo.db),
