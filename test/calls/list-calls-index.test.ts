@@ -12,6 +12,8 @@ import { redisKeys } from '../../core/platform/redis-keys.js';
 import { encodeCursor } from '../../core/platform/db/keyset-cursor.js';
 import { listMember, recordFinishedCall } from '../../core/domain/calls/call-list-index.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
+import { enqueue } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
@@ -129,6 +131,27 @@ describe('list-calls index: written by the job that ends a call', () => {
       ]),
     );
     expect((await callsOf(stack).findOne({ _id: crashed._id }))?.end_timestamp).toBe(T0 + 2_000);
+  });
+
+  it("a place-call job that finds its call failed already (an attempt died after marking it) adds the call's place", async () => {
+    const firm = await firmWithAgent();
+    const listed = await storedCall(firm, T0);
+    expect((await list(firm, 10)).body.calls.map((c: any) => c.call_id)).toEqual([listed._id]);
+    // What markDialFailed wrote before the attempt died, without its end hook.
+    const failed = await storedCall(firm, null);
+    const ended = {
+      status: 'error' as const,
+      status_rank: 2,
+      finished: true,
+      end_timestamp: T0 + 3_000,
+      disconnection_reason: 'dial_failed',
+    };
+    await callsOf(stack).updateOne({ _id: failed._id }, { $set: ended });
+    expect((await list(firm, 10)).body.calls).toHaveLength(1);
+    await enqueue(stack.services.queues, JOBS.placeCall, { callId: failed._id, firm: firm.slug });
+    await eventually(async () =>
+      expect((await list(firm, 10)).body.calls.map((c: any) => c.call_id)).toEqual([failed._id, listed._id]),
+    );
   });
 
   it('a call ending late with an older end time lands in its place in a walk under way; a newer one heads the next listing', async () => {
