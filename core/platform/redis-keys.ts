@@ -206,6 +206,16 @@ export class RedisKeys {
     return key(this.prefix, 'contacts-import', 'pending', firm);
   }
 
+  /**
+   * ZSET: the firm's finished calls in list-calls order, one member `<end_timestamp, 15 digits>|
+   * <call_id>` each, all scored 0 so that the members' byte order is the list's order, plus the
+   * member `~` once the set holds every finished call of the firm (core/domain/calls/call-list.ts).
+   * Derived from MongoDB and rebuilt from it when missing; expires 14 days after its last use.
+   */
+  callList(firm: string): string {
+    return key(this.prefix, 'call-list', firm);
+  }
+
   // The locks: STRING, the holder's token, expiring unless renewed (core/platform/redis-mutex.ts).
 
   /** The lock of one call record (`call`: our call id, else `provider:<provider id>`). */
@@ -216,6 +226,11 @@ export class RedisKeys {
   /** The lock of one campaign (its adds of leads, launch, pause, resume, cancel, completion). */
   campaignLock(campaignId: string): string {
     return key(this.prefix, 'lock', 'campaign', campaignId);
+  }
+
+  /** The lock of a firm's call-list rebuild (one process reads the firm's calls at a time). */
+  callListBuildLock(firm: string): string {
+    return key(this.prefix, 'lock', 'call-list', firm);
   }
 
   /** The lock of a firm's workflows. */

@@ -9,6 +9,7 @@ import type { FirmDoc } from '../../core/domain/firms/firms.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { callsOf } from './support.js';
+import { recordFinishedCall } from '../../core/domain/calls/call-list-index.js';
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>>;
@@ -79,14 +80,16 @@ describe('list-calls', () => {
       seen.push(...res.body.calls);
       cursor = res.body.next_cursor;
       pages += 1;
-      // Meanwhile: a brand-new call finishes, and a call that was ongoing finishes.
-      await callsOf(stack).insertOne(callRecord(firmA.slug, 'ended', Date.now()));
+      // Meanwhile: a brand-new call finishes, and a call that was ongoing finishes (each written,
+      // then given its list entry, as the job that ends a call does).
+      const fresh = callRecord(firmA.slug, 'ended', Date.now());
+      await callsOf(stack).insertOne(fresh);
+      await recordFinishedCall(stack.services, fresh);
       const late = unfinished[lateIndex++];
       if (late) {
-        await callsOf(stack).updateOne(
-          { _id: late._id },
-          { $set: { status: 'ended', status_rank: 2, finished: true, end_timestamp: Date.now() } },
-        );
+        const ended = { status: 'ended' as const, status_rank: 2, finished: true, end_timestamp: Date.now() };
+        await callsOf(stack).updateOne({ _id: late._id }, { $set: ended });
+        await recordFinishedCall(stack.services, { ...late, ...ended });
       }
     } while (cursor !== '' && pages < 100);
 

@@ -28,6 +28,9 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
         wakeDialWaiters(services, firm),
       );
     }
+    // Finished before this run: a dial that failed for good in an attempt that died before its
+    // end hook (markDialFailed, then afterDialFailed) had run; the hook is idempotent.
+    if (outcome === 'already_finished') await afterDialFailed(services, callId);
     return { outcome };
   } catch (err) {
     if (err instanceof DelayedError) throw err;

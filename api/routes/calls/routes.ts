@@ -75,13 +75,7 @@ export const callRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       const firm = await requireListFirm(services.mongo.db, principal, body.firmSlug);
-      const page = await listFinishedCalls(
-        services.mongo.db,
-        services.config.sessionSecret,
-        firm._id,
-        body.limit,
-        body.cursor,
-      );
+      const page = await listFinishedCalls(services, firm._id, body.limit, body.cursor);
       return { calls: page.calls.map(callView), next_cursor: page.next_cursor };
     },
   }),
