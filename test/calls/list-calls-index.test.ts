@@ -79,7 +79,7 @@ async function deliverCallEnded(firm: Firm, callId: string, end: number, provide
   expect(res.status).toBe(200);
 }
 
-const listKey = (firm: { slug: string }) => redisKeys(stack.config.queuePrefix).callList(firm.slug);
+const listKey = (firm: { slug: string }) => redisKeys(stack.config).callList(firm.slug);
 const list = (firm: Firm, limit: number, cursor = '') =>
   firm.client.post('/api/v2/list-calls', { firmSlug: firm.slug, limit, cursor });
 
@@ -225,7 +225,7 @@ describe('list-calls index: rebuilt from MongoDB', () => {
     const firm = await firmWithAgent();
     const calls: CallDoc[] = [];
     for (let k = 0; k < 12; k++) calls.push(await storedCall(firm, T0 - k * 700));
-    const lock = redisKeys(stack.config.queuePrefix).callListBuildLock(firm.slug);
+    const lock = redisKeys(stack.config).callListBuildLock(firm.slug);
     await stack.services.redis.set(lock, 'another-process', 'PX', 60_000);
     try {
       const ids = await walk(firm, 5);

@@ -57,7 +57,7 @@ async function walk(): Promise<string[]> {
 describe('list-calls during a Redis outage', () => {
   it('pages from MongoDB while Redis is stopped, and from its index again once Redis is back', async () => {
     expect(await walk()).toEqual(expected);
-    const key = redisKeys(stack.config.queuePrefix).callList(firm.slug);
+    const key = redisKeys(stack.config).callList(firm.slug);
     expect(await stack.services.redis.zcard(key)).toBe(6); // five calls and the ready mark
     // A cursor issued by the index, used during the outage.
     const first = await firm.client.post('/api/v2/list-calls', { firmSlug: firm.slug, limit: 2 });

@@ -61,7 +61,7 @@ async function exec(multi: ChainableCommander): Promise<unknown[]> {
   return replies.map(([, reply]) => reply);
 }
 
-const keyOf = (services: Services, firm: string) => redisKeys(services.config.queuePrefix).callList(firm);
+const keyOf = (services: Services, firm: string) => redisKeys(services.config).callList(firm);
 
 /** Adds a finished call to its firm's list; idempotent, so a retried job simply adds it again. */
 export async function recordFinishedCall(
@@ -108,7 +108,7 @@ export async function readCallList(
  */
 export async function rebuildCallList(services: Services, firm: string): Promise<boolean> {
   const key = keyOf(services, firm);
-  const lock = redisKeys(services.config.queuePrefix).callListBuildLock(firm);
+  const lock = redisKeys(services.config).callListBuildLock(firm);
   try {
     await withRecordLock(
       services.redis,
