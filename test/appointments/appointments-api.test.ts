@@ -126,6 +126,9 @@ describe('availability', () => {
     expect((await availability(firm.client, { end: isoDate(slots[0]! + 13 * DAY) })).status).toBe(200);
     expectError(await availability(firm.client, { start: '2026-02-30' }), 400, 'invalid_request');
     expectError(await availability(firm.client, { start: 'tomorrow' }), 400, 'invalid_request');
+    // Found by the fuzzer: a date of the right shape that is no date at all was a 500.
+    const zero = await availability(firm.client, { start: '0000-00-00', end: '0000-00-00' });
+    expect(expectError(zero, 400, 'invalid_request').map((d) => d.path)).toEqual(['/start', '/end']);
     expectError(await availability(firm.client, { timeZone: 'Mars/Olympus' }), 400, 'invalid_request');
     expectError(await availability(firm.client, { end: isoDate(slots[0]! - DAY) }), 400, 'invalid_request');
     expectError(await availability(other.client), 403, 'forbidden');

@@ -7,6 +7,7 @@
 import { createServer, get, Agent, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpRequestError, guardedRequest } from '../../core/integrations/http/guarded-http.js';
 import { loadConfig } from '../../core/platform/config.js';
 import {
   assertResolvesToPublic,
@@ -26,6 +27,18 @@ describe('assertResolvesToPublic with the system resolver', () => {
       UrlNotAllowedError,
     );
     await expect(assertResolvesToPublic('https://localhost/', lenient)).resolves.toBeUndefined();
+  });
+
+  it('a name that does not resolve is a failed request that was never sent (callers answer 502), not a raw DNS error', async () => {
+    // `.invalid` never resolves (RFC 6761). Found by the fuzzer: a firm's Cal.com host that did not
+    // resolve reached the API as getaddrinfo's own error, a 500.
+    const failure = await guardedRequest('https://no-such-host.invalid/v2/slots', {
+      method: 'GET',
+      policy: strict,
+    }).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(HttpRequestError);
+    expect((failure as HttpRequestError).sent).toBe(false);
+    expect((failure as Error).message).toMatch(/^GET no-such-host\.invalid: /);
   });
 });
 

@@ -56,7 +56,9 @@ export function checkAvailabilityQuery(query: AvailabilityQuery): void {
   const problems: ErrorDetail[] = [];
   for (const field of ['start', 'end'] as const) {
     const value = query[field];
-    const ok = DATE.test(value) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+    const ms = DATE.test(value) ? Date.parse(`${value}T00:00:00Z`) : NaN;
+    // Date.parse gives NaN for 0000-00-00 and March 3 for 2026-02-31: both are refused here.
+    const ok = !Number.isNaN(ms) && new Date(ms).toISOString().startsWith(value);
     if (!ok) problems.push({ path: `/${field}`, message: 'is not a date (YYYY-MM-DD)' });
   }
   if (!isTimeZone(query.timeZone))

@@ -55,8 +55,17 @@ function flatHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 /** One HTTP exchange with a firm-chosen URL, the URL policy applied at call time. */
 export async function guardedRequest(url: string, options: GuardedRequest): Promise<GuardedResponse> {
-  await assertResolvesToPublic(url, options.policy);
   const target = new URL(url);
+  try {
+    await assertResolvesToPublic(url, options.policy);
+  } catch (err) {
+    // A name that does not resolve is a failure to reach the server, like a refused connection:
+    // callers map HttpRequestError (for example to 502), not a raw getaddrinfo error (500).
+    if (err instanceof UrlNotAllowedError) throw err;
+    throw new HttpRequestError(`${options.method} ${target.host}: ${(err as Error).message}`, false, {
+      cause: err,
+    });
+  }
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   const limit = options.maxResponseBytes ?? 1024 * 1024;
   const timeoutMs = options.timeoutMs ?? 15_000;
