@@ -1,5 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger.js';
+import { redisTlsSettings, tlsOptions, type RedisTlsSettings } from './redis-tls.js';
+import { redisSentinelSettings, sentinelOptions, type RedisSentinelSettings } from './redis-sentinel.js';
 
 export type RedisRole = 'producer' | 'worker';
 
@@ -10,11 +12,28 @@ export type RedisRole = 'producer' | 'worker';
  */
 export interface RedisSettings {
   url: string;
+  /** REDIS_TLS_CA / REDIS_TLS_REJECT_UNAUTHORIZED (redis-tls.ts). */
+  tls?: RedisTlsSettings;
+  /** REDIS_SENTINELS / REDIS_SENTINEL_NAME (redis-sentinel.ts). */
+  sentinel?: RedisSentinelSettings;
 }
 
-/** The Redis part of the configuration. */
-export function redisSettings(config: { redisUrl: string }): RedisSettings {
-  return { url: config.redisUrl };
+type RedisConfig = { redisUrl: string } & Parameters<typeof redisTlsSettings>[0] &
+  Parameters<typeof redisSentinelSettings>[0];
+
+/** The Redis part of the configuration; a ConfigError for an unreadable REDIS_TLS_CA. */
+export function redisSettings(config: RedisConfig): RedisSettings {
+  const tls = redisTlsSettings(config);
+  const sentinel = redisSentinelSettings(config);
+  return { url: config.redisUrl, ...(tls ? { tls } : {}), ...(sentinel ? { sentinel } : {}) };
+}
+
+/** What the settings add to a connection's options (BullMQ's duplicates inherit them). */
+function placeOptions(settings: RedisSettings): RedisOptions {
+  return {
+    ...(settings.tls ? { tls: tlsOptions(settings.tls) } : {}),
+    ...(settings.sentinel ? sentinelOptions(settings.sentinel, settings.url.startsWith('rediss:')) : {}),
+  };
 }
 
 /**
@@ -33,7 +52,7 @@ export function createRedis(settings: RedisSettings, role: RedisRole): Redis {
     role === 'producer'
       ? { ...common, maxRetriesPerRequest: 1 }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
-  const redis = new Redis(settings.url, options);
+  const redis = new Redis(settings.url, { ...options, ...placeOptions(settings) });
   // Errors are reported through readiness and request failures; an unhandled 'error' event would crash.
   redis.on('error', () => {});
   return redis;
