@@ -31,14 +31,18 @@ export function redisSentinelSettings(config: SentinelConfig): RedisSentinelSett
 /**
  * ioredis's Sentinel options. REDIS_URL still gives the primary's password, user and database
  * (its host and port are not used); `rediss://` means TLS to the primary (the Sentinels
- * themselves are asked in plain TCP). The failover detector subscribes to the Sentinels'
- * `+switch-master`, so a primary that was demoted rather than killed is left at once too.
+ * themselves are asked in plain TCP). A dead primary breaks the connection, and ioredis asks the
+ * Sentinels again on every reconnect; a demoted one is left because Sentinel kills its clients
+ * when it reconfigures it, and a write that still meets it (READONLY) reconnects too. ioredis's
+ * `failoverDetector` is not used: when its disconnect lands while a reconnect is asking the
+ * Sentinels, ioredis ends the connection for good ("Connection is closed."; seen here as a worker
+ * that never resumed after a failover).
  */
 export function sentinelOptions(sentinel: RedisSentinelSettings, tls: boolean): RedisOptions {
   return {
     sentinels: sentinel.sentinels,
     name: sentinel.name,
-    failoverDetector: true,
+    reconnectOnError: (err) => err.message.startsWith('READONLY'),
     ...(tls ? { enableTLSForSentinelMode: true } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -8,7 +9,11 @@ import { ensureRedisServer } from '../../scripts/local/services.js';
 
 // A primary, a replica (`--replicaof`) and three Sentinels (`redis-server --sentinel`, which
 // is what Debian's redis-sentinel runs) on loopback, with a quick failover: a primary
-// unanswering for 1 s is down, and two Sentinels agreeing on it start the failover.
+// unanswering for 1 s is down, and two Sentinels agreeing on it start the failover. The
+// primary is reached through a relay (its address for the replica, the Sentinels and so the
+// service: a Sentinel would re-point a replica replicating from any other address), and the test
+// can hold the replication link in it: the primary's writes then stop reaching the replica (a
+// slow link, stretched), which makes replication's window measurable.
 
 export interface RedisNode {
   port: number;
@@ -17,11 +22,15 @@ export interface RedisNode {
 
 export interface SentinelGroup {
   name: string;
+  /** The primary's own port is `primary.port`; everyone reaches it at `primaryAddressPort`. */
   primary: RedisNode;
+  primaryAddressPort: number;
   replica: RedisNode;
   sentinels: RedisNode[];
   /** `host:port,…` as REDIS_SENTINELS takes it. */
   sentinelList: string;
+  /** From now on the primary's replication stream is kept from the replica (and dropped with the primary). */
+  holdReplication(): void;
   /** The primary's port the Sentinels name now. */
   primaryPort(): Promise<number>;
   stop(): Promise<void>;
@@ -68,8 +77,10 @@ const serverArgs = (dir: string, name: string, port: number): string[] => [
 export async function startSentinelGroup(dir: string, name = 'intake'): Promise<SentinelGroup> {
   const bin = await ensureRedisServer(() => {});
   const started: RedisNode[] = [];
+  let closeRelay = async (): Promise<void> => {};
   const stop = async (): Promise<void> => {
     await Promise.all(started.map((node) => node.launched.stop()));
+    await closeRelay();
   };
   try {
     const primaryPort = await freePort();
@@ -81,12 +92,14 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
       primaryPort,
     );
     started.push(primary);
+    const relay = await startReplicationRelay(primaryPort);
+    closeRelay = relay.close;
     const replicaPort = await freePort();
     const replica = await startNode(
       bin,
       dir,
       'replica',
-      [...serverArgs(dir, 'replica', replicaPort), '--replicaof', '127.0.0.1', String(primaryPort)],
+      [...serverArgs(dir, 'replica', replicaPort), '--replicaof', '127.0.0.1', String(relay.port)],
       replicaPort,
     );
     started.push(replica);
@@ -101,7 +114,7 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
           `port ${port}`,
           'bind 127.0.0.1',
           `dir ${dir}`,
-          `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
+          `sentinel monitor ${name} 127.0.0.1 ${relay.port} 2`,
           `sentinel down-after-milliseconds ${name} 1000`,
           `sentinel failover-timeout ${name} 5000`,
           `sentinel parallel-syncs ${name} 1`,
@@ -128,7 +141,7 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
       }
     };
     // Ready when the replica is in sync and each Sentinel knows the replica and the other two.
-    for (let tries = 0; ; tries++) {
+    const ready = async (): Promise<string> => {
       const link = await ask(replica.port, (r) => r.info('replication'));
       const known = await Promise.all(
         sentinels.map((s) =>
@@ -138,16 +151,23 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
           })),
         ),
       );
-      if (link.includes('master_link_status:up') && known.every((k) => k.replicas === 1 && k.sentinels === 2))
-        break;
-      if (tries > 300) throw new Error(`Sentinel group not ready: ${JSON.stringify(known)}`);
+      const done =
+        link.includes('master_link_status:up') && known.every((k) => k.replicas === 1 && k.sentinels === 2);
+      return done ? '' : JSON.stringify(known);
+    };
+    for (let tries = 0; ; tries++) {
+      const missing = await ready().catch((err: Error) => err.message);
+      if (missing === '') break;
+      if (tries > 300) throw new Error(`Sentinel group not ready: ${missing}`);
       await sleep(100);
     }
     return {
       name,
       primary,
+      primaryAddressPort: relay.port,
       replica,
       sentinels,
+      holdReplication: relay.hold,
       sentinelList: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       primaryPort: async () => {
         const [, port] = (await ask(sentinels[0]!.port, (r) =>
@@ -161,4 +181,44 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
     await stop();
     throw err;
   }
+}
+
+/**
+ * Relays every connection to the primary; `hold` stops passing on what the primary sends over
+ * the replication link (the connection that asked for PSYNC) from then on, dropping it.
+ */
+async function startReplicationRelay(
+  primaryPort: number,
+): Promise<{ port: number; hold(): void; close(): Promise<void> }> {
+  let held = false;
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(primaryPort, '127.0.0.1');
+    let replication = false;
+    client.on('data', (chunk: Buffer) => {
+      if (chunk.includes('PSYNC') || chunk.includes('psync')) replication = true;
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!(held && replication)) client.write(chunk);
+    });
+    const drop = (): void => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+    };
+    for (const socket of [client, upstream]) socket.on('error', drop).on('close', drop);
+    open.add(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    hold: () => {
+      held = true;
+    },
+    close: async () => {
+      for (const socket of open) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
