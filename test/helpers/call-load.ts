@@ -21,10 +21,14 @@ async function ok<T>(res: Promise<{ status: number; body: T }>, what: string): P
 }
 
 /** A firm, its API key and an agent, made through the API with the platform key. */
-export async function firmWithAgent(baseUrl: string, adminKey: string): Promise<Firm> {
+export async function firmWithAgent(
+  baseUrl: string,
+  adminKey: string,
+  settings: Record<string, unknown> = {},
+): Promise<Firm> {
   const admin = new ApiClient(baseUrl).withToken(adminKey);
   const slug = `firm-${randomBytes(4).toString('hex')}`;
-  await ok(admin.post('/api/firms', { slug, name: `Firm ${slug}`, settings: {} }), 'create firm');
+  await ok(admin.post('/api/firms', { slug, name: `Firm ${slug}`, settings }), 'create firm');
   const { key } = await ok(admin.post('/api/auth/api-keys', { firmSlug: slug, name: 'load' }), 'api key');
   const client = new ApiClient(baseUrl).withToken(key as string);
   const { agent_id } = await ok(
