@@ -31,6 +31,12 @@ export interface SentinelGroup {
   sentinelList: string;
   /** From now on the primary's replication stream is kept from the replica (and dropped with the primary). */
   holdReplication(): void;
+  /**
+   * SIGKILLs the primary, and its address (the relay) stops answering, as a dead host's does: on
+   * a shared machine another process may take the freed port, and a client sent there by a
+   * Sentinel that has not yet failed over would write into a stranger's Redis.
+   */
+  killPrimary(): void;
   /** The primary's port the Sentinels name now. */
   primaryPort(): Promise<number>;
   stop(): Promise<void>;
@@ -168,6 +174,10 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
       replica,
       sentinels,
       holdReplication: relay.hold,
+      killPrimary: () => {
+        relay.cut();
+        primary.launched.child.kill('SIGKILL');
+      },
       sentinelList: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       primaryPort: async () => {
         const [, port] = (await ask(sentinels[0]!.port, (r) =>
@@ -189,10 +199,15 @@ export async function startSentinelGroup(dir: string, name = 'intake'): Promise<
  */
 async function startReplicationRelay(
   primaryPort: number,
-): Promise<{ port: number; hold(): void; close(): Promise<void> }> {
+): Promise<{ port: number; hold(): void; cut(): void; close(): Promise<void> }> {
   let held = false;
+  let cut = false;
   const open = new Set<Socket>();
   const server = createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(primaryPort, '127.0.0.1');
     let replication = false;
     client.on('data', (chunk: Buffer) => {
@@ -215,6 +230,10 @@ async function startReplicationRelay(
     port: (server.address() as AddressInfo).port,
     hold: () => {
       held = true;
+    },
+    cut: () => {
+      cut = true;
+      for (const socket of open) socket.destroy();
     },
     close: async () => {
       for (const socket of open) socket.destroy();

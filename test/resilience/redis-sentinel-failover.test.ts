@@ -144,7 +144,7 @@ describe('Redis failover through Sentinel under load', () => {
           primaryOffsetAtKill = await replicationOffset(group.primary.port, 'master_repl_offset');
           replicaOffsetAtKill = await replicationOffset(group.replica.port, 'slave_repl_offset');
           killAt = Date.now();
-          group.primary.launched.child.kill('SIGKILL');
+          group.killPrimary();
           stopSendingAt = killAt + LOAD_AFTER_KILL_MS;
         }
         await sleep(1000 / RATE_PER_S);
