@@ -1,13 +1,16 @@
-import type { Config } from '../core/platform/config.js';
+import { exitOnConfigError, type Config } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
 import { stopOnSignals } from '../core/platform/process.js';
+import { exitWith, guardRedisTls } from '../core/platform/redis-tls.js';
 import { createServices } from '../core/wiring/services.js';
 import { startWeb } from './web.js';
 
 /** The web process once configuration (and tracing) are in place: see api/server.ts. */
 export async function runWeb(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, 'web');
-  const web = await startWeb(createServices(config, log, 'producer'));
+  const services = exitOnConfigError(() => createServices(config, log, 'producer'));
+  guardRedisTls(services.redis, config, log, exitWith);
+  const web = await startWeb(services);
   log.info({ port: web.port }, 'web listening');
   stopOnSignals(log, config.shutdownTimeoutMs, () => web.stop());
 }

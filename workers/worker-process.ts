@@ -3,6 +3,7 @@ import { createLogger } from '../core/platform/logger.js';
 import { stopOnSignals } from '../core/platform/process.js';
 import { createServices } from '../core/wiring/services.js';
 import { warnUnlessNoEviction } from '../core/platform/redis.js';
+import { exitWith, guardRedisTls } from '../core/platform/redis-tls.js';
 import { processors } from './processors/index.js';
 import { selectQueues, startWorkers } from './runner.js';
 
@@ -10,7 +11,8 @@ import { selectQueues, startWorkers } from './runner.js';
 export function runWorkers(config: Config): void {
   const queues = exitOnConfigError(() => selectQueues(config.workerQueues));
   const log = createLogger(config.logLevel, 'worker');
-  const services = createServices(config, log, 'worker');
+  const services = exitOnConfigError(() => createServices(config, log, 'worker'));
+  guardRedisTls(services.redis, config, log, exitWith);
   void warnUnlessNoEviction(services.redis, log);
   const running = startWorkers(services, processors, queues);
   log.info({ queues }, 'workers started');

@@ -1,6 +1,9 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
+import { ConfigError } from './config.js';
 import type { Logger } from './logger.js';
 import { createCluster, readyMasters } from './redis-cluster.js';
+import { redisTlsSettings, tlsOptions, type RedisTlsSettings } from './redis-tls.js';
+import { redisSentinelSettings, sentinelOptions, type RedisSentinelSettings } from './redis-sentinel.js';
 
 export type RedisRole = 'producer' | 'worker';
 
@@ -16,11 +19,41 @@ export interface RedisSettings {
   url: string;
   /** REDIS_CLUSTER: `url` is one node of a Redis Cluster (core/platform/redis-cluster.ts). */
   cluster?: boolean;
+  /** REDIS_TLS_CA / REDIS_TLS_REJECT_UNAUTHORIZED (redis-tls.ts). */
+  tls?: RedisTlsSettings;
+  /** REDIS_SENTINELS / REDIS_SENTINEL_NAME (redis-sentinel.ts). */
+  sentinel?: RedisSentinelSettings;
 }
 
-/** The Redis part of the configuration. */
-export function redisSettings(config: { redisUrl: string; redisCluster: boolean }): RedisSettings {
-  return { url: config.redisUrl, cluster: config.redisCluster };
+type RedisConfig = { redisUrl: string; redisCluster: boolean } & Parameters<typeof redisTlsSettings>[0] &
+  Parameters<typeof redisSentinelSettings>[0];
+
+/**
+ * The Redis part of the configuration; a ConfigError for an unreadable REDIS_TLS_CA, or for
+ * REDIS_CLUSTER with REDIS_SENTINELS (a cluster fails over by itself; Sentinel is for one primary).
+ */
+export function redisSettings(config: RedisConfig): RedisSettings {
+  const tls = redisTlsSettings(config);
+  const sentinel = redisSentinelSettings(config);
+  if (config.redisCluster && sentinel !== undefined) {
+    throw new ConfigError([
+      'REDIS_CLUSTER=true and REDIS_SENTINELS are exclusive: a Redis Cluster fails over by itself, Sentinel watches one primary',
+    ]);
+  }
+  return {
+    url: config.redisUrl,
+    cluster: config.redisCluster,
+    ...(tls ? { tls } : {}),
+    ...(sentinel ? { sentinel } : {}),
+  };
+}
+
+/** What the settings add to a connection's options (BullMQ's duplicates inherit them). */
+function placeOptions(settings: RedisSettings): RedisOptions {
+  return {
+    ...(settings.tls ? { tls: tlsOptions(settings.tls) } : {}),
+    ...(settings.sentinel ? sentinelOptions(settings.sentinel, settings.url.startsWith('rediss:')) : {}),
+  };
 }
 
 /**
@@ -39,8 +72,9 @@ export function createRedis(settings: RedisSettings, role: RedisRole): RedisClie
     role === 'producer'
       ? { ...common, maxRetriesPerRequest: 1 }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
+  const placed = { ...options, ...placeOptions(settings) };
   const redis =
-    settings.cluster === true ? createCluster(settings.url, options) : new Redis(settings.url, options);
+    settings.cluster === true ? createCluster(settings.url, placed) : new Redis(settings.url, placed);
   // Errors are reported through readiness and request failures; an unhandled 'error' event would crash.
   redis.on('error', () => {});
   return redis;

@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
+import { redisSettings } from '../../core/platform/redis.js';
 import { launch, type Launched } from './launcher.js';
 import { freePort, startLocalServices, type LocalServices } from './services.js';
 
@@ -91,7 +92,8 @@ async function main(): Promise<void> {
     ALLOW_PRIVATE_URLS: env.ALLOW_PRIVATE_URLS ?? 'true',
   };
   try {
-    loadConfig(childEnv);
+    // Also reads REDIS_TLS_CA, so an unreadable CA stops here, before any child starts.
+    redisSettings(loadConfig(childEnv));
   } catch (err) {
     return shutdown(1, err instanceof ConfigError ? err.message : message(err));
   }

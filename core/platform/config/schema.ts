@@ -19,6 +19,34 @@ export const CONFIG_SCHEMA = Type.Object({
     default: false,
     description: '`REDIS_URL` is a node of a Redis Cluster: keys used together get hash tags (docs/redis.md)',
   }),
+  redisTlsCa: optional(
+    text('REDIS_TLS_CA', {
+      description:
+        "CA certificate a `rediss://` server's must chain to (Heroku Redis signs its own): PEM text or a PEM file's path; the host name is checked too (docs/redis.md)",
+    }),
+  ),
+  redisTlsRejectUnauthorized: boolean('REDIS_TLS_REJECT_UNAUTHORIZED', {
+    default: true,
+    description:
+      '`false`: `rediss://` accepts any certificate (encrypted, server not authenticated; Heroku documents it), with a warning at start; prefer `REDIS_TLS_CA`',
+  }),
+  redisSentinels: optional(
+    list('REDIS_SENTINELS', {
+      item: '^[A-Za-z0-9.-]+:[0-9]{1,5}$',
+      itemText: '`host:port` of Redis Sentinels',
+      requiredWith: 'REDIS_SENTINEL_NAME',
+      description:
+        'Sentinels that name the Redis primary (a failover is followed); `REDIS_URL` then gives only password, database and `rediss://` (docs/redis.md)',
+    }),
+  ),
+  redisSentinelName: optional(
+    text('REDIS_SENTINEL_NAME', {
+      pattern: '^[A-Za-z0-9._-]{1,64}$',
+      patternText: 'the name a `sentinel monitor` line gives the primary',
+      requiredWith: 'REDIS_SENTINELS',
+      description: 'the name of the primary the Sentinels of `REDIS_SENTINELS` monitor',
+    }),
+  ),
   mongodbUri: url('MONGODB_URI', {
     protocols: ['mongodb:', 'mongodb+srv:'],
     local,

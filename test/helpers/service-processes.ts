@@ -1,0 +1,75 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launch, type Exit, type Launched } from '../../scripts/local/launcher.js';
+import { freePort } from '../../scripts/local/ports.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** One entry point (api/server.ts or workers/main.ts) as a child, its output kept in a file. */
+export interface ServiceProcess {
+  launched: Launched;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): Promise<string>;
+  stop(): Promise<Exit>;
+}
+
+export function startServiceProcess(
+  entry: 'api/server.ts' | 'workers/main.ts',
+  env: Record<string, string>,
+  logFile: string,
+  options: { readyUrl?: string } = {},
+): ServiceProcess {
+  const launched = launch({
+    name: entry,
+    command: process.execPath,
+    args: ['--import', 'tsx', entry],
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    output: { file: logFile },
+    ...(options.readyUrl === undefined ? {} : { ready: { url: options.readyUrl } }),
+    readyTimeoutMs: 60_000,
+  });
+  return {
+    launched,
+    output: () => readFile(logFile, 'utf8').catch(() => ''),
+    stop: () => launched.stop(),
+  };
+}
+
+/**
+ * The web process (ready once /readyz answers 200) and a worker process, as the Procfile runs
+ * them; `workerEnv` is added to the worker's environment only.
+ */
+export async function startServiceProcesses(
+  env: Record<string, string>,
+  logDir: string,
+  name: string,
+  workerEnv: Record<string, string> = {},
+): Promise<{ baseUrl: string; web: ServiceProcess; worker: ServiceProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const webEnv = { ...env, PORT: String(port), PUBLIC_BASE_URL: baseUrl };
+  const web = startServiceProcess('api/server.ts', webEnv, join(logDir, `${name}-web.log`), {
+    readyUrl: `${baseUrl}/readyz`,
+  });
+  const worker = startServiceProcess(
+    'workers/main.ts',
+    { ...webEnv, ...workerEnv },
+    join(logDir, `${name}-worker.log`),
+  );
+  try {
+    await web.launched.ready;
+  } catch (err) {
+    await worker.stop();
+    throw err;
+  }
+  return {
+    baseUrl,
+    web,
+    worker,
+    async stop() {
+      await Promise.all([web.stop(), worker.stop()]);
+    },
+  };
+}
