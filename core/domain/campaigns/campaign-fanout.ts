@@ -3,20 +3,16 @@ import { enqueueBulk } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { CampaignCallJob } from '../../../jobs/campaigns.js';
 import { finishLaunch } from './campaigns.js';
-import {
-  campaignFanoutsCollection,
-  campaignPhonesCollection,
-  completeIfSettled,
-  findCampaign,
-  type CampaignPhoneDoc,
-} from './campaign-store.js';
+import { campaignFanoutsCollection, completeIfSettled, findCampaign } from './campaign-store.js';
+import { phonePageCount, phonesFrom } from './campaign-phone-pages.js';
 
-// The launch's fan-out, in a worker: ONE streaming cursor over the campaign's phones (one per
-// distinct callable phone, in _id order), added in chunks through addBulk as one
-// campaign-call job per phone (job id = campaign + phone + attempt). After each chunk the last
-// phone's _id is checkpointed, so a fan-out killed half-way resumes after it; the chunk that was
-// in flight is added again, which BullMQ ignores for job ids it still knows and which creates
-// no second call anyway (the call id derives from campaign + phone + attempt).
+// The launch's fan-out, in a worker: the campaign's phone pages (campaign-phone-pages.ts), read
+// by _id a page ahead, added in chunks through addBulk as one campaign-call job per phone (job
+// id = campaign + phone + attempt). After each chunk the count of phones added so far (their
+// position: the pages are frozen at launch) is checkpointed, while the next chunk is being
+// added, so a fan-out killed half-way resumes after it; the chunk that was in flight is added
+// again, which BullMQ ignores for job ids it still knows and which creates no second call anyway
+// (the call id derives from campaign + phone + attempt).
 
 /** BullMQ's largest priority. */
 const MAX_PRIORITY = 2 ** 21 - 1;
@@ -38,66 +34,51 @@ export async function fanOutCampaign(
 
   const fanouts = campaignFanoutsCollection(db);
   const progress = await fanouts.findOne({ _id: campaignId });
-  let after = progress?.after ?? null;
   let added = progress?.added ?? 0;
   if (progress?.done !== true) {
     const chunkSize = services.config.campaignFanoutChunk;
-    const cursor = campaignPhonesCollection(db)
-      .find(
-        { campaign_id: campaignId, ...(after === null ? {} : { _id: { $gt: after } }) },
-        { projection: { _id: 1, phone: 1 } },
-      )
-      .sort({ _id: 1 })
-      .batchSize(chunkSize);
-    let chunk: Array<Pick<CampaignPhoneDoc, '_id' | 'phone'>> = [];
+    const pageCount = await phonePageCount(db, campaign);
     let chunks = 0;
-    const flush = async (): Promise<void> => {
-      // Each job's priority is its place in the campaign: jobs of several campaigns (and firms)
-      // interleave instead of one campaign's thousands going first.
-      await enqueueBulk(
-        services.queues,
-        JOBS.campaignCall,
-        chunk.map((entry, i) => ({
-          data: {
-            campaignId,
-            firm: campaign!.firm,
-            phone: entry.phone,
-            attempt: 1,
-          } satisfies CampaignCallJob,
-          priority: Math.min(added + i + 1, MAX_PRIORITY),
-        })),
-      );
-      added += chunk.length;
-      after = chunk[chunk.length - 1]!._id;
-      chunk = [];
-      await fanouts.updateOne(
+    // The previous chunk's checkpoint, written while this chunk is being added.
+    let checkpoint: Promise<unknown> = Promise.resolve();
+    const save = (done: boolean) => {
+      const written = fanouts.updateOne(
         { _id: campaignId },
-        { $set: { after, added, done: false, updated_at: new Date() } },
+        { $set: { added, done, updated_at: new Date() } },
         { upsert: true },
       );
+      // Awaited before the next one: a failure is thrown there, not reported as unhandled meanwhile.
+      written.catch(() => undefined);
+      return written;
     };
-    try {
-      for await (const entry of cursor) {
-        chunk.push(entry);
-        if (chunk.length < chunkSize) continue;
-        await flush();
+    for await (const phones of phonesFrom(db, campaignId, pageCount, added)) {
+      for (let i = 0; i < phones.length; i += chunkSize) {
+        const chunk = phones.slice(i, i + chunkSize);
+        // Each job's priority is its place in the campaign: jobs of several campaigns (and
+        // firms) interleave instead of one campaign's thousands going first.
+        await enqueueBulk(
+          services.queues,
+          JOBS.campaignCall,
+          chunk.map((phone, j) => ({
+            data: { campaignId, firm: campaign!.firm, phone, attempt: 1 } satisfies CampaignCallJob,
+            priority: Math.min(added + j + 1, MAX_PRIORITY),
+          })),
+        );
+        await checkpoint;
+        added += chunk.length;
+        checkpoint = save(false);
         chunks += 1;
         if (
           chunks % STATE_CHECK_EVERY === 0 &&
           (await findCampaign(db, campaignId))?.status === 'cancelled'
         ) {
+          await checkpoint;
           return { outcome: 'cancelled', added };
         }
       }
-      if (chunk.length > 0) await flush();
-    } finally {
-      await cursor.close().catch(() => undefined);
     }
-    await fanouts.updateOne(
-      { _id: campaignId },
-      { $set: { after, added, done: true, updated_at: new Date() } },
-      { upsert: true },
-    );
+    await checkpoint;
+    await save(true);
   }
   // A campaign with nothing to call is complete at once.
   if (campaign.calls_queued === 0) {
