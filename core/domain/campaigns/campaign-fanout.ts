@@ -8,11 +8,11 @@ import { phonePageCount, phonesFrom } from './campaign-phone-pages.js';
 
 // The launch's fan-out, in a worker: the campaign's phone pages (campaign-phone-pages.ts), read
 // by _id a page ahead, added in chunks through addBulk as one campaign-call job per phone (job
-// id = campaign + phone + attempt). After each chunk the count of phones added so far (their
-// position: the pages are frozen at launch) is checkpointed, while the next chunk is being
-// added, so a fan-out killed half-way resumes after it; the chunk that was in flight is added
-// again, which BullMQ ignores for job ids it still knows and which creates no second call anyway
-// (the call id derives from campaign + phone + attempt).
+// id = campaign + phone + attempt). The count of phones added so far (their position: the pages
+// are frozen at launch) is checkpointed off the adds' path (Checkpoint, below), so a fan-out
+// killed half-way resumes after it; the chunks added since the last write are added again, which
+// BullMQ ignores for job ids it still knows and which creates no second call anyway (the call id
+// derives from campaign + phone + attempt).
 
 /** BullMQ's largest priority. */
 const MAX_PRIORITY = 2 ** 21 - 1;
@@ -39,18 +39,13 @@ export async function fanOutCampaign(
     const chunkSize = services.config.campaignFanoutChunk;
     const pageCount = await phonePageCount(db, campaign);
     let chunks = 0;
-    // The previous chunk's checkpoint, written while this chunk is being added.
-    let checkpoint: Promise<unknown> = Promise.resolve();
-    const save = (done: boolean) => {
-      const written = fanouts.updateOne(
+    const checkpoint = new Checkpoint((count, done) =>
+      fanouts.updateOne(
         { _id: campaignId },
-        { $set: { added, done, updated_at: new Date() } },
+        { $set: { added: count, done, updated_at: new Date() } },
         { upsert: true },
-      );
-      // Awaited before the next one: a failure is thrown there, not reported as unhandled meanwhile.
-      written.catch(() => undefined);
-      return written;
-    };
+      ),
+    );
     for await (const phones of phonesFrom(db, campaignId, pageCount, added)) {
       for (let i = 0; i < phones.length; i += chunkSize) {
         const chunk = phones.slice(i, i + chunkSize);
@@ -64,25 +59,67 @@ export async function fanOutCampaign(
             priority: Math.min(added + j + 1, MAX_PRIORITY),
           })),
         );
-        await checkpoint;
         added += chunk.length;
-        checkpoint = save(false);
+        checkpoint.note(added);
         chunks += 1;
         if (
           chunks % STATE_CHECK_EVERY === 0 &&
           (await findCampaign(db, campaignId))?.status === 'cancelled'
         ) {
-          await checkpoint;
+          await checkpoint.finish(added, false);
           return { outcome: 'cancelled', added };
         }
       }
     }
-    await checkpoint;
-    await save(true);
+    await checkpoint.finish(added, true);
   }
   // A campaign with nothing to call is complete at once.
   if (campaign.calls_queued === 0) {
     await completeIfSettled(services, campaignId, { calls_placed: 0, calls_completed: 0, calls_failed: 0 });
   }
   return { outcome: 'fanned_out', added };
+}
+
+/**
+ * The fan-out's checkpoint, written off the adds' path: one write at a time, each with the latest
+ * count added, so a slow store (FerretDB rewrites the document) never holds up the next addBulk.
+ * A count is noted only once its chunk was added, and writes follow one another: the checkpoint
+ * never runs ahead of the jobs, it may only lag (a resumed fan-out adds those chunks again, which
+ * BullMQ ignores for the job ids it still knows).
+ */
+class Checkpoint {
+  private latest = 0;
+  private written = 0;
+  private writing: Promise<void> | null = null;
+  private failure: unknown = undefined;
+
+  constructor(private readonly save: (added: number, done: boolean) => Promise<unknown>) {}
+
+  /** `added` phones have their job: written now, or after the write in flight. */
+  note(added: number): void {
+    if (this.failure !== undefined) throw this.failure;
+    this.latest = added;
+    this.writing ??= this.drain()
+      .catch((err: unknown) => {
+        this.failure = err;
+      })
+      .finally(() => {
+        this.writing = null;
+      });
+  }
+
+  /** The last write, after any in flight: the count and whether the fan-out is done. */
+  async finish(added: number, done: boolean): Promise<void> {
+    await this.writing;
+    if (this.failure !== undefined) throw this.failure;
+    await this.save(added, done);
+  }
+
+  private async drain(): Promise<void> {
+    while (this.written < this.latest) {
+      const count = this.latest;
+      await this.save(count, false);
+      this.written = count;
+    }
+  }
 }
