@@ -322,7 +322,7 @@ export const campaigns: Scenario = {
             baselineLabel: 'its reads alone (phone pages by _id), phones/s',
             note:
               "The fan-out reads the campaign's phone pages (5,000 phones each, written by each add of leads) " +
-              'by _id, a page ahead, and checkpoints each chunk while the next one is being added. ' +
+              "by _id, a page ahead, and writes its checkpoint off the adds' path (one write at a time, the latest count). " +
               `During the last fan-out, ${fanoutCores}.`,
           },
           fanoutRates,
