@@ -23,12 +23,18 @@ export type BodyProof = 'signed' | 'unsigned';
  * a signature header whose form and timestamp checked out, and which `verifyBody` checks over
  * the raw body once it is read.
  */
+/** A request body as received: its bytes, or its text. */
+export type RawBody = string | Buffer;
+
 export interface WebhookCredentials {
   principal: Principal;
   /** The firm whose webhook rate limit the delivery counts against (a signed one once verified). */
   firm: string;
-  /** The check over the raw body: false (or a thrown 401) refuses the delivery. */
-  verifyBody?: (rawBody: string) => Promise<BodyProof | false>;
+  /**
+   * The check over the raw body (the bytes as read for a large body, else the text): false (or a
+   * thrown 401) refuses the delivery.
+   */
+  verifyBody?: (rawBody: RawBody) => Promise<BodyProof | false>;
 }
 
 /**

@@ -4,7 +4,7 @@ import { requireFirm } from '../core/domain/access/access.js';
 import { getFirm, type FirmDoc } from '../core/domain/firms/firms.js';
 import { unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
-import type { WebhookCredentials } from './route.js';
+import type { RawBody, WebhookCredentials } from './route.js';
 import { authenticateRequest } from './router.js';
 
 /** How one sender signs its deliveries (Retell, Cal.com). */
@@ -22,7 +22,7 @@ export interface SenderSignature {
   /** The keys a delivery to this firm may be signed with (any one verifies); empty when none. */
   secretsOf(services: Services, firm: FirmDoc): string[];
   /** The HMAC check over the raw body. */
-  verify(rawBody: string, secret: string, signature: string): boolean | Promise<boolean>;
+  verify(rawBody: RawBody, secret: string, signature: string): boolean | Promise<boolean>;
 }
 
 /**

@@ -19,12 +19,21 @@ import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores } from './li
 import { busiestProfile, summariseProfile } from './lib/profile.js';
 import { createCall } from './scenarios/create-call.js';
 import { webhooks } from './scenarios/webhooks.js';
+import { webhookBodies } from './scenarios/webhook-bodies.js';
 import { campaigns } from './scenarios/campaigns.js';
 import { campaignCalls } from './scenarios/campaign-calls.js';
 import { listCalls } from './scenarios/list-calls.js';
 import { contactsImport } from './scenarios/contacts-import.js';
 
-const SCENARIOS: Scenario[] = [createCall, webhooks, campaigns, contactsImport, listCalls, campaignCalls];
+const SCENARIOS: Scenario[] = [
+  createCall,
+  webhooks,
+  webhookBodies,
+  campaigns,
+  contactsImport,
+  listCalls,
+  campaignCalls,
+];
 
 const RESULTS = join(root, 'bench', 'results');
 const DEADLINE_MS = knob('BENCH_DEADLINE_S', 40 * 60, 4 * 3600) * 1000;

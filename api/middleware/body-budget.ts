@@ -88,15 +88,14 @@ export function declaredLength(req: IncomingMessage): number | undefined {
 }
 
 /**
- * Reads a request body into one Buffer and decodes it once as UTF-8: preallocated from the
- * Content-Length when there is one (never more than `limit`), else chunks joined once at the end.
- * More than `limit` bytes: 413, and the rest of the body is discarded unread. Not all there
- * after `withinMs`: 408.
+ * Reads a request body into one Buffer: preallocated from the Content-Length when there is one
+ * (never more than `limit`), else chunks joined once at the end. More than `limit` bytes: 413,
+ * and the rest of the body is discarded unread. Not all there after `withinMs`: 408.
  */
-export function readBodyText(req: IncomingMessage, limit: number, withinMs?: number): Promise<string> {
+export function readBody(req: IncomingMessage, limit: number, withinMs?: number): Promise<Buffer> {
   const declared = declaredLength(req);
   if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     let buffer: Buffer | undefined = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     let chunks: Buffer[] = [];
     let received = 0;
@@ -114,11 +113,10 @@ export function readBodyText(req: IncomingMessage, limit: number, withinMs?: num
       req.off('error', onError);
       req.off('aborted', onAborted);
       if (error === undefined) {
-        buffer ??= chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+        const body = buffer ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+        buffer = undefined;
         chunks = [];
-        const text = buffer.toString('utf8');
-        buffer = undefined; // the text is the only copy from here on
-        resolve(text);
+        resolve(body);
         return;
       }
       buffer = undefined;

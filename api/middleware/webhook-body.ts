@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
-import type { WebhookCredentials } from '../route.js';
-import { type ByteBudget, declaredLength, readBodyText, tooLarge } from './body-budget.js';
+import type { RawBody, WebhookCredentials } from '../route.js';
+import { type ByteBudget, declaredLength, readBody, tooLarge } from './body-budget.js';
 import { handleNul, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
 /**
@@ -24,7 +24,7 @@ export const LARGE_BODY_WAIT_MS = 5_000;
  * Checks a webhook delivery's signature over its raw body (401 when it does not match) and notes
  * how the body proved itself in `ctx.state.webhookProof` for the rate limits (api/router.ts).
  */
-export async function verifyWebhookBody(ctx: Context, rawBody: string): Promise<void> {
+export async function verifyWebhookBody(ctx: Context, rawBody: RawBody): Promise<void> {
   const { verifyBody } = ctx.state.webhook as WebhookCredentials;
   if (verifyBody === undefined) return; // a bearer token: nothing in the body to check
   const proof = await verifyBody(rawBody);
@@ -34,11 +34,10 @@ export async function verifyWebhookBody(ctx: Context, rawBody: string): Promise<
 
 /**
  * A webhook body that may be large (the call webhook: up to 32 MiB, docs/webhooks.md#large-bodies), with
- * one copy of it in memory at a time: read into one Buffer under the process's byte budget, decoded
- * once to the text the signature is checked on (retell-sdk's verifier takes a string), parsed
- * once only after the signature matched, the text then let go. The route's own authentication
- * ran before (firm, bearer, signature form and window, the firm's secret): nothing is read for a
- * request refused on those.
+ * one copy of it in memory at a time: read into one Buffer under the process's byte budget, the
+ * signature checked over those bytes, then decoded once and parsed once, each copy let go as the
+ * next is made. The route's own authentication ran before (firm, bearer, signature form and
+ * window, the firm's secret): nothing is read for a request refused on those.
  */
 export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middleware {
   return async (ctx, next) => {
@@ -60,10 +59,12 @@ export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middle
       ctx.req.off('close', onClose);
     }
     try {
-      let text: string | undefined = hasBody
-        ? await readBodyText(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
-        : '';
-      await verifyWebhookBody(ctx, text);
+      let bytes: Buffer | undefined = hasBody
+        ? await readBody(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
+        : Buffer.alloc(0);
+      await verifyWebhookBody(ctx, bytes);
+      let text: string | undefined = bytes.toString('utf8');
+      bytes = undefined; // the text is the only copy from here on
       let body: unknown = {};
       if (text.trim() !== '') {
         try {
@@ -72,7 +73,8 @@ export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middle
           throw invalidRequest('The request body is not valid JSON.');
         }
       }
-      const mayHoldNul = /\\u0000/i.test(text);
+      // JSON writes NUL only as this escape (`\u` is lower case, `0000` has no case).
+      const mayHoldNul = text.includes('\\u0000');
       text = undefined; // the parsed body is the only copy from here on
       if (nestedDeeperThan(body, MAX_JSON_DEPTH)) {
         throw invalidRequest(

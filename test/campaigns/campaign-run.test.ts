@@ -183,6 +183,31 @@ describe('a launched campaign', () => {
     expect(await campaignCalls(stack, created.id)).toHaveLength(4);
   });
 
+  it('a campaign whose phones were added before phone pages were kept is fanned out from its claims', async () => {
+    const firm = await firmWithAgent();
+    const phones = usPhones(3, 820);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: phones.map((phone) => ({ phone })),
+    });
+    // As an older version left it: phone claims only.
+    const db = stack.services.mongo.db;
+    await db.collection(COLLECTIONS.campaignPhonePages).deleteMany({ campaign_id: created.id });
+    await db
+      .collection(COLLECTIONS.campaigns)
+      .updateOne({ _id: created.id as any }, { $unset: { phone_pages: '' } });
+    expect(await launch(firm.client, created.id)).toBe(3);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 3, calls_completed: 3 });
+    expect((await simulatorDials(stack, phones)).length).toBe(3);
+    const pages = await db
+      .collection(COLLECTIONS.campaignPhonePages)
+      .find({ campaign_id: created.id })
+      .toArray();
+    expect(pages.flatMap((p) => p.phones as string[]).sort()).toEqual([...phones].sort());
+  });
+
   it('a launch that died after its claim and its fan-out job is finished by the fan-out job', async () => {
     const firm = await firmWithAgent();
     const created = await createCampaign(firm.client, {

@@ -306,6 +306,16 @@ describe('crashes during an add or a launch', () => {
         phone: '+12125550703',
         batch,
       });
+    // …and its page of phones for the fan-out (the next page number, not counted either).
+    await db()
+      .collection(COLLECTIONS.campaignPhonePages)
+      .insertOne({
+        _id: `${created.id}#1` as any,
+        campaign_id: created.id,
+        batch,
+        first: 2,
+        phones: ['+12125550703'],
+      });
     await db()
       .collection(COLLECTIONS.campaigns)
       .updateOne({ _id: created.id as any }, { $set: { open_batch: batch } });
@@ -319,6 +329,15 @@ describe('crashes during an add or a launch', () => {
     expect(await count(COLLECTIONS.campaignLeads, { campaign_id: created.id })).toBe(3);
     expect(await launch(a.client, created.id)).toBe(3);
     expect(await count(COLLECTIONS.campaignClaims, { campaign_id: created.id })).toBe(3);
+    // The fan-out's pages hold each phone once, at its place.
+    const pages = await db()
+      .collection(COLLECTIONS.campaignPhonePages)
+      .find({ campaign_id: created.id })
+      .toArray();
+    expect(pages.map((p) => [p._id, p.first, p.phones, p.batch === batch])).toEqual([
+      [`${created.id}#0`, 0, ['+12125550701', '+12125550702'], false],
+      [`${created.id}#1`, 2, ['+12125550703'], false],
+    ]);
   });
 
   it('a launch that died after its claim is finished by the next launch request', async () => {

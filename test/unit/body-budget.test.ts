@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { ByteBudget, readBodyText } from '../../api/middleware/body-budget.js';
+import { ByteBudget, readBody } from '../../api/middleware/body-budget.js';
 import { AppError } from '../../core/platform/errors.js';
 
 describe('ByteBudget', () => {
@@ -61,34 +61,34 @@ describe('ByteBudget', () => {
   });
 });
 
-/** A request body stream with the headers readBodyText looks at. */
+/** A request body stream with the headers readBody looks at. */
 function request(headers: Record<string, string>): PassThrough & IncomingMessage {
   return Object.assign(new PassThrough(), { headers }) as unknown as PassThrough & IncomingMessage;
 }
 
-describe('readBodyText', () => {
-  it('reads the declared length into one buffer and decodes it once, multi-byte characters split across chunks', async () => {
+describe('readBody', () => {
+  it('reads the declared length into one buffer, multi-byte characters split across chunks', async () => {
     const text = `{"transcript":"${'Agent: Grüß Gott — ¿cómo está? '.repeat(1000)}"}`;
     const bytes = Buffer.from(text);
     const req = request({ 'content-length': String(bytes.length) });
-    const read = readBodyText(req, 1 << 20);
+    const read = readBody(req, 1 << 20);
     for (let at = 0; at < bytes.length; at += 777) req.write(bytes.subarray(at, at + 777));
     req.end();
-    expect(await read).toBe(text);
+    expect((await read).toString('utf8')).toBe(text);
   });
 
   it('refuses a declared length over the limit unread (413), and a body longer than it declared (400)', async () => {
-    const tooBig = readBodyText(request({ 'content-length': String(2 << 20) }), 1 << 20);
+    const tooBig = readBody(request({ 'content-length': String(2 << 20) }), 1 << 20);
     await expect(tooBig).rejects.toMatchObject({ status: 413, code: 'payload_too_large' });
     const liar = request({ 'content-length': '4' });
-    const read = readBodyText(liar, 1 << 20);
+    const read = readBody(liar, 1 << 20);
     liar.end('{"a":1}');
     await expect(read).rejects.toMatchObject({ status: 400 });
   });
 
   it('without a length: chunks up to the limit, 413 past it', async () => {
     const req = request({ 'transfer-encoding': 'chunked' });
-    const read = readBodyText(req, 10);
+    const read = readBody(req, 10);
     req.write('{"a":');
     req.end('"0123456789"}');
     await expect(read).rejects.toMatchObject({ status: 413 });
@@ -96,7 +96,7 @@ describe('readBodyText', () => {
 
   it('a body that does not arrive in time is a 408', async () => {
     const req = request({ 'content-length': '100' });
-    const read = readBodyText(req, 1 << 20, 50);
+    const read = readBody(req, 1 << 20, 50);
     req.write('{"trickle":');
     await expect(read).rejects.toMatchObject({ status: 408, code: 'request_timeout' });
   });

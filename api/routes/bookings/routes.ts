@@ -14,7 +14,7 @@ import {
 } from '../../../core/integrations/booking/cal-signature.js';
 import { isBookingTrigger } from '../../../jobs/bookings.js';
 import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
-import { defineRoute, type WebhookCredentials } from '../../route.js';
+import { defineRoute, type RawBody, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import {
   BookingWebhookBody,
@@ -48,10 +48,10 @@ const PING_SUBJECT = 'booking-webhook-ping';
 const MAX_PING_BYTES = 16 * 1024;
 
 /** Whether a raw body is Cal.com's "Ping test" (`triggerEvent: "PING"`), read only when small. */
-function isCalPing(rawBody: string): boolean {
+function isCalPing(rawBody: RawBody): boolean {
   if (Buffer.byteLength(rawBody) > MAX_PING_BYTES) return false;
   try {
-    const body = JSON.parse(rawBody) as unknown;
+    const body = JSON.parse(rawBody.toString()) as unknown;
     return (
       typeof body === 'object' &&
       body !== null &&

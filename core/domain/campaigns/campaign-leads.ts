@@ -12,6 +12,7 @@ import {
   campaignLeadId,
   campaignLeadsCollection,
   campaignPhoneId,
+  campaignPhonePagesCollection,
   campaignPhonesCollection,
   campaignsCollection,
   launchClaimId,
@@ -21,6 +22,7 @@ import {
   type CampaignLeadDoc,
   type CampaignPhoneDoc,
 } from './campaign-store.js';
+import { newPhonePages } from './campaign-phone-pages.js';
 
 // Adding leads to a draft campaign: inline leads (created as leads with source "campaign") and
 // the firm's existing leads by id. Everything is checked before anything is written (a 400
@@ -129,6 +131,7 @@ async function cleanupOpenBatch(db: Db, campaign: CampaignDoc): Promise<void> {
   if (batch === null) return;
   await campaignPhonesCollection(db).deleteMany({ campaign_id: campaign._id, batch });
   await campaignLeadsCollection(db).deleteMany({ campaign_id: campaign._id, batch });
+  await campaignPhonePagesCollection(db).deleteMany({ campaign_id: campaign._id, batch });
   await leadRecords(db).deleteMany({ campaign_id: campaign._id, campaign_batch: batch });
   await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: { open_batch: null } });
 }
@@ -209,6 +212,17 @@ export async function writeCampaignLeads(
         });
       });
       const added = await claimMany(campaignPhonesCollection(db), [...phones.values()]);
+      // The phones this add claimed, in the order of its leads, paged for the fan-out (unless
+      // phones came before pages were kept: the fan-out pages all of its claims then).
+      const paged = campaign.phone_pages !== undefined || campaign.callable === 0;
+      const pages = paged
+        ? newPhonePages(
+            campaign,
+            batch,
+            [...phones.values()].filter((p) => added.has(p._id)).map((p) => p.phone),
+          )
+        : [];
+      if (pages.length > 0) await campaignPhonePagesCollection(db).insertMany(pages);
 
       const leadsAdded = joined.size;
       const callableAdded = added.size;
@@ -218,6 +232,7 @@ export async function writeCampaignLeads(
           $set: {
             leads_total: campaign.leads_total + leadsAdded,
             callable: campaign.callable + callableAdded,
+            ...(paged ? { phone_pages: (campaign.phone_pages ?? 0) + pages.length } : {}),
             open_batch: null,
             updated_at: new Date(),
           },

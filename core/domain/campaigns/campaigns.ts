@@ -52,6 +52,7 @@ export async function createCampaign(
     ...(input.retry_on === undefined ? {} : { retry_on: [...new Set(input.retry_on)] }),
     leads_total: 0,
     callable: 0,
+    phone_pages: 0,
     calls_queued: 0,
     open_batch: null,
     launched_at: null,

@@ -13,7 +13,7 @@ export const CAL_SIGNATURE_HEADER = 'x-cal-signature-256';
 const FORM = /^[0-9a-f]{64}$/i;
 
 /** Signs a raw body exactly as Cal.com does. */
-export function signCalWebhook(rawBody: string, secret: string): string {
+export function signCalWebhook(rawBody: string | Buffer, secret: string): string {
   return hmacHex(secret, rawBody);
 }
 
@@ -23,7 +23,7 @@ export function isCalSignatureForm(header: string): boolean {
 }
 
 /** The HMAC over the raw body, compared in constant time. */
-export function verifyCalSignature(rawBody: string, secret: string, header: string): boolean {
+export function verifyCalSignature(rawBody: string | Buffer, secret: string, header: string): boolean {
   const given = header.trim().toLowerCase();
   if (!FORM.test(given)) return false;
   const expected = Buffer.from(signCalWebhook(rawBody, secret), 'hex');

@@ -29,6 +29,11 @@ export const COLLECTIONS = {
   campaignLeads: 'campaign_leads',
   /** A campaign's phones (`<campaign>|<phone>`, one call each) and its launch claim (`launch:<campaign>`). */
   campaignClaims: 'campaign_claims',
+  /**
+   * A campaign's callable phones in the order they were added, a page per add (`<campaign>#<n>`):
+   * the fan-out reads them by _id instead of scanning the phone claims.
+   */
+  campaignPhonePages: 'campaign_phone_pages',
   /** A campaign fan-out's checkpoint (`_id` = the campaign): where a restarted fan-out resumes. */
   campaignFanouts: 'campaign_fanouts',
   /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */

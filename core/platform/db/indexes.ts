@@ -31,8 +31,11 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // Crash clean-up of an unfinished add (by batch); membership itself is the unique _id.
   [COLLECTIONS.campaignLeads]: [{ key: { campaign_id: 1, batch: 1 }, name: 'campaign_batch' }],
-  // The fan-out's one streaming cursor: a campaign's phones in _id order (resumable by _id).
+  // Campaigns whose phones were added before phone pages existed: the fan-out turns their
+  // phones, read with one cursor in _id order, into pages once.
   [COLLECTIONS.campaignClaims]: [{ key: { campaign_id: 1, _id: 1 }, name: 'campaign_id' }],
+  // Read by _id (the fan-out); by batch only for the crash clean-up of an unfinished add.
+  [COLLECTIONS.campaignPhonePages]: [{ key: { campaign_id: 1, batch: 1 }, name: 'campaign_batch' }],
   [COLLECTIONS.campaignFanouts]: [],
   // Read by _id only (the firm's workflows list: core/domain/workflows).
   [COLLECTIONS.workflowDirectories]: [],

@@ -1,0 +1,54 @@
+// Starts bench/bare-http-server.ts (a bare node:http server issuing a route's store calls) as a
+// child process over a scenario's stores, firm and agent; with BENCH_PROFILE=1 it is profiled
+// like the web process. It runs through tsx whatever BENCH_RUNTIME says (bench/ is not
+// compiled): the loader only changes start-up, not the steady state measured.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch } from '../../scripts/local/launcher.js';
+import { freePort } from '../../scripts/local/ports.js';
+import { atExit, PROFILE_DIR, rand, root, type App, type Web } from './stack.js';
+import { rssMiB } from './measure.js';
+
+export async function startBareHttp(
+  app: App,
+  firm: { slug: string; agentId: string; secret?: string },
+): Promise<Web> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const name = `${app.name}-bare-http`;
+  const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
+  const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  if (profile.length > 0) mkdirSync(profileDir, { recursive: true });
+  const child = launch({
+    name,
+    command: process.execPath,
+    args: [...profile, '--import', 'tsx', join(root, 'bench', 'bare-http-server.ts')],
+    cwd: root,
+    env: {
+      ...process.env,
+      ...app.env,
+      PORT: String(port),
+      BARE_FIRM: firm.slug,
+      BARE_AGENT: firm.agentId,
+      BARE_SECRET: firm.secret ?? 'none',
+    },
+    output: { prefix: `[${name}] `, to: 'stderr' },
+    ready: {
+      probe: () =>
+        fetch(`${base}/create`, { method: 'POST', body: '{"toNumber":"+14155550123"}' }).then((r) => r.ok),
+    },
+  });
+  const web: Web = {
+    name,
+    base,
+    pid: child.pid!,
+    child: child.child,
+    rss: () => rssMiB(child.pid!),
+    async stop() {
+      await child.stop('SIGTERM', 10_000);
+    },
+  };
+  atExit(() => web.stop());
+  await child.ready;
+  return web;
+}
