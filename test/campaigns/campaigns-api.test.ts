@@ -73,6 +73,8 @@ describe('creating a campaign', () => {
       calls_completed: 0,
       calls_failed: 0,
       retry_on: ['not_connected', 'voicemail'],
+      skip_known_clients: false,
+      known_clients_skipped: 0,
       launched_at: null,
       created_at: expect.stringMatching(/^\d{4}-/),
     });

@@ -20,6 +20,7 @@ import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
+import { connectClio, finished, startSync } from './clio-support.js';
 import { contactsOf, expectNoTwins, importRows, importsOf } from './support.js';
 
 let clio: FakeClio;
@@ -48,18 +49,6 @@ afterAll(async () => {
 
 const startInProcessWorkers = () =>
   startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
-
-/** Connects the firm's Clio as its browser would: connect link → Clio's authorize → our callback. */
-async function connectClio(firm: { slug: string; key: string }): Promise<void> {
-  const start = await fetch(`${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`, {
-    redirect: 'manual',
-    headers: { authorization: `Bearer ${firm.key}` },
-  });
-  expect(start.status).toBe(302);
-  const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-  const done = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
-  expect(done.status, await done.clone().text()).toBe(200);
-}
 
 const DAYS_AGO = new Date(Date.now() - 2 * 86_400_000).toISOString();
 const pad = (n: number) => String(n).padStart(4, '0');
@@ -124,32 +113,12 @@ function rowOf(c: ClioContactRecord): Record<string, unknown> | null {
 
 const syncs = () => stack.services.mongo.db.collection<any>(COLLECTIONS.contactSyncs);
 
-async function startSync(client: Stack['admin'], firmSlug: string): Promise<string> {
-  const res = await client.post('/api/contacts/sync', { firmSlug, source: 'clio' });
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  expect(res.body).toEqual({ job_id: expect.stringMatching(/^csy_/) });
-  return res.body.job_id as string;
-}
-
-async function finished(client: Stack['admin'], jobId: string) {
-  return eventually(
-    async () => {
-      const res = await client.get(`/api/contacts/sync/${jobId}`);
-      expect(res.status).toBe(200);
-      expect(res.body.status).not.toBe('running');
-      return res.body;
-    },
-    240_000,
-    100,
-  );
-}
-
 describe('answers around a sync', () => {
   it('409 sync_running, 404 across firms, a given-up job reported failed and its claim let go', async () => {
     expect(workers).toBeUndefined();
     clio.reset();
     const firm = await createFirm(stack);
-    await connectClio(firm);
+    await connectClio(stack, firm);
     const jobId = await startSync(firm.client, firm.slug);
     // No worker runs: the sync waits, and says so.
     expect((await firm.client.get(`/api/contacts/sync/${jobId}`)).body).toEqual({
@@ -190,7 +159,7 @@ describe('answers around a sync', () => {
     expect(res.body.error.message).toMatch(/connect Clio/);
 
     const refused = await createFirm(stack);
-    await connectClio(refused);
+    await connectClio(stack, refused);
     // What a refused refresh (invalid_grant) records (core/domain/crm/clio-connection.ts).
     await setFirmCrm(stack.services.mongo.db, refused.slug, {
       provider: 'clio',
@@ -202,7 +171,7 @@ describe('answers around a sync', () => {
 
   it('bad bodies are 400 naming the field; nothing is started', async () => {
     const firm = await createFirm(stack);
-    await connectClio(firm);
+    await connectClio(stack, firm);
     const cases: Array<[unknown, string]> = [
       [{ firmSlug: firm.slug }, '/source'],
       [{ firmSlug: firm.slug, source: 'hubspot' }, '/source'],
@@ -228,7 +197,7 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
   it('stores every contact once, counts as an import of the same rows, then reads only what changed', async () => {
     seedClio();
     const firm = await createFirm(stack);
-    await connectClio(firm);
+    await connectClio(stack, firm);
     // Clio limits: every 7th listing request is a 429 with Retry-After.
     let listed = 0;
     clio.injectFailure = (r) =>

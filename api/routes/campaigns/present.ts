@@ -19,6 +19,8 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Sta
     calls_completed: counts.calls_completed,
     calls_failed: counts.calls_failed,
     retry_on: retryOn(campaign),
+    skip_known_clients: campaign.skip_known_clients === true,
+    known_clients_skipped: campaign.known_clients_skipped ?? 0,
     launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
     created_at: campaign.created_at.toISOString(),
   };

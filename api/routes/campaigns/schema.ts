@@ -45,11 +45,18 @@ const RetryOn = Type.Array(Type.Union(RETRYABLE_OUTCOMES.map((o) => Type.Literal
     'default ["not_connected", "voicemail"]',
 });
 
+const SkipKnownClients = Type.Boolean({
+  description:
+    "Set at creation (default false): leads that are the firm's known clients (contacts synced from Clio) " +
+    'when they join the campaign are not called and not counted in calls_queued',
+});
+
 export const CreateCampaignBody = Body({
   firmSlug: FirmSlug,
   name: Type.String({ minLength: 1, maxLength: 200 }),
   agentId: Id,
   retry_on: Type.Optional(RetryOn),
+  skip_known_clients: Type.Optional(SkipKnownClients),
   ...LeadsFields,
 });
 
@@ -87,7 +94,8 @@ export const LaunchResponse = Type.Object({
   launched: Type.Literal(true),
   calls_queued: Type.Integer({
     description:
-      'Distinct callable phones: valid, in allowed_call_countries, not premium-rate unless allowed, not do-not-call',
+      'Distinct callable phones: valid, in allowed_call_countries, not premium-rate unless allowed, not do-not-call, ' +
+      'not a known client when the campaign skips them (skip_known_clients)',
   }),
 });
 
@@ -106,6 +114,11 @@ export const CampaignRecord = Type.Object({
       'Leads never reached: not_connected or voicemail after the last attempt (3 with retry_on), an error, or a refused call',
   }),
   retry_on: RetryOn,
+  skip_known_clients: SkipKnownClients,
+  known_clients_skipped: Type.Integer({
+    description:
+      'Leads with a callable phone not called because they were known clients when they joined (skip_known_clients)',
+  }),
   launched_at: Nullable(Timestamp),
   created_at: Timestamp,
 });

@@ -5,6 +5,7 @@ import { claimMany } from '../../platform/db/claim.js';
 import { conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { allowedDestination } from '../calls/calls.js';
+import { findKnownClient, type KnownClient } from '../contacts/known-clients.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { leadsCollection, normaliseLeadFields, type LeadDoc, type LeadFields } from '../leads/leads.js';
 import {
@@ -34,7 +35,7 @@ import { newPhonePages } from './campaign-phone-pages.js';
 /** Leads per request, inline and by id (each). */
 export const MAX_LEADS_PER_REQUEST = 5000;
 const WRITE_CHUNK = 1000;
-/** Point reads of leads by id in flight at once. */
+/** Point reads (leads by id, known-client keys) in flight at once. */
 const READ_CONCURRENCY = 16;
 
 export interface CampaignLeadsInput {
@@ -53,6 +54,20 @@ interface PreparedLeads {
   inline: Array<Omit<LeadDoc, '_id' | 'created_at' | 'campaign_id'>>;
   /** The firm's leads named by leadIds, each once. */
   existing: LeadDoc[];
+  /**
+   * With skip_known_clients: the known client of each existing lead, looked up now (a sync may
+   * have run since the lead was created); inline leads carry theirs. Empty otherwise.
+   */
+  existingClients: Map<string, KnownClient>;
+}
+
+/** f on each item, at most READ_CONCURRENCY at once (point reads), results in order. */
+async function inSlices<T, R>(items: T[], f: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += READ_CONCURRENCY) {
+    out.push(...(await Promise.all(items.slice(i, i + READ_CONCURRENCY).map(f))));
+  }
+  return out;
 }
 
 /**
@@ -64,9 +79,10 @@ export async function prepareCampaignLeads(
   db: Db,
   firm: FirmDoc,
   input: CampaignLeadsInput,
+  skipKnownClients = false,
 ): Promise<PreparedLeads> {
   const problems: ErrorDetail[] = [];
-  const inline = (input.leads ?? []).map(({ firmSlug, ...fields }, i) => {
+  const normalisedInline = (input.leads ?? []).map(({ firmSlug, ...fields }, i) => {
     if (firmSlug !== undefined && firmSlug !== firm._id) {
       problems.push({ path: `/leads/${i}/firmSlug`, message: `is not the campaign's firm ${firm._id}` });
     }
@@ -105,13 +121,32 @@ export async function prepareCampaignLeads(
       problems,
     );
   }
-  return { inline, existing: ids.map((id) => found.get(id)!) };
+  // Marked as POST /api/leads marks a lead (docs/contacts.md#known-clients): at most two point
+  // reads per phone or email, READ_CONCURRENCY at once; a request has at most
+  // MAX_LEADS_PER_REQUEST inline leads.
+  const clients = await inSlices(normalisedInline, (fields) => findKnownClient(db, firm._id, fields));
+  const inline = normalisedInline.map((fields, i) => ({ ...fields, known_client: clients[i]! }));
+  const existing = ids.map((id) => found.get(id)!);
+  const existingClients = new Map<string, KnownClient>();
+  if (skipKnownClients) {
+    const current = await inSlices(existing, (lead) => findKnownClient(db, firm._id, lead));
+    existing.forEach((lead, i) => {
+      if (current[i]) existingClients.set(lead._id, current[i]);
+    });
+  }
+  return { inline, existing, existingClients };
 }
 
 /** The phone a campaign may call for this lead: a destination the firm may dial, not do-not-call. */
 function callablePhone(firm: FirmDoc, lead: Pick<LeadDoc, 'phone' | 'do_not_call'>): string | null {
   if (lead.do_not_call || lead.phone === null) return null;
   return allowedDestination(firm, lead.phone)?.e164 ?? null;
+}
+
+/** A lead the campaign would call but does not: it skips known clients and this is one. */
+function skippedAsClient(campaign: CampaignDoc, prepared: PreparedLeads, lead: LeadDoc): boolean {
+  if (campaign.skip_known_clients !== true) return false;
+  return (lead.known_client ?? null) !== null || prepared.existingClients.has(lead._id);
 }
 
 /** The agent's dynamic variables for a lead's call. */
@@ -194,10 +229,16 @@ export async function writeCampaignLeads(
       }));
       const joined = await claimMany(campaignLeadsCollection(db), members);
 
-      // One campaign phone per distinct callable phone among the leads that joined now.
+      // One campaign phone per distinct callable phone among the leads that joined now; a known
+      // client is not called when the campaign skips them (counted instead).
       const phones = new Map<string, CampaignPhoneDoc>();
+      let skipped = 0;
       leads.forEach((lead, i) => {
         const phone = joined.has(members[i]!._id) ? callablePhone(firm, lead) : null;
+        if (phone !== null && skippedAsClient(campaign, prepared, lead)) {
+          skipped += 1;
+          return;
+        }
         if (phone === null || phones.has(phone)) return;
         phones.set(phone, {
           _id: campaignPhoneId(campaignId, phone),
@@ -233,6 +274,7 @@ export async function writeCampaignLeads(
             leads_total: campaign.leads_total + leadsAdded,
             callable: campaign.callable + callableAdded,
             ...(paged ? { phone_pages: (campaign.phone_pages ?? 0) + pages.length } : {}),
+            known_clients_skipped: (campaign.known_clients_skipped ?? 0) + skipped,
             open_batch: null,
             updated_at: new Date(),
           },

@@ -37,6 +37,13 @@ export interface CampaignDoc {
    * whose phones were added before pages were kept: their fan-out pages the claims once.
    */
   phone_pages?: number;
+  /**
+   * Set at creation: leads that are the firm's known clients (docs/contacts.md#known-clients)
+   * when they join are not called. Absent: false (campaigns made before it existed).
+   */
+  skip_known_clients?: boolean;
+  /** Leads with a callable phone not called because they were known clients when they joined. */
+  known_clients_skipped?: number;
   /** Set at launch (0 before). */
   calls_queued: number;
   /**

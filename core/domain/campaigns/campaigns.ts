@@ -37,11 +37,17 @@ import {
 export async function createCampaign(
   services: Services,
   firm: FirmDoc,
-  input: CampaignLeadsInput & { name: string; agentId: string; retry_on?: RetryableOutcome[] },
+  input: CampaignLeadsInput & {
+    name: string;
+    agentId: string;
+    retry_on?: RetryableOutcome[];
+    skip_known_clients?: boolean;
+  },
 ): Promise<CampaignDoc> {
   const db = services.mongo.db;
   const agent = await getFirmAgent(db, firm._id, input.agentId);
-  const prepared = await prepareCampaignLeads(db, firm, input);
+  const skipKnownClients = input.skip_known_clients === true;
+  const prepared = await prepareCampaignLeads(db, firm, input, skipKnownClients);
   const now = new Date();
   const campaign: CampaignDoc = {
     _id: newId('cmp'),
@@ -53,6 +59,8 @@ export async function createCampaign(
     leads_total: 0,
     callable: 0,
     phone_pages: 0,
+    skip_known_clients: skipKnownClients,
+    known_clients_skipped: 0,
     calls_queued: 0,
     open_batch: null,
     launched_at: null,
@@ -87,7 +95,7 @@ export async function addCampaignLeads(
   if (campaign.status !== 'draft') throw notDraft(campaign);
   const firm = await getFirm(db, campaign.firm);
   if (firm === null) throw notDraft(campaign);
-  const prepared = await prepareCampaignLeads(db, firm, input);
+  const prepared = await prepareCampaignLeads(db, firm, input, campaign.skip_known_clients === true);
   const added = await writeCampaignLeads(services, campaignId, firm, prepared);
   return { campaign: { ...campaign, leads_total: added.leads_total }, leads_added: added.leads_added };
 }
