@@ -42,7 +42,7 @@ export function redisSettings(config: RedisConfig): RedisSettings {
   }
   return {
     url: config.redisUrl,
-    cluster: config.redisCluster,
+    ...(config.redisCluster ? { cluster: true } : {}),
     ...(tls ? { tls } : {}),
     ...(sentinel ? { sentinel } : {}),
   };

@@ -47,6 +47,15 @@ describe('Sentinel settings', () => {
     expect(redisSettings(loadConfig(base))).toEqual({ url: base.REDIS_URL });
   });
 
+  it('are refused with REDIS_CLUSTER=true (a cluster fails over by itself), naming both', () => {
+    const both = { REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_NAME: 'intake', REDIS_CLUSTER: 'true' };
+    expect(problems(both)).toMatch(/REDIS_CLUSTER=true and REDIS_SENTINELS are exclusive/);
+    expect(redisSettings(loadConfig({ ...base, REDIS_CLUSTER: 'true' }))).toEqual({
+      url: base.REDIS_URL,
+      cluster: true,
+    });
+  });
+
   it('refuse one variable without the other, entries without a port, bad ports and bad names', () => {
     expect(problems({ REDIS_SENTINELS: '10.0.0.1:26379' })).toContain('REDIS_SENTINEL_NAME is missing');
     expect(problems({ REDIS_SENTINEL_NAME: 'intake' })).toContain('REDIS_SENTINELS is missing');
