@@ -23,8 +23,17 @@ import { campaigns } from './scenarios/campaigns.js';
 import { campaignCalls } from './scenarios/campaign-calls.js';
 import { listCalls } from './scenarios/list-calls.js';
 import { contactsImport } from './scenarios/contacts-import.js';
+import { scaleEffects } from './scenarios/scale-effects.js';
 
-const SCENARIOS: Scenario[] = [createCall, webhooks, campaigns, contactsImport, listCalls, campaignCalls];
+const SCENARIOS: Scenario[] = [
+  createCall,
+  webhooks,
+  campaigns,
+  contactsImport,
+  listCalls,
+  campaignCalls,
+  scaleEffects,
+];
 
 const RESULTS = join(root, 'bench', 'results');
 const DEADLINE_MS = knob('BENCH_DEADLINE_S', 40 * 60, 4 * 3600) * 1000;
