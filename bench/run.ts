@@ -24,6 +24,7 @@ import { campaigns } from './scenarios/campaigns.js';
 import { campaignCalls } from './scenarios/campaign-calls.js';
 import { listCalls } from './scenarios/list-calls.js';
 import { contactsImport } from './scenarios/contacts-import.js';
+import { scaleEffects } from './scenarios/scale-effects.js';
 
 const SCENARIOS: Scenario[] = [
   createCall,
@@ -33,6 +34,7 @@ const SCENARIOS: Scenario[] = [
   contactsImport,
   listCalls,
   campaignCalls,
+  scaleEffects,
 ];
 
 const RESULTS = join(root, 'bench', 'results');

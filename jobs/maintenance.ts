@@ -8,6 +8,12 @@ export const maintenanceJobs = {
     name: 'prune-idempotency-keys',
     everyMs: 3600_000,
   }),
+  /** Deletes Clio connect states that expired unused (core/domain/crm/clio-connection.ts). */
+  pruneClioOAuthStates: defineJob<Record<string, never>>({
+    queue: QUEUE.maintenance,
+    name: 'prune-clio-oauth-states',
+    everyMs: 3600_000,
+  }),
   /** Frees dial slots whose lease ran out (a lost end event) and wakes the jobs waiting for them. */
   reapDialSlots: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,

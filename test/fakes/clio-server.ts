@@ -22,6 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerDelay, type Latency } from './latency.js';
 
 export interface ClioRequest {
   method: string;
@@ -154,7 +155,10 @@ function project(record: Record<string, unknown>, fields: string | undefined): R
 
 const newToken = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
 
-export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio> {
+export async function startFakeClio(
+  token = 'clio-test-token',
+  options: { latency?: Latency } = {},
+): Promise<FakeClio> {
   let nextId = 1000;
   const oauth: FakeClioOAuth = {
     clientId: 'clio-client-id',
@@ -432,6 +436,7 @@ export async function startFakeClio(token = 'clio-test-token'): Promise<FakeClio
         await held;
         waiting--;
       }
+      await answerDelay(options.latency);
       try {
         handle(req, res, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {

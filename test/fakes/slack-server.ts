@@ -4,6 +4,7 @@
 // told to fail the next requests.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerDelay, type Latency } from './latency.js';
 
 export interface SlackPost {
   path: string;
@@ -44,7 +45,7 @@ const SLACK_BODIES: Record<number, string> = {
   500: 'internal_error',
 };
 
-export async function startFakeSlack(): Promise<FakeSlack> {
+export async function startFakeSlack(options: { latency?: Latency } = {}): Promise<FakeSlack> {
   let counter = 0;
   const attempts: SlackPost[] = [];
   const failNext: SlackFailure[] = [];
@@ -53,7 +54,8 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      await answerDelay(options.latency);
       const path = req.url ?? '/';
       let body: any;
       try {

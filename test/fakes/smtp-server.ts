@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { answerDelay, type Latency } from './latency.js';
 
 // A real SMTP server (smtp-server) on 127.0.0.1 that keeps every message it accepts, for tests
 // that check what the service mailed. Point the service at it with SMTP_URL=smtp://127.0.0.1:<port>.
@@ -57,7 +58,7 @@ export function bodyText(mail: ReceivedMail): string {
   return body;
 }
 
-export async function startFakeSmtp(): Promise<FakeSmtp> {
+export async function startFakeSmtp(options: { latency?: Latency } = {}): Promise<FakeSmtp> {
   const messages: ReceivedMail[] = [];
   let failures = 0;
   let holding = false;
@@ -69,9 +70,14 @@ export async function startFakeSmtp(): Promise<FakeSmtp> {
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      // The latency is the server's answer to the message (after its DATA), what a relay takes.
+      const answer = () => {
         if (holding) return void waiting.push(() => reply());
         reply();
+      };
+      stream.on('end', () => {
+        if (options.latency === undefined) answer();
+        else void answerDelay(options.latency).then(answer);
       });
       const reply = () => {
         if (failures > 0) {

@@ -2,8 +2,10 @@ import { JOBS } from '../../jobs/table.js';
 import { pruneIdempotencyKeys as prune } from '../../core/platform/db/idempotency.js';
 import type { JobProcessor } from '../runner.js';
 import { reapDialSlots as reap } from '../../core/domain/pacing/dial-slots.js';
+import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
+export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
 
 /** Deletes Idempotency-Key records whose 24 h window has passed (hourly). */
 export const pruneIdempotencyKeys: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
@@ -13,3 +15,8 @@ export const pruneIdempotencyKeys: JobProcessor<Record<string, never>> = async (
 /** Frees dial slots whose lease ran out and wakes the jobs waiting for them (every 30 s). */
 export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, { services }) =>
   reap(services);
+
+/** Deletes Clio connect states that expired unused (hourly). */
+export const pruneClioOAuthStates: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
+  deleted: await pruneExpiredClioStates(services.mongo.db),
+});

@@ -56,6 +56,15 @@ interface ClioOAuthStateDoc {
 const connections = (db: Db) => collection<ClioConnectionDoc>(db, COLLECTIONS.clioConnections);
 const states = (db: Db) => collection<ClioOAuthStateDoc>(db, COLLECTIONS.clioOAuthStates);
 
+/**
+ * Deletes the connect states whose 10 minutes have passed unused (a consent page closed, a
+ * connect link never followed): the callback deletes a used one, nothing else ever would
+ * (no TTL index on FerretDB; the maintenance queue runs this hourly).
+ */
+export async function pruneExpiredClioStates(db: Db, now = new Date()): Promise<number> {
+  return (await states(db).deleteMany({ expires_at: { $lt: now } })).deletedCount;
+}
+
 function credentialsOf(services: Services): ClioClientCredentials {
   const { clioClientId, clioClientSecret } = services.config;
   if (clioClientId === undefined || clioClientSecret === undefined) {

@@ -58,7 +58,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.contactSyncClaims]: [],
   [COLLECTIONS.contactSyncMarks]: [],
   [COLLECTIONS.clioConnections]: [],
-  [COLLECTIONS.clioOAuthStates]: [],
+  // expires_at: the hourly prune deletes the states no callback used (core/domain/crm/clio-connection.ts).
+  [COLLECTIONS.clioOAuthStates]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
   [COLLECTIONS.clioReconnectNotices]: [],
   // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
   [COLLECTIONS.webhookOutbox]: [],

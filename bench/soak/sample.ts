@@ -1,0 +1,115 @@
+// One soak sample: the web's /metrics (prom-client's process and Node metrics, the queue gauges),
+// the probe files of the web and worker (heap after a full collection, event-loop delay p99),
+// Redis INFO memory and DBSIZE, and MongoDB's collStats size of every collection.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import type { Db } from 'mongodb';
+import { loadavg } from 'node:os';
+import { rssMiB } from '../lib/measure.js';
+
+export type Sample = Record<string, number>;
+
+const MB = 1024 * 1024;
+
+/** Prometheus text: the sum of a metric's values whose labels include every `labels` pair. */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  let found = false;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (m === null || m[1] !== name) continue;
+    const have = m[2] ?? '';
+    if (!Object.entries(labels).every(([k, v]) => have.includes(`${k}="${v}"`))) continue;
+    sum += Number(m[3]);
+    found = true;
+  }
+  return found ? sum : NaN;
+}
+
+interface Probe {
+  rss: number;
+  heapUsed: number;
+  lagP99Ms: number;
+}
+
+function probe(dir: string, pid: number): Probe | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, `${pid}.json`), 'utf8')) as Probe;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface Sources {
+  webBase: string;
+  webPid: number;
+  workerPid: number;
+  probeDir: string;
+  redis: Redis;
+  /** The app's key prefix (QUEUE_PREFIX). */
+  prefix: string;
+  db: Db;
+}
+
+/** Keys matching `pattern` (SCAN: the soak's Redis holds a few thousand keys). */
+async function countKeys(redis: Redis, pattern: string): Promise<number> {
+  let n = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    n += keys.length;
+  } while (cursor !== '0');
+  return n;
+}
+
+export async function takeSample(s: Sources, t: number): Promise<Sample> {
+  const metrics = await (await fetch(`${s.webBase}/metrics`)).text();
+  const web = probe(s.probeDir, s.webPid);
+  const worker = probe(s.probeDir, s.workerPid);
+  const info = await s.redis.info('memory');
+  const used = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
+  const keys = await s.redis.dbsize();
+  const jobs = (state: string) => metricSum(metrics, 'bullmq_queue_jobs', { state });
+  const out: Sample = {
+    t,
+    minutes: t / 60,
+    load1: loadavg()[0]!,
+    web_rss_mb: metricSum(metrics, 'process_resident_memory_bytes') / MB,
+    web_heap_mb: metricSum(metrics, 'nodejs_heap_size_used_bytes') / MB,
+    web_heap_after_gc_mb: (web?.heapUsed ?? NaN) / MB,
+    web_lag_p99_ms: metricSum(metrics, 'nodejs_eventloop_lag_p99_seconds') * 1000,
+    worker_rss_mb: rssMiB(s.workerPid),
+    worker_heap_after_gc_mb: (worker?.heapUsed ?? NaN) / MB,
+    worker_lag_p99_ms: worker?.lagP99Ms ?? NaN,
+    redis_used_mb: used / MB,
+    redis_keys: keys,
+    jobs_scheduled: jobs('delayed'),
+    // Job records kept after they finished: bounded by count per queue (jobs/queues.ts).
+    jobs_retained: jobs('completed') + jobs('failed'),
+    // Booking records (with their reminders), kept until 30 days after the booking ends.
+    redis_booking_records: await countKeys(s.redis, `${s.prefix}:reminders:*`),
+    jobs_waiting: jobs('waiting') + jobs('prioritized'),
+    jobs_active: jobs('active'),
+    jobs_failed: jobs('failed'),
+    jobs_completed: metricSum(metrics, 'bullmq_jobs_finished_total', { outcome: 'completed' }),
+  };
+  // Keys apart from what is scheduled (delayed jobs, booking records) and from job records (a
+  // hash per job waiting, running or retained): what must stay flat.
+  const jobRecords =
+    out.jobs_scheduled! + out.jobs_retained! + jobs('waiting') + jobs('prioritized') + jobs('active');
+  out.redis_keys_unscheduled = keys - out.jobs_scheduled! - out.redis_booking_records!;
+  out.redis_keys_other = keys - jobRecords - out.redis_booking_records!;
+  let total = 0;
+  const names = (await s.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  for (const name of names) {
+    const stats = await s.db.command({ collStats: name }).catch(() => ({ size: NaN }));
+    const size = Number(stats.size);
+    out[`mongo_${name}_kb`] = size / 1024;
+    if (Number.isFinite(size)) total += size;
+  }
+  out.mongo_total_mb = total / MB;
+  return out;
+}
