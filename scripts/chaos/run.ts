@@ -84,6 +84,18 @@ export function defaultConfig(
   };
 }
 
+/** The timings of a run that ends in a few minutes (the cluster run, the chaos subset in npm test). */
+export const SHORT_RUN_TIMING: WorkloadTiming = {
+  spreadMs: 10_000,
+  // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
+  soonStartMs: [25_000, 40_000],
+  reminderOffsets: [1440, 0],
+  nextEventMs: [1_000, 3_000],
+  copyDelayMaxMs: 5_000,
+  launchAtMs: [1_000, 2_000],
+  importAtMs: [2_000, 5_000],
+};
+
 /**
  * `npm run chaos -- --redis=cluster`: the service on a local Redis Cluster of three masters
  * (docs/redis.md#redis-cluster), the happy path of every area at a size that ends in a few
@@ -97,16 +109,7 @@ export function clusterConfig(seed: number, runDir: string, say: (l: string) => 
     ...base,
     redis: 'cluster',
     sizes: { campaignLeads: 200, directCalls: 10, importRows: 200, bookingEvents: 24 },
-    timing: {
-      spreadMs: 10_000,
-      // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
-      soonStartMs: [25_000, 40_000],
-      reminderOffsets: [1440, 0],
-      nextEventMs: [1_000, 3_000],
-      copyDelayMaxMs: 5_000,
-      launchAtMs: [1_000, 2_000],
-      importAtMs: [2_000, 5_000],
-    },
+    timing: SHORT_RUN_TIMING,
     plan: {
       ...base.plan,
       workerKills: 1,

@@ -8,7 +8,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { defaultConfig, formatTable, runChaos, type ChaosConfig } from '../../scripts/chaos/run.js';
+import {
+  SHORT_RUN_TIMING,
+  defaultConfig,
+  formatTable,
+  runChaos,
+  type ChaosConfig,
+} from '../../scripts/chaos/run.js';
 import { freshMongoUri } from '../helpers/stack.js';
 
 let runDir: string | undefined;
@@ -24,16 +30,7 @@ function subsetConfig(dir: string): ChaosConfig {
   return {
     ...base,
     sizes: { campaignLeads: 40, directCalls: 10, importRows: 200, bookingEvents: 24 },
-    timing: {
-      spreadMs: 10_000,
-      // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
-      soonStartMs: [25_000, 40_000],
-      reminderOffsets: [1440, 0],
-      nextEventMs: [1_000, 3_000],
-      copyDelayMaxMs: 5_000,
-      launchAtMs: [1_000, 2_000],
-      importAtMs: [2_000, 5_000],
-    },
+    timing: SHORT_RUN_TIMING,
     plan: {
       workerKills: 1,
       sigterm: false,

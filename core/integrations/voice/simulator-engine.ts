@@ -3,7 +3,12 @@ import type { Config } from '../../platform/config.js';
 import { simulateConversation } from './simulator-script.js';
 import { simulateVoicemail } from './simulator-voicemail.js';
 import { asksForAppointment, simulateBooking } from './simulator-tools.js';
-import { simulatorCalls, type SimulatedCallStatus, type SimulatorCallDoc } from './simulator.js';
+import {
+  retellCallObject,
+  simulatorCalls,
+  type SimulatedCallStatus,
+  type SimulatorCallDoc,
+} from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 import { tracedFetch } from '../../platform/telemetry/start.js';
 
@@ -100,18 +105,7 @@ async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<Simul
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
 function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
-  const payload: Record<string, unknown> = {
-    call_id: call._id,
-    call_type: call.call_type,
-    agent_id: call.agent_id,
-    direction: call.direction,
-    from_number: call.from_number,
-    to_number: call.to_number,
-    call_status: call.call_status,
-    metadata: call.metadata,
-    retell_llm_dynamic_variables: call.retell_llm_dynamic_variables,
-  };
-  if (call.start_timestamp !== null) payload.start_timestamp = call.start_timestamp;
+  const payload = retellCallObject(call, call.call_status);
   if (event !== 'call_started') {
     payload.end_timestamp = call.end_timestamp;
     payload.duration_ms = call.duration_ms;

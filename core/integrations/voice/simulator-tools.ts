@@ -1,5 +1,6 @@
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
-import type { SimulatorCallDoc } from './simulator.js';
+import { retellCallObject, type SimulatorCallDoc } from './simulator.js';
+import { tracedFetch } from '../../platform/telemetry/start.js';
 
 // The caller of a number ending 2222 asks for a consultation (contract §5, docs/appointments.md#the-simulator):
 // during the call the simulated agent calls the firm's Retell custom functions check_availability
@@ -27,21 +28,10 @@ async function callTool(
 ): Promise<Record<string, unknown>> {
   const body = JSON.stringify({
     name,
-    call: {
-      call_id: call._id,
-      call_type: call.call_type,
-      agent_id: call.agent_id,
-      direction: call.direction,
-      from_number: call.from_number,
-      to_number: call.to_number,
-      call_status: 'ongoing',
-      metadata: call.metadata,
-      retell_llm_dynamic_variables: call.retell_llm_dynamic_variables,
-      start_timestamp: call.start_timestamp,
-    },
+    call: retellCallObject(call, 'ongoing'),
     args,
   });
-  const res = await fetch(toolUrl(call.webhook.url, name), {
+  const res = await tracedFetch(toolUrl(call.webhook.url, name), {
     method: 'POST',
     headers: {
       'Content-Type': 'application/json',

@@ -180,3 +180,24 @@ export class SimulatorProvider implements VoiceProvider {
     await this.options.schedule({ callId: doc.metadata.call_id, providerCallId: doc._id }, due - Date.now());
   }
 }
+
+/**
+ * Retell's `call` object as far as every delivery about a live or finished call carries it: the
+ * webhook events add their own fields (simulator-engine.ts), the custom-function calls send it
+ * as it is while the call is on (simulator-tools.ts).
+ */
+export function retellCallObject(call: SimulatorCallDoc, callStatus: string): Record<string, unknown> {
+  const payload: Record<string, unknown> = {
+    call_id: call._id,
+    call_type: call.call_type,
+    agent_id: call.agent_id,
+    direction: call.direction,
+    from_number: call.from_number,
+    to_number: call.to_number,
+    call_status: callStatus,
+    metadata: call.metadata,
+    retell_llm_dynamic_variables: call.retell_llm_dynamic_variables,
+  };
+  if (call.start_timestamp !== null) payload.start_timestamp = call.start_timestamp;
+  return payload;
+}
