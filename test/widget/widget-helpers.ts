@@ -41,6 +41,13 @@ const PARAM_CANDIDATES = [
   'x',
 ];
 
+/** The values a parameter declared as a union of literals takes (the agent tools' `{name}`). */
+function literalsOf(route: AnyRoute, name: string): string[] {
+  const schema = (route.params as { properties?: Record<string, { anyOf?: Array<{ const?: unknown }> }> })
+    ?.properties?.[name];
+  return (schema?.anyOf ?? []).flatMap((s) => (typeof s.const === 'string' ? [s.const] : []));
+}
+
 /** Whether `route`'s path parameters accept `params` as far as parameter `name` goes. */
 function accepts(route: AnyRoute, params: Record<string, string>, name: string): boolean {
   if (route.params === undefined) return true;
@@ -61,7 +68,8 @@ function requestFor(route: AnyRoute, firm: string): { method: string; path: stri
   const names = [...route.path.matchAll(/\{([A-Za-z_]+)\}/g)].map((m) => m[1]!);
   const params: Record<string, string> = {};
   for (const name of names) {
-    const candidates = name === 'firm' || name === 'slug' ? [firm, ...PARAM_CANDIDATES] : PARAM_CANDIDATES;
+    const named = name === 'firm' || name === 'slug' ? [firm] : [];
+    const candidates = [...named, ...literalsOf(route, name), ...PARAM_CANDIDATES];
     params[name] = candidates.find((value) => accepts(route, { ...params, [name]: value }, name)) ?? 'abc123';
   }
   const path = route.path.replace(/\{([A-Za-z_]+)\}/g, (_m, name: string) =>
