@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { launch, type Launched } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
+import { aptInstall, which } from '../../scripts/local/install.js';
 import { ensureRedisServer } from '../../scripts/local/services.js';
 
 const run = promisify(execFile);
@@ -15,8 +16,19 @@ export interface TestCa {
   pem: string;
 }
 
+let openssl: Promise<void> | undefined;
+/** openssl, installed with apt-get where it is missing (a slim Debian has none), as npm test does for redis-server. */
+function ensureOpenssl(): Promise<void> {
+  openssl ??= (async () => {
+    if ((await which('openssl')) !== null) return;
+    await aptInstall('openssl', 'openssl is not installed: apt-get install openssl', () => {});
+  })();
+  return openssl;
+}
+
 /** A CA of its own in `dir` (EC P-256, a day's validity), made with openssl. */
 export async function makeCa(dir: string, name: string): Promise<TestCa> {
+  await ensureOpenssl();
   const keyFile = join(dir, `${name}.key`);
   const certFile = join(dir, `${name}.crt`);
   await run('openssl', [
