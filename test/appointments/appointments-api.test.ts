@@ -383,6 +383,35 @@ describe('agent tools (Retell custom functions)', () => {
     expect(cal.bookings.filter((b) => b.attendee.email === 'sam.caller@example.com')).toHaveLength(1);
   });
 
+  it('when Cal.com cannot be reached, both tools answer 200 with words for the agent and book nothing', async () => {
+    // Found by the fuzzer: a firm whose Cal.com host did not resolve made the tool a 502, which
+    // gives the model nothing to say to the caller.
+    const closed = await createFirm(stack, {
+      booking: {
+        provider: 'calcom',
+        api_key: API_KEY,
+        event_type_id: EVENT_TYPE,
+        base_url: 'http://127.0.0.1:1',
+      },
+      voice_webhook_secret: VOICE_SECRET,
+    });
+    const before = cal.bookings.length;
+    const check = await tool('check_availability', {}, 'call_tool_closed', { slug: closed.slug });
+    expect(check.status).toBe(200);
+    expect(check.body).toEqual({
+      slots: [],
+      message: expect.stringMatching(/^The calendar cannot be reached/),
+    });
+    const args = { start: new Date(slots[30]!).toISOString(), name: 'Sam Caller', email: 'sam@example.com' };
+    const booked = await tool('book_appointment', args, 'call_tool_closed', { slug: closed.slug });
+    expect(booked.status).toBe(200);
+    expect(booked.body).toEqual({
+      booked: false,
+      message: expect.stringMatching(/^The calendar cannot be reached/),
+    });
+    expect(cal.bookings.length).toBe(before);
+  });
+
   it('refuses a wrong signature (401), another firm’s token (403), missing args and unknown tools (400)', async () => {
     expectError(
       await tool('check_availability', {}, 'c2', { secret: 'not-the-secret-at-all' }),

@@ -5,6 +5,7 @@ import { bookAppointment } from '../../../core/domain/appointments/booking.js';
 import { resolveCallId } from '../../../core/domain/calls/call-events.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
+import { AppError } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
 import {
@@ -18,6 +19,10 @@ import {
 } from './schema.js';
 
 const tag = 'Appointments';
+
+/** What an agent hears when Cal.com cannot be reached or refuses (docs/appointments.md#agent-tools). */
+const CALENDAR_UNREACHABLE =
+  'The calendar cannot be reached right now, so no time was booked. Offer to have someone from the firm call back to set the appointment.';
 
 export const appointmentRoutes = [
   defineRoute({
@@ -83,18 +88,28 @@ export const appointmentRoutes = [
     params: ToolParams,
     body: ToolBody,
     response: ToolResponse,
-    errors: [403, 404, 409, 502],
-    handler: async ({ services, principal, params, body }) => {
+    errors: [403, 404, 409],
+    handler: async ({ services, principal, params, body, log }) => {
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, params.firm);
       // The conversation is our call (the provider's call id, or ours in its metadata).
       const callId = await resolveCallId(db, firm._id, snapshotProviderCall(body.call));
-      return runTool(services, firm, {
-        name: params.name,
-        args: body.args ?? {},
-        call: body.call,
-        subject: { source: 'call', id: callId },
-      });
+      try {
+        return await runTool(services, firm, {
+          name: params.name,
+          args: body.args ?? {},
+          call: body.call,
+          subject: { source: 'call', id: callId },
+        });
+      } catch (err) {
+        // The caller is on the line: the model needs words to say, not a 502 it cannot read. A
+        // booking whose answer was lost is found by the call's next book_appointment (its key).
+        if (!(err instanceof AppError) || err.code !== 'booking_provider_error') throw err;
+        log.warn({ err: err.message, tool: params.name }, 'booking provider failed during a call');
+        return params.name === 'check_availability'
+          ? { slots: [], message: CALENDAR_UNREACHABLE }
+          : { booked: false, message: CALENDAR_UNREACHABLE };
+      }
     },
   }),
 ];
