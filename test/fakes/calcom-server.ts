@@ -54,6 +54,8 @@ export interface FakeCalcom {
   loseNextAnswer(): void;
   /** The next `count` booking searches (GET /v2/bookings) answer 500. */
   failSearches(count: number): void;
+  /** The next `count` bookings (POST /v2/bookings) answer 500 and book nothing. */
+  failBookings(count: number): void;
   /** Resolves when every webhook delivery started so far has been answered. */
   settled(): Promise<void>;
   stop(): Promise<void>;
@@ -123,6 +125,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   let webhook: { url: string; secret: string } | null = null;
   let loseAnswer = false;
   let failingSearches = 0;
+  let failingBookings = 0;
 
   const isFree = (ms: number) => options.slots.includes(ms) && !taken.has(ms);
 
@@ -237,6 +240,10 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
             pagination: { totalItems: found.length },
           });
         }
+        if (failingBookings > 0) {
+          failingBookings -= 1;
+          return calError(res, path, 500, 'InternalServerErrorException', 'Internal server error');
+        }
         let body: any;
         try {
           body = JSON.parse(raw);
@@ -326,6 +333,9 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     },
     loseNextAnswer: () => {
       loseAnswer = true;
+    },
+    failBookings: (count) => {
+      failingBookings = count;
     },
     failSearches: (count) => {
       failingSearches = count;

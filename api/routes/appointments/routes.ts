@@ -1,11 +1,14 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
-import { runTool } from '../../../core/domain/appointments/agent-tools.js';
+import {
+  CALENDAR_UNREACHABLE,
+  isProviderFailure,
+  runTool,
+} from '../../../core/domain/appointments/agent-tools.js';
 import { freeSlots } from '../../../core/domain/appointments/availability.js';
 import { bookAppointment } from '../../../core/domain/appointments/booking.js';
 import { resolveCallId } from '../../../core/domain/calls/call-events.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
-import { AppError } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
 import {
@@ -19,10 +22,6 @@ import {
 } from './schema.js';
 
 const tag = 'Appointments';
-
-/** What an agent hears when Cal.com cannot be reached or refuses (docs/appointments.md#agent-tools). */
-const CALENDAR_UNREACHABLE =
-  'The calendar cannot be reached right now, so no time was booked. Offer to have someone from the firm call back to set the appointment.';
 
 export const appointmentRoutes = [
   defineRoute({
@@ -104,7 +103,7 @@ export const appointmentRoutes = [
       } catch (err) {
         // The caller is on the line: the model needs words to say, not a 502 it cannot read. A
         // booking whose answer was lost is found by the call's next book_appointment (its key).
-        if (!(err instanceof AppError) || err.code !== 'booking_provider_error') throw err;
+        if (!isProviderFailure(err)) throw err;
         log.warn({ err: err.message, tool: params.name }, 'booking provider failed during a call');
         return params.name === 'check_availability'
           ? { slots: [], message: CALENDAR_UNREACHABLE }

@@ -14,6 +14,17 @@ import { subjectLeadId } from '../leads/leads.js';
 export const TOOL_NAMES = ['check_availability', 'book_appointment'] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
+/** What an agent says when Cal.com cannot be reached or refuses: the conversation goes on. */
+export const CALENDAR_UNREACHABLE =
+  'The calendar cannot be reached right now, so no time was booked. Offer to have someone from the firm call back to set the appointment.';
+
+/**
+ * Cal.com failed (`502 booking_provider_error` on the firm's own routes). During a conversation
+ * that is something to say, not an error: a caller or a visitor is waiting for an answer.
+ */
+export const isProviderFailure = (err: unknown): err is AppError =>
+  err instanceof AppError && err.code === 'booking_provider_error';
+
 /** How many free slots an agent offers at once. */
 export const OFFERED_SLOTS = 5;
 /** How far ahead an agent looks when no date is given (days). */

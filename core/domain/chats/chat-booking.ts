@@ -2,7 +2,8 @@ import { AppError } from '../../platform/errors.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import type { ChatBookingProgress, ChatReply, IntakeProgress } from '../../integrations/chat/engine.js';
-import { offerSlots, spokenTime } from '../appointments/agent-tools.js';
+import { isProviderFailure, offerSlots, spokenTime, type SpokenSlot } from '../appointments/agent-tools.js';
+
 import { bookAppointment } from '../appointments/booking.js';
 import { getFirm } from '../firms/firms.js';
 import { questionKind } from '../intake/question-kinds.js';
@@ -14,6 +15,10 @@ import type { ChatDoc } from './chats.js';
 // reply proposes the next free slots, numbered; the person's next message picks one by number and
 // the slot is booked (one booking per chat: the Idempotency-Key is the chat's, so a turn recomputed
 // after a lost race books nothing more). The engine itself stays pure; this runs beside it.
+
+/** What a visitor reads when Cal.com fails as they pick a time. */
+const CALENDAR_UNREACHABLE_FOR_VISITOR =
+  'the calendar cannot be reached right now, so nothing was booked. Reply with the number again in a moment, or the firm will call you back to set a time.';
 
 const ORDINALS = ['first', 'second', 'third', 'fourth', 'fifth'];
 
@@ -58,7 +63,15 @@ export async function withBookingStep(
 
   if (state === undefined) {
     // The questions were just answered: offer the next free slots.
-    const offered = await offerSlots(services, firm, timeZone);
+    let offered: SpokenSlot[];
+    try {
+      offered = await offerSlots(services, firm, timeZone);
+    } catch (err) {
+      // The intake goes on without an offer: its answers are kept, the lead is made at the end.
+      if (!isProviderFailure(err)) throw err;
+      services.log.warn({ err: err.message, chat: chat._id }, 'booking provider failed during a chat');
+      return reply;
+    }
     if (offered.length === 0) return reply;
     const booking: ChatBookingProgress = { time_zone: timeZone, offered, booked: null };
     return {
@@ -95,6 +108,14 @@ export async function withBookingStep(
       },
     };
   } catch (err) {
+    if (isProviderFailure(err)) {
+      // Nothing booked; the offer stays, so the visitor can pick again.
+      services.log.warn({ err: err.message, chat: chat._id }, 'booking provider failed during a chat');
+      return {
+        message: `Sorry, ${CALENDAR_UNREACHABLE_FOR_VISITOR}`,
+        progress: { ...after, booking: state },
+      };
+    }
     if (!(err instanceof AppError) || err.code !== 'slot_unavailable') throw err;
     const offered = (err.details ?? []).map((d) => ({
       start: d.message,
