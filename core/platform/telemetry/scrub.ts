@@ -46,6 +46,8 @@ function scrubValue(key: string, value: AttributeValue, outgoing: boolean): Attr
       : value;
   }
   if (QUERY_KEYS.has(key)) return '[redacted]';
+  // A firm's slug is its public name in every URL, not a phone: `firm-50473506` stays whole.
+  if (key === 'intake.firm') return value;
   if (URL_KEYS.has(key)) return maskPhones(scrubUrl(value, outgoing));
   return maskPhones(value);
 }
