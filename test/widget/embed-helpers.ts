@@ -120,15 +120,26 @@ export async function openSite(browser: Browser, url: string): Promise<OpenedSit
   page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
   page.on('response', (r) => network.push(`${r.status()} ${r.request().method()} ${r.url()}`));
   const wire: string[] = [];
+  // DevTools sends a response's "extra info" (its status on the wire) on its own schedule, before
+  // or after the request itself: each is kept by request id and the line is written once both are in.
   const requests = new Map<string, string>();
+  const statuses = new Map<string, number>();
+  const join = (requestId: string) => {
+    const request = requests.get(requestId);
+    const status = statuses.get(requestId);
+    if (request === undefined || status === undefined) return;
+    statuses.delete(requestId);
+    wire.push(`${status} ${request}`);
+  };
   const cdp = await context.newCDPSession(page);
   await cdp.send('Network.enable');
-  cdp.on('Network.requestWillBeSent', (e) =>
-    requests.set(e.requestId, `${e.request.method} ${e.request.url}`),
-  );
+  cdp.on('Network.requestWillBeSent', (e) => {
+    requests.set(e.requestId, `${e.request.method} ${e.request.url}`);
+    join(e.requestId);
+  });
   cdp.on('Network.responseReceivedExtraInfo', (e) => {
-    const request = requests.get(e.requestId);
-    if (request !== undefined) wire.push(`${e.statusCode} ${request}`);
+    statuses.set(e.requestId, e.statusCode);
+    join(e.requestId);
   });
   cdp.on('Network.loadingFailed', (e) => {
     if (e.corsErrorStatus !== undefined)
@@ -150,7 +161,12 @@ export async function openSite(browser: Browser, url: string): Promise<OpenedSit
  * already acted on the answer, or after `loadingFailed` for the same request.
  */
 export async function seenOnWire(wire: string[], ...lines: string[]): Promise<void> {
-  for (const line of lines) await expect.poll(() => wire, { timeout: 5_000 }).toContain(line);
+  const deadline = Date.now() + 10_000;
+  while (!lines.every((line) => wire.includes(line)) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  const missing = lines.filter((line) => !wire.includes(line));
+  // On failure the whole log is printed: what the browser did see is the clue.
+  expect(missing, `not on the wire; the wire held:\n${wire.join('\n')}`).toEqual([]);
 }
 
 /** The widget's elements, inside its shadow root (Playwright's CSS locators pierce open ones). */
