@@ -40,7 +40,7 @@ export const campaignJobs = {
     id: (job) => jobId('cc', job.campaignId, job.phone, String(job.attempt)),
     // Tens of thousands per campaign: keep a short history (the calls are the durable record).
     options: {
-      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnComplete: { age: 3600, count: 100 },
       removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
     },
   }),

@@ -54,14 +54,23 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.contacts]: { concurrency: 2 },
 };
 
-const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
+export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
   backoff: { type: 'exponential', delay: 1000 },
-  // Retention bounded by count on every queue (and by age): Redis must not grow without end,
-  // but recent history stays for Bull Board. Jobs with large payloads set tighter bounds.
-  removeOnComplete: { age: 24 * 3600, count: 1000 },
+  // Retention bounded by count on every queue (and by age): Redis must not grow without end.
+  // A finished job's result is in MongoDB (the call, the lead, the effect records), so Bull Board
+  // keeps the last hour's 100 completed jobs per queue for a look at what just ran; failures,
+  // what an operator acts on, stay a week. A busy queue reaches its bound in minutes, so Redis
+  // is flat soon after start (docs/soak.md#what-is-kept-and-for-how-long).
+  removeOnComplete: { age: 3600, count: 100 },
   removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
 };
+
+/**
+ * BullMQ's per-queue event stream (read only by QueueEvents, which the service does not use;
+ * Bull Board reads the job records): a short tail instead of BullMQ's 10,000 entries a queue.
+ */
+export const EVENTS_STREAM_MAX_LEN = 1000;
 
 export type Queues = Record<QueueName, Queue>;
 
@@ -82,6 +91,7 @@ export function createQueues(
       connection,
       prefix: keys.queuePrefix(name),
       defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      streams: { events: { maxLen: EVENTS_STREAM_MAX_LEN } },
       // With tracing on, each job carries its trace from the add to the worker's processing.
       ...queueTelemetry(),
     });

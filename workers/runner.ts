@@ -113,7 +113,11 @@ export function startWorkers(
   for (const definition of Object.values(JOBS)) {
     if (definition.everyMs === undefined || !queues.includes(definition.queue)) continue;
     services.queues[definition.queue]
-      .upsertJobScheduler(definition.name, { every: definition.everyMs }, { name: definition.name })
+      .upsertJobScheduler(
+        definition.name,
+        { every: definition.everyMs },
+        { name: definition.name, ...(definition.options === undefined ? {} : { opts: definition.options }) },
+      )
       .catch((err: unknown) =>
         services.log.error({ err, schedule: definition.name }, 'could not schedule job'),
       );

@@ -20,7 +20,17 @@ if (dir) {
     delay.reset();
     globalThis.gc?.();
     const m = process.memoryUsage();
-    const line = JSON.stringify({ at: Date.now(), rss: m.rss, heapUsed: m.heapUsed, lagP99Ms, lagMaxMs });
+    const line = JSON.stringify({
+      at: Date.now(),
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      // Where RSS goes when the heap after collection is flat: V8's committed heap, memory
+      // outside it (Buffers and native), or neither (the allocator's own).
+      heapTotal: m.heapTotal,
+      external: m.external,
+      lagP99Ms,
+      lagMaxMs,
+    });
     writeFileSync(`${file}.tmp`, line);
     renameSync(`${file}.tmp`, file);
   }, every);

@@ -7,6 +7,8 @@ import type { Redis } from 'ioredis';
 import type { Db } from 'mongodb';
 import { loadavg } from 'node:os';
 import { rssMiB } from '../lib/measure.js';
+import type { QueueName } from '../../jobs/queues.js';
+import { classifyRedis, EVENTS_STREAM_BOUND, retentionBound } from './redis-classes.js';
 
 export type Sample = Record<string, number>;
 
@@ -31,6 +33,8 @@ export function metricSum(text: string, name: string, labels: Record<string, str
 interface Probe {
   rss: number;
   heapUsed: number;
+  heapTotal?: number;
+  external?: number;
   lagP99Ms: number;
 }
 
@@ -84,6 +88,10 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     worker_rss_mb: rssMiB(s.workerPid),
     worker_heap_after_gc_mb: (worker?.heapUsed ?? NaN) / MB,
     worker_lag_p99_ms: worker?.lagP99Ms ?? NaN,
+    web_heap_total_mb: (web?.heapTotal ?? NaN) / MB,
+    web_external_mb: (web?.external ?? NaN) / MB,
+    worker_heap_total_mb: (worker?.heapTotal ?? NaN) / MB,
+    worker_external_mb: (worker?.external ?? NaN) / MB,
     redis_used_mb: used / MB,
     redis_keys: keys,
     jobs_scheduled: jobs('delayed'),
@@ -96,12 +104,26 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     jobs_failed: jobs('failed'),
     jobs_completed: metricSum(metrics, 'bullmq_jobs_finished_total', { outcome: 'completed' }),
   };
-  // Keys apart from what is scheduled (delayed jobs, booking records) and from job records (a
-  // hash per job waiting, running or retained): what must stay flat.
-  const jobRecords =
-    out.jobs_scheduled! + out.jobs_retained! + jobs('waiting') + jobs('prioritized') + jobs('active');
-  out.redis_keys_unscheduled = keys - out.jobs_scheduled! - out.redis_booking_records!;
-  out.redis_keys_other = keys - jobRecords - out.redis_booking_records!;
+  // Keys and memory by what bounds them (bench/soak/redis-classes.ts): what expires by itself
+  // or waits for its time is scheduled; finished jobs are bounded per queue by count; the rest
+  // must stay flat.
+  const classes = await classifyRedis(s.redis, s.prefix);
+  // What Redis keeps: all but what is scheduled and what is in flight (which follows the load).
+  out.redis_keys_kept = keys - classes.keys.scheduled - classes.keys.inFlight;
+  out.redis_keys_other = classes.keys.other;
+  out.redis_used_kept_mb = (used - (classes.mb.scheduled + classes.mb.inFlight) * MB) / MB;
+  out.redis_in_flight_mb = classes.mb.inFlight;
+  out.redis_scheduled_mb = classes.mb.scheduled;
+  out.redis_retained_mb = classes.mb.retained;
+  out.redis_other_mb = classes.mb.other;
+  out.redis_keys_retained = classes.keys.retained;
+  // The worst of every queue's finished jobs and event stream against its bound (≤ 1 is within).
+  out.retention_vs_bound = Math.max(
+    ...Object.entries(classes.queues).map(([queue, q]) => {
+      const bound = retentionBound(queue as QueueName);
+      return Math.max(q.completed / bound.completed, q.failed / bound.failed, q.events / EVENTS_STREAM_BOUND);
+    }),
+  );
   let total = 0;
   const names = (await s.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
   for (const name of names) {

@@ -1,0 +1,143 @@
+// What the soak's Redis holds, key by key (SCAN, then PTTL and MEMORY USAGE pipelined: a few
+// thousand keys), in four classes, so that each is judged by the rule that bounds it:
+//   - scheduled: keys that expire by themselves (a TTL: booking records, campaign counters,
+//     rate-limit windows, the call-list index) and the records of delayed jobs;
+//   - retained: what BullMQ keeps of finished jobs (their records and logs, the completed and
+//     failed sets, the event stream), bounded per queue by count (jobs/queues.ts);
+//   - in flight: what comes and goes with the work in progress: the records of jobs waiting or
+//     running, and a queue's lists and markers that exist only while it has such jobs;
+//   - other: everything else, which must not grow at all.
+import type { Redis } from 'ioredis';
+import { JOBS } from '../../jobs/table.js';
+import {
+  DEFAULT_JOB_OPTIONS,
+  EVENTS_STREAM_MAX_LEN,
+  QUEUE_NAMES,
+  type QueueName,
+} from '../../jobs/queues.js';
+
+const MB = 1024 * 1024;
+
+export interface RedisClasses {
+  keys: Record<'scheduled' | 'retained' | 'inFlight' | 'other', number>;
+  mb: Record<'scheduled' | 'retained' | 'inFlight' | 'other', number>;
+  /** Per queue: completed and failed jobs kept, and the event stream's length. */
+  queues: Record<string, { completed: number; failed: number; events: number }>;
+}
+
+const countOf = (keep: unknown, fallback: number): number =>
+  typeof keep === 'object' && keep !== null && typeof (keep as { count?: unknown }).count === 'number'
+    ? (keep as { count: number }).count
+    : fallback;
+
+/**
+ * The most finished jobs BullMQ keeps in `queue`: each completion trims the set to its own job's
+ * bound, so the queue's bound is the largest of its jobs'.
+ */
+export function retentionBound(queue: QueueName): { completed: number; failed: number } {
+  const defaults = {
+    completed: countOf(DEFAULT_JOB_OPTIONS.removeOnComplete, Infinity),
+    failed: countOf(DEFAULT_JOB_OPTIONS.removeOnFail, Infinity),
+  };
+  const bound = { completed: 0, failed: 0 };
+  let any = false;
+  for (const job of Object.values(JOBS)) {
+    if (job.queue !== queue) continue;
+    any = true;
+    bound.completed = Math.max(bound.completed, countOf(job.options?.removeOnComplete, defaults.completed));
+    bound.failed = Math.max(bound.failed, countOf(job.options?.removeOnFail, defaults.failed));
+  }
+  return any ? bound : defaults;
+}
+
+/** XTRIM MAXLEN ~ trims whole stream nodes (100 entries by default): the stream may hold a node more. */
+export const EVENTS_STREAM_BOUND = EVENTS_STREAM_MAX_LEN + 100;
+
+export async function classifyRedis(redis: Redis, prefix: string): Promise<RedisClasses> {
+  const finished = new Set<string>();
+  const delayed = new Set<string>();
+  const queues: RedisClasses['queues'] = {};
+  for (const queue of QUEUE_NAMES) {
+    const base = `${prefix}:${queue}`;
+    const [completed, failed, later, events] = await Promise.all([
+      redis.zrange(`${base}:completed`, '0', '-1'),
+      redis.zrange(`${base}:failed`, '0', '-1'),
+      redis.zrange(`${base}:delayed`, '0', '-1'),
+      redis.xlen(`${base}:events`),
+    ]);
+    for (const id of [...completed, ...failed]) finished.add(`${base}:${id}`);
+    for (const id of later) delayed.add(`${base}:${id}`);
+    queues[queue] = { completed: completed.length, failed: failed.length, events };
+  }
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  const out: RedisClasses = {
+    keys: { scheduled: 0, retained: 0, inFlight: 0, other: 0 },
+    mb: { scheduled: 0, retained: 0, inFlight: 0, other: 0 },
+    queues,
+  };
+  const queueOf = (key: string) => QUEUE_NAMES.find((q) => key.startsWith(`${prefix}:${q}:`));
+  for (let i = 0; i < keys.length; i += 500) {
+    const batch = keys.slice(i, i + 500);
+    const pipeline = redis.pipeline();
+    for (const key of batch) pipeline.pttl(key).memory('USAGE', key, 'SAMPLES', '0');
+    const replies = (await pipeline.exec()) ?? [];
+    batch.forEach((key, n) => {
+      const ttl = Number(replies[2 * n]?.[1]);
+      const bytes = Number(replies[2 * n + 1]?.[1]) || 0;
+      if (ttl === -2) return; // gone since the SCAN
+      const record = key.replace(/:logs$/, '');
+      const queue = queueOf(key);
+      const rest = queue === undefined ? '' : key.slice(`${prefix}:${queue}:`.length);
+      const cls =
+        ttl > 0 || delayed.has(record)
+          ? 'scheduled'
+          : finished.has(record) || rest === 'completed' || rest === 'failed' || rest === 'events'
+            ? 'retained'
+            : queue !== undefined &&
+                (IN_PROGRESS.has(rest) || (/^[^:]+(:logs)?$/.test(rest) && !STRUCTURE.has(rest)))
+              ? 'inFlight'
+              : 'other';
+      out.keys[cls] += 1;
+      out.mb[cls] += bytes / MB;
+    });
+  }
+  return out;
+}
+
+/** A queue's keys that exist only while it has jobs waiting, running or limited. */
+const IN_PROGRESS = new Set([
+  'wait',
+  'active',
+  'prioritized',
+  'paused',
+  'marker',
+  'stalled',
+  'limiter',
+  'pc',
+]);
+
+/** A queue's own keys (BullMQ's lists, sets and hashes), never a job's record. */
+const STRUCTURE = new Set([
+  'id',
+  'meta',
+  'wait',
+  'paused',
+  'active',
+  'prioritized',
+  'delayed',
+  'stalled',
+  'stalled-check',
+  'marker',
+  'pc',
+  'limiter',
+  'repeat',
+  'events',
+  'completed',
+  'failed',
+]);
