@@ -152,6 +152,10 @@ async function main(): Promise<void> {
     CLIO_BASE_URL: clio.url,
     CLIO_CLIENT_ID: clio.oauth.clientId,
     CLIO_CLIENT_SECRET: clio.oauth.clientSecret,
+    // A booking's reminders go to its attendees and the firm: at the soak's rate a firm passes
+    // the production guard of 1,000 mails a day within minutes, after which reminders are not
+    // sent and the soak would no longer exercise the mail path.
+    BOOKING_MAILS_PER_FIRM_PER_DAY: '1000000',
     SOAK_PROBE_DIR: probeDir,
     SOAK_PROBE_MS: String(SAMPLE_SECONDS * 1000),
     NODE_OPTIONS: `--expose-gc --import=${join(root, 'bench', 'soak', 'probe.mjs')}`,
