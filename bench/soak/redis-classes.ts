@@ -5,7 +5,9 @@
 //   - retained: what BullMQ keeps of finished jobs (their records and logs, the completed and
 //     failed sets, the event stream), bounded per queue by count (jobs/queues.ts);
 //   - in flight: what comes and goes with the work in progress: the records of jobs waiting or
-//     running, and a queue's lists and markers that exist only while it has such jobs;
+//     running, a queue's lists and markers that exist only while it has such jobs, a firm's dial
+//     slots while it has calls up, a campaign's lead hashes and counts until it ends (then they
+//     expire: scheduled), parked campaign jobs, contacts imports waiting for their turn;
 //   - other: everything else, which must not grow at all.
 import type { Redis } from 'ioredis';
 import { JOBS } from '../../jobs/table.js';
@@ -94,13 +96,15 @@ export async function classifyRedis(redis: Redis, prefix: string): Promise<Redis
       const record = key.replace(/:logs$/, '');
       const queue = queueOf(key);
       const rest = queue === undefined ? '' : key.slice(`${prefix}:${queue}:`.length);
+      const inProgress = IN_PROGRESS_PREFIXES.some((p) => key.startsWith(`${prefix}:${p}`));
       const cls =
         ttl > 0 || delayed.has(record)
           ? 'scheduled'
           : finished.has(record) || rest === 'completed' || rest === 'failed' || rest === 'events'
             ? 'retained'
-            : queue !== undefined &&
-                (IN_PROGRESS.has(rest) || (/^[^:]+(:logs)?$/.test(rest) && !STRUCTURE.has(rest)))
+            : inProgress ||
+                (queue !== undefined &&
+                  (IN_PROGRESS.has(rest) || (/^[^:]+(:logs)?$/.test(rest) && !STRUCTURE.has(rest))))
               ? 'inFlight'
               : 'other';
       out.keys[cls] += 1;
@@ -109,6 +113,9 @@ export async function classifyRedis(redis: Redis, prefix: string): Promise<Redis
   }
   return out;
 }
+
+/** Our keys (core/platform/redis-keys.ts) that exist only while their work is in progress. */
+const IN_PROGRESS_PREFIXES = ['pacing', 'campaign:', 'contacts-import:pending:'];
 
 /** A queue's keys that exist only while it has jobs waiting, running or limited. */
 const IN_PROGRESS = new Set([
