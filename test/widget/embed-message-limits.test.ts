@@ -1,0 +1,92 @@
+// The message limits as a visitor meets them on a firm site (issue 20, docs/widget.md#limits), in
+// headless Chromium on a second origin: the firm's daily widget message cap and the messages one
+// chat takes, each answered 429 with CORS headers, so the widget reads it and says so.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CHAT_MESSAGES } from '../../core/domain/chats/chat-limits.js';
+import { launchChromium } from '../helpers/browser.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createAgent } from '../chat/chat-helpers.js';
+import { createWidgetKey } from './widget-key-helpers.js';
+import {
+  openSite,
+  seenOnWire,
+  snippetOf,
+  startFirmSite,
+  statusText,
+  widgetPart,
+  type FirmSite,
+} from './embed-helpers.js';
+import { clearOfPeriodEdge } from '../helpers/window-edge.js';
+
+let stack: Stack;
+let browser: Browser;
+const sites: FirmSite[] = [];
+
+beforeAll(async () => {
+  stack = await startStack();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  for (const site of sites) await site.stop();
+  await stack?.stop();
+});
+
+/** A firm (with `settings`) whose own site carries its widget key's snippet. */
+async function firmSite(settings: Record<string, unknown> = {}): Promise<FirmSite> {
+  const firm = await createFirm(stack, settings);
+  await createAgent(firm.client, firm.slug);
+  const site = await startFirmSite(stack.baseUrl);
+  sites.push(site);
+  const key = await createWidgetKey(firm.client, firm.slug, { allowed_origins: [site.origin] });
+  site.setBody(await snippetOf(firm.client, key.id));
+  return site;
+}
+
+/** Sends one message from the widget and waits for chat-completion's answer; its status. */
+async function send(page: Page, text: string): Promise<number> {
+  const answer = page.waitForResponse(
+    (r) => r.url().endsWith('/api/v2/chat-completion') && r.request().method() === 'POST',
+  );
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.keyboard.press('Enter');
+  return (await answer).status();
+}
+
+/** The visitor's own bubbles in the conversation. */
+const sentBubbles = (page: Page) => widgetPart(page, '.iw-msg-user').count();
+
+describe('message limits, as the visitor sees them', () => {
+  it("the firm's daily widget message cap: the next message is 429 and the widget says when to try again", async () => {
+    await clearOfPeriodEdge(24 * 3_600_000);
+    const site = await firmSite({ widget_daily_message_cap: 2 });
+    const { context, page, wire } = await openSite(browser, `${site.origin}/`);
+    try {
+      await page.getByRole('button', { name: 'Open chat: Chat with us' }).click();
+      expect(await send(page, 'Jane Doe')).toBe(200);
+      expect(await send(page, '+1 415 555 0134')).toBe(200);
+      expect(await send(page, 'jane.doe@example.com')).toBe(429);
+      expect(await statusText(page)).toMatch(/^Too many requests right now\. Please try again in \d+ min\./);
+      await seenOnWire(wire, `429 POST ${stack.baseUrl}/api/v2/chat-completion`);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it(`messages one chat takes: ${MAX_CHAT_MESSAGES}, then 429, and the widget says so`, async () => {
+    const site = await firmSite();
+    const { context, page } = await openSite(browser, `${site.origin}/`);
+    try {
+      await page.getByRole('button', { name: 'Open chat: Chat with us' }).click();
+      for (let i = 1; i <= MAX_CHAT_MESSAGES; i++) expect(await send(page, `note ${i}`)).toBe(200);
+      expect(await sentBubbles(page)).toBe(MAX_CHAT_MESSAGES);
+      expect(await send(page, 'one more')).toBe(429);
+      expect(await statusText(page)).toMatch(
+        new RegExp(`^Too many requests right now\\..*limit of ${MAX_CHAT_MESSAGES} messages`),
+      );
+    } finally {
+      await context.close();
+    }
+  }, 180_000);
+});
