@@ -38,11 +38,8 @@ export const campaignJobs = {
     queue: QUEUE.campaigns,
     name: 'campaign-call',
     id: (job) => jobId('cc', job.campaignId, job.phone, String(job.attempt)),
-    // Tens of thousands per campaign: keep a short history (the calls are the durable record).
-    options: {
-      removeOnComplete: { age: 3600, count: 100 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
-    },
+    // Tens of thousands per campaign: the queue's short history (jobs/queues.ts) is enough, the
+    // calls are the durable record.
   }),
   campaignWake: defineJob<CampaignWakeJob>({
     queue: QUEUE.campaigns,

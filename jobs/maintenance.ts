@@ -2,8 +2,8 @@ import { QUEUE } from './queues.js';
 import { defineJob } from './define.js';
 
 /**
- * A sweep runs every 30 s: ten of its completed runs are history enough (a failed one is kept
- * as every queue keeps failures).
+ * Sweeps run every 30 s or every hour: ten completed runs of each are history enough (failed
+ * ones are kept as every queue keeps failures).
  */
 const SWEEP_RETENTION = { removeOnComplete: { age: 3600, count: 10 } };
 

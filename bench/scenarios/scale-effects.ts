@@ -10,8 +10,8 @@
 // Twice: deliveries spread over BENCH_EFFECT_FIRMS (8) firms, and all to one firm (a per-firm
 // lock or hot spot would show there). Ratios: N workers ÷ 1 worker, same run, over
 // BENCH_EFFECT_ROUNDS (1) rounds.
-// Why 3 a process: each effect costs the whole stack about 30 ms of CPU (the worker ~11 ms,
-// FerretDB ~15, PostgreSQL ~7, measured at 10 a process), so this 2-core machine completes at most
+// Why 3 a process: each effect costs the whole stack 30–37 ms of CPU (the worker ~10 ms,
+// FerretDB ~16, PostgreSQL ~7, measured at 10 a process), so this 2-core machine completes at most
 // about 60 effects a second whatever the number of workers. At 10 a process one worker already
 // does 27/s and four would need more than the two cores: the ratio would measure the machine.
 // At 3 a process four workers ask for about 35/s, within it, and the workers' slots waiting on the
