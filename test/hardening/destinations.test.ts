@@ -56,7 +56,7 @@ describe('create-outbound-call destinations', () => {
   );
 
   it('after PATCHing allowed_call_countries ["US", "GB"] the UK number is accepted (and Canada no longer)', async () => {
-    // Adding a country is the platform's (issue 19 L2: test/hardening/l2-toll-fraud.test.ts).
+    // Adding a country is the platform's (test/hardening/toll-fraud.test.ts).
     const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { allowed_call_countries: ['US', 'GB'] },
     });
