@@ -1,4 +1,4 @@
-// Security review, issue 7, finding 15: every number the service dials is a possible number for
+// Every number the service dials is a possible number for
 // its country (libphonenumber-js) and in a country of the firm's allowed_call_countries (default
 // US and CA). The rule lives in registerOutboundCall, which every dial goes through; the number
 // rule itself (parseDialable) is tested in test/unit/phones.test.ts.
