@@ -1,5 +1,5 @@
-// Redis and the web process's memory while large contacts imports wait for a worker (issue 19
-// M4, docs/contacts.md#memory):
+// Redis and the web process's memory while large contacts imports wait for a worker
+// (docs/contacts.md#memory):
 //   npx tsx bench/import-memory.ts      (BENCH_IMPORTS=6, BENCH_IMPORT_MB=15, BENCH_STAGGER_MS=2000,
 //                                        BENCH_WEB_HEAP_MIB=0: the web's old-space limit, 0 default)
 // The web runs as a child process as `npm start` runs it (BENCH_RUNTIME=dist: the compiled code,

@@ -1,5 +1,5 @@
-// The web process's memory while large call webhooks arrive at once (issue 18 row 5,
-// docs/webhooks.md#large-bodies):
+// The web process's memory while large call webhooks arrive at once
+// (docs/webhooks.md#large-bodies):
 //   npx tsx bench/webhook-rss.ts        (BENCH_DELIVERIES=20, BENCH_MINUTES=120, BENCH_BIG=4,
 //                                        BENCH_WEB_HEAP_MIB=0: the web's old-space limit, 0 default)
 // The web runs as a child process as `npm start` runs it (BENCH_RUNTIME=dist: the compiled code,

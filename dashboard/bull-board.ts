@@ -48,7 +48,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 // refused here for everyone, before parsing; its router matches paths case-insensitively.
 const ADD_JOB_ROUTE = '/api/queues/:queueName/add';
 const ADD_JOB_PATH = /^\/+api\/+queues\/+[^/]+\/+add\/*$/i;
-// Replacing a job's data is the same power as adding one (issue 19 L4: a reminder job was given
+// Replacing a job's data is the same power as adding one (a reminder job was once given
 // another firm's data), and no operator need either: refused alike, whatever the method.
 const UPDATE_DATA_ROUTE = '/api/queues/:queueName/:jobId/update-data';
 const UPDATE_DATA_PATH = /^\/+api\/+queues\/+[^/]+\/+[^/]+\/+update-data\/*$/i;
@@ -113,7 +113,7 @@ type BoardAccess = 'operate' | 'read_only';
 // Which board a request reaches: the platform key operates the queues; ADMIN_READONLY_API_KEY
 // only looks. Both keys are compared in constant time, and both comparisons always run, so the
 // time taken does not tell which key (if either) a password was close to. The platform key
-// itself, not any platform principal: a platform session JWT is refused (issue 19 L4).
+// itself, not any platform principal: a platform session JWT is refused (docs/operations.md#bull-board).
 async function boardAccess(ctx: Context, services: Services): Promise<BoardAccess> {
   const { adminApiKey, adminReadonlyApiKey } = services.config;
   const header = ctx.get('Authorization');

@@ -12,8 +12,8 @@ export interface ImportContactsJob {
   /** ISO 3166-1 alpha-2: the country of phone numbers written without one. */
   defaultCountry: string;
   /**
-   * Only on jobs enqueued before rows were staged (issue 19): the rows exactly as sent. A worker
-   * still runs such a job after a deploy.
+   * Only on jobs enqueued before rows were staged in MongoDB (docs/contacts.md#memory): the rows
+   * exactly as sent. A worker still runs such a job after a deploy.
    */
   rows?: unknown[];
 }

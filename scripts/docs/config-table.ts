@@ -1,10 +1,12 @@
-// The README's Configuration table, generated from the schema (core/platform/config/schema.ts).
-// `npm run docs:config` writes it between the markers; test/foundation/config-table.test.ts
-// fails when the README's copy differs from what the schema gives.
+// The configuration table of docs/configuration.md, generated from the schema
+// (core/platform/config/schema.ts). `npm run docs:config` writes it between the markers;
+// test/foundation/config-table.test.ts fails when the document's copy differs from what the schema gives.
 import { format, resolveConfig } from 'prettier';
 import { DECLARED, isOptional } from '../../core/platform/config/parse.js';
 import type { LocalRuns, Variable } from '../../core/platform/config/variables.js';
 
+/** The document holding the table, from the repository's root. */
+export const CONFIG_DOC = 'docs/configuration.md';
 export const BEGIN = '<!-- config-table:begin -->';
 export const END = '<!-- config-table:end -->';
 const NOTE =
@@ -46,7 +48,7 @@ function typeOf(variable: Variable): string {
 }
 
 /** The table in Markdown, as prettier lays it out (so `npm run lint` and the test agree). */
-export async function configTable(readmePath: string): Promise<string> {
+export async function configTable(markdownPath: string): Promise<string> {
   const rows = DECLARED.map(({ schema, variable }) =>
     [
       code(variable.name),
@@ -60,22 +62,22 @@ export async function configTable(readmePath: string): Promise<string> {
   const markdown = ['variable | type | default | meaning', '--- | --- | --- | ---', ...rows]
     .map((row) => `| ${row} |`)
     .join('\n');
-  const options = (await resolveConfig(readmePath)) ?? {};
+  const options = (await resolveConfig(markdownPath)) ?? {};
   return format(markdown, { ...options, parser: 'markdown' });
 }
 
-/** What lies between the markers of a README (undefined when they are missing). */
-export function between(readme: string): string | undefined {
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
+/** What lies between the markers of a Markdown document (undefined when they are missing). */
+export function between(markdown: string): string | undefined {
+  const start = markdown.indexOf(BEGIN);
+  const end = markdown.indexOf(END);
   if (start === -1 || end < start) return undefined;
-  return readme.slice(start + BEGIN.length, end);
+  return markdown.slice(start + BEGIN.length, end);
 }
 
-/** The README with `table` between its markers. */
-export function withTable(readme: string, table: string): string {
-  const inner = between(readme);
-  if (inner === undefined) throw new Error(`README.md lacks the markers ${BEGIN} and ${END}`);
-  const start = readme.indexOf(BEGIN) + BEGIN.length;
-  return `${readme.slice(0, start)}\n${NOTE}\n\n${table}\n${readme.slice(start + inner.length)}`;
+/** The document with `table` between its markers. */
+export function withTable(markdown: string, table: string): string {
+  const inner = between(markdown);
+  if (inner === undefined) throw new Error(`${CONFIG_DOC} lacks the markers ${BEGIN} and ${END}`);
+  const start = markdown.indexOf(BEGIN) + BEGIN.length;
+  return `${markdown.slice(0, start)}\n${NOTE}\n\n${table}\n${markdown.slice(start + inner.length)}`;
 }

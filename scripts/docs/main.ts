@@ -1,15 +1,16 @@
-// `npm run docs:config`: writes the Configuration table, generated from the schema, into README.md.
+// `npm run docs:config`: writes the configuration table, generated from the schema, into
+// docs/configuration.md (the README links to it).
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { configTable, withTable } from './config-table.js';
+import { CONFIG_DOC, configTable, withTable } from './config-table.js';
 
-const readmePath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md');
-const readme = await readFile(readmePath, 'utf8');
-const updated = withTable(readme, await configTable(readmePath));
-if (updated === readme) {
-  process.stdout.write('README.md: the Configuration table is up to date\n');
+const docPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', CONFIG_DOC);
+const doc = await readFile(docPath, 'utf8');
+const updated = withTable(doc, await configTable(docPath));
+if (updated === doc) {
+  process.stdout.write(`${CONFIG_DOC}: the configuration table is up to date\n`);
 } else {
-  await writeFile(readmePath, updated);
-  process.stdout.write('README.md: Configuration table rewritten from core/platform/config/schema.ts\n');
+  await writeFile(docPath, updated);
+  process.stdout.write(`${CONFIG_DOC}: configuration table rewritten from core/platform/config/schema.ts\n`);
 }

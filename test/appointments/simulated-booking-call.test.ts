@@ -1,7 +1,8 @@
-// The simulator's caller who asks for a consultation (a number ending 2222, contract §5): during the
-// call it calls the firm's check_availability and book_appointment tools as Retell calls custom
-// functions (signed x-retell-signature), then ends the call normally. One booking at the local
-// Cal.com, the call's lead carries it, and Cal.com's BOOKING_CREATED makes exactly one set of reminders.
+// The simulator's caller who asks for a consultation (a number ending 2222,
+// docs/appointments.md#the-simulator): during the call it calls the firm's check_availability and
+// book_appointment tools as Retell calls custom functions (signed x-retell-signature), then ends the call
+// normally. One booking at the local Cal.com, the call's lead carries it, and Cal.com's BOOKING_CREATED makes
+// exactly one set of reminders.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';

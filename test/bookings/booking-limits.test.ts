@@ -1,8 +1,8 @@
-// Issue 19, M3: booking webhooks amplified into long-lived Redis data and a mail relay. 100
-// attendees, a start in 2099 and 10 reminder offsets: 5 signed events made 5,050 delayed jobs
-// and keys with a 72-year TTL; reminders carried a sender's "verify at https://evil.example/login"
-// from the platform's MAIL_FROM to any address. Each bound below, through the real webhook,
-// workers, Redis and an SMTP server.
+// Booking limits (docs/bookings.md#limits): booking webhooks once amplified into long-lived Redis data and a
+// mail relay. 100 attendees, a start in 2099 and 10 reminder offsets: 5 signed events made 5,050 delayed jobs
+// and keys with a 72-year TTL; reminders carried a sender's "verify at https://evil.example/login" from the
+// platform's MAIL_FROM to any address. Each bound below, through the real webhook, workers, Redis and an SMTP
+// server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { bodyText, startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -62,8 +62,8 @@ const bookingKey = (slug: string, bookingUid: string) =>
 /** A start about 70 s ahead on a whole second: a one-minute reminder is due in about 10 s. */
 const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
 
-describe('M3: what one booking event can make is bounded', () => {
-  it('M3: a booking starting more than a year ahead is acknowledged, schedules nothing, and no key outlives about a year', async () => {
+describe('what one booking event can make is bounded', () => {
+  it('a booking starting more than a year ahead is acknowledged, schedules nothing, and no key outlives about a year', async () => {
     const firm = await firmWith({
       reminder_offsets_minutes: TEN_OFFSETS,
       notification_emails: ['desk@firm.test'],
@@ -88,7 +88,7 @@ describe('M3: what one booking event can make is bounded', () => {
     expect(await reminders(firm.client, firm.slug, near)).toHaveLength(TEN_OFFSETS.length * 2);
   });
 
-  it('M3: a booking naming 100 attendees gets reminders for 20 of them (and the firm); seats stop at 20 too', async () => {
+  it('a booking naming 100 attendees gets reminders for 20 of them (and the firm); seats stop at 20 too', async () => {
     const firm = await firmWith({ reminder_offsets_minutes: [60], notification_emails: ['desk@firm.test'] });
     const big = uid();
     await deliver(firm.slug, 'BOOKING_CREATED', calBooking(big, Date.now() + 30 * DAY, people(100, 'crowd')));
@@ -115,7 +115,7 @@ describe('M3: what one booking event can make is bounded', () => {
     expect(seats.filter((r) => r.to !== 'desk@firm.test')).toHaveLength(20);
   }, 120_000);
 
-  it('M3: a firm has at most BOOKING_REMINDERS_PER_FIRM reminders to come; a cancel frees room; other firms are unaffected', async () => {
+  it('a firm has at most BOOKING_REMINDERS_PER_FIRM reminders to come; a cancel frees room; other firms are unaffected', async () => {
     const firm = await firmWith({ reminder_offsets_minutes: TEN_OFFSETS });
     const other = await firmWith({ reminder_offsets_minutes: [60] });
     const uids: string[] = [];
@@ -145,7 +145,7 @@ describe('M3: what one booking event can make is bounded', () => {
     expect(rows.every((r) => r.status === 'scheduled')).toBe(true);
   }, 120_000);
 
-  it('M3: a firm sends at most BOOKING_MAILS_PER_FIRM_PER_DAY reminder mails a day; the others are failed', async () => {
+  it('a firm sends at most BOOKING_MAILS_PER_FIRM_PER_DAY reminder mails a day; the others are failed', async () => {
     const firm = await firmWith({ reminder_offsets_minutes: [1] });
     const booking = uid();
     await deliver(firm.slug, 'BOOKING_CREATED', calBooking(booking, soon(), people(5, `daily${booking}`)));
@@ -161,7 +161,7 @@ describe('M3: what one booking event can make is bounded', () => {
     );
   }, 60_000);
 
-  it('M3: links in the sender’s text are not made clickable in the reminder; the join link is', async () => {
+  it('links in the sender’s text are not made clickable in the reminder; the join link is', async () => {
     const firm = await firmWith({ reminder_offsets_minutes: [1], notification_emails: ['desk@firm.test'] });
     const booking = uid();
     const to = `victim${booking}@example.com`;

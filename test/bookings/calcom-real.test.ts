@@ -1,6 +1,6 @@
-// Cal.com as it really sends (docs/bookings.md#seats; issue 18 rows 6, 8 and 9), with bodies built as
-// Cal.com builds them (test/fakes/calcom-fixtures.ts): seated bookings sharing one uid, the
-// "Ping test" signed "no-secret-provided", and video meetings whose join link is in metadata.
+// Cal.com as it really sends (docs/bookings.md#seats, docs/bookings.md#video-links-and-ping), with bodies
+// built as Cal.com builds them (test/fakes/calcom-fixtures.ts): seated bookings sharing one uid, the "Ping
+// test" signed "no-secret-provided", and video meetings whose join link is in metadata.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -66,8 +66,8 @@ const bookingEventsApplied = () =>
 const bookingEventCount = async () =>
   (await bookingJobs(stack)).filter((j) => j.name === 'booking-event').length;
 
-describe('row 6: Cal.com seated bookings share one uid', () => {
-  it('row 6: a new seat adds its attendee’s reminders (the firm’s not doubled); a seat cancel cancels only the leaver’s and leaves the uid open; a seat reschedule moves only that seat; a whole cancel cancels all; repeats change nothing', async () => {
+describe('Cal.com seated bookings share one uid', () => {
+  it('a new seat adds its attendee’s reminders (the firm’s not doubled); a seat cancel cancels only the leaver’s and leaves the uid open; a seat reschedule moves only that seat; a whole cancel cancels all; repeats change nothing', async () => {
     const clinic = uid();
     const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
     const t0 = Date.now();
@@ -170,7 +170,7 @@ describe('row 6: Cal.com seated bookings share one uid', () => {
     });
   });
 
-  it('kept from before row 6: an ordinary (unseated) booking cancelled is cancelled for everyone', async () => {
+  it('an ordinary (unseated) booking cancelled is cancelled for everyone', async () => {
     const bookingUid = uid();
     const start = Date.now() + 3 * DAY;
     const [gus, hal] = ['Gus Ray', 'Hal Wu'].map(person);
@@ -185,7 +185,7 @@ describe('row 6: Cal.com seated bookings share one uid', () => {
   });
 });
 
-describe('row 8: Cal.com’s "Ping test"', () => {
+describe('Cal.com’s "Ping test"', () => {
   const post = (slug: string, body: unknown, signature?: string) => {
     const raw = JSON.stringify(body);
     return stack.api.request('POST', `/api/v2/${slug}/booking-webhook`, {
@@ -197,7 +197,7 @@ describe('row 8: Cal.com’s "Ping test"', () => {
     });
   };
 
-  it('row 8: PING signed "no-secret-provided" (or unsigned, or badly signed, or well signed) answers 200 {received: true} and does nothing', async () => {
+  it('PING signed "no-secret-provided" (or unsigned, or badly signed, or well signed) answers 200 {received: true} and does nothing', async () => {
     const before = await bookingEventCount();
     const ping = calPing();
     const raw = JSON.stringify(ping);
@@ -214,7 +214,7 @@ describe('row 8: Cal.com’s "Ping test"', () => {
     expect(await bookingEventCount()).toBe(before);
   });
 
-  it('row 8: only PING is let in so: a booking event signed "no-secret-provided" is still 401, and a PING to an unknown firm 200 as to a known one', async () => {
+  it('only PING is let in so: a booking event signed "no-secret-provided" is still 401, and a PING to an unknown firm 200 as to a known one', async () => {
     const bookingUid = uid();
     const created = calCreated(calBookingPayload(bookingUid, Date.now() + 3 * DAY, [person('Ivy Fox')]));
     expectError(await post(firm.slug, created, CAL_NO_SECRET), 401, 'unauthorized');
@@ -237,8 +237,8 @@ describe('row 8: Cal.com’s "Ping test"', () => {
   });
 });
 
-describe('row 9: Cal.com video meetings', () => {
-  it('row 9: reminder mails carry the join link (metadata.videoCallUrl, else videoCallData.url, else a URL location), the place otherwise, and never a non-http link', async () => {
+describe('Cal.com video meetings', () => {
+  it('reminder mails carry the join link (metadata.videoCallUrl, else videoCallData.url, else a URL location), the place otherwise, and never a non-http link', async () => {
     // A start about 70 s ahead: the one-minute reminders are due in about 10 s.
     const start = Math.ceil((Date.now() + 70_000) / 1000) * 1000;
     const [kim, lou, max, ned] = ['Kim Ode', 'Lou Iva', 'Max Orr', 'Ned Ash'].map(person);

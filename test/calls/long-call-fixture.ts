@@ -4,7 +4,7 @@ import type { PhoneCallResponse } from 'retell-sdk/resources/call';
 // (a field Retell does not have fails the typecheck): a two-hour conversation with the word-level
 // transcript_object (role, content, words: [{word, start, end}]), transcript_with_tool_calls (the
 // same utterances with the tool calls between them) and its scrubbed copy, latency and call_cost.
-// At 120 minutes it is about 2.9 MB of JSON, the size issue 18 saw (2.3–3.4 MB at 90–120 min).
+// At 120 minutes it is about 2.9 MB of JSON, the size real Retell calls reach (2.3–3.4 MB at 90–120 min).
 
 const AGENT_LINES = [
   'Thank you, could you tell me a little more about what happened after the accident that day?',

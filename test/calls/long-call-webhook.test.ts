@@ -1,4 +1,4 @@
-// Issue 18 row 5: a long call's call_analyzed (docs/webhooks.md#large-bodies). The call webhook takes
+// A long call's call_analyzed (docs/webhooks.md#large-bodies). The call webhook takes
 // bodies up to 32 MiB — a two-hour call with its word-level transcript_object is about 3 MB — keeps only
 // the bounded snapshot (transcript capped at 200,000 characters, transcript_object not stored,
 // the job small), checks the signature before it parses, and other routes keep their 2 MiB.
@@ -57,7 +57,7 @@ const jobsFor = async (providerCallId: string) =>
     ])
   ).filter((j) => j.data.call.call_id === providerCallId);
 
-describe('row 5: a long call’s call_analyzed', () => {
+describe('a long call’s call_analyzed', () => {
   it('a 120-minute call’s 3 MB call_analyzed is 200: the call ends, only the bounded snapshot is kept', async () => {
     const callId = await ourCall();
     const providerId = `call_${rand(12)}`;

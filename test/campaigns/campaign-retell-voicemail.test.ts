@@ -43,7 +43,7 @@ async function placedCall(campaignId: string, attempt: number) {
 }
 
 describe('a voicemail told only by call_analyzed', () => {
-  it('row 1: a campaign call that ended as a hang-up but was analysed as voicemail is retried, with no lead', async () => {
+  it('a campaign call that ended as a hang-up but was analysed as voicemail is retried, with no lead', async () => {
     const firm = await createFirm(stack, { from_number: '+14155550100', max_concurrent_calls: 5 });
     await firm.client.get('/api/v2/list-voices');
     const agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');

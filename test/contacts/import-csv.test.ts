@@ -207,7 +207,7 @@ describe('npm run import-csv', () => {
     expect(missing.stderr).toMatch(/cannot read .*nope\.csv/);
   }, 60_000);
 
-  it('L7: requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async () => {
+  it('requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async () => {
     const firm = await createFirm(stack);
     const path = join(dir, 'platform.csv');
     await writeFile(path, 'phone\n+12125550170\n', 'utf8');
@@ -223,7 +223,7 @@ describe('npm run import-csv', () => {
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
   });
 
-  it('L7: a "__proto__" column (and "constructor", "prototype") is an ordinary column: the rows import', async () => {
+  it('a "__proto__" column (and "constructor", "prototype") is an ordinary column: the rows import', async () => {
     const firm = await createFirm(stack);
     const path = join(dir, 'proto.csv');
     await writeFile(
@@ -245,7 +245,7 @@ describe('npm run import-csv', () => {
     });
   });
 
-  it('L7: a failed request is reported as not imported, never as "imported 0"', async () => {
+  it('a failed request is reported as not imported, never as "imported 0"', async () => {
     const firm = await createFirm(stack);
     const other = await createFirm(stack);
     const path = join(dir, 'failed.csv');

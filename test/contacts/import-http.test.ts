@@ -130,8 +130,8 @@ describe('bad bodies', () => {
   });
 });
 
-describe('L7: rows with keys named like Object.prototype members', () => {
-  it('L7: "__proto__", "constructor" and "prototype" columns are kept under custom; the rows import, nothing is polluted', async () => {
+describe('rows with keys named like Object.prototype members', () => {
+  it('"__proto__", "constructor" and "prototype" columns are kept under custom; the rows import, nothing is polluted', async () => {
     const firm = await createFirm(stack);
     // As the CSV tool and JSON.parse build rows: "__proto__" an own key, never the prototype.
     const rows = JSON.parse(

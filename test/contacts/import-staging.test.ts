@@ -1,5 +1,5 @@
-// Issue 19 M4: a contacts import's rows are staged in MongoDB, not carried by its job, so a
-// waiting import costs Redis a few hundred bytes; the staged pieces are deleted once it has
+// Staged imports (docs/contacts.md#memory): a contacts import's rows are staged in MongoDB, not carried by
+// its job, so a waiting import costs Redis a few hundred bytes; the staged pieces are deleted once it has
 // completed; a staging that fails half-way leaves no piece; and one firm may have only
 // CONTACTS_IMPORT_MAX_PENDING imports waiting (429 with Retry-After beyond).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,8 +49,8 @@ async function accepted(client: Stack['admin'], firmSlug: string, contacts: unkn
   return res.body.job_id as string;
 }
 
-describe('M4: a large import waiting for a worker', () => {
-  it('M4: keeps its job data in Redis small (under 64 KB) while it waits, and after it completes', async () => {
+describe('a large import waiting for a worker', () => {
+  it('keeps its job data in Redis small (under 64 KB) while it waits, and after it completes', async () => {
     const firm = await createFirm(stack);
     const jobId = await accepted(firm.client, firm.slug, bigRows(1, 12_000_000));
     const queue = stack.services.queues.contacts;
@@ -73,7 +73,7 @@ describe('M4: a large import waiting for a worker', () => {
     workers = undefined;
   }, 180_000);
 
-  it('M4: staged chunks are removed after completion', async () => {
+  it('staged chunks are removed after completion', async () => {
     const firm = await createFirm(stack);
     const jobId = await accepted(firm.client, firm.slug, bigRows(2, 3_000_000));
     // Waiting: its rows are in MongoDB, in pieces `<job_id>:<n>`.
@@ -93,7 +93,7 @@ describe('M4: a large import waiting for a worker', () => {
     workers = undefined;
   }, 180_000);
 
-  it('M4: a staging that fails half-way is not accepted and leaves no piece behind', async () => {
+  it('a staging that fails half-way is not accepted and leaves no piece behind', async () => {
     const rows = bigRows(3, 3_000_000);
     const parts = splitImportRows(rows);
     expect(parts.length).toBeGreaterThan(2);
@@ -120,8 +120,8 @@ describe('M4: a large import waiting for a worker', () => {
   });
 });
 
-describe('M4: the per-firm cap on pending imports', () => {
-  it('M4: per-firm pending cap answers 429 with Retry-After; other firms go on; a finished import frees its slot', async () => {
+describe('the per-firm cap on pending imports', () => {
+  it('per-firm pending cap answers 429 with Retry-After; other firms go on; a finished import frees its slot', async () => {
     expect(workers).toBeUndefined();
     const firm = await createFirm(stack);
     const other = await createFirm(stack);

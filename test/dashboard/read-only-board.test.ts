@@ -1,4 +1,4 @@
-// The operator dashboard (docs/operations.md#bull-board, issue 10): Bull Board names the environment, and
+// The operator dashboard (docs/operations.md#bull-board): Bull Board names the environment, and
 // a second operator key, ADMIN_READONLY_API_KEY, sees every queue but cannot retry, clean, remove or
 // change anything (403 from the server, not only hidden buttons), while the platform key still can. The
 // board offers no "Add job" (refused for everyone) to anyone.
@@ -247,7 +247,7 @@ describe('in headless Chromium', () => {
       await page.getByText('staging', { exact: true }).first().waitFor({ state: 'visible' });
       expect(await page.title()).toBe('Intake queues');
       // A job card: its clean button shows; its duplicate button (the add-job form) and its update-data
-      // button (a pencil; issue 19 L4) do not.
+      // button (a pencil) do not.
       await page.locator('button:has(> svg.lucide-trash-2)').first().waitFor({ state: 'visible' });
       expect(await page.locator('button:has(> svg.lucide-files)').first().isVisible()).toBe(false);
       expect(await page.locator('button:has(> svg.lucide-pencil)').first().isVisible()).toBe(false);

@@ -1,4 +1,4 @@
-// Issue 17, item 3: a path no route has is 404 in the error shape whatever the method (a 405
+// A path no route has is 404 in the error shape whatever the method (a 405
 // must carry Allow, RFC 9110 §15.5.6, and such a path allows nothing); a path some route has
 // answers a method it lacks with 405 and Allow. Over a real socket: fetch refuses TRACE.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 7, High #1: Bull Board must not be forgeable from another site (docs/operations.md#forgery).
+// Bull Board must not be forgeable from another site (docs/operations.md#forgery).
 // Every non-GET request under /admin/queues needs the service's own Origin (or Sec-Fetch-Site:
 // same-origin) and, when it has a body, a JSON one; adding jobs from the board is off for
 // everyone. A browser that holds the operator's basic-auth credentials is the attack: a page on

@@ -1,4 +1,4 @@
-// Security review, issue 7, finding 15: every number the service dials is a possible number for
+// Every number the service dials is a possible number for
 // its country (libphonenumber-js) and in a country of the firm's allowed_call_countries (default
 // US and CA). The rule lives in registerOutboundCall, which every dial goes through; the number
 // rule itself (parseDialable) is tested in test/unit/phones.test.ts.
@@ -56,7 +56,7 @@ describe('create-outbound-call destinations', () => {
   );
 
   it('after PATCHing allowed_call_countries ["US", "GB"] the UK number is accepted (and Canada no longer)', async () => {
-    // Adding a country is the platform's (issue 19 L2: test/hardening/l2-toll-fraud.test.ts).
+    // Adding a country is the platform's (test/hardening/toll-fraud.test.ts).
     const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { allowed_call_countries: ['US', 'GB'] },
     });

@@ -1,4 +1,4 @@
-// M2 and L3 of issue 19: forged signatures used up a firm's webhook rate limit (ten forged
+// Forged webhook deliveries: forged signatures used up a firm's webhook rate limit (ten forged
 // deliveries from one address made the firm's next correctly signed one a 429), and a
 // well-formed signature to an unknown firm answered 404 (uncounted: slugs could be enumerated,
 // and a firm without a secret told apart from one with another). Now only verified deliveries
@@ -62,7 +62,7 @@ const signed = (stack: Stack | ApiClient, r: Receiver, slug: string, secret = SE
 };
 const forged = (stack: Stack, r: Receiver, slug: string) => post(stack, r, slug, r.body(), r.forge());
 
-describe('M2: forged signatures do not use up a firm’s webhook rate limit', () => {
+describe('forged signatures do not use up a firm’s webhook rate limit', () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await stackWith({
@@ -71,7 +71,7 @@ describe('M2: forged signatures do not use up a firm’s webhook rate limit', ()
     });
   });
 
-  it('M2: twelve forged deliveries to each receiver are 401s; the firm’s next signed one is 200; the forgeries count against the address', async () => {
+  it('twelve forged deliveries to each receiver are 401s; the firm’s next signed one is 200; the forgeries count against the address', async () => {
     let unauthenticated = 0;
     for (const receiver of RECEIVERS) {
       const firm = await createFirm(stack, { [receiver.setting]: SECRET });
@@ -113,7 +113,7 @@ describe('M2: forged signatures do not use up a firm’s webhook rate limit', ()
   });
 });
 
-describe('M2 (guard): deliveries are counted after the body, and a changed firm is still read afresh', () => {
+describe('deliveries are counted after the body, and a changed firm is still read afresh', () => {
   it('a rotated secret is refused on the very next delivery to another web process, on each receiver', async () => {
     const stack = await stackWith({});
     const second = await startWebProcess(stack.env);
@@ -136,8 +136,8 @@ describe('M2 (guard): deliveries are counted after the body, and a changed firm 
   }, 60_000);
 });
 
-describe('L3: an unknown firm, or one without a secret, is answered as a wrong signature is', () => {
-  it('L3: same status, body and headers for a wrong secret, an unknown slug and a firm without a secret, on each receiver', async () => {
+describe('an unknown firm, or one without a secret, is answered as a wrong signature is', () => {
+  it('same status, body and headers for a wrong secret, an unknown slug and a firm without a secret, on each receiver', async () => {
     const stack = await stackWith({ UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '1000' });
     for (const receiver of RECEIVERS) {
       const withSecret = await createFirm(stack, { [receiver.setting]: SECRET });
@@ -166,7 +166,7 @@ describe('L3: an unknown firm, or one without a secret, is answered as a wrong s
     expect([toUnknown.status, toUnknown.body]).toEqual([200, { received: true }]);
   });
 
-  it('L3: signed deliveries to unknown slugs are counted by the 401 limiter (then 429)', async () => {
+  it('signed deliveries to unknown slugs are counted by the 401 limiter (then 429)', async () => {
     const stack = await stackWith({ UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '6' });
     for (let i = 0; i < 6; i++) {
       const receiver = RECEIVERS[i % 2]!;

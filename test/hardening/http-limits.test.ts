@@ -1,4 +1,4 @@
-// Findings 8–12 of the fuzzing run (issue 7): methods a route does not have, prototype names as
+// What the API fuzzer (npm run fuzz) found: methods a route does not have, prototype names as
 // asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
 // Each answer is a clear 4xx/501 in the error shape (docs/errors.md), never a 500.
 import { connect } from 'node:net';
@@ -19,7 +19,7 @@ afterAll(async () => stack?.stop());
 const send = (method: string, path: string, options?: { headers?: Record<string, string>; body?: string }) =>
   sendAnyMethod(stack.baseUrl, method, path, options);
 
-describe('finding 8: a method a route does not have is 405 with Allow (unknown too), never 500', () => {
+describe('a method a route does not have is 405 with Allow (unknown too), never 500', () => {
   it('TRACE, QUERY, PROPFIND on any known path, without a token: 405 method_not_allowed', async () => {
     for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE']) {
       for (const path of ['/healthz', '/api/firms', '/api/v2/get-call/call_x']) {
@@ -100,7 +100,7 @@ describe('finding 8: a method a route does not have is 405 with Allow (unknown t
   });
 });
 
-describe('finding 9: documentation assets are looked up by own name only', () => {
+describe('documentation assets are looked up by own name only', () => {
   it('__proto__, constructor, toString, hasOwnProperty, valueOf: 404 asset_not_found', async () => {
     for (const name of [
       '__proto__',
@@ -129,7 +129,7 @@ function webhookBody(depth: number, kind: 'object' | 'array' = 'object'): string
   return `{"event":"fuzz_probe","call":{"call_id":"c_${rand(4)}","x":${inner}}}`;
 }
 
-describe('finding 10: JSON deeper than 64 levels is a 400, checked without recursion', () => {
+describe('JSON deeper than 64 levels is a 400, checked without recursion', () => {
   const post = (path: string, body: string, headers: Record<string, string> = {}) =>
     send('POST', path, {
       body,
@@ -166,7 +166,7 @@ describe('finding 10: JSON deeper than 64 levels is a 400, checked without recur
     });
     expectError(res, 400, 'invalid_request');
     expect(res.body.error.message).toMatch(/nested deeper than 64 levels/);
-    // Without any credentials the body is never read: refused before parsing (issue 7, item 4).
+    // Without any credentials the body is never read: refused before parsing.
     expectError(await post(webhook(), `{"unexpected":${nested(70)}}`), 401, 'unauthorized');
     // A token route's own body.
     const firms = await stack.admin.request('POST', '/api/firms', {
@@ -202,7 +202,7 @@ describe('finding 10: JSON deeper than 64 levels is a 400, checked without recur
   });
 });
 
-describe('finding 11: details lists at most 50 problems; the message says how many more', () => {
+describe('details lists at most 50 problems; the message says how many more', () => {
   it('10,000 unknown keys: 400 with exactly 50 details, the remaining count, and a small response', async () => {
     const body: Record<string, unknown> = {
       slug: `f-${rand(4)}`,
@@ -248,7 +248,7 @@ describe('finding 11: details lists at most 50 problems; the message says how ma
   });
 });
 
-describe('finding 12: path parameters are validated before authentication; errors echo ≤ 100 characters', () => {
+describe('path parameters are validated before authentication; errors echo ≤ 100 characters', () => {
   const long = 'a'.repeat(10_000);
   const echoed = (res: ApiResponse) => expect(res.text).not.toContain('a'.repeat(101));
 

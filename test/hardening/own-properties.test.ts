@@ -1,4 +1,4 @@
-// Finding 13 of the fuzzing run (issue 7): an intake question keyed "constructor" crashed the
+// Found by the API fuzzer (npm run fuzz): an intake question keyed "constructor" crashed the
 // simulator's job on every attempt (vars["constructor"] is Object, which has no .trim), and the
 // call stayed registered. Answers and variables are read by own property only, so keys named
 // like Object.prototype members are ordinary keys: in the analysis, the simulator, the chat.
@@ -11,7 +11,7 @@ import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
 /** Keys an agent may have (^[a-z][a-z0-9_]{0,63}$) that are, or look like, Object.prototype names. */
 const API_KEYS = ['constructor', 'valueof', 'tostring', 'hasownproperty'];
 
-describe('finding 13 over HTTP: agents with prototype-named intake questions', () => {
+describe('agents with prototype-named intake questions', () => {
   let stack: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
   let agentId: string;

@@ -1,4 +1,4 @@
-// Security review, issue 7, finding 6: provider_agent_id goes to Retell as override_agent_id on
+// provider_agent_id goes to Retell as override_agent_id on
 // the platform's shared account, so a firm could dial with another firm's provider agent. Only
 // the platform (key or session) may set or change it; firm tokens get 403 and nothing is written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -214,7 +214,7 @@ describe('POST /api/auth/revoke-sessions', () => {
     ['a misspelt field', { firm_slug: 'A' }],
     ['an operator instead of a slug', { firmSlug: { $ne: null } }],
     [
-      'a slug with a "*" in it (only "*" itself names the platform: l5-platform-sessions.test.ts)',
+      'a slug with a "*" in it (only "*" itself names the platform: platform-session-revocation.test.ts)',
       { firmSlug: 'a*' },
     ],
     ['a slug that is not a slug', { firmSlug: 'Not A Slug' }],

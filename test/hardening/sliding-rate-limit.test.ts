@@ -1,4 +1,4 @@
-// L9 of issue 19: fixed one-minute windows let 20 requests through a 10-a-minute limit across a
+// Fixed one-minute windows let 20 requests through a 10-a-minute limit across a
 // window edge. The limiter (api/middleware/rate-limit.ts) now slides: no span of a minute lets in
 // more than the limit, a refused request is told exactly when to come back (Retry-After), and it
 // is refused only when the limit was reached in the last 65 s (its 5-second buckets).
@@ -53,12 +53,12 @@ async function requestAt(who: Principal, at: number): Promise<number | null> {
 /** The first minute edge at least a minute from now (the windows are kept in Redis by time). */
 const nextEdge = (): number => (Math.floor(Date.now() / MINUTE) + 2) * MINUTE;
 
-describe('L9: sliding rate-limit windows', () => {
+describe('sliding rate-limit windows', () => {
   beforeAll(async () => {
     await redis.ping();
   });
 
-  it('L9: ten requests just before a minute edge and ten just after let in ten, not twenty', async () => {
+  it('ten requests just before a minute edge and ten just after let in ten, not twenty', async () => {
     const who = principal();
     const edge = nextEdge();
     const admitted: number[] = [];
@@ -71,7 +71,7 @@ describe('L9: sliding rate-limit windows', () => {
     expect(admitted).toHaveLength(LIMIT);
   });
 
-  it('L9: Retry-After is when the next request is let in, and not a second earlier', async () => {
+  it('Retry-After is when the next request is let in, and not a second earlier', async () => {
     const who = principal();
     const start = nextEdge() + 12_345;
     for (let i = 0; i < LIMIT; i++) expect(await requestAt(who, start + i * 1_000)).toBeNull();
@@ -84,7 +84,7 @@ describe('L9: sliding rate-limit windows', () => {
     expect(await requestAt(who, refusedAt + retryAfter! * 1_000)).toBeNull();
   });
 
-  it('L9: for any arrival times, no minute lets in more than the limit, and a refusal means the limit was reached in the last 65 s', async () => {
+  it('for any arrival times, no minute lets in more than the limit, and a refusal means the limit was reached in the last 65 s', async () => {
     let runs = 0;
     await fc.assert(
       fc.asyncProperty(

@@ -1,4 +1,4 @@
-// Security review, issue 7, finding 5: URLs the service calls for a firm (slack_webhook_url,
+// URLs the service calls for a firm (slack_webhook_url,
 // crm.base_url) are https:// to a public address, checked when stored and when called
 // (core/platform/url-policy.ts); the write-only Clio token cannot be sent to a new base_url
 // without sending it again. ALLOW_PRIVATE_URLS=true lifts the address rule for local runs.

@@ -1,4 +1,4 @@
-// Findings 2, 3, 4 and 16 of the security review (issue 7): a firm key could fill Redis through
+// Webhook abuse: a firm key could fill Redis through
 // the call webhook, one firm's flood starved the others' call events, unauthenticated callers
 // made the server read 2 MB bodies, and invalid or re-spelled tokens escaped the rate limit.
 import { request as httpRequest } from 'node:http';
@@ -41,7 +41,7 @@ async function pool<T>(items: T[], limit: number, task: (item: T) => Promise<unk
   );
 }
 
-describe('finding 2: a firm key cannot fill Redis through the call webhook', () => {
+describe('a firm key cannot fill Redis through the call webhook', () => {
   let stack: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
   beforeAll(async () => {
@@ -97,7 +97,7 @@ describe('finding 2: a firm key cannot fill Redis through the call webhook', () 
     );
     const after = await redisUsedMemory(stack);
     console.log(
-      `[finding 2] Redis used_memory ${(before / 1e6).toFixed(1)} MB → ${(after / 1e6).toFixed(1)} MB`,
+      `[call webhook fill] Redis used_memory ${(before / 1e6).toFixed(1)} MB → ${(after / 1e6).toFixed(1)} MB`,
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
     // Before the fix: +200 MB (the whole bodies). Now each job holds a 200,000-character transcript.
@@ -117,7 +117,7 @@ describe('finding 2: a firm key cannot fill Redis through the call webhook', () 
   });
 });
 
-describe('finding 3: one firm flooding call events does not starve another', () => {
+describe('one firm flooding call events does not starve another', () => {
   it("firm A floods 2,000 events; firm B's event is applied within seconds (figures logged)", async () => {
     const stack = await stackWith({}, true);
     const a = await createFirm(stack);
@@ -149,12 +149,12 @@ describe('finding 3: one firm flooding call events does not starve another', () 
       expect((counts.waiting ?? 0) + (counts.active ?? 0)).toBe(0);
     }, 60_000);
     console.log(
-      `[finding 3] 2,000 events sent in ${flooded - started} ms; firm B applied ${applied - flooded} ms after its event; all drained ${Date.now() - flooded} ms after the flood`,
+      `[one firm's flood] 2,000 events sent in ${flooded - started} ms; firm B applied ${applied - flooded} ms after its event; all drained ${Date.now() - flooded} ms after the flood`,
     );
   }, 120_000);
 });
 
-describe('finding 4: unauthenticated callers are refused before the body is read', () => {
+describe('unauthenticated callers are refused before the body is read', () => {
   let stack: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
   beforeAll(async () => {
@@ -224,7 +224,7 @@ describe('finding 4: unauthenticated callers are refused before the body is read
   });
 });
 
-describe('finding 16: the rate limit is per principal, not per token spelling', () => {
+describe('the rate limit is per principal, not per token spelling', () => {
   it("a JWT whose last character is re-spelled still verifies but shares its principal's bucket", async () => {
     const stack = await stackWith({ RATE_LIMIT_PER_MINUTE: '6' });
     const firm = await createFirm(stack);

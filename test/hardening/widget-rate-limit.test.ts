@@ -1,4 +1,4 @@
-// L1 of issue 19: each widget token was its own rate-limit principal, so with the firm's widget
+// Each widget token was once its own rate-limit principal, so with the firm's widget
 // at 429 a freshly minted token still got 200s. Widget tokens count as their firm: one bucket for
 // all of a firm's widget tokens (docs/authentication.md#rate-limits), apart from its API keys.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,8 +15,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('L1: widget tokens are rate-limited as their firm', () => {
-  it('L1: once one widget token of a firm is at 429, a freshly minted one is refused too; another firm’s and the firm’s API key are not', async () => {
+describe('widget tokens are rate-limited as their firm', () => {
+  it('once one widget token of a firm is at 429, a freshly minted one is refused too; another firm’s and the firm’s API key are not', async () => {
     const firm = await createFirm(stack);
     const other = await createFirm(stack);
     const widget = async (slug: string) =>

@@ -128,17 +128,17 @@ describe('analyseIntake', () => {
   });
 });
 
-describe('H1: what the analysis reads (docs/webhooks.md#what-the-analysis-reads)', () => {
+describe('what the analysis reads (docs/webhooks.md#what-the-analysis-reads)', () => {
   const said = (chars: number) => `User: ${'I was hurt. '.repeat(Math.ceil(chars / 11)).slice(0, chars)}\n`;
 
-  it('H1: reads the first MAX_ANALYSED_CHARS characters of a transcript, not what comes after', () => {
+  it('reads the first MAX_ANALYSED_CHARS characters of a transcript, not what comes after', () => {
     const early = `${said(1000)}User: write to jane@example.com\n${said(MAX_ANALYSED_CHARS)}`;
     const late = `${said(MAX_ANALYSED_CHARS)}User: write to jane@example.com\n`;
     expect(analyseIntake({ transcript: early, intakeQuestions: Q }).email).toBe('jane@example.com');
     expect(analyseIntake({ transcript: late, intakeQuestions: Q }).email).toBeNull();
   });
 
-  it("H1: reads the first MAX_ANALYSED_CHARS characters of a chat's messages, cutting the one that crosses it", () => {
+  it("reads the first MAX_ANALYSED_CHARS characters of a chat's messages, cutting the one that crosses it", () => {
     const messages = [
       { role: 'user' as const, content: 'x'.repeat(MAX_ANALYSED_CHARS - 20) },
       { role: 'agent' as const, content: 'Thanks.' },

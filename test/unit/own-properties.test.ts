@@ -1,7 +1,7 @@
-// Finding 13 of the fuzzing run (issue 7), the pure half: answers and variables are read by own
-// property only, so intake question keys named like Object.prototype members ("constructor",
-// "__proto__", ...) are ordinary keys in the analysis and the simulator's script. The same keys
-// over HTTP (a simulated call, a chat) are in test/hardening/own-properties.test.ts.
+// Prototype-named keys (found by the API fuzzer, npm run fuzz), the pure half: answers and variables are read
+// by own property only, so intake question keys named like Object.prototype members ("constructor",
+// "__proto__", ...) are ordinary keys in the analysis and the simulator's script. The same keys over HTTP (a
+// simulated call, a chat) are in test/hardening/own-properties.test.ts.
 import { describe, expect, it } from 'vitest';
 import { analyseIntake } from '../../core/domain/intake/analysis.js';
 import { simulateConversation } from '../../core/integrations/voice/simulator-script.js';
@@ -14,7 +14,7 @@ const question = (key: string) => ({
   question: `What about ${key.replace(/_/g, ' ')}?`,
 });
 
-describe('finding 13: analyseIntake reads answers by own property only', () => {
+describe('analyseIntake reads answers by own property only', () => {
   const questions = [
     question('full_name'),
     question('phone'),
@@ -80,7 +80,7 @@ describe('finding 13: analyseIntake reads answers by own property only', () => {
   });
 });
 
-describe('finding 13: the simulator answers prototype-named questions like any other', () => {
+describe('the simulator answers prototype-named questions like any other', () => {
   const agent = {
     agent_name: 'Sim',
     begin_message: 'Hello.',

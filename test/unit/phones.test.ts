@@ -76,7 +76,7 @@ describe('parseDialable (a number the service may dial)', () => {
     expect(parseDialable(UK)).toEqual({ e164: UK, country: 'GB' });
   });
 
-  it("L2: marks premium-rate and shared-cost numbers (libphonenumber's full metadata), and only those", () => {
+  it("marks premium-rate and shared-cost numbers (libphonenumber's full metadata), and only those", () => {
     expect(parseDialable('+19005550199')).toEqual({
       e164: '+19005550199',
       country: 'US',

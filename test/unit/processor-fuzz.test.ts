@@ -1,9 +1,9 @@
-// Issue 19, "Also": a worker-side fuzz. Schemathesis (npm run fuzz) feeds only the HTTP surface,
-// but H1 lived in a job. Generated transcripts, provider analysis data, booking payloads and
+// A worker-side fuzz. Schemathesis (npm run fuzz) feeds only the HTTP surface,
+// but the quadratic email regex lived in a job. Generated transcripts, provider analysis data, booking payloads and
 // contact rows go through the pure parts of the processors that take them; each case must finish
 // within a budget proportional to its input, and must not throw — except where a typed
 // validation error is the function's contract (snapshotBookingEvent: a 4xx AppError, which the
-// webhook answers before any job exists). The figures are printed for the issue's note.
+// webhook answers before any job exists). The figures are printed.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
@@ -22,7 +22,7 @@ const BASE_MS = 50;
 const MS_PER_CHAR = 0.05;
 const budgetMs = (inputLength: number): number => BASE_MS + MS_PER_CHAR * inputLength;
 
-// Text: the characters the patterns care about, runs of them (what made H1 quadratic), and
+// Text: the characters the patterns care about, runs of them (what made the email regex quadratic), and
 // speech made of the phrases the analysis looks for.
 const char = fc.constantFrom(..."aZé1 9\t\n@.,-+():_%!?'’/{}~".split(''), '\u0000', '\u2028');
 const randomText = (maxLength: number) => fc.string({ unit: char, maxLength });
@@ -178,7 +178,7 @@ afterAll(() => {
   }
 });
 
-describe('Also (issue 19): the processors’ pure parts finish within a budget proportional to their input, without throwing', () => {
+describe('the processors’ pure parts finish within a budget proportional to their input, without throwing', () => {
   it('transcripts: parsed and analysed, as a call and as a chat', () => {
     fc.assert(
       fc.property(transcript, (said) => {

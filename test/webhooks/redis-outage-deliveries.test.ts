@@ -1,7 +1,7 @@
-// Issue 18 row 7 (docs/webhooks.md#redis-outages): Cal.com sends each event once and Retell three
-// times in a few seconds, so a correctly authenticated delivery is kept durably before its 200: in
-// its queue, or, while Redis is down, in MongoDB, moved to the queue in order when Redis is back.
-// Only with both stores down is the answer 503.
+// Deliveries during a Redis outage (docs/webhooks.md#redis-outages): Cal.com sends each event once and Retell
+// three times in a few seconds, so a correctly authenticated delivery is kept durably before its 200: in its
+// queue, or, while Redis is down, in MongoDB, moved to the queue in order when Redis is back. Only with both
+// stores down is the answer 503.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PhoneCallResponse } from 'retell-sdk/resources/call';
@@ -233,8 +233,8 @@ async function appliedInOrder(firm: Firm, s: Story): Promise<void> {
   }
 }
 
-describe('row 7: deliveries while Redis is down are kept, then queued in order', () => {
-  it('row 7: Redis stopped, 20 Cal.com and 20 Retell events: all 200, kept in MongoDB; once Redis is back nothing is lost, and reminders and calls are as if Redis had never stopped', async () => {
+describe('deliveries while Redis is down are kept, then queued in order', () => {
+  it('Redis stopped, 20 Cal.com and 20 Retell events: all 200, kept in MongoDB; once Redis is back nothing is lost, and reminders and calls are as if Redis had never stopped', async () => {
     const t0 = Date.now();
     const during = story(t0);
     await redis.stop();
@@ -284,7 +284,7 @@ describe('row 7: deliveries while Redis is down are kept, then queued in order',
     expect((afterOutage.calls[4] as { outcome: string }).outcome).toBe('voicemail');
   });
 
-  it('row 7: after Redis returns, a new delivery queues behind older kept ones, and the drain adds them in order, once', async () => {
+  it('after Redis returns, a new delivery queues behind older kept ones, and the drain adds them in order, once', async () => {
     // A stack without workers: nothing drains until the test says so.
     const quiet = await startStack({ env: { REDIS_URL: redis.url } });
     try {
@@ -332,7 +332,7 @@ describe('row 7: deliveries while Redis is down are kept, then queued in order',
     }
   });
 
-  it('row 7: only with MongoDB down too is a delivery refused: 503 with Retry-After, nothing kept', async () => {
+  it('only with MongoDB down too is a delivery refused: 503 with Retry-After, nothing kept', async () => {
     const port = await freePort();
     const down = await startStack({
       env: { REDIS_URL: redis.url, MONGODB_URI: `mongodb://127.0.0.1:${port}/down` },

@@ -1,6 +1,6 @@
-// Issue 18, the Retell side: what Retell really sends (bodies typed with retell-sdk's own types,
+// Retell as it really sends (bodies typed with retell-sdk's own types,
 // test/fakes/retell-fixtures.ts) against real Redis, FerretDB, workers, SMTP and local Clio and
-// Slack servers. Each test is named after the row of the issue it answers.
+// Slack servers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign as retellSign } from 'retell-sdk';
 import { createFirm, rand, type Stack } from '../helpers/stack.js';
@@ -75,8 +75,8 @@ async function expectNothingSent(firm: Firm, phone: string) {
 
 const SKIPPED = { lead: 'skipped', crm: 'skipped', email: 'skipped', team_chat: 'skipped' };
 
-describe('answered or not (§6.1)', () => {
-  it('row 1: an outbound call that reaches voicemail creates no lead, CRM record, email or Slack message', async () => {
+describe('answered or not', () => {
+  it('an outbound call that reaches voicemail creates no lead, CRM record, email or Slack message', async () => {
     const firm = await configuredFirm();
     const call = voicemailCall({ toNumber: '+14155557311' });
     await postSigned(stack, firm.slug, SECRET, callWebhook('call_ended', call));
@@ -93,7 +93,7 @@ describe('answered or not (§6.1)', () => {
     await expectNothingSent(firm, '+14155557311');
   });
 
-  it('row 3: a dial failure reported with call_status "ended" and an empty transcript is not_connected and runs no effect', async () => {
+  it('a dial failure reported with call_status "ended" and an empty transcript is not_connected and runs no effect', async () => {
     const firm = await configuredFirm();
     const call = dialFailureCall('dial_no_answer', { toNumber: '+14155550377' });
     expect(call.call_status).toBe('ended');
@@ -108,7 +108,7 @@ describe('answered or not (§6.1)', () => {
     await expectNothingSent(firm, '+14155550377');
   });
 
-  it('row 3: each dial failure and error_* reason is not_connected whatever call_status says; a conversation is a conversation', async () => {
+  it('each dial failure and error_* reason is not_connected whatever call_status says; a conversation is a conversation', async () => {
     const firm = await configuredFirm();
     const reasons = ['dial_busy', 'invalid_destination', 'user_declined', 'error_unknown'] as const;
     const calls = reasons.map((reason) => dialFailureCall(reason));
@@ -132,7 +132,7 @@ describe('answered or not (§6.1)', () => {
 });
 
 describe('signatures as Retell makes them', () => {
-  it('row 4: a firm without its own secret accepts events signed with the platform RETELL_API_KEY', async () => {
+  it('a firm without its own secret accepts events signed with the platform RETELL_API_KEY', async () => {
     const firm = await configuredFirm(null);
     const talked = conversationCall(caller());
     const raw = JSON.stringify(callWebhook('call_analyzed', talked));
@@ -159,7 +159,7 @@ describe('signatures as Retell makes them', () => {
     expect(wrong.status).toBe(401);
   });
 
-  it('row 4: a firm with its own secret accepts both its secret and the RETELL_API_KEY', async () => {
+  it('a firm with its own secret accepts both its secret and the RETELL_API_KEY', async () => {
     const firm = await configuredFirm();
     const call = dialFailureCall('dial_busy');
     const raw = JSON.stringify(callWebhook('call_ended', call));
@@ -172,7 +172,7 @@ describe('signatures as Retell makes them', () => {
     }
   });
 
-  it('row 12: an upper-case hex digest is accepted, as retell-sdk verify accepts it', async () => {
+  it('an upper-case hex digest is accepted, as retell-sdk verify accepts it', async () => {
     const firm = await configuredFirm();
     const raw = JSON.stringify(callWebhook('call_ended', dialFailureCall('dial_busy')));
     const signature = await retellSign(raw, SECRET);
@@ -187,7 +187,7 @@ describe('signatures as Retell makes them', () => {
 });
 
 describe("Retell's chat events", () => {
-  it('row 11: chat_started, chat_ended and chat_analyzed (chat, no call) are acknowledged with 200 and ignored', async () => {
+  it('chat_started, chat_ended and chat_analyzed (chat, no call) are acknowledged with 200 and ignored', async () => {
     const firm = await configuredFirm();
     for (const event of ['chat_started', 'chat_ended', 'chat_analyzed'] as const) {
       const res = await postSigned(stack, firm.slug, SECRET, chatWebhook(event));
@@ -208,8 +208,8 @@ describe("Retell's chat events", () => {
   });
 });
 
-describe('no invented names (§6.1)', () => {
-  it('row 10: a caller who gave no name becomes a Clio Person whose last_name is their phone, with no first_name', async () => {
+describe('no invented names', () => {
+  it('a caller who gave no name becomes a Clio Person whose last_name is their phone, with no first_name', async () => {
     const firm = await configuredFirm();
     const nameless = caller({ first_name: null, last_name: null, email: null, phone: '(415) 555-0188' });
     const talked = conversationCall(nameless, { direction: 'inbound', fromNumber: '+14155550188' });
@@ -223,7 +223,7 @@ describe('no invented names (§6.1)', () => {
     expect(JSON.stringify(clio.requests.filter((r) => r.method === 'POST'))).not.toMatch(/Unknown|"Caller"/);
   });
 
-  it('row 10: a caller who gave only a first name gets only that name', async () => {
+  it('a caller who gave only a first name gets only that name', async () => {
     const firm = await configuredFirm();
     const first = caller({ first_name: 'Priya', last_name: null });
     const talked = conversationCall(first, { direction: 'inbound', fromNumber: first.phone });
@@ -236,8 +236,8 @@ describe('no invented names (§6.1)', () => {
   });
 });
 
-describe('re-analysis (§6.1)', () => {
-  it('row 13: a later call_analyzed with a different analysis updates the extraction and the lead; CRM, email and Slack are not sent again', async () => {
+describe('re-analysis', () => {
+  it('a later call_analyzed with a different analysis updates the extraction and the lead; CRM, email and Slack are not sent again', async () => {
     const firm = await configuredFirm();
     const first = caller({ case_type: 'Personal Injury', summary: 'Rear-ended at a red light.' });
     const talked = conversationCall(first, { direction: 'inbound', fromNumber: first.phone });
@@ -279,7 +279,7 @@ describe('re-analysis (§6.1)', () => {
   });
 });
 
-describe('full-size Retell bodies (item 8)', () => {
+describe('full-size Retell bodies', () => {
   it('a 60-minute call_analyzed as Retell sends it (word-level transcript, latency, call_cost, scrubbed_*) runs the intake once and is stored bounded', async () => {
     const firm = await configuredFirm();
     const talked = longConversationCall(caller(), 60);

@@ -1,4 +1,4 @@
-// The call webhook's door (docs/webhooks.md#authentication-before-the-body, items 1–2 of issue 8):
+// The call webhook's door (docs/webhooks.md#authentication-before-the-body):
 // Retell's signature checked over the raw body with the firm's secret; a refused request leaves nothing
 // behind; an accepted one is one job whose id derives from the firm, the event and the call, so a repeat
 // adds nothing; and a 200 is never sent for a delivery not kept (in the queue, or in MongoDB while Redis is down).

@@ -1,4 +1,4 @@
-// A widget key with challenge "altcha" on a firm's website (issue 20, docs/widget.md#altcha), in
+// A widget key with challenge "altcha" on a firm's website (docs/widget.md#altcha), in
 // headless Chromium on a second origin: the widget fetches the challenge, solves it in the page
 // (crypto.subtle, no outside script) and gets its token; the session is refused without a
 // solution, and the same solution replayed is refused.

@@ -1,4 +1,4 @@
-// A firm's dashboard from a browser (issue 20, docs/authentication.md#cors): a page on a
+// A firm's dashboard from a browser (docs/authentication.md#cors): a page on a
 // CORS_ORIGINS origin holding a session token calls the API with fetch and Authorization; the
 // same call from any other origin is refused by the browser (no CORS headers for it).
 import type { Browser } from 'playwright-core';

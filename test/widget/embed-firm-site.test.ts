@@ -1,4 +1,4 @@
-// The widget on a firm's own website (issue 20, docs/widget.md#embed), in headless Chromium with
+// The widget on a firm's own website (docs/widget.md#embed), in headless Chromium with
 // two origins: the service on one loopback port, the firm's static site on another, under the
 // strict host CSP the README gives. The page holds nothing but the snippet the API hands out.
 import { mkdir } from 'node:fs/promises';

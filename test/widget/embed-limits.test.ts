@@ -1,4 +1,4 @@
-// The widget says when a limit is hit (issue 20, docs/widget.md#embed): on a firm site in headless
+// The widget says when a limit is hit (docs/widget.md#embed): on a firm site in headless
 // Chromium, the session past WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR is answered 429 with CORS
 // headers, so the widget reads it and tells the visitor when to try again.
 import type { Browser } from 'playwright-core';

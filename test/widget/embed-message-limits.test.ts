@@ -1,4 +1,4 @@
-// The message limits as a visitor meets them on a firm site (issue 20, docs/widget.md#limits), in
+// The message limits as a visitor meets them on a firm site (docs/widget.md#limits), in
 // headless Chromium on a second origin: the firm's daily widget message cap and the messages one
 // chat takes, each answered 429 with CORS headers, so the widget reads it and says so.
 import type { Browser, Page } from 'playwright-core';

@@ -1,4 +1,4 @@
-// A deleted widget key as a firm's website meets it (issue 20, docs/widget.md#embed), in headless
+// A deleted widget key as a firm's website meets it (docs/widget.md#embed), in headless
 // Chromium on a second origin: refused on the next session request to another web process.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { Body, FirmSlug, Id } from '../../schemas/common.js';
 import { TOOL_NAMES } from '../../../core/domain/appointments/agent-tools.js';
 
-// §7 of the contract: availability and booking through the firm's booking provider, and the same
-// two steps as Retell custom functions.
+// Availability and booking through the firm's booking provider, and the same two steps as Retell
+// custom functions (docs/appointments.md#agent-tools).
 
 const DateOnly = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', maxLength: 10, description: 'YYYY-MM-DD' });
 const TimeZone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone' });

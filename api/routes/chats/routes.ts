@@ -58,7 +58,8 @@ export const chatRoutes = [
       }
       const agent = await getFirmAgent(db, firm._id, body.agentId);
       // Dynamic variables are what the firm knows about the person; a page visitor's would be
-      // theirs to invent (a forged phone made a lead: issue 19, L6), so a widget token's are ignored.
+      // theirs to invent (a forged phone would make a lead), so a widget token's are ignored
+      // (docs/widget.md#limits).
       const chat = await createChat(
         services,
         agent,

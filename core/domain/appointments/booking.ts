@@ -29,7 +29,7 @@ import { attachAppointment, type LeadAppointment } from './lead-appointment.js';
 // Idempotency-Key, through runIdempotent's recover) asks Cal.com for the booking carrying that id
 // before booking again. So one key is one booking, whatever fails in between.
 //
-// No reminders are made here: they come from Cal.com's BOOKING_CREATED webhook (§3.11), keyed by
+// No reminders are made here: they come from Cal.com's BOOKING_CREATED webhook (docs/bookings.md#events), keyed by
 // the booking uid, which stores each once however often it is delivered.
 
 /** Metadata key on the Cal.com booking naming our appointment. */

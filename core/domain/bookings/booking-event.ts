@@ -24,7 +24,7 @@ import { reminderStoreOf } from './reminders.js';
 // the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
 // nothing, and a cancel wins over a CREATED delivered after it.
 //
-// What one signed event can make is bounded (issue 19, M3; docs/bookings.md#limits): a start
+// What one signed event can make is bounded (docs/bookings.md#limits): a start
 // more than a year ahead gets no reminders, a booking at most 20 attendees', and a firm at most
 // BOOKING_REMINDERS_PER_FIRM reminders to come. Cal.com sends each event once and does not retry,
 // so an event past a bound is still acknowledged and applied as far as it may be; the job's

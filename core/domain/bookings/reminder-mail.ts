@@ -11,7 +11,7 @@ import type { BookingRecord, ReminderRecord } from './reminder-records.js';
 //
 // The mail goes from the platform's MAIL_FROM to any address a booking names, with text the
 // booking's sender wrote (title, location, names): "Your account is locked: verify at
-// https://evil.example/login" was delivered as a reminder (issue 19, M3). Mail clients make links
+// https://evil.example/login" was once delivered as a reminder. Mail clients make links
 // of URLs and host names in plain text too, so that text is defanged (`unlinked`): read as
 // words, followed by nobody with a click. The join link is the one link a reminder carries.
 

@@ -79,7 +79,7 @@ const RETENTION_MS = 30 * 24 * 3600_000;
 
 /**
  * How far ahead a booking may start and still get reminders: a start in 2099 made 72-year keys
- * (issue 19, M3). A booking further away is acknowledged and kept, without reminders.
+ * (docs/bookings.md#limits). A booking further away is acknowledged and kept, without reminders.
  */
 export const BOOKING_HORIZON_MS = 366 * 24 * 3600_000;
 

@@ -43,7 +43,7 @@ const DAY_MS = 24 * 3600_000;
 /**
  * Counts a reminder's first send against its firm's UTC day (BOOKING_MAILS_PER_FIRM_PER_DAY):
  * reminders go from the platform's MAIL_FROM to any address a booking names, so a firm cannot
- * make the service its mail relay (issue 19, M3). A retry of the same reminder is not counted
+ * make the service its mail relay (docs/bookings.md#limits). A retry of the same reminder is not counted
  * again: an SMTP outage does not use up the firms' days. false past the day's limit.
  */
 async function countReminderMail(services: Services, firm: string, now: number): Promise<boolean> {

@@ -4,7 +4,7 @@ import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
 // each typed and bounded, read by own property only. Everything else — transcript_object,
 // transcript_with_tool_calls, unknown fields — is dropped at the door, so a webhook's job in
 // Redis stays small whatever the body held. Bounding keys and depth was not enough: 200 keys of
-// 20,000 characters made a 2 MB job (issue 19, M1), so the analysis data and the summary share a
+// 20,000 characters made a 2 MB job, so the analysis data and the summary share a
 // byte budget, cut the same way for the same body (a call_analyzed job's id carries a digest of
 // the snapshot: jobs/call-analysis.ts).
 

@@ -17,7 +17,7 @@
 //
 // Length. A chat takes at most MAX_CHAT_MESSAGES messages from the person (chat-limits.ts), and a
 // turn reads only its new message: the engine's intake progress is stored with each exchange and
-// handed back on the next turn, instead of the history being replayed (issue 19, H1).
+// handed back on the next turn, instead of the history being replayed.
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
@@ -298,7 +298,7 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
  * The lead of an ended chat in which the person wrote and whose intake collected a phone or an
  * email: one per chat, however often this runs (a claim on an id derived from the chat: leads.ts
  * ensureSubjectLead). A chat nobody wrote in is no enquiry, whatever its dynamic variables say
- * (issue 19, L6).
+ * (docs/widget.md#limits).
  */
 async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;

@@ -161,7 +161,7 @@ export const DEFAULT_SETTINGS: FirmSettings = {
   allowed_call_countries: ['US', 'CA'],
 };
 
-/** What a firm's widget visitors may send per UTC day when its settings do not say (contract §6.3). */
+/** What a firm's widget visitors may send per UTC day when its settings do not say (docs/widget.md#limits). */
 export const DEFAULT_WIDGET_DAILY_MESSAGE_CAP = 5000;
 
 const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;

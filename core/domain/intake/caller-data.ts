@@ -22,7 +22,7 @@ export interface CallerData {
 /**
  * Caller data as it may be stored and shown: every text field one line (a name, a case type, the
  * one-paragraph summary), so what a caller said or a provider wrote cannot forge lines in the
- * firm's mail or Slack message (issue 19 L8).
+ * firm's mail or Slack message (docs/webhooks.md#caller-text).
  */
 export function singleLineCallerData<T extends CallerData>(data: T): T {
   const line = (value: string | null) => (value === null ? null : singleLine(value).trim() || null);

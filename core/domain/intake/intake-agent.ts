@@ -5,7 +5,7 @@
 //
 // Its progress (the answers so far) is a value: it comes in with each turn and goes out with the
 // reply, and the chat stores it with the exchange, so a turn reads only its new message however
-// long the chat is (issue 19, H1). A chat without stored progress has it rebuilt once from its
+// long the chat is. A chat without stored progress has it rebuilt once from its
 // user messages (which the chat's length limit bounds). A reply depends only on the progress and
 // the message, which is what lets the chat domain retry on a conflict.
 import type { IntakeQuestion } from '../agents/agents.js';

@@ -73,7 +73,7 @@ const text = (value: string | null | undefined): string | null => {
 
 /**
  * A field that is one line (every field but notes): line breaks and control characters become
- * spaces, so caller text cannot forge lines wherever a lead is shown (issue 19 L8).
+ * spaces, so caller text cannot forge lines wherever a lead is shown (docs/webhooks.md#caller-text).
  */
 const line = (value: string | null | undefined): string | null =>
   text(value === null || value === undefined ? value : singleLine(value));

@@ -16,7 +16,7 @@ import { sha256Hex } from '../../platform/crypto.js';
 // patched or deleted key takes effect on the next request on every web process.
 
 export const WIDGET_KEY_PREFIX = 'iwpk_';
-/** The most origins one key may allow (contract §6.3). */
+/** The most origins one key may allow (docs/widget.md#widget-keys). */
 export const MAX_ALLOWED_ORIGINS = 20;
 
 export type WidgetChallenge = 'altcha';

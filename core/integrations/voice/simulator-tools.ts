@@ -2,7 +2,7 @@ import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.
 import { retellCallObject, type SimulatorCallDoc } from './simulator.js';
 import { tracedFetch } from '../../platform/telemetry/start.js';
 
-// The caller of a number ending 2222 asks for a consultation (contract §5, docs/appointments.md#the-simulator):
+// The caller of a number ending 2222 asks for a consultation (docs/appointments.md#the-simulator):
 // during the call the simulated agent calls the firm's Retell custom functions check_availability
 // and book_appointment as Retell would (POST {name, call, args} to the firm's tools URL, signed
 // with x-retell-signature), and takes the first free slot. Both are safe to repeat: a retried

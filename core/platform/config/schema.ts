@@ -1,6 +1,6 @@
 // Every environment variable the service reads, declared once: the Config type (Static<>), the
-// parser (parse.ts) and the README's Configuration table (`npm run docs:config`) all come from
-// here. Adding a variable is adding one entry; then run `npm run docs:config`.
+// parser (parse.ts) and the configuration table of docs/configuration.md (`npm run docs:config`)
+// all come from here. Adding a variable is adding one entry; then run `npm run docs:config`.
 import { Type, type Static } from '@sinclair/typebox';
 import { boolean, integer, list, oneOf, optional, secret, text, url } from './variables.js';
 import { ORIGIN_PATTERN } from '../origins.js';

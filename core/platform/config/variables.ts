@@ -1,7 +1,8 @@
 // The kinds of environment variable the configuration is made of. Each builder returns a TypeBox
 // schema (so the Config type is Static<> of them and TypeBox checks their bounds) carrying, under
-// the `variable` keyword, what the parser and the README table need: the name, the meaning, how
-// to read the raw string, the default and what `npm start` / `npm test` do about it.
+// the `variable` keyword, what the parser and the configuration table (docs/configuration.md)
+// need: the name, the meaning, how to read the raw string, the default and what `npm start` /
+// `npm test` do about it.
 import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 
 /** A raw string read into its type, or refused; `got` is what a message may echo of it. */
@@ -15,16 +16,16 @@ export interface LocalRuns {
 
 /** A default computed from the environment or from variables declared before this one. */
 export interface Fallback {
-  /** For the README (Markdown). */
+  /** For docs/configuration.md (Markdown). */
   text: string;
   value: (env: (name: string) => string | undefined, config: Record<string, unknown>) => unknown;
 }
 
 export interface Variable {
   name: string;
-  /** The README's "meaning" column (Markdown); also the message when a required one is missing. */
+  /** The configuration table's "meaning" column (Markdown); also the message when a required one is missing. */
   description: string;
-  /** What a valid value is, in words, e.g. "an integer from 0 to 65535" (messages and README). */
+  /** What a valid value is, in words, e.g. "an integer from 0 to 65535" (messages and docs/configuration.md). */
   expects: string;
   read: (raw: string) => Read;
   /** Never echoed in a message: keys, secrets and URLs (which may carry a password). */

@@ -1,4 +1,4 @@
-// Issue 19, M1: the call webhook's snapshot bounded keys and depth but not size, so a 2 MB
+// The call webhook's snapshot once bounded keys and depth but not size, so a 2 MB
 // call_analyzed (custom_analysis_data of 100 keys × 20,000 characters, a 20,000-character summary)
 // became a 2 MB job, and 25 deliveries added about 50 MB to Redis. The analysis data and the
 // summary now share a 16 KiB budget; the transcript keeps its own 200,000-character cap.
@@ -7,7 +7,7 @@ import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { postSigned } from '../webhooks/support.js';
 
-const SECRET = 'whsec_m1_snapshot_secret';
+const SECRET = 'whsec_snapshot_budget_secret';
 
 /** A call_analyzed whose analysis is as large as a 2 MB body allows (the review's shape). */
 function hostileAnalyzed(callId: string) {
@@ -37,7 +37,7 @@ async function usedMemory(stack: Stack): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(info)![1]);
 }
 
-describe('M1: a call webhook snapshot has a byte budget', () => {
+describe('a call webhook snapshot has a byte budget', () => {
   let stack: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
   beforeAll(async () => {
@@ -47,7 +47,7 @@ describe('M1: a call webhook snapshot has a byte budget', () => {
   });
   afterAll(async () => stack?.stop());
 
-  it('M1: 25 hostile call_analyzed deliveries grow Redis by a bounded amount (figures logged)', async () => {
+  it('25 hostile call_analyzed deliveries grow Redis by a bounded amount (figures logged)', async () => {
     const before = await usedMemory(stack);
     const ids: string[] = [];
     for (let i = 0; i < 25; i++) {
@@ -59,7 +59,7 @@ describe('M1: a call webhook snapshot has a byte budget', () => {
     }
     const after = await usedMemory(stack);
     console.log(
-      `[M1] Redis used_memory after 25 hostile call_analyzed deliveries: ${(before / 1e6).toFixed(2)} MB → ${(after / 1e6).toFixed(2)} MB (+${((after - before) / 1e6).toFixed(2)} MB)`,
+      `[snapshot budget] Redis used_memory after 25 hostile call_analyzed deliveries: ${(before / 1e6).toFixed(2)} MB → ${(after / 1e6).toFixed(2)} MB (+${((after - before) / 1e6).toFixed(2)} MB)`,
     );
     const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active']);
     const mine = jobs.filter((j) => ids.includes(j.data.call.call_id));
@@ -82,7 +82,7 @@ describe('M1: a call webhook snapshot has a byte budget', () => {
     expect(after - before).toBeLessThan(8_000_000);
   }, 120_000);
 
-  it('M1: the same delivery always makes the same snapshot (the analysis digest is stable)', () => {
+  it('the same delivery always makes the same snapshot (the analysis digest is stable)', () => {
     const body = hostileAnalyzed('m1_same');
     const a = snapshotProviderCall(structuredClone(body.call));
     const b = snapshotProviderCall(structuredClone(body.call));

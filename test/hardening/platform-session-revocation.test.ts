@@ -1,4 +1,5 @@
-// Issue 19 L5 (docs/authentication.md#sessions): platform session tokens (firm "*") could not be revoked.
+// Revoking platform sessions (docs/authentication.md#sessions): platform session tokens (firm "*") once
+// could not be revoked.
 // POST /api/auth/revoke-sessions {firmSlug: "*"} with the platform key now ends every platform session
 // issued up to the call, on the next request on every web process (a second web process here, whose
 // read cache has seen the token work), and nothing else.
@@ -28,8 +29,8 @@ const revoke = (client: ApiClient, firmSlug: string) =>
   client.post('/api/auth/revoke-sessions', { firmSlug });
 const listAgents = (client: ApiClient) => client.get('/api/v2/list-agents');
 
-describe('L5: platform session tokens can be revoked', () => {
-  it('L5: revoke-sessions {firmSlug: "*"} by the platform key ends platform sessions on every web process', async () => {
+describe('platform session tokens can be revoked', () => {
+  it('revoke-sessions {firmSlug: "*"} by the platform key ends platform sessions on every web process', async () => {
     const firm = await createFirm(stack);
     const token = await session('*');
     const firmSession = await session(firm.slug);
@@ -65,7 +66,7 @@ describe('L5: platform session tokens can be revoked', () => {
     expect((await listAgents(new ApiClient(second.baseUrl).withToken(fresh))).status).toBe(200);
   });
 
-  it('L5: only the platform key may revoke platform sessions: a platform session, a firm key or session is 403', async () => {
+  it('only the platform key may revoke platform sessions: a platform session, a firm key or session is 403', async () => {
     const firm = await createFirm(stack);
     const token = await session('*');
     const platformSession = stack.api.withToken(token);
@@ -78,7 +79,7 @@ describe('L5: platform session tokens can be revoked', () => {
     expect((await listAgents(platformSession)).status).toBe(200);
   });
 
-  it('L5: "*" is the only non-slug accepted', async () => {
+  it('"*" is the only non-slug accepted', async () => {
     for (const firmSlug of ['**', '*a', 'a*', ' *', '%2A']) {
       expectError(await revoke(stack.admin, firmSlug), 400, 'invalid_request');
     }

@@ -1,6 +1,6 @@
-// Issue 19 L4 (docs/operations.md#bull-board): the board must not rewrite a job's data (a reminder job was
-// given another firm's data through PATCH …/:jobId/update-data), and only the platform key itself opens
-// it: a platform session JWT (firm "*") is refused, as the contract says. Real HTTP against the board.
+// Bull Board and job data (docs/operations.md#bull-board): the board must not rewrite a job's data (a
+// reminder job was given another firm's data through PATCH …/:jobId/update-data), and only the platform key
+// itself opens it: a platform session JWT (firm "*") is refused. Real HTTP against the board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signSessionToken } from '../../core/domain/access/session.js';
 import { QUEUE } from '../../jobs/queues.js';
@@ -37,8 +37,8 @@ async function expectDataUnchanged(): Promise<void> {
   expect(job?.data).toEqual(ORIGINAL);
 }
 
-describe('L4: Bull Board refuses job data edits and platform sessions', () => {
-  it("L4: PATCH …/:jobId/update-data is 403 for the platform key, and the job's data stays", async () => {
+describe('Bull Board refuses job data edits and platform sessions', () => {
+  it("PATCH …/:jobId/update-data is 403 for the platform key, and the job's data stays", async () => {
     const forged = { data: { ...ORIGINAL, firm: 'firm-b', to: 'attacker@b.example' } };
     const paths = [
       `/api/queues/${Q}/${jobId}/update-data`,
@@ -57,7 +57,7 @@ describe('L4: Bull Board refuses job data edits and platform sessions', () => {
     await expectDataUnchanged();
   });
 
-  it('L4: the other job edits an operator needs still work (the job is rescheduled)', async () => {
+  it('the other job edits an operator needs still work (the job is rescheduled)', async () => {
     const before = (await stack.services.queues[Q].getJob(jobId))!.delay;
     const res = await board(basic(stack.config.adminApiKey), 'PATCH', `/api/queues/${Q}/${jobId}/delay`, {
       runAt: Date.now() + 7_200_000,
@@ -67,7 +67,7 @@ describe('L4: Bull Board refuses job data edits and platform sessions', () => {
     await expectDataUnchanged();
   });
 
-  it('L4: a platform session JWT (firm "*") is 403 as bearer and 401 as basic-auth password', async () => {
+  it('a platform session JWT (firm "*") is 403 as bearer and 401 as basic-auth password', async () => {
     const session = await signSessionToken({ firm: '*', sub: 'ops-1' }, stack.config.sessionSecret, 3600);
     // It is a valid platform token for the API...
     expect((await stack.api.withToken(session).get('/api/v2/list-agents')).status).toBe(200);

@@ -1,6 +1,7 @@
-// L6 of issue 19: a page visitor's widget token sent `dynamicVariables` on create-chat, then
+// A page visitor's widget token once sent `dynamicVariables` on create-chat, then
 // end-chat with no message, and the variables' phone and email became a lead. Variables are the
-// firm's to supply (contract §6.3: a widget token's are ignored), and a lead is someone who wrote.
+// firm's to supply (a widget token's are ignored: docs/widget.md#limits), and a lead is someone who
+// wrote.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjectLeadId } from '../../core/domain/leads/leads.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
@@ -33,8 +34,8 @@ const leadOf = (chatId: string) =>
     .collection(COLLECTIONS.leads)
     .findOne({ _id: subjectLeadId('chat', chatId) as never });
 
-describe("L6: a widget visitor's dynamicVariables", () => {
-  it('L6: are ignored on create-chat, and ending the chat with no message creates no lead', async () => {
+describe("a widget visitor's dynamicVariables", () => {
+  it('are ignored on create-chat, and ending the chat with no message creates no lead', async () => {
     const visitor = await widgetClient();
     const opened = await createChat(visitor, firm.slug, firm.agentId, FORGED);
     expect(opened.message).not.toContain('Mallory');
@@ -47,7 +48,7 @@ describe("L6: a widget visitor's dynamicVariables", () => {
     expect(await leadOf(chatId)).toBeNull();
   });
 
-  it('L6: a visitor who writes no contact details gives no lead, whatever variables were sent', async () => {
+  it('a visitor who writes no contact details gives no lead, whatever variables were sent', async () => {
     const visitor = await widgetClient();
     const { chat_id: chatId } = await createChat(visitor, firm.slug, firm.agentId, FORGED);
     await say(visitor, chatId, 'Just looking around');
@@ -55,7 +56,7 @@ describe("L6: a widget visitor's dynamicVariables", () => {
     expect(await leadOf(chatId)).toBeNull();
   });
 
-  it("L6: the firm's own variables are kept, yet a chat nobody wrote in creates no lead", async () => {
+  it("the firm's own variables are kept, yet a chat nobody wrote in creates no lead", async () => {
     const known = { first_name: 'Dana', phone: '+13125550187' };
     const silent = await createChat(firm.client, firm.slug, firm.agentId, known);
     expect(silent.message).toContain('Hello Dana.');

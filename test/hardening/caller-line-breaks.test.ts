@@ -1,8 +1,8 @@
-// Issue 19 L8 (docs/webhooks.md#caller-text): carriage returns and line feeds from callers were kept in
-// lead fields and in the plain-text notification mail, so a caller could forge lines in the firm's
-// mail ("Call back: <a premium number>", "Call record: <a phishing link>"). Every caller text field is
-// now one line — CR, LF, NEL, LS, PS and other control characters become a space — in the lead, the
-// mail (plain text and subject) and the Slack message. Real SMTP, Slack fake, workers, FerretDB, Redis.
+// Caller text on one line (docs/webhooks.md#caller-text): carriage returns and line feeds from callers were
+// kept in lead fields and in the plain-text notification mail, so a caller could forge lines in the firm's
+// mail ("Call back: <a premium number>", "Call record: <a phishing link>"). Every caller text field is now
+// one line — CR, LF, NEL, LS, PS and other control characters become a space — in the lead, the mail (plain
+// text and subject) and the Slack message. Real SMTP, Slack fake, workers, FerretDB, Redis.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callNotificationEmail } from '../../core/domain/call-analysis/notifications.js';
 import type { CallDoc, CallExtraction } from '../../core/domain/calls/calls.js';
@@ -23,7 +23,7 @@ import {
   stopPeerStack,
 } from '../webhooks/support.js';
 
-const SECRET = 'whsec_l8_line_breaks_secret';
+const SECRET = 'whsec_line_breaks_secret';
 // Anything that starts a line somewhere: CR, LF, VT, FF, NEL, LS, PS (and NUL, a control character).
 const BREAK = /[\r\n\v\f\u0085\u2028\u2029\0]/;
 const FORGED_CALL_BACK = 'Call back: +19005550199';
@@ -75,8 +75,8 @@ const slackValues = (message: { text: string; blocks: unknown }): string[] => [
   ...stringsOf(message.blocks),
 ];
 
-describe('L8: caller text is kept on one line', () => {
-  it('L8: a call_analyzed with line breaks in name, case type and summary: one-line lead, mail and Slack, no forged line', async () => {
+describe('caller text is kept on one line', () => {
+  it('a call_analyzed with line breaks in name, case type and summary: one-line lead, mail and Slack, no forged line', async () => {
     const slackUrl = slack.webhookUrl();
     const inbox = `paralegal-${rand(3)}@firm.test`;
     const firm = await createFirm(stack, {
@@ -88,7 +88,7 @@ describe('L8: caller text is kept on one line', () => {
       ...JANE,
       first_name: `Jane\u0085${FORGED_CALL_BACK}`,
       last_name: 'Doe\u2028Urgency: Low',
-      email: `l8.${rand(3)}@example.com`,
+      email: `lines.${rand(3)}@example.com`,
       case_type: `Personal Injury\r\n${FORGED_CALL_BACK}`,
       summary: `Rear-ended at a red light.\r\n\r\n${FORGED_LINK}\n${FORGED_CALL_BACK}\u2029Urgency: Low`,
     };
@@ -127,14 +127,14 @@ describe('L8: caller text is kept on one line', () => {
     }
   });
 
-  it("L8: a chat visitor's answer with a line separator gives a one-line lead", async () => {
+  it("a chat visitor's answer with a line separator gives a one-line lead", async () => {
     const firm = await createFirm(stack);
     const agentId = (await createAgent(firm.client, firm.slug)).agent_id;
     const { chat_id: chatId } = await createChat(firm.client, firm.slug, agentId);
     for (const answer of [
       'Dana Whitfield',
       '(312) 555-0187',
-      'dana.l8@example.org',
+      'dana.lines@example.org',
       `Something odd\u0085${FORGED_CALL_BACK}`,
       `It happened\u0085${FORGED_LINK}`,
     ]) {
@@ -151,7 +151,7 @@ describe('L8: caller text is kept on one line', () => {
     }
   });
 
-  it('L8: lead fields are one line whatever their source; notes (written by the firm) keep their lines', () => {
+  it('lead fields are one line whatever their source; notes (written by the firm) keep their lines', () => {
     const { fields } = normaliseLeadFields({
       first_name: 'Jane\r\nX',
       last_name: '\u2028Doe\u0085',
@@ -170,7 +170,7 @@ describe('L8: caller text is kept on one line', () => {
     });
   });
 
-  it('L8: an extraction stored with line breaks (before this rule) still mails one line per field', () => {
+  it('an extraction stored with line breaks (before this rule) still mails one line per field', () => {
     const data: CallExtraction = {
       first_name: `Jane\r\n${FORGED_CALL_BACK}`,
       last_name: null,
@@ -184,7 +184,7 @@ describe('L8: caller text is kept on one line', () => {
       extracted_at: new Date(),
     };
     const call = {
-      _id: 'call_l8',
+      _id: 'call_line_breaks',
       direction: 'inbound',
       start_timestamp: null,
       end_timestamp: null,

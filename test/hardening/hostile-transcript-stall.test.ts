@@ -1,6 +1,6 @@
-// H1 (issue 19), the worker side: one firm's webhooks must not stall the shared worker for every
+// Hostile transcripts, the worker side: one firm's webhooks must not stall the shared worker for every
 // firm. Firm A sends call_analyzed deliveries whose transcripts are 100,000 characters without a
-// space (the review measured 13 s of email regex per delivery, and firm B's next call_started
+// space (before linear scanning: 13 s of email regex per delivery, and firm B's next call_started
 // at 14.6 s after one, 49.7 s after four); firm B's call_started, sent while A's analyses run in
 // the same worker process, is applied within 2 s (docs/webhooks.md#linear-text-scanning).
 import type { ChildProcess } from 'node:child_process';
@@ -39,8 +39,8 @@ function hostileCallAnalyzed() {
   return body;
 }
 
-describe('H1: a hostile transcript does not stall the worker for other firms', () => {
-  it('H1: firm B’s call_started is applied within 2 s while firm A’s hostile call_analyzed deliveries are analysed', async () => {
+describe('a hostile transcript does not stall the worker for other firms', () => {
+  it('firm B’s call_started is applied within 2 s while firm A’s hostile call_analyzed deliveries are analysed', async () => {
     const firmA = await createFirm(stack, { voice_webhook_secret: SECRET_A });
     const firmB = await createFirm(stack, { voice_webhook_secret: SECRET_B });
 
@@ -79,7 +79,7 @@ describe('H1: a hostile transcript does not stall the worker for other firms', (
     );
     const latencyMs = Date.now() - sentAt;
     console.log(
-      `H1: firm B's call_started applied ${latencyMs} ms after its delivery, behind ${HOSTILE_DELIVERIES} hostile deliveries`,
+      `hostile transcripts: firm B's call_started applied ${latencyMs} ms after its delivery, behind ${HOSTILE_DELIVERIES} hostile deliveries`,
     );
     expect(latencyMs).toBeLessThan(2000);
 
@@ -100,7 +100,7 @@ describe('H1: a hostile transcript does not stall the worker for other firms', (
     const jobs = await stack.services.queues['call-effects'].getJobs(['completed']);
     const analyses = jobs.filter((j) => j.name === 'analyze-call' && j.data.firm === firmA.slug);
     console.log(
-      `H1: firm A's analyze-call jobs took ${analyses.map((j) => `${(j.finishedOn ?? 0) - (j.processedOn ?? 0)} ms`).join(', ')}`,
+      `hostile transcripts: firm A's analyze-call jobs took ${analyses.map((j) => `${(j.finishedOn ?? 0) - (j.processedOn ?? 0)} ms`).join(', ')}`,
     );
   }, 120_000);
 });

@@ -1,5 +1,5 @@
-// Issue 19 L2 (docs/authentication.md#firm-settings, docs/calls.md#which-numbers-may-be-dialled): the
-// toll-fraud guard was self-service. A firm key added SO, KP, CU, LV, TV, NU to allowed_call_countries,
+// Toll fraud (docs/authentication.md#firm-settings, docs/calls.md#which-numbers-may-be-dialled): the
+// guard was once self-service. A firm key added SO, KP, CU, LV, TV, NU to allowed_call_countries,
 // and a US premium-rate number (+1 900) was registered as a call. Now only the platform widens what a
 // firm may dial (a firm token may narrow it: 403 naming the field otherwise), and premium-rate and
 // shared-cost numbers (libphonenumber's types) are refused unless the platform allows them for the firm.
@@ -27,8 +27,8 @@ const patchSettings = (client: ApiClient, slug: string, settings: Record<string,
   client.patch(`/api/firms/${slug}`, { settings });
 const settingsOf = async (slug: string) => (await stack.admin.get(`/api/firms/${slug}`)).body.settings;
 
-describe('L2: widening what a firm may dial is platform-only', () => {
-  it('L2: a firm key adding SO, KP, CU, LV, TV, NU is 403 naming the field, and nothing changes', async () => {
+describe('widening what a firm may dial is platform-only', () => {
+  it('a firm key adding SO, KP, CU, LV, TV, NU is 403 naming the field, and nothing changes', async () => {
     const firm = await createFirm(stack);
     const res = await patchSettings(firm.client, firm.slug, {
       allowed_call_countries: ['US', 'CA', ...FRAUD_COUNTRIES],
@@ -65,7 +65,7 @@ describe('L2: widening what a firm may dial is platform-only', () => {
     });
   });
 
-  it('L2: a firm key may narrow its list or leave it as it is, but not restore a country it dropped', async () => {
+  it('a firm key may narrow its list or leave it as it is, but not restore a country it dropped', async () => {
     const firm = await createFirm(stack);
     expect(
       (await patchSettings(firm.client, firm.slug, { allowed_call_countries: ['CA', 'US'] })).status,
@@ -90,7 +90,7 @@ describe('L2: widening what a firm may dial is platform-only', () => {
     expect((await patchSettings(firm.client, firm.slug, { max_concurrent_calls: 3 })).status).toBe(200);
   });
 
-  it('L2: the platform key (and a platform session) may add countries', async () => {
+  it('the platform key (and a platform session) may add countries', async () => {
     const firm = await createFirm(stack);
     const added = await patchSettings(stack.admin, firm.slug, { allowed_call_countries: ['US', 'CA', 'GB'] });
     expect(added.status).toBe(200);
@@ -104,7 +104,7 @@ describe('L2: widening what a firm may dial is platform-only', () => {
     expect((await settingsOf(firm.slug)).allowed_call_countries).toEqual(['US', 'FR']);
   });
 
-  it('L2: allow_premium_numbers is the platform’s to turn on; a firm may turn it off', async () => {
+  it('allow_premium_numbers is the platform’s to turn on; a firm may turn it off', async () => {
     const firm = await createFirm(stack);
     const res = await patchSettings(firm.client, firm.slug, { allow_premium_numbers: true });
     expectError(res, 403, 'forbidden');
@@ -123,8 +123,8 @@ describe('L2: widening what a firm may dial is platform-only', () => {
   });
 });
 
-describe('L2: premium-rate and shared-cost destinations', () => {
-  it('L2: create-outbound-call to +19005550199 (US premium rate) is 400 destination_not_allowed; no call stored', async () => {
+describe('premium-rate and shared-cost destinations', () => {
+  it('create-outbound-call to +19005550199 (US premium rate) is 400 destination_not_allowed; no call stored', async () => {
     const firm = await createFirm(stack, { allowed_call_countries: ['US', 'CA', 'GB', 'FR'] });
     const agentId = await createAgent(firm.client, firm.slug);
     const call = (toNumber: string) =>
@@ -149,7 +149,7 @@ describe('L2: premium-rate and shared-cost destinations', () => {
     expect(allowed.body.status).toBe('registered');
   });
 
-  it('L2: a campaign does not count or call premium-rate and shared-cost leads', async () => {
+  it('a campaign does not count or call premium-rate and shared-cost leads', async () => {
     const firm = await createFirm(stack, { allowed_call_countries: ['US', 'FR'] });
     const agentId = await createAgent(firm.client, firm.slug);
     const created = await createCampaign(firm.client, {
