@@ -190,6 +190,24 @@ describe('booking', () => {
     expect(shown.body.appointment).toEqual({ booking_uid: first.body.booking_uid, start: first.body.start });
   });
 
+  it('a replay answers the booking from its record with the documented fields only', async () => {
+    const start = slots[2]!;
+    const first = await book(start, 'replay-shape-1');
+    expect(first.status).toBe(200);
+    // What else a record's stored result may come to hold stays in the record.
+    const stored = await stack.services.mongo.db
+      .collection('appointments')
+      .updateOne(
+        { firm: firm.slug, start: new Date(start).toISOString() },
+        { $set: { 'booking.result.provider_payload': 'internal-provider-payload' } },
+      );
+    expect(stored.modifiedCount).toBe(1);
+    const replayed = await book(start, 'replay-shape-1');
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(first.body);
+    expect(replayed.text).not.toContain('internal-provider-payload');
+  });
+
   it("after Cal.com's BOOKING_CREATED for it, exactly one set of reminders, however often it is sent", async () => {
     const res = await book(slots[24]!, 'reminders-1');
     expect(res.status).toBe(200);

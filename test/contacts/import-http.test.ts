@@ -194,6 +194,28 @@ describe('firm isolation', () => {
     expectError(await firmB.client.get('/api/contacts/import/imp_nope'), 404, 'import_job_not_found');
   });
 
+  it("a job's answer shows the documented counts only, not whatever else its record holds", async () => {
+    const firm = await createFirm(stack);
+    await importRows(firm.client, firm.slug, [row(4), { first_name: 'No contact point' }]);
+    const record = await importsOf(stack).findOne({ firm: firm.slug });
+    // What a record's stored result may come to hold (a later version's field, a row's raw data).
+    await importsOf(stack).updateOne(
+      { _id: record!._id },
+      { $set: { 'result.worker_id': 'internal-worker-id', 'result.error_rows.0.raw': 'internal-raw-row' } },
+    );
+    const res = await firm.client.get(`/api/contacts/import/${record!._id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      job_id: record!._id,
+      status: 'completed',
+      imported: 1,
+      duplicates: 0,
+      errors: 1,
+      error_rows: [{ index: 1, reason: expect.any(String) }],
+    });
+    expect(res.text).not.toMatch(/internal-/);
+  });
+
   it('lists only a firm’s own contacts: another firm’s slug is 403, the platform must name one (400)', async () => {
     expectError(await firmA.client.get(`/api/contacts?firmSlug=${firmB.slug}`), 403, 'forbidden');
     expectError(await stack.admin.get('/api/contacts'), 400, 'invalid_request');

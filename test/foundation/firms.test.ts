@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
+import { setFirmCrm } from '../../core/domain/firms/firms.js';
+import { changeCached } from '../../core/platform/db/read-cache.js';
+import { documentedResponses } from '../helpers/documented-response.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 
@@ -50,6 +54,7 @@ describe('firm settings: secrets are write-only', () => {
     voice_webhook_secret: `voice-${rand(8)}`,
     booking_webhook_secret: `booking-${rand(8)}`,
     crmToken: `clio-${rand(8)}`,
+    bookingKey: `cal-${rand(8)}`,
   };
   let slug: string;
   let firmClient: Awaited<ReturnType<typeof createFirm>>['client'];
@@ -62,6 +67,7 @@ describe('firm settings: secrets are write-only', () => {
       voice_webhook_secret: secrets.voice_webhook_secret,
       booking_webhook_secret: secrets.booking_webhook_secret,
       crm: { provider: 'clio', access_token: secrets.crmToken, base_url: 'https://clio.example' },
+      booking: { provider: 'calcom', api_key: secrets.bookingKey, event_type_id: 42 },
       from_number: '+15551230000',
       max_concurrent_calls: 3,
       calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
@@ -80,6 +86,7 @@ describe('firm settings: secrets are write-only', () => {
     expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
     expect(settings.booking_webhook_secret).toBe(secrets.booking_webhook_secret);
     expect(settings.crm.access_token).toBe(secrets.crmToken);
+    expect(settings.booking.api_key).toBe(secrets.bookingKey);
 
     for (const client of [stack.admin, firmClient]) {
       const res = await client.get(`/api/firms/${slug}`);
@@ -92,6 +99,7 @@ describe('firm settings: secrets are write-only', () => {
         voice_webhook_secret: MASK,
         booking_webhook_secret: MASK,
         crm: { provider: 'clio', access_token: MASK, base_url: 'https://clio.example' },
+        booking: { provider: 'calcom', api_key: MASK, event_type_id: 42 },
         from_number: '+15551230000',
         max_concurrent_calls: 3,
         calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
@@ -214,5 +222,95 @@ describe('firm settings: secrets are write-only', () => {
     const settings = await stored(bare.slug);
     expect(settings.voice_webhook_secret).toBeUndefined();
     expect(settings.crm).toEqual({ provider: 'none' });
+  });
+});
+
+describe('firm responses show exactly the documented settings', () => {
+  let expectDocumented: Awaited<ReturnType<typeof documentedResponses>>;
+  beforeAll(async () => {
+    expectDocumented = await documentedResponses(stack.api);
+  });
+
+  it('POST, GET and PATCH answer the settings in the shape /openapi.json declares, every setting set', async () => {
+    const slug = `f-${rand(4)}`;
+    const created = await stack.admin.post('/api/firms', {
+      slug,
+      name: 'Every Setting LLP',
+      settings: {
+        timezone: 'Europe/Berlin',
+        notification_emails: ['intake@example.com'],
+        slack_webhook_url: 'https://hooks.slack.example/services/T/B/X',
+        crm: { provider: 'clio', access_token: `clio-${rand(8)}`, base_url: 'https://clio.example' },
+        booking: {
+          provider: 'calcom',
+          api_key: `cal-${rand(8)}`,
+          event_type_id: 7,
+          base_url: 'https://cal.example',
+        },
+        voice_webhook_secret: `voice-${rand(8)}`,
+        booking_webhook_secret: `booking-${rand(8)}`,
+        from_number: '+15551230000',
+        max_concurrent_calls: 3,
+        calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
+        reminder_offsets_minutes: [120],
+        allowed_call_countries: ['US', 'CA', 'GB'],
+        widget_daily_message_cap: 100,
+        allow_premium_numbers: true,
+      },
+    });
+    expectDocumented(created, 'POST', '/api/firms');
+    expectDocumented(await stack.admin.get(`/api/firms/${slug}`), 'GET', '/api/firms/{slug}');
+    const patched = await stack.admin.patch(`/api/firms/${slug}`, { settings: { max_concurrent_calls: 2 } });
+    expectDocumented(patched, 'PATCH', '/api/firms/{slug}');
+    // Every setting was sent, so every setting shows.
+    expect(Object.keys(patched.body.settings).sort()).toEqual(Object.keys(FirmSettings.properties).sort());
+
+    const bare = await stack.admin.post('/api/firms', { slug: `f-${rand(4)}`, name: 'Bare' });
+    expectDocumented(bare, 'POST', '/api/firms');
+  });
+
+  it('a Clio connected with OAuth shows {provider, region, status, connected_at}, as documented', async () => {
+    const firm = await createFirm(stack);
+    const connectedAt = new Date().toISOString();
+    await setFirmCrm(stack.services.mongo.db, firm.slug, {
+      provider: 'clio',
+      oauth: { region: 'eu', status: 'reconnect_required', connected_at: connectedAt },
+    });
+    const res = await firm.client.get(`/api/firms/${firm.slug}`);
+    expectDocumented(res, 'GET', '/api/firms/{slug}');
+    expect(res.body.settings.crm).toEqual({
+      provider: 'clio',
+      region: 'eu',
+      status: 'reconnect_required',
+      connected_at: connectedAt,
+    });
+  });
+
+  it('a stored field no setting declares is never shown, at the top or inside a setting', async () => {
+    const firm = await createFirm(stack, {
+      crm: { provider: 'clio', access_token: `clio-${rand(8)}` },
+      booking: { provider: 'calcom', api_key: `cal-${rand(8)}`, event_type_id: 7 },
+    });
+    const hidden = { top: `top-${rand(8)}`, crm: `crm-${rand(8)}`, booking: `booking-${rand(8)}` };
+    const db = stack.services.mongo.db;
+    // As an older version, or a mistake, could have stored them: around the API, through changeCached.
+    await changeCached(db, () =>
+      db.collection('firms').updateOne(
+        { _id: firm.slug as never },
+        {
+          $set: {
+            'settings.legacy_api_token': hidden.top,
+            'settings.crm.refresh_token': hidden.crm,
+            'settings.booking.webhook_token': hidden.booking,
+          },
+        },
+      ),
+    );
+    const res = await firm.client.get(`/api/firms/${firm.slug}`);
+    expectDocumented(res, 'GET', '/api/firms/{slug}');
+    for (const value of Object.values(hidden)) expect(res.text).not.toContain(value);
+    expect(res.body.settings).not.toHaveProperty('legacy_api_token');
+    expect(res.body.settings.crm).toEqual({ provider: 'clio', access_token: MASK });
+    expect(res.body.settings.booking).toEqual({ provider: 'calcom', api_key: MASK, event_type_id: 7 });
   });
 });

@@ -1,6 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
 import { launchChromium, mapHostToLoopback, recordRequests } from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
@@ -60,6 +61,68 @@ describe('GET /openapi.json', () => {
       if (route.query !== undefined) expect(op.responses['431']).toBeDefined();
     }
     expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message']);
+  });
+});
+
+describe("GET /openapi.json: a firm's settings", () => {
+  const MASK = '********';
+  type Schema = Record<string, any>;
+  const firmOperations = [
+    ['post', '/api/firms'],
+    ['get', '/api/firms/{slug}'],
+    ['patch', '/api/firms/{slug}'],
+  ] as const;
+  const answerSchema = (doc: Schema, method: string, path: string): Schema =>
+    doc.paths[path][method].responses['200'].content['application/json'].schema;
+  const requestSchema = (doc: Schema, method: string, path: string): Schema =>
+    doc.paths[path][method].requestBody.content['application/json'].schema;
+  /** The branches of a property sent as value-or-null (or a union), flattened. */
+  const branches = (schema: Schema): Schema[] =>
+    schema.anyOf === undefined ? [schema] : (schema.anyOf as Schema[]).flatMap(branches);
+  const objectBranch = (schema: Schema, provider: string): Schema =>
+    branches(schema).find((b) => b.properties?.provider?.const === provider)!;
+
+  it('every answer carrying a firm declares its settings property by property, no catch-all', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body as Schema;
+    for (const [method, path] of firmOperations) {
+      const settings = answerSchema(doc, method, path).properties.settings;
+      expect(settings.type).toBe('object');
+      expect(settings.additionalProperties).toBe(false);
+      expect(Object.keys(settings.properties).sort()).toEqual(Object.keys(FirmSettings.properties).sort());
+      expect(settings.properties.timezone).toMatchObject({ type: 'string', default: 'America/New_York' });
+      expect(settings.properties.max_concurrent_calls).toMatchObject({ type: 'integer', default: 5 });
+      expect(settings.properties.calling_window.properties.days.items).toMatchObject({
+        minimum: 1,
+        maximum: 7,
+      });
+    }
+  });
+
+  it('secrets are write-only in requests, and answers show only the mask for them', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body as Schema;
+    for (const [method, path] of [firmOperations[0], firmOperations[2]]) {
+      const sent = requestSchema(doc, method, path).properties.settings.properties;
+      for (const key of ['voice_webhook_secret', 'booking_webhook_secret']) {
+        expect(sent[key].writeOnly, key).toBe(true);
+        expect(branches(sent[key]).find((b) => b.type === 'string')?.writeOnly, key).toBe(true);
+      }
+      expect(objectBranch(sent.crm, 'clio').properties.access_token.writeOnly).toBe(true);
+      expect(objectBranch(sent.booking, 'calcom').properties.api_key.writeOnly).toBe(true);
+      // Nothing else is write-only.
+      expect(JSON.stringify(sent).match(/"writeOnly":true/g)).toHaveLength(6);
+    }
+    for (const [method, path] of firmOperations) {
+      const shown = answerSchema(doc, method, path).properties.settings.properties;
+      const mask = { type: 'string', const: MASK };
+      expect(shown.voice_webhook_secret).toMatchObject(mask);
+      expect(shown.booking_webhook_secret).toMatchObject(mask);
+      expect(objectBranch(shown.crm, 'clio').properties.access_token).toMatchObject(mask);
+      expect(objectBranch(shown.booking, 'calcom').properties.api_key).toMatchObject(mask);
+      // A Clio connected with OAuth shows its state and no token.
+      const oauth = branches(shown.crm).find((b) => b.properties?.status !== undefined)!;
+      expect(Object.keys(oauth.properties).sort()).toEqual(['connected_at', 'provider', 'region', 'status']);
+      expect(JSON.stringify(shown)).not.toContain('"writeOnly"');
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.j
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
+import { appointmentView } from './present.js';
 import {
   AppointmentResponse,
   AvailabilityQuery,
@@ -73,7 +74,7 @@ export const appointmentRoutes = [
         idempotencyKey,
       );
       if (repeated) koa.set('Idempotent-Replayed', 'true');
-      return result;
+      return appointmentView(result);
     },
   }),
   defineRoute({

@@ -16,6 +16,7 @@ import { isBookingTrigger } from '../../../jobs/bookings.js';
 import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
 import { defineRoute, type RawBody, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
+import { reminderView } from './present.js';
 import {
   BookingWebhookBody,
   BookingWebhookResponse,
@@ -140,7 +141,7 @@ export const bookingRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, params, query }) => {
       const firm = await requireFirm(services.mongo.db, principal, params.firm);
-      return listBookingReminders(services, firm._id, query.bookingUid);
+      return (await listBookingReminders(services, firm._id, query.bookingUid)).map(reminderView);
     },
   }),
 ];

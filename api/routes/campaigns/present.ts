@@ -3,7 +3,7 @@ import type { CampaignCounts } from '../../../core/domain/campaigns/campaign-pro
 import { countsOf, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
 import { retryOn } from '../../../core/domain/campaigns/campaign-retry.js';
 import type { Services } from '../../../core/wiring/services.js';
-import type { CampaignRecord } from './schema.js';
+import type { AddCampaignLeadsResponse, CampaignRecord, CreateCampaignResponse } from './schema.js';
 
 /** The campaign record as the API shows it. */
 export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Static<typeof CampaignRecord> {
@@ -33,4 +33,24 @@ export async function viewWithCounts(
 ): Promise<Static<typeof CampaignRecord>> {
   const [counts] = await countsOf(services, [campaign]);
   return campaignView(campaign, counts!);
+}
+
+/** A draft campaign, as creating it (and adding leads to it, with `leads_added`) answers. */
+export function draftCampaignView(campaign: CampaignDoc): Static<typeof CreateCampaignResponse>;
+export function draftCampaignView(
+  campaign: CampaignDoc,
+  leadsAdded: number,
+): Static<typeof AddCampaignLeadsResponse>;
+export function draftCampaignView(
+  campaign: CampaignDoc,
+  leadsAdded?: number,
+): Static<typeof CreateCampaignResponse> | Static<typeof AddCampaignLeadsResponse> {
+  return {
+    id: campaign._id,
+    name: campaign.name,
+    // Only a draft is created, or takes leads (409 campaign_not_draft otherwise).
+    status: 'draft',
+    leads_total: campaign.leads_total,
+    ...(leadsAdded === undefined ? {} : { leads_added: leadsAdded }),
+  };
 }

@@ -12,7 +12,7 @@ import {
 import { findCampaign, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
-import { campaignView, viewWithCounts } from './present.js';
+import { campaignView, draftCampaignView, viewWithCounts } from './present.js';
 import {
   AddCampaignLeadsBody,
   AddCampaignLeadsResponse,
@@ -66,13 +66,7 @@ export const campaignRoutes = [
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
       const firm = await requireFirm(services.mongo.db, principal, firmSlug);
-      const campaign = await createCampaign(services, firm, input);
-      return {
-        id: campaign._id,
-        name: campaign.name,
-        status: 'draft' as const,
-        leads_total: campaign.leads_total,
-      };
+      return draftCampaignView(await createCampaign(services, firm, input));
     },
   }),
   defineRoute({
@@ -121,13 +115,7 @@ export const campaignRoutes = [
     handler: async ({ services, principal, params, body }) => {
       const seen = await requireCampaign(services, principal, params.id);
       const { campaign, leads_added } = await addCampaignLeads(services, seen, body);
-      return {
-        id: campaign._id,
-        name: campaign.name,
-        status: 'draft' as const,
-        leads_total: campaign.leads_total,
-        leads_added,
-      };
+      return draftCampaignView(campaign, leads_added);
     },
   }),
   defineRoute({

@@ -12,7 +12,7 @@ import {
 } from '../../../core/domain/chats/chats.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
-import { chatView } from './present.js';
+import { chatView, openedChatView } from './present.js';
 import {
   ChatCompletionBody,
   ChatCompletionResponse,
@@ -66,13 +66,7 @@ export const chatRoutes = [
         widget ? {} : stringifyVariables(body.dynamicVariables),
         widget ? principal.subject : undefined,
       );
-      const greeting = chat.messages[0]?.content;
-      return {
-        chat_id: chat._id,
-        agent_id: chat.agent_id,
-        status: 'ongoing' as const,
-        ...(greeting === undefined ? {} : { message: greeting }),
-      };
+      return openedChatView(chat);
     },
   }),
   defineRoute({

@@ -9,7 +9,7 @@ import {
 } from '../../../core/domain/contacts/import-request.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
-import { contactView } from './present.js';
+import { contactView, importJobView, importResultView } from './present.js';
 import type { Lifecycle } from '../ops/routes.js';
 import {
   ImportContactsBody,
@@ -64,7 +64,7 @@ export const contactRoutes = [
         services.config.contactsImportWaitMs,
         () => clientGone || lifecycle?.shuttingDown === true,
       );
-      if (result !== null) return result;
+      if (result !== null) return importResultView(result);
       koa.status = 202;
       koa.body = { job_id: importId, status: 'processing' };
       return undefined;
@@ -88,7 +88,7 @@ export const contactRoutes = [
         'import_job',
         'No contacts import was found with that job_id.',
       );
-      const view = await contactImportState(services, record);
+      const view = importJobView(await contactImportState(services, record));
       if (view.status !== 'processing') return view;
       koa.status = 202;
       koa.body = view;

@@ -7,6 +7,7 @@ import {
 } from '../../../core/domain/contacts/contact-sync.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
+import { syncJobView } from './present.js';
 import { SyncAccepted, SyncContactsBody, SyncJobParams, SyncJobResponse } from './sync-schema.js';
 
 const tag = 'Contacts';
@@ -54,7 +55,7 @@ export const contactSyncRoutes = [
         'sync_job',
         'No contacts sync was found with that job_id.',
       );
-      return contactSyncState(services, sync);
+      return syncJobView(await contactSyncState(services, sync));
     },
   }),
 ];

@@ -9,12 +9,11 @@ import {
   getWorkflowMeta,
   listWorkflows,
   updateWorkflow,
-  workflowJson,
-  workflowListJson,
   workflowOwner,
 } from '../../../core/domain/workflows/workflows.js';
 import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
+import { createdWorkflowView, workflowJson, workflowListJson } from './present.js';
 import {
   CreateWorkflowBody,
   CreateWorkflowResponse,
@@ -57,8 +56,7 @@ export const workflowRoutes = [
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
       await requireFirm(services.mongo.db, principal, firmSlug);
-      const workflow = await createWorkflow(services, firmSlug, input);
-      return { id: workflow._id, name: workflow.name };
+      return createdWorkflowView(await createWorkflow(services, firmSlug, input));
     },
   }),
   defineRoute({

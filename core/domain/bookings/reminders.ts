@@ -4,7 +4,7 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
 import type { SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
-import { readBookingReminders, type ReminderStore } from './reminder-records.js';
+import { readBookingReminders, type ReminderRecord, type ReminderStore } from './reminder-records.js';
 import { finishReminder, leaseReminder, renewReminderLease } from './reminder-lease.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
@@ -145,30 +145,12 @@ export async function sendBookingReminder(
   return { outcome: status, message_id: sent.messageId };
 }
 
-/** What GET /api/v2/{firm}/reminders shows of a reminder. */
-export interface ReminderView {
-  booking_uid: string;
-  due_at: string;
-  channel: 'email';
-  to: string;
-  status: 'scheduled' | 'sent' | 'cancelled' | 'failed';
-}
-
 /** A booking's reminders, by due time then recipient; [] for a booking with none. */
 export async function listBookingReminders(
   services: Services,
   firm: string,
   uid: string,
-): Promise<ReminderView[]> {
+): Promise<ReminderRecord[]> {
   const { reminders } = await readBookingReminders(reminderStoreOf(services), firm, uid);
-  return reminders
-    .sort((a, b) => a.due_at - b.due_at || (a.to < b.to ? -1 : a.to > b.to ? 1 : 0))
-    .map((r) => ({
-      booking_uid: r.booking_uid,
-      due_at: new Date(r.due_at).toISOString(),
-      channel: r.channel,
-      to: r.to,
-      // A send in progress is not done yet: still scheduled to the reader.
-      status: r.status === 'sending' ? 'scheduled' : r.status,
-    }));
+  return reminders.sort((a, b) => a.due_at - b.due_at || (a.to < b.to ? -1 : a.to > b.to ? 1 : 0));
 }

@@ -190,33 +190,14 @@ export async function failContactSync(
 export const pageImportId = (syncId: string, n: number): string =>
   `imp_${syncId.replace(/^csy_/, 's')}.p${n}`;
 
-export interface SyncView {
-  job_id: string;
-  status: SyncStatus;
-  pages: number;
-  imported: number;
-  duplicates: number;
-  errors: number;
-  message?: string;
-}
-
-const viewOf = (sync: ContactSyncDoc): SyncView => ({
-  job_id: sync._id,
-  status: sync.status,
-  pages: sync.pages,
-  imported: sync.imported,
-  duplicates: sync.duplicates,
-  errors: sync.errors,
-  ...(sync.status === 'failed'
-    ? { message: `The sync failed (${sync.failure ?? 'unknown error'}); start a new sync.` }
-    : {}),
-});
-
-/** GET /api/contacts/sync/{job_id}: a running sync whose job BullMQ gave up is failed here. */
-export async function contactSyncState(services: Services, sync: ContactSyncDoc): Promise<SyncView> {
-  if (sync.status !== 'running') return viewOf(sync);
+/**
+ * GET /api/contacts/sync/{job_id}: the sync record as it stands; a running sync whose job BullMQ
+ * gave up is failed here.
+ */
+export async function contactSyncState(services: Services, sync: ContactSyncDoc): Promise<ContactSyncDoc> {
+  if (sync.status !== 'running') return sync;
   const gone = await jobGaveUp(services, sync._id);
-  if (gone === null) return viewOf(sync);
+  if (gone === null) return sync;
   await failContactSync(services, sync, gone);
-  return viewOf({ ...sync, status: 'failed', failure: gone });
+  return { ...sync, status: 'failed', failure: gone };
 }

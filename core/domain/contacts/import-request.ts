@@ -15,7 +15,6 @@ import { discardImportRows, splitImportRows, stageImportRows } from './import-st
 import { releaseImportSlot, takeImportSlot } from './import-slots.js';
 import {
   failContactImport,
-  failedMessage,
   importsCollection,
   jobGaveUp,
   type ContactImportDoc,
@@ -117,23 +116,19 @@ const importFailed = (record: ContactImportDoc) =>
     30,
   );
 
-export type ImportView =
-  | { job_id: string; status: 'processing' }
-  | ({ job_id: string; status: 'completed' } & ImportResult)
-  | { job_id: string; status: 'failed'; message: string };
-
-/** GET /api/contacts/import/{job_id}: the state of an import record the route has authorized. */
-export async function contactImportState(services: Services, record: ContactImportDoc): Promise<ImportView> {
-  if (record.status === 'completed' && record.result !== null) {
-    return { job_id: record._id, status: 'completed', ...record.result };
-  }
-  if (record.status === 'failed') {
-    return { job_id: record._id, status: 'failed', message: failedMessage(record.failure) };
-  }
+/**
+ * GET /api/contacts/import/{job_id}: the import record (the route has authorized) as it stands; a
+ * processing import whose job BullMQ gave up is failed here.
+ */
+export async function contactImportState(
+  services: Services,
+  record: ContactImportDoc,
+): Promise<ContactImportDoc> {
+  if ((record.status === 'completed' && record.result !== null) || record.status === 'failed') return record;
   // A job that died without its processor running to the end (stalled too often, or removed)
   // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
   const gone = await jobGaveUp(services, record.sync_id ?? record._id);
-  if (gone === null) return { job_id: record._id, status: 'processing' };
+  if (gone === null) return record;
   await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
-  return { job_id: record._id, status: 'failed', message: failedMessage(gone) };
+  return { ...record, status: 'failed', failure: gone };
 }

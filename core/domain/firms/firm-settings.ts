@@ -1,42 +1,90 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import {
+  Type,
+  type Static,
+  type TNull,
+  type TObject,
+  type TOptional,
+  type TOptionalWithFlag,
+  type TProperties,
+  type TSchema,
+  type TUnion,
+} from '@sinclair/typebox';
 import { forbidden, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { urlNotAllowedReason, type UrlPolicy } from '../../platform/url-policy.js';
+import { CLIO_REGIONS } from '../../integrations/crm/clio-oauth.js';
 import { isKnownCountry } from '../contact-points/phones.js';
 
-// Firm settings (docs/authentication.md#firm-settings). Secrets are write-only: reads show SECRET_MASK,
-// and sending the mask back in a PATCH keeps the stored value — but not when the URL the secret is sent
-// to changes (crm.base_url needs crm.access_token again). URLs the service calls must pass the URL
-// policy (core/platform/url-policy.ts) when they are stored, and again when they are called.
+// Firm settings (docs/authentication.md#firm-settings), declared once: `FirmSettings` below is the
+// schema of the stored settings, and everything else is derived from it — the TypeScript type
+// every reader uses (Static), the request schema (`FirmSettingsInput`: each setting nullable,
+// null removing it) and the response schema (api/routes/firms/schema.ts: each write-only value
+// shown as SECRET_MASK). A setting removed here stops compiling wherever it is read.
+//
+// Secrets are write-only (`Secret`): reads show SECRET_MASK, and sending the mask back in a PATCH
+// keeps the stored value — but not when the URL the secret is sent to changes (crm.base_url needs
+// crm.access_token again). URLs the service calls must pass the URL policy
+// (core/platform/url-policy.ts) when they are stored, and again when they are called.
 
-const SECRET_MASK = '********';
+/** What a read shows in place of a stored secret; sent back, it keeps the secret. */
+export const SECRET_MASK = '********';
 export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$';
 const HHMM = '^(?:[01]\\d|2[0-3]):[0-5]\\d$';
 
-const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+/** A schema marked write-only: accepted in requests and stored, never shown. */
+export type TSecret<T extends TSchema = TSchema> = T & { writeOnly: true };
 
-const CrmSettings = Type.Union([
-  Type.Object(
-    {
-      provider: Type.Literal('clio'),
-      access_token: Type.String({ minLength: 1, maxLength: 4096 }),
-      base_url: Type.Optional(
-        Type.String({
-          format: 'uri',
-          maxLength: 2048,
-          description: 'https:// to a public host; changing it requires sending access_token again',
-        }),
-      ),
-    },
-    { additionalProperties: false },
-  ),
-  Type.Object({ provider: Type.Literal('none') }, { additionalProperties: false }),
-]);
+/** A secret: `writeOnly` in the OpenAPI document, shown as SECRET_MASK by every read. */
+const Secret = <T extends TSchema>(schema: T): TSecret<T> => ({
+  ...schema,
+  writeOnly: true,
+  description: `Write-only: reads show "${SECRET_MASK}", and sending "${SECRET_MASK}" back keeps the stored value`,
+});
+
+/** Is this (property) schema a secret? */
+export const isSecret = (schema: TSchema): boolean => schema.writeOnly === true;
+
+/** Clio with a pasted access token (docs/clio.md). */
+export const ClioTokenCrm = Type.Object(
+  {
+    provider: Type.Literal('clio'),
+    access_token: Secret(Type.String({ minLength: 1, maxLength: 4096 })),
+    base_url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: 2048,
+        description: 'https:// to a public host; changing it requires sending access_token again',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const NoCrm = Type.Object({ provider: Type.Literal('none') }, { additionalProperties: false });
+
+/**
+ * A Clio connected with OAuth (docs/clio.md#connected-with-oauth): its tokens are kept apart
+ * (clio_connections), never here. Set only by the OAuth callback and a refused refresh.
+ */
+export const ClioOAuthState = Type.Object(
+  {
+    region: Type.KeyOf(Type.Const(CLIO_REGIONS)),
+    status: Type.Union([Type.Literal('connected'), Type.Literal('reconnect_required')]),
+    connected_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+export type ClioOAuthState = Static<typeof ClioOAuthState>;
+
+const ClioOAuthCrm = Type.Object(
+  { provider: Type.Literal('clio'), oauth: ClioOAuthState },
+  { additionalProperties: false },
+);
 
 // A calendar booking provider (docs/appointments.md): Cal.com's API v2 with the firm's API key.
 const BookingSettings = Type.Object(
   {
     provider: Type.Literal('calcom'),
-    api_key: Type.String({ minLength: 1, maxLength: 512, description: 'write-only; reads show the mask' }),
+    api_key: Secret(Type.String({ minLength: 1, maxLength: 512 })),
     event_type_id: Type.Integer({ minimum: 1, maximum: 2_147_483_647 }),
     base_url: Type.Optional(
       Type.String({
@@ -49,6 +97,7 @@ const BookingSettings = Type.Object(
   },
   { additionalProperties: false },
 );
+export type BookingProviderSettings = Static<typeof BookingSettings>;
 
 const CallingWindow = Type.Object(
   {
@@ -63,36 +112,38 @@ const CallingWindow = Type.Object(
   { additionalProperties: false },
 );
 
-/** The settings a request may send; null removes a setting (PATCH). */
-export const FirmSettingsInput = Type.Object(
+/**
+ * A firm's settings as stored (and as every reader sees them, defaults filled in by
+ * `withDefaults`): the settings with a default are required, the others optional.
+ */
+export const FirmSettings = Type.Object(
   {
-    timezone: Nullable(Type.String({ format: 'iana-time-zone' })),
-    notification_emails: Nullable(
-      Type.Array(Type.String({ format: 'email', maxLength: 320 }), { maxItems: 50 }),
-    ),
-    slack_webhook_url: Nullable(
+    timezone: Type.String({ format: 'iana-time-zone' }),
+    notification_emails: Type.Array(Type.String({ format: 'email', maxLength: 320 }), { maxItems: 50 }),
+    slack_webhook_url: Type.Optional(
       Type.String({ format: 'uri', maxLength: 2048, description: 'https:// to a public host' }),
     ),
-    crm: Nullable(CrmSettings),
-    booking: Nullable(BookingSettings),
-    voice_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
-    booking_webhook_secret: Nullable(Type.String({ minLength: 8, maxLength: 512 })),
-    from_number: Nullable(Type.String({ pattern: E164_PATTERN })),
-    max_concurrent_calls: Nullable(Type.Integer({ minimum: 1, maximum: 1000 })),
-    calling_window: Nullable(CallingWindow),
-    reminder_offsets_minutes: Nullable(
-      Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), { maxItems: 10, uniqueItems: true }),
-    ),
-    allowed_call_countries: Nullable(
-      Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), {
-        maxItems: 250,
-        uniqueItems: true,
-        description:
-          'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"]); a firm token ' +
-          'may only narrow it (403 when it adds a country), the platform adds countries',
-      }),
-    ),
-    widget_daily_message_cap: Nullable(
+    crm: Type.Union([ClioTokenCrm, ClioOAuthCrm, NoCrm]),
+    /** The calendar booking provider; absent: none (409 booking_not_configured). */
+    booking: Type.Optional(BookingSettings),
+    voice_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 8, maxLength: 512 }))),
+    booking_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 8, maxLength: 512 }))),
+    from_number: Type.Optional(Type.String({ pattern: E164_PATTERN })),
+    max_concurrent_calls: Type.Integer({ minimum: 1, maximum: 1000 }),
+    calling_window: Type.Optional(CallingWindow),
+    reminder_offsets_minutes: Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), {
+      maxItems: 10,
+      uniqueItems: true,
+    }),
+    allowed_call_countries: Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), {
+      maxItems: 250,
+      uniqueItems: true,
+      description:
+        'ISO 3166-1 alpha-2 codes of the countries the firm may dial (default ["US", "CA"]); a firm token ' +
+        'may only narrow it (403 when it adds a country), the platform adds countries',
+    }),
+    /** Absent: DEFAULT_WIDGET_DAILY_MESSAGE_CAP. */
+    widget_daily_message_cap: Type.Optional(
       Type.Integer({
         minimum: 1,
         maximum: 10_000_000,
@@ -100,7 +151,8 @@ export const FirmSettingsInput = Type.Object(
           "Messages the firm's widget visitors may send per UTC day, all chats together (default 5000; past it 429); a firm token may lower it, only the platform raise it",
       }),
     ),
-    allow_premium_numbers: Nullable(
+    /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
+    allow_premium_numbers: Type.Optional(
       Type.Boolean({
         description:
           'Whether the firm may dial premium-rate and shared-cost numbers (default false); only the ' +
@@ -110,47 +162,34 @@ export const FirmSettingsInput = Type.Object(
   },
   { additionalProperties: false },
 );
-export type FirmSettingsInput = Static<typeof FirmSettingsInput>;
+export type FirmSettings = Static<typeof FirmSettings>;
 
-export interface FirmSettings {
-  timezone: string;
-  notification_emails: string[];
-  slack_webhook_url?: string;
-  crm:
-    | { provider: 'clio'; access_token: string; base_url?: string }
-    | { provider: 'clio'; oauth: ClioOAuthState }
-    | { provider: 'none' };
-  /** The calendar booking provider; absent: none (409 booking_not_configured). */
-  booking?: BookingProviderSettings;
-  voice_webhook_secret?: string;
-  booking_webhook_secret?: string;
-  from_number?: string;
-  max_concurrent_calls: number;
-  calling_window?: { start: string; end: string; days: number[] };
-  reminder_offsets_minutes: number[];
-  allowed_call_countries: string[];
-  /** Messages the firm's widget visitors may send per UTC day; absent: DEFAULT_WIDGET_DAILY_MESSAGE_CAP. */
-  widget_daily_message_cap?: number;
-  /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
-  allow_premium_numbers?: boolean;
-}
+/** Each property of `P` optional and nullable: what a request may send (null removes a setting). */
+type TWritable<P extends TProperties> = TObject<{
+  [K in keyof P]: TOptional<TUnion<[TOptionalWithFlag<P[K], false>, TNull]>>;
+}>;
 
-export interface BookingProviderSettings {
-  provider: 'calcom';
-  api_key: string;
-  event_type_id: number;
-  base_url?: string;
+function writable<P extends TProperties>(properties: P): TWritable<P> {
+  const fields = Object.fromEntries(
+    Object.entries(properties).map(([key, schema]) => [
+      key,
+      Type.Optional(
+        Type.Union([Type.Optional(schema, false), Type.Null()], isSecret(schema) ? { writeOnly: true } : {}),
+      ),
+    ]),
+  );
+  return Type.Object(fields, { additionalProperties: false }) as unknown as TWritable<P>;
 }
 
 /**
- * A Clio connected with OAuth (docs/clio.md#connected-with-oauth): its tokens are kept apart
- * (clio_connections), never here.
+ * The settings a request may send: every stored setting, optional, null removing it (PATCH) —
+ * except that crm is a token or none (a Clio connected with OAuth comes only from its callback).
  */
-export interface ClioOAuthState {
-  region: 'us' | 'eu' | 'ca' | 'au';
-  status: 'connected' | 'reconnect_required';
-  connected_at: string;
-}
+export const FirmSettingsInput = writable({
+  ...FirmSettings.properties,
+  crm: Type.Union([ClioTokenCrm, NoCrm]),
+});
+export type FirmSettingsInput = Static<typeof FirmSettingsInput>;
 
 export const DEFAULT_SETTINGS: FirmSettings = {
   timezone: 'America/New_York',
@@ -164,7 +203,10 @@ export const DEFAULT_SETTINGS: FirmSettings = {
 /** What a firm's widget visitors may send per UTC day when its settings do not say (docs/widget.md#limits). */
 export const DEFAULT_WIDGET_DAILY_MESSAGE_CAP = 5000;
 
-const SECRET_KEYS = ['voice_webhook_secret', 'booking_webhook_secret'] as const;
+/** The settings that are secrets themselves (secrets inside a setting, like crm.access_token, are kept by hand below). */
+const SECRET_KEYS = Object.entries(FirmSettings.properties)
+  .filter(([, schema]) => isSecret(schema))
+  .map(([key]) => key as keyof FirmSettings);
 
 /**
  * Applies a settings input on top of stored settings: null removes (back to default), the mask
@@ -187,9 +229,8 @@ export function mergeSettings(
       else next[key] = fallback;
       continue;
     }
-    if ((SECRET_KEYS as readonly string[]).includes(key) && value === SECRET_MASK) {
-      if (current[key as (typeof SECRET_KEYS)[number]] === undefined)
-        throw maskWithoutSecret(`/settings/${key}`);
+    if ((SECRET_KEYS as string[]).includes(key) && value === SECRET_MASK) {
+      if (current[key as keyof FirmSettings] === undefined) throw maskWithoutSecret(`/settings/${key}`);
       continue;
     }
     if (
@@ -333,16 +374,4 @@ function maskWithoutSecret(path: string) {
     `${path} is "${SECRET_MASK}" but no secret is stored there; send the secret itself.`,
     [{ path, message: `is the mask "${SECRET_MASK}" but no secret is stored` }],
   );
-}
-
-/** Settings as an API response shows them: every secret masked. */
-export function maskSettings(settings: FirmSettings): Record<string, unknown> {
-  const shown: Record<string, unknown> = { ...settings };
-  for (const key of SECRET_KEYS) if (settings[key] !== undefined) shown[key] = SECRET_MASK;
-  if (settings.booking !== undefined) shown.booking = { ...settings.booking, api_key: SECRET_MASK };
-  if (settings.crm.provider === 'clio') {
-    const crm = settings.crm;
-    shown.crm = 'oauth' in crm ? { provider: 'clio', ...crm.oauth } : { ...crm, access_token: SECRET_MASK };
-  }
-  return shown;
 }

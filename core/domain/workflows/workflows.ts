@@ -293,18 +293,3 @@ export async function listWorkflows(
       : undefined;
   return { workflows: page, next_cursor };
 }
-
-/**
- * A workflow as the API shows it, as JSON text: {id, name, firmSlug, nodes, edges, created_at,
- * updated_at}. The stored graph text came from JSON.stringify, so it is spliced in as it is.
- */
-export function workflowJson(doc: WorkflowDoc): string {
-  const text = JSON.stringify;
-  return (
-    `{"id":${text(doc._id)},"name":${text(doc.name)},"firmSlug":${text(doc.firm)},` +
-    `"nodes":${doc.nodes_json},"edges":${doc.edges_json},` +
-    `"created_at":${text(doc.created_at.toISOString())},"updated_at":${text(doc.updated_at.toISOString())}}`
-  );
-}
-
-export const workflowListJson = (docs: WorkflowDoc[]): string => `[${docs.map(workflowJson).join(',')}]`;
