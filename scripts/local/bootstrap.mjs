@@ -10,7 +10,7 @@
 // packages installed here.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureNodeRuntime } from '../node-runtime/ensure.mjs';
@@ -57,21 +57,29 @@ function main() {
   // The lock file's content, not its date, says whether node_modules is current (a checkout or
   // a `touch` changes the date of an unchanged lock file, and `npm ci` would then wipe a good
   // install), and so does the Node major it was installed under (packages may install
-  // differently per major). An install with an older stamp, or none, is made again once.
+  // differently per major): a stamp from another lock or major, or from before the major was
+  // recorded, means install again.
   const stamp = join(root, 'node_modules', '.intake-lock-sha256');
-  const lockHash = createHash('sha256')
-    .update(readFileSync(join(root, 'package-lock.json')))
-    .digest('hex');
+  const lock = join(root, 'package-lock.json');
+  const lockHash = createHash('sha256').update(readFileSync(lock)).digest('hex');
   const wanted = `${lockHash} node${process.versions.node.split('.')[0]}`;
-  if (!existsSync(stamp) || readFileSync(stamp, 'utf8').trim() !== wanted) {
+  const current = () => {
+    if (existsSync(stamp)) return readFileSync(stamp, 'utf8').trim() === wanted;
+    // No stamp: an install made by `npm ci` itself (as .ci/run does, on the pinned Node), taken
+    // as current when npm's own record is no older than the lock file.
+    const npmRecord = join(root, 'node_modules', '.package-lock.json');
+    return existsSync(npmRecord) && statSync(npmRecord).mtimeMs >= statSync(lock).mtimeMs;
+  };
+  if (!current()) {
     process.stderr.write(`[setup] installing npm packages (npm ci, Node ${process.versions.node}) ...\n`);
     const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit', env });
     if (result.status !== 0) {
       process.stderr.write('[setup] npm ci failed; see above. The npm registry is required.\n');
       process.exit(result.status ?? 1);
     }
-    writeFileSync(stamp, `${wanted}\n`);
   }
+  if (!existsSync(stamp) || readFileSync(stamp, 'utf8').trim() !== wanted)
+    writeFileSync(stamp, `${wanted}\n`);
 
   const args = {
     start: ['--import', 'tsx', join(root, 'scripts', 'local', 'start.ts'), ...rest],
