@@ -21,7 +21,7 @@ import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { connectClio, finished, startSync } from './clio-support.js';
-import { contactsOf, expectNoTwins, importRows, importsOf } from './support.js';
+import { contactKeysOf, contactsOf, expectNoTwins, importRows, importsOf } from './support.js';
 
 let clio: FakeClio;
 let stack: Stack;
@@ -35,8 +35,10 @@ beforeAll(async () => {
       CLIO_CLIENT_ID: clio.oauth.clientId,
       CLIO_CLIENT_SECRET: clio.oauth.clientSecret,
       CLIO_BASE_URL: clio.url,
-      // A dead worker's job is taken over after 2 s.
+      // A dead worker's job is taken over after 2 s, and the firm's import turn it held lapses
+      // after 4 s.
       JOB_LOCK_MS: '2000',
+      CONTACTS_IMPORT_LOCK_MS: '4000',
     },
   });
 });
@@ -207,11 +209,14 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
 
     child = startWorkerProcess({ ...stack.env, WORKER_QUEUES: 'contacts' });
     const jobId = await startSync(firm.client, firm.slug);
-    // Killed while page 8 is being imported: claims taken, the page not yet counted.
+    // Killed while page 8 (or one soon after it) is being imported: claims taken, the page not
+    // yet counted.
+    const fromPage8 = new Set(Array.from({ length: 17 }, (_, n) => pageImportId(jobId, 8 + n)));
     await eventually(
       async () => {
-        const page = await importsOf(stack).findOne({ _id: pageImportId(jobId, 8) });
-        expect(page?.stage).toBe('claiming');
+        const page = await importsOf(stack).findOne({ sync_id: jobId, stage: 'claiming' });
+        expect(fromPage8.has(page?._id ?? '')).toBe(true);
+        expect(await contactKeysOf(stack).countDocuments({ import_id: page!._id })).toBeGreaterThan(0);
       },
       120_000,
       2,

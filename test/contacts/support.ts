@@ -10,9 +10,13 @@ export const contactsOf = (stack: Stack) =>
 export const contactKeysOf = (stack: Stack) =>
   stack.services.mongo.db.collection<ContactKeyDoc>(COLLECTIONS.contactKeys);
 export const importsOf = (stack: Stack) =>
-  stack.services.mongo.db.collection<{ _id: string; firm: string; status: string; stage: string }>(
-    COLLECTIONS.contactImports,
-  );
+  stack.services.mongo.db.collection<{
+    _id: string;
+    firm: string;
+    status: string;
+    stage: string;
+    rows: number;
+  }>(COLLECTIONS.contactImports);
 
 export interface ImportSummary {
   imported: number;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { rand, startStack, type Stack } from '../helpers/stack.js';
 import { startWebProcess } from '../helpers/web-process.js';
 
 const hook = join(dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'module-log.mjs');
@@ -38,7 +38,7 @@ async function modulesOfWeb(env: Record<string, string>): Promise<string[]> {
     const firm = await fetch(`${web.baseUrl}/api/firms`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${stack.config.adminApiKey}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ slug: `firm-${Date.now().toString(36)}`, name: 'Module log' }),
+      body: JSON.stringify({ slug: `firm-${Date.now().toString(36)}-${rand(6)}`, name: 'Module log' }),
     });
     expect(firm.status).toBe(200);
   } finally {
@@ -49,13 +49,16 @@ async function modulesOfWeb(env: Record<string, string>): Promise<string[]> {
 
 describe('tracing switched off', () => {
   it('loads no OpenTelemetry module in the web process; switched on, it does', async () => {
-    const off = await modulesOfWeb({});
+    // Two processes of their own, started side by side (each logs to its own file).
+    const [off, on] = await Promise.all([
+      modulesOfWeb({}),
+      modulesOfWeb({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }),
+    ]);
     // The list is real: the service's own modules are in it.
     expect(off.some((url) => url.endsWith('/api/web.ts'))).toBe(true);
     expect(off.some((url) => url.endsWith('/core/platform/telemetry/start.ts'))).toBe(true);
     expect(off.filter((url) => TRACING_MODULES.test(url))).toEqual([]);
 
-    const on = await modulesOfWeb({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
     expect(on.some((url) => url.includes('/@opentelemetry/sdk-node/'))).toBe(true);
     expect(on.some((url) => url.endsWith('/core/platform/telemetry/sdk.ts'))).toBe(true);
   }, 120_000);

@@ -1,12 +1,13 @@
 // The message limits as a visitor meets them on a firm site (docs/widget.md#limits), in
 // headless Chromium on a second origin: the firm's daily widget message cap and the messages one
-// chat takes, each answered 429 with CORS headers, so the widget reads it and says so.
+// chat takes, each answered 429 with CORS headers, so the widget reads it and says so. (The count
+// itself, over HTTP: test/widget/widget-limits.test.ts and test/hardening/chat-length-limit.test.ts.)
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHAT_MESSAGES } from '../../core/domain/chats/chat-limits.js';
 import { launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { createAgent } from '../chat/chat-helpers.js';
+import { createAgent, say } from '../chat/chat-helpers.js';
 import { createWidgetKey } from './widget-key-helpers.js';
 import {
   openSite,
@@ -46,12 +47,26 @@ async function firmSite(settings: Record<string, unknown> = {}): Promise<FirmSit
 
 /** Sends one message from the widget and waits for chat-completion's answer; its status. */
 async function send(page: Page, text: string): Promise<number> {
+  return (await sendSeen(page, text)).status;
+}
+
+/** send(), with the widget's request as sent: its token and chat. */
+async function sendSeen(
+  page: Page,
+  text: string,
+): Promise<{ status: number; authorization: string; chatId: string }> {
   const answer = page.waitForResponse(
     (r) => r.url().endsWith('/api/v2/chat-completion') && r.request().method() === 'POST',
   );
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
   await page.keyboard.press('Enter');
-  return (await answer).status();
+  const response = await answer;
+  const request = response.request();
+  return {
+    status: response.status(),
+    authorization: (await request.allHeaders())['authorization'] ?? '',
+    chatId: (request.postDataJSON() as { chatId: string }).chatId,
+  };
 }
 
 /** The visitor's own bubbles in the conversation. */
@@ -79,8 +94,17 @@ describe('message limits, as the visitor sees them', () => {
     const { context, page } = await openSite(browser, `${site.origin}/`);
     try {
       await page.getByRole('button', { name: 'Open chat: Chat with us' }).click();
-      for (let i = 1; i <= MAX_CHAT_MESSAGES; i++) expect(await send(page, `note ${i}`)).toBe(200);
-      expect(await sentBubbles(page)).toBe(MAX_CHAT_MESSAGES);
+      // The first message from the widget opens the chat; the ones up to the last allowed go
+      // over HTTP with the widget's own token, into that chat (the same requests, without
+      // typing each one); the last allowed one and the one beyond it from the widget again.
+      const first = await sendSeen(page, 'note 1');
+      expect(first.status).toBe(200);
+      const token = /^Bearer (.+)$/.exec(first.authorization)?.[1];
+      expect(token).toBeDefined();
+      const visitor = stack.api.withToken(token!);
+      for (let i = 2; i < MAX_CHAT_MESSAGES; i++) await say(visitor, first.chatId, `note ${i}`);
+      expect(await send(page, `note ${MAX_CHAT_MESSAGES}`)).toBe(200);
+      expect(await sentBubbles(page)).toBe(2);
       expect(await send(page, 'one more')).toBe(429);
       expect(await statusText(page)).toMatch(
         new RegExp(`^Too many requests right now\\..*limit of ${MAX_CHAT_MESSAGES} messages`),

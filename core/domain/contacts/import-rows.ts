@@ -32,7 +32,7 @@
 // import answers its stored result. An import whose every attempt failed is rolled back (its
 // contacts and claims removed: import-record.ts) and reported `failed`. A retry never takes the
 // firm's turn over from the attempt it follows: it waits until that attempt let it go, or its
-// lock lapsed (LOCK_TTL_MS after a dead attempt's last renewal). A killed worker's last writes
+// lock lapsed (CONTACTS_IMPORT_LOCK_MS after a dead attempt's last renewal). A killed worker's last writes
 // can still be under way in the store for a moment after it died; a retry that claimed,
 // classified and released keys meanwhile would have one of those late claims land after its
 // release, a key left naming a contact never written.
@@ -66,7 +66,6 @@ import { contactSearchTerms } from './search-terms.js';
 const MAX_ERROR_ROWS = 100;
 /** Key documents per insertMany; their releases are deleted batch by batch. */
 const CLAIM_BATCH = 500;
-const LOCK_TTL_MS = 30_000;
 
 /** The job cannot run: its record is gone, belongs elsewhere or was given up (the job must not retry). */
 export class ImportNotRunnableError extends Error {
@@ -212,7 +211,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
       return applyPlan(db, record, plan);
     },
     // No owner: a retry waits for the attempt before it (see the top of this file).
-    { ttlMs: LOCK_TTL_MS, waitMs: 1000, renew: true },
+    { ttlMs: services.config.contactsImportLockMs, waitMs: 1000, renew: true },
   );
   await letGo(services, first);
   return result;

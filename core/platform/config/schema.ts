@@ -281,6 +281,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how long `POST /api/contacts/import` waits for its job before answering `202` with the `job_id`',
   }),
+  contactsImportLockMs: integer('CONTACTS_IMPORT_LOCK_MS', {
+    min: 1000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "a firm's turn to import contacts (a Redis lock, renewed every third of it while held): how long it outlives a worker that died holding it, so how soon that import's retry may run",
+  }),
   bookingRemindersPerFirm: integer('BOOKING_REMINDERS_PER_FIRM', {
     min: 1,
     max: 1_000_000,
