@@ -236,6 +236,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "BullMQ job lock (and stalled-job check interval): how soon a crashed worker's job is taken over by another",
   }),
+  callLockMs: integer('CALL_LOCK_MS', {
+    min: 1000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "how long a call record's write lock (the place-call and call-event jobs take turns on a call) lasts unreleased: how soon a crashed worker's lock on a call frees itself; longer than any one write may take",
+  }),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,
     max: 500,
