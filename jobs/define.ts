@@ -1,6 +1,7 @@
 import type { JobsOptions } from 'bullmq';
 import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 import type { RedisClient } from '../core/platform/redis.js';
+import type { Config } from '../core/platform/config.js';
 import type { QueueName, Queues } from './queues.js';
 import { annotateSpan, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from './span-subject.js';
@@ -16,8 +17,11 @@ export interface JobDefinition<T> {
   /** The job id from the payload (business identity); absent for scheduled jobs. */
   id?: (data: T) => string;
   options?: Omit<JobsOptions, 'jobId' | 'delay'>;
-  /** Run every `everyMs` by a job scheduler that each worker process upserts at start. */
-  everyMs?: number;
+  /**
+   * Run every `everyMs` by a job scheduler that each worker process upserts at start; a function
+   * when the interval is a configuration variable.
+   */
+  everyMs?: number | ((config: Config) => number);
   /** The payload type, carried for the compiler only. */
   readonly payload?: T;
 }

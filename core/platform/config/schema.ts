@@ -281,6 +281,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "how long a dial slot (pacing) stays taken without its call's end event before it frees itself (Retell's default longest call, 1 h, plus ringing)",
   }),
+  dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
+    min: 1000,
+    max: HOUR_MS,
+    default: 30_000,
+    description:
+      'how often the maintenance reaper frees dial slots whose lease (`DIAL_SLOT_LEASE_MS`) ran out and wakes the calls waiting for them',
+  }),
   contactsImportWaitMs: integer('CONTACTS_IMPORT_WAIT_MS', {
     min: 0,
     max: 60_000,
