@@ -302,6 +302,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "booking reminders a firm may have scheduled ahead at once; a booking's reminders past it are not scheduled (logged)",
   }),
+  reminderLeaseMs: integer('REMINDER_LEASE_MS', {
+    min: 3000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "how long a booking reminder being sent is held (`sending`) without a renewal (renewed every third of it while the send runs): how soon a reminder whose sender died is sent by another attempt",
+  }),
   bookingMailsPerFirmPerDay: integer('BOOKING_MAILS_PER_FIRM_PER_DAY', {
     min: 1,
     max: 1_000_000,
