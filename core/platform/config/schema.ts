@@ -307,7 +307,7 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 600_000,
     default: 30_000,
     description:
-      "how long a booking reminder being sent is held (`sending`) without a renewal (renewed every third of it while the send runs): how soon a reminder whose sender died is sent by another attempt",
+      'how long a booking reminder being sent is held (`sending`) without a renewal (renewed every third of it while the send runs): how soon a reminder whose sender died is sent by another attempt',
   }),
   bookingMailsPerFirmPerDay: integer('BOOKING_MAILS_PER_FIRM_PER_DAY', {
     min: 1,
