@@ -48,7 +48,8 @@ export async function enqueue<T>(
   queues: Queues,
   job: JobDefinition<T>,
   data: T,
-  options: { delay?: number } = {},
+  /** `retryDelayMs`: the first retry's delay of the definition's exponential backoff, when configured. */
+  options: { delay?: number; retryDelayMs?: number } = {},
 ): Promise<void> {
   assertReady(queues, job.queue);
   if (tracingActive()) annotateSpan(spanSubjectOf(data));
@@ -57,6 +58,9 @@ export async function enqueue<T>(
       ...job.options,
       ...(job.id === undefined ? {} : { jobId: job.id(data) }),
       ...(options.delay === undefined ? {} : { delay: Math.max(0, options.delay) }),
+      ...(options.retryDelayMs === undefined
+        ? {}
+        : { backoff: { type: 'exponential', delay: options.retryDelayMs } }),
     });
   } catch (err) {
     throw asUnavailable(err);

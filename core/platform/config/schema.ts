@@ -261,6 +261,13 @@ export const CONFIG_SCHEMA = Type.Object({
         'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`); unset: every queue',
     }),
   ),
+  callEffectRetryMs: integer('CALL_EFFECT_RETRY_MS', {
+    min: 100,
+    max: 600_000,
+    default: 2000,
+    description:
+      'how long after a failed call_analyzed effect (lead, CRM, email, team chat) its first retry comes, doubled at each of its 11 retries (by default about an hour in all before it is `failed`)',
+  }),
   campaignRetryDelayMs: integer('CAMPAIGN_RETRY_DELAY_MS', {
     min: 0,
     max: 7 * 24 * HOUR_MS,
