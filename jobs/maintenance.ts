@@ -2,8 +2,8 @@ import { QUEUE } from './queues.js';
 import { defineJob } from './define.js';
 
 /**
- * Sweeps run every 30 s (by default) or every hour: ten completed runs of each are history enough (failed
- * ones are kept as every queue keeps failures).
+ * Sweeps run every 30 s (by default) or every hour: ten completed runs of each are history enough
+ * (failed ones are kept as every queue keeps failures).
  */
 const SWEEP_RETENTION = { removeOnComplete: { age: 3600, count: 10 } };
 
