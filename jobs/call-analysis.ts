@@ -51,6 +51,7 @@ export const callAnalysisJobs = {
     id: (job) => jobId('effect', job.firm, job.callId, job.effect),
     // About an hour of retries (2 s, 4 s, ... 68 min in all) before an effect is `failed`:
     // long enough to ride out a Slack or Clio outage, short enough to be noticed the same day.
+    // The first delay is CALL_EFFECT_RETRY_MS (2 s), given when the job is added.
     options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
   }),
 };

@@ -1,6 +1,7 @@
 import type { JobsOptions } from 'bullmq';
 import { UnavailableError, isRedisUnavailable } from '../core/platform/errors.js';
 import type { RedisClient } from '../core/platform/redis.js';
+import type { Config } from '../core/platform/config.js';
 import type { QueueName, Queues } from './queues.js';
 import { annotateSpan, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from './span-subject.js';
@@ -16,8 +17,11 @@ export interface JobDefinition<T> {
   /** The job id from the payload (business identity); absent for scheduled jobs. */
   id?: (data: T) => string;
   options?: Omit<JobsOptions, 'jobId' | 'delay'>;
-  /** Run every `everyMs` by a job scheduler that each worker process upserts at start. */
-  everyMs?: number;
+  /**
+   * Run every `everyMs` by a job scheduler that each worker process upserts at start; a function
+   * when the interval is a configuration variable.
+   */
+  everyMs?: number | ((config: Config) => number);
   /** The payload type, carried for the compiler only. */
   readonly payload?: T;
 }
@@ -44,7 +48,8 @@ export async function enqueue<T>(
   queues: Queues,
   job: JobDefinition<T>,
   data: T,
-  options: { delay?: number } = {},
+  /** `retryDelayMs`: the first retry's delay of the definition's exponential backoff, when configured. */
+  options: { delay?: number; retryDelayMs?: number } = {},
 ): Promise<void> {
   assertReady(queues, job.queue);
   if (tracingActive()) annotateSpan(spanSubjectOf(data));
@@ -53,6 +58,9 @@ export async function enqueue<T>(
       ...job.options,
       ...(job.id === undefined ? {} : { jobId: job.id(data) }),
       ...(options.delay === undefined ? {} : { delay: Math.max(0, options.delay) }),
+      ...(options.retryDelayMs === undefined
+        ? {}
+        : { backoff: { type: 'exponential', delay: options.retryDelayMs } }),
     });
   } catch (err) {
     throw asUnavailable(err);

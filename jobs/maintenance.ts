@@ -2,8 +2,8 @@ import { QUEUE } from './queues.js';
 import { defineJob } from './define.js';
 
 /**
- * Sweeps run every 30 s or every hour: ten completed runs of each are history enough (failed
- * ones are kept as every queue keeps failures).
+ * Sweeps run every 30 s (by default) or every hour: ten completed runs of each are history enough
+ * (failed ones are kept as every queue keeps failures).
  */
 const SWEEP_RETENTION = { removeOnComplete: { age: 3600, count: 10 } };
 
@@ -22,11 +22,14 @@ export const maintenanceJobs = {
     everyMs: 3600_000,
     options: SWEEP_RETENTION,
   }),
-  /** Frees dial slots whose lease ran out (a lost end event) and wakes the jobs waiting for them. */
+  /**
+   * Frees dial slots whose lease ran out (a lost end event) and wakes the jobs waiting for them,
+   * every DIAL_SLOT_REAP_MS (30 s).
+   */
   reapDialSlots: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,
     name: 'reap-dial-slots',
-    everyMs: 30_000,
+    everyMs: (config) => config.dialSlotReapMs,
     options: SWEEP_RETENTION,
   }),
 };

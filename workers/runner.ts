@@ -115,7 +115,12 @@ export function startWorkers(
     services.queues[definition.queue]
       .upsertJobScheduler(
         definition.name,
-        { every: definition.everyMs },
+        {
+          every:
+            typeof definition.everyMs === 'function'
+              ? definition.everyMs(services.config)
+              : definition.everyMs,
+        },
         { name: definition.name, ...(definition.options === undefined ? {} : { opts: definition.options }) },
       )
       .catch((err: unknown) =>

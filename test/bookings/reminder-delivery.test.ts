@@ -50,8 +50,11 @@ beforeAll(async () => {
 });
 afterAll(() => stopMailingStack({ smtp, stack }));
 
-/** A start about 70 s ahead on a whole second: the one-minute reminder is due in about 10 s. */
-const soon = () => Math.ceil((Date.now() + 70_000) / 1000) * 1000;
+/**
+ * A start a minute and `dueInMs` ahead on a whole second: the one-minute reminder is due in about
+ * `dueInMs` (long enough for what a test must see before it, no longer: the test waits for it).
+ */
+const soon = (dueInMs: number) => Math.ceil((Date.now() + 60_000 + dueInMs) / 1000) * 1000;
 const send = (slug: string, body: unknown) => postSigned(stack, slug, body, SECRET);
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.to.includes(address));
 const mailsAbout = (bookingUid: string) => smtp.messages.filter((m) => bodyText(m).includes(bookingUid));
@@ -75,7 +78,8 @@ const sendJobState = (slug: string, bookingUid: string, startMs: number, to: str
 
 describe('reminders sent when due', () => {
   it('a cancelled booking’s reminder is never mailed, even with its send queued; its uncancelled twin’s is mailed at its due time and shows sent', async () => {
-    const startMs = soon();
+    // Due in 10 s: the cancel is seen applied before the due time.
+    const startMs = soon(10_000);
     const due = startMs - 60_000;
     const ann: Attendee = { email: 'ann@example.com', name: 'Ann Lee', timeZone: 'Asia/Kolkata' };
     const bob: Attendee = { email: 'bob@example.com', name: 'Bob Stone', timeZone: 'Asia/Kolkata' };
@@ -176,7 +180,7 @@ describe('reminders sent when due', () => {
   });
 
   it('a duplicated delivery, 5 times at once and 3 times later, mails each reminder once', async () => {
-    const startMs = soon();
+    const startMs = soon(3000);
     const cat: Attendee = { email: 'cat@example.com', name: 'Cat Wu', timeZone: 'Europe/Paris' };
     const bookingUid = uid();
     const event = calEvent('BOOKING_CREATED', calBooking(bookingUid, startMs, [cat]));
@@ -201,7 +205,8 @@ describe('send failures', () => {
   it('SMTP refusing twice (451): retried with backoff, mailed once, shows sent; a later run of the send mails nothing', async () => {
     const quiet = await createFirm(stack, { booking_webhook_secret: SECRET, reminder_offsets_minutes: [1] });
     const dan: Attendee = { email: 'dan@example.com', name: 'Dan Ruiz', timeZone: 'America/Denver' };
-    const startMs = soon();
+    // Due in 5 s: SMTP is told to refuse before the first send.
+    const startMs = soon(5000);
     const bookingUid = uid();
     await send(quiet.slug, calEvent('BOOKING_CREATED', calBooking(bookingUid, startMs, [dan])));
     await remindersWhen(quiet.client, quiet.slug, bookingUid, (rows) => expect(rows.length).toBe(1));

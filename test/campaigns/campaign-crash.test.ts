@@ -18,7 +18,9 @@ import {
   waitForCampaign,
 } from './support.js';
 
-const LEADS = 300;
+// Enough that, with one lead per fan-out chunk, the fan-out is still going when the first kill
+// comes, and calls are still to be dialled at the second (both asserted below).
+const LEADS = 60;
 
 let stack: Stack;
 let child: ChildProcess | undefined;
@@ -31,8 +33,10 @@ beforeAll(async () => {
       SIM_CALL_MS: '200',
       // A killed worker's jobs are taken over after their lock lapses: keep that short here.
       JOB_LOCK_MS: '2000',
-      // Small chunks, so that the fan-out is still going when the worker is killed.
-      CAMPAIGN_FANOUT_CHUNK: '3',
+      // And a killed worker's lock on a call record frees itself soon too.
+      CALL_LOCK_MS: '3000',
+      // One lead a chunk, so that the fan-out is still going when the worker is killed.
+      CAMPAIGN_FANOUT_CHUNK: '1',
     },
   });
   env = stack.env;

@@ -17,6 +17,8 @@ import { callsOf, createAgent } from './support.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const LEASE_MS = 1500;
+/** The reaper's interval here (30 s by default). */
+const REAP_MS = 1000;
 
 let proxy: WebhookProxy;
 let stack: Stack;
@@ -25,7 +27,12 @@ beforeAll(async () => {
   proxy = await startWebhookProxy();
   stack = await startStack({
     workers: true,
-    env: { PUBLIC_BASE_URL: proxy.url, SIM_CALL_MS: '200', DIAL_SLOT_LEASE_MS: String(LEASE_MS) },
+    env: {
+      PUBLIC_BASE_URL: proxy.url,
+      SIM_CALL_MS: '200',
+      DIAL_SLOT_LEASE_MS: String(LEASE_MS),
+      DIAL_SLOT_REAP_MS: String(REAP_MS),
+    },
   });
   proxy.target = stack.baseUrl;
 });
@@ -86,7 +93,7 @@ describe('dial slots', () => {
     });
     const second = (await call('+12125550912')).body.call_id;
     // It waits, parked (a delayed job), while the first holds the slot; then the reaper (every
-    // 30 s) frees the expired lease and wakes it.
+    // REAP_MS here) frees the expired lease and wakes it.
     await eventually(async () => {
       expect(await (await stack.services.queues.calls.getJob(second))?.getState()).toBe('delayed');
     });

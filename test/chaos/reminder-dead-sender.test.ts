@@ -15,11 +15,7 @@ import {
 } from '../../core/domain/bookings/reminder-records.js';
 import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
 import { leaseReminder, renewReminderLease } from '../../core/domain/bookings/reminder-lease.js';
-import {
-  REMINDER_LEASE_MS,
-  REMINDER_RENEW_MS,
-  sendBookingReminder,
-} from '../../core/domain/bookings/reminders.js';
+import { reminderRenewMs, sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -29,12 +25,19 @@ import { rand, startStack, type Stack } from '../helpers/stack.js';
 let smtp: FakeSmtp;
 let stack: Stack;
 const firm = `dead-sender-${rand(3)}`;
+/** The reminder lease here (30 s by default), renewed every third of it. */
+const REMINDER_LEASE_MS = 5000;
+const REMINDER_RENEW_MS = reminderRenewMs(REMINDER_LEASE_MS);
 
 beforeAll(async () => {
   smtp = await startFakeSmtp();
   stack = await startStack({
     workers: true,
-    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Reminders <reminders@lawfirm.test>' },
+    env: {
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Reminders <reminders@lawfirm.test>',
+      REMINDER_LEASE_MS: String(REMINDER_LEASE_MS),
+    },
   });
 });
 afterAll(async () => {

@@ -33,6 +33,8 @@ beforeAll(async () => {
   ({ smtp, clio, slack, stack } = await startPeerStack({
     MAIL_FROM: 'Intake <intake@firm.test>',
     PUBLIC_BASE_URL: 'https://intake.example.com',
+    // A failed effect is retried after 1 s, 2 s, ... (2 s, 4 s, ... by default).
+    CALL_EFFECT_RETRY_MS: '1000',
   }));
 });
 afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));

@@ -28,10 +28,11 @@ import { finishReminder, leaseReminder, renewReminderLease } from './reminder-le
 // reminder due a minute before its meeting mailed 9 minutes late after a worker was SIGKILLed
 // mid-send (a 5-minute lease, and busy attempts backing off exponentially meanwhile).
 
-/** How long a lease holds a reminder without a renewal. */
-export const REMINDER_LEASE_MS = 30_000;
-/** How often a send under way renews its lease. */
-export const REMINDER_RENEW_MS = 10_000;
+/**
+ * How often a send under way renews its lease: three times per lease (REMINDER_LEASE_MS, how
+ * long a lease holds a reminder without a renewal), so one late renewal does not lose it.
+ */
+export const reminderRenewMs = (leaseMs: number): number => Math.floor(leaseMs / 3);
 
 export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
@@ -93,11 +94,8 @@ export async function sendBookingReminder(
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
   const token = randomBytes(9).toString('base64url');
-  const lease = await leaseReminder(store, firm, uid, field, {
-    now: Date.now(),
-    leaseMs: REMINDER_LEASE_MS,
-    token,
-  });
+  const leaseMs = services.config.reminderLeaseMs;
+  const lease = await leaseReminder(store, firm, uid, field, { now: Date.now(), leaseMs, token });
   if (lease.outcome === 'busy') throw new ReminderBusyError(field, lease.leaseUntil);
   if (lease.outcome !== 'leased') return { outcome: lease.outcome };
 
@@ -123,10 +121,8 @@ export async function sendBookingReminder(
   let sent: { messageId: string };
   const renewal = setInterval(() => {
     // A failed renewal (Redis away) is not this send's failure: the send goes on.
-    renewReminderLease(store, firm, uid, field, { token, now: Date.now(), leaseMs: REMINDER_LEASE_MS }).catch(
-      () => undefined,
-    );
-  }, REMINDER_RENEW_MS);
+    renewReminderLease(store, firm, uid, field, { token, now: Date.now(), leaseMs }).catch(() => undefined);
+  }, reminderRenewMs(leaseMs));
   try {
     sent = await services.mailer.send(reminderMail(lease.reminder, lease.booking, messageId));
   } catch (err) {

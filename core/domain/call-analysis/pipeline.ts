@@ -60,7 +60,12 @@ export async function analyseCall(
     outcome = 'extracted';
   }
   for (const effect of CALL_EFFECTS) {
-    await enqueue(services.queues, JOBS.callEffect, { firm: call.firm, callId: call._id, effect });
+    await enqueue(
+      services.queues,
+      JOBS.callEffect,
+      { firm: call.firm, callId: call._id, effect },
+      { retryDelayMs: services.config.callEffectRetryMs },
+    );
   }
   return outcome;
 }

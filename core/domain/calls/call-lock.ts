@@ -9,14 +9,19 @@ import { COLLECTIONS } from '../../platform/db/collections.js';
 // document on update from what it read, so two concurrent updates of one call could each undo
 // the other's fields.
 
-/** Runs `fn` holding the lock of the call identified by `key`. */
+/**
+ * Runs `fn` holding the lock of the call identified by `key`; a lock its holder never released
+ * (a killed worker) frees itself after CALL_LOCK_MS.
+ */
 export function withCallLock<T>(
   services: Services,
   firm: string,
   key: string,
   fn: () => Promise<T>,
 ): Promise<T> {
-  return withRecordLock(services.redis, redisKeys(services.config).callLock(firm, key), fn);
+  return withRecordLock(services.redis, redisKeys(services.config).callLock(firm, key), fn, {
+    ttlMs: services.config.callLockMs,
+  });
 }
 
 /** A call as the subject of effects (its dial, the call_analyzed effects): written under its lock. */

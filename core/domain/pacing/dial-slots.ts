@@ -138,7 +138,7 @@ export async function wakeDialWaiters(services: Services, firm: string): Promise
 /**
  * For every firm with parked jobs: finishes wake-ups a dead worker left half done, frees the
  * slots whose lease ran out (their end event never came) and wakes waiters for the free slots.
- * Run every 30 s by the maintenance queue.
+ * Run every DIAL_SLOT_REAP_MS (30 s) by the maintenance queue.
  */
 export async function reapDialSlots(services: Services): Promise<{ firms: number; woken: number }> {
   const firms: string[] = [];

@@ -236,6 +236,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "BullMQ job lock (and stalled-job check interval): how soon a crashed worker's job is taken over by another",
   }),
+  callLockMs: integer('CALL_LOCK_MS', {
+    min: 1000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "how long a call record's write lock (the place-call and call-event jobs take turns on a call) lasts unreleased: how soon a crashed worker's lock on a call frees itself; longer than any one write may take",
+  }),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,
     max: 500,
@@ -254,6 +261,13 @@ export const CONFIG_SCHEMA = Type.Object({
         'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`); unset: every queue',
     }),
   ),
+  callEffectRetryMs: integer('CALL_EFFECT_RETRY_MS', {
+    min: 100,
+    max: 600_000,
+    default: 2000,
+    description:
+      'how long after a failed call_analyzed effect (lead, CRM, email, team chat) its first retry comes, doubled at each of its 11 retries (by default about an hour in all before it is `failed`)',
+  }),
   campaignRetryDelayMs: integer('CAMPAIGN_RETRY_DELAY_MS', {
     min: 0,
     max: 7 * 24 * HOUR_MS,
@@ -273,6 +287,13 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 3_900_000,
     description:
       "how long a dial slot (pacing) stays taken without its call's end event before it frees itself (Retell's default longest call, 1 h, plus ringing)",
+  }),
+  dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
+    min: 1000,
+    max: HOUR_MS,
+    default: 30_000,
+    description:
+      'how often the maintenance reaper frees dial slots whose lease (`DIAL_SLOT_LEASE_MS`) ran out and wakes the calls waiting for them',
   }),
   contactsImportWaitMs: integer('CONTACTS_IMPORT_WAIT_MS', {
     min: 0,
@@ -294,6 +315,13 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 10_000,
     description:
       "booking reminders a firm may have scheduled ahead at once; a booking's reminders past it are not scheduled (logged)",
+  }),
+  reminderLeaseMs: integer('REMINDER_LEASE_MS', {
+    min: 3000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      'how long a booking reminder being sent is held (`sending`) without a renewal (renewed every third of it while the send runs): how soon a reminder whose sender died is sent by another attempt',
   }),
   bookingMailsPerFirmPerDay: integer('BOOKING_MAILS_PER_FIRM_PER_DAY', {
     min: 1,
