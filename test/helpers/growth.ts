@@ -41,9 +41,10 @@ async function costOfAsync(block: () => Promise<void>): Promise<number> {
 }
 
 export interface Growth {
-  /** Input length of the large side of the step that decided. */
-  length: number;
-  /** Cost of one run on `length` characters ÷ cost of one run on `length / 10`. */
+  /** Characters of the large input and of the small one (a tenth, or about) of the deciding step. */
+  largeSize: number;
+  smallSize: number;
+  /** Cost of one run on the large input ÷ cost of one run on the small one. */
   ratio: number;
   /** Milliseconds of one large run, and of one small run, in the best repetition. */
   largeMs: number;
@@ -52,8 +53,60 @@ export interface Growth {
   tries: number;
 }
 
-function summary(length: number, largeMs: number, smallMs: number, tries: number): Growth {
-  return { length, largeMs, smallMs, tries, ratio: (largeMs + RESOLUTION_MS) / (smallMs + RESOLUTION_MS) };
+type Sizes = Pick<Growth, 'largeSize' | 'smallSize'>;
+
+const ratioOf = (largeMs: number, smallMs: number): number =>
+  (largeMs + RESOLUTION_MS) / (smallMs + RESOLUTION_MS);
+
+/** One step: `make(true, variant)` builds a new large input, `make(false, variant)` a small one. */
+function step<T>(
+  sizes: Sizes,
+  make: (large: boolean, variant: number) => T,
+  run: (input: T) => unknown,
+): Growth {
+  let best: Growth | undefined;
+  for (let attempt = 0; attempt < TRIES && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
+    const large = make(true, attempt);
+    const small = Array.from({ length: SMALL_RUNS }, (_, i) => make(false, attempt * SMALL_RUNS + i));
+    const largeMs = costOf(() => run(large));
+    let spent = 0;
+    let runs = 0;
+    while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) {
+      const input = small[runs++]!;
+      spent += costOf(() => run(input));
+    }
+    const smallMs = spent / runs;
+    const now = { ...sizes, largeMs, smallMs, ratio: ratioOf(largeMs, smallMs), tries: attempt + 1 };
+    best = best === undefined || now.ratio < best.ratio ? now : { ...best, tries: attempt + 1 };
+  }
+  return best!;
+}
+
+async function stepAsync<T>(
+  sizes: Sizes,
+  make: (large: boolean, variant: number) => T,
+  run: (input: T) => Promise<unknown>,
+): Promise<Growth> {
+  let best: Growth | undefined;
+  for (let attempt = 0; attempt < TRIES && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
+    const large = make(true, attempt);
+    const small = Array.from({ length: SMALL_RUNS }, (_, i) => make(false, attempt * SMALL_RUNS + i));
+    const largeMs = await costOfAsync(async () => {
+      await run(large);
+    });
+    let spent = 0;
+    let runs = 0;
+    while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) {
+      const input = small[runs++]!;
+      spent += await costOfAsync(async () => {
+        await run(input);
+      });
+    }
+    const smallMs = spent / runs;
+    const now = { ...sizes, largeMs, smallMs, ratio: ratioOf(largeMs, smallMs), tries: attempt + 1 };
+    best = best === undefined || now.ratio < best.ratio ? now : { ...best, tries: attempt + 1 };
+  }
+  return best!;
 }
 
 /**
@@ -68,25 +121,9 @@ export function growth<T>(
 ): Growth {
   let last: Growth | undefined;
   for (const length of lengths) {
-    let best: Growth | undefined;
-    for (let attempt = 0; attempt < TRIES && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
-      const large = make(length, attempt);
-      const small = Array.from({ length: SMALL_RUNS }, (_, i) =>
-        make(length / STEP, attempt * SMALL_RUNS + i),
-      );
-      const largeMs = costOf(() => run(large));
-      let spent = 0;
-      let runs = 0;
-      while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) {
-        const input = small[runs++]!;
-        spent += costOf(() => run(input));
-      }
-      const now = summary(length, largeMs, spent / runs, attempt + 1);
-      if (best === undefined || now.ratio < best.ratio) best = now;
-      best.tries = attempt + 1;
-    }
-    last = best!;
-    if (last.ratio > GROWTH_LIMIT) return last;
+    const small = length / STEP;
+    last = step({ largeSize: length, smallSize: small }, (l, v) => make(l ? length : small, v), run);
+    if (last.ratio > GROWTH_LIMIT) break;
   }
   return last!;
 }
@@ -99,33 +136,30 @@ export async function growthAsync<T>(
 ): Promise<Growth> {
   let last: Growth | undefined;
   for (const length of lengths) {
-    let best: Growth | undefined;
-    for (let attempt = 0; attempt < TRIES && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
-      const large = make(length, attempt);
-      const small = Array.from({ length: SMALL_RUNS }, (_, i) =>
-        make(length / STEP, attempt * SMALL_RUNS + i),
-      );
-      const largeMs = await costOfAsync(async () => {
-        await run(large);
-      });
-      let spent = 0;
-      let runs = 0;
-      while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) {
-        const input = small[runs++]!;
-        spent += await costOfAsync(async () => {
-          await run(input);
-        });
-      }
-      const now = summary(length, largeMs, spent / runs, attempt + 1);
-      if (best === undefined || now.ratio < best.ratio) best = now;
-      best.tries = attempt + 1;
-    }
-    last = best!;
-    if (last.ratio > GROWTH_LIMIT) return last;
+    const small = length / STEP;
+    last = await stepAsync(
+      { largeSize: length, smallSize: small },
+      (l, v) => make(l ? length : small, v),
+      run,
+    );
+    if (last.ratio > GROWTH_LIMIT) break;
   }
   return last!;
 }
 
+/**
+ * One step for a structured input (a generated webhook, a CSV row): `make(scale)` builds it with
+ * each of its texts `scale` times as long, 1 then 10; `size` says how many characters it holds.
+ */
+export function growthOfScale<T>(
+  make: (scale: number, variant: number) => T,
+  size: (input: T) => number,
+  run: (input: T) => unknown,
+): Growth {
+  const sizes = { largeSize: size(make(STEP, -1)), smallSize: size(make(1, -1)) };
+  return step(sizes, (large, variant) => make(large ? STEP : 1, variant), run);
+}
+
 export const describeGrowth = (g: Growth): string =>
-  `${g.length.toLocaleString('en')} characters cost ${g.ratio.toFixed(1)} times ${(g.length / STEP).toLocaleString('en')} ` +
+  `${g.largeSize.toLocaleString('en')} characters cost ${g.ratio.toFixed(1)} times ${g.smallSize.toLocaleString('en')} ` +
   `(${g.largeMs.toFixed(2)} ms against ${g.smallMs.toFixed(3)} ms; linear is at most 10, quadratic about 100)`;
