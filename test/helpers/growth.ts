@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 // Linear time, told apart from quadratic without a clock budget: the cost of a run over n
 // characters is compared with the cost of a run over n/10, on the same machine a moment apart,
 // so a busy or slow machine stretches both sides alike. Linear code costs at most 10 times as
@@ -82,26 +84,39 @@ function step<T>(
   return best!;
 }
 
+/** How `growthAsync` measures: by default as `growth` does; `meter` reads another process's CPU. */
+export interface AsyncGrowthOptions {
+  /** Milliseconds of CPU so far of what is measured (e.g. a worker process's main thread). */
+  meter?: () => number;
+  /** Repetitions at most (default 5). */
+  tries?: number;
+}
+
 async function stepAsync<T>(
   sizes: Sizes,
   make: (large: boolean, variant: number) => T,
   run: (input: T) => Promise<unknown>,
+  options: AsyncGrowthOptions,
 ): Promise<Growth> {
-  let best: Growth | undefined;
-  for (let attempt = 0; attempt < TRIES && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
-    const large = make(true, attempt);
-    const small = Array.from({ length: SMALL_RUNS }, (_, i) => make(false, attempt * SMALL_RUNS + i));
-    const largeMs = await costOfAsync(async () => {
-      await run(large);
-    });
-    let spent = 0;
-    let runs = 0;
-    while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) {
-      const input = small[runs++]!;
-      spent += await costOfAsync(async () => {
+  const { meter } = options;
+  const cost = async (input: T): Promise<number> => {
+    if (meter === undefined)
+      return costOfAsync(async () => {
         await run(input);
       });
-    }
+    const before = meter();
+    await run(input);
+    return meter() - before;
+  };
+  let best: Growth | undefined;
+  const tries = options.tries ?? TRIES;
+  for (let attempt = 0; attempt < tries && (best === undefined || best.ratio > GROWTH_LIMIT); attempt++) {
+    const large = make(true, attempt);
+    const small = Array.from({ length: SMALL_RUNS }, (_, i) => make(false, attempt * SMALL_RUNS + i));
+    const largeMs = await cost(large);
+    let spent = 0;
+    let runs = 0;
+    while (runs < SMALL_RUNS && (runs === 0 || spent < largeMs)) spent += await cost(small[runs++]!);
     const smallMs = spent / runs;
     const now = { ...sizes, largeMs, smallMs, ratio: ratioOf(largeMs, smallMs), tries: attempt + 1 };
     best = best === undefined || now.ratio < best.ratio ? now : { ...best, tries: attempt + 1 };
@@ -128,11 +143,15 @@ export function growth<T>(
   return last!;
 }
 
-/** `growth` for a run that answers a promise (a request): the same steps, one run at a time. */
+/**
+ * `growth` for a run that answers a promise (a request, a job): the same steps, one run at a time,
+ * its cost measured in this process unless `options.meter` says where.
+ */
 export async function growthAsync<T>(
   lengths: number[],
   make: (length: number, variant: number) => T,
   run: (input: T) => Promise<unknown>,
+  options: AsyncGrowthOptions = {},
 ): Promise<Growth> {
   let last: Growth | undefined;
   for (const length of lengths) {
@@ -141,6 +160,7 @@ export async function growthAsync<T>(
       { largeSize: length, smallSize: small },
       (l, v) => make(l ? length : small, v),
       run,
+      options,
     );
     if (last.ratio > GROWTH_LIMIT) break;
   }
@@ -163,3 +183,18 @@ export function growthOfScale<T>(
 export const describeGrowth = (g: Growth): string =>
   `${g.largeSize.toLocaleString('en')} characters cost ${g.ratio.toFixed(1)} times ${g.smallSize.toLocaleString('en')} ` +
   `(${g.largeMs.toFixed(2)} ms against ${g.smallMs.toFixed(3)} ms; linear is at most 10, quadratic about 100)`;
+
+/**
+ * Milliseconds the main thread of process `pid` has been on a CPU (Linux: /proc/<pid>/schedstat,
+ * else /proc/<pid>/stat's user and system ticks, which count every thread): a worker process's
+ * JavaScript, whatever else the machine runs.
+ */
+export function processCpuMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, fields 14 and 15 of stat (12 and 13 after "(comm) "), in ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  }
+}
