@@ -273,9 +273,9 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     // every worker of the queue reads), and calls registered meanwhile wait for it too. Seen as
     // the call that sets it rather than as the key's TTL, which a slow poll could find expired.
     await eventually(async () =>
-      expect(pauses.mock.calls.map(([ms], i) => [(pauses.mock.contexts[i] as Queue).name, ms])).toEqual([
-        ['calls', 3000],
-      ]),
+      expect(pauses.mock.calls.map(([pause], i) => [(pauses.mock.contexts[i] as Queue).name, pause])).toEqual(
+        [['calls', 3000]],
+      ),
     );
     const others = await Promise.all([createCall(), createCall(), createCall()]);
     const all = [callId, ...others.map((r) => r.body.call_id as string)];
