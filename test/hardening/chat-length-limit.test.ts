@@ -1,8 +1,11 @@
-// Long hostile chats, the web side: every chat turn replayed the whole history through the contact
-// patterns, and nothing capped a chat's length, so a long hostile widget chat made each turn
-// slower than the last and held up every other request of the web process (/healthz waited
-// 558 ms behind message 80). A turn now reads only its new message (the intake progress is kept
-// with the chat), and a chat takes at most 100 visitor messages (docs/widget.md#limits).
+// Long hostile chats, the web side: every chat turn replayed the whole history through the contact patterns,
+// and nothing capped a chat's length, so a long hostile widget chat made each turn slower than the
+// last and held up every other request of the web process (/healthz waited 558 ms behind message
+// 80). A turn now reads only its new message (the intake progress is kept with the chat), and a
+// chat takes at most 100 visitor messages (docs/widget.md#limits). What a turn costs is measured
+// as CPU of the web process (in this process: its main thread), so a loaded machine does not
+// count: turn 80 may cost at most 4 times what turn 1 did, where replaying the history made it
+// tens of times as much.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
@@ -12,6 +15,7 @@ import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
 import { pageConfig } from '../widget/widget-helpers.js';
+import { processCpuMs } from '../helpers/growth.js';
 
 let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>> & { agentId: string };
@@ -30,64 +34,46 @@ async function widgetClient(): Promise<ApiClient> {
   return stack.api.withToken(pageConfig(page.text).token!);
 }
 
-/** 4,000 characters each, the most a message may have, built to make the email pattern backtrack. */
-const hostile = (i: number) => (i % 2 === 0 ? 'a'.repeat(4000) : 'a@'.repeat(2000));
+/**
+ * 4,000 characters each, the most a message may have: runs built to make the email pattern
+ * backtrack, and digit groups, which the phone search parses one by one (the costliest text the
+ * analysis reads, bounded per message by its 200 candidates).
+ */
+const HOSTILE = ['a'.repeat(4000), 'a@'.repeat(2000), '12 '.repeat(1333)];
+const hostile = (i: number) => HOSTILE[i % HOSTILE.length]!;
 
-const percentile = (values: number[], p: number) =>
-  [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(values.length * p))]!;
-const median = (values: number[]) => percentile(values, 0.5);
+const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
 
 describe('a long hostile widget chat', () => {
-  it('80 hostile 4,000-character messages: /healthz stays fast and turn 80 costs what turn 1 did', async () => {
+  it('80 hostile 4,000-character messages: turn 80 costs the web process at most 4 times the CPU turn 1 did', async () => {
     const visitor = await widgetClient();
     const { chat_id: chatId } = await createChat(visitor, firm.slug, firm.agentId);
 
-    const health: number[] = [];
-    let chatting = true;
-    const poller = (async () => {
-      while (chatting) {
-        const started = performance.now();
-        const res = await stack.api.get('/healthz');
-        health.push(performance.now() - started);
-        expect(res.status).toBe(200);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    })();
-
-    const turns: number[] = [];
-    try {
-      for (let i = 0; i < 80; i++) {
-        const started = performance.now();
-        await say(visitor, chatId, hostile(i));
-        turns.push(performance.now() - started);
-      }
-    } finally {
-      chatting = false;
-      await poller;
+    // This process runs the web process's code: its main thread's CPU during a turn is the
+    // turn's (the test's own request is the same small cost every turn).
+    const cpu: number[] = [];
+    const wall: number[] = [];
+    for (let i = 0; i < 80; i++) {
+      const cpuBefore = processCpuMs(process.pid);
+      const started = performance.now();
+      await say(visitor, chatId, hostile(i));
+      wall.push(performance.now() - started);
+      cpu.push(processCpuMs(process.pid) - cpuBefore);
     }
-
-    const first = median(turns.slice(0, 5));
-    const last = median(turns.slice(-5));
+    // Three turns of each kind of message at each end.
+    const first = median(cpu.slice(0, 6));
+    const last = median(cpu.slice(-6));
     const figures = {
-      turn_first5_median_ms: Math.round(first),
-      turn_last5_median_ms: Math.round(last),
-      turn_max_ms: Math.round(Math.max(...turns)),
-      healthz_p50_ms: Math.round(median(health)),
-      healthz_p95_ms: Math.round(percentile(health, 0.95)),
-      healthz_max_ms: Math.round(Math.max(...health)),
-      healthz_polls: health.length,
+      turn_first6_median_cpu_ms: Number(first.toFixed(1)),
+      turn_last6_median_cpu_ms: Number(last.toFixed(1)),
+      turn_first6_median_ms: Math.round(median(wall.slice(0, 6))),
+      turn_last6_median_ms: Math.round(median(wall.slice(-6))),
+      turn_max_ms: Math.round(Math.max(...wall)),
     };
     console.log('long hostile chat figures', JSON.stringify(figures));
-    // Generous bounds for a busy two-core machine (with a browser test beside it, /healthz once
-    // waited 259 ms): before the change the last turns took about 1.5 s (15 to 20 times the first)
-    // and /healthz waited 1 to 2.5 s behind them. Each turn still runs the contact patterns once
-    // over its own 4,000 characters (tens of ms while the email pattern backtracks), and the chat
-    // document it rewrites grows; neither may add up to this.
-    expect(last, JSON.stringify(figures)).toBeLessThan(4 * first + 150);
-    // The 95th percentile rather than the maximum: one pause of the shared machine must not fail
-    // the test, while before the change most polls waited behind a turn (p95 over a second).
-    expect(percentile(health, 0.95), JSON.stringify(figures)).toBeLessThan(300);
-    expect(median(health), JSON.stringify(figures)).toBeLessThan(50);
+    // Each turn still runs the contact patterns once over its own 4,000 characters, and the chat
+    // document it rewrites grows; neither may add up to this. Replaying the history did.
+    expect(last, JSON.stringify(figures)).toBeLessThanOrEqual(4 * first);
   }, 180_000);
 
   it(`a chat takes ${MAX_CHAT_MESSAGES} visitor messages; the next is 429 rate_limited and not stored`, async () => {

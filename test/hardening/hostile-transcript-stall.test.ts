@@ -1,14 +1,19 @@
-// Hostile transcripts, the worker side: one firm's webhooks must not stall the shared worker for every
-// firm. Firm A sends call_analyzed deliveries whose transcripts are 100,000 characters without a
-// space (before linear scanning: 13 s of email regex per delivery, and firm B's next call_started
-// at 14.6 s after one, 49.7 s after four); firm B's call_started, sent while A's analyses run in
-// the same worker process, is applied within 2 s (docs/webhooks.md#linear-text-scanning).
+// Hostile transcripts, the worker side: one firm's webhooks must not stall the shared worker for every firm. Firm
+// A sends call_analyzed deliveries whose transcripts are a run of characters without a space (the
+// review measured 13 s of email regex per delivery of 100,000, and firm B's next call_started at
+// 14.6 s after one, 49.7 s after four). The worker's CPU for such a delivery must grow linearly
+// with the transcript: 100,000 characters may cost at most 20 times 10,000 (linear is at most 10,
+// the quadratic pattern about 100), measured on the worker process's own main thread, so a loaded
+// machine does not count (test/helpers/growth.ts). Then firm B's call_started, sent while four
+// such deliveries are analysed in the same worker process, is applied, and A's calls are analysed
+// (docs/webhooks.md#linear-text-scanning); how long B waited is printed, not held to a clock.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundCallId } from '../../core/domain/calls/call-keys.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { startWorkerProcess } from '../helpers/worker-process.js';
+import { describeGrowth, growthAsync, GROWTH_LIMIT, processCpuMs } from '../helpers/growth.js';
 import { callForProvider, callsOf, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 
 const SECRET_A = 'whsec_h1_hostile_firm_secret';
@@ -28,10 +33,10 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** A call_analyzed of a conversation whose transcript is 100,000 characters without a space. */
-function hostileCallAnalyzed() {
+/** A call_analyzed of a conversation whose transcript is `length` characters without a space. */
+function hostileCallAnalyzed(length = 100_000) {
   const body = retellCallAnalyzed({ providerCallId: `call_${rand(12)}` });
-  body.call.transcript = `User: ${'a'.repeat(100_000)}`;
+  body.call.transcript = `User: ${'a'.repeat(length)}`;
   body.call.transcript_object = [];
   body.call.transcript_with_tool_calls = [];
   // No extracted fields: the analysis reads the transcript for every one of them.
@@ -39,12 +44,43 @@ function hostileCallAnalyzed() {
   return body;
 }
 
+/** Delivers one of firm A's calls and waits until the worker has analysed it. */
+async function analysed(firm: string, secret: string, body: ReturnType<typeof hostileCallAnalyzed>) {
+  const res = await postSigned(stack, firm, secret, body);
+  expect(res.status, res.text).toBe(200);
+  const call = await callForProvider(stack, firm, body.call.call_id);
+  return eventually(
+    async () => {
+      const stored = await callsOf(stack).findOne({ _id: call._id });
+      expect(stored?.extraction).toBeDefined();
+      return stored!.extraction!;
+    },
+    60_000,
+    20,
+  );
+}
+
 describe('a hostile transcript does not stall the worker for other firms', () => {
-  it('firm B’s call_started is applied within 2 s while firm A’s hostile call_analyzed deliveries are analysed', async () => {
+  it('the worker’s CPU for a hostile call_analyzed grows linearly with its transcript (10,000 to 100,000 characters)', async () => {
+    const firmA = await createFirm(stack, { voice_webhook_secret: SECRET_A });
+    // A first delivery warms the worker's code up; then one at a time, each until its analysis
+    // is stored: the worker's CPU meanwhile is that delivery's.
+    await analysed(firmA.slug, SECRET_A, hostileCallAnalyzed(1000));
+    const measured = await growthAsync(
+      [100_000],
+      (length) => hostileCallAnalyzed(length),
+      async (body) => expect((await analysed(firmA.slug, SECRET_A, body)).email).toBeNull(),
+      { meter: () => processCpuMs(worker!.pid!), tries: 3 },
+    );
+    console.log(`the worker's CPU for one hostile delivery: ${describeGrowth(measured)}`);
+    expect(measured.ratio, describeGrowth(measured)).toBeLessThanOrEqual(GROWTH_LIMIT);
+  }, 300_000);
+
+  it('firm B’s call_started is applied while firm A’s hostile call_analyzed deliveries are analysed', async () => {
     const firmA = await createFirm(stack, { voice_webhook_secret: SECRET_A });
     const firmB = await createFirm(stack, { voice_webhook_secret: SECRET_B });
 
-    const hostile = Array.from({ length: HOSTILE_DELIVERIES }, hostileCallAnalyzed);
+    const hostile = Array.from({ length: HOSTILE_DELIVERIES }, () => hostileCallAnalyzed());
     for (const body of hostile) {
       const res = await postSigned(stack, firmA.slug, SECRET_A, body);
       expect(res.status, res.text).toBe(200);
@@ -77,16 +113,14 @@ describe('a hostile transcript does not stall the worker for other firms', () =>
       60_000,
       20,
     );
-    const latencyMs = Date.now() - sentAt;
     console.log(
-      `hostile transcripts: firm B's call_started applied ${latencyMs} ms after its delivery, behind ${HOSTILE_DELIVERIES} hostile deliveries`,
+      `firm B's call_started applied ${Date.now() - sentAt} ms after its delivery, behind ${HOSTILE_DELIVERIES} hostile deliveries`,
     );
-    expect(latencyMs).toBeLessThan(2000);
 
     // A's calls are analysed too: the bounded analysis reads them, finds no contact, and ends.
     for (const body of hostile) {
       const call = await callForProvider(stack, firmA.slug, body.call.call_id);
-      const analysed = await eventually(
+      const extraction = await eventually(
         async () => {
           const stored = await callsOf(stack).findOne({ _id: call._id });
           expect(stored?.extraction).toBeDefined();
@@ -95,12 +129,12 @@ describe('a hostile transcript does not stall the worker for other firms', () =>
         30_000,
         50,
       );
-      expect(analysed.email).toBeNull();
+      expect(extraction.email).toBeNull();
     }
     const jobs = await stack.services.queues['call-effects'].getJobs(['completed']);
     const analyses = jobs.filter((j) => j.name === 'analyze-call' && j.data.firm === firmA.slug);
     console.log(
-      `hostile transcripts: firm A's analyze-call jobs took ${analyses.map((j) => `${(j.finishedOn ?? 0) - (j.processedOn ?? 0)} ms`).join(', ')}`,
+      `firm A's analyze-call jobs took ${analyses.map((j) => `${(j.finishedOn ?? 0) - (j.processedOn ?? 0)} ms`).join(', ')}`,
     );
   }, 120_000);
 });

@@ -17,11 +17,9 @@ export function startWorkerProcess(env: Record<string, string>): ChildProcess {
   }).child;
 }
 
-/** Resolves with the exit code and signal, and how long after `since` the process ended. */
+/** Resolves with the exit code and signal. */
 export async function exitOf(
   child: ChildProcess,
-  since = Date.now(),
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }> {
-  const { code, signal } = await exitOfChild(child);
-  return { code, signal, afterMs: Date.now() - since };
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return exitOfChild(child);
 }

@@ -65,16 +65,15 @@ async function callInFlight(
 describe('SIGTERM on a worker with a job in flight', () => {
   it('lets the job finish, then exits 0', async () => {
     const { callId, creates } = await callInFlight({});
-    const sent = Date.now();
     child!.kill('SIGTERM');
-    const exit = exitOf(child!, sent);
+    const exit = exitOf(child!);
     // Still draining: it does not leave while its job waits for Retell's answer.
     await sleep(500);
     expect(child!.exitCode).toBeNull();
     fake.release();
-    const { code, afterMs } = await exit;
-    expect(code).toBe(0);
-    expect(afterMs).toBeLessThan(25_000);
+    // 0: the process's own word that it stopped before its deadline (SHUTDOWN_TIMEOUT_MS, after
+    // which it exits 1), not a clock of this test's.
+    expect(await exit).toMatchObject({ code: 0, signal: null });
 
     const job = await stack.services.queues.calls.getJob(callId);
     expect(await job?.getState()).toBe('completed');
@@ -86,11 +85,10 @@ describe('SIGTERM on a worker with a job in flight', () => {
   it('hands back a job that outlasts the grace period; another worker completes it without a second dial', async () => {
     // SHUTDOWN_TIMEOUT_MS 6000 leaves the worker 1 s of grace before it hands jobs back.
     const { callId, creates } = await callInFlight({ SHUTDOWN_TIMEOUT_MS: '6000' });
-    const sent = Date.now();
     child!.kill('SIGTERM');
-    const { code, afterMs } = await exitOf(child!, sent);
-    expect(code).toBe(0);
-    expect(afterMs).toBeLessThan(25_000);
+    // In time: a worker that kept waiting for the held dial would pass its 6 s deadline and exit 1.
+    expect(await exitOf(child!)).toMatchObject({ code: 0, signal: null });
+    expect(creates()).toHaveLength(1);
     // Handed back, not lost and not failed.
     const state = await (await stack.services.queues.calls.getJob(callId))?.getState();
     expect(['waiting', 'active', 'delayed']).toContain(state);

@@ -1,8 +1,9 @@
 // The extraction utility's extractor (core/domain/intake/text-extraction.ts): correct on an
 // ordinary note and email, and linear on adversarial text up to the 50,000 characters the
-// route takes. The budget is the processor fuzz's (test/unit/processor-fuzz.test.ts):
-// 50 ms + 0.05 ms × input length, so 2,550 ms for 50,000 characters; a case over it is run
-// once more before it counts (the machine is shared), and the figures are printed.
+// route takes. Linear is measured as growth, not against a clock budget (test/helpers/growth.ts):
+// 10 times the characters (500 → 5,000 → 50,000) may cost at most 20 times as much (linear code
+// stays under 10, quadratic code is about 100), so a loaded machine slows both sides alike. The
+// steepest growth seen is printed.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -11,34 +12,30 @@ import {
   extractFromTextDeterministic,
   pickFields,
 } from '../../core/domain/intake/text-extraction.js';
+import { describeGrowth, growth, GROWTH_LIMIT, type Growth } from '../helpers/growth.js';
 
-const BASE_MS = 50;
-const MS_PER_CHAR = 0.05;
-const budgetMs = (length: number) => BASE_MS + MS_PER_CHAR * length;
-let worst = { share: 0, ms: 0, case: '' };
+/** Each step is ten times the characters, up to the most the route takes. */
+const LENGTHS = [MAX_EXTRACT_CHARS / 10, MAX_EXTRACT_CHARS];
+/** Not a budget: only stops a hung run (a quadratic one fails its growth step first). */
+const HANG_GUARD_MS = 120_000;
+let steepest: { growth: Growth; case: string } | undefined;
 
-function withinBudget(label: string, text: string): void {
-  const once = () => {
-    const start = performance.now();
-    extractFromTextDeterministic(text);
-    return performance.now() - start;
-  };
-  const budget = budgetMs(text.length);
-  let ms = once();
-  if (ms > budget) ms = Math.min(ms, once());
-  if (ms / budget > worst.share) worst = { share: ms / budget, ms, case: label };
-  expect(ms, `${label}: ${ms.toFixed(1)} ms for ${text.length} characters`).toBeLessThanOrEqual(budget);
+/** `unit` repeated to each length: the extractor's cost may grow at most GROWTH_LIMIT times a step. */
+function linear(label: string, unit: string): void {
+  const measured = growth(
+    LENGTHS,
+    (length) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length),
+    extractFromTextDeterministic,
+  );
+  if (steepest === undefined || measured.ratio > steepest.growth.ratio)
+    steepest = { growth: measured, case: label };
+  expect(measured.ratio, `${label}: ${describeGrowth(measured)}`).toBeLessThanOrEqual(GROWTH_LIMIT);
 }
 
 afterAll(() => {
-  console.log(
-    `text extraction: budget ${BASE_MS} ms + ${MS_PER_CHAR} ms × length (${budgetMs(MAX_EXTRACT_CHARS)} ms at ${MAX_EXTRACT_CHARS}); ` +
-      `slowest case ${worst.case}: ${worst.ms.toFixed(1)} ms, ${(worst.share * 100).toFixed(1)} % of its budget`,
-  );
+  if (steepest !== undefined)
+    console.log(`text extraction: steepest growth, ${steepest.case}: ${describeGrowth(steepest.growth)}`);
 });
-
-const fill = (unit: string) =>
-  unit.repeat(Math.ceil(MAX_EXTRACT_CHARS / unit.length)).slice(0, MAX_EXTRACT_CHARS);
 
 describe('an ordinary note or email', () => {
   it('gives the name, phone (E.164), email (lower-cased), case type, urgency and a summary', () => {
@@ -93,50 +90,58 @@ describe('an ordinary note or email', () => {
   });
 });
 
-describe('50,000 adversarial characters', () => {
-  it('runs of what the patterns look for finish within 50 ms + 0.05 ms × length', () => {
-    const units = [
-      '1 ',
-      '9',
-      '(415) 555-01',
-      '+1 4',
-      '+',
-      'a@a.',
-      '@',
-      'x.',
-      'my name is ',
-      "I'm Jane ",
-      'Jane ',
-      'User: ',
-      'Agent: What is your email address?\nUser: a@',
-      '\n',
-      'divorce urgent ',
-      ' at  dot ',
-      '\u2028',
-    ];
-    for (const unit of units) withinBudget(JSON.stringify(unit), fill(unit));
-  });
+describe('adversarial text up to 50,000 characters', () => {
+  it(
+    'runs of what the patterns look for cost at most 20 times as much for 10 times the characters',
+    () => {
+      const units = [
+        '1 ',
+        '9',
+        '(415) 555-01',
+        '+1 4',
+        '+',
+        'a@a.',
+        '@',
+        'x.',
+        'my name is ',
+        "I'm Jane ",
+        'Jane ',
+        'User: ',
+        'Agent: What is your email address?\nUser: a@',
+        '\n',
+        'divorce urgent ',
+        ' at  dot ',
+        '\u2028',
+      ];
+      for (const unit of units) linear(JSON.stringify(unit), unit);
+    },
+    HANG_GUARD_MS,
+  );
 
-  it('generated text (fast-check) of up to 50,000 characters keeps to the same budget', () => {
-    const char = fc.constantFrom(..."aZé1 9\t\n@.,-+():_%!?'’/{}~".split(''), '\u0000');
-    const phrase = fc.constantFrom(
-      'my name is ',
-      ' at ',
-      ' dot ',
-      'jane.doe@example.com',
-      '(415) 555-0123',
-      'User: ',
-      'Agent: ',
-    );
-    const runs = fc
-      .tuple(fc.string({ unit: char, minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 25_000 }))
-      .map(([unit, times]) => unit.repeat(times).slice(0, MAX_EXTRACT_CHARS));
-    const speech = fc
-      .array(fc.oneof(phrase, fc.string({ unit: char, maxLength: 40 })), { maxLength: 2000 })
-      .map((parts) => parts.join('').slice(0, MAX_EXTRACT_CHARS));
-    fc.assert(
-      fc.property(fc.oneof(runs, speech), (text) => withinBudget('generated', text)),
-      { numRuns: 60 },
-    );
-  });
+  it(
+    'generated text (fast-check), repeated to 5,000 and 50,000 characters, grows the same way',
+    () => {
+      const char = fc.constantFrom(..."aZé1 9\t\n@.,-+():_%!?'’/{}~".split(''), '\u0000');
+      const phrase = fc.constantFrom(
+        'my name is ',
+        ' at ',
+        ' dot ',
+        'jane.doe@example.com',
+        '(415) 555-0123',
+        'User: ',
+        'Agent: ',
+      );
+      // What is repeated: a short run unit, or a stretch of speech of up to a few hundred characters.
+      const runs = fc.string({ unit: char, minLength: 1, maxLength: 8 });
+      const speech = fc
+        .array(fc.oneof(phrase, fc.string({ unit: char, maxLength: 40 })), { minLength: 1, maxLength: 20 })
+        .map((parts) => parts.join(''))
+        .filter((text) => text.length > 0);
+      fc.assert(
+        fc.property(fc.oneof(runs, speech), (unit) => linear('generated', unit)),
+        { numRuns: 60 },
+      );
+    },
+    HANG_GUARD_MS,
+  );
 });

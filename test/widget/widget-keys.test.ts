@@ -165,6 +165,7 @@ describe('POST /api/widget/session', () => {
     const key = await createWidgetKey(firmA.client, firmA.slug, { agent_id: firmA.agentId });
     const before = Date.now();
     const res = await askSession(stack.api, SITE, { key: key.key });
+    const after = Date.now();
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
     expect(res.body).toMatchObject({
@@ -172,9 +173,12 @@ describe('POST /api/widget/session', () => {
       settings: { challenge: null, max_messages_per_chat: 100 },
     });
     expect(res.body.token).toMatch(/^iwt_/);
+    // An hour after the whole second it was minted in, which lies between `before` and `after`
+    // however long the request took.
     const expires = Date.parse(res.body.expires_at);
-    expect(expires - before).toBeGreaterThan(59 * 60 * 1000);
-    expect(expires - before).toBeLessThanOrEqual(60 * 60 * 1000 + 1000);
+    const wholeSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
+    expect(expires).toBeGreaterThanOrEqual(wholeSecond(before) + 60 * 60 * 1000);
+    expect(expires).toBeLessThanOrEqual(wholeSecond(after) + 60 * 60 * 1000);
     expect(jwtClaims(res.body.token)).toMatchObject({
       typ: 'widget',
       firm: firmA.slug,
