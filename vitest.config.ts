@@ -14,10 +14,11 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: [UNIT],
-          // Pure functions: threads start faster than forks, and the files share a worker's
-          // module cache (no isolation), as they hold no state; a test that needs more than the
-          // default 5 s is not a unit test.
-          pool: 'threads',
+          // Pure functions: the files share a worker's module cache (no isolation), as they hold
+          // no state; a test that needs more than the default 5 s is not a unit test. Forks, not
+          // threads: the growth tests (test/helpers/growth.ts) measure their cost as the process's
+          // CPU time, which must not hold another test file's work.
+          pool: 'forks',
           isolate: false,
           maxWorkers: 2,
         },

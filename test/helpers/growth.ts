@@ -1,13 +1,18 @@
 import { readFileSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 // Linear time, told apart from quadratic without a clock budget: the cost of a run over n
 // characters is compared with the cost of a run over n/10, on the same machine a moment apart,
 // so a busy or slow machine stretches both sides alike. Linear code costs at most 10 times as
 // much on 10 times the input (less, with its fixed overhead); quadratic code about 100 times.
 //
-// A cost is the smaller of the wall-clock time and the process's CPU time (process.cpuUsage):
-// both can only be inflated, the wall clock by the scheduler giving the core to someone else,
-// the CPU time by other threads of the process. The small side is the mean of ten runs, so both
+// A cost is the CPU time of this process (process.cpuUsage), which the scheduler giving the core
+// to someone else does not stretch: the tests that measure growth run in a process of their own
+// (vitest's forks, one test file at a time), so no other test's work is in it. The wall clock is
+// no measure on a loaded machine: at load 11 to 15 it saw a linear 10,000-to-100,000 step at
+// 24.6, the large run preempted and the small one not. (Inside a worker thread, where the
+// process's CPU holds other threads' work too, the smaller of the two is taken.) Not
+// process.threadCpuUsage: Linux gives it in 4 ms ticks. The small side is the mean of ten runs, so both
 // sides do the same work and meet the same garbage collections (fewer runs once they have cost as
 // much as the large run: the ratio is then under ten anyway, as for code that caps its work). Of a
 // few repetitions the smallest ratio counts (noise only ever raises one), and a step stops at its
@@ -28,18 +33,21 @@ const cpuMs = (): number => {
   return (user + system) / 1000;
 };
 
+const cost = (cpu: number, wall: number): number =>
+  isMainThread ? cpuMs() - cpu : Math.min(performance.now() - wall, cpuMs() - cpu);
+
 function costOf(block: () => void): number {
   const cpu = cpuMs();
   const wall = performance.now();
   block();
-  return Math.min(performance.now() - wall, cpuMs() - cpu);
+  return cost(cpu, wall);
 }
 
 async function costOfAsync(block: () => Promise<void>): Promise<number> {
   const cpu = cpuMs();
   const wall = performance.now();
   await block();
-  return Math.min(performance.now() - wall, cpuMs() - cpu);
+  return cost(cpu, wall);
 }
 
 export interface Growth {
