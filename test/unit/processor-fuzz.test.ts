@@ -4,7 +4,7 @@
 // typed validation error is the function's contract (snapshotBookingEvent: a 4xx AppError, which
 // the webhook answers before any job exists) — and each case's cost must grow linearly with its
 // texts: every text of a case is built twice, once as generated and once ten times as long, and
-// the long case may cost at most 20 times the short one (linear code stays under 10, quadratic
+// the long case may cost at most 30 times the short one (linear code stays under 10, quadratic
 // code is about 100). A growth ratio, not a clock budget (test/helpers/growth.ts), so a loaded
 // machine slows both sides alike. The figures are printed.
 import fc from 'fast-check';

@@ -2,7 +2,7 @@
 // extractor with OpenAI structured output configured (the local OpenAI), the deterministic
 // answer where the model has none; `fields`; the 50,000-character bound; firm scoping; and
 // adversarial text answered in time linear in its length, round trip included: 10 times the
-// characters at most 20 times the cost (test/helpers/growth.ts), not a clock budget.
+// characters at most 30 times the cost (test/helpers/growth.ts), not a clock budget.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-server.js';
 import { expectError } from '../helpers/expect-error.js';
