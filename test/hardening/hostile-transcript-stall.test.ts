@@ -16,8 +16,8 @@ import { startWorkerProcess } from '../helpers/worker-process.js';
 import { describeGrowth, growthAsync, GROWTH_LIMIT, processCpuMs } from '../helpers/growth.js';
 import { callsOf, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 
-const SECRET_A = 'whsec_h1_hostile_firm_secret';
-const SECRET_B = 'whsec_h1_other_firm_secret';
+const SECRET_A = 'whsec_hostile_firm_secret';
+const SECRET_B = 'whsec_other_firm_secret';
 const HOSTILE_DELIVERIES = 4;
 
 let stack: Stack;
