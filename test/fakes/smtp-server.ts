@@ -98,6 +98,11 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
       };
     },
   });
+  // A client that goes away mid-session (a worker process SIGKILLed while it sends, as the chaos
+  // tests do) is a connection error that smtp-server emits on the server: a real server logs it
+  // and serves the next client, and so does this one (unlistened, it would be an uncaught
+  // exception in the test process: "read ECONNRESET").
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   return {
