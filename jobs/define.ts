@@ -43,6 +43,11 @@ function assertReady(queues: Queues, queue: QueueName): void {
 const asUnavailable = (err: unknown): unknown =>
   isRedisUnavailable(err) ? new UnavailableError('redis', err) : err;
 
+/** The definition's backoff kind, kept when only its delay is configured (a number is fixed). */
+function backoffType(backoff: JobsOptions['backoff']): string {
+  return typeof backoff === 'object' && backoff !== null ? backoff.type : 'fixed';
+}
+
 /** Adds a job, turning a Redis outage into 503 so a 200 is never sent for work not enqueued. */
 export async function enqueue<T>(
   queues: Queues,
@@ -60,7 +65,7 @@ export async function enqueue<T>(
       ...(options.delay === undefined ? {} : { delay: Math.max(0, options.delay) }),
       ...(options.retryDelayMs === undefined
         ? {}
-        : { backoff: { type: 'exponential', delay: options.retryDelayMs } }),
+        : { backoff: { type: backoffType(job.options?.backoff), delay: options.retryDelayMs } }),
     });
   } catch (err) {
     throw asUnavailable(err);
