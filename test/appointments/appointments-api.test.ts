@@ -213,7 +213,7 @@ describe('booking', () => {
     expect(res.status).toBe(200);
     await cal.settled();
     expect(cal.deliveries.filter((d) => d.uid === res.body.booking_uid)).toEqual([
-      { uid: res.body.booking_uid, status: 200 },
+      { trigger: 'BOOKING_CREATED', uid: res.body.booking_uid, status: 200 },
     ]);
     const rows = await remindersWhen(firm.client, firm.slug, res.body.booking_uid, (r) =>
       expect(r).toHaveLength(2),
