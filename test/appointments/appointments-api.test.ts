@@ -187,7 +187,11 @@ describe('booking', () => {
       true,
     );
     const shown = await firm.client.get(`/api/leads/${lead.body.id}`);
-    expect(shown.body.appointment).toEqual({ booking_uid: first.body.booking_uid, start: first.body.start });
+    expect(shown.body.appointment).toEqual({
+      booking_uid: first.body.booking_uid,
+      start: first.body.start,
+      status: 'booked',
+    });
   });
 
   it('a replay answers the booking from its record with the documented fields only', async () => {

@@ -68,7 +68,11 @@ describe('a simulated call that books (number ending 2222)', () => {
 
     const lead = await firm.client.get(`/api/leads/${ended.lead_id}`);
     expect(lead.status).toBe(200);
-    expect(lead.body.appointment).toEqual({ booking_uid: booking.uid, start: booking.start });
+    expect(lead.body.appointment).toEqual({
+      booking_uid: booking.uid,
+      start: booking.start,
+      status: 'booked',
+    });
 
     await cal.settled();
     expect(cal.deliveries).toEqual([{ trigger: 'BOOKING_CREATED', uid: booking.uid, status: 200 }]);

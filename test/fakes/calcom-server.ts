@@ -25,7 +25,7 @@
 //   ErrorWithCode adds a top-level message: error-with-code-exception.filter.ts). The document
 //   lists success answers only, so error bodies are checked against that shape here.
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import {
