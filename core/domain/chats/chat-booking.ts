@@ -3,6 +3,7 @@ import type { Services } from '../../wiring/services.js';
 import type { ChatBookingProgress, ChatReply, IntakeProgress } from '../../integrations/chat/engine.js';
 import { isProviderFailure, offerSlots, spokenTime, type SpokenSlot } from '../appointments/agent-tools.js';
 import { bookInConversation } from '../appointments/conversation-booking.js';
+import { toE164 } from '../contact-points/phones.js';
 import { getFirm } from '../firms/firms.js';
 import { questionKind } from '../intake/question-kinds.js';
 import type { ChatDoc } from './chats.js';
@@ -90,7 +91,9 @@ export async function withBookingStep(
     };
   }
   const slot = state.offered[pick]!;
-  const phone = answerOfKind(chat, after, 'phone');
+  // The intake's phone answer, when it is a number Cal.com can take (a calendar may require one).
+  const phoneAnswer = answerOfKind(chat, after, 'phone');
+  const phone = phoneAnswer === undefined ? undefined : (toE164(phoneAnswer, 'US') ?? undefined);
   let outcome;
   try {
     outcome = await bookInConversation(
