@@ -111,7 +111,7 @@ export async function syncToClio(
           clientId: contactId,
           description: matterDescription(data),
           // An intake is not yet an engaged client: the firm opens the matter once it takes the case.
-          status: 'Pending',
+          status: 'pending',
           reference: call._id,
         }),
       },

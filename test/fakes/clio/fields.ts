@@ -21,7 +21,7 @@ export function parseFields(text: string): FieldNode[] {
   const list = (depth: number): FieldNode[] => {
     const out: FieldNode[] = [];
     for (;;) {
-      const name = /^[A-Za-z0-9_\[\]]+/.exec(text.slice(at))?.[0];
+      const name = /^[A-Za-z0-9_[\]]+/.exec(text.slice(at))?.[0];
       if (name === undefined) throw new Error(`a field name was expected at character ${at + 1}`);
       at += name.length;
       let nested: FieldNode[] | null = null;
