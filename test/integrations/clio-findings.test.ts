@@ -185,4 +185,25 @@ describe('Clio refuses the platform’s own client credentials (invalid_client)'
       await services.close();
     }
   });
+
+  it('a connect callback that meets it is 502 clio_unavailable, not a bad code, and raises the alert', async () => {
+    const firm = await createFirm(stack, { voice_webhook_secret: SECRET });
+    const start = await fetch(`${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`, {
+      redirect: 'manual',
+      headers: { authorization: `Bearer ${firm.key}` },
+    });
+    const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const right = clio.oauth.clientSecret;
+    clio.oauth.clientSecret = 'rotated-at-clio';
+    try {
+      const done = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
+      expect(done.status).toBe(502);
+      expect(((await done.json()) as any).error.code).toBe('clio_unavailable');
+      expect((await stack.api.get('/metrics')).text).toMatch(/^clio_oauth_client_refused 1$/m);
+    } finally {
+      clio.oauth.clientSecret = right;
+    }
+    await connectClio(stack, firm);
+    expect((await stack.api.get('/readyz')).body.clio_oauth).toBe('ok');
+  });
 });
