@@ -94,13 +94,29 @@ describe("the lead's appointment follows every booking event", () => {
     await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[1]!), status: 'booked' });
     const moved = cal.reschedule(uid, slots[8]!);
     await appointmentBecomes(leadId, { booking_uid: moved, start: iso(slots[8]!), status: 'rescheduled' });
+    // An event of the booking it moved away from changes nothing: the lead follows the new one.
+    cal.cancel(uid);
+    await cal.settled();
     cal.cancel(moved);
     await appointmentBecomes(leadId, { booking_uid: moved, start: iso(slots[8]!), status: 'cancelled' });
-    // The old booking's late events change nothing: the lead follows the booking it moved to.
     expect(cal.deliveries.filter((d) => d.uid === moved).map((d) => d.trigger)).toEqual([
       'BOOKING_RESCHEDULED',
       'BOOKING_CANCELLED',
     ]);
+  });
+
+  it('a request the host accepts becomes "booked" (Cal.com sends BOOKING_CREATED then)', async () => {
+    cal.setRules({ requiresConfirmation: true });
+    try {
+      const leadId = await newLead('accepted.client@example.com');
+      const booked = await bookFor(leadId, slots[3]!, 'accepted.client@example.com');
+      const uid = booked.body.booking_uid as string;
+      await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'requested' });
+      cal.confirm(uid);
+      await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'booked' });
+    } finally {
+      cal.setRules({ requiresConfirmation: false });
+    }
   });
 
   it('a lead without an appointment shows null', async () => {
