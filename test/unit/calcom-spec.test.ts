@@ -75,7 +75,7 @@ describe("Cal.com's document", () => {
     expect(reschedule.problems.join('\n')).toMatch(/start/);
   });
 
-  it('reads a free-form object (a booking’s metadata) as open, and the envelope as closed', () => {
+  it('reads a free-form object (a booking’s metadata) as open, the envelope and the booking as closed', () => {
     const match = cal.match('GET', '/v2/bookings/abc')!;
     const booking = {
       id: 1,
@@ -101,5 +101,9 @@ describe("Cal.com's document", () => {
     expect(
       cal.checkResponse(match, 200, { status: 'success', data: booking, pagination: {} }).join('\n'),
     ).toMatch(/pagination/);
+    // A booking is one branch of the answer's oneOf: a field it does not have is still refused.
+    expect(
+      cal.checkResponse(match, 200, { status: 'success', data: { ...booking, seatUid: 'x' } }).join('\n'),
+    ).toMatch(/seatUid/);
   });
 });

@@ -120,9 +120,14 @@ function closed(node: Json, place: Place = 'schema'): Json {
   }
   if (place !== 'schema') return out;
   // An object schema that names no properties (`{type: "object"}`, swagger's `type: Object`) is a
-  // free-form map, as JSON Schema reads it: only a schema that names its properties is closed.
+  // free-form map, as JSON Schema reads it: only a schema that names its properties is closed. A
+  // oneOf/anyOf is closed over the branch that matched (unevaluatedProperties sees into it).
   const objectLike =
-    node.properties !== undefined || node.allOf !== undefined || typeof node.$ref === 'string';
+    node.properties !== undefined ||
+    node.allOf !== undefined ||
+    node.oneOf !== undefined ||
+    node.anyOf !== undefined ||
+    typeof node.$ref === 'string';
   if (objectLike && node.additionalProperties === undefined) out.unevaluatedProperties = false;
   return out;
 }
