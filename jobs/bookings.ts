@@ -2,8 +2,18 @@ import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
 
-/** The Cal.com triggers that change a booking's reminders; others are acknowledged and dropped. */
-export const BOOKING_TRIGGERS = ['BOOKING_CREATED', 'BOOKING_RESCHEDULED', 'BOOKING_CANCELLED'] as const;
+/**
+ * The Cal.com triggers that change a booking's reminders or a lead's appointment (a booking that
+ * needs confirmation is REQUESTED, then CREATED when the host accepts or REJECTED); others are
+ * acknowledged and dropped.
+ */
+export const BOOKING_TRIGGERS = [
+  'BOOKING_CREATED',
+  'BOOKING_REQUESTED',
+  'BOOKING_REJECTED',
+  'BOOKING_RESCHEDULED',
+  'BOOKING_CANCELLED',
+] as const;
 export type BookingTrigger = (typeof BOOKING_TRIGGERS)[number];
 
 export function isBookingTrigger(trigger: string): trigger is BookingTrigger {

@@ -32,4 +32,20 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
       ['post', '/matters.json'],
     ],
   },
+  {
+    name: 'calcom-v2',
+    origin: {
+      document: 'Cal.com API v2 OpenAPI document (NestJS swagger)',
+      repository: 'github.com/calcom/cal.com',
+      path: 'apps/api/v2/swagger/documentation.json',
+    },
+    operations: [
+      ['get', '/v2/slots'],
+      ['post', '/v2/bookings'],
+      ['get', '/v2/bookings'],
+      ['get', '/v2/bookings/{bookingUid}'],
+      ['post', '/v2/bookings/{bookingUid}/reschedule'],
+      ['post', '/v2/bookings/{bookingUid}/cancel'],
+    ],
+  },
 ];

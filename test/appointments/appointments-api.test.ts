@@ -187,7 +187,11 @@ describe('booking', () => {
       true,
     );
     const shown = await firm.client.get(`/api/leads/${lead.body.id}`);
-    expect(shown.body.appointment).toEqual({ booking_uid: first.body.booking_uid, start: first.body.start });
+    expect(shown.body.appointment).toEqual({
+      booking_uid: first.body.booking_uid,
+      start: first.body.start,
+      status: 'booked',
+    });
   });
 
   it('a replay answers the booking from its record with the documented fields only', async () => {
@@ -213,7 +217,7 @@ describe('booking', () => {
     expect(res.status).toBe(200);
     await cal.settled();
     expect(cal.deliveries.filter((d) => d.uid === res.body.booking_uid)).toEqual([
-      { uid: res.body.booking_uid, status: 200 },
+      { trigger: 'BOOKING_CREATED', uid: res.body.booking_uid, status: 200 },
     ]);
     const rows = await remindersWhen(firm.client, firm.slug, res.body.booking_uid, (r) =>
       expect(r).toHaveLength(2),

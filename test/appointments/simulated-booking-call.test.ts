@@ -68,10 +68,14 @@ describe('a simulated call that books (number ending 2222)', () => {
 
     const lead = await firm.client.get(`/api/leads/${ended.lead_id}`);
     expect(lead.status).toBe(200);
-    expect(lead.body.appointment).toEqual({ booking_uid: booking.uid, start: booking.start });
+    expect(lead.body.appointment).toEqual({
+      booking_uid: booking.uid,
+      start: booking.start,
+      status: 'booked',
+    });
 
     await cal.settled();
-    expect(cal.deliveries).toEqual([{ uid: booking.uid, status: 200 }]);
+    expect(cal.deliveries).toEqual([{ trigger: 'BOOKING_CREATED', uid: booking.uid, status: 200 }]);
     const rows = await remindersWhen(firm.client, firm.slug, booking.uid, (r) => expect(r).toHaveLength(2));
     expect(rows.map((r) => [r.to, Date.parse(r.due_at)])).toEqual([
       ['maria.lopez@example.com', slots[0]! - DAY],

@@ -66,7 +66,7 @@ export interface CalBookingPayload {
   price: number;
   currency: string;
   length: number;
-  status: 'ACCEPTED' | 'CANCELLED' | 'PENDING';
+  status: 'ACCEPTED' | 'CANCELLED' | 'PENDING' | 'REJECTED';
   metadata: { videoCallUrl?: string };
   videoCallData?: { type: string; id: string; password: string; url: string };
   appsStatus?: unknown[];

@@ -1,38 +1,73 @@
-// A small stand-in for Cal.com's API v2 on 127.0.0.1 (cal.com/docs/api-reference/v2): free slots
-// (GET /v2/slots?eventTypeId&start&end&timeZone, `cal-api-version: 2024-09-04`; answered
-// {status: "success", data: {"YYYY-MM-DD": [{start: "<ISO with the zone's offset>"}]}}) and
-// bookings (POST /v2/bookings {start (UTC), eventTypeId, attendee {name, email, timeZone,
-// phoneNumber?, language?}, metadata?, bookingFieldsResponses?}, and GET /v2/bookings?attendeeEmail
-// &eventTypeId&afterStart&beforeEnd; `cal-api-version: 2024-08-13`; a booking answered as
-// {status: "success", data: {id, uid, start, end, status: "accepted", ...}}).
+// A stand-in for Cal.com's API v2 on 127.0.0.1, judged by Cal.com's own document
+// (test/fakes/spec/calcom-v2.json, derived from apps/api/v2/swagger/documentation.json in
+// calcom/cal.com): every request is checked against it (operation, query parameters, required
+// headers such as `cal-api-version`, the JSON body's schema) and refused as Cal.com refuses, and
+// every answer it builds is checked against the document's response schema (an answer off the
+// document fails the test when the fake stops).
 //
-// As Cal.com does: the API key is a bearer token (a wrong one is 401 UnauthorizedException);
-// errors are {status: "error", timestamp, path, error: {code, message, details}}; without the
-// version header an endpoint falls back to its old version, whose request shape these are not
-// (slots wants startTime/endTime, bookings a `responses` object), so the answer is a 400; a slot
-// that is no longer free is a 400 BadRequestException ("User either already has booking at this
-// time or is not available"). After a booking it sends BOOKING_CREATED to the webhook it is given,
-// signed with X-Cal-Signature-256 as Cal.com signs. Tests can take a slot behind the service's
-// back (someone booked it on the booking page) and lose the answer to a booking that was made.
+// What the document does not say, the fake does as Cal.com's source does:
+// - GET /v2/slots (cal-api-version 2024-09-04) reads `start` and `end` in UTC: a date-only `start`
+//   is 00:00:00Z, a date-only `end` (or any end at 00:00:00) is 23:59:59Z; `timeZone` only
+//   formats the answer, keyed by the date in that zone (packages/platform/types/slots/
+//   slots-2024-09-04/inputs/get-slots.input.ts; apps/api/v2/src/modules/slots/slots-2024-09-04/
+//   services/slots-input.service.ts adjustStartTime/adjustEndTime). Without the version header
+//   the request reaches the old 2024-04-15 endpoint, whose query this is not: 400.
+// - POST /v2/bookings (2024-08-13) refuses as handleNewBooking and the v2 error service do
+//   (apps/api/v2/src/ee/bookings/2024-08-13/services/errors.service.ts, bookings.service.ts):
+//   a slot no longer free ("User either already has booking at this time or is not available"),
+//   a start too soon or too far (booking_time_out_of_bounds_error's message), a missing attendee
+//   phone the event type requires ("Missing attendee phone number - …"), the booker's limit of
+//   active bookings (ErrorWithCode booker_limit_exceeded_error). An event type requiring
+//   confirmation books `pending` and sends BOOKING_REQUESTED; the host's decline is
+//   BOOKING_REJECTED, a reschedule a new booking (new uid) with BOOKING_RESCHEDULED naming the old
+//   one in rescheduleUid, a cancel BOOKING_CANCELLED — each signed to the webhook it is given.
+// - Errors are {status: "error", timestamp, path, error: {code, message}} (http-exception.filter.ts;
+//   ErrorWithCode adds a top-level message: error-with-code-exception.filter.ts). The document
+//   lists success answers only, so error bodies are checked against that shape here.
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
-import { calBookingPayload, calCreated } from './calcom-fixtures.js';
+import {
+  calBookingPayload,
+  calCancelled,
+  calEnvelope,
+  calRescheduled,
+  type CalBookingPayload,
+} from './calcom-fixtures.js';
+import { loadSpec, SpecViolations, type SpecMatch } from './spec/openapi-spec.js';
+
+export type FakeCalStatus = 'accepted' | 'pending' | 'cancelled' | 'rejected';
 
 export interface FakeCalBooking {
   id: number;
   uid: string;
   start: string;
   end: string;
-  status: 'accepted';
+  status: FakeCalStatus;
   eventTypeId: number;
   attendee: { name: string; email: string; timeZone: string; phoneNumber: string | null };
-  metadata: Record<string, unknown>;
+  metadata: Record<string, string>;
   notes: string | null;
+  createdAt: string;
+  rescheduledFromUid?: string;
+  rescheduledToUid?: string;
+  cancellationReason?: string;
 }
 
-export interface FakeCalcomOptions {
+/** How the firm's event type is set up in Cal.com; changeable while the fake runs. */
+export interface FakeEventTypeRules {
+  /** "Requires confirmation": bookings are `pending` until the host accepts or declines. */
+  requiresConfirmation?: boolean;
+  /** Minimum booking notice: no slot, and no booking, starting sooner. */
+  minimumNoticeMinutes?: number;
+  /** The attendee phone number booking field is required. */
+  requirePhone?: boolean;
+  /** "Limit number of upcoming bookings per booker". */
+  bookerActiveBookingsLimit?: number;
+}
+
+export interface FakeCalcomOptions extends FakeEventTypeRules {
   apiKey: string;
   eventTypeId: number;
   /** The free slot starts (UTC ms) of the event type, before any booking. */
@@ -40,16 +75,36 @@ export interface FakeCalcomOptions {
   lengthMinutes?: number;
 }
 
+export interface FakeCalRequest {
+  method: string;
+  path: string;
+  version: string | undefined;
+  query: URLSearchParams;
+  body: unknown;
+  /** What the document found wrong with it (the fake answered 400). */
+  problems: string[];
+}
+
 export interface FakeCalcom {
   url: string;
   bookings: FakeCalBooking[];
-  requests: Array<{ method: string; path: string; version: string | undefined }>;
-  /** BOOKING_CREATED deliveries and the status our webhook answered. */
-  deliveries: Array<{ uid: string; status: number }>;
-  /** Where BOOKING_CREATED goes after each booking (null: nowhere). */
+  requests: FakeCalRequest[];
+  /** Webhook deliveries: trigger, booking uid and the status our webhook answered. */
+  deliveries: Array<{ trigger: string; uid: string; status: number }>;
+  /** Where booking events go (null: nowhere). */
   setWebhook(target: { url: string; secret: string } | null): void;
+  /** Changes the event type's rules (confirmation, notice, phone, limit). */
+  setRules(rules: FakeEventTypeRules): void;
   /** Someone else booked this start on the booking page. */
   take(startMs: number): void;
+  /** The host declines a pending booking (BOOKING_REJECTED). */
+  reject(uid: string, reason?: string): void;
+  /** The host accepts a pending booking (BOOKING_CREATED, as Cal.com's confirm handler sends). */
+  confirm(uid: string): void;
+  /** Someone reschedules on Cal.com's pages: a new booking, BOOKING_RESCHEDULED; its uid. */
+  reschedule(uid: string, startMs: number): string;
+  /** Someone cancels on Cal.com's pages (BOOKING_CANCELLED). */
+  cancel(uid: string, reason?: string): void;
   /** The next booking is made, then its answer is lost (the connection drops). */
   loseNextAnswer(): void;
   /** The next `count` booking searches (GET /v2/bookings) answer 500. */
@@ -58,10 +113,26 @@ export interface FakeCalcom {
   failBookings(count: number): void;
   /** Resolves when every webhook delivery started so far has been answered. */
   settled(): Promise<void>;
+  /** What the fake answered off the document (stop() rejects when there is any). */
+  violations: SpecViolations;
   stop(): Promise<void>;
 }
 
 const DAY_MS = 24 * 3600_000;
+const SLOTS_VERSION = '2024-09-04';
+const BOOKINGS_VERSION = '2024-08-13';
+const HOST = { id: 7, name: 'Alex Counsel', email: 'alex@lawfirm.test', username: 'alex' };
+
+/** Cal.com's messages (errors.service.ts, bookings.service.ts), word for word. */
+export const CAL_MESSAGES = {
+  slotTaken: 'User either already has booking at this time or is not available',
+  outOfBounds:
+    'The event type can\'t be booked at the "start" time provided. This could be because it\'s too soon (violating the minimum booking notice) or too far in the future (outside the event\'s scheduling window). Try fetching available slots first using the GET /v2/slots endpoint and then make a booking with "start" time equal to one of the available slots: https://cal.com/docs/api-reference/v2/slots',
+  inPast: 'Attempting to book a meeting in the past.',
+  phoneRequired:
+    'Missing attendee phone number - it is required by the event type. Pass it as "attendee.phoneNumber" string in the request.',
+  bookerLimit: 'booker_limit_exceeded_error',
+} as const;
 
 /** `ms` as ISO 8601 with the offset `timeZone` has then, as Cal.com writes slot starts. */
 export function isoInZone(ms: number, timeZone: string): string {
@@ -94,20 +165,21 @@ export function isoInZone(ms: number, timeZone: string): string {
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}.000${sign}${hh}:${mm}`;
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify(body));
+/**
+ * Cal.com's reading of a slots `start`/`end` (slots-input.service.ts): the text in UTC (luxon
+ * fromISO with zone "utc"); an end at exactly 00:00:00 becomes 23:59:59 of that day.
+ */
+export function calSlotsBound(text: string, which: 'start' | 'end'): number {
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  const hasZone = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(text);
+  const ms = Date.parse(dateOnly ? `${text}T00:00:00Z` : hasZone ? text : `${text}Z`);
+  if (!Number.isFinite(ms)) return NaN;
+  if (which === 'end' && ms % DAY_MS === 0) return ms + DAY_MS - 1000;
+  return ms;
 }
 
-function calError(res: ServerResponse, path: string, status: number, code: string, message: string): void {
-  const error = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : 'Bad Request';
-  send(res, status, {
-    status: 'error',
-    timestamp: new Date().toISOString(),
-    path,
-    error: { code, message, details: { message, error, statusCode: status } },
-  });
-}
+/** Cal.com's IsDateString({strict: true}): an ISO 8601 date or date-time. */
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -115,11 +187,48 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** An error body as Cal.com's exception filters write one. */
+function errorBody(path: string, code: string, message: string, withCode = false): Record<string, unknown> {
+  return {
+    status: 'error',
+    timestamp: new Date().toISOString(),
+    path,
+    error: { code, message },
+    ...(withCode ? { message } : {}),
+  };
+}
+
+/** The shape of every Cal.com error answer (the document has none of them). */
+function errorShapeProblems(body: Record<string, unknown>): string[] {
+  const error = body.error as Record<string, unknown> | undefined;
+  const keys = Object.keys(body).filter(
+    (k) => !['status', 'timestamp', 'path', 'error', 'message'].includes(k),
+  );
+  return body.status === 'error' &&
+    typeof body.timestamp === 'string' &&
+    typeof body.path === 'string' &&
+    typeof error?.code === 'string' &&
+    typeof error.message === 'string' &&
+    keys.length === 0
+    ? []
+    : [`an error answer off Cal.com's error shape: ${JSON.stringify(body).slice(0, 200)}`];
+}
+
 export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeCalcom> {
+  const spec = loadSpec('calcom-v2');
+  const violations = new SpecViolations();
   const lengthMs = (options.lengthMinutes ?? 30) * 60_000;
+  const rules: FakeEventTypeRules = {
+    requiresConfirmation: options.requiresConfirmation ?? false,
+    minimumNoticeMinutes: options.minimumNoticeMinutes ?? 0,
+    requirePhone: options.requirePhone ?? false,
+    ...(options.bookerActiveBookingsLimit === undefined
+      ? {}
+      : { bookerActiveBookingsLimit: options.bookerActiveBookingsLimit }),
+  };
   const taken = new Set<number>();
   const bookings: FakeCalBooking[] = [];
-  const requests: FakeCalcom['requests'] = [];
+  const requests: FakeCalRequest[] = [];
   const deliveries: FakeCalcom['deliveries'] = [];
   const pending = new Set<Promise<void>>();
   let webhook: { url: string; secret: string } | null = null;
@@ -127,17 +236,48 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   let failingSearches = 0;
   let failingBookings = 0;
 
-  const isFree = (ms: number) => options.slots.includes(ms) && !taken.has(ms);
+  const active = (b: FakeCalBooking) => b.status === 'accepted' || b.status === 'pending';
+  const noticeMs = () => (rules.minimumNoticeMinutes ?? 0) * 60_000;
+  /** Free: a slot of the event type, not taken, not held by an active booking (but `except`'s own). */
+  const isFree = (ms: number, except?: FakeCalBooking) =>
+    options.slots.includes(ms) &&
+    !taken.has(ms) &&
+    !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+  const find = (uid: string) => bookings.find((b) => b.uid === uid);
 
-  const deliver = (booking: FakeCalBooking): void => {
+  const deliver = (trigger: string, booking: FakeCalBooking, from?: FakeCalBooking): void => {
     if (webhook === null) return;
     const target = webhook;
-    const payload = calBookingPayload(booking.uid, Date.parse(booking.start), [
-      { name: booking.attendee.name, email: booking.attendee.email, timeZone: booking.attendee.timeZone },
-    ]);
-    const raw = JSON.stringify(
-      calCreated({ ...payload, eventTypeId: booking.eventTypeId, metadata: booking.metadata }),
+    const startMs = Date.parse(booking.start);
+    const status: CalBookingPayload['status'] =
+      booking.status === 'pending'
+        ? 'PENDING'
+        : booking.status === 'cancelled'
+          ? 'CANCELLED'
+          : booking.status === 'rejected'
+            ? 'REJECTED'
+            : 'ACCEPTED';
+    const payload = calBookingPayload(
+      booking.uid,
+      startMs,
+      [{ name: booking.attendee.name, email: booking.attendee.email, timeZone: booking.attendee.timeZone }],
+      {
+        eventTypeId: booking.eventTypeId,
+        metadata: booking.metadata,
+        status,
+        requiresConfirmation: rules.requiresConfirmation === true,
+        endTime: new Date(Date.parse(booking.end)).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      },
     );
+    const envelope =
+      trigger === 'BOOKING_RESCHEDULED' && from !== undefined
+        ? calRescheduled(from.uid, Date.parse(from.start), payload)
+        : trigger === 'BOOKING_CANCELLED'
+          ? calCancelled(payload, undefined, booking.cancellationReason ?? 'Schedule conflict')
+          : trigger === 'BOOKING_REJECTED'
+            ? calEnvelope(trigger, { ...payload, rejectionReason: booking.cancellationReason ?? null })
+            : calEnvelope(trigger, payload);
+    const raw = JSON.stringify(envelope);
     const p = fetch(target.url, {
       method: 'POST',
       headers: {
@@ -148,188 +288,322 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     })
       .then(async (res) => {
         await res.arrayBuffer();
-        deliveries.push({ uid: booking.uid, status: res.status });
+        deliveries.push({ trigger, uid: booking.uid, status: res.status });
       })
       .catch(() => {
-        deliveries.push({ uid: booking.uid, status: 0 });
+        deliveries.push({ trigger, uid: booking.uid, status: 0 });
       })
       .finally(() => pending.delete(p));
     pending.add(p);
+  };
+
+  const newBooking = (fields: Omit<FakeCalBooking, 'id' | 'uid' | 'end' | 'createdAt'>): FakeCalBooking => {
+    const booking: FakeCalBooking = {
+      ...fields,
+      id: bookings.length + 1,
+      uid: randomBytes(11).toString('base64url'),
+      end: new Date(Date.parse(fields.start) + lengthMs).toISOString(),
+      createdAt: new Date().toISOString(),
+    };
+    bookings.push(booking);
+    return booking;
+  };
+
+  /** A booking moved to `startMs`: the old one cancelled, a new one (new uid) made. */
+  const moveBooking = (old: FakeCalBooking, startMs: number, reason?: string): FakeCalBooking => {
+    const moved = newBooking({
+      start: new Date(startMs).toISOString(),
+      status: rules.requiresConfirmation === true ? 'pending' : 'accepted',
+      eventTypeId: old.eventTypeId,
+      attendee: old.attendee,
+      metadata: old.metadata,
+      notes: old.notes,
+      rescheduledFromUid: old.uid,
+    });
+    old.status = 'cancelled';
+    old.rescheduledToUid = moved.uid;
+    if (reason !== undefined) old.cancellationReason = reason;
+    deliver('BOOKING_RESCHEDULED', moved, old);
+    return moved;
+  };
+
+  /** Why Cal.com would not book `startMs` for `attendee` now; null: it would. */
+  const refusal = (
+    startMs: number,
+    attendee: { email: string; phoneNumber?: unknown },
+    except?: FakeCalBooking,
+  ): { code: string; message: string; withCode?: boolean } | null => {
+    if (
+      rules.requirePhone === true &&
+      (typeof attendee.phoneNumber !== 'string' || attendee.phoneNumber === '')
+    )
+      return { code: 'BadRequestException', message: CAL_MESSAGES.phoneRequired };
+    if (startMs < Date.now()) return { code: 'BadRequestException', message: CAL_MESSAGES.inPast };
+    if (startMs < Date.now() + noticeMs())
+      return { code: 'BadRequestException', message: CAL_MESSAGES.outOfBounds };
+    const limit = rules.bookerActiveBookingsLimit;
+    if (
+      limit !== undefined &&
+      bookings.filter(
+        (b) =>
+          b !== except &&
+          active(b) &&
+          b.attendee.email === attendee.email &&
+          Date.parse(b.start) > Date.now(),
+      ).length >= limit
+    )
+      return { code: 'booker_limit_exceeded_error', message: CAL_MESSAGES.bookerLimit, withCode: true };
+    if (!isFree(startMs, except)) return { code: 'BadRequestException', message: CAL_MESSAGES.slotTaken };
+    return null;
   };
 
   const server = createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://fake');
       const path = url.pathname;
+      const at = req.url ?? path;
       const version = req.headers['cal-api-version'] as string | undefined;
-      requests.push({ method: req.method ?? '', path, version });
       const raw = await readBody(req);
-      const auth = req.headers.authorization;
-      const authorised = auth === `Bearer ${options.apiKey}`;
-      if ((auth !== undefined || path !== '/v2/slots') && !authorised) {
-        return calError(res, req.url ?? path, 401, 'UnauthorizedException', 'ApiAuthGuard - Invalid API Key');
-      }
-
-      if (req.method === 'GET' && path === '/v2/slots') {
-        if (version !== '2024-09-04') {
-          // The old slots endpoint: its query has startTime and endTime.
-          return calError(
-            res,
-            req.url ?? path,
-            400,
-            'BadRequestException',
-            'startTime must be a valid ISO 8601 date string',
-          );
-        }
-        const start = url.searchParams.get('start') ?? '';
-        const end = url.searchParams.get('end') ?? '';
-        const timeZone = url.searchParams.get('timeZone') ?? 'UTC';
-        const eventTypeId = Number(url.searchParams.get('eventTypeId'));
-        if (eventTypeId !== options.eventTypeId)
-          return calError(
-            res,
-            req.url ?? path,
-            404,
-            'NotFoundException',
-            `Event type with id=${eventTypeId} not found`,
-          );
-        const from = Date.parse(start);
-        const to = Date.parse(end);
-        if (!Number.isFinite(from) || !Number.isFinite(to))
-          return calError(
-            res,
-            req.url ?? path,
-            400,
-            'BadRequestException',
-            'start and end must be ISO 8601 dates',
-          );
-        const data: Record<string, Array<{ start: string }>> = {};
-        for (const ms of [...options.slots].sort((a, b) => a - b)) {
-          if (!isFree(ms)) continue;
-          const iso = isoInZone(ms, timeZone);
-          const day = iso.slice(0, 10);
-          // start and end are days in timeZone; end is included.
-          if (day < start.slice(0, 10) || day > end.slice(0, 10)) continue;
-          (data[day] ??= []).push({ start: iso });
-        }
-        return send(res, 200, { status: 'success', data });
-      }
-
-      if (path === '/v2/bookings' && (req.method === 'POST' || req.method === 'GET')) {
-        if (version !== '2024-08-13') {
-          // The 2024-04-15 bookings endpoint: its body needs `responses`, `timeZone`, `language`.
-          return calError(res, path, 400, 'BadRequestException', 'responses should not be null or undefined');
-        }
-        if (req.method === 'GET') {
-          if (failingSearches > 0) {
-            failingSearches -= 1;
-            return calError(res, path, 500, 'InternalServerErrorException', 'Internal server error');
-          }
-          const email = url.searchParams.get('attendeeEmail');
-          const after = Date.parse(url.searchParams.get('afterStart') ?? '');
-          const before = Date.parse(url.searchParams.get('beforeEnd') ?? '');
-          const found = bookings.filter(
-            (b) =>
-              (email === null || b.attendee.email === email) &&
-              (!Number.isFinite(after) || Date.parse(b.start) >= after) &&
-              (!Number.isFinite(before) || Date.parse(b.end) <= before),
-          );
-          return send(res, 200, {
-            status: 'success',
-            data: found.map(view),
-            pagination: { totalItems: found.length },
-          });
-        }
-        if (failingBookings > 0) {
-          failingBookings -= 1;
-          return calError(res, path, 500, 'InternalServerErrorException', 'Internal server error');
-        }
-        let body: any;
+      let body: unknown;
+      let unreadable = false;
+      if (raw !== '') {
         try {
           body = JSON.parse(raw);
         } catch {
-          return calError(res, path, 400, 'BadRequestException', 'Unexpected token in JSON');
+          unreadable = true;
         }
-        const a = body?.attendee;
-        if (
-          typeof body?.start !== 'string' ||
-          typeof body?.eventTypeId !== 'number' ||
-          typeof a?.name !== 'string' ||
-          typeof a?.email !== 'string' ||
-          typeof a?.timeZone !== 'string'
-        ) {
-          return calError(
-            res,
-            path,
-            400,
-            'BadRequestException',
-            'start, eventTypeId and attendee {name, email, timeZone} are required',
-          );
-        }
-        if (body.eventTypeId !== options.eventTypeId)
-          return calError(
-            res,
-            path,
-            404,
-            'NotFoundException',
-            `Event type with id=${body.eventTypeId} not found`,
-          );
-        const startMs = Date.parse(body.start);
-        if (!isFree(startMs)) {
-          return calError(
-            res,
-            path,
-            400,
-            'BadRequestException',
-            'User either already has booking at this time or is not available',
-          );
-        }
-        taken.add(startMs);
-        const booking: FakeCalBooking = {
-          id: bookings.length + 1,
-          uid: randomBytes(11).toString('base64url'),
-          start: new Date(startMs).toISOString(),
-          end: new Date(startMs + lengthMs).toISOString(),
-          status: 'accepted',
-          eventTypeId: body.eventTypeId,
-          attendee: {
-            name: a.name,
-            email: a.email,
-            timeZone: a.timeZone,
-            phoneNumber: a.phoneNumber ?? null,
-          },
-          metadata: typeof body.metadata === 'object' && body.metadata !== null ? body.metadata : {},
-          notes: body.bookingFieldsResponses?.notes ?? null,
-        };
-        bookings.push(booking);
-        deliver(booking);
-        if (loseAnswer) {
-          loseAnswer = false;
-          req.socket.destroy();
-          return;
-        }
-        return send(res, 200, { status: 'success', data: view(booking) });
       }
-      return calError(res, path, 404, 'NotFoundException', `Cannot ${req.method} ${path}`);
-    })().catch((err: unknown) => {
-      send(res, 500, {
-        status: 'error',
-        error: { code: 'InternalServerErrorException', message: String(err) },
+      const verdict = spec.checkRequest({
+        method: req.method ?? 'GET',
+        path,
+        query: url.searchParams,
+        headers: req.headers,
+        body,
       });
+      const request: FakeCalRequest = {
+        method: req.method ?? '',
+        path,
+        version,
+        query: url.searchParams,
+        body,
+        problems: verdict.problems,
+      };
+      requests.push(request);
+      const match = verdict.match;
+
+      const send = (status: number, answer: Record<string, unknown>): void => {
+        if (status >= 400) violations.record(errorShapeProblems(answer));
+        else if (match !== null) violations.record(spec.checkResponse(match, status, answer));
+        res.writeHead(status, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(answer));
+      };
+      const fail = (status: number, code: string, message: string, withCode = false) =>
+        send(status, errorBody(at, code, message, withCode));
+
+      if (match === null) return fail(404, 'NotFoundException', `Cannot ${req.method} ${path}`);
+      const auth = req.headers.authorization;
+      const needsKey = match.operationId === 'BookingsController_2024_08_13_getBookings';
+      if ((auth !== undefined || needsKey) && auth !== `Bearer ${options.apiKey}`)
+        return fail(401, 'UnauthorizedException', 'ApiAuthGuard - Invalid API Key');
+      if (unreadable) return fail(400, 'BadRequestException', 'Unexpected token in JSON');
+      const isSlots = match.template === '/v2/slots';
+      const wanted = isSlots ? SLOTS_VERSION : BOOKINGS_VERSION;
+      if (version !== wanted) {
+        // Without the version (or with another), the request reaches an older endpoint whose
+        // request shape this is not (slots: startTime/endTime; bookings: `responses`).
+        return fail(
+          400,
+          'BadRequestException',
+          isSlots
+            ? 'startTime must be a valid ISO 8601 date string'
+            : 'responses should not be null or undefined',
+        );
+      }
+      if (verdict.problems.length > 0) return fail(400, 'BadRequestException', verdict.problems.join('; '));
+      return handle(match, url, body, send, fail, req);
+    })().catch((err: unknown) => {
+      res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(errorBody(req.url ?? '', 'InternalServerErrorException', String(err))));
     });
   });
+
+  type Send = (status: number, answer: Record<string, unknown>) => void;
+  type Fail = (status: number, code: string, message: string, withCode?: boolean) => void;
+
+  const handle = (
+    match: SpecMatch,
+    url: URL,
+    body: unknown,
+    send: Send,
+    fail: Fail,
+    req: IncomingMessage,
+  ): void => {
+    const q = url.searchParams;
+    if (match.template === '/v2/slots') {
+      const start = q.get('start') ?? '';
+      const end = q.get('end') ?? '';
+      if (!ISO_DATE.test(start))
+        return fail(400, 'BadRequestException', 'start must be a valid ISO 8601 date string');
+      if (!ISO_DATE.test(end))
+        return fail(400, 'BadRequestException', 'end must be a valid ISO 8601 date string');
+      if (Number(q.get('eventTypeId')) !== options.eventTypeId)
+        return fail(404, 'NotFoundException', 'Event Type not found');
+      const timeZone = q.get('timeZone') ?? 'UTC';
+      const from = calSlotsBound(start, 'start');
+      const to = calSlotsBound(end, 'end');
+      const data: Record<string, Array<{ start: string }>> = {};
+      for (const ms of [...options.slots].sort((a, b) => a - b)) {
+        if (ms < from || ms > to || !isFree(ms) || ms < Date.now() + noticeMs()) continue;
+        const iso = isoInZone(ms, timeZone);
+        (data[iso.slice(0, 10)] ??= []).push({ start: iso });
+      }
+      return send(200, { status: 'success', data });
+    }
+
+    if (match.template === '/v2/bookings' && match.method === 'get') {
+      if (failingSearches > 0) {
+        failingSearches -= 1;
+        return fail(500, 'InternalServerErrorException', 'Internal server error');
+      }
+      const email = q.get('attendeeEmail');
+      const eventTypeId = q.get('eventTypeId');
+      const after = Date.parse(q.get('afterStart') ?? '');
+      const before = Date.parse(q.get('beforeEnd') ?? '');
+      const found = bookings.filter(
+        (b) =>
+          (email === null || b.attendee.email === email) &&
+          (eventTypeId === null || String(b.eventTypeId) === eventTypeId) &&
+          (!Number.isFinite(after) || Date.parse(b.start) >= after) &&
+          (!Number.isFinite(before) || Date.parse(b.end) <= before),
+      );
+      return send(200, { status: 'success', data: found.map(view) });
+    }
+
+    if (match.template === '/v2/bookings/{bookingUid}') {
+      const booking = find(match.params.bookingUid ?? '');
+      if (booking === undefined)
+        return fail(
+          404,
+          'NotFoundException',
+          `Booking with uid=${match.params.bookingUid} was not found in the database`,
+        );
+      return send(200, { status: 'success', data: view(booking) });
+    }
+
+    if (match.template === '/v2/bookings' && match.method === 'post') {
+      if (failingBookings > 0) {
+        failingBookings -= 1;
+        return fail(500, 'InternalServerErrorException', 'Internal server error');
+      }
+      const input = body as {
+        start: string;
+        eventTypeId: number;
+        attendee: { name: string; email: string; timeZone: string; phoneNumber?: string };
+        metadata?: Record<string, string>;
+        bookingFieldsResponses?: Record<string, unknown>;
+      };
+      if (input.eventTypeId !== options.eventTypeId)
+        return fail(404, 'NotFoundException', `Event type with id ${input.eventTypeId} not found.`);
+      const startMs = Date.parse(input.start);
+      const refused = refusal(startMs, input.attendee);
+      if (refused !== null) return fail(400, refused.code, refused.message, refused.withCode);
+      const booking = newBooking({
+        start: new Date(startMs).toISOString(),
+        status: rules.requiresConfirmation === true ? 'pending' : 'accepted',
+        eventTypeId: input.eventTypeId,
+        attendee: {
+          name: input.attendee.name,
+          email: input.attendee.email,
+          timeZone: input.attendee.timeZone,
+          phoneNumber: input.attendee.phoneNumber ?? null,
+        },
+        metadata: input.metadata ?? {},
+        notes:
+          typeof input.bookingFieldsResponses?.notes === 'string' ? input.bookingFieldsResponses.notes : null,
+      });
+      deliver(booking.status === 'pending' ? 'BOOKING_REQUESTED' : 'BOOKING_CREATED', booking);
+      if (loseAnswer) {
+        loseAnswer = false;
+        req.socket.destroy();
+        return;
+      }
+      return send(201, { status: 'success', data: view(booking) });
+    }
+
+    if (match.template === '/v2/bookings/{bookingUid}/reschedule') {
+      const old = find(match.params.bookingUid ?? '');
+      if (old === undefined)
+        return fail(
+          404,
+          'NotFoundException',
+          `Booking with uid=${match.params.bookingUid} was not found in the database`,
+        );
+      if (!active(old)) return fail(400, 'BadRequestException', 'cancelled_bookings_cannot_be_rescheduled');
+      const input = body as { start: string; reschedulingReason?: string };
+      const startMs = Date.parse(input.start);
+      const refused = refusal(startMs, old.attendee, old);
+      if (refused !== null) return fail(400, refused.code, refused.message, refused.withCode);
+      const moved = moveBooking(old, startMs, input.reschedulingReason);
+      return send(201, { status: 'success', data: view(moved) });
+    }
+
+    if (match.template === '/v2/bookings/{bookingUid}/cancel') {
+      const booking = find(match.params.bookingUid ?? '');
+      if (booking === undefined)
+        return fail(
+          404,
+          'NotFoundException',
+          `Booking with uid=${match.params.bookingUid} was not found in the database`,
+        );
+      if (booking.status === 'cancelled')
+        return fail(400, 'BadRequestException', 'This booking has already been cancelled.');
+      booking.status = 'cancelled';
+      booking.cancellationReason = (body as { cancellationReason?: string }).cancellationReason ?? '';
+      deliver('BOOKING_CANCELLED', booking);
+      return send(200, { status: 'success', data: view(booking) });
+    }
+    return fail(404, 'NotFoundException', `Cannot ${req.method} ${url.pathname}`);
+  };
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
+  const must = (uid: string): FakeCalBooking => {
+    const booking = find(uid);
+    if (booking === undefined) throw new Error(`the fake Cal.com has no booking ${uid}`);
+    return booking;
+  };
   return {
     url: `http://127.0.0.1:${port}`,
     bookings,
     requests,
     deliveries,
+    violations,
     setWebhook: (target) => {
       webhook = target;
     },
+    setRules: (next) => {
+      Object.assign(rules, next);
+    },
     take: (ms) => {
       taken.add(ms);
+    },
+    reject: (uid, reason = 'The lawyer is not available then') => {
+      const booking = must(uid);
+      booking.status = 'rejected';
+      booking.cancellationReason = reason;
+      deliver('BOOKING_REJECTED', booking);
+    },
+    confirm: (uid) => {
+      const booking = must(uid);
+      booking.status = 'accepted';
+      deliver('BOOKING_CREATED', booking);
+    },
+    reschedule: (uid, startMs) => moveBooking(must(uid), startMs).uid,
+    cancel: (uid, reason = 'Schedule conflict') => {
+      const booking = must(uid);
+      booking.status = 'cancelled';
+      booking.cancellationReason = reason;
+      deliver('BOOKING_CANCELLED', booking);
     },
     loseNextAnswer: () => {
       loseAnswer = true;
@@ -346,38 +620,44 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     stop: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      violations.assertNone();
     },
   };
 }
 
-/** A booking as API v2 (2024-08-13) shows one. */
+/** A booking as API v2 (2024-08-13) shows one (BookingOutput_2024_08_13). */
 function view(b: FakeCalBooking): Record<string, unknown> {
   return {
     id: b.id,
     uid: b.uid,
-    title: `Consultation between Alex Counsel and ${b.attendee.name}`,
+    title: `Consultation between ${HOST.name} and ${b.attendee.name}`,
     description: '',
-    hosts: [
-      {
-        id: 1,
-        name: 'Alex Counsel',
-        email: 'alex@lawfirm.test',
-        username: 'alex',
-        timeZone: 'America/New_York',
-      },
-    ],
+    hosts: [{ ...HOST, displayEmail: HOST.email, timeZone: 'America/New_York' }],
     status: b.status,
+    ...(b.cancellationReason === undefined ? {} : { cancellationReason: b.cancellationReason }),
+    ...(b.rescheduledFromUid === undefined ? {} : { rescheduledFromUid: b.rescheduledFromUid }),
+    ...(b.rescheduledToUid === undefined ? {} : { rescheduledToUid: b.rescheduledToUid }),
     start: b.start,
     end: b.end,
     duration: Math.round((Date.parse(b.end) - Date.parse(b.start)) / 60_000),
     eventTypeId: b.eventTypeId,
     eventType: { id: b.eventTypeId, slug: 'consultation' },
-    meetingUrl: 'https://app.cal.com/video/abc123',
     location: 'https://app.cal.com/video/abc123',
     absentHost: false,
-    createdAt: new Date().toISOString(),
+    createdAt: b.createdAt,
+    updatedAt: null,
     metadata: b.metadata,
-    attendees: [{ ...b.attendee, language: 'en', absent: false }],
+    attendees: [
+      {
+        name: b.attendee.name,
+        email: b.attendee.email,
+        displayEmail: b.attendee.email,
+        timeZone: b.attendee.timeZone,
+        language: 'en',
+        absent: false,
+        ...(b.attendee.phoneNumber === null ? {} : { phoneNumber: b.attendee.phoneNumber }),
+      },
+    ],
     guests: [],
     bookingFieldsResponses: {
       name: b.attendee.name,

@@ -118,11 +118,11 @@ describe('the chat agent in the widget books a consultation', () => {
       expect(leads.body.leads[0]).toMatchObject({
         source: 'chat',
         email: 'jane.doe@example.com',
-        appointment: { booking_uid: booking.uid, start: booking.start },
+        appointment: { booking_uid: booking.uid, start: booking.start, status: 'booked' },
       });
 
       await cal.settled();
-      expect(cal.deliveries).toEqual([{ uid: booking.uid, status: 200 }]);
+      expect(cal.deliveries).toEqual([{ trigger: 'BOOKING_CREATED', uid: booking.uid, status: 200 }]);
       await remindersWhen(firm.client, firm.slug, booking.uid, (rows) => {
         expect(rows.map((r) => [r.to, Date.parse(r.due_at)])).toEqual([
           ['jane.doe@example.com', slots[1]! - DAY],

@@ -77,7 +77,27 @@ export const ToolResponse = Type.Object({
   message: Type.String({ description: 'What the agent says, in plain words' }),
   time_zone: Type.Optional(Type.String()),
   slots: Type.Optional(Type.Array(Spoken)),
-  booked: Type.Optional(Type.Boolean()),
+  booked: Type.Optional(
+    Type.Boolean({
+      description: 'True only for a confirmed booking; a request the firm must confirm is false',
+    }),
+  ),
+  status: Type.Optional(
+    Type.Union([Type.Literal('booked'), Type.Literal('requested'), Type.Literal('rescheduled')], {
+      description: 'requested: the firm confirms the time later; rescheduled: the call’s booking was moved',
+    }),
+  ),
+  reason: Type.Optional(
+    Type.Union(
+      [
+        Type.Literal('slot_taken'),
+        Type.Literal('too_soon_or_far'),
+        Type.Literal('phone_required'),
+        Type.Literal('booking_limit_reached'),
+      ],
+      { description: 'Why nothing was booked, when the calendar refused' },
+    ),
+  ),
   booking_uid: Type.Optional(Type.String()),
   start: Type.Optional(Type.String()),
   spoken: Type.Optional(Type.String()),

@@ -101,7 +101,7 @@ export const bookingRoutes = [
     path: '/api/v2/{firm}/booking-webhook',
     operationId: 'bookingWebhook',
     summary:
-      'Cal.com booking events. BOOKING_CREATED, BOOKING_RESCHEDULED and BOOKING_CANCELLED update the booking’s email reminders (applied by a worker); other triggers are acknowledged and ignored',
+      'Cal.com booking events. BOOKING_CREATED, BOOKING_RESCHEDULED and BOOKING_CANCELLED update the booking’s email reminders; these and BOOKING_REQUESTED, BOOKING_REJECTED move the appointment of the lead the booking is for (applied by a worker); other triggers are acknowledged and ignored',
     tag,
     auth: { kind: 'webhook', authenticate: authenticateBookingWebhook },
     params: FirmParams,

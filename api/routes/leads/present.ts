@@ -21,7 +21,15 @@ export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
     notes: lead.notes,
     timezone: lead.timezone,
     do_not_call: lead.do_not_call,
-    appointment: lead.appointment ?? null,
+    appointment:
+      lead.appointment === undefined
+        ? null
+        : {
+            booking_uid: lead.appointment.booking_uid,
+            start: lead.appointment.start,
+            // Appointments recorded before they had a status were bookings.
+            status: lead.appointment.status ?? 'booked',
+          },
     known_client: lead.known_client ?? null,
     created_at: lead.created_at.toISOString(),
   };

@@ -49,10 +49,28 @@ export const LeadRecord = Type.Object({
   do_not_call: Type.Boolean(),
   appointment: Type.Union(
     [
-      Type.Object({ booking_uid: Type.String(), start: Type.String({ description: 'ISO 8601' }) }),
+      Type.Object({
+        booking_uid: Type.String({
+          description: 'The booking the appointment is now (a reschedule makes a new one)',
+        }),
+        start: Type.String({ description: 'ISO 8601' }),
+        status: Type.Union(
+          [
+            Type.Literal('booked'),
+            Type.Literal('requested'),
+            Type.Literal('rescheduled'),
+            Type.Literal('cancelled'),
+            Type.Literal('rejected'),
+          ],
+          { description: 'requested: the event type needs the firm to confirm; each booking event moves it' },
+        ),
+      }),
       Type.Null(),
     ],
-    { description: 'The appointment booked for this lead (docs/appointments.md), or null' },
+    {
+      description:
+        'The appointment made for this lead, following every booking event (docs/appointments.md), or null when none was ever made',
+    },
   ),
   known_client: Nullable(
     Type.Object(

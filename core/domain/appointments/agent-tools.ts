@@ -2,9 +2,9 @@ import { AppError, invalidRequest, type ErrorDetail } from '../../platform/error
 import { isTimeZone } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import type { FirmDoc } from '../firms/firms.js';
-import { daysFrom, freeSlots } from './availability.js';
-import { bookAppointment } from './booking.js';
-import { subjectLeadId } from '../leads/leads.js';
+import { daysFrom, daysFromDate, freeSlots } from './availability.js';
+import { toE164 } from '../contact-points/phones.js';
+import { bookInConversation, type ConversationOutcome } from './conversation-booking.js';
 
 // What an agent calls during a conversation (docs/appointments.md#agent-tools): Retell custom
 // functions (check_availability, book_appointment) and the built-in chat intake agent use the
@@ -50,14 +50,21 @@ export function spokenTime(iso: string, timeZone: string): string {
   return `${day} at ${time}`;
 }
 
-/** The next free slots from `fromMs` (now, or the day asked for), at most OFFERED_SLOTS. */
+/**
+ * The next free slots from today, or from `fromDate` (YYYY-MM-DD, a day in `timeZone`), at most
+ * OFFERED_SLOTS.
+ */
 export async function offerSlots(
   services: Services,
   firm: FirmDoc,
   timeZone: string,
-  fromMs: number = Date.now(),
+  fromDate?: string,
 ): Promise<SpokenSlot[]> {
-  const slots = await freeSlots(services, firm, daysFrom(fromMs, LOOKAHEAD_DAYS, timeZone));
+  const days =
+    fromDate === undefined
+      ? daysFrom(Date.now(), LOOKAHEAD_DAYS, timeZone)
+      : daysFromDate(fromDate, LOOKAHEAD_DAYS, timeZone);
+  const slots = await freeSlots(services, firm, days);
   const now = Date.now();
   return slots
     .filter((s) => Date.parse(s) > now)
@@ -100,7 +107,11 @@ export interface ToolAnswer {
   message: string;
   time_zone?: string;
   slots?: SpokenSlot[];
+  /** True only for a confirmed booking (an event type needing confirmation is `requested`). */
   booked?: boolean;
+  status?: 'booked' | 'requested' | 'rescheduled';
+  /** Why nothing was booked, when Cal.com refused. */
+  reason?: 'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit_reached';
   booking_uid?: string;
   start?: string;
   spoken?: string;
@@ -111,17 +122,18 @@ export async function runTool(services: Services, firm: FirmDoc, tool: ToolCall)
   const timeZone = timeZoneOf(tool.args, tool.call, firm);
   if (tool.name === 'check_availability') {
     const date = str(tool.args, 'date');
-    let fromMs = Date.now();
+    let fromDate: string | undefined;
     if (date !== undefined) {
-      // The day asked for, from its start in the caller's zone (noon UTC is that date everywhere but ±12 h).
-      const ms = /^\d{4}-\d{2}-\d{2}$/.test(date) ? Date.parse(`${date}T12:00:00Z`) : NaN;
-      if (!Number.isFinite(ms))
+      // The day asked for is a day in the caller's time zone (availability.ts asks Cal.com for it).
+      const ms = /^\d{4}-\d{2}-\d{2}$/.test(date) ? Date.parse(`${date}T00:00:00Z`) : NaN;
+      if (!Number.isFinite(ms) || new Date(ms).toISOString().slice(0, 10) !== date)
         throw invalidRequest('args.date is not a date (YYYY-MM-DD).', [
           { path: '/args/date', message: 'is not a date (YYYY-MM-DD)' },
         ]);
-      fromMs = Math.max(ms, fromMs);
+      const today = daysFrom(Date.now(), 1, timeZone).start;
+      fromDate = date > today ? date : undefined;
     }
-    const slots = await offerSlots(services, firm, timeZone, fromMs);
+    const slots = await offerSlots(services, firm, timeZone, fromDate);
     return {
       time_zone: timeZone,
       slots,
@@ -140,43 +152,95 @@ export async function runTool(services: Services, firm: FirmDoc, tool: ToolCall)
   if (name === undefined) problems.push({ path: '/args/name', message: 'is required' });
   if (email === undefined) problems.push({ path: '/args/email', message: 'is required' });
   if (problems.length > 0) throw invalidRequest('book_appointment needs start, name and email.', problems);
-  const phone = str(tool.args, 'phone');
+  // The caller's own number when the agent gave none (a calendar may require one).
+  const phone = str(tool.args, 'phone') ?? callerNumber(tool.call);
   const notes = str(tool.args, 'notes');
-  try {
-    const { result } = await bookAppointment(
-      services,
-      firm,
-      {
-        start: start!,
-        attendee: { name: name!, email: email!, timeZone, ...(phone === undefined ? {} : { phone }) },
-        ...(notes === undefined ? {} : { notes }),
-        conversationLeadId: subjectLeadId(tool.subject.source, tool.subject.id),
-      },
-      // One booking per conversation: the provider's retries and a repeated tool call book once.
-      `${tool.subject.source}:${tool.subject.id}`,
-    );
-    const spoken = spokenTime(result.start, timeZone);
-    return {
-      booked: true,
-      booking_uid: result.booking_uid,
-      start: result.start,
-      spoken,
-      message: `Booked: ${spoken} (${timeZone}). A confirmation goes to ${email}.`,
-    };
-  } catch (err) {
-    if (!(err instanceof AppError) || err.code !== 'slot_unavailable') throw err;
-    // The LLM needs the alternatives to go on: an answer, not an error.
-    const alternatives = (err.details ?? []).map((d) => ({
-      start: d.message,
-      spoken: spokenTime(d.message, timeZone),
-    }));
-    return {
-      booked: false,
-      alternatives,
-      message:
-        alternatives.length === 0
-          ? 'That time was just taken and nothing else is free this week.'
-          : `That time was just taken. Free instead: ${alternatives.map((a) => a.spoken).join('; ')}.`,
-    };
+  const outcome = await bookInConversation(services, firm, tool.subject, {
+    start: start!,
+    attendee: { name: name!, email: email!, timeZone, ...(phone === undefined ? {} : { phone }) },
+    ...(notes === undefined ? {} : { notes }),
+  });
+  return toolAnswer(outcome, { timeZone, email: email!, name: name! });
+}
+
+/** The caller's number in E.164 (the other party of an outbound call), if the call names a valid one. */
+function callerNumber(call: Record<string, unknown>): string | undefined {
+  const number = call.direction === 'outbound' ? call.to_number : call.from_number;
+  return typeof number === 'string' ? (toE164(number, 'US') ?? undefined) : undefined;
+}
+
+/** What the LLM reads of a booking's outcome. */
+function toolAnswer(
+  outcome: ConversationOutcome,
+  who: { timeZone: string; email: string; name: string },
+): ToolAnswer {
+  const { timeZone } = who;
+  const spokenList = (starts: string[]) =>
+    starts.map((start) => ({ start, spoken: spokenTime(start, timeZone) }));
+  switch (outcome.kind) {
+    case 'booked':
+    case 'moved': {
+      const spoken = spokenTime(outcome.start, timeZone);
+      const from = outcome.from === undefined ? '' : ` instead of ${spokenTime(outcome.from, timeZone)}`;
+      return {
+        booked: true,
+        status: outcome.kind === 'moved' ? 'rescheduled' : 'booked',
+        booking_uid: outcome.booking_uid,
+        start: outcome.start,
+        spoken,
+        message:
+          outcome.kind === 'moved'
+            ? `Moved: the appointment is now ${spoken} (${timeZone})${from}. A confirmation goes to ${who.email}.`
+            : `Booked: ${spoken} (${timeZone}). A confirmation goes to ${who.email}.`,
+      };
+    }
+    case 'requested': {
+      const spoken = spokenTime(outcome.start, timeZone);
+      return {
+        booked: false,
+        status: 'requested',
+        booking_uid: outcome.booking_uid,
+        start: outcome.start,
+        spoken,
+        message: `Requested: ${spoken} (${timeZone}). This time is not confirmed yet: the firm will confirm it, and ${who.email} gets an email when it does.`,
+      };
+    }
+    case 'slot_taken': {
+      const alternatives = spokenList(outcome.alternatives);
+      return {
+        booked: false,
+        reason: 'slot_taken',
+        alternatives,
+        message:
+          alternatives.length === 0
+            ? 'That time was just taken and nothing else is free this week.'
+            : `That time was just taken. Free instead: ${alternatives.map((a) => a.spoken).join('; ')}.`,
+      };
+    }
+    case 'not_bookable': {
+      const alternatives = spokenList(outcome.alternatives);
+      return {
+        booked: false,
+        reason: 'too_soon_or_far',
+        alternatives,
+        message:
+          alternatives.length === 0
+            ? 'That time cannot be booked: the firm needs more notice, or it is too far ahead, and nothing else is free this week.'
+            : `That time cannot be booked: the firm needs more notice, or it is too far ahead. Free instead: ${alternatives.map((a) => a.spoken).join('; ')}.`,
+      };
+    }
+    case 'phone_required':
+      return {
+        booked: false,
+        reason: 'phone_required',
+        message:
+          "The firm's calendar needs the caller's phone number to book. Ask for it, then call book_appointment again with phone.",
+      };
+    case 'booking_limit_reached':
+      return {
+        booked: false,
+        reason: 'booking_limit_reached',
+        message: `${who.name} already has as many upcoming appointments with the firm as its calendar allows, so no new time was booked. Offer to have someone from the firm call back.`,
+      };
   }
 }

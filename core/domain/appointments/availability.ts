@@ -11,8 +11,11 @@ import type { FirmDoc } from '../firms/firms.js';
 
 // Free slots of a firm's booking provider (docs/appointments.md#availability): Cal.com's /v2/slots
 // for the firm's event type, at most MAX_DAYS days per request, each answer kept 30 s in Redis
-// (an agent asks again and again within one conversation). Slot starts keep the offset of the
-// time zone asked for, as Cal.com gives them.
+// (an agent asks again and again within one conversation). The days asked for are days in the
+// query's time zone; Cal.com reads start and end as UTC instants (a date alone is 00:00:00Z to
+// 23:59:59Z: get-slots.input.ts in calcom/cal.com), so it is asked for the instants that cover
+// those local days and its answer is kept to them. Slot starts keep the offset of the time zone
+// asked for, as Cal.com gives them.
 
 /** Days one availability request may cover, start and end dates included. */
 export const MAX_DAYS = 14;
@@ -91,6 +94,63 @@ export function providerFailure(err: unknown): AppError {
   throw err;
 }
 
+/** The offset (ms to add to UTC) of `timeZone` at the instant `ms`. */
+function offsetAt(ms: number, timeZone: string): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
+      .formatToParts(new Date(ms))
+      .map((p) => [p.type, Number(p.value)]),
+  ) as Record<string, number>;
+  const local = Date.UTC(
+    parts.year!,
+    parts.month! - 1,
+    parts.day!,
+    parts.hour!,
+    parts.minute!,
+    parts.second!,
+  );
+  return local - Math.floor(ms / 1000) * 1000;
+}
+
+/** The first instant (UTC ms) of `date` (YYYY-MM-DD) in `timeZone`. */
+export function startOfDayIn(date: string, timeZone: string): number {
+  const midnightUtc = Date.parse(`${date}T00:00:00Z`);
+  // Two passes settle the offset at that local midnight (a DST change near it moves it once).
+  let ms = midnightUtc - offsetAt(midnightUtc, timeZone);
+  ms = midnightUtc - offsetAt(ms, timeZone);
+  // A day that starts after a gap (no local midnight) starts at the first instant of that date.
+  while (dateIn(ms, timeZone) < date) ms += 15 * 60_000;
+  while (dateIn(ms - 1, timeZone) === date) ms -= 15 * 60_000;
+  return ms;
+}
+
+/** The next day of a YYYY-MM-DD date. */
+const nextDate = (date: string): string =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+
+/** Cal.com's text for an instant: UTC, whole seconds. */
+const calInstant = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * The UTC instants Cal.com is asked for to cover the query's local days: from the first instant
+ * of `start` there to the last second before the day after `end` starts there (never an end at
+ * 00:00:00, which Cal.com would stretch to 23:59:59 of that UTC day).
+ */
+export function utcBoundsOf(query: AvailabilityQuery): { start: string; end: string } {
+  const from = startOfDayIn(query.start, query.timeZone);
+  const until = startOfDayIn(nextDate(query.end), query.timeZone) - 1000;
+  return { start: calInstant(from), end: calInstant(until) };
+}
+
 /**
  * Free slot starts in the query's days, from the 30-second cache or Cal.com (`fresh` skips the
  * cache: the alternatives after a slot was taken must not offer it again).
@@ -117,7 +177,16 @@ export async function freeSlots(
   }
   let slots: string[];
   try {
-    slots = await calcomOf(services, booking).slots({ eventTypeId: booking.event_type_id, ...query });
+    const asked = await calcomOf(services, booking).slots({
+      eventTypeId: booking.event_type_id,
+      ...utcBoundsOf(query),
+      timeZone: query.timeZone,
+    });
+    // Exactly the days asked for, in their time zone, whatever else Cal.com includes.
+    slots = asked.filter((start) => {
+      const day = dateIn(Date.parse(start), query.timeZone);
+      return day >= query.start && day <= query.end;
+    });
   } catch (err) {
     throw providerFailure(err);
   }
@@ -136,11 +205,13 @@ export function dateIn(ms: number, timeZone: string): string {
   }).format(new Date(ms));
 }
 
+/** The query for `days` days in `timeZone` from the date `first` (YYYY-MM-DD) there. */
+export function daysFromDate(first: string, days: number, timeZone: string): AvailabilityQuery {
+  const last = new Date(Date.parse(`${first}T00:00:00Z`) + (days - 1) * DAY_MS).toISOString().slice(0, 10);
+  return { start: first, end: last, timeZone };
+}
+
 /** The query for `days` days from the day of `fromMs` in `timeZone`. */
 export function daysFrom(fromMs: number, days: number, timeZone: string): AvailabilityQuery {
-  return {
-    start: dateIn(fromMs, timeZone),
-    end: dateIn(fromMs + (days - 1) * DAY_MS, timeZone),
-    timeZone,
-  };
+  return daysFromDate(dateIn(fromMs, timeZone), days, timeZone);
 }

@@ -14,13 +14,13 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
-import { bookingMayHaveHappened, CalcomError } from '../../integrations/booking/calcom.js';
+import { bookingMayHaveHappened, CalcomError, type CalcomClient } from '../../integrations/booking/calcom.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { findLead } from '../leads/leads.js';
 import { bookingProviderOf, calcomOf, daysFrom, freeSlots, providerFailure } from './availability.js';
-import { attachAppointment, type LeadAppointment } from './lead-appointment.js';
+import { attachAppointment, statusOfCalBooking } from './lead-appointment.js';
 
 // A booking through the firm's provider (docs/appointments.md#booking). The request becomes an
 // appointment record first; Cal.com's POST /v2/bookings runs through the effect recorder on it,
@@ -29,6 +29,16 @@ import { attachAppointment, type LeadAppointment } from './lead-appointment.js';
 // Idempotency-Key, through runIdempotent's recover) asks Cal.com for the booking carrying that id
 // before booking again. So one key is one booking, whatever fails in between.
 //
+// A record may also move a booking (`reschedule_of`: Cal.com's POST /v2/bookings/{uid}/reschedule,
+// which makes a new booking with a new uid); a lost answer is then found by reading the old
+// booking, which names the booking it became.
+//
+// Cal.com's refusals are answered as what they are (docs/appointments.md#refusals): a slot taken
+// (409 slot_unavailable) or not bookable then (409 slot_not_bookable: minimum notice, booking
+// window), each with the next free slots; a phone number the event type requires (400
+// attendee_phone_required); the person's limit of upcoming bookings (409 booking_limit_reached).
+// Cal.com's own words go to the log.
+//
 // No reminders are made here: they come from Cal.com's BOOKING_CREATED webhook (docs/bookings.md#events), keyed by
 // the booking uid, which stores each once however often it is delivered.
 
@@ -36,6 +46,13 @@ import { attachAppointment, type LeadAppointment } from './lead-appointment.js';
 export const APPOINTMENT_METADATA_KEY = 'intake_appointment_id';
 /** How many free slots a 409 slot_unavailable proposes. */
 const ALTERNATIVES = 5;
+/** The codes of Cal.com's refusals (a final failure of the booking). */
+export const REFUSED = new Set([
+  'slot_unavailable',
+  'slot_not_bookable',
+  'attendee_phone_required',
+  'booking_limit_reached',
+]);
 
 export interface AppointmentRequest {
   start: string;
@@ -45,6 +62,8 @@ export interface AppointmentRequest {
   leadId?: string;
   /** The lead of the conversation booking it (a call's or chat's, made later: lead-appointment.ts). */
   conversationLeadId?: string;
+  /** Move this booking (its uid) to `start` instead of booking anew. */
+  rescheduleOf?: string;
 }
 
 export interface AppointmentResult {
@@ -62,6 +81,8 @@ interface AppointmentDoc {
   attendee: { name: string; email: string; timeZone: string; phone: string | null };
   notes: string | null;
   lead_id: string | null;
+  /** The booking this record moves (Cal.com uid); null: a new booking. */
+  reschedule_of?: string | null;
   booking: EffectRecord<AppointmentResult>;
   created_at: Date;
 }
@@ -80,7 +101,7 @@ function subjectOf(services: Services, doc: Pick<AppointmentDoc, '_id' | 'firm'>
 /** The request normalised: start in UTC, email lower-cased, phone E.164; 400 naming each bad field. */
 function normalise(
   request: AppointmentRequest,
-): Omit<AppointmentDoc, '_id' | 'firm' | 'event_type_id' | 'booking' | 'created_at'> {
+): Omit<AppointmentDoc, '_id' | 'firm' | 'event_type_id' | 'booking' | 'created_at' | 'reschedule_of'> {
   const problems: ErrorDetail[] = [];
   const startMs = Date.parse(request.start);
   if (!Number.isFinite(startMs)) problems.push({ path: '/start', message: 'is not a date-time' });
@@ -133,6 +154,7 @@ export async function bookAppointment(
     firm: firm._id,
     event_type_id: booking.event_type_id,
     ...fields,
+    reschedule_of: request.rescheduleOf ?? null,
     booking: newEffectRecord<AppointmentResult>(),
     created_at: new Date(),
   };
@@ -186,9 +208,34 @@ async function resume(services: Services, firm: FirmDoc, id: string): Promise<Ap
   try {
     return await book(services, firm, doc);
   } catch (err) {
-    if (err instanceof AppError && err.code === 'slot_unavailable') return null;
+    if (err instanceof AppError && REFUSED.has(err.code)) return null;
     throw err;
   }
+}
+
+const resultOf = (b: { uid: string; start: string; end: string; status: string }): AppointmentResult => ({
+  booking_uid: b.uid,
+  start: b.start,
+  end: b.end,
+  status: b.status,
+});
+
+/** The booking an earlier attempt of the record made, if it made one (Cal.com is asked). */
+async function madeBefore(calcom: CalcomClient, doc: AppointmentDoc): Promise<AppointmentResult | null> {
+  if (doc.reschedule_of != null) {
+    const old = await calcom.getBooking(doc.reschedule_of);
+    if (old.rescheduledToUid === undefined) return null;
+    const moved = await calcom.getBooking(old.rescheduledToUid);
+    return Date.parse(moved.start) === Date.parse(doc.start) ? resultOf(moved) : null;
+  }
+  const found = await calcom.findBooking({
+    eventTypeId: doc.event_type_id,
+    attendeeEmail: doc.attendee.email,
+    start: doc.start,
+    key: APPOINTMENT_METADATA_KEY,
+    value: doc._id,
+  });
+  return found === null ? null : resultOf(found);
 }
 
 /** Cal.com's booking for the record, through the effect recorder; then the lead shows it. */
@@ -204,24 +251,20 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
         mayHaveHappened: bookingMayHaveHappened,
         isFinal: (err) => err instanceof CalcomError && err.status >= 400 && err.status < 500,
         reconcile: async () => {
-          const found = await calcom.findBooking({
-            eventTypeId: doc.event_type_id,
-            attendeeEmail: doc.attendee.email,
-            start: doc.start,
-            key: APPOINTMENT_METADATA_KEY,
-            value: doc._id,
-          });
-          return found === null
-            ? null
-            : {
-                state: 'done',
-                result: { booking_uid: found.uid, start: found.start, end: found.end, status: found.status },
-              };
+          const found = await madeBefore(calcom, doc);
+          return found === null ? null : { state: 'done', result: found };
         },
       },
       // One attempt per request: a failure is answered now (a retry is a new request).
       { lastAttempt: false },
       async () => {
+        if (doc.reschedule_of != null) {
+          const moved = await calcom.rescheduleBooking(doc.reschedule_of, {
+            start: doc.start,
+            reason: 'The client asked for another time.',
+          });
+          return { state: 'done', result: resultOf(moved) };
+        }
         const made = await calcom.createBooking({
           eventTypeId: doc.event_type_id,
           start: doc.start,
@@ -234,36 +277,90 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
           metadata: { [APPOINTMENT_METADATA_KEY]: doc._id, firm: doc.firm },
           ...(doc.notes === null ? {} : { notes: doc.notes }),
         });
-        return {
-          state: 'done',
-          result: { booking_uid: made.uid, start: made.start, end: made.end, status: made.status },
-        };
+        return { state: 'done', result: resultOf(made) };
       },
     );
   } catch (err) {
-    if (err instanceof CalcomError && err.slotTaken) throw await slotUnavailable(services, firm, doc);
-    throw providerFailure(err);
+    if (err instanceof CalcomError) {
+      services.log.warn(
+        { firm: doc.firm, appointment: doc._id, status: err.status, code: err.code, calcom: err.calMessage },
+        'the booking provider refused the booking',
+      );
+    }
+    throw await refusalAnswer(services, firm, doc, err);
   }
   const result = record.result!;
   if (doc.lead_id !== null) {
-    const shown: LeadAppointment = { booking_uid: result.booking_uid, start: result.start };
-    await attachAppointment(services.mongo.db, doc.lead_id, shown);
+    await attachAppointment(services, firm._id, doc.lead_id, {
+      booking_uid: result.booking_uid,
+      start: result.start,
+      status: doc.reschedule_of != null ? 'rescheduled' : statusOfCalBooking(result.status),
+    });
   }
   return result;
 }
 
-/** 409 slot_unavailable with the next free slots (fresh from Cal.com) in the attendee's time zone. */
-async function slotUnavailable(services: Services, firm: FirmDoc, doc: AppointmentDoc): Promise<AppError> {
-  const startMs = Date.parse(doc.start);
-  let next: string[] = [];
+/** The error to answer for a failed booking: each of Cal.com's refusals as what it is. */
+async function refusalAnswer(
+  services: Services,
+  firm: FirmDoc,
+  doc: AppointmentDoc,
+  err: unknown,
+): Promise<AppError> {
+  if (!(err instanceof CalcomError)) return providerFailure(err);
+  switch (err.refusal) {
+    case 'slot_taken':
+      return slotUnavailable(services, firm, doc);
+    case 'too_soon_or_far': {
+      const next = await nextFree(services, firm, doc, Date.now());
+      return new AppError(
+        409,
+        'slot_not_bookable',
+        next.length > 0
+          ? `The firm's calendar does not take bookings at that time (too soon for its minimum notice, or too far ahead); details list the next ${next.length} bookable slots (message: the start).`
+          : "The firm's calendar does not take bookings at that time (too soon for its minimum notice, or too far ahead), and no other slot is free in the next 7 days.",
+        next.map((start) => ({ path: '/start', message: start })),
+      );
+    }
+    case 'phone_required':
+      return new AppError(
+        400,
+        'attendee_phone_required',
+        "The firm's calendar requires the attendee's phone number to book; send attendee.phone.",
+        [{ path: '/attendee/phone', message: "is required by the firm's calendar" }],
+      );
+    case 'booking_limit':
+      return new AppError(
+        409,
+        'booking_limit_reached',
+        'This person already has as many upcoming appointments with the firm as its calendar allows.',
+      );
+    default:
+      return providerFailure(err);
+  }
+}
+
+/** The next free slots (fresh from Cal.com) after `afterMs`, in the attendee's time zone; [] when it fails. */
+async function nextFree(
+  services: Services,
+  firm: FirmDoc,
+  doc: AppointmentDoc,
+  afterMs: number,
+): Promise<string[]> {
   try {
-    const slots = await freeSlots(services, firm, daysFrom(startMs, 7, doc.attendee.timeZone), {
+    const slots = await freeSlots(services, firm, daysFrom(afterMs, 7, doc.attendee.timeZone), {
       fresh: true,
     });
-    next = slots.filter((s) => Date.parse(s) > startMs).slice(0, ALTERNATIVES);
+    return slots.filter((s) => Date.parse(s) > afterMs).slice(0, ALTERNATIVES);
   } catch {
-    // The conflict is the answer; alternatives are a courtesy.
+    // The refusal is the answer; alternatives are a courtesy.
+    return [];
   }
+}
+
+/** 409 slot_unavailable with the next free slots (fresh from Cal.com) in the attendee's time zone. */
+async function slotUnavailable(services: Services, firm: FirmDoc, doc: AppointmentDoc): Promise<AppError> {
+  const next = await nextFree(services, firm, doc, Date.parse(doc.start));
   return new AppError(
     409,
     'slot_unavailable',

@@ -16,10 +16,11 @@ import {
 } from './reminder-records.js';
 import { cancelBookingReminders, MAX_BOOKING_ATTENDEES, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
+import { followBookingEvent } from '../appointments/lead-appointment.js';
 
 // Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
-// it; a worker applies it to the booking's reminders in Redis and schedules a delayed job per
-// reminder. BOOKING_CREATED stores one reminder per offset and recipient (offsets already past
+// it; a worker moves the appointment of the lead the booking is for (lead-appointment.ts), applies
+// it to the booking's reminders in Redis and schedules a delayed job per reminder. BOOKING_CREATED stores one reminder per offset and recipient (offsets already past
 // when the event arrived are skipped); BOOKING_RESCHEDULED cancels the old booking's and stores
 // the new one's; BOOKING_CANCELLED cancels them. Every step is idempotent: a repeat changes
 // nothing, and a cancel wins over a CREATED delivered after it.
@@ -175,6 +176,13 @@ export async function applyBookingEvent(
 ): Promise<Record<string, unknown>> {
   const firm = await getFirm(services.mongo.db, event.firm);
   if (firm === null) return { outcome: 'firm_not_found' };
+  // The lead whose appointment this booking is follows it (docs/appointments.md#the-lead).
+  const lead = await followBookingEvent(services, event);
+  const followed = lead === null ? {} : { lead };
+  if (event.trigger === 'BOOKING_REQUESTED' || event.trigger === 'BOOKING_REJECTED') {
+    // A request has no reminders until the host accepts (Cal.com then sends BOOKING_CREATED).
+    return { uid: event.uid, outcome: 'no_reminders', ...followed };
+  }
   const now = Date.now();
   const booking = bookingRecord(firm, event);
   const expireAt = bookingExpiry(event.end_at ?? event.start_at, now);
@@ -188,7 +196,7 @@ export async function applyBookingEvent(
       now,
       expireAt,
     });
-    return { uid: event.uid, ...cancelled };
+    return { uid: event.uid, ...cancelled, ...followed };
   }
   let previous: Record<string, unknown> = {};
   if (event.trigger === 'BOOKING_RESCHEDULED' && event.reschedule_uid !== undefined) {
@@ -246,6 +254,7 @@ export async function applyBookingEvent(
     scheduled: stored.due.length,
     ...limited,
     ...previous,
+    ...followed,
   };
 }
 

@@ -1,20 +1,19 @@
-import { AppError } from '../../platform/errors.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import type { ChatBookingProgress, ChatReply, IntakeProgress } from '../../integrations/chat/engine.js';
 import { isProviderFailure, offerSlots, spokenTime, type SpokenSlot } from '../appointments/agent-tools.js';
-
-import { bookAppointment } from '../appointments/booking.js';
+import { bookInConversation } from '../appointments/conversation-booking.js';
+import { toE164 } from '../contact-points/phones.js';
 import { getFirm } from '../firms/firms.js';
 import { questionKind } from '../intake/question-kinds.js';
-import { subjectLeadId } from '../leads/leads.js';
 import type { ChatDoc } from './chats.js';
 
 // The built-in intake agent's consultation offer (docs/appointments.md#the-chat-agent): when the
 // firm has a booking provider and the intake questions are all answered (an email among them), the
 // reply proposes the next free slots, numbered; the person's next message picks one by number and
-// the slot is booked (one booking per chat: the Idempotency-Key is the chat's, so a turn recomputed
-// after a lost race books nothing more). The engine itself stays pure; this runs beside it.
+// the slot is booked (one booking per chat: conversation-booking.ts, so a turn recomputed after a
+// lost race books nothing more). An event type that needs the firm's confirmation is a request,
+// said as one; Cal.com's refusals are said in words. The engine itself stays pure; this runs beside it.
 
 /** What a visitor reads when Cal.com fails as they pick a time. */
 const CALENDAR_UNREACHABLE_FOR_VISITOR =
@@ -34,7 +33,11 @@ export function pickedSlot(message: string, count: number): number | null {
 const numbered = (offered: ChatBookingProgress['offered']): string =>
   offered.map((s, i) => `${i + 1}) ${s.spoken}`).join('\n');
 
-function answerOfKind(chat: ChatDoc, progress: IntakeProgress, kind: 'name' | 'email'): string | undefined {
+function answerOfKind(
+  chat: ChatDoc,
+  progress: IntakeProgress,
+  kind: 'name' | 'email' | 'phone',
+): string | undefined {
   const key = chat.agent.intake_questions.find((q) => questionKind(q.key) === kind)?.key;
   return key === undefined ? undefined : progress.answers.find((a) => a.key === key)?.value;
 }
@@ -88,48 +91,77 @@ export async function withBookingStep(
     };
   }
   const slot = state.offered[pick]!;
+  // The intake's phone answer, when it is a number Cal.com can take (a calendar may require one).
+  const phoneAnswer = answerOfKind(chat, after, 'phone');
+  const phone = phoneAnswer === undefined ? undefined : (toE164(phoneAnswer, 'US') ?? undefined);
+  let outcome;
   try {
-    const { result } = await bookAppointment(
+    outcome = await bookInConversation(
       services,
       firm,
+      { source: 'chat', id: chat._id },
       {
         start: slot.start,
-        attendee: { name: answerOfKind(chat, after, 'name') ?? email, email, timeZone: state.time_zone },
-        conversationLeadId: subjectLeadId('chat', chat._id),
+        attendee: {
+          name: answerOfKind(chat, after, 'name') ?? email,
+          email,
+          timeZone: state.time_zone,
+          ...(phone === undefined ? {} : { phone }),
+        },
       },
-      `chat:${chat._id}`,
     );
-    const spoken = spokenTime(result.start, state.time_zone);
-    return {
-      message: `Your consultation is booked for ${spoken} (${state.time_zone}). A confirmation goes to ${email}.`,
-      progress: {
-        ...after,
-        booking: { ...state, booked: { booking_uid: result.booking_uid, start: result.start, spoken } },
-      },
-    };
   } catch (err) {
-    if (isProviderFailure(err)) {
-      // Nothing booked; the offer stays, so the visitor can pick again.
-      services.log.warn({ err: err.message, chat: chat._id }, 'booking provider failed during a chat');
+    if (!isProviderFailure(err)) throw err;
+    // Nothing booked; the offer stays, so the visitor can pick again.
+    services.log.warn({ err: err.message, chat: chat._id }, 'booking provider failed during a chat');
+    return {
+      message: `Sorry, ${CALENDAR_UNREACHABLE_FOR_VISITOR}`,
+      progress: { ...after, booking: state },
+    };
+  }
+  switch (outcome.kind) {
+    case 'booked':
+    case 'moved':
+    case 'requested': {
+      const spoken = spokenTime(outcome.start, state.time_zone);
+      const booked = { booking_uid: outcome.booking_uid, start: outcome.start, spoken };
       return {
-        message: `Sorry, ${CALENDAR_UNREACHABLE_FOR_VISITOR}`,
-        progress: { ...after, booking: state },
+        message:
+          outcome.kind === 'requested'
+            ? `Your consultation is requested for ${spoken} (${state.time_zone}); the firm will confirm it, and you get an email at ${email} when it does.`
+            : `Your consultation is booked for ${spoken} (${state.time_zone}). A confirmation goes to ${email}.`,
+        progress: { ...after, booking: { ...state, booked } },
       };
     }
-    if (!(err instanceof AppError) || err.code !== 'slot_unavailable') throw err;
-    const offered = (err.details ?? []).map((d) => ({
-      start: d.message,
-      spoken: spokenTime(d.message, state.time_zone),
-    }));
-    if (offered.length === 0) {
+    case 'slot_taken':
+    case 'not_bookable': {
+      const why =
+        outcome.kind === 'slot_taken'
+          ? 'that time was just taken'
+          : 'that time cannot be booked (the firm needs more notice)';
+      const offered = outcome.alternatives.map((start) => ({
+        start,
+        spoken: spokenTime(start, state.time_zone),
+      }));
+      if (offered.length === 0) {
+        return { message: `Sorry, ${why} and nothing else is free this week.`, progress: after };
+      }
       return {
-        message: 'Sorry, that time was just taken and nothing else is free this week.',
+        message: `Sorry, ${why}. These are still open:\n${numbered(offered)}\nReply with the number of the time that suits you.`,
+        progress: { ...after, booking: { ...state, offered } },
+      };
+    }
+    case 'phone_required':
+      return {
+        message:
+          "Sorry, the firm's calendar needs a phone number to book, so nothing was booked; the firm will call you back to set a time.",
         progress: after,
       };
-    }
-    return {
-      message: `Sorry, that time was just taken. These are still open:\n${numbered(offered)}\nReply with the number of the time that suits you.`,
-      progress: { ...after, booking: { ...state, offered } },
-    };
+    case 'booking_limit_reached':
+      return {
+        message:
+          'You already have as many upcoming consultations with the firm as it allows, so no new time was booked; the firm will be in touch.',
+        progress: after,
+      };
   }
 }

@@ -1,27 +1,56 @@
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import { guardedRequest, HttpRequestError, type GuardedResponse } from '../http/guarded-http.js';
 
-// Cal.com's API v2 (docs/appointments.md#calcom): free slots (`GET /v2/slots`, cal-api-version
-// 2024-09-04) and bookings (`POST /v2/bookings` and `GET /v2/bookings`, cal-api-version
-// 2024-08-13), with the firm's API key as bearer. Every answer is `{status: "success", data}` or
-// `{status: "error", error: {code, message}}`. Cal.com refuses a slot that is no longer free with
-// a 400 (BadRequestException) whose message says so; that is told apart as `slotTaken`.
+// Cal.com's API v2 (docs/appointments.md#calcom), as its document says (apps/api/v2/swagger/
+// documentation.json in calcom/cal.com; the part we call is test/fakes/spec/calcom-v2.json): free
+// slots (`GET /v2/slots`, cal-api-version 2024-09-04) and bookings (`POST /v2/bookings`,
+// `GET /v2/bookings`, `GET /v2/bookings/{uid}`, `POST /v2/bookings/{uid}/reschedule` and
+// `/cancel`, cal-api-version 2024-08-13), with the firm's API key as bearer. Every answer is
+// `{status: "success", data}` or `{status: "error", error: {code, message}}`.
+//
+// Cal.com reads the slots `start` and `end` in UTC (a date alone is 00:00:00Z, or 23:59:59Z for
+// the end; `timeZone` only formats the answer: get-slots.input.ts, slots-input.service.ts), so
+// this client is given instants; the day a caller means is the caller's business (availability.ts).
+// Cal.com refuses a booking with a 400 whose message says why (errors.service.ts,
+// bookings.service.ts): each reason we can say something about is told apart as `refusal`.
 // Requests go through guardedRequest: the firm chose the base URL (URL policy, no redirects).
 
 export const CALCOM_DEFAULT_BASE_URL = 'https://api.cal.com';
 export const CAL_SLOTS_API_VERSION = '2024-09-04';
 export const CAL_BOOKINGS_API_VERSION = '2024-08-13';
 
-/** What Cal.com says when the slot is gone (handleNewBooking's errors, as API v2 passes them on). */
-const SLOT_TAKEN =
-  /no_available_users_found|already has booking|not available|booking_time_out_of_bounds|slot.*(?:taken|booked|unavailable)/i;
+/** Why Cal.com refused a booking, where we can say something about it. */
+export type CalRefusal = 'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit';
+
+/**
+ * Cal.com's refusals by their words (errors.service.ts handleBookingError, bookings.service.ts
+ * hasRequiredBookingFieldsResponses, handleNewBooking's error codes), most specific first.
+ */
+const REFUSALS: Array<[CalRefusal, RegExp]> = [
+  [
+    'too_soon_or_far',
+    /booking_time_out_of_bounds|can't be booked at the "start" time|minimum booking notice|book a meeting in the past/i,
+  ],
+  ['phone_required', /attendee phone number|attendeePhoneNumber|smsReminderNumber/i],
+  [
+    'booking_limit',
+    /booker_limit_exceeded|booker_booking_limit|booking_limit_reached|duration_limit_reached|booking limit/i,
+  ],
+  [
+    'slot_taken',
+    /no_available_users_found|already has booking|not available|hosts_unavailable|booking_conflict|slot.*(?:taken|booked|unavailable)/i,
+  ],
+];
 
 export interface CalBooking {
   uid: string;
   start: string;
   end: string;
+  /** Cal.com's: accepted, pending (the event type requires confirmation), cancelled, rejected. */
   status: string;
   metadata: Record<string, unknown>;
+  /** A booking moved elsewhere: the uid of the booking it became. */
+  rescheduledToUid?: string;
 }
 
 export class CalcomError extends Error {
@@ -29,11 +58,18 @@ export class CalcomError extends Error {
     message: string,
     readonly status: number,
     readonly code: string,
-    /** The slot asked for is not free (any more). */
-    readonly slotTaken: boolean,
+    /** Why Cal.com refused, when it is a refusal we can say something about. */
+    readonly refusal: CalRefusal | null,
+    /** Cal.com's own words (for the log). */
+    readonly calMessage: string = message,
   ) {
     super(message);
     this.name = 'CalcomError';
+  }
+
+  /** The slot asked for is not free (any more). */
+  get slotTaken(): boolean {
+    return this.refusal === 'slot_taken';
   }
 }
 
@@ -51,7 +87,10 @@ export class CalcomClient {
     this.base = (options.baseUrl ?? CALCOM_DEFAULT_BASE_URL).replace(/\/+$/, '');
   }
 
-  /** Free slot starts (ISO 8601 with the offset of `timeZone`) between two dates, in order. */
+  /**
+   * Free slot starts (ISO 8601 with the offset of `timeZone`) from `start` to `end`, two UTC
+   * instants (as Cal.com reads them), in order.
+   */
   async slots(query: {
     eventTypeId: number;
     start: string;
@@ -66,7 +105,7 @@ export class CalcomClient {
     });
     const data = await this.call('GET', `/v2/slots?${params}`, CAL_SLOTS_API_VERSION);
     if (!isObject(data))
-      throw new CalcomError('Cal.com answered slots without data.', 502, 'bad_answer', false);
+      throw new CalcomError('Cal.com answered slots without data.', 502, 'bad_answer', null);
     const starts: string[] = [];
     for (const day of Object.keys(data).sort()) {
       const list = data[day];
@@ -95,6 +134,38 @@ export class CalcomClient {
       ...(input.notes === undefined ? {} : { bookingFieldsResponses: { notes: input.notes } }),
     };
     return bookingOf(await this.call('POST', '/v2/bookings', CAL_BOOKINGS_API_VERSION, body));
+  }
+
+  /** One booking by uid. */
+  async getBooking(uid: string): Promise<CalBooking> {
+    return bookingOf(
+      await this.call('GET', `/v2/bookings/${encodeURIComponent(uid)}`, CAL_BOOKINGS_API_VERSION),
+    );
+  }
+
+  /** Moves a booking to `start` (UTC ISO): Cal.com makes a new booking (a new uid) and cancels the old. */
+  async rescheduleBooking(uid: string, input: { start: string; reason?: string }): Promise<CalBooking> {
+    const body = {
+      start: input.start,
+      ...(input.reason === undefined ? {} : { reschedulingReason: input.reason }),
+    };
+    return bookingOf(
+      await this.call(
+        'POST',
+        `/v2/bookings/${encodeURIComponent(uid)}/reschedule`,
+        CAL_BOOKINGS_API_VERSION,
+        body,
+      ),
+    );
+  }
+
+  /** Cancels a booking (Cal.com requires a reason). */
+  async cancelBooking(uid: string, reason: string): Promise<CalBooking> {
+    return bookingOf(
+      await this.call('POST', `/v2/bookings/${encodeURIComponent(uid)}/cancel`, CAL_BOOKINGS_API_VERSION, {
+        cancellationReason: reason,
+      }),
+    );
   }
 
   /**
@@ -157,20 +228,30 @@ function dataOf(res: GuardedResponse): unknown {
   if (res.status >= 200 && res.status < 300 && isObject(body) && body.status === 'success') return body.data;
   const error = isObject(body) && isObject(body.error) ? body.error : {};
   const code = typeof error.code === 'string' ? error.code : `http_${res.status}`;
-  const message = typeof error.message === 'string' ? error.message.slice(0, 300) : `HTTP ${res.status}`;
-  const slotTaken = (res.status === 400 || res.status === 409) && SLOT_TAKEN.test(message);
-  throw new CalcomError(`Cal.com answered ${res.status} ${code}: ${message}`, res.status, code, slotTaken);
+  const message = typeof error.message === 'string' ? error.message.slice(0, 500) : `HTTP ${res.status}`;
+  const refused = res.status >= 400 && res.status < 500 && res.status !== 401 && res.status !== 404;
+  const refusal = refused
+    ? (REFUSALS.find(([, words]) => words.test(`${code} ${message}`))?.[0] ?? null)
+    : null;
+  throw new CalcomError(
+    `Cal.com answered ${res.status} ${code}: ${message}`,
+    res.status,
+    code,
+    refusal,
+    message,
+  );
 }
 
 function bookingOf(data: unknown): CalBooking {
   if (!isObject(data) || typeof data.uid !== 'string' || typeof data.start !== 'string')
-    throw new CalcomError('Cal.com answered a booking without uid or start.', 502, 'bad_answer', false);
+    throw new CalcomError('Cal.com answered a booking without uid or start.', 502, 'bad_answer', null);
   return {
     uid: data.uid,
     start: data.start,
     end: typeof data.end === 'string' ? data.end : data.start,
     status: typeof data.status === 'string' ? data.status : 'accepted',
     metadata: isObject(data.metadata) ? data.metadata : {},
+    ...(typeof data.rescheduledToUid === 'string' ? { rescheduledToUid: data.rescheduledToUid } : {}),
   };
 }
 

@@ -71,6 +71,8 @@ export const COLLECTIONS = {
   appointments: 'appointments',
   /** Key documents: the appointment of a lead (`_id` = the lead id), copied onto the lead when it exists. */
   leadAppointments: 'lead_appointments',
+  /** Key documents: the lead a booking is for (`_id` = `<firm>|<booking uid>`), so its events find it. */
+  bookingLeads: 'booking_leads',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

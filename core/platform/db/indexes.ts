@@ -26,6 +26,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // Point reads by _id only.
   [COLLECTIONS.appointments]: [],
   [COLLECTIONS.leadAppointments]: [],
+  [COLLECTIONS.bookingLeads]: [],
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // list-campaigns keyset: a firm's campaigns, newest first.
   [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],

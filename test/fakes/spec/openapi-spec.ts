@@ -119,12 +119,31 @@ function closed(node: Json, place: Place = 'schema'): Json {
     }
   }
   if (place !== 'schema') return out;
+  // An object schema that names no properties (`{type: "object"}`, swagger's `type: Object`) is a
+  // free-form map, as JSON Schema reads it: only a schema that names its properties is closed. A
+  // oneOf/anyOf is closed over the branch that matched (unevaluatedProperties sees into it).
   const objectLike =
-    node.type === 'object' ||
     node.properties !== undefined ||
     node.allOf !== undefined ||
+    node.oneOf !== undefined ||
+    node.anyOf !== undefined ||
     typeof node.$ref === 'string';
   if (objectLike && node.additionalProperties === undefined) out.unevaluatedProperties = false;
+  return out;
+}
+
+/**
+ * The document with `oneOf` read as `anyOf`, for judging requests: generated documents (NestJS
+ * swagger, Cal.com's) list input classes that extend one another under `oneOf` (a plain booking
+ * body is also a valid recurring one), and the server takes a body that fits any of them.
+ */
+function oneOfAsAnyOf(node: Json): Json {
+  if (Array.isArray(node)) return node.map(oneOfAsAnyOf);
+  if (node === null || typeof node !== 'object') return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) {
+    out[key === 'oneOf' ? 'anyOf' : key] = oneOfAsAnyOf(value);
+  }
   return out;
 }
 
@@ -153,7 +172,7 @@ export class OpenApiSpec {
       ajv.addSchema(schema, 'spec');
       return ajv;
     };
-    this.open = make(doc);
+    this.open = make(oneOfAsAnyOf(doc) as JsonObject);
     this.strict = make(closed(doc) as JsonObject);
     const servers = (doc.servers ?? []) as JsonObject[];
     const first = servers[0]?.url;
