@@ -161,6 +161,11 @@ interface RouteDefinition<
   cors?: 'widgetKey' | 'public';
   /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
+  /**
+   * Every request counts against the client address's window for the routes that take no token
+   * (`OPEN_ROUTE_RATE_LIMIT_PER_MINUTE`, api/middleware/rate-limit.ts), whatever it is answered.
+   */
+  addressLimited?: boolean;
   handler: (
     ctx: HandlerContext<
       Received<B, undefined>,

@@ -41,6 +41,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       params: route.params === undefined ? undefined : compileValidator(route.params, 'params'),
     };
     const chain: Middleware[] = [];
+    if (route.addressLimited === true) {
+      chain.push(async (ctx, next) => {
+        await limiter.checkOpenRoute(ctx.ip);
+        await next();
+      });
+    }
     // Path parameters first: a malformed one is a 400 whatever the credentials, before any lookup.
     const validateParams = validators.params;
     if (validateParams !== undefined) {

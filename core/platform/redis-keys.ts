@@ -27,8 +27,12 @@ export const PACING_LISTS = 16;
 
 const key = (prefix: string, scope: string, ...rest: string[]): string => [prefix, scope, ...rest].join(':');
 
-/** Which counter of a rate-limit window: per principal, per firm's webhooks, per unauthenticated address. */
-export type RateLimitKind = 'p' | 'w' | 'u';
+/**
+ * Which counter of a rate-limit window: per principal, per firm's webhooks, per unauthenticated
+ * address, per address on the routes that take no token, per widget session, per widget
+ * visitor's address (with the firm).
+ */
+export type RateLimitKind = 'p' | 'w' | 'u' | 'a' | 'ws' | 'wa';
 
 export class RedisKeys {
   constructor(

@@ -6,6 +6,7 @@ import { readCacheOf } from '../../platform/db/read-cache.js';
 import { DEFAULT_WIDGET_DAILY_MESSAGE_CAP } from '../firms/firm-settings.js';
 import { getFirm } from '../firms/firms.js';
 import { sha256Hex } from '../../platform/crypto.js';
+import { limitAddress } from '../../platform/client-address.js';
 import { rateLimited } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
@@ -53,7 +54,7 @@ export async function observeChangeEpoch(services: Services): Promise<void> {
 export async function countWidgetSession(services: Services, keyId: string, address: string): Promise<void> {
   const limit = services.config.widgetSessionsPerAddressPerHour;
   const keys = redisKeys(services.config);
-  const digest = sha256Hex(address).slice(0, 32);
+  const digest = sha256Hex(limitAddress(address)).slice(0, 32);
   const { count, retryAfter } = await countInWindow(
     services,
     (hour) => keys.widgetSessions(keyId, digest, hour),

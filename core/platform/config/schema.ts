@@ -180,6 +180,41 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'requests answered `401` per client address in any minute; past it the address gets `429` before any lookup until its sliding window lets one in again',
   }),
+  openRouteRateLimitPerMinute: integer('OPEN_ROUTE_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 120,
+    description:
+      'requests per client address (an IPv6 address counts as its /64) in any minute to the routes that take no token: the widget session and challenge, the Clio callback (`429`)',
+  }),
+  widgetSessionRateLimitPerMinute: integer('WIDGET_SESSION_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 60,
+    description:
+      "requests of one widget token (one visitor's session) in any minute, counted before the firm's widget shares `RATE_LIMIT_PER_MINUTE` (`429`)",
+  }),
+  widgetAddressRateLimitPerMinute: integer('WIDGET_ADDRESS_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 120,
+    description:
+      "widget-token requests from one client address to one firm in any minute, all its sessions together, counted before the firm's widget bucket (`429`)",
+  }),
+  widgetMessagesPerSession: integer('WIDGET_MESSAGES_PER_SESSION', {
+    min: 1,
+    max: 10_000_000,
+    default: 200,
+    description:
+      "chat messages one widget token may send (it lives an hour), counted before the firm's `widget_daily_message_cap` (`429`)",
+  }),
+  widgetMessagesPerAddressPerDay: integer('WIDGET_MESSAGES_PER_ADDRESS_PER_DAY', {
+    min: 1,
+    max: 10_000_000,
+    default: 500,
+    description:
+      "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
+  }),
   widgetSessionsPerAddressPerHour: integer('WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR', {
     min: 1,
     max: 1_000_000,
