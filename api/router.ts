@@ -85,6 +85,9 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         const before = cache?.currentEpoch ?? null;
         let principal = await authenticate(ctx);
         if (route.rateLimited !== false) {
+          // A visitor's own buckets first: what one visitor sends beyond its share is refused
+          // before it is counted against the firm's widget, which all its visitors share.
+          if (principal.kind === 'widget') await limiter.checkWidgetVisitor(principal, ctx.ip);
           const epoch = await limiter.checkPrincipal(principal);
           cache?.observeEpoch(epoch);
           // Something changed since the cached documents were read: authenticate afresh.

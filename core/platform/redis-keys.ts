@@ -190,6 +190,16 @@ export class RedisKeys {
   }
 
   /**
+   * STRING, an integer: the widget messages one visitor sent to a firm on one UTC day, by its
+   * session (`id`: a digest of the widget token's subject) or by its client address (`id`: a
+   * digest of the address, or of its IPv6 /64); each capped before the firm's count
+   * (core/domain/widget/widget-limits.ts). Expires when the day is over.
+   */
+  widgetVisitorMessages(firm: string, by: 'session' | 'address', id: string, day: number): string {
+    return key(this.prefix, 'widget-visitor-messages', firm, by, id, String(day));
+  }
+
+  /**
    * STRING: a solved ALTCHA challenge already used for a widget session (`challenge`: its hash),
    * claimed with SET NX so a solution opens one session only. Expires with the challenge.
    */
