@@ -5,6 +5,7 @@ import { sha256Hex } from '../../core/platform/crypto.js';
 import type { Logger } from '../../core/platform/logger.js';
 import type { Principal, WidgetPrincipal } from '../../core/domain/access/principal.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
+import { MemoryWindows } from './memory-windows.js';
 import type { RateLimitKind, RedisKeys } from '../../core/platform/redis-keys.js';
 import { limitAddress } from '../../core/platform/client-address.js';
 import { bearerToken } from '../../core/domain/access/authenticate.js';
@@ -24,8 +25,9 @@ import { bearerToken } from '../../core/domain/access/authenticate.js';
 // - per widget session and per visitor address, before the firm's widget bucket: one visitor
 //   cannot spend what the firm's other visitors share.
 // A client address is an IPv4 address, or the /64 of an IPv6 one (core/platform/client-address.ts).
-// When Redis is down the limits are not enforced (reads from MongoDB keep working); enqueueing
-// still answers 503.
+// When Redis cannot be reached the same windows are kept in this process's memory
+// (api/middleware/memory-windows.ts), bounded, so the limits hold through an outage too (per
+// process, and without the read cache's change epoch: cached documents are then read afresh).
 
 const WINDOW_MS = 60_000;
 /** The window is counted in buckets of 5 s: a request counts for 60 to 65 s. */
@@ -61,6 +63,8 @@ export class RateLimiter {
   private lastWarning = 0;
   /** Client addresses over their unauthenticated limit, until when (ms). */
   private readonly blocked = new Map<string, number>();
+  /** The windows while Redis cannot be reached. */
+  private readonly memory = new MemoryWindows();
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
@@ -143,7 +147,7 @@ export class RateLimiter {
   async countUnauthenticated(ip: string): Promise<AppError | null> {
     const address = limitAddress(ip);
     const hit = await this.hit('u', address, this.limits.perUnauthenticatedAddress, true);
-    if (hit === null || hit.allowed) return null;
+    if (hit.allowed) return null;
     this.blocked.set(address, Date.now() + hit.waitMs);
     if (this.blocked.size > 10_000) this.blocked.delete(this.blocked.keys().next().value!);
     return tooManyUnauthenticated(Math.ceil(hit.waitMs / 1000));
@@ -157,7 +161,6 @@ export class RateLimiter {
     count: boolean,
   ): Promise<string | null> {
     const hit = await this.hit(kind, id, limit, count);
-    if (hit === null) return null;
     if (hit.allowed) return hit.epoch;
     const retryAfter = Math.max(1, Math.ceil(hit.waitMs / 1000));
     throw rateLimited(
@@ -171,8 +174,8 @@ export class RateLimiter {
     id: string,
     limit: number,
     count: boolean,
-  ): Promise<{ allowed: boolean; waitMs: number; epoch: string } | null> {
-    if (this.redis.status !== 'ready') return this.warn('not connected');
+  ): Promise<{ allowed: boolean; waitMs: number; epoch: string | null }> {
+    if (this.redis.status !== 'ready') return this.inMemory(kind, id, limit, count, 'not connected');
     try {
       // Both commands are written at once: one round trip on a single node, as before.
       const [[allowed, waitMs], epoch] = await Promise.all([
@@ -185,16 +188,28 @@ export class RateLimiter {
       ]);
       return { allowed: allowed === 1, waitMs: Math.max(1000, waitMs), epoch: epoch ?? '0' };
     } catch (err) {
-      return this.warn((err as Error).message);
+      return this.inMemory(kind, id, limit, count, (err as Error).message);
     }
   }
 
-  private warn(reason: string): null {
+  /** The window kept in this process while Redis cannot be reached; the change epoch is unknown. */
+  private inMemory(
+    kind: RateLimitKind,
+    id: string,
+    limit: number,
+    count: boolean,
+    reason: string,
+  ): { allowed: boolean; waitMs: number; epoch: null } {
+    this.warn(reason);
+    const hit = this.memory.hit(`${kind}|${id}`, Date.now(), WINDOW_MS, BUCKETS, limit, count);
+    return { allowed: hit.allowed, waitMs: Math.max(1000, hit.waitMs), epoch: null };
+  }
+
+  private warn(reason: string): void {
     if (Date.now() - this.lastWarning > 30_000) {
       this.lastWarning = Date.now();
-      this.log.warn({ reason }, 'rate limiter unavailable; not enforcing');
+      this.log.warn({ reason }, 'rate limiter: Redis unavailable; limits kept in this process');
     }
-    return null;
   }
 }
 

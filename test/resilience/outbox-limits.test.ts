@@ -139,7 +139,7 @@ describe('the outbox while Redis is down', () => {
     }
     expect(status).toBe(503);
     const late = await createFirm(stack, { voice_webhook_secret: SECRET });
-    expectError(await deliver(late.slug, callEnded(), '192.0.2.6'), 503, 'unavailable');
+    expectError(await deliver(late.slug, callEnded(40_000), '192.0.2.6'), 503, 'unavailable');
     const all = await outbox().find({}).toArray();
     expect(all.reduce((n, e) => n + e.payload.length, 0)).toBeLessThanOrEqual(TOTAL_BYTES);
   });

@@ -215,6 +215,19 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
   }),
+  webhookOutboxMaxBytes: integer('WEBHOOK_OUTBOX_MAX_BYTES', {
+    min: 1024,
+    max: 2 ** 40,
+    default: 256 * 1024 * 1024,
+    description:
+      'bytes of deliveries the MongoDB webhook outbox may hold while Redis is down (payload JSON); past it the receivers answer `503` with `Retry-After`',
+  }),
+  webhookOutboxMaxBytesPerFirm: integer('WEBHOOK_OUTBOX_MAX_BYTES_PER_FIRM', {
+    min: 1024,
+    max: 2 ** 40,
+    default: 32 * 1024 * 1024,
+    description: "one firm's share of `WEBHOOK_OUTBOX_MAX_BYTES`; past it that firm's deliveries get `503`",
+  }),
   widgetSessionsPerAddressPerHour: integer('WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR', {
     min: 1,
     max: 1_000_000,
