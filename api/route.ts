@@ -35,6 +35,11 @@ export interface WebhookCredentials {
    * thrown 401) refuses the delivery.
    */
   verifyBody?: (rawBody: RawBody) => Promise<BodyProof | false>;
+  /**
+   * A signature whose firm does not exist or has no key of the sender's: it cannot match, so a
+   * large body is read without being kept, under no byte budget, then answered as a mismatch.
+   */
+  stranger?: boolean;
 }
 
 /**

@@ -215,6 +215,27 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
   }),
+  webhookBodyBudgetBytes: integer('WEBHOOK_BODY_BUDGET_BYTES', {
+    min: 1024 * 1024,
+    max: 2 ** 34,
+    default: 48 * 1024 * 1024,
+    description:
+      'bytes of large call-webhook bodies one web process reads at once (a delivery that finds no room within 5 s: `503`); a body larger than this counts as this',
+  }),
+  webhookBodyBudgetPerFirmBytes: integer('WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES', {
+    min: 1024 * 1024,
+    max: 2 ** 34,
+    default: 32 * 1024 * 1024,
+    description:
+      "one firm's share of `WEBHOOK_BODY_BUDGET_BYTES` (its deliveries, and forgeries in its name, hold no more; a body larger than the share takes all of it); keep it below the budget so other firms find room",
+  }),
+  webhookBodyMinBytesPerSecond: integer('WEBHOOK_BODY_MIN_BYTES_PER_SECOND', {
+    min: 1,
+    max: 2 ** 30,
+    default: 128 * 1024,
+    description:
+      'the slowest a call-webhook body may arrive, from a second after its read began: a sender that falls behind is answered `408` and its room given back',
+  }),
   webhookOutboxMaxBytes: integer('WEBHOOK_OUTBOX_MAX_BYTES', {
     min: 1024,
     max: 2 ** 40,
