@@ -93,7 +93,10 @@ class OutboxSpace {
 
   private async read(): Promise<void> {
     const rows = await collection(this.services.mongo.db, COLLECTIONS.webhookOutbox)
-      .aggregate<{ _id: string; bytes: number }>([{ $group: { _id: '$firm', bytes: { $sum: '$bytes' } } }])
+      .aggregate<{ _id: string; bytes: number }>([
+        { $project: { _id: 0, firm: 1, bytes: 1 } },
+        { $group: { _id: '$firm', bytes: { $sum: '$bytes' } } },
+      ])
       .toArray();
     const byFirm = new Map<string, number>();
     let total = 0;
