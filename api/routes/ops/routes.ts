@@ -6,6 +6,7 @@ import type { Context } from 'koa';
 import { AppError, UnavailableError, notFound, serviceUnavailable } from '../../../core/platform/errors.js';
 import { authenticateRequest } from '../../router.js';
 import { pingMongo } from '../../../core/platform/db/mongo.js';
+import { clioClientAlert, clioClientAlertText } from '../../../core/domain/crm/clio-client-alert.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { HttpMetrics } from '../../metrics.js';
 import { defineRoute, type AnyRoute } from '../../route.js';
@@ -87,11 +88,12 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       path: '/readyz',
       operationId: 'readyz',
       summary:
-        'Redis and MongoDB are reachable (503 otherwise, and while shutting down); which of them is down only for the platform key',
+        'Redis and MongoDB are reachable (503 otherwise, and while shutting down); for the platform key only, which of them is down and, with Clio OAuth configured, whether Clio accepts the service’s client credentials',
       response: Type.Object({
         status: Type.Literal('ready'),
         redis: Type.Optional(Type.String()),
         mongodb: Type.Optional(Type.String()),
+        clio_oauth: Type.Optional(Type.String()),
       }),
       handler: async ({ services, koa }) => {
         if (deps.lifecycle.shuttingDown) {
@@ -115,7 +117,12 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
             error.headers,
           );
         }
-        return detailed ? { status: 'ready' as const, ...checks } : { status: 'ready' as const };
+        if (!detailed) return { status: 'ready' as const };
+        // Clio refusing the service's client credentials is an alert, not unreadiness: this
+        // process serves everything else, and restarting it would not fix Clio's answer.
+        if (services.config.clioClientId === undefined) return { status: 'ready' as const, ...checks };
+        const alert = await clioClientAlert(services.mongo.db);
+        return { status: 'ready' as const, ...checks, clio_oauth: clioClientAlertText(alert) };
       },
     }),
     defineRoute({

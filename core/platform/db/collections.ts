@@ -58,6 +58,11 @@ export const COLLECTIONS = {
   /** Claims: the reconnect mail of a refused refresh (`<firm>|<refresh token id>`), sent once. */
   clioReconnectNotices: 'clio_reconnect_notices',
   /**
+   * Key document (`_id` = "clio_client"): Clio refused the service's own OAuth client credentials
+   * (invalid_client) and no grant has succeeded since; read by /metrics and /readyz.
+   */
+  clioClientAlerts: 'clio_client_alerts',
+  /**
    * Webhook deliveries kept while Redis was down (`_id`: time received, then a sequence), moved
    * into their queues in that order when it is back (core/domain/deliveries/delivery-outbox.ts).
    */
