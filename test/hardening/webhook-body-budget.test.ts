@@ -3,7 +3,7 @@
 // real 3 MB call_analyzed of another firm got 503 after 5 s (docs/webhooks.md#large-bodies).
 // Now only a sender whose firm exists (with a key) and whose signature is fresh reads under the
 // budget, each firm within its share, and a body arriving slower than the minimum read rate is
-// dropped; a delivery to a firm that does not exist takes no budget at all.
+// dropped; a delivery to a firm that does not exist (or has no key) takes no budget at all.
 import { request, type ClientRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,7 +94,9 @@ describe('the large-body budget of the call webhook', () => {
     }
   });
 
-  it('deliveries to firms that do not exist, or have no key, take none of the budget', async () => {
+  it('deliveries to firms that do not exist take none of the budget; forgeries to a firm without its own secret hold only its share', async () => {
+    // Without a voice_webhook_secret a firm still has a key (the simulator's, derived for it), so
+    // its forgeries are held to its share like any firm's.
     const keyless = await createFirm(stack);
     const other = await createFirm(stack, { voice_webhook_secret: SECRET });
     const held = [
