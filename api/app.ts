@@ -38,6 +38,9 @@ export function createApp(services: Services): App {
       perPrincipal: services.config.rateLimitPerMinute,
       perWebhookFirm: services.config.webhookRateLimitPerMinute,
       perUnauthenticatedAddress: services.config.unauthenticatedRateLimitPerMinute,
+      perOpenRouteAddress: services.config.openRouteRateLimitPerMinute,
+      perWidgetSession: services.config.widgetSessionRateLimitPerMinute,
+      perWidgetAddress: services.config.widgetAddressRateLimitPerMinute,
     },
     services.log,
   );

@@ -35,6 +35,11 @@ export interface WebhookCredentials {
    * thrown 401) refuses the delivery.
    */
   verifyBody?: (rawBody: RawBody) => Promise<BodyProof | false>;
+  /**
+   * A signature whose firm does not exist or has no key of the sender's: it cannot match, so a
+   * large body is read without being kept, under no byte budget, then answered as a mismatch.
+   */
+  stranger?: boolean;
 }
 
 /**
@@ -161,6 +166,11 @@ interface RouteDefinition<
   cors?: 'widgetKey' | 'public';
   /** Per-principal rate limiting (default on for token routes). */
   rateLimited?: boolean;
+  /**
+   * Every request counts against the client address's window for the routes that take no token
+   * (`OPEN_ROUTE_RATE_LIMIT_PER_MINUTE`, api/middleware/rate-limit.ts), whatever it is answered.
+   */
+  addressLimited?: boolean;
   handler: (
     ctx: HandlerContext<
       Received<B, undefined>,

@@ -9,13 +9,8 @@ import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import { widgetKeyCors } from './middleware/cors.js';
-import { ByteBudget } from './middleware/body-budget.js';
-import {
-  LARGE_BODY_BUDGET_BYTES,
-  LARGE_BODY_WAIT_MS,
-  largeWebhookBody,
-  verifyWebhookBody,
-} from './middleware/webhook-body.js';
+import { FirmByteBudgets } from './middleware/body-budget.js';
+import { LARGE_BODY_WAIT_MS, largeWebhookBody, verifyWebhookBody } from './middleware/webhook-body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type BodyProof, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
@@ -32,8 +27,15 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
   // The web process's read cache (API keys, firms, agents), checked against the change epoch
   // that the rate-limit round trip returns (core/platform/db/read-cache.ts).
   const cache = readCacheOf(services.mongo.db);
-  // One budget for the large webhook bodies this process reads at once (api/middleware/body-budget.ts).
-  const largeBodies = new ByteBudget(LARGE_BODY_BUDGET_BYTES, LARGE_BODY_WAIT_MS);
+  // One budget for the large webhook bodies this process reads at once, each firm within its share
+  // (api/middleware/body-budget.ts).
+  const { webhookBodyBudgetBytes, webhookBodyBudgetPerFirmBytes, webhookBodyMinBytesPerSecond } =
+    services.config;
+  const largeBodies = new FirmByteBudgets(
+    webhookBodyBudgetBytes,
+    webhookBodyBudgetPerFirmBytes,
+    LARGE_BODY_WAIT_MS,
+  );
   for (const route of routes) {
     const validators = {
       body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),
@@ -41,6 +43,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       params: route.params === undefined ? undefined : compileValidator(route.params, 'params'),
     };
     const chain: Middleware[] = [];
+    if (route.addressLimited === true) {
+      chain.push(async (ctx, next) => {
+        await limiter.checkOpenRoute(ctx.ip);
+        await next();
+      });
+    }
     // Path parameters first: a malformed one is a 400 whatever the credentials, before any lookup.
     const validateParams = validators.params;
     if (validateParams !== undefined) {
@@ -79,6 +87,9 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         const before = cache?.currentEpoch ?? null;
         let principal = await authenticate(ctx);
         if (route.rateLimited !== false) {
+          // A visitor's own buckets first: what one visitor sends beyond its share is refused
+          // before it is counted against the firm's widget, which all its visitors share.
+          if (principal.kind === 'widget') await limiter.checkWidgetVisitor(principal, ctx.ip);
           const epoch = await limiter.checkPrincipal(principal);
           cache?.observeEpoch(epoch);
           // Something changed since the cached documents were read: authenticate afresh.
@@ -107,7 +118,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     if (route.largeBodyBytes !== undefined) {
       if (auth.kind !== 'webhook') throw new Error(`${route.operationId}: largeBodyBytes is for webhooks`);
       // Read, signature checked, then parsed: one copy of the body at a time.
-      chain.push(largeWebhookBody(route.largeBodyBytes, largeBodies));
+      chain.push(largeWebhookBody(route.largeBodyBytes, largeBodies, webhookBodyMinBytesPerSecond));
     } else if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
       chain.push(
         jsonBody(route.bodyLimit, {

@@ -55,10 +55,13 @@ export function webhookAuthentication(
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
     const firm = await getFirm(db, slug);
     const secrets = firm === null ? [] : sender.secretsOf(services, firm).filter((secret) => secret !== '');
-    if (secrets.length === 0) secrets.push(NO_ONES_KEY);
+    const stranger = secrets.length === 0;
+    if (stranger) secrets.push(NO_ONES_KEY);
     return {
       principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: sender.subject },
       firm: slug,
+      // Its body takes none of the large-body budget (api/middleware/webhook-body.ts).
+      stranger,
       verifyBody: async (rawBody) => {
         for (const secret of secrets) if (await sender.verify(rawBody, secret, signature)) return 'signed';
         return false;

@@ -37,7 +37,14 @@ const db = mongo.db();
 const limiter = new RateLimiter(
   redis,
   keys,
-  { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
+  {
+    perPrincipal: 1e9,
+    perWebhookFirm: 1e9,
+    perUnauthenticatedAddress: 1e9,
+    perOpenRouteAddress: 1e9,
+    perWidgetSession: 1e9,
+    perWidgetAddress: 1e9,
+  },
   createLogger('warn', 'bare-http'),
 );
 const firm = await getFirm(db, slug);

@@ -7,7 +7,7 @@
 // to their snapshot and enqueued, which is all the web does with them. Rounds:
 //   (a) BENCH_DELIVERIES signed call_analyzed bodies of a BENCH_MINUTES call (120: about 3 MB
 //       each, word-level transcript_object and all), all sent at once; then the same again;
-//   (b) BENCH_BIG bodies of 30 MiB at once: more than the 32 MiB byte budget admits together,
+//   (b) BENCH_BIG bodies of 30 MiB at once: more than a firm's 32 MiB share of the budget admits together,
 //       so they are read one after another (none may fail: each waits under the 5 s limit).
 // Prints VmRSS before and VmHWM/peak VmRSS (sampled every 10 ms from /proc/<pid>/status) during
 // each round, the size of the largest job enqueued, and a verdict: every delivery 200, peak under

@@ -23,8 +23,13 @@ export class ByteBudget {
     return this.inUse;
   }
 
+  /** Nothing reserved and no one waiting. */
+  get idle(): boolean {
+    return this.inUse === 0 && this.waiting.length === 0;
+  }
+
   /** Reserves `bytes` (at most `capacity`); resolves to the release function. */
-  async reserve(bytes: number, abandoned?: AbortSignal): Promise<() => void> {
+  async reserve(bytes: number, abandoned?: AbortSignal, waitMs = this.waitMs): Promise<() => void> {
     const amount = Math.min(Math.max(bytes, 0), this.capacity);
     if (this.waiting.length === 0 && this.inUse + amount <= this.capacity) return this.take(amount);
     await new Promise<void>((resolve, reject) => {
@@ -44,7 +49,7 @@ export class ByteBudget {
               2,
             ),
           ),
-        this.waitMs,
+        Math.max(0, waitMs),
       );
       entry.admit = () => {
         clearTimeout(timer);
@@ -80,6 +85,60 @@ export class ByteBudget {
   }
 }
 
+/**
+ * The process's byte budget shared by firms (docs/webhooks.md#large-bodies): a delivery reserves
+ * in its firm's share first (`perFirm` bytes; a body larger than the share takes all of it), then
+ * in the process's budget, each in arrival order, within one wait. One firm's deliveries, or
+ * forgeries sent in its name, can hold at most its share, so with a process budget larger than
+ * a share another firm's delivery still finds room. Shares of firms with nothing in flight are
+ * dropped: the map holds only the firms being read now.
+ */
+export class FirmByteBudgets {
+  readonly process: ByteBudget;
+  private readonly firms = new Map<string, ByteBudget>();
+
+  constructor(
+    capacity: number,
+    readonly perFirm: number,
+    private readonly waitMs: number,
+  ) {
+    this.process = new ByteBudget(capacity, waitMs);
+  }
+
+  /** Reserves `bytes` for `firm`; resolves to the release function (503 after the wait). */
+  async reserve(firm: string, bytes: number, abandoned?: AbortSignal): Promise<() => void> {
+    const started = Date.now();
+    let share = this.firms.get(firm);
+    if (share === undefined) this.firms.set(firm, (share = new ByteBudget(this.perFirm, this.waitMs)));
+    let releaseShare: (() => void) | undefined;
+    try {
+      releaseShare = await share.reserve(bytes, abandoned);
+      const releaseProcess = await this.process.reserve(
+        bytes,
+        abandoned,
+        this.waitMs - (Date.now() - started),
+      );
+      return () => {
+        releaseProcess();
+        this.giveBack(firm, releaseShare!);
+      };
+    } catch (err) {
+      if (releaseShare !== undefined) this.giveBack(firm, releaseShare);
+      else this.dropIfIdle(firm);
+      throw err;
+    }
+  }
+
+  private giveBack(firm: string, release: () => void): void {
+    release();
+    this.dropIfIdle(firm);
+  }
+
+  private dropIfIdle(firm: string): void {
+    if (this.firms.get(firm)?.idle === true) this.firms.delete(firm);
+  }
+}
+
 /** A decimal byte count of a Content-Length header; undefined when absent or not a number. */
 export function declaredLength(req: IncomingMessage): number | undefined {
   const header = req.headers['content-length'];
@@ -87,16 +146,46 @@ export function declaredLength(req: IncomingMessage): number | undefined {
   return Number(header);
 }
 
+/** How a body is read: its deadline, the slowest rate accepted, and whether it is kept at all. */
+export interface ReadOptions {
+  /** Not all there after this many ms: 408. */
+  withinMs?: number;
+  /**
+   * Bytes a second the body must keep arriving at, from `graceMs` after the read began: a sender
+   * that falls behind is answered 408 at once (it holds what was reserved for it until then).
+   */
+  minBytesPerSecond?: number;
+  graceMs?: number;
+  /** Counted and held to the limit, but not kept (the answer is already known): resolves to an empty Buffer. */
+  discard?: boolean;
+}
+
+/** How often the read rate is looked at. */
+const RATE_CHECK_MS = 250;
+
 /**
  * Reads a request body into one Buffer: preallocated from the Content-Length when there is one
  * (never more than `limit`), else chunks joined once at the end. More than `limit` bytes: 413,
- * and the rest of the body is discarded unread. Not all there after `withinMs`: 408.
+ * and the rest of the body is discarded unread. Not all there after `withinMs`, or arriving
+ * slower than `minBytesPerSecond`: 408.
  */
-export function readBody(req: IncomingMessage, limit: number, withinMs?: number): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  options: ReadOptions | number = {},
+): Promise<Buffer> {
+  const {
+    withinMs,
+    minBytesPerSecond,
+    graceMs = 1_000,
+    discard = false,
+  } = typeof options === 'number' ? { withinMs: options } : options;
   const declared = declaredLength(req);
   if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise<Buffer>((resolve, reject) => {
-    let buffer: Buffer | undefined = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
+    const started = Date.now();
+    let buffer: Buffer | undefined =
+      declared === undefined || discard ? undefined : Buffer.allocUnsafe(declared);
     let chunks: Buffer[] = [];
     let received = 0;
     const timer =
@@ -106,14 +195,24 @@ export function readBody(req: IncomingMessage, limit: number, withinMs?: number)
             () => finish(new AppError(408, 'request_timeout', 'The request body did not arrive in time.')),
             withinMs,
           );
+    const pace =
+      minBytesPerSecond === undefined
+        ? undefined
+        : setInterval(() => {
+            const due = ((Date.now() - started - graceMs) / 1000) * minBytesPerSecond;
+            if (received < due && received < (declared ?? Infinity)) finish(tooSlow(minBytesPerSecond));
+          }, RATE_CHECK_MS);
     const finish = (error: Error | undefined): void => {
       clearTimeout(timer);
+      clearInterval(pace);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('aborted', onAborted);
       if (error === undefined) {
-        const body = buffer ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+        const body = discard
+          ? Buffer.alloc(0)
+          : (buffer ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
         buffer = undefined;
         chunks = [];
         resolve(body);
@@ -129,8 +228,10 @@ export function readBody(req: IncomingMessage, limit: number, withinMs?: number)
         finish(declared === undefined ? tooLarge(limit) : lengthMismatch());
         return;
       }
-      if (buffer === undefined) chunks.push(chunk);
-      else chunk.copy(buffer, received);
+      if (!discard) {
+        if (buffer === undefined) chunks.push(chunk);
+        else chunk.copy(buffer, received);
+      }
       received += chunk.length;
     };
     const onEnd = (): void =>
@@ -143,6 +244,14 @@ export function readBody(req: IncomingMessage, limit: number, withinMs?: number)
     req.on('aborted', onAborted);
   });
 }
+
+/** 408 for a body arriving slower than the route accepts. */
+const tooSlow = (minBytesPerSecond: number): AppError =>
+  new AppError(
+    408,
+    'request_timeout',
+    `The request body is arriving too slowly (under ${Math.round(minBytesPerSecond / 1024)} KiB a second); send it again at full speed.`,
+  );
 
 /** 413 naming the route's limit in MiB. */
 export const tooLarge = (limit: number) =>

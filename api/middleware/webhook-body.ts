@@ -1,15 +1,13 @@
 import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
 import type { RawBody, WebhookCredentials } from '../route.js';
-import { type ByteBudget, declaredLength, readBody, tooLarge } from './body-budget.js';
+import { type FirmByteBudgets, declaredLength, readBody, tooLarge } from './body-budget.js';
 import { handleNul, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
-/**
- * Bytes of large webhook bodies a web process reads at once; see ByteBudget. One body of the
- * largest size, or ten of a two-hour call: the process's peak grows by about four times this
- * (bench/webhook-rss.ts), and admitting more at once would not go faster (parsing is CPU-bound).
- */
-export const LARGE_BODY_BUDGET_BYTES = 32 * 1024 * 1024;
+// The bytes of large bodies a web process reads at once (WEBHOOK_BODY_BUDGET_BYTES, 48 MiB) and one
+// firm's share of them (WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES, 32 MiB: one body of the largest size),
+// so one firm, or forgeries in its name, leave room for the others: see FirmByteBudgets. The
+// process's peak grows by about four times the budget when it is all in use (bench/webhook-rss.ts).
 /** Bodies declared no larger than every other route's limit take no room: they never wait. */
 const SMALL_BODY_BYTES = 2 * 1024 * 1024;
 /**
@@ -20,6 +18,9 @@ const LARGE_BODY_READ_MS = 15_000;
 /** How long a delivery waits for room before it is answered 503 (Retell gives up after 10 s). */
 export const LARGE_BODY_WAIT_MS = 5_000;
 
+/** The 401 of a signature that does not match its body. */
+const signatureMismatch = () => unauthorized('The webhook signature does not match the body.');
+
 /**
  * Checks a webhook delivery's signature over its raw body (401 when it does not match) and notes
  * how the body proved itself in `ctx.state.webhookProof` for the rate limits (api/router.ts).
@@ -28,18 +29,25 @@ export async function verifyWebhookBody(ctx: Context, rawBody: RawBody): Promise
   const { verifyBody } = ctx.state.webhook as WebhookCredentials;
   if (verifyBody === undefined) return; // a bearer token: nothing in the body to check
   const proof = await verifyBody(rawBody);
-  if (proof === false) throw unauthorized('The webhook signature does not match the body.');
+  if (proof === false) throw signatureMismatch();
   ctx.state.webhookProof = proof;
 }
 
 /**
  * A webhook body that may be large (the call webhook: up to 32 MiB, docs/webhooks.md#large-bodies), with
- * one copy of it in memory at a time: read into one Buffer under the process's byte budget, the
- * signature checked over those bytes, then decoded once and parsed once, each copy let go as the
- * next is made. The route's own authentication ran before (firm, bearer, signature form and
- * window, the firm's secret): nothing is read for a request refused on those.
+ * one copy of it in memory at a time: read into one Buffer under its firm's share of the process's
+ * byte budget, the signature checked over those bytes, then decoded once and parsed once, each copy
+ * let go as the next is made. The route's own authentication ran before (firm, bearer, signature
+ * form and window, the firm's secret): nothing is read for a request refused on those. A sender
+ * whose firm does not exist or has no key (its signature cannot match) takes no budget: its body
+ * is read and dropped as it comes, then answered 401 as a wrong signature is. Every body must keep
+ * arriving at `minBytesPerSecond` (a trickle is dropped with 408) and be all there within 15 s.
  */
-export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middleware {
+export function largeWebhookBody(
+  limitBytes: number,
+  budgets: FirmByteBudgets,
+  minBytesPerSecond: number,
+): Middleware {
   return async (ctx, next) => {
     const hasBody = ctx.req.headers['transfer-encoding'] !== undefined || (declaredLength(ctx.req) ?? 0) > 0;
     if (hasBody && !ctx.is('json', '+json')) {
@@ -47,20 +55,26 @@ export function largeWebhookBody(limitBytes: number, budget: ByteBudget): Middle
     }
     const declared = declaredLength(ctx.req);
     if (declared !== undefined && declared > limitBytes) throw tooLarge(limitBytes);
+    const credentials = ctx.state.webhook as WebhookCredentials;
+    const reading = { minBytesPerSecond, withinMs: LARGE_BODY_READ_MS };
+    if (credentials.stranger === true) {
+      if (hasBody) await readBody(ctx.req, limitBytes, { ...reading, discard: true });
+      throw signatureMismatch();
+    }
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     ctx.req.once('close', onClose);
     const small = declared !== undefined && declared <= SMALL_BODY_BYTES;
     let release: () => void = () => {};
     try {
-      // Room for the declared length (the whole limit for a body sent without one).
-      if (!small) release = await budget.reserve(declared ?? limitBytes, gone.signal);
+      // Room for the declared length (the whole limit for a body sent without one), in the firm's share.
+      if (!small) release = await budgets.reserve(credentials.firm, declared ?? limitBytes, gone.signal);
     } finally {
       ctx.req.off('close', onClose);
     }
     try {
       let bytes: Buffer | undefined = hasBody
-        ? await readBody(ctx.req, limitBytes, small ? undefined : LARGE_BODY_READ_MS)
+        ? await readBody(ctx.req, limitBytes, small ? { minBytesPerSecond } : reading)
         : Buffer.alloc(0);
       await verifyWebhookBody(ctx, bytes);
       let text: string | undefined = bytes.toString('utf8');

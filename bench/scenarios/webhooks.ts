@@ -205,7 +205,14 @@ export const webhooks: Scenario = {
       const limiter = new RateLimiter(
         app.redis,
         redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
-        { perPrincipal: 1e9, perWebhookFirm: 1e9, perUnauthenticatedAddress: 1e9 },
+        {
+          perPrincipal: 1e9,
+          perWebhookFirm: 1e9,
+          perUnauthenticatedAddress: 1e9,
+          perOpenRouteAddress: 1e9,
+          perWidgetSession: 1e9,
+          perWidgetAddress: 1e9,
+        },
         createLogger('warn', 'bench'),
       );
       for (const receiver of RECEIVERS) {

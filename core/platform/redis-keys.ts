@@ -27,8 +27,12 @@ export const PACING_LISTS = 16;
 
 const key = (prefix: string, scope: string, ...rest: string[]): string => [prefix, scope, ...rest].join(':');
 
-/** Which counter of a rate-limit window: per principal, per firm's webhooks, per unauthenticated address. */
-export type RateLimitKind = 'p' | 'w' | 'u';
+/**
+ * Which counter of a rate-limit window: per principal, per firm's webhooks, per unauthenticated
+ * address, per address on the routes that take no token, per widget session, per widget
+ * visitor's address (with the firm).
+ */
+export type RateLimitKind = 'p' | 'w' | 'u' | 'a' | 'ws' | 'wa';
 
 export class RedisKeys {
   constructor(
@@ -183,6 +187,16 @@ export class RedisKeys {
    */
   widgetMessages(firm: string, day: number): string {
     return key(this.prefix, 'widget-messages', firm, String(day));
+  }
+
+  /**
+   * STRING, an integer: the widget messages one visitor sent to a firm on one UTC day, by its
+   * session (`id`: a digest of the widget token's subject) or by its client address (`id`: a
+   * digest of the address, or of its IPv6 /64); each capped before the firm's count
+   * (core/domain/widget/widget-limits.ts). Expires when the day is over.
+   */
+  widgetVisitorMessages(firm: string, by: 'session' | 'address', id: string, day: number): string {
+    return key(this.prefix, 'widget-visitor-messages', firm, by, id, String(day));
   }
 
   /**

@@ -16,10 +16,12 @@ describe('operations endpoints need no token', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9._-]+$/);
   });
 
-  it('GET /readyz: 200 when Redis and MongoDB answer', async () => {
+  it('GET /readyz: 200 when Redis and MongoDB answer; each store named for the platform key only', async () => {
     const res = await stack.api.get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready', redis: 'ok', mongodb: 'ok' });
+    expect(res.body).toEqual({ status: 'ready' });
+    const detailed = await stack.admin.get('/readyz');
+    expect(detailed.body).toEqual({ status: 'ready', redis: 'ok', mongodb: 'ok' });
   });
 
   it('GET /metrics: Prometheus text with HTTP latency and every queue', async () => {

@@ -21,7 +21,11 @@ let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>> & { agentId: string };
 
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({
+    // A chat's 100 messages sent within a minute, faster than a visitor types: past the per-session
+    // and per-address request limits (test/hardening/widget-visitor-limits.test.ts holds those).
+    env: { WIDGET_SESSION_RATE_LIMIT_PER_MINUTE: '1000', WIDGET_ADDRESS_RATE_LIMIT_PER_MINUTE: '1000' },
+  });
   const created = await createFirm(stack);
   firm = { ...created, agentId: (await createAgent(created.client, created.slug)).agent_id };
 });

@@ -23,7 +23,14 @@ beforeAll(() => {
   limiter = new RateLimiter(
     redis,
     redisKeys({ queuePrefix: `t${rand(4)}`, redisCluster: false }),
-    { perPrincipal: LIMIT, perWebhookFirm: LIMIT, perUnauthenticatedAddress: LIMIT },
+    {
+      perPrincipal: LIMIT,
+      perWebhookFirm: LIMIT,
+      perUnauthenticatedAddress: LIMIT,
+      perOpenRouteAddress: LIMIT,
+      perWidgetSession: LIMIT,
+      perWidgetAddress: LIMIT,
+    },
     createLogger('silent', 'test'),
   );
 });

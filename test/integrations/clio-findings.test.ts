@@ -171,7 +171,7 @@ describe('Clio refuses the platform’s own client credentials (invalid_client)'
 
       const metrics = (await stack.api.get('/metrics')).text;
       expect(metrics).toMatch(/^clio_oauth_client_refused 1$/m);
-      const ready = await stack.api.get('/readyz');
+      const ready = await stack.admin.get('/readyz');
       expect(ready.status).toBe(200);
       expect(ready.body.clio_oauth).toMatch(/invalid_client/);
 
@@ -179,7 +179,7 @@ describe('Clio refuses the platform’s own client credentials (invalid_client)'
       clio.oauth.clientSecret = right;
       await clioTokenSource(services, firm.slug).renew(stale);
       expect((await stack.api.get('/metrics')).text).toMatch(/^clio_oauth_client_refused 0$/m);
-      expect((await stack.api.get('/readyz')).body.clio_oauth).toBe('ok');
+      expect((await stack.admin.get('/readyz')).body.clio_oauth).toBe('ok');
     } finally {
       clio.oauth.clientSecret = right;
       await services.close();
@@ -204,6 +204,6 @@ describe('Clio refuses the platform’s own client credentials (invalid_client)'
       clio.oauth.clientSecret = right;
     }
     await connectClio(stack, firm);
-    expect((await stack.api.get('/readyz')).body.clio_oauth).toBe('ok');
+    expect((await stack.admin.get('/readyz')).body.clio_oauth).toBe('ok');
   });
 });

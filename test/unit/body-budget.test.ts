@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { ByteBudget, readBody } from '../../api/middleware/body-budget.js';
+import { ByteBudget, FirmByteBudgets, readBody } from '../../api/middleware/body-budget.js';
 import { AppError } from '../../core/platform/errors.js';
 
 describe('ByteBudget', () => {
@@ -61,6 +61,38 @@ describe('ByteBudget', () => {
   });
 });
 
+describe('FirmByteBudgets', () => {
+  it("one firm holds at most its share: another firm's delivery finds room while the first firm's next waits", async () => {
+    const budgets = new FirmByteBudgets(150, 100, 5_000);
+    const a1 = await budgets.reserve('a', 100);
+    expect(budgets.process.reserved).toBe(100);
+    const order: string[] = [];
+    const a2 = budgets.reserve('a', 10).then((release) => (order.push('a2'), release));
+    const b1 = await budgets.reserve('b', 40);
+    expect(order).toEqual([]);
+    expect(budgets.process.reserved).toBe(140);
+    a1();
+    const releaseA2 = await a2;
+    expect(order).toEqual(['a2']);
+    releaseA2();
+    b1();
+    expect(budgets.process.reserved).toBe(0);
+    // A body larger than a share takes all of it, and its own size (at most all) of the process's.
+    const whole = await budgets.reserve('c', 500);
+    expect(budgets.process.reserved).toBe(150);
+    whole();
+  });
+
+  it("a firm's waiting delivery is a 503 after the wait, and gives its share back", async () => {
+    const budgets = new FirmByteBudgets(100, 100, 50);
+    const held = await budgets.reserve('a', 100);
+    await expect(budgets.reserve('b', 10)).rejects.toMatchObject({ status: 503 });
+    held();
+    (await budgets.reserve('b', 100))();
+    expect(budgets.process.reserved).toBe(0);
+  });
+});
+
 /** A request body stream with the headers readBody looks at. */
 function request(headers: Record<string, string>): PassThrough & IncomingMessage {
   return Object.assign(new PassThrough(), { headers }) as unknown as PassThrough & IncomingMessage;
@@ -99,5 +131,23 @@ describe('readBody', () => {
     const read = readBody(req, 1 << 20, 50);
     req.write('{"trickle":');
     await expect(read).rejects.toMatchObject({ status: 408, code: 'request_timeout' });
+  });
+
+  it('a body arriving slower than the minimum rate is a 408 saying so', async () => {
+    const req = request({ 'transfer-encoding': 'chunked' });
+    const read = readBody(req, 1 << 20, { minBytesPerSecond: 1000, graceMs: 0, withinMs: 60_000 });
+    req.write('{"trickle":');
+    await expect(read).rejects.toMatchObject({ status: 408, message: expect.stringContaining('too slowly') });
+  });
+
+  it('discard: counts and limits the body but keeps none of it', async () => {
+    const req = request({ 'content-length': '11' });
+    const read = readBody(req, 1 << 20, { discard: true });
+    req.end('{"a":"bcd"}');
+    expect((await read).length).toBe(0);
+    const big = request({ 'transfer-encoding': 'chunked' });
+    const refused = readBody(big, 10, { discard: true });
+    big.end('{"a":"0123456789"}');
+    await expect(refused).rejects.toMatchObject({ status: 413 });
   });
 });

@@ -16,7 +16,15 @@ const SESSIONS_PER_HOUR = 3;
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({ env: { WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR: String(SESSIONS_PER_HOUR) } });
+  stack = await startStack({
+    env: {
+      WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR: String(SESSIONS_PER_HOUR),
+      // A chat's 100 messages sent within a minute, faster than a visitor types: past the per-session
+      // and per-address request limits (test/hardening/widget-visitor-limits.test.ts holds those).
+      WIDGET_SESSION_RATE_LIMIT_PER_MINUTE: '1000',
+      WIDGET_ADDRESS_RATE_LIMIT_PER_MINUTE: '1000',
+    },
+  });
 });
 afterAll(async () => stack?.stop());
 

@@ -80,10 +80,10 @@ export const chatRoutes = [
     body: ChatCompletionBody,
     response: ChatCompletionResponse,
     errors: [404, 409, 502],
-    handler: async ({ services, principal, body }) => {
+    handler: async ({ services, principal, body, koa }) => {
       const chat = await requireChat(services, principal, body.chatId);
-      // The firm's widget visitors share a daily cap (docs/widget.md#limits).
-      if (principal.kind === 'widget') await countWidgetMessage(services, principal.firm);
+      // The firm's widget visitors share a daily cap, each within its own share (docs/widget.md#limits).
+      if (principal.kind === 'widget') await countWidgetMessage(services, principal, koa.ip);
       const { reply } = await sendChatMessage(services, chat, body.message);
       return { message: reply };
     },

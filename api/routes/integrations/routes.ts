@@ -58,6 +58,7 @@ export const integrationRoutes = [
       'A bad, expired or used state: 400, nothing stored',
     tag,
     auth: { kind: 'none' },
+    addressLimited: true,
     query: ClioCallbackQuery,
     responseContentType: 'text/html',
     errors: [409, 502],

@@ -2,7 +2,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { createRequire } from 'node:module';
-import { AppError, UnavailableError, notFound } from '../../../core/platform/errors.js';
+import type { Context } from 'koa';
+import { AppError, UnavailableError, notFound, serviceUnavailable } from '../../../core/platform/errors.js';
+import { authenticateRequest } from '../../router.js';
 import { pingMongo } from '../../../core/platform/db/mongo.js';
 import { clioClientAlert, clioClientAlertText } from '../../../core/domain/crm/clio-client-alert.js';
 import type { Services } from '../../../core/wiring/services.js';
@@ -57,6 +59,16 @@ async function checkReadiness(services: Services): Promise<{ redis: string; mong
   };
 }
 
+/** Whether the request carries the platform key (or a platform session); never an error. */
+async function isPlatform(koa: Context, services: Services): Promise<boolean> {
+  if (koa.get('Authorization') === '') return false;
+  try {
+    return (await authenticateRequest(koa, services)).kind === 'platform';
+  } catch {
+    return false;
+  }
+}
+
 export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; allRoutes: () => AnyRoute[] }) {
   let openApi: Record<string, unknown> | undefined;
   const common = { tag, auth: { kind: 'none' as const }, rateLimited: false };
@@ -76,14 +88,14 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       path: '/readyz',
       operationId: 'readyz',
       summary:
-        'Redis and MongoDB are reachable (503 otherwise, and while shutting down); with Clio OAuth configured, whether Clio accepts the service’s client credentials',
+        'Redis and MongoDB are reachable (503 otherwise, and while shutting down); for the platform key only, which of them is down and, with Clio OAuth configured, whether Clio accepts the service’s client credentials',
       response: Type.Object({
         status: Type.Literal('ready'),
-        redis: Type.String(),
-        mongodb: Type.String(),
+        redis: Type.Optional(Type.String()),
+        mongodb: Type.Optional(Type.String()),
         clio_oauth: Type.Optional(Type.String()),
       }),
-      handler: async ({ services }) => {
+      handler: async ({ services, koa }) => {
         if (deps.lifecycle.shuttingDown) {
           throw new AppError(503, 'unavailable', 'The process is shutting down.', undefined, {
             'Retry-After': '5',
@@ -91,8 +103,12 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
         }
         const checks = await checkReadiness(services);
         const down = Object.entries(checks).filter(([, v]) => v !== 'ok');
+        // Which store is down, and why, tells an attacker when the limits kept in Redis are
+        // weakest: only the platform sees it; anyone else, ready or not.
+        const detailed = await isPlatform(koa, services);
         if (down.length > 0) {
           const error = new UnavailableError(down[0]![0] as 'redis' | 'mongodb');
+          if (!detailed) throw serviceUnavailable('The service is not ready; retry shortly.', 5);
           throw new AppError(
             error.status,
             error.code,
@@ -101,6 +117,7 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
             error.headers,
           );
         }
+        if (!detailed) return { status: 'ready' as const };
         // Clio refusing the service's client credentials is an alert, not unreadiness: this
         // process serves everything else, and restarting it would not fix Clio's answer.
         if (services.config.clioClientId === undefined) return { status: 'ready' as const, ...checks };

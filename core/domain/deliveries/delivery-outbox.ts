@@ -9,6 +9,7 @@ import type { Services } from '../../wiring/services.js';
 import { enqueue, type JobDefinition, type PayloadOf } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { QueueName } from '../../../jobs/queues.js';
+import { claimDelivery, outboxSpace, releaseDelivery } from './outbox-limits.js';
 
 // Webhook senders that do not retry (Cal.com sends once; Retell three times in a few seconds)
 // must not lose an event because Redis is down (docs/webhooks.md#redis-outages). A delivery that
@@ -30,6 +31,10 @@ export interface OutboxEntry {
   keys: string[];
   /** The job's payload as JSON text (provider data may hold keys MongoDB will not store as fields). */
   payload: string;
+  /** The payload's length, counted against the outbox's caps (absent on entries kept before them). */
+  bytes?: number;
+  /** The job's id: the delivery's claim in `webhook_outbox_ids` (absent on entries kept before). */
+  delivery?: string;
   stored_at: Date;
 }
 
@@ -103,7 +108,7 @@ async function enqueueWithin<T>(services: Services, job: JobDefinition<T>, data:
 /**
  * Makes an authenticated delivery durable before it is acknowledged: its job in the queue, or,
  * while Redis is unreachable (or the outbox still holds older deliveries), an outbox entry in
- * MongoDB. Throws (503) only when neither store takes it.
+ * MongoDB, once per delivery. Throws (503) when neither store takes it, or the outbox is full.
  */
 export async function acceptDelivery<K extends DeliveryJob>(
   services: Services,
@@ -122,14 +127,29 @@ export async function acceptDelivery<K extends DeliveryJob>(
       services.log.warn({ job: key, firm }, 'Redis unavailable: delivery kept in the MongoDB outbox');
     }
   }
-  await outbox(services).insertOne({
-    _id: outboxId(Date.now()),
-    job: key,
-    firm,
-    keys: orderKeys(key, data),
-    payload: JSON.stringify(data),
-    stored_at: new Date(),
-  });
+  // Kept once, within the outbox's caps (core/domain/deliveries/outbox-limits.ts).
+  const payload = JSON.stringify(data);
+  const space = outboxSpace(services);
+  await space.assertRoom(firm, payload.length);
+  const id = outboxId(Date.now());
+  const delivery = (JOBS[key] as unknown as JobDefinition<typeof data>).id?.(data);
+  if (delivery !== undefined && !(await claimDelivery(services, delivery, id))) return 'outbox';
+  try {
+    await outbox(services).insertOne({
+      _id: id,
+      job: key,
+      firm,
+      keys: orderKeys(key, data),
+      payload,
+      bytes: payload.length,
+      ...(delivery === undefined ? {} : { delivery }),
+      stored_at: new Date(),
+    });
+  } catch (err) {
+    if (delivery !== undefined) await releaseDelivery(services, delivery, id).catch(() => {});
+    throw err;
+  }
+  space.kept(firm, payload.length);
   return 'outbox';
 }
 
@@ -185,6 +205,7 @@ async function moveAll(services: Services): Promise<number> {
       }
       await enqueue(services.queues, job, data);
       await outbox(services).deleteOne({ _id: entry._id });
+      if (entry.delivery !== undefined) await releaseDelivery(services, entry.delivery, entry._id);
       for (const key of entry.keys ?? []) previous.set(key, { queue: job.queue, id: job.id(data) });
       moved++;
     }

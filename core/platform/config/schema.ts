@@ -180,6 +180,75 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'requests answered `401` per client address in any minute; past it the address gets `429` before any lookup until its sliding window lets one in again',
   }),
+  openRouteRateLimitPerMinute: integer('OPEN_ROUTE_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 120,
+    description:
+      'requests per client address (an IPv6 address counts as its /64) in any minute to the routes that take no token: the widget session and challenge, the Clio callback (`429`)',
+  }),
+  widgetSessionRateLimitPerMinute: integer('WIDGET_SESSION_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 60,
+    description:
+      "requests of one widget token (one visitor's session) in any minute, counted before the firm's widget shares `RATE_LIMIT_PER_MINUTE` (`429`)",
+  }),
+  widgetAddressRateLimitPerMinute: integer('WIDGET_ADDRESS_RATE_LIMIT_PER_MINUTE', {
+    min: 1,
+    max: 1_000_000,
+    default: 120,
+    description:
+      "widget-token requests from one client address to one firm in any minute, all its sessions together, counted before the firm's widget bucket (`429`)",
+  }),
+  widgetMessagesPerSession: integer('WIDGET_MESSAGES_PER_SESSION', {
+    min: 1,
+    max: 10_000_000,
+    default: 200,
+    description:
+      "chat messages one widget token may send (it lives an hour), counted before the firm's `widget_daily_message_cap` (`429`)",
+  }),
+  widgetMessagesPerAddressPerDay: integer('WIDGET_MESSAGES_PER_ADDRESS_PER_DAY', {
+    min: 1,
+    max: 10_000_000,
+    default: 500,
+    description:
+      "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
+  }),
+  webhookBodyBudgetBytes: integer('WEBHOOK_BODY_BUDGET_BYTES', {
+    min: 1024 * 1024,
+    max: 2 ** 34,
+    default: 48 * 1024 * 1024,
+    description:
+      'bytes of large call-webhook bodies one web process reads at once (a delivery that finds no room within 5 s: `503`); a body larger than this counts as this',
+  }),
+  webhookBodyBudgetPerFirmBytes: integer('WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES', {
+    min: 1024 * 1024,
+    max: 2 ** 34,
+    default: 32 * 1024 * 1024,
+    description:
+      "one firm's share of `WEBHOOK_BODY_BUDGET_BYTES` (its deliveries, and forgeries in its name, hold no more; a body larger than the share takes all of it); keep it below the budget so other firms find room",
+  }),
+  webhookBodyMinBytesPerSecond: integer('WEBHOOK_BODY_MIN_BYTES_PER_SECOND', {
+    min: 1,
+    max: 2 ** 30,
+    default: 128 * 1024,
+    description:
+      'the slowest a call-webhook body may arrive, from a second after its read began: a sender that falls behind is answered `408` and its room given back',
+  }),
+  webhookOutboxMaxBytes: integer('WEBHOOK_OUTBOX_MAX_BYTES', {
+    min: 1024,
+    max: 2 ** 40,
+    default: 256 * 1024 * 1024,
+    description:
+      'bytes of deliveries the MongoDB webhook outbox may hold while Redis is down (payload JSON); past it the receivers answer `503` with `Retry-After`',
+  }),
+  webhookOutboxMaxBytesPerFirm: integer('WEBHOOK_OUTBOX_MAX_BYTES_PER_FIRM', {
+    min: 1024,
+    max: 2 ** 40,
+    default: 32 * 1024 * 1024,
+    description: "one firm's share of `WEBHOOK_OUTBOX_MAX_BYTES`; past it that firm's deliveries get `503`",
+  }),
   widgetSessionsPerAddressPerHour: integer('WIDGET_SESSIONS_PER_ADDRESS_PER_HOUR', {
     min: 1,
     max: 1_000_000,

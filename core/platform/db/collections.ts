@@ -67,6 +67,11 @@ export const COLLECTIONS = {
    * into their queues in that order when it is back (core/domain/deliveries/delivery-outbox.ts).
    */
   webhookOutbox: 'webhook_outbox',
+  /**
+   * Claims: a delivery kept in the outbox (`_id` = its job id, `entry` its outbox entry), so a
+   * repeat is kept once; deleted when the entry is moved (core/domain/deliveries/outbox-limits.ts).
+   */
+  webhookOutboxIds: 'webhook_outbox_ids',
   /** Bookings made through the booking provider (`_id` = our appointment id): request and its effect record. */
   appointments: 'appointments',
   /** Key documents: the appointment of a lead (`_id` = the lead id), copied onto the lead when it exists. */

@@ -65,6 +65,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.clioClientAlerts]: [],
   // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
   [COLLECTIONS.webhookOutbox]: [],
+  // Read and written by _id only.
+  [COLLECTIONS.webhookOutboxIds]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
