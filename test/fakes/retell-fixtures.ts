@@ -218,6 +218,40 @@ export function voicemailCall(options: CallOptions = {}): PhoneCallResponse {
   });
 }
 
+const PHONE_MENU =
+  'Thank you for calling Bayside Dental. For appointments, press 1. For billing, press 2. To repeat this menu, press 9.';
+
+/**
+ * An outbound call answered by a phone menu, which the agent hung up on (Retell's IVR
+ * detection: disconnection_reason "ivr_reached", call_status "ended"). The transcript and the
+ * analysis are what Retell makes of a menu: a "user" who recites options, a summary of it.
+ */
+export function ivrCall(options: CallOptions = {}): PhoneCallResponse {
+  return retellPhoneCall({
+    ...options,
+    call_status: 'ended',
+    disconnection_reason: 'ivr_reached',
+    lines: [
+      ['agent', 'Hello, this is the intake line of Smith & Partners returning your call.'],
+      ['user', PHONE_MENU],
+    ],
+    call_analysis: {
+      call_summary: 'The call reached an automated phone menu offering appointments and billing.',
+      in_voicemail: false,
+      user_sentiment: 'Neutral',
+      call_successful: false,
+      custom_analysis_data: {
+        first_name: null,
+        last_name: null,
+        phone_number: options.toNumber ?? '+14155550142',
+        email: null,
+        case_type: 'Other',
+        summary: 'A phone menu: press 1 for appointments, 2 for billing.',
+      },
+    },
+  });
+}
+
 /**
  * An outbound call that was never answered, with the call_status Retell's own sample shows beside
  * a dial failure ("ended"), or another; no transcript, no analysis to speak of.

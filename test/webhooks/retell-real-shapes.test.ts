@@ -13,6 +13,7 @@ import {
   chatWebhook,
   conversationCall,
   dialFailureCall,
+  ivrCall,
   longConversationCall,
   voicemailCall,
   type RetellCaller,
@@ -91,6 +92,23 @@ describe('answered or not', () => {
     }
     expect(shown.caller_data).toBeNull();
     await expectNothingSent(firm, '+14155557311');
+  });
+
+  it('an outbound call that reaches a phone menu (ivr_reached) is no conversation: no lead, CRM record, email or Slack message', async () => {
+    const firm = await configuredFirm();
+    const call = ivrCall({ toNumber: '+14155557312' });
+    await postSigned(stack, firm.slug, SECRET, callWebhook('call_ended', call));
+    await postSigned(stack, firm.slug, SECRET, callWebhook('call_analyzed', call));
+    const callId = (await callForProvider(stack, firm.slug, call.call_id))._id;
+    const shown = await settledCall(firm.client, callId);
+    await queuesIdle(stack);
+
+    expect(shown).toMatchObject({ status: 'ended', outcome: 'ivr', effects: SKIPPED, lead_id: null });
+    for (const effect of ['lead', 'crm', 'email', 'team_chat']) {
+      expect(shown.effect_reasons[effect]).toMatch(/phone menu/);
+    }
+    expect(shown.caller_data).toBeNull();
+    await expectNothingSent(firm, '+14155557312');
   });
 
   it('a dial failure reported with call_status "ended" and an empty transcript is not_connected and runs no effect', async () => {
