@@ -1,0 +1,34 @@
+// The provider documents `npm run providers:derive` reads, and the operations of each that our
+// clients call (core/integrations/*). A fake answers only these; add an operation here when a
+// client starts calling it, then run the command.
+import { join } from 'node:path';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface ProviderTarget {
+  /** test/fakes/spec/<name>.json; `--<first word of name> FILE` names the full document. */
+  name: string;
+  /** Where the full document is kept in this workspace, when it is. */
+  defaultSource?: (repoRoot: string) => string;
+  /** Recorded in `x-derived-from` with the document's sha256. */
+  origin: Record<string, string>;
+  operations: Array<[HttpMethod, string]>;
+}
+
+export const PROVIDER_TARGETS: ProviderTarget[] = [
+  {
+    name: 'clio-v4',
+    defaultSource: (root) => join(root, '..', 'shared', 'providers', 'clio-v4-openapi.json'),
+    origin: {
+      document: 'Clio Manage API v4 OpenAPI document, as published in Clio API documentation',
+      mirror: 'github.com/traviscrawford85/clio_cli clio_client/specs/openapi.json',
+      copy: 'shared/providers/clio-v4-openapi.json',
+    },
+    operations: [
+      ['get', '/contacts.json'],
+      ['post', '/contacts.json'],
+      ['get', '/matters.json'],
+      ['post', '/matters.json'],
+    ],
+  },
+];
