@@ -311,3 +311,50 @@ export function chatWebhook(event: RetellChatEvent): { event: RetellChatEvent; c
   }
   return { event, chat };
 }
+
+/** A custom function's request with the default payload: `{name, call, args}` (Retell's custom-function doc). */
+export interface CustomFunctionRequest {
+  name: string;
+  call: PhoneCallResponse;
+  args: Record<string, unknown>;
+}
+
+/**
+ * The call object a custom function receives mid-call: ongoing, the transcript so far, the
+ * dynamic variables the call was started with.
+ */
+export function ongoingCall(options: CallOptions & { dynamicVariables?: Record<string, string> } = {}) {
+  const { dynamicVariables, ...rest } = options;
+  const call = retellPhoneCall({
+    lines: [
+      ['agent', 'Thank you for calling Smith & Partners. How can we help?'],
+      ['user', 'I would like a consultation about my accident.'],
+    ],
+    ...rest,
+    call_status: 'ongoing',
+    retell_llm_dynamic_variables: dynamicVariables ?? {},
+  });
+  // Nothing of the end of a call is known yet.
+  const {
+    end_timestamp: _end,
+    duration_ms: _duration,
+    recording_url: _recording,
+    recording_multi_channel_url: _multi,
+    scrubbed_recording_url: _scrubbed,
+    scrubbed_recording_multi_channel_url: _scrubbedMulti,
+    public_log_url: _log,
+    knowledge_base_retrieved_contents_url: _kb,
+    latency: _latency,
+    llm_token_usage: _tokens,
+    call_cost: _cost,
+    ...ongoing
+  } = call;
+  return ongoing;
+}
+
+/** A custom function's request in the default payload mode. */
+export const customFunctionRequest = (
+  name: string,
+  call: PhoneCallResponse,
+  args: Record<string, unknown>,
+): CustomFunctionRequest => ({ name, call, args });
