@@ -113,11 +113,13 @@ describe('a phone menu (ivr_reached)', () => {
     // Attempt 2 is placed: a phone menu reached nobody.
     const second = await placedCall(created.id, 2);
     expect(second.providerCallId).not.toBe(first.providerCallId);
-    const firstView = (await firm.client.get(`/api/v2/get-call/${first.ourCallId}`)).body;
-    expect(firstView).toMatchObject({
-      outcome: 'ivr',
-      lead_id: null,
-      effects: { lead: 'skipped', crm: 'skipped', email: 'skipped', team_chat: 'skipped' },
+    await eventually(async () => {
+      const firstView = (await firm.client.get(`/api/v2/get-call/${first.ourCallId}`)).body;
+      expect(firstView).toMatchObject({
+        outcome: 'ivr',
+        lead_id: null,
+        effects: { lead: 'skipped', crm: 'skipped', email: 'skipped', team_chat: 'skipped' },
+      });
     });
     const campaign = (await firm.client.get(`/api/leads/campaigns/${created.id}`)).body;
     expect(campaign.retry_on).toEqual(['not_connected', 'voicemail', 'ivr']);
