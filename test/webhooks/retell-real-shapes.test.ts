@@ -15,6 +15,9 @@ import {
   dialFailureCall,
   ivrCall,
   longConversationCall,
+  ongoingCall,
+  voiceWebhook,
+  VOICE_EVENTS,
   voicemailCall,
   type RetellCaller,
 } from '../fakes/retell-fixtures.js';
@@ -223,6 +226,30 @@ describe("Retell's chat events", () => {
     expect(jobs.filter((job) => String(job.data?.event).startsWith('chat_'))).toEqual([]);
     // A call event still needs its call.
     expect((await postSigned(stack, firm.slug, SECRET, { event: 'call_ended' })).status).toBe(400);
+  });
+});
+
+describe('every event of the SDK', () => {
+  it('transcript_updated and the transfer events (call plus transfer_destination and transfer_option) are acknowledged and change nothing', async () => {
+    const firm = await configuredFirm();
+    const talking = ongoingCall();
+    const ignored = [
+      'transcript_updated',
+      'transfer_started',
+      'transfer_bridged',
+      'transfer_cancelled',
+      'transfer_ended',
+    ] as const;
+    for (const event of ignored) {
+      expect(Object.keys(VOICE_EVENTS)).toContain(event);
+      const res = await postSigned(stack, firm.slug, SECRET, voiceWebhook(event, talking));
+      expect(res.status, event).toBe(200);
+      expect(res.body).toEqual({ received: true });
+    }
+    const chat = await postSigned(stack, firm.slug, SECRET, chatWebhook('transcript_updated'));
+    expect(chat.status).toBe(200);
+    await queuesIdle(stack);
+    expect(await callsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
   });
 });
 
