@@ -2,6 +2,7 @@ import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from 'mongodb';
 import type { Queues } from '../jobs/queues.js';
 import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.js';
+import { clioClientAlert } from '../core/domain/crm/clio-client-alert.js';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -69,6 +70,17 @@ export function createMetrics(queues: Queues, db: Db): HttpMetrics {
       // MongoDB down: no figure rather than a failed scrape.
       await countKeptDeliveries(db).then(
         (n) => this.set(n),
+        () => this.reset(),
+      );
+    },
+  });
+  new Gauge({
+    name: 'clio_oauth_client_refused',
+    help: "1 while Clio refuses the service's own OAuth client credentials (invalid_client) and no grant has succeeded since; 0 otherwise",
+    registers: [registry],
+    async collect() {
+      await clioClientAlert(db).then(
+        (alert) => this.set(alert === null ? 0 : 1),
         () => this.reset(),
       );
     },

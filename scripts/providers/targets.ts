@@ -27,6 +27,7 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
     operations: [
       ['get', '/contacts.json'],
       ['post', '/contacts.json'],
+      ['get', '/contacts/{id}.json'],
       ['get', '/matters.json'],
       ['post', '/matters.json'],
     ],

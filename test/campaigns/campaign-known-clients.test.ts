@@ -39,10 +39,8 @@ function clioPerson(id: number, phone: string | null, email: string | null): Cli
     first_name: `Client${id}`,
     last_name: 'Known',
     name: `Client${id} Known`,
-    email_addresses: email === null ? [] : [{ name: 'Home', address: email, default_email: true }],
-    phone_numbers: phone === null ? [] : [{ name: 'Mobile', number: phone, default_number: true }],
-    primary_email_address: email,
-    primary_phone_number: phone,
+    email_addresses: email === null ? [] : [{ name: 'Home', address: email, primary: true }],
+    phone_numbers: phone === null ? [] : [{ name: 'Personal', number: phone, primary: true }],
     updated_at: new Date(Date.now() - 86_400_000).toISOString(),
   };
 }

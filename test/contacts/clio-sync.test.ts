@@ -1,5 +1,6 @@
-// Contacts synced from Clio (docs/contacts.md#synced-from-clio) against the local Clio
-// (test/fakes/clio-server.ts: cursor paging, updated_since, 429 with Retry-After, expiring
+// Contacts synced from Clio (docs/contacts.md#synced-from-clio) against the spec-checked Clio
+// (test/fakes/clio-server.ts: every request judged by Clio's v4 document, `fields=` included;
+// cursor paging whose next links have no `.json`, updated_since, 429 with Retry-After, expiring
 // OAuth tokens). A sync of 2,500 Persons over 25 pages whose worker process is SIGKILLed in the
 // middle: every contact stored once, the counts those of an import of the same rows; a second
 // run reads only what changed. And the answers around it: 409 sync_running, 409
@@ -52,6 +53,8 @@ afterAll(async () => {
 const startInProcessWorkers = () =>
   startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
 
+/** Clio's contact listing, as our first request names it and as its paging links do. */
+const LISTING = /^\/api\/v4\/contacts(\.json)?$/;
 const DAYS_AGO = new Date(Date.now() - 2 * 86_400_000).toISOString();
 const pad = (n: number) => String(n).padStart(4, '0');
 
@@ -71,10 +74,8 @@ function seedClio(): void {
         first_name: null,
         last_name: null,
         name: `Company ${i}`,
-        email_addresses: [{ name: 'Work', address: `office${i}@co.example`, default_email: true }],
+        email_addresses: [{ name: 'Work', address: `office${i}@co.example`, primary: true }],
         phone_numbers: [],
-        primary_email_address: `office${i}@co.example`,
-        primary_phone_number: null,
         updated_at: DAYS_AGO,
       });
     }
@@ -87,10 +88,9 @@ function seedClio(): void {
       first_name: `First${i}`,
       last_name: `Last${i}`,
       name: `First${i} Last${i}`,
-      email_addresses: email === null ? [] : [{ name: 'Home', address: email, default_email: true }],
-      phone_numbers: phone === null ? [] : [{ name: 'Mobile', number: phone, default_number: true }],
-      primary_email_address: email,
-      primary_phone_number: phone,
+      // Listed as Clio lists them: each with its `primary` flag (v4 EmailAddress, PhoneNumber).
+      email_addresses: email === null ? [] : [{ name: 'Home', address: email, primary: true }],
+      phone_numbers: phone === null ? [] : [{ name: 'Personal', number: phone, primary: true }],
       updated_at: DAYS_AGO,
     });
   }
@@ -104,10 +104,10 @@ function rowOf(c: ClioContactRecord): Record<string, unknown> | null {
     name: c.name,
     first_name: c.first_name,
     last_name: c.last_name,
-    primary_email_address: c.primary_email_address ?? null,
-    primary_phone_number: c.primary_phone_number ?? null,
-    email_addresses: c.email_addresses.map((e) => ({ address: e.address, default_email: e.default_email })),
-    phone_numbers: c.phone_numbers.map((p) => ({ number: p.number, default_number: p.default_number })),
+    primary_email_address: c.email_addresses.find((e) => e.primary)?.address ?? null,
+    primary_phone_number: c.phone_numbers.find((p) => p.primary)?.number ?? null,
+    email_addresses: c.email_addresses.map((e) => ({ address: e.address, primary: e.primary })),
+    phone_numbers: c.phone_numbers.map((p) => ({ number: p.number, primary: p.primary })),
     updated_at: c.updated_at ?? null,
   };
   return clioContactRow(listed);
@@ -203,7 +203,7 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     // Clio limits: every 7th listing request is a 429 with Retry-After.
     let listed = 0;
     clio.injectFailure = (r) =>
-      r.method === 'GET' && r.path === '/api/v4/contacts.json' && ++listed % 7 === 0
+      r.method === 'GET' && LISTING.test(r.path) && ++listed % 7 === 0
         ? { status: 429, retryAfter: '1' }
         : undefined;
 
@@ -242,7 +242,12 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     const control = await createFirm(stack);
     const imported = await importRows(control.client, control.slug, rows);
     expect(imported).toMatchObject({ imported: 2350, duplicates: 50, errors: 50 });
-    const listings = clio.requests.filter((r) => r.path === '/api/v4/contacts.json');
+    const listings = clio.requests.filter((r) => LISTING.test(r.path));
+    // Clio's own paging links (no `.json`) were followed, and every page asked only for fields
+    // Clio's document has: the spec-checked fake refused nothing.
+    expect(listings.filter((r) => r.path === '/api/v4/contacts').length).toBeGreaterThanOrEqual(24);
+    expect(listings.every((r) => r.query.fields!.includes('email_addresses{address,primary}'))).toBe(true);
+    expect(clio.refusals).toEqual([]);
     const unauthorized = listings.length - listed;
     const limited = Math.floor(listed / 7);
     console.log(
@@ -280,14 +285,12 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     const people = clio.contacts.filter((c) => stored.has(c.id));
     for (const c of people.slice(100, 130)) {
       clio.updateContact(c.id, {
-        primary_phone_number: `+1212555${pad(c.id % 10_000)}`,
-        phone_numbers: [{ name: 'Mobile', number: `+1212555${pad(c.id % 10_000)}`, default_number: true }],
+        phone_numbers: [{ name: 'Personal', number: `+1212555${pad(c.id % 10_000)}`, primary: true }],
       });
     }
-    const refused = clio.contacts.find((c) => c.primary_phone_number === '12345')!;
+    const refused = clio.contacts.find((c) => c.phone_numbers[0]?.number === '12345')!;
     clio.updateContact(refused.id, {
-      primary_phone_number: '+13125550100',
-      phone_numbers: [{ name: 'Mobile', number: '+13125550100', default_number: true }],
+      phone_numbers: [{ name: 'Personal', number: '+13125550100', primary: true }],
     });
     for (let i = 0; i < 20; i++) {
       clio.contacts.push({
@@ -296,17 +299,15 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
         first_name: `New${i}`,
         last_name: 'Client',
         name: `New${i} Client`,
-        email_addresses: [{ name: 'Home', address: `new${i}@example.com`, default_email: true }],
+        email_addresses: [{ name: 'Home', address: `new${i}@example.com`, primary: true }],
         phone_numbers: [],
-        primary_email_address: `new${i}@example.com`,
-        primary_phone_number: null,
         updated_at: new Date().toISOString(),
       });
     }
     const before = clio.requests.length;
     const second = await finished(firm.client, await startSync(firm.client, firm.slug));
     expect(second).toMatchObject({ status: 'completed', pages: 1, imported: 21, duplicates: 30, errors: 0 });
-    const asked = clio.requests.slice(before).filter((r) => r.path === '/api/v4/contacts.json');
+    const asked = clio.requests.slice(before).filter((r) => LISTING.test(r.path));
     expect(asked).toHaveLength(1);
     expect(asked[0]!.query).toMatchObject({ type: 'Person', order: 'id(asc)', limit: '100' });
     expect(Date.parse(asked[0]!.query.updated_since!)).toBe(firstStarted.getTime() - 5 * 60_000);

@@ -1,7 +1,23 @@
-// A small stand-in for Clio Manage API v4 on 127.0.0.1, speaking its JSON shapes: contacts
-// (GET with ?query= wildcard search and ?fields=, POST {"data": {"type": "Person", ...}}) and
-// matters (POST {"data": {"client": {"id"}, ...}}, GET ?client_id=). It checks the bearer token,
-// records every request, and can be told to fail chosen requests: a status (429 with
+// A small stand-in for Clio Manage API v4 on 127.0.0.1 that judges every API request our client
+// sends by Clio's own v4 OpenAPI document (test/fakes/spec/clio-v4.json, derived by
+// `npm run providers:derive`, checked with test/fakes/spec/openapi-spec.ts) and refuses, as Clio
+// does, what the document does not allow: an operation it does not have (404), a query parameter
+// it does not name or a value off its schema or enum (400), a name in `fields=` the operation's
+// resource does not have, nested ones included (400, docs.developers.clio.com/api-docs/fields),
+// a body off the requestBody schema or its enums (422), no bearer token (401). Every refusal is
+// Clio's error body {"error": {"type", "message"}} (the document's Error schema).
+//
+// Its answers are built to the document's response schemas and checked against them: a record
+// answers `id` and `etag` without `fields=`, and only the asked fields with it; an answer off the
+// document is recorded in `violations`, and close() rejects with them, failing the test.
+// `meta.paging` (not in the document's list schemas) is as Clio's Pagination doc shows it: the
+// `next` link is `<base>/api/v4/contacts?…` without `.json`, which Clio serves as well.
+//
+// Contacts: GET with `query` (Clio's wildcard search: the text as typed, found inside a name, an
+// email address or a phone number as it was stored, case-insensitively; a phone typed
+// "(212) 555-0142" is not found by "+12125550142"), `type`, `updated_since`, cursor paging
+// (`order=id(asc)`, `limit` ≤ 200, `page_token`); POST {"data": {...}}. Matters: POST, GET by
+// `client_id`. It records every request and can be told to fail chosen ones: a status (429 with
 // Retry-After, 500, ...), before the write or after it (the write happened, the answer says
 // otherwise — what a crash or a lost answer looks like to the client).
 //
@@ -11,18 +27,17 @@
 // grant_type=authorization_code (client_id, client_secret, redirect_uri, code) or
 // grant_type=refresh_token (client_id, client_secret, refresh_token) and answers
 // {access_token, token_type: "bearer", expires_in, refresh_token}; a refused grant is
-// 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client.
-// Access tokens it issues expire after `oauth.expiresIn` seconds; the API answers 401 to an
-// expired or unknown one. The static `token` (a pasted token) keeps working.
+// 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client
+// (RFC 6749 §5.2). Access tokens it issues expire after `oauth.expiresIn` seconds; the API
+// answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
 //
-// Listing contacts with cursor paging as Clio does it (docs.developers.clio.com, "Pagination"):
-// with `limit` (at most 200) the records come in id order, `updated_since` (ISO 8601) keeps
-// those updated at or after it, and meta.paging.next is the absolute URL of the next page (the
-// same query with a page_token), absent on the last page.
+// `basePath` serves everything under a path of its own (a Clio reached through a proxy path).
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerDelay, type Latency } from './latency.js';
+import { fieldProblems, parseFields, project, type FieldNode } from './clio/fields.js';
+import { loadSpec, SpecViolations, type SpecMatch } from './spec/openapi-spec.js';
 
 export interface ClioRequest {
   method: string;
@@ -33,26 +48,35 @@ export interface ClioRequest {
   at: number;
 }
 
+/** A contact as Clio keeps it: emails and phones with their `primary` flag, as listed (v4 EmailAddress, PhoneNumber). */
 export interface ClioContactRecord {
   id: number;
   type: 'Person' | 'Company';
   first_name: string | null;
   last_name: string | null;
   name: string;
-  email_addresses: Array<{ name: string; address: string; default_email: boolean }>;
-  phone_numbers: Array<{ name: string; number: string; default_number: boolean }>;
+  email_addresses: Array<{ name: string; address: string; primary: boolean }>;
+  /** `name` as listed: Work, Personal or Other (PhoneNumber's enum). */
+  phone_numbers: Array<{ name: 'Work' | 'Personal' | 'Other'; number: string; primary: boolean }>;
   /** ISO 8601; set on create and by updateContact. */
   updated_at?: string;
-  primary_email_address?: string | null;
-  primary_phone_number?: string | null;
 }
 
 export interface ClioMatterRecord {
   id: number;
   client_id: number;
   description: string;
-  status: string;
+  /** As listed: Pending, Open or Closed (Matter's enum; a create sends it in lower case). */
+  status: 'Pending' | 'Open' | 'Closed';
   client_reference: string | null;
+}
+
+/** A request the fake refused as Clio would (the document's judgement), with its answer. */
+export interface ClioRefusal {
+  method: string;
+  path: string;
+  status: number;
+  body: { error: { type: string; message: string } };
 }
 
 export interface ClioFailure {
@@ -91,9 +115,15 @@ export interface FakeClioOAuth {
 
 export interface FakeClio {
   url: string;
+  /** The API's base URL as a firm would configure it (url + basePath). */
+  baseUrl: string;
   oauth: FakeClioOAuth;
   token: string;
   requests: ClioRequest[];
+  /** Requests refused by the document's judgement (not the failures asked for), in order. */
+  refusals: ClioRefusal[];
+  /** What the fake answered off the document; close() rejects when there is any. */
+  violations: SpecViolations;
   contacts: ClioContactRecord[];
   matters: ClioMatterRecord[];
   /** Failures to answer with, in order, each used once by the first request it matches. */
@@ -123,42 +153,54 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-const clioError = (
-  res: ServerResponse,
-  status: number,
-  message: string,
-  headers: Record<string, string> = {},
-) =>
-  sendJson(
-    res,
-    status,
-    { error: { type: status === 401 ? 'AuthenticationError' : 'Error', message } },
-    headers,
-  );
-
-/** Clio's ?fields=: a comma list, nested fields in braces (email_addresses{address}). */
-function project(record: Record<string, unknown>, fields: string | undefined): Record<string, unknown> {
-  if (fields === undefined) return { id: record.id, etag: `"${record.id}"` };
-  const out: Record<string, unknown> = {};
-  for (const match of fields.matchAll(/([a-z_]+)(\{([^}]*)\})?/g)) {
-    const [, name, , inner] = match;
-    const value = record[name!];
-    if (inner !== undefined && Array.isArray(value)) {
-      const keys = inner.split(',');
-      out[name!] = value.map((v: Record<string, unknown>) => Object.fromEntries(keys.map((k) => [k, v[k]])));
-    } else {
-      out[name!] = value ?? null;
-    }
-  }
-  return out;
-}
+/** Clio's error body (the document's Error schema). */
+const errorBody = (type: string, message: string) => ({ error: { type, message } });
 
 const newToken = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
 
+const PHONE_NAMES = new Set(['Work', 'Personal', 'Other']);
+const MATTER_STATUS: Record<string, ClioMatterRecord['status']> = {
+  open: 'Open',
+  pending: 'Pending',
+  closed: 'Closed',
+};
+
+/** A stored contact as the document's Contact: primaries derived, nested items with id and etag. */
+function contactResource(c: ClioContactRecord): Record<string, unknown> {
+  const emails = c.email_addresses.map((e, i) => ({ id: c.id * 100 + i, etag: `"e${c.id}.${i}"`, ...e }));
+  const phones = c.phone_numbers.map((p, i) => ({ id: c.id * 100 + 50 + i, etag: `"p${c.id}.${i}"`, ...p }));
+  return {
+    id: c.id,
+    etag: `"${c.id}.${c.updated_at ?? ''}"`,
+    type: c.type,
+    name: c.name,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    primary_email_address:
+      (c.email_addresses.find((e) => e.primary) ?? c.email_addresses[0])?.address ?? null,
+    primary_phone_number: (c.phone_numbers.find((p) => p.primary) ?? c.phone_numbers[0])?.number ?? null,
+    email_addresses: emails,
+    phone_numbers: phones,
+    updated_at: c.updated_at ?? null,
+  };
+}
+
+const matterResource = (m: ClioMatterRecord): Record<string, unknown> => ({
+  id: m.id,
+  etag: `"m${m.id}"`,
+  description: m.description,
+  status: m.status,
+  client_reference: m.client_reference,
+  client_id: m.client_id,
+  client: { id: m.client_id, etag: `"${m.client_id}"` },
+});
+
 export async function startFakeClio(
   token = 'clio-test-token',
-  options: { latency?: Latency } = {},
+  options: { latency?: Latency; basePath?: string } = {},
 ): Promise<FakeClio> {
+  const spec = loadSpec('clio-v4');
+  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   let nextId = 1000;
   const oauth: FakeClioOAuth = {
     clientId: 'clio-client-id',
@@ -181,7 +223,7 @@ export async function startFakeClio(
   };
   let gate: Promise<void> | null = null;
   let waiting = 0;
-  const fake: Omit<FakeClio, 'url' | 'close'> = {
+  const fake: Omit<FakeClio, 'url' | 'baseUrl' | 'close'> = {
     hold() {
       let open!: () => void;
       gate = new Promise<void>((resolve) => (open = resolve));
@@ -194,6 +236,8 @@ export async function startFakeClio(
     oauth,
     token,
     requests: [],
+    refusals: [],
+    violations: new SpecViolations(),
     contacts: [],
     matters: [],
     failNext: [],
@@ -208,6 +252,7 @@ export async function startFakeClio(
     },
     reset() {
       this.requests.length = 0;
+      this.refusals.length = 0;
       this.contacts.length = 0;
       this.matters.length = 0;
       this.failNext.length = 0;
@@ -249,6 +294,8 @@ export async function startFakeClio(
     res.end();
   };
 
+  const INVALID_GRANT =
+    'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.';
   const tokenGrant = (req: IncomingMessage, res: ServerResponse, text: string) => {
     const form = (req.headers['content-type'] ?? '').includes('application/json')
       ? (JSON.parse(text) as Record<string, string>)
@@ -260,12 +307,7 @@ export async function startFakeClio(
     if (form.grant_type === 'authorization_code') {
       const redirect = form.code === undefined ? undefined : oauth.codes.get(form.code);
       if (redirect === undefined || redirect !== form.redirect_uri) {
-        return oauthError(
-          res,
-          400,
-          'invalid_grant',
-          'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.',
-        );
+        return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
       oauth.codes.delete(form.code!);
       return issue(res, null);
@@ -273,12 +315,7 @@ export async function startFakeClio(
     if (form.grant_type === 'refresh_token') {
       const old = form.refresh_token;
       if (old === undefined || !oauth.refreshTokens.has(old)) {
-        return oauthError(
-          res,
-          400,
-          'invalid_grant',
-          'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.',
-        );
+        return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
       if (!oauth.rotateRefreshTokens) return issue(res, old);
       oauth.refreshTokens.delete(old);
@@ -299,19 +336,34 @@ export async function startFakeClio(
     return expires !== undefined && expires > Date.now();
   };
 
+  /** The record schema of an operation's success answer (its `data`, or `data`'s items). */
+  const recordSchema = (match: SpecMatch) => {
+    const responses = spec.at(`${match.pointer}/responses`) as Record<string, unknown>;
+    const ok = (responses['200'] ?? responses['201']) as { content: Record<string, { schema: unknown }> };
+    const body = spec.deref(Object.values(ok.content)[0]!.schema as never) as {
+      properties: { data: unknown };
+    };
+    const data = spec.deref(body.properties.data as never) as { type?: string; items?: unknown };
+    return (data.type === 'array' ? data.items : data) as never;
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse, text: string) => {
     const url = new URL(req.url ?? '/', 'http://clio.test');
-    const path = url.pathname;
+    if (basePath !== '' && !url.pathname.startsWith(`${basePath}/`)) {
+      return sendJson(res, 404, errorBody('NotFound', `No route ${url.pathname}.`));
+    }
+    const path = url.pathname.slice(basePath.length);
     const query = Object.fromEntries(url.searchParams);
     if (path === '/oauth/authorize' && req.method === 'GET') return authorize(res, query);
     if (path === '/oauth/token' && req.method === 'POST') return tokenGrant(req, res, text);
+    const method = req.method ?? 'GET';
     let body: any;
+    let unparsable = false;
     try {
       body = text === '' ? undefined : JSON.parse(text);
     } catch {
-      return clioError(res, 400, 'The request body is not valid JSON.');
+      unparsable = true;
     }
-    const method = req.method ?? 'GET';
     fake.requests.push({
       method,
       path,
@@ -320,29 +372,91 @@ export async function startFakeClio(
       body,
       at: Date.now(),
     });
+
+    // Clio serves each listing with and without `.json` (its paging links have none).
+    const route = /^\/api\/v4\/[a-z_]+$/.test(path) ? `${path}.json` : path;
+    const match = spec.match(method, route);
+    /** Answers, checking the body against the document's response for this status. */
+    const answer = (
+      status: number,
+      payload: Record<string, unknown>,
+      headers: Record<string, string> = {},
+    ) => {
+      if (match !== null) {
+        // meta.paging is Clio's Pagination doc, not the list schemas: checked on its own.
+        const { meta, ...documented } = payload;
+        fake.violations.record(spec.checkResponse(match, status, documented));
+        if (meta !== undefined) {
+          const paging = (meta as { paging?: Record<string, unknown> }).paging ?? {};
+          const extra = Object.keys(meta as object).filter((k) => k !== 'paging');
+          const bad = Object.entries(paging).filter(
+            ([k, v]) => !['next', 'previous'].includes(k) || typeof v !== 'string',
+          );
+          if (extra.length > 0 || bad.length > 0)
+            fake.violations.record([`meta off Clio's paging doc: ${JSON.stringify(meta)}`]);
+        }
+      }
+      sendJson(res, status, payload, headers);
+    };
+    const refuse = (status: number, type: string, message: string) => {
+      const refusal = errorBody(type, message);
+      fake.refusals.push({ method, path, status, body: refusal });
+      answer(status, refusal);
+    };
+
     if (!authorized(req.headers.authorization)) {
-      return clioError(res, 401, 'The access token is invalid or has expired.');
+      return answer(401, errorBody('AuthenticationError', 'The access token is invalid or has expired.'));
     }
+    if (match === null) return refuse(404, 'RecordNotFound', `No route ${method} ${path}.`);
+    if (unparsable) return refuse(400, 'ArgumentError', 'The request body is not valid JSON.');
+    const verdict = spec.checkRequest({
+      method,
+      path: route,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+    });
+    const bodyProblems = verdict.problems.filter((p) =>
+      /^(body|the request body|content-type|this operation takes)/.test(p),
+    );
+    const queryProblems = verdict.problems.filter((p) => !bodyProblems.includes(p));
+    if (queryProblems.length > 0) return refuse(400, 'ArgumentError', queryProblems.join('; '));
+    let fields: FieldNode[] | null = null;
+    if (url.searchParams.has('fields')) {
+      try {
+        fields = parseFields(url.searchParams.get('fields')!);
+      } catch (err) {
+        return refuse(400, 'InvalidFields', `Invalid fields: ${(err as Error).message}`);
+      }
+      const problems = fieldProblems(spec, recordSchema(match), fields);
+      if (problems.length > 0) return refuse(400, 'InvalidFields', `Invalid fields: ${problems.join('; ')}`);
+    }
+    if (bodyProblems.length > 0) return refuse(422, 'ArgumentError', bodyProblems.join('; '));
+
     const index = fake.failNext.findIndex(
       (f) => (f.method === undefined || f.method === method) && (f.path === undefined || f.path === path),
     );
     const failure =
       index === -1 ? fake.injectFailure?.(fake.requests.at(-1)!) : fake.failNext.splice(index, 1)[0];
-    const fail = () =>
-      clioError(
-        res,
-        failure!.status,
-        failure!.status === 429 ? 'Rate limit exceeded.' : 'Internal server error.',
-        failure!.retryAfter === undefined ? {} : { 'retry-after': failure!.retryAfter },
+    // A 5xx the test asked for is a server fault, which the document does not describe: sent
+    // as it is. A 429 is the document's own answer, checked like any other.
+    const fail = () => {
+      const status = failure!.status;
+      const payload = errorBody(
+        status === 429 ? 'RateLimited' : 'InternalServerError',
+        status === 429 ? 'Rate limit exceeded.' : 'Internal server error.',
       );
+      const headers: Record<string, string> =
+        failure!.retryAfter === undefined ? {} : { 'retry-after': failure!.retryAfter };
+      return status >= 500 ? sendJson(res, status, payload, headers) : answer(status, payload, headers);
+    };
     if (failure !== undefined && !failure.afterWrite) return fail();
-    const answer = (status: number, payload: unknown) =>
-      failure !== undefined ? fail() : sendJson(res, status, payload);
+    const done = (status: number, payload: Record<string, unknown>) =>
+      failure !== undefined ? fail() : answer(status, payload);
 
-    if (path === '/api/v4/contacts.json' && method === 'GET') {
+    if (match.template === '/contacts.json' && method === 'GET') {
       const q = (query.query ?? '').toLowerCase();
       const since = query.updated_since === undefined ? null : Date.parse(query.updated_since);
-      if (since !== null && Number.isNaN(since)) return clioError(res, 400, 'updated_since is not a date.');
       let rows = fake.contacts.filter(
         (c) =>
           (query.type === undefined || c.type === query.type) &&
@@ -350,80 +464,84 @@ export async function startFakeClio(
           (q === '' ||
             c.name.toLowerCase().includes(q) ||
             c.email_addresses.some((e) => e.address.toLowerCase().includes(q)) ||
-            c.phone_numbers.some((p) => p.number.includes(q))),
+            c.phone_numbers.some((p) => p.number.toLowerCase().includes(q))),
       );
-      const records = rows.length;
+      const limit = query.limit === undefined ? 200 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+        return refuse(400, 'ArgumentError', 'limit must be an integer from 1 to 200.');
+      if (query.page_token !== undefined && (query.order ?? 'id(asc)') !== 'id(asc)')
+        return refuse(400, 'ArgumentError', 'Cursor paging is ordered by id(asc) only.');
+      const after =
+        query.page_token === undefined ? 0 : Number(Buffer.from(query.page_token, 'base64url').toString());
+      rows = [...rows].sort((a, b) => a.id - b.id).filter((c) => c.id > after);
       let next: string | undefined;
-      if (query.limit !== undefined) {
-        const limit = Number(query.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 200)
-          return clioError(res, 400, 'limit must be an integer from 1 to 200.');
-        if (query.order !== undefined && query.order !== 'id(asc)' && query.page_token !== undefined)
-          return clioError(res, 400, 'Cursor paging is ordered by id(asc) only.');
-        const after =
-          query.page_token === undefined ? 0 : Number(Buffer.from(query.page_token, 'base64url').toString());
-        rows = [...rows].sort((a, b) => a.id - b.id).filter((c) => c.id > after);
-        if (rows.length > limit) {
-          const link = new URL(`http://${req.headers.host}${path}`);
-          for (const [k, v] of Object.entries(query)) if (k !== 'page_token') link.searchParams.set(k, v);
-          link.searchParams.set('page_token', Buffer.from(String(rows[limit - 1]!.id)).toString('base64url'));
-          next = link.toString();
-        }
-        rows = rows.slice(0, limit);
+      if (rows.length > limit) {
+        // As Clio's Pagination doc shows it: the listing's URL without `.json`.
+        const link = new URL(`http://${req.headers.host}${basePath}/api/v4/contacts`);
+        for (const [k, v] of Object.entries(query)) if (k !== 'page_token') link.searchParams.set(k, v);
+        link.searchParams.set('page_token', Buffer.from(String(rows[limit - 1]!.id)).toString('base64url'));
+        next = link.toString();
       }
-      return answer(200, {
-        data: rows.map((c) => project(c as unknown as Record<string, unknown>, query.fields)),
-        meta: { records, paging: next === undefined ? {} : { next } },
+      rows = rows.slice(0, limit);
+      return done(200, {
+        data: rows.map((c) => project(contactResource(c), fields)),
+        meta: { paging: next === undefined ? {} : { next } },
       });
     }
-    if (path === '/api/v4/contacts.json' && method === 'POST') {
-      const data = body?.data;
-      if (data?.type !== 'Person' && data?.type !== 'Company')
-        return clioError(res, 422, 'type must be Person or Company.');
-      if (data.type === 'Person' && !data.first_name && !data.last_name) {
-        return clioError(res, 422, 'A Person needs a first_name or a last_name.');
+    if (match.template === '/contacts.json' && method === 'POST') {
+      const data = body.data;
+      if (data.type === 'Person' && !data.first_name && !data.last_name && !data.name) {
+        return refuse(422, 'ArgumentError', 'A Person needs a name.');
       }
       const contact: ClioContactRecord = {
         id: nextId++,
         type: data.type,
         first_name: data.first_name ?? null,
         last_name: data.last_name ?? null,
-        name: data.name ?? [data.first_name, data.last_name].filter(Boolean).join(' '),
-        email_addresses: data.email_addresses ?? [],
-        phone_numbers: data.phone_numbers ?? [],
+        name: [data.first_name, data.last_name].filter(Boolean).join(' ') || data.name,
+        email_addresses: (data.email_addresses ?? []).map((e: any, i: number, all: any[]) => ({
+          name: e.name ?? 'Other',
+          address: e.address,
+          primary: e.default_email === true || (all.length === 1 && i === 0),
+        })),
+        phone_numbers: (data.phone_numbers ?? []).map((p: any, i: number, all: any[]) => ({
+          // The listed enum (Work, Personal, Other) is narrower than the create one.
+          name: PHONE_NAMES.has(p.name) ? p.name : 'Other',
+          number: p.number,
+          primary: p.default_number === true || (all.length === 1 && i === 0),
+        })),
         updated_at: new Date().toISOString(),
       };
       fake.contacts.push(contact);
-      return answer(201, { data: project(contact as unknown as Record<string, unknown>, query.fields) });
+      return done(201, { data: project(contactResource(contact), fields) });
     }
-    if (path === '/api/v4/matters.json' && method === 'POST') {
-      const data = body?.data;
-      const clientId = data?.client?.id;
+    if (match.template === '/matters.json' && method === 'POST') {
+      const data = body.data;
+      const clientId = data.client.id;
       if (!fake.contacts.some((c) => c.id === clientId))
-        return clioError(res, 422, 'client.id is not a contact.');
-      if (typeof data.description !== 'string' || data.description === '') {
-        return clioError(res, 422, 'description is required.');
-      }
+        return refuse(422, 'ArgumentError', 'client.id is not a contact.');
       const matter: ClioMatterRecord = {
         id: nextId++,
         client_id: clientId,
         description: data.description,
-        status: data.status ?? 'Open',
+        status: MATTER_STATUS[data.status ?? 'open']!,
         client_reference: data.client_reference ?? null,
       };
       fake.matters.push(matter);
-      return answer(201, { data: project(matter as unknown as Record<string, unknown>, query.fields) });
+      return done(201, { data: project(matterResource(matter), fields) });
     }
-    if (path === '/api/v4/matters.json' && method === 'GET') {
+    if (match.template === '/matters.json' && method === 'GET') {
       const rows = fake.matters.filter(
         (m) => query.client_id === undefined || String(m.client_id) === query.client_id,
       );
-      return answer(200, {
-        data: rows.map((m) => project(m as unknown as Record<string, unknown>, query.fields)),
-        meta: { records: rows.length, paging: {} },
-      });
+      return done(200, { data: rows.map((m) => project(matterResource(m), fields)), meta: { paging: {} } });
     }
-    return clioError(res, 404, `No route ${method} ${path}.`);
+    if (match.template === '/contacts/{id}.json' && method === 'GET') {
+      const contact = fake.contacts.find((c) => String(c.id) === match.params.id);
+      if (contact === undefined) return refuse(404, 'RecordNotFound', `No Contact ${match.params.id}.`);
+      return done(200, { data: project(contactResource(contact), fields) });
+    }
+    return refuse(404, 'RecordNotFound', `The fake has no ${method} ${path}.`);
   };
 
   const server = createServer((req, res) => {
@@ -431,7 +549,7 @@ export async function startFakeClio(
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const held = gate;
-      if (held !== null && !(req.url ?? '').startsWith('/oauth/')) {
+      if (held !== null && !(req.url ?? '').includes('/oauth/')) {
         waiting++;
         await held;
         waiting--;
@@ -440,18 +558,22 @@ export async function startFakeClio(
       try {
         handle(req, res, Buffer.concat(chunks).toString('utf8'));
       } catch (err) {
-        if (!res.headersSent) clioError(res, 500, (err as Error).message);
+        if (!res.headersSent) sendJson(res, 500, errorBody('InternalServerError', (err as Error).message));
       }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
   return Object.assign(fake, {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    url,
+    baseUrl: `${url}${basePath}`,
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      fake.violations.assertNone();
+    },
   });
 }

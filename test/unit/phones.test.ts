@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   findPhone,
   isKnownCountry,
+  nationalForms,
   normalizePhone,
   parseDialable,
   toE164,
@@ -102,5 +103,27 @@ describe('isKnownCountry', () => {
     expect(isKnownCountry('GB')).toBe(true);
     for (const code of ['us', 'ZZ', 'USA', 'U', '', '__proto__'])
       expect(isKnownCountry(code), code).toBe(false);
+  });
+});
+
+describe('nationalForms: how a person types the number in its own country', () => {
+  it('national format, dashed groups, national digits and E.164, without duplicates', () => {
+    expect(nationalForms('+12125550142')).toEqual([
+      '(212) 555-0142',
+      '212-555-0142',
+      '2125550142',
+      '+12125550142',
+    ]);
+    expect(nationalForms('+442079460958')).toEqual([
+      '020 7946 0958',
+      '20-7946-0958',
+      '2079460958',
+      '+442079460958',
+    ]);
+  });
+
+  it('nothing for a number that is not valid', () => {
+    expect(nationalForms('+1212')).toEqual([]);
+    expect(nationalForms('12345')).toEqual([]);
   });
 });

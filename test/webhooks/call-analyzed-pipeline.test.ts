@@ -178,10 +178,11 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(create.body).toEqual({
       data: {
         type: 'Person',
+        name: "Jane O'Neil <b>",
         first_name: 'Jane',
         last_name: "O'Neil <b>",
         email_addresses: [{ name: 'Other', address: caller.email.toLowerCase(), default_email: true }],
-        phone_numbers: [{ name: 'Mobile', number: '+14155550142', default_number: true }],
+        phone_numbers: [{ name: 'Other', number: '+14155550142', default_number: true }],
       },
     });
     const matter = mattersOf(contact.id)[0]!;
@@ -401,7 +402,7 @@ describe('a failing effect is retried alone', () => {
       first_name: 'Jane',
       last_name: 'Existing',
       name: 'Jane Existing',
-      email_addresses: [{ name: 'Work', address: caller.email.toUpperCase(), default_email: true }],
+      email_addresses: [{ name: 'Work', address: caller.email.toUpperCase(), primary: true }],
       phone_numbers: [],
     });
     const body = retellCallAnalyzed({ caller });

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { createRequire } from 'node:module';
 import { AppError, UnavailableError, notFound } from '../../../core/platform/errors.js';
 import { pingMongo } from '../../../core/platform/db/mongo.js';
+import { clioClientAlert, clioClientAlertText } from '../../../core/domain/crm/clio-client-alert.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { HttpMetrics } from '../../metrics.js';
 import { defineRoute, type AnyRoute } from '../../route.js';
@@ -74,8 +75,14 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       method: 'GET',
       path: '/readyz',
       operationId: 'readyz',
-      summary: 'Redis and MongoDB are reachable (503 otherwise, and while shutting down)',
-      response: Type.Object({ status: Type.Literal('ready'), redis: Type.String(), mongodb: Type.String() }),
+      summary:
+        'Redis and MongoDB are reachable (503 otherwise, and while shutting down); with Clio OAuth configured, whether Clio accepts the service’s client credentials',
+      response: Type.Object({
+        status: Type.Literal('ready'),
+        redis: Type.String(),
+        mongodb: Type.String(),
+        clio_oauth: Type.Optional(Type.String()),
+      }),
       handler: async ({ services }) => {
         if (deps.lifecycle.shuttingDown) {
           throw new AppError(503, 'unavailable', 'The process is shutting down.', undefined, {
@@ -94,7 +101,11 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
             error.headers,
           );
         }
-        return { status: 'ready' as const, ...checks };
+        // Clio refusing the service's client credentials is an alert, not unreadiness: this
+        // process serves everything else, and restarting it would not fix Clio's answer.
+        if (services.config.clioClientId === undefined) return { status: 'ready' as const, ...checks };
+        const alert = await clioClientAlert(services.mongo.db);
+        return { status: 'ready' as const, ...checks, clio_oauth: clioClientAlertText(alert) };
       },
     }),
     defineRoute({

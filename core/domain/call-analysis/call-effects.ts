@@ -17,6 +17,7 @@ import { callsCollection, type CallDoc, type CallExtraction } from '../calls/cal
 import { callSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
 import { firmClioClient } from '../crm/firm-clio-client.js';
+import { findKnownClient } from '../contacts/known-clients.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
@@ -76,7 +77,15 @@ const EFFECTS: Record<
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
       const client = await firmClioClient(services, firm);
       if (client === null) return skipped('The firm has no CRM configured (settings.crm).');
-      const synced = await syncToClio(client, callSubject(services, call), call, data, attempt);
+      const syncedId = async () => {
+        const known = await findKnownClient(services.mongo.db, call.firm, {
+          phone: data.phone,
+          email: data.email,
+        });
+        const id = Number(known?.external_id ?? NaN);
+        return Number.isSafeInteger(id) && id > 0 ? id : null;
+      };
+      const synced = await syncToClio(client, callSubject(services, call), call, data, attempt, syncedId);
       return { state: 'done', result: { provider: 'clio', ...synced } };
     },
   },

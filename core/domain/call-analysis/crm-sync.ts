@@ -6,13 +6,16 @@ import {
   type EffectSubject,
 } from '../../platform/db/effect-recorder.js';
 import { shorten } from '../../platform/text.js';
-import { toE164 } from '../contact-points/phones.js';
+import { countryOf, nationalForms, toE164 } from '../contact-points/phones.js';
 import type { CallDoc, CallExtraction } from '../calls/calls.js';
 import { displayName } from '../intake/caller-data.js';
 
 // The CRM effect for Clio, in two recorded steps on the call (crm_sync.contact, crm_sync.matter):
-// 1. the contact: an existing Person with the same email (else, with no email, the same phone)
-//    is reused; otherwise a Person is created. Its id is recorded before step 2 starts, so a retry
+// 1. the contact: an existing Person is reused — first the firm's synced Clio contact holding the
+//    caller's phone or email (its Clio id, read back to be sure it is still there), then Clio's
+//    search: by the email, else (no email) by the phone in the forms a person types it, as
+//    Clio's `query` finds only text as it was typed ("(212) 555-0142" is not found by
+//    "+12125550142"); otherwise a Person is created. Its id is recorded before step 2 starts, so a retry
 //    after a crash between the steps never creates a second contact.
 // 2. the matter for that contact, with our call id as Clio's client_reference; an attempt whose
 //    outcome was lost (a crash, a 5xx, a timeout) first looks for a matter with that reference.
@@ -30,8 +33,23 @@ const crmEffect = (path: string) => ({
   isFinal: (err: unknown) => err instanceof CrmError && err.final,
 });
 
-/** A Person already in Clio for this caller: same email, else (no email) same phone. */
-async function existingContact(client: ClioClient, data: CallExtraction): Promise<ClioContact | null> {
+/** The Clio id of the firm's synced contact holding the caller's phone or email, if any. */
+export type SyncedClioId = () => Promise<number | null>;
+
+/**
+ * A Person already in Clio for this caller: the synced contact, else same email, else (no
+ * email) same phone.
+ */
+async function existingContact(
+  client: ClioClient,
+  data: CallExtraction,
+  synced: SyncedClioId,
+): Promise<ClioContact | null> {
+  const id = await synced();
+  if (id !== null) {
+    const contact = await client.getContact(id);
+    if (contact !== null) return contact;
+  }
   if (data.email !== null) {
     const email = data.email;
     const found = await client.findContacts(email);
@@ -39,8 +57,12 @@ async function existingContact(client: ClioClient, data: CallExtraction): Promis
   }
   if (data.phone !== null) {
     const phone = data.phone;
-    const found = await client.findContacts(phone);
-    return found.find((c) => c.phones.some((p) => toE164(p) === phone)) ?? null;
+    const country = countryOf(phone);
+    for (const form of nationalForms(phone)) {
+      const found = await client.findContacts(form);
+      const same = found.find((c) => c.phones.some((p) => toE164(p, country) === phone));
+      if (same !== undefined) return same;
+    }
   }
   return null;
 }
@@ -69,6 +91,7 @@ export async function syncToClio(
   call: CallDoc,
   data: CallExtraction,
   attempt: Attempt,
+  synced: SyncedClioId = async () => null,
 ): Promise<CrmSyncResult> {
   type ContactResult = { contact_id: number; reused: boolean };
   const contactFound = (contact: ClioContact, reused: boolean): EffectOutcome<ContactResult> => ({
@@ -80,13 +103,13 @@ export async function syncToClio(
     {
       ...crmEffect('crm_sync.contact'),
       reconcile: async () => {
-        const found = await existingContact(client, data);
+        const found = await existingContact(client, data, synced);
         return found === null ? null : contactFound(found, false);
       },
     },
     attempt,
     async () => {
-      const found = await existingContact(client, data);
+      const found = await existingContact(client, data, synced);
       if (found !== null) return contactFound(found, true);
       const id = await client.createPerson({ ...personName(data), email: data.email, phone: data.phone });
       return { state: 'done', result: { contact_id: id, reused: false } };
@@ -111,7 +134,7 @@ export async function syncToClio(
           clientId: contactId,
           description: matterDescription(data),
           // An intake is not yet an engaged client: the firm opens the matter once it takes the case.
-          status: 'Pending',
+          status: 'pending',
           reference: call._id,
         }),
       },

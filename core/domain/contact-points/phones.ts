@@ -92,3 +92,28 @@ export function normalizePhone(text: string, country: CountryCode): NormalizedPh
 export function toE164(text: string, country: CountryCode = 'US'): string | null {
   return normalizePhone(text, country)?.e164 ?? null;
 }
+
+/**
+ * The ways a person commonly types this number in its own country, for a text search that finds
+ * only what was typed (Clio's contact `query`): the national format ("(212) 555-0142"), its
+ * groups joined by dashes ("212-555-0142"), the national digits alone ("2125550142", which also
+ * finds "12125550142" and "+12125550142" inside them) and E.164. Without duplicates; empty
+ * for text that is not a valid number.
+ */
+export function nationalForms(e164: string): string[] {
+  const parsed = parsePhoneNumberFromString(e164);
+  if (parsed === undefined || !parsed.isValid()) return [];
+  const groups = parsed
+    .formatInternational()
+    .replace(`+${parsed.countryCallingCode}`, '')
+    .trim()
+    .split(/[\s-]+/);
+  return [
+    ...new Set([parsed.formatNational(), groups.join('-'), String(parsed.nationalNumber), parsed.number]),
+  ];
+}
+
+/** The country of an E.164 number, when libphonenumber can name one. */
+export function countryOf(e164: string): CountryCode | undefined {
+  return parsePhoneNumberFromString(e164)?.country;
+}

@@ -7,7 +7,7 @@ import type { ClioListedContact } from '../../integrations/crm/clio.js';
 /** Where a synced contact came from (its `source`); its Clio id is its `external_id`. */
 export const CLIO_SOURCE = 'clio';
 
-/** The primary value, else the one marked default, else the first. */
+/** The contact's primary value, else the listed one marked `primary`, else the first. */
 function preferred<T>(
   primary: string | null,
   items: T[],
@@ -30,13 +30,13 @@ export function clioContactRow(contact: ClioListedContact): Record<string, unkno
     contact.primary_phone_number,
     contact.phone_numbers,
     (p) => p.number,
-    (p) => p.default_number,
+    (p) => p.primary,
   );
   const email = preferred(
     contact.primary_email_address,
     contact.email_addresses,
     (e) => e.address,
-    (e) => e.default_email,
+    (e) => e.primary,
   );
   if (phone === null && email === null) return null;
   const row: Record<string, unknown> = { source: CLIO_SOURCE, external_id: String(contact.id) };

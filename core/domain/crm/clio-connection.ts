@@ -17,6 +17,7 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
+import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.js';
 
 // A firm's Clio connected with OAuth (docs/clio.md#connected-with-oauth). The connect link sends the
 // firm's browser to Clio with a `state` claimed for the firm (an insert whose _id is the state; valid 10
@@ -25,8 +26,10 @@ import { getFirm, setFirmCrm } from '../firms/firms.js';
 // {provider, oauth: {region, status, connected_at}}. A token is refreshed shortly before it
 // expires and once after a 401, under a per-firm Redis lock: whoever takes the lock reads the
 // connection again, so the workers that waited use the token refreshed by the first. A refused
-// refresh (invalid_grant) marks the firm reconnect_required, fails the effect for good, and mails
-// the firm's notification_emails once per refresh token.
+// refresh (invalid_grant: the firm's grant) marks the firm reconnect_required, fails the effect
+// for good, and mails the firm's notification_emails once per refresh token. Any other refusal
+// (invalid_client: the service's own client credentials, RFC 6749 §5.2) is not the firm's: the
+// operator is alerted (clio-client-alert.ts), the firm stays connected and the effect is retried.
 
 const STATE_TTL_MS = 10 * 60_000;
 /** Refresh a token this long before Clio says it expires. */
@@ -125,6 +128,18 @@ export async function finishClioConnect(services: Services, code: string, state:
       urlPolicyOf(services.config),
     );
   } catch (err) {
+    if (err instanceof ClioGrantRefusedError && err.error !== 'invalid_grant') {
+      await raiseClioClientAlert(services, {
+        error: err.error,
+        description: err.description,
+        firm: pending.firm,
+      });
+      throw new AppError(
+        502,
+        'clio_unavailable',
+        `Clio refused the service's own client credentials (${err.error}); the operator has been alerted. Try again later from the connect link.`,
+      );
+    }
     if (err instanceof ClioGrantRefusedError) {
       throw invalidRequest(
         `Clio did not accept the authorization code (${err.error}); start again from the connect link.`,
@@ -144,6 +159,7 @@ export async function finishClioConnect(services: Services, code: string, state:
       'Clio answered the authorization code without a refresh token.',
     );
   }
+  await clearClioClientAlert(db);
   const now = new Date();
   const doc: ClioConnectionDoc = {
     _id: pending.firm,
@@ -226,6 +242,19 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
   } catch (err) {
     if (err instanceof AppError) throw new CrmError(err.message, true, false);
     if (!(err instanceof ClioGrantRefusedError)) throw err;
+    if (err.error !== 'invalid_grant') {
+      // The service's own credentials, not the firm's grant: nothing the firm can do.
+      await raiseClioClientAlert(services, {
+        error: err.error,
+        description: err.description,
+        firm: conn._id,
+      });
+      throw new CrmError(
+        `Clio refused the service's own client credentials (${err.error}); the operator has been alerted, the firm stays connected.`,
+        false,
+        false,
+      );
+    }
     await connections(db).replaceOne(
       { _id: conn._id },
       { ...conn, status: 'reconnect_required', updated_at: new Date() },
@@ -241,6 +270,7 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
     await mailReconnect(services, conn);
     throw reconnectRequired(conn._id);
   }
+  await clearClioClientAlert(db);
   const now = new Date();
   await connections(db).replaceOne(
     { _id: conn._id },

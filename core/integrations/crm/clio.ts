@@ -8,8 +8,11 @@ import {
 } from '../http/guarded-http.js';
 
 // Clio Manage API v4 (https://app.clio.com/api/v4, or a firm's regional base URL): the few
-// calls the intake pipeline makes — find contacts, create a Person, create a Matter for it,
-// find a matter by our reference. Bearer token per firm (settings.crm.access_token). Every
+// calls the intake pipeline and the contacts sync make — find contacts, read one, list them page
+// by page, create a Person, create a Matter for it, find a matter by our reference — each as
+// Clio's v4 OpenAPI document has it (test/fakes/spec/clio-v4.json judges them in the tests):
+// `fields=` names only what the listed resource has (a listed EmailAddress or PhoneNumber has
+// `primary`; `default_email`/`default_number` exist only in create bodies), enums in their case. Bearer token per firm (settings.crm.access_token). Every
 // request goes through guardedRequest (URL policy at call time, no redirects). A 429 is waited
 // out for its Retry-After and the same request sent again (bounded): Clio did not process it.
 
@@ -31,7 +34,8 @@ export interface ClioContact {
 export interface ClioMatterInput {
   clientId: number;
   description: string;
-  status: 'Open' | 'Pending';
+  /** Clio's create enum is lower case: open, closed, pending. */
+  status: 'open' | 'pending';
   /** Our reference on the matter (Clio's client_reference): how a retry finds a matter it made. */
   reference: string;
 }
@@ -71,8 +75,9 @@ export interface ClioListedContact {
   last_name: string | null;
   primary_email_address: string | null;
   primary_phone_number: string | null;
-  email_addresses: Array<{ address: string | null; default_email: boolean }>;
-  phone_numbers: Array<{ number: string | null; default_number: boolean }>;
+  /** `primary`: the contact's default (a listed EmailAddress / PhoneNumber). */
+  email_addresses: Array<{ address: string | null; primary: boolean }>;
+  phone_numbers: Array<{ number: string | null; primary: boolean }>;
   updated_at: string | null;
 }
 
@@ -84,7 +89,11 @@ export interface ClioContactPage {
 
 const CLIO_CONTACT_FIELDS =
   'id,type,name,first_name,last_name,primary_email_address,primary_phone_number,' +
-  'email_addresses{address,default_email},phone_numbers{number,default_number},updated_at';
+  'email_addresses{address,primary},phone_numbers{number,primary},updated_at';
+
+/** Where Clio's API lives under a base URL; listings are served with and without `.json`. */
+const API_PATH = '/api/v4';
+const CONTACT_LISTING = new Set([`${API_PATH}/contacts`, `${API_PATH}/contacts.json`]);
 
 interface ClioOptions {
   baseUrl: string;
@@ -113,23 +122,12 @@ export class ClioClient {
       fields: 'id,name,email_addresses{address},phone_numbers{number}',
       limit: '200',
     });
-    const body = await this.call('GET', `/api/v4/contacts.json?${params}`);
+    const body = await this.call('GET', `${API_PATH}/contacts.json?${params}`);
     const rows = Array.isArray(body.data) ? (body.data as unknown[]) : [];
     return rows.flatMap((row) => {
-      const r = row as Record<string, unknown>;
-      if (typeof r.id !== 'number') return [];
-      const list = (v: unknown, key: string) =>
-        Array.isArray(v)
-          ? v.map((e) => str((e as Record<string, unknown>)?.[key])).filter((x) => x !== null)
-          : [];
-      return [
-        {
-          id: r.id,
-          name: str(r.name) ?? '',
-          emails: list(r.email_addresses, 'address'),
-          phones: list(r.phone_numbers, 'number'),
-        },
-      ];
+      const contact =
+        typeof row === 'object' && row !== null ? contactOf(row as Record<string, unknown>) : null;
+      return contact === null ? [] : [contact];
     });
   }
 
@@ -150,8 +148,10 @@ export class ClioClient {
   }
 
   /**
-   * One page of the contact listing at `url` (firstContactsPageUrl, or a page's `next`). A next
-   * link is followed only on Clio's own origin and API path: the bearer token goes nowhere else.
+   * One page of the contact listing at `url` (firstContactsPageUrl, or a page's `next`). Clio's
+   * next links name the listing without `.json` (docs.developers.clio.com, "Pagination"); either
+   * form is followed, judged against the configured base URL: the same origin and, under the base
+   * URL's own path, the contacts listing itself. The bearer token goes nowhere else.
    */
   async contactsPage(url: string): Promise<ClioContactPage> {
     let target: URL;
@@ -160,28 +160,56 @@ export class ClioClient {
     } catch {
       throw new CrmError('Clio gave a paging link that is not a URL.', true, false);
     }
-    if (target.origin !== new URL(this.base).origin || target.pathname !== '/api/v4/contacts.json') {
+    const base = new URL(this.base);
+    const prefix = base.pathname.replace(/\/+$/, '');
+    const listing = target.pathname.startsWith(`${prefix}/`) ? target.pathname.slice(prefix.length) : null;
+    if (target.origin !== base.origin || listing === null || !CONTACT_LISTING.has(listing)) {
       throw new CrmError('Clio gave a paging link outside its contacts listing.', true, false);
     }
-    const body = await this.call('GET', `${target.pathname}${target.search}`);
+    const body = await this.call('GET', `${listing}${target.search}`);
     const rows = Array.isArray(body.data) ? (body.data as unknown[]) : [];
     const paging = (body.meta as { paging?: { next?: unknown } } | undefined)?.paging;
     const next = typeof paging?.next === 'string' && paging.next !== '' ? paging.next : null;
     return { contacts: rows.flatMap((row) => listedContact(row)), next };
   }
 
-  /** POST /api/v4/contacts.json: a Person with its email and phone as defaults; returns its id. */
+  /**
+   * The Person contact with this id, or null when Clio has none (deleted or merged since it was
+   * synced, or not a Person).
+   */
+  async getContact(id: number): Promise<ClioContact | null> {
+    const params = new URLSearchParams({
+      fields: 'id,type,name,email_addresses{address},phone_numbers{number}',
+    });
+    let body: Record<string, unknown>;
+    try {
+      body = await this.call('GET', `${API_PATH}/contacts/${id}.json?${params}`);
+    } catch (err) {
+      if (err instanceof CrmError && err.status === 404) return null;
+      throw err;
+    }
+    const row = body.data as Record<string, unknown> | undefined;
+    if (row?.type !== 'Person') return null;
+    return contactOf(row);
+  }
+
+  /**
+   * POST /api/v4/contacts.json: a Person with its email and phone as defaults; returns its id.
+   * The document requires `name` with `type`; the first and last names say how it splits.
+   * Names of the email and phone: "Other", the default and a value the listing also has.
+   */
   async createPerson(person: ClioPersonInput): Promise<number> {
-    const data: Record<string, unknown> = { type: 'Person' };
+    const name = [person.first_name, person.last_name].filter((n) => n !== null).join(' ');
+    const data: Record<string, unknown> = { type: 'Person', name };
     if (person.first_name !== null) data.first_name = person.first_name;
     if (person.last_name !== null) data.last_name = person.last_name;
     if (person.email !== null) {
       data.email_addresses = [{ name: 'Other', address: person.email, default_email: true }];
     }
     if (person.phone !== null) {
-      data.phone_numbers = [{ name: 'Mobile', number: person.phone, default_number: true }];
+      data.phone_numbers = [{ name: 'Other', number: person.phone, default_number: true }];
     }
-    return this.idOf(await this.call('POST', '/api/v4/contacts.json', { data }), 'contact');
+    return this.idOf(await this.call('POST', `${API_PATH}/contacts.json`, { data }), 'contact');
   }
 
   /** POST /api/v4/matters.json for a client contact; returns the matter's id. */
@@ -192,7 +220,7 @@ export class ClioClient {
       status: matter.status,
       client_reference: matter.reference,
     };
-    return this.idOf(await this.call('POST', '/api/v4/matters.json', { data }), 'matter');
+    return this.idOf(await this.call('POST', `${API_PATH}/matters.json`, { data }), 'matter');
   }
 
   /** The matter of this client that carries our reference, if one exists. */
@@ -202,7 +230,7 @@ export class ClioClient {
       fields: 'id,client_reference',
       limit: '200',
     });
-    const body = await this.call('GET', `/api/v4/matters.json?${params}`);
+    const body = await this.call('GET', `${API_PATH}/matters.json?${params}`);
     const rows = Array.isArray(body.data) ? (body.data as Array<Record<string, unknown>>) : [];
     const found = rows.find((r) => r?.client_reference === reference && typeof r.id === 'number');
     return found === undefined ? null : (found.id as number);
@@ -316,6 +344,20 @@ export class ClioClient {
   }
 }
 
+function contactOf(r: Record<string, unknown>): ClioContact | null {
+  if (typeof r.id !== 'number') return null;
+  const list = (v: unknown, key: string) =>
+    Array.isArray(v)
+      ? v.map((e) => str((e as Record<string, unknown>)?.[key])).filter((x) => x !== null)
+      : [];
+  return {
+    id: r.id,
+    name: str(r.name) ?? '',
+    emails: list(r.email_addresses, 'address'),
+    phones: list(r.phone_numbers, 'number'),
+  };
+}
+
 function listedContact(row: unknown): ClioListedContact[] {
   if (typeof row !== 'object' || row === null) return [];
   const r = row as Record<string, unknown>;
@@ -335,11 +377,11 @@ function listedContact(row: unknown): ClioListedContact[] {
       primary_phone_number: str(r.primary_phone_number),
       email_addresses: items(r.email_addresses).map((e) => ({
         address: str(e.address),
-        default_email: e.default_email === true,
+        primary: e.primary === true,
       })),
       phone_numbers: items(r.phone_numbers).map((e) => ({
         number: str(e.number),
-        default_number: e.default_number === true,
+        primary: e.primary === true,
       })),
       updated_at: str(r.updated_at),
     },

@@ -58,6 +58,11 @@ export const COLLECTIONS = {
   /** Claims: the reconnect mail of a refused refresh (`<firm>|<refresh token id>`), sent once. */
   clioReconnectNotices: 'clio_reconnect_notices',
   /**
+   * Key document (`_id` = "clio_client"): Clio refused the service's own OAuth client credentials
+   * (invalid_client) and no grant has succeeded since; read by /metrics and /readyz.
+   */
+  clioClientAlerts: 'clio_client_alerts',
+  /**
    * Claims: the one log line of a firm whose Retell custom functions do not say which call they
    * are from (`_id` = the firm slug; "Payload: args only" without `{{call_id}}`), logged once.
    */

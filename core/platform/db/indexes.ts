@@ -61,6 +61,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // expires_at: the hourly prune deletes the states no callback used (core/domain/crm/clio-connection.ts).
   [COLLECTIONS.clioOAuthStates]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
   [COLLECTIONS.clioReconnectNotices]: [],
+  [COLLECTIONS.clioClientAlerts]: [],
   [COLLECTIONS.toolCallNotices]: [],
   // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
   [COLLECTIONS.webhookOutbox]: [],
