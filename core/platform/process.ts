@@ -27,7 +27,9 @@ export function stopOnSignals(
     const stopAll = () =>
       stop(deadline).then(() => {
         let timer: NodeJS.Timeout | undefined;
-        const outOfTime = new Promise<void>((r) => (timer = setTimeout(r, deadline - Date.now() - 100)));
+        const outOfTime = new Promise<void>(
+          (r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now() - 100))),
+        );
         return Promise.race([stopTracing().catch(() => {}), outOfTime]).finally(() => clearTimeout(timer));
       });
     stopAll().then(
