@@ -10,6 +10,8 @@ import { JOBS, type JobKey } from '../jobs/table.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
 import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from '../jobs/span-subject.js';
+import { EffectGate } from '../core/platform/db/effect-gate.js';
+import { byTime, stopSchedule } from './stop-schedule.js';
 
 interface ProcessorContext {
   services: Services;
@@ -27,8 +29,11 @@ export type JobProcessor<T> = (job: Job<T>, ctx: ProcessorContext) => Promise<un
 export type ProcessorTable = { [K in JobKey]: JobProcessor<PayloadOf<(typeof JOBS)[K]>> };
 
 export interface Workers {
-  /** Stop taking jobs; let active ones finish until the deadline, then hand the rest back. */
-  stop(): Promise<void>;
+  /**
+   * Stop taking jobs; let active ones finish, then hand the rest back, all before `deadline`
+   * (ms since epoch; default SHUTDOWN_TIMEOUT_MS from now): see stop-schedule.ts.
+   */
+  stop(deadline?: number): Promise<void>;
 }
 
 /** The queues named by WORKER_QUEUES (every queue when unset); a name we do not have stops the process. */
@@ -60,7 +65,7 @@ export function startWorkers(
   processors: ProcessorTable,
   queues: QueueName[] = selectQueues(services.config.workerQueues),
 ): Workers {
-  const inFlight = new Map<string, { job: Job; token: string | undefined }>();
+  const inFlight = new Map<string, { key: string; job: Job; token: string | undefined; gate: EffectGate }>();
   const byName = new Map<string, JobProcessor<unknown>>(
     (Object.keys(JOBS) as JobKey[]).map((key) => [JOBS[key].name, processors[key] as JobProcessor<unknown>]),
   );
@@ -75,13 +80,14 @@ export function startWorkers(
         if (process === undefined) throw new UnrecoverableError(`No processor for job "${job.name}"`);
         const key = `${queue}/${job.id}`;
         if (tracingActive()) annotateSpan(spanSubjectOf(job.data));
-        inFlight.set(key, { job, token });
+        const gate = new EffectGate();
+        inFlight.set(key, { key, job, token, gate });
         try {
           return await process(job, {
             services,
             worker,
             token,
-            attempt: { lastAttempt: isLastAttempt(job) },
+            attempt: { lastAttempt: isLastAttempt(job), gate },
           });
         } finally {
           inFlight.delete(key);
@@ -132,28 +138,61 @@ export function startWorkers(
   const drain = startOutboxDrain(services);
 
   return {
-    async stop() {
-      await drain.stop();
-      const graceMs = Math.max(1000, services.config.shutdownTimeoutMs - 5000);
-      // close() stops fetching at once and resolves when the active jobs have finished.
+    async stop(deadline = Date.now() + services.config.shutdownTimeoutMs) {
+      const at = stopSchedule(deadline, services.config.shutdownTimeoutMs);
+      // From the signal on: the drain ends after the entry it is moving, and close() stops
+      // fetching at once and resolves when the active jobs have finished.
+      const drained = drain.stop();
       const graceful = Promise.all(workers.map((w) => w.worker.close())).then(() => true);
-      let timer: NodeJS.Timeout | undefined;
-      const finished = await Promise.race([
-        graceful,
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), graceMs))),
-      ]);
-      clearTimeout(timer);
-      if (!finished) {
-        // Hand unfinished jobs back to the wait list so another worker takes them now rather
-        // than after their locks lapse; their effects are idempotent by design (a dial is
-        // marked first, and a retry asks the provider before dialling). The pending close()
-        // is left behind: once a graceful close has begun, BullMQ's close(true) only awaits
-        // it, so the process exits instead of waiting for jobs it no longer owns.
-        services.log.warn({ jobs: [...inFlight.keys()] }, 'handing back unfinished jobs');
-        await Promise.allSettled([...inFlight.values()].map(({ job, token }) => job.moveToWait(token)));
+      if (!(await byTime(graceful, at.graceEnd, false))) {
+        // No effect begins from now on: a job about to begin one is parked where it stands. An
+        // effect under way may finish its request and record it, so that the next worker finds
+        // it done rather than sending it again.
+        const running = [...inFlight.values()];
+        for (const { gate } of running) gate.close();
+        services.log.warn(
+          {
+            jobs: running.length,
+            effectsUnderWay: running.filter((r) => r.gate.busy).map((r) => r.key),
+          },
+          'stop: grace over',
+        );
+        const quiet = Promise.all(running.map((r) => r.gate.quiet())).then(() => true);
+        await byTime(Promise.race([graceful, quiet]), at.handBack, false);
+        if (inFlight.size > 0) {
+          // Hand unfinished jobs back to the wait list (their locks released) so another worker
+          // takes them now rather than after their locks lapse; their effects are idempotent by
+          // design (a dial is marked first, and a retry asks the provider before dialling). The
+          // pending close() is left behind: once a graceful close has begun, BullMQ's
+          // close(true) only awaits it, so the process exits instead of waiting for jobs it no
+          // longer owns.
+          const left = [...inFlight.values()];
+          services.log.warn(
+            {
+              jobs: left.map((r) => r.key),
+              effectsUnderWay: left.filter((r) => r.gate.busy).length,
+            },
+            'handing back unfinished jobs',
+          );
+          await byTime(
+            Promise.allSettled(left.map(({ job, token }) => job.moveToWait(token))),
+            at.closeBy,
+            undefined,
+          );
+        }
       }
+      // The drain has given up its lock by now unless Redis hangs; either way nothing waits on it.
+      await byTime(drained, at.closeBy, undefined);
       for (const w of workers) w.connection.disconnect();
-      await services.close();
+      if (
+        (await byTime(
+          services.close().then(() => true),
+          at.closeBy,
+          false,
+        )) === false
+      ) {
+        services.log.warn('stop: connections not closed in time; exiting with the work handed back');
+      }
     },
   };
 }

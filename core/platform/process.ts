@@ -4,21 +4,34 @@ import { stopTracing } from './telemetry/start.js';
 /**
  * Runs `stop` once on SIGTERM or SIGINT, then sends the spans still buffered, and exits 0 when
  * it finishes, or 1 when it fails or outlasts the deadline (Heroku sends SIGKILL 30 s after
- * SIGTERM; we aim to be gone in 25 s).
+ * SIGTERM; we aim to be gone in 25 s). `stop` is told the deadline (ms since epoch, counted from
+ * the signal) so that it can fit every step of its own into it.
  */
-export function stopOnSignals(log: Logger, deadlineMs: number, stop: () => Promise<void>): void {
+export function stopOnSignals(
+  log: Logger,
+  deadlineMs: number,
+  stop: (deadline: number) => Promise<void>,
+): void {
   let stopping = false;
   const shutdown = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    const deadline = Date.now() + deadlineMs;
     const force = setTimeout(() => {
       log.error('shutdown deadline passed; exiting');
       process.exit(1);
     }, deadlineMs);
     force.unref();
-    // The spans of the stop itself are sent last; losing them never fails the stop.
-    const stopAll = () => stop().then(() => stopTracing().catch(() => {}));
+    // The spans of the stop itself are sent last, in the time left; losing them never fails the stop.
+    const stopAll = () =>
+      stop(deadline).then(() => {
+        let timer: NodeJS.Timeout | undefined;
+        const outOfTime = new Promise<void>(
+          (r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now() - 100))),
+        );
+        return Promise.race([stopTracing().catch(() => {}), outOfTime]).finally(() => clearTimeout(timer));
+      });
     stopAll().then(
       () => {
         clearTimeout(force);

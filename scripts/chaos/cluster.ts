@@ -75,7 +75,8 @@ function spawnEntry(
     cwd: root,
     env: { ...process.env, ...env },
     output: { file: logFile },
-    ...(ready === undefined ? {} : { ready }),
+    // Loading the service through tsx can take minutes on a 2-core machine at load 20–30.
+    ...(ready === undefined ? {} : { ready, readyTimeoutMs: 600_000 }),
   });
 }
 

@@ -1,7 +1,8 @@
 // A small stand-in for Slack incoming webhooks on 127.0.0.1: POST /services/<T>/<B>/<secret>
 // with a JSON message, answered as Slack does (200 "ok"; 400 invalid_payload; 404 no_service;
 // 429 with Retry-After; 500). Records every message it accepted and every attempt, and can be
-// told to fail the next requests.
+// told to fail the next requests, or to hold its answers (a slow Slack: the request has
+// arrived, the answer comes on release).
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerDelay, type Latency } from './latency.js';
@@ -33,6 +34,11 @@ export interface FakeSlack {
    * to answer normally (the chaos run fails a share of requests this way).
    */
   injectFailure: (() => SlackFailure | undefined) | undefined;
+  /** Holds the answers to requests arriving from now on (they are answered as usual on release). */
+  hold(): void;
+  release(): void;
+  /** Requests that have arrived and wait for release(). */
+  held(): number;
   close(): Promise<void>;
 }
 
@@ -51,10 +57,13 @@ export async function startFakeSlack(options: { latency?: Latency } = {}): Promi
   const failNext: SlackFailure[] = [];
   let base = '';
   const fake = { injectFailure: undefined as (() => SlackFailure | undefined) | undefined };
+  let holding = false;
+  const waiting: Array<() => void> = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
+      if (holding) await new Promise<void>((resolve) => waiting.push(resolve));
       await answerDelay(options.latency);
       const path = req.url ?? '/';
       let body: any;
@@ -91,8 +100,17 @@ export async function startFakeSlack(options: { latency?: Latency } = {}): Promi
     messages: (url?: string) =>
       attempts.filter((a) => a.status === 200 && (url === undefined || `${base}${a.path}` === url)),
     failNext,
+    hold: () => {
+      holding = true;
+    },
+    release: () => {
+      holding = false;
+      for (const answer of waiting.splice(0)) answer();
+    },
+    held: () => waiting.length,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const answer of waiting.splice(0)) answer();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

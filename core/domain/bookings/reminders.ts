@@ -91,6 +91,21 @@ export async function sendBookingReminder(
   job: SendReminderJob,
   attempt: Attempt,
 ): Promise<Record<string, unknown>> {
+  // A stopping worker sends nothing new: the job is parked before the lease and handed back
+  // (core/platform/db/effect-gate.ts); a send under way may finish and record.
+  const pass = await attempt.gate?.enter();
+  try {
+    return await leaseAndSend(services, job, attempt);
+  } finally {
+    pass?.();
+  }
+}
+
+async function leaseAndSend(
+  services: Services,
+  job: SendReminderJob,
+  attempt: Attempt,
+): Promise<Record<string, unknown>> {
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
   const token = randomBytes(9).toString('base64url');

@@ -168,14 +168,15 @@ const DRAIN_BATCH = 100;
 /**
  * Moves the outbox into the queues, oldest first, one entry at a time (its job added, then the
  * entry deleted: a crash between the two re-adds the same job id, which changes nothing). One
- * process drains at a time. Stops at the first entry that cannot be added, so order holds.
- * Returns how many entries were moved.
+ * process drains at a time. Stops at the first entry that cannot be added, so order holds, and
+ * after the entry it is moving once `signal` aborts (its process is stopping: the rest is left
+ * for the next drain, and the lock is given up). Returns how many entries were moved.
  */
-export async function drainOutbox(services: Services): Promise<number> {
+export async function drainOutbox(services: Services, signal?: AbortSignal): Promise<number> {
   if (services.redis.status !== 'ready') return 0;
   const lock = redisKeys(services.config).webhookOutboxLock();
   try {
-    return await withRecordLock(services.redis, lock, () => moveAll(services), {
+    return await withRecordLock(services.redis, lock, () => moveAll(services, signal), {
       waitMs: 0,
       ttlMs: 30_000,
       renew: true,
@@ -186,11 +187,12 @@ export async function drainOutbox(services: Services): Promise<number> {
   }
 }
 
-async function moveAll(services: Services): Promise<number> {
+async function moveAll(services: Services, signal?: AbortSignal): Promise<number> {
   let moved = 0;
   // The job each booking or call was last given in this pass: its next delivery waits for it.
   const previous = new Map<string, { queue: QueueName; id: string }>();
   for (;;) {
+    if (signal?.aborted) return moved;
     const batch = await outbox(services).find({}).sort({ _id: 1 }).limit(DRAIN_BATCH).toArray();
     if (batch.length === 0) return moved;
     for (const entry of batch) {
@@ -201,8 +203,9 @@ async function moveAll(services: Services): Promise<number> {
       // cancel before its creation, a call's end before its start.
       for (const key of entry.keys ?? []) {
         const before = previous.get(key);
-        if (before !== undefined) await settled(services, before);
+        if (before !== undefined) await settled(services, before, signal);
       }
+      if (signal?.aborted) return moved;
       await enqueue(services.queues, job, data);
       await outbox(services).deleteOne({ _id: entry._id });
       if (entry.delivery !== undefined) await releaseDelivery(services, entry.delivery, entry._id);
@@ -215,10 +218,15 @@ async function moveAll(services: Services): Promise<number> {
 /** How long the drain waits for a booking's or call's previous job (one retrying is let be). */
 const SETTLE_WAIT_MS = 15_000;
 
-/** Waits until a job has completed or failed (or is gone), up to SETTLE_WAIT_MS. */
-async function settled(services: Services, job: { queue: QueueName; id: string }): Promise<void> {
+/** Waits until a job has completed or failed (or is gone), up to SETTLE_WAIT_MS or the abort. */
+async function settled(
+  services: Services,
+  job: { queue: QueueName; id: string },
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const deadline = Date.now() + SETTLE_WAIT_MS;
   while (Date.now() < deadline) {
+    if (signal?.aborted) return;
     const state = await services.queues[job.queue].getJobState(job.id);
     if (state === 'completed' || state === 'failed' || state === 'unknown') return;
     await sleep(20);
@@ -233,23 +241,28 @@ export const countKeptDeliveries = (db: Db): Promise<number> =>
 /** How often a worker process looks at the outbox. */
 export const DRAIN_INTERVAL_MS = 1_000;
 
-/** The worker process's drain loop: runs until `stop()` resolves. */
+/**
+ * The worker process's drain loop. `stop()` ends it promptly: a pass under way finishes the
+ * entry it is moving (no wait for an earlier delivery's job, no pause), then gives up its lock;
+ * it resolves once the loop has ended.
+ */
 export function startOutboxDrain(services: Services): { stop(): Promise<void> } {
-  let stopping = false;
+  const stopping = new AbortController();
+  const { signal } = stopping;
   const loop = (async () => {
-    while (!stopping) {
+    while (!signal.aborted) {
       try {
-        const moved = await drainOutbox(services);
+        const moved = await drainOutbox(services, signal);
         if (moved > 0) services.log.info({ moved }, 'webhook outbox moved into the queues');
       } catch (err) {
         services.log.warn({ err: (err as Error).message }, 'webhook outbox drain paused');
       }
-      if (!stopping) await sleep(DRAIN_INTERVAL_MS);
+      await sleep(DRAIN_INTERVAL_MS, undefined, { signal }).catch(() => {});
     }
   })();
   return {
     async stop() {
-      stopping = true;
+      stopping.abort();
       await loop;
     },
   };

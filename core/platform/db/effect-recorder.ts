@@ -1,5 +1,6 @@
 import type { Collection, Document } from 'mongodb';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EffectGate } from './effect-gate.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -72,6 +73,8 @@ export interface Effect<R> {
 export interface Attempt {
   /** The job's last attempt: a failure now leaves the effect `failed`. */
   lastAttempt: boolean;
+  /** The job's gate while its worker stops (effect-gate.ts); a request outside a job has none. */
+  gate?: EffectGate;
 }
 
 /** Another attempt marked the effect between our read and our mark; this attempt retries. */
@@ -155,40 +158,47 @@ export async function runEffect<R>(
     if (found !== null) return settle(seen, found);
   }
 
-  // The mark: only one attempt can move the record on from the version it read.
-  const marked = await subject.exclusive(async () => {
-    const current = await read();
-    if (settled(current)) return current;
-    if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
-    const next: EffectRecord<R> = {
-      ...current,
-      state: 'running',
-      attempts: current.attempts + 1,
-      started_at: new Date(),
-      finished_at: null,
-    };
-    await subject.collection.updateOne({ _id: subject.id }, { $set: { [effect.path]: next } });
-    return next;
-  });
-  if (settled(marked)) return marked;
-
-  let outcome: EffectOutcome<R>;
+  // A stopping worker lets no effect begin from here (its job is parked and handed back); one
+  // that has begun is counted until its outcome is recorded (effect-gate.ts).
+  const pass = await attempt.gate?.enter();
   try {
-    outcome = await perform();
-  } catch (err) {
-    const final = attempt.lastAttempt || (effect.isFinal?.(err) ?? false);
-    const happened = effect.mayHaveHappened?.(err) ?? true;
-    const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
-    const message = err instanceof Error ? err.message : String(err);
-    await write({
-      ...marked,
-      state,
-      last_error: message.slice(0, 500),
-      ...(final ? { finished_at: new Date() } : {}),
-    }).catch(() => {
-      // Left `running`: the next attempt reconciles or repeats, which is the safe side.
+    // The mark: only one attempt can move the record on from the version it read.
+    const marked = await subject.exclusive(async () => {
+      const current = await read();
+      if (settled(current)) return current;
+      if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
+      const next: EffectRecord<R> = {
+        ...current,
+        state: 'running',
+        attempts: current.attempts + 1,
+        started_at: new Date(),
+        finished_at: null,
+      };
+      await subject.collection.updateOne({ _id: subject.id }, { $set: { [effect.path]: next } });
+      return next;
     });
-    throw err;
+    if (settled(marked)) return marked;
+
+    let outcome: EffectOutcome<R>;
+    try {
+      outcome = await perform();
+    } catch (err) {
+      const final = attempt.lastAttempt || (effect.isFinal?.(err) ?? false);
+      const happened = effect.mayHaveHappened?.(err) ?? true;
+      const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
+      const message = err instanceof Error ? err.message : String(err);
+      await write({
+        ...marked,
+        state,
+        last_error: message.slice(0, 500),
+        ...(final ? { finished_at: new Date() } : {}),
+      }).catch(() => {
+        // Left `running`: the next attempt reconciles or repeats, which is the safe side.
+      });
+      throw err;
+    }
+    return await settle(marked, outcome);
+  } finally {
+    pass?.();
   }
-  return settle(marked, outcome);
 }

@@ -1,0 +1,57 @@
+// One job's gate to the outside world while its worker stops (workers/runner.ts). Every effect
+// (runEffect, a reminder's send) passes it before it is marked: while the gate is open the
+// effect runs and is counted until its outcome is recorded; once the stopping worker has
+// closed it, an effect that has not begun never begins — its job is parked where it stands, to
+// be handed back and run by another worker — while one already under way may finish its
+// request and record it, so the next worker finds it done instead of repeating it.
+
+/** Called once the effect's outcome is recorded (or its attempt has given up). */
+export type EffectPass = () => void;
+
+export class EffectGate {
+  private underWay = 0;
+  private closed = false;
+  private parked = false;
+  private waiters: Array<() => void> = [];
+
+  /**
+   * Lets an effect begin: resolves at once with its pass while the gate is open. Once closed it
+   * never resolves: the job stops before anything is marked or sent.
+   */
+  enter(): Promise<EffectPass> {
+    if (this.closed) {
+      this.parked = true;
+      this.wake();
+      return new Promise<EffectPass>(() => {});
+    }
+    this.underWay++;
+    let left = false;
+    return Promise.resolve(() => {
+      if (left) return;
+      left = true;
+      this.underWay--;
+      this.wake();
+    });
+  }
+
+  /** No effect begins from now on. */
+  close(): void {
+    this.closed = true;
+  }
+
+  /** Whether an effect of this job is under way (sent, or about to be, and not yet recorded). */
+  get busy(): boolean {
+    return this.underWay > 0 && !this.parked;
+  }
+
+  /** Resolves once no effect of this job is under way (a parked job has none that will go on). */
+  quiet(): Promise<void> {
+    if (!this.busy) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake(): void {
+    if (this.busy) return;
+    for (const resolve of this.waiters.splice(0)) resolve();
+  }
+}
