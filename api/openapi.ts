@@ -38,7 +38,9 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
   for (const route of routes) {
     const statuses = new Set<number>([400, 503, ...(route.errors ?? [])]);
     if (route.auth.kind !== 'none') statuses.add(401);
-    if (route.auth.kind === 'token' || route.auth.kind === 'platform') statuses.add(429);
+    if (route.auth.kind === 'token' || route.auth.kind === 'platform' || route.addressLimited === true) {
+      statuses.add(429);
+    }
     if (route.auth.kind === 'platform') statuses.add(403);
     if (route.body !== undefined) [413, 415].forEach((s) => statuses.add(s));
     // Node refuses a request line and headers over 16 KiB before any route runs: a long query.

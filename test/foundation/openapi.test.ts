@@ -59,6 +59,8 @@ describe('GET /openapi.json', () => {
       if (route.auth.kind !== 'none') expect(op.responses['401']).toBeDefined();
       // A query string can make the request line too long for Node (431, answered before routing).
       if (route.query !== undefined) expect(op.responses['431']).toBeDefined();
+      // A route counted per client address (no token to count by) can answer 429.
+      if (route.addressLimited === true) expect(op.responses['429'], route.path).toBeDefined();
     }
     expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message']);
   });
