@@ -439,6 +439,13 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     req: IncomingMessage,
   ): void => {
     const q = url.searchParams;
+    // Cal.com's answer for a uid it does not have (bookings.service.ts).
+    const bookingNotFound = () =>
+      fail(
+        404,
+        'NotFoundException',
+        `Booking with uid=${match.params.bookingUid} was not found in the database`,
+      );
     if (match.template === '/v2/slots') {
       const start = q.get('start') ?? '';
       const end = q.get('end') ?? '';
@@ -481,12 +488,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
 
     if (match.template === '/v2/bookings/{bookingUid}') {
       const booking = find(match.params.bookingUid ?? '');
-      if (booking === undefined)
-        return fail(
-          404,
-          'NotFoundException',
-          `Booking with uid=${match.params.bookingUid} was not found in the database`,
-        );
+      if (booking === undefined) return bookingNotFound();
       return send(200, { status: 'success', data: view(booking) });
     }
 
@@ -532,12 +534,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
 
     if (match.template === '/v2/bookings/{bookingUid}/reschedule') {
       const old = find(match.params.bookingUid ?? '');
-      if (old === undefined)
-        return fail(
-          404,
-          'NotFoundException',
-          `Booking with uid=${match.params.bookingUid} was not found in the database`,
-        );
+      if (old === undefined) return bookingNotFound();
       if (!active(old)) return fail(400, 'BadRequestException', 'cancelled_bookings_cannot_be_rescheduled');
       const input = body as { start: string; reschedulingReason?: string };
       const startMs = Date.parse(input.start);
@@ -549,12 +546,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
 
     if (match.template === '/v2/bookings/{bookingUid}/cancel') {
       const booking = find(match.params.bookingUid ?? '');
-      if (booking === undefined)
-        return fail(
-          404,
-          'NotFoundException',
-          `Booking with uid=${match.params.bookingUid} was not found in the database`,
-        );
+      if (booking === undefined) return bookingNotFound();
       if (booking.status === 'cancelled')
         return fail(400, 'BadRequestException', 'This booking has already been cancelled.');
       booking.status = 'cancelled';
