@@ -1,7 +1,7 @@
 import { type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launch } from '../../scripts/local/launcher.js';
+import { launch, type Exit } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -11,7 +11,7 @@ export async function startWebProcess(
   env: Record<string, string>,
   /** A port chosen beforehand (to name it in PUBLIC_BASE_URL); a longer start-up allowance. */
   options: { port?: number; readyTimeoutMs?: number } = {},
-): Promise<{ child: ChildProcess; baseUrl: string; stop(): Promise<void> }> {
+): Promise<{ child: ChildProcess; baseUrl: string; stop(): Promise<Exit> }> {
   const port = options.port ?? (await freePort());
   const baseUrl = `http://127.0.0.1:${port}`;
   const web = launch({
@@ -28,8 +28,8 @@ export async function startWebProcess(
   return {
     child: web.child,
     baseUrl,
-    stop: async () => {
-      await web.stop();
-    },
+    // SIGTERM, and SIGKILL only after the process's own deadline (SHUTDOWN_TIMEOUT_MS) and a
+    // margin: a web process slowed by a busy machine still sends its last spans and exits 0.
+    stop: () => web.stop('SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 25_000) + 5_000),
   };
 }
