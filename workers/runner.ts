@@ -10,6 +10,7 @@ import { JOBS, type JobKey } from '../jobs/table.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
 import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from '../jobs/span-subject.js';
+import { maskPersonal } from '../core/platform/telemetry/scrub.js';
 
 interface ProcessorContext {
   services: Services;
@@ -102,7 +103,13 @@ export function startWorkers(
     );
     worker.on('failed', (job, err) => {
       services.log.warn(
-        { queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message },
+        // Masked as spans are: an id or an SMTP refusal may name a person (core/platform/telemetry/scrub.ts).
+        {
+          queue,
+          jobId: job?.id === undefined ? undefined : maskPersonal(job.id),
+          attempts: job?.attemptsMade,
+          err: maskPersonal(err.message),
+        },
         'job failed',
       );
     });
