@@ -113,4 +113,23 @@ describe('a call webhook signed with the platform RETELL_API_KEY', () => {
     expect((await deliver(firm.slug, raw, OWN_SECRET)).status).toBe(200);
     await callForProvider(stack, firm.slug, call.call_id);
   });
+
+  it("is refused by the agent tools too: a platform-signed tool call of another firm's call books nothing", async () => {
+    const agentId = `agent_${rand(6)}`;
+    const owner = await firmWithAgent(agentId);
+    const other = await createFirm(stack);
+    const { call } = inbound(agentId, '+14155550114');
+    const raw = JSON.stringify({ name: 'check_availability', call, args: {} });
+    const post = async (slug: string) =>
+      stack.api.request('POST', `/api/v2/${slug}/tools/check_availability`, {
+        rawBody: raw,
+        headers: {
+          'Content-Type': 'application/json',
+          'x-retell-signature': await retellSign(raw, RETELL_API_KEY),
+        },
+      });
+    expectError(await post(other.slug), 403, 'forbidden');
+    // The owner gets past it (to "no calendar configured", its own business).
+    expectError(await post(owner.slug), 409, 'booking_not_configured');
+  });
 });
