@@ -9,8 +9,9 @@ import { bookAppointment } from '../../../core/domain/appointments/booking.js';
 import { resolveCallId } from '../../../core/domain/calls/call-events.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
-import { defineRoute } from '../../route.js';
+import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
+import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
 import { appointmentView } from './present.js';
 import {
   AppointmentResponse,
@@ -89,11 +90,15 @@ export const appointmentRoutes = [
     body: ToolBody,
     response: ToolResponse,
     errors: [403, 404, 409],
-    handler: async ({ services, principal, params, body, log }) => {
+    handler: async ({ services, principal, params, body, log, koa }) => {
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, params.firm);
+      const call = snapshotProviderCall(body.call);
+      // Signed with the key Retell signs every firm's calls with: only the firm whose call it is.
+      if ((koa.state.webhook as WebhookCredentials).sharedKey === true)
+        await requireCallOfFirm(db, firm, call);
       // The conversation is our call (the provider's call id, or ours in its metadata).
-      const callId = await resolveCallId(db, firm._id, snapshotProviderCall(body.call));
+      const callId = await resolveCallId(db, firm._id, call);
       try {
         return await runTool(services, firm, {
           name: params.name,
