@@ -200,6 +200,15 @@ export class RedisKeys {
   }
 
   /**
+   * HASH, firm → integer: the characters each firm's extractions sent to OpenAI on one UTC day
+   * (`day`: days since the epoch), and, under `what` = `refused`, the extractions refused by the
+   * firm's budget (core/domain/intake/openai-budget.ts). HINCRBY is atomic. Expires after two days.
+   */
+  openaiSpend(what: 'chars' | 'refused', day: number): string {
+    return key(this.prefix, 'openai-spend', what, String(day));
+  }
+
+  /**
    * STRING: a solved ALTCHA challenge already used for a widget session (`challenge`: its hash),
    * claimed with SET NX so a solution opens one session only. Expires with the challenge.
    */

@@ -47,8 +47,8 @@ afterAll(async () => {
   await openai?.close();
 });
 
-/** About 6,000 characters: with the prompt around it, three of them pass 20,000. */
-const NOTE = `My name is Jane Doe, call me at (415) 555-0123. ${'I was rear-ended on the highway. '.repeat(180)}`;
+/** About 7,300 characters: with the prompt around it, three of them pass 20,000. */
+const NOTE = `My name is Jane Doe, call me at (415) 555-0123. ${'I was rear-ended on the highway. '.repeat(220)}`;
 
 const structured = () => openai.requests.filter((r) => r.body.response_format?.type === 'json_schema').length;
 
