@@ -52,6 +52,7 @@ export const firmRoutes = [
       if (principal.kind !== 'platform' && body.settings !== undefined)
         refuseWidening(firm.settings, body.settings, {
           openaiDailyChars: services.config.openaiDailyCharsPerFirm,
+          widgetDailyBookings: services.config.widgetDailyBookingCap,
         });
       return firmView(await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)));
     },

@@ -222,6 +222,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
   }),
+  widgetDailyBookingCap: integer('WIDGET_DAILY_BOOKING_CAP', {
+    min: 0,
+    max: 1_000_000,
+    default: 20,
+    description:
+      "consultations a firm's widget chats may book per UTC day, all visitors together, unless the firm's `widget_daily_booking_cap` says otherwise (docs/widget.md#bookings)",
+  }),
   webhookBodyBudgetBytes: integer('WEBHOOK_BODY_BUDGET_BYTES', {
     min: 1024 * 1024,
     max: 2 ** 34,
