@@ -8,13 +8,12 @@
 //                                                   then a count), parse, snapshot, call-event add
 import { createServer, type IncomingMessage } from 'node:http';
 import { MongoClient } from 'mongodb';
-import { RateLimiter } from '../api/middleware/rate-limit.js';
+import { unlimitedLimiter } from './lib/unlimited-limiter.js';
 import { findAgent } from '../core/domain/agents/agents.js';
 import { callsCollection, newOutboundCall } from '../core/domain/calls/calls.js';
 import { snapshotProviderCall } from '../core/domain/calls/provider-call.js';
 import { getFirm } from '../core/domain/firms/firms.js';
 import { verifyRetellSignature } from '../core/integrations/voice/webhook-signature.js';
-import { createLogger } from '../core/platform/logger.js';
 import { createRedis } from '../core/platform/redis.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
 import { createQueues } from '../jobs/queues.js';
@@ -34,19 +33,7 @@ const keys = redisKeys({ queuePrefix: prefix, redisCluster: false });
 const queues = createQueues(redis, keys, () => {});
 const mongo = new MongoClient(env('MONGODB_URI'));
 const db = mongo.db();
-const limiter = new RateLimiter(
-  redis,
-  keys,
-  {
-    perPrincipal: 1e9,
-    perWebhookFirm: 1e9,
-    perUnauthenticatedAddress: 1e9,
-    perOpenRouteAddress: 1e9,
-    perWidgetSession: 1e9,
-    perWidgetAddress: 1e9,
-  },
-  createLogger('warn', 'bare-http'),
-);
+const limiter = unlimitedLimiter(redis, keys, 'bare-http');
 const firm = await getFirm(db, slug);
 const agent = await findAgent(db, env('BARE_AGENT'));
 if (firm === null || agent === null) throw new Error('bare-http: the firm or agent is missing');

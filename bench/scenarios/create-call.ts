@@ -11,9 +11,8 @@
 import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
 import { findAgent } from '../../core/domain/agents/agents.js';
-import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
-import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { unlimitedLimiter } from '../lib/unlimited-limiter.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
   alternate,
@@ -76,18 +75,10 @@ export const createCall: Scenario = {
       };
 
       // The direct operations: the same script, insert and add, from this process.
-      const limiter = new RateLimiter(
+      const limiter = unlimitedLimiter(
         app.redis,
         redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
-        {
-          perPrincipal: 1e9,
-          perWebhookFirm: 1e9,
-          perUnauthenticatedAddress: 1e9,
-          perOpenRouteAddress: 1e9,
-          perWidgetSession: 1e9,
-          perWidgetAddress: 1e9,
-        },
-        createLogger('warn', 'bench'),
+        'bench',
       );
       const principal = {
         kind: 'firm' as const,

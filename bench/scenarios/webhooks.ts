@@ -10,10 +10,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { snapshotBookingEvent } from '../../core/domain/bookings/booking-event.js';
 import type { BookingPayloadInput } from '../../core/domain/bookings/booking-event.js';
-import { createLogger } from '../../core/platform/logger.js';
 import { JOBS } from '../../jobs/table.js';
 import type { JobDefinition } from '../../jobs/define.js';
-import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { unlimitedLimiter } from '../lib/unlimited-limiter.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
   alternate,
@@ -202,18 +201,10 @@ export const webhooks: Scenario = {
     try {
       const web = await app.startWeb();
       const secret = `whsec_${randomBytes(16).toString('hex')}`;
-      const limiter = new RateLimiter(
+      const limiter = unlimitedLimiter(
         app.redis,
         redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
-        {
-          perPrincipal: 1e9,
-          perWebhookFirm: 1e9,
-          perUnauthenticatedAddress: 1e9,
-          perOpenRouteAddress: 1e9,
-          perWidgetSession: 1e9,
-          perWidgetAddress: 1e9,
-        },
-        createLogger('warn', 'bench'),
+        'bench',
       );
       for (const receiver of RECEIVERS) {
         const slug = `bench-${rand()}`;

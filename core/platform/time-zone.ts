@@ -8,3 +8,87 @@ export function isTimeZone(name: string): boolean {
     return false;
   }
 }
+
+// Wall-clock arithmetic in IANA zones with Intl only (no zone database of our own).
+
+export interface LocalTime {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/** The wall-clock time at `ms` in `timeZone`. */
+export function localTime(ms: number, timeZone: string): LocalTime {
+  const parts: Record<string, number> = {};
+  for (const p of formatter(timeZone).formatToParts(ms)) {
+    if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  }
+  return {
+    year: parts.year ?? 1970,
+    month: parts.month ?? 1,
+    day: parts.day ?? 1,
+    hour: (parts.hour ?? 0) % 24,
+    minute: parts.minute ?? 0,
+    second: parts.second ?? 0,
+  };
+}
+
+/**
+ * The instant at which `timeZone` shows the given wall-clock time (the offset found by asking
+ * Intl and correcting; a time skipped by a daylight-saving change comes out an hour off, which
+ * is then the first moment the window is open).
+ */
+export function zonedTimeToUtc(
+  date: { year: number; month: number; day: number },
+  minutes: number,
+  timeZone: string,
+): number {
+  const wanted = Date.UTC(date.year, date.month - 1, date.day, Math.floor(minutes / 60), minutes % 60);
+  let guess = wanted;
+  for (let i = 0; i < 3; i++) {
+    const t = localTime(guess, timeZone);
+    const shown = Date.UTC(t.year, t.month - 1, t.day, t.hour, t.minute, t.second);
+    if (shown === wanted) return guess;
+    guess += wanted - shown;
+  }
+  return guess;
+}
+
+/** The date (YYYY-MM-DD) of an instant in a time zone. */
+export function dateIn(ms: number, timeZone: string): string {
+  const t = localTime(ms, timeZone);
+  return `${t.year}-${String(t.month).padStart(2, '0')}-${String(t.day).padStart(2, '0')}`;
+}
+
+/** The first instant (UTC ms) of `date` (YYYY-MM-DD) in `timeZone`. */
+export function startOfDayIn(date: string, timeZone: string): number {
+  const [year, month, day] = date.split('-').map(Number) as [number, number, number];
+  let ms = zonedTimeToUtc({ year, month, day }, 0, timeZone);
+  // A day that starts after a gap (no local midnight) starts at the first instant of that date.
+  while (dateIn(ms, timeZone) < date) ms += 15 * 60_000;
+  while (dateIn(ms - 1, timeZone) === date) ms -= 15 * 60_000;
+  return ms;
+}

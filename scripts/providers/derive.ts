@@ -7,6 +7,9 @@
 //   npm run providers:derive                       every target whose full document is at hand
 //   npm run providers:derive -- --calcom FILE      take a target's full document from FILE
 //
+// Retell has no published document of its own beside its SDK: retell.json is made from
+// retell-sdk's .d.ts types every time (scripts/providers/retell.ts).
+//
 // A target whose full document is not at hand is re-derived from its committed file (the same
 // operations and schemas: deriving is idempotent), so the command always runs.
 import { createHash } from 'node:crypto';
@@ -15,6 +18,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROVIDER_TARGETS, type ProviderTarget } from './targets.js';
+import { deriveRetell } from './retell.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const specDir = join(root, 'test', 'fakes', 'spec');
@@ -131,6 +135,14 @@ async function main(): Promise<void> {
       `${target.name}: ${target.operations.length} operations, ${count} schemas → ${out}\n`,
     );
   }
+  // Retell's document is made from retell-sdk's types (scripts/providers/retell.ts), always at hand.
+  const retell = deriveRetell(root);
+  const out = join(specDir, 'retell.json');
+  await writeFile(out, `${JSON.stringify(retell, null, 1)}\n`);
+  const count = Object.keys((retell.components as JsonObject).schemas as JsonObject).length;
+  process.stdout.write(
+    `retell: ${Object.keys(retell.paths as JsonObject).length} paths, ${count} schemas → ${out}\n`,
+  );
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) await main();

@@ -3,13 +3,9 @@
 // formatting the answer (test/fakes/calcom-server.ts). Asking for Dec 1 in Los Angeles (UTC−8),
 // Sydney (UTC+11) and Kiritimati (UTC+14) must give exactly Dec 1's slots there, and the agent's
 // spoken list must name Dec 1's weekday.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RETELL_SIGNATURE_HEADER,
-  signRetellWebhook,
-} from '../../core/integrations/voice/webhook-signature.js';
-import { isoInZone, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { describe, expect, it } from 'vitest';
+import { isoInZone } from '../fakes/calcom-server.js';
+import { callTool, useCalcomFirm } from './support.js';
 
 const API_KEY = 'cal_live_days_key_0123456789';
 const EVENT_TYPE = 5151;
@@ -28,21 +24,11 @@ const weekday = new Intl.DateTimeFormat('en-US', { weekday: 'long', timeZone: 'U
 const dec1Utc = Date.parse(`${dec1}T00:00:00Z`);
 const slots = Array.from({ length: 5 * 24 }, (_, i) => dec1Utc - 2 * DAY + i * HOUR);
 
-let stack: Stack;
-let cal: FakeCalcom;
-let firm: Awaited<ReturnType<typeof createFirm>>;
-
-beforeAll(async () => {
-  stack = await startStack();
-  cal = await startFakeCalcom({ apiKey: API_KEY, eventTypeId: EVENT_TYPE, slots });
-  firm = await createFirm(stack, {
-    booking: { provider: 'calcom', api_key: API_KEY, event_type_id: EVENT_TYPE, base_url: cal.url },
-    voice_webhook_secret: VOICE_SECRET,
-  });
-});
-afterAll(async () => {
-  await cal?.stop();
-  await stack?.stop();
+const booking = useCalcomFirm({
+  apiKey: API_KEY,
+  eventTypeId: EVENT_TYPE,
+  slots,
+  voiceSecret: VOICE_SECRET,
 });
 
 const inZone = (ms: number, timeZone: string) => isoInZone(ms, timeZone).slice(0, 10);
@@ -50,8 +36,8 @@ const inZone = (ms: number, timeZone: string) => isoInZone(ms, timeZone).slice(0
 describe("a day's availability in the caller's time zone", () => {
   for (const timeZone of ZONES) {
     it(`Dec 1 in ${timeZone}: exactly that day's slots there, asked of Cal.com as the UTC instants that cover it`, async () => {
-      const res = await firm.client.get(
-        `/api/appointments/availability?${new URLSearchParams({ firmSlug: firm.slug, start: dec1, end: dec1, timeZone })}`,
+      const res = await booking.firm.client.get(
+        `/api/appointments/availability?${new URLSearchParams({ firmSlug: booking.firm.slug, start: dec1, end: dec1, timeZone })}`,
       );
       expect(res.status).toBe(200);
       const starts = (res.body.slots as Array<{ start: string }>).map((s) => s.start);
@@ -59,7 +45,7 @@ describe("a day's availability in the caller's time zone", () => {
       expect(expected).toHaveLength(24);
       expect(starts.map(Date.parse)).toEqual(expected);
       for (const s of starts) expect(s.slice(0, 10)).toBe(dec1);
-      const asked = cal.requests.filter((r) => r.path === '/v2/slots').at(-1)!;
+      const asked = booking.cal.requests.filter((r) => r.path === '/v2/slots').at(-1)!;
       // The first and last instants of Dec 1 there, in UTC as Cal.com reads them.
       expect(Date.parse(asked.query.get('start')!)).toBe(expected[0]!);
       expect(Date.parse(asked.query.get('end')!)).toBeLessThan(expected[23]! + HOUR);
@@ -70,26 +56,19 @@ describe("a day's availability in the caller's time zone", () => {
 
   for (const timeZone of ZONES) {
     it(`the agent asked for Dec 1 in ${timeZone} offers Dec 1's times and names its weekday`, async () => {
-      const raw = JSON.stringify({
-        name: 'check_availability',
-        call: {
-          call_id: `call_days_${timeZone.replace(/\W/g, '_')}`,
-          call_type: 'phone_call',
-          agent_id: 'agent_days',
-          call_status: 'ongoing',
-          from_number: '+14155550100',
-          to_number: '+14155552222',
-          retell_llm_dynamic_variables: { time_zone: timeZone },
+      const res = await callTool(
+        booking.stack,
+        { slug: booking.firm.slug, voiceSecret: VOICE_SECRET },
+        'check_availability',
+        { date: dec1 },
+        {
+          callId: `call_days_${timeZone.replace(/\W/g, '_')}`,
+          direction: 'inbound',
+          fromNumber: '+14155550100',
+          toNumber: '+14155552222',
+          dynamicVariables: { time_zone: timeZone },
         },
-        args: { date: dec1 },
-      });
-      const res = await stack.api.request('POST', `/api/v2/${firm.slug}/tools/check_availability`, {
-        rawBody: raw,
-        headers: {
-          'Content-Type': 'application/json',
-          [RETELL_SIGNATURE_HEADER]: signRetellWebhook(raw, VOICE_SECRET),
-        },
-      });
+      );
       expect(res.status).toBe(200);
       const offered = res.body.slots as Array<{ start: string; spoken: string }>;
       expect(offered).toHaveLength(5);

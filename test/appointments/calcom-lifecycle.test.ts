@@ -4,15 +4,11 @@
 // when its event type requires confirmation; the host's decline is BOOKING_REJECTED; a reschedule
 // is a new booking (new uid) with BOOKING_RESCHEDULED naming the old one; a cancel is
 // BOOKING_CANCELLED (test/fakes/calcom-server.ts, signed to the firm's booking webhook).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RETELL_SIGNATURE_HEADER,
-  signRetellWebhook,
-} from '../../core/integrations/voice/webhook-signature.js';
+import { describe, expect, it } from 'vitest';
 import { createAgent, createChat, say } from '../chat/chat-helpers.js';
-import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
+import { dailySlots } from '../fakes/calcom-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { callTool, useCalcomFirm } from './support.js';
 
 const API_KEY = 'cal_live_lifecycle_0123456789';
 const EVENT_TYPE = 6161;
@@ -21,35 +17,29 @@ const VOICE_SECRET = 'voice_secret_lifecycle_0123';
 const DAY = 24 * 3600_000;
 const ANSWERS = ['Jane Doe', '+1 415 555 0134', 'jane.doe@example.com', 'car accident', 'I was rear-ended.'];
 
-let stack: Stack;
-let cal: FakeCalcom;
-let firm: Awaited<ReturnType<typeof createFirm>>;
 const slots = dailySlots(Date.now() + DAY, 6, 6);
-
-beforeAll(async () => {
-  stack = await startStack({ workers: true });
-  cal = await startFakeCalcom({ apiKey: API_KEY, eventTypeId: EVENT_TYPE, slots });
-  firm = await createFirm(stack, {
-    booking: { provider: 'calcom', api_key: API_KEY, event_type_id: EVENT_TYPE, base_url: cal.url },
-    booking_webhook_secret: BOOKING_SECRET,
-    voice_webhook_secret: VOICE_SECRET,
-  });
-  cal.setWebhook({ url: `${stack.baseUrl}/api/v2/${firm.slug}/booking-webhook`, secret: BOOKING_SECRET });
-});
-afterAll(async () => {
-  await cal?.stop();
-  await stack?.stop();
+const booking = useCalcomFirm({
+  apiKey: API_KEY,
+  eventTypeId: EVENT_TYPE,
+  slots,
+  voiceSecret: VOICE_SECRET,
+  bookingSecret: BOOKING_SECRET,
+  workers: true,
 });
 
 async function newLead(email: string): Promise<string> {
-  const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Pat', email });
+  const lead = await booking.firm.client.post('/api/leads', {
+    firmSlug: booking.firm.slug,
+    first_name: 'Pat',
+    email,
+  });
   expect(lead.status).toBe(200);
   return lead.body.id as string;
 }
 
 const bookFor = (leadId: string, start: number, email: string) =>
-  firm.client.post('/api/appointments', {
-    firmSlug: firm.slug,
+  booking.firm.client.post('/api/appointments', {
+    firmSlug: booking.firm.slug,
     start: new Date(start).toISOString(),
     attendee: { name: 'Pat Client', email, timeZone: 'America/New_York' },
     lead_id: leadId,
@@ -57,9 +47,9 @@ const bookFor = (leadId: string, start: number, email: string) =>
 
 /** The lead's appointment once it equals `expected` (the webhook's job runs in a worker). */
 async function appointmentBecomes(leadId: string, expected: Record<string, unknown>) {
-  await cal.settled();
+  await booking.cal.settled();
   await eventually(async () => {
-    const lead = await firm.client.get(`/api/leads/${leadId}`);
+    const lead = await booking.firm.client.get(`/api/leads/${leadId}`);
     expect(lead.body.appointment).toEqual(expected);
   });
 }
@@ -68,7 +58,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 describe("the lead's appointment follows every booking event", () => {
   it('a pending booking (confirmation required) is "requested", then "rejected" when the host declines', async () => {
-    cal.setRules({ requiresConfirmation: true });
+    booking.cal.setRules({ requiresConfirmation: true });
     try {
       const leadId = await newLead('pending.client@example.com');
       const booked = await bookFor(leadId, slots[0]!, 'pending.client@example.com');
@@ -76,13 +66,13 @@ describe("the lead's appointment follows every booking event", () => {
       expect(booked.body.status).toBe('pending');
       const uid = booked.body.booking_uid as string;
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[0]!), status: 'requested' });
-      expect(cal.deliveries.filter((d) => d.uid === uid).map((d) => [d.trigger, d.status])).toEqual([
+      expect(booking.cal.deliveries.filter((d) => d.uid === uid).map((d) => [d.trigger, d.status])).toEqual([
         ['BOOKING_REQUESTED', 200],
       ]);
-      cal.reject(uid);
+      booking.cal.reject(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[0]!), status: 'rejected' });
     } finally {
-      cal.setRules({ requiresConfirmation: false });
+      booking.cal.setRules({ requiresConfirmation: false });
     }
   });
 
@@ -92,85 +82,78 @@ describe("the lead's appointment follows every booking event", () => {
     expect(booked.status).toBe(200);
     const uid = booked.body.booking_uid as string;
     await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[1]!), status: 'booked' });
-    const moved = cal.reschedule(uid, slots[8]!);
+    const moved = booking.cal.reschedule(uid, slots[8]!);
     await appointmentBecomes(leadId, { booking_uid: moved, start: iso(slots[8]!), status: 'rescheduled' });
     // An event of the booking it moved away from changes nothing: the lead follows the new one.
-    cal.cancel(uid);
-    await cal.settled();
-    cal.cancel(moved);
+    booking.cal.cancel(uid);
+    await booking.cal.settled();
+    booking.cal.cancel(moved);
     await appointmentBecomes(leadId, { booking_uid: moved, start: iso(slots[8]!), status: 'cancelled' });
-    expect(cal.deliveries.filter((d) => d.uid === moved).map((d) => d.trigger)).toEqual([
+    expect(booking.cal.deliveries.filter((d) => d.uid === moved).map((d) => d.trigger)).toEqual([
       'BOOKING_RESCHEDULED',
       'BOOKING_CANCELLED',
     ]);
   });
 
   it('a request the host accepts becomes "booked" (Cal.com sends BOOKING_CREATED then)', async () => {
-    cal.setRules({ requiresConfirmation: true });
+    booking.cal.setRules({ requiresConfirmation: true });
     try {
       const leadId = await newLead('accepted.client@example.com');
       const booked = await bookFor(leadId, slots[3]!, 'accepted.client@example.com');
       const uid = booked.body.booking_uid as string;
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'requested' });
-      cal.confirm(uid);
+      booking.cal.confirm(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'booked' });
     } finally {
-      cal.setRules({ requiresConfirmation: false });
+      booking.cal.setRules({ requiresConfirmation: false });
     }
   });
 
   it('a lead without an appointment shows null', async () => {
     const leadId = await newLead('nobody@example.com');
-    expect((await firm.client.get(`/api/leads/${leadId}`)).body.appointment).toBeNull();
+    expect((await booking.firm.client.get(`/api/leads/${leadId}`)).body.appointment).toBeNull();
   });
 });
 
 describe('an event type that requires confirmation is a request, never said as booked', () => {
   it('the caller hears "requested, the firm will confirm" (booked: false, status requested)', async () => {
-    cal.setRules({ requiresConfirmation: true });
+    booking.cal.setRules({ requiresConfirmation: true });
     try {
-      const raw = JSON.stringify({
-        name: 'book_appointment',
-        call: {
-          call_id: 'call_requested_1',
-          call_type: 'phone_call',
-          agent_id: 'agent_x',
-          call_status: 'ongoing',
-          from_number: '+14155550100',
-          to_number: '+14155552222',
+      const res = await callTool(
+        booking.stack,
+        { slug: booking.firm.slug, voiceSecret: VOICE_SECRET },
+        'book_appointment',
+        { start: iso(slots[2]!), name: 'Sam Caller', email: 'sam.requested@example.com' },
+        {
+          callId: 'call_requested_1',
+          direction: 'inbound',
+          fromNumber: '+14155550100',
+          toNumber: '+14155552222',
         },
-        args: { start: iso(slots[2]!), name: 'Sam Caller', email: 'sam.requested@example.com' },
-      });
-      const res = await stack.api.request('POST', `/api/v2/${firm.slug}/tools/book_appointment`, {
-        rawBody: raw,
-        headers: {
-          'Content-Type': 'application/json',
-          [RETELL_SIGNATURE_HEADER]: signRetellWebhook(raw, VOICE_SECRET),
-        },
-      });
+      );
       expect(res.status).toBe(200);
       expect(res.body.booked).toBe(false);
       expect(res.body.status).toBe('requested');
       expect(res.body.message).toMatch(/^Requested: .*the firm will confirm/);
       expect(res.body.message).not.toMatch(/\bbooked\b/i);
     } finally {
-      cal.setRules({ requiresConfirmation: false });
+      booking.cal.setRules({ requiresConfirmation: false });
     }
   });
 
   it('the chat says the consultation is requested and the firm will confirm it', async () => {
-    cal.setRules({ requiresConfirmation: true });
+    booking.cal.setRules({ requiresConfirmation: true });
     try {
-      const agent = await createAgent(firm.client, firm.slug);
-      const chat = await createChat(firm.client, firm.slug, agent.agent_id);
+      const agent = await createAgent(booking.firm.client, booking.firm.slug);
+      const chat = await createChat(booking.firm.client, booking.firm.slug, agent.agent_id);
       let offer = '';
-      for (const answer of ANSWERS) offer = await say(firm.client, chat.chat_id, answer);
+      for (const answer of ANSWERS) offer = await say(booking.firm.client, chat.chat_id, answer);
       expect(offer).toContain('Would you like a free consultation?');
-      const reply = await say(firm.client, chat.chat_id, '1');
+      const reply = await say(booking.firm.client, chat.chat_id, '1');
       expect(reply).toMatch(/^Your consultation is requested for .*the firm will confirm/);
       expect(reply).not.toMatch(/\bbooked\b/i);
     } finally {
-      cal.setRules({ requiresConfirmation: false });
+      booking.cal.setRules({ requiresConfirmation: false });
     }
   });
 });

@@ -2,59 +2,32 @@
 // the call's booking (Cal.com's POST /v2/bookings/{uid}/reschedule) instead of answering the first
 // one (docs/appointments.md#agent-tools). Retell repeats a tool call only when the request failed,
 // so each (call, requested time) is done once however often it is repeated.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RETELL_SIGNATURE_HEADER,
-  signRetellWebhook,
-} from '../../core/integrations/voice/webhook-signature.js';
-import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { describe, expect, it } from 'vitest';
+import { dailySlots } from '../fakes/calcom-server.js';
+import { callTool, useCalcomFirm } from './support.js';
 
 const API_KEY = 'cal_live_rebook_0123456789';
 const EVENT_TYPE = 8181;
 const VOICE_SECRET = 'voice_secret_rebook_0123';
 const DAY = 24 * 3600_000;
 
-let stack: Stack;
-let cal: FakeCalcom;
-let firm: Awaited<ReturnType<typeof createFirm>>;
 const slots = dailySlots(Date.now() + DAY, 4, 4);
-
-beforeAll(async () => {
-  stack = await startStack();
-  cal = await startFakeCalcom({ apiKey: API_KEY, eventTypeId: EVENT_TYPE, slots });
-  firm = await createFirm(stack, {
-    booking: { provider: 'calcom', api_key: API_KEY, event_type_id: EVENT_TYPE, base_url: cal.url },
-    voice_webhook_secret: VOICE_SECRET,
-  });
-});
-afterAll(async () => {
-  await cal?.stop();
-  await stack?.stop();
+const booking = useCalcomFirm({
+  apiKey: API_KEY,
+  eventTypeId: EVENT_TYPE,
+  slots,
+  voiceSecret: VOICE_SECRET,
 });
 
-const book = (start: number, callId: string) => {
-  const raw = JSON.stringify({
-    name: 'book_appointment',
-    call: {
-      call_id: callId,
-      call_type: 'phone_call',
-      agent_id: 'agent_x',
-      call_status: 'ongoing',
-      from_number: '+14155550100',
-      to_number: '+14155552222',
-    },
-    args: { start: new Date(start).toISOString(), name: 'Rae Caller', email: `${callId}@example.com` },
-  });
-  return stack.api.request('POST', `/api/v2/${firm.slug}/tools/book_appointment`, {
-    rawBody: raw,
-    headers: {
-      'Content-Type': 'application/json',
-      [RETELL_SIGNATURE_HEADER]: signRetellWebhook(raw, VOICE_SECRET),
-    },
-  });
-};
-const reschedules = () => cal.requests.filter((r) => r.path.endsWith('/reschedule'));
+const book = (start: number, callId: string) =>
+  callTool(
+    booking.stack,
+    { slug: booking.firm.slug, voiceSecret: VOICE_SECRET },
+    'book_appointment',
+    { start: new Date(start).toISOString(), name: 'Rae Caller', email: `${callId}@example.com` },
+    { callId, direction: 'inbound', fromNumber: '+14155550100', toNumber: '+14155552222' },
+  );
+const reschedules = () => booking.cal.requests.filter((r) => r.path.endsWith('/reschedule'));
 
 describe('a second booking in the same call', () => {
   it('with another time moves the call’s booking there; a repeat of either request changes nothing', async () => {
@@ -70,11 +43,11 @@ describe('a second booking in the same call', () => {
     const moved = thursday.body.booking_uid as string;
     expect(moved).not.toBe(first);
     expect(reschedules().map((r) => r.path)).toEqual([`/v2/bookings/${first}/reschedule`]);
-    expect(cal.bookings.find((b) => b.uid === first)).toMatchObject({
+    expect(booking.cal.bookings.find((b) => b.uid === first)).toMatchObject({
       status: 'cancelled',
       rescheduledToUid: moved,
     });
-    expect(cal.bookings.find((b) => b.uid === moved)).toMatchObject({
+    expect(booking.cal.bookings.find((b) => b.uid === moved)).toMatchObject({
       status: 'accepted',
       rescheduledFromUid: first,
     });
@@ -85,9 +58,13 @@ describe('a second booking in the same call', () => {
     const [x, y] = await Promise.all([book(slots[6]!, 'call_rebook_1'), book(slots[6]!, 'call_rebook_1')]);
     expect([x.body.booking_uid, y.body.booking_uid]).toEqual([moved, moved]);
     expect(reschedules()).toHaveLength(1);
-    expect(cal.bookings.filter((b) => b.attendee.email === 'call_rebook_1@example.com')).toHaveLength(2);
+    expect(booking.cal.bookings.filter((b) => b.attendee.email === 'call_rebook_1@example.com')).toHaveLength(
+      2,
+    );
     expect(
-      cal.bookings.filter((b) => b.status === 'accepted' && b.attendee.email === 'call_rebook_1@example.com'),
+      booking.cal.bookings.filter(
+        (b) => b.status === 'accepted' && b.attendee.email === 'call_rebook_1@example.com',
+      ),
     ).toHaveLength(1);
   });
 

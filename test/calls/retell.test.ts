@@ -14,7 +14,7 @@ import { processors } from '../../workers/processors/index.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
-import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { retellEnv, retellError, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
 
 let fake: RetellFake;
@@ -116,6 +116,55 @@ describe('RetellProvider against the Retell fake', () => {
     ]);
   });
 
+  it('refuses, as Retell does, a request off retell-sdk’s document: a wrong-case enum, an unknown field, no key', async () => {
+    const post = (path: string, body: unknown, auth = `Bearer ${fake.apiKey}`) =>
+      fetch(`${fake.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(auth === '' ? {} : { authorization: auth }) },
+        body: JSON.stringify(body),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }));
+    const wrongCase = await post('/v3/list-calls', { sort_order: 'DESCENDING', limit: 50 });
+    expect(wrongCase).toEqual({
+      status: 400,
+      body: {
+        status: 'error',
+        message: expect.stringMatching(
+          /^Invalid request format.*sort_order must be one of \["ascending","descending"\]/,
+        ),
+      },
+    });
+    const unknown = await post('/v2/create-phone-call', {
+      ...{ from_number: '+14155550100', to_number: '+14155550123' },
+      agent_id: 'x',
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.message).toMatch(/"agent_id"/);
+    const noKey = await post(
+      '/v2/create-phone-call',
+      { from_number: '+14155550100', to_number: '+14155550123' },
+      '',
+    );
+    expect(noKey).toEqual({
+      status: 401,
+      body: { status: 'error', message: 'API key is missing or invalid.' },
+    });
+    // Every request our client sent in this file conformed.
+    expect(fake.requests.filter((r) => r.problems.length > 0)).toHaveLength(3);
+  });
+
+  it('an answer of the fake off the document fails the test that owns the fake', async () => {
+    const other = await startRetellFake();
+    const offDocument = {
+      call_id: 'c1',
+      call_type: 'phone_call',
+      call_status: 'registered',
+      caller_name: 'Ann',
+    };
+    other.script('create-phone-call', { status: 201, body: offDocument });
+    await new RetellProvider({ apiKey: other.apiKey, baseUrl: other.url }).placeCall(request).catch(() => {});
+    await expect(other.close()).rejects.toThrow(/"caller_name"/);
+  });
+
   it('classifies errors, and the SDK itself never retries (our queue does)', async () => {
     const cases: Array<[number, Record<string, string>, string, boolean, number | undefined]> = [
       [429, { 'retry-after': '2' }, 'rate_limited', false, 2000],
@@ -125,7 +174,8 @@ describe('RetellProvider against the Retell fake', () => {
       [400, {}, 'rejected', false, undefined],
     ];
     for (const [status, headers, kind, mayExist, retryAfter] of cases) {
-      fake.script('create-phone-call', { status, headers });
+      // A 503 comes from what stands in front of Retell's API, not from the API's document.
+      fake.script('create-phone-call', { status, headers, gateway: status === 503 });
       const before = fake.requestsTo('create-phone-call').length;
       const err = await providerError(provider().placeCall(request));
       expect({ status, kind: err.kind, mayExist: err.callMayExist, retryAfter: err.retryAfterMs }).toEqual({
@@ -320,7 +370,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
   });
 
   it('a 4xx from Retell ends the call as error without retrying', async () => {
-    fake.script('create-phone-call', { status: 422, body: { error_message: 'to_number is not reachable' } });
+    fake.script('create-phone-call', { status: 422, body: retellError('to_number is not reachable') });
     const created = await createCall();
     const call = await waitForCall(firm.client, created.body.call_id, (c) => c.status === 'error');
     expect(call.disconnection_reason).toBe('dial_failed');

@@ -74,7 +74,7 @@ describe('a simulated campaign over voicemail, no-answer and ordinary numbers', 
       calls_placed: 4,
       calls_completed: 2,
       calls_failed: 2,
-      retry_on: ['not_connected', 'voicemail'],
+      retry_on: ['not_connected', 'voicemail', 'ivr'],
     });
 
     const calls = await campaignCalls(stack, created.id);

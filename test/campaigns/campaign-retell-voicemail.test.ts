@@ -7,7 +7,7 @@ import { sign as retellSign } from 'retell-sdk';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
-import { callWebhook, conversationCall, voicemailCall } from '../fakes/retell-fixtures.js';
+import { callWebhook, conversationCall, ivrCall, voicemailCall } from '../fakes/retell-fixtures.js';
 import type { PhoneCallResponse } from 'retell-sdk/resources/call';
 import { campaignCalls, createAgent, createCampaign, launch, waitForCampaign } from './support.js';
 
@@ -91,6 +91,38 @@ describe('a voicemail told only by call_analyzed', () => {
       return view;
     });
     expect(secondView.outcome).toBe('conversation');
+    expect(fake.requestsTo('create-phone-call').filter((r) => r.body?.to_number === phone)).toHaveLength(2);
+  });
+});
+
+describe('a phone menu (ivr_reached)', () => {
+  it('a campaign retries a call that reached a phone menu by default, with no lead', async () => {
+    const firm = await createFirm(stack, { from_number: '+14155550100', max_concurrent_calls: 5 });
+    await firm.client.get('/api/v2/list-voices');
+    const agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');
+    const phone = '+12125550434';
+    const created = await createCampaign(firm.client, { firmSlug: firm.slug, agentId, leads: [{ phone }] });
+    expect(await launch(firm.client, created.id)).toBe(1);
+
+    // Attempt 1: Retell's IVR detection hung up on a phone menu.
+    const first = await placedCall(created.id, 1);
+    const menu = ivrCall({ callId: first.providerCallId, ourCallId: first.ourCallId, toNumber: phone });
+    await post(firm.slug, callWebhook('call_ended', { ...menu, call_analysis: undefined }));
+    await post(firm.slug, callWebhook('call_analyzed', menu));
+
+    // Attempt 2 is placed: a phone menu reached nobody.
+    const second = await placedCall(created.id, 2);
+    expect(second.providerCallId).not.toBe(first.providerCallId);
+    await eventually(async () => {
+      const firstView = (await firm.client.get(`/api/v2/get-call/${first.ourCallId}`)).body;
+      expect(firstView).toMatchObject({
+        outcome: 'ivr',
+        lead_id: null,
+        effects: { lead: 'skipped', crm: 'skipped', email: 'skipped', team_chat: 'skipped' },
+      });
+    });
+    const campaign = (await firm.client.get(`/api/leads/campaigns/${created.id}`)).body;
+    expect(campaign.retry_on).toEqual(['not_connected', 'voicemail', 'ivr']);
     expect(fake.requestsTo('create-phone-call').filter((r) => r.body?.to_number === phone)).toHaveLength(2);
   });
 });

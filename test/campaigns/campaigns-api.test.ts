@@ -72,7 +72,7 @@ describe('creating a campaign', () => {
       calls_placed: 0,
       calls_completed: 0,
       calls_failed: 0,
-      retry_on: ['not_connected', 'voicemail'],
+      retry_on: ['not_connected', 'voicemail', 'ivr'],
       skip_known_clients: false,
       known_clients_skipped: 0,
       launched_at: null,

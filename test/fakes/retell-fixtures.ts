@@ -6,13 +6,42 @@
 // call_cost, llm_token_usage and the scrubbed_* copies, as a call_analyzed carries them.
 import type { PhoneCallResponse } from 'retell-sdk/resources/call';
 import type { ChatResponse } from 'retell-sdk/resources/chat';
+import type { AgentResponse } from 'retell-sdk/resources/agent';
+import type { ChatAgentResponse } from 'retell-sdk/resources/chat-agent';
+import type { LlmResponse } from 'retell-sdk/resources/llm';
 
 type Utterance = PhoneCallResponse.TranscriptObject;
 type ToolCallUtterance = NonNullable<PhoneCallResponse['transcript_with_tool_calls']>[number];
 type Line = [role: 'agent' | 'user', text: string];
 
-export type RetellCallEvent = 'call_started' | 'call_ended' | 'call_analyzed';
-export type RetellChatEvent = 'chat_started' | 'chat_ended' | 'chat_analyzed';
+/** Every event a voice agent's webhook is sent (retell-sdk's AgentResponse.webhook_events). */
+export type RetellVoiceEvent = NonNullable<AgentResponse['webhook_events']>[number];
+/** The transfer events, which carry transfer_destination and transfer_option beside the call. */
+export type RetellTransferEvent = Extract<
+  RetellVoiceEvent,
+  'transfer_started' | 'transfer_bridged' | 'transfer_cancelled'
+>;
+export type RetellCallEvent = Exclude<RetellVoiceEvent, RetellTransferEvent>;
+/** Every event a chat agent's webhook is sent (retell-sdk's ChatAgentResponse.webhook_events). */
+export type RetellChatEvent = NonNullable<ChatAgentResponse['webhook_events']>[number];
+
+/** Each of them, listed: `satisfies` makes a missing or unknown one a compile error. */
+export const VOICE_EVENTS = {
+  call_started: true,
+  call_ended: true,
+  call_analyzed: true,
+  transcript_updated: true,
+  transfer_started: true,
+  transfer_bridged: true,
+  transfer_cancelled: true,
+  transfer_ended: true,
+} as const satisfies Record<RetellVoiceEvent, true>;
+export const CHAT_EVENTS = {
+  chat_started: true,
+  chat_ended: true,
+  chat_analyzed: true,
+  transcript_updated: true,
+} as const satisfies Record<RetellChatEvent, true>;
 
 /** One webhook body: Retell's envelope around the call object. */
 export interface RetellCallWebhook {
@@ -218,6 +247,40 @@ export function voicemailCall(options: CallOptions = {}): PhoneCallResponse {
   });
 }
 
+const PHONE_MENU =
+  'Thank you for calling Bayside Dental. For appointments, press 1. For billing, press 2. To repeat this menu, press 9.';
+
+/**
+ * An outbound call answered by a phone menu, which the agent hung up on (Retell's IVR
+ * detection: disconnection_reason "ivr_reached", call_status "ended"). The transcript and the
+ * analysis are what Retell makes of a menu: a "user" who recites options, a summary of it.
+ */
+export function ivrCall(options: CallOptions = {}): PhoneCallResponse {
+  return retellPhoneCall({
+    ...options,
+    call_status: 'ended',
+    disconnection_reason: 'ivr_reached',
+    lines: [
+      ['agent', 'Hello, this is the intake line of Smith & Partners returning your call.'],
+      ['user', PHONE_MENU],
+    ],
+    call_analysis: {
+      call_summary: 'The call reached an automated phone menu offering appointments and billing.',
+      in_voicemail: false,
+      user_sentiment: 'Neutral',
+      call_successful: false,
+      custom_analysis_data: {
+        first_name: null,
+        last_name: null,
+        phone_number: options.toNumber ?? '+14155550142',
+        email: null,
+        case_type: 'Other',
+        summary: 'A phone menu: press 1 for appointments, 2 for billing.',
+      },
+    },
+  });
+}
+
 /**
  * An outbound call that was never answered, with the call_status Retell's own sample shows beside
  * a dial failure ("ended"), or another; no transcript, no analysis to speak of.
@@ -258,12 +321,34 @@ export const callWebhook = (event: RetellCallEvent, call: PhoneCallResponse): Re
   call,
 });
 
+/**
+ * A transfer event: the call plus where it went and how (Retell's webhook overview: "full call
+ * data plus transfer_destination and transfer_option").
+ */
+export const transferWebhook = (event: RetellTransferEvent, call: PhoneCallResponse) => ({
+  event,
+  call,
+  transfer_destination: {
+    type: 'predefined',
+    number: '+14155550199',
+  } satisfies LlmResponse.TransferCallTool.TransferDestinationPredefined,
+  transfer_option: {
+    type: 'cold_transfer',
+  } satisfies LlmResponse.TransferCallTool.TransferOptionColdTransfer,
+});
+
+/** Any event of a voice agent, in the shape Retell sends it. */
+export const voiceWebhook = (event: RetellVoiceEvent, call: PhoneCallResponse) =>
+  event === 'transfer_started' || event === 'transfer_bridged' || event === 'transfer_cancelled'
+    ? transferWebhook(event, call)
+    : callWebhook(event, call);
+
 /** A Retell chat event: the chat object under `chat`, no `call` (retell-sdk's ChatResponse). */
 export function chatWebhook(event: RetellChatEvent): { event: RetellChatEvent; chat: ChatResponse } {
   const chat: ChatResponse = {
     chat_id: randomId('chat'),
     agent_id: 'agent_4f2c9b1d7e8a',
-    chat_status: event === 'chat_started' ? 'ongoing' : 'ended',
+    chat_status: event === 'chat_started' || event === 'transcript_updated' ? 'ongoing' : 'ended',
     chat_type: 'api_chat',
     start_timestamp: START,
     transcript: 'Agent: Hi, how can we help?\nUser: I was in a car accident.\n',
@@ -271,9 +356,56 @@ export function chatWebhook(event: RetellChatEvent): { event: RetellChatEvent; c
     collected_dynamic_variables: {},
     metadata: {},
   };
-  if (event !== 'chat_started') chat.end_timestamp = START + 60_000;
+  if (event === 'chat_ended' || event === 'chat_analyzed') chat.end_timestamp = START + 60_000;
   if (event === 'chat_analyzed') {
     chat.chat_analysis = { chat_summary: 'A car accident enquiry.', chat_successful: true };
   }
   return { event, chat };
 }
+
+/** A custom function's request with the default payload: `{name, call, args}` (Retell's custom-function doc). */
+export interface CustomFunctionRequest {
+  name: string;
+  call: PhoneCallResponse;
+  args: Record<string, unknown>;
+}
+
+/**
+ * The call object a custom function receives mid-call: ongoing, the transcript so far, the
+ * dynamic variables the call was started with.
+ */
+export function ongoingCall(options: CallOptions & { dynamicVariables?: Record<string, string> } = {}) {
+  const { dynamicVariables, ...rest } = options;
+  const call = retellPhoneCall({
+    lines: [
+      ['agent', 'Thank you for calling Smith & Partners. How can we help?'],
+      ['user', 'I would like a consultation about my accident.'],
+    ],
+    ...rest,
+    call_status: 'ongoing',
+    retell_llm_dynamic_variables: dynamicVariables ?? {},
+  });
+  // Nothing of the end of a call is known yet.
+  const {
+    end_timestamp: _end,
+    duration_ms: _duration,
+    recording_url: _recording,
+    recording_multi_channel_url: _multi,
+    scrubbed_recording_url: _scrubbed,
+    scrubbed_recording_multi_channel_url: _scrubbedMulti,
+    public_log_url: _log,
+    knowledge_base_retrieved_contents_url: _kb,
+    latency: _latency,
+    llm_token_usage: _tokens,
+    call_cost: _cost,
+    ...ongoing
+  } = call;
+  return ongoing;
+}
+
+/** A custom function's request in the default payload mode. */
+export const customFunctionRequest = (
+  name: string,
+  call: PhoneCallResponse,
+  args: Record<string, unknown>,
+): CustomFunctionRequest => ({ name, call, args });

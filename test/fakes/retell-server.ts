@@ -1,14 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { PhoneCallResponse } from 'retell-sdk/resources/call';
+import type { VoiceResponse } from 'retell-sdk/resources/voice';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadSpec, SpecViolations } from './spec/openapi-spec.js';
 
-// A small local server that speaks the Retell endpoints retell-sdk 5.66 calls (paths taken
-// from node_modules/retell-sdk/src/resources/{call,voice}.ts): it checks the bearer key,
-// records every request, keeps the calls it created, and can be told to answer with errors,
-// to delay, or to hold responses (the call is still created: "the provider got it").
+// A small local server that speaks the Retell endpoints our client calls, judged by Retell's own
+// types: test/fakes/spec/retell.json, derived from retell-sdk's .d.ts files by
+// `npm run providers:derive` (docs/fakes.md). Every request is checked against it (the operation,
+// the bearer credentials, the JSON body with its enums and required fields); one that does not
+// conform is refused as Retell refuses it — 401 `{status: "error", message}` without a valid key,
+// 400 with Retell's "Invalid request format" message otherwise — and every answer the fake builds
+// is checked too (a non-conforming one fails the test at close()). It records every request,
+// keeps the calls it created, and can be told to answer with errors, to delay, or to hold
+// responses (the call is still created: "the provider got it").
 
-export type RetellEndpoint = 'create-phone-call' | 'get-call' | 'list-calls' | 'list-voices';
+export type RetellEndpoint = 'create-phone-call' | 'list-calls' | 'list-voices';
+
+const spec = loadSpec('retell');
+const ENDPOINTS: Record<string, RetellEndpoint> = {
+  createPhoneCall: 'create-phone-call',
+  listCalls: 'list-calls',
+  listVoices: 'list-voices',
+};
 
 export interface RecordedRequest {
   endpoint: RetellEndpoint | 'unknown';
@@ -17,30 +32,26 @@ export interface RecordedRequest {
   headers: IncomingMessage['headers'];
   body: any;
   at: number;
+  /** What Retell's document found wrong with the request (empty: it conforms). */
+  problems: string[];
 }
 
 export interface ScriptedResponse {
   status: number;
   headers?: Record<string, string>;
+  /** Default: Retell's error body, `{status: "error", message}`. */
   body?: unknown;
   delayMs?: number;
+  /**
+   * Answered by what stands in front of Retell's API (a load balancer's 503), not by the API:
+   * not judged by its document.
+   */
+  gateway?: boolean;
 }
 
-export interface FakeRetellCall {
-  call_id: string;
-  call_type: 'phone_call';
-  agent_id: string;
-  agent_version: number;
-  call_status: 'registered' | 'ongoing' | 'ended' | 'not_connected' | 'error';
-  direction: 'outbound';
-  from_number: string;
-  to_number: string;
-  metadata?: unknown;
-  retell_llm_dynamic_variables?: Record<string, string>;
-  start_timestamp?: number;
-}
+export type FakeRetellCall = PhoneCallResponse;
 
-export const FAKE_VOICES = [
+export const FAKE_VOICES: VoiceResponse[] = [
   {
     voice_id: '11labs-Adrian',
     voice_name: 'Adrian',
@@ -71,16 +82,12 @@ export interface RetellFake {
   /** Holds responses to `endpoint` (requests are still recorded and acted on) until release(). */
   hold(endpoint: RetellEndpoint): void;
   release(): void;
+  /** Stops the server; rejects when an answer it sent was off Retell's document. */
   close(): Promise<void>;
 }
 
-function endpointOf(method: string, path: string): RetellEndpoint | 'unknown' {
-  if (method === 'POST' && path === '/v2/create-phone-call') return 'create-phone-call';
-  if (method === 'GET' && path.startsWith('/v2/get-call/')) return 'get-call';
-  if (method === 'POST' && path === '/v3/list-calls') return 'list-calls';
-  if (method === 'GET' && path === '/list-voices') return 'list-voices';
-  return 'unknown';
-}
+/** Retell's error body (its API reference: 400, 401, 402, 422, 429, 500). */
+export const retellError = (message: string) => ({ status: 'error' as const, message });
 
 async function readBody(req: IncomingMessage): Promise<any> {
   const chunks: Buffer[] = [];
@@ -94,7 +101,7 @@ async function readBody(req: IncomingMessage): Promise<any> {
   }
 }
 
-function send(
+function write(
   res: ServerResponse,
   status: number,
   body: unknown,
@@ -122,12 +129,9 @@ export async function startRetellFake(
     return true;
   }
 
-  function answer(endpoint: RetellEndpoint, path: string, body: any): { status: number; body: unknown } {
+  function answer(endpoint: RetellEndpoint, body: any): { status: number; body: unknown } {
     switch (endpoint) {
       case 'create-phone-call': {
-        if (typeof body?.from_number !== 'string' || typeof body?.to_number !== 'string') {
-          return { status: 400, body: { error_message: 'from_number and to_number are required' } };
-        }
         const call: FakeRetellCall = {
           call_id: randomBytes(16).toString('hex'),
           call_type: 'phone_call',
@@ -137,17 +141,13 @@ export async function startRetellFake(
           direction: 'outbound',
           from_number: body.from_number,
           to_number: body.to_number,
-          metadata: body.metadata,
-          retell_llm_dynamic_variables: body.retell_llm_dynamic_variables,
+          ...(body.metadata === undefined ? {} : { metadata: body.metadata }),
+          ...(body.retell_llm_dynamic_variables === undefined
+            ? {}
+            : { retell_llm_dynamic_variables: body.retell_llm_dynamic_variables }),
         };
         calls.push(call);
         return { status: 201, body: call };
-      }
-      case 'get-call': {
-        const call = calls.find((c) => c.call_id === decodeURIComponent(path.split('/').pop() ?? ''));
-        return call
-          ? { status: 200, body: call }
-          : { status: 404, body: { error_message: 'Call not found' } };
       }
       case 'list-calls': {
         const items = calls
@@ -161,39 +161,70 @@ export async function startRetellFake(
     }
   }
 
+  const violations = new SpecViolations();
+
   const server = createServer((req, res) => {
     void (async () => {
       const method = req.method ?? 'GET';
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const endpoint = endpointOf(method, path);
+      const [path = '/', search = ''] = (req.url ?? '/').split('?');
       const body = await readBody(req);
-      requests.push({ endpoint, method, path, headers: req.headers, body, at: Date.now() });
-      if (req.headers.authorization !== `Bearer ${apiKey}`) {
-        send(res, 401, { error_message: 'Invalid API key' });
+      const verdict = spec.checkRequest({
+        method,
+        path,
+        query: new URLSearchParams(search),
+        headers: req.headers,
+        body,
+      });
+      const endpoint = ENDPOINTS[verdict.match?.operationId ?? ''] ?? 'unknown';
+      requests.push({
+        endpoint,
+        method,
+        path,
+        headers: req.headers,
+        body,
+        at: Date.now(),
+        problems: verdict.problems,
+      });
+      /** Sends an answer, recording where it is off Retell's document. */
+      const send = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+        if (verdict.match) violations.record(spec.checkResponse(verdict.match, status, payload));
+        write(res, status, payload, headers);
+      };
+      if (verdict.match === null) {
+        write(res, 404, retellError(`Not Found: ${method} ${path}`));
         return;
       }
-      if (endpoint === 'unknown') {
-        send(res, 404, { error_message: `No route ${method} ${path}` });
+      const credentials = verdict.problems.some((p) => p.startsWith('the credentials'));
+      if (credentials || req.headers.authorization !== `Bearer ${apiKey}`) {
+        send(401, retellError('API key is missing or invalid.'));
         return;
       }
-      const scripted = scripts.get(endpoint)?.shift();
-      if (scripted !== undefined) {
-        if (scripted.delayMs) await sleep(scripted.delayMs);
+      if (verdict.problems.length > 0) {
         send(
-          res,
-          scripted.status,
-          scripted.body ?? { error_message: `scripted ${scripted.status}` },
-          scripted.headers,
+          400,
+          retellError(`Invalid request format, please check API reference. (${verdict.problems.join('; ')})`),
         );
         return;
       }
-      const result = answer(endpoint, path, body);
-      if (holding.has(endpoint)) {
-        held.push(() => send(res, result.status, result.body));
+      if (endpoint === 'unknown') throw new Error(`the fake has no answer for ${verdict.match.operationId}`);
+      const scripted = scripts.get(endpoint)?.shift();
+      if (scripted !== undefined) {
+        if (scripted.delayMs) await sleep(scripted.delayMs);
+        const payload = scripted.body ?? retellError(`scripted ${scripted.status}`);
+        if (scripted.gateway) write(res, scripted.status, payload, scripted.headers);
+        else send(scripted.status, payload, scripted.headers);
         return;
       }
-      send(res, result.status, result.body);
-    })().catch(() => send(res, 500, { error_message: 'fake failed' }));
+      const result = answer(endpoint, body);
+      if (holding.has(endpoint)) {
+        held.push(() => send(result.status, result.body));
+        return;
+      }
+      send(result.status, result.body);
+    })().catch((err: unknown) => {
+      violations.record([`the fake failed: ${(err as Error).message}`]);
+      write(res, 500, retellError('fake failed'));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -221,6 +252,7 @@ export async function startRetellFake(
       held = [];
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      violations.assertNone();
     },
   };
 }

@@ -13,13 +13,13 @@ const BY_REASON: Record<Reason, CallOutcome> = {
   agent_hangup: 'conversation',
   call_transfer: 'conversation',
   voicemail_reached: 'voicemail',
-  ivr_reached: 'conversation',
+  ivr_reached: 'ivr',
   inactivity: 'conversation',
   max_duration_reached: 'conversation',
-  concurrency_limit_reached: 'conversation',
-  no_concurrency_fallback: 'conversation',
+  concurrency_limit_reached: 'not_connected',
+  no_concurrency_fallback: 'not_connected',
   no_valid_payment: 'not_connected',
-  scam_detected: 'conversation',
+  scam_detected: 'not_connected',
   dial_busy: 'not_connected',
   dial_failed: 'not_connected',
   dial_no_answer: 'not_connected',
@@ -57,6 +57,11 @@ describe('callOutcome', () => {
     for (const [reason, outcome] of Object.entries(BY_REASON)) {
       expect(callOutcome(ended(reason)), reason).toBe(outcome);
     }
+  });
+
+  it('a phone menu (ivr_reached) is its own outcome, not a conversation, whatever the analysis says', () => {
+    expect(callOutcome(ended('ivr_reached', false))).toBe('ivr');
+    expect(isDialFailure('ivr_reached')).toBe(false);
   });
 
   it('a dial failure is not_connected whatever call_status says, even with in_voicemail', () => {

@@ -1,12 +1,8 @@
 // The calling window read with Intl in a time zone: ISO weekdays (1 = Monday … 7 = Sunday),
 // windows over midnight, whole-day windows, daylight-saving changes, and the next opening.
 import { describe, expect, it } from 'vitest';
-import {
-  insideWindow,
-  localTime,
-  nextCallTime,
-  zonedTimeToUtc,
-} from '../../core/domain/pacing/calling-window.js';
+import { insideWindow, nextCallTime } from '../../core/domain/pacing/calling-window.js';
+import { dateIn, localTime, startOfDayIn, zonedTimeToUtc } from '../../core/platform/time-zone.js';
 
 const WEEKDAYS = { start: '09:00', end: '20:00', days: [1, 2, 3, 4, 5] };
 const at = (iso: string) => Date.parse(iso);
@@ -104,5 +100,30 @@ describe('calling windows', () => {
 
   it('refuses a time zone Intl does not know', () => {
     expect(() => insideWindow(WEEKDAYS, 'Mars/Base', 0)).toThrow(RangeError);
+  });
+});
+
+describe('days in a time zone', () => {
+  it('starts a day at its local midnight, east and west of UTC and across a daylight-saving change', () => {
+    expect(new Date(startOfDayIn('2026-12-01', 'America/Los_Angeles')).toISOString()).toBe(
+      '2026-12-01T08:00:00.000Z',
+    );
+    expect(new Date(startOfDayIn('2026-12-01', 'Pacific/Kiritimati')).toISOString()).toBe(
+      '2026-11-30T10:00:00.000Z',
+    );
+    expect(new Date(startOfDayIn('2026-03-08', 'America/New_York')).toISOString()).toBe(
+      '2026-03-08T05:00:00.000Z',
+    );
+    expect(new Date(startOfDayIn('2026-03-09', 'America/New_York')).toISOString()).toBe(
+      '2026-03-09T04:00:00.000Z',
+    );
+  });
+
+  it('starts a day with no local midnight at its first instant', () => {
+    // Chile moves its clocks from 00:00 to 01:00 on 2026-09-06: that day starts at 01:00 local (-03).
+    expect(new Date(startOfDayIn('2026-09-06', 'America/Santiago')).toISOString()).toBe(
+      '2026-09-06T04:00:00.000Z',
+    );
+    expect(dateIn(startOfDayIn('2026-09-06', 'America/Santiago') - 1, 'America/Santiago')).toBe('2026-09-05');
   });
 });

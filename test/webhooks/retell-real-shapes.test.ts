@@ -13,7 +13,11 @@ import {
   chatWebhook,
   conversationCall,
   dialFailureCall,
+  ivrCall,
   longConversationCall,
+  ongoingCall,
+  voiceWebhook,
+  VOICE_EVENTS,
   voicemailCall,
   type RetellCaller,
 } from '../fakes/retell-fixtures.js';
@@ -97,6 +101,23 @@ describe('answered or not', () => {
     }
     expect(shown.caller_data).toBeNull();
     await expectNothingSent(firm, '+14155557311');
+  });
+
+  it('an outbound call that reaches a phone menu (ivr_reached) is no conversation: no lead, CRM record, email or Slack message', async () => {
+    const firm = await configuredFirm();
+    const call = ivrCall({ toNumber: '+14155557312' });
+    await postSigned(stack, firm.slug, SECRET, callWebhook('call_ended', call));
+    await postSigned(stack, firm.slug, SECRET, callWebhook('call_analyzed', call));
+    const callId = (await callForProvider(stack, firm.slug, call.call_id))._id;
+    const shown = await settledCall(firm.client, callId);
+    await queuesIdle(stack);
+
+    expect(shown).toMatchObject({ status: 'ended', outcome: 'ivr', effects: SKIPPED, lead_id: null });
+    for (const effect of ['lead', 'crm', 'email', 'team_chat']) {
+      expect(shown.effect_reasons[effect]).toMatch(/phone menu/);
+    }
+    expect(shown.caller_data).toBeNull();
+    await expectNothingSent(firm, '+14155557312');
   });
 
   it('a dial failure reported with call_status "ended" and an empty transcript is not_connected and runs no effect', async () => {
@@ -211,6 +232,30 @@ describe("Retell's chat events", () => {
     expect(jobs.filter((job) => String(job.data?.event).startsWith('chat_'))).toEqual([]);
     // A call event still needs its call.
     expect((await postSigned(stack, firm.slug, SECRET, { event: 'call_ended' })).status).toBe(400);
+  });
+});
+
+describe('every event of the SDK', () => {
+  it('transcript_updated and the transfer events (call plus transfer_destination and transfer_option) are acknowledged and change nothing', async () => {
+    const firm = await configuredFirm();
+    const talking = ongoingCall();
+    const ignored = [
+      'transcript_updated',
+      'transfer_started',
+      'transfer_bridged',
+      'transfer_cancelled',
+      'transfer_ended',
+    ] as const;
+    for (const event of ignored) {
+      expect(Object.keys(VOICE_EVENTS)).toContain(event);
+      const res = await postSigned(stack, firm.slug, SECRET, voiceWebhook(event, talking));
+      expect(res.status, event).toBe(200);
+      expect(res.body).toEqual({ received: true });
+    }
+    const chat = await postSigned(stack, firm.slug, SECRET, chatWebhook('transcript_updated'));
+    expect(chat.status).toBe(200);
+    await queuesIdle(stack);
+    expect(await callsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
   });
 });
 

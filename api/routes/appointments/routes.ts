@@ -6,12 +6,11 @@ import {
 } from '../../../core/domain/appointments/agent-tools.js';
 import { freeSlots } from '../../../core/domain/appointments/availability.js';
 import { bookAppointment } from '../../../core/domain/appointments/booking.js';
-import { resolveCallId } from '../../../core/domain/calls/call-events.js';
-import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
 import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
+import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { appointmentView } from './present.js';
 import {
   AppointmentResponse,
@@ -20,8 +19,17 @@ import {
   CreateAppointmentBody,
   ToolBody,
   ToolParams,
+  ToolQuery,
   ToolResponse,
 } from './schema.js';
+import {
+  CALL_ID_HEADER,
+  CALL_NOT_IDENTIFIED,
+  noteUnidentifiedCall,
+  ourCallIdFor,
+  readToolRequest,
+  toolCall,
+} from './tool-request.js';
 
 const tag = 'Appointments';
 
@@ -83,27 +91,41 @@ export const appointmentRoutes = [
     path: '/api/v2/{firm}/tools/{name}',
     operationId: 'agentTool',
     summary:
-      'Retell custom functions check_availability and book_appointment (body {name, call, args}), authenticated as the call webhook; answers short JSON for the LLM',
+      'Retell custom functions check_availability and book_appointment, authenticated as the call webhook; body {name, call, args}, ' +
+      'or the args alone with ?call_id= or X-Retell-Call-Id ("Payload: args only"); answers short JSON for the LLM, 200 even when ' +
+      'the request does not say which call it is from',
     tag,
     auth: { kind: 'webhook', authenticate: authenticateCallWebhook },
     params: ToolParams,
+    query: ToolQuery,
     body: ToolBody,
     response: ToolResponse,
     errors: [403, 404, 409],
-    handler: async ({ services, principal, params, body, log, koa }) => {
+    handler: async ({ services, principal, params, query, body, koa, log }) => {
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, params.firm);
-      const call = snapshotProviderCall(body.call);
-      // Signed with the key Retell signs every firm's calls with: only the firm whose call it is.
-      if ((koa.state.webhook as WebhookCredentials).sharedKey === true)
-        await requireCallOfFirm(db, firm, call);
+      const request = readToolRequest(body, query, koa.get(CALL_ID_HEADER));
+      const { providerCallId } = request;
+      if (providerCallId === null) {
+        // The caller is on the line: a 4xx is silence to them. Say what to do instead, and tell
+        // the operator once what is wrong with the function's setup.
+        await noteUnidentifiedCall(db, log, firm._id, params.name, request.mode);
+        return params.name === 'check_availability'
+          ? { slots: [], message: CALL_NOT_IDENTIFIED }
+          : { booked: false, message: CALL_NOT_IDENTIFIED };
+      }
       // The conversation is our call (the provider's call id, or ours in its metadata).
-      const callId = await resolveCallId(db, firm._id, call);
+      const identified = { ...request, providerCallId };
+      // Signed with the key Retell signs every firm's calls with: only the firm whose call it is.
+      if ((koa.state.webhook as WebhookCredentials).sharedKey === true) {
+        await requireCallOfFirm(db, firm, snapshotProviderCall({ ...request.call, call_id: providerCallId }));
+      }
+      const callId = await ourCallIdFor(db, firm._id, identified);
       try {
         return await runTool(services, firm, {
           name: params.name,
-          args: body.args ?? {},
-          call: body.call,
+          args: request.args,
+          call: await toolCall(db, identified, callId, firm._id),
           subject: { source: 'call', id: callId },
         });
       } catch (err) {

@@ -55,15 +55,26 @@ export const ToolParams = Type.Object({
   ),
 });
 
-/** Retell's custom-function request: `{name, call, args}` (unknown fields allowed: senders add them). */
-export const ToolBody = Type.Object(
+/**
+ * Retell's custom-function request in either payload mode: `{name, call, args}` (the default), or
+ * the args alone ("Payload: args only"), told apart by `call` (api/routes/appointments/tool-request.ts).
+ */
+export const ToolBody = Type.Record(Type.String(), Type.Unknown(), {
+  maxProperties: 60,
+  description:
+    '{name, call, args} as Retell sends a custom function by default, or the args alone ("Payload: args only": ' +
+    'then the call is named by ?call_id= or the X-Retell-Call-Id header)',
+});
+
+export const ToolQuery = Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 200 })),
-    call: Type.Object(
-      { call_id: Type.String({ minLength: 1, maxLength: 256, description: "The provider's call id" }) },
-      { additionalProperties: true },
+    call_id: Type.Optional(
+      Type.String({
+        maxLength: 300,
+        description:
+          "Retell's call id, for a function whose payload is its args only: call_id={{call_id}} in the function URL",
+      }),
     ),
-    args: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50 })),
   },
   { additionalProperties: true },
 );

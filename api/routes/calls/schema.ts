@@ -95,7 +95,7 @@ export const CallRecord = Type.Object({
       {
         description:
           'Answered or not, once the call is finished (null before): only a conversation runs the intake ' +
-          'effects; voicemail and not_connected run none of them',
+          'effects; voicemail, ivr (an automated phone menu) and not_connected run none of them',
       },
     ),
   ),

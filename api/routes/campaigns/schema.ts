@@ -42,7 +42,7 @@ const RetryOn = Type.Array(Type.Union(RETRYABLE_OUTCOMES.map((o) => Type.Literal
   uniqueItems: true,
   description:
     'Call outcomes after which a lead is called again (at most 3 calls, CAMPAIGN_RETRY_DELAY_MS apart); ' +
-    'default ["not_connected", "voicemail"]',
+    'default ["not_connected", "voicemail", "ivr"]',
 });
 
 const SkipKnownClients = Type.Boolean({
@@ -111,7 +111,7 @@ export const CampaignRecord = Type.Object({
   calls_completed: Type.Integer({ description: 'Leads with whom a conversation took place' }),
   calls_failed: Type.Integer({
     description:
-      'Leads never reached: not_connected or voicemail after the last attempt (3 with retry_on), an error, or a refused call',
+      'Leads never reached: not_connected, voicemail or ivr after the last attempt (3 with retry_on), an error, or a refused call',
   }),
   retry_on: RetryOn,
   skip_known_clients: SkipKnownClients,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { urlPolicyOf } from '../../platform/config.js';
 import { AppError, badGateway, conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
-import { isTimeZone } from '../../platform/time-zone.js';
+import { dateIn, isTimeZone, startOfDayIn } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import { CalcomClient, CalcomError } from '../../integrations/booking/calcom.js';
 import { HttpRequestError } from '../../integrations/http/guarded-http.js';
@@ -94,45 +94,6 @@ export function providerFailure(err: unknown): AppError {
   throw err;
 }
 
-/** The offset (ms to add to UTC) of `timeZone` at the instant `ms`. */
-function offsetAt(ms: number, timeZone: string): number {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    })
-      .formatToParts(new Date(ms))
-      .map((p) => [p.type, Number(p.value)]),
-  ) as Record<string, number>;
-  const local = Date.UTC(
-    parts.year!,
-    parts.month! - 1,
-    parts.day!,
-    parts.hour!,
-    parts.minute!,
-    parts.second!,
-  );
-  return local - Math.floor(ms / 1000) * 1000;
-}
-
-/** The first instant (UTC ms) of `date` (YYYY-MM-DD) in `timeZone`. */
-export function startOfDayIn(date: string, timeZone: string): number {
-  const midnightUtc = Date.parse(`${date}T00:00:00Z`);
-  // Two passes settle the offset at that local midnight (a DST change near it moves it once).
-  let ms = midnightUtc - offsetAt(midnightUtc, timeZone);
-  ms = midnightUtc - offsetAt(ms, timeZone);
-  // A day that starts after a gap (no local midnight) starts at the first instant of that date.
-  while (dateIn(ms, timeZone) < date) ms += 15 * 60_000;
-  while (dateIn(ms - 1, timeZone) === date) ms -= 15 * 60_000;
-  return ms;
-}
-
 /** The next day of a YYYY-MM-DD date. */
 const nextDate = (date: string): string =>
   new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
@@ -192,17 +153,6 @@ export async function freeSlots(
   }
   await services.redis.set(key, JSON.stringify(slots), 'EX', CACHE_SECONDS).catch(() => {});
   return slots;
-}
-
-/** The date (YYYY-MM-DD) of an instant in a time zone. */
-export function dateIn(ms: number, timeZone: string): string {
-  // en-CA formats dates as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-  }).format(new Date(ms));
 }
 
 /** The query for `days` days in `timeZone` from the date `first` (YYYY-MM-DD) there. */

@@ -34,7 +34,7 @@ export function startCallAnalysis(
 }
 
 type AnalyzeOutcome =
-  'missing' | 'not_connected' | 'voicemail' | 'extracted' | 'reextracted' | 'already_extracted';
+  'missing' | 'not_connected' | 'voicemail' | 'ivr' | 'extracted' | 'reextracted' | 'already_extracted';
 
 /** The analyze-call job: the extraction (when the call connected), then each effect's job. */
 export async function analyseCall(
@@ -47,7 +47,7 @@ export async function analyseCall(
   let outcome: AnalyzeOutcome;
   const answered = callOutcome(call);
   if (answered !== 'conversation') {
-    // No conversation took place (voicemail, not connected): nothing to extract; each effect records itself as skipped.
+    // No conversation took place (voicemail, a phone menu, not connected): nothing to extract; each effect records itself as skipped.
     outcome = answered ?? 'not_connected';
   } else if (call.extraction !== undefined && isStaleExtraction(call)) {
     await reextract(services, call, lastAttempt);

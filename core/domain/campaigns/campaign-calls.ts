@@ -27,7 +27,7 @@ import {
 // frees), and creates the call through create-outbound-call's own path (registerOutboundCall:
 // the destination rule, the record, the place-call job) with a call id derived from campaign +
 // phone + attempt, so a repeated job never makes a second call. The call's end settles the
-// lead (settleCampaignCall): a conversation → completed; not_connected or voicemail → retried
+// lead (settleCampaignCall): a conversation → completed; not_connected, voicemail or ivr → retried
 // per the campaign's retry_on (at most MAX_CALL_ATTEMPTS calls, CAMPAIGN_RETRY_DELAY_MS apart);
 // otherwise failed.
 

@@ -4,82 +4,18 @@
 // (22:00–06:00), an `end` equal to `start` a whole day. Campaign calls are placed only inside it; one due
 // outside waits.
 
+import { localTime, zonedTimeToUtc } from '../../platform/time-zone.js';
+
 export interface CallingWindow {
   start: string;
   end: string;
   days: number[];
 }
 
-interface LocalTime {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-}
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatter(timeZone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timeZone);
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, f);
-  }
-  return f;
-}
-
-/** The wall-clock time at `ms` in `timeZone`. */
-export function localTime(ms: number, timeZone: string): LocalTime {
-  const parts: Record<string, number> = {};
-  for (const p of formatter(timeZone).formatToParts(ms)) {
-    if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  }
-  return {
-    year: parts.year ?? 1970,
-    month: parts.month ?? 1,
-    day: parts.day ?? 1,
-    hour: (parts.hour ?? 0) % 24,
-    minute: parts.minute ?? 0,
-    second: parts.second ?? 0,
-  };
-}
-
 /** ISO weekday (1 = Monday … 7 = Sunday) of a calendar date. */
 function isoWeekday(year: number, month: number, day: number): number {
   const sundayFirst = new Date(Date.UTC(year, month - 1, day)).getUTCDay();
   return sundayFirst === 0 ? 7 : sundayFirst;
-}
-
-/**
- * The instant at which `timeZone` shows the given wall-clock time (the offset found by asking
- * Intl and correcting; a time skipped by a daylight-saving change comes out an hour off, which
- * is then the first moment the window is open).
- */
-export function zonedTimeToUtc(
-  date: { year: number; month: number; day: number },
-  minutes: number,
-  timeZone: string,
-): number {
-  const wanted = Date.UTC(date.year, date.month - 1, date.day, Math.floor(minutes / 60), minutes % 60);
-  let guess = wanted;
-  for (let i = 0; i < 3; i++) {
-    const t = localTime(guess, timeZone);
-    const shown = Date.UTC(t.year, t.month - 1, t.day, t.hour, t.minute, t.second);
-    if (shown === wanted) return guess;
-    guess += wanted - shown;
-  }
-  return guess;
 }
 
 const minutesOf = (hhmm: string): number => {

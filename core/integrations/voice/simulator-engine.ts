@@ -104,7 +104,7 @@ async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<Simul
 }
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
-function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
+export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
   const payload = retellCallObject(call, call.call_status);
   if (event !== 'call_started') {
     payload.end_timestamp = call.end_timestamp;

@@ -191,6 +191,8 @@ export function retellCallObject(call: SimulatorCallDoc, callStatus: string): Re
     call_id: call._id,
     call_type: call.call_type,
     agent_id: call.agent_id,
+    // Retell numbers each published version of an agent; the simulator's agents have one version.
+    agent_version: 1,
     direction: call.direction,
     from_number: call.from_number,
     to_number: call.to_number,

@@ -63,6 +63,11 @@ export const COLLECTIONS = {
    */
   clioClientAlerts: 'clio_client_alerts',
   /**
+   * Claims: the one log line of a firm whose Retell custom functions do not say which call they
+   * are from (`_id` = the firm slug; "Payload: args only" without `{{call_id}}`), logged once.
+   */
+  toolCallNotices: 'tool_call_notices',
+  /**
    * Webhook deliveries kept while Redis was down (`_id`: time received, then a sequence), moved
    * into their queues in that order when it is back (core/domain/deliveries/delivery-outbox.ts).
    */

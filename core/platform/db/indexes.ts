@@ -63,6 +63,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.clioOAuthStates]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
   [COLLECTIONS.clioReconnectNotices]: [],
   [COLLECTIONS.clioClientAlerts]: [],
+  [COLLECTIONS.toolCallNotices]: [],
   // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
   [COLLECTIONS.webhookOutbox]: [],
   // Read and written by _id only.

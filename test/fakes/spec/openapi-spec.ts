@@ -294,6 +294,18 @@ export class OpenApiSpec {
     return validate(body) ? [] : formatErrors(validate.errors, `${where} body`);
   }
 
+  /**
+   * Problems of a body judged against one of the document's named schemas
+   * (`components/schemas/<name>`), closed as responses are: for bodies that are no operation's
+   * request or response, such as the webhook events a provider sends.
+   */
+  checkSchema(name: string, body: unknown): string[] {
+    const pointer = `#/components/schemas/${escapePointer(name)}`;
+    if (this.at(pointer) === null) return [`${name}: no such schema in ${this.name}`];
+    const validate = this.validator(this.strict, pointer);
+    return validate(body) ? [] : formatErrors(validate.errors, name);
+  }
+
   /** The node at a JSON pointer of the document (`#/…`), following a $ref at the end. */
   at(pointer: string): Json {
     let node: Json = this.doc;
