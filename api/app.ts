@@ -27,7 +27,7 @@ export function createApp(services: Services): App {
   // Behind a proxy (TRUST_PROXY), the client address is the X-Forwarded-For entry that proxy added
   // (the last one); otherwise the socket's, so a client cannot choose its address for the limits.
   const koa = new Koa({ proxy: services.config.trustProxy, maxIpsCount: 1 });
-  const metrics = createMetrics(services.queues, services.mongo.db);
+  const metrics = createMetrics(services.queues, services.mongo.db, services);
   const lifecycle: Lifecycle = { shuttingDown: false };
   const routes: AnyRoute[] = [];
   routes.push(...opsRoutes({ metrics, lifecycle, allRoutes: () => routes }), ...businessRoutes);

@@ -3,6 +3,8 @@ import type { Db } from 'mongodb';
 import type { Queues } from '../jobs/queues.js';
 import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.js';
 import { clioClientAlert } from '../core/domain/crm/clio-client-alert.js';
+import { openAiSpendToday } from '../core/domain/intake/openai-budget.js';
+import type { Services } from '../core/wiring/services.js';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -13,7 +15,11 @@ export interface HttpMetrics {
  * One registry per app: HTTP latency observed here, queue depth and job outcomes read from
  * Redis at scrape time (outcomes are counted by the workers through BullMQ's metrics).
  */
-export function createMetrics(queues: Queues, db: Db): HttpMetrics {
+export function createMetrics(
+  queues: Queues,
+  db: Db,
+  spend: Pick<Services, 'redis' | 'config'>,
+): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({
@@ -85,5 +91,33 @@ export function createMetrics(queues: Queues, db: Db): HttpMetrics {
       );
     },
   });
+  // Each firm's OpenAI spend today (docs/extract.md#budget), read from the day's hashes at scrape.
+  const perFirmToday = (name: string, help: string, what: 'chars' | 'refused') =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['firm'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        // Redis down: no figures rather than a failed scrape.
+        const today = await openAiSpendToday(spend).catch(() => null);
+        if (today === null) return;
+        // Every firm that spent or was refused today, on both gauges.
+        for (const firm of new Set([...Object.keys(today.chars), ...Object.keys(today.refused)])) {
+          this.set({ firm }, Number(today[what][firm] ?? 0));
+        }
+      },
+    });
+  perFirmToday(
+    'openai_chars_today',
+    "Characters each firm's extractions sent to OpenAI today (UTC), within its daily budget",
+    'chars',
+  );
+  perFirmToday(
+    'openai_budget_fallbacks_today',
+    'Extractions of each firm answered by the deterministic extractor today (UTC) because its OpenAI budget was spent',
+    'refused',
+  );
   return { registry, httpDuration };
 }

@@ -40,6 +40,11 @@ export interface WebhookCredentials {
    * large body is read without being kept, under no byte budget, then answered as a mismatch.
    */
   stranger?: boolean;
+  /**
+   * Set once the body verified with a key the sender signs every firm's deliveries with (the
+   * platform's RETELL_API_KEY), not with one of this firm's: the route checks the delivery is the firm's.
+   */
+  sharedKey?: boolean;
 }
 
 /**

@@ -19,8 +19,13 @@ export interface SenderSignature {
   wellFormed(signature: string): boolean;
   /** Why a header that is not well formed is refused. */
   malformed: string;
-  /** The keys a delivery to this firm may be signed with (any one verifies); empty when none. */
+  /** The firm's own keys a delivery to it may be signed with (any one verifies); empty when none. */
   secretsOf(services: Services, firm: FirmDoc): string[];
+  /**
+   * Keys the sender signs every firm's deliveries with (Retell's account key): a delivery they
+   * verify is marked `sharedKey`, and the route decides whether it is this firm's.
+   */
+  sharedSecretsOf?(services: Services): string[];
   /** The HMAC check over the raw body. */
   verify(rawBody: RawBody, secret: string, signature: string): boolean | Promise<boolean>;
 }
@@ -54,18 +59,27 @@ export function webhookAuthentication(
     if (signature === '') throw unauthorized(sender.missing);
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
     const firm = await getFirm(db, slug);
-    const secrets = firm === null ? [] : sender.secretsOf(services, firm).filter((secret) => secret !== '');
-    const stranger = secrets.length === 0;
+    const nonEmpty = (keys: string[]) => keys.filter((secret) => secret !== '');
+    const secrets = firm === null ? [] : nonEmpty(sender.secretsOf(services, firm));
+    const shared = firm === null ? [] : nonEmpty(sender.sharedSecretsOf?.(services) ?? []);
+    const stranger = secrets.length === 0 && shared.length === 0;
     if (stranger) secrets.push(NO_ONES_KEY);
-    return {
+    const credentials: WebhookCredentials = {
       principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: sender.subject },
       firm: slug,
       // Its body takes none of the large-body budget (api/middleware/webhook-body.ts).
       stranger,
       verifyBody: async (rawBody) => {
         for (const secret of secrets) if (await sender.verify(rawBody, secret, signature)) return 'signed';
+        for (const secret of shared) {
+          if (await sender.verify(rawBody, secret, signature)) {
+            credentials.sharedKey = true;
+            return 'signed';
+          }
+        }
         return false;
       },
     };
+    return credentials;
   };
 }

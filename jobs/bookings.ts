@@ -74,6 +74,15 @@ export function bookingIdPart(uid: string): string {
   return /^[A-Za-z0-9_.-]{1,100}$/.test(uid) ? uid : `h-${sha256Hex(uid).slice(0, 40)}`;
 }
 
+/**
+ * A reminder as one part of a job id: a digest of its field, never the field itself, whose last
+ * part is the recipient's email (job ids go into traces and the "job failed" log line). Also how
+ * logs and errors name a reminder.
+ */
+export function reminderIdPart(field: string): string {
+  return `r-${sha256Hex(field).slice(0, 32)}`;
+}
+
 export const bookingJobs = {
   bookingEvent: defineJob<BookingEventJob>({
     queue: QUEUE.bookings,
@@ -86,8 +95,8 @@ export const bookingJobs = {
   sendReminder: defineJob<SendReminderJob>({
     queue: QUEUE.bookings,
     name: 'send-reminder',
-    // The reminder field names the booking's start, the offset and the recipient.
-    id: (job) => jobId('reminder', job.firm, bookingIdPart(job.booking_uid), job.reminder),
+    // The reminder field names the booking's start, the offset and the recipient: the id has its digest.
+    id: (job) => jobId('reminder', job.firm, bookingIdPart(job.booking_uid), reminderIdPart(job.reminder)),
     // An SMTP outage is retried for about an hour (1 s, 2 s, ... 2048 s); the record in Redis
     // keeps a reminder accepted by SMTP from being sent again.
     options: { attempts: 13, backoff: { type: 'exponential', delay: 1000 } },

@@ -12,6 +12,7 @@ import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/te
 import { spanSubjectOf } from '../jobs/span-subject.js';
 import { EffectGate } from '../core/platform/db/effect-gate.js';
 import { byTime, stopSchedule } from './stop-schedule.js';
+import { maskPersonal } from '../core/platform/telemetry/scrub.js';
 
 interface ProcessorContext {
   services: Services;
@@ -108,7 +109,13 @@ export function startWorkers(
     );
     worker.on('failed', (job, err) => {
       services.log.warn(
-        { queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message },
+        // Masked as spans are: an id or an SMTP refusal may name a person (core/platform/telemetry/scrub.ts).
+        {
+          queue,
+          jobId: job?.id === undefined ? undefined : maskPersonal(job.id),
+          attempts: job?.attemptsMade,
+          err: maskPersonal(err.message),
+        },
         'job failed',
       );
     });

@@ -200,6 +200,32 @@ export class RedisKeys {
   }
 
   /**
+   * STRING, a chat id: the widget chat that booked for one visitor address (`address`: a digest of
+   * it, or of its IPv6 /64) with a firm on one UTC day (`day`: days since the epoch), claimed with
+   * SET NX (core/domain/chats/widget-booking-limits.ts). Expires when the day is over.
+   */
+  widgetBookingAddress(firm: string, address: string, day: number): string {
+    return key(this.prefix, 'widget-booking', firm, 'address', address, String(day));
+  }
+
+  /**
+   * STRING, an integer: the bookings a firm's widget chats made on one UTC day, capped by the
+   * firm's widget_daily_booking_cap. Expires when the day is over.
+   */
+  widgetBookings(firm: string, day: number): string {
+    return key(this.prefix, 'widget-booking', firm, 'count', String(day));
+  }
+
+  /**
+   * HASH, firm → integer: the characters each firm's extractions sent to OpenAI on one UTC day
+   * (`day`: days since the epoch), and, under `what` = `refused`, the extractions refused by the
+   * firm's budget (core/domain/intake/openai-budget.ts). HINCRBY is atomic. Expires after two days.
+   */
+  openaiSpend(what: 'chars' | 'refused', day: number): string {
+    return key(this.prefix, 'openai-spend', what, String(day));
+  }
+
+  /**
    * STRING: a solved ALTCHA challenge already used for a widget session (`challenge`: its hash),
    * claimed with SET NX so a solution opens one session only. Expires with the challenge.
    */

@@ -33,6 +33,7 @@ import { assertValidIdempotencyKey } from '../../core/platform/db/idempotency.js
 import { escapeHtml } from '../../core/platform/html.js';
 import { parseRetryAfter } from '../../core/platform/retry-after.js';
 import { shorten } from '../../core/platform/text.js';
+import { maskPersonal } from '../../core/platform/telemetry/scrub.js';
 import { urlNotAllowedReason } from '../../core/platform/url-policy.js';
 import { escapeHtml as escapeWidgetHtml } from '../../dashboard/widget/page.js';
 import { bookingIdPart } from '../../jobs/bookings.js';
@@ -154,6 +155,7 @@ const FUNCTIONS: Array<[string, (text: string) => unknown]> = [
       }),
   ],
   ['shorten', (t) => shorten(t, 400)],
+  ['maskPersonal (spans and the failed-job log)', maskPersonal],
   ['escapeHtml', escapeHtml],
   ['escapeHtml of the widget page', escapeWidgetHtml],
   ['fold (contact search)', fold],

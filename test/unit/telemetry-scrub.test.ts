@@ -1,7 +1,13 @@
 // What leaves the process in a span (core/platform/telemetry/scrub.ts): no phone in full, no
-// query string, no secret in an outgoing URL's path.
+// query string, no secret in an outgoing URL's path, no email address.
 import { describe, expect, it } from 'vitest';
-import { maskPhones, scrubAttributes, scrubUrl } from '../../core/platform/telemetry/scrub.js';
+import {
+  maskEmails,
+  maskPersonal,
+  maskPhones,
+  scrubAttributes,
+  scrubUrl,
+} from '../../core/platform/telemetry/scrub.js';
 
 describe('span scrubbing', () => {
   it('masks phone numbers to their last 4 digits, wherever they stand', () => {
@@ -48,6 +54,33 @@ describe('span scrubbing', () => {
       'bullmq.job.id': 'cc|c1|…0123|2',
       'http.response.status_code': 200,
       tags: ['…0123', 3],
+    });
+  });
+
+  it('masks email addresses, wherever they stand', () => {
+    expect(maskEmails('reminder|firm-a|bk-1|r|1764600000000|60|ann.lee+x@example.co.uk')).toBe(
+      'reminder|firm-a|bk-1|r|1764600000000|60|[email]',
+    );
+    expect(maskEmails('to Ann.Lee@Example.com, bob@b.example')).toBe('to [email], [email]');
+    // No @, or no domain with a dot: not an address.
+    expect(maskEmails('user@localhost and a@b')).toBe('user@localhost and a@b');
+    expect(maskPersonal('send-reminder r|1|60|ann@example.com +14155550123')).toBe(
+      'send-reminder r|1|60|[email] …0123',
+    );
+    expect(
+      scrubAttributes(
+        {
+          'bullmq.job.id': 'reminder|firm-a|bk-1|r_1764600000000_60_ann@example.com',
+          'url.full': 'http://h/x/ann@example.com',
+          tags: ['bob@example.com'],
+        },
+        true,
+      ),
+    ).toEqual({
+      // `_` may stand in a local part, so the whole run before the @ goes.
+      'bullmq.job.id': 'reminder|firm-a|bk-1|[email]',
+      'url.full': 'http://h/x/[email]',
+      tags: ['[email]'],
     });
   });
 });

@@ -34,6 +34,8 @@ import {
 
 const SECRET = 'whsec_real_shapes_secret';
 const RETELL_API_KEY = 'key_retell_account_0123456789abcdef';
+/** The line the fixtures' outbound calls are made from (test/fakes/retell-fixtures.ts). */
+const FIXTURE_FIRM_LINE = '+14155550100';
 
 let smtp: FakeSmtp;
 let clio: FakeClio;
@@ -45,12 +47,16 @@ beforeAll(async () => {
 });
 afterAll(() => stopPeerStack({ smtp, clio, slack, stack }));
 
-/** A firm with every effect configured; `secret: null` for a firm without its own key. */
+/**
+ * A firm with every effect configured; `secret: null` for a firm without its own key. Its number
+ * is the fixtures' calling line, so deliveries signed with the platform's key are its own.
+ */
 async function configuredFirm(secret: string | null = SECRET) {
   const slackUrl = slack.webhookUrl();
   const inbox = `intake-${rand(4)}@firm.test`;
   const firm = await createFirm(stack, {
     ...(secret === null ? {} : { voice_webhook_secret: secret }),
+    from_number: FIXTURE_FIRM_LINE,
     notification_emails: [inbox],
     slack_webhook_url: slackUrl,
     crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },

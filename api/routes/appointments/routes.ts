@@ -7,8 +7,10 @@ import {
 import { freeSlots } from '../../../core/domain/appointments/availability.js';
 import { bookAppointment } from '../../../core/domain/appointments/booking.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
-import { defineRoute } from '../../route.js';
+import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
+import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
+import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
 import { appointmentView } from './present.js';
 import {
   AppointmentResponse,
@@ -114,6 +116,10 @@ export const appointmentRoutes = [
       }
       // The conversation is our call (the provider's call id, or ours in its metadata).
       const identified = { ...request, providerCallId };
+      // Signed with the key Retell signs every firm's calls with: only the firm whose call it is.
+      if ((koa.state.webhook as WebhookCredentials).sharedKey === true) {
+        await requireCallOfFirm(db, firm, snapshotProviderCall({ ...request.call, call_id: providerCallId }));
+      }
       const callId = await ourCallIdFor(db, firm._id, identified);
       try {
         return await runTool(services, firm, {

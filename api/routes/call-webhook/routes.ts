@@ -1,5 +1,7 @@
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
-import { voiceWebhookSecrets } from '../../../core/domain/calls/webhook-secret.js';
+import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
+import { sharedVoiceWebhookSecrets, voiceWebhookSecrets } from '../../../core/domain/calls/webhook-secret.js';
+import { getFirm } from '../../../core/domain/firms/firms.js';
 import {
   RETELL_SIGNATURE_HEADER,
   isFreshRetellSignature,
@@ -7,14 +9,15 @@ import {
 } from '../../../core/integrations/voice/webhook-signature.js';
 import { isCallEvent } from '../../../jobs/calls.js';
 import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
-import { invalidRequest } from '../../../core/platform/errors.js';
-import { defineRoute } from '../../route.js';
+import { invalidRequest, notFound } from '../../../core/platform/errors.js';
+import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
 
 /**
  * Retell's x-retell-signature with the firm's voice_webhook_secret (or the simulator's key), or
- * with the platform's RETELL_API_KEY, which Retell signs with.
+ * with the platform's RETELL_API_KEY, which Retell signs with: then only for the firm whose call it
+ * is (core/domain/calls/call-owner.ts).
  */
 export const authenticateCallWebhook = webhookAuthentication({
   header: RETELL_SIGNATURE_HEADER,
@@ -24,6 +27,7 @@ export const authenticateCallWebhook = webhookAuthentication({
   malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
   secretsOf: (services, firm) =>
     voiceWebhookSecrets(services.config, firm._id, firm.settings.voice_webhook_secret),
+  sharedSecretsOf: (services) => sharedVoiceWebhookSecrets(services.config),
   verify: verifyRetellSignature,
 });
 
@@ -45,18 +49,25 @@ export const callWebhookRoutes = [
     errors: [403, 404],
     // A two-hour call's call_analyzed runs to several MB (word-level transcript_object and more).
     largeBodyBytes: CALL_WEBHOOK_BODY_LIMIT_BYTES,
-    handler: async ({ services, params, body }) => {
+    handler: async ({ services, params, body, koa }) => {
       if (isCallEvent(body.event)) {
         if (body.call === undefined) {
           throw invalidRequest(`A ${body.event} event needs its call.`, [
             { path: '/call', message: 'is required' },
           ]);
         }
+        const call = snapshotProviderCall(body.call);
+        // Signed with the key Retell signs every firm's calls with: 403 unless the call is this firm's.
+        if ((koa.state.webhook as WebhookCredentials).sharedKey === true) {
+          const firm = await getFirm(services.mongo.db, params.firm);
+          if (firm === null) throw notFound('firm');
+          await requireCallOfFirm(services.mongo.db, firm, call);
+        }
         // In the queue, or in the MongoDB outbox while Redis is down (docs/webhooks.md#redis-outages).
         await acceptDelivery(services, 'callEvent', params.firm, {
           firm: params.firm,
           event: body.event,
-          call: snapshotProviderCall(body.call),
+          call,
           received_at: Date.now(),
         });
       }

@@ -84,7 +84,15 @@ export const chatRoutes = [
       const chat = await requireChat(services, principal, body.chatId);
       // The firm's widget visitors share a daily cap, each within its own share (docs/widget.md#limits).
       if (principal.kind === 'widget') await countWidgetMessage(services, principal, koa.ip);
-      const { reply } = await sendChatMessage(services, chat, body.message);
+      // A widget visitor books within the widget's limits (docs/widget.md#bookings).
+      const visitor =
+        principal.kind === 'widget'
+          ? {
+              address: koa.ip,
+              ...(principal.binding === undefined ? {} : { key: principal.binding.key }),
+            }
+          : undefined;
+      const { reply } = await sendChatMessage(services, chat, body.message, visitor);
       return { message: reply };
     },
   }),

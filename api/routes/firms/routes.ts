@@ -50,7 +50,10 @@ export const firmRoutes = [
     handler: async ({ services, principal, params, body }) => {
       const firm = await requireFirm(services.mongo.db, principal, params.slug);
       if (principal.kind !== 'platform' && body.settings !== undefined)
-        refuseWidening(firm.settings, body.settings);
+        refuseWidening(firm.settings, body.settings, {
+          openaiDailyChars: services.config.openaiDailyCharsPerFirm,
+          widgetDailyBookings: services.config.widgetDailyBookingCap,
+        });
       return firmView(await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)));
     },
   }),

@@ -58,8 +58,8 @@ export const utilRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, body }) => {
       // Firm-scoped like every route: a firm token acts for its own firm, the platform key names one.
-      await requireListFirm(services.mongo.db, principal, body.firmSlug);
-      return pickFields(await extractFromText(services, body.text), body.fields);
+      const firm = await requireListFirm(services.mongo.db, principal, body.firmSlug);
+      return pickFields(await extractFromText(services, firm._id, body.text), body.fields);
     },
   }),
 ];

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Attempt } from '../../platform/db/effect-recorder.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
-import type { SendReminderJob } from '../../../jobs/bookings.js';
+import { reminderIdPart, type SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
 import { readBookingReminders, type ReminderRecord, type ReminderStore } from './reminder-records.js';
 import { finishReminder, leaseReminder, renewReminderLease } from './reminder-lease.js';
@@ -66,7 +66,9 @@ export class ReminderBusyError extends Error {
     field: string,
     readonly until: number,
   ) {
-    super(`The reminder ${field} is being sent by another attempt; checking again when its lease ends.`);
+    super(
+      `The reminder ${reminderIdPart(field)} is being sent by another attempt; checking again when its lease ends.`,
+    );
     this.name = 'ReminderBusyError';
   }
 }
@@ -118,7 +120,10 @@ async function leaseAndSend(
     finishReminder(store, firm, uid, field, { token, outcome, now: Date.now(), detail });
   if (services.mailer === null) {
     const status = await finish('failed', 'Email is not configured (SMTP_URL is not set).');
-    services.log.warn({ firm, uid, field }, 'booking reminder not sent: SMTP_URL is not set');
+    services.log.warn(
+      { firm, uid, reminder: reminderIdPart(field) },
+      'booking reminder not sent: SMTP_URL is not set',
+    );
     return { outcome: status };
   }
   if (lease.reminder.attempts === 1 && !(await countReminderMail(services, firm, Date.now()))) {
@@ -127,7 +132,7 @@ async function leaseAndSend(
       'The firm sent its reminder mails for today (BOOKING_MAILS_PER_FIRM_PER_DAY).',
     );
     services.log.warn(
-      { firm, uid, field },
+      { firm, uid, reminder: reminderIdPart(field) },
       'booking reminder not sent: the firm reached its mails for the day',
     );
     return { outcome: status, reason: 'daily_mail_limit' };

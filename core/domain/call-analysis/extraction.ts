@@ -1,5 +1,10 @@
 import type { Services } from '../../wiring/services.js';
-import { ExtractionError, type ExtractedCaller } from '../../integrations/chat/openai-extractor.js';
+import {
+  ExtractionError,
+  extractionPromptChars,
+  type ExtractedCaller,
+} from '../../integrations/chat/openai-extractor.js';
+import { BUDGET_SPENT, spendOpenAiChars } from '../intake/openai-budget.js';
 import { DEFAULT_INTAKE_QUESTIONS, findAgent } from '../agents/agents.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { findPhone, toE164 } from '../contact-points/phones.js';
@@ -19,7 +24,8 @@ import { withCallLock } from '../calls/call-lock.js';
 // deterministic value fills the rest. An OpenAI failure that may pass (429, 5xx, network) fails
 // the job so it is retried with backoff; on the job's last attempt, or for a failure that will
 // not pass (a rejected key), the deterministic result is stored with the reason: a lead is never
-// lost because the model is unavailable.
+// lost because the model is unavailable. Each request is counted against the firm's daily OpenAI
+// budget first (intake/openai-budget.ts); past it, the deterministic result is stored with that reason.
 
 /** The number on the other end of the line: the caller's for an inbound call, the dialled one else. */
 function counterpartNumber(call: CallDoc): string | null {
@@ -83,14 +89,23 @@ export async function extractCallerData(
   const fallback = singleLineCallerData(deterministic(call, questions));
   const extractor = services.extractor;
   if (extractor === null) return { ...fallback, extractor: 'deterministic', fallback_reason: null };
+  const input = {
+    transcript: call.transcript ?? '',
+    customAnalysisData: call.call_analysis?.custom_analysis_data ?? {},
+    providerSummary: call.call_analysis?.call_summary ?? null,
+    knownDetails: call.dynamic_variables,
+    questions: questions.map((q) => q.question),
+  };
+  // Counted against the firm's daily budget before the request (docs/extract.md#budget).
+  if (!(await spendOpenAiChars(services, call.firm, extractionPromptChars(input)))) {
+    services.log.info(
+      { call_id: call._id, firm: call.firm },
+      'OpenAI budget spent; deterministic extraction',
+    );
+    return { ...fallback, extractor: 'deterministic', fallback_reason: BUDGET_SPENT };
+  }
   try {
-    const model = await extractor.extract({
-      transcript: call.transcript ?? '',
-      customAnalysisData: call.call_analysis?.custom_analysis_data ?? {},
-      providerSummary: call.call_analysis?.call_summary ?? null,
-      knownDetails: call.dynamic_variables,
-      questions: questions.map((q) => q.question),
-    });
+    const model = await extractor.extract(input);
     return {
       ...singleLineCallerData(mergeModelAnswer(model, fallback)),
       extractor: 'openai',

@@ -9,9 +9,11 @@ import { claim } from '../../platform/db/claim.js';
 // metadata).
 
 interface CallKeyDoc {
-  /** `provider|<firm>|<provider call id>` */
+  /** `provider|<firm>|<provider call id>`, or `owner|<provider call id>` (then `firm`, no call_id). */
   _id: string;
-  call_id: string;
+  call_id?: string;
+  /** The firm a provider call belongs to (owner keys: claimProviderCallOwner). */
+  firm?: string;
   created_at: Date;
 }
 
@@ -36,6 +38,22 @@ export async function callIdForProviderCall(
   providerCallId: string,
 ): Promise<string | null> {
   return (await callKeys(db).findOne({ _id: providerKey(firm, providerCallId) }))?.call_id ?? null;
+}
+
+/**
+ * The one firm a provider call belongs to, across all firms: the first to claim it keeps it, so
+ * one provider call becomes a call in one firm only. Returns the owner (this firm, or the one
+ * that claimed it before).
+ */
+export async function claimProviderCallOwner(db: Db, firm: string, providerCallId: string): Promise<string> {
+  const _id = `owner|${providerCallId}`;
+  if (await claim(callKeys(db), { _id, firm, created_at: new Date() })) return firm;
+  return (await callKeys(db).findOne({ _id }))?.firm ?? firm;
+}
+
+/** The firm that claimed a provider call (claimProviderCallOwner), if one did. */
+export async function providerCallOwner(db: Db, providerCallId: string): Promise<string | null> {
+  return (await callKeys(db).findOne({ _id: `owner|${providerCallId}` }))?.firm ?? null;
 }
 
 /** Deterministic id from firm + provider call id, so concurrent first events create one record. */

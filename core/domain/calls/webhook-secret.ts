@@ -13,12 +13,17 @@ export function voiceWebhookSecret(config: Config, firm: string, secret: string 
   return hmacHex(config.adminApiKey, `intake-service/simulator-webhook/v1|${firm}`);
 }
 
-/**
- * Every key a firm's call webhook may be signed with: the firm's own key (as
- * above), and the platform's RETELL_API_KEY — Retell signs its webhooks with the account's API
- * key, so a firm without a voice_webhook_secret of its own is still heard.
- */
+/** The firm's own key a call webhook may be signed with (as above), as a list: empty when none. */
 export function voiceWebhookSecrets(config: Config, firm: string, secret: string | undefined): string[] {
-  const keys = [voiceWebhookSecret(config, firm, secret), config.retellApiKey];
-  return keys.filter((key): key is string => typeof key === 'string' && key !== '');
+  const key = voiceWebhookSecret(config, firm, secret);
+  return key === null || key === '' ? [] : [key];
+}
+
+/**
+ * The platform's RETELL_API_KEY: Retell signs every webhook of the shared account with it, so it
+ * proves the delivery came from Retell, not which firm it is for. A delivery signed only with it
+ * is taken by the firm that owns the call (core/domain/calls/call-owner.ts).
+ */
+export function sharedVoiceWebhookSecrets(config: Config): string[] {
+  return config.retellApiKey === undefined || config.retellApiKey === '' ? [] : [config.retellApiKey];
 }

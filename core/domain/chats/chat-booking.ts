@@ -7,6 +7,7 @@ import { toE164 } from '../contact-points/phones.js';
 import { getFirm } from '../firms/firms.js';
 import { questionKind } from '../intake/question-kinds.js';
 import type { ChatDoc } from './chats.js';
+import { reserveWidgetBooking, visitorMayBook, type ChatVisitor } from './widget-booking-limits.js';
 
 // The built-in intake agent's consultation offer (docs/appointments.md#the-chat-agent): when the
 // firm has a booking provider and the intake questions are all answered (an email among them), the
@@ -14,6 +15,8 @@ import type { ChatDoc } from './chats.js';
 // the slot is booked (one booking per chat: conversation-booking.ts, so a turn recomputed after a
 // lost race books nothing more). An event type that needs the firm's confirmation is a request,
 // said as one; Cal.com's refusals are said in words. The engine itself stays pure; this runs beside it.
+// A widget visitor's chat books only within the widget's limits (widget-booking-limits.ts: ALTCHA
+// before the booking step, one booking per address per day, the firm's daily cap).
 
 /** What a visitor reads when Cal.com fails as they pick a time. */
 const CALENDAR_UNREACHABLE_FOR_VISITOR =
@@ -51,6 +54,8 @@ export async function withBookingStep(
   chat: ChatDoc,
   message: string,
   reply: ChatReply,
+  /** The widget visitor sending it; undefined for a firm's or the platform's own token. */
+  visitor?: ChatVisitor,
 ): Promise<ChatReply> {
   const before = chat.intake_progress ?? null;
   const after = reply.progress;
@@ -61,6 +66,8 @@ export async function withBookingStep(
   if (firm?.settings.booking === undefined) return reply;
   const email = answerOfKind(chat, after, 'email');
   if (email === undefined || !complete(chat, after)) return reply;
+  // A widget key without a proof of work offers no times (nor books one offered before it changed).
+  if (visitor !== undefined && !(await visitorMayBook(services, visitor))) return reply;
   const tzVar = chat.dynamic_variables.time_zone;
   const timeZone = tzVar !== undefined && isTimeZone(tzVar) ? tzVar : firm.settings.timezone;
 
@@ -91,6 +98,18 @@ export async function withBookingStep(
     };
   }
   const slot = state.offered[pick]!;
+  const reservation =
+    visitor === undefined ? null : await reserveWidgetBooking(services, firm, chat._id, visitor);
+  if (reservation?.kind === 'address_used' || reservation?.kind === 'firm_cap') {
+    return {
+      message:
+        reservation.kind === 'address_used'
+          ? 'You already booked a consultation today from this connection, so no other time was booked; the firm will be in touch.'
+          : "The firm's calendar takes no more online bookings today, so nothing was booked; the firm will call you back to set a time.",
+      progress: after,
+    };
+  }
+  const release = reservation?.kind === 'reserved' ? reservation.release : async () => undefined;
   // The intake's phone answer, when it is a number Cal.com can take (a calendar may require one).
   const phoneAnswer = answerOfKind(chat, after, 'phone');
   const phone = phoneAnswer === undefined ? undefined : (toE164(phoneAnswer, 'US') ?? undefined);
@@ -111,6 +130,7 @@ export async function withBookingStep(
       },
     );
   } catch (err) {
+    await release();
     if (!isProviderFailure(err)) throw err;
     // Nothing booked; the offer stays, so the visitor can pick again.
     services.log.warn({ err: err.message, chat: chat._id }, 'booking provider failed during a chat');
@@ -119,6 +139,7 @@ export async function withBookingStep(
       progress: { ...after, booking: state },
     };
   }
+  if (outcome.kind !== 'booked' && outcome.kind !== 'moved' && outcome.kind !== 'requested') await release();
   switch (outcome.kind) {
     case 'booked':
     case 'moved':

@@ -36,6 +36,7 @@ import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
 import { ensureSubjectLead } from '../leads/leads.js';
 import { withBookingStep } from './chat-booking.js';
+import type { ChatVisitor } from './widget-booking-limits.js';
 import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -252,6 +253,8 @@ export async function sendChatMessage(
   services: Services,
   chat: ChatDoc,
   message: string,
+  /** The widget visitor sending it (their limits on bookings); undefined for a firm's own token. */
+  visitor?: ChatVisitor,
 ): Promise<{ chat: ChatDoc; reply: string }> {
   const changed = await changeChat(services.mongo.db, chat, async (current) => {
     if (sentMessages(current.messages) >= MAX_CHAT_MESSAGES) throw chatFull();
@@ -268,7 +271,9 @@ export async function sendChatMessage(
     );
     // The built-in agent's consultation offer and booking (chat-booking.ts); an LLM has its own tools.
     const reply =
-      engine.name === 'intake' ? await withBookingStep(services, current, message, answered) : answered;
+      engine.name === 'intake'
+        ? await withBookingStep(services, current, message, answered, visitor)
+        : answered;
     return {
       turn: {
         kind: 'exchange',

@@ -151,6 +151,24 @@ export const FirmSettings = Type.Object(
           "Messages the firm's widget visitors may send per UTC day, all chats together (default 5000; past it 429); a firm token may lower it, only the platform raise it",
       }),
     ),
+    /** Absent: the platform's WIDGET_DAILY_BOOKING_CAP. */
+    widget_daily_booking_cap: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        description:
+          "Consultations the firm's widget chats may book per UTC day, all visitors together (default the platform's WIDGET_DAILY_BOOKING_CAP; past it the chat books nothing and says the firm will call); a firm token may lower it, only the platform raise it",
+      }),
+    ),
+    /** Absent: the platform's OPENAI_DAILY_CHARS_PER_FIRM. */
+    openai_daily_char_budget: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000_000_000,
+        description:
+          "Characters the firm's extractions may send to OpenAI per UTC day (default the platform's OPENAI_DAILY_CHARS_PER_FIRM; past it the deterministic extractor answers); a firm token may lower it, only the platform raise it",
+      }),
+    ),
     /** Premium-rate and shared-cost destinations allowed (platform-only); absent: refused. */
     allow_premium_numbers: Type.Optional(
       Type.Boolean({
@@ -320,10 +338,17 @@ function checkCountries(input: FirmSettingsInput): void {
 /**
  * Toll fraud (docs/authentication.md#firm-settings): what a firm may dial is the platform's to
  * widen. A firm token may narrow allowed_call_countries or turn allow_premium_numbers off, never
- * add a country or turn it on, and may lower widget_daily_message_cap, never raise it: 403 naming
+ * add a country or turn it on, and may lower widget_daily_message_cap, widget_daily_booking_cap and
+ * openai_daily_char_budget,
+ * never raise them: 403 naming
  * each such field. (null counts as the default it restores.)
  */
-export function refuseWidening(current: FirmSettings, input: FirmSettingsInput): void {
+export function refuseWidening(
+  current: FirmSettings,
+  input: FirmSettingsInput,
+  /** The platform's defaults of the settings a firm may only lower. */
+  defaults: { openaiDailyChars: number; widgetDailyBookings: number },
+): void {
   const details: ErrorDetail[] = [];
   if (input.allowed_call_countries !== undefined) {
     const next = input.allowed_call_countries ?? DEFAULT_SETTINGS.allowed_call_countries;
@@ -355,9 +380,31 @@ export function refuseWidening(current: FirmSettings, input: FirmSettingsInput):
       });
     }
   }
+  // The cap bounds what anonymous visitors make the firm's calendar (and Cal.com's mail) do.
+  if (input.widget_daily_booking_cap !== undefined) {
+    const next = input.widget_daily_booking_cap ?? defaults.widgetDailyBookings;
+    const now = current.widget_daily_booking_cap ?? defaults.widgetDailyBookings;
+    if (next > now) {
+      details.push({
+        path: '/settings/widget_daily_booking_cap',
+        message: `raises the cap from ${now}; only the platform may raise it`,
+      });
+    }
+  }
+  // The budget bounds what the firm makes the platform spend at OpenAI.
+  if (input.openai_daily_char_budget !== undefined) {
+    const next = input.openai_daily_char_budget ?? defaults.openaiDailyChars;
+    const now = current.openai_daily_char_budget ?? defaults.openaiDailyChars;
+    if (next > now) {
+      details.push({
+        path: '/settings/openai_daily_char_budget',
+        message: `raises the budget from ${now}; only the platform may raise it`,
+      });
+    }
+  }
   if (details.length > 0) {
     throw forbidden(
-      'A firm token may narrow what its firm may do, not widen it; ask the platform to add countries, allow premium numbers or raise the widget cap.',
+      'A firm token may narrow what its firm may do, not widen it; ask the platform to add countries, allow premium numbers, or raise a widget cap or the OpenAI budget.',
       details,
     );
   }

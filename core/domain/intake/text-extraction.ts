@@ -2,10 +2,13 @@
 // extractor on any text — a note, an email, a transcript. The deterministic analysis
 // (analyseIntake, unlabelled text read as the person's own words) always runs; with
 // OPENAI_API_KEY set, OpenAI structured output is asked too and wins field by field where its
-// answer normalises, exactly as for a call (call-analysis/extraction.ts). A model that fails
-// leaves the deterministic answer: a utility answers what it can rather than a 502.
+// answer normalises, exactly as for a call (call-analysis/extraction.ts). A model that fails, or a
+// firm past its daily OpenAI budget (openai-budget.ts), leaves the deterministic answer: a utility
+// answers what it can rather than a 502.
 import type { Services } from '../../wiring/services.js';
 import { mergeModelAnswer } from '../call-analysis/extraction.js';
+import { extractionPromptChars } from '../../integrations/chat/openai-extractor.js';
+import { spendOpenAiChars } from './openai-budget.js';
 import { analyseIntake } from './analysis.js';
 import { displayName, singleLineCallerData, type CallerData } from './caller-data.js';
 
@@ -40,18 +43,24 @@ export function extractFromTextDeterministic(text: string): CallerData {
   };
 }
 
-export async function extractFromText(services: Services, text: string): Promise<TextExtraction> {
+export async function extractFromText(
+  services: Services,
+  firm: string,
+  text: string,
+): Promise<TextExtraction> {
   const fallback = extractFromTextDeterministic(text);
   let data = fallback;
-  if (services.extractor !== null) {
+  const input = {
+    transcript: text,
+    customAnalysisData: {},
+    providerSummary: null,
+    knownDetails: {},
+    questions: [],
+  };
+  // Counted against the firm's daily OpenAI budget before the request; past it, deterministic only.
+  if (services.extractor !== null && (await spendOpenAiChars(services, firm, extractionPromptChars(input)))) {
     try {
-      const model = await services.extractor.extract({
-        transcript: text,
-        customAnalysisData: {},
-        providerSummary: null,
-        knownDetails: {},
-        questions: [],
-      });
+      const model = await services.extractor.extract(input);
       data = mergeModelAnswer(model, fallback);
     } catch (err) {
       services.log.warn(

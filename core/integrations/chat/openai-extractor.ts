@@ -82,6 +82,10 @@ function userPrompt(input: CallerExtractionInput): string {
   ].join('\n');
 }
 
+/** The characters an extraction sends to the model (system and user prompt): what a budget counts. */
+export const extractionPromptChars = (input: CallerExtractionInput): number =>
+  SYSTEM_PROMPT.length + userPrompt(input).length;
+
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim() : null);
 
 export class OpenAiCallerExtractor implements CallerDataExtractor {

@@ -117,6 +117,13 @@ export const CONFIG_SCHEMA = Type.Object({
       description: 'an OpenAI-compatible base URL; unset: the OpenAI API',
     }),
   ),
+  openaiDailyCharsPerFirm: integer('OPENAI_DAILY_CHARS_PER_FIRM', {
+    min: 0,
+    max: 1_000_000_000_000,
+    default: 5_000_000,
+    description:
+      "characters one firm's extractions may send to OpenAI per UTC day (the call pipeline and `POST /api/utils/extract`), unless the firm's `openai_daily_char_budget` says otherwise; past it the deterministic extractor answers (docs/extract.md#budget)",
+  }),
   openaiModel: text('OPENAI_MODEL', { default: 'gpt-4o-mini', description: 'model of the LLM chat engine' }),
   smtpUrl: optional(
     url('SMTP_URL', {
@@ -214,6 +221,13 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 500,
     description:
       "widget chat messages from one client address to one firm per UTC day, all its sessions together, counted before the firm's `widget_daily_message_cap` (`429`)",
+  }),
+  widgetDailyBookingCap: integer('WIDGET_DAILY_BOOKING_CAP', {
+    min: 0,
+    max: 1_000_000,
+    default: 20,
+    description:
+      "consultations a firm's widget chats may book per UTC day, all visitors together, unless the firm's `widget_daily_booking_cap` says otherwise (docs/widget.md#bookings)",
   }),
   webhookBodyBudgetBytes: integer('WEBHOOK_BODY_BUDGET_BYTES', {
     min: 1024 * 1024,

@@ -13,6 +13,9 @@ const QUERY_KEYS = new Set(['url.query']);
 // E.164 (+ and up to 15 digits) or a bare run of 7+ digits, standing alone (ids made of
 // base64url characters never match: their digits touch letters).
 const PHONE = /(?<![A-Za-z0-9])\+?\d{7,15}(?![A-Za-z0-9])/g;
+// local@domain.tld: a domain with a dot, so `user@localhost` and `a@b` are left alone. Linear: the
+// local part and each label are runs of characters the next part cannot start with.
+const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}/g;
 const TOKEN_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
 /** Paths that are secrets whatever their length: a Slack incoming webhook's /services/T…/B…/<secret>. */
 const SECRET_PATHS: [RegExp, string][] = [
@@ -22,6 +25,13 @@ const SECRET_PATHS: [RegExp, string][] = [
 export function maskPhones(text: string): string {
   return text.replace(PHONE, (number) => `…${number.slice(-4)}`);
 }
+
+export function maskEmails(text: string): string {
+  return text.replace(EMAIL, '[email]');
+}
+
+/** Emails, then phone numbers, masked: what a span name, an attribute or a log line may carry. */
+export const maskPersonal = (text: string): string => maskPhones(maskEmails(text));
 
 /** A URL (or a path) without its query string and, for outgoing calls, without token-like segments. */
 export function scrubUrl(value: string, outgoing: boolean): string {
@@ -42,14 +52,14 @@ export function scrubUrl(value: string, outgoing: boolean): string {
 function scrubValue(key: string, value: AttributeValue, outgoing: boolean): AttributeValue {
   if (typeof value !== 'string') {
     return Array.isArray(value)
-      ? value.map((item) => (typeof item === 'string' ? maskPhones(item) : item))
+      ? value.map((item) => (typeof item === 'string' ? maskPersonal(item) : item))
       : value;
   }
   if (QUERY_KEYS.has(key)) return '[redacted]';
   // A firm's slug is its public name in every URL, not a phone: `firm-50473506` stays whole.
   if (key === 'intake.firm') return value;
-  if (URL_KEYS.has(key)) return maskPhones(scrubUrl(value, outgoing));
-  return maskPhones(value);
+  if (URL_KEYS.has(key)) return maskPersonal(scrubUrl(value, outgoing));
+  return maskPersonal(value);
 }
 
 export function scrubAttributes(attributes: Attributes, outgoing: boolean): Attributes {

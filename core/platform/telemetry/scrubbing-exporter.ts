@@ -1,6 +1,6 @@
 import { SpanKind } from '@opentelemetry/api';
 import type { NodeSDKConfiguration } from '@opentelemetry/sdk-node';
-import { maskPhones, scrubAttributes, type Attributes } from './scrub.js';
+import { maskPersonal, scrubAttributes, type Attributes } from './scrub.js';
 
 type SpanExporter = NodeSDKConfiguration['traceExporter'];
 type ReadableSpan = Parameters<SpanExporter['export']>[0][number];
@@ -26,7 +26,7 @@ function scrubSpan(span: ReadableSpan): ReadableSpan {
   const outgoing = span.kind === SpanKind.CLIENT;
   // The span object stays the prototype (spanContext() and the rest read through it).
   return Object.create(span, {
-    name: { value: maskPhones(span.name) },
+    name: { value: maskPersonal(span.name) },
     attributes: { value: scrubAttributes(span.attributes as Attributes, outgoing) },
     events: {
       value: span.events.map((event) => ({

@@ -1,0 +1,64 @@
+import type { Db } from 'mongodb';
+import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { forbidden, quote, type AppError } from '../../platform/errors.js';
+import type { AgentDoc } from '../agents/agents.js';
+import type { FirmDoc } from '../firms/firms.js';
+import { callsCollection } from './calls.js';
+import { callIdForProviderCall, claimProviderCallOwner, providerCallOwner } from './call-keys.js';
+
+// Whose call a delivery signed with the platform's RETELL_API_KEY is (docs/webhooks.md#whose-call).
+// That key proves Retell sent it, not which firm it is for: Retell signs every call of the shared
+// account with it. So such a delivery is taken only by the firm that owns the call, by point
+// reads: our own call id in its metadata (a call we placed for the firm); the provider call already
+// linked to the firm; an agent of the firm with the call's provider agent id; or the firm's number
+// (from_number) as the line called (inbound) or calling (outbound). A call the firm owns by agent
+// or number is then claimed for it across firms (call-keys.ts): a provider call is one firm's call,
+// however many firms (by a platform's mistake) share the agent or the number.
+
+const notThisFirms = (firm: string, why: string): AppError =>
+  forbidden(
+    `The call is not one of the firm ${quote(firm)}: ${why}. A delivery signed with the platform's Retell key is taken only by the firm whose agent or number the call is on; a firm's own voice_webhook_secret signs its own deliveries.`,
+  );
+
+/** The line of the firm on the call: the number called (inbound) or calling (outbound). */
+function firmLines(call: ProviderCallSnapshot): (string | undefined)[] {
+  if (call.direction === 'inbound') return [call.to_number];
+  if (call.direction === 'outbound') return [call.from_number];
+  return [call.to_number, call.from_number];
+}
+
+async function ownsByAgentOrNumber(db: Db, firm: FirmDoc, call: ProviderCallSnapshot): Promise<boolean> {
+  const number = firm.settings.from_number;
+  if (number !== undefined && firmLines(call).includes(number)) return true;
+  if (call.agent_id === undefined) return false;
+  const agent = await collection<AgentDoc>(db, COLLECTIONS.agents).findOne(
+    { firm: firm._id, provider_agent_id: call.agent_id },
+    { projection: { _id: 1 } },
+  );
+  return agent !== null;
+}
+
+/** 403 unless `call` is `firm`'s (as above); claims it for the firm when it is by agent or number. */
+export async function requireCallOfFirm(db: Db, firm: FirmDoc, call: ProviderCallSnapshot): Promise<void> {
+  const ours = call.metadata?.call_id;
+  if (ours !== undefined) {
+    const placed = await callsCollection(db).findOne({ _id: ours }, { projection: { firm: 1 } });
+    if (placed !== null) {
+      if (placed.firm === firm._id) return;
+      throw notThisFirms(firm._id, 'it was placed for another firm');
+    }
+  }
+  if ((await callIdForProviderCall(db, firm._id, call.call_id)) !== null) return;
+  const owner = await providerCallOwner(db, call.call_id);
+  if (owner !== null) {
+    if (owner === firm._id) return;
+    throw notThisFirms(firm._id, 'another firm took it first');
+  }
+  if (!(await ownsByAgentOrNumber(db, firm, call))) {
+    throw notThisFirms(firm._id, "neither its agent nor its number is the firm's");
+  }
+  if ((await claimProviderCallOwner(db, firm._id, call.call_id)) !== firm._id) {
+    throw notThisFirms(firm._id, 'another firm took it first');
+  }
+}

@@ -1,0 +1,135 @@
+// A call webhook signed with the platform's RETELL_API_KEY (Retell signs every delivery of the
+// shared account with it) was accepted for every firm: one delivery, sent to two firms' URLs,
+// made the same inbound call in both. Such a delivery is now taken only by the firm that owns the
+// call: its agent (an agent of the firm with that provider_agent_id), its number (the firm's
+// from_number, the line called or calling), or our own call id in its metadata; any other firm
+// answers 403 and stores nothing. And one provider call becomes an inbound call in one firm only.
+// A firm's own voice_webhook_secret still signs anything for that firm.
+import { sign as retellSign } from 'retell-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callWebhook, retellPhoneCall } from '../fakes/retell-fixtures.js';
+import { expectError } from '../helpers/expect-error.js';
+import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { callForProvider, callsOf, queuesIdle } from '../webhooks/support.js';
+
+const RETELL_API_KEY = 'key_retell_account_platform_signed_0123';
+const OWN_SECRET = 'whsec_platform_signed_own_secret';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ workers: true, env: { RETELL_API_KEY } });
+});
+afterAll(async () => stack?.stop());
+
+/** An inbound call_started of a provider call to `toNumber`, by provider agent `agentId`. */
+const inbound = (agentId: string, toNumber: string) => {
+  const call = {
+    ...retellPhoneCall({
+      direction: 'inbound',
+      call_status: 'ongoing',
+      fromNumber: `+1415555${String(1000 + Math.floor(Math.random() * 8999))}`,
+      toNumber,
+    }),
+    agent_id: agentId,
+  };
+  return { call, raw: JSON.stringify(callWebhook('call_started', call)) };
+};
+
+async function deliver(slug: string, raw: string, key: string) {
+  return stack.api.request('POST', `/api/v2/${slug}/webhook`, {
+    rawBody: raw,
+    headers: { 'Content-Type': 'application/json', 'x-retell-signature': await retellSign(raw, key) },
+  });
+}
+
+async function firmWithAgent(providerAgentId: string, settings: Record<string, unknown> = {}) {
+  const firm = await createFirm(stack, settings);
+  const agent = await stack.admin.post('/api/v2/create-agent', {
+    firmSlug: firm.slug,
+    agent_name: 'Intake',
+    voice_id: 'sim-en-us-ava',
+    provider_agent_id: providerAgentId,
+  });
+  expect(agent.status).toBe(200);
+  return firm;
+}
+
+const callsIn = (firm: string, providerCallId: string) =>
+  callsOf(stack).countDocuments({ firm, provider_call_id: providerCallId });
+
+describe('a call webhook signed with the platform RETELL_API_KEY', () => {
+  it('is taken only by the firm whose agent the call is on: another firm answers 403 and stores nothing', async () => {
+    const agentId = `agent_${rand(6)}`;
+    const owner = await firmWithAgent(agentId);
+    const other = await createFirm(stack);
+    const { call, raw } = inbound(agentId, '+14155550111');
+
+    const refused = await deliver(other.slug, raw, RETELL_API_KEY);
+    expectError(refused, 403, 'forbidden');
+    expect((await deliver(owner.slug, raw, RETELL_API_KEY)).status).toBe(200);
+
+    await callForProvider(stack, owner.slug, call.call_id);
+    await queuesIdle(stack);
+    expect(await callsIn(other.slug, call.call_id)).toBe(0);
+  });
+
+  it('is taken by the firm whose number was called, and by no firm that owns neither agent nor number', async () => {
+    const number = `+1415556${String(1000 + Math.floor(Math.random() * 8999))}`;
+    const owner = await createFirm(stack, { from_number: number });
+    const stranger = await createFirm(stack, { from_number: '+14155550999' });
+    const { call, raw } = inbound(`agent_${rand(6)}`, number);
+
+    expectError(await deliver(stranger.slug, raw, RETELL_API_KEY), 403, 'forbidden');
+    expect((await deliver(owner.slug, raw, RETELL_API_KEY)).status).toBe(200);
+    await callForProvider(stack, owner.slug, call.call_id);
+    await queuesIdle(stack);
+    expect(await callsIn(stranger.slug, call.call_id)).toBe(0);
+  });
+
+  it('makes one inbound call in one firm, even when two firms own the agent', async () => {
+    // provider_agent_id is set by the platform only; set on two firms' agents, it is a mistake
+    // that must still not let one provider call into both.
+    const agentId = `agent_${rand(6)}`;
+    const first = await firmWithAgent(agentId);
+    const second = await firmWithAgent(agentId);
+    const { call, raw } = inbound(agentId, '+14155550112');
+
+    expect((await deliver(first.slug, raw, RETELL_API_KEY)).status).toBe(200);
+    expectError(await deliver(second.slug, raw, RETELL_API_KEY), 403, 'forbidden');
+    // The first firm goes on receiving the call's later events.
+    const ended = JSON.stringify(callWebhook('call_ended', { ...call, call_status: 'ended' }));
+    expect((await deliver(first.slug, ended, RETELL_API_KEY)).status).toBe(200);
+
+    await callForProvider(stack, first.slug, call.call_id);
+    await queuesIdle(stack);
+    expect(await callsIn(second.slug, call.call_id)).toBe(0);
+  });
+
+  it("leaves a firm's own secret as it was: it signs any call for that firm", async () => {
+    const firm = await createFirm(stack, { voice_webhook_secret: OWN_SECRET });
+    const { call, raw } = inbound(`agent_${rand(6)}`, '+14155550113');
+    // The platform key is refused for a call that is not the firm's, the firm's own key is not.
+    expectError(await deliver(firm.slug, raw, RETELL_API_KEY), 403, 'forbidden');
+    expect((await deliver(firm.slug, raw, OWN_SECRET)).status).toBe(200);
+    await callForProvider(stack, firm.slug, call.call_id);
+  });
+
+  it("is refused by the agent tools too: a platform-signed tool call of another firm's call books nothing", async () => {
+    const agentId = `agent_${rand(6)}`;
+    const owner = await firmWithAgent(agentId);
+    const other = await createFirm(stack);
+    const { call } = inbound(agentId, '+14155550114');
+    const raw = JSON.stringify({ name: 'check_availability', call, args: {} });
+    const post = async (slug: string) =>
+      stack.api.request('POST', `/api/v2/${slug}/tools/check_availability`, {
+        rawBody: raw,
+        headers: {
+          'Content-Type': 'application/json',
+          'x-retell-signature': await retellSign(raw, RETELL_API_KEY),
+        },
+      });
+    expectError(await post(other.slug), 403, 'forbidden');
+    // The owner gets past it (to "no calendar configured", its own business).
+    expectError(await post(owner.slug), 409, 'booking_not_configured');
+  });
+});
