@@ -211,11 +211,12 @@ describe('in headless Chromium', () => {
     const b = await firmWithStaff();
     const browser = await launchChromium();
     try {
-      const contextA = await browser.newContext({
-        httpCredentials: { username: 'firm', password: a.firm.key },
-      });
+      const contextA = await browser.newContext();
       // A's browser opens the connect link (its cookie jar is the context's) and copies where it leads.
-      const started = await contextA.request.get(connectUrl(a.firm.slug), { maxRedirects: 0 });
+      const started = await contextA.request.get(connectUrl(a.firm.slug), {
+        maxRedirects: 0,
+        headers: { authorization: `Basic ${Buffer.from(`firm:${a.firm.key}`).toString('base64')}` },
+      });
       expect(started.status()).toBe(302);
       const link = started.headers()['location']!;
       const contextB = await browser.newContext({
