@@ -284,7 +284,7 @@ export async function startFakeClio(
     users,
     addUser(name, email, account) {
       const id = nextId++;
-      const user = { id, name, email, account: account ?? { id: id + 50_000, name: `${name}'s firm` } };
+      const user = { id, name, email, account: account ?? { id: id + 50_000, name: `${name} Law` } };
       users.push(user);
       return user;
     },

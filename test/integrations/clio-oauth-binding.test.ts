@@ -122,7 +122,7 @@ describe('the confirmation step', () => {
     // Local runs over http: no __Host- prefix, no Secure (docs/clio.md).
     const setCookie = connect.headers.getSetCookie().join('\n');
     expect(setCookie).toMatch(
-      /^intake_clio_connect=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/,
+      /^intake_oauth=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/,
     );
 
     const callback = await consentAtClio(a.browser, connect.headers.get('location')!, a.user);
@@ -143,6 +143,12 @@ describe('the confirmation step', () => {
     const other = new FlowBrowser().at(new URL(stack.baseUrl).origin);
     const stolen = await other.request(form.connect, { method: 'POST' });
     expect(stolen.status).toBe(403);
+    // A post from another site's page, even were the cookie sent: refused.
+    const forged = await a.browser.request(form.connect, {
+      method: 'POST',
+      headers: { origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site' },
+    });
+    expect(forged.status).toBe(403);
     expect(await connections().findOne({ _id: a.firm.slug })).toBeNull();
 
     const confirmed = await a.browser.request(form.connect, {

@@ -59,3 +59,27 @@ export function confirmationForm(html: string, baseUrl: string): { connect: stri
   expect(cancel, html).toBeDefined();
   return { connect: connect!, cancel: cancel! };
 }
+
+/**
+ * Connects the firm's Clio as its staff's browser would: connect link (signed in with the firm's
+ * key) → Clio's authorize → our callback → the confirmation page's Connect. Returns the last page.
+ */
+export async function connectClioInBrowser(
+  baseUrl: string,
+  firm: { slug: string; key: string },
+  query = '',
+): Promise<Response> {
+  const browser = new FlowBrowser(`Bearer ${firm.key}`).at(new URL(baseUrl).origin);
+  const start = await browser.request(
+    `${baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}${query}`,
+  );
+  expect(start.status, await start.clone().text()).toBe(302);
+  const approved = await browser.request(start.headers.get('location')!);
+  expect(approved.status).toBe(302);
+  const shown = await browser.request(approved.headers.get('location')!);
+  const html = await shown.text();
+  expect(shown.status, html).toBe(200);
+  const done = await browser.request(confirmationForm(html, baseUrl).connect, { method: 'POST' });
+  expect(done.status, await done.clone().text()).toBe(200);
+  return done;
+}
