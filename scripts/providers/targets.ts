@@ -30,6 +30,7 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
       ['get', '/contacts/{id}.json'],
       ['get', '/matters.json'],
       ['post', '/matters.json'],
+      ['get', '/users/who_am_i.json'],
     ],
   },
   {

@@ -1,20 +1,14 @@
 import { expect } from 'vitest';
 import { eventually } from '../helpers/eventually.js';
 import type { Stack } from '../helpers/stack.js';
+import { connectClioInBrowser } from '../integrations/clio-oauth-browser.js';
 
 // A firm's Clio, connected and synced over the API as the firm does it (docs/contacts.md#synced-from-clio),
 // against the local Clio (test/fakes/clio-server.ts).
 
-/** Connects the firm's Clio as its browser would: connect link → Clio's authorize → our callback. */
+/** Connects the firm's Clio as its browser would: connect link → Clio's authorize → our callback → confirm. */
 export async function connectClio(stack: Stack, firm: { slug: string; key: string }): Promise<void> {
-  const start = await fetch(`${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`, {
-    redirect: 'manual',
-    headers: { authorization: `Bearer ${firm.key}` },
-  });
-  expect(start.status).toBe(302);
-  const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-  const done = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
-  expect(done.status, await done.clone().text()).toBe(200);
+  await connectClioInBrowser(stack.baseUrl, firm);
 }
 
 /** POST /api/contacts/sync {source: "clio"}: the sync job's id. */

@@ -31,6 +31,11 @@
 // (RFC 6749 §5.2). Access tokens it issues expire after `oauth.expiresIn` seconds; the API
 // answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
 //
+// Users: the person logged in at Clio who approves on the authorize page is `oauth.approver`
+// (one of `users`); the code and the tokens issued for it are that user's, and
+// GET /api/v4/users/who_am_i.json answers that user (User in the document; with `fields=`,
+// `account{name}` is the user's Clio firm). The static `token` is `users[0]`'s.
+//
 // `basePath` serves everything under a path of its own (a Clio reached through a proxy path).
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -90,6 +95,14 @@ export interface ClioFailure {
   afterWrite?: boolean;
 }
 
+/** A Clio user (the document's User: id, name, email and the Account it belongs to). */
+export interface FakeClioUser {
+  id: number;
+  name: string;
+  email: string;
+  account: { id: number; name: string };
+}
+
 export interface FakeClioOAuth {
   clientId: string;
   clientSecret: string;
@@ -105,6 +118,12 @@ export interface FakeClioOAuth {
   refreshTokens: Set<string>;
   /** Codes issued by /oauth/authorize and not yet exchanged, with their redirect_uri. */
   codes: Map<string, string>;
+  /** The user logged in at Clio who approves the next authorize requests. */
+  approver: FakeClioUser;
+  /** Whose each issued code, access token and refresh token is. */
+  grantUser: Map<string, FakeClioUser>;
+  /** The codes, access and refresh tokens issued for a user (what "their Clio was reached" means). */
+  grantsOf(userId: number): string[];
   /** How many grant_type=refresh_token requests arrived. */
   refreshCount(): number;
   /** Expires every issued access token now (the API answers 401 to them). */
@@ -119,6 +138,10 @@ export interface FakeClio {
   baseUrl: string;
   oauth: FakeClioOAuth;
   token: string;
+  /** Clio's users; the first is the static token's and the default approver. */
+  users: FakeClioUser[];
+  /** Adds a user (of a Clio firm of its own unless `account` is given). */
+  addUser(name: string, email: string, account?: { id: number; name: string }): FakeClioUser;
   requests: ClioRequest[];
   /** Requests refused by the document's judgement (not the failures asked for), in order. */
   refusals: ClioRefusal[];
@@ -195,6 +218,15 @@ const matterResource = (m: ClioMatterRecord): Record<string, unknown> => ({
   client: { id: m.client_id, etag: `"${m.client_id}"` },
 });
 
+const userResource = (u: FakeClioUser): Record<string, unknown> => ({
+  id: u.id,
+  etag: `"u${u.id}"`,
+  name: u.name,
+  email: u.email,
+  enabled: true,
+  account: { id: u.account.id, etag: `"a${u.account.id}"`, name: u.account.name },
+});
+
 export async function startFakeClio(
   token = 'clio-test-token',
   options: { latency?: Latency; basePath?: string } = {},
@@ -202,6 +234,15 @@ export async function startFakeClio(
   const spec = loadSpec('clio-v4');
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   let nextId = 1000;
+  const users: FakeClioUser[] = [
+    {
+      id: 501,
+      name: 'Dana Clio',
+      email: 'dana@clio-firm.test',
+      account: { id: 9001, name: 'Clio Test Firm' },
+    },
+  ];
+  const grantUser = new Map<string, FakeClioUser>();
   const oauth: FakeClioOAuth = {
     clientId: 'clio-client-id',
     clientSecret: 'clio-client-secret',
@@ -211,6 +252,11 @@ export async function startFakeClio(
     accessTokens: new Map(),
     refreshTokens: new Set(),
     codes: new Map(),
+    approver: users[0]!,
+    grantUser,
+    grantsOf(userId) {
+      return [...grantUser].filter(([, user]) => user.id === userId).map(([grant]) => grant);
+    },
     refreshCount() {
       return this.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
     },
@@ -235,6 +281,13 @@ export async function startFakeClio(
     held: () => waiting,
     oauth,
     token,
+    users,
+    addUser(name, email, account) {
+      const id = nextId++;
+      const user = { id, name, email, account: account ?? { id: id + 50_000, name: `${name} Law` } };
+      users.push(user);
+      return user;
+    },
     requests: [],
     refusals: [],
     violations: new SpecViolations(),
@@ -260,11 +313,13 @@ export async function startFakeClio(
     },
   };
 
-  const issue = (res: ServerResponse, refreshToken: string | null) => {
+  const issue = (res: ServerResponse, refreshToken: string | null, user: FakeClioUser) => {
     const access = newToken('access');
     oauth.accessTokens.set(access, Date.now() + oauth.expiresIn * 1000);
     const refresh = refreshToken ?? newToken('refresh');
     oauth.refreshTokens.add(refresh);
+    grantUser.set(access, user);
+    grantUser.set(refresh, user);
     sendJson(
       res,
       200,
@@ -287,6 +342,7 @@ export async function startFakeClio(
     }
     const code = newToken('code');
     oauth.codes.set(code, query.redirect_uri);
+    grantUser.set(code, oauth.approver);
     const back = new URL(query.redirect_uri);
     back.searchParams.set('code', code);
     if (query.state !== undefined) back.searchParams.set('state', query.state);
@@ -310,16 +366,17 @@ export async function startFakeClio(
         return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
       oauth.codes.delete(form.code!);
-      return issue(res, null);
+      return issue(res, null, grantUser.get(form.code!) ?? users[0]!);
     }
     if (form.grant_type === 'refresh_token') {
       const old = form.refresh_token;
       if (old === undefined || !oauth.refreshTokens.has(old)) {
         return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
-      if (!oauth.rotateRefreshTokens) return issue(res, old);
+      const user = grantUser.get(old) ?? users[0]!;
+      if (!oauth.rotateRefreshTokens) return issue(res, old, user);
       oauth.refreshTokens.delete(old);
-      return issue(res, null);
+      return issue(res, null, user);
     }
     return oauthError(
       res,
@@ -535,6 +592,11 @@ export async function startFakeClio(
         (m) => query.client_id === undefined || String(m.client_id) === query.client_id,
       );
       return done(200, { data: rows.map((m) => project(matterResource(m), fields)), meta: { paging: {} } });
+    }
+    if (match.template === '/users/who_am_i.json' && method === 'GET') {
+      const bearer = req.headers.authorization?.slice(7) ?? '';
+      const user = bearer === fake.token ? users[0]! : (grantUser.get(bearer) ?? users[0]!);
+      return done(200, { data: project(userResource(user), fields) });
     }
     if (match.template === '/contacts/{id}.json' && method === 'GET') {
       const contact = fake.contacts.find((c) => String(c.id) === match.params.id);

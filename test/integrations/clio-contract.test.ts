@@ -6,7 +6,11 @@
 // name the document does not have, an enum value in the wrong case).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClioClient, CrmError } from '../../core/integrations/crm/clio.js';
-import { ClioGrantRefusedError, requestClioToken } from '../../core/integrations/crm/clio-oauth.js';
+import {
+  ClioGrantRefusedError,
+  clioWhoAmI,
+  requestClioToken,
+} from '../../core/integrations/crm/clio-oauth.js';
 import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 
@@ -350,6 +354,40 @@ describe('OAuth: the token endpoint and its refusals (RFC 6749 §5.2)', () => {
     expect(renewed.refresh_token).not.toBe(tokens.refresh_token);
     const client = new ClioClient({ baseUrl: clio.baseUrl, accessToken: renewed.access_token, policy });
     await expect(client.findContacts('nobody-by-this-name')).resolves.toEqual([]);
+  });
+
+  it("who_am_i: the token's user and their Clio firm, asked with fields the document's User has", async () => {
+    clio.reset();
+    const user = clio.addUser('Robin Approver', 'robin@approver.test', { id: 7, name: 'Approver & Co' });
+    clio.oauth.approver = user;
+    try {
+      const tokens = (await grant({
+        grant_type: 'authorization_code',
+        code: await codeFor(redirect),
+        redirect_uri: redirect,
+      })) as Awaited<ReturnType<typeof requestClioToken>>;
+      await expect(clioWhoAmI(clio.url, tokens.access_token, policy)).resolves.toEqual({
+        id: user.id,
+        name: 'Robin Approver',
+        email: 'robin@approver.test',
+        account: 'Approver & Co',
+      });
+      expect(clio.refusals).toEqual([]);
+      // The static token is the first user's.
+      await expect(clioWhoAmI(clio.url, clio.token, policy)).resolves.toMatchObject({
+        id: clio.users[0]!.id,
+      });
+    } finally {
+      clio.oauth.approver = clio.users[0]!;
+    }
+    // Deliberately wrong: a name the User resource does not have (the firm is `account{name}`).
+    const wrong = await fetch(`${clio.url}/api/v4/users/who_am_i.json?fields=id,firm_name`, {
+      headers: { authorization: `Bearer ${clio.token}` },
+    });
+    const body = await wrong.json();
+    console.log(`who_am_i with a wrong fields= name → ${wrong.status} ${JSON.stringify(body)}`);
+    expect(wrong.status).toBe(400);
+    expect((body as any).error.type).toBe('InvalidFields');
   });
 
   it('a used or unknown code, and a revoked refresh token: invalid_grant (the firm’s grant)', async () => {

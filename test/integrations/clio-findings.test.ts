@@ -13,6 +13,7 @@ import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { capturingLogger } from '../helpers/capturing-logger.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { connectClio, finished, startSync } from '../contacts/clio-support.js';
+import { FlowBrowser } from './clio-oauth-browser.js';
 import {
   JANE,
   callForProvider,
@@ -188,15 +189,17 @@ describe('Clio refuses the platform’s own client credentials (invalid_client)'
 
   it('a connect callback that meets it is 502 clio_unavailable, not a bad code, and raises the alert', async () => {
     const firm = await createFirm(stack, { voice_webhook_secret: SECRET });
-    const start = await fetch(`${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`, {
-      redirect: 'manual',
-      headers: { authorization: `Bearer ${firm.key}` },
-    });
-    const approved = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const browser = new FlowBrowser(`Bearer ${firm.key}`).at(new URL(stack.baseUrl).origin);
+    const start = await browser.request(
+      `${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}`,
+    );
+    const approved = await browser.request(start.headers.get('location')!);
     const right = clio.oauth.clientSecret;
     clio.oauth.clientSecret = 'rotated-at-clio';
     try {
-      const done = await fetch(approved.headers.get('location')!, { redirect: 'manual' });
+      const done = await browser.request(approved.headers.get('location')!, {
+        headers: { accept: 'application/json' },
+      });
       expect(done.status).toBe(502);
       expect(((await done.json()) as any).error.code).toBe('clio_unavailable');
       expect((await stack.api.get('/metrics')).text).toMatch(/^clio_oauth_client_refused 1$/m);

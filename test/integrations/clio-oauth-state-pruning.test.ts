@@ -1,5 +1,5 @@
-// Clio connect states no callback used (the consent page closed, the link never followed) are
-// deleted once their 10 minutes have passed: the maintenance queue, scheduled by every worker
+// Clio connect states no callback used (the consent page closed, the link never followed), and
+// callbacks' tokens never confirmed, are deleted once their 10 minutes have passed: the maintenance queue, scheduled by every worker
 // process, prunes them hourly (FerretDB has no TTL indexes). A state still valid is kept, so its
 // callback still works.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,8 +24,9 @@ describe('Clio connect state pruning', () => {
     });
   });
 
-  it('deletes the states that expired and keeps the valid ones', async () => {
+  it('deletes the states and the confirmations that expired and keeps the valid ones', async () => {
     const states = stack.services.mongo.db.collection(COLLECTIONS.clioOAuthStates);
+    const confirmations = stack.services.mongo.db.collection(COLLECTIONS.clioOAuthConfirmations);
     const minute = 60_000;
     const state = (id: string, expiresInMs: number) => ({
       _id: id as never,
@@ -48,10 +49,16 @@ describe('Clio connect state pruning', () => {
       state('expired-just-now', -1000),
       state('still-valid', 5 * minute),
     ]);
+    // A callback's tokens left unconfirmed (the confirmation page closed).
+    await confirmations.insertMany([
+      state('unconfirmed-expired', -1000),
+      state('unconfirmed-valid', 5 * minute),
+    ]);
 
     const job = await maintenance.add(PRUNE_CLIO_OAUTH_STATES, {});
     await eventually(async () => expect(await job.getState()).toBe('completed'));
-    expect((await maintenance.getJob(job.id!))?.returnvalue).toEqual({ deleted: 2 });
+    expect((await maintenance.getJob(job.id!))?.returnvalue).toEqual({ deleted: 3 });
     expect((await states.find({}).toArray()).map((s) => s._id)).toEqual(['still-valid']);
+    expect((await confirmations.find({}).toArray()).map((s) => s._id)).toEqual(['unconfirmed-valid']);
   });
 });

@@ -7,6 +7,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { launchChromium } from '../helpers/browser.js';
+import { FlowBrowser, connectClioInBrowser } from './clio-oauth-browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import {
@@ -50,29 +51,32 @@ const connections = () => stack.services.mongo.db.collection<any>(COLLECTIONS.cl
 const get = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, { redirect: 'manual', headers });
 
+const browserOf = (firm: { key: string }) =>
+  new FlowBrowser(`Bearer ${firm.key}`).at(new URL(stack.baseUrl).origin);
+
 /** The connect link's redirect to Clio, as the firm's browser gets it. */
-async function connectRedirect(firm: { slug: string; key: string }, region?: string) {
-  const res = await get(
+async function connectRedirect(
+  firm: { slug: string; key: string },
+  region?: string,
+  browser = browserOf(firm),
+) {
+  const res = await browser.request(
     `${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${firm.slug}${region ? `&region=${region}` : ''}`,
-    { authorization: `Bearer ${firm.key}` },
   );
   expect(res.status, await res.clone().text()).toBe(302);
   return new URL(res.headers.get('location')!);
 }
 
 /** Connect link → Clio's authorize (approval) → the callback URL Clio sends the browser to. */
-async function callbackUrl(firm: { slug: string; key: string }): Promise<string> {
-  const authorize = await connectRedirect(firm);
-  const approved = await get(authorize.toString());
+async function callbackUrl(firm: { slug: string; key: string }, browser = browserOf(firm)): Promise<string> {
+  const authorize = await connectRedirect(firm, undefined, browser);
+  const approved = await browser.request(authorize.toString());
   expect(approved.status).toBe(302);
   return approved.headers.get('location')!;
 }
 
-async function connect(firm: { slug: string; key: string }) {
-  const res = await get(await callbackUrl(firm));
-  expect(res.status, await res.clone().text()).toBe(200);
-  return res;
-}
+/** The whole flow in the firm's browser, confirmed: the connected page. */
+const connect = (firm: { slug: string; key: string }) => connectClioInBrowser(stack.baseUrl, firm);
 
 const oauthFirm = () =>
   createFirm(stack, { voice_webhook_secret: SECRET, notification_emails: [`desk-${rand(3)}@firm.test`] });
@@ -116,7 +120,7 @@ describe('connect and callback', () => {
     expect(((await refused.json()) as any).error.code).toBe('forbidden');
   });
 
-  it('the callback stores the tokens (never shown) and says the firm is connected', async () => {
+  it('the confirmed callback stores the tokens (never shown) and says the firm is connected', async () => {
     const firm = await oauthFirm();
     const page = await connect(firm);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -141,9 +145,10 @@ describe('connect and callback', () => {
 
   it('a used, unknown or expired state is 400 and stores nothing', async () => {
     const firm = await oauthFirm();
-    const url = await callbackUrl(firm);
-    expect((await get(url)).status).toBe(200);
-    const again = await get(url);
+    const browser = browserOf(firm);
+    const url = await callbackUrl(firm, browser);
+    expect((await browser.request(url)).status).toBe(200);
+    const again = await browser.request(url, { headers: { accept: 'application/json' } });
     expect(again.status).toBe(400);
     expect(((await again.json()) as any).error.code).toBe('invalid_request');
 
@@ -151,14 +156,15 @@ describe('connect and callback', () => {
     expect(unknown.status).toBe(400);
 
     const late = await oauthFirm();
-    const lateUrl = new URL(await callbackUrl(late));
+    const lateBrowser = browserOf(late);
+    const lateUrl = new URL(await callbackUrl(late, lateBrowser));
     await stack.services.mongo.db
       .collection<any>(COLLECTIONS.clioOAuthStates)
       .updateOne(
         { _id: lateUrl.searchParams.get('state') },
         { $set: { expires_at: new Date(Date.now() - 1000) } },
       );
-    expect((await get(lateUrl.toString())).status).toBe(400);
+    expect((await lateBrowser.request(lateUrl.toString())).status).toBe(400);
     expect(await connections().findOne({ _id: late.slug })).toBeNull();
     expect((await late.client.get(`/api/firms/${late.slug}`)).body.settings.crm).toEqual({
       provider: 'none',
@@ -181,7 +187,7 @@ describe('connect and callback', () => {
 });
 
 describe('in a browser', () => {
-  it("headless Chromium follows the connect link through Clio's authorize to the connected page", async () => {
+  it("headless Chromium follows the connect link through Clio's authorize to the confirmation, then connects", async () => {
     const firm = await oauthFirm();
     const browser = await launchChromium();
     try {
@@ -204,6 +210,8 @@ describe('in a browser', () => {
         ]),
       );
       expect(new URL(page.url()).pathname).toBe('/api/integrations/clio/callback');
+      expect(await page.textContent('#firm')).toContain(`Firm ${firm.slug}`);
+      await Promise.all([page.waitForURL(/\/api\/integrations\/clio\/confirm/), page.click('#confirm')]);
       expect(await page.textContent('#connected')).toContain(`Firm ${firm.slug}`);
       expect(await page.textContent('h1')).toBe('Clio connected');
     } finally {

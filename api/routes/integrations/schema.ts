@@ -18,3 +18,12 @@ export const ClioCallbackQuery = Type.Object({
   error: Type.Optional(Type.String({ maxLength: 256 })),
   error_description: Type.Optional(Type.String({ maxLength: 2048 })),
 });
+
+/** The confirmation page's forms post to ?confirmation=&decision= with no body. */
+export const ClioConfirmQuery = Type.Object({
+  confirmation: Type.String({
+    pattern: '^[A-Za-z0-9_-]{43}$',
+    description: 'The id the confirmation page carries',
+  }),
+  decision: Type.Union([Type.Literal('connect'), Type.Literal('cancel')]),
+});

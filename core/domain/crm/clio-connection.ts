@@ -5,24 +5,31 @@ import {
   ClioGrantRefusedError,
   clioAuthorizeUrl,
   clioRegionBase,
+  clioWhoAmI,
   requestClioToken,
   type ClioClientCredentials,
   type ClioRegion,
+  type ClioTokenHolder,
 } from '../../integrations/crm/clio-oauth.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { claim } from '../../platform/db/claim.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { AppError, invalidRequest } from '../../platform/errors.js';
+import { AppError, forbidden, invalidRequest } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
 import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.js';
+import { CONNECT_FLOW_SECONDS, browserBinding, sameBrowser } from './connect-cookie.js';
 
 // A firm's Clio connected with OAuth (docs/clio.md#connected-with-oauth). The connect link sends the
-// firm's browser to Clio with a `state` claimed for the firm (an insert whose _id is the state; valid 10
-// minutes; the callback deletes it, so it works once). The callback exchanges the code and keeps the
-// tokens in clio_connections (`_id` = the firm), never in the firm's settings, which only say
+// firm's browser to Clio with a `state` claimed for the firm and bound to that browser (the hash of
+// its connect cookie, connect-cookie.ts; an insert whose _id is the state; valid 10 minutes; the
+// callback deletes it, so it works once). The callback, in that browser only (any other is refused
+// before the code is exchanged), exchanges the code and asks Clio whose it is (who_am_i); the
+// tokens wait in clio_oauth_confirmations (10 minutes, bound to the same browser) until that
+// browser confirms the firm and the Clio account shown to it. Confirmed, they are kept in
+// clio_connections (`_id` = the firm), never in the firm's settings, which only say
 // {provider, oauth: {region, status, connected_at}}. A token is refreshed shortly before it
 // expires and once after a 401, under a per-firm Redis lock: whoever takes the lock reads the
 // connection again, so the workers that waited use the token refreshed by the first. A refused
@@ -31,7 +38,7 @@ import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.
 // (invalid_client: the service's own client credentials, RFC 6749 §5.2) is not the firm's: the
 // operator is alerted (clio-client-alert.ts), the firm stays connected and the effect is retried.
 
-const STATE_TTL_MS = 10 * 60_000;
+const STATE_TTL_MS = CONNECT_FLOW_SECONDS * 1000;
 /** Refresh a token this long before Clio says it expires. */
 export const CLIO_REFRESH_MARGIN_MS = 5 * 60_000;
 
@@ -52,20 +59,40 @@ interface ClioOAuthStateDoc {
   firm: string;
   region: ClioRegion;
   base_url: string;
+  /** The hash of the connect cookie of the browser that started the flow. */
+  browser: string;
+  expires_at: Date;
+  created_at: Date;
+}
+
+/** A callback's tokens waiting for the confirmation of the browser that started the flow. */
+interface ClioConfirmationDoc {
+  _id: string;
+  firm: string;
+  region: ClioRegion;
+  base_url: string;
+  browser: string;
+  holder: ClioTokenHolder;
+  access_token: string;
+  refresh_token: string;
+  token_expires_at: Date;
   expires_at: Date;
   created_at: Date;
 }
 
 const connections = (db: Db) => collection<ClioConnectionDoc>(db, COLLECTIONS.clioConnections);
 const states = (db: Db) => collection<ClioOAuthStateDoc>(db, COLLECTIONS.clioOAuthStates);
+const confirmations = (db: Db) => collection<ClioConfirmationDoc>(db, COLLECTIONS.clioOAuthConfirmations);
 
 /**
- * Deletes the connect states whose 10 minutes have passed unused (a consent page closed, a
- * connect link never followed): the callback deletes a used one, nothing else ever would
- * (no TTL index on FerretDB; the maintenance queue runs this hourly).
+ * Deletes the connect states and the confirmations whose 10 minutes have passed unused (a consent
+ * page closed, a connect link never followed, a confirmation page left): the callback and the
+ * confirmation delete a used one, nothing else ever would (no TTL index on FerretDB; the
+ * maintenance queue runs this hourly).
  */
 export async function pruneExpiredClioStates(db: Db, now = new Date()): Promise<number> {
-  return (await states(db).deleteMany({ expires_at: { $lt: now } })).deletedCount;
+  const unused = (await states(db).deleteMany({ expires_at: { $lt: now } })).deletedCount;
+  return unused + (await confirmations(db).deleteMany({ expires_at: { $lt: now } })).deletedCount;
 }
 
 function credentialsOf(services: Services): ClioClientCredentials {
@@ -83,11 +110,12 @@ function credentialsOf(services: Services): ClioClientCredentials {
 export const clioRedirectUri = (services: Services): string =>
   `${services.config.publicBaseUrl.replace(/\/+$/, '')}/api/integrations/clio/callback`;
 
-/** Claims a state for the firm and returns Clio's authorize URL carrying it. */
+/** Claims a state for the firm, bound to the browser's key, and returns Clio's authorize URL carrying it. */
 export async function startClioConnect(
   services: Services,
   firm: string,
   region: ClioRegion,
+  browserKey: string,
 ): Promise<string> {
   const { clientId } = credentialsOf(services);
   const base = clioRegionBase(services.config.clioBaseUrl, region);
@@ -98,6 +126,7 @@ export async function startClioConnect(
     firm,
     region,
     base_url: base,
+    browser: browserBinding(browserKey),
     expires_at: new Date(now.getTime() + STATE_TTL_MS),
     created_at: now,
   });
@@ -110,15 +139,49 @@ const badState = () =>
     [{ path: '/state', message: 'is unknown, expired or already used' }],
   );
 
-/** The callback: uses the state once, exchanges the code, keeps the tokens. Returns the firm. */
-export async function finishClioConnect(services: Services, code: string, state: string): Promise<string> {
+const otherBrowser = () =>
+  forbidden(
+    'This Clio connection was not started in this browser: the connect link was opened somewhere ' +
+      'else and passed on (or this browser has lost its cookies since). Nothing was connected, and the ' +
+      'Clio account that was just approved has not been used. To connect your own firm, open its ' +
+      'connect link yourself, signed in to this service, in this browser.',
+    [{ path: '/state', message: 'was issued to another browser' }],
+  );
+
+/** A callback whose tokens wait for the confirmation: what to show, and the id to confirm with. */
+export interface PendingClioConnection {
+  id: string;
+  firm: string;
+  region: ClioRegion;
+  holder: ClioTokenHolder;
+}
+
+/**
+ * The callback: uses the state once; in the browser that started the flow only (else 403 and the
+ * code is never exchanged), exchanges the code, asks Clio whose account it is, and keeps the tokens
+ * for the confirmation (nothing is connected yet).
+ */
+export async function receiveClioCallback(
+  services: Services,
+  code: string,
+  state: string,
+  browserKey: string | undefined,
+): Promise<PendingClioConnection> {
   const credentials = credentialsOf(services);
   const db = services.mongo.db;
   const pending = await states(db).findOne({ _id: state });
   if (pending === null) throw badState();
-  // The delete is the use: of two callbacks with one state, one deletes it.
+  // The delete is the use: of two callbacks with one state, one deletes it. A callback in another
+  // browser uses it too: the link was passed on, so that flow is over.
   const used = await states(db).deleteOne({ _id: state });
   if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badState();
+  if (!sameBrowser(pending.browser, browserKey)) {
+    services.log.warn(
+      { firm: pending.firm },
+      'a Clio callback came from a browser that did not start the flow',
+    );
+    throw otherBrowser();
+  }
   let tokens;
   try {
     tokens = await requestClioToken(
@@ -160,14 +223,66 @@ export async function finishClioConnect(services: Services, code: string, state:
     );
   }
   await clearClioClientAlert(db);
+  let holder: ClioTokenHolder;
+  try {
+    holder = await clioWhoAmI(pending.base_url, tokens.access_token, urlPolicyOf(services.config));
+  } catch (err) {
+    throw new AppError(
+      502,
+      'clio_unavailable',
+      `Clio did not say whose account was approved (${(err as Error).message}); start again from the connect link.`,
+    );
+  }
+  const now = new Date();
+  const id = randomBytes(32).toString('base64url');
+  await confirmations(db).insertOne({
+    _id: id,
+    firm: pending.firm,
+    region: pending.region,
+    base_url: pending.base_url,
+    browser: pending.browser,
+    holder,
+    access_token: tokens.access_token,
+    refresh_token: tokens.refresh_token,
+    token_expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
+    expires_at: new Date(now.getTime() + STATE_TTL_MS),
+    created_at: now,
+  });
+  return { id, firm: pending.firm, region: pending.region, holder };
+}
+
+const badConfirmation = () =>
+  invalidRequest(
+    'This Clio confirmation is unknown, expired or already used; start again from the connect link.',
+    [{ path: '/confirmation', message: 'is unknown, expired or already used' }],
+  );
+
+/**
+ * The confirmation, in the browser that started the flow only (403 otherwise, and the
+ * confirmation stays for that browser): used once; `connect` keeps the tokens as the firm's
+ * connection, `cancel` drops them. Returns the firm and whether it is now connected.
+ */
+export async function confirmClioConnect(
+  services: Services,
+  id: string,
+  browserKey: string | undefined,
+  decision: 'connect' | 'cancel',
+): Promise<{ firm: string; connected: boolean }> {
+  const db = services.mongo.db;
+  const pending = await confirmations(db).findOne({ _id: id });
+  if (pending === null) throw badConfirmation();
+  if (!sameBrowser(pending.browser, browserKey)) throw otherBrowser();
+  const used = await confirmations(db).deleteOne({ _id: id });
+  if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badConfirmation();
+  if (decision === 'cancel') return { firm: pending.firm, connected: false };
   const now = new Date();
   const doc: ClioConnectionDoc = {
     _id: pending.firm,
     region: pending.region,
     base_url: pending.base_url,
-    access_token: tokens.access_token,
-    refresh_token: tokens.refresh_token,
-    expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
+    access_token: pending.access_token,
+    refresh_token: pending.refresh_token,
+    expires_at: pending.token_expires_at,
     status: 'connected',
     connected_at: now,
     updated_at: now,
@@ -179,7 +294,7 @@ export async function finishClioConnect(services: Services, code: string, state:
     provider: 'clio',
     oauth: { region: pending.region, status: 'connected', connected_at: now.toISOString() },
   });
-  return pending.firm;
+  return { firm: pending.firm, connected: true };
 }
 
 const reconnectRequired = (firm: string) =>

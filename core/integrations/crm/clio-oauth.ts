@@ -128,3 +128,73 @@ export async function requestClioToken(
   }
   throw new CrmError(`Clio's token endpoint answered ${answer.status}.`, false, false, answer.status);
 }
+
+/** Who Clio says a token's user is: the person and the Clio firm (account) they belong to. */
+export interface ClioTokenHolder {
+  id: number | null;
+  name: string;
+  email: string;
+  /** The user's Clio firm (the account's name), when Clio gives it. */
+  account: string | null;
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
+
+/**
+ * GET <base>/api/v4/users/who_am_i.json (Clio's v4 document, "Return the data for the current
+ * User"), asking for the name, email and `account{name}` (the firm's name: the document's User
+ * description names that nested field). Throws CrmError when Clio does not answer with a user.
+ */
+export async function clioWhoAmI(
+  base: string,
+  accessToken: string,
+  policy: UrlPolicy,
+): Promise<ClioTokenHolder> {
+  const params = new URLSearchParams({ fields: 'id,name,email,account{id,name}' });
+  let answer: GuardedResponse;
+  try {
+    answer = await guardedRequest(`${base}/api/v4/users/who_am_i.json?${params}`, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${accessToken}`, accept: 'application/json' },
+      policy,
+      timeoutMs: 20_000,
+      maxResponseBytes: 64 * 1024,
+    });
+  } catch (err) {
+    throw new CrmError(
+      `Clio's who_am_i could not be reached: ${(err as Error).message}`,
+      false,
+      false,
+      null,
+      {
+        cause: err,
+      },
+    );
+  }
+  let data: Record<string, unknown> | null = null;
+  try {
+    const parsed = JSON.parse(answer.body) as { data?: unknown };
+    if (typeof parsed.data === 'object' && parsed.data !== null)
+      data = parsed.data as Record<string, unknown>;
+  } catch {
+    // judged below
+  }
+  if (answer.status !== 200 || data === null) {
+    throw new CrmError(
+      `Clio's who_am_i answered ${answer.status} without a user.`,
+      false,
+      false,
+      answer.status,
+    );
+  }
+  const account =
+    typeof data.account === 'object' && data.account !== null
+      ? (data.account as Record<string, unknown>)
+      : {};
+  return {
+    id: typeof data.id === 'number' ? data.id : null,
+    name: text(data.name) ?? '(no name)',
+    email: text(data.email) ?? '(no email)',
+    account: text(account.name),
+  };
+}

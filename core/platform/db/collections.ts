@@ -55,6 +55,8 @@ export const COLLECTIONS = {
   clioConnections: 'clio_connections',
   /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */
   clioOAuthStates: 'clio_oauth_states',
+  /** A callback's Clio tokens awaiting the confirmation of the browser that started it (10 minutes). */
+  clioOAuthConfirmations: 'clio_oauth_confirmations',
   /** Claims: the reconnect mail of a refused refresh (`<firm>|<refresh token id>`), sent once. */
   clioReconnectNotices: 'clio_reconnect_notices',
   /**

@@ -61,6 +61,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.clioConnections]: [],
   // expires_at: the hourly prune deletes the states no callback used (core/domain/crm/clio-connection.ts).
   [COLLECTIONS.clioOAuthStates]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
+  [COLLECTIONS.clioOAuthConfirmations]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
   [COLLECTIONS.clioReconnectNotices]: [],
   [COLLECTIONS.clioClientAlerts]: [],
   [COLLECTIONS.toolCallNotices]: [],
