@@ -12,6 +12,7 @@ const VALID = {
   MONGODB_URI: 'mongodb://127.0.0.1:27017/intake',
   ADMIN_API_KEY: 'adm_0123456789abcdefghijklmnop',
   SESSION_SECRET: '0123456789abcdef0123456789abcdef',
+  SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
 };
 
 /** The problems loadConfig reports for an environment (it must throw ConfigError). */

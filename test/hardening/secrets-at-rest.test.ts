@@ -125,7 +125,9 @@ describe('secrets at rest', () => {
       const settled = await settledCall(firm.client, callId);
       expect(settled.effects.crm, firm.slug).toBe('done');
     }
-    const bearers = new Set(clio.writes('/api/v4/contacts.json').map((r) => r.authorization));
+    const bearers = new Set(
+      clio.requests.filter((r) => r.path.startsWith('/api/v4/')).map((r) => r.authorization),
+    );
     expect(bearers).toContain(`Bearer ${clio.token}`);
     expect([...bearers].some((b) => b !== `Bearer ${clio.token}` && /^Bearer access_/.test(b ?? ''))).toBe(
       true,

@@ -18,6 +18,7 @@ import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
 import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.js';
+import { readClioConnection, saveClioConnection, type ClioConnectionDoc } from './clio-connection-store.js';
 
 // A firm's Clio connected with OAuth (docs/clio.md#connected-with-oauth). The connect link sends the
 // firm's browser to Clio with a `state` claimed for the firm (an insert whose _id is the state; valid 10
@@ -35,18 +36,6 @@ const STATE_TTL_MS = 10 * 60_000;
 /** Refresh a token this long before Clio says it expires. */
 export const CLIO_REFRESH_MARGIN_MS = 5 * 60_000;
 
-interface ClioConnectionDoc {
-  _id: string;
-  region: ClioRegion;
-  base_url: string;
-  access_token: string;
-  refresh_token: string;
-  expires_at: Date;
-  status: 'connected' | 'reconnect_required';
-  connected_at: Date;
-  updated_at: Date;
-}
-
 interface ClioOAuthStateDoc {
   _id: string;
   firm: string;
@@ -56,7 +45,6 @@ interface ClioOAuthStateDoc {
   created_at: Date;
 }
 
-const connections = (db: Db) => collection<ClioConnectionDoc>(db, COLLECTIONS.clioConnections);
 const states = (db: Db) => collection<ClioOAuthStateDoc>(db, COLLECTIONS.clioOAuthStates);
 
 /**
@@ -173,7 +161,7 @@ export async function finishClioConnect(services: Services, code: string, state:
     updated_at: now,
   };
   await withRecordLock(services.redis, redisKeys(services.config).clioTokenLock(pending.firm), () =>
-    connections(db).replaceOne({ _id: pending.firm }, doc, { upsert: true }),
+    saveClioConnection(db, doc),
   );
   await setFirmCrm(db, pending.firm, {
     provider: 'clio',
@@ -191,7 +179,7 @@ const reconnectRequired = (firm: string) =>
 
 /** The connection's API base URL, or a final CrmError when the firm has none. */
 export async function clioConnectionBase(services: Services, firm: string): Promise<string> {
-  const conn = await connections(services.mongo.db).findOne({ _id: firm });
+  const conn = await readClioConnection(services.mongo.db, firm);
   if (conn === null)
     throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
   return conn.base_url;
@@ -201,7 +189,7 @@ export async function clioConnectionBase(services: Services, firm: string): Prom
 export function clioTokenSource(services: Services, firm: string): ClioTokenSource {
   const db = services.mongo.db;
   const read = async () => {
-    const conn = await connections(db).findOne({ _id: firm });
+    const conn = await readClioConnection(db, firm);
     if (conn === null)
       throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
     if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
@@ -255,10 +243,7 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
         false,
       );
     }
-    await connections(db).replaceOne(
-      { _id: conn._id },
-      { ...conn, status: 'reconnect_required', updated_at: new Date() },
-    );
+    await saveClioConnection(db, { ...conn, status: 'reconnect_required', updated_at: new Date() });
     await setFirmCrm(db, conn._id, {
       provider: 'clio',
       oauth: {
@@ -272,17 +257,14 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
   }
   await clearClioClientAlert(db);
   const now = new Date();
-  await connections(db).replaceOne(
-    { _id: conn._id },
-    {
-      ...conn,
-      access_token: tokens.access_token,
-      // The new refresh token replaces the old (Clio may rotate it); without one, the old stays.
-      refresh_token: tokens.refresh_token ?? conn.refresh_token,
-      expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
-      updated_at: now,
-    },
-  );
+  await saveClioConnection(db, {
+    ...conn,
+    access_token: tokens.access_token,
+    // The new refresh token replaces the old (Clio may rotate it); without one, the old stays.
+    refresh_token: tokens.refresh_token ?? conn.refresh_token,
+    expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
+    updated_at: now,
+  });
   return tokens.access_token;
 }
 
