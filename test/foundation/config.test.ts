@@ -150,10 +150,17 @@ describe('loadConfig', () => {
 
   it('names every bad variable at once', () => {
     const found = problems({ PORT: 'abc', SESSION_SECRET: 'short' });
-    for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'SESSION_SECRET', 'PORT']) {
+    for (const name of [
+      'REDIS_URL',
+      'MONGODB_URI',
+      'ADMIN_API_KEY',
+      'SESSION_SECRET',
+      'SECRETS_KEY',
+      'PORT',
+    ]) {
       expect(found.some((p) => p.includes(name))).toBe(true);
     }
-    expect(found).toHaveLength(5);
+    expect(found).toHaveLength(6);
   });
 });
 
