@@ -217,6 +217,7 @@ export function freshEnvironment(
       MONGODB_URI: uri.toString(),
       ADMIN_API_KEY: adminKey,
       SESSION_SECRET: rand(24),
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'warn',
       QUEUE_PREFIX: prefix,
       VOICE_PROVIDER: 'simulator',

@@ -2,6 +2,8 @@ import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
 import { registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { registerKeyring } from '../platform/secrets/data-keys.js';
+import { createKeyring } from '../platform/secrets/envelope.js';
 import { redisKeys } from '../platform/redis-keys.js';
 import { UnavailableError } from '../platform/errors.js';
 import { createRedis, redisSettings, type RedisClient, type RedisRole } from '../platform/redis.js';
@@ -62,6 +64,8 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
     if (redis.status !== 'ready') throw new UnavailableError('redis');
     await redis.incr(redisKeys(config).readCacheEpoch());
   });
+  // The firms' stored secrets are sealed under SECRETS_KEY (docs/operations.md#secrets-at-rest).
+  registerKeyring(mongo.db, createKeyring(config.secretsKey, config.secretsKeyPrevious));
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);
   return {
     config,

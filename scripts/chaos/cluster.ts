@@ -185,6 +185,7 @@ export class Cluster {
       MONGODB_URI: mongodbUri,
       ADMIN_API_KEY: `adm_${randomBytes(16).toString('hex')}`,
       SESSION_SECRET: randomBytes(24).toString('hex'),
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       // The simulator's webhooks go to the proxy, which records and forwards them.
       PUBLIC_BASE_URL: this.proxy.url,
       VOICE_PROVIDER: 'simulator',

@@ -68,6 +68,7 @@ export async function startStack(onStarted: (stop: () => Promise<void>) => void)
     MONGODB_URI: freshDatabase(local.mongodbUri),
     ADMIN_API_KEY: adminKey,
     SESSION_SECRET: randomBytes(32).toString('base64url'),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     PORT: String(port),
     PUBLIC_BASE_URL: base,
     VOICE_PROVIDER: 'simulator',

@@ -4,6 +4,7 @@
 // Ctrl-C, SIGTERM or a hang-up stops the web and worker processes, then the stores, then
 // removes their temporary folder, and exits 0.
 import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +63,26 @@ function runTs(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { ur
   });
 }
 
+/**
+ * SECRETS_KEY when set; else the key this checkout's runs keep in .local/secrets-key (made by the
+ * first run, owner-only), so what one run sealed in a kept MONGODB_URI the next can open.
+ */
+async function localSecretsKey(env: NodeJS.ProcessEnv): Promise<string> {
+  if (env.SECRETS_KEY !== undefined && env.SECRETS_KEY.trim() !== '') return env.SECRETS_KEY;
+  const file = join(root, '.local', 'secrets-key');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const key = randomBytes(32).toString('base64');
+  await mkdir(join(root, '.local'), { recursive: true });
+  await writeFile(file, `${key}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  return (await readFile(file, 'utf8')).trim();
+}
+
 async function main(): Promise<void> {
   const env = process.env;
   local = startLocalServices({ redisUrl: env.REDIS_URL, mongodbUri: env.MONGODB_URI }, say, {
@@ -85,6 +106,7 @@ async function main(): Promise<void> {
     MONGODB_URI: stores.mongodbUri,
     ADMIN_API_KEY: env.ADMIN_API_KEY ?? `adm_${randomBytes(24).toString('base64url')}`,
     SESSION_SECRET: env.SESSION_SECRET ?? randomBytes(32).toString('base64url'),
+    SECRETS_KEY: await localSecretsKey(env),
     PORT: port,
     PUBLIC_BASE_URL: env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${port}`,
     VOICE_PROVIDER: env.VOICE_PROVIDER ?? 'simulator',

@@ -167,6 +167,7 @@ describe('ADMIN_READONLY_API_KEY and APP_ENV in the configuration', () => {
     MONGODB_URI: 'mongodb://127.0.0.1:27017/x',
     ADMIN_API_KEY: 'a'.repeat(32),
     SESSION_SECRET: 's'.repeat(32),
+    SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
   };
   const problems = (env: Record<string, string>): string[] => {
     try {

@@ -30,6 +30,10 @@
 // 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client
 // (RFC 6749 §5.2). Access tokens it issues expire after `oauth.expiresIn` seconds; the API
 // answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
+// POST /oauth/deauthorize (Clio's "Deauthorization"; outside the v4 document, checked here by
+// hand like /oauth/token) takes the access token as bearer and as the form's `token` and ends the
+// grant: that access token and its refresh token stop working (200); an unknown or expired bearer
+// is 401, a form without `token` 400.
 //
 // Users: the person logged in at Clio who approves on the authorize page is `oauth.approver`
 // (one of `users`); the code and the tokens issued for it are that user's, and
@@ -130,6 +134,8 @@ export interface FakeClioOAuth {
   expireAccessTokens(): void;
   /** Revokes every refresh token (the user disconnected the app): a refresh gets invalid_grant. */
   revokeRefreshTokens(): void;
+  /** The grant each issued access and refresh token belongs to (a refresh keeps the grant). */
+  grantOf: Map<string, string>;
 }
 
 export interface FakeClio {
@@ -257,6 +263,7 @@ export async function startFakeClio(
     grantsOf(userId) {
       return [...grantUser].filter(([, user]) => user.id === userId).map(([grant]) => grant);
     },
+    grantOf: new Map(),
     refreshCount() {
       return this.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
     },
@@ -313,13 +320,20 @@ export async function startFakeClio(
     },
   };
 
-  const issue = (res: ServerResponse, refreshToken: string | null, user: FakeClioUser) => {
+  const issue = (
+    res: ServerResponse,
+    refreshToken: string | null,
+    user: FakeClioUser,
+    grant = newToken('grant'),
+  ) => {
     const access = newToken('access');
     oauth.accessTokens.set(access, Date.now() + oauth.expiresIn * 1000);
     const refresh = refreshToken ?? newToken('refresh');
     oauth.refreshTokens.add(refresh);
     grantUser.set(access, user);
     grantUser.set(refresh, user);
+    oauth.grantOf.set(access, grant);
+    oauth.grantOf.set(refresh, grant);
     sendJson(
       res,
       200,
@@ -374,9 +388,9 @@ export async function startFakeClio(
         return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
       const user = grantUser.get(old) ?? users[0]!;
-      if (!oauth.rotateRefreshTokens) return issue(res, old, user);
+      if (!oauth.rotateRefreshTokens) return issue(res, old, user, oauth.grantOf.get(old));
       oauth.refreshTokens.delete(old);
-      return issue(res, null, user);
+      return issue(res, null, user, oauth.grantOf.get(old));
     }
     return oauthError(
       res,
@@ -384,6 +398,43 @@ export async function startFakeClio(
       'unsupported_grant_type',
       'The authorization grant type is not supported by the authorization server.',
     );
+  };
+
+  const deauthorize = (req: IncomingMessage, res: ServerResponse, text: string) => {
+    const form = Object.fromEntries(new URLSearchParams(text));
+    const request: ClioRequest = {
+      method: 'POST',
+      path: '/oauth/deauthorize',
+      query: {},
+      authorization: req.headers.authorization,
+      body: form,
+      at: Date.now(),
+    };
+    fake.requests.push(request);
+    const failure = fake.failNext.findIndex(
+      (f) => (f.method ?? 'POST') === 'POST' && f.path === '/oauth/deauthorize',
+    );
+    if (failure >= 0) {
+      const [f] = fake.failNext.splice(failure, 1);
+      return oauthError(res, f!.status, 'server_error', 'The request could not be completed.');
+    }
+    const bearer = req.headers.authorization?.startsWith('Bearer ') ? req.headers.authorization.slice(7) : '';
+    const expires = oauth.accessTokens.get(bearer);
+    if (expires === undefined || expires <= Date.now()) {
+      return oauthError(res, 401, 'invalid_token', 'The access token is invalid or has expired.');
+    }
+    if (form.token === undefined || form.token === '') {
+      return oauthError(res, 400, 'invalid_request', 'The token parameter is missing.');
+    }
+    // The whole grant ends: every access and refresh token issued under it.
+    const grant = oauth.grantOf.get(bearer);
+    for (const [token, of] of oauth.grantOf) {
+      if (of !== grant) continue;
+      oauth.accessTokens.delete(token);
+      oauth.refreshTokens.delete(token);
+    }
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    res.end('{}');
   };
 
   const authorized = (header: string | undefined): boolean => {
@@ -413,6 +464,7 @@ export async function startFakeClio(
     const query = Object.fromEntries(url.searchParams);
     if (path === '/oauth/authorize' && req.method === 'GET') return authorize(res, query);
     if (path === '/oauth/token' && req.method === 'POST') return tokenGrant(req, res, text);
+    if (path === '/oauth/deauthorize' && req.method === 'POST') return deauthorize(req, res, text);
     const method = req.method ?? 'GET';
     let body: any;
     let unparsable = false;

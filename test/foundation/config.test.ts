@@ -12,6 +12,7 @@ const VALID = {
   MONGODB_URI: 'mongodb://127.0.0.1:27017/intake',
   ADMIN_API_KEY: 'adm_0123456789abcdefghijklmnop',
   SESSION_SECRET: '0123456789abcdef0123456789abcdef',
+  SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
 };
 
 /** The problems loadConfig reports for an environment (it must throw ConfigError). */
@@ -149,10 +150,17 @@ describe('loadConfig', () => {
 
   it('names every bad variable at once', () => {
     const found = problems({ PORT: 'abc', SESSION_SECRET: 'short' });
-    for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'SESSION_SECRET', 'PORT']) {
+    for (const name of [
+      'REDIS_URL',
+      'MONGODB_URI',
+      'ADMIN_API_KEY',
+      'SESSION_SECRET',
+      'SECRETS_KEY',
+      'PORT',
+    ]) {
       expect(found.some((p) => p.includes(name))).toBe(true);
     }
-    expect(found).toHaveLength(5);
+    expect(found).toHaveLength(6);
   });
 });
 

@@ -1,3 +1,4 @@
+import { openSettings } from '../../core/domain/firms/firm-secrets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
@@ -13,8 +14,13 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 const MASK = '********';
-const stored = async (slug: string) =>
-  (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+/** The settings as stored, their sealed secrets opened (docs/operations.md#secrets-at-rest). */
+const stored = async (slug: string): Promise<any> =>
+  openSettings(
+    stack.services.mongo.db,
+    slug,
+    (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings,
+  );
 
 describe('firms', () => {
   it('creates a firm with the default settings', async () => {
@@ -82,6 +88,11 @@ describe('firm settings: secrets are write-only', () => {
   };
 
   it('stores the secrets and shows them only as "********", to the platform and to the firm', async () => {
+    // Sealed as stored (docs/operations.md#secrets-at-rest); opened, they are the ones sent.
+    const raw = JSON.stringify(
+      await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }),
+    );
+    expectNoSecretIn(raw);
     const settings = await stored(slug);
     expect(settings.voice_webhook_secret).toBe(secrets.voice_webhook_secret);
     expect(settings.booking_webhook_secret).toBe(secrets.booking_webhook_secret);
@@ -255,6 +266,8 @@ describe('firm responses show exactly the documented settings', () => {
         reminder_offsets_minutes: [120],
         allowed_call_countries: ['US', 'CA', 'GB'],
         widget_daily_message_cap: 100,
+        widget_daily_booking_cap: 5,
+        openai_daily_char_budget: 100_000,
         allow_premium_numbers: true,
       },
     });

@@ -10,6 +10,7 @@ const base = {
   MONGODB_URI: 'mongodb://127.0.0.1:27017/t',
   ADMIN_API_KEY: 'a'.repeat(32),
   SESSION_SECRET: 'b'.repeat(32),
+  SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
 };
 
 function problems(env: Record<string, string>): string {

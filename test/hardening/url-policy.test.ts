@@ -4,6 +4,7 @@
 // without sending it again. ALLOW_PRIVATE_URLS=true lifts the address rule for local runs.
 // The rule itself, without DNS or sockets, is tested in test/unit/url-policy.test.ts; here: the
 // system resolver, the socket-level lookup, and the API applying the rule.
+import { openSettings } from '../../core/domain/firms/firm-secrets.js';
 import { createServer, get, Agent, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +96,7 @@ describe('ALLOW_PRIVATE_URLS in the configuration', () => {
     MONGODB_URI: 'mongodb://127.0.0.1:27017/intake',
     ADMIN_API_KEY: 'adm_0123456789abcdefghijklmnop',
     SESSION_SECRET: '0123456789abcdef0123456789abcdef',
+    SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
   };
   it('defaults to false, reads true and false, and refuses anything else naming the variable', () => {
     expect(loadConfig(base).allowPrivateUrls).toBe(false);
@@ -111,8 +113,13 @@ describe('firm settings: URLs the service calls (a stack without ALLOW_PRIVATE_U
   });
   afterAll(async () => stack?.stop());
 
-  const stored = async (slug: string) =>
-    (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+  /** The settings as stored, their sealed secrets opened (docs/operations.md#secrets-at-rest). */
+  const stored = async (slug: string): Promise<any> =>
+    openSettings(
+      stack.services.mongo.db,
+      slug,
+      (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings,
+    );
 
   it.each(REFUSED_URLS)(
     'refuses %s as slack_webhook_url and crm.base_url with 400 url_not_allowed',
@@ -160,8 +167,13 @@ describe('firm settings: the Clio token goes only where it went before', () => {
   afterAll(async () => stack?.stop());
 
   const MASK = '********';
-  const stored = async (slug: string) =>
-    (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings;
+  /** The settings as stored, their sealed secrets opened (docs/operations.md#secrets-at-rest). */
+  const stored = async (slug: string): Promise<any> =>
+    openSettings(
+      stack.services.mongo.db,
+      slug,
+      (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings,
+    );
 
   it('the mask with a new crm.base_url is a 400 at /settings/crm/access_token, and nothing changes', async () => {
     const token = 'clio-secret-token';

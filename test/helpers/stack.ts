@@ -50,6 +50,7 @@ export async function startStack(
     MONGODB_URI: freshMongoUri(),
     ADMIN_API_KEY: `adm_${rand(16)}`,
     SESSION_SECRET: rand(24),
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clioTokenSource } from '../../core/domain/crm/clio-connection.js';
 import { CrmError } from '../../core/integrations/crm/clio.js';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
 import { createServices } from '../../core/wiring/services.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { capturingLogger } from '../helpers/capturing-logger.js';
@@ -57,7 +57,10 @@ async function deliver(firm: { slug: string; client: any }, caller: Caller) {
   return { callId, call: await settledCall(firm.client, callId) };
 }
 
-const connections = () => stack.services.mongo.db.collection<any>(COLLECTIONS.clioConnections);
+/** A firm's Clio connection as stored, its sealed tokens opened (docs/operations.md#secrets-at-rest). */
+const connections = () => ({
+  findOne: ({ _id }: { _id: string }): Promise<any> => readClioConnection(stack.services.mongo.db, _id),
+});
 const crmRecord = async (callId: string) =>
   (await callsOf(stack).findOne({ _id: callId }))!.effects!.crm as any;
 

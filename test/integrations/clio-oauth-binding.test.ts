@@ -6,6 +6,7 @@
 // firm of their own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
 import { startFakeClio, type FakeClio, type FakeClioUser } from '../fakes/clio-server.js';
 import { launchChromium } from '../helpers/browser.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -31,6 +32,7 @@ afterAll(async () => {
 });
 
 const connections = () => stack.services.mongo.db.collection<any>(COLLECTIONS.clioConnections);
+const waiting = () => stack.services.mongo.db.collection<any>(COLLECTIONS.clioOAuthConfirmations);
 const connectUrl = (slug: string) => `${stack.baseUrl}/api/integrations/clio/connect?firmSlug=${slug}`;
 const crmOf = async (firm: { slug: string; client: any }) =>
   (await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.crm;
@@ -137,6 +139,10 @@ describe('the confirmation step', () => {
     expect(whoAmI.at(-1)?.authorization).toMatch(/^Bearer access_/);
     expect(await connections().findOne({ _id: a.firm.slug })).toBeNull();
     expect(await crmOf(a.firm)).toEqual({ provider: 'none' });
+    // The waiting tokens are sealed as a connection's are (docs/operations.md#secrets-at-rest).
+    const held = JSON.stringify(await waiting().find({ firm: a.firm.slug }).toArray());
+    expect(held).toContain('"holder"');
+    expect(held).not.toMatch(/(access|refresh)_[0-9a-f]{32}/);
 
     const form = confirmationForm(html, stack.baseUrl);
     // The confirmation from another browser (the page's address passed on): refused.
@@ -158,7 +164,11 @@ describe('the confirmation step', () => {
     const done = await confirmed.text();
     expect(confirmed.status, done).toBe(200);
     expect(done).toMatch(new RegExp(`Firm ${a.firm.slug}.*is connected to Clio`));
-    expect((await connections().findOne({ _id: a.firm.slug }))?.access_token).toMatch(/^access_/);
+    expect(JSON.stringify(await connections().findOne({ _id: a.firm.slug }))).not.toMatch(
+      /(access|refresh)_[0-9a-f]{32}/,
+    );
+    const kept = await readClioConnection(stack.services.mongo.db, a.firm.slug);
+    expect(kept).toMatchObject({ access_token: expect.stringMatching(/^access_/), status: 'connected' });
     expect(await crmOf(a.firm)).toMatchObject({ provider: 'clio', status: 'connected' });
     // Used once.
     expect((await a.browser.request(form.connect, { method: 'POST' })).status).toBe(400);

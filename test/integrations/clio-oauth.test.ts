@@ -3,6 +3,7 @@
 // tokens that expire: the connect redirect, the callback, single-use states, refresh before
 // expiry and once after a 401 (one refresh for many racing effects), and a refused refresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -47,7 +48,10 @@ afterAll(async () => {
   await Promise.all([clio?.close(), smtp?.stop()]);
 });
 
-const connections = () => stack.services.mongo.db.collection<any>(COLLECTIONS.clioConnections);
+/** A firm's Clio connection as stored, its sealed tokens opened (docs/operations.md#secrets-at-rest). */
+const connections = () => ({
+  findOne: ({ _id }: { _id: string }): Promise<any> => readClioConnection(stack.services.mongo.db, _id),
+});
 const get = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, { redirect: 'manual', headers });
 

@@ -44,6 +44,7 @@ beforeAll(async () => {
     MONGODB_URI: mongodbUri,
     ADMIN_API_KEY: `adm_${rand(16)}`,
     SESSION_SECRET: rand(24),
+    SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
     QUEUE_PREFIX: `t${rand(4)}`,
     SIM_CALL_MS: '200',
     ALLOW_PRIVATE_URLS: 'true',

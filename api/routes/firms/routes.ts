@@ -1,4 +1,5 @@
 import { requireFirm } from '../../../core/domain/access/access.js';
+import { disconnectClioIfDropped } from '../../../core/domain/crm/clio-disconnect.js';
 import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
 import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
@@ -54,7 +55,10 @@ export const firmRoutes = [
           openaiDailyChars: services.config.openaiDailyCharsPerFirm,
           widgetDailyBookings: services.config.widgetDailyBookingCap,
         });
-      return firmView(await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)));
+      const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config));
+      // Leaving Clio's OAuth connection revokes its grant and deletes its tokens (docs/clio.md#disconnecting).
+      await disconnectClioIfDropped(services, firm._id, firm.settings.crm, updated.settings.crm);
+      return firmView(updated);
     },
   }),
 ];

@@ -21,6 +21,10 @@ import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
 import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.js';
 import { CONNECT_FLOW_SECONDS, browserBinding, sameBrowser } from './connect-cookie.js';
+import { readClioConnection, saveClioConnection, type ClioConnectionDoc } from './clio-connection-store.js';
+import { secretBox } from '../../platform/secrets/data-keys.js';
+import type { Sealed } from '../../platform/secrets/envelope.js';
+import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
 
 // A firm's Clio connected with OAuth (docs/clio.md#connected-with-oauth). The connect link sends the
 // firm's browser to Clio with a `state` claimed for the firm and bound to that browser (the hash of
@@ -42,18 +46,6 @@ const STATE_TTL_MS = CONNECT_FLOW_SECONDS * 1000;
 /** Refresh a token this long before Clio says it expires. */
 export const CLIO_REFRESH_MARGIN_MS = 5 * 60_000;
 
-interface ClioConnectionDoc {
-  _id: string;
-  region: ClioRegion;
-  base_url: string;
-  access_token: string;
-  refresh_token: string;
-  expires_at: Date;
-  status: 'connected' | 'reconnect_required';
-  connected_at: Date;
-  updated_at: Date;
-}
-
 interface ClioOAuthStateDoc {
   _id: string;
   firm: string;
@@ -65,7 +57,10 @@ interface ClioOAuthStateDoc {
   created_at: Date;
 }
 
-/** A callback's tokens waiting for the confirmation of the browser that started the flow. */
+/**
+ * A callback's tokens waiting for the confirmation of the browser that started the flow, sealed
+ * with the firm's data key as a connection's are (clio-connection-store.ts).
+ */
 interface ClioConfirmationDoc {
   _id: string;
   firm: string;
@@ -73,14 +68,16 @@ interface ClioConfirmationDoc {
   base_url: string;
   browser: string;
   holder: ClioTokenHolder;
-  access_token: string;
-  refresh_token: string;
+  access_token: Sealed;
+  refresh_token: Sealed;
   token_expires_at: Date;
   expires_at: Date;
   created_at: Date;
 }
 
-const connections = (db: Db) => collection<ClioConnectionDoc>(db, COLLECTIONS.clioConnections);
+const confirmationField = (token: 'access_token' | 'refresh_token') =>
+  sealedFieldName(COLLECTIONS.clioOAuthConfirmations, token);
+
 const states = (db: Db) => collection<ClioOAuthStateDoc>(db, COLLECTIONS.clioOAuthStates);
 const confirmations = (db: Db) => collection<ClioConfirmationDoc>(db, COLLECTIONS.clioOAuthConfirmations);
 
@@ -235,6 +232,7 @@ export async function receiveClioCallback(
   }
   const now = new Date();
   const id = randomBytes(32).toString('base64url');
+  const box = secretBox(db, pending.firm);
   await confirmations(db).insertOne({
     _id: id,
     firm: pending.firm,
@@ -242,8 +240,8 @@ export async function receiveClioCallback(
     base_url: pending.base_url,
     browser: pending.browser,
     holder,
-    access_token: tokens.access_token,
-    refresh_token: tokens.refresh_token,
+    access_token: await box.seal(confirmationField('access_token'), tokens.access_token),
+    refresh_token: await box.seal(confirmationField('refresh_token'), tokens.refresh_token),
     token_expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
     expires_at: new Date(now.getTime() + STATE_TTL_MS),
     created_at: now,
@@ -276,19 +274,20 @@ export async function confirmClioConnect(
   if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badConfirmation();
   if (decision === 'cancel') return { firm: pending.firm, connected: false };
   const now = new Date();
+  const box = secretBox(db, pending.firm);
   const doc: ClioConnectionDoc = {
     _id: pending.firm,
     region: pending.region,
     base_url: pending.base_url,
-    access_token: pending.access_token,
-    refresh_token: pending.refresh_token,
+    access_token: await box.open(confirmationField('access_token'), pending.access_token),
+    refresh_token: await box.open(confirmationField('refresh_token'), pending.refresh_token),
     expires_at: pending.token_expires_at,
     status: 'connected',
     connected_at: now,
     updated_at: now,
   };
   await withRecordLock(services.redis, redisKeys(services.config).clioTokenLock(pending.firm), () =>
-    connections(db).replaceOne({ _id: pending.firm }, doc, { upsert: true }),
+    saveClioConnection(db, doc),
   );
   await setFirmCrm(db, pending.firm, {
     provider: 'clio',
@@ -306,7 +305,7 @@ const reconnectRequired = (firm: string) =>
 
 /** The connection's API base URL, or a final CrmError when the firm has none. */
 export async function clioConnectionBase(services: Services, firm: string): Promise<string> {
-  const conn = await connections(services.mongo.db).findOne({ _id: firm });
+  const conn = await readClioConnection(services.mongo.db, firm);
   if (conn === null)
     throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
   return conn.base_url;
@@ -316,7 +315,7 @@ export async function clioConnectionBase(services: Services, firm: string): Prom
 export function clioTokenSource(services: Services, firm: string): ClioTokenSource {
   const db = services.mongo.db;
   const read = async () => {
-    const conn = await connections(db).findOne({ _id: firm });
+    const conn = await readClioConnection(db, firm);
     if (conn === null)
       throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
     if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
@@ -370,10 +369,7 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
         false,
       );
     }
-    await connections(db).replaceOne(
-      { _id: conn._id },
-      { ...conn, status: 'reconnect_required', updated_at: new Date() },
-    );
+    await saveClioConnection(db, { ...conn, status: 'reconnect_required', updated_at: new Date() });
     await setFirmCrm(db, conn._id, {
       provider: 'clio',
       oauth: {
@@ -387,17 +383,14 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
   }
   await clearClioClientAlert(db);
   const now = new Date();
-  await connections(db).replaceOne(
-    { _id: conn._id },
-    {
-      ...conn,
-      access_token: tokens.access_token,
-      // The new refresh token replaces the old (Clio may rotate it); without one, the old stays.
-      refresh_token: tokens.refresh_token ?? conn.refresh_token,
-      expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
-      updated_at: now,
-    },
-  );
+  await saveClioConnection(db, {
+    ...conn,
+    access_token: tokens.access_token,
+    // The new refresh token replaces the old (Clio may rotate it); without one, the old stays.
+    refresh_token: tokens.refresh_token ?? conn.refresh_token,
+    expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
+    updated_at: now,
+  });
   return tokens.access_token;
 }
 

@@ -11,6 +11,7 @@ import {
   type FirmSettings,
   type FirmSettingsInput,
 } from './firm-settings.js';
+import { openSettings, sealSettings } from './firm-secrets.js';
 
 export interface FirmDoc {
   _id: string;
@@ -20,10 +21,20 @@ export interface FirmDoc {
   updated_at: Date;
 }
 
+// As stored, the settings' secrets are sealed (firm-secrets.ts, docs/operations.md#secrets-at-rest):
+// every FirmDoc read here has them opened, and every write seals them again.
 const firms = (db: Db) => collection<FirmDoc>(db, COLLECTIONS.firms);
 
+/** The document as stored: the settings' secrets sealed. */
+async function stored(db: Db, firm: FirmDoc): Promise<FirmDoc> {
+  return { ...firm, settings: (await sealSettings(db, firm._id, firm.settings)) as FirmSettings };
+}
+
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
-  const firm = await cachedRead(db, COLLECTIONS.firms, slug, () => firms(db).findOne({ _id: slug }));
+  const firm = await cachedRead(db, COLLECTIONS.firms, slug, async () => {
+    const raw = await firms(db).findOne({ _id: slug });
+    return raw === null ? null : { ...raw, settings: await openSettings(db, slug, raw.settings) };
+  });
   return firm === null ? null : { ...firm, settings: withDefaults(firm.settings) };
 }
 
@@ -40,7 +51,7 @@ export async function createFirm(
     created_at: now,
     updated_at: now,
   };
-  if (!(await claim(firms(db), doc))) {
+  if (!(await claim(firms(db), await stored(db, doc)))) {
     throw conflict('firm_exists', `A firm with the slug ${quote(input.slug)} already exists.`);
   }
   return doc;
@@ -59,12 +70,13 @@ export async function updateFirm(
       input.settings === undefined ? firm.settings : mergeSettings(firm.settings, input.settings, urlPolicy),
     updated_at: new Date(),
   };
-  const result = await changeCached(db, () => firms(db).replaceOne({ _id: firm._id }, next));
+  const sealed = await stored(db, next);
+  const result = await changeCached(db, () => firms(db).replaceOne({ _id: firm._id }, sealed));
   if (result.matchedCount === 0) throw notFound('firm');
   return next;
 }
 
-/** Replaces the firm's settings.crm (the Clio OAuth callback and a refused refresh), read fresh. */
+/** Replaces the firm's settings.crm (the Clio OAuth callback and a refused refresh), read fresh (the other secrets stay sealed). */
 export async function setFirmCrm(db: Db, slug: string, crm: FirmSettings['crm']): Promise<void> {
   const firm = await firms(db).findOne({ _id: slug });
   if (firm === null) throw notFound('firm');

@@ -198,3 +198,38 @@ export async function clioWhoAmI(
     account: text(account.name),
   };
 }
+
+/**
+ * Ends a firm's grant at Clio: POST <base>/oauth/deauthorize with the access token as bearer and
+ * as the form's `token` (Clio's "Deauthorization"; the grant's refresh token stops working too).
+ * Throws CrmError when Clio does not answer 2xx (401: the token was no longer valid).
+ */
+export async function revokeClioToken(base: string, accessToken: string, policy: UrlPolicy): Promise<void> {
+  let answer: GuardedResponse;
+  try {
+    answer = await guardedRequest(`${base}/oauth/deauthorize`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${accessToken}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      },
+      body: new URLSearchParams({ token: accessToken }).toString(),
+      policy,
+      timeoutMs: 20_000,
+    });
+  } catch (err) {
+    throw new CrmError(
+      `Clio's deauthorize endpoint could not be reached: ${(err as Error).message}`,
+      false,
+      false,
+      null,
+      {
+        cause: err,
+      },
+    );
+  }
+  if (answer.status < 200 || answer.status >= 300) {
+    throw new CrmError(`Clio's deauthorize endpoint answered ${answer.status}.`, false, false, answer.status);
+  }
+}

@@ -6,6 +6,7 @@ import { asksForAppointment, simulateBooking } from './simulator-tools.js';
 import {
   retellCallObject,
   simulatorCalls,
+  simulatorWebhookSecret,
   type SimulatedCallStatus,
   type SimulatorCallDoc,
 } from './simulator.js';
@@ -73,7 +74,7 @@ export async function advanceSimulatedCall(
         // The caller asks for a consultation before hanging up: the agent's tools, as Retell calls them.
         const data = simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number)
           .call_analysis.custom_analysis_data;
-        booking = await simulateBooking(call, {
+        booking = await simulateBooking(deps.db, call, {
           name: data.name ?? 'Jordan Lee',
           email: data.email ?? 'caller@example.com',
         });
@@ -123,7 +124,7 @@ async function deliverWebhook(
 ): Promise<void> {
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-  headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, call.webhook.secret);
+  headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, await simulatorWebhookSecret(deps.db, call));
   // With tracing on, the webhook's handling joins this call's trace (traceparent).
   const res = await tracedFetch(call.webhook.url, {
     method: 'POST',

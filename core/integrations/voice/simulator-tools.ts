@@ -1,5 +1,6 @@
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
-import { retellCallObject, type SimulatorCallDoc } from './simulator.js';
+import type { Db } from 'mongodb';
+import { retellCallObject, simulatorWebhookSecret, type SimulatorCallDoc } from './simulator.js';
 import { tracedFetch } from '../../platform/telemetry/start.js';
 
 // The caller of a number ending 2222 asks for a consultation (docs/appointments.md#the-simulator):
@@ -22,6 +23,7 @@ const toolUrl = (webhookUrl: string, name: string): string =>
   webhookUrl.replace(/\/webhook$/, `/tools/${name}`);
 
 async function callTool(
+  db: Db,
   call: SimulatorCallDoc,
   name: string,
   args: Record<string, unknown>,
@@ -35,7 +37,7 @@ async function callTool(
     method: 'POST',
     headers: {
       'Content-Type': 'application/json',
-      [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, call.webhook.secret),
+      [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, await simulatorWebhookSecret(db, call)),
     },
     body,
     signal: AbortSignal.timeout(20_000),
@@ -53,16 +55,17 @@ async function callTool(
 
 /** Checks availability, books the first free slot for the caller; what was said, for the transcript. */
 export async function simulateBooking(
+  db: Db,
   call: SimulatorCallDoc,
   caller: { name: string; email: string },
 ): Promise<SimulatedBooking> {
-  const check = await callTool(call, 'check_availability', {});
+  const check = await callTool(db, call, 'check_availability', {});
   const slots = Array.isArray(check.slots) ? (check.slots as Array<{ start: string; spoken: string }>) : [];
   if (slots.length === 0) {
     return { offered: [], booked: null, said: String(check.message ?? 'There are no free times.') };
   }
   const first = slots[0]!;
-  const book = await callTool(call, 'book_appointment', {
+  const book = await callTool(db, call, 'book_appointment', {
     start: first.start,
     name: caller.name,
     email: caller.email,

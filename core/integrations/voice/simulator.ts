@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
+import { secretBox } from '../../platform/secrets/data-keys.js';
+import type { Sealed } from '../../platform/secrets/envelope.js';
+import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
 import {
   ProviderError,
   type CallAgentProfile,
   type PlaceCallRequest,
-  type WebhookTarget,
   type ProviderCall,
   type VoiceEntry,
   type VoiceProvider,
@@ -38,8 +40,8 @@ export interface SimulatorCallDoc {
   metadata: { call_id: string; firm: string; agent_id: string };
   /** The agent as the call plays it (what the simulated agent says). */
   agent: CallAgentProfile;
-  /** Where the call's events go, and the secret they are signed with. */
-  webhook: WebhookTarget;
+  /** Where the call's events go, and the secret they are signed with (sealed with the firm's data key). */
+  webhook: { url: string; secret: Sealed | string };
   retell_llm_dynamic_variables: Record<string, string>;
   start_timestamp: number | null;
   end_timestamp: number | null;
@@ -55,6 +57,13 @@ export interface SimulatorCallDoc {
   booking?: SimulatedBooking | null;
   created_at: Date;
 }
+
+/** The field the webhook secret is sealed as. */
+const SIMULATOR_WEBHOOK_SECRET = sealedFieldName(COLLECTIONS.simulatorCalls, 'webhook.secret');
+
+/** The key a simulated call's events and tool calls are signed with, opened. */
+export const simulatorWebhookSecret = (db: Db, call: SimulatorCallDoc): Promise<string> =>
+  secretBox(db, call.metadata.firm).open(SIMULATOR_WEBHOOK_SECRET, call.webhook.secret);
 
 export const simulatorCalls = (db: Db) => collection<SimulatorCallDoc>(db, COLLECTIONS.simulatorCalls);
 
@@ -120,7 +129,10 @@ export class SimulatorProvider implements VoiceProvider {
           : 'answered',
       metadata: { call_id: request.callId, firm: request.firm, agent_id: request.agentId },
       agent: request.agent,
-      webhook: request.webhook,
+      webhook: {
+        url: request.webhook.url,
+        secret: await secretBox(db, request.firm).seal(SIMULATOR_WEBHOOK_SECRET, request.webhook.secret),
+      },
       retell_llm_dynamic_variables: request.dynamicVariables,
       start_timestamp: null,
       end_timestamp: null,

@@ -2,7 +2,7 @@
 // parser (parse.ts) and the configuration table of docs/configuration.md (`npm run docs:config`)
 // all come from here. Adding a variable is adding one entry; then run `npm run docs:config`.
 import { Type, type Static } from '@sinclair/typebox';
-import { boolean, integer, list, oneOf, optional, secret, text, url } from './variables.js';
+import { boolean, integer, key32, key32List, list, oneOf, optional, secret, text, url } from './variables.js';
 import { ORIGIN_PATTERN } from '../origins.js';
 
 const local = { start: 'local', test: 'local' };
@@ -71,6 +71,17 @@ export const CONFIG_SCHEMA = Type.Object({
     local: generated,
     description: 'HS256 secret of session JWTs',
   }),
+  secretsKey: key32('SECRETS_KEY', {
+    local: { start: 'generated once, kept in `.local/secrets-key`', test: 'generated' },
+    description:
+      "the master key of the firms' stored secrets (Clio tokens, Cal.com keys, webhook secrets): it wraps each firm's data key; every process needs the same one, and without it none starts (docs/operations.md#secrets-at-rest)",
+  }),
+  secretsKeyPrevious: optional(
+    key32List('SECRETS_KEY_PREVIOUS', {
+      description:
+        'master keys that still open what they wrapped while `SECRETS_KEY` is rotated; `release` wraps everything with `SECRETS_KEY` again, then they can go (docs/operations.md#rotating-secrets_key)',
+    }),
+  ),
   port: integer('PORT', {
     min: 0,
     max: 65535,

@@ -174,3 +174,27 @@ export function list(name: string, options: Common<string[]> & { item: string; i
 
 /** Unset means undefined (the Config property is optional). */
 export const optional = <T extends TSchema>(schema: T) => Type.Optional(schema);
+
+/** Whether a text is 32 bytes in base64 or base64url (what `openssl rand -base64 32` prints). */
+const isKey32 = (text: string): boolean =>
+  /^[A-Za-z0-9+/_-]{43}=?$/.test(text) &&
+  Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64').length === 32;
+
+/** A 32-byte key in base64; never echoed in a message. */
+export function key32(name: string, options: Common<string>) {
+  const read = (raw: string): Read => (isKey32(raw) ? { ok: true, value: raw } : { ok: false });
+  return Type.String(variable(name, options, '32 bytes in base64 (`openssl rand -base64 32`)', read, true));
+}
+
+/** A comma-separated list of 32-byte keys in base64; never echoed in a message. */
+export function key32List(name: string, options: Common<string[]>) {
+  const read = (raw: string): Read => {
+    const keys = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    return keys.length > 0 && keys.every(isKey32) ? { ok: true, value: [...new Set(keys)] } : { ok: false };
+  };
+  const expects = 'a comma-separated list of keys, each 32 bytes in base64';
+  return Type.Array(Type.String(), { ...variable(name, options, expects, read, true), minItems: 1 });
+}

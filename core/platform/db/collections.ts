@@ -3,6 +3,11 @@ import type { Collection, Db, Document } from 'mongodb';
 // Every collection the service uses, by name, so that indexes, tests and domain code agree.
 export const COLLECTIONS = {
   firms: 'firms',
+  /**
+   * Key documents: a firm's data key (`_id` = the firm slug), wrapped with the master key
+   * (SECRETS_KEY); it seals the firm's stored secrets (core/platform/secrets/data-keys.ts).
+   */
+  firmKeys: 'firm_keys',
   apiKeys: 'api_keys',
   /** Key documents: the API key for a key's SHA-256 (`_id` = the hash), read on every request. */
   apiKeyHashes: 'api_key_hashes',

@@ -4,6 +4,7 @@ import { COLLECTIONS, type CollectionName } from './collections.js';
 // Plain and unique compound indexes only: FerretDB (tests, local) has no partial or TTL indexes.
 const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.firms]: [],
+  [COLLECTIONS.firmKeys]: [],
   [COLLECTIONS.apiKeys]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   [COLLECTIONS.apiKeyHashes]: [],
   // GET /api/widget-keys keyset: a firm's widget keys, newest first.

@@ -1,6 +1,9 @@
 // The Procfile's release process: prepares MongoDB for this version. Safe to run again.
 import { loadConfigOrExit } from '../config.js';
 import { createLogger } from '../logger.js';
+import { registerKeyring } from '../secrets/data-keys.js';
+import { createKeyring } from '../secrets/envelope.js';
+import { releaseSecrets } from '../secrets/sealed-fields.js';
 import { createMongo } from './mongo.js';
 import { ensureIndexes } from './indexes.js';
 
@@ -10,6 +13,10 @@ const mongo = createMongo(config.mongodbUri, { log });
 try {
   const indexes = await ensureIndexes(mongo.db);
   log.info({ indexes }, 'indexes ensured');
+  // Stored secrets: data keys wrapped with SECRETS_KEY, plaintext left by older versions sealed.
+  registerKeyring(mongo.db, createKeyring(config.secretsKey, config.secretsKeyPrevious));
+  const secrets = await releaseSecrets(mongo.db);
+  log.info(secrets, 'stored secrets sealed with SECRETS_KEY');
 } catch (err) {
   log.error({ err }, 'release failed');
   process.exitCode = 1;
