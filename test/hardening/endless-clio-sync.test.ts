@@ -166,6 +166,32 @@ describe('an endless Clio listing', () => {
     expect(clio.pages).toBeLessThanOrEqual(MAX_PAGES + 1);
   }, 300_000);
 
+  it('a sync stops at its time bound (its start moved an hour and more back)', async () => {
+    const clio = await startEndlessClio('slow', 0, 100);
+    servers.push(clio);
+    const firm = await firmWithClio(clio);
+    const jobId = await startSync(firm.client, firm.slug);
+    await eventually(async () => expect(clio.pages).toBeGreaterThan(0));
+    // As if it had started two hours ago (the bound is CONTACTS_SYNC_MAX_MS, an hour): the sync
+    // reads its start from its record when it takes its next turn.
+    const sync = await eventually(
+      async () => {
+        await stack.services.mongo.db
+          .collection<{ _id: string; started_at: Date }>(COLLECTIONS.contactSyncs)
+          .updateOne({ _id: jobId }, { $set: { started_at: new Date(Date.now() - 2 * 3_600_000) } });
+        const state = await syncOf(firm, jobId);
+        expect(state.status).not.toBe('running');
+        return state;
+      },
+      120_000,
+      50,
+    );
+    console.log(`time bound: sync ${sync.status} after ${sync.pages} pages; Clio served ${clio.pages}`);
+    expect(sync.status).toBe('failed');
+    expect(sync.message).toMatch(/for at most 3,600 seconds/);
+    expect(clio.pages).toBeLessThanOrEqual(sync.pages + 1);
+  }, 300_000);
+
   it("two firms' endless syncs do not hold back a third firm's import", async () => {
     const clioA = await startEndlessClio('a', 100, 150);
     const clioB = await startEndlessClio('b', 100, 150);
