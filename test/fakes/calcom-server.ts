@@ -239,10 +239,9 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   const active = (b: FakeCalBooking) => b.status === 'accepted' || b.status === 'pending';
   const noticeMs = () => (rules.minimumNoticeMinutes ?? 0) * 60_000;
   /** Free: a slot of the event type, not taken, not held by an active booking (but `except`'s own). */
-  const isFree = (ms: number, except?: FakeCalBooking) =>
-    options.slots.includes(ms) &&
-    !taken.has(ms) &&
-    !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+  const isUnheld = (ms: number, except?: FakeCalBooking) =>
+    !taken.has(ms) && !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+  const isFree = (ms: number, except?: FakeCalBooking) => options.slots.includes(ms) && isUnheld(ms, except);
   const find = (uid: string) => bookings.find((b) => b.uid === uid);
 
   const deliver = (trigger: string, booking: FakeCalBooking, from?: FakeCalBooking): void => {
@@ -453,7 +452,8 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       const to = calSlotsBound(end, 'end');
       const data: Record<string, Array<{ start: string }>> = {};
       for (const ms of [...options.slots].sort((a, b) => a - b)) {
-        if (ms < from || ms > to || !isFree(ms) || ms < Date.now() + noticeMs()) continue;
+        // A slot of the event type already (the list is options.slots): only whether it is held.
+        if (ms < from || ms > to || !isUnheld(ms) || ms < Date.now() + noticeMs()) continue;
         const iso = isoInZone(ms, timeZone);
         (data[iso.slice(0, 10)] ??= []).push({ start: iso });
       }
