@@ -134,10 +134,14 @@ export const CAL_MESSAGES = {
   bookerLimit: 'booker_limit_exceeded_error',
 } as const;
 
+/** One formatter per time zone (making one per slot made a month of minutes take seconds). */
+const FORMATS = new Map<string, Intl.DateTimeFormat>();
+
 /** `ms` as ISO 8601 with the offset `timeZone` has then, as Cal.com writes slot starts. */
 export function isoInZone(ms: number, timeZone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
+  let format = FORMATS.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', {
       timeZone,
       hourCycle: 'h23',
       year: 'numeric',
@@ -146,7 +150,11 @@ export function isoInZone(ms: number, timeZone: string): string {
       hour: '2-digit',
       minute: '2-digit',
       second: '2-digit',
-    })
+    });
+    FORMATS.set(timeZone, format);
+  }
+  const parts = Object.fromEntries(
+    format
       .formatToParts(new Date(ms))
       .map((p) => [p.type, p.value]),
   ) as Record<string, string>;

@@ -160,7 +160,9 @@ describe('an endless Clio listing', () => {
     const firm = await firmWithClio(clio);
     const jobId = await startSync(firm.client, firm.slug);
     const sync = await endOrPages(firm, jobId, clio, 5 * MAX_PAGES);
-    console.log(`pages bound ${MAX_PAGES}: sync ${sync.status} after ${sync.pages} pages; Clio served ${clio.pages}`);
+    console.log(
+      `pages bound ${MAX_PAGES}: sync ${sync.status} after ${sync.pages} pages; Clio served ${clio.pages}`,
+    );
     expect(sync.status).toBe('failed');
     expect(sync.message).toMatch(/at most 30 pages/);
     expect(clio.pages).toBeLessThanOrEqual(MAX_PAGES + 1);
@@ -206,7 +208,10 @@ describe('an endless Clio listing', () => {
       expect(clioA.pages).toBeGreaterThan(0);
       expect(clioB.pages).toBeGreaterThan(0);
     });
-    const rows = Array.from({ length: 50 }, (_, i) => ({ name: `Client ${i}`, email: `c${i}@firm-c.example` }));
+    const rows = Array.from({ length: 50 }, (_, i) => ({
+      name: `Client ${i}`,
+      email: `c${i}@firm-c.example`,
+    }));
     const res = await c.client.post('/api/contacts/import', { firmSlug: c.slug, contacts: rows });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     const importId = res.body.job_id as string;
