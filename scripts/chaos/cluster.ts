@@ -25,6 +25,8 @@ import {
   type LocalRedis,
   type LocalServices,
 } from '../local/services.js';
+import { masters } from '../../core/platform/redis-cluster.js';
+import { startFakeCalcom, type FakeCalcom } from '../../test/fakes/calcom-server.js';
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
@@ -82,6 +84,16 @@ function spawnEntry(
 /** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */
 export const liveClusters = new Set<Cluster>();
 
+/** The flood firm's Cal.com (docs/resilience.md#the-availability-flood). */
+export const FLOOD_CALCOM = { apiKey: 'cal_live_chaos_flood_0123456789', eventTypeId: 9090 };
+const DAY_MS = 86_400_000;
+
+/** A slot every minute for 40 days from tomorrow (UTC midnight). */
+export function everyMinute(): number[] {
+  const tomorrow = Math.ceil(Date.now() / DAY_MS) * DAY_MS + DAY_MS;
+  return Array.from({ length: 40 * 1440 }, (_, i) => tomorrow + i * 60_000);
+}
+
 export class Cluster {
   readonly workers: WorkerSlot[] = [];
   web!: Launched;
@@ -97,7 +109,11 @@ export class Cluster {
   smtp!: FakeSmtp;
   slack!: FakeSlack;
   clio!: FakeClio;
+  /** A firm's own Cal.com answering a slot every minute: 14 days are about 1 MiB (the availability flood). */
+  calcom!: FakeCalcom;
   proxy!: ChaosProxy;
+  /** Redis' maxmemory for the run (set on start and after each restart), when the run sets one. */
+  redisMaxMemory: number | undefined;
   private local: LocalServices | undefined;
   private ownRedis: { server: LocalRedis; dir: string } | undefined;
   private redisCluster: { cluster: LocalRedisCluster; dir: string } | undefined;
@@ -170,11 +186,16 @@ export class Cluster {
       redisUrl = `redis://127.0.0.1:${server.port}`;
       mongodbUri = this.options.mongodbUri;
     }
-    [this.smtp, this.slack, this.clio, this.proxy] = await Promise.all([
+    [this.smtp, this.slack, this.clio, this.proxy, this.calcom] = await Promise.all([
       startFakeSmtp(),
       startFakeSlack(),
       startFakeClio(`clio-${randomBytes(6).toString('hex')}`),
       startChaosProxy(),
+      startFakeCalcom({
+        apiKey: FLOOD_CALCOM.apiKey,
+        eventTypeId: FLOOD_CALCOM.eventTypeId,
+        slots: everyMinute(),
+      }),
     ]);
     const webPort = await freePort();
     this.webUrl = `http://127.0.0.1:${webPort}`;
@@ -274,6 +295,15 @@ export class Cluster {
     return out;
   }
 
+  /** Sets Redis' maxmemory (noeviction, as the queues need) when the run has one; a restart loses it. */
+  async applyRedisLimit(): Promise<void> {
+    if (this.redisMaxMemory === undefined) return;
+    for (const node of masters(this.redis)) {
+      await node.config('SET', 'maxmemory-policy', 'noeviction');
+      await node.config('SET', 'maxmemory', String(this.redisMaxMemory));
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -288,6 +318,7 @@ export class Cluster {
       this.slack?.close(),
       this.clio?.close(),
       this.proxy?.close(),
+      this.calcom?.stop(),
     ]);
     if (this.redisCluster) {
       await this.redisCluster.cluster.stop();
