@@ -154,9 +154,7 @@ export function isoInZone(ms: number, timeZone: string): string {
     FORMATS.set(timeZone, format);
   }
   const parts = Object.fromEntries(
-    format
-      .formatToParts(new Date(ms))
-      .map((p) => [p.type, p.value]),
+    format.formatToParts(new Date(ms)).map((p) => [p.type, p.value]),
   ) as Record<string, string>;
   const local = Date.UTC(
     +parts.year!,

@@ -252,7 +252,12 @@ export function dateIn(ms: number, timeZone: string): string {
   let format = DATE_FORMATS.get(timeZone);
   if (format === undefined) {
     // en-CA formats dates as YYYY-MM-DD.
-    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    format = new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    });
     // A formatter per time zone asked (a few hundred at most: IANA's list); an answer's slots share one.
     if (DATE_FORMATS.size < 1000) DATE_FORMATS.set(timeZone, format);
   }
