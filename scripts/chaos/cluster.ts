@@ -26,11 +26,11 @@ import {
   type LocalServices,
 } from '../local/services.js';
 import { masters } from '../../core/platform/redis-cluster.js';
-import { startFakeCalcom, type FakeCalcom } from '../../test/fakes/calcom-server.js';
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
 import { launch, type Launched } from '../local/launcher.js';
+import { startFloodCalcom, type FloodCalcom } from './flood-calcom.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -84,15 +84,7 @@ function spawnEntry(
 /** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */
 export const liveClusters = new Set<Cluster>();
 
-/** The flood firm's Cal.com (docs/resilience.md#the-availability-flood). */
-export const FLOOD_CALCOM = { apiKey: 'cal_live_chaos_flood_0123456789', eventTypeId: 9090 };
-const DAY_MS = 86_400_000;
-
-/** A slot every minute for 40 days from tomorrow (UTC midnight). */
-export function everyMinute(): number[] {
-  const tomorrow = Math.ceil(Date.now() / DAY_MS) * DAY_MS + DAY_MS;
-  return Array.from({ length: 40 * 1440 }, (_, i) => tomorrow + i * 60_000);
-}
+export { FLOOD_CALCOM } from './flood-calcom.js';
 
 export class Cluster {
   readonly workers: WorkerSlot[] = [];
@@ -110,7 +102,7 @@ export class Cluster {
   slack!: FakeSlack;
   clio!: FakeClio;
   /** A firm's own Cal.com answering a slot every minute: 14 days are about 1 MiB (the availability flood). */
-  calcom!: FakeCalcom;
+  calcom!: FloodCalcom;
   proxy!: ChaosProxy;
   /** Redis' maxmemory for the run (set on start and after each restart), when the run sets one. */
   redisMaxMemory: number | undefined;
@@ -191,11 +183,7 @@ export class Cluster {
       startFakeSlack(),
       startFakeClio(`clio-${randomBytes(6).toString('hex')}`),
       startChaosProxy(),
-      startFakeCalcom({
-        apiKey: FLOOD_CALCOM.apiKey,
-        eventTypeId: FLOOD_CALCOM.eventTypeId,
-        slots: everyMinute(),
-      }),
+      startFloodCalcom(),
     ]);
     const webPort = await freePort();
     this.webUrl = `http://127.0.0.1:${webPort}`;

@@ -402,32 +402,37 @@ export class Workload {
   private async availabilityFlood(): Promise<void> {
     const count = this.sizes.availabilityRequests ?? 0;
     if (count === 0) return;
-    await this.at(this.timing.importAtMs[0]);
+    // After the campaign is launched; four at a time, as a burst (each answer was kept 30 s).
+    await this.at(this.timing.launchAtMs[1] + 5_000);
     const firm = this.firms.flood;
     const zones = ['UTC', 'America/Chicago', 'Europe/Berlin', 'Asia/Tokyo'];
     const day = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString().slice(0, 10);
     const statuses: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const first = 2 + (i % 20);
-      const query = new URLSearchParams({
-        firmSlug: firm.slug,
-        start: day(first),
-        end: day(first + 13),
-        timeZone: zones[Math.floor(i / 20) % zones.length]!,
-      });
-      const reply = await send(
-        this.ledger,
-        this.cluster.webUrl,
-        'GET',
-        `/api/appointments/availability?${query}`,
-        {
-          route: 'GET availability (flood)',
-          token: firm.key,
-          retryForMs: 0,
-        },
-      );
-      statuses.push(reply.status);
-    }
+    let next = 0;
+    const one = async (): Promise<void> => {
+      for (let i = next++; i < count; i = next++) {
+        const first = 2 + (i % 20);
+        const query = new URLSearchParams({
+          firmSlug: firm.slug,
+          start: day(first),
+          end: day(first + 13),
+          timeZone: zones[Math.floor(i / 20) % zones.length]!,
+        });
+        const reply = await send(
+          this.ledger,
+          this.cluster.webUrl,
+          'GET',
+          `/api/appointments/availability?${query}`,
+          {
+            route: 'GET availability (flood)',
+            token: firm.key,
+            retryForMs: 0,
+          },
+        );
+        statuses.push(reply.status);
+      }
+    };
+    await Promise.all([one(), one(), one(), one()]);
     const key = this.cluster.keys.appointmentSlots(firm.slug);
     const cacheBytes = Number(await this.cluster.redis.memory('USAGE', key).catch(() => 0)) || 0;
     const cacheKeys = await this.cluster.redis.exists(key).catch(() => 0);
