@@ -118,6 +118,14 @@ export function isRedisUnavailable(err: unknown): boolean {
   return REDIS_DOWN.some((s) => text.includes(s));
 }
 
+/**
+ * Redis refusing a write because it is at its `maxmemory` (an `OOM command not allowed` reply,
+ * under the `noeviction` policy that queues need): for a delivery, like Redis down.
+ */
+export function isRedisOutOfMemory(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('OOM ');
+}
+
 const MONGO_DOWN = new Set([
   'MongoNetworkError',
   'MongoNetworkTimeoutError',

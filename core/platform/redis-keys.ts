@@ -289,11 +289,12 @@ export class RedisKeys {
   }
 
   /**
-   * STRING, JSON: a firm's free slots for one query (event type, dates, time zone: the digest),
-   * as Cal.com answered it; expires after 30 s (core/domain/appointments/availability.ts).
+   * HASH: a firm's free slots, one field per query (event type, dates, time zone: its digest),
+   * each `<expires at ms>|<slots JSON>` kept 30 s, bounded in queries and bytes per firm
+   * (core/domain/appointments/availability.ts).
    */
-  appointmentSlots(firm: string, digest: string): string {
-    return key(this.prefix, 'appointments', firm, 'slots', digest);
+  appointmentSlots(firm: string): string {
+    return key(this.prefix, 'appointments', firm, 'slots');
   }
 
   /** The lock of a firm's session revocation. */

@@ -25,10 +25,12 @@ import {
   type LocalRedis,
   type LocalServices,
 } from '../local/services.js';
+import { masters } from '../../core/platform/redis-cluster.js';
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
 import { launch, type Launched } from '../local/launcher.js';
+import { startFloodCalcom, type FloodCalcom } from './flood-calcom.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -83,6 +85,8 @@ function spawnEntry(
 /** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */
 export const liveClusters = new Set<Cluster>();
 
+export { FLOOD_CALCOM } from './flood-calcom.js';
+
 export class Cluster {
   readonly workers: WorkerSlot[] = [];
   web!: Launched;
@@ -98,7 +102,11 @@ export class Cluster {
   smtp!: FakeSmtp;
   slack!: FakeSlack;
   clio!: FakeClio;
+  /** A firm's own Cal.com answering a slot every minute: 14 days are about 1 MiB (the availability flood). */
+  calcom!: FloodCalcom;
   proxy!: ChaosProxy;
+  /** Redis' maxmemory for the run (set on start and after each restart), when the run sets one. */
+  redisMaxMemory: number | undefined;
   private local: LocalServices | undefined;
   private ownRedis: { server: LocalRedis; dir: string } | undefined;
   private redisCluster: { cluster: LocalRedisCluster; dir: string } | undefined;
@@ -171,11 +179,12 @@ export class Cluster {
       redisUrl = `redis://127.0.0.1:${server.port}`;
       mongodbUri = this.options.mongodbUri;
     }
-    [this.smtp, this.slack, this.clio, this.proxy] = await Promise.all([
+    [this.smtp, this.slack, this.clio, this.proxy, this.calcom] = await Promise.all([
       startFakeSmtp(),
       startFakeSlack(),
       startFakeClio(`clio-${randomBytes(6).toString('hex')}`),
       startChaosProxy(),
+      startFloodCalcom(),
     ]);
     const webPort = await freePort();
     this.webUrl = `http://127.0.0.1:${webPort}`;
@@ -276,6 +285,15 @@ export class Cluster {
     return out;
   }
 
+  /** Sets Redis' maxmemory (noeviction, as the queues need) when the run has one; a restart loses it. */
+  async applyRedisLimit(): Promise<void> {
+    if (this.redisMaxMemory === undefined) return;
+    for (const node of masters(this.redis)) {
+      await node.config('SET', 'maxmemory-policy', 'noeviction');
+      await node.config('SET', 'maxmemory', String(this.redisMaxMemory));
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -290,6 +308,7 @@ export class Cluster {
       this.slack?.close(),
       this.clio?.close(),
       this.proxy?.close(),
+      this.calcom?.stop(),
     ]);
     if (this.redisCluster) {
       await this.redisCluster.cluster.stop();

@@ -253,6 +253,8 @@ export class Faults {
     await this.cluster.redisServer.stop();
     await this.probe('redis', started + this.plan.outageMs);
     await this.cluster.redisServer.start();
+    // A restarted Redis has its configuration file's settings: the run's maxmemory again.
+    await this.cluster.applyRedisLimit();
     this.ledger.window = null;
     const back = await this.untilReady();
     this.record('Redis stop/start', started, `ready again ${back} ms after the start`, back >= 0);

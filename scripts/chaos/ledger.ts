@@ -115,7 +115,9 @@ export class Ledger {
   readonly faults: FaultRecord[] = [];
   /** The outage under way, as the fault injector announces it. */
   window: FaultWindow = null;
-  redisMemory: { start?: number; peak: number; end?: number } = { peak: 0 };
+  redisMemory: { start?: number; peak: number; end?: number; max?: number } = { peak: 0 };
+  /** The availability flood: each answer's status, and the flood firm's slot cache right after. */
+  availabilityFlood: { statuses: number[]; cacheKeys: number; cacheBytes: number } | undefined;
   /** SIGTERM results: how long the worker took and what it handed back. */
   readonly sigterms: Array<{
     afterMs: number;

@@ -19,6 +19,11 @@ export interface ChaosConfig {
   settleMs: number;
   /** How much more Redis may hold at the end than at the start. */
   redisGrowthBudget: number;
+  /**
+   * Redis' maxmemory as room above what it holds once the firms are made (none when unset): small
+   * enough that the availability flood would fill it without the cache's bounds.
+   */
+  redisHeadroom?: number;
   runDir: string;
   /** A MongoDB to use instead of a local FerretDB (no MongoDB outage then). */
   mongodbUri?: string;
@@ -52,6 +57,7 @@ export function defaultConfig(
       directCalls: n(200, 5),
       importRows: n(5000, 20),
       bookingEvents: n(500, 6),
+      availabilityRequests: n(80, 10),
     },
     timing: {
       spreadMs,
@@ -79,6 +85,8 @@ export function defaultConfig(
     },
     settleMs: 40 * 60_000,
     redisGrowthBudget: 64 * 1048576,
+    // The flood (80 answers of about 1 MiB, each kept 30 s) added about 50 MB before its bounds.
+    redisHeadroom: Number(process.env.CHAOS_REDIS_HEADROOM_MB ?? 48) * 1048576,
     runDir,
     say,
   };
@@ -144,6 +152,12 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
   try {
     const firms = await createFirms(cluster, ledger, config.timing);
     ledger.redisMemory.start = (await usedMemory(cluster)) ?? undefined;
+    if (config.redisHeadroom !== undefined && config.redis !== 'cluster') {
+      cluster.redisMaxMemory = (ledger.redisMemory.start ?? 0) + config.redisHeadroom;
+      ledger.redisMemory.max = cluster.redisMaxMemory;
+      await cluster.applyRedisLimit();
+      say(`Redis maxmemory ${(cluster.redisMaxMemory / 1048576).toFixed(1)} MiB (noeviction)`);
+    }
     const workload = new Workload(cluster, ledger, firms, config.sizes, config.timing, rng.fork('workload'));
     const faults = new Faults(cluster, ledger, workload, config.plan, rng.fork('faults'), say);
     faults.startMonitor();

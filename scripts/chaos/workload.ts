@@ -9,7 +9,7 @@ import {
   signRetellWebhook,
   RETELL_SIGNATURE_HEADER,
 } from '../../core/integrations/voice/webhook-signature.js';
-import type { Cluster } from './cluster.js';
+import { FLOOD_CALCOM, type Cluster } from './cluster.js';
 import { send, type JsonObject } from './http.js';
 import type { BookingEventRecord, BookingModel, BookingTrigger, Ledger } from './ledger.js';
 import type { Rng } from './rng.js';
@@ -20,6 +20,8 @@ export interface WorkloadSizes {
   directCalls: number;
   importRows: number;
   bookingEvents: number;
+  /** Availability requests of the flood firm, each a 14-day query Cal.com answers with about 1 MiB. */
+  availabilityRequests?: number;
 }
 
 export interface WorkloadTiming {
@@ -54,6 +56,8 @@ export interface Firms {
   direct: Firm;
   bookings: Firm;
   imports: Firm;
+  /** Its Cal.com (cluster.calcom) answers a slot every minute: the availability flood's firm. */
+  flood: Firm;
 }
 
 interface ImportSummary {
@@ -163,13 +167,25 @@ export async function createFirms(cluster: Cluster, ledger: Ledger, timing: Work
     }
     return firm;
   };
-  const [campaign, direct, bookings, imports] = await Promise.all([
+  const [campaign, direct, bookings, imports, flood] = await Promise.all([
     make('campaign', { max_concurrent_calls: 40 }, true),
     make('direct', { max_concurrent_calls: 20 }, true),
     make('bookings', { reminder_offsets_minutes: timing.reminderOffsets }, false),
     make('imports', {}, false),
+    make(
+      'flood',
+      {
+        booking: {
+          provider: 'calcom',
+          api_key: FLOOD_CALCOM.apiKey,
+          event_type_id: FLOOD_CALCOM.eventTypeId,
+          base_url: cluster.calcom.url,
+        },
+      },
+      false,
+    ),
   ]);
-  return { campaign, direct, bookings, imports };
+  return { campaign, direct, bookings, imports, flood };
 }
 
 /** Which numbers of a batch go unanswered or fail at the provider: about 2 % and 0.5 %. */
@@ -249,7 +265,13 @@ export class Workload {
   /** Sends the whole workload; resolves when every part has been acknowledged. */
   async run(): Promise<void> {
     this.started = Date.now();
-    await Promise.all([this.campaign(), this.directCalls(), this.importContacts(), this.bookingStories()]);
+    await Promise.all([
+      this.campaign(),
+      this.directCalls(),
+      this.importContacts(),
+      this.bookingStories(),
+      this.availabilityFlood(),
+    ]);
   }
 
   private at(ms: number): Promise<void> {
@@ -368,6 +390,53 @@ export class Workload {
       `probe-${p}`,
       false,
     );
+  }
+
+  // ---------------------------------------------------------------- availability flood
+
+  /**
+   * One firm asks its own Cal.com (a slot every minute) for 14 days of availability, each time
+   * another query: about 1 MiB an answer. Without the availability cache's bounds the 80 answers
+   * filled Redis past the run's maxmemory and other firms' webhooks got 500.
+   */
+  private async availabilityFlood(): Promise<void> {
+    const count = this.sizes.availabilityRequests ?? 0;
+    if (count === 0) return;
+    // After the campaign is launched; four at a time, as a burst (each answer was kept 30 s).
+    await this.at(this.timing.launchAtMs[1] + 5_000);
+    const firm = this.firms.flood;
+    const zones = ['UTC', 'America/Chicago', 'Europe/Berlin', 'Asia/Tokyo'];
+    const day = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString().slice(0, 10);
+    const statuses: number[] = [];
+    let next = 0;
+    const one = async (): Promise<void> => {
+      for (let i = next++; i < count; i = next++) {
+        const first = 2 + (i % 20);
+        const query = new URLSearchParams({
+          firmSlug: firm.slug,
+          start: day(first),
+          end: day(first + 13),
+          timeZone: zones[Math.floor(i / 20) % zones.length]!,
+        });
+        const reply = await send(
+          this.ledger,
+          this.cluster.webUrl,
+          'GET',
+          `/api/appointments/availability?${query}`,
+          {
+            route: 'GET availability (flood)',
+            token: firm.key,
+            retryForMs: 0,
+          },
+        );
+        statuses.push(reply.status);
+      }
+    };
+    await Promise.all([one(), one(), one(), one()]);
+    const key = this.cluster.keys.appointmentSlots(firm.slug);
+    const cacheBytes = Number(await this.cluster.redis.memory('USAGE', key).catch(() => 0)) || 0;
+    const cacheKeys = await this.cluster.redis.exists(key).catch(() => 0);
+    this.ledger.availabilityFlood = { statuses, cacheKeys, cacheBytes };
   }
 
   // ---------------------------------------------------------------- contacts import

@@ -134,10 +134,14 @@ export const CAL_MESSAGES = {
   bookerLimit: 'booker_limit_exceeded_error',
 } as const;
 
+/** One formatter per time zone (making one per slot made a month of minutes take seconds). */
+const FORMATS = new Map<string, Intl.DateTimeFormat>();
+
 /** `ms` as ISO 8601 with the offset `timeZone` has then, as Cal.com writes slot starts. */
 export function isoInZone(ms: number, timeZone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
+  let format = FORMATS.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', {
       timeZone,
       hourCycle: 'h23',
       year: 'numeric',
@@ -146,9 +150,11 @@ export function isoInZone(ms: number, timeZone: string): string {
       hour: '2-digit',
       minute: '2-digit',
       second: '2-digit',
-    })
-      .formatToParts(new Date(ms))
-      .map((p) => [p.type, p.value]),
+    });
+    FORMATS.set(timeZone, format);
+  }
+  const parts = Object.fromEntries(
+    format.formatToParts(new Date(ms)).map((p) => [p.type, p.value]),
   ) as Record<string, string>;
   const local = Date.UTC(
     +parts.year!,
@@ -239,10 +245,9 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   const active = (b: FakeCalBooking) => b.status === 'accepted' || b.status === 'pending';
   const noticeMs = () => (rules.minimumNoticeMinutes ?? 0) * 60_000;
   /** Free: a slot of the event type, not taken, not held by an active booking (but `except`'s own). */
-  const isFree = (ms: number, except?: FakeCalBooking) =>
-    options.slots.includes(ms) &&
-    !taken.has(ms) &&
-    !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+  const isUnheld = (ms: number, except?: FakeCalBooking) =>
+    !taken.has(ms) && !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+  const isFree = (ms: number, except?: FakeCalBooking) => options.slots.includes(ms) && isUnheld(ms, except);
   const find = (uid: string) => bookings.find((b) => b.uid === uid);
 
   const deliver = (trigger: string, booking: FakeCalBooking, from?: FakeCalBooking): void => {
@@ -460,7 +465,8 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       const to = calSlotsBound(end, 'end');
       const data: Record<string, Array<{ start: string }>> = {};
       for (const ms of [...options.slots].sort((a, b) => a - b)) {
-        if (ms < from || ms > to || !isFree(ms) || ms < Date.now() + noticeMs()) continue;
+        // A slot of the event type already (the list is options.slots): only whether it is held.
+        if (ms < from || ms > to || !isUnheld(ms) || ms < Date.now() + noticeMs()) continue;
         const iso = isoInZone(ms, timeZone);
         (data[iso.slice(0, 10)] ??= []).push({ start: iso });
       }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { urlPolicyOf } from '../../platform/config.js';
 import { AppError, badGateway, conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
+import { loadRedisScript } from '../../platform/redis-script.js';
 import { dateIn, isTimeZone, startOfDayIn } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import { CalcomClient, CalcomError } from '../../integrations/booking/calcom.js';
@@ -11,7 +12,12 @@ import type { FirmDoc } from '../firms/firms.js';
 
 // Free slots of a firm's booking provider (docs/appointments.md#availability): Cal.com's /v2/slots
 // for the firm's event type, at most MAX_DAYS days per request, each answer kept 30 s in Redis
-// (an agent asks again and again within one conversation). The days asked for are days in the
+// (an agent asks again and again within one conversation). What is kept is bounded, since the
+// firm chooses the Cal.com URL and so its answers: only the slots we answer with (at most
+// MAX_SLOTS_PER_DAY a day, each a short date-time), and per firm at most
+// SLOTS_CACHE_MAX_QUERIES_PER_FIRM queries and SLOTS_CACHE_MAX_BYTES_PER_FIRM bytes, in one hash
+// (cache-slots.lua); Cal.com's answer itself is read up to CALCOM_SLOTS_MAX_BYTES (calcom.ts).
+// The days asked for are days in the
 // query's time zone; Cal.com reads start and end as UTC instants (a date alone is 00:00:00Z to
 // 23:59:59Z: get-slots.input.ts in calcom/cal.com), so it is asked for the instants that cover
 // those local days and its answer is kept to them. Slot starts keep the offset of the time zone
@@ -20,6 +26,19 @@ import type { FirmDoc } from '../firms/firms.js';
 /** Days one availability request may cover, start and end dates included. */
 export const MAX_DAYS = 14;
 const CACHE_SECONDS = 30;
+/** Slots a day we answer with and keep: one every 15 minutes around the clock. */
+export const MAX_SLOTS_PER_DAY = 96;
+/** Queries one firm's slot cache holds at once (past it the firm's cache starts again). */
+export const SLOTS_CACHE_MAX_QUERIES_PER_FIRM = 8;
+/** Bytes of slots one firm's slot cache holds at most (a 14-day answer of 96 a day is ~45 KB). */
+export const SLOTS_CACHE_MAX_BYTES_PER_FIRM = 256 * 1024;
+/** The longest slot start kept (2026-12-01T09:00:00.000+05:45 is 29). */
+const MAX_START_LENGTH = 40;
+
+const CACHE_SLOTS = loadRedisScript(new URL('./cache-slots.lua', import.meta.url), {
+  keys: ['cache'],
+  args: ['field', 'value', 'ttl_ms', 'max_entries', 'max_bytes'],
+});
 const DAY_MS = 24 * 3600_000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -130,11 +149,12 @@ export async function freeSlots(
     )
     .digest('base64url')
     .slice(0, 32);
-  const key = redisKeys(services.config).appointmentSlots(firm._id, digest);
+  const key = redisKeys(services.config).appointmentSlots(firm._id);
   if (options.fresh !== true) {
     // A cache: when Redis cannot answer, Cal.com still can.
-    const cached = await services.redis.get(key).catch(() => null);
-    if (cached !== null) return JSON.parse(cached) as string[];
+    const cached = await services.redis.hget(key, digest).catch(() => null);
+    const slots = cached === null ? null : cachedSlots(cached);
+    if (slots !== null) return slots;
   }
   let slots: string[];
   try {
@@ -143,16 +163,49 @@ export async function freeSlots(
       ...utcBoundsOf(query),
       timeZone: query.timeZone,
     });
-    // Exactly the days asked for, in their time zone, whatever else Cal.com includes.
-    slots = asked.filter((start) => {
-      const day = dateIn(Date.parse(start), query.timeZone);
-      return day >= query.start && day <= query.end;
-    });
+    slots = slotsWeUse(asked, query);
   } catch (err) {
     throw providerFailure(err);
   }
-  await services.redis.set(key, JSON.stringify(slots), 'EX', CACHE_SECONDS).catch(() => {});
+  const value = `${Date.now() + CACHE_SECONDS * 1000}|${JSON.stringify(slots)}`;
+  await CACHE_SLOTS.run(
+    services.redis,
+    { cache: key },
+    {
+      field: digest,
+      value,
+      ttl_ms: CACHE_SECONDS * 1000,
+      max_entries: SLOTS_CACHE_MAX_QUERIES_PER_FIRM,
+      max_bytes: SLOTS_CACHE_MAX_BYTES_PER_FIRM,
+    },
+  ).catch(() => {});
   return slots;
+}
+
+/**
+ * The slots we answer with: those in the query's days, in their time zone (whatever else Cal.com
+ * includes), at most MAX_SLOTS_PER_DAY a day (the earliest), each a short date-time.
+ */
+function slotsWeUse(asked: string[], query: AvailabilityQuery): string[] {
+  const perDay = new Map<string, number>();
+  const kept: string[] = [];
+  for (const start of asked) {
+    if (start.length > MAX_START_LENGTH) continue;
+    const day = dateIn(Date.parse(start), query.timeZone);
+    if (day < query.start || day > query.end) continue;
+    const n = perDay.get(day) ?? 0;
+    if (n >= MAX_SLOTS_PER_DAY) continue;
+    perDay.set(day, n + 1);
+    kept.push(start);
+  }
+  return kept;
+}
+
+/** A cache entry's slots, null once it has expired. */
+function cachedSlots(entry: string): string[] | null {
+  const bar = entry.indexOf('|');
+  if (bar < 0 || Number(entry.slice(0, bar)) < Date.now()) return null;
+  return JSON.parse(entry.slice(bar + 1)) as string[];
 }
 
 /** The query for `days` days in `timeZone` from the date `first` (YYYY-MM-DD) there. */

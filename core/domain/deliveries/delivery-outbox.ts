@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { collection, COLLECTIONS } from '../../platform/db/collections.js';
-import { UnavailableError } from '../../platform/errors.js';
+import { UnavailableError, isRedisOutOfMemory } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
@@ -122,9 +122,13 @@ export async function acceptDelivery<K extends DeliveryJob>(
       await enqueueWithin(services, JOBS[key] as unknown as JobDefinition<typeof data>, data);
       return 'queued';
     } catch (err) {
-      if (!(err instanceof UnavailableError)) throw err;
+      // Redis full (OOM) takes no job either: the delivery is kept as while Redis is down.
+      if (!(err instanceof UnavailableError) && !isRedisOutOfMemory(err)) throw err;
       gate.markBehind();
-      services.log.warn({ job: key, firm }, 'Redis unavailable: delivery kept in the MongoDB outbox');
+      services.log.warn(
+        { job: key, firm, reason: err instanceof UnavailableError ? 'unavailable' : 'out of memory' },
+        'Redis unavailable: delivery kept in the MongoDB outbox',
+      );
     }
   }
   // Kept once, within the outbox's caps (core/domain/deliveries/outbox-limits.ts).

@@ -73,6 +73,12 @@ export class CalcomError extends Error {
   }
 }
 
+/**
+ * The most of a slots answer read: 14 days of a slot every 15 minutes, as `{start}` objects, is
+ * about 60 KB; a larger answer (the base URL is the firm's choice) is a failure (502).
+ */
+export const CALCOM_SLOTS_MAX_BYTES = 256 * 1024;
+
 export interface CalcomOptions {
   baseUrl?: string;
   apiKey: string;
@@ -103,7 +109,13 @@ export class CalcomClient {
       end: query.end,
       timeZone: query.timeZone,
     });
-    const data = await this.call('GET', `/v2/slots?${params}`, CAL_SLOTS_API_VERSION);
+    const data = await this.call(
+      'GET',
+      `/v2/slots?${params}`,
+      CAL_SLOTS_API_VERSION,
+      undefined,
+      CALCOM_SLOTS_MAX_BYTES,
+    );
     if (!isObject(data))
       throw new CalcomError('Cal.com answered slots without data.', 502, 'bad_answer', null);
     const starts: string[] = [];
@@ -200,6 +212,7 @@ export class CalcomClient {
     path: string,
     version: string,
     payload?: unknown,
+    maxResponseBytes = 1024 * 1024,
   ): Promise<unknown> {
     const headers: Record<string, string> = {
       Authorization: `Bearer ${this.options.apiKey}`,
@@ -213,6 +226,7 @@ export class CalcomClient {
       ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
       policy: this.options.policy,
       timeoutMs: 15_000,
+      maxResponseBytes,
     });
     return dataOf(res);
   }

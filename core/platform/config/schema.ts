@@ -431,6 +431,34 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'contacts imports one firm may have accepted and not yet finished; one more is `429` with `Retry-After`',
   }),
+  contactsSyncMaxRows: integer('CONTACTS_SYNC_MAX_ROWS', {
+    min: 100,
+    max: 10_000_000,
+    default: 50_000,
+    description:
+      "contacts one Clio sync reads at most (as an import's 5,000 rows); the sync then stops `failed`, what it stored kept",
+  }),
+  contactsSyncMaxPages: integer('CONTACTS_SYNC_MAX_PAGES', {
+    min: 1,
+    max: 1_000_000,
+    default: 1_000,
+    description:
+      'listing pages one Clio sync reads at most (empty pages included); the sync then stops `failed`, what it stored kept',
+  }),
+  contactsSyncMaxMs: integer('CONTACTS_SYNC_MAX_MS', {
+    min: 1000,
+    max: 24 * HOUR_MS,
+    default: HOUR_MS,
+    description:
+      'how long one Clio sync may run from its start (waits included); past it the sync stops `failed`, what it stored kept',
+  }),
+  contactsSyncSlicePages: integer('CONTACTS_SYNC_SLICE_PAGES', {
+    min: 1,
+    max: 10_000,
+    default: 10,
+    description:
+      "pages a sync reads in one turn of a worker's contacts slot before it goes to the back of the queue, so other firms' imports and syncs get their turn",
+  }),
 });
 
 export type Config = Static<typeof CONFIG_SCHEMA>;

@@ -1,3 +1,4 @@
+import { SLOTS_CACHE_MAX_BYTES_PER_FIRM } from '../../../core/domain/appointments/availability.js';
 import { scanAll } from '../../../core/platform/redis-cluster.js';
 import type { Cluster } from '../cluster.js';
 import { usedMemory } from '../faults.js';
@@ -34,10 +35,27 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
     row(
       'Redis memory back near its start',
       `≤ start + ${mib(ctx.redisGrowthBudget)}`,
-      `${mib(start)} → peak ${mib(ledger.redisMemory.peak)} → ${mib(end ?? -1)}`,
+      `${mib(start)} → peak ${mib(ledger.redisMemory.peak)} → ${mib(end ?? -1)}` +
+        (ledger.redisMemory.max === undefined ? '' : ` (maxmemory ${mib(ledger.redisMemory.max)})`),
       end !== null && end - start <= ctx.redisGrowthBudget,
     ),
   );
+  const flood = ledger.availabilityFlood;
+  if (flood !== undefined) {
+    const counts = new Map<number, number>();
+    for (const status of flood.statuses) counts.set(status, (counts.get(status) ?? 0) + 1);
+    const answered = [...counts].map(([status, n]) => `${n}× ${status}`).join(', ');
+    rows.push(
+      row(
+        "the availability flood: answered 200 or 502, the firm's slot cache within its bound",
+        `200/502 only; ≤ 1 key, ≤ ${mib(SLOTS_CACHE_MAX_BYTES_PER_FIRM * 2)}`,
+        `${answered}; ${flood.cacheKeys} key, ${mib(flood.cacheBytes)}`,
+        flood.statuses.every((s) => s === 200 || s === 502) &&
+          flood.cacheKeys <= 1 &&
+          flood.cacheBytes <= SLOTS_CACHE_MAX_BYTES_PER_FIRM * 2,
+      ),
+    );
+  }
   return rows;
 }
 
