@@ -1,7 +1,7 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { ImportContactsJob, SyncContactsJob } from '../../jobs/contacts.js';
 import { failContactSync, syncsCollection } from '../../core/domain/contacts/contact-sync.js';
-import { SyncNotRunnableError, runContactSync } from '../../core/domain/contacts/contact-sync-pages.js';
+import { SyncNotRunnableError, SyncSliceEnded, runContactSync } from '../../core/domain/contacts/contact-sync-pages.js';
 import { CrmError } from '../../core/integrations/crm/clio.js';
 import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
 import { ImportNotRunnableError, runContactImport } from '../../core/domain/contacts/import-rows.js';
@@ -49,6 +49,12 @@ export const syncContacts: JobProcessor<SyncContactsJob> = async (job, { service
     const sync = await runContactSync(services, job.data);
     return { pages: sync.pages, imported: sync.imported, duplicates: sync.duplicates, errors: sync.errors };
   } catch (err) {
+    if (err instanceof SyncSliceEnded) {
+      // Its share of the slot is used: behind the jobs now waiting (a promoted job joins the
+      // back of the wait list), other firms' imports and syncs first. Costs no attempt.
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
     if (err instanceof RecordBusyError) {
       await job.moveToDelayed(Date.now() + TURN_RETRY_MS + Math.floor(Math.random() * TURN_RETRY_MS), token);
       throw new DelayedError();

@@ -11,6 +11,13 @@
 // import answers its stored result: counted once, never twice; an unfinished one is retried
 // with the same contact ids and its own claims recognised, import-rows.ts). Before that, the page
 // is read from Clio again. A sync waiting for the firm's turn resumes the same way.
+//
+// Bounds (docs/contacts.md#limits): the listing is the firm's to serve (its base URL), and may
+// never end. A sync reads at most CONTACTS_SYNC_MAX_ROWS rows (the last page cut to them) and
+// CONTACTS_SYNC_MAX_PAGES pages, and runs at most CONTACTS_SYNC_MAX_MS from its start; past any
+// of them it stops `failed`, what it stored kept. And it holds a worker's contacts slot for at
+// most CONTACTS_SYNC_SLICE_PAGES pages at a time: then the job goes to the back of the queue
+// (SyncSliceEnded) and other firms' imports and syncs waiting there run first.
 import type { Services } from '../../wiring/services.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { getFirm } from '../firms/firms.js';
@@ -94,6 +101,28 @@ async function runPageImport(
   }
 }
 
+/** The sync read its slice of pages: the caller puts it at the back of the queue (no attempt spent). */
+export class SyncSliceEnded extends Error {
+  constructor(readonly pages: number) {
+    super(`contacts sync paused after ${pages} pages: back of the queue`);
+    this.name = 'SyncSliceEnded';
+  }
+}
+
+const counted = (sync: ContactSyncDoc): number => sync.imported + sync.duplicates + sync.errors;
+const thousands = (n: number): string => n.toLocaleString('en-US');
+
+/** Why the sync must stop before reading another page (its bounds), or null. */
+function boundReached(services: Services, sync: ContactSyncDoc): string | null {
+  const { contactsSyncMaxRows: rows, contactsSyncMaxPages: pages, contactsSyncMaxMs: ms } = services.config;
+  const stop = 'The sync stopped: one sync reads';
+  if (counted(sync) >= rows) return `${stop} at most ${thousands(rows)} contacts, and Clio had more.`;
+  if (sync.pages >= pages) return `${stop} at most ${thousands(pages)} pages, and Clio had more.`;
+  if (Date.now() - sync.started_at.getTime() >= ms)
+    return `${stop} for at most ${thousands(Math.round(ms / 1000))} seconds, and Clio had more.`;
+  return null;
+}
+
 const NO_ROWS: ImportResult = { imported: 0, duplicates: 0, errors: 0, error_rows: [] };
 
 /**
@@ -111,6 +140,7 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
   const firm = await getFirm(db, sync.firm);
   const client = firm === null ? null : await firmClioClient(services, firm);
   if (client === null) throw new CrmError(`The firm ${sync.firm} no longer has Clio set up.`, true, false);
+  let slice = 0;
   for (;;) {
     const importId = pageImportId(sync._id, sync.pages);
     let next: string | null;
@@ -122,13 +152,20 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
       next = sync.current.next;
       result = await runPageImport(services, sync, importId);
     } else {
+      const bound = boundReached(services, sync);
+      if (bound !== null) throw new CrmError(bound, true, false);
+      if (slice >= services.config.contactsSyncSlicePages) throw new SyncSliceEnded(slice);
       const url = sync.page_url ?? client.firstContactsPageUrl(CLIO_SYNC_PAGE_SIZE, sync.updated_since);
       const page = await client.contactsPage(url);
       next = page.next;
-      const rows = page.contacts.flatMap((c): Record<string, unknown>[] => {
-        const row = clioContactRow(c);
-        return row === null ? [] : [row];
-      });
+      // No more rows than the sync's bound leaves (the bound then stops it before the next page).
+      const rows = page.contacts
+        .flatMap((c): Record<string, unknown>[] => {
+          const row = clioContactRow(c);
+          return row === null ? [] : [row];
+        })
+        .slice(0, Math.max(0, services.config.contactsSyncMaxRows - counted(sync)));
+      slice += 1;
       if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
         await preparePage(services, sync, importId, rows);
         sync = { ...sync, current: { page: sync.pages, next } };
