@@ -1,5 +1,6 @@
 import { exitOnConfigError, type Config } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
+import { startingWork } from '../core/platform/held-signals.js';
 import { stopOnSignals } from '../core/platform/process.js';
 import { createServices } from '../core/wiring/services.js';
 import { warnUnlessNoEviction } from '../core/platform/redis.js';
@@ -14,6 +15,7 @@ export function runWorkers(config: Config): void {
   const services = exitOnConfigError(() => createServices(config, log, 'worker'));
   guardRedisTls(services.redis, config, log, exitWith);
   void warnUnlessNoEviction(services.redis, log);
+  startingWork();
   const running = startWorkers(services, processors, queues);
   log.info({ queues }, 'workers started');
   stopOnSignals(log, config.shutdownTimeoutMs, () => running.stop());

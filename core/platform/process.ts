@@ -1,3 +1,4 @@
+import { takeHeldSignal } from './held-signals.js';
 import type { Logger } from './logger.js';
 import { stopTracing } from './telemetry/start.js';
 
@@ -13,15 +14,18 @@ export function stopOnSignals(
   stop: (deadline: number) => Promise<void>,
 ): void {
   let stopping = false;
-  const shutdown = (signal: NodeJS.Signals): void => {
+  const shutdown = (signal: NodeJS.Signals, at = Date.now()): void => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    const deadline = Date.now() + deadlineMs;
-    const force = setTimeout(() => {
-      log.error('shutdown deadline passed; exiting');
-      process.exit(1);
-    }, deadlineMs);
+    const deadline = at + deadlineMs;
+    const force = setTimeout(
+      () => {
+        log.error('shutdown deadline passed; exiting');
+        process.exit(1);
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     force.unref();
     // The spans of the stop itself are sent last, in the time left; losing them never fails the stop.
     const stopAll = () =>
@@ -44,6 +48,10 @@ export function stopOnSignals(
       },
     );
   };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', (signal) => shutdown(signal));
+  process.on('SIGINT', (signal) => shutdown(signal));
+  // A signal that came while the process was starting (held-signals.ts): the stop begins now,
+  // its deadline counted from the signal.
+  const held = takeHeldSignal();
+  if (held !== undefined) shutdown(held.signal, held.at);
 }
