@@ -2,7 +2,7 @@
 // The fault matrix against real processes (docs/resilience.md). CHAOS_SEED and
 // CHAOS_SCALE set the same as the flags; --redis=cluster is the Redis Cluster run instead
 // (clusterConfig in run.ts: every area's happy path and one worker SIGKILL, at a fixed size);
-// --hog N runs N spinning processes alongside (./hog.ts) and reports the load; the process's logs and report.json go to
+// --hog N runs the CPU hog with N spinners alongside (./hog.ts) and reports the load; the process's logs and report.json go to
 // .local/chaos/seed-<N>-<time>/. Exit code 0 when every invariant holds, 1 when one does not,
 // 2 on bad flags or a run that could not start.
 import { mkdir } from 'node:fs/promises';
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     redis === 'cluster' ? clusterConfig(seed, runDir, say) : defaultConfig(seed, scale, runDir, say);
   let result;
   const spinning: Hog | undefined = hog > 0 ? startHog(hog) : undefined;
-  if (spinning !== undefined) say(`${hog} spinning processes hold the machine busy for the run`);
+  if (spinning !== undefined) say(`the CPU hog, ${hog} spinners, holds the machine busy for the run`);
   let load = '';
   try {
     result = await runChaos(config);
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     `\nChaos run, seed ${seed}, ${redis === 'cluster' ? 'on a Redis Cluster' : `scale ${scale}`} (${(result.durationMs / 60_000).toFixed(1)} min)\n\n`,
   );
   process.stdout.write(`${formatTable(result.rows)}\n\n`);
-  if (load !== '') process.stdout.write(`With ${hog} spinning processes: ${load}.\n`);
+  if (load !== '') process.stdout.write(`With the CPU hog (${hog} spinners): ${load}.\n`);
   const failed = result.rows.filter((r) => !r.ok).length;
   process.stdout.write(
     failed === 0
