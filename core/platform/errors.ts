@@ -58,6 +58,16 @@ export const notFound = (thing: string, message?: string): AppError =>
 
 export const conflict = (code: string, message: string): AppError => new AppError(409, code, message);
 
+/** A repeat of a request whose Idempotency-Key is still pending: retry after `retryAfterSeconds`. */
+export const idempotencyKeyInUse = (retryAfterSeconds: number): AppError =>
+  new AppError(
+    409,
+    'idempotency_key_in_use',
+    'A request with this Idempotency-Key is still being processed; retry after the Retry-After seconds.',
+    undefined,
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+
 export const payloadTooLarge = (message = 'The request body is larger than this route accepts.'): AppError =>
   new AppError(413, 'payload_too_large', message);
 

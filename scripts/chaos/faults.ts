@@ -270,6 +270,7 @@ export class Faults {
     await ferret.start();
     this.ledger.window = null;
     const back = await this.untilReady();
+    this.ledger.mongoOutages.push({ from: started, to: Date.now() });
     this.record(
       'FerretDB+PostgreSQL stop/start',
       started,

@@ -22,11 +22,12 @@ export interface SendOptions {
   /** Give up retrying after this long (the last answer is returned). */
   retryForMs?: number;
   /** Statuses worth sending again (default 429, 502, 503, 504). */
-  retryOn?: (status: number) => boolean;
+  retryOn?: (status: number, body: JsonObject) => boolean;
   timeoutMs?: number;
 }
 
-const defaultRetry = (status: number) => status === 429 || status === 502 || status === 503 || status === 504;
+export const defaultRetry = (status: number): boolean =>
+  status === 429 || status === 502 || status === 503 || status === 504;
 
 /** One request, no retries; a connection error is status 0. */
 export async function sendOnce(
@@ -81,7 +82,8 @@ export async function send(
   const until = Date.now() + (options.retryForMs ?? 10 * 60_000);
   for (let attempts = 1; ; attempts++) {
     const reply = await sendOnce(ledger, baseUrl, method, path, options);
-    if ((reply.status !== 0 && !retryOn(reply.status)) || Date.now() > until) return { ...reply, attempts };
+    if ((reply.status !== 0 && !retryOn(reply.status, reply.body)) || Date.now() > until)
+      return { ...reply, attempts };
     const after = Number(reply.headers.get('retry-after'));
     await sleep(Number.isFinite(after) && after > 0 ? Math.min(after, 5) * 1000 : 1000);
   }

@@ -1,5 +1,6 @@
 // What the chaos run sent and what the service acknowledged: the checks at the end hold the
 // service to every 200 it answered, and to every fault it was put through.
+import { KNOWN_OUTCOME_RETRY_MS } from '../../core/platform/db/effect-recorder.js';
 
 export type FaultWindow = 'redis' | 'mongodb' | null;
 
@@ -128,6 +129,21 @@ export class Ledger {
   readonly kills: Array<{ worker: number; activeAtKill: number; at: number }> = [];
   /** When a worker process ended abruptly (SIGKILL) or handed jobs back (SIGTERM). */
   readonly abruptEnds: number[] = [];
+  /** The MongoDB outages: from the stop until the service was ready again. */
+  readonly mongoOutages: Array<{ from: number; to: number }> = [];
+
+  /**
+   * Whether a repeated send (a mail, a Slack message: outcomes that cannot be asked about) is
+   * explained by a worker that ended abruptly between the send and its record: within 5 s after
+   * the send, or, for a send made during a MongoDB outage (or just before it), within the time
+   * the effect recorder keeps retrying a known outcome into its record, KNOWN_OUTCOME_RETRY_MS
+   * (until MongoDB answers, the outcome lives only in that process).
+   */
+  explainsRepeat(sent: number, repeated: number): boolean {
+    const inOutage = this.mongoOutages.some((o) => sent >= o.from - 5000 && sent <= o.to);
+    const recordBy = sent + (inOutage ? KNOWN_OUTCOME_RETRY_MS : 5000);
+    return this.abruptEnds.some((k) => k >= sent - 1000 && k <= recordBy && k < repeated);
+  }
 
   answer(route: string, status: number, retryAfter: string | null): void {
     this.answers.push({ route, status, retryAfter, at: Date.now(), during: this.window });

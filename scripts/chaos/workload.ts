@@ -10,7 +10,7 @@ import {
   RETELL_SIGNATURE_HEADER,
 } from '../../core/integrations/voice/webhook-signature.js';
 import { FLOOD_CALCOM, type Cluster } from './cluster.js';
-import { send, type JsonObject } from './http.js';
+import { defaultRetry, send, type JsonObject } from './http.js';
 import type { BookingEventRecord, BookingModel, BookingTrigger, Ledger } from './ledger.js';
 import type { Rng } from './rng.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -370,6 +370,11 @@ export class Workload {
         dynamicVariables: { full_name: fullName, case_type: 'employment' },
       },
       ...(retry ? {} : { retryForMs: 0 }),
+      // A key whose first request died in an outage is answered 409 idempotency_key_in_use with
+      // Retry-After until it is judged abandoned: a client retries (docs/calls.md).
+      retryOn: (status, body) =>
+        defaultRetry(status) ||
+        (status === 409 && (body.error as { code?: string } | undefined)?.code === 'idempotency_key_in_use'),
       timeoutMs: 15_000,
     });
     record.status = reply.status;

@@ -287,6 +287,41 @@ describe('Idempotency-Key', () => {
     expect(await callsOf(stack).countDocuments({ firm: firmA.slug })).toBe(before + 1);
   });
 
+  it('a key left pending by a request that died: 409 idempotency_key_in_use with Retry-After until it is stale, then the call', async () => {
+    const key = `pending-${Date.now()}`;
+    const keys = stack.services.mongo.db.collection(COLLECTIONS.idempotencyKeys);
+    // As a first request leaves it when it dies between claiming the key and creating its call
+    // (its cleanup could not reach MongoDB): pending, 40 s old, its call never made.
+    const fortySecondsAgo = new Date(Date.now() - 40_000);
+    await keys.insertOne({
+      _id: `create-outbound-call|${firmA.slug}|${key}` as never,
+      scope: 'create-outbound-call',
+      firm: firmA.slug,
+      key,
+      resource_id: 'call_never_made',
+      state: 'pending',
+      created_at: fortySecondsAgo,
+      updated_at: fortySecondsAgo,
+    });
+    const busy = await firmA.client.post('/api/v2/create-outbound-call', valid(), { 'Idempotency-Key': key });
+    expectError(busy, 409, 'idempotency_key_in_use');
+    // When the pending key will be judged abandoned (60 s after it was made): about 10 s from now.
+    const retryAfter = Number(busy.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(21);
+    // A retry once that time has passed (moved back here rather than waited for) makes the call.
+    const stale = new Date(Date.now() - 61_000);
+    await keys.updateOne(
+      { _id: `create-outbound-call|${firmA.slug}|${key}` as never },
+      { $set: { created_at: stale } },
+    );
+    const retried = await firmA.client.post('/api/v2/create-outbound-call', valid(), {
+      'Idempotency-Key': key,
+    });
+    expect(retried.status).toBe(200);
+    expect(retried.body.call_id).not.toBe('call_never_made');
+  });
+
   it('rejects a malformed key', async () => {
     const res = await firmA.client.post('/api/v2/create-outbound-call', valid(), {
       'Idempotency-Key': 'x'.repeat(256),

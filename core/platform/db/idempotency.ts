@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from './collections.js';
-import { conflict, invalidRequest } from '../errors.js';
+import { idempotencyKeyInUse, invalidRequest } from '../errors.js';
 import { claim } from './claim.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -95,10 +95,10 @@ export async function runIdempotent(
     }
     // The first request is still at work, or another request is taking over the expired key.
     if (Date.now() > deadline) {
-      throw conflict(
-        'idempotency_key_in_use',
-        'A request with this Idempotency-Key is still being processed; retry in a few seconds.',
-      );
+      // Retry-After: when a key still pending will be judged abandoned (its request died) and
+      // recovered by the next repeat; at least a second.
+      const staleInMs = existing.created_at.getTime() + STALE_PENDING_MS - Date.now();
+      throw idempotencyKeyInUse(Math.min(60, Math.max(1, Math.ceil(staleInMs / 1000))));
     }
     await sleep(POLL_MS);
   }

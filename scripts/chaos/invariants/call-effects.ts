@@ -56,8 +56,8 @@ export async function callEffectRows(ctx: CheckContext, facts: CallFacts): Promi
    * Mail and Slack cannot be asked whether a send went through: a worker that dies between the
    * send and its record leaves the outcome unknown, and the next attempt sends again (at least
    * once, never lost: docs/architecture.md#claims-record-locks-and-effects). A repeat is accepted only
-   * when a worker ended abruptly within 5 s after the first send and before the repeat; any other
-   * repeat is a bug.
+   * when a worker ended abruptly between the first send and its record (Ledger.explainsRepeat);
+   * any other repeat is a bug.
    */
   const perSend = (name: string, times: (c: CallRow) => number[]) => {
     const bad: string[] = [];
@@ -66,9 +66,7 @@ export async function callEffectRows(ctx: CheckContext, facts: CallFacts): Promi
       const t = times(c).sort((a, b) => a - b);
       if (t.length === 0) bad.push(`${c._id}: none`);
       for (let i = 1; i < t.length; i++) {
-        const explained = ledger.abruptEnds.some(
-          (k) => k >= t[i - 1]! - 1000 && k <= t[i - 1]! + 5000 && k < t[i]!,
-        );
+        const explained = ledger.explainsRepeat(t[i - 1]!, t[i]!);
         if (explained) repeats++;
         else
           bad.push(
