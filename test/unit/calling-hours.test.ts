@@ -114,6 +114,7 @@ function checkAgainstOracle(c: Case, v: HoursVerdict): void {
 const FLORIDA_ORACLE = (): [number, number] => [8 * 60, 20 * 60];
 const NO_SUNDAY = (weekday: string): [number, number] | null =>
   weekday === 'Sun' ? null : [8 * 60, 21 * 60];
+const WHOLE_DAY = (): [number, number] => [0, 1440];
 const WEEKDAYS_10_16: CallingWindow = { start: '10:00', end: '16:00', days: [1, 2, 3, 4, 5] };
 
 /** The zones and their local times; for a number with many zones, their count and the closed ones. */
@@ -321,6 +322,29 @@ const MATRIX: Case[] = [
     firmWindow: WEEKDAYS_10_16,
     expectAllowed: false,
     expectNext: '2026-06-15T15:00:00Z',
+  },
+  // A window opening at a wall time the spring change skips (02:30 on 2026-03-08 in New York): it
+  // opens at the change itself, 03:00 EDT = 07:00Z. (Hours widened so that only the window counts.)
+  {
+    name: 'window opening in the March gap',
+    phone: NUMBERS.newYork,
+    atIso: '2026-03-08T06:00:00Z',
+    hours: { start: '00:00', end: '24:00' },
+    oracleHours: WHOLE_DAY,
+    firmWindow: { start: '02:30', end: '05:00', days: [1, 2, 3, 4, 5, 6, 7] },
+    expectAllowed: false,
+    expectNext: '2026-03-08T07:00:00Z',
+  },
+  // A window 01:30-01:45 on the November Sunday happens twice: 05:30Z (EDT) and again 06:30Z (EST).
+  {
+    name: 'window repeated in the November overlap',
+    phone: NUMBERS.newYork,
+    atIso: '2026-11-01T05:50:00Z',
+    hours: { start: '00:00', end: '24:00' },
+    oracleHours: WHOLE_DAY,
+    firmWindow: { start: '01:30', end: '01:45', days: [1, 2, 3, 4, 5, 6, 7] },
+    expectAllowed: false,
+    expectNext: '2026-11-01T06:30:00Z',
   },
   // The lead's own zone narrows 701 to Central: 08:30 CDT is open although Mountain says 07:30.
   {

@@ -99,6 +99,11 @@ interface NumberData {
 
 let numberData: NumberData | null = null;
 
+/** Reads the zone and region data now rather than on the first verdict (a process may call it at start). */
+export function preloadNumberData(): void {
+  loadNumberData();
+}
+
 function loadNumberData(): NumberData {
   if (numberData !== null) return numberData;
   const require = createRequire(import.meta.url);
@@ -349,6 +354,32 @@ function transitionsBetween(from: number, to: number, zone: string): number[] {
   return out;
 }
 
+/**
+ * Facts of the calendar that do not change (offset changes of a zone on a day, the instants a
+ * zone's hours open on a date), remembered: a fan-out judges many numbers in the same few zones.
+ */
+const remembered = new Map<string, number[]>();
+function remember(key: string, make: () => number[]): number[] {
+  let value = remembered.get(key);
+  if (value === undefined) {
+    if (remembered.size >= 50_000) remembered.clear();
+    value = make();
+    remembered.set(key, value);
+  }
+  return value;
+}
+
+/** Offset changes of the zone in and around [from, to], by whole UTC days. */
+function transitionsAround(from: number, to: number, zone: string): number[] {
+  const out: number[] = [];
+  for (let day = Math.floor(from / DAY_MS) - 1; day <= Math.floor(to / DAY_MS) + 1; day++) {
+    out.push(
+      ...remember(`t|${zone}|${day}`, () => transitionsBetween(day * DAY_MS, (day + 1) * DAY_MS, zone)),
+    );
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The verdict.
 
@@ -372,8 +403,19 @@ function localDates(from: number, to: number, zone: string): { year: number; mon
   return out;
 }
 
-function zoneConstraint(zone: string, policy: Interval[], rule: RegionRule | null): Constraint {
+/** A zone's hours: the default policy narrowed by the region's rule (`ruleKey` names both for the memory). */
+function zoneConstraint(
+  zone: string,
+  policy: Interval[],
+  rule: RegionRule | null,
+  ruleKey: string,
+): Constraint {
+  const alwaysOpen = [1, 2, 3, 4, 5, 6, 7].every((d) => {
+    const day = dayIntervals(policy, rule, d);
+    return day.length === 1 && day[0]![0] === 0 && day[0]![1] === 1440;
+  });
   const allows = (ms: number): boolean => {
+    if (alwaysOpen) return true;
     const t = localTime(ms, zone);
     const minute = t.hour * 60 + t.minute;
     return dayIntervals(policy, rule, isoWeekday(t.year, t.month, t.day)).some(
@@ -381,12 +423,14 @@ function zoneConstraint(zone: string, policy: Interval[], rule: RegionRule | nul
     );
   };
   const openings = (from: number, to: number): number[] => {
-    const out = transitionsBetween(from - DAY_MS, to + DAY_MS, zone);
+    const out = transitionsAround(from, to, zone);
     for (const { year, month, day } of localDates(from, to, zone)) {
-      for (const [start] of dayIntervals(policy, rule, isoWeekday(year, month, day))) {
-        const wall = Date.UTC(year, month - 1, day) + start * MINUTE_MS;
-        out.push(...instantsOfWall(wall, zone));
-      }
+      const opens = remember(`z|${zone}|${ruleKey}|${year}-${month}-${day}`, () =>
+        dayIntervals(policy, rule, isoWeekday(year, month, day)).flatMap(([start]) =>
+          instantsOfWall(Date.UTC(year, month - 1, day) + start * MINUTE_MS, zone),
+        ),
+      );
+      out.push(...opens);
     }
     return out;
   };
@@ -397,7 +441,7 @@ function windowConstraint(window: CallingWindow, zone: string): Constraint {
   const start = minutesOf(window.start);
   const allows = (ms: number): boolean => insideWindow(window, zone, ms);
   const openings = (from: number, to: number): number[] => {
-    const out = transitionsBetween(from - DAY_MS, to + DAY_MS, zone);
+    const out = transitionsAround(from, to, zone);
     for (const { year, month, day } of localDates(from, to, zone)) {
       const midnight = Date.UTC(year, month - 1, day);
       out.push(...instantsOfWall(midnight, zone), ...instantsOfWall(midnight + start * MINUTE_MS, zone));
@@ -407,23 +451,32 @@ function windowConstraint(window: CallingWindow, zone: string): Constraint {
   return { name: 'firm_window', allows, openings };
 }
 
-/** The earliest instant in [atMs, atMs + 8 days] every constraint allows, or null. */
-function nextAllowed(constraints: Constraint[], atMs: number): number | null {
-  const allowsAll = (ms: number): boolean => constraints.every((c) => c.allows(ms));
-  if (allowsAll(atMs)) return atMs;
-  // The allowed set is an intersection of unions of intervals: its first instant after atMs is
-  // the opening of one of them. Every opening up to `to` is a candidate; the first that all
-  // allow wins. The next day and a half first (nearly always enough), then the whole horizon.
-  for (const to of [atMs + 1.5 * DAY_MS, atMs + HORIZON_MS]) {
-    const candidates = new Set<number>();
-    for (const c of constraints) {
-      for (const ms of c.openings(atMs, to)) if (ms > atMs && ms <= to) candidates.add(ms);
-    }
-    for (const ms of [...candidates].sort((a, b) => a - b)) {
-      if (allowsAll(ms)) return ms;
-    }
+/** The first of the constraint's candidate openings after `t` (up to `to`), or null. */
+function nextOpening(c: Constraint, t: number, to: number): number | null {
+  for (const until of [Math.min(t + 1.5 * DAY_MS, to), to]) {
+    let best: number | null = null;
+    for (const ms of c.openings(t, until))
+      if (ms > t && ms <= until && (best === null || ms < best)) best = ms;
+    if (best !== null) return best;
   }
   return null;
+}
+
+/**
+ * The earliest instant in [atMs, atMs + 8 days] every constraint allows, or null. The allowed time
+ * is an intersection of unions of intervals. While one constraint is closed at `t`, nothing before
+ * its next opening can be allowed, so `t` moves there; the first `t` all allow is the answer.
+ */
+function nextAllowed(constraints: Constraint[], atMs: number): number | null {
+  const to = atMs + HORIZON_MS;
+  let t = atMs;
+  for (;;) {
+    const closed = constraints.find((c) => !c.allows(t));
+    if (closed === undefined) return t;
+    const next = nextOpening(closed, t, to);
+    if (next === null) return null;
+    t = next;
+  }
 }
 
 /** Judges whether a number may be called at `atMs` and, if not, when it may next. */
@@ -454,7 +507,8 @@ export function judgeHours(input: {
   const rule = input.stateRules ? regionRule(place.region) : null;
   if (rule !== null) limitedBy.push(`state:${place.region}`);
   const policy = intervalsOf(input.hours);
-  const constraints = zones.map((zone) => zoneConstraint(zone, policy, rule));
+  const ruleKey = `${input.hours.start}-${input.hours.end}|${rule === null ? '' : place.region}`;
+  const constraints = zones.map((zone) => zoneConstraint(zone, policy, rule, ruleKey));
   if (input.firmWindow) {
     constraints.push(windowConstraint(input.firmWindow, input.firmTimeZone));
     limitedBy.push('firm_window');
