@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build`'s second step: tsc emits only JavaScript, so the files the compiled processes
 // read at run time are copied beside their modules in dist/: the widget's static assets and the
-// Redis scripts (*.lua, loaded by core/platform/redis-script.ts relative to the module).
+// Redis scripts (*.lua, loaded by core/platform/redis-script.ts relative to the module) and the
+// compliance data (core/domain/compliance/*.json, read and hashed by calling-hours.ts).
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,7 @@ const copy = (from) => {
 for (const dir of ['api', 'core', 'jobs', 'workers']) {
   for (const file of readdirSync(join(root, dir), { recursive: true })) {
     if (String(file).endsWith('.lua')) copy(join(dir, String(file)));
+    if (/^domain[\\/]compliance[\\/][^\\/]+\.json$/.test(String(file))) copy(join(dir, String(file)));
   }
 }
 for (const file of readdirSync(join(root, 'dashboard', 'widget'))) {

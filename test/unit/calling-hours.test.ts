@@ -1,0 +1,590 @@
+// Calling hours in the callee's time, on a frozen clock (every instant is given, nothing waits):
+// numbers in one and in several possible zones (libphonenumber's data), Arizona without daylight
+// saving, zones with non-hour offsets, across the US and EU daylight-saving changes; the state
+// rules table; the firm's window and the lead's own zone narrowing the hours. Each expected
+// instant is worked out by hand in the comments, and checked again by a minute-by-minute scan
+// with an oracle that reads the wall clock with Intl on its own.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import {
+  judgeHours,
+  placeOfNumber,
+  STATE_RULES_VERSION,
+  type HoursVerdict,
+} from '../../core/domain/compliance/calling-hours.js';
+import { insideWindow, type CallingWindow } from '../../core/domain/pacing/calling-window.js';
+
+const HOURS = { start: '08:00', end: '21:00' };
+const at = (iso: string): number => Date.parse(iso);
+const iso = (ms: number | null): string =>
+  ms === null ? 'none' : new Date(ms).toISOString().slice(0, 16) + 'Z';
+const RULES_FILE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '../../core/domain/compliance/state-rules.json',
+);
+
+const NUMBERS = {
+  newYork: '+12125550100', // 212: America/New_York
+  northDakota: '+17015550100', // 701: America/Denver & America/North_Dakota/Center
+  newfoundland: '+17095550100', // 709: America/St_Johns (UTC-3:30) & America/Puerto_Rico (UTC-4, no DST)
+  arizona: '+16025550100', // 602: America/Phoenix (no DST)
+  florida: '+13055550100', // 305: America/New_York, US-FL
+  utah: '+18015550100', // 801: America/Denver, US-UT
+  india: '+919876543210', // Asia/Calcutta (UTC+5:30)
+  nepal: '+97714123456', // Asia/Katmandu (UTC+5:45)
+  london: '+442071234567', // Europe/London
+  unknownNanp: '+15555550100', // 555 is no area code: every NANP zone
+};
+
+// ---------------------------------------------------------------------------------------------
+// The oracle: the wall clock read with Intl directly, the rules written out by hand.
+
+const clocks = new Map<string, Intl.DateTimeFormat>();
+function wallClock(ms: number, zone: string): { minute: number; weekday: string } {
+  let f = clocks.get(zone);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      weekday: 'short',
+      hour: 'numeric',
+      minute: 'numeric',
+      hourCycle: 'h23',
+    });
+    clocks.set(zone, f);
+  }
+  const parts = Object.fromEntries(f.formatToParts(ms).map((p) => [p.type, p.value]));
+  return { minute: (Number(parts.hour) % 24) * 60 + Number(parts.minute), weekday: parts.weekday! };
+}
+
+interface Case {
+  name: string;
+  phone: string;
+  atIso: string;
+  leadTimeZone?: string;
+  firmWindow?: CallingWindow;
+  firmTimeZone?: string;
+  stateRules?: boolean;
+  hours?: { start: string; end: string };
+  /** The oracle's hours for a zone's weekday: [start, end) in minutes, or null (closed). */
+  oracleHours?: (weekday: string) => [number, number] | null;
+  expectAllowed: boolean;
+  expectNext: string | null;
+}
+
+const DEFAULT_ORACLE = (): [number, number] => [8 * 60, 21 * 60];
+
+function oracleAllows(c: Case, zones: string[], ms: number): boolean {
+  const hoursOf = c.oracleHours ?? DEFAULT_ORACLE;
+  for (const zone of zones) {
+    const { minute, weekday } = wallClock(ms, zone);
+    const h = hoursOf(weekday);
+    if (h === null || minute < h[0] || minute >= h[1]) return false;
+  }
+  return c.firmWindow === undefined || insideWindow(c.firmWindow, c.firmTimeZone ?? 'America/New_York', ms);
+}
+
+function judge(c: Case): HoursVerdict {
+  return judgeHours({
+    phone: c.phone,
+    leadTimeZone: c.leadTimeZone ?? null,
+    firmTimeZone: c.firmTimeZone ?? 'America/New_York',
+    firmWindow: c.firmWindow ?? null,
+    atMs: at(c.atIso),
+    hours: c.hours ?? HOURS,
+    stateRules: c.stateRules ?? true,
+  });
+}
+
+/** Every minute from atMs up to the verdict's next opening is closed by the oracle, and the opening is open. */
+function checkAgainstOracle(c: Case, v: HoursVerdict): void {
+  const zones = v.zones.map((z) => z.zone);
+  const start = at(c.atIso);
+  expect(v.allowed, `${c.name}: allowed`).toBe(oracleAllows(c, zones, start));
+  if (v.nextAllowedMs === null) return;
+  expect(oracleAllows(c, zones, v.nextAllowedMs), `${c.name}: open at ${iso(v.nextAllowedMs)}`).toBe(true);
+  for (let ms = Math.ceil((start + 1) / 60_000) * 60_000; ms < v.nextAllowedMs; ms += 60_000) {
+    if (oracleAllows(c, zones, ms))
+      throw new Error(`${c.name}: open already at ${iso(ms)}, before ${iso(v.nextAllowedMs)}`);
+  }
+}
+
+const FLORIDA_ORACLE = (): [number, number] => [8 * 60, 20 * 60];
+const NO_SUNDAY = (weekday: string): [number, number] | null =>
+  weekday === 'Sun' ? null : [8 * 60, 21 * 60];
+const WHOLE_DAY = (): [number, number] => [0, 1440];
+const WEEKDAYS_10_16: CallingWindow = { start: '10:00', end: '16:00', days: [1, 2, 3, 4, 5] };
+
+/** The zones and their local times; for a number with many zones, their count and the closed ones. */
+const zonesCell = (v: HoursVerdict): string => {
+  const shown = (z: HoursVerdict['zones'][number]) =>
+    `${z.zone} ${z.local.slice(11)}${z.allowed ? '' : ' ✗'}`;
+  if (v.zones.length <= 3) return v.zones.map(shown).join(' | ');
+  const closed = v.zones.filter((z) => !z.allowed);
+  return `${v.zones.length} zones, ${closed.length === 0 ? 'all open' : `closed: ${closed.map(shown).join(' | ')}`}`;
+};
+
+const MATRIX: Case[] = [
+  // One zone, US spring change (Sun 2026-03-08 02:00 local): Sat 21:30 EST is closed; Sunday's
+  // 08:00 is already EDT (UTC-4), so 12:00Z, not 13:00Z.
+  {
+    name: 'New York, across the March change',
+    phone: NUMBERS.newYork,
+    atIso: '2026-03-08T02:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-08T12:00:00Z',
+  },
+  // US autumn change (Sun 2026-11-01 02:00 local): Sat 22:00 EDT closed; Sunday 08:00 EST = 13:00Z.
+  {
+    name: 'New York, across the November change',
+    phone: NUMBERS.newYork,
+    atIso: '2026-11-01T02:00:00Z',
+    expectAllowed: false,
+    expectNext: '2026-11-01T13:00:00Z',
+  },
+  {
+    name: 'New York, 08:00 EDT is open',
+    phone: NUMBERS.newYork,
+    atIso: '2026-03-08T12:00:00Z',
+    expectAllowed: true,
+    expectNext: '2026-03-08T12:00:00Z',
+  },
+  // Two zones (701): Central 08:30 but Mountain 07:30 on the March Sunday (both already DST):
+  // Mountain's 08:00 MDT = 14:00Z.
+  {
+    name: 'North Dakota (2 zones), March change day',
+    phone: NUMBERS.northDakota,
+    atIso: '2026-03-08T13:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-08T14:00:00Z',
+  },
+  // Central closes first: 20:59 CST (19:59 MST) open, 21:00 CST = 03:00Z closed; next Mountain 08:00 MST = 15:00Z.
+  {
+    name: 'North Dakota (2 zones), Nov, last open minute',
+    phone: NUMBERS.northDakota,
+    atIso: '2026-11-02T02:59:00Z',
+    expectAllowed: true,
+    expectNext: '2026-11-02T02:59:00Z',
+  },
+  {
+    name: 'North Dakota (2 zones), Nov, Central closed',
+    phone: NUMBERS.northDakota,
+    atIso: '2026-11-02T03:00:00Z',
+    expectAllowed: false,
+    expectNext: '2026-11-02T15:00:00Z',
+  },
+  // Arizona keeps UTC-7 all year: 08:00 is 15:00Z in March (after the US change) and in July alike.
+  {
+    name: 'Arizona, March (no DST)',
+    phone: NUMBERS.arizona,
+    atIso: '2026-03-09T14:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-09T15:00:00Z',
+  },
+  {
+    name: 'Arizona, July (no DST)',
+    phone: NUMBERS.arizona,
+    atIso: '2026-07-01T14:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-07-01T15:00:00Z',
+  },
+  // 709: St John's (UTC-3:30, DST -2:30) and Puerto Rico time (UTC-4, no DST). Winter: St John's
+  // 08:15 but AST 07:45; opens at AST 08:00 = 12:00Z (St John's 08:30).
+  {
+    name: "709 (St John's -3:30 & AST), January",
+    phone: NUMBERS.newfoundland,
+    atIso: '2026-01-15T11:45:00Z',
+    expectAllowed: false,
+    expectNext: '2026-01-15T12:00:00Z',
+  },
+  // Summer: St John's closes at 21:00 NDT = 23:30Z; next AST 08:00 = 12:00Z (St John's 09:30).
+  {
+    name: "709 (St John's -2:30 & AST), July",
+    phone: NUMBERS.newfoundland,
+    atIso: '2026-07-15T23:40:00Z',
+    expectAllowed: false,
+    expectNext: '2026-07-16T12:00:00Z',
+  },
+  // Across the November change (St John's back to -3:30 at 04:30Z): 12:00Z is AST 08:00, NST 08:30.
+  {
+    name: '709, across the November change',
+    phone: NUMBERS.newfoundland,
+    atIso: '2026-10-31T23:45:00Z',
+    expectAllowed: false,
+    expectNext: '2026-11-01T12:00:00Z',
+  },
+  // India UTC+5:30: 08:00 IST = 02:30Z; 21:00 IST = 15:30Z.
+  {
+    name: 'India (+5:30), before 08:00',
+    phone: NUMBERS.india,
+    atIso: '2026-03-08T02:29:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-08T02:30:00Z',
+  },
+  {
+    name: 'India (+5:30), at 21:00',
+    phone: NUMBERS.india,
+    atIso: '2026-03-08T15:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-09T02:30:00Z',
+  },
+  // Nepal UTC+5:45: 08:00 NPT = 02:15Z.
+  {
+    name: 'Nepal (+5:45), before 08:00',
+    phone: NUMBERS.nepal,
+    atIso: '2026-03-08T02:00:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-08T02:15:00Z',
+  },
+  // EU change (Sun 2026-03-29 01:00Z): Sat 21:30 GMT closed, Sunday 08:00 BST = 07:00Z.
+  {
+    name: 'London, across the EU March change',
+    phone: NUMBERS.london,
+    atIso: '2026-03-28T21:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-03-29T07:00:00Z',
+  },
+  // EU autumn (Sun 2026-10-25 01:00Z): Sat 21:30 BST closed, Sunday 08:00 GMT = 08:00Z.
+  {
+    name: 'London, across the EU October change',
+    phone: NUMBERS.london,
+    atIso: '2026-10-24T20:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-10-25T08:00:00Z',
+  },
+  // Every NANP zone (Guam UTC+10 … Pago Pago UTC-11) in January: open only 22:00Z (Guam 08:00)
+  // to 00:30Z (St John's 21:00).
+  {
+    name: 'unknown NANP area code (42 zones)',
+    phone: NUMBERS.unknownNanp,
+    atIso: '2026-01-15T21:59:00Z',
+    expectAllowed: false,
+    expectNext: '2026-01-15T22:00:00Z',
+  },
+  {
+    name: 'unknown NANP area code, after 00:30Z',
+    phone: NUMBERS.unknownNanp,
+    atIso: '2026-01-16T00:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-01-16T22:00:00Z',
+  },
+  // Florida (US-FL): 08:00-20:00. Tue 20:30 EDT: New York is open, Florida is not until 08:00 EDT.
+  {
+    name: 'New York at 20:30 (default 21:00)',
+    phone: NUMBERS.newYork,
+    atIso: '2026-06-10T00:30:00Z',
+    expectAllowed: true,
+    expectNext: '2026-06-10T00:30:00Z',
+  },
+  {
+    name: 'Florida at 20:30 (state 20:00)',
+    phone: NUMBERS.florida,
+    atIso: '2026-06-10T00:30:00Z',
+    oracleHours: FLORIDA_ORACLE,
+    expectAllowed: false,
+    expectNext: '2026-06-10T12:00:00Z',
+  },
+  {
+    name: 'Florida at 20:30, state rules off',
+    phone: NUMBERS.florida,
+    atIso: '2026-06-10T00:30:00Z',
+    stateRules: false,
+    expectAllowed: true,
+    expectNext: '2026-06-10T00:30:00Z',
+  },
+  // Utah: no calls on Sunday. Sun 12:00 MDT closed; Monday 08:00 MDT = 14:00Z.
+  {
+    name: 'Utah on a Sunday',
+    phone: NUMBERS.utah,
+    atIso: '2026-06-14T18:00:00Z',
+    oracleHours: NO_SUNDAY,
+    expectAllowed: false,
+    expectNext: '2026-06-15T14:00:00Z',
+  },
+  // The firm's window (10:00-16:00 Mon-Fri, Chicago) narrows: 10:30 EDT is 09:30 CDT; opens 15:00Z.
+  {
+    name: 'firm window narrows (Chicago 10-16)',
+    phone: NUMBERS.newYork,
+    atIso: '2026-06-10T14:30:00Z',
+    firmTimeZone: 'America/Chicago',
+    firmWindow: WEEKDAYS_10_16,
+    expectAllowed: false,
+    expectNext: '2026-06-10T15:00:00Z',
+  },
+  // Friday 16:30 CDT: the window's next opening is Monday 10:00 CDT = 15:00Z.
+  {
+    name: 'firm window, Friday evening',
+    phone: NUMBERS.newYork,
+    atIso: '2026-06-12T21:30:00Z',
+    firmTimeZone: 'America/Chicago',
+    firmWindow: WEEKDAYS_10_16,
+    expectAllowed: false,
+    expectNext: '2026-06-15T15:00:00Z',
+  },
+  // A window opening at a wall time the spring change skips (02:30 on 2026-03-08 in New York): it
+  // opens at the change itself, 03:00 EDT = 07:00Z. (Hours widened so that only the window counts.)
+  {
+    name: 'window opening in the March gap',
+    phone: NUMBERS.newYork,
+    atIso: '2026-03-08T06:00:00Z',
+    hours: { start: '00:00', end: '24:00' },
+    oracleHours: WHOLE_DAY,
+    firmWindow: { start: '02:30', end: '05:00', days: [1, 2, 3, 4, 5, 6, 7] },
+    expectAllowed: false,
+    expectNext: '2026-03-08T07:00:00Z',
+  },
+  // A window 01:30-01:45 on the November Sunday happens twice: 05:30Z (EDT) and again 06:30Z (EST).
+  {
+    name: 'window repeated in the November overlap',
+    phone: NUMBERS.newYork,
+    atIso: '2026-11-01T05:50:00Z',
+    hours: { start: '00:00', end: '24:00' },
+    oracleHours: WHOLE_DAY,
+    firmWindow: { start: '01:30', end: '01:45', days: [1, 2, 3, 4, 5, 6, 7] },
+    expectAllowed: false,
+    expectNext: '2026-11-01T06:30:00Z',
+  },
+  // The lead's own zone narrows 701 to Central: 08:30 CDT is open although Mountain says 07:30.
+  {
+    name: 'lead zone narrows 701 to Central',
+    phone: NUMBERS.northDakota,
+    atIso: '2026-06-10T13:30:00Z',
+    leadTimeZone: 'America/North_Dakota/Center',
+    expectAllowed: true,
+    expectNext: '2026-06-10T13:30:00Z',
+  },
+  {
+    name: '701 without the lead zone',
+    phone: NUMBERS.northDakota,
+    atIso: '2026-06-10T13:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-06-10T14:00:00Z',
+  },
+];
+
+describe('calling hours in every possible zone of the number', () => {
+  it('the frozen-clock matrix: allowed only inside every zone, next opening exact to the minute', () => {
+    const rows: string[][] = [];
+    for (const c of MATRIX) {
+      const v = judge(c);
+      rows.push([
+        c.name,
+        c.phone,
+        iso(at(c.atIso)),
+        zonesCell(v),
+        v.region ?? '-',
+        v.allowed ? 'allowed' : 'deferred',
+        iso(v.nextAllowedMs),
+        v.limitedBy.join(','),
+        (v.closedBy ?? []).join(',') || '-',
+      ]);
+      expect({ name: c.name, allowed: v.allowed, next: iso(v.nextAllowedMs) }).toEqual({
+        name: c.name,
+        allowed: c.expectAllowed,
+        next: iso(c.expectNext === null ? null : at(c.expectNext)),
+      });
+      checkAgainstOracle(c, v);
+    }
+    const head = [
+      'case',
+      'number',
+      'at (UTC)',
+      'zones: local time',
+      'region',
+      'verdict',
+      'next (UTC)',
+      'limited by',
+    ];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (r: string[]) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
+    console.log(['', line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n'));
+  });
+
+  it('finds the possible zones and the region in libphonenumber data', () => {
+    expect(placeOfNumber(NUMBERS.northDakota)).toEqual({
+      zones: ['America/Denver', 'America/North_Dakota/Center'],
+      region: 'US-ND',
+    });
+    expect(placeOfNumber(NUMBERS.newfoundland)).toEqual({
+      zones: ['America/Puerto_Rico', 'America/St_Johns'],
+      region: 'CA-NL',
+    });
+    expect(placeOfNumber(NUMBERS.arizona)).toEqual({ zones: ['America/Phoenix'], region: 'US-AZ' });
+    expect(placeOfNumber(NUMBERS.florida)).toEqual({ zones: ['America/New_York'], region: 'US-FL' });
+    expect(placeOfNumber('+18505550100').region).toBe('US-FL'); // the panhandle's 850
+    expect(placeOfNumber('+14055550100').region).toBe('US-OK');
+    expect(placeOfNumber('+14165550100')).toEqual({ zones: ['America/Toronto'], region: 'CA-ON' });
+    expect(placeOfNumber(NUMBERS.india)).toEqual({ zones: ['Asia/Calcutta'], region: 'IN' });
+    expect(placeOfNumber(NUMBERS.london)).toEqual({ zones: ['Europe/London'], region: 'GB' });
+    expect(placeOfNumber(NUMBERS.unknownNanp).zones).toHaveLength(42);
+    expect(placeOfNumber('not a number')).toEqual({ zones: [], region: null });
+  });
+
+  it('reports a state cap, the state in limitedBy, and which constraint is closed', () => {
+    const florida = judge({
+      name: 'fl',
+      phone: NUMBERS.florida,
+      atIso: '2026-06-10T00:30:00Z',
+      expectAllowed: false,
+      expectNext: null,
+    });
+    expect(florida).toMatchObject({
+      region: 'US-FL',
+      attemptsPer24h: 3,
+      limitedBy: ['default', 'state:US-FL'],
+      closedBy: ['zone:America/New_York'],
+    });
+    const oklahoma = judge({
+      name: 'ok',
+      phone: '+14055550100',
+      atIso: '2026-06-10T01:30:00Z',
+      expectAllowed: false,
+      expectNext: null,
+    });
+    expect(oklahoma).toMatchObject({ region: 'US-OK', attemptsPer24h: 3, allowed: false }); // 20:30 CDT
+    const off = judge({
+      name: 'off',
+      phone: NUMBERS.florida,
+      atIso: '2026-06-10T00:30:00Z',
+      stateRules: false,
+      expectAllowed: true,
+      expectNext: null,
+    });
+    expect(off).toMatchObject({ attemptsPer24h: null, limitedBy: ['default'], allowed: true });
+    const window = judge(MATRIX.find((c) => c.name.startsWith('firm window narrows'))!);
+    expect(window).toMatchObject({ limitedBy: ['default', 'firm_window'], closedBy: ['firm_window'] });
+    const lead = judge(MATRIX.find((c) => c.name.startsWith('lead zone'))!);
+    expect(lead).toMatchObject({ zoneSource: 'lead', limitedBy: ['default', 'lead_timezone'] });
+    expect(lead.zones.map((z) => z.zone)).toEqual(['America/North_Dakota/Center']);
+  });
+
+  it('formats each zone as "YYYY-MM-DD HH:mm (ddd)"', () => {
+    const v = judge(MATRIX[0]!);
+    expect(v.zones).toEqual([{ zone: 'America/New_York', local: '2026-03-07 21:30 (Sat)', allowed: false }]);
+    const nepal = judge(MATRIX.find((c) => c.phone === NUMBERS.nepal)!);
+    expect(nepal.zones[0]!.local).toBe('2026-03-08 07:45 (Sun)');
+  });
+
+  it('falls back to the firm zone for a number without zones, and ignores a lead zone that is not one', () => {
+    const v = judgeHours({
+      phone: '12',
+      firmTimeZone: 'Asia/Tokyo',
+      atMs: at('2026-06-10T00:30:00Z'),
+      hours: HOURS,
+      stateRules: true,
+      leadTimeZone: 'Mars/Olympus',
+    });
+    expect(v).toMatchObject({ zoneSource: 'firm', region: null, allowed: true, limitedBy: ['default'] });
+    expect(v.zones).toEqual([{ zone: 'Asia/Tokyo', local: '2026-06-10 09:30 (Wed)', allowed: true }]);
+  });
+
+  it('widened hours (a test stack) open every zone; hours with no common minute give no next opening', () => {
+    const wide = judgeHours({
+      phone: NUMBERS.unknownNanp,
+      firmTimeZone: 'UTC',
+      atMs: at('2026-01-15T05:00:00Z'),
+      hours: { start: '00:00', end: '24:00' },
+      stateRules: true,
+    });
+    expect(wide.allowed).toBe(true);
+    // 08:00-08:30 in St John's (UTC-3:30: 11:30Z-12:00Z) and in AST (UTC-4: 12:00Z-12:30Z) never meet.
+    const never = judgeHours({
+      phone: NUMBERS.newfoundland,
+      firmTimeZone: 'UTC',
+      atMs: at('2026-01-15T05:00:00Z'),
+      hours: { start: '08:00', end: '08:30' },
+      stateRules: true,
+    });
+    expect(never).toMatchObject({ allowed: false, nextAllowedMs: null });
+  });
+
+  it('agrees with the oracle at random instants of 2026 for every kind of number', () => {
+    let seed = 30;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const start = at('2026-01-01T00:00:00Z');
+    const phones = [
+      NUMBERS.newYork,
+      NUMBERS.northDakota,
+      NUMBERS.newfoundland,
+      NUMBERS.arizona,
+      NUMBERS.india,
+      NUMBERS.nepal,
+      NUMBERS.london,
+      NUMBERS.florida,
+      NUMBERS.utah,
+    ];
+    const oracles = new Map([
+      [NUMBERS.florida, FLORIDA_ORACLE],
+      [NUMBERS.utah, NO_SUNDAY],
+    ]);
+    for (let i = 0; i < 90; i++) {
+      const phone = phones[i % phones.length]!;
+      const ms = start + Math.floor(random() * 365 * 24 * 60) * 60_000 + Math.floor(random() * 60_000);
+      const c: Case = {
+        name: `random ${phone} ${iso(ms)}`,
+        phone,
+        atIso: new Date(ms).toISOString(),
+        oracleHours: oracles.get(phone),
+        expectAllowed: false,
+        expectNext: null,
+      };
+      const v = judge(c);
+      expect(v.nextAllowedMs, c.name).not.toBeNull();
+      checkAgainstOracle(c, v);
+    }
+  });
+});
+
+describe('the state rules table', () => {
+  const file = JSON.parse(readFileSync(RULES_FILE, 'utf8')) as {
+    effective_date: string;
+    regions: Record<
+      string,
+      {
+        hours?: { start: string; end: string };
+        weekday_hours?: Record<string, unknown>;
+        attempts_per_24h?: number;
+        sources: { cite: string; url: string }[];
+      }
+    >;
+  };
+
+  it('has an effective date, and its version is that date with a hash of the file', () => {
+    expect(file.effective_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    const hash = createHash('sha256').update(readFileSync(RULES_FILE)).digest('hex').slice(0, 8);
+    expect(STATE_RULES_VERSION).toBe(`${file.effective_date}.${hash}`);
+    expect(judge(MATRIX[0]!).rulesVersion).toBe(STATE_RULES_VERSION);
+  });
+
+  it('keys every rule by region, with well-formed hours and at least one source', () => {
+    const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
+    for (const [region, rule] of Object.entries(file.regions)) {
+      expect(region).toMatch(/^[A-Z]{2}(-[A-Z0-9]{1,3})?$/);
+      if (rule.hours)
+        expect(
+          [rule.hours.start, rule.hours.end].every((t) => HHMM.test(t)),
+          region,
+        ).toBe(true);
+      for (const [day, h] of Object.entries(rule.weekday_hours ?? {})) {
+        expect(['1', '2', '3', '4', '5', '6', '7']).toContain(day);
+        if (h !== null)
+          expect(h).toMatchObject({ start: expect.stringMatching(HHMM), end: expect.stringMatching(HHMM) });
+      }
+      if (rule.attempts_per_24h !== undefined)
+        expect(Number.isInteger(rule.attempts_per_24h) && rule.attempts_per_24h > 0).toBe(true);
+      expect(rule.sources.length, region).toBeGreaterThan(0);
+      for (const s of rule.sources)
+        expect(s.cite.length > 10 && /^https?:\/\//.test(s.url), region).toBe(true);
+    }
+    expect(file.regions['US-FL']).toMatchObject({
+      hours: { start: '08:00', end: '20:00' },
+      attempts_per_24h: 3,
+    });
+    expect(file.regions['US-OK']).toMatchObject({
+      hours: { start: '08:00', end: '20:00' },
+      attempts_per_24h: 3,
+    });
+  });
+});
