@@ -90,6 +90,14 @@ export const COLLECTIONS = {
   leadAppointments: 'lead_appointments',
   /** Key documents: the lead a booking is for (`_id` = `<firm>|<booking uid>`), so its events find it. */
   bookingLeads: 'booking_leads',
+  /**
+   * The firms' do-not-call lists: key documents `_id` = `<firm>:<E.164>` (dncId), read by the dial
+   * gate with one point read; a firm's list is the `_id` range of its prefix
+   * (core/domain/compliance/dnc-store.ts).
+   */
+  dncEntries: 'dnc_entries',
+  /** Removals from a do-not-call list, kept for good: the entry as it was, who removed it, when, why. */
+  dncRemovals: 'dnc_removals',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -28,6 +28,9 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.appointments]: [],
   [COLLECTIONS.leadAppointments]: [],
   [COLLECTIONS.bookingLeads]: [],
+  // Point reads by _id (`<firm>:<phone>`); a firm's list pages through its _id prefix range.
+  [COLLECTIONS.dncEntries]: [],
+  [COLLECTIONS.dncRemovals]: [],
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // list-campaigns keyset: a firm's campaigns, newest first.
   [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
