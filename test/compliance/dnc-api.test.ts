@@ -205,7 +205,7 @@ describe('GET /api/compliance/dnc', () => {
   });
 });
 
-describe('POST /api/compliance/dnc/import', () => {
+describe('POST /api/compliance/dnc-import', () => {
   it('reads the phone column of a CSV with a header, reporting each bad row by its line', async () => {
     const csv = [
       'Name,Phone,Note',
@@ -216,7 +216,7 @@ describe('POST /api/compliance/dnc/import', () => {
       'Dee,"+1 202 555 0110",again',
       'Eve,,none',
     ].join('\n');
-    const res = await firm.client.post('/api/compliance/dnc/import', {
+    const res = await firm.client.post('/api/compliance/dnc-import', {
       firmSlug: firm.slug,
       csv,
       reason: 'mailing',
@@ -240,7 +240,7 @@ describe('POST /api/compliance/dnc/import', () => {
   });
 
   it('reads the first column of a CSV without a header', async () => {
-    const res = await firm.client.post('/api/compliance/dnc/import', {
+    const res = await firm.client.post('/api/compliance/dnc-import', {
       firmSlug: firm.slug,
       csv: '+14045550120\r\n4045550121\r\n',
     });
@@ -250,7 +250,7 @@ describe('POST /api/compliance/dnc/import', () => {
   it('answers 400 for a CSV that cannot be parsed and 413 for more than 5,000 rows, adding nothing', async () => {
     const before = await db().collection(COLLECTIONS.dncEntries).countDocuments({ firm: firm.slug });
     const details = expectError(
-      await firm.client.post('/api/compliance/dnc/import', {
+      await firm.client.post('/api/compliance/dnc-import', {
         firmSlug: firm.slug,
         csv: 'phone\n"+14045550130\n',
       }),
@@ -260,17 +260,17 @@ describe('POST /api/compliance/dnc/import', () => {
     expect(details.map((d) => d.path)).toEqual(['/csv']);
     const big = ['phone', ...Array.from({ length: 5001 }, (_, i) => us(512, i))].join('\n');
     expectError(
-      await firm.client.post('/api/compliance/dnc/import', { firmSlug: firm.slug, csv: big }),
+      await firm.client.post('/api/compliance/dnc-import', { firmSlug: firm.slug, csv: big }),
       413,
       'too_many_rows',
     );
     expectError(
-      await firm.client.post('/api/compliance/dnc/import', { firmSlug: firm.slug, csv: '' }),
+      await firm.client.post('/api/compliance/dnc-import', { firmSlug: firm.slug, csv: '' }),
       400,
       'invalid_request',
     );
     expectError(
-      await firm.client.post('/api/compliance/dnc/import', {
+      await firm.client.post('/api/compliance/dnc-import', {
         firmSlug: firm.slug,
         csv: 'x'.repeat(1_000_001),
       }),

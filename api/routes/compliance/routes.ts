@@ -78,7 +78,7 @@ export const complianceRoutes = [
   }),
   defineRoute({
     method: 'POST',
-    path: '/api/compliance/dnc/import',
+    path: '/api/compliance/dnc-import',
     operationId: 'importDncCsv',
     summary:
       "Put the numbers of a CSV (up to 5,000 rows) on the firm's do-not-call list, with per-row errors",
