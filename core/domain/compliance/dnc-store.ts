@@ -49,7 +49,8 @@ export interface DncRemoval {
 
 export const dncId = (firm: string, phone: string): string => `${firm}:${phone}`;
 
-const entries = (db: Db) => collection<DncEntry>(db, COLLECTIONS.dncEntries);
+export const dncCollection = (db: Db) => collection<DncEntry>(db, COLLECTIONS.dncEntries);
+const entries = dncCollection;
 const removals = (db: Db) => collection<DncRemoval>(db, COLLECTIONS.dncRemovals);
 
 /** Point read by _id. */
