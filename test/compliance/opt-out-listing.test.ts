@@ -130,6 +130,20 @@ describe('an opt-out in a call', () => {
     ).toBe(1);
   });
 
+  it('does not read a call that reached voicemail: a machine was talking', async () => {
+    const from = '+13055553212';
+    const body = inbound('prov_inbound_3', 'call_ended', 'Agent: Hello?\nUser: Stop calling me.\n', from);
+    (body.call as Record<string, unknown>).disconnection_reason = 'voicemail_reached';
+    await stack.admin.post(`/api/v2/${firm.slug}/webhook`, body);
+    await eventually(async () => {
+      const call = await stack.services.mongo.db
+        .collection(COLLECTIONS.calls)
+        .findOne({ firm: firm.slug, provider_call_id: 'prov_inbound_3' });
+      expect(call?.status).toBe('ended');
+    });
+    expect(await entryFor(from)).toBeUndefined();
+  });
+
   it("ignores the agent's words and a look-alike of the caller", async () => {
     const from = '+13055553211';
     const transcript =

@@ -2,6 +2,7 @@ import type { Db } from 'mongodb';
 import type { Logger } from '../../platform/logger.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc } from '../calls/calls.js';
+import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
 
@@ -42,9 +43,15 @@ async function list(
   return added ? 'listed' : 'already_listed';
 }
 
-/** The person's opt-out in a call's transcript (their turns only), onto the firm's list. */
+/**
+ * The person's opt-out in a call's transcript (their turns only), onto the firm's list; not in a
+ * call that reached voicemail or a phone menu.
+ */
 export async function listCallOptOut(db: Db, log: Logger, call: CallDoc): Promise<OptOutListing> {
   if (call.transcript === null || call.transcript === '') return 'no_opt_out';
+  // A voicemail greeting or a phone menu is a machine talking, not the person.
+  const outcome = callOutcome(call);
+  if (outcome === 'voicemail' || outcome === 'ivr') return 'no_opt_out';
   const found = detectOptOutInTranscript(call.transcript);
   if (!found.optOut) return 'no_opt_out';
   return list(db, log, call.firm, () => personOfCall(call), found, 'call', { call_id: call._id });
