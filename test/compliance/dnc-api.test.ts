@@ -119,6 +119,27 @@ describe('POST /api/compliance/dnc', () => {
     expect(commands).toEqual([{ name: 'insert', collection: COLLECTIONS.dncEntries, documents: 1000 }]);
   });
 
+  it('adds 5,000 numbers, the most one request takes, in one request', async () => {
+    const phones = Array.from({ length: 5000 }, (_, i) => us(720, i));
+    const started = performance.now();
+    const res = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones });
+    console.log(`5,000 numbers in one POST: answered in ${Math.round(performance.now() - started)} ms`);
+    expect(res.body).toMatchObject({ added: 5000, already_listed: 0, invalid: 0 });
+  });
+
+  it('lists a number once when 10 requests add it at the same moment', async () => {
+    const phone = '+17025550190';
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [phone] }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    expect(answers.reduce((n, a) => n + a.body.added, 0)).toBe(1);
+    expect(answers.reduce((n, a) => n + a.body.already_listed, 0)).toBe(9);
+    expect(await db().collection(COLLECTIONS.dncEntries).countDocuments({ phone })).toBe(1);
+  });
+
   it('refuses more than 5,000 numbers with 413 too_many_rows, adding none', async () => {
     const phones = Array.from({ length: 5001 }, (_, i) => us(415, i));
     expectError(
