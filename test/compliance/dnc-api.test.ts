@@ -100,7 +100,7 @@ describe('POST /api/compliance/dnc', () => {
     }
     expect(res.body).toMatchObject({ added: 1000, already_listed: 0, invalid: 0 });
     console.log(
-      `1,000 numbers in one POST: ${JSON.stringify(commands)}, answered in ${Math.round(performance.now() - started)} ms`,
+      `1,000 numbers in one POST: ${commands.length} command(s) on dnc_entries (${[...new Set(commands.map((c) => c.name))].join(', ')}), ${commands.reduce((n, c) => n + (c.documents ?? 0), 0)} documents, answered in ${Math.round(performance.now() - started)} ms`,
     );
     expect(commands).toEqual([{ name: 'insert', collection: COLLECTIONS.dncEntries, documents: 1000 }]);
 
