@@ -7,6 +7,7 @@ import { callWebhookRoutes } from './call-webhook/routes.js';
 import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
+import { complianceRoutes } from './compliance/routes.js';
 import { contactRoutes } from './contacts/routes.js';
 import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
@@ -44,5 +45,6 @@ export const businessRoutes: AnyRoute[] = [
   ...contactRoutes,
   ...contactSyncRoutes,
   ...integrationRoutes,
+  ...complianceRoutes,
   ...utilRoutes,
 ];

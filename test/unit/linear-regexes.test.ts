@@ -25,6 +25,7 @@ import { classifyCaseType, classifyUrgency, urgencyValue } from '../../core/doma
 import { extractName, splitName } from '../../core/domain/intake/names.js';
 import { questionKind, readAnswer } from '../../core/domain/intake/question-kinds.js';
 import { parseTranscript, questionAsked } from '../../core/domain/intake/transcripts.js';
+import { detectOptOut, detectOptOutInTranscript } from '../../core/domain/compliance/opt-out.js';
 import { workflowOwner } from '../../core/domain/workflows/workflows.js';
 import { isCalSignatureForm } from '../../core/integrations/booking/cal-signature.js';
 import { fillVariables } from '../../core/integrations/chat/engine.js';
@@ -117,6 +118,8 @@ const FUNCTIONS: Array<[string, (text: string) => unknown]> = [
   ['normalizeEmail', normalizeEmail],
   ['EMAIL, every match replaced (names.ts)', (t) => t.replace(new RegExp(EMAIL.source, 'g'), ' ')],
   ['findPhone', (t) => findPhone(t)],
+  ['detectOptOut', detectOptOut],
+  ['detectOptOutInTranscript', detectOptOutInTranscript],
   ['normalizePhone', (t) => normalizePhone(t, 'US')],
   ['parseDialable', parseDialable],
   ['extractName', (t) => extractName(t)],

@@ -14,6 +14,7 @@ import { onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
 import { jobRef } from '../../core/domain/pacing/parking.js';
 import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
+import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -67,7 +68,8 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
  * Applies one voice-provider webhook event to our call record (job id = firm + event + call id),
  * one writer of the call at a time, so status only moves forward on every store. A call_analyzed
  * event then starts the call's pipeline (extraction, lead, CRM, email, team chat); a repeated
- * delivery starts it again, which finds its steps done.
+ * delivery starts it again, which finds its steps done. call_ended and call_analyzed also look
+ * for an opt-out in the person's turns of the transcript (core/domain/compliance/opt-out-listing.ts).
  */
 export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) => {
   const data = job.data;
@@ -78,8 +80,17 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   // Whenever the call is finished (not only when this event finished it): the hook is
   // idempotent, and a retried job must not skip it.
   if (call.finished) await onCallFinished(services, call);
+  // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
+  // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
+  const optOut =
+    data.event === 'call_started' ? undefined : await listCallOptOut(services.mongo.db, services.log, call);
   if (data.event === 'call_analyzed') {
     await startCallAnalysis(services, call.firm, call._id, analysisDigest(data.call));
   }
-  return { call_id: call._id, status: call.status, advanced };
+  return {
+    call_id: call._id,
+    status: call.status,
+    advanced,
+    ...(optOut === undefined ? {} : { opt_out: optOut }),
+  };
 };

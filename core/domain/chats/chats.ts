@@ -39,6 +39,9 @@ import { withBookingStep } from './chat-booking.js';
 import type { ChatVisitor } from './widget-booking-limits.js';
 import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { listChatOptOut } from '../compliance/opt-out-listing.js';
+import { findPhone } from '../contact-points/phones.js';
+import { own } from '../../platform/own.js';
 
 export type ChatStatus = 'ongoing' | 'ended';
 
@@ -287,7 +290,31 @@ export async function sendChatMessage(
       result: reply.message,
     };
   });
+  await listOptOut(services, changed.chat, [message], null);
   return { chat: changed.chat, reply: changed.result };
+}
+
+/**
+ * An opt-out the person wrote puts the chat's phone number on the firm's do-not-call list
+ * (docs/compliance.md#opt-outs): the number the intake collected (`phone`, or the chat so far
+ * when null) or the one the chat was opened with (dynamic variable phone / phone_number). A chat
+ * with no number records nothing yet; end-chat looks again over every message with the
+ * collected number, so an opt-out written before the number was given is listed then.
+ */
+async function listOptOut(
+  services: Services,
+  chat: ChatDoc,
+  messages: readonly string[],
+  collected: string | null,
+): Promise<void> {
+  if (messages.length === 0) return;
+  const given = [own(chat.dynamic_variables, 'phone'), own(chat.dynamic_variables, 'phone_number')].find(
+    (v): v is string => typeof v === 'string' && v.trim() !== '',
+  );
+  const phone = (): string | null =>
+    collected ?? analyseChat(chat).phone ?? (given === undefined ? null : findPhone(given));
+  // The analysis runs only for a chat whose messages hold an opt-out (listChatOptOut asks for it then).
+  await listChatOptOut(services.mongo.db, services.log, chat, messages, phone);
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */
@@ -339,5 +366,11 @@ export async function endChat(
     throw err;
   }
   await ensureChatLead(db, ended.chat);
+  await listOptOut(
+    services,
+    ended.chat,
+    ended.chat.messages.filter((m) => m.role === 'user').map((m) => m.content),
+    ended.result.phone,
+  );
   return { chat: ended.chat, analysis: ended.result };
 }

@@ -18,6 +18,14 @@ interface SimulatedConversation {
   };
 }
 
+/**
+ * The caller of a number ending 3333 opts out (docs/compliance.md#opt-outs): after the agent's
+ * greeting they say OPT_OUT_WORDS and the call ends, with no intake. The service puts the number
+ * on the firm's do-not-call list from the transcript, as it would for a real caller.
+ */
+export const optsOut = (toNumber: string): boolean => toNumber.endsWith('3333');
+export const OPT_OUT_WORDS = "I'm not interested. Please stop calling me.";
+
 const DEFAULT_NAME = 'Jordan Lee';
 const DEFAULT_CASE_TYPE = 'personal injury';
 const DEFAULT_DESCRIPTION = 'I was rear-ended at a red light last week and my neck still hurts.';
@@ -81,6 +89,7 @@ export function simulateConversation(
   toNumber: string,
   booking: SimulatedBooking | null = null,
 ): SimulatedConversation {
+  if (optsOut(toNumber)) return optOutConversation(agent);
   const lines: string[] = [`Agent: ${agent.begin_message}`];
   const answers = new Map<string, string>();
   for (const q of agent.intake_questions) {
@@ -121,6 +130,25 @@ export function simulateConversation(
         urgency: pick(dynamicVariables, 'urgency') ?? 'normal',
         summary,
       },
+    },
+  };
+}
+
+/** The 3333 caller's conversation: the greeting, the opt-out, the agent's goodbye. */
+function optOutConversation(agent: SimulatedAgent): SimulatedConversation {
+  const summary = 'The person asked not to be called again.';
+  return {
+    transcript: [
+      `Agent: ${agent.begin_message}`,
+      `User: ${OPT_OUT_WORDS}`,
+      'Agent: Understood, we will not call you again. Goodbye.',
+      '',
+    ].join('\n'),
+    call_analysis: {
+      call_summary: summary,
+      user_sentiment: 'Negative',
+      call_successful: false,
+      custom_analysis_data: { summary },
     },
   };
 }

@@ -22,7 +22,8 @@ import type { SimulatedBooking } from './simulator-tools.js';
 // webhook (see simulator-engine.ts). Everything it needs (the agent's script, the webhook
 // target) comes with the call, as a provider's own configuration would: it reads nothing of
 // ours. Number rules: ...0000 is not answered, ...9999 fails, ...7777 reaches voicemail, ...2222
-// asks for a consultation and books it through the firm's tools (simulator-tools.ts).
+// asks for a consultation and books it through the firm's tools (simulator-tools.ts), ...3333 says
+// "please stop calling me" (an opt-out: simulator-script.ts).
 
 export type SimulatedCallStatus = 'registered' | 'ongoing' | 'ended' | 'not_connected';
 

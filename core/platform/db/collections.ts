@@ -27,6 +27,8 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
+  /** A firm's do-not-call list, one document per number (`_id` = `<firm>:<phone>`). */
+  dncEntries: 'dnc_entries',
   /** Leads: from the API, campaigns, and one per analysed call or chat (`_id` derived from it). */
   leads: 'leads',
   campaigns: 'campaigns',
@@ -90,6 +92,8 @@ export const COLLECTIONS = {
   leadAppointments: 'lead_appointments',
   /** Key documents: the lead a booking is for (`_id` = `<firm>|<booking uid>`), so its events find it. */
   bookingLeads: 'booking_leads',
+  /** Removals from a do-not-call list, kept for good: the entry as it was, who removed it, when, why. */
+  dncRemovals: 'dnc_removals',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

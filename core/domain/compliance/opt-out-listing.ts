@@ -1,0 +1,79 @@
+import type { Db } from 'mongodb';
+import type { Logger } from '../../platform/logger.js';
+import { toE164 } from '../contact-points/phones.js';
+import type { CallDoc } from '../calls/calls.js';
+import { callOutcome } from '../calls/call-outcome.js';
+import { addDncEntry, type DncSource } from './dnc-store.js';
+import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
+
+// An opt-out said in a call or written in a chat puts the person's number on the firm's
+// do-not-call list, with the evidence (docs/compliance.md#opt-outs). The entry's _id is the
+// claim: a repeated event, a retried job or a second opt-out in the same conversation finds the
+// number "already listed" and changes nothing.
+
+export type OptOutListing = 'listed' | 'already_listed' | 'no_opt_out' | 'no_phone';
+
+/** Who the person on a call is: the callee of an outbound call, the caller of an inbound one. */
+export const personOfCall = (
+  call: Pick<CallDoc, 'direction' | 'from_number' | 'to_number'>,
+): string | null => (call.direction === 'outbound' ? call.to_number : call.from_number);
+
+async function list(
+  db: Db,
+  log: Logger,
+  firm: string,
+  phoneOf: () => string | null,
+  found: Extract<OptOut, { optOut: true }>,
+  source: DncSource,
+  subject: { call_id: string } | { chat_id: string },
+): Promise<OptOutListing> {
+  const phone = phoneOf();
+  const e164 = phone === null ? null : toE164(phone);
+  if (e164 === null) {
+    log.info({ firm, ...subject, source }, 'opt-out without a phone number to list: nothing recorded');
+    return 'no_phone';
+  }
+  const added = await addDncEntry(db, firm, e164, {
+    source,
+    reason: source === 'call' ? 'Opt-out said in a call' : 'Opt-out written in a chat',
+    evidence: { ...subject, words: found.words },
+    added_by: 'opt_out',
+  });
+  if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  return added ? 'listed' : 'already_listed';
+}
+
+/**
+ * The person's opt-out in a call's transcript (their turns only), onto the firm's list; not in a
+ * call that reached voicemail or a phone menu.
+ */
+export async function listCallOptOut(db: Db, log: Logger, call: CallDoc): Promise<OptOutListing> {
+  if (call.transcript === null || call.transcript === '') return 'no_opt_out';
+  // A voicemail greeting or a phone menu is a machine talking, not the person.
+  const outcome = callOutcome(call);
+  if (outcome === 'voicemail' || outcome === 'ivr') return 'no_opt_out';
+  const found = detectOptOutInTranscript(call.transcript);
+  if (!found.optOut) return 'no_opt_out';
+  return list(db, log, call.firm, () => personOfCall(call), found, 'call', { call_id: call._id });
+}
+
+/**
+ * The first opt-out among a chat's messages from the person, onto the firm's list with the
+ * chat's phone number, asked for only when there is one; none (the chat has no number yet)
+ * records nothing.
+ */
+export async function listChatOptOut(
+  db: Db,
+  log: Logger,
+  chat: { _id: string; firm: string; widget_subject?: string },
+  userMessages: readonly string[],
+  phone: () => string | null,
+): Promise<OptOutListing> {
+  for (const message of userMessages) {
+    const found = detectOptOut(message);
+    if (!found.optOut) continue;
+    const source = chat.widget_subject === undefined ? 'chat' : 'widget';
+    return list(db, log, chat.firm, phone, found, source, { chat_id: chat._id });
+  }
+  return 'no_opt_out';
+}
