@@ -94,11 +94,14 @@ export function letters(i: number): string {
 
 /**
  * The i-th distinct valid number of an area code: ...0000 for an unanswered one, ...9999 for one
- * the provider refuses (the simulator's rules), else 1000–8999.
+ * the provider refuses (the simulator's rules), else 1000–8999 — but ...3333, whose simulated
+ * caller asks not to be called again (an opt-out: no intake), is ...0333 instead.
  */
 export function phoneOf(area: string, i: number, outcome: 'answered' | 'no_answer' | 'error'): string {
   const exchange = 200 + Math.floor(i / 8000);
-  const line = outcome === 'no_answer' ? '0000' : outcome === 'error' ? '9999' : String(1000 + (i % 8000));
+  const answered = String(1000 + (i % 8000));
+  const line =
+    outcome === 'no_answer' ? '0000' : outcome === 'error' ? '9999' : answered === '3333' ? '0333' : answered;
   return `+1${area}${exchange}${line}`;
 }
 
