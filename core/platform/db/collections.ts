@@ -27,6 +27,8 @@ export const COLLECTIONS = {
   idempotencyKeys: 'idempotency_keys',
   /** The simulator's own records of the calls it placed (its "provider database"). */
   simulatorCalls: 'simulator_calls',
+  /** A firm's do-not-call list, one document per number (`_id` = `<firm>:<phone>`). */
+  dncEntries: 'dnc_entries',
   /** Leads: from the API, campaigns, and one per analysed call or chat (`_id` derived from it). */
   leads: 'leads',
   campaigns: 'campaigns',

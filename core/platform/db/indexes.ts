@@ -23,6 +23,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
   // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
   [COLLECTIONS.simulatorCalls]: [],
+  // Point reads by _id (`<firm>:<phone>`) only.
+  [COLLECTIONS.dncEntries]: [],
   // list-leads keyset: a firm's leads, newest first.
   // Point reads by _id only.
   [COLLECTIONS.appointments]: [],
