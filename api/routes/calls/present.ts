@@ -34,6 +34,7 @@ export function callView(call: CallDoc): Static<typeof CallRecord> {
     transcript: call.transcript,
     call_analysis: call.call_analysis,
     ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
+    ...(call.scheduled_for === undefined ? {} : { scheduled_for: call.scheduled_for }),
     caller_data:
       call.extraction === undefined
         ? null

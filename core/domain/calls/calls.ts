@@ -101,6 +101,8 @@ export interface CallDoc {
   effects?: Partial<Record<CallEffectName, EffectRecord>>;
   /** The CRM effect's two steps, so a retry never creates a second contact or matter. */
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
+  /** A call asked for `when_allowed` outside the callee's hours: when it is scheduled to be dialled (ms). */
+  scheduled_for?: number;
   /** The lead of this call, once the lead effect is done. */
   lead_id?: string;
   error_message?: string;
@@ -122,6 +124,13 @@ interface OutboundCallInput {
    * is then a claim, and a repeat returns the call that exists instead of creating a second.
    */
   callId?: string;
+  /**
+   * The dial gate at the request stage (create-outbound-call): run with the new call before it
+   * is stored, only when a call is created (not on an idempotent repeat). It throws to refuse
+   * (409 dial_blocked / dial_deferred), or returns when the call may be dialled: null for now,
+   * else the instant (ms, the gate's clock) it is scheduled for.
+   */
+  gate?: (call: CallDoc) => Promise<{ at: number; delayMs: number } | null>;
 }
 
 /** The fields a call is born with; everything the provider reports later starts empty. */
@@ -247,7 +256,7 @@ export async function registerOutboundCall(
   services: Services,
   input: OutboundCallInput,
   idempotencyKey?: string,
-): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
+): Promise<{ call_id: string; status: 'registered' | 'scheduled'; repeated: boolean }> {
   const destination = requireAllowedDestination(input.firm, input.toNumber);
   if (services.voice.name === 'retell' && !input.firm.settings.from_number) {
     throw conflict(
@@ -258,10 +267,21 @@ export async function registerOutboundCall(
   const db = services.mongo.db;
   const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name, input.callId);
   if (input.callId !== undefined) return registerDerivedCall(services, doc);
+  let status: 'registered' | 'scheduled' = 'registered';
   const create = async (): Promise<void> => {
+    const scheduled = input.gate === undefined ? null : await input.gate(doc);
+    if (scheduled !== null) {
+      doc.scheduled_for = scheduled.at;
+      status = 'scheduled';
+    }
     await callsCollection(db).insertOne(doc);
     try {
-      await enqueue(services.queues, JOBS.placeCall, { callId: doc._id, firm: doc.firm });
+      await enqueue(
+        services.queues,
+        JOBS.placeCall,
+        { callId: doc._id, firm: doc.firm },
+        scheduled === null ? undefined : { delay: scheduled.delayMs },
+      );
     } catch (err) {
       await callsCollection(db)
         .deleteOne({ _id: doc._id })
@@ -271,7 +291,7 @@ export async function registerOutboundCall(
   };
   if (idempotencyKey === undefined) {
     await create();
-    return { call_id: doc._id, status: 'registered', repeated: false };
+    return { call_id: doc._id, status, repeated: false };
   }
   const result = await runIdempotent(
     db,
@@ -286,7 +306,11 @@ export async function registerOutboundCall(
       return true;
     },
   );
-  return { call_id: result.resourceId, status: 'registered', repeated: !result.created };
+  return {
+    call_id: result.resourceId,
+    status: result.created ? status : 'registered',
+    repeated: !result.created,
+  };
 }
 
 /**

@@ -52,7 +52,7 @@ export function judgeHours(input: {
   const hours: CallingWindow = { start: input.hours.start, end: input.hours.end, days: EVERY_DAY };
   const wholeDay = input.hours.start === '00:00' && input.hours.end === '24:00';
   const windows: { window: CallingWindow; zone: string }[] = wholeDay ? [] : [{ window: hours, zone }];
-  if (input.firmWindow) windows.push({ window: input.firmWindow, zone: input.firmTimeZone });
+  if (input.firmWindow) windows.push({ window: input.firmWindow, zone }); // in the lead's zone when known, as before
   const inside = (ms: number) => windows.every((w) => insideWindow(w.window, w.zone, ms));
   let next: number | null = input.atMs;
   // The first instant every window allows: move to each one's next opening until all agree.
