@@ -8,6 +8,7 @@ import { callRoutes } from './calls/routes.js';
 import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { contactRoutes } from './contacts/routes.js';
+import { decisionRoutes } from './compliance/decisions.js';
 import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
@@ -43,6 +44,7 @@ export const businessRoutes: AnyRoute[] = [
   ...appointmentRoutes,
   ...contactRoutes,
   ...contactSyncRoutes,
+  ...decisionRoutes,
   ...integrationRoutes,
   ...utilRoutes,
 ];

@@ -71,6 +71,12 @@ export const CallRecord = Type.Object({
       description: 'ms since epoch: when a call created with when_allowed is due to be dialled',
     }),
   ),
+  dial_block_reason: Type.Optional(
+    Type.String({
+      description:
+        'The dial gate blocked the call before it was dialled (status error, disconnection_reason dial_blocked): the rule, e.g. dnc, country',
+    }),
+  ),
   caller_data: Nullable(
     Type.Object(
       {

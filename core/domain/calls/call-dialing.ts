@@ -106,6 +106,7 @@ export async function placeOutboundCall(
       call._id,
       `dial_blocked: ${gate.decision.reason}: ${gate.decision.message}`,
       'dial_blocked',
+      gate.decision.reason,
     );
     return { outcome: 'blocked' };
   }
@@ -196,6 +197,8 @@ export async function markDialFailed(
   callId: string,
   reason: string,
   disconnection: 'dial_failed' | 'dial_blocked' = 'dial_failed',
+  /** The dial gate's reason code, for a blocked dial. */
+  blockReason?: string,
 ): Promise<void> {
   const now = new Date();
   await withCallLock(services, firm, callId, () =>
@@ -209,6 +212,7 @@ export async function markDialFailed(
           end_timestamp: now.getTime(),
           disconnection_reason: disconnection,
           error_message: reason.slice(0, 500),
+          ...(blockReason === undefined ? {} : { dial_block_reason: blockReason }),
           updated_at: now,
         },
       },

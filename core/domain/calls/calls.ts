@@ -103,6 +103,8 @@ export interface CallDoc {
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
   /** A call asked for `when_allowed` outside the callee's hours: when it is scheduled to be dialled (ms). */
   scheduled_for?: number;
+  /** The dial gate blocked the call (`dnc`, `country`, `consent`, …): it ended `error`, disconnection_reason `dial_blocked`. */
+  dial_block_reason?: string;
   /** The lead of this call, once the lead effect is done. */
   lead_id?: string;
   error_message?: string;
