@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, createFirm, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../calls/support.js';
+import { eventually } from '../helpers/eventually.js';
 import { clock } from '../../core/platform/clock.js';
 import { dncCollection, dncId } from '../../core/domain/compliance/dnc-store.js';
 import { zonedTimeToUtc } from '../../core/platform/time-zone.js';
@@ -26,6 +27,7 @@ async function call(firm: typeof a, toNumber: string): Promise<number> {
 
 beforeAll(async () => {
   stack = await startStack({
+    workers: true,
     env: { CALLING_HOURS: '08:00-21:00', DIAL_ATTEMPTS_PER_DAY: '3', COMPLIANCE_STATE_RULES: 'true' },
   });
   const firmA = await createFirm(stack, { timezone: ZONE });
@@ -43,11 +45,16 @@ beforeAll(async () => {
   });
   clock.set(nyAt(6 * 60)); // 06:00: deferred
   expect(await call(a, numbers[0]!)).toBe(409);
-  clock.set(nyAt(10 * 60)); // 10:00: allowed (no workers: registered only)
+  clock.set(nyAt(10 * 60)); // 10:00: allowed, dialled (recorded at the dial stage)
   expect(await call(a, numbers[0]!)).toBe(200);
   expect(await call(a, numbers[1]!)).toBe(200);
   expect(await call(a, numbers[2]!)).toBe(409); // dnc
   expect(await call(b, numbers[0]!)).toBe(200);
+  // The allowed calls' decisions are their dial-stage ones, taken by the workers.
+  await eventually(async () => {
+    const count = await stack.services.mongo.db.collection('dial_decisions').countDocuments({});
+    expect(count).toBe(5);
+  });
 });
 afterAll(async () => {
   clock.reset();
@@ -72,12 +79,16 @@ describe('GET /api/compliance/decisions', () => {
     expect(seen.every((d) => d.firm === a.slug)).toBe(true);
     const ats = seen.map((d) => Date.parse(d.at));
     expect([...ats].sort((x, y) => y - x)).toEqual(ats);
-    expect(seen.map((d) => [d.phone, d.answer, d.reason]).reverse()).toEqual([
-      [numbers[0], 'defer', 'hours'],
-      [numbers[0], 'allow', null],
-      [numbers[1], 'allow', null],
-      [numbers[2], 'block', 'dnc'],
-    ]);
+    const byPhone = (d: any) => `${d.phone} ${d.stage} ${d.answer} ${d.reason}`;
+    expect(seen.map(byPhone).sort()).toEqual(
+      [
+        `${numbers[0]} request defer hours`,
+        `${numbers[0]} dial allow null`,
+        `${numbers[1]} dial allow null`,
+        `${numbers[2]} request block dnc`,
+      ].sort(),
+    );
+    // The oldest: the deferral at 06:00.
     expect(seen[3]).toMatchObject({
       stage: 'request',
       retry_at: new Date(nyAt(8 * 60)).toISOString(),
@@ -87,8 +98,9 @@ describe('GET /api/compliance/decisions', () => {
   });
 
   it('filters by phone and by time, and keeps firms apart', async () => {
-    const byPhone = await a.client.get(`/api/compliance/decisions?firmSlug=${a.slug}&phone=%2B12125557001`);
-    expect(byPhone.body.decisions.map((d: any) => d.answer)).toEqual(['allow', 'defer']);
+    const onePhone = await a.client.get(`/api/compliance/decisions?firmSlug=${a.slug}&phone=%2B12125557001`);
+    expect(onePhone.body.decisions.map((d: any) => d.answer)).toEqual(['allow', 'defer']);
+    expect(onePhone.body.decisions[0]).toMatchObject({ stage: 'dial', attempts: 1, attempts_cap: 3 });
     const from = new Date(nyAt(9 * 60)).toISOString();
     const later = await a.client.get(`/api/compliance/decisions?firmSlug=${a.slug}&from=${from}`);
     expect(later.body.decisions).toHaveLength(3);
@@ -137,7 +149,8 @@ describe('GET /api/compliance/decisions/export', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(lines.map((d) => d.answer).reverse()).toEqual(['defer', 'allow', 'allow', 'block']);
+    expect(lines.map((d) => d.answer).sort()).toEqual(['allow', 'allow', 'block', 'defer']);
+    expect(lines.at(-1)).toMatchObject({ answer: 'defer', reason: 'hours' });
 
     const csv = await fetch(
       `${stack.baseUrl}/api/compliance/decisions/export?firmSlug=${a.slug}&format=csv`,

@@ -35,6 +35,7 @@ export const callRoutes = [
       if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
+      const gate = requestGate(services, firm, body.toNumber, body.when_allowed === true);
       const agent = await getFirmAgent(db, firm._id, body.agentId);
       const result = await registerOutboundCall(
         services,
@@ -43,7 +44,7 @@ export const callRoutes = [
           agent,
           toNumber: body.toNumber,
           ...(body.dynamicVariables === undefined ? {} : { dynamicVariables: body.dynamicVariables }),
-          gate: (call) => requestGate(services, firm, call, body.when_allowed === true),
+          gate,
         },
         idempotencyKey,
       );

@@ -13,7 +13,6 @@ import { linkProviderCall } from './call-keys.js';
 import { voiceWebhookSecret } from './webhook-secret.js';
 import { passDialTurn } from '../pacing/dial-slots.js';
 import { decideAtDial } from '../compliance/dial-gate.js';
-import { campaignPhoneId, campaignPhonesCollection } from '../campaigns/campaign-store.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -73,13 +72,6 @@ export async function placeOutboundCall(
   if (call.finished) return { outcome: 'already_finished' };
   const firm = await getFirm(services.mongo.db, call.firm);
   if (firm === null) return { outcome: 'missing' };
-  const lead =
-    call.campaign_id === undefined || call.to_number === null
-      ? null
-      : await campaignPhonesCollection(services.mongo.db).findOne(
-          { _id: campaignPhoneId(call.campaign_id, call.to_number) },
-          { projection: { timezone: 1 } },
-        );
   // A call asked for through create-outbound-call waits before any campaign lead; a campaign
   // call holds its slot already (its job took it before creating the call).
   const gate = await decideAtDial(
@@ -87,7 +79,7 @@ export async function placeOutboundCall(
     {
       firm,
       phone: call.to_number ?? '',
-      leadTimeZone: lead?.timezone ?? null,
+      leadTimeZone: call.lead_timezone ?? null,
       callId: call._id,
       campaignId: call.campaign_id ?? null,
       stage: 'dial',

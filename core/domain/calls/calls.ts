@@ -101,6 +101,8 @@ export interface CallDoc {
   effects?: Partial<Record<CallEffectName, EffectRecord>>;
   /** The CRM effect's two steps, so a retry never creates a second contact or matter. */
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
+  /** A campaign lead's own time zone, which the dial gate reads the callee's hours in. */
+  lead_timezone?: string;
   /** A call asked for `when_allowed` outside the callee's hours: when it is scheduled to be dialled (ms). */
   scheduled_for?: number;
   /** The dial gate blocked the call (`dnc`, `country`, `consent`, …): it ended `error`, disconnection_reason `dial_blocked`. */
@@ -114,6 +116,12 @@ export interface CallDoc {
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
 
+/** The request stage's pass for a new call (OutboundCallInput.gate). */
+export interface GatePass {
+  scheduled: { at: number; delayMs: number } | null;
+  record: () => Promise<unknown>;
+}
+
 interface OutboundCallInput {
   firm: FirmDoc;
   agent: AgentDoc;
@@ -121,6 +129,8 @@ interface OutboundCallInput {
   dynamicVariables?: DynamicVariablesInput;
   campaignId?: string;
   campaignAttempt?: number;
+  /** The lead's own time zone (a campaign lead's), kept for the dial gate. */
+  leadTimeZone?: string | null;
   /**
    * A call id derived from business identity (a campaign's lead and attempt): creating the call
    * is then a claim, and a repeat returns the call that exists instead of creating a second.
@@ -129,10 +139,11 @@ interface OutboundCallInput {
   /**
    * The dial gate at the request stage (create-outbound-call): run with the new call before it
    * is stored, only when a call is created (not on an idempotent repeat). It throws to refuse
-   * (409 dial_blocked / dial_deferred), or returns when the call may be dialled: null for now,
-   * else the instant (ms, the gate's clock) it is scheduled for.
+   * (409 dial_blocked / dial_deferred), or returns how the call goes on: `scheduled` null to
+   * dial now, else the instant (ms, the gate's clock) and the delay; `record` writes the
+   * decision, run beside the call's insert (a failure of either removes the call).
    */
-  gate?: (call: CallDoc) => Promise<{ at: number; delayMs: number } | null>;
+  gate?: (call: CallDoc) => Promise<GatePass>;
 }
 
 /** The fields a call is born with; everything the provider reports later starts empty. */
@@ -203,6 +214,7 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
       ? {}
       : { provider_agent_id: input.agent.provider_agent_id }),
   });
+  if (input.leadTimeZone) doc.lead_timezone = input.leadTimeZone;
   return input.campaignAttempt === undefined ? doc : { ...doc, campaign_attempt: input.campaignAttempt };
 }
 
@@ -271,13 +283,16 @@ export async function registerOutboundCall(
   if (input.callId !== undefined) return registerDerivedCall(services, doc);
   let status: 'registered' | 'scheduled' = 'registered';
   const create = async (): Promise<void> => {
-    const scheduled = input.gate === undefined ? null : await input.gate(doc);
+    const pass = input.gate === undefined ? null : await input.gate(doc);
+    const scheduled = pass?.scheduled ?? null;
     if (scheduled !== null) {
       doc.scheduled_for = scheduled.at;
       status = 'scheduled';
     }
-    await callsCollection(db).insertOne(doc);
+    const inserted = callsCollection(db).insertOne(doc);
     try {
+      // The decision's record beside the call's insert: one round trip, not two.
+      await Promise.all([inserted, pass?.record()]);
       await enqueue(
         services.queues,
         JOBS.placeCall,

@@ -137,6 +137,7 @@ export async function runCampaignCall(
       dynamicVariables: lead.variables,
       campaignId: job.campaignId,
       campaignAttempt: job.attempt,
+      leadTimeZone: lead.timezone,
       callId,
     });
   } catch (err) {

@@ -5,13 +5,7 @@ import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
 import { findDncEntry } from './dnc-store.js';
 import { DAY_MS, peekAttempts, takeSlotAndAttempt } from './frequency.js';
-import {
-  decisionId,
-  findFinalDecision,
-  recordDecision,
-  type DialDecisionDoc,
-  type DialStage,
-} from './dial-decisions.js';
+import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
 
 // The dial gate (docs/compliance.md#the-dial-gate): every call is decided when it is requested
@@ -107,7 +101,12 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
       message: `The firm "${req.firm._id}" may not call this number (its country or kind is not allowed).`,
     });
   }
-  if ((await findDncEntry(services.mongo.db, req.firm._id, req.phone)) !== null) {
+  // The do-not-call read and the count of attempts at once: one round trip on the request path.
+  const [dnc, seen] = await Promise.all([
+    findDncEntry(services.mongo.db, req.firm._id, req.phone),
+    req.stage === 'request' ? peekAttempts(services, req.firm._id, req.phone, req.callId, atMs) : null,
+  ]);
+  if (dnc !== null) {
     return judged({
       answer: 'block',
       reason: 'dnc',
@@ -131,8 +130,7 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
       message: `Outside the callee's calling hours (${hours.limitedBy.join(', ')}).`,
     });
   }
-  if (req.stage === 'request') {
-    const seen = await peekAttempts(services, req.firm._id, req.phone, req.callId, atMs);
+  if (seen !== null) {
     if (!seen.counted && seen.count >= cap && seen.oldestMs !== null) {
       return judged(frequencyDeferral(seen.oldestMs, cap), seen.count);
     }
@@ -175,11 +173,15 @@ function decisionDoc(req: DialRequest, judged: Judged, atMs: number): DialDecisi
   };
 }
 
-/** The request stage: decides and records the decision (create-outbound-call, campaign-call jobs). */
+/**
+ * The request stage (campaign-call jobs): decides, and records a refusal — the only trace of the
+ * request. An allowed request is recorded by its dial-stage decision, which always follows.
+ */
 export async function decideAtRequest(services: Services, req: DialRequest): Promise<Decided> {
   if (gateBypass.on) return { decision: { answer: 'allow' }, record: null };
   const atMs = req.atMs ?? clock.now();
   const judged = await decideDial(services, { ...req, stage: 'request', atMs });
+  if (judged.decision.answer === 'allow') return { decision: judged.decision, record: null };
   const record = await recordDecision(
     services.mongo.db,
     decisionDoc({ ...req, stage: 'request' }, judged, atMs),
@@ -187,14 +189,36 @@ export async function decideAtRequest(services: Services, req: DialRequest): Pro
   return { decision: judged.decision, record };
 }
 
+/**
+ * The request stage for a call not created yet (create-outbound-call): the rules are judged at
+ * once — beside the request's other reads — and the decision is bound to the call id later;
+ * `record` writes a refusal (an allowed call is recorded at its dial stage).
+ */
+export async function judgeNewCall(
+  services: Services,
+  req: Omit<DialRequest, 'callId' | 'stage'>,
+): Promise<(callId: string) => { decision: GateAnswer; record: () => Promise<unknown> }> {
+  if (gateBypass.on) return () => ({ decision: { answer: 'allow' }, record: async () => undefined });
+  const atMs = req.atMs ?? clock.now();
+  const judged = await decideDial(services, { ...req, callId: '', stage: 'request', atMs });
+  return (callId) => ({
+    decision: judged.decision,
+    record: async () =>
+      judged.decision.answer === 'allow'
+        ? undefined
+        : recordDecision(services.mongo.db, decisionDoc({ ...req, callId, stage: 'request' }, judged, atMs)),
+  });
+}
+
 export type DialGateStep = Decided | { answer: 'no_slot' };
 
 /**
  * The dial stage, right before the provider is asked: the rules again, then the dial slot and
- * the frequency cap in one Redis step; the decision is recorded before the caller dials. A call
- * decided already at this stage (a retried job) keeps its decision: `allow` takes (or keeps) its
- * slot and dials, `block` stays blocked. `no_slot`: the firm is at max_concurrent_calls (the
- * waiter is in line), nothing recorded — the call is decided when its turn comes.
+ * the frequency cap in one Redis step; the decision is recorded before the caller dials.
+ * `no_slot`: the firm is at max_concurrent_calls (the waiter is in line), nothing recorded — the
+ * call is decided when its turn comes. A call decided already at this stage (a retried job whose
+ * attempt died after the record) keeps its terminal decision: the record's claim finds it, and
+ * an `allow` goes on to the dial, whose effect record asks the provider before dialling again.
  */
 export async function decideAtDial(
   services: Services,
@@ -207,27 +231,23 @@ export async function decideAtDial(
       ? { decision: { answer: 'allow' }, record: null }
       : { answer: 'no_slot' };
   }
-  const earlier = await findFinalDecision(db, req.callId, 'dial');
-  if (earlier !== null) {
-    if (earlier.answer === 'block') {
-      return {
-        decision: { answer: 'block', reason: earlier.reason as BlockReason, message: earlier.message ?? '' },
-        record: earlier,
-      };
-    }
-    return (await takeDialSlot(services, req.firm._id, req.callId, waiter, 'first'))
-      ? { decision: { answer: 'allow' }, record: earlier }
-      : { answer: 'no_slot' };
-  }
   const atMs = req.atMs ?? clock.now();
   const dialReq = { ...req, stage: 'dial' as const, atMs };
   const judged = await decideDial(services, dialReq);
-  if (judged.decision.answer !== 'allow') {
+  if (judged.decision.answer === 'block') {
     const record = await recordDecision(db, decisionDoc(dialReq, judged, atMs));
-    return { decision: judged.decision, record };
+    // An `allow` recorded earlier for this call (a retried job) stands: on to the slot and dial.
+    if (record.answer === 'block') return { decision: answerOf(record), record };
+  }
+  if (judged.decision.answer === 'defer') {
+    return {
+      decision: judged.decision,
+      record: await recordDecision(db, decisionDoc(dialReq, judged, atMs)),
+    };
   }
   const taken = await takeSlotAndAttempt(services, {
     firm: req.firm._id,
+    max: req.firm.settings.max_concurrent_calls,
     phone: req.phone,
     callId: req.callId,
     waiter,
@@ -235,10 +255,26 @@ export async function decideAtDial(
     cap: judged.cap,
   });
   if (taken.kind === 'no_slot') return { answer: 'no_slot' };
-  const final: Judged =
-    taken.kind === 'capped'
-      ? { ...judged, decision: frequencyDeferral(taken.oldestMs, judged.cap), attempts: taken.count }
-      : { ...judged, attempts: taken.count };
-  const record = await recordDecision(db, decisionDoc(dialReq, final, atMs));
-  return { decision: final.decision, record };
+  if (taken.kind === 'capped') {
+    const deferred: Judged = {
+      ...judged,
+      decision: frequencyDeferral(taken.oldestMs, judged.cap),
+      attempts: taken.count,
+    };
+    return {
+      decision: deferred.decision,
+      record: await recordDecision(db, decisionDoc(dialReq, deferred, atMs)),
+    };
+  }
+  const record = await recordDecision(db, decisionDoc(dialReq, { ...judged, attempts: taken.count }, atMs));
+  // An earlier `block` of this call that stands (its job died before ending the call): the
+  // slot just taken is freed when the caller ends the call.
+  return { decision: answerOf(record), record };
+}
+
+/** The answer a recorded terminal decision (allow or block) gave. */
+function answerOf(record: DialDecisionDoc): GateAnswer {
+  return record.answer === 'block'
+    ? { answer: 'block', reason: record.reason as BlockReason, message: record.message ?? '' }
+    : { answer: 'allow' };
 }

@@ -1,7 +1,7 @@
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
-import { FIRST_IN_LINE_MS, maxConcurrentCalls } from '../pacing/dial-slots.js';
+import { FIRST_IN_LINE_MS } from '../pacing/dial-slots.js';
 
 // Frequency caps: at most N dial attempts per number per firm per rolling 24 h, over campaigns,
 // retries and direct calls (docs/compliance.md#frequency-caps). A sorted set per firm + number
@@ -68,11 +68,20 @@ export type SlotAndAttempt =
  */
 export async function takeSlotAndAttempt(
   services: Services,
-  input: { firm: string; phone: string; callId: string; waiter: string; atMs: number; cap: number },
+  input: {
+    firm: string;
+    /** The firm's max_concurrent_calls. */
+    max: number;
+    phone: string;
+    callId: string;
+    waiter: string;
+    atMs: number;
+    cap: number;
+  },
 ): Promise<SlotAndAttempt> {
   const keys = redisKeys(services.config);
   const now = Date.now();
-  const max = await maxConcurrentCalls(services, input.firm);
+  const max = input.max;
   const [kind, oldest, count] = (await TAKE.run(
     services.redis,
     {
