@@ -49,9 +49,9 @@ async function main(): Promise<void> {
   atExit(() => web.stop());
   const admin = new ApiClient(`http://127.0.0.1:${web.port}`).withToken(adminKey);
   const slug = `bench-${rand()}`;
-  const ok = (res: { status: number; body: any }, what: string) => {
+  const ok = (res: { status: number; body: unknown }, what: string): Record<string, string> => {
     if (res.status !== 200) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body;
+    return res.body as Record<string, string>;
   };
   ok(
     await admin.post('/api/firms', { slug, name: 'Bench', settings: { max_concurrent_calls: 1000 } }),
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
       intake_questions: [{ key: 'full_name', question: 'Your name?' }],
     }),
     'agent',
-  ).agent_id as string;
+  ).agent_id!;
   const freeSlots = () => services.redis.del(redisKeys(config).dialSlots(slug));
 
   /** create-outbound-call: `CALLS` requests, `CONCURRENCY` at once; ms per call (wall / calls). */
@@ -93,15 +93,16 @@ async function main(): Promise<void> {
       }),
       'campaign',
     );
-    ok(await admin.post(`/api/leads/campaigns/${created.id}/launch`), 'launch');
-    await fanOutCampaign(services, created.id);
+    const campaignId = created.id!;
+    ok(await admin.post(`/api/leads/campaigns/${campaignId}/launch`), 'launch');
+    await fanOutCampaign(services, campaignId);
     await freeSlots();
     const started = performance.now();
     await loop(CONCURRENCY, CALLS, async (i) => {
-      const job = { campaignId: created.id, firm: slug, phone: numbers[i]!, attempt: 1 };
+      const job = { campaignId, firm: slug, phone: numbers[i]!, attempt: 1 };
       const step = await runCampaignCall(services, job, `bench\t${i}`);
       if (step.kind !== 'done' || step.outcome !== 'registered') throw new Error(JSON.stringify(step));
-      const callId = campaignCallId(created.id, numbers[i]!, 1);
+      const callId = campaignCallId(campaignId, numbers[i]!, 1);
       const dial = await placeOutboundCall(services, callId, { lastAttempt: false }, `bench\t${callId}`);
       if (dial.outcome !== 'placed') throw new Error(`dial ${callId}: ${dial.outcome}`);
     });
