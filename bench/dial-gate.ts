@@ -137,6 +137,7 @@ async function main(): Promise<void> {
       'bypassed ms/call': bypass.toFixed(2),
       ratio: (gate / bypass).toFixed(3),
       overhead: `${((gate / bypass - 1) * 100).toFixed(1)} %`,
+      rounds: `gate ${r.gate.map((x) => x.toFixed(1)).join('/')}; bypassed ${r.bypass.map((x) => x.toFixed(1)).join('/')}`,
     };
   });
   console.log(
