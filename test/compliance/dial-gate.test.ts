@@ -175,7 +175,8 @@ describe('the dial gate at create-outbound-call', () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid_request');
-    expect(JSON.stringify(res.body.error.details)).toContain('when_allowed');
+    // A known field of the wrong type (not "is not an allowed field"): the schema declares it boolean.
+    expect(res.body.error.details).toEqual([{ path: '/when_allowed', message: 'must be boolean' }]);
   });
 });
 
