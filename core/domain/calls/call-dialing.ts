@@ -13,6 +13,7 @@ import { linkProviderCall } from './call-keys.js';
 import { voiceWebhookSecret } from './webhook-secret.js';
 import { passDialTurn } from '../pacing/dial-slots.js';
 import { decideAtDial } from '../compliance/dial-gate.js';
+import { findDncEntry } from '../compliance/dnc-store.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -70,6 +71,9 @@ export async function placeOutboundCall(
   if (call === null) return { outcome: 'missing' }; // the request that created it rolled back
   if (call.provider_call_id !== null) return { outcome: 'already_placed' };
   if (call.finished) return { outcome: 'already_finished' };
+  // The do-not-call read goes beside the firm's (the gate awaits it).
+  const dnc = findDncEntry(services.mongo.db, call.firm, call.to_number ?? '');
+  dnc.catch(() => undefined);
   const firm = await getFirm(services.mongo.db, call.firm);
   if (firm === null) return { outcome: 'missing' };
   // A call asked for through create-outbound-call waits before any campaign lead; a campaign
@@ -83,6 +87,7 @@ export async function placeOutboundCall(
       callId: call._id,
       campaignId: call.campaign_id ?? null,
       stage: 'dial',
+      dnc,
     },
     waiter,
   );

@@ -283,16 +283,27 @@ export async function registerOutboundCall(
   if (input.callId !== undefined) return registerDerivedCall(services, doc);
   let status: 'registered' | 'scheduled' = 'registered';
   const create = async (): Promise<void> => {
-    const pass = input.gate === undefined ? null : await input.gate(doc);
-    const scheduled = pass?.scheduled ?? null;
-    if (scheduled !== null) {
-      doc.scheduled_for = scheduled.at;
-      status = 'scheduled';
-    }
+    // The call's insert goes beside the gate's judgement (a refused call's record is removed
+    // before the answer): one round trip on the way, not two.
     const inserted = callsCollection(db).insertOne(doc);
+    inserted.catch(() => undefined); // awaited below, whichever way the gate answers
+    let pass: GatePass | null;
     try {
-      // The decision's record beside the call's insert: one round trip, not two.
+      pass = input.gate === undefined ? null : await input.gate(doc);
+    } catch (err) {
+      await inserted
+        .then(() => callsCollection(db).deleteOne({ _id: doc._id }))
+        .catch((e: unknown) => services.log.error({ err: e, call_id: doc._id }, 'could not remove call'));
+      throw err;
+    }
+    const scheduled = pass?.scheduled ?? null;
+    try {
       await Promise.all([inserted, pass?.record()]);
+      if (scheduled !== null) {
+        doc.scheduled_for = scheduled.at;
+        status = 'scheduled';
+        await callsCollection(db).updateOne({ _id: doc._id }, { $set: { scheduled_for: scheduled.at } });
+      }
       await enqueue(
         services.queues,
         JOBS.placeCall,

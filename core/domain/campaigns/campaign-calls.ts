@@ -8,6 +8,7 @@ import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/ca
 import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { decideAtRequest } from '../compliance/dial-gate.js';
+import { findDncEntry } from '../compliance/dnc-store.js';
 import { clock } from '../../platform/clock.js';
 import { advanceLead } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
@@ -80,11 +81,14 @@ export async function runCampaignCall(
   const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
-  const lead = await campaignPhonesCollection(db).findOne({
-    _id: campaignPhoneId(job.campaignId, job.phone),
-  });
+  // The do-not-call read goes beside the lead's and the firm's (the gate below awaits it).
+  const dnc = findDncEntry(db, job.firm, job.phone);
+  dnc.catch(() => undefined);
+  const [lead, firm] = await Promise.all([
+    campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),
+    getFirm(db, job.firm),
+  ]);
   if (lead === null) return done('not_in_campaign');
-  const firm = await getFirm(db, job.firm);
   if (firm === null) return done('firm_missing');
 
   // The dial gate, request stage: the callee's hours (with the firm's calling window), the
@@ -96,6 +100,7 @@ export async function runCampaignCall(
     callId,
     campaignId: job.campaignId,
     stage: 'request',
+    dnc,
   });
   if (gate.decision.answer === 'defer') {
     await passDialTurn(services, firm._id, callId);

@@ -3,7 +3,7 @@ import { clock } from '../../platform/clock.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
-import { findDncEntry } from './dnc-store.js';
+import { findDncEntry, type DncEntry } from './dnc-store.js';
 import { DAY_MS, peekAttempts, takeSlotAndAttempt } from './frequency.js';
 import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
@@ -34,6 +34,8 @@ export interface DialRequest {
   stage: DialStage;
   /** The gate's clock (core/platform/clock.ts) unless given. */
   atMs?: number;
+  /** The do-not-call read already under way (started beside the caller's own reads). */
+  dnc?: Promise<DncEntry | null>;
 }
 
 export interface Decided {
@@ -103,7 +105,7 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
   }
   // The do-not-call read and the count of attempts at once: one round trip on the request path.
   const [dnc, seen] = await Promise.all([
-    findDncEntry(services.mongo.db, req.firm._id, req.phone),
+    req.dnc ?? findDncEntry(services.mongo.db, req.firm._id, req.phone),
     req.stage === 'request' ? peekAttempts(services, req.firm._id, req.phone, req.callId, atMs) : null,
   ]);
   if (dnc !== null) {
