@@ -1,3 +1,4 @@
+import { warnIfComplianceWidened } from '../core/domain/compliance/compliance-defaults.js';
 import { exitOnConfigError, type Config } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
 import { startingWork } from '../core/platform/held-signals.js';
@@ -11,6 +12,7 @@ export async function runWeb(config: Config): Promise<void> {
   const log = createLogger(config.logLevel, 'web');
   const services = exitOnConfigError(() => createServices(config, log, 'producer'));
   guardRedisTls(services.redis, config, log, exitWith);
+  warnIfComplianceWidened(config, log);
   // From here a SIGTERM waits for the stop below (the server may be listening before it is set).
   startingWork();
   const web = await startWeb(services);

@@ -1,3 +1,4 @@
+import { warnIfComplianceWidened } from '../core/domain/compliance/compliance-defaults.js';
 import { exitOnConfigError, type Config } from '../core/platform/config.js';
 import { createLogger } from '../core/platform/logger.js';
 import { startingWork } from '../core/platform/held-signals.js';
@@ -14,6 +15,7 @@ export function runWorkers(config: Config): void {
   const log = createLogger(config.logLevel, 'worker');
   const services = exitOnConfigError(() => createServices(config, log, 'worker'));
   guardRedisTls(services.redis, config, log, exitWith);
+  warnIfComplianceWidened(config, log);
   void warnUnlessNoEviction(services.redis, log);
   startingWork();
   const running = startWorkers(services, processors, queues);

@@ -56,8 +56,12 @@ const MAX_DETAILS = 50;
 
 /** The error body; the one place errors are rendered, so the one place details are capped. */
 function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
-  if (e.details === undefined) return { code: e.code, message: e.message };
-  if (e.details.length <= MAX_DETAILS) return { code: e.code, message: e.message, details: e.details };
+  // Named fields an error carries beside its details (dial_deferred's retry_at).
+  const extra = e.fields ?? {};
+  if (e.details === undefined) return { code: e.code, message: e.message, ...extra };
+  if (e.details.length <= MAX_DETAILS) {
+    return { code: e.code, message: e.message, details: e.details, ...extra };
+  }
   const more = e.details.length - MAX_DETAILS;
   return {
     code: e.code,

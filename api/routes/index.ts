@@ -9,6 +9,7 @@ import { campaignRoutes } from './campaigns/routes.js';
 import { chatRoutes } from './chats/routes.js';
 import { complianceRoutes } from './compliance/routes.js';
 import { contactRoutes } from './contacts/routes.js';
+import { decisionRoutes } from './compliance/decisions.js';
 import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
@@ -44,6 +45,7 @@ export const businessRoutes: AnyRoute[] = [
   ...appointmentRoutes,
   ...contactRoutes,
   ...contactSyncRoutes,
+  ...decisionRoutes,
   ...integrationRoutes,
   ...complianceRoutes,
   ...utilRoutes,

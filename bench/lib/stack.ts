@@ -225,6 +225,11 @@ export function freshEnvironment(
       // The limits are not what is measured: they are set far above any rate reached here.
       RATE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      // Runs at any hour and dials numbers again and again: the compliance defaults widened (the
+      // gate still decides and records every dial; each process says so in a warn line).
+      CALLING_HOURS: '00:00-24:00',
+      DIAL_ATTEMPTS_PER_DAY: '1000000',
+      COMPLIANCE_STATE_RULES: 'false',
       ...env,
     },
   };

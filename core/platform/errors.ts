@@ -14,6 +14,8 @@ export class AppError extends Error {
     message: string,
     readonly details?: ErrorDetail[],
     readonly headers?: Record<string, string | string[]>,
+    /** Named fields of the error body beside code, message and details (e.g. `retry_at`). */
+    readonly fields?: Record<string, string>,
   ) {
     super(message);
     this.name = 'AppError';
@@ -66,6 +68,26 @@ export const idempotencyKeyInUse = (retryAfterSeconds: number): AppError =>
     'A request with this Idempotency-Key is still being processed; retry after the Retry-After seconds.',
     undefined,
     { 'Retry-After': String(retryAfterSeconds) },
+  );
+
+/** 409 dial_blocked: the dial gate refuses the number for good; `details` name the rule. */
+export const dialBlocked = (message: string, details: ErrorDetail[]): AppError =>
+  new AppError(409, 'dial_blocked', message, details);
+
+/** 409 dial_deferred: the dial gate allows the number only from `retryAt` (in the body and Retry-After). */
+export const dialDeferred = (
+  message: string,
+  details: ErrorDetail[],
+  retryAt: number,
+  now: number,
+): AppError =>
+  new AppError(
+    409,
+    'dial_deferred',
+    message,
+    details,
+    { 'Retry-After': String(Math.max(1, Math.ceil((retryAt - now) / 1000))) },
+    { retry_at: new Date(retryAt).toISOString() },
   );
 
 export const payloadTooLarge = (message = 'The request body is larger than this route accepts.'): AppError =>

@@ -119,6 +119,16 @@ export class RedisKeys {
       : key(this.prefix, 'pacing', 'firms');
   }
 
+  /**
+   * ZSET: the dial attempts of `firm` to `phone` in the last 24 h, each a call id scored by when
+   * it was dialled (core/domain/compliance/frequency.ts). In the firm's pacing slot on a cluster,
+   * so one script takes a dial slot and counts the attempt together. Expires 24 h after its
+   * last attempt.
+   */
+  dialAttempts(firm: string, phone: string): string {
+    return this.pacing(firm, `attempts:${phone}`);
+  }
+
   /** Every list of `pacingFirms` (the reaper visits each). */
   pacingFirmLists(): string[] {
     if (!this.cluster) return [key(this.prefix, 'pacing', 'firms')];

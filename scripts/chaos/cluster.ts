@@ -205,6 +205,11 @@ export class Cluster {
       LOG_LEVEL: 'warn',
       QUEUE_PREFIX: `chaos${randomBytes(3).toString('hex')}`,
       SIM_CALL_MS: '1000',
+      // Runs at any hour and dials numbers again and again: the compliance defaults widened (the
+      // gate still decides and records every dial; each process says so in a warn line).
+      CALLING_HOURS: '00:00-24:00',
+      DIAL_ATTEMPTS_PER_DAY: '1000000',
+      COMPLIANCE_STATE_RULES: 'false',
       JOB_LOCK_MS: '10000',
       CAMPAIGN_RETRY_DELAY_MS: '5000',
       SHUTDOWN_TIMEOUT_MS: '25000',

@@ -12,7 +12,12 @@ export const END = '<!-- config-table:end -->';
 const NOTE =
   '<!-- Generated from core/platform/config/schema.ts by `npm run docs:config`: edit the schema. -->';
 
-const code = (value: unknown): string => `\`${String(value)}\``;
+/** A default as its variable is spelled: daily hours {start, end} as `HH:MM-HH:MM`. */
+const spelled = (value: unknown): string =>
+  typeof value === 'object' && value !== null && 'start' in value && 'end' in value
+    ? `${String(value.start)}-${String(value.end)}`
+    : String(value);
+const code = (value: unknown): string => `\`${spelled(value)}\``;
 const cell = (markdown: string): string => markdown.replace(/\|/g, '\\|');
 
 function localRuns({ start, test }: LocalRuns): string {

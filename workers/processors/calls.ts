@@ -15,6 +15,7 @@ import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
 import { jobRef } from '../../core/domain/pacing/parking.js';
 import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
+import { clock } from '../../core/platform/clock.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -22,7 +23,14 @@ const DEFAULT_RATE_LIMIT_MS = 5000;
 export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, attempt, token }) => {
   const { callId, firm } = job.data;
   try {
-    const outcome = await placeOutboundCall(services, callId, attempt, jobRef(QUEUE.calls, job.id ?? callId));
+    const dial = await placeOutboundCall(services, callId, attempt, jobRef(QUEUE.calls, job.id ?? callId));
+    const outcome = dial.outcome;
+    if (outcome === 'deferred') {
+      // The dial gate: outside the callee's hours or the number's cap reached; wait until then.
+      return await park(job, token, clock.wallTimeOf(dial.deferredUntil ?? clock.now()), services.log);
+    }
+    // Blocked: the call has ended (dial_blocked); its slot frees, its campaign lead settles.
+    if (outcome === 'blocked') await afterDialFailed(services, callId);
     if (outcome === 'waiting_for_slot') {
       // The firm is at max_concurrent_calls: wait, parked, until a call of the firm ends.
       return await park(job, token, Date.now() + SLOT_WAIT_SAFETY_MS, services.log, () =>

@@ -34,6 +34,8 @@ export function callView(call: CallDoc): Static<typeof CallRecord> {
     transcript: call.transcript,
     call_analysis: call.call_analysis,
     ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
+    ...(call.scheduled_for === undefined ? {} : { scheduled_for: call.scheduled_for }),
+    ...(call.dial_block_reason === undefined ? {} : { dial_block_reason: call.dial_block_reason }),
     caller_data:
       call.extraction === undefined
         ? null

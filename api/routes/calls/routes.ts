@@ -4,6 +4,7 @@ import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
+import { requestGate } from './dial-gate.js';
 import { callView } from './present.js';
 import {
   CallParams,
@@ -22,7 +23,7 @@ export const callRoutes = [
     path: '/api/v2/create-outbound-call',
     operationId: 'createOutboundCall',
     summary:
-      'Register an outbound call; a worker places it. Optional Idempotency-Key header: a repeat within 24 h returns the same call_id',
+      'Register an outbound call; a worker places it once the dial gate allows it (409 dial_blocked, 409 dial_deferred with retry_at, or with when_allowed 200 status scheduled). Optional Idempotency-Key header: a repeat within 24 h returns the same call_id',
     tag,
     auth: { kind: 'token' },
     body: CreateOutboundCallBody,
@@ -34,6 +35,7 @@ export const callRoutes = [
       if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
+      const gate = requestGate(services, firm, body.toNumber, body.when_allowed === true);
       const agent = await getFirmAgent(db, firm._id, body.agentId);
       const result = await registerOutboundCall(
         services,
@@ -42,6 +44,7 @@ export const callRoutes = [
           agent,
           toNumber: body.toNumber,
           ...(body.dynamicVariables === undefined ? {} : { dynamicVariables: body.dynamicVariables }),
+          gate,
         },
         idempotencyKey,
       );

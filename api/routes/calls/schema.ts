@@ -11,11 +11,20 @@ export const CreateOutboundCallBody = Body({
   agentId: Id,
   firmSlug: FirmSlug,
   dynamicVariables: Type.Optional(DynamicVariables),
+  when_allowed: Type.Optional(
+    Type.Boolean({
+      description:
+        "Outside the callee's calling hours or over the number's daily cap: schedule the call for when it is allowed (200, status `scheduled`) instead of answering 409 dial_deferred",
+    }),
+  ),
 });
 
 export const CreateOutboundCallResponse = Type.Object({
   call_id: Type.String(),
-  status: Type.Literal('registered'),
+  status: Type.Union([Type.Literal('registered'), Type.Literal('scheduled')], {
+    description:
+      '`scheduled`: deferred by the dial gate (when_allowed); placed when allowed (see scheduled_for on get-call)',
+  }),
 });
 
 export const CallParams = Type.Object({ call_id: Id });
@@ -57,6 +66,17 @@ export const CallRecord = Type.Object({
     }),
   ),
   campaign_id: Type.Optional(Type.String()),
+  scheduled_for: Type.Optional(
+    Type.Integer({
+      description: 'ms since epoch: when a call created with when_allowed is due to be dialled',
+    }),
+  ),
+  dial_block_reason: Type.Optional(
+    Type.String({
+      description:
+        'The dial gate blocked the call before it was dialled (status error, disconnection_reason dial_blocked): the rule, e.g. dnc, country',
+    }),
+  ),
   caller_data: Nullable(
     Type.Object(
       {

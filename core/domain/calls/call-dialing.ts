@@ -11,7 +11,9 @@ import { FINISHED_RANK, callsCollection, type CallDoc } from './calls.js';
 import { callSubject, withCallLock } from './call-lock.js';
 import { linkProviderCall } from './call-keys.js';
 import { voiceWebhookSecret } from './webhook-secret.js';
-import { takeDialSlot } from '../pacing/dial-slots.js';
+import { passDialTurn } from '../pacing/dial-slots.js';
+import { decideAtDial } from '../compliance/dial-gate.js';
+import { findDncEntry } from '../compliance/dnc-store.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -19,7 +21,22 @@ import { takeDialSlot } from '../pacing/dial-slots.js';
 // the provider for a call carrying our call id before dialling again.
 
 type DialOutcome =
-  'placed' | 'found_at_provider' | 'already_placed' | 'already_finished' | 'missing' | 'waiting_for_slot';
+  | 'placed'
+  | 'found_at_provider'
+  | 'already_placed'
+  | 'already_finished'
+  | 'missing'
+  | 'waiting_for_slot'
+  /** The dial gate deferred it: the job waits until `deferredUntil` (the gate's clock). */
+  | 'deferred'
+  /** The dial gate blocked it: the call has ended (`error`, disconnection_reason `dial_blocked`). */
+  | 'blocked';
+
+/** What the dial came to; `deferredUntil` with 'deferred' (the gate's clock, core/platform/clock.ts). */
+export interface DialAttemptResult {
+  outcome: DialOutcome;
+  deferredUntil?: number;
+}
 
 type DialResult = { provider_call_id: string };
 
@@ -38,23 +55,58 @@ async function placed(
 }
 
 /**
- * Dials the call once it holds one of its firm's dial slots (core/domain/pacing/dial-slots.ts):
+ * Dials the call once the dial gate allows it (core/domain/compliance/dial-gate.ts: the rules
+ * again, then one of its firm's dial slots and the number's frequency cap together):
  * 'waiting_for_slot' when the firm is at max_concurrent_calls — `waiter` (the job's parking
- * reference) is then in line for a slot, and the caller parks the job.
+ * reference) is then in line for a slot, and the caller parks the job; 'deferred' (the job
+ * waits until the instant) or 'blocked' (the call ends) as the gate decides.
  */
 export async function placeOutboundCall(
   services: Services,
   callId: string,
   attempt: Attempt,
   waiter: string,
-): Promise<DialOutcome> {
+): Promise<DialAttemptResult> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
-  if (call === null) return 'missing'; // the request that created it rolled back
-  if (call.provider_call_id !== null) return 'already_placed';
-  if (call.finished) return 'already_finished';
+  if (call === null) return { outcome: 'missing' }; // the request that created it rolled back
+  if (call.provider_call_id !== null) return { outcome: 'already_placed' };
+  if (call.finished) return { outcome: 'already_finished' };
+  // The do-not-call read goes beside the firm's (the gate awaits it).
+  const dnc = findDncEntry(services.mongo.db, call.firm, call.to_number ?? '');
+  dnc.catch(() => undefined);
+  const firm = await getFirm(services.mongo.db, call.firm);
+  if (firm === null) return { outcome: 'missing' };
   // A call asked for through create-outbound-call waits before any campaign lead; a campaign
   // call holds its slot already (its job took it before creating the call).
-  if (!(await takeDialSlot(services, call.firm, call._id, waiter, 'first'))) return 'waiting_for_slot';
+  const gate = await decideAtDial(
+    services,
+    {
+      firm,
+      phone: call.to_number ?? '',
+      leadTimeZone: call.lead_timezone ?? null,
+      callId: call._id,
+      campaignId: call.campaign_id ?? null,
+      stage: 'dial',
+      dnc,
+    },
+    waiter,
+  );
+  if ('answer' in gate) return { outcome: 'waiting_for_slot' };
+  if (gate.decision.answer === 'defer') {
+    await passDialTurn(services, call.firm, call._id);
+    return { outcome: 'deferred', deferredUntil: gate.decision.until };
+  }
+  if (gate.decision.answer === 'block') {
+    await markDialFailed(
+      services,
+      call.firm,
+      call._id,
+      `dial_blocked: ${gate.decision.reason}: ${gate.decision.message}`,
+      'dial_blocked',
+      gate.decision.reason,
+    );
+    return { outcome: 'blocked' };
+  }
 
   let outcome: DialOutcome = 'already_placed';
   await runEffect(
@@ -85,7 +137,7 @@ export async function placeOutboundCall(
       }
     },
   );
-  return outcome;
+  return { outcome };
 }
 
 /** What the provider needs besides the call record: the agent as it plays it, and where to report. */
@@ -132,12 +184,18 @@ async function placeCallRequest(services: Services, call: CallDoc): Promise<Plac
   };
 }
 
-/** The dial failed for good (rejected, or out of attempts): the call ends as `error`. */
+/**
+ * The dial failed for good (rejected, or out of attempts) or the dial gate blocked it
+ * (`dial_blocked`, the reason in error_message): the call ends as `error`.
+ */
 export async function markDialFailed(
   services: Services,
   firm: string,
   callId: string,
   reason: string,
+  disconnection: 'dial_failed' | 'dial_blocked' = 'dial_failed',
+  /** The dial gate's reason code, for a blocked dial. */
+  blockReason?: string,
 ): Promise<void> {
   const now = new Date();
   await withCallLock(services, firm, callId, () =>
@@ -149,8 +207,9 @@ export async function markDialFailed(
           status_rank: FINISHED_RANK,
           finished: true,
           end_timestamp: now.getTime(),
-          disconnection_reason: 'dial_failed',
+          disconnection_reason: disconnection,
           error_message: reason.slice(0, 500),
+          ...(blockReason === undefined ? {} : { dial_block_reason: blockReason }),
           updated_at: now,
         },
       },

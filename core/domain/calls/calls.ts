@@ -101,6 +101,12 @@ export interface CallDoc {
   effects?: Partial<Record<CallEffectName, EffectRecord>>;
   /** The CRM effect's two steps, so a retry never creates a second contact or matter. */
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
+  /** A campaign lead's own time zone, which the dial gate reads the callee's hours in. */
+  lead_timezone?: string;
+  /** A call asked for `when_allowed` outside the callee's hours: when it is scheduled to be dialled (ms). */
+  scheduled_for?: number;
+  /** The dial gate blocked the call (`dnc`, `country`, `consent`, …): it ended `error`, disconnection_reason `dial_blocked`. */
+  dial_block_reason?: string;
   /** The lead of this call, once the lead effect is done. */
   lead_id?: string;
   error_message?: string;
@@ -110,6 +116,12 @@ export interface CallDoc {
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
 
+/** The request stage's pass for a new call (OutboundCallInput.gate). */
+export interface GatePass {
+  scheduled: { at: number; delayMs: number } | null;
+  record: () => Promise<unknown>;
+}
+
 interface OutboundCallInput {
   firm: FirmDoc;
   agent: AgentDoc;
@@ -117,11 +129,21 @@ interface OutboundCallInput {
   dynamicVariables?: DynamicVariablesInput;
   campaignId?: string;
   campaignAttempt?: number;
+  /** The lead's own time zone (a campaign lead's), kept for the dial gate. */
+  leadTimeZone?: string | null;
   /**
    * A call id derived from business identity (a campaign's lead and attempt): creating the call
    * is then a claim, and a repeat returns the call that exists instead of creating a second.
    */
   callId?: string;
+  /**
+   * The dial gate at the request stage (create-outbound-call): run with the new call before it
+   * is stored, only when a call is created (not on an idempotent repeat). It throws to refuse
+   * (409 dial_blocked / dial_deferred), or returns how the call goes on: `scheduled` null to
+   * dial now, else the instant (ms, the gate's clock) and the delay; `record` writes the
+   * decision, run beside the call's insert (a failure of either removes the call).
+   */
+  gate?: (call: CallDoc) => Promise<GatePass>;
 }
 
 /** The fields a call is born with; everything the provider reports later starts empty. */
@@ -192,6 +214,7 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
       ? {}
       : { provider_agent_id: input.agent.provider_agent_id }),
   });
+  if (input.leadTimeZone) doc.lead_timezone = input.leadTimeZone;
   return input.campaignAttempt === undefined ? doc : { ...doc, campaign_attempt: input.campaignAttempt };
 }
 
@@ -247,7 +270,7 @@ export async function registerOutboundCall(
   services: Services,
   input: OutboundCallInput,
   idempotencyKey?: string,
-): Promise<{ call_id: string; status: 'registered'; repeated: boolean }> {
+): Promise<{ call_id: string; status: 'registered' | 'scheduled'; repeated: boolean }> {
   const destination = requireAllowedDestination(input.firm, input.toNumber);
   if (services.voice.name === 'retell' && !input.firm.settings.from_number) {
     throw conflict(
@@ -258,10 +281,35 @@ export async function registerOutboundCall(
   const db = services.mongo.db;
   const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name, input.callId);
   if (input.callId !== undefined) return registerDerivedCall(services, doc);
+  let status: 'registered' | 'scheduled' = 'registered';
   const create = async (): Promise<void> => {
-    await callsCollection(db).insertOne(doc);
+    // The call's insert goes beside the gate's judgement (a refused call's record is removed
+    // before the answer): one round trip on the way, not two.
+    const inserted = callsCollection(db).insertOne(doc);
+    inserted.catch(() => undefined); // awaited below, whichever way the gate answers
+    let pass: GatePass | null;
     try {
-      await enqueue(services.queues, JOBS.placeCall, { callId: doc._id, firm: doc.firm });
+      pass = input.gate === undefined ? null : await input.gate(doc);
+    } catch (err) {
+      await inserted
+        .then(() => callsCollection(db).deleteOne({ _id: doc._id }))
+        .catch((e: unknown) => services.log.error({ err: e, call_id: doc._id }, 'could not remove call'));
+      throw err;
+    }
+    const scheduled = pass?.scheduled ?? null;
+    try {
+      await Promise.all([inserted, pass?.record()]);
+      if (scheduled !== null) {
+        doc.scheduled_for = scheduled.at;
+        status = 'scheduled';
+        await callsCollection(db).updateOne({ _id: doc._id }, { $set: { scheduled_for: scheduled.at } });
+      }
+      await enqueue(
+        services.queues,
+        JOBS.placeCall,
+        { callId: doc._id, firm: doc.firm },
+        scheduled === null ? undefined : { delay: scheduled.delayMs },
+      );
     } catch (err) {
       await callsCollection(db)
         .deleteOne({ _id: doc._id })
@@ -271,7 +319,7 @@ export async function registerOutboundCall(
   };
   if (idempotencyKey === undefined) {
     await create();
-    return { call_id: doc._id, status: 'registered', repeated: false };
+    return { call_id: doc._id, status, repeated: false };
   }
   const result = await runIdempotent(
     db,
@@ -286,7 +334,11 @@ export async function registerOutboundCall(
       return true;
     },
   );
-  return { call_id: result.resourceId, status: 'registered', repeated: !result.created };
+  return {
+    call_id: result.resourceId,
+    status: result.created ? status : 'registered',
+    repeated: !result.created,
+  };
 }
 
 /**

@@ -7,7 +7,9 @@ import { findAgent } from '../agents/agents.js';
 import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/calls.js';
 import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
-import { nextCallTime } from '../pacing/calling-window.js';
+import { decideAtRequest } from '../compliance/dial-gate.js';
+import { findDncEntry } from '../compliance/dnc-store.js';
+import { clock } from '../../platform/clock.js';
 import { advanceLead } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
 import { callOutcome } from '../calls/call-outcome.js';
@@ -22,8 +24,9 @@ import {
 } from './campaign-store.js';
 
 // One lead (one distinct phone) of a campaign, one attempt: the campaign-call job. It looks at
-// the campaign (paused: it parks; cancelled: it ends), waits for the calling window in the
-// lead's time zone (else the firm's), takes a dial slot of the firm (else it parks until one
+// the campaign (paused: it parks; cancelled: it ends), asks the dial gate (core/domain/compliance:
+// it waits for the callee's hours and the firm's calling window or the number's frequency cap;
+// a blocked number settles the lead as failed, the reason in its dial_decisions record), takes a dial slot of the firm (else it parks until one
 // frees), and creates the call through create-outbound-call's own path (registerOutboundCall:
 // the destination rule, the record, the place-call job) with a call id derived from campaign +
 // phone + attempt, so a repeated job never makes a second call. The call's end settles the
@@ -78,21 +81,34 @@ export async function runCampaignCall(
   const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
-  const lead = await campaignPhonesCollection(db).findOne({
-    _id: campaignPhoneId(job.campaignId, job.phone),
-  });
+  // The do-not-call read goes beside the lead's and the firm's (the gate below awaits it).
+  const dnc = findDncEntry(db, job.firm, job.phone);
+  dnc.catch(() => undefined);
+  const [lead, firm] = await Promise.all([
+    campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),
+    getFirm(db, job.firm),
+  ]);
   if (lead === null) return done('not_in_campaign');
-  const firm = await getFirm(db, job.firm);
   if (firm === null) return done('firm_missing');
 
-  const window = firm.settings.calling_window;
-  if (window !== undefined) {
-    const now = Date.now();
-    const at = nextCallTime(window, lead.timezone ?? firm.settings.timezone, now) ?? now + 86_400_000;
-    if (at > now) {
-      await passDialTurn(services, firm._id, callId);
-      return { kind: 'wait_until', at };
-    }
+  // The dial gate, request stage: the callee's hours (with the firm's calling window), the
+  // do-not-call list, the number's frequency cap. The place-call job asks again before dialling.
+  const gate = await decideAtRequest(services, {
+    firm,
+    phone: job.phone,
+    leadTimeZone: lead.timezone,
+    callId,
+    campaignId: job.campaignId,
+    stage: 'request',
+    dnc,
+  });
+  if (gate.decision.answer === 'defer') {
+    await passDialTurn(services, firm._id, callId);
+    return { kind: 'wait_until', at: clock.wallTimeOf(gate.decision.until) };
+  }
+  if (gate.decision.answer === 'block') {
+    await failLead(services, job, callId);
+    return done(`blocked:${gate.decision.reason}`);
   }
 
   if (!(await takeDialSlot(services, firm._id, callId, waiter))) return { kind: 'wait_slot' };
@@ -126,6 +142,7 @@ export async function runCampaignCall(
       dynamicVariables: lead.variables,
       campaignId: job.campaignId,
       campaignAttempt: job.attempt,
+      leadTimeZone: lead.timezone,
       callId,
     });
   } catch (err) {

@@ -37,13 +37,13 @@ const RELEASE_AND_WAKE = loadRedisScript(new URL('./release-and-wake.lua', impor
 });
 
 /** The firm's max_concurrent_calls (the default for a firm that is gone). */
-async function maxConcurrentCalls(services: Services, firm: string): Promise<number> {
+export async function maxConcurrentCalls(services: Services, firm: string): Promise<number> {
   const doc = await getFirm(services.mongo.db, firm);
   return doc?.settings.max_concurrent_calls ?? DEFAULT_SETTINGS.max_concurrent_calls;
 }
 
 /** Waiters of the `first` class go before every other waiter (their place: time minus this). */
-const FIRST_IN_LINE_MS = 1e12;
+export const FIRST_IN_LINE_MS = 1e12;
 
 /**
  * Takes (or keeps, renewing its lease) a dial slot of `firm` for the call `callId`. False when

@@ -2,7 +2,19 @@
 // parser (parse.ts) and the configuration table of docs/configuration.md (`npm run docs:config`)
 // all come from here. Adding a variable is adding one entry; then run `npm run docs:config`.
 import { Type, type Static } from '@sinclair/typebox';
-import { boolean, integer, key32, key32List, list, oneOf, optional, secret, text, url } from './variables.js';
+import {
+  boolean,
+  hoursRange,
+  integer,
+  key32,
+  key32List,
+  list,
+  oneOf,
+  optional,
+  secret,
+  text,
+  url,
+} from './variables.js';
 import { ORIGIN_PATTERN } from '../origins.js';
 
 const local = { start: 'local', test: 'local' };
@@ -381,6 +393,26 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 3_900_000,
     description:
       "how long a dial slot (pacing) stays taken without its call's end event before it frees itself (Retell's default longest call, 1 h, plus ringing)",
+  }),
+  callingHours: hoursRange('CALLING_HOURS', {
+    default: { start: '08:00', end: '21:00' },
+    local: { start: '`00:00-24:00` with the simulator', test: '`00:00-24:00`' },
+    description:
+      "the hours a call may be dialled in the callee's local time, in every time zone the number may be in (docs/compliance.md#the-dial-gate); a firm's `calling_window` and state rules only narrow it; wider than the default: a `warn` line at start",
+  }),
+  dialAttemptsPerDay: integer('DIAL_ATTEMPTS_PER_DAY', {
+    min: 1,
+    max: 1_000_000,
+    default: 3,
+    local: { start: '`1000` with the simulator', test: '`1000`' },
+    description:
+      "dial attempts one firm may make to one number per rolling 24 h, over campaigns, retries and direct calls (docs/compliance.md#frequency-caps); a state's lower figure wins; above the default: a `warn` line at start",
+  }),
+  complianceStateRules: boolean('COMPLIANCE_STATE_RULES', {
+    default: true,
+    local: { start: '`false` with the simulator', test: '`false`' },
+    description:
+      "apply the states' stricter calling hours and caps by the number's region (docs/compliance.md#the-dial-gate); `false`: a `warn` line at start",
   }),
   dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
     min: 1000,

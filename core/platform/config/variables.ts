@@ -149,6 +149,17 @@ export function text(name: string, options: Common<string> & { pattern?: string;
   return Type.String({ ...variable(name, options, expects, read), ...pattern });
 }
 
+/** Daily hours `HH:MM-HH:MM` (00:00 to 24:00), the start before the end; read as {start, end}. */
+export function hoursRange(name: string, options: Common<{ start: string; end: string }>) {
+  const read = (raw: string): Read => {
+    const m = /^(([01]\d|2[0-3]):[0-5]\d)-(([01]\d|2[0-3]):[0-5]\d|24:00)$/.exec(raw.trim());
+    if (m === null || m[1]! >= m[3]!) return { ok: false, got: echo(raw) };
+    return { ok: true, value: { start: m[1]!, end: m[3]! } };
+  };
+  const expects = 'daily hours HH:MM-HH:MM (00:00 to 24:00), the start before the end';
+  return Type.Object({ start: Type.String(), end: Type.String() }, variable(name, options, expects, read));
+}
+
 /** A key or secret of at least `minLength` characters; never echoed in a message. */
 export function secret(name: string, options: Common<string> & { minLength: number }) {
   const read = (raw: string): Read => ({ ok: true, value: raw });

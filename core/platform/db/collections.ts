@@ -29,6 +29,11 @@ export const COLLECTIONS = {
   simulatorCalls: 'simulator_calls',
   /** A firm's do-not-call list, one document per number (`_id` = `<firm>:<phone>`). */
   dncEntries: 'dnc_entries',
+  /**
+   * The dial gate's audit: one document per decision (`_id` = `<call_id>:<stage>`, a deferral
+   * `<call_id>:<stage>:defer:<until>`), written before the dial (core/domain/compliance).
+   */
+  dialDecisions: 'dial_decisions',
   /** Leads: from the API, campaigns, and one per analysed call or chat (`_id` derived from it). */
   leads: 'leads',
   campaigns: 'campaigns',

@@ -25,6 +25,11 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.simulatorCalls]: [],
   // Point reads by _id (`<firm>:<phone>`) only.
   [COLLECTIONS.dncEntries]: [],
+  // GET /api/compliance/decisions keyset: a firm's decisions newest first, by number or not.
+  [COLLECTIONS.dialDecisions]: [
+    { key: { firm: 1, at: -1, _id: -1 }, name: 'firm_at_id' },
+    { key: { firm: 1, phone: 1, at: -1, _id: -1 }, name: 'firm_phone_at_id' },
+  ],
   // list-leads keyset: a firm's leads, newest first.
   // Point reads by _id only.
   [COLLECTIONS.appointments]: [],

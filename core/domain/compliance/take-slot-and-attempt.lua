@@ -1,0 +1,33 @@
+-- The dial slot (take-dial-slot.lua) and the number's frequency cap in one step. First the
+-- attempts older than 24 h are trimmed; a call not yet counted, with `cap` attempts in the
+-- window already, takes nothing and returns {-1, oldest attempt's time, count}. Else the dial
+-- slot as take-dial-slot.lua: held → the attempt is counted (member = the call id, so a repeat
+-- counts once), the key expires 24 h after it, {1, '', count}; no slot → the waiter joins the
+-- line, nothing is counted, {0, '', count}.
+--! KEYS: slots waiters firms attempts
+--! ARGV: member now lease_end max waiter firm place attempt_now window_start cap ttl_ms
+local attempt_now = tonumber(ARGV[8])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', ARGV[9])
+local counted = redis.call('ZSCORE', KEYS[4], ARGV[1])
+local count = redis.call('ZCARD', KEYS[4])
+if not counted and count >= tonumber(ARGV[10]) then
+  local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  return {-1, oldest[2], count}
+end
+local now = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+  if ARGV[5] ~= '' then redis.call('ZREM', KEYS[2], ARGV[5]) end
+  if not counted then
+    redis.call('ZADD', KEYS[4], attempt_now, ARGV[1])
+    count = count + 1
+  end
+  redis.call('PEXPIRE', KEYS[4], ARGV[11])
+  return {1, '', count}
+end
+if ARGV[5] ~= '' then
+  redis.call('ZADD', KEYS[2], 'NX', tonumber(ARGV[7]), ARGV[5])
+  redis.call('SADD', KEYS[3], ARGV[6])
+end
+return {0, '', count}
