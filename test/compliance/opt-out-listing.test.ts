@@ -10,6 +10,7 @@ import { createAgent, waitForCall } from '../calls/support.js';
 import { createChat, createAgent as createChatAgent, say } from '../chat/chat-helpers.js';
 import { mintWidgetToken } from '../../core/domain/access/widget-token.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { createCampaign, launch, simulatorDials, waitForCampaign } from '../campaigns/support.js';
 
 let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>>;
@@ -62,6 +63,42 @@ describe('an opt-out in a call', () => {
       added_by: 'opt_out',
     });
     console.log(`simulated opt-out call ${callId}: listed ${JSON.stringify(entry)}`);
+  });
+
+  it('the next campaign skips a number that opted out in a call: not dialled, its decision block/dnc', async () => {
+    const optedOut = '+13125553333';
+    const other = '+13125550142';
+    const created = await firm.client.post('/api/v2/create-outbound-call', {
+      toNumber: optedOut,
+      agentId,
+      firmSlug: firm.slug,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    await eventually(async () => expect(await entryFor(optedOut)).toBeDefined());
+    expect(await simulatorDials(stack, [optedOut])).toHaveLength(1);
+
+    const campaign = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId,
+      leads: [{ phone: optedOut }, { phone: other }],
+    });
+    await launch(firm.client, campaign.id);
+    const done = await waitForCampaign(
+      firm.client,
+      campaign.id,
+      (c) => c.calls_completed + c.calls_failed === 2,
+    );
+    expect(done).toMatchObject({ calls_completed: 1, calls_failed: 1 });
+    // The opted-out number was dialled once, by the call in which it opted out; never again.
+    expect((await simulatorDials(stack, [optedOut])).map((d) => d.metadata.call_id)).toEqual([
+      created.body.call_id,
+    ]);
+    const decisions = await firm.client.get(
+      `/api/compliance/decisions?firmSlug=${firm.slug}&phone=${encodeURIComponent(optedOut)}`,
+    );
+    expect(decisions.status, JSON.stringify(decisions.body)).toBe(200);
+    const forCampaign = decisions.body.decisions.filter((d: any) => d.campaign_id === campaign.id);
+    expect(forCampaign.map((d: any) => [d.answer, d.reason])).toEqual([['block', 'dnc']]);
   });
 
   it('a simulated call without an opt-out lists nothing', async () => {

@@ -44,11 +44,13 @@ describe('Redis Cluster keys', () => {
   it('put the keys of each script call in one slot, and spread firms, campaigns and queues', async () => {
     for (const firm of ['acme', 'firm-2', 'b']) {
       // take-dial-slot.lua, release-and-wake.lua
+      // take-slot-and-attempt.lua too, with the number's attempts
       const pacing = [
         keys.dialSlots(firm),
         keys.dialWaiters(firm),
         keys.dialWaking(firm),
         keys.pacingFirms(firm),
+        keys.dialAttempts(firm, '+13055550100'),
       ];
       expect(await sameSlot(pacing), pacing.join(' ')).toBe(true);
       // store-booking-reminders.lua, cancel-booking-reminders.lua
@@ -130,6 +132,12 @@ describe('every Lua script of the service', () => {
         keys.firmRemindersDue('f'),
       ],
       'core/domain/campaigns/advance-lead.lua': [keys.campaignLeads('c'), keys.campaignCounts('c')],
+      'core/domain/compliance/take-slot-and-attempt.lua': [
+        keys.dialSlots('f'),
+        keys.dialWaiters('f'),
+        keys.pacingFirms('f'),
+        keys.dialAttempts('f', '+13055550100'),
+      ],
     };
     const scripts = await luaScripts();
     expect(scripts.size).toBeGreaterThanOrEqual(13);

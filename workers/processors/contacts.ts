@@ -1,7 +1,11 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { ImportContactsJob, SyncContactsJob } from '../../jobs/contacts.js';
 import { failContactSync, syncsCollection } from '../../core/domain/contacts/contact-sync.js';
-import { SyncNotRunnableError, SyncSliceEnded, runContactSync } from '../../core/domain/contacts/contact-sync-pages.js';
+import {
+  SyncNotRunnableError,
+  SyncSliceEnded,
+  runContactSync,
+} from '../../core/domain/contacts/contact-sync-pages.js';
 import { CrmError } from '../../core/integrations/crm/clio.js';
 import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
 import { ImportNotRunnableError, runContactImport } from '../../core/domain/contacts/import-rows.js';
