@@ -28,6 +28,15 @@ export interface CampaignWakeJob {
   at: number;
 }
 
+/** One notice (mail or Slack) of a campaign's automatic pause by the kill switch (job id = campaign + pause + channel). */
+export interface CampaignPauseNoticeJob {
+  campaignId: string;
+  firm: string;
+  /** The pause's number on the campaign (`<campaign>|pause|<n>`). */
+  pause: number;
+  channel: 'email' | 'team_chat';
+}
+
 export const campaignJobs = {
   campaignFanout: defineJob<CampaignFanoutJob>({
     queue: QUEUE.campaigns,
@@ -45,5 +54,12 @@ export const campaignJobs = {
     queue: QUEUE.campaigns,
     name: 'campaign-wake',
     id: (job) => jobId('wake', job.campaignId, String(job.at)),
+  }),
+  campaignPauseNotice: defineJob<CampaignPauseNoticeJob>({
+    queue: QUEUE.campaigns,
+    name: 'campaign-pause-notice',
+    id: (job) => jobId('pause-notice', job.campaignId, String(job.pause), job.channel),
+    // As a call's notices: about an hour of retries (the first delay CALL_EFFECT_RETRY_MS).
+    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
   }),
 };

@@ -149,6 +149,25 @@ export class RedisKeys {
   }
 
   /**
+   * HASH: the kill switch's marks of a campaign's calls (call id → flags: dialled, dial failed,
+   * ended, opted out), so a call counts once however often its events come
+   * (core/domain/campaigns/kill-switch-windows.ts). Expires 30 days after its last call.
+   */
+  campaignKillMarks(campaignId: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'kill-marks');
+  }
+
+  /** LIST: the kill switch's window of the campaign's last ended calls (call ids, newest first). */
+  campaignKillCalls(campaignId: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'kill-calls');
+  }
+
+  /** LIST: the kill switch's window of the campaign's last dial attempts (call ids, newest first). */
+  campaignKillDials(campaignId: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'kill-dials');
+  }
+
+  /**
    * ZSET: the lot of a paused campaign's parked jobs (queue and job id), oldest first
    * (core/domain/pacing/parking.ts); emptied by the resume. No expiry.
    */

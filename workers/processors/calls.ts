@@ -85,13 +85,18 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   const { call, advanced } = await withCallLock(services, data.firm, callId, () =>
     applyCallEvent(services.mongo.db, data, callId),
   );
-  // Whenever the call is finished (not only when this event finished it): the hook is
-  // idempotent, and a retried job must not skip it.
-  if (call.finished) await onCallFinished(services, call);
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
   const optOut =
     data.event === 'call_started' ? undefined : await listCallOptOut(services.mongo.db, services.log, call);
+  // Whenever the call is finished (not only when this event finished it): the hook is
+  // idempotent, and a retried job must not skip it. After the opt-out, which a campaign's kill
+  // switch counts before the call's slot frees.
+  if (call.finished) {
+    await onCallFinished(services, call, {
+      optedOut: optOut === 'listed' || optOut === 'already_listed',
+    });
+  }
   if (data.event === 'call_analyzed') {
     await startCallAnalysis(services, call.firm, call._id, analysisDigest(data.call));
   }

@@ -1,4 +1,10 @@
-import type { CampaignCallJob, CampaignFanoutJob, CampaignWakeJob } from '../../jobs/campaigns.js';
+import { UnrecoverableError } from 'bullmq';
+import type {
+  CampaignCallJob,
+  CampaignFanoutJob,
+  CampaignPauseNoticeJob,
+  CampaignWakeJob,
+} from '../../jobs/campaigns.js';
 import { QUEUE } from '../../jobs/queues.js';
 import { abandonCampaignCall, runCampaignCall } from '../../core/domain/campaigns/campaign-calls.js';
 import { fanOutCampaign } from '../../core/domain/campaigns/campaign-fanout.js';
@@ -6,6 +12,7 @@ import { findCampaign, pausedLot } from '../../core/domain/campaigns/campaign-st
 import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
 import { drainLot, jobRef, parkInLot, unparkOne } from '../../core/domain/pacing/parking.js';
 import type { JobProcessor } from '../runner.js';
+import { isFinalNoticeFailure, runPauseNotice } from '../../core/domain/campaigns/pause-notices.js';
 import { PAUSE_SAFETY_MS, SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 
 /** Adds one campaign-call job per distinct callable phone, resumable from its checkpoint. */
@@ -47,3 +54,17 @@ export const campaignCall: JobProcessor<CampaignCallJob> = async (job, { service
 export const campaignWake: JobProcessor<CampaignWakeJob> = async (job, { services }) => ({
   woken: await drainLot(services, pausedLot(services, job.data.campaignId)),
 });
+
+/** One notice of a campaign's automatic pause (job id = campaign + pause + channel), retried on its own. */
+export const campaignPauseNotice: JobProcessor<CampaignPauseNoticeJob> = async (
+  job,
+  { services, attempt },
+) => {
+  try {
+    return { channel: job.data.channel, state: await runPauseNotice(services, job.data, attempt) };
+  } catch (err) {
+    // The notice is recorded `failed`; another attempt would only repeat the refusal.
+    if (isFinalNoticeFailure(err)) throw new UnrecoverableError((err as Error).message);
+    throw err;
+  }
+};

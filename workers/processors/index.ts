@@ -3,7 +3,7 @@ import { bookingEvent, sendReminder } from './bookings.js';
 import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
-import { campaignCall, campaignFanout, campaignWake } from './campaigns.js';
+import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 
@@ -20,6 +20,7 @@ export const processors: ProcessorTable = {
   campaignFanout,
   campaignCall,
   campaignWake,
+  campaignPauseNotice,
   bookingEvent,
   sendReminder,
   importContacts,

@@ -5,6 +5,20 @@ import { retryOn } from '../../../core/domain/campaigns/campaign-retry.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { AddCampaignLeadsResponse, CampaignRecord, CreateCampaignResponse } from './schema.js';
 
+/** Why the campaign is paused, as the API shows it (a completed campaign shows none). */
+function pausedReasonView(campaign: CampaignDoc): Static<typeof CampaignRecord>['paused_reason'] {
+  const reason = campaign.paused_reason;
+  if (reason === undefined || reason === null) return null;
+  if (campaign.status !== 'paused' && campaign.status !== 'cancelled') return null;
+  return {
+    code: reason.code,
+    message: reason.message,
+    observed: reason.observed,
+    threshold: reason.threshold,
+    at: reason.at.toISOString(),
+  };
+}
+
 /** The campaign record as the API shows it. */
 export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Static<typeof CampaignRecord> {
   return {
@@ -21,6 +35,7 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Sta
     retry_on: retryOn(campaign),
     skip_known_clients: campaign.skip_known_clients === true,
     known_clients_skipped: campaign.known_clients_skipped ?? 0,
+    paused_reason: pausedReasonView(campaign),
     launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
     created_at: campaign.created_at.toISOString(),
   };

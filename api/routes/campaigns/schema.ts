@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { CAMPAIGN_STATUSES } from '../../../core/domain/campaigns/campaign-store.js';
+import { CAMPAIGN_STATUSES, PAUSE_CODES } from '../../../core/domain/campaigns/campaign-store.js';
 import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-leads.js';
 import { RETRYABLE_OUTCOMES } from '../../../core/domain/campaigns/campaign-retry.js';
 import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
@@ -99,6 +99,51 @@ export const LaunchResponse = Type.Object({
   }),
 });
 
+const PausedReason = Type.Object(
+  {
+    code: Type.Union(
+      PAUSE_CODES.map((c) => Type.Literal(c)),
+      {
+        description:
+          'manual: paused by POST .../pause; opt_out_rate or dial_failure_rate: paused by the kill switch',
+      },
+    ),
+    message: Type.String({ description: 'What happened, in a sentence' }),
+    observed: Nullable(
+      Type.Union([
+        Type.Object(
+          {
+            opt_outs: Type.Integer({ description: 'Calls of the window whose person opted out' }),
+            calls: Type.Integer({ description: 'Ended calls in the window (at most window_calls)' }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Object(
+          {
+            dial_failures: Type.Integer({ description: 'Dial attempts of the window that failed' }),
+            dials: Type.Integer({ description: 'Dial attempts in the window (at most window_dials)' }),
+          },
+          { additionalProperties: false },
+        ),
+      ]),
+    ),
+    threshold: Nullable(
+      Type.Object(
+        {
+          share: Type.Number({ description: 'opt_out_share or failure_share' }),
+          window: Type.Integer({ description: 'window_calls or window_dials' }),
+        },
+        {
+          additionalProperties: false,
+          description: 'Paused because the count exceeded share × window, rounded down',
+        },
+      ),
+    ),
+    at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
 export const CampaignRecord = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -118,6 +163,10 @@ export const CampaignRecord = Type.Object({
   known_clients_skipped: Type.Integer({
     description:
       'Leads with a callable phone not called because they were known clients when they joined (skip_known_clients)',
+  }),
+  paused_reason: Type.Union([PausedReason, Type.Null()], {
+    description:
+      'Why the campaign is paused (docs/campaigns.md#kill-switch); null unless paused (a cancelled campaign keeps the reason it was paused for)',
   }),
   launched_at: Nullable(Timestamp),
   created_at: Timestamp,

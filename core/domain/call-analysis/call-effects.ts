@@ -32,7 +32,7 @@ type Result = Record<string, unknown>;
 const skipped = (reason: string): EffectOutcome<Result> => ({ state: 'skipped', result: { reason } });
 
 /** SMTP's answer to the message: 5xx is permanent (every recipient refused), 4xx is "try later". */
-const smtpCode = (err: unknown): number | null => {
+export const smtpCode = (err: unknown): number | null => {
   const code = (err as { responseCode?: unknown } | null)?.responseCode;
   return typeof code === 'number' ? code : null;
 };

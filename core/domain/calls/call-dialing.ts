@@ -14,6 +14,7 @@ import { voiceWebhookSecret } from './webhook-secret.js';
 import { passDialTurn } from '../pacing/dial-slots.js';
 import { decideAtDial } from '../compliance/dial-gate.js';
 import { findDncEntry } from '../compliance/dnc-store.js';
+import { noteCampaignDial } from '../campaigns/kill-switch.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -69,7 +70,11 @@ export async function placeOutboundCall(
 ): Promise<DialAttemptResult> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
   if (call === null) return { outcome: 'missing' }; // the request that created it rolled back
-  if (call.provider_call_id !== null) return { outcome: 'already_placed' };
+  if (call.provider_call_id !== null) {
+    // A run that died after the dial: the campaign's window of dial attempts still gets it (once).
+    await noteCampaignDial(services, call);
+    return { outcome: 'already_placed' };
+  }
   if (call.finished) return { outcome: 'already_finished' };
   // The do-not-call read goes beside the firm's (the gate awaits it).
   const dnc = findDncEntry(services.mongo.db, call.firm, call.to_number ?? '');
@@ -137,6 +142,9 @@ export async function placeOutboundCall(
       }
     },
   );
+  // A campaign's kill switch counts dial attempts by when they were placed (their failures, as
+  // they are learnt, count in place: kill-switch.ts).
+  await noteCampaignDial(services, call);
   return { outcome };
 }
 

@@ -53,10 +53,33 @@ export interface CampaignDoc {
   open_batch: string | null;
   launched_at: Date | null;
   finished_at: Date | null;
+  /**
+   * Why the campaign is paused (a request, or the kill switch: docs/campaigns.md#kill-switch);
+   * null or absent while it is not paused. Cleared by a resume; kept when a paused campaign is cancelled.
+   */
+  paused_reason?: PausedReason | null;
+  /** How many times the kill switch paused it (its pauses are `<campaign>|pause|<n>`). */
+  auto_pauses?: number;
   /** The counters when the campaign ended; Redis keeps the live ones only for a while after. */
   final_counts: CampaignCounts | null;
   created_at: Date;
   updated_at: Date;
+}
+
+export const PAUSE_CODES = ['manual', 'opt_out_rate', 'dial_failure_rate'] as const;
+export type PauseCode = (typeof PAUSE_CODES)[number];
+
+/** Why a campaign is paused: by a request (`manual`), or by the kill switch with what it saw. */
+export interface PausedReason {
+  code: PauseCode;
+  message: string;
+  /** What the kill switch counted in its window; null for a manual pause. */
+  observed: { opt_outs: number; calls: number } | { dial_failures: number; dials: number } | null;
+  /** The firm's threshold it exceeded (more than share × window); null for a manual pause. */
+  threshold: { share: number; window: number } | null;
+  /** The kill switch's pause number on the campaign (its notices' record); absent for a manual pause. */
+  pause?: number;
+  at: Date;
 }
 
 /** One lead of a campaign (`_id` = `<campaign>:<lead>`). */

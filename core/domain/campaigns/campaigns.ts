@@ -26,7 +26,9 @@ import {
   reread,
   withCampaignLock,
   type CampaignDoc,
+  type PausedReason,
 } from './campaign-store.js';
+import { resetKillWindows } from './kill-switch-windows.js';
 
 // Campaigns (docs/campaigns.md): create with leads, add leads while draft, launch once, pause,
 // resume, cancel. The launch flips draft → running behind a claim (`launch:<campaign>`), reads
@@ -184,28 +186,53 @@ async function wakeParked(services: Services, campaign: CampaignDoc): Promise<vo
   });
 }
 
+/** A pause asked for by a request. */
+const manualPause = (): PausedReason => ({
+  code: 'manual',
+  message: 'Paused by a request (POST /api/leads/campaigns/{id}/pause).',
+  observed: null,
+  threshold: null,
+  at: new Date(),
+});
+
 /**
- * POST .../pause: running → paused; no new call is placed from now (calls in progress finish).
- * Pausing a paused campaign changes nothing. 409 campaign_not_launched (draft),
- * campaign_finished (completed or cancelled).
+ * POST .../pause: running → paused; no new call is placed from now (calls in progress finish),
+ * `paused_reason` says why. Pausing a paused campaign changes nothing. 409 campaign_not_launched
+ * (draft), campaign_finished (completed or cancelled).
+ *
+ * The kill switch pauses through here too (`automatic`): only a running campaign, and only when
+ * `automatic`, asked under the campaign's lock, still gives a reason (null: not now).
  */
-export async function pauseCampaign(services: Services, seen: CampaignDoc): Promise<CampaignDoc> {
+export async function pauseCampaign(
+  services: Services,
+  seen: CampaignDoc,
+  automatic?: (current: CampaignDoc) => Promise<PausedReason | null>,
+): Promise<CampaignDoc> {
   const db = services.mongo.db;
   const campaignId = seen._id;
   return withCampaignLock(services, campaignId, async () => {
     const campaign = await reread(db, campaignId);
+    if (automatic !== undefined && campaign.status !== 'running') return campaign;
     if (campaign.status === 'draft') throw notLaunched();
     if (campaign.status === 'completed' || campaign.status === 'cancelled') throw finished(campaign);
     if (campaign.status === 'paused') return campaign;
-    const changes = { status: 'paused' as const, updated_at: new Date() };
+    const reason = automatic === undefined ? manualPause() : await automatic(campaign);
+    if (reason === null) return campaign;
+    const changes = {
+      status: 'paused' as const,
+      paused_reason: reason,
+      ...(reason.pause === undefined ? {} : { auto_pauses: reason.pause }),
+      updated_at: new Date(),
+    };
     await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
     return { ...campaign, ...changes };
   });
 }
 
 /**
- * POST .../resume: paused → running, and the parked calls go on. Resuming a running campaign
- * changes nothing (it wakes parked jobs again, harmlessly). 409 campaign_not_launched (draft),
+ * POST .../resume: paused → running, `paused_reason` cleared, and the parked calls go on; after
+ * a pause by the kill switch its windows start afresh. Resuming a running campaign changes
+ * nothing (it wakes parked jobs again, harmlessly). 409 campaign_not_launched (draft),
  * campaign_finished (completed or cancelled).
  */
 export async function resumeCampaign(services: Services, seen: CampaignDoc): Promise<CampaignDoc> {
@@ -216,7 +243,9 @@ export async function resumeCampaign(services: Services, seen: CampaignDoc): Pro
     if (current.status === 'draft') throw notLaunched();
     if (current.status === 'completed' || current.status === 'cancelled') throw finished(current);
     if (current.status === 'running') return current;
-    const changes = { status: 'running' as const, updated_at: new Date() };
+    // Emptied while still paused: no count taken before the resume can pause it again.
+    if ((current.paused_reason?.code ?? 'manual') !== 'manual') await resetKillWindows(services, campaignId);
+    const changes = { status: 'running' as const, paused_reason: null, updated_at: new Date() };
     await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
     return { ...current, ...changes };
   });

@@ -112,6 +112,58 @@ const CallingWindow = Type.Object(
   { additionalProperties: false },
 );
 
+/** The campaign kill switch's thresholds when a firm's settings say nothing (docs/campaigns.md#kill-switch). */
+export const KILL_SWITCH_DEFAULTS = {
+  /** More than this share of the window's ended calls opting out pauses the campaign. */
+  opt_out_share: 0.05,
+  /** The window of ended calls: the campaign's last N. */
+  window_calls: 40,
+  /** More than this share of the window's dial attempts failing pauses the campaign. */
+  failure_share: 0.5,
+  /** The window of dial attempts: the campaign's last N. */
+  window_dials: 20,
+} as const;
+
+/** The longest window a firm may set (and what each window keeps). */
+export const MAX_KILL_WINDOW = 1000;
+
+const Share = (what: string, fallback: number) =>
+  Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: `${what} (0 to 1; default ${fallback}); 1 never pauses`,
+    }),
+  );
+const KillWindow = (what: string, fallback: number) =>
+  Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_KILL_WINDOW,
+      description: `${what} (1 to ${MAX_KILL_WINDOW}; default ${fallback})`,
+    }),
+  );
+
+const CampaignKillSwitch = Type.Object(
+  {
+    opt_out_share: Share(
+      'A running campaign pauses when more than this share of window_calls opted out among its last window_calls ended calls',
+      KILL_SWITCH_DEFAULTS.opt_out_share,
+    ),
+    window_calls: KillWindow('The ended calls the opt-out share is of', KILL_SWITCH_DEFAULTS.window_calls),
+    failure_share: Share(
+      'A running campaign pauses when more than this share of window_dials failed among its last window_dials dial attempts',
+      KILL_SWITCH_DEFAULTS.failure_share,
+    ),
+    window_dials: KillWindow('The dial attempts the failure share is of', KILL_SWITCH_DEFAULTS.window_dials),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The campaign kill switch (docs/campaigns.md#kill-switch): each absent field its default; a PATCH replaces the whole object',
+  },
+);
+
 /**
  * A firm's settings as stored (and as every reader sees them, defaults filled in by
  * `withDefaults`): the settings with a default are required, the others optional.
@@ -131,6 +183,8 @@ export const FirmSettings = Type.Object(
     from_number: Type.Optional(Type.String({ pattern: E164_PATTERN })),
     max_concurrent_calls: Type.Integer({ minimum: 1, maximum: 1000 }),
     calling_window: Type.Optional(CallingWindow),
+    /** Absent: KILL_SWITCH_DEFAULTS. */
+    campaign_kill_switch: Type.Optional(CampaignKillSwitch),
     reminder_offsets_minutes: Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), {
       maxItems: 10,
       uniqueItems: true,

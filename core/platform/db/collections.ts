@@ -48,6 +48,11 @@ export const COLLECTIONS = {
   campaignPhonePages: 'campaign_phone_pages',
   /** A campaign fan-out's checkpoint (`_id` = the campaign): where a restarted fan-out resumes. */
   campaignFanouts: 'campaign_fanouts',
+  /**
+   * The kill switch's pauses of a campaign (`<campaign>|pause|<n>`): why, and the records of the
+   * notices sent about it (core/domain/campaigns/kill-switch.ts).
+   */
+  campaignPauses: 'campaign_pauses',
   /** Key documents: a firm's workflows by last update (`_id` = the firm slug), for the list. */
   workflowDirectories: 'workflow_directories',
   contacts: 'contacts',

@@ -47,6 +47,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // Read by _id (the fan-out); by batch only for the crash clean-up of an unfinished add.
   [COLLECTIONS.campaignPhonePages]: [{ key: { campaign_id: 1, batch: 1 }, name: 'campaign_batch' }],
   [COLLECTIONS.campaignFanouts]: [],
+  // Read and written by _id only.
+  [COLLECTIONS.campaignPauses]: [],
   // Read by _id only (the firm's workflows list: core/domain/workflows).
   [COLLECTIONS.workflowDirectories]: [],
   [COLLECTIONS.contacts]: [
