@@ -75,6 +75,7 @@ describe('creating a campaign', () => {
       retry_on: ['not_connected', 'voicemail', 'ivr'],
       skip_known_clients: false,
       known_clients_skipped: 0,
+      paused_reason: null,
       launched_at: null,
       created_at: expect.stringMatching(/^\d{4}-/),
     });
@@ -379,8 +380,17 @@ describe('pause, resume, cancel', () => {
     const paused = await act('pause');
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ id: created.id, status: 'paused', calls_queued: 1 });
-    expect((await act('pause')).body.status).toBe('paused'); // again: no change
-    expect((await act('resume')).body.status).toBe('running');
+    // A pause asked for is `manual` (the kill switch's own say what they counted).
+    expect(paused.body.paused_reason).toEqual({
+      code: 'manual',
+      message: expect.stringContaining('request'),
+      observed: null,
+      threshold: null,
+      at: expect.stringMatching(/^\d{4}-/),
+    });
+    expect((await act('pause')).body.paused_reason).toEqual(paused.body.paused_reason); // again: no change
+    const resumed = await act('resume');
+    expect(resumed.body).toMatchObject({ status: 'running', paused_reason: null });
     expect((await act('resume')).body.status).toBe('running');
     expect((await act('cancel')).body.status).toBe('cancelled');
     expect((await act('cancel')).body.status).toBe('cancelled');

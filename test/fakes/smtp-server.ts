@@ -43,6 +43,22 @@ function headerOf(raw: string, name: string): string | undefined {
   return undefined;
 }
 
+/** A header's RFC 2047 encoded words (=?UTF-8?Q?...?= / =?UTF-8?B?...?=) as text. */
+export function decodeHeader(value: string): string {
+  return value
+    .replace(/\?=\s+=\?/g, '?==?')
+    .replace(/=\?UTF-8\?([QB])\?([^?]*)\?=/gi, (_, kind: string, text: string) =>
+      kind.toUpperCase() === 'B'
+        ? Buffer.from(text, 'base64').toString('utf8')
+        : Buffer.from(
+            text
+              .replace(/_/g, ' ')
+              .replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+            'latin1',
+          ).toString('utf8'),
+    );
+}
+
 /** The text of a single-part mail, decoded from its transfer encoding. */
 export function bodyText(mail: ReceivedMail): string {
   const split = mail.raw.search(/\r?\n\r?\n/);

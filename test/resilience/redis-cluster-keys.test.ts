@@ -57,11 +57,14 @@ describe('Redis Cluster keys', () => {
       const reminders = [keys.bookingReminders(firm, 'uid-1'), keys.firmRemindersDue(firm)];
       expect(await sameSlot(reminders), reminders.join(' ')).toBe(true);
     }
-    // advance-lead.lua, and the MULTI of retainCountsAfterEnd
+    // advance-lead.lua, and the MULTI of retainCountsAfterEnd; kill-switch.lua and the resume's DEL
     const campaign = [
       keys.campaignLeads('cmp_1'),
       keys.campaignCounts('cmp_1'),
       keys.campaignParked('cmp_1'),
+      keys.campaignKillMarks('cmp_1'),
+      keys.campaignKillCalls('cmp_1'),
+      keys.campaignKillDials('cmp_1'),
     ];
     expect(await sameSlot(campaign), campaign.join(' ')).toBe(true);
     // The reaper's lists cover several slots, and each firm's list is one of them.
@@ -132,6 +135,11 @@ describe('every Lua script of the service', () => {
         keys.firmRemindersDue('f'),
       ],
       'core/domain/campaigns/advance-lead.lua': [keys.campaignLeads('c'), keys.campaignCounts('c')],
+      'core/domain/campaigns/kill-switch.lua': [
+        keys.campaignKillMarks('c'),
+        keys.campaignKillCalls('c'),
+        keys.campaignKillDials('c'),
+      ],
       'core/domain/compliance/take-slot-and-attempt.lua': [
         keys.dialSlots('f'),
         keys.dialWaiters('f'),
