@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
+import { documentedResponses } from '../helpers/documented-response.js';
 import { startFakeSmtp, bodyText, decodeHeader, type FakeSmtp } from '../fakes/smtp-server.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
@@ -110,6 +111,13 @@ describe('opt-outs over the share', () => {
       threshold: { share: 0.05, window: 40 },
       at: expect.stringMatching(/^\d{4}-/),
     });
+    // The record as /openapi.json declares it, paused_reason included.
+    const expectDocumented = await documentedResponses(stack.api);
+    expectDocumented(
+      await firm.client.get(`/api/leads/campaigns/${campaign.id}`),
+      'GET',
+      '/api/leads/campaigns/{id}',
+    );
     const ended = reason.observed.calls as number;
     // Every call dialled had ended and was counted; the fourth opt-out and the rest were not dialled.
     const atPause = await simulatorDials(stack, phones);
@@ -225,6 +233,26 @@ describe('failed dials over the share', () => {
       paused_reason: { code: 'dial_failure_rate' },
     });
     expect((await getCampaign(firm.client, campaign.id)).paused_reason.code).toBe('dial_failure_rate');
+  });
+});
+
+describe('/openapi.json', () => {
+  it("documents the campaign record's paused_reason, its codes and what was observed", async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    const record =
+      doc.paths['/api/leads/campaigns/{id}'].get.responses['200'].content['application/json'].schema;
+    expect(record.required).toContain('paused_reason');
+    const reason = JSON.stringify(record.properties.paused_reason);
+    for (const word of [
+      'manual',
+      'opt_out_rate',
+      'dial_failure_rate',
+      'opt_outs',
+      'dial_failures',
+      'threshold',
+    ]) {
+      expect(reason).toContain(word);
+    }
   });
 });
 

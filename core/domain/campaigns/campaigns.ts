@@ -10,6 +10,7 @@ import { getFirmAgent } from '../agents/agents.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import type { RetryableOutcome } from './campaign-retry.js';
+import { resetKillWindows } from './kill-switch-windows.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -23,12 +24,11 @@ import {
   countsOf,
   endCampaign,
   launchClaimId,
+  type PausedReason,
   reread,
   withCampaignLock,
   type CampaignDoc,
-  type PausedReason,
 } from './campaign-store.js';
-import { resetKillWindows } from './kill-switch-windows.js';
 
 // Campaigns (docs/campaigns.md): create with leads, add leads while draft, launch once, pause,
 // resume, cancel. The launch flips draft → running behind a claim (`launch:<campaign>`), reads
