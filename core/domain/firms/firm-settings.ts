@@ -183,8 +183,6 @@ export const FirmSettings = Type.Object(
     from_number: Type.Optional(Type.String({ pattern: E164_PATTERN })),
     max_concurrent_calls: Type.Integer({ minimum: 1, maximum: 1000 }),
     calling_window: Type.Optional(CallingWindow),
-    /** Absent: KILL_SWITCH_DEFAULTS. */
-    campaign_kill_switch: Type.Optional(CampaignKillSwitch),
     reminder_offsets_minutes: Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), {
       maxItems: 10,
       uniqueItems: true,
@@ -231,6 +229,8 @@ export const FirmSettings = Type.Object(
           'platform may turn it on (403 for a firm token)',
       }),
     ),
+    /** Absent: KILL_SWITCH_DEFAULTS. */
+    campaign_kill_switch: Type.Optional(CampaignKillSwitch),
   },
   { additionalProperties: false },
 );
