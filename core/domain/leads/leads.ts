@@ -11,6 +11,7 @@ import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164, type CountryCode } from '../contact-points/phones.js';
 import { appointmentOfLead, type LeadAppointment } from '../appointments/lead-appointment.js';
+import { inquiryConsent, type Consent, type ConsentKind } from '../compliance/consent.js';
 
 // Leads: the people a firm may call back or put in a campaign. They come from the API, from
 // campaigns (inline leads), and from analysed calls and chats — exactly one per call or chat:
@@ -40,6 +41,11 @@ export interface LeadDoc {
   /** IANA time zone of the person (campaign calling windows); null: the firm's. */
   timezone: string | null;
   do_not_call: boolean;
+  /**
+   * What the person agreed to be called about (docs/compliance.md#consent); a lead of an inbound
+   * call or chat has `inquiry` consent from its creation. Absent or null: none.
+   */
+  consent?: Consent | null;
   /** The appointment booked for this lead (docs/appointments.md#the-lead); absent: none. */
   appointment?: LeadAppointment;
   /**
@@ -62,6 +68,16 @@ export interface LeadFields {
   notes?: string | null;
   timezone?: string | null;
   do_not_call?: boolean;
+  /** obtained_at as an ISO 8601 string (the API) or a Date. */
+  consent?: ConsentInput | null;
+}
+
+export interface ConsentInput {
+  kind: ConsentKind;
+  text: string;
+  obtained_at: string | Date;
+  source: string;
+  evidence_url?: string;
 }
 
 export const leadsCollection = (db: Db) => collection<LeadDoc>(db, COLLECTIONS.leads);
@@ -102,6 +118,22 @@ export function normaliseLeadFields(
   if (timezone !== null && !isTimeZone(timezone)) {
     problems.push({ path: '/timezone', message: 'is not an IANA time zone (such as America/Chicago)' });
   }
+  let consent: Consent | null = null;
+  if (fields.consent !== undefined && fields.consent !== null) {
+    const c = fields.consent;
+    const obtained = new Date(c.obtained_at);
+    if (Number.isNaN(obtained.getTime())) {
+      problems.push({ path: '/consent/obtained_at', message: 'is not a date-time (ISO 8601)' });
+    } else {
+      consent = {
+        kind: c.kind,
+        text: c.text.trim(),
+        obtained_at: obtained,
+        source: singleLine(c.source).trim(),
+        ...(c.evidence_url === undefined ? {} : { evidence_url: c.evidence_url }),
+      };
+    }
+  }
   return {
     fields: {
       first_name: line(fields.first_name),
@@ -114,6 +146,7 @@ export function normaliseLeadFields(
       notes: text(fields.notes),
       timezone: timezone !== null && isTimeZone(timezone) ? timezone : null,
       do_not_call: fields.do_not_call === true,
+      consent,
     },
     problems,
   };
@@ -151,7 +184,17 @@ export function subjectLeadId(source: 'call' | 'chat', subjectId: string): strin
  */
 export async function ensureSubjectLead(
   db: Db,
-  subject: { source: 'call' | 'chat'; id: string; firm: string; campaign_id?: string | null },
+  subject: {
+    source: 'call' | 'chat';
+    id: string;
+    firm: string;
+    campaign_id?: string | null;
+    /**
+     * The person reached out (an inbound call, a chat): when, the time of the lead's inquiry
+     * consent. Absent: no consent is recorded (a call the firm made is no inquiry).
+     */
+    inquiryAt?: Date;
+  },
   input: LeadFields,
   defaultCountry: CountryCode = 'US',
 ): Promise<LeadDoc> {
@@ -164,6 +207,8 @@ export async function ensureSubjectLead(
     chat_id: subject.source === 'chat' ? subject.id : null,
     campaign_id: subject.campaign_id ?? null,
     ...fields,
+    // An inbound call or a chat is the person's inquiry; a campaign's own call is not.
+    consent: subject.inquiryAt === undefined ? null : inquiryConsent(subject.source, subject.inquiryAt),
     known_client: await findKnownClient(db, subject.firm, fields),
     created_at: new Date(),
   };
