@@ -10,6 +10,8 @@ import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createAgent } from '../calls/support.js';
 import { launch, simulatorDials, usPhones, waitForCampaign } from '../campaigns/support.js';
 import { retellCallAnalyzed } from '../webhooks/support.js';
+import { createAgent as createChatAgent, createChat, say } from '../chat/chat-helpers.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 
 let stack: Stack;
 
@@ -182,6 +184,25 @@ describe('consent on leads', () => {
       text: 'The person called the firm about their matter (inbound call).',
       obtained_at: new Date(body.call.start_timestamp!).toISOString(),
       source: 'inbound_call',
+    });
+  });
+
+  it('a lead made from a chat carries inquiry consent from the chat', async () => {
+    const firm = await firmWithAgent();
+    const { agent_id: chatAgent } = await createChatAgent(firm.client, firm.slug);
+    const { chat_id: chatId } = await createChat(firm.client, firm.slug, chatAgent);
+    for (const answer of ['Dana Whitfield', '(312) 555-0187', 'dana@example.org']) {
+      await say(firm.client, chatId, answer);
+    }
+    expect((await firm.client.post('/api/v2/end-chat', { chatId })).status).toBe(200);
+    const chat = await stack.services.mongo.db.collection(COLLECTIONS.chats).findOne({ _id: chatId });
+    const res = await firm.client.get(`/api/leads?firmSlug=${firm.slug}`);
+    const lead = (res.body.leads as any[]).find((l) => l.chat_id === chatId);
+    expect(lead.consent).toEqual({
+      kind: 'inquiry',
+      text: 'The person wrote to the firm about their matter (chat).',
+      obtained_at: (chat!.created_at as Date).toISOString(),
+      source: 'chat',
     });
   });
 
