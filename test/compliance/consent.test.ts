@@ -195,13 +195,15 @@ describe('consent on leads', () => {
       await say(firm.client, chatId, answer);
     }
     expect((await firm.client.post('/api/v2/end-chat', { chatId })).status).toBe(200);
-    const chat = await stack.services.mongo.db.collection(COLLECTIONS.chats).findOne({ _id: chatId });
+    const chat = await stack.services.mongo.db
+      .collection<{ _id: string; created_at: Date }>(COLLECTIONS.chats)
+      .findOne({ _id: chatId });
     const res = await firm.client.get(`/api/leads?firmSlug=${firm.slug}`);
     const lead = (res.body.leads as any[]).find((l) => l.chat_id === chatId);
     expect(lead.consent).toEqual({
       kind: 'inquiry',
       text: 'The person wrote to the firm about their matter (chat).',
-      obtained_at: (chat!.created_at as Date).toISOString(),
+      obtained_at: chat!.created_at.toISOString(),
       source: 'chat',
     });
   });
