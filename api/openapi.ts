@@ -58,11 +58,11 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
                 ]),
               ),
             }),
-        content: {
-          [route.responseContentType ?? 'application/json']: {
-            schema: route.response === undefined ? {} : plain(route.response),
-          },
-        },
+        content: Object.fromEntries(
+          [route.responseContentType ?? 'application/json']
+            .flat()
+            .map((type) => [type, { schema: route.response === undefined ? {} : plain(route.response) }]),
+        ),
       },
     };
     if (route.accepted !== undefined) {

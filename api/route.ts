@@ -142,7 +142,8 @@ interface RouteDefinition<
   response?: R;
   /** The 202 response schema, for a route that may answer "accepted, still processing" (the handler sets it). */
   accepted?: TSchema;
-  responseContentType?: string;
+  /** The 200 response's media type (default JSON), or each of them when the route answers several. */
+  responseContentType?: string | string[];
   /** Error statuses this route may return besides 400/401/429/503 (for the OpenAPI document). */
   errors?: number[];
   /** Body size limit, e.g. '16mb'; default 2mb. */

@@ -163,5 +163,14 @@ describe('GET /api/compliance/decisions/export', () => {
     expect(rows[0]).toMatch(/^at,id,phone,call_id,campaign_id,stage,answer,reason,retry_at/);
     expect(rows).toHaveLength(5);
     expect(rows.filter((r) => r.includes(',block,dnc,'))).toHaveLength(1);
+
+    // Both media types are the ones /openapi.json documents for the answer (the fuzzer's check).
+    const doc = (await stack.api.get('/openapi.json')).body;
+    const documented = Object.keys(
+      doc.paths['/api/compliance/decisions/export'].get.responses['200'].content,
+    );
+    for (const answer of [ndjson, csv]) {
+      expect(documented).toContain(answer.headers.get('content-type')!.split(';')[0]);
+    }
   });
 });

@@ -180,6 +180,16 @@ export interface RetellCaller {
   summary: string;
 }
 
+/** A caller for tests that need one conversation and do not care who it is. */
+export const SAMPLE_CALLER: RetellCaller = {
+  first_name: 'Pat',
+  last_name: 'Rivera',
+  phone: '+14155550142',
+  email: 'pat@client.test',
+  case_type: 'Personal Injury',
+  summary: 'Rear-ended on the highway.',
+};
+
 export function conversationLines(caller: RetellCaller): Line[] {
   const name = [caller.first_name, caller.last_name].filter((p) => p !== null).join(' ');
   return [

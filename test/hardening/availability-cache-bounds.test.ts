@@ -10,7 +10,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { OutboxEntry } from '../../core/domain/deliveries/delivery-outbox.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
-import { callWebhook, conversationCall, type RetellCaller } from '../fakes/retell-fixtures.js';
+import { SAMPLE_CALLER, callWebhook, conversationCall } from '../fakes/retell-fixtures.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 
@@ -61,14 +61,7 @@ async function slotCacheOf(firm: string): Promise<{ keys: number; bytes: number 
   return { keys: keys.length, bytes };
 }
 
-const caller: RetellCaller = {
-  first_name: 'Pat',
-  last_name: 'Rivera',
-  phone: '+14155550142',
-  email: 'pat@client.test',
-  case_type: 'Personal Injury',
-  summary: 'Rear-ended on the highway.',
-};
+const caller = SAMPLE_CALLER;
 
 function deliver(slug: string) {
   const call = conversationCall(caller, { callId: `call_${rand(8)}`, direction: 'inbound' });

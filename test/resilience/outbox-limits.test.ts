@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { OutboxEntry } from '../../core/domain/deliveries/delivery-outbox.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
-import { callWebhook, conversationCall, type RetellCaller } from '../fakes/retell-fixtures.js';
+import { SAMPLE_CALLER, callWebhook, conversationCall } from '../fakes/retell-fixtures.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
@@ -43,14 +43,7 @@ afterAll(async () => {
   await redis?.remove();
 });
 
-const caller: RetellCaller = {
-  first_name: 'Pat',
-  last_name: 'Rivera',
-  phone: '+14155550142',
-  email: 'pat@client.test',
-  case_type: 'Personal Injury',
-  summary: 'Rear-ended on the highway.',
-};
+const caller = SAMPLE_CALLER;
 
 /** A call_ended of a fresh call (its transcript `transcriptChars` long when given). */
 function callEnded(transcriptChars?: number) {

@@ -116,7 +116,8 @@ export const decisionRoutes = [
     tag,
     auth: { kind: 'token' },
     query: ExportDecisionsQuery,
-    responseContentType: 'application/x-ndjson',
+    // NDJSON by default, CSV with format=csv.
+    responseContentType: ['application/x-ndjson', 'text/csv'],
     errors: [403, 404],
     handler: async ({ services, principal, query, koa }) => {
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);

@@ -118,8 +118,10 @@ function boundReached(services: Services, sync: ContactSyncDoc): string | null {
   const stop = 'The sync stopped: one sync reads';
   if (counted(sync) >= rows) return `${stop} at most ${thousands(rows)} contacts, and Clio had more.`;
   if (sync.pages >= pages) return `${stop} at most ${thousands(pages)} pages, and Clio had more.`;
-  if (Date.now() - sync.started_at.getTime() >= ms)
-    return `${stop} for at most ${thousands(Math.round(ms / 1000))} seconds, and Clio had more.`;
+  if (Date.now() - sync.started_at.getTime() >= ms) {
+    const seconds = Math.round(ms / 1000);
+    return `${stop} for at most ${thousands(seconds)} second${seconds === 1 ? '' : 's'}, and Clio had more.`;
+  }
   return null;
 }
 
