@@ -74,7 +74,7 @@ describe('creating a campaign', () => {
       calls_failed: 0,
       retry_on: ['not_connected', 'voicemail', 'ivr'],
       skip_known_clients: false,
-      // The test helper makes informational campaigns (its leads carry no consent).
+      // No purpose given: the test stack's default (CAMPAIGN_DEFAULT_PURPOSE=informational).
       purpose: 'informational',
       skipped_by_reason: {
         no_consent: 0,

@@ -15,19 +15,11 @@ export function usPhones(count: number, from = 0, prefix = '+1212'): string[] {
   );
 }
 
-/**
- * A campaign; informational unless the body says otherwise: these tests' leads carry no consent,
- * which a marketing campaign would not call (test/compliance/consent.test.ts tests that rule).
- */
 export async function createCampaign(
   client: ApiClient,
   body: Record<string, unknown>,
 ): Promise<{ id: string; leads_total: number }> {
-  const res = await client.post('/api/leads/campaigns', {
-    name: 'Spring follow-up',
-    purpose: 'informational',
-    ...body,
-  });
+  const res = await client.post('/api/leads/campaigns', { name: 'Spring follow-up', ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 }

@@ -64,7 +64,8 @@ export async function createCampaign(
     phone_pages: 0,
     skip_known_clients: skipKnownClients,
     known_clients_skipped: 0,
-    purpose: input.purpose ?? 'marketing',
+    // The effective purpose is stored: an explicit one, else the platform's default (marketing).
+    purpose: input.purpose ?? services.config.campaignDefaultPurpose,
     calls_queued: 0,
     open_batch: null,
     launched_at: null,
