@@ -1,14 +1,16 @@
 // Consent (docs/compliance.md#consent): a marketing campaign dials only leads with written
 // consent or an inquiry no older than the firm's inquiry_consent_days; the others are skipped,
-// each counted in skipped_by_reason and recorded as a dial decision block/consent. An
-// informational campaign dials them all. A lead made from an inbound call carries inquiry
-// consent from the call's start. Malformed consent and purpose are 400s.
+// each counted in skipped_by_reason and recorded as a dial decision block/consent, and no call is
+// created for them. An informational campaign dials them all. A lead made from an inbound call or
+// a chat carries inquiry consent from its start. Malformed consent and purpose are 400s.
+// The stack has the production default CAMPAIGN_DEFAULT_PURPOSE=marketing (the test stack's is
+// informational): a campaign created without a purpose is a marketing one here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { createAgent } from '../calls/support.js';
-import { launch, simulatorDials, usPhones, waitForCampaign } from '../campaigns/support.js';
+import { campaignCalls, launch, simulatorDials, usPhones, waitForCampaign } from '../campaigns/support.js';
 import { retellCallAnalyzed } from '../webhooks/support.js';
 import { createAgent as createChatAgent, createChat, say } from '../chat/chat-helpers.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
@@ -16,7 +18,10 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 let stack: Stack;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: true, env: { SIM_CALL_MS: '200' } });
+  stack = await startStack({
+    workers: true,
+    env: { SIM_CALL_MS: '200', CAMPAIGN_DEFAULT_PURPOSE: 'marketing' },
+  });
 }, 60_000);
 afterAll(async () => {
   await stack?.stop();
@@ -78,7 +83,7 @@ const ZERO_SKIPS = {
 };
 
 describe('a marketing campaign', () => {
-  it('dials only written consent and a recent inquiry; the others are skipped, counted and recorded', async () => {
+  it('by default: dials only written consent and a recent inquiry; the others are skipped, counted and recorded', async () => {
     const firm = await firmWithAgent();
     const [written, inquiry, oldInquiry, client, none, listed] = usPhones(6, 100);
     const res = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [listed] });
@@ -100,7 +105,15 @@ describe('a marketing campaign', () => {
       consent_not_for_marketing: 1,
       dnc: 1,
     });
-    expect(done).toMatchObject({ calls_completed: 2, calls_failed: 4 });
+    expect(done).toMatchObject({ calls_queued: 6, calls_completed: 2, calls_failed: 4 });
+    // calls_queued counts every callable phone; a skipped one creates no call.
+    const skipped = Object.values(done.skipped_by_reason as Record<string, number>).reduce((a, b) => a + b);
+    const created = (await campaignCalls(stack, done.id)).map((c) => c.to_number).sort();
+    console.log(
+      `marketing campaign: calls_queued ${done.calls_queued}, skipped ${skipped}, calls created ${created.length}`,
+    );
+    expect(created).toEqual([written, inquiry].sort());
+    expect(created.length).toBe(done.calls_queued - skipped);
     const dialled = (await simulatorDials(stack, [written!, inquiry!, oldInquiry!, client!, none!, listed!]))
       .map((d) => d.to_number)
       .sort();
@@ -234,6 +247,9 @@ describe('consent on leads', () => {
       [{ ...good, kind: 'verbal' }, '/consent/kind'],
       [{ ...good, obtained_at: 'yesterday' }, '/consent/obtained_at'],
       [{ ...good, text: '' }, '/consent/text'],
+      [{ ...good, text: '   ' }, '/consent/text'],
+      [{ ...good, source: ' ' }, '/consent/source'],
+      [{ ...good, obtained_at: new Date(Date.now() + 2 * DAY_MS).toISOString() }, '/consent/obtained_at'],
       [{ ...good, evidence_url: 'not a url' }, '/consent/evidence_url'],
       [{ ...good, signed: true }, '/consent/signed'],
       ['written', '/consent'],
@@ -266,6 +282,18 @@ describe('consent on leads', () => {
     expectError(purpose, 400, 'invalid_request');
     expect(detailPaths(purpose)).toEqual(['/purpose']);
     expect((await firm.client.get(`/api/leads/campaigns?firmSlug=${firm.slug}`)).body.campaigns).toEqual([]);
+    const draft = await firm.client.post('/api/leads/campaigns', base);
+    expect(draft.status, JSON.stringify(draft.body)).toBe(200);
+    const added = await firm.client.post(`/api/leads/campaigns/${draft.body.id}/leads`, {
+      leads: [
+        { phone: '+12125550195' },
+        { phone: '+12125550196', consent: { ...good, obtained_at: 'soon' } },
+      ],
+    });
+    expectError(added, 400, 'invalid_request');
+    expect(detailPaths(added)).toContain('/leads/1/consent/obtained_at');
+    expect((await firm.client.get(`/api/leads/campaigns/${draft.body.id}`)).body.leads_total).toBe(0);
+    expect((await firm.client.get(`/api/leads?firmSlug=${firm.slug}`)).body.leads).toEqual([]);
 
     for (const days of [0, 3651, 1.5, '30']) {
       const created = await stack.admin.post('/api/firms', {

@@ -80,6 +80,9 @@ export interface ConsentInput {
   evidence_url?: string;
 }
 
+/** How far ahead of this server's clock a consent's obtained_at may be (the sender's clock). */
+const CONSENT_CLOCK_SKEW_MS = 5 * 60_000;
+
 export const leadsCollection = (db: Db) => collection<LeadDoc>(db, COLLECTIONS.leads);
 
 const text = (value: string | null | undefined): string | null => {
@@ -122,14 +125,23 @@ export function normaliseLeadFields(
   if (fields.consent !== undefined && fields.consent !== null) {
     const c = fields.consent;
     const obtained = new Date(c.obtained_at);
+    const consentText = c.text.trim();
+    const source = singleLine(c.source).trim();
+    const before = problems.length;
     if (Number.isNaN(obtained.getTime())) {
       problems.push({ path: '/consent/obtained_at', message: 'is not a date-time (ISO 8601)' });
-    } else {
+    } else if (obtained.getTime() > Date.now() + CONSENT_CLOCK_SKEW_MS) {
+      // A consent from the future would count as a fresh inquiry for longer than it is.
+      problems.push({ path: '/consent/obtained_at', message: 'is in the future' });
+    }
+    if (consentText === '') problems.push({ path: '/consent/text', message: 'is blank' });
+    if (source === '') problems.push({ path: '/consent/source', message: 'is blank' });
+    if (problems.length === before) {
       consent = {
         kind: c.kind,
-        text: c.text.trim(),
+        text: consentText,
         obtained_at: obtained,
-        source: singleLine(c.source).trim(),
+        source,
         ...(c.evidence_url === undefined ? {} : { evidence_url: c.evidence_url }),
       };
     }
