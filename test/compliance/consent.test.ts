@@ -14,6 +14,7 @@ import { campaignCalls, launch, simulatorDials, usPhones, waitForCampaign } from
 import { retellCallAnalyzed } from '../webhooks/support.js';
 import { createAgent as createChatAgent, createChat, say } from '../chat/chat-helpers.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { documentedResponses } from '../helpers/documented-response.js';
 
 let stack: Stack;
 
@@ -118,6 +119,25 @@ describe('a marketing campaign', () => {
       .map((d) => d.to_number)
       .sort();
     expect(dialled).toEqual([written, inquiry].sort());
+
+    // Every field of the answers that show consent, purpose and skips is in /openapi.json.
+    const expectDocumented = await documentedResponses(stack.api, { closed: true });
+    expectDocumented(
+      await firm.client.get(`/api/leads/campaigns/${done.id}`),
+      'GET',
+      '/api/leads/campaigns/{id}',
+    );
+    expectDocumented(
+      await firm.client.get(`/api/leads/campaigns?firmSlug=${firm.slug}`),
+      'GET',
+      '/api/leads/campaigns',
+    );
+    expectDocumented(await firm.client.get(`/api/leads?firmSlug=${firm.slug}`), 'GET', '/api/leads');
+    expectDocumented(
+      await firm.client.get(`/api/compliance/decisions?firmSlug=${firm.slug}`),
+      'GET',
+      '/api/compliance/decisions',
+    );
 
     const decisions = await decisionsOf(firm, done.id);
     const blocks = decisions
