@@ -57,7 +57,9 @@ const Purpose = Type.Union(
   CAMPAIGN_PURPOSES.map((p) => Type.Literal(p)),
   {
     description:
-      'Set at creation (default "marketing"): a marketing campaign calls only leads with written consent, or inquiry ' +
+      'Set at creation; without it the platform\'s CAMPAIGN_DEFAULT_PURPOSE ("marketing" unless the deployment ' +
+      'widens it), and the record shows the purpose the campaign got. ' +
+      'A marketing campaign calls only leads with written consent, or inquiry ' +
       "consent no older than the firm's inquiry_consent_days; an informational one calls every callable lead " +
       '(docs/compliance.md#consent)',
   },
@@ -134,7 +136,7 @@ export const CampaignRecord = Type.Object({
       description:
         'GET of one campaign only: its phones not called, by reason — no_consent, consent_expired, ' +
         'consent_not_for_marketing (the consent rule), dnc, country, hours (the dial gate); each phone once. ' +
-        'They are counted in calls_failed too',
+        'They are counted in calls_failed too, and get no call: the calls created are calls_queued minus their sum',
     }),
   ),
   known_clients_skipped: Type.Integer({
