@@ -96,6 +96,39 @@ describe('a launched campaign', () => {
     expect(dials.map((d) => d.to_number).sort()).toEqual([...answered].sort());
   });
 
+  it('an explicit purpose "marketing" wins over this stack’s widened default: the lead without consent is skipped, not dialled', async () => {
+    const firm = await firmWithAgent();
+    const [consented, bare] = usPhones(2, 900);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      purpose: 'marketing',
+      leads: [
+        {
+          phone: consented,
+          consent: {
+            kind: 'written',
+            text: 'I agree to calls about my case.',
+            obtained_at: '2026-01-05T10:00:00Z',
+            source: 'web_form',
+          },
+        },
+        { phone: bare },
+      ],
+    });
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({
+      purpose: 'marketing',
+      calls_queued: 2,
+      calls_completed: 1,
+      calls_failed: 1,
+    });
+    expect(done.skipped_by_reason.no_consent).toBe(1);
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number)).toEqual([consented]);
+    expect((await simulatorDials(stack, [consented!, bare!])).map((d) => d.to_number)).toEqual([consented]);
+  });
+
   it('never has more than max_concurrent_calls (2) calls of a firm at once, while another firm’s call goes through at once', async () => {
     const busy = await firmWithAgent({ max_concurrent_calls: 2 });
     const other = await firmWithAgent({ max_concurrent_calls: 2 });
