@@ -8,7 +8,7 @@ import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/ca
 import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { decideAtRequest } from '../compliance/dial-gate.js';
-import { findDncEntry } from '../compliance/dnc-store.js';
+import { readDncEntryFast } from '../compliance/dnc-index.js';
 import { clock } from '../../platform/clock.js';
 import { advanceLead, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
@@ -82,7 +82,7 @@ export async function runCampaignCall(
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
   // The do-not-call read goes beside the lead's and the firm's (the gate below awaits it).
-  const dnc = findDncEntry(db, job.firm, job.phone);
+  const dnc = readDncEntryFast(services, job.firm, job.phone);
   dnc.catch(() => undefined);
   const [lead, firm] = await Promise.all([
     campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),

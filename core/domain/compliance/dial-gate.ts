@@ -4,6 +4,7 @@ import type { FirmDoc } from '../firms/firms.js';
 import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
 import { findDncEntry, type DncEntry } from './dnc-store.js';
+import { readDncEntryFast } from './dnc-index.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { DAY_MS, peekAttempts, takeSlotAndAttempt } from './frequency.js';
 import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
@@ -140,7 +141,10 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
   }
   // The do-not-call read and the count of attempts at once: one round trip on the request path.
   const [dnc, seen] = await Promise.all([
-    req.dnc ?? findDncEntry(services.mongo.db, req.firm._id, req.phone),
+    req.dnc ??
+      (req.stage === 'request'
+        ? readDncEntryFast(services, req.firm._id, req.phone)
+        : findDncEntry(services.mongo.db, req.firm._id, req.phone)),
     req.stage === 'request' ? peekAttempts(services, req.firm._id, req.phone, req.callId, atMs) : null,
   ]);
   if (dnc !== null) {
