@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt } from '../../platform/db/effect-recorder.js';
+import { BusyUntilError, leaseRenewMs } from '../../platform/busy-until.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
 import { reminderIdPart, type SendReminderJob } from '../../../jobs/bookings.js';
@@ -28,11 +29,8 @@ import { finishReminder, leaseReminder, renewReminderLease } from './reminder-le
 // reminder due a minute before its meeting mailed 9 minutes late after a worker was SIGKILLed
 // mid-send (a 5-minute lease, and busy attempts backing off exponentially meanwhile).
 
-/**
- * How often a send under way renews its lease: three times per lease (REMINDER_LEASE_MS, how
- * long a lease holds a reminder without a renewal), so one late renewal does not lose it.
- */
-export const reminderRenewMs = (leaseMs: number): number => Math.floor(leaseMs / 3);
+/** How often a send under way renews its lease (REMINDER_LEASE_MS): as every lease is renewed. */
+export const reminderRenewMs = leaseRenewMs;
 
 export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
@@ -60,14 +58,12 @@ async function countReminderMail(services: Services, firm: string, now: number):
   return Number(count) <= services.config.bookingMailsPerFirmPerDay;
 }
 
-/** Another attempt is sending this reminder right now; this one looks again at `until`. */
-export class ReminderBusyError extends Error {
-  constructor(
-    field: string,
-    readonly until: number,
-  ) {
+/** Another attempt is sending this reminder right now; this one looks again when its lease ends. */
+export class ReminderBusyError extends BusyUntilError {
+  constructor(field: string, until: number) {
     super(
       `The reminder ${reminderIdPart(field)} is being sent by another attempt; checking again when its lease ends.`,
+      until,
     );
     this.name = 'ReminderBusyError';
   }

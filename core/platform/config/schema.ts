@@ -349,6 +349,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "how long a call record's write lock (the place-call and call-event jobs take turns on a call) lasts unreleased: how soon a crashed worker's lock on a call frees itself; longer than any one write may take",
   }),
+  effectLeaseMs: integer('EFFECT_LEASE_MS', {
+    min: 3000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "how long an outside effect under way (a dial, a CRM write, a notification) is held `running` without a renewal (renewed every third of it while it and its record's write run): another attempt waits for it rather than repeating it, and one whose holder died is reconciled or repeated this long (plus 5 s for clock differences) after its last renewal",
+  }),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,
     max: 500,
