@@ -3,10 +3,18 @@ import type { BookingEventJob, SendReminderJob } from '../../jobs/bookings.js';
 import { applyBookingEvent } from '../../core/domain/bookings/booking-event.js';
 import { ReminderRejectedError, sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import type { JobProcessor } from '../runner.js';
+import { clearOutboxBookingEvent } from '../../core/domain/deliveries/outbox-bookings.js';
+import { JOBS } from '../../jobs/table.js';
 
-/** Applies one Cal.com booking event to the booking's reminders (job id = trigger + uid + delivery). */
-export const bookingEvent: JobProcessor<BookingEventJob> = async (job, { services }) =>
-  applyBookingEvent(services, job.data);
+/**
+ * Applies one Cal.com booking event to the booking's reminders (job id = trigger + uid + delivery);
+ * then the booking's reminders no longer wait for it if it came through the webhook outbox.
+ */
+export const bookingEvent: JobProcessor<BookingEventJob> = async (job, { services }) => {
+  const applied = await applyBookingEvent(services, job.data);
+  await clearOutboxBookingEvent(services, job.data, job.id ?? JOBS.bookingEvent.id!(job.data));
+  return applied;
+};
 
 /**
  * Sends one due reminder, unless it was cancelled or sent meanwhile (the record in Redis decides).

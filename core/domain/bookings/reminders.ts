@@ -7,6 +7,7 @@ import { reminderIdPart, type SendReminderJob } from '../../../jobs/bookings.js'
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
 import { readBookingReminders, type ReminderRecord, type ReminderStore } from './reminder-records.js';
 import { finishReminder, leaseReminder, renewReminderLease } from './reminder-lease.js';
+import { bookingEventWaits } from '../deliveries/outbox-bookings.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
 // (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
@@ -22,7 +23,10 @@ import { finishReminder, leaseReminder, renewReminderLease } from './reminder-le
 // An attempt that dies between SMTP's acceptance and `finish` leaves `sending`: once its lease
 // is over, the next attempt sends again (SMTP cannot be asked; at least once, never lost), with
 // the same Message-ID. An attempt that finds the reminder `sending` under a live lease waits for
-// the lease's end (its job delayed until then, no attempt spent) and looks again.
+// the lease's end (its job delayed until then, no attempt spent) and looks again. Before the
+// lease, an attempt whose booking has an event kept in the webhook outbox and not yet applied (a
+// cancel acknowledged while Redis was down) waits for it the same way
+// (core/domain/deliveries/outbox-bookings.ts).
 //
 // The lease is short and renewed while the send runs, so a dead attempt's reminder goes out
 // about a lease later, not after a lease long enough for the slowest send: the chaos run saw a
@@ -69,6 +73,20 @@ export class ReminderBusyError extends BusyUntilError {
   }
 }
 
+/** How soon a reminder waiting for its booking's event in the outbox looks again (the drain runs every second). */
+const OUTBOX_RECHECK_MS = 2_000;
+
+/** An event of the reminder's booking waits in the webhook outbox: the reminder looks again at `until`. */
+export class BookingEventWaitsError extends BusyUntilError {
+  constructor(field: string, until: number) {
+    super(
+      `The reminder ${reminderIdPart(field)} waits for an event of its booking still in the webhook outbox.`,
+      until,
+    );
+    this.name = 'BookingEventWaitsError';
+  }
+}
+
 /** The mail server refused the reminder for good (a 5xx reply): the job should not retry. */
 export class ReminderRejectedError extends Error {
   constructor(message: string) {
@@ -106,6 +124,11 @@ async function leaseAndSend(
 ): Promise<Record<string, unknown>> {
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
+  // A cancel or reschedule of the booking acknowledged into the webhook outbox (while Redis was
+  // down) and not yet applied: the reminder waits for it rather than racing it.
+  if (await bookingEventWaits(services, firm, uid)) {
+    throw new BookingEventWaitsError(field, Date.now() + OUTBOX_RECHECK_MS);
+  }
   const token = randomBytes(9).toString('base64url');
   const leaseMs = services.config.reminderLeaseMs;
   const lease = await leaseReminder(store, firm, uid, field, { now: Date.now(), leaseMs, token });

@@ -97,6 +97,11 @@ export const COLLECTIONS = {
    * (core/platform/db/effect-recorder.ts).
    */
   effectLeases: 'effect_leases',
+  /**
+   * Key documents: a booking's event kept in the outbox and not yet applied (`_id` =
+   * `<firm>|<booking uid>|<job id>`), so its reminders wait for it (core/domain/deliveries/outbox-bookings.ts).
+   */
+  webhookOutboxBookings: 'webhook_outbox_bookings',
   /** Bookings made through the booking provider (`_id` = our appointment id): request and its effect record. */
   appointments: 'appointments',
   /** Key documents: the appointment of a lead (`_id` = the lead id), copied onto the lead when it exists. */

@@ -79,6 +79,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // Read and written by _id only.
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
+  [COLLECTIONS.webhookOutboxBookings]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
