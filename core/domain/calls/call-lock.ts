@@ -36,6 +36,7 @@ export function callSubject(services: Services, call: { _id: string; firm: strin
     lease: {
       collection: services.mongo.db.collection<EffectLeaseDoc>(COLLECTIONS.effectLeases),
       ms: services.config.effectLeaseMs,
+      clockMarginMs: services.config.effectLeaseClockMarginMs,
     },
   };
 }

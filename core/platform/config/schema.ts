@@ -354,7 +354,14 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 600_000,
     default: 30_000,
     description:
-      "how long an outside effect under way (a dial, a CRM write, a notification) is held `running` without a renewal (renewed every third of it while it and its record's write run): another attempt waits for it rather than repeating it, and one whose holder died is reconciled or repeated this long (plus 5 s for clock differences) after its last renewal",
+      "how long an outside effect under way (a dial, a CRM write, a notification) is held `running` without a renewal (renewed every third of it while it and its record's write run): another attempt waits for it rather than repeating it, and one whose holder died is reconciled or repeated this long (plus EFFECT_LEASE_CLOCK_MARGIN_MS) after its last renewal",
+  }),
+  effectLeaseClockMarginMs: integer('EFFECT_LEASE_CLOCK_MARGIN_MS', {
+    min: 0,
+    max: 60_000,
+    default: 5_000,
+    description:
+      "how long past its end an effect's lease still counts as live: a lease is written with its holder's clock and judged with another worker's, so this must exceed how far the workers' clocks may differ (NTP keeps them within milliseconds)",
   }),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,

@@ -35,7 +35,7 @@ export interface EffectSubjectDoc {
 // A lease that ran out means its holder died (or lost MongoDB too): the next attempt reconciles
 // or repeats, as before. An attempt that ends (done, skipped, failed, or an error) ends its lease.
 // Clocks: a lease is written with the holder's clock and judged with the reader's, so it counts
-// as live for LEASE_CLOCK_MARGIN_MS past its end; workers' clocks further apart than that
+// as live for a margin past its end (EFFECT_LEASE_CLOCK_MARGIN_MS, 5 s); workers' clocks further apart than that
 // (NTP keeps them within milliseconds) would shorten it. A subject without `lease` (a booking
 // made within one request) has none: a `running` record is reconciled or repeated at once.
 
@@ -77,16 +77,16 @@ export interface EffectLeaseDoc {
   until: Date;
 }
 
-/** How long past its end a lease still counts as live: the clocks of two workers may differ. */
-export const LEASE_CLOCK_MARGIN_MS = 5_000;
-
 /** The document an effect belongs to, and how to write it without racing its other writers. */
 export interface EffectSubject {
   collection: Collection<EffectSubjectDoc>;
   id: string;
   exclusive<T>(write: () => Promise<T>): Promise<T>;
-  /** Running effects hold a lease of `ms` (EFFECT_LEASE_MS), renewed in `collection`; none without. */
-  lease?: { collection: Collection<EffectLeaseDoc>; ms: number };
+  /**
+   * Running effects hold a lease of `ms` (EFFECT_LEASE_MS), renewed in `collection`, judged live
+   * for `clockMarginMs` past its end (EFFECT_LEASE_CLOCK_MARGIN_MS); none without.
+   */
+  lease?: { collection: Collection<EffectLeaseDoc>; ms: number; clockMarginMs: number };
 }
 
 /** The lease document of one effect of one subject. */
@@ -209,7 +209,7 @@ export async function runEffect<R>(
   const seen = await read();
   if (settled(seen)) return seen;
   if (lease !== undefined) {
-    const busyUntil = await liveLeaseEnd(lease.collection, leaseId, seen);
+    const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
     if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
   }
   if (seen.state === 'running' && effect.reconcile !== undefined) {
@@ -286,16 +286,16 @@ const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
  * attempt), with the clock margin; null when it has ended or the record holds none.
  */
 async function liveLeaseEnd(
-  leases: Collection<EffectLeaseDoc>,
+  lease: NonNullable<EffectSubject['lease']>,
   leaseId: string,
   record: EffectRecord<unknown>,
 ): Promise<number | null> {
   if (record.state !== 'running' || !record.lease_token || !record.lease_until) return null;
   let until = new Date(record.lease_until).getTime();
-  const renewed = await leases.findOne({ _id: leaseId });
+  const renewed = await lease.collection.findOne({ _id: leaseId });
   if (renewed !== null && renewed.token === record.lease_token) {
     until = Math.max(until, new Date(renewed.until).getTime());
   }
-  const end = until + LEASE_CLOCK_MARGIN_MS;
+  const end = until + lease.clockMarginMs;
   return end > Date.now() ? end : null;
 }
