@@ -272,10 +272,12 @@ export async function runEffect<R>(
     return await settle(marked, outcome);
   } finally {
     clearInterval(renewal);
+    pass?.();
+    // The record says the lease ended; its renewal document goes too (a stopping worker does
+    // not wait for this: a renewal left behind names a token no record holds any more).
     if (renewal !== undefined) {
       await lease?.collection.deleteOne({ _id: leaseId, token }).catch(() => undefined);
     }
-    pass?.();
   }
 }
 
