@@ -18,7 +18,9 @@ import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
-import { freshMongoUri, rand } from '../helpers/stack.js';
+import { freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
+import { callSubject } from '../../core/domain/calls/call-lock.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 
 /** The lease here (30 s by default), renewed every third of it, and its clock margin (5 s). */
@@ -31,6 +33,8 @@ let mongo: Mongo;
 /** Worker A's connection (through the relay) and worker B's (direct). */
 let redisA: RedisClient;
 let redisB: RedisClient;
+/** The service's own wiring of a call's effects (EFFECT_LEASE_MS). */
+let stack: Stack;
 
 /** A worker's connection: it waits for Redis through an outage rather than failing. */
 const client = (url: string): RedisClient => createRedis({ url }, 'worker');
@@ -41,8 +45,10 @@ beforeAll(async () => {
   redisA = client(relay.via(redis.url));
   redisB = client(redis.url);
   mongo = createMongo(freshMongoUri());
+  stack = await startStack({ env: { EFFECT_LEASE_MS: '3000', EFFECT_LEASE_CLOCK_MARGIN_MS: '0' } });
 });
 afterAll(async () => {
+  await stack?.stop();
   redisA?.disconnect();
   redisB?.disconnect();
   await relay?.close();
@@ -178,5 +184,45 @@ describe('an effect under way in a worker that lost Redis', () => {
     });
     expect(record).toMatchObject({ state: 'done', attempts: 2 });
     expect(posted).toBe(2);
+  });
+
+  it("a call's effects hold the lease: while one runs, another attempt of it waits", async () => {
+    const call = { _id: `call_${rand(4)}`, firm: `firm-${rand(3)}` };
+    await stack.services.mongo.db.collection<{ _id: string }>(COLLECTIONS.calls).insertOne(call);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let sent = 0;
+    const first = runEffect(
+      callSubject(stack.services, call),
+      { path: 'effects.email' },
+      { lastAttempt: false },
+      async () => {
+        sent++;
+        await held;
+        return { state: 'done', result: { message_id: '<m@test>' } };
+      },
+    );
+    await eventually(async () => expect(sent).toBe(1), 10_000, 20);
+    const busy = runEffect(
+      callSubject(stack.services, call),
+      { path: 'effects.email' },
+      { lastAttempt: false },
+      async () => {
+        sent++;
+        return { state: 'done', result: { message_id: '<m2@test>' } };
+      },
+    );
+    await expect(busy).rejects.toMatchObject({ name: 'EffectBusyError' });
+    // Until the lease's end as marked (EFFECT_LEASE_MS, no margin here) or later.
+    const until = ((await busy.catch((err: unknown) => err)) as { until: number }).until;
+    const marked = (await stack.services.mongo.db
+      .collection(COLLECTIONS.calls)
+      .findOne({ _id: call._id as never })) as unknown as {
+      effects: { email: { lease_until: Date } };
+    };
+    expect(until).toBeGreaterThanOrEqual(marked.effects.email.lease_until.getTime());
+    release();
+    expect(await first).toMatchObject({ state: 'done', attempts: 1 });
+    expect(sent).toBe(1);
   });
 });
