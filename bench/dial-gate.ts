@@ -89,7 +89,16 @@ async function main(): Promise<void> {
         firmSlug: slug,
         agentId,
         name: 'Bench',
-        leads: numbers.map((phone) => ({ phone })),
+        // Marketing (the default) with written consent: the consent rule is on the measured path.
+        leads: numbers.map((phone) => ({
+          phone,
+          consent: {
+            kind: 'written',
+            text: 'Agreed to calls (bench).',
+            obtained_at: '2026-01-01T00:00:00Z',
+            source: 'bench',
+          },
+        })),
       }),
       'campaign',
     );

@@ -143,6 +143,14 @@ export class RedisKeys {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'leads');
   }
 
+  /**
+   * SET: a campaign's phones not called for one reason (`no_consent`, `dnc`, …): a repeated
+   * skip adds nothing; its size is the count (core/domain/campaigns/campaign-progress.ts).
+   */
+  campaignSkipped(campaignId: string, reason: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'skipped', reason);
+  }
+
   /** HASH: a campaign's counts (placed, completed, failed) of its leads. */
   campaignCounts(campaignId: string): string {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'counts');

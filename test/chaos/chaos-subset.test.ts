@@ -59,6 +59,7 @@ describe('chaos subset: one worker kill and one Redis restart under a mixed work
     const result = await runChaos(subsetConfig(runDir));
     const failed = result.rows.filter((r) => !r.ok);
     keepLogs = failed.length > 0;
+    console.log(formatTable(result.rows));
     expect(failed, `logs in ${runDir}\n${formatTable(result.rows)}`).toEqual([]);
     // The faults did happen.
     expect(result.ledger.faults.map((f) => f.kind).sort()).toEqual([

@@ -10,7 +10,7 @@ import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slot
 import { decideAtRequest } from '../compliance/dial-gate.js';
 import { findDncEntry } from '../compliance/dnc-store.js';
 import { clock } from '../../platform/clock.js';
-import { advanceLead } from './campaign-progress.js';
+import { advanceLead, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import {
@@ -101,12 +101,19 @@ export async function runCampaignCall(
     campaignId: job.campaignId,
     stage: 'request',
     dnc,
+    consent: { purpose: first.purpose ?? 'marketing', consent: lead.consent ?? null },
   });
   if (gate.decision.answer === 'defer') {
     await passDialTurn(services, firm._id, callId);
     return { kind: 'wait_until', at: clock.wallTimeOf(gate.decision.until) };
   }
   if (gate.decision.answer === 'block') {
+    // Counted in skipped_by_reason (the consent rule's own reason, else the gate's) before the
+    // lead settles, so a campaign that completes shows every skip.
+    const reason = gate.record?.consent?.skip ?? gate.decision.reason;
+    if ((SKIP_REASONS as readonly string[]).includes(reason)) {
+      await recordSkip(services, job.campaignId, job.phone, reason as SkipReason);
+    }
     await failLead(services, job, callId);
     return done(`blocked:${gate.decision.reason}`);
   }

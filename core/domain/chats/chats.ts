@@ -336,7 +336,12 @@ async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;
   if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
   if (sentMessages(chat.messages) === 0) return;
-  await ensureSubjectLead(db, { source: 'chat', id: chat._id, firm: chat.firm }, leadFieldsFrom(analysis));
+  await ensureSubjectLead(
+    db,
+    // The person wrote to the firm: an inquiry, consent to be called about it.
+    { source: 'chat', id: chat._id, firm: chat.firm, inquiryAt: chat.created_at },
+    leadFieldsFrom(analysis),
+  );
 }
 
 /**

@@ -428,6 +428,12 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "apply the states' stricter calling hours and caps by the number's region (docs/compliance.md#the-dial-gate); `false`: a `warn` line at start",
   }),
+  campaignDefaultPurpose: oneOf('CAMPAIGN_DEFAULT_PURPOSE', ['marketing', 'informational'], {
+    default: 'marketing',
+    local: { start: '`informational` with the simulator', test: '`informational`' },
+    description:
+      'the `purpose` of a campaign created without one (an explicit `purpose` always wins): a marketing campaign calls only leads with written consent or a recent inquiry (docs/compliance.md#consent); `informational`: a `warn` line at start',
+  }),
   dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
     min: 1000,
     max: HOUR_MS,
