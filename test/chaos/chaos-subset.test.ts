@@ -48,8 +48,8 @@ function subsetConfig(dir: string): ChaosConfig {
     },
     settleMs: 75_000,
     mongodbUri: freshMongoUri(),
-    // A killed worker's jobs are taken over after 5 s instead of 30.
-    env: { JOB_LOCK_MS: '5000' },
+    // A killed worker's jobs are taken over after 5 s instead of 30, and so are its effects.
+    env: { JOB_LOCK_MS: '5000', EFFECT_LEASE_MS: '5000', EFFECT_LEASE_CLOCK_MARGIN_MS: '500' },
   };
 }
 

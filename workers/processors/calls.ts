@@ -16,6 +16,7 @@ import { jobRef } from '../../core/domain/pacing/parking.js';
 import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 import { clock } from '../../core/platform/clock.js';
+import { BusyUntilError } from '../../core/platform/busy-until.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -42,7 +43,8 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
     if (outcome === 'already_finished') await afterDialFailed(services, callId);
     return { outcome };
   } catch (err) {
-    if (err instanceof DelayedError) throw err;
+    // Not yet (another attempt's dial under a live lease): the runner parks the job.
+    if (err instanceof DelayedError || err instanceof BusyUntilError) throw err;
     if (err instanceof ProviderError && err.kind === 'rate_limited') {
       // The provider is saturated: pause the whole queue instead of failing this job.
       await services.queues[QUEUE.calls].rateLimit(err.retryAfterMs ?? DEFAULT_RATE_LIMIT_MS);
