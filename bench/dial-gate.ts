@@ -14,6 +14,7 @@ import { createServices } from '../core/wiring/services.js';
 import { ensureIndexes } from '../core/platform/db/indexes.js';
 import { startWeb } from '../api/web.js';
 import { gateBypass } from '../core/domain/compliance/dial-gate.js';
+import { rebuildDncIndex } from '../core/domain/compliance/dnc-index.js';
 import { runCampaignCall } from '../core/domain/campaigns/campaign-calls.js';
 import { campaignCallId } from '../core/domain/campaigns/campaign-store.js';
 import { fanOutCampaign } from '../core/domain/campaigns/campaign-fanout.js';
@@ -57,6 +58,9 @@ async function main(): Promise<void> {
     await admin.post('/api/firms', { slug, name: 'Bench', settings: { max_concurrent_calls: 1000 } }),
     'firm',
   );
+  // The firm's do-not-call index, as a worker builds it on the first request (dnc-index.ts):
+  // the steady state is measured, not its first seconds.
+  await rebuildDncIndex(services, slug);
   const agentId = ok(
     await admin.post('/api/v2/create-agent', {
       firmSlug: slug,
@@ -89,7 +93,16 @@ async function main(): Promise<void> {
         firmSlug: slug,
         agentId,
         name: 'Bench',
-        leads: numbers.map((phone) => ({ phone })),
+        // Marketing (the default) with written consent: the consent rule is on the measured path.
+        leads: numbers.map((phone) => ({
+          phone,
+          consent: {
+            kind: 'written',
+            text: 'Agreed to calls (bench).',
+            obtained_at: '2026-01-01T00:00:00Z',
+            source: 'bench',
+          },
+        })),
       }),
       'campaign',
     );

@@ -1,5 +1,5 @@
 import { QUEUE } from './queues.js';
-import { defineJob } from './define.js';
+import { defineJob, jobId } from './define.js';
 
 /**
  * Sweeps run every 30 s (by default) or every hour: ten completed runs of each are history enough
@@ -31,5 +31,21 @@ export const maintenanceJobs = {
     name: 'reap-dial-slots',
     everyMs: (config) => config.dialSlotReapMs,
     options: SWEEP_RETENTION,
+  }),
+  /**
+   * Streams a firm's do-not-call list into its Redis index and marks it ready for an hour
+   * (core/domain/compliance/dnc-index.ts); asked for by the dial gate when the index is not ready.
+   * One per firm at a time (its id); removed when done, so the next request can ask again.
+   */
+  rebuildDncIndex: defineJob<{ firm: string }>({
+    queue: QUEUE.maintenance,
+    name: 'rebuild-dnc-index',
+    id: ({ firm }) => jobId('dnc-index', firm),
+    options: {
+      removeOnComplete: true,
+      removeOnFail: true,
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 1000 },
+    },
   }),
 };

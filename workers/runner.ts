@@ -13,6 +13,8 @@ import { spanSubjectOf } from '../jobs/span-subject.js';
 import { EffectGate } from '../core/platform/db/effect-gate.js';
 import { byTime, stopSchedule } from './stop-schedule.js';
 import { maskPersonal } from '../core/platform/telemetry/scrub.js';
+import { BusyUntilError } from '../core/platform/busy-until.js';
+import { park } from './park.js';
 
 interface ProcessorContext {
   services: Services;
@@ -90,6 +92,11 @@ export function startWorkers(
             token,
             attempt: { lastAttempt: isLastAttempt(job), gate },
           });
+        } catch (err) {
+          // Not yet (another attempt's live lease, an event still to be applied): the job sleeps
+          // until then, delayed, spending no attempt (core/platform/busy-until.ts).
+          if (err instanceof BusyUntilError) return await park(job, token, err.until + 250, services.log);
+          throw err;
         } finally {
           inFlight.delete(key);
         }

@@ -49,6 +49,8 @@ export async function makeCampaign(
     firmSlug: slug,
     name,
     agentId,
+    // Its leads carry no consent: an informational campaign calls them all.
+    purpose: 'informational',
     leads: leads(0, first),
   });
   for (let from = first; from < size; from += PER_REQUEST) {

@@ -141,6 +141,8 @@ export class MixedLoad {
       firmSlug: t.slug,
       name: `soak ${c}`,
       agentId: t.agentId,
+      // Its leads carry no consent: an informational campaign calls them all.
+      purpose: 'informational',
       leads,
     });
     await api(this.base, 'POST', `/api/leads/campaigns/${id}/launch`, t.key);

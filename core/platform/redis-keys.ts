@@ -129,6 +129,23 @@ export class RedisKeys {
     return this.pacing(firm, `attempts:${phone}`);
   }
 
+  /**
+   * SET: the numbers of the firm's do-not-call list, a copy of its MongoDB key documents that
+   * lets the request stage of the dial gate say "not listed" without a database read
+   * (core/domain/compliance/dnc-index.ts). No expiry; numbers taken off leave when next seen.
+   */
+  dncListed(firm: string): string {
+    return this.pacing(firm, 'dnc');
+  }
+
+  /**
+   * STRING: present while `dncListed` holds every number of the list (set by the index's
+   * rebuild). Expires an hour after the rebuild, which then runs again.
+   */
+  dncIndexReady(firm: string): string {
+    return this.pacing(firm, 'dnc-ready');
+  }
+
   /** Every list of `pacingFirms` (the reaper visits each). */
   pacingFirmLists(): string[] {
     if (!this.cluster) return [key(this.prefix, 'pacing', 'firms')];
@@ -141,6 +158,14 @@ export class RedisKeys {
    */
   campaignLeads(campaignId: string): string {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'leads');
+  }
+
+  /**
+   * SET: a campaign's phones not called for one reason (`no_consent`, `dnc`, …): a repeated
+   * skip adds nothing; its size is the count (core/domain/campaigns/campaign-progress.ts).
+   */
+  campaignSkipped(campaignId: string, reason: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'skipped', reason);
   }
 
   /** HASH: a campaign's counts (placed, completed, failed) of its leads. */

@@ -7,6 +7,7 @@ import { bookingRows } from './invariants/bookings.js';
 import { callEffectRows } from './invariants/call-effects.js';
 import { campaignRows } from './invariants/campaign.js';
 import { readCallFacts, type CheckContext } from './invariants/context.js';
+import { dialAuditRows } from './invariants/dial-audit.js';
 import { directCallRows } from './invariants/direct-calls.js';
 import { faultRows } from './invariants/faults.js';
 import { importRows } from './invariants/imports.js';
@@ -25,6 +26,7 @@ export async function checkInvariants(ctx: CheckContext): Promise<Row[]> {
   return [
     ...(await campaignRows(ctx, facts)),
     ...(await directCallRows(ctx, facts)),
+    ...(await dialAuditRows(ctx, facts)),
     ...(await callEffectRows(ctx, facts)),
     ...(await bookingRows(ctx)),
     ...(await webhookOutboxRows(ctx)),

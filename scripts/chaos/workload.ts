@@ -15,6 +15,14 @@ import type { BookingEventRecord, BookingModel, BookingTrigger, Ledger } from '.
 import type { Rng } from './rng.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** The consent each campaign lead carries (docs/compliance.md#consent). */
+const WRITTEN_CONSENT = {
+  kind: 'written',
+  text: 'Agreed to calls about their case (web form).',
+  obtained_at: '2026-01-01T00:00:00Z',
+  source: 'web_form',
+};
+
 export interface WorkloadSizes {
   campaignLeads: number;
   directCalls: number;
@@ -291,7 +299,14 @@ export class Workload {
     const leads = kinds.map((kind, i) => {
       const phone = phoneOf('212', i, kind);
       phones.set(phone, kind);
-      return { first_name: 'Avery', last_name: `Camp${letters(i)}`, phone, case_type: 'personal injury' };
+      // Written consent: the marketing campaign's consent rule lets each one be called.
+      return {
+        first_name: 'Avery',
+        last_name: `Camp${letters(i)}`,
+        phone,
+        case_type: 'personal injury',
+        consent: WRITTEN_CONSENT,
+      };
     });
     let campaignId: string | undefined;
     for (let i = 0; i < leads.length; i += 5000) {

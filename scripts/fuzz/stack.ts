@@ -78,6 +78,7 @@ export async function startStack(onStarted: (stop: () => Promise<void>) => void)
     CALLING_HOURS: '00:00-24:00',
     DIAL_ATTEMPTS_PER_DAY: '1000000',
     COMPLIANCE_STATE_RULES: 'false',
+    CAMPAIGN_DEFAULT_PURPOSE: 'informational',
     LOG_LEVEL: settings.logLevel,
     // The fuzzer is one client sending thousands of requests a minute.
     RATE_LIMIT_PER_MINUTE: '1000000',

@@ -112,13 +112,15 @@ async function main(): Promise<void> {
     VOICE_PROVIDER: env.VOICE_PROVIDER ?? 'simulator',
     // Local fakes (Slack, Clio) listen on 127.0.0.1; production leaves this unset (false).
     ALLOW_PRIVATE_URLS: env.ALLOW_PRIVATE_URLS ?? 'true',
-    // The simulator dials no one: it may call at any hour and as often as one tries (each process
-    // says so in a warn line). With a real provider the compliance defaults stand.
+    // The simulator dials no one: it may call at any hour, as often as one tries, and a campaign
+    // created without a purpose calls leads without consent (each process says so in a warn line).
+    // With a real provider the compliance defaults stand.
     ...((env.VOICE_PROVIDER ?? 'simulator') === 'simulator'
       ? {
           CALLING_HOURS: env.CALLING_HOURS ?? '00:00-24:00',
           DIAL_ATTEMPTS_PER_DAY: env.DIAL_ATTEMPTS_PER_DAY ?? '1000',
           COMPLIANCE_STATE_RULES: env.COMPLIANCE_STATE_RULES ?? 'false',
+          CAMPAIGN_DEFAULT_PURPOSE: env.CAMPAIGN_DEFAULT_PURPOSE ?? 'informational',
         }
       : {}),
   };

@@ -338,11 +338,15 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
       expect(placed.at - limitedAt).toBeGreaterThanOrEqual(2900);
     }
     expect(createRequestsFor(callId)).toHaveLength(2);
-    const job = await stack.services.queues.calls.getJob(callId);
-    expect(await job!.getState()).toBe('completed');
+    // The call's provider id is stored before its job is marked completed: the job is read once it is.
+    const job = await eventually(async () => {
+      const found = await stack.services.queues.calls.getJob(callId);
+      expect(await found!.getState()).toBe('completed');
+      return (await stack.services.queues.calls.getJob(callId))!;
+    });
     // One attempt, which succeeded: the 429 was never counted as a failure.
-    expect(job!.attemptsMade).toBe(1);
-    expect(job!.stacktrace).toEqual([]);
+    expect(job.attemptsMade).toBe(1);
+    expect(job.stacktrace).toEqual([]);
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
 

@@ -24,8 +24,11 @@ beforeAll(async () => {
   stack = await startStack({
     env: {
       ...retellEnv(fake),
-      // A crashed worker's job is taken over after the lock lapses: keep that short here.
+      // A crashed worker's job is taken over after the lock lapses, and its dial is looked up
+      // once the dial's lease has ended (plus the clock margin): keep both short here.
       JOB_LOCK_MS: '2000',
+      EFFECT_LEASE_MS: '3000',
+      EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
     },
   });
 });

@@ -33,8 +33,10 @@ beforeAll(async () => {
       SIM_CALL_MS: '200',
       // A killed worker's jobs are taken over after their lock lapses: keep that short here.
       JOB_LOCK_MS: '2000',
-      // And a killed worker's lock on a call record frees itself soon too.
+      // And a killed worker's lock on a call record frees itself soon too, and its dial's lease.
       CALL_LOCK_MS: '3000',
+      EFFECT_LEASE_MS: '3000',
+      EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
       // One lead a chunk, so that the fan-out is still going when the worker is killed.
       CAMPAIGN_FANOUT_CHUNK: '1',
     },

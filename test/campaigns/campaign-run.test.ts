@@ -5,6 +5,7 @@
 // resume and cancel.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisKeys } from '../../core/platform/redis-keys.js';
+import { clock } from '../../core/platform/clock.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { nextCallTime } from '../../core/domain/pacing/calling-window.js';
@@ -37,11 +38,14 @@ beforeAll(async () => {
     workers: true,
     env: { SIM_CALL_MS: String(SIM_CALL_MS), CAMPAIGN_RETRY_DELAY_MS: String(RETRY_DELAY_MS) },
   });
-  // Launched first, so that the wait for its window (the next wall-clock minute) goes on while
-  // the other tests run; its test, last, checks what was seen here and the calls placed since.
+  // Launched first, so that the wait for its window (15 s ahead on the service's clock) goes on
+  // while the other tests run; its test, last, checks what was seen here and the calls placed since.
   beforeWindow = await launchBeforeWindow();
 });
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  clock.reset();
+  await stack?.stop();
+});
 
 async function firmWithAgent(settings: Record<string, unknown> = {}) {
   const firm = await createFirm(stack, settings);
@@ -94,6 +98,39 @@ describe('a launched campaign', () => {
     expect(viaApi.body.campaign_id).toBe(created.id);
     const dials = await simulatorDials(stack, [...answered, failing]);
     expect(dials.map((d) => d.to_number).sort()).toEqual([...answered].sort());
+  });
+
+  it('an explicit purpose "marketing" wins over this stack’s widened default: the lead without consent is skipped, not dialled', async () => {
+    const firm = await firmWithAgent();
+    const [consented, bare] = usPhones(2, 900);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      purpose: 'marketing',
+      leads: [
+        {
+          phone: consented,
+          consent: {
+            kind: 'written',
+            text: 'I agree to calls about my case.',
+            obtained_at: '2026-01-05T10:00:00Z',
+            source: 'web_form',
+          },
+        },
+        { phone: bare },
+      ],
+    });
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({
+      purpose: 'marketing',
+      calls_queued: 2,
+      calls_completed: 1,
+      calls_failed: 1,
+    });
+    expect(done.skipped_by_reason.no_consent).toBe(1);
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number)).toEqual([consented]);
+    expect((await simulatorDials(stack, [consented!, bare!])).map((d) => d.to_number)).toEqual([consented]);
   });
 
   it('never has more than max_concurrent_calls (2) calls of a firm at once, while another firm’s call goes through at once', async () => {
@@ -290,7 +327,7 @@ const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 describe('calling windows', () => {
   it('a lead whose local time is outside the window waits (delayed to the opening) while one inside is called', async () => {
-    const now = Date.now();
+    const now = clock.now(); // the service's clock: the window test set it
     // A two-hour window around the present moment in UTC; America/Chicago-like offsets are
     // outside it, whatever the date (a fixed-offset zone six hours behind).
     const window = { start: hhmm(now - 3600_000), end: hhmm(now + 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
@@ -315,9 +352,9 @@ describe('calling windows', () => {
     expect(await job?.getState()).toBe('delayed');
     const score = await stack.services.redis.zscore(`${stack.config.queuePrefix}:campaigns:delayed`, id);
     const dueAt = Math.floor(Number(score) / 0x1000);
-    const expected = nextCallTime(window, 'Etc/GMT+6', Date.now())!;
-    expect(Math.abs(dueAt - expected)).toBeLessThan(2000);
-    expect(expected).toBeGreaterThan(Date.now() + 3600_000);
+    const expected = nextCallTime(window, 'Etc/GMT+6', clock.now())!;
+    expect(Math.abs(dueAt - clock.wallTimeOf(expected))).toBeLessThan(2000);
+    expect(expected).toBeGreaterThan(clock.now() + 3600_000);
     expect((await getCampaign(firm.client, created.id)).status).toBe('running');
   });
 
@@ -326,26 +363,30 @@ describe('calling windows', () => {
       beforeWindow;
     expect(launched).toBe(2);
     expect(states).toEqual(['delayed', 'delayed']);
-    // Seen waiting before the opening: both jobs delayed until exactly the opening, no call.
+    // Seen waiting before the opening: both jobs delayed until exactly the opening (the wall-clock
+    // instant at which the service's clock reads it), no call.
     expect(seenWaitingAt).toBeLessThan(opens);
-    expect(dueAt).toEqual(phones.map(() => opens));
+    expect(dueAt).toEqual(phones.map(() => clock.wallTimeOf(opens)));
     expect(callsWhileWaiting).toBe(0);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 100_000);
     expect(done.calls_completed).toBe(2);
     const calls = await campaignCalls(stack, created.id);
     expect(calls.map((c) => c.to_number).sort()).toEqual([...phones].sort());
     for (const call of calls) {
-      expect(call.created_at.getTime()).toBeGreaterThanOrEqual(opens);
+      expect(call.created_at.getTime()).toBeGreaterThanOrEqual(clock.wallTimeOf(opens));
     }
   }, 180_000);
 });
 
 /**
- * A campaign whose firm's calling window opens at the next full minute at least 20 s away (so
- * its calls are seen waiting first, however busy the machine), launched; what was seen before the opening is returned.
+ * A campaign whose firm's calling window opens in 15 s (so its calls are seen waiting first,
+ * however busy the machine), launched; what was seen before the opening is returned. The window
+ * is whole minutes, so the service's clock (core/platform/clock.ts, which the dial gate reads) is
+ * set to stand 15 s before the next full minute: no waiting for the wall clock's minute.
  */
 async function launchBeforeWindow() {
-  const opens = Math.ceil((Date.now() + 20_000) / 60_000) * 60_000;
+  const opens = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
+  clock.set(opens - 15_000);
   const window = { start: hhmm(opens), end: hhmm(opens + 2 * 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
   const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
   const phones = usPhones(2, 600);
@@ -369,8 +410,8 @@ async function launchBeforeWindow() {
       states.push(await job?.getState());
       dueAt.push(Math.floor(Number(await stack.services.redis.zscore(delayedKey, id)) / 0x1000));
     }
-  } while (states.some((s) => s !== 'delayed') && Date.now() < opens - 2000);
-  const seenWaitingAt = Date.now();
+  } while (states.some((s) => s !== 'delayed') && clock.now() < opens - 2000);
+  const seenWaitingAt = clock.now();
   const callsWhileWaiting = (await campaignCalls(stack, created.id)).length;
   return { firm, created, opens, phones, launched, states, dueAt, seenWaitingAt, callsWhileWaiting };
 }

@@ -74,6 +74,16 @@ describe('creating a campaign', () => {
       calls_failed: 0,
       retry_on: ['not_connected', 'voicemail', 'ivr'],
       skip_known_clients: false,
+      // No purpose given: the test stack's default (CAMPAIGN_DEFAULT_PURPOSE=informational).
+      purpose: 'informational',
+      skipped_by_reason: {
+        no_consent: 0,
+        consent_expired: 0,
+        consent_not_for_marketing: 0,
+        dnc: 0,
+        country: 0,
+        hours: 0,
+      },
       known_clients_skipped: 0,
       paused_reason: null,
       launched_at: null,

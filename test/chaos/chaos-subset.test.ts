@@ -48,8 +48,8 @@ function subsetConfig(dir: string): ChaosConfig {
     },
     settleMs: 75_000,
     mongodbUri: freshMongoUri(),
-    // A killed worker's jobs are taken over after 5 s instead of 30.
-    env: { JOB_LOCK_MS: '5000' },
+    // A killed worker's jobs are taken over after 5 s instead of 30, and so are its effects.
+    env: { JOB_LOCK_MS: '5000', EFFECT_LEASE_MS: '5000', EFFECT_LEASE_CLOCK_MARGIN_MS: '500' },
   };
 }
 
@@ -59,6 +59,7 @@ describe('chaos subset: one worker kill and one Redis restart under a mixed work
     const result = await runChaos(subsetConfig(runDir));
     const failed = result.rows.filter((r) => !r.ok);
     keepLogs = failed.length > 0;
+    console.log(formatTable(result.rows));
     expect(failed, `logs in ${runDir}\n${formatTable(result.rows)}`).toEqual([]);
     // The faults did happen.
     expect(result.ledger.faults.map((f) => f.kind).sort()).toEqual([

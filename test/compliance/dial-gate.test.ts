@@ -5,7 +5,8 @@ import { createAgent, waitForCall } from '../calls/support.js';
 import { createCampaign, launch, simulatorDials, waitForCampaign } from '../campaigns/support.js';
 import { clock } from '../../core/platform/clock.js';
 import { jobId } from '../../jobs/define.js';
-import { dncCollection, dncId } from '../../core/domain/compliance/dnc-store.js';
+import { addDncEntry } from '../../core/domain/compliance/dnc-store.js';
+import { indexListed } from '../../core/domain/compliance/dnc-index.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
 import { zonedTimeToUtc } from '../../core/platform/time-zone.js';
 
@@ -40,16 +41,14 @@ async function firmWithAgent(settings: Record<string, unknown> = {}) {
   return { ...firm, agentId };
 }
 
+/** Lists a number as the API does: its key document, then the list's Redis index. */
 async function putOnDnc(firm: string, number: string): Promise<void> {
-  await dncCollection(stack.services.mongo.db).insertOne({
-    _id: dncId(firm, number),
-    firm,
-    phone: number,
+  await addDncEntry(stack.services.mongo.db, firm, number, {
     source: 'api',
     reason: 'test',
-    added_at: new Date(),
     added_by: 'test',
   });
+  await indexListed(stack.services, firm, [number]);
 }
 
 const decisionsOf = (firm: string, number: string) =>

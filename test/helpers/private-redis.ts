@@ -1,7 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureRedisServer, startRedis, type LocalRedis } from '../../scripts/local/services.js';
+import {
+  ensureRedisServer,
+  startRedis,
+  type LocalRedis,
+  type RedisOptions,
+} from '../../scripts/local/services.js';
 
 // A Redis server of a test's own, in a fresh directory: for tests that stop it, flush it or
 // change its configuration, which must not touch the run's shared Redis (or other test files).
@@ -12,11 +17,14 @@ export interface PrivateRedis extends LocalRedis {
   remove(): Promise<void>;
 }
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/** `persistent`: its data survives a stop and start, as the chaos run's Redis does. */
+export async function startPrivateRedis(
+  options: Pick<RedisOptions, 'persistent'> = {},
+): Promise<PrivateRedis> {
   const dir = await mkdtemp(join(tmpdir(), 'private-redis-'));
   const removeDir = () => rm(dir, { recursive: true, force: true });
   try {
-    const server = await startRedis(await ensureRedisServer(() => {}), dir);
+    const server = await startRedis(await ensureRedisServer(() => {}), dir, options);
     return {
       ...server,
       url: `redis://127.0.0.1:${server.port}`,

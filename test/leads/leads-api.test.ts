@@ -43,6 +43,7 @@ describe('leads API', () => {
       notes: 'Rear-ended on I-95',
       timezone: 'America/Chicago',
       do_not_call: true,
+      consent: null,
       appointment: null,
       known_client: null,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),

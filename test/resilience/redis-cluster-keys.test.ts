@@ -51,6 +51,9 @@ describe('Redis Cluster keys', () => {
         keys.dialWaking(firm),
         keys.pacingFirms(firm),
         keys.dialAttempts(firm, '+13055550100'),
+        // dnc-index-read.lua
+        keys.dncIndexReady(firm),
+        keys.dncListed(firm),
       ];
       expect(await sameSlot(pacing), pacing.join(' ')).toBe(true);
       // store-booking-reminders.lua, cancel-booking-reminders.lua
@@ -146,6 +149,7 @@ describe('every Lua script of the service', () => {
         keys.pacingFirms('f'),
         keys.dialAttempts('f', '+13055550100'),
       ],
+      'core/domain/compliance/dnc-index-read.lua': [keys.dncIndexReady('f'), keys.dncListed('f')],
     };
     const scripts = await luaScripts();
     expect(scripts.size).toBeGreaterThanOrEqual(13);

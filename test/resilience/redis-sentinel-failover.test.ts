@@ -58,8 +58,10 @@ beforeAll(async () => {
     QUEUE_PREFIX: `t${rand(4)}`,
     SIM_CALL_MS: '200',
     ALLOW_PRIVATE_URLS: 'true',
-    // A job whose worker lost its primary mid-run is taken over soon.
+    // A job whose worker lost its primary mid-run is taken over soon, and its effects.
     JOB_LOCK_MS: '5000',
+    EFFECT_LEASE_MS: '5000',
+    EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
   };
 }, 90_000);
 afterAll(async () => {

@@ -26,6 +26,9 @@ beforeAll(async () => {
     env: {
       ...retellEnv(fake),
       JOB_LOCK_MS: '2000',
+      // A dial still under way when its job was handed back is looked up once its lease has run out.
+      EFFECT_LEASE_MS: '3000',
+      EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
     },
   });
 });

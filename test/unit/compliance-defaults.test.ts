@@ -24,8 +24,10 @@ describe('the compliance defaults', () => {
     expect(config.callingHours).toEqual({ start: '08:00', end: '21:00' });
     expect(config.dialAttemptsPerDay).toBe(3);
     expect(config.complianceStateRules).toBe(true);
+    expect(config.campaignDefaultPurpose).toBe('marketing');
     expect(warnings({})).toEqual([]);
     expect(warnings({ CALLING_HOURS: '09:00-20:00', DIAL_ATTEMPTS_PER_DAY: '2' })).toEqual([]);
+    expect(warnings({ CAMPAIGN_DEFAULT_PURPOSE: 'marketing' })).toEqual([]);
   });
 
   it('widened, say so in exactly one warn line naming each', () => {
@@ -33,18 +35,26 @@ describe('the compliance defaults', () => {
       CALLING_HOURS: '00:00-24:00',
       DIAL_ATTEMPTS_PER_DAY: '1000',
       COMPLIANCE_STATE_RULES: 'false',
+      CAMPAIGN_DEFAULT_PURPOSE: 'informational',
     });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('CALLING_HOURS=00:00-24:00');
     expect(lines[0]).toContain('DIAL_ATTEMPTS_PER_DAY=1000');
     expect(lines[0]).toContain('COMPLIANCE_STATE_RULES=false');
+    expect(lines[0]).toContain('CAMPAIGN_DEFAULT_PURPOSE=informational');
     expect(warnings({ CALLING_HOURS: '07:30-21:00' })).toHaveLength(1);
+    expect(warnings({ CAMPAIGN_DEFAULT_PURPOSE: 'informational' })).toEqual([
+      expect.stringContaining('CAMPAIGN_DEFAULT_PURPOSE=informational'),
+    ]);
   });
 
-  it('refuse calling hours that are not HH:MM-HH:MM with the start first', () => {
+  it('refuse calling hours that are not HH:MM-HH:MM with the start first, and an unknown purpose', () => {
     for (const bad of ['8-21', '08:00-21:60', '21:00-08:00', '08:00-08:00', '08:00-24:30']) {
       expect(() => loadConfig({ ...base, CALLING_HOURS: bad }), bad).toThrow(/CALLING_HOURS/);
     }
     expect(() => loadConfig({ ...base, DIAL_ATTEMPTS_PER_DAY: '0' })).toThrow(/DIAL_ATTEMPTS_PER_DAY/);
+    expect(() => loadConfig({ ...base, CAMPAIGN_DEFAULT_PURPOSE: 'sales' })).toThrow(
+      /CAMPAIGN_DEFAULT_PURPOSE/,
+    );
   });
 });

@@ -16,6 +16,7 @@ import { jobRef } from '../../core/domain/pacing/parking.js';
 import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 import { clock } from '../../core/platform/clock.js';
+import { BusyUntilError } from '../../core/platform/busy-until.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -42,7 +43,8 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
     if (outcome === 'already_finished') await afterDialFailed(services, callId);
     return { outcome };
   } catch (err) {
-    if (err instanceof DelayedError) throw err;
+    // Not yet (another attempt's dial under a live lease): the runner parks the job.
+    if (err instanceof DelayedError || err instanceof BusyUntilError) throw err;
     if (err instanceof ProviderError && err.kind === 'rate_limited') {
       // The provider is saturated: pause the whole queue instead of failing this job.
       await services.queues[QUEUE.calls].rateLimit(err.retryAfterMs ?? DEFAULT_RATE_LIMIT_MS);
@@ -87,8 +89,7 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   );
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
-  const optOut =
-    data.event === 'call_started' ? undefined : await listCallOptOut(services.mongo.db, services.log, call);
+  const optOut = data.event === 'call_started' ? undefined : await listCallOptOut(services, call);
   // Whenever the call is finished (not only when this event finished it): the hook is
   // idempotent, and a retried job must not skip it. After the opt-out, which a campaign's kill
   // switch counts before the call's slot frees.

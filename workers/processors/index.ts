@@ -2,7 +2,7 @@ import type { ProcessorTable } from '../runner.js';
 import { bookingEvent, sendReminder } from './bookings.js';
 import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
-import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
+import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots, rebuildDncIndex } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
@@ -17,6 +17,7 @@ export const processors: ProcessorTable = {
   pruneIdempotencyKeys,
   pruneClioOAuthStates,
   reapDialSlots,
+  rebuildDncIndex,
   campaignFanout,
   campaignCall,
   campaignWake,

@@ -3,6 +3,7 @@ import { pruneIdempotencyKeys as prune } from '../../core/platform/db/idempotenc
 import type { JobProcessor } from '../runner.js';
 import { reapDialSlots as reap } from '../../core/domain/pacing/dial-slots.js';
 import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js';
+import { rebuildDncIndex as rebuild } from '../../core/domain/compliance/dnc-index.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
@@ -20,3 +21,7 @@ export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, {
 export const pruneClioOAuthStates: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
   deleted: await pruneExpiredClioStates(services.mongo.db),
 });
+
+/** Streams a firm's do-not-call list into its Redis index (core/domain/compliance/dnc-index.ts). */
+export const rebuildDncIndex: JobProcessor<{ firm: string }> = async (job, { services }) =>
+  rebuild(services, job.data.firm);

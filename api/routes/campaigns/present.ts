@@ -1,5 +1,9 @@
 import type { Static } from '@sinclair/typebox';
-import type { CampaignCounts } from '../../../core/domain/campaigns/campaign-progress.js';
+import {
+  readSkipped,
+  type CampaignCounts,
+  type SkippedByReason,
+} from '../../../core/domain/campaigns/campaign-progress.js';
 import { countsOf, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
 import { retryOn } from '../../../core/domain/campaigns/campaign-retry.js';
 import type { Services } from '../../../core/wiring/services.js';
@@ -20,7 +24,11 @@ function pausedReasonView(campaign: CampaignDoc): Static<typeof CampaignRecord>[
 }
 
 /** The campaign record as the API shows it. */
-export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Static<typeof CampaignRecord> {
+export function campaignView(
+  campaign: CampaignDoc,
+  counts: CampaignCounts,
+  skipped?: SkippedByReason,
+): Static<typeof CampaignRecord> {
   return {
     id: campaign._id,
     name: campaign.name,
@@ -34,6 +42,8 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts): Sta
     calls_failed: counts.calls_failed,
     retry_on: retryOn(campaign),
     skip_known_clients: campaign.skip_known_clients === true,
+    purpose: campaign.purpose ?? 'marketing',
+    ...(skipped === undefined ? {} : { skipped_by_reason: skipped }),
     known_clients_skipped: campaign.known_clients_skipped ?? 0,
     paused_reason: pausedReasonView(campaign),
     launched_at: campaign.launched_at === null ? null : campaign.launched_at.toISOString(),
@@ -46,8 +56,13 @@ export async function viewWithCounts(
   services: Services,
   campaign: CampaignDoc,
 ): Promise<Static<typeof CampaignRecord>> {
-  const [counts] = await countsOf(services, [campaign]);
-  return campaignView(campaign, counts!);
+  const [[counts], live] = await Promise.all([
+    countsOf(services, [campaign]),
+    readSkipped(services, campaign._id),
+  ]);
+  // Redis keeps the skips 30 days after the end; the campaign keeps a copy.
+  const anyLive = Object.values(live).some((n) => n > 0);
+  return campaignView(campaign, counts!, anyLive ? live : (campaign.final_skipped ?? live));
 }
 
 /** A draft campaign, as creating it (and adding leads to it, with `leads_added`) answers. */

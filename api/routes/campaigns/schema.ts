@@ -4,6 +4,8 @@ import { MAX_LEADS_PER_REQUEST } from '../../../core/domain/campaigns/campaign-l
 import { RETRYABLE_OUTCOMES } from '../../../core/domain/campaigns/campaign-retry.js';
 import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 import { LeadInputFields } from '../leads/schema.js';
+import { CAMPAIGN_PURPOSES } from '../../../core/domain/compliance/consent.js';
+import { SKIP_REASONS } from '../../../core/domain/campaigns/campaign-progress.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -51,12 +53,25 @@ const SkipKnownClients = Type.Boolean({
     'when they join the campaign are not called and not counted in calls_queued',
 });
 
+const Purpose = Type.Union(
+  CAMPAIGN_PURPOSES.map((p) => Type.Literal(p)),
+  {
+    description:
+      'Set at creation; without it the platform\'s CAMPAIGN_DEFAULT_PURPOSE ("marketing" unless the deployment ' +
+      'widens it), and the record shows the purpose the campaign got. ' +
+      'A marketing campaign calls only leads with written consent, or inquiry ' +
+      "consent no older than the firm's inquiry_consent_days; an informational one calls every callable lead " +
+      '(docs/compliance.md#consent)',
+  },
+);
+
 export const CreateCampaignBody = Body({
   firmSlug: FirmSlug,
   name: Type.String({ minLength: 1, maxLength: 200 }),
   agentId: Id,
   retry_on: Type.Optional(RetryOn),
   skip_known_clients: Type.Optional(SkipKnownClients),
+  purpose: Type.Optional(Purpose),
   ...LeadsFields,
 });
 
@@ -160,6 +175,15 @@ export const CampaignRecord = Type.Object({
   }),
   retry_on: RetryOn,
   skip_known_clients: SkipKnownClients,
+  purpose: Purpose,
+  skipped_by_reason: Type.Optional(
+    Type.Object(Object.fromEntries(SKIP_REASONS.map((r) => [r, Type.Integer()])), {
+      description:
+        'GET of one campaign only: its phones not called, by reason — no_consent, consent_expired, ' +
+        'consent_not_for_marketing (the consent rule), dnc, country, hours (the dial gate); each phone once. ' +
+        'They are counted in calls_failed too, and get no call: the calls created are calls_queued minus their sum',
+    }),
+  ),
   known_clients_skipped: Type.Integer({
     description:
       'Leads with a callable phone not called because they were known clients when they joined (skip_known_clients)',

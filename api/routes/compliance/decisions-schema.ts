@@ -42,7 +42,25 @@ export const DecisionRecord = Type.Object({
   zones: Type.Array(Type.Object({ zone: Type.String(), local: Type.String(), allowed: Type.Boolean() })),
   attempts: Nullable(Type.Integer()),
   attempts_cap: Type.Integer(),
-  consent: Type.Null(),
+  consent: Nullable(
+    Type.Object(
+      {
+        purpose: Type.Union([Type.Literal('marketing'), Type.Literal('informational')]),
+        kind: Nullable(Type.String({ description: "The lead's consent kind; null: none" })),
+        obtained_at: Nullable(Timestamp),
+        skip: Nullable(
+          Type.String({
+            description:
+              'Why the consent did not suffice: no_consent, consent_expired, consent_not_for_marketing',
+          }),
+        ),
+      },
+      {
+        description:
+          "A campaign call's consent as judged; null when no consent rule applied (a direct call, the dial stage)",
+      },
+    ),
+  ),
   at: Timestamp,
 });
 

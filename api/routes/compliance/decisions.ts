@@ -35,7 +35,14 @@ function decisionView(d: DialDecisionDoc): Static<typeof DecisionRecord> {
     zones: d.zones,
     attempts: d.attempts,
     attempts_cap: d.attempts_cap,
-    consent: null,
+    consent:
+      d.consent === null || d.consent === undefined
+        ? null
+        : {
+            ...d.consent,
+            obtained_at:
+              d.consent.obtained_at === null ? null : new Date(d.consent.obtained_at).toISOString(),
+          },
     at: d.at.toISOString(),
   };
 }

@@ -7,6 +7,7 @@ import {
   type InvalidPhone,
 } from '../../../core/domain/compliance/dnc-input.js';
 import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/domain/compliance/dnc-store.js';
+import { indexListed } from '../../../core/domain/compliance/dnc-index.js';
 import {
   isKnownCountry,
   normalizePhone,
@@ -68,6 +69,8 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
+      // Every number asked, listed before or not: a repeat heals an index write an outage lost.
+      await indexListed(services, firm._id, phones);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -96,6 +99,8 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
+      // Every number asked, listed before or not: a repeat heals an index write an outage lost.
+      await indexListed(services, firm._id, phones);
       return {
         rows,
         added: added.length,

@@ -21,6 +21,10 @@ export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
     notes: lead.notes,
     timezone: lead.timezone,
     do_not_call: lead.do_not_call,
+    consent:
+      lead.consent === undefined || lead.consent === null
+        ? null
+        : { ...lead.consent, obtained_at: new Date(lead.consent.obtained_at).toISOString() },
     appointment:
       lead.appointment === undefined
         ? null

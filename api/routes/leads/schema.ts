@@ -1,10 +1,45 @@
 import { Type } from '@sinclair/typebox';
 import { LEAD_SOURCES } from '../../../core/domain/leads/leads.js';
+import { CONSENT_KINDS } from '../../../core/domain/compliance/consent.js';
 import { Body, Cursor, FirmSlug, Id, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Text = (maxLength: number, description?: string) =>
   Type.String({ maxLength, ...(description === undefined ? {} : { description }) });
+
+const ConsentFields = {
+  kind: Type.Union(
+    CONSENT_KINDS.map((k) => Type.Literal(k)),
+    {
+      description:
+        'written: signed or ticked consent to marketing calls; inquiry: the person asked the firm (a call, a chat); existing_client: a client of the firm (informational calls only)',
+    },
+  ),
+  text: Type.String({ minLength: 1, maxLength: 2000, description: 'What the person agreed to, in words' }),
+  obtained_at: Type.String({ format: 'date-time', description: 'ISO 8601' }),
+  source: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: 'Where it was obtained: a web form, "inbound_call", "chat", …',
+  }),
+};
+
+export const ConsentInput = Type.Object(
+  {
+    ...ConsentFields,
+    evidence_url: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The person's consent to be called (docs/compliance.md#consent): a marketing campaign calls only on written consent or a recent inquiry",
+  },
+);
+
+export const ConsentRecord = Type.Object({
+  ...ConsentFields,
+  evidence_url: Type.Optional(Type.String()),
+});
 
 /** The fields a client may give a lead (POST /api/leads, campaign inline leads). */
 export const LeadInputFields = {
@@ -18,6 +53,7 @@ export const LeadInputFields = {
     Text(64, "IANA time zone of the person (campaign calling windows); else the firm's"),
   ),
   do_not_call: Type.Optional(Type.Boolean({ description: 'Never called by campaigns' })),
+  consent: Type.Optional(ConsentInput),
 };
 
 export const CreateLeadBody = Body({ firmSlug: FirmSlug, ...LeadInputFields });
@@ -47,6 +83,7 @@ export const LeadRecord = Type.Object({
   notes: Nullable(Type.String()),
   timezone: Nullable(Type.String()),
   do_not_call: Type.Boolean(),
+  consent: Nullable(ConsentRecord),
   appointment: Type.Union(
     [
       Type.Object({

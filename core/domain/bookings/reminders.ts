@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt } from '../../platform/db/effect-recorder.js';
+import { BusyUntilError, leaseRenewMs } from '../../platform/busy-until.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
 import { reminderIdPart, type SendReminderJob } from '../../../jobs/bookings.js';
 import { reminderMail, reminderMessageId } from './reminder-mail.js';
 import { readBookingReminders, type ReminderRecord, type ReminderStore } from './reminder-records.js';
 import { finishReminder, leaseReminder, renewReminderLease } from './reminder-lease.js';
+import { bookingEventWaits } from '../deliveries/outbox-bookings.js';
 
 // Sending a reminder, exactly once as far as SMTP lets anyone: the effect recorder's idea
 // (mark, perform, record) on the reminder's own record in Redis rather than through runEffect,
@@ -21,18 +23,18 @@ import { finishReminder, leaseReminder, renewReminderLease } from './reminder-le
 // An attempt that dies between SMTP's acceptance and `finish` leaves `sending`: once its lease
 // is over, the next attempt sends again (SMTP cannot be asked; at least once, never lost), with
 // the same Message-ID. An attempt that finds the reminder `sending` under a live lease waits for
-// the lease's end (its job delayed until then, no attempt spent) and looks again.
+// the lease's end (its job delayed until then, no attempt spent) and looks again. Before the
+// lease, an attempt whose booking has an event kept in the webhook outbox and not yet applied (a
+// cancel acknowledged while Redis was down) waits for it the same way
+// (core/domain/deliveries/outbox-bookings.ts).
 //
 // The lease is short and renewed while the send runs, so a dead attempt's reminder goes out
 // about a lease later, not after a lease long enough for the slowest send: the chaos run saw a
 // reminder due a minute before its meeting mailed 9 minutes late after a worker was SIGKILLed
 // mid-send (a 5-minute lease, and busy attempts backing off exponentially meanwhile).
 
-/**
- * How often a send under way renews its lease: three times per lease (REMINDER_LEASE_MS, how
- * long a lease holds a reminder without a renewal), so one late renewal does not lose it.
- */
-export const reminderRenewMs = (leaseMs: number): number => Math.floor(leaseMs / 3);
+/** How often a send under way renews its lease (REMINDER_LEASE_MS): as every lease is renewed. */
+export const reminderRenewMs = leaseRenewMs;
 
 export const reminderStoreOf = (services: Services): ReminderStore => ({
   redis: services.redis,
@@ -60,16 +62,28 @@ async function countReminderMail(services: Services, firm: string, now: number):
   return Number(count) <= services.config.bookingMailsPerFirmPerDay;
 }
 
-/** Another attempt is sending this reminder right now; this one looks again at `until`. */
-export class ReminderBusyError extends Error {
-  constructor(
-    field: string,
-    readonly until: number,
-  ) {
+/** Another attempt is sending this reminder right now; this one looks again when its lease ends. */
+export class ReminderBusyError extends BusyUntilError {
+  constructor(field: string, until: number) {
     super(
       `The reminder ${reminderIdPart(field)} is being sent by another attempt; checking again when its lease ends.`,
+      until,
     );
     this.name = 'ReminderBusyError';
+  }
+}
+
+/** How soon a reminder waiting for its booking's event in the outbox looks again (the drain runs every second). */
+const OUTBOX_RECHECK_MS = 2_000;
+
+/** An event of the reminder's booking waits in the webhook outbox: the reminder looks again at `until`. */
+export class BookingEventWaitsError extends BusyUntilError {
+  constructor(field: string, until: number) {
+    super(
+      `The reminder ${reminderIdPart(field)} waits for an event of its booking still in the webhook outbox.`,
+      until,
+    );
+    this.name = 'BookingEventWaitsError';
   }
 }
 
@@ -110,6 +124,11 @@ async function leaseAndSend(
 ): Promise<Record<string, unknown>> {
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
+  // A cancel or reschedule of the booking acknowledged into the webhook outbox (while Redis was
+  // down) and not yet applied: the reminder waits for it rather than racing it.
+  if (await bookingEventWaits(services, firm, uid)) {
+    throw new BookingEventWaitsError(field, Date.now() + OUTBOX_RECHECK_MS);
+  }
   const token = randomBytes(9).toString('base64url');
   const leaseMs = services.config.reminderLeaseMs;
   const lease = await leaseReminder(store, firm, uid, field, { now: Date.now(), leaseMs, token });

@@ -63,7 +63,16 @@ const EFFECTS: Record<
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
       const lead = await ensureSubjectLead(
         services.mongo.db,
-        { source: 'call', id: call._id, firm: call.firm, campaign_id: call.campaign_id ?? null },
+        {
+          source: 'call',
+          id: call._id,
+          firm: call.firm,
+          campaign_id: call.campaign_id ?? null,
+          // A caller who rang the firm made an inquiry: consent to be called back about it.
+          ...(call.direction === 'inbound'
+            ? { inquiryAt: new Date(call.start_timestamp ?? call.created_at.getTime()) }
+            : {}),
+        },
         leadFieldsFrom(data),
       );
       return { state: 'done', result: { lead_id: lead._id }, alsoSet: { lead_id: lead._id } };

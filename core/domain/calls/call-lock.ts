@@ -1,7 +1,7 @@
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
-import type { EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
+import type { EffectLeaseDoc, EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
 
 // Writers of one call record (the place-call job, the call-event jobs, the effect recorder)
@@ -24,11 +24,19 @@ export function withCallLock<T>(
   });
 }
 
-/** A call as the subject of effects (its dial, the call_analyzed effects): written under its lock. */
+/**
+ * A call as the subject of effects (its dial, the call_analyzed effects): written under its lock;
+ * a running effect holds a lease (EFFECT_LEASE_MS), so another attempt waits for it.
+ */
 export function callSubject(services: Services, call: { _id: string; firm: string }): EffectSubject {
   return {
     collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.calls),
     id: call._id,
     exclusive: (write) => withCallLock(services, call.firm, call._id, write),
+    lease: {
+      collection: services.mongo.db.collection<EffectLeaseDoc>(COLLECTIONS.effectLeases),
+      ms: services.config.effectLeaseMs,
+      clockMarginMs: services.config.effectLeaseClockMarginMs,
+    },
   };
 }

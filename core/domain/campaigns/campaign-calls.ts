@@ -8,9 +8,9 @@ import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/ca
 import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { decideAtRequest } from '../compliance/dial-gate.js';
-import { findDncEntry } from '../compliance/dnc-store.js';
+import { readDncEntryFast } from '../compliance/dnc-index.js';
 import { clock } from '../../platform/clock.js';
-import { advanceLead } from './campaign-progress.js';
+import { advanceLead, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import {
@@ -82,7 +82,7 @@ export async function runCampaignCall(
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
   // The do-not-call read goes beside the lead's and the firm's (the gate below awaits it).
-  const dnc = findDncEntry(db, job.firm, job.phone);
+  const dnc = readDncEntryFast(services, job.firm, job.phone);
   dnc.catch(() => undefined);
   const [lead, firm] = await Promise.all([
     campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),
@@ -101,12 +101,19 @@ export async function runCampaignCall(
     campaignId: job.campaignId,
     stage: 'request',
     dnc,
+    consent: { purpose: first.purpose ?? 'marketing', consent: lead.consent ?? null },
   });
   if (gate.decision.answer === 'defer') {
     await passDialTurn(services, firm._id, callId);
     return { kind: 'wait_until', at: clock.wallTimeOf(gate.decision.until) };
   }
   if (gate.decision.answer === 'block') {
+    // Counted in skipped_by_reason (the consent rule's own reason, else the gate's) before the
+    // lead settles, so a campaign that completes shows every skip.
+    const reason = gate.record?.consent?.skip ?? gate.decision.reason;
+    if ((SKIP_REASONS as readonly string[]).includes(reason)) {
+      await recordSkip(services, job.campaignId, job.phone, reason as SkipReason);
+    }
     await failLead(services, job, callId);
     return done(`blocked:${gate.decision.reason}`);
   }

@@ -249,6 +249,7 @@ export async function writeCampaignLeads(
           phone,
           timezone: lead.timezone,
           variables: leadVariables(lead),
+          consent: lead.consent ?? null,
           created_at: now,
         });
       });

@@ -69,6 +69,42 @@ export async function readCounts(
   });
 }
 
+/**
+ * Why a campaign's phone was not called (skipped_by_reason): the consent rule's reasons
+ * (docs/compliance.md#consent) and the dial gate's blocks.
+ */
+export const SKIP_REASONS = [
+  'no_consent',
+  'consent_expired',
+  'consent_not_for_marketing',
+  'dnc',
+  'country',
+  'hours',
+] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+export type SkippedByReason = Record<SkipReason, number>;
+
+const skippedKey = (services: Services, campaignId: string, reason: string) =>
+  redisKeys(services.config).campaignSkipped(campaignId, reason);
+
+/** Counts the phone as skipped for the reason: once however often it is said (a set). */
+export async function recordSkip(
+  services: Services,
+  campaignId: string,
+  phone: string,
+  reason: SkipReason,
+): Promise<void> {
+  await services.redis.sadd(skippedKey(services, campaignId, reason), phone);
+}
+
+/** The campaign's skips by reason (every reason, 0 when none). */
+export async function readSkipped(services: Services, campaignId: string): Promise<SkippedByReason> {
+  const sizes = await Promise.all(
+    SKIP_REASONS.map((reason) => services.redis.scard(skippedKey(services, campaignId, reason))),
+  );
+  return Object.fromEntries(SKIP_REASONS.map((reason, i) => [reason, sizes[i] ?? 0])) as SkippedByReason;
+}
+
 /** A finished campaign's counters stay in Redis this long (late events); the campaign keeps a copy. */
 const RETAIN_AFTER_END_S = 30 * 24 * 3600;
 
@@ -78,4 +114,9 @@ export async function retainCountsAfterEnd(services: Services, campaignId: strin
     .expire(leadsKey(services, campaignId), RETAIN_AFTER_END_S)
     .expire(countsKey(services, campaignId), RETAIN_AFTER_END_S)
     .exec();
+  await Promise.all(
+    SKIP_REASONS.map((reason) =>
+      services.redis.expire(skippedKey(services, campaignId, reason), RETAIN_AFTER_END_S),
+    ),
+  );
 }

@@ -5,7 +5,14 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, notFound } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
-import { readCounts, retainCountsAfterEnd, type CampaignCounts } from './campaign-progress.js';
+import {
+  readCounts,
+  readSkipped,
+  retainCountsAfterEnd,
+  type CampaignCounts,
+  type SkippedByReason,
+} from './campaign-progress.js';
+import type { CampaignPurpose, Consent } from '../compliance/consent.js';
 import type { RetryableOutcome } from './campaign-retry.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
@@ -44,6 +51,13 @@ export interface CampaignDoc {
   skip_known_clients?: boolean;
   /** Leads with a callable phone not called because they were known clients when they joined. */
   known_clients_skipped?: number;
+  /**
+   * Set at creation (docs/compliance.md#consent): a marketing campaign calls only leads with
+   * written consent or a recent inquiry. Absent: marketing.
+   */
+  purpose?: CampaignPurpose;
+  /** The skips by reason when the campaign ended (Redis keeps the live ones a while after). */
+  final_skipped?: SkippedByReason;
   /** Set at launch (0 before). */
   calls_queued: number;
   /**
@@ -109,6 +123,8 @@ export interface CampaignPhoneDoc {
   timezone: string | null;
   /** Dynamic variables for the agent (the lead's names, case type). */
   variables: Record<string, string>;
+  /** The lead's consent when it joined (the consent rule reads it); absent or null: none. */
+  consent?: Consent | null;
   created_at: Date;
 }
 
@@ -232,8 +248,17 @@ export async function endCampaign(
   status: 'completed' | 'cancelled',
 ): Promise<CampaignDoc> {
   const now = new Date();
-  const [counts] = await countsOf(services, [campaign]);
-  const changes = { status, finished_at: now, final_counts: counts ?? ZERO_COUNTS, updated_at: now };
+  const [[counts], skipped] = await Promise.all([
+    countsOf(services, [campaign]),
+    readSkipped(services, campaign._id),
+  ]);
+  const changes = {
+    status,
+    finished_at: now,
+    final_counts: counts ?? ZERO_COUNTS,
+    final_skipped: skipped,
+    updated_at: now,
+  };
   await campaignsCollection(services.mongo.db).updateOne({ _id: campaign._id }, { $set: changes });
   await retainCountsAfterEnd(services, campaign._id);
   return { ...campaign, ...changes };

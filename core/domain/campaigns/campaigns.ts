@@ -30,6 +30,8 @@ import {
   type CampaignDoc,
 } from './campaign-store.js';
 
+import type { CampaignPurpose } from '../compliance/consent.js';
+
 // Campaigns (docs/campaigns.md): create with leads, add leads while draft, launch once, pause,
 // resume, cancel. The launch flips draft → running behind a claim (`launch:<campaign>`), reads
 // the callable count kept as leads were added, enqueues the fan-out and answers: its time does
@@ -44,6 +46,7 @@ export async function createCampaign(
     agentId: string;
     retry_on?: RetryableOutcome[];
     skip_known_clients?: boolean;
+    purpose?: CampaignPurpose;
   },
 ): Promise<CampaignDoc> {
   const db = services.mongo.db;
@@ -63,6 +66,8 @@ export async function createCampaign(
     phone_pages: 0,
     skip_known_clients: skipKnownClients,
     known_clients_skipped: 0,
+    // The effective purpose is stored: an explicit one, else the platform's default (marketing).
+    purpose: input.purpose ?? services.config.campaignDefaultPurpose,
     calls_queued: 0,
     open_batch: null,
     launched_at: null,

@@ -314,7 +314,7 @@ async function listOptOut(
   const phone = (): string | null =>
     collected ?? analyseChat(chat).phone ?? (given === undefined ? null : findPhone(given));
   // The analysis runs only for a chat whose messages hold an opt-out (listChatOptOut asks for it then).
-  await listChatOptOut(services.mongo.db, services.log, chat, messages, phone);
+  await listChatOptOut(services, chat, messages, phone);
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */
@@ -336,7 +336,12 @@ async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;
   if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
   if (sentMessages(chat.messages) === 0) return;
-  await ensureSubjectLead(db, { source: 'chat', id: chat._id, firm: chat.firm }, leadFieldsFrom(analysis));
+  await ensureSubjectLead(
+    db,
+    // The person wrote to the firm: an inquiry, consent to be called about it.
+    { source: 'chat', id: chat._id, firm: chat.firm, inquiryAt: chat.created_at },
+    leadFieldsFrom(analysis),
+  );
 }
 
 /**

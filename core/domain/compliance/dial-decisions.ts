@@ -32,9 +32,21 @@ export interface DialDecisionDoc {
   /** Attempts in the rolling 24 h when decided (at the dial stage, this one included when allowed). */
   attempts: number | null;
   attempts_cap: number;
-  /** The consent the decision relied on (none yet: no consent rule applies). */
-  consent: null;
+  /**
+   * The consent the decision judged (a campaign's call: its purpose and the lead's consent);
+   * null when no consent rule applied (a direct call, the dial stage).
+   */
+  consent: DecisionConsent | null;
   at: Date;
+}
+
+export interface DecisionConsent {
+  purpose: 'marketing' | 'informational';
+  /** The lead's consent kind; null: it had none. */
+  kind: string | null;
+  obtained_at: Date | null;
+  /** Why it did not suffice (`no_consent`, `consent_expired`, `consent_not_for_marketing`); null: it did. */
+  skip: string | null;
 }
 
 export const dialDecisionsCollection = (db: Db) => collection<DialDecisionDoc>(db, COLLECTIONS.dialDecisions);

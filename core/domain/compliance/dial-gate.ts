@@ -4,10 +4,13 @@ import type { FirmDoc } from '../firms/firms.js';
 import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
 import { findDncEntry, type DncEntry } from './dnc-store.js';
+import { readDncEntryFast } from './dnc-index.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { DAY_MS, peekAttempts, takeSlotAndAttempt } from './frequency.js';
 import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
+import { DEFAULT_INQUIRY_CONSENT_DAYS, judgeConsent, type CampaignPurpose, type Consent } from './consent.js';
+import type { DecisionConsent } from './dial-decisions.js';
 
 // The dial gate (docs/compliance.md#the-dial-gate): every call is decided when it is requested
 // (create-outbound-call, each campaign-call job, campaign retries) and again right before the
@@ -37,6 +40,11 @@ export interface DialRequest {
   atMs?: number;
   /** The do-not-call read already under way (started beside the caller's own reads). */
   dnc?: Promise<DncEntry | null>;
+  /**
+   * A campaign's call: its purpose and the lead's consent, judged by the consent rule. Absent
+   * (a direct call, the dial stage): no consent rule applies (docs/compliance.md#consent).
+   */
+  consent?: { purpose: CampaignPurpose; consent: Consent | null };
 }
 
 export interface Decided {
@@ -58,15 +66,35 @@ function attemptsCap(services: Services, hours: HoursVerdict): number {
 }
 
 /**
- * The consent rule's place: a marketing call to a number without the consent it needs will be
- * blocked here with reason `consent` (not applied yet: every dial passes).
+ * The consent rule: a marketing campaign's call to a lead without the consent it needs is
+ * blocked with reason `consent` (details in `consent.skip`). It applies to campaign calls at the
+ * request stage, where the campaign's purpose and the lead's consent are known.
  */
-async function consentRule(_services: Services, _req: DialRequest): Promise<GateAnswer | null> {
-  return null;
+function consentRule(
+  req: DialRequest,
+  atMs: number,
+): { answer: GateAnswer | null; used: DecisionConsent | null } {
+  if (req.consent === undefined) return { answer: null, used: null };
+  const { purpose, consent } = req.consent;
+  const verdict = judgeConsent({
+    purpose,
+    consent,
+    inquiryDays: req.firm.settings.inquiry_consent_days ?? DEFAULT_INQUIRY_CONSENT_DAYS,
+    atMs,
+  });
+  const used: DecisionConsent = {
+    purpose,
+    kind: consent?.kind ?? null,
+    obtained_at: consent === null ? null : new Date(consent.obtained_at),
+    skip: verdict?.skip ?? null,
+  };
+  if (verdict === null) return { answer: null, used };
+  return { answer: { answer: 'block', reason: 'consent', message: verdict.message }, used };
 }
 
 interface Judged {
   decision: GateAnswer;
+  consent: DecisionConsent | null;
   hours: HoursVerdict;
   cap: number;
   attempts: number | null;
@@ -95,8 +123,10 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
     stateRules: config.complianceStateRules,
   });
   const cap = attemptsCap(services, hours);
+  const consentJudged = consentRule(req, atMs);
   const judged = (decision: GateAnswer, attempts: number | null = null): Judged => ({
     decision,
+    consent: consentJudged.used,
     hours,
     cap,
     attempts,
@@ -111,7 +141,10 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
   }
   // The do-not-call read and the count of attempts at once: one round trip on the request path.
   const [dnc, seen] = await Promise.all([
-    req.dnc ?? findDncEntry(services.mongo.db, req.firm._id, req.phone),
+    req.dnc ??
+      (req.stage === 'request'
+        ? readDncEntryFast(services, req.firm._id, req.phone)
+        : findDncEntry(services.mongo.db, req.firm._id, req.phone)),
     req.stage === 'request' ? peekAttempts(services, req.firm._id, req.phone, req.callId, atMs) : null,
   ]);
   if (dnc !== null) {
@@ -121,8 +154,7 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
       message: `The number is on the firm's do-not-call list.`,
     });
   }
-  const consent = await consentRule(services, req);
-  if (consent !== null) return judged(consent);
+  if (consentJudged.answer !== null) return judged(consentJudged.answer);
   if (!hours.allowed) {
     if (hours.nextAllowedMs === null) {
       return judged({
@@ -176,7 +208,7 @@ function decisionDoc(req: DialRequest, judged: Judged, atMs: number): DialDecisi
     zones: judged.hours.zones,
     attempts: judged.attempts,
     attempts_cap: judged.cap,
-    consent: null,
+    consent: judged.consent,
     at: new Date(atMs),
   };
 }

@@ -55,6 +55,26 @@ export interface Dialable {
  * code belongs to no country has no country to check against allowed_call_countries: null.
  */
 export function parseDialable(e164: string): Dialable | null {
+  const known = dialableSeen.get(e164);
+  if (known !== undefined) return known;
+  const found = parseDialableOnce(e164);
+  // A request parses its number several times (the route, the dial gate, the call): the last
+  // answers are kept (a pure function of the text; the oldest half dropped when full).
+  if (dialableSeen.size >= DIALABLE_SEEN_MAX) {
+    let drop = DIALABLE_SEEN_MAX / 2;
+    for (const key of dialableSeen.keys()) {
+      dialableSeen.delete(key);
+      if (--drop === 0) break;
+    }
+  }
+  dialableSeen.set(e164, found === null ? null : Object.freeze(found));
+  return found;
+}
+
+const DIALABLE_SEEN_MAX = 4096;
+const dialableSeen = new Map<string, Dialable | null>();
+
+function parseDialableOnce(e164: string): Dialable | null {
   if (!E164.test(e164)) return null;
   const parsed = parsePhoneNumberFromString(e164);
   if (parsed === undefined || !parsed.isPossible() || parsed.country === undefined) return null;

@@ -10,6 +10,7 @@ import { enqueue, type JobDefinition, type PayloadOf } from '../../../jobs/defin
 import { JOBS } from '../../../jobs/table.js';
 import type { QueueName } from '../../../jobs/queues.js';
 import { claimDelivery, outboxSpace, releaseDelivery } from './outbox-limits.js';
+import { noteOutboxBookingEvent } from './outbox-bookings.js';
 
 // Webhook senders that do not retry (Cal.com sends once; Retell three times in a few seconds)
 // must not lose an event because Redis is down (docs/webhooks.md#redis-outages). A delivery that
@@ -139,6 +140,10 @@ export async function acceptDelivery<K extends DeliveryJob>(
   const delivery = (JOBS[key] as unknown as JobDefinition<typeof data>).id?.(data);
   if (delivery !== undefined && !(await claimDelivery(services, delivery, id))) return 'outbox';
   try {
+    // The booking's reminders wait for this event until it is applied (outbox-bookings.ts).
+    if (key === 'bookingEvent' && delivery !== undefined) {
+      await noteOutboxBookingEvent(services, data as PayloadOf<typeof JOBS.bookingEvent>, delivery, id);
+    }
     await outbox(services).insertOne({
       _id: id,
       job: key,

@@ -11,6 +11,7 @@ import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164, type CountryCode } from '../contact-points/phones.js';
 import { appointmentOfLead, type LeadAppointment } from '../appointments/lead-appointment.js';
+import { inquiryConsent, type Consent, type ConsentKind } from '../compliance/consent.js';
 
 // Leads: the people a firm may call back or put in a campaign. They come from the API, from
 // campaigns (inline leads), and from analysed calls and chats — exactly one per call or chat:
@@ -40,6 +41,11 @@ export interface LeadDoc {
   /** IANA time zone of the person (campaign calling windows); null: the firm's. */
   timezone: string | null;
   do_not_call: boolean;
+  /**
+   * What the person agreed to be called about (docs/compliance.md#consent); a lead of an inbound
+   * call or chat has `inquiry` consent from its creation. Absent or null: none.
+   */
+  consent?: Consent | null;
   /** The appointment booked for this lead (docs/appointments.md#the-lead); absent: none. */
   appointment?: LeadAppointment;
   /**
@@ -62,7 +68,20 @@ export interface LeadFields {
   notes?: string | null;
   timezone?: string | null;
   do_not_call?: boolean;
+  /** obtained_at as an ISO 8601 string (the API) or a Date. */
+  consent?: ConsentInput | null;
 }
+
+export interface ConsentInput {
+  kind: ConsentKind;
+  text: string;
+  obtained_at: string | Date;
+  source: string;
+  evidence_url?: string;
+}
+
+/** How far ahead of this server's clock a consent's obtained_at may be (the sender's clock). */
+const CONSENT_CLOCK_SKEW_MS = 5 * 60_000;
 
 export const leadsCollection = (db: Db) => collection<LeadDoc>(db, COLLECTIONS.leads);
 
@@ -102,6 +121,31 @@ export function normaliseLeadFields(
   if (timezone !== null && !isTimeZone(timezone)) {
     problems.push({ path: '/timezone', message: 'is not an IANA time zone (such as America/Chicago)' });
   }
+  let consent: Consent | null = null;
+  if (fields.consent !== undefined && fields.consent !== null) {
+    const c = fields.consent;
+    const obtained = new Date(c.obtained_at);
+    const consentText = c.text.trim();
+    const source = singleLine(c.source).trim();
+    const before = problems.length;
+    if (Number.isNaN(obtained.getTime())) {
+      problems.push({ path: '/consent/obtained_at', message: 'is not a date-time (ISO 8601)' });
+    } else if (obtained.getTime() > Date.now() + CONSENT_CLOCK_SKEW_MS) {
+      // A consent from the future would count as a fresh inquiry for longer than it is.
+      problems.push({ path: '/consent/obtained_at', message: 'is in the future' });
+    }
+    if (consentText === '') problems.push({ path: '/consent/text', message: 'is blank' });
+    if (source === '') problems.push({ path: '/consent/source', message: 'is blank' });
+    if (problems.length === before) {
+      consent = {
+        kind: c.kind,
+        text: consentText,
+        obtained_at: obtained,
+        source,
+        ...(c.evidence_url === undefined ? {} : { evidence_url: c.evidence_url }),
+      };
+    }
+  }
   return {
     fields: {
       first_name: line(fields.first_name),
@@ -114,6 +158,7 @@ export function normaliseLeadFields(
       notes: text(fields.notes),
       timezone: timezone !== null && isTimeZone(timezone) ? timezone : null,
       do_not_call: fields.do_not_call === true,
+      consent,
     },
     problems,
   };
@@ -151,7 +196,17 @@ export function subjectLeadId(source: 'call' | 'chat', subjectId: string): strin
  */
 export async function ensureSubjectLead(
   db: Db,
-  subject: { source: 'call' | 'chat'; id: string; firm: string; campaign_id?: string | null },
+  subject: {
+    source: 'call' | 'chat';
+    id: string;
+    firm: string;
+    campaign_id?: string | null;
+    /**
+     * The person reached out (an inbound call, a chat): when, the time of the lead's inquiry
+     * consent. Absent: no consent is recorded (a call the firm made is no inquiry).
+     */
+    inquiryAt?: Date;
+  },
   input: LeadFields,
   defaultCountry: CountryCode = 'US',
 ): Promise<LeadDoc> {
@@ -164,6 +219,8 @@ export async function ensureSubjectLead(
     chat_id: subject.source === 'chat' ? subject.id : null,
     campaign_id: subject.campaign_id ?? null,
     ...fields,
+    // An inbound call or a chat is the person's inquiry; a campaign's own call is not.
+    consent: subject.inquiryAt === undefined ? null : inquiryConsent(subject.source, subject.inquiryAt),
     known_client: await findKnownClient(db, subject.firm, fields),
     created_at: new Date(),
   };

@@ -349,6 +349,20 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "how long a call record's write lock (the place-call and call-event jobs take turns on a call) lasts unreleased: how soon a crashed worker's lock on a call frees itself; longer than any one write may take",
   }),
+  effectLeaseMs: integer('EFFECT_LEASE_MS', {
+    min: 3000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "how long an outside effect under way (a dial, a CRM write, a notification) is held `running` without a renewal (renewed every third of it while it and its record's write run): another attempt waits for it rather than repeating it, and one whose holder died is reconciled or repeated this long (plus EFFECT_LEASE_CLOCK_MARGIN_MS) after its last renewal",
+  }),
+  effectLeaseClockMarginMs: integer('EFFECT_LEASE_CLOCK_MARGIN_MS', {
+    min: 0,
+    max: 60_000,
+    default: 5_000,
+    description:
+      "how long past its end an effect's lease still counts as live: a lease is written with its holder's clock and judged with another worker's, so this must exceed how far the workers' clocks may differ (NTP keeps them within milliseconds)",
+  }),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,
     max: 500,
@@ -413,6 +427,12 @@ export const CONFIG_SCHEMA = Type.Object({
     local: { start: '`false` with the simulator', test: '`false`' },
     description:
       "apply the states' stricter calling hours and caps by the number's region (docs/compliance.md#the-dial-gate); `false`: a `warn` line at start",
+  }),
+  campaignDefaultPurpose: oneOf('CAMPAIGN_DEFAULT_PURPOSE', ['marketing', 'informational'], {
+    default: 'marketing',
+    local: { start: '`informational` with the simulator', test: '`informational`' },
+    description:
+      'the `purpose` of a campaign created without one (an explicit `purpose` always wins): a marketing campaign calls only leads with written consent or a recent inquiry (docs/compliance.md#consent); `informational`: a `warn` line at start',
   }),
   dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
     min: 1000,

@@ -96,6 +96,17 @@ export const COLLECTIONS = {
    * repeat is kept once; deleted when the entry is moved (core/domain/deliveries/outbox-limits.ts).
    */
   webhookOutboxIds: 'webhook_outbox_ids',
+  /**
+   * The renewals of running effects' leases (`_id` = `<collection>|<subject id>|<path>`, written
+   * only by the attempt holding it), kept apart from the subject so that renewing needs no lock
+   * (core/platform/db/effect-recorder.ts).
+   */
+  effectLeases: 'effect_leases',
+  /**
+   * Key documents: a booking's event kept in the outbox and not yet applied (`_id` =
+   * `<firm>|<booking uid>|<job id>`), so its reminders wait for it (core/domain/deliveries/outbox-bookings.ts).
+   */
+  webhookOutboxBookings: 'webhook_outbox_bookings',
   /** Bookings made through the booking provider (`_id` = our appointment id): request and its effect record. */
   appointments: 'appointments',
   /** Key documents: the appointment of a lead (`_id` = the lead id), copied onto the lead when it exists. */

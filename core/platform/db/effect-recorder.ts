@@ -1,5 +1,7 @@
 import type { Collection, Document } from 'mongodb';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
 import type { EffectGate } from './effect-gate.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
@@ -18,6 +20,24 @@ export interface EffectSubjectDoc {
 //
 // Records are written with the subject's lock held (`exclusive`): FerretDB rewrites whole
 // documents on update, so writers of one document take turns (withRecordLock, core/platform/redis-mutex.ts).
+//
+// The lease. `running` alone cannot tell an attempt still under way from one that died, and the
+// BullMQ lock that keeps a job's attempts apart is in Redis: a worker that loses Redis for a
+// while loses its job's lock, and when Redis is back another worker takes the job as stalled
+// while the first is still sending, or still retrying a known outcome into its record
+// (writeKnownOutcome). So the mark stores a lease on the record (`lease_token`, `lease_until`),
+// renewed every third of its length (EFFECT_LEASE_MS) while `perform` and the outcome write run.
+// The renewals go to a document of their own (`effect_leases`, `_id` = the subject's collection,
+// id and the effect's path; only the holder writes it), written without the subject's lock: the
+// lock is in Redis, and the lease must be renewed precisely while Redis is away. An attempt that
+// finds the effect `running` under a live lease neither reconciles nor repeats it: it throws a
+// BusyUntilError and its job sleeps until the lease ends, spending no attempt (workers/runner.ts).
+// A lease that ran out means its holder died (or lost MongoDB too): the next attempt reconciles
+// or repeats, as before. An attempt that ends (done, skipped, failed, or an error) ends its lease.
+// Clocks: a lease is written with the holder's clock and judged with the reader's, so it counts
+// as live for a margin past its end (EFFECT_LEASE_CLOCK_MARGIN_MS, 5 s); workers' clocks further apart than that
+// (NTP keeps them within milliseconds) would shorten it. A subject without `lease` (a booking
+// made within one request) has none: a `running` record is reconciled or repeated at once.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -32,6 +52,9 @@ export interface EffectRecord<R = Record<string, unknown>> {
   last_error: string | null;
   /** What the effect produced (a provider's id, a message id), or why it was skipped. */
   result: R | null;
+  /** The running attempt's lease: its token (renewals carry it) and its end as marked; null once it ended. */
+  lease_token?: string | null;
+  lease_until?: Date | null;
 }
 
 export function newEffectRecord<R>(): EffectRecord<R> {
@@ -42,7 +65,16 @@ export function newEffectRecord<R>(): EffectRecord<R> {
     finished_at: null,
     last_error: null,
     result: null,
+    lease_token: null,
+    lease_until: null,
   };
+}
+
+/** The renewal of a running effect's lease (`_id`: see leaseIdOf), written only by its holder. */
+export interface EffectLeaseDoc {
+  _id: string;
+  token: string;
+  until: Date;
 }
 
 /** The document an effect belongs to, and how to write it without racing its other writers. */
@@ -50,7 +82,16 @@ export interface EffectSubject {
   collection: Collection<EffectSubjectDoc>;
   id: string;
   exclusive<T>(write: () => Promise<T>): Promise<T>;
+  /**
+   * Running effects hold a lease of `ms` (EFFECT_LEASE_MS), renewed in `collection`, judged live
+   * for `clockMarginMs` past its end (EFFECT_LEASE_CLOCK_MARGIN_MS); none without.
+   */
+  lease?: { collection: Collection<EffectLeaseDoc>; ms: number; clockMarginMs: number };
 }
+
+/** The lease document of one effect of one subject. */
+export const leaseIdOf = (subject: EffectSubject, path: string): string =>
+  `${subject.collection.collectionName}|${subject.id}|${path}`;
 
 export interface EffectOutcome<R> {
   state: 'done' | 'skipped';
@@ -82,6 +123,17 @@ export class EffectRaceError extends Error {
   constructor(path: string, id: string) {
     super(`The effect ${path} of ${id} was started by another attempt; checking again.`);
     this.name = 'EffectRaceError';
+  }
+}
+
+/** Another attempt runs the effect under a live lease: this one looks again when the lease ends. */
+export class EffectBusyError extends BusyUntilError {
+  constructor(path: string, id: string, until: number) {
+    super(
+      `The effect ${path} of ${id} is under way in another attempt; checking again when its lease ends.`,
+      until,
+    );
+    this.name = 'EffectBusyError';
   }
 }
 
@@ -146,13 +198,20 @@ export async function runEffect<R>(
       state: outcome.state,
       result: outcome.result,
       finished_at: new Date(),
+      ...LEASE_ENDED,
     };
     await writeKnownOutcome(() => write(record, outcome.alsoSet));
     return record;
   };
+  const lease = subject.lease;
+  const leaseId = leaseIdOf(subject, effect.path);
 
   const seen = await read();
   if (settled(seen)) return seen;
+  if (lease !== undefined) {
+    const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
+    if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
+  }
   if (seen.state === 'running' && effect.reconcile !== undefined) {
     const found = await effect.reconcile(seen);
     if (found !== null) return settle(seen, found);
@@ -161,6 +220,8 @@ export async function runEffect<R>(
   // A stopping worker lets no effect begin from here (its job is parked and handed back); one
   // that has begun is counted until its outcome is recorded (effect-gate.ts).
   const pass = await attempt.gate?.enter();
+  const token = randomBytes(9).toString('base64url');
+  let renewal: NodeJS.Timeout | undefined;
   try {
     // The mark: only one attempt can move the record on from the version it read.
     const marked = await subject.exclusive(async () => {
@@ -173,11 +234,21 @@ export async function runEffect<R>(
         attempts: current.attempts + 1,
         started_at: new Date(),
         finished_at: null,
+        ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + lease.ms) }),
       };
       await subject.collection.updateOne({ _id: subject.id }, { $set: { [effect.path]: next } });
       return next;
     });
     if (settled(marked)) return marked;
+    if (lease !== undefined) {
+      // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
+      // not the effect's failure.
+      renewal = setInterval(() => {
+        lease.collection
+          .replaceOne({ _id: leaseId }, { token, until: new Date(Date.now() + lease.ms) }, { upsert: true })
+          .catch(() => undefined);
+      }, leaseRenewMs(lease.ms));
+    }
 
     let outcome: EffectOutcome<R>;
     try {
@@ -192,6 +263,7 @@ export async function runEffect<R>(
         state,
         last_error: message.slice(0, 500),
         ...(final ? { finished_at: new Date() } : {}),
+        ...LEASE_ENDED,
       }).catch(() => {
         // Left `running`: the next attempt reconciles or repeats, which is the safe side.
       });
@@ -199,6 +271,33 @@ export async function runEffect<R>(
     }
     return await settle(marked, outcome);
   } finally {
+    clearInterval(renewal);
     pass?.();
+    // The record says the lease ended; its renewal document goes too (a stopping worker does
+    // not wait for this: a renewal left behind names a token no record holds any more).
+    if (renewal !== undefined) {
+      await lease?.collection.deleteOne({ _id: leaseId, token }).catch(() => undefined);
+    }
   }
+}
+
+const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
+
+/**
+ * When the lease of a `running` record ends (its mark's end, or a later renewal by the same
+ * attempt), with the clock margin; null when it has ended or the record holds none.
+ */
+async function liveLeaseEnd(
+  lease: NonNullable<EffectSubject['lease']>,
+  leaseId: string,
+  record: EffectRecord<unknown>,
+): Promise<number | null> {
+  if (record.state !== 'running' || !record.lease_token || !record.lease_until) return null;
+  let until = new Date(record.lease_until).getTime();
+  const renewed = await lease.collection.findOne({ _id: leaseId });
+  if (renewed !== null && renewed.token === record.lease_token) {
+    until = Math.max(until, new Date(renewed.until).getTime());
+  }
+  const end = until + lease.clockMarginMs;
+  return end > Date.now() ? end : null;
 }

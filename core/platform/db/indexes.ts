@@ -80,6 +80,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutbox]: [],
   // Read and written by _id only.
   [COLLECTIONS.webhookOutboxIds]: [],
+  [COLLECTIONS.effectLeases]: [],
+  [COLLECTIONS.webhookOutboxBookings]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

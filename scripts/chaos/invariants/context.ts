@@ -24,6 +24,7 @@ export interface CallRow {
   _id: string;
   firm: string;
   status: string;
+  disconnection_reason?: string | null;
   to_number: string | null;
   campaign_id?: string;
   campaign_attempt?: number;
@@ -51,6 +52,7 @@ export async function readCallFacts(ctx: CheckContext): Promise<CallFacts> {
         projection: {
           firm: 1,
           status: 1,
+          disconnection_reason: 1,
           to_number: 1,
           campaign_id: 1,
           campaign_attempt: 1,

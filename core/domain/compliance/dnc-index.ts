@@ -1,0 +1,112 @@
+import type { Services } from '../../wiring/services.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { loadRedisScript } from '../../platform/redis-script.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import { dncCollection, findDncEntry, type DncEntry } from './dnc-store.js';
+
+// The firm's do-not-call list in Redis (a SET of its numbers beside the MongoDB key documents),
+// so that the dial gate's request stage — create-outbound-call and each campaign call — can say
+// "not listed" with one Redis round trip instead of a database read (docs/compliance.md#the-index).
+// MongoDB stays the truth:
+// - The set answers only "not listed", and only while its ready mark stands (an hour after a
+//   rebuild streamed the whole list into it). A member is confirmed by the point read, and a
+//   member the list no longer holds (taken off) is removed then.
+// - Additions are written to MongoDB first, then to the set: the rebuild adds into the live set,
+//   so an addition during a rebuild is never lost from it.
+// - What Redis can lose (a failover, a restart without its data, an addition whose SADD failed
+//   while Redis was down): the ready mark goes with the data, and the request stage reads MongoDB
+//   until the next rebuild; an addition missed while the mark stood is in the set at the latest
+//   after the mark expires (an hour). Meanwhile the request may be accepted, and the dial stage,
+//   which always reads MongoDB, blocks the call before the provider is asked.
+
+/** How long a rebuilt index is trusted before it is rebuilt again. */
+export const DNC_INDEX_TTL_S = 3600;
+const REBUILD_BATCH = 1000;
+
+const READ = loadRedisScript(new URL('./dnc-index-read.lua', import.meta.url), {
+  keys: ['ready', 'listed'],
+  args: ['phone'],
+});
+
+/**
+ * The request stage's read of the list: the index's "not listed" when it is ready, else (or for
+ * a number in the index) the MongoDB key document. Asks for a rebuild when the index is not ready.
+ */
+export async function readDncEntryFast(
+  services: Services,
+  firm: string,
+  phone: string,
+): Promise<DncEntry | null> {
+  const keys = redisKeys(services.config);
+  let ready = false;
+  let member = true;
+  try {
+    const [isReady, isMember] = (await READ.run(
+      services.redis,
+      { ready: keys.dncIndexReady(firm), listed: keys.dncListed(firm) },
+      { phone },
+    )) as [number, number];
+    ready = isReady === 1;
+    member = isMember === 1;
+  } catch {
+    // Redis unavailable: the database answers.
+  }
+  if (ready && !member) return null;
+  const entry = await findDncEntry(services.mongo.db, firm, phone);
+  if (entry === null && member && ready)
+    await services.redis.srem(keys.dncListed(firm), phone).catch(() => 0);
+  if (!ready) requestRebuild(services, firm);
+  return entry;
+}
+
+function requestRebuild(services: Services, firm: string): void {
+  enqueue(services.queues, JOBS.rebuildDncIndex, { firm }).catch((err: unknown) =>
+    services.log.warn({ err, firm }, 'could not ask for the do-not-call index rebuild'),
+  );
+}
+
+/** After numbers were added to the list in MongoDB: into the index (best effort, see above). */
+export async function indexListed(
+  services: Services,
+  firm: string,
+  phones: readonly string[],
+): Promise<void> {
+  if (phones.length === 0) return;
+  const set = redisKeys(services.config).dncListed(firm);
+  try {
+    for (let i = 0; i < phones.length; i += REBUILD_BATCH) {
+      await services.redis.sadd(set, ...phones.slice(i, i + REBUILD_BATCH));
+    }
+  } catch (err) {
+    services.log.warn(
+      { err, firm },
+      'do-not-call index not updated; the gate reads the database until its rebuild',
+    );
+  }
+}
+
+/**
+ * Streams the firm's list into the index (one cursor over the firm's `_id` range) and marks it
+ * ready for DNC_INDEX_TTL_S. Additions made meanwhile reach the set by their own SADD.
+ */
+export async function rebuildDncIndex(services: Services, firm: string): Promise<{ numbers: number }> {
+  const keys = redisKeys(services.config);
+  const cursor = dncCollection(services.mongo.db)
+    .find({ _id: { $gt: `${firm}:`, $lt: `${firm};` } }, { projection: { phone: 1 } })
+    .sort({ _id: 1 })
+    .batchSize(REBUILD_BATCH);
+  let batch: string[] = [];
+  let numbers = 0;
+  for await (const entry of cursor) {
+    batch.push(entry.phone);
+    numbers += 1;
+    if (batch.length === REBUILD_BATCH) {
+      await services.redis.sadd(keys.dncListed(firm), ...batch);
+      batch = [];
+    }
+  }
+  if (batch.length > 0) await services.redis.sadd(keys.dncListed(firm), ...batch);
+  await services.redis.set(keys.dncIndexReady(firm), new Date().toISOString(), 'EX', DNC_INDEX_TTL_S);
+  return { numbers };
+}
