@@ -264,6 +264,7 @@ describe('firm responses show exactly the documented settings', () => {
         max_concurrent_calls: 3,
         calling_window: { start: '09:00', end: '17:00', days: [1, 2, 3, 4, 5] },
         campaign_kill_switch: { opt_out_share: 0.1, window_calls: 20, failure_share: 0.4, window_dials: 10 },
+        inquiry_consent_days: 30,
         reminder_offsets_minutes: [120],
         allowed_call_countries: ['US', 'CA', 'GB'],
         widget_daily_message_cap: 100,
