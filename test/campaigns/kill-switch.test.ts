@@ -170,7 +170,7 @@ describe('opt-outs over the share', () => {
     expect(new Set(dials.map((d) => d.to_number)).size).toBe(41);
     expect(dials).toHaveLength(41);
     expect([firm.mails().length, firm.posts().length]).toEqual([1, 1]);
-  });
+  }, 60_000);
 
   it('below the share a campaign is not paused: 2 opt-outs of 10 where 20 % of 10 are allowed', async () => {
     const firm = await oneSlotFirm({
