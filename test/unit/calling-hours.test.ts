@@ -1,7 +1,8 @@
 // Calling hours in the callee's time, on a frozen clock (every instant is given, nothing waits):
 // numbers in one and in several possible zones (libphonenumber's data), Arizona without daylight
 // saving, zones with non-hour offsets, across the US and EU daylight-saving changes; the state
-// rules table; the firm's window and the lead's own zone narrowing the hours. Each expected
+// rules table with the states' legal holidays (and their observed days); the firm's window and the
+// lead's own zone narrowing the hours. Each expected
 // instant is worked out by hand in the comments, and checked again by a minute-by-minute scan
 // with an oracle that reads the wall clock with Intl on its own.
 import { createHash } from 'node:crypto';
@@ -15,6 +16,12 @@ import {
   STATE_RULES_VERSION,
   type HoursVerdict,
 } from '../../core/domain/compliance/calling-hours.js';
+import {
+  easterSunday,
+  holidayDate,
+  holidaysOfYear,
+  type HolidayRules,
+} from '../../core/domain/compliance/holidays.js';
 import { insideWindow, type CallingWindow } from '../../core/domain/pacing/calling-window.js';
 
 const HOURS = { start: '08:00', end: '21:00' };
@@ -33,6 +40,8 @@ const NUMBERS = {
   arizona: '+16025550100', // 602: America/Phoenix (no DST)
   florida: '+13055550100', // 305: America/New_York, US-FL
   utah: '+18015550100', // 801: America/Denver, US-UT
+  louisiana: '+15045550100', // 504: America/Chicago, US-LA
+  rhodeIsland: '+14015550100', // 401: America/New_York, US-RI
   india: '+919876543210', // Asia/Calcutta (UTC+5:30)
   nepal: '+97714123456', // Asia/Katmandu (UTC+5:45)
   london: '+442071234567', // Europe/London
@@ -43,11 +52,14 @@ const NUMBERS = {
 // The oracle: the wall clock read with Intl directly, the rules written out by hand.
 
 const clocks = new Map<string, Intl.DateTimeFormat>();
-function wallClock(ms: number, zone: string): { minute: number; weekday: string } {
+function wallClock(ms: number, zone: string): { minute: number; weekday: string; date: string } {
   let f = clocks.get(zone);
   if (f === undefined) {
     f = new Intl.DateTimeFormat('en-US', {
       timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
       weekday: 'short',
       hour: 'numeric',
       minute: 'numeric',
@@ -56,7 +68,11 @@ function wallClock(ms: number, zone: string): { minute: number; weekday: string 
     clocks.set(zone, f);
   }
   const parts = Object.fromEntries(f.formatToParts(ms).map((p) => [p.type, p.value]));
-  return { minute: (Number(parts.hour) % 24) * 60 + Number(parts.minute), weekday: parts.weekday! };
+  return {
+    minute: (Number(parts.hour) % 24) * 60 + Number(parts.minute),
+    weekday: parts.weekday!,
+    date: `${parts.year}-${parts.month}-${parts.day}`,
+  };
 }
 
 interface Case {
@@ -68,8 +84,8 @@ interface Case {
   firmTimeZone?: string;
   stateRules?: boolean;
   hours?: { start: string; end: string };
-  /** The oracle's hours for a zone's weekday: [start, end) in minutes, or null (closed). */
-  oracleHours?: (weekday: string) => [number, number] | null;
+  /** The oracle's hours for a zone's local weekday and date: [start, end) in minutes, or null (closed). */
+  oracleHours?: (weekday: string, date: string) => [number, number] | null;
   expectAllowed: boolean;
   expectNext: string | null;
 }
@@ -79,8 +95,8 @@ const DEFAULT_ORACLE = (): [number, number] => [8 * 60, 21 * 60];
 function oracleAllows(c: Case, zones: string[], ms: number): boolean {
   const hoursOf = c.oracleHours ?? DEFAULT_ORACLE;
   for (const zone of zones) {
-    const { minute, weekday } = wallClock(ms, zone);
-    const h = hoursOf(weekday);
+    const { minute, weekday, date } = wallClock(ms, zone);
+    const h = hoursOf(weekday, date);
     if (h === null || minute < h[0] || minute >= h[1]) return false;
   }
   return c.firmWindow === undefined || insideWindow(c.firmWindow, c.firmTimeZone ?? 'America/New_York', ms);
@@ -114,6 +130,35 @@ function checkAgainstOracle(c: Case, v: HoursVerdict): void {
 const FLORIDA_ORACLE = (): [number, number] => [8 * 60, 20 * 60];
 const NO_SUNDAY = (weekday: string): [number, number] | null =>
   weekday === 'Sun' ? null : [8 * 60, 21 * 60];
+
+// The states' legal holidays written out by hand from the statutes (not from the rules file), each
+// date with its observed day (Saturday → Friday, Sunday → Monday unless the statute says otherwise).
+// Utah (Utah Code § 63G-1-301): 2026 — Easter April 5; Juneteenth (Fri) also the Monday before;
+// July 4 (Sat) also Friday July 3. 2027 — Easter March 28; Juneteenth (Sat) also the Monday after;
+// July 4 (Sun) also Monday July 5; Pioneer Day (Sat) also Friday July 23; Election Day from 2027;
+// Christmas (Sat) also Friday December 24; New Year's Day 2028 (Sat) on Friday December 31.
+const UTAH_HOLIDAYS = new Set([
+  ...['01-01', '01-19', '02-16', '04-03', '05-25', '06-15', '06-19', '07-03', '07-04', '07-24'].map(
+    (d) => `2026-${d}`,
+  ),
+  ...['09-07', '10-12', '11-11', '11-26', '12-25'].map((d) => `2026-${d}`),
+  ...['01-01', '01-18', '02-15', '03-26', '05-31', '06-19', '06-21', '07-04', '07-05', '07-23', '07-24'].map(
+    (d) => `2027-${d}`,
+  ),
+  ...['09-06', '10-11', '11-02', '11-11', '11-25', '12-24', '12-25', '12-31'].map((d) => `2027-${d}`),
+]);
+const UTAH_ORACLE = (weekday: string, date: string): [number, number] | null =>
+  UTAH_HOLIDAYS.has(date) ? null : NO_SUNDAY(weekday);
+// Louisiana (La. R.S. 1:55), the dates the cases below meet: Mardi Gras 2027 (Easter − 47) and
+// Good Friday 2027 (Easter − 2). Hours 08:00–20:00, none on Sunday.
+const LOUISIANA_ORACLE = (weekday: string, date: string): [number, number] | null =>
+  weekday === 'Sun' || ['2027-02-09', '2027-03-26'].includes(date) ? null : [8 * 60, 20 * 60];
+// Rhode Island (R.I. Gen. Laws § 25-1-1): Victory Day, the second Monday of August (2027-08-09).
+// Hours 09:00–18:00 Monday to Friday, 10:00–17:00 Saturday, none on Sunday.
+const RHODE_ISLAND_ORACLE = (weekday: string, date: string): [number, number] | null => {
+  if (weekday === 'Sun' || date === '2027-08-09') return null;
+  return weekday === 'Sat' ? [10 * 60, 17 * 60] : [9 * 60, 18 * 60];
+};
 const WHOLE_DAY = (): [number, number] => [0, 1440];
 const WEEKDAYS_10_16: CallingWindow = { start: '10:00', end: '16:00', days: [1, 2, 3, 4, 5] };
 
@@ -298,11 +343,128 @@ const MATRIX: Case[] = [
   {
     name: 'Utah on a Sunday',
     phone: NUMBERS.utah,
-    atIso: '2026-06-14T18:00:00Z',
-    oracleHours: NO_SUNDAY,
+    atIso: '2026-06-07T18:00:00Z',
+    oracleHours: UTAH_ORACLE,
     expectAllowed: false,
-    expectNext: '2026-06-15T14:00:00Z',
+    expectNext: '2026-06-08T14:00:00Z',
   },
+  // Legal holidays. Utah, Pioneer Day 2027 (July 24) is a Saturday, kept on Friday July 23 too:
+  // Friday 10:00 MDT closed, Saturday the holiday itself, Sunday closed; Monday 08:00 MDT = 14:00Z.
+  {
+    name: 'Utah, Pioneer Day observed (Fri)',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-23T16:00:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-07-26T14:00:00Z',
+  },
+  {
+    name: 'Utah, Pioneer Day (Sat)',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-24T16:00:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-07-26T14:00:00Z',
+  },
+  {
+    name: 'Utah, the Monday after Pioneer Day',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-26T16:00:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: true,
+    expectNext: '2027-07-26T16:00:00Z',
+  },
+  // Thursday 19:00 MDT is already Friday July 23 in UTC: the callee's date counts, so it is open.
+  {
+    name: 'Utah, eve of the holiday (UTC date is it)',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-23T01:00:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: true,
+    expectNext: '2027-07-23T01:00:00Z',
+  },
+  // July 4, 2027 is a Sunday, kept on Monday July 5: Saturday 21:30 MDT closed, then Sunday, then
+  // the observed Monday; Tuesday 08:00 MDT = 14:00Z.
+  {
+    name: 'Utah, July 4 (Sun) observed Monday',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-04T03:30:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-07-06T14:00:00Z',
+  },
+  // Juneteenth 2026 (Fri June 19) is kept on the Monday before, June 15: next is Tuesday.
+  {
+    name: 'Utah, Juneteenth on the Monday before',
+    phone: NUMBERS.utah,
+    atIso: '2026-06-15T16:00:00Z',
+    oracleHours: UTAH_ORACLE,
+    expectAllowed: false,
+    expectNext: '2026-06-16T14:00:00Z',
+  },
+  {
+    name: 'Utah, Pioneer Day, state rules off',
+    phone: NUMBERS.utah,
+    atIso: '2027-07-24T16:00:00Z',
+    stateRules: false,
+    expectAllowed: true,
+    expectNext: '2027-07-24T16:00:00Z',
+  },
+  // Louisiana: Mardi Gras 2027 (Tue Feb 9, Easter March 28 − 47) 10:00 CST closed; Wednesday
+  // 08:00 CST = 14:00Z.
+  {
+    name: 'Louisiana, Mardi Gras',
+    phone: NUMBERS.louisiana,
+    atIso: '2027-02-09T16:00:00Z',
+    oracleHours: LOUISIANA_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-02-10T14:00:00Z',
+  },
+  {
+    name: 'Louisiana, the day after Mardi Gras',
+    phone: NUMBERS.louisiana,
+    atIso: '2027-02-10T16:00:00Z',
+    oracleHours: LOUISIANA_ORACLE,
+    expectAllowed: true,
+    expectNext: '2027-02-10T16:00:00Z',
+  },
+  // Good Friday 2027 (March 26) 11:00 CDT closed; Saturday 08:00 CDT = 13:00Z.
+  {
+    name: 'Louisiana, Good Friday',
+    phone: NUMBERS.louisiana,
+    atIso: '2027-03-26T16:00:00Z',
+    oracleHours: LOUISIANA_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-03-27T13:00:00Z',
+  },
+  // Rhode Island: Victory Day 2027 (second Monday of August, the 9th) 12:00 EDT closed; Tuesday
+  // 09:00 EDT = 13:00Z.
+  {
+    name: 'Rhode Island, Victory Day',
+    phone: NUMBERS.rhodeIsland,
+    atIso: '2027-08-09T16:00:00Z',
+    oracleHours: RHODE_ISLAND_ORACLE,
+    expectAllowed: false,
+    expectNext: '2027-08-10T13:00:00Z',
+  },
+  {
+    name: 'Rhode Island, the day after Victory Day',
+    phone: NUMBERS.rhodeIsland,
+    atIso: '2027-08-10T16:00:00Z',
+    oracleHours: RHODE_ISLAND_ORACLE,
+    expectAllowed: true,
+    expectNext: '2027-08-10T16:00:00Z',
+  },
+  // New York has no holiday rule: the same instants are open.
+  ...['2027-07-23T16:00:00Z', '2027-02-09T16:00:00Z', '2027-03-26T16:00:00Z', '2027-08-09T16:00:00Z'].map(
+    (atIso): Case => ({
+      name: `New York on ${atIso.slice(0, 10)} (a holiday elsewhere)`,
+      phone: NUMBERS.newYork,
+      atIso,
+      expectAllowed: true,
+      expectNext: atIso,
+    }),
+  ),
   // The firm's window (10:00-16:00 Mon-Fri, Chicago) narrows: 10:30 EDT is 09:30 CDT; opens 15:00Z.
   {
     name: 'firm window narrows (Chicago 10-16)',
@@ -517,7 +679,7 @@ describe('calling hours in every possible zone of the number', () => {
     ];
     const oracles = new Map([
       [NUMBERS.florida, FLORIDA_ORACLE],
-      [NUMBERS.utah, NO_SUNDAY],
+      [NUMBERS.utah, UTAH_ORACLE],
     ]);
     for (let i = 0; i < 90; i++) {
       const phone = phones[i % phones.length]!;
@@ -537,6 +699,124 @@ describe('calling hours in every possible zone of the number', () => {
   });
 });
 
+describe("the states' legal holidays", () => {
+  const file = JSON.parse(readFileSync(RULES_FILE, 'utf8')) as {
+    regions: Record<string, { holidays?: HolidayRules }>;
+  };
+  const holidays = (region: string): HolidayRules => file.regions[region]!.holidays!;
+  const ymd = (dayNumber: number | null): string =>
+    dayNumber === null ? 'none' : new Date(dayNumber * 86_400_000).toISOString().slice(0, 10);
+  const rule = (region: string, name: string) => holidays(region).days.find((d) => d.name === name)!;
+
+  it('computes Easter Sunday with the anonymous Gregorian algorithm', () => {
+    const known: Record<number, string> = {
+      1818: '03-22', // the earliest possible date
+      1943: '04-25', // the latest possible date
+      2000: '04-23',
+      2019: '04-21',
+      2024: '03-31',
+      2025: '04-20',
+      2026: '04-05',
+      2027: '03-28',
+      2038: '04-25',
+    };
+    for (const [year, date] of Object.entries(known)) {
+      const [month, day] = easterSunday(Number(year));
+      expect(`${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`).toBe(
+        `${year}-${date}`,
+      );
+    }
+  });
+
+  it("computes each kind of rule's date for any year", () => {
+    expect(ymd(holidayDate(rule('US-UT', 'Pioneer Day'), 2027))).toBe('2027-07-24');
+    expect(ymd(holidayDate(rule('US-UT', 'Dr. Martin Luther King, Jr. Day'), 2027))).toBe('2027-01-18');
+    expect(ymd(holidayDate(rule('US-UT', 'Memorial Day'), 2027))).toBe('2027-05-31'); // last Monday
+    expect(ymd(holidayDate(rule('US-UT', 'Memorial Day'), 2026))).toBe('2026-05-25');
+    expect(ymd(holidayDate(rule('US-UT', 'Thanksgiving Day'), 2027))).toBe('2027-11-25');
+    expect(ymd(holidayDate(rule('US-RI', 'Victory Day'), 2027))).toBe('2027-08-09');
+    expect(ymd(holidayDate(rule('US-RI', 'Victory Day'), 2026))).toBe('2026-08-10');
+    expect(ymd(holidayDate(rule('US-LA', 'Mardi Gras'), 2025))).toBe('2025-03-04');
+    expect(ymd(holidayDate(rule('US-LA', 'Mardi Gras'), 2026))).toBe('2026-02-17');
+    expect(ymd(holidayDate(rule('US-LA', 'Mardi Gras'), 2027))).toBe('2027-02-09');
+    expect(ymd(holidayDate(rule('US-LA', 'Good Friday'), 2025))).toBe('2025-04-18');
+    expect(ymd(holidayDate(rule('US-LA', 'Good Friday'), 2027))).toBe('2027-03-26');
+    // The Tuesday after the first Monday of November, in even years only (from 2027 every year in Utah).
+    expect(ymd(holidayDate(rule('US-RI', 'Election Day'), 2026))).toBe('2026-11-03');
+    expect(ymd(holidayDate(rule('US-RI', 'Election Day'), 2027))).toBe('none');
+    expect(ymd(holidayDate(rule('US-RI', 'Election Day'), 2028))).toBe('2028-11-07');
+    expect(ymd(holidayDate(rule('US-UT', 'Election Day'), 2026))).toBe('none');
+    expect(ymd(holidayDate(rule('US-UT', 'Election Day'), 2027))).toBe('2027-11-02');
+  });
+
+  it("keeps observed days as each statute says, across the year's end", () => {
+    const dates = (region: string, year: number): string[] =>
+      [...holidaysOfYear(holidays(region), year)].map(
+        ([mmdd, names]) =>
+          `${String(Math.floor(mmdd / 100)).padStart(2, '0')}-${String(mmdd % 100).padStart(2, '0')} ${names.join(' + ')}`,
+      );
+    const utah2027 = dates('US-UT', 2027);
+    expect(utah2027).toContain('07-23 Pioneer Day (observed)'); // Saturday → Friday
+    expect(utah2027).toContain('07-05 Independence Day (observed)'); // Sunday → Monday
+    expect(utah2027).toContain('06-21 Juneteenth National Freedom Day (observed)'); // Saturday → Monday after
+    expect(utah2027).toContain("12-31 New Year's Day (observed)"); // January 1, 2028 is a Saturday
+    expect(dates('US-UT', 2026)).toContain('06-15 Juneteenth National Freedom Day (observed)'); // Friday → Monday before
+    // Rhode Island keeps a weekend holiday on the following Monday only: Christmas 2027 (Sat) → Dec 27.
+    const ri2027 = dates('US-RI', 2027);
+    expect(ri2027).toContain('12-27 Christmas Day (observed)');
+    expect(ri2027.some((d) => d.startsWith('12-24'))).toBe(false);
+    // Every date of the hand-written Utah list, and no other weekday.
+    const computed = new Set(
+      [2026, 2027].flatMap((y) => dates('US-UT', y).map((d) => `${y}-${d.slice(0, 5)}`)),
+    );
+    expect([...UTAH_HOLIDAYS].filter((d) => !computed.has(d))).toEqual([]);
+    const extra = [...computed].filter(
+      (d) => !UTAH_HOLIDAYS.has(d) && new Date(`${d}T12:00:00Z`).getUTCDay() !== 0,
+    );
+    expect(extra).toEqual([]);
+  });
+
+  it('names the holiday in limitedBy, and leaves other states alone', () => {
+    const friday = judge(MATRIX.find((c) => c.name === 'Utah, Pioneer Day observed (Fri)')!);
+    expect(friday.limitedBy).toEqual([
+      'default',
+      'state:US-UT',
+      'holiday:US-UT:Pioneer Day (observed)',
+      'holiday:US-UT:Pioneer Day',
+    ]);
+    expect(friday.closedBy).toEqual(['zone:America/Denver']);
+    expect(friday.zones).toEqual([
+      { zone: 'America/Denver', local: '2027-07-23 10:00 (Fri)', allowed: false },
+    ]);
+    const victory = judge(MATRIX.find((c) => c.name === 'Rhode Island, Victory Day')!);
+    expect(victory.limitedBy).toEqual(['default', 'state:US-RI', 'holiday:US-RI:Victory Day']);
+    const mardiGras = judge(MATRIX.find((c) => c.name === 'Louisiana, Mardi Gras')!);
+    expect(mardiGras.limitedBy).toContain('holiday:US-LA:Mardi Gras');
+    const goodFriday = judge(MATRIX.find((c) => c.name === 'Louisiana, Good Friday')!);
+    expect(goodFriday.limitedBy).toContain('holiday:US-LA:Good Friday');
+    // Closed by the hours only (Saturday 21:30 MDT before an ordinary Sunday): no holiday named.
+    const hoursOnly = judgeHours({
+      phone: NUMBERS.utah,
+      firmTimeZone: 'UTC',
+      atMs: at('2027-08-15T03:30:00Z'),
+      hours: HOURS,
+      stateRules: true,
+    });
+    expect(hoursOnly).toMatchObject({ allowed: false, limitedBy: ['default', 'state:US-UT'] });
+    expect(iso(hoursOnly.nextAllowedMs)).toBe('2027-08-16T14:00Z');
+    // Mississippi repealed its holiday ban: Sundays only.
+    expect(file.regions['US-MS']!.holidays).toBeUndefined();
+    const mississippi = judgeHours({
+      phone: '+16015550100', // 601: Jackson, MS
+      firmTimeZone: 'UTC',
+      atMs: at('2027-07-05T16:00:00Z'), // Monday July 5, 2027: Independence Day observed elsewhere
+      hours: HOURS,
+      stateRules: true,
+    });
+    expect(mississippi).toMatchObject({ region: 'US-MS', allowed: true });
+  });
+});
+
 describe('the state rules table', () => {
   const file = JSON.parse(readFileSync(RULES_FILE, 'utf8')) as {
     effective_date: string;
@@ -546,6 +826,7 @@ describe('the state rules table', () => {
         hours?: { start: string; end: string };
         weekday_hours?: Record<string, unknown>;
         attempts_per_24h?: number;
+        holidays?: HolidayRules;
         sources: { cite: string; url: string }[];
       }
     >;
@@ -582,6 +863,34 @@ describe('the state rules table', () => {
       hours: { start: '08:00', end: '20:00' },
       attempts_per_24h: 3,
     });
+  });
+
+  it('gives every holiday a name, one kind of rule and a citation, and each list its statute', () => {
+    const withHolidays = Object.entries(file.regions).filter(([, r]) => r.holidays !== undefined);
+    expect(withHolidays.map(([region]) => region).sort()).toEqual(['US-LA', 'US-RI', 'US-UT']);
+    for (const [region, { holidays }] of withHolidays) {
+      expect(holidays!.statute.cite.length > 10 && /^https?:\/\//.test(holidays!.statute.url), region).toBe(
+        true,
+      );
+      const names = new Set<string>();
+      for (const h of holidays!.days) {
+        expect(h.name.length, region).toBeGreaterThan(0);
+        expect(names.has(h.name), `${region} ${h.name} twice`).toBe(false);
+        names.add(h.name);
+        expect(h.cite.length, `${region} ${h.name}`).toBeGreaterThan(5);
+        const kinds = [
+          h.day !== undefined,
+          h.weekday !== undefined && h.nth !== undefined,
+          h.easter_offset !== undefined,
+        ];
+        expect(kinds.filter(Boolean).length, `${region} ${h.name}`).toBe(1);
+        if (h.easter_offset === undefined) expect(h.month! >= 1 && h.month! <= 12, h.name).toBe(true);
+      }
+    }
+    const named = (region: string) => file.regions[region]!.holidays!.days.map((d) => d.name);
+    expect(named('US-UT')).toEqual(expect.arrayContaining(['Pioneer Day', 'Good Friday']));
+    expect(named('US-LA')).toEqual(expect.arrayContaining(['Mardi Gras', 'Good Friday', "All Saints' Day"]));
+    expect(named('US-RI')).toEqual(expect.arrayContaining(['Victory Day', 'Rhode Island Independence Day']));
     expect(file.regions['US-OK']).toMatchObject({
       hours: { start: '08:00', end: '20:00' },
       attempts_per_24h: 3,

@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { insideWindow, type CallingWindow } from '../pacing/calling-window.js';
+import { holidayOn, type HolidayRules } from './holidays.js';
 import { isTimeZone, localTime, type LocalTime } from '../../platform/time-zone.js';
 
 export interface HoursPolicy {
@@ -33,7 +34,10 @@ export interface HoursVerdict {
   zones: ZoneCheck[];
   /** The number's region when known, e.g. "US-FL", "US-AZ", "GB"; null when unknown. */
   region: string | null;
-  /** What limited the hours: "default", "state:US-FL", "firm_window", "lead_timezone". */
+  /**
+   * What limited the hours: "default", "state:US-FL", "firm_window", "lead_timezone", and each legal
+   * holiday of the region met from atMs to the next opening, in any zone: "holiday:US-UT:Pioneer Day".
+   */
   limitedBy: string[];
   /** A state's lower cap of dial attempts per rolling 24 h, when state rules apply; else null. */
   attemptsPer24h: number | null;
@@ -66,7 +70,8 @@ interface RegionRule {
   /** ISO weekday ("1" … "7") → that day's hours, or null: no calls that day. */
   weekday_hours?: Record<string, RuleHours | null>;
   attempts_per_24h?: number;
-  holidays?: string;
+  /** The state's legal holidays, on which no call is made (holidays.ts). */
+  holidays?: HolidayRules;
   sources: { cite: string; url: string }[];
 }
 interface StateRulesFile {
@@ -302,6 +307,18 @@ function dayIntervals(policy: Interval[], rule: RegionRule | null, weekday: numb
   return out;
 }
 
+/** The allowed minutes of a local date: none on a legal holiday of the region, else its weekday's. */
+function dateIntervals(
+  policy: Interval[],
+  rule: RegionRule | null,
+  year: number,
+  month: number,
+  day: number,
+): Interval[] {
+  if (rule?.holidays !== undefined && holidayOn(rule.holidays, year, month, day) !== undefined) return [];
+  return dayIntervals(policy, rule, isoWeekday(year, month, day));
+}
+
 const pad = (n: number): string => String(n).padStart(2, '0');
 const formatLocal = (t: LocalTime): string =>
   `${t.year}-${pad(t.month)}-${pad(t.day)} ${pad(t.hour)}:${pad(t.minute)} (${WEEKDAY_NAMES[isoWeekday(t.year, t.month, t.day)]})`;
@@ -410,23 +427,23 @@ function zoneConstraint(
   rule: RegionRule | null,
   ruleKey: string,
 ): Constraint {
-  const alwaysOpen = [1, 2, 3, 4, 5, 6, 7].every((d) => {
-    const day = dayIntervals(policy, rule, d);
-    return day.length === 1 && day[0]![0] === 0 && day[0]![1] === 1440;
-  });
+  const alwaysOpen =
+    rule?.holidays === undefined &&
+    [1, 2, 3, 4, 5, 6, 7].every((d) => {
+      const day = dayIntervals(policy, rule, d);
+      return day.length === 1 && day[0]![0] === 0 && day[0]![1] === 1440;
+    });
   const allows = (ms: number): boolean => {
     if (alwaysOpen) return true;
     const t = localTime(ms, zone);
     const minute = t.hour * 60 + t.minute;
-    return dayIntervals(policy, rule, isoWeekday(t.year, t.month, t.day)).some(
-      ([s, e]) => minute >= s && minute < e,
-    );
+    return dateIntervals(policy, rule, t.year, t.month, t.day).some(([s, e]) => minute >= s && minute < e);
   };
   const openings = (from: number, to: number): number[] => {
     const out = transitionsAround(from, to, zone);
     for (const { year, month, day } of localDates(from, to, zone)) {
       const opens = remember(`z|${zone}|${ruleKey}|${year}-${month}-${day}`, () =>
-        dayIntervals(policy, rule, isoWeekday(year, month, day)).flatMap(([start]) =>
+        dateIntervals(policy, rule, year, month, day).flatMap(([start]) =>
           instantsOfWall(Date.UTC(year, month - 1, day) + start * MINUTE_MS, zone),
         ),
       );
@@ -479,6 +496,42 @@ function nextAllowed(constraints: Constraint[], atMs: number): number | null {
   }
 }
 
+/**
+ * "holiday:<region>:<name>" for each of the region's holidays on a local date, in any of the zones,
+ * from `atMs` up to `untilMs` (the next opening; the horizon when there is none).
+ */
+function holidaysMet(
+  rules: HolidayRules,
+  region: string,
+  zones: string[],
+  atMs: number,
+  untilMs: number | null,
+): string[] {
+  const out: string[] = [];
+  const last = untilMs ?? atMs + HORIZON_MS;
+  // Cheap first: any holiday on a UTC date within a day of the span (every zone is within 14 h of UTC)?
+  let any = false;
+  for (let d = Math.floor(atMs / DAY_MS) - 1; d <= Math.floor(last / DAY_MS) + 1 && !any; d++) {
+    const date = new Date(d * DAY_MS);
+    any = holidayOn(rules, date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate()) !== undefined;
+  }
+  if (!any) return out;
+  for (const zone of zones) {
+    const from = localTime(atMs, zone);
+    const to = localTime(last, zone);
+    const end = Date.UTC(to.year, to.month - 1, to.day);
+    for (let d = Date.UTC(from.year, from.month - 1, from.day); d <= end; d += DAY_MS) {
+      const date = new Date(d);
+      const names = holidayOn(rules, date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate());
+      for (const name of names ?? []) {
+        const label = `holiday:${region}:${name}`;
+        if (!out.includes(label)) out.push(label);
+      }
+    }
+  }
+  return out;
+}
+
 /** Judges whether a number may be called at `atMs` and, if not, when it may next. */
 export function judgeHours(input: {
   phone: string; // E.164
@@ -520,6 +573,8 @@ export function judgeHours(input: {
   }));
   const closedBy = constraints.filter((c) => !c.allows(input.atMs)).map((c) => c.name);
   const nextAllowedMs = nextAllowed(constraints, input.atMs);
+  if (rule?.holidays !== undefined && closedBy.length > 0)
+    limitedBy.push(...holidaysMet(rule.holidays, place.region!, zones, input.atMs, nextAllowedMs));
   return {
     allowed: closedBy.length === 0,
     nextAllowedMs,
