@@ -90,8 +90,7 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   if (call.finished) await onCallFinished(services, call);
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
-  const optOut =
-    data.event === 'call_started' ? undefined : await listCallOptOut(services.mongo.db, services.log, call);
+  const optOut = data.event === 'call_started' ? undefined : await listCallOptOut(services, call);
   if (data.event === 'call_analyzed') {
     await startCallAnalysis(services, call.firm, call._id, analysisDigest(data.call));
   }

@@ -4,6 +4,7 @@ import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignWake } from './campaigns.js';
+import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 
@@ -20,6 +21,7 @@ export const processors: ProcessorTable = {
   campaignFanout,
   campaignCall,
   campaignWake,
+  dncSweep,
   bookingEvent,
   sendReminder,
   importContacts,

@@ -7,6 +7,7 @@ import {
   type InvalidPhone,
 } from '../../../core/domain/compliance/dnc-input.js';
 import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/domain/compliance/dnc-store.js';
+import { sweepAfterListing } from '../../../core/domain/compliance/dnc-sweep.js';
 import {
   isKnownCountry,
   normalizePhone,
@@ -68,6 +69,9 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
+      // Queued campaign calls to these numbers are blocked now, not when their jobs come due; every
+      // number of the request is swept (one listed by a request that died before this line too).
+      await sweepAfterListing(services, firm._id, phones);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -96,6 +100,9 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
+      // Queued campaign calls to these numbers are blocked now, not when their jobs come due; every
+      // number of the request is swept (one listed by a request that died before this line too).
+      await sweepAfterListing(services, firm._id, phones);
       return {
         rows,
         added: added.length,

@@ -314,7 +314,7 @@ async function listOptOut(
   const phone = (): string | null =>
     collected ?? analyseChat(chat).phone ?? (given === undefined ? null : findPhone(given));
   // The analysis runs only for a chat whose messages hold an opt-out (listChatOptOut asks for it then).
-  await listChatOptOut(services.mongo.db, services.log, chat, messages, phone);
+  await listChatOptOut(services, chat, messages, phone);
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */

@@ -1,15 +1,16 @@
-import type { Db } from 'mongodb';
-import type { Logger } from '../../platform/logger.js';
+import type { Services } from '../../wiring/services.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
+import { sweepAfterListing } from './dnc-sweep.js';
 
 // An opt-out said in a call or written in a chat puts the person's number on the firm's
 // do-not-call list, with the evidence (docs/compliance.md#opt-outs). The entry's _id is the
 // claim: a repeated event, a retried job or a second opt-out in the same conversation finds the
-// number "already listed" and changes nothing.
+// number "already listed" and changes nothing. Either way the firm's queued campaign calls to the
+// number are swept (dnc-sweep.ts): a job that died between the two steps is covered by its retry.
 
 export type OptOutListing = 'listed' | 'already_listed' | 'no_opt_out' | 'no_phone';
 
@@ -19,8 +20,7 @@ export const personOfCall = (
 ): string | null => (call.direction === 'outbound' ? call.to_number : call.from_number);
 
 async function list(
-  db: Db,
-  log: Logger,
+  services: Services,
   firm: string,
   phoneOf: () => string | null,
   found: Extract<OptOut, { optOut: true }>,
@@ -29,17 +29,19 @@ async function list(
 ): Promise<OptOutListing> {
   const phone = phoneOf();
   const e164 = phone === null ? null : toE164(phone);
+  const log = services.log;
   if (e164 === null) {
     log.info({ firm, ...subject, source }, 'opt-out without a phone number to list: nothing recorded');
     return 'no_phone';
   }
-  const added = await addDncEntry(db, firm, e164, {
+  const added = await addDncEntry(services.mongo.db, firm, e164, {
     source,
     reason: source === 'call' ? 'Opt-out said in a call' : 'Opt-out written in a chat',
     evidence: { ...subject, words: found.words },
     added_by: 'opt_out',
   });
   if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  await sweepAfterListing(services, firm, [e164]);
   return added ? 'listed' : 'already_listed';
 }
 
@@ -47,14 +49,14 @@ async function list(
  * The person's opt-out in a call's transcript (their turns only), onto the firm's list; not in a
  * call that reached voicemail or a phone menu.
  */
-export async function listCallOptOut(db: Db, log: Logger, call: CallDoc): Promise<OptOutListing> {
+export async function listCallOptOut(services: Services, call: CallDoc): Promise<OptOutListing> {
   if (call.transcript === null || call.transcript === '') return 'no_opt_out';
   // A voicemail greeting or a phone menu is a machine talking, not the person.
   const outcome = callOutcome(call);
   if (outcome === 'voicemail' || outcome === 'ivr') return 'no_opt_out';
   const found = detectOptOutInTranscript(call.transcript);
   if (!found.optOut) return 'no_opt_out';
-  return list(db, log, call.firm, () => personOfCall(call), found, 'call', { call_id: call._id });
+  return list(services, call.firm, () => personOfCall(call), found, 'call', { call_id: call._id });
 }
 
 /**
@@ -63,8 +65,7 @@ export async function listCallOptOut(db: Db, log: Logger, call: CallDoc): Promis
  * records nothing.
  */
 export async function listChatOptOut(
-  db: Db,
-  log: Logger,
+  services: Services,
   chat: { _id: string; firm: string; widget_subject?: string },
   userMessages: readonly string[],
   phone: () => string | null,
@@ -73,7 +74,7 @@ export async function listChatOptOut(
     const found = detectOptOut(message);
     if (!found.optOut) continue;
     const source = chat.widget_subject === undefined ? 'chat' : 'widget';
-    return list(db, log, chat.firm, phone, found, source, { chat_id: chat._id });
+    return list(services, chat.firm, phone, found, source, { chat_id: chat._id });
   }
   return 'no_opt_out';
 }
