@@ -7,7 +7,7 @@
 // meanwhile, while every other lead is.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
 import { campaignCallId } from '../../core/domain/campaigns/campaign-store.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
-const decisions = () => stack.services.mongo.db.collection(COLLECTIONS.dialDecisions);
+const decisions = () => dialDecisionsCollection(stack.services.mongo.db);
 
 describe('a do-not-call addition and the calls queued for its numbers', () => {
   it('blocks them before their jobs come due; none is dialled when they do, the others are', async () => {
