@@ -4,7 +4,8 @@
 // before any job comes due each listed number's call is blocked — its request-stage `block`
 // decision (reason dnc), the campaign's failed count and skipped_by_reason — and once the window
 // opens none of them is dialled (the simulator's dial log), not even one taken off the list
-// meanwhile, while every other lead is.
+// meanwhile, while every other lead is. An opt-out said in a campaign call reaches the number's call
+// queued in another campaign, and the call it was said in still counts as a conversation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
@@ -40,22 +41,23 @@ afterAll(async () => {
 });
 
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+/** 06:00 UTC today: the service's clock stands there while the firms' windows (09:00–11:00) are closed. */
+const sixAmToday = () => new Date(new Date().toISOString().slice(0, 10) + 'T06:00:00Z').getTime();
+const closedUntilNine = () => ({
+  start: hhmm(sixAmToday() + 3 * HOUR),
+  end: hhmm(sixAmToday() + 5 * HOUR),
+  days: [1, 2, 3, 4, 5, 6, 7],
+});
 const decisions = () => dialDecisionsCollection(stack.services.mongo.db);
 
 describe('a do-not-call addition and the calls queued for its numbers', () => {
   it('blocks them before their jobs come due; none is dialled when they do, the others are', async () => {
     // The service's clock stands at 06:00 UTC today; the firm calls 09:00–11:00 UTC: every job
     // waits, delayed until 09:00 on that clock (three hours of wall time).
-    const sixAm = new Date(new Date().toISOString().slice(0, 10) + 'T06:00:00Z').getTime();
-    clock.set(sixAm);
-    const window = {
-      start: hhmm(sixAm + 3 * HOUR),
-      end: hhmm(sixAm + 5 * HOUR),
-      days: [1, 2, 3, 4, 5, 6, 7],
-    };
+    clock.set(sixAmToday());
     const firm = await createFirm(stack, {
       timezone: 'UTC',
-      calling_window: window,
+      calling_window: closedUntilNine(),
       max_concurrent_calls: 50,
     });
     const agentId = await createAgent(firm.client, firm.slug);
@@ -133,4 +135,43 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
       }),
     ).toBe(listed.length);
   }, 120_000);
+  it('an opt-out said in a campaign call blocks the number queued in another campaign; the call it was said in counts as a conversation', async () => {
+    clock.set(sixAmToday());
+    const firm = await createFirm(stack, { timezone: 'UTC', calling_window: closedUntilNine() });
+    const agentId = await createAgent(firm.client, firm.slug);
+    // The simulated callee of a number ending 3333 says "Please stop calling me".
+    const optingOut = '+14155553333';
+    const queued = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId,
+      leads: [{ phone: optingOut }, { phone: '+14155550150' }],
+    });
+    await launch(firm.client, queued.id);
+    await eventually(async () => {
+      expect(await decisions().countDocuments({ campaign_id: queued.id, answer: 'defer' })).toBe(2);
+    }, 30_000);
+
+    // The window opens for what comes now; the queued campaign's jobs stay delayed.
+    clock.shift(3 * HOUR + 10 * 60_000);
+    const calling = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId,
+      leads: [{ phone: optingOut }],
+    });
+    await launch(firm.client, calling.id);
+    const done = await waitForCampaign(firm.client, calling.id, (c) => c.status === 'completed', 30_000);
+    expect(done.calls_completed, JSON.stringify(done)).toBe(1);
+    expect(done.calls_failed).toBe(0);
+    expect(done.skipped_by_reason.dnc).toBe(0);
+
+    const block = await eventually(async () => {
+      const found = await decisions().findOne({ _id: `${campaignCallId(queued.id, optingOut, 1)}:request` });
+      expect(found).not.toBeNull();
+      return found!;
+    }, 30_000);
+    expect([block.answer, block.reason]).toEqual(['block', 'dnc']);
+    const counted = await getCampaign(firm.client, queued.id);
+    expect([counted.calls_failed, counted.skipped_by_reason.dnc]).toEqual([1, 1]);
+    expect(await campaignCalls(stack, queued.id)).toEqual([]);
+  }, 60_000);
 });

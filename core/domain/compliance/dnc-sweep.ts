@@ -5,6 +5,8 @@ import type { DncSweepJob } from '../../../jobs/compliance.js';
 import { newId } from '../../platform/ids.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { callsCollection } from '../calls/calls.js';
+import { callOutcome } from '../calls/call-outcome.js';
+import { isRetriedOutcome } from '../campaigns/campaign-retry.js';
 import {
   MAX_CALL_ATTEMPTS,
   campaignCallId,
@@ -75,7 +77,7 @@ export interface SweepResult {
   in_flight: number;
 }
 
-type SweptCampaign = Pick<CampaignDoc, '_id' | 'phone_pages' | 'purpose' | 'status'>;
+type SweptCampaign = Pick<CampaignDoc, '_id' | 'phone_pages' | 'purpose' | 'status' | 'retry_on'>;
 
 /** The campaign phones of `campaign` among `phones`: by page when that is fewer reads. */
 async function phonesHeld(
@@ -101,21 +103,25 @@ async function phonesHeld(
 }
 
 /**
- * The attempt whose call is queued (no call record yet); `in_flight` when a call is registered
- * and not finished (the dial stage decides it); null when every attempt was made.
+ * The attempt whose call is queued: the first with no call record, after a finished call that
+ * the campaign retries. `in_flight` when a call is registered and not finished (the dial stage
+ * decides it) or has ended as a conversation whose analysis is not in (it may yet be told a
+ * voicemail and retried: that retry's own job finds the number listed); null when no attempt
+ * is queued (the last call's end settles the lead).
  */
 async function queuedAttempt(
   services: Services,
-  campaignId: string,
+  campaign: SweptCampaign,
   phone: string,
 ): Promise<number | 'in_flight' | null> {
   for (let attempt = 1; attempt <= MAX_CALL_ATTEMPTS; attempt++) {
-    const call = await callsCollection(services.mongo.db).findOne(
-      { _id: campaignCallId(campaignId, phone, attempt) },
-      { projection: { _id: 1, finished: 1 } },
-    );
+    const call = await callsCollection(services.mongo.db).findOne({
+      _id: campaignCallId(campaign._id, phone, attempt),
+    });
     if (call === null) return attempt;
     if (!call.finished) return 'in_flight';
+    if (callOutcome(call) === 'conversation' && call.call_analysis === null) return 'in_flight';
+    if (!isRetriedOutcome(campaign, call)) return null;
   }
   return null;
 }
@@ -135,7 +141,7 @@ export async function blockQueuedCall(
     await settleRefusedLead(services, campaign._id, doc.phone, doc.blocked.attempt, doc.blocked.reason);
     return 'blocked';
   }
-  const attempt = await queuedAttempt(services, campaign._id, doc.phone);
+  const attempt = await queuedAttempt(services, campaign, doc.phone);
   if (attempt === null) return 'settled';
   if (attempt === 'in_flight') return 'in_flight';
   // Read again: a number taken off the list since the addition stays callable.
@@ -175,7 +181,7 @@ export async function sweepQueuedCalls(services: Services, job: DncSweepJob): Pr
   const campaigns = await campaignsCollection(db)
     .find(
       { firm: firm._id, status: { $in: ['running', 'paused'] } },
-      { projection: { _id: 1, phone_pages: 1, purpose: 1, status: 1 } },
+      { projection: { _id: 1, phone_pages: 1, purpose: 1, status: 1, retry_on: 1 } },
     )
     .toArray();
   for (const campaign of campaigns) {
