@@ -205,9 +205,13 @@ async function main(): Promise<void> {
   const latencies = listed
     .map((phone) => blockedAt.get(phone)! - answeredAt.get(phone)!)
     .sort((a, b) => a - b);
-  const sweeps = (await campaigns.getJobs(['completed', 'failed'], 0, 200)).filter(
-    (j) => j.name === 'dnc-sweep',
-  );
+  // The sweep jobs' own counts, once they have finished (the last block is written before the end).
+  let sweeps: Awaited<ReturnType<typeof campaigns.getJobs>> = [];
+  for (let look = 0; look < 120; look++) {
+    sweeps = (await campaigns.getJobs(['completed', 'failed'], 0, 200)).filter((j) => j.name === 'dnc-sweep');
+    if (sweeps.length >= Math.ceil(LISTED / PER_REQUEST)) break;
+    await sleep(250);
+  }
   const stillQueued = await campaigns.getDelayedCount();
 
   // The window opens: the clock moves into it; the listed numbers' jobs and the others' come due.
