@@ -2,6 +2,7 @@ import { bookingJobs } from './bookings.js';
 import { callAnalysisJobs } from './call-analysis.js';
 import { callJobs } from './calls.js';
 import { campaignJobs } from './campaigns.js';
+import { complianceJobs } from './compliance.js';
 import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
@@ -17,6 +18,7 @@ export const JOBS = {
   ...simulatorJobs,
   ...maintenanceJobs,
   ...campaignJobs,
+  ...complianceJobs,
   ...bookingJobs,
   ...contactJobs,
 };

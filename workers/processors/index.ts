@@ -4,6 +4,7 @@ import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots, rebuildDncIndex } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
+import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 
@@ -22,6 +23,7 @@ export const processors: ProcessorTable = {
   campaignCall,
   campaignWake,
   campaignPauseNotice,
+  dncSweep,
   bookingEvent,
   sendReminder,
   importContacts,

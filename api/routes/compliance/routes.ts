@@ -8,6 +8,7 @@ import {
 } from '../../../core/domain/compliance/dnc-input.js';
 import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/domain/compliance/dnc-store.js';
 import { indexListed } from '../../../core/domain/compliance/dnc-index.js';
+import { sweepAfterListing } from '../../../core/domain/compliance/dnc-sweep.js';
 import {
   isKnownCountry,
   normalizePhone,
@@ -69,8 +70,11 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
-      // Every number asked, listed before or not: a repeat heals an index write an outage lost.
+      // Every number asked, listed before or not (a repeat heals what an outage or a request that
+      // died half-way left undone): into the gate's Redis index, then queued campaign calls to
+      // these numbers are blocked now, not when their jobs come due.
       await indexListed(services, firm._id, phones);
+      await sweepAfterListing(services, firm._id, phones);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -99,8 +103,11 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
-      // Every number asked, listed before or not: a repeat heals an index write an outage lost.
+      // Every number asked, listed before or not (a repeat heals what an outage or a request that
+      // died half-way left undone): into the gate's Redis index, then queued campaign calls to
+      // these numbers are blocked now, not when their jobs come due.
       await indexListed(services, firm._id, phones);
+      await sweepAfterListing(services, firm._id, phones);
       return {
         rows,
         added: added.length,

@@ -71,6 +71,25 @@ async function failLead(services: Services, job: CampaignCallJob, callId: string
   await completeIfSettled(services, job.campaignId, counts);
 }
 
+/**
+ * A lead whose call the dial gate refused for good is counted in skipped_by_reason under the
+ * refusal's reason (a reason the campaign counts), then settled as failed; both are idempotent.
+ * The campaign's completion is the caller's (one look per campaign). The campaign-call job's
+ * request-stage block and the do-not-call sweep (core/domain/compliance/dnc-sweep.ts) count alike.
+ */
+export async function settleRefusedLead(
+  services: Services,
+  campaignId: string,
+  phone: string,
+  attempt: number,
+  reason: string,
+): Promise<void> {
+  if ((SKIP_REASONS as readonly string[]).includes(reason)) {
+    await recordSkip(services, campaignId, phone, reason as SkipReason);
+  }
+  await advanceLead(services, campaignId, phone, 'failed', attempt > 1);
+}
+
 /** Runs one campaign-call job as far as it can go now. `waiter` is the job's parking reference. */
 export async function runCampaignCall(
   services: Services,
@@ -89,6 +108,14 @@ export async function runCampaignCall(
     getFirm(db, job.firm),
   ]);
   if (lead === null) return done('not_in_campaign');
+  if (lead.blocked !== undefined && lead.blocked !== null) {
+    // Blocked while queued (its number was put on the do-not-call list): the lead is settled
+    // already; this job ends without a call and passes on a dial turn it may have been woken for.
+    await passDialTurn(services, job.firm, callId);
+    await settleRefusedLead(services, job.campaignId, job.phone, job.attempt, lead.blocked.reason);
+    await failLead(services, job, callId);
+    return done(`blocked:${lead.blocked.reason}`);
+  }
   if (firm === null) return done('firm_missing');
 
   // The dial gate, request stage: the callee's hours (with the firm's calling window), the
@@ -111,9 +138,7 @@ export async function runCampaignCall(
     // Counted in skipped_by_reason (the consent rule's own reason, else the gate's) before the
     // lead settles, so a campaign that completes shows every skip.
     const reason = gate.record?.consent?.skip ?? gate.decision.reason;
-    if ((SKIP_REASONS as readonly string[]).includes(reason)) {
-      await recordSkip(services, job.campaignId, job.phone, reason as SkipReason);
-    }
+    await settleRefusedLead(services, job.campaignId, job.phone, job.attempt, reason);
     await failLead(services, job, callId);
     return done(`blocked:${gate.decision.reason}`);
   }

@@ -47,6 +47,15 @@ export async function advanceLead(
   };
 }
 
+/** Where one lead stands: null before it is placed (or after its counters expired). */
+export async function leadState(
+  services: Services,
+  campaignId: string,
+  phone: string,
+): Promise<LeadProgress | null> {
+  return (await services.redis.hget(leadsKey(services, campaignId), phone)) as LeadProgress | null;
+}
+
 /**
  * The counters of several campaigns (null: none kept, e.g. expired). The commands are written
  * at once, one round trip on a single node; not as one pipeline, which a Redis Cluster client

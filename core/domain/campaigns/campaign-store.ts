@@ -125,7 +125,22 @@ export interface CampaignPhoneDoc {
   variables: Record<string, string>;
   /** The lead's consent when it joined (the consent rule reads it); absent or null: none. */
   consent?: Consent | null;
+  /**
+   * Set when its queued call was blocked before its job came due (a number put on the firm's
+   * do-not-call list: core/domain/compliance/dnc-sweep.ts): the job ends without a call, even if
+   * the number is taken off the list meanwhile (the lead is settled already).
+   */
+  blocked?: CampaignPhoneBlock | null;
   created_at: Date;
+}
+
+export interface CampaignPhoneBlock {
+  /** The gate's block reason (`dnc`, or `country` when that rule came first). */
+  reason: string;
+  /** The blocked call (its dial_decisions record is `<call_id>:request`) and its attempt. */
+  call_id: string;
+  attempt: number;
+  at: Date;
 }
 
 /**

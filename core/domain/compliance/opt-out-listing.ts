@@ -5,11 +5,13 @@ import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
 import { indexListed } from './dnc-index.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
+import { sweepAfterListing } from './dnc-sweep.js';
 
 // An opt-out said in a call or written in a chat puts the person's number on the firm's
 // do-not-call list, with the evidence (docs/compliance.md#opt-outs). The entry's _id is the
 // claim: a repeated event, a retried job or a second opt-out in the same conversation finds the
-// number "already listed" and changes nothing.
+// number "already listed" and changes nothing. Either way the firm's queued campaign calls to the
+// number are swept (dnc-sweep.ts): a job that died between the two steps is covered by its retry.
 
 export type OptOutListing = 'listed' | 'already_listed' | 'no_opt_out' | 'no_phone';
 
@@ -28,11 +30,9 @@ async function list(
 ): Promise<OptOutListing> {
   const phone = phoneOf();
   const e164 = phone === null ? null : toE164(phone);
+  const log = services.log;
   if (e164 === null) {
-    services.log.info(
-      { firm, ...subject, source },
-      'opt-out without a phone number to list: nothing recorded',
-    );
+    log.info({ firm, ...subject, source }, 'opt-out without a phone number to list: nothing recorded');
     return 'no_phone';
   }
   const added = await addDncEntry(services.mongo.db, firm, e164, {
@@ -41,9 +41,10 @@ async function list(
     evidence: { ...subject, words: found.words },
     added_by: 'opt_out',
   });
-  // Indexed even when listed already: a repeat heals an index write that an outage lost.
+  // Indexed and swept even when listed already: a repeat heals what an outage left undone.
   await indexListed(services, firm, [e164]);
-  if (added) services.log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  await sweepAfterListing(services, firm, [e164]);
   return added ? 'listed' : 'already_listed';
 }
 

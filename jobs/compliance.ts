@@ -1,0 +1,29 @@
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+/**
+ * Numbers just put on a firm's do-not-call list (by the API, a CSV import or an opt-out): the
+ * firm's queued, not-yet-dialled campaign calls to them are blocked now, without waiting for
+ * their jobs to come due (core/domain/compliance/dnc-sweep.ts).
+ */
+export interface DncSweepJob {
+  firm: string;
+  /** E.164, at most one request's worth (5,000). */
+  phones: string[];
+  /** The addition's id (one job per addition). */
+  batch: string;
+}
+
+export const complianceJobs = {
+  // On the campaigns queue, without a priority: BullMQ takes it before the queue's prioritised
+  // campaign-call jobs, so a busy queue does not hold the block up.
+  dncSweep: defineJob<DncSweepJob>({
+    queue: QUEUE.campaigns,
+    name: 'dnc-sweep',
+    id: (job) => jobId('dnc', job.firm, job.batch),
+    options: {
+      removeOnComplete: { age: 3600, count: 20 },
+      removeOnFail: { age: 7 * 24 * 3600, count: 100 },
+    },
+  }),
+};

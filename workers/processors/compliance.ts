@@ -1,0 +1,12 @@
+import type { DncSweepJob } from '../../jobs/compliance.js';
+import { sweepQueuedCalls } from '../../core/domain/compliance/dnc-sweep.js';
+import type { JobProcessor } from '../runner.js';
+
+/** Blocks the firm's queued campaign calls to numbers just put on its do-not-call list. */
+export const dncSweep: JobProcessor<DncSweepJob> = async (job, { services }) => {
+  const result = await sweepQueuedCalls(services, job.data);
+  if (result.blocked > 0) {
+    services.log.info({ firm: job.data.firm, ...result }, 'do-not-call: queued campaign calls blocked');
+  }
+  return result;
+};
