@@ -6,6 +6,7 @@
 // opens none of them is dialled (the simulator's dial log), not even one taken off the list
 // meanwhile, while every other lead is. An opt-out said in a campaign call reaches the number's call
 // queued in another campaign, and the call it was said in still counts as a conversation.
+import { jobId } from '../../jobs/define.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
@@ -149,6 +150,12 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
     await launch(firm.client, queued.id);
     await eventually(async () => {
       expect(await decisions().countDocuments({ campaign_id: queued.id, answer: 'defer' })).toBe(2);
+      // Delayed, not only decided: a job that computed its delay after the clock's shift below
+      // would find the window open and call.
+      for (const phone of [optingOut, '+14155550150']) {
+        const job = await stack.services.queues.campaigns.getJob(jobId('cc', queued.id, phone, '1'));
+        expect(await job?.getState()).toBe('delayed');
+      }
     }, 30_000);
 
     // The window opens for what comes now; the queued campaign's jobs stay delayed.
