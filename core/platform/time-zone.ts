@@ -92,3 +92,16 @@ export function startOfDayIn(date: string, timeZone: string): number {
   while (dateIn(ms - 1, timeZone) === date) ms -= 15 * 60_000;
   return ms;
 }
+
+/** An instant as a person reads it in a zone, for mails and messages: "Nov 28, 2026, 9:05 PM EST". */
+export function readableTime(at: Date, timeZone: string): string {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  }).format(at);
+}

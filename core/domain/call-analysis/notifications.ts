@@ -3,6 +3,7 @@ import type { MailMessage } from '../../integrations/mail/mailer.js';
 import type { SlackMessage } from '../../integrations/team-chat/slack.js';
 import { escapeHtml } from '../../platform/html.js';
 import { shorten, singleLine } from '../../platform/text.js';
+import { readableTime } from '../../platform/time-zone.js';
 import type { CallDoc, CallExtraction } from '../calls/calls.js';
 import { displayName, singleLineCallerData } from '../intake/caller-data.js';
 
@@ -37,16 +38,7 @@ const URGENCY_LABEL: Record<CallExtraction['urgency'], string> = {
 
 function when(call: CallDoc, timeZone: string): string | null {
   const at = call.end_timestamp ?? call.start_timestamp;
-  if (at === null) return null;
-  return new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    year: 'numeric',
-    month: 'short',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: '2-digit',
-    timeZoneName: 'short',
-  }).format(new Date(at));
+  return at === null ? null : readableTime(new Date(at), timeZone);
 }
 
 function duration(ms: number | null): string | null {

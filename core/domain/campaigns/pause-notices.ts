@@ -11,6 +11,7 @@ import {
 } from '../../platform/db/effect-recorder.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { shorten, singleLine } from '../../platform/text.js';
+import { readableTime } from '../../platform/time-zone.js';
 import type { MailMessage } from '../../integrations/mail/mailer.js';
 import { TeamChatError, postToSlack, type SlackMessage } from '../../integrations/team-chat/slack.js';
 import { smtpCode } from '../call-analysis/call-effects.js';
@@ -54,18 +55,6 @@ interface NoticeInput {
 const campaignLink = (publicBaseUrl: string, id: string) =>
   `${publicBaseUrl}/api/leads/campaigns/${encodeURIComponent(id)}`;
 
-function when(at: Date, timeZone: string): string {
-  return new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    year: 'numeric',
-    month: 'short',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: '2-digit',
-    timeZoneName: 'short',
-  }).format(at);
-}
-
 const headline = (input: NoticeInput) =>
   shorten(
     `Campaign "${input.campaignName}" paused: ${
@@ -78,7 +67,7 @@ const headline = (input: NoticeInput) =>
 function lines(input: NoticeInput): string[] {
   const resume = `POST ${campaignLink(input.publicBaseUrl, input.campaignId)}/resume`;
   return [
-    `The campaign "${singleLine(input.campaignName)}" of ${singleLine(input.firmName)} was paused automatically at ${when(input.reason.at, input.timeZone)}.`,
+    `The campaign "${singleLine(input.campaignName)}" of ${singleLine(input.firmName)} was paused automatically at ${readableTime(input.reason.at, input.timeZone)}.`,
     '',
     `Why: ${input.reason.message}`,
     '',
