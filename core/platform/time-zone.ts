@@ -40,8 +40,7 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** The wall-clock time at `ms` in `timeZone`. */
-export function localTime(ms: number, timeZone: string): LocalTime {
+function partsAt(ms: number, timeZone: string): LocalTime {
   const parts: Record<string, number> = {};
   for (const p of formatter(timeZone).formatToParts(ms)) {
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
@@ -53,6 +52,42 @@ export function localTime(ms: number, timeZone: string): LocalTime {
     hour: (parts.hour ?? 0) % 24,
     minute: parts.minute ?? 0,
     second: parts.second ?? 0,
+  };
+}
+
+// A zone's offset from UTC is asked of Intl once per zone and quarter hour, then kept: every
+// offset change of today's rules falls on a quarter hour of UTC (zones are whole, half or
+// three-quarter hours off UTC and change at a local hour or half hour), so the offset at the
+// quarter's start holds for the whole quarter. Intl's formatToParts was most of the dial gate's
+// time (it judges every zone a number may be in, at several instants).
+const OFFSET_BUCKET_MS = 15 * 60_000;
+const OFFSETS_KEPT = 50_000;
+const offsets = new Map<string, number>();
+
+function offsetAt(ms: number, timeZone: string): number {
+  const bucket = Math.floor(ms / OFFSET_BUCKET_MS) * OFFSET_BUCKET_MS;
+  const key = `${timeZone} ${bucket}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) {
+    const p = partsAt(bucket, timeZone);
+    offset = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second) - bucket;
+    if (offsets.size >= OFFSETS_KEPT) offsets.clear();
+    offsets.set(key, offset);
+  }
+  return offset;
+}
+
+/** The wall-clock time at `ms` in `timeZone`. */
+export function localTime(ms: number, timeZone: string): LocalTime {
+  const at = Math.floor(ms);
+  const d = new Date(at + offsetAt(at, timeZone));
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
   };
 }
 

@@ -51,7 +51,7 @@ describe('Redis Cluster keys', () => {
         keys.dialWaking(firm),
         keys.pacingFirms(firm),
         keys.dialAttempts(firm, '+13055550100'),
-        // dnc-index-read.lua
+        // request-peek.lua
         keys.dncIndexReady(firm),
         keys.dncListed(firm),
       ];
@@ -149,7 +149,11 @@ describe('every Lua script of the service', () => {
         keys.pacingFirms('f'),
         keys.dialAttempts('f', '+13055550100'),
       ],
-      'core/domain/compliance/dnc-index-read.lua': [keys.dncIndexReady('f'), keys.dncListed('f')],
+      'core/domain/compliance/request-peek.lua': [
+        keys.dncIndexReady('f'),
+        keys.dncListed('f'),
+        keys.dialAttempts('f', '+13055550100'),
+      ],
     };
     const scripts = await luaScripts();
     expect(scripts.size).toBeGreaterThanOrEqual(13);

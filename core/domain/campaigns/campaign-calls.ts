@@ -8,7 +8,7 @@ import { callsCollection, registerOutboundCall, type CallDoc } from '../calls/ca
 import { getFirm } from '../firms/firms.js';
 import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slots.js';
 import { decideAtRequest } from '../compliance/dial-gate.js';
-import { readDncEntryFast } from '../compliance/dnc-index.js';
+import { peekAtRequest } from '../compliance/dnc-index.js';
 import { clock } from '../../platform/clock.js';
 import { advanceLead, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
@@ -100,9 +100,11 @@ export async function runCampaignCall(
   const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
-  // The do-not-call read goes beside the lead's and the firm's (the gate below awaits it).
-  const dnc = readDncEntryFast(services, job.firm, job.phone);
-  dnc.catch(() => undefined);
+  // The gate's Redis read (do-not-call index, attempts) goes beside the lead's and the firm's
+  // (the gate below awaits it), at the instant the gate judges.
+  const atMs = clock.now();
+  const peek = peekAtRequest(services, job.firm, job.phone, callId, atMs);
+  peek.catch(() => undefined);
   const [lead, firm] = await Promise.all([
     campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),
     getFirm(db, job.firm),
@@ -127,7 +129,8 @@ export async function runCampaignCall(
     callId,
     campaignId: job.campaignId,
     stage: 'request',
-    dnc,
+    atMs,
+    peek,
     consent: { purpose: first.purpose ?? 'marketing', consent: lead.consent ?? null },
   });
   if (gate.decision.answer === 'defer') {

@@ -4,9 +4,9 @@ import type { FirmDoc } from '../firms/firms.js';
 import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
 import { findDncEntry, type DncEntry } from './dnc-store.js';
-import { readDncEntryFast } from './dnc-index.js';
+import { peekAtRequest, type RequestPeek } from './dnc-index.js';
 import { isTimeZone } from '../../platform/time-zone.js';
-import { DAY_MS, peekAttempts, takeSlotAndAttempt } from './frequency.js';
+import { DAY_MS, takeSlotAndAttempt } from './frequency.js';
 import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
 import { DEFAULT_INQUIRY_CONSENT_DAYS, judgeConsent, type CampaignPurpose, type Consent } from './consent.js';
@@ -38,8 +38,10 @@ export interface DialRequest {
   stage: DialStage;
   /** The gate's clock (core/platform/clock.ts) unless given. */
   atMs?: number;
-  /** The do-not-call read already under way (started beside the caller's own reads). */
+  /** The dial stage's do-not-call read already under way (started beside the caller's own reads). */
   dnc?: Promise<DncEntry | null>;
+  /** The request stage's Redis read already under way (dnc-index.ts `peekAtRequest`), at `atMs`. */
+  peek?: Promise<RequestPeek>;
   /**
    * A campaign's call: its purpose and the lead's consent, judged by the consent rule. Absent
    * (a direct call, the dial stage): no consent rule applies (docs/compliance.md#consent).
@@ -139,14 +141,12 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
       message: `The firm "${req.firm._id}" may not call this number (its country or kind is not allowed).`,
     });
   }
-  // The do-not-call read and the count of attempts at once: one round trip on the request path.
-  const [dnc, seen] = await Promise.all([
-    req.dnc ??
-      (req.stage === 'request'
-        ? readDncEntryFast(services, req.firm._id, req.phone)
-        : findDncEntry(services.mongo.db, req.firm._id, req.phone)),
-    req.stage === 'request' ? peekAttempts(services, req.firm._id, req.phone, req.callId, atMs) : null,
-  ]);
+  // At the request: the do-not-call index and the count of attempts in one Redis step
+  // (dnc-index.ts). At the dial: the list's key document in MongoDB, always.
+  const { dnc, seen } =
+    req.stage === 'request'
+      ? await (req.peek ?? peekAtRequest(services, req.firm._id, req.phone, req.callId, atMs))
+      : { dnc: await (req.dnc ?? findDncEntry(services.mongo.db, req.firm._id, req.phone)), seen: null };
   if (dnc !== null) {
     return judged({
       answer: 'block',

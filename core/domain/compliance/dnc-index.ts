@@ -4,6 +4,7 @@ import { loadRedisScript } from '../../platform/redis-script.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { dncCollection, findDncEntry, type DncEntry } from './dnc-store.js';
+import { DAY_MS, attemptCountOf, type AttemptCount } from './frequency.js';
 
 // The firm's do-not-call list in Redis (a SET of its numbers beside the MongoDB key documents),
 // so that the dial gate's request stage — create-outbound-call and each campaign call — can say
@@ -24,40 +25,47 @@ import { dncCollection, findDncEntry, type DncEntry } from './dnc-store.js';
 export const DNC_INDEX_TTL_S = 3600;
 const REBUILD_BATCH = 1000;
 
-const READ = loadRedisScript(new URL('./dnc-index-read.lua', import.meta.url), {
-  keys: ['ready', 'listed'],
-  args: ['phone'],
+const PEEK = loadRedisScript(new URL('./request-peek.lua', import.meta.url), {
+  keys: ['ready', 'listed', 'attempts'],
+  args: ['phone', 'window_start'],
 });
 
+/** What the request stage reads in Redis: the number's do-not-call entry and its attempts. */
+export interface RequestPeek {
+  dnc: DncEntry | null;
+  seen: AttemptCount;
+}
+
 /**
- * The request stage's read of the list: the index's "not listed" when it is ready, else (or for
- * a number in the index) the MongoDB key document. Asks for a rebuild when the index is not ready.
+ * The request stage's reads in one Redis step (request-peek.lua): the index's "not listed" when
+ * it is ready, else (or for a number in the index) the MongoDB key document; and the number's
+ * dial attempts in the rolling 24 h (frequency.ts). Asks for a rebuild when the index is not ready.
  */
-export async function readDncEntryFast(
+export async function peekAtRequest(
   services: Services,
   firm: string,
   phone: string,
-): Promise<DncEntry | null> {
+  callId: string,
+  atMs: number,
+): Promise<RequestPeek> {
   const keys = redisKeys(services.config);
-  let ready = false;
-  let member = true;
-  try {
-    const [isReady, isMember] = (await READ.run(
-      services.redis,
-      { ready: keys.dncIndexReady(firm), listed: keys.dncListed(firm) },
-      { phone },
-    )) as [number, number];
-    ready = isReady === 1;
-    member = isMember === 1;
-  } catch {
-    // Redis unavailable: the database answers.
-  }
-  if (ready && !member) return null;
-  const entry = await findDncEntry(services.mongo.db, firm, phone);
-  if (entry === null && member && ready)
+  const [ready, member, rows] = (await PEEK.run(
+    services.redis,
+    {
+      ready: keys.dncIndexReady(firm),
+      listed: keys.dncListed(firm),
+      attempts: keys.dialAttempts(firm, phone),
+    },
+    { phone, window_start: atMs - DAY_MS },
+  )) as [number, number, string[]];
+  const seen = attemptCountOf(rows, callId);
+  if (ready === 1 && member === 0) return { dnc: null, seen };
+  const dnc = await findDncEntry(services.mongo.db, firm, phone);
+  if (dnc === null && member === 1 && ready === 1) {
     await services.redis.srem(keys.dncListed(firm), phone).catch(() => 0);
-  if (!ready) requestRebuild(services, firm);
-  return entry;
+  }
+  if (ready !== 1) requestRebuild(services, firm);
+  return { dnc, seen };
 }
 
 function requestRebuild(services: Services, firm: string): void {

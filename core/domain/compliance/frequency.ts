@@ -46,7 +46,14 @@ export async function peekAttempts(
   atMs: number,
 ): Promise<AttemptCount> {
   const key = redisKeys(services.config).dialAttempts(firm, phone);
-  const rows = await services.redis.zrangebyscore(key, `(${atMs - DAY_MS}`, '+inf', 'WITHSCORES');
+  return attemptCountOf(
+    await services.redis.zrangebyscore(key, `(${atMs - DAY_MS}`, '+inf', 'WITHSCORES'),
+    callId,
+  );
+}
+
+/** The count of a window's attempts, read as ZRANGEBYSCORE … WITHSCORES (member, score, …). */
+export function attemptCountOf(rows: readonly string[], callId: string): AttemptCount {
   let oldestMs: number | null = null;
   let counted = false;
   for (let i = 0; i < rows.length; i += 2) {
