@@ -41,6 +41,18 @@ async function providerError(promise: Promise<unknown>): Promise<ProviderError> 
   return err as ProviderError;
 }
 
+/**
+ * The call's place-call job once BullMQ has marked it completed: the call's provider id is stored
+ * before, so a job read as soon as the call shows it may still be active (attemptsMade not counted).
+ */
+async function completedJob(calls: Queue, callId: string) {
+  return eventually(async () => {
+    const job = await calls.getJob(callId);
+    expect(await job!.getState()).toBe('completed');
+    return (await calls.getJob(callId))!;
+  });
+}
+
 describe('RetellProvider against the Retell fake', () => {
   const provider = () => new RetellProvider({ apiKey: fake.apiKey, baseUrl: fake.url });
 
@@ -338,12 +350,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
       expect(placed.at - limitedAt).toBeGreaterThanOrEqual(2900);
     }
     expect(createRequestsFor(callId)).toHaveLength(2);
-    // The call's provider id is stored before its job is marked completed: the job is read once it is.
-    const job = await eventually(async () => {
-      const found = await stack.services.queues.calls.getJob(callId);
-      expect(await found!.getState()).toBe('completed');
-      return (await stack.services.queues.calls.getJob(callId))!;
-    });
+    const job = await completedJob(stack.services.queues.calls, callId);
     // One attempt, which succeeded: the 429 was never counted as a failure.
     expect(job.attemptsMade).toBe(1);
     expect(job.stacktrace).toEqual([]);
@@ -366,10 +373,9 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect(fake.requests.indexOf(asked[0]!)).toBeLessThan(
       fake.requests.indexOf(createRequestsFor(callId)[1]!),
     );
-    const job = await stack.services.queues.calls.getJob(callId);
-    expect(await job!.getState()).toBe('completed');
-    expect(job!.attemptsMade).toBe(2); // one failure, then the success
-    expect(job!.stacktrace).toHaveLength(1);
+    const job = await completedJob(stack.services.queues.calls, callId);
+    expect(job.attemptsMade).toBe(2); // one failure, then the success
+    expect(job.stacktrace).toHaveLength(1);
     expect(fake.calls.filter((c) => (c.metadata as any)?.call_id === callId)).toHaveLength(1);
   });
 
