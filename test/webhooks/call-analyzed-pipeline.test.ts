@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import type { FakeSmtp } from '../fakes/smtp-server.js';
+import { decodeHeader, type FakeSmtp } from '../fakes/smtp-server.js';
 import type { FakeClio } from '../fakes/clio-server.js';
 import type { FakeSlack } from '../fakes/slack-server.js';
 import {
@@ -54,22 +54,6 @@ async function configuredFirm() {
 }
 
 type Firm = Awaited<ReturnType<typeof configuredFirm>>;
-
-/** RFC 2047 encoded words (=?UTF-8?Q?...?= / =?UTF-8?B?...?=) as text. */
-function decodeHeader(value: string): string {
-  return value
-    .replace(/\?=\s+=\?/g, '?==?')
-    .replace(/=\?UTF-8\?([QB])\?([^?]*)\?=/gi, (_, kind: string, text: string) =>
-      kind.toUpperCase() === 'B'
-        ? Buffer.from(text, 'base64').toString('utf8')
-        : Buffer.from(
-            text
-              .replace(/_/g, ' ')
-              .replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-            'latin1',
-          ).toString('utf8'),
-    );
-}
 
 const mailsTo = (inbox: string) => smtp.messages.filter((m) => m.to.includes(inbox));
 const contactsWithEmail = (email: string) =>

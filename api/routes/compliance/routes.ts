@@ -7,8 +7,7 @@ import {
   type InvalidPhone,
 } from '../../../core/domain/compliance/dnc-input.js';
 import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/domain/compliance/dnc-store.js';
-import { indexListed } from '../../../core/domain/compliance/dnc-index.js';
-import { sweepAfterListing } from '../../../core/domain/compliance/dnc-sweep.js';
+import { afterListing } from '../../../core/domain/compliance/dnc-sweep.js';
 import {
   isKnownCountry,
   normalizePhone,
@@ -70,11 +69,9 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
-      // Every number asked, listed before or not (a repeat heals what an outage or a request that
-      // died half-way left undone): into the gate's Redis index, then queued campaign calls to
-      // these numbers are blocked now, not when their jobs come due.
-      await indexListed(services, firm._id, phones);
-      await sweepAfterListing(services, firm._id, phones);
+      // The gate's index, and queued campaign calls to these numbers blocked now, not when their
+      // jobs come due: every number asked, listed before or not.
+      await afterListing(services, firm._id, phones);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -103,11 +100,9 @@ export const complianceRoutes = [
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
-      // Every number asked, listed before or not (a repeat heals what an outage or a request that
-      // died half-way left undone): into the gate's Redis index, then queued campaign calls to
-      // these numbers are blocked now, not when their jobs come due.
-      await indexListed(services, firm._id, phones);
-      await sweepAfterListing(services, firm._id, phones);
+      // The gate's index, and queued campaign calls to these numbers blocked now, not when their
+      // jobs come due: every number asked, listed before or not.
+      await afterListing(services, firm._id, phones);
       return {
         rows,
         added: added.length,

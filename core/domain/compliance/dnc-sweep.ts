@@ -1,3 +1,4 @@
+import { indexListed } from './dnc-index.js';
 import type { Services } from '../../wiring/services.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
@@ -43,14 +44,20 @@ import { findDncEntry } from './dnc-store.js';
 /** Point reads and per-call blocks in flight at once. */
 const CONCURRENCY = 16;
 
-/** Puts the sweep of an addition in line (after its entries are written). */
-export async function sweepAfterListing(
+/**
+ * What follows every addition to a firm's list (the API, the CSV import, an opt-out), after its
+ * entries are written: the numbers into the gate's Redis index (dnc-index.ts), then the sweep of
+ * the queued calls to them put in line. Called with every number asked, listed before or not: a
+ * repeat heals what an outage or a request that died half-way left undone.
+ */
+export async function afterListing(
   services: Services,
   firm: string,
   phones: readonly string[],
 ): Promise<void> {
   const unique = [...new Set(phones)];
   if (unique.length === 0) return;
+  await indexListed(services, firm, unique);
   await enqueue(services.queues, JOBS.dncSweep, { firm, phones: unique, batch: newId('dncsw', 9) });
 }
 

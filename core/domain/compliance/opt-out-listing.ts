@@ -3,9 +3,8 @@ import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
-import { indexListed } from './dnc-index.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
-import { sweepAfterListing } from './dnc-sweep.js';
+import { afterListing } from './dnc-sweep.js';
 
 // An opt-out said in a call or written in a chat puts the person's number on the firm's
 // do-not-call list, with the evidence (docs/compliance.md#opt-outs). The entry's _id is the
@@ -41,10 +40,9 @@ async function list(
     evidence: { ...subject, words: found.words },
     added_by: 'opt_out',
   });
-  // Indexed and swept even when listed already: a repeat heals what an outage left undone.
-  await indexListed(services, firm, [e164]);
   if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
-  await sweepAfterListing(services, firm, [e164]);
+  // Even when listed already: a repeat heals what an outage left undone.
+  await afterListing(services, firm, [e164]);
   return added ? 'listed' : 'already_listed';
 }
 
