@@ -255,6 +255,23 @@ export function descendants(root = process.pid): Map<number, string> {
 }
 
 /**
+ * CPU seconds used so far by this process and its descendants (the stores a bench started:
+ * Redis, FerretDB, PostgreSQL and its backends), by group; children that have exited are not
+ * counted, so read it around work whose processes stay up.
+ */
+export function stackCpuSeconds(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [pid, name] of descendants()) {
+    const used = processCpuSeconds(pid);
+    const group = name.startsWith('postgres') ? 'postgres' : name;
+    if (Number.isFinite(used)) out[group] = (out[group] ?? 0) + used;
+  }
+  const own = process.cpuUsage();
+  out.bench = (own.user + own.system) / 1e6;
+  return out;
+}
+
+/**
  * Cores used over a stretch of time by the stack's processes, grouped: the named processes
  * (web, workers), and the other descendants of this process by command (ferretdb, postgres,
  * redis-server), the bench process itself, and the machine as a whole (other users included).

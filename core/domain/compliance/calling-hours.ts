@@ -13,7 +13,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { getCountryCallingCode, parsePhoneNumberFromString } from 'libphonenumber-js';
+import { parseDialable } from '../contact-points/phones.js';
 import { insideWindow, type CallingWindow } from '../pacing/calling-window.js';
 import { holidayOn, type HolidayRules } from './holidays.js';
 import { isTimeZone, localTime, type LocalTime } from '../../platform/time-zone.js';
@@ -239,14 +240,49 @@ export interface NumberPlace {
 
 /** The possible time zones and the region of an E.164 number, from libphonenumber's data. */
 export function placeOfNumber(phone: string): NumberPlace {
+  const known = placesSeen.get(phone);
+  if (known !== undefined) return known;
+  const found = findPlace(phone);
+  const place = Object.freeze({ zones: Object.freeze(found.zones) as string[], region: found.region });
+  // Both stages of the gate judge the same number, mostly within seconds of each other: the last
+  // answers are kept (a pure function of the text; the oldest half dropped when full).
+  if (placesSeen.size >= PLACES_SEEN_MAX) {
+    let drop = PLACES_SEEN_MAX / 2;
+    for (const key of placesSeen.keys()) {
+      placesSeen.delete(key);
+      if (--drop === 0) break;
+    }
+  }
+  placesSeen.set(phone, place);
+  return place;
+}
+
+const PLACES_SEEN_MAX = 4096;
+const placesSeen = new Map<string, NumberPlace>();
+
+/** The calling code, national number and country of a number: from the dialable number's parse when it has one (kept by parseDialable), else parsed here. */
+function partsOf(phone: string): { cc: string; national: string; country: string | null } | null {
+  const dialable = parseDialable(phone);
+  if (dialable !== null) {
+    const cc = getCountryCallingCode(dialable.country);
+    return { cc, national: dialable.e164.slice(1 + cc.length), country: dialable.country };
+  }
   const parsed = parsePhoneNumberFromString(phone);
-  if (parsed === undefined) return { zones: [], region: null };
+  if (parsed === undefined) return null;
+  return {
+    cc: String(parsed.countryCallingCode),
+    national: String(parsed.nationalNumber),
+    country: parsed.country ?? null,
+  };
+}
+
+function findPlace(phone: string): NumberPlace {
+  const parts = partsOf(phone);
+  if (parts === null) return { zones: [], region: null };
+  const { cc, national, country } = parts;
   const data = loadNumberData();
-  const cc = String(parsed.countryCallingCode);
-  const national = String(parsed.nationalNumber);
   const found = longestPrefix(data.timeZones, cc + national);
   const zones = found === null ? [] : found.split('&').filter(knownZone);
-  const country = parsed.country ?? null;
   let region: string | null = country;
   if (cc === '1' && (country === 'US' || country === 'CA')) {
     const place = longestPrefix(data.nanpPlaces, national);
