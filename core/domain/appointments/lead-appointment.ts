@@ -41,7 +41,8 @@ interface BookingLeadDoc {
 export type AppointmentTrigger =
   'BOOKING_CREATED' | 'BOOKING_REQUESTED' | 'BOOKING_REJECTED' | 'BOOKING_RESCHEDULED' | 'BOOKING_CANCELLED';
 
-const STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
+/** The status a lead's appointment takes from each booking event. */
+export const STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
   BOOKING_CREATED: 'booked',
   BOOKING_REQUESTED: 'requested',
   BOOKING_REJECTED: 'rejected',

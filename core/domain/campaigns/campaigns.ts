@@ -29,6 +29,7 @@ import {
   withCampaignLock,
   type CampaignDoc,
 } from './campaign-store.js';
+import { recordCampaignLaunched, recordCampaignPaused } from './record-campaign-events.js';
 
 import type { CampaignPurpose } from '../compliance/consent.js';
 
@@ -156,6 +157,7 @@ export async function launchCampaign(
       throw err;
     }
     const running = await markRunning(db, campaign, launchedAt);
+    await recordCampaignLaunched(services, running);
     return { launched: true as const, calls_queued: running.calls_queued };
   });
 }
@@ -230,7 +232,10 @@ export async function pauseCampaign(
       updated_at: new Date(),
     };
     await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
-    return { ...campaign, ...changes };
+    const paused = { ...campaign, ...changes };
+    // A manual pause or the kill switch's: campaign.paused, keyed by the pause's time.
+    await recordCampaignPaused(services, paused);
+    return paused;
   });
 }
 
