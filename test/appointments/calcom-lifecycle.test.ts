@@ -57,8 +57,12 @@ async function appointmentBecomes(leadId: string, expected: Record<string, unkno
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Waits until the lead's appointment events are `expected` (each is recorded just after its move). */
+const appointmentEventsBecome = (leadId: string, expected: string[][]) =>
+  eventually(async () => expect(await appointmentEvents(leadId)).toEqual(expected));
+
 /** The lead's appointment.* events (docs/events.md#event-types): [type, booking uid, start], in order. */
-async function appointmentEvents(leadId: string) {
+async function appointmentEvents(leadId: string): Promise<string[][]> {
   const events = await eventsOf(booking.stack, booking.firm.slug, leadId);
   for (const e of events.filter((e) => e.type.startsWith('appointment.'))) {
     expect(e.data.lead_id).toBe(leadId);
@@ -85,7 +89,7 @@ describe("the lead's appointment follows every booking event", () => {
       ]);
       booking.cal.reject(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[0]!), status: 'rejected' });
-      expect(await appointmentEvents(leadId)).toEqual([
+      await appointmentEventsBecome(leadId, [
         ['appointment.requested', uid, iso(slots[0]!)],
         ['appointment.rejected', uid, iso(slots[0]!)],
       ]);
@@ -117,7 +121,7 @@ describe("the lead's appointment follows every booking event", () => {
       ['appointment.rescheduled', moved, iso(slots[8]!)],
       ['appointment.cancelled', moved, iso(slots[8]!)],
     ];
-    expect(await appointmentEvents(leadId)).toEqual(expected);
+    await appointmentEventsBecome(leadId, expected);
     // The booking events' jobs run again (a retry after they were applied): nothing new.
     expect(await rerunCompleted(booking.stack, 'bookingEvent')).toBeGreaterThanOrEqual(4);
     expect(await appointmentEvents(leadId)).toEqual(expected);
@@ -130,9 +134,10 @@ describe("the lead's appointment follows every booking event", () => {
       const booked = await bookFor(leadId, slots[3]!, 'accepted.client@example.com');
       const uid = booked.body.booking_uid as string;
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'requested' });
+      await appointmentEventsBecome(leadId, [['appointment.requested', uid, iso(slots[3]!)]]);
       booking.cal.confirm(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'booked' });
-      expect(await appointmentEvents(leadId)).toEqual([
+      await appointmentEventsBecome(leadId, [
         ['appointment.requested', uid, iso(slots[3]!)],
         ['appointment.booked', uid, iso(slots[3]!)],
       ]);

@@ -3,11 +3,13 @@ import { recordEvent } from '../events/record-event.js';
 import type { EventType } from '../events/event-types.js';
 import { findLead } from '../leads/leads.js';
 import { leadView } from '../leads/lead-view.js';
-import { STATUS_OF, type AppointmentStatus, type AppointmentTrigger } from './lead-appointment.js';
+import type { AppointmentStatus, LeadAppointment } from './lead-appointment.js';
 
-// The appointment.* domain events (docs/events.md#event-types): one per booking event that moved
-// a lead's appointment, about that lead (the subject), keyed by the booking trigger, the booking
-// and the delivery, so a repeated delivery or a retried job records it once.
+// The appointment.* domain events (docs/events.md#event-types): one per move of a lead's
+// appointment, about that lead (the subject): by a booking event (the booking processor) or by
+// our own booking (the API, an agent's tool, the chat). The key is the appointment it set (status,
+// booking, start), so our booking and Cal.com's event of it, a repeated delivery or a retried job
+// record it once.
 
 const TYPE_OF: Record<AppointmentStatus, EventType> = {
   booked: 'appointment.booked',
@@ -18,28 +20,28 @@ const TYPE_OF: Record<AppointmentStatus, EventType> = {
 };
 
 /**
- * Records the event of a booking event applied to lead `leadId`'s appointment: the appointment it
- * set and the lead (null while the lead is not made yet: an agent booked during the call).
+ * Records the move of lead `leadId`'s appointment to `appointment` at `at`, with the lead (null
+ * while the lead is not made yet: an agent booked during the call).
  */
 export async function recordAppointmentEvent(
   services: Services,
   firm: string,
   leadId: string,
-  change: { trigger: AppointmentTrigger; uid: string; start_at: number; delivery: string; event_at: number },
+  appointment: LeadAppointment,
+  at: Date,
 ): Promise<string> {
-  const status = STATUS_OF[change.trigger];
   const lead = await findLead(services.mongo.db, leadId);
   return recordEvent(services, {
     firm,
-    type: TYPE_OF[status],
+    type: TYPE_OF[appointment.status],
     subject: leadId,
-    key: `${change.trigger}|${change.uid}|${change.delivery}`,
-    occurred_at: new Date(change.event_at),
+    key: `${appointment.status}|${appointment.booking_uid}|${appointment.start}`,
+    occurred_at: at,
     data: {
       lead_id: leadId,
-      booking_uid: change.uid,
-      start: new Date(change.start_at).toISOString(),
-      status,
+      booking_uid: appointment.booking_uid,
+      start: appointment.start,
+      status: appointment.status,
       lead: lead === null || lead.firm !== firm ? null : leadView(lead),
     },
   });

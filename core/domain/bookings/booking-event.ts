@@ -17,7 +17,6 @@ import {
 import { cancelBookingReminders, MAX_BOOKING_ATTENDEES, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
 import { followBookingEvent } from '../appointments/lead-appointment.js';
-import { recordAppointmentEvent } from '../appointments/record-appointment-events.js';
 
 // Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
 // it; a worker moves the appointment of the lead the booking is for (lead-appointment.ts), applies
@@ -180,8 +179,6 @@ export async function applyBookingEvent(
   // The lead whose appointment this booking is follows it (docs/appointments.md#the-lead).
   const lead = await followBookingEvent(services, event);
   const followed = lead === null ? {} : { lead };
-  // The lead's appointment moved: appointment.<status> (a retried job re-applies, same key).
-  if (lead !== null) await recordAppointmentEvent(services, firm._id, lead, event);
   if (event.trigger === 'BOOKING_REQUESTED' || event.trigger === 'BOOKING_REJECTED') {
     // A request has no reminders until the host accepts (Cal.com then sends BOOKING_CREATED).
     return { uid: event.uid, outcome: 'no_reminders', ...followed };
