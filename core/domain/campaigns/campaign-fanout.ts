@@ -32,7 +32,8 @@ export async function fanOutCampaign(
     if (campaign === null) return { outcome: 'not_launched', added: 0 };
   }
   if (campaign.status === 'cancelled') return { outcome: 'cancelled', added: 0 };
-  // campaign.launched (recorded by the launch; again here, a no-op, if the launch died before it).
+  // campaign.launched: the launch enqueued this job before its state change, so every launch
+  // runs it after the change; a retry of it records nothing new.
   await recordCampaignLaunched(services, campaign);
 
   const fanouts = campaignFanoutsCollection(db);

@@ -29,7 +29,7 @@ import {
   withCampaignLock,
   type CampaignDoc,
 } from './campaign-store.js';
-import { recordCampaignLaunched, recordCampaignPaused } from './record-campaign-events.js';
+import { recordCampaignPaused } from './record-campaign-events.js';
 
 import type { CampaignPurpose } from '../compliance/consent.js';
 
@@ -157,7 +157,6 @@ export async function launchCampaign(
       throw err;
     }
     const running = await markRunning(db, campaign, launchedAt);
-    await recordCampaignLaunched(services, running);
     return { launched: true as const, calls_queued: running.calls_queued };
   });
 }

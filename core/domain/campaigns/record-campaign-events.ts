@@ -6,7 +6,7 @@ import { viewWithCounts } from './campaign-view.js';
 // The campaign.* domain events (docs/events.md#event-types): launched and completed once each
 // (their keys), a pause per pause (keyed by its time: a manual pause or the kill switch's).
 
-/** campaign.launched (the launch request, and again harmlessly by its fan-out job). */
+/** campaign.launched, by the launch's fan-out job as it starts (the launch's own continuation). */
 export async function recordCampaignLaunched(services: Services, campaign: CampaignDoc): Promise<void> {
   if (campaign.launched_at === null) return;
   await recordEvent(services, {
