@@ -22,7 +22,7 @@ import { phonesFrom } from '../campaigns/campaign-phone-pages.js';
 import { leadState, readCounts } from '../campaigns/campaign-progress.js';
 import { settleRefusedLead } from '../campaigns/campaign-calls.js';
 import { decideAtRequest } from './dial-gate.js';
-import { findDncEntry } from './dnc-store.js';
+import { findDncEntry, type DncEntry } from './dnc-store.js';
 import { dncEntryView } from './dnc-view.js';
 import { recordEvent } from '../events/record-event.js';
 
@@ -49,45 +49,39 @@ const CONCURRENCY = 16;
 /**
  * What follows every addition to a firm's list (the API, the CSV import, an opt-out), after its
  * entries are written: the numbers into the gate's Redis index (dnc-index.ts), then the sweep of
- * the queued calls to them put in line, then dnc.added for each entry. Called with every number
- * asked, listed before or not: a repeat heals what an outage or a request that died half-way left
- * undone.
+ * the queued calls to them put in line, then dnc.added for each entry this addition listed
+ * (`listed`). Called with every number asked, listed before or not: a repeat heals what an outage
+ * or a request that died half-way left undone (its events excepted: a number listed already is
+ * no addition, and the list is not read here).
  */
 export async function afterListing(
   services: Services,
   firm: string,
   phones: readonly string[],
+  listed: readonly DncEntry[] = [],
 ): Promise<void> {
   const unique = [...new Set(phones)];
   if (unique.length === 0) return;
   await indexListed(services, firm, unique);
   await enqueue(services.queues, JOBS.dncSweep, { firm, phones: unique, batch: newId('dncsw', 9) });
-  await recordDncAdditions(services, firm, unique);
+  await recordDncAdditions(services, listed);
 }
 
 /**
- * dnc.added for each number's entry (docs/events.md#event-types): subject the number, key the
- * addition (its entry's time: the batch it was added in) and the number, so a number asked again
- * while listed records nothing new, and a repeat after a failure records what is missing. A number
- * taken off the list meanwhile has no entry and no event.
+ * dnc.added for each entry (docs/events.md#event-types), CONCURRENCY at once: subject the number,
+ * key the addition (its entry's time, one for all the numbers of a request) and the number.
  */
-async function recordDncAdditions(
-  services: Services,
-  firm: string,
-  phones: readonly string[],
-): Promise<void> {
-  await inSlices(phones, async (phone) => {
-    const entry = await findDncEntry(services.mongo.db, firm, phone);
-    if (entry === null) return;
-    await recordEvent(services, {
-      firm,
+async function recordDncAdditions(services: Services, listed: readonly DncEntry[]): Promise<void> {
+  await inSlices(listed, (entry) =>
+    recordEvent(services, {
+      firm: entry.firm,
       type: 'dnc.added',
-      subject: phone,
-      key: `${entry.added_at.toISOString()}|${phone}`,
+      subject: entry.phone,
+      key: `${entry.added_at.toISOString()}|${entry.phone}`,
       occurred_at: entry.added_at,
       data: dncEntryView(entry),
-    });
-  });
+    }),
+  );
 }
 
 /** f on each item, at most CONCURRENCY at once; results in order. */
