@@ -180,8 +180,11 @@ describe('opt-outs over the share', () => {
       return of;
     });
     expect(events[1]!.data).toMatchObject({ id: campaign.id, status: 'paused', paused_reason: reason });
-    const optedOut = (await eventsOf(stack, firm.slug)).filter((e) => e.type === 'dnc.added');
-    expect(optedOut.map((e) => e.subject).sort()).toEqual([...optOuts].sort());
+    const optedOut = await eventually(async () => {
+      const found = (await eventsOf(stack, firm.slug)).filter((e) => e.type === 'dnc.added');
+      expect(found.map((e) => e.subject).sort()).toEqual([...optOuts].sort());
+      return found;
+    });
     for (const e of optedOut)
       expect(e.data).toMatchObject({ source: 'call', evidence: { call_id: expect.any(String) } });
   }, 60_000);

@@ -64,14 +64,14 @@ export const complianceRoutes = [
       const country = countryOf(body.defaultCountry, '/defaultCountry');
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
       const { phones, invalid } = readPhones(body.phones, country);
-      const { added, entries } = await addDncEntries(services.mongo.db, firm._id, phones, {
+      const { added } = await addDncEntries(services.mongo.db, firm._id, phones, {
         source: body.source ?? 'api',
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
-      // jobs come due: every number asked, listed before or not; dnc.added for those listed now.
-      await afterListing(services, firm._id, phones, entries);
+      // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
+      await afterListing(services, firm._id, phones, added);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -95,14 +95,14 @@ export const complianceRoutes = [
       const country = countryOf(body.defaultCountry, '/defaultCountry');
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
       const { rows, phones, invalid } = readCsvPhones(body.csv, country);
-      const { added, entries } = await addDncEntries(services.mongo.db, firm._id, phones, {
+      const { added } = await addDncEntries(services.mongo.db, firm._id, phones, {
         source: 'csv',
         reason: body.reason ?? null,
         added_by: principalName(principal),
       });
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
-      // jobs come due: every number asked, listed before or not; dnc.added for those listed now.
-      await afterListing(services, firm._id, phones, entries);
+      // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
+      await afterListing(services, firm._id, phones, added);
       return {
         rows,
         added: added.length,

@@ -80,46 +80,28 @@ function entryFor(firm: string, phone: string, addition: DncAddition, at: Date):
 }
 
 /** Adds one number (E.164); true when this call listed it, false when it was listed already. */
-export async function addDncEntry(
-  db: Db,
-  firm: string,
-  phone: string,
-  addition: DncAddition,
-): Promise<boolean> {
-  return (await listDncNumber(db, firm, phone, addition)) !== null;
-}
-
-/** Adds one number (E.164); the entry when this call listed it, null when it was listed already. */
-export async function listDncNumber(
-  db: Db,
-  firm: string,
-  phone: string,
-  addition: DncAddition,
-): Promise<DncEntry | null> {
-  const entry = entryFor(firm, phone, addition, new Date());
-  return (await claim(entries(db), entry)) ? entry : null;
+export function addDncEntry(db: Db, firm: string, phone: string, addition: DncAddition): Promise<boolean> {
+  return claim(entries(db), entryFor(firm, phone, addition, new Date()));
 }
 
 /**
  * Adds many numbers (E.164; repeats counted once) with one unordered insertMany of their key
  * documents: no read first, no write per number. A number already on the list is told by its own
- * duplicate-key error, and the others are inserted all the same. `entries`: the ones this listed.
+ * duplicate-key error, and the others are inserted all the same.
  */
 export async function addDncEntries(
   db: Db,
   firm: string,
   phones: readonly string[],
   addition: DncAddition,
-): Promise<{ added: string[]; already_listed: string[]; entries: DncEntry[] }> {
+): Promise<{ added: string[]; already_listed: string[] }> {
   const unique = [...new Set(phones)];
-  if (unique.length === 0) return { added: [], already_listed: [], entries: [] };
+  if (unique.length === 0) return { added: [], already_listed: [] };
   const at = new Date();
   const taken = new Set<number>();
-  const docs = unique.map((phone) => entryFor(firm, phone, addition, at));
   try {
-    // A copy each: the driver sets nothing on the documents we return, whatever it does.
     await entries(db).insertMany(
-      docs.map((doc) => ({ ...doc })),
+      unique.map((phone) => entryFor(firm, phone, addition, at)),
       { ordered: false },
     );
   } catch (err) {
@@ -130,7 +112,7 @@ export async function addDncEntries(
   const added: string[] = [];
   const already: string[] = [];
   unique.forEach((phone, i) => (taken.has(i) ? already : added).push(phone));
-  return { added, already_listed: already, entries: docs.filter((_, i) => !taken.has(i)) };
+  return { added, already_listed: already };
 }
 
 /** The batch positions of an unordered insert's write errors when every one is a duplicate key; else null. */

@@ -2,7 +2,7 @@ import type { Services } from '../../wiring/services.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
-import { listDncNumber, type DncSource } from './dnc-store.js';
+import { addDncEntry, type DncSource } from './dnc-store.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
 import { afterListing } from './dnc-sweep.js';
 
@@ -34,16 +34,16 @@ async function list(
     log.info({ firm, ...subject, source }, 'opt-out without a phone number to list: nothing recorded');
     return 'no_phone';
   }
-  const entry = await listDncNumber(services.mongo.db, firm, e164, {
+  const added = await addDncEntry(services.mongo.db, firm, e164, {
     source,
     reason: source === 'call' ? 'Opt-out said in a call' : 'Opt-out written in a chat',
     evidence: { ...subject, words: found.words },
     added_by: 'opt_out',
   });
-  if (entry !== null) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
   // Even when listed already: a repeat heals what an outage left undone.
-  await afterListing(services, firm, [e164], entry === null ? [] : [entry]);
-  return entry !== null ? 'listed' : 'already_listed';
+  await afterListing(services, firm, [e164], added ? [e164] : []);
+  return added ? 'listed' : 'already_listed';
 }
 
 /**
