@@ -18,8 +18,7 @@ import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { eventsOf, rerunCompleted } from '../helpers/events.js';
-import { eventsCollection } from '../../core/domain/events/record-event.js';
+import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
@@ -319,7 +318,7 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     ]);
     expect(events.map((e) => e.data)).toEqual([result, second]);
     // A sync job run again after it completed (its event lost with the worker): the same event.
-    await eventsCollection(stack.services).deleteMany({ firm: firm.slug });
+    await eventDocs(stack).deleteMany({ firm: firm.slug });
     expect(await rerunCompleted(stack, 'syncContacts')).toBeGreaterThanOrEqual(2);
     expect(await eventsOf(stack, firm.slug)).toEqual(events);
     const asked = clio.requests.slice(before).filter((r) => LISTING.test(r.path));

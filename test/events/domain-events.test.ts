@@ -8,8 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import { eventsOf, rerunCompleted, typesOf, type RecordedEvent } from '../helpers/events.js';
-import { eventsCollection } from '../../core/domain/events/record-event.js';
+import { eventDocs, eventsOf, rerunCompleted, typesOf, type RecordedEvent } from '../helpers/events.js';
 import { createAgent, waitForCall } from '../calls/support.js';
 import { createCampaign, launch, waitForCampaign } from '../campaigns/support.js';
 import { JANE, retellCallAnalyzed } from '../webhooks/support.js';
@@ -75,7 +74,7 @@ describe('a dialled call, answered and analysed', () => {
     // Every step of the call run again with its own data (a retried job): nothing new; and had a
     // step died after its change, before its event, its retry records that same event.
     const before = ids(await eventsOf(stack, firm.slug));
-    await eventsCollection(stack.services).deleteMany({ firm: firm.slug, subject: callId });
+    await eventDocs(stack).deleteMany({ firm: firm.slug, subject: callId });
     expect(await rerunCompleted(stack, 'callEvent')).toBeGreaterThanOrEqual(3);
     expect(await rerunCompleted(stack, 'analyzeCall')).toBeGreaterThanOrEqual(1);
     await rerunCompleted(stack, 'callEffect');
@@ -169,7 +168,7 @@ describe('leads, a campaign, an import and do-not-call additions', () => {
 
     // Run again (and had they died before their events: those events again, the same ids).
     const before = ids(all);
-    await eventsCollection(stack.services).deleteMany({ firm: firm.slug, subject: campaign.id });
+    await eventDocs(stack).deleteMany({ firm: firm.slug, subject: campaign.id });
     expect(await rerunCompleted(stack, 'campaignFanout')).toBeGreaterThanOrEqual(1);
     await rerunCompleted(stack, 'campaignCall');
     // The last call's end completed the campaign: its call-event job again.
@@ -194,7 +193,7 @@ describe('leads, a campaign, an import and do-not-call additions', () => {
     });
     expect(event!.data).toEqual({ job_id: event!.subject, status: 'completed', ...res.body });
     expect(event!.data).toMatchObject({ imported: 2, duplicates: 1, errors: 0 });
-    await eventsCollection(stack.services).deleteOne({ _id: event!.id });
+    await eventDocs(stack).deleteOne({ _id: event!.id });
     expect(await rerunCompleted(stack, 'importContacts')).toBe(1);
     expect(await rerunCompleted(stack, 'importContacts')).toBe(1);
     expect(ofType(await eventsOf(stack, firm.slug), 'contacts.import.completed')).toEqual([event]);

@@ -5,11 +5,15 @@ import { processors } from '../../workers/processors/index.js';
 import type { JobProcessor } from '../../workers/runner.js';
 import { eventBodyProblems } from '../../api/schemas/events.js';
 import type { DomainEvent } from '../../core/domain/events/event-types.js';
-import { eventsCollection } from '../../core/domain/events/record-event.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { Stack } from './stack.js';
 
 // The domain events a test's flows recorded (docs/events.md), read from the events collection,
 // each checked against its type's published schema as a receiver would get its body.
+
+/** The events collection (read and, to stand for a step that died before its event, written). */
+export const eventDocs = (stack: Stack) =>
+  stack.services.mongo.db.collection<DomainEvent>(COLLECTIONS.events);
 
 export interface RecordedEvent {
   id: string;
@@ -25,7 +29,7 @@ export interface RecordedEvent {
  * `{type, timestamp, data}` must conform to its type's schema.
  */
 export async function eventsOf(stack: Stack, firm: string, subject?: string): Promise<RecordedEvent[]> {
-  const docs: DomainEvent[] = await eventsCollection(stack.services)
+  const docs: DomainEvent[] = await eventDocs(stack)
     .find(subject === undefined ? { firm } : { firm, subject })
     .toArray();
   const events = docs

@@ -12,7 +12,7 @@ export function eventIdOf(input: Pick<EventInput, 'firm' | 'type' | 'subject' | 
   return `evt_${sha256Hex(`${input.firm}|${input.type}|${input.subject}|${input.key}`).slice(0, 26)}`;
 }
 
-export const eventsCollection = (services: Services) =>
+const eventsCollection = (services: Services) =>
   collection<DomainEvent>(services.mongo.db, COLLECTIONS.events);
 
 /** Inserts the event (an _id already there is success: the change was retried); returns its id. */
