@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
-import { eventsOf } from '../helpers/events.js';
+import { eventDocs, eventsOf } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { documentedResponses } from '../helpers/documented-response.js';
 import { startFakeSmtp, bodyText, decodeHeader, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -112,6 +112,21 @@ describe('opt-outs over the share', () => {
       threshold: { share: 0.05, window: 40 },
       at: expect.stringMatching(/^\d{4}-/),
     });
+    // campaign.paused, once; a pause step run again while paused (its event lost with a dying
+    // worker, say) records that same event again, and nothing more.
+    const pausedEvent = await eventually(async () => {
+      const found = (await eventsOf(stack, firm.slug, campaign.id)).filter(
+        (e) => e.type === 'campaign.paused',
+      );
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    });
+    await eventDocs(stack).deleteOne({ _id: pausedEvent.id });
+    expect((await firm.client.post(`/api/leads/campaigns/${campaign.id}/pause`)).status).toBe(200);
+    const again = (await eventsOf(stack, firm.slug, campaign.id)).filter((e) => e.type === 'campaign.paused');
+    expect(again.map((e) => [e.id, e.occurred_at, e.data.paused_reason])).toEqual([
+      [pausedEvent.id, pausedEvent.occurred_at, reason],
+    ]);
     // The record as /openapi.json declares it, paused_reason included.
     const expectDocumented = await documentedResponses(stack.api);
     expectDocumented(

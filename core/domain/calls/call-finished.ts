@@ -8,9 +8,10 @@ import { recordCallEnded } from './record-call-events.js';
 
 /**
  * What a call's end sets going (its call_ended or a not_connected/error outcome, or a dial that
- * failed for good): the call takes its place in list-calls, call.ended is recorded, the firm's dial slot is freed (waking the next job in line), and a campaign
- * call settles its lead. Idempotent, so it runs for every event of a finished call — a worker
- * that died between recording the end and this hook is made good when its job runs again.
+ * failed for good): the call takes its place in list-calls, call.ended is recorded, the firm's
+ * dial slot is freed (waking the next job in line), and a campaign call settles its lead.
+ * Idempotent, so it runs for every event of a finished call — a worker that died between
+ * recording the end and this hook is made good when its job runs again.
  * `optedOut`: the person opted out in this call (its transcript put the number on the firm's
  * do-not-call list), which the campaign kill switch counts.
  */

@@ -218,10 +218,18 @@ export async function pauseCampaign(
   const campaignId = seen._id;
   return withCampaignLock(services, campaignId, async () => {
     const campaign = await reread(db, campaignId);
-    if (automatic !== undefined && campaign.status !== 'running') return campaign;
+    if (automatic !== undefined && campaign.status !== 'running') {
+      // Paused already: its event again (a no-op unless the pausing step died before it).
+      await recordCampaignPaused(services, campaign);
+      return campaign;
+    }
     if (campaign.status === 'draft') throw notLaunched();
     if (campaign.status === 'completed' || campaign.status === 'cancelled') throw finished(campaign);
-    if (campaign.status === 'paused') return campaign;
+    if (campaign.status === 'paused') {
+      // Its event again (its key: nothing new), for a pause whose step died before it.
+      await recordCampaignPaused(services, campaign);
+      return campaign;
+    }
     const reason = automatic === undefined ? manualPause() : await automatic(campaign);
     if (reason === null) return campaign;
     const changes = {
