@@ -12,6 +12,11 @@ export interface DncSweepJob {
   phones: string[];
   /** The addition's id (one job per addition). */
   batch: string;
+  /**
+   * The numbers this addition put on the list (not those listed before): dnc.added for each
+   * (docs/events.md#event-types). Absent on jobs enqueued before it was kept.
+   */
+  listed?: string[];
 }
 
 export const complianceJobs = {

@@ -7,6 +7,7 @@ import {
   signRetellWebhook,
 } from '../../core/integrations/voice/webhook-signature.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventsOf } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
 import { reminders, remindersWhen } from '../bookings/support.js';
@@ -193,6 +194,32 @@ describe('booking', () => {
       start: first.body.start,
       status: 'booked',
     });
+  });
+
+  it('our own booking for a lead records appointment.booked, once, with no webhook from Cal.com', async () => {
+    cal.setWebhook(null);
+    try {
+      const lead = await firm.client.post('/api/leads', {
+        firmSlug: firm.slug,
+        first_name: 'Quinn',
+        email: 'quinn@example.com',
+      });
+      const start = slots[33]!;
+      const booked = await book(start, 'book-event-1', { lead_id: lead.body.id });
+      expect(booked.status).toBe(200);
+      expect((await book(start, 'book-event-1', { lead_id: lead.body.id })).body).toEqual(booked.body);
+      const events = await eventsOf(stack, firm.slug, lead.body.id);
+      expect(events.map((e) => e.type)).toEqual(['lead.created', 'appointment.booked']);
+      expect(events[1]!.data).toMatchObject({
+        lead_id: lead.body.id,
+        booking_uid: booked.body.booking_uid,
+        start: new Date(start).toISOString(),
+        status: 'booked',
+        lead: { id: lead.body.id, appointment: { booking_uid: booked.body.booking_uid, status: 'booked' } },
+      });
+    } finally {
+      cal.setWebhook({ url: `${stack.baseUrl}/api/v2/${firm.slug}/booking-webhook`, secret: BOOKING_SECRET });
+    }
   });
 
   it('a replay answers the booking from its record with the documented fields only', async () => {

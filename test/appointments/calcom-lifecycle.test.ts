@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgent, createChat, say } from '../chat/chat-helpers.js';
 import { dailySlots } from '../fakes/calcom-server.js';
 import { eventually } from '../helpers/eventually.js';
+import { eventsOf, rerunCompleted } from '../helpers/events.js';
 import { callTool, useCalcomFirm } from './support.js';
 
 const API_KEY = 'cal_live_lifecycle_0123456789';
@@ -56,6 +57,23 @@ async function appointmentBecomes(leadId: string, expected: Record<string, unkno
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Waits until the lead's appointment events are `expected` (each is recorded just after its move). */
+const appointmentEventsBecome = (leadId: string, expected: string[][]) =>
+  eventually(async () => expect(await appointmentEvents(leadId)).toEqual(expected));
+
+/** The lead's appointment.* events (docs/events.md#event-types): [type, booking uid, start], in order. */
+async function appointmentEvents(leadId: string): Promise<string[][]> {
+  const events = await eventsOf(booking.stack, booking.firm.slug, leadId);
+  for (const e of events.filter((e) => e.type.startsWith('appointment.'))) {
+    expect(e.data.lead_id).toBe(leadId);
+    expect(e.data.lead).toMatchObject({ id: leadId, firm: booking.firm.slug });
+    expect(e.type).toBe(`appointment.${e.data.status}`);
+  }
+  return events
+    .filter((e) => e.type.startsWith('appointment.'))
+    .map((e) => [e.type, e.data.booking_uid, e.data.start]);
+}
+
 describe("the lead's appointment follows every booking event", () => {
   it('a pending booking (confirmation required) is "requested", then "rejected" when the host declines', async () => {
     booking.cal.setRules({ requiresConfirmation: true });
@@ -71,6 +89,10 @@ describe("the lead's appointment follows every booking event", () => {
       ]);
       booking.cal.reject(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[0]!), status: 'rejected' });
+      await appointmentEventsBecome(leadId, [
+        ['appointment.requested', uid, iso(slots[0]!)],
+        ['appointment.rejected', uid, iso(slots[0]!)],
+      ]);
     } finally {
       booking.cal.setRules({ requiresConfirmation: false });
     }
@@ -93,6 +115,16 @@ describe("the lead's appointment follows every booking event", () => {
       'BOOKING_RESCHEDULED',
       'BOOKING_CANCELLED',
     ]);
+    // One event per move of the lead's appointment; the cancel of the booking it moved from is none.
+    const expected = [
+      ['appointment.booked', uid, iso(slots[1]!)],
+      ['appointment.rescheduled', moved, iso(slots[8]!)],
+      ['appointment.cancelled', moved, iso(slots[8]!)],
+    ];
+    await appointmentEventsBecome(leadId, expected);
+    // The booking events' jobs run again (a retry after they were applied): nothing new.
+    expect(await rerunCompleted(booking.stack, 'bookingEvent')).toBeGreaterThanOrEqual(4);
+    expect(await appointmentEvents(leadId)).toEqual(expected);
   });
 
   it('a request the host accepts becomes "booked" (Cal.com sends BOOKING_CREATED then)', async () => {
@@ -102,8 +134,13 @@ describe("the lead's appointment follows every booking event", () => {
       const booked = await bookFor(leadId, slots[3]!, 'accepted.client@example.com');
       const uid = booked.body.booking_uid as string;
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'requested' });
+      await appointmentEventsBecome(leadId, [['appointment.requested', uid, iso(slots[3]!)]]);
       booking.cal.confirm(uid);
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[3]!), status: 'booked' });
+      await appointmentEventsBecome(leadId, [
+        ['appointment.requested', uid, iso(slots[3]!)],
+        ['appointment.booked', uid, iso(slots[3]!)],
+      ]);
     } finally {
       booking.cal.setRules({ requiresConfirmation: false });
     }

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
+import { eventDocs, eventsOf } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { documentedResponses } from '../helpers/documented-response.js';
 import { startFakeSmtp, bodyText, decodeHeader, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -111,6 +112,21 @@ describe('opt-outs over the share', () => {
       threshold: { share: 0.05, window: 40 },
       at: expect.stringMatching(/^\d{4}-/),
     });
+    // campaign.paused, once; a pause step run again while paused (its event lost with a dying
+    // worker, say) records that same event again, and nothing more.
+    const pausedEvent = await eventually(async () => {
+      const found = (await eventsOf(stack, firm.slug, campaign.id)).filter(
+        (e) => e.type === 'campaign.paused',
+      );
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    });
+    await eventDocs(stack).deleteOne({ _id: pausedEvent.id });
+    expect((await firm.client.post(`/api/leads/campaigns/${campaign.id}/pause`)).status).toBe(200);
+    const again = (await eventsOf(stack, firm.slug, campaign.id)).filter((e) => e.type === 'campaign.paused');
+    expect(again.map((e) => [e.id, e.occurred_at, e.data.paused_reason])).toEqual([
+      [pausedEvent.id, pausedEvent.occurred_at, reason],
+    ]);
     // The record as /openapi.json declares it, paused_reason included.
     const expectDocumented = await documentedResponses(stack.api);
     expectDocumented(
@@ -170,6 +186,22 @@ describe('opt-outs over the share', () => {
     expect(new Set(dials.map((d) => d.to_number)).size).toBe(41);
     expect(dials).toHaveLength(41);
     expect([firm.mails().length, firm.posts().length]).toEqual([1, 1]);
+
+    // The campaign's events (docs/events.md#event-types): the switch's pause is a campaign.paused
+    // carrying its reason; each opt-out a dnc.added with its call as evidence.
+    const events = await eventually(async () => {
+      const of = await eventsOf(stack, firm.slug, campaign.id);
+      expect(of.map((e) => e.type)).toEqual(['campaign.launched', 'campaign.paused', 'campaign.completed']);
+      return of;
+    });
+    expect(events[1]!.data).toMatchObject({ id: campaign.id, status: 'paused', paused_reason: reason });
+    const optedOut = await eventually(async () => {
+      const found = (await eventsOf(stack, firm.slug)).filter((e) => e.type === 'dnc.added');
+      expect(found.map((e) => e.subject).sort()).toEqual([...optOuts].sort());
+      return found;
+    });
+    for (const e of optedOut)
+      expect(e.data).toMatchObject({ source: 'call', evidence: { call_id: expect.any(String) } });
   }, 60_000);
 
   it('below the share a campaign is not paused: 2 opt-outs of 10 where 20 % of 10 are allowed', async () => {

@@ -18,6 +18,7 @@ import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 import { eventually } from '../helpers/eventually.js';
+import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
@@ -305,8 +306,21 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
       });
     }
     const before = clio.requests.length;
-    const second = await finished(firm.client, await startSync(firm.client, firm.slug));
+    const secondId = await startSync(firm.client, firm.slug);
+    const second = await finished(firm.client, secondId);
     expect(second).toMatchObject({ status: 'completed', pages: 1, imported: 21, duplicates: 30, errors: 0 });
+    // contacts.sync.completed once a sync (the first's worker killed mid-way included), carrying
+    // what GET answers; a sync's pages are no contacts.import.completed.
+    const events = await eventsOf(stack, firm.slug);
+    expect(events.map((e) => [e.type, e.subject])).toEqual([
+      ['contacts.sync.completed', jobId],
+      ['contacts.sync.completed', secondId],
+    ]);
+    expect(events.map((e) => e.data)).toEqual([result, second]);
+    // A sync job run again after it completed (its event lost with the worker): the same event.
+    await eventDocs(stack).deleteMany({ firm: firm.slug });
+    expect(await rerunCompleted(stack, 'syncContacts')).toBeGreaterThanOrEqual(2);
+    expect(await eventsOf(stack, firm.slug)).toEqual(events);
     const asked = clio.requests.slice(before).filter((r) => LISTING.test(r.path));
     expect(asked).toHaveLength(1);
     expect(asked[0]!.query).toMatchObject({ type: 'Person', order: 'id(asc)', limit: '100' });

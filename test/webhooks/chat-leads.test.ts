@@ -8,6 +8,7 @@ import { expectError } from '../helpers/expect-error.js';
 import type { ApiClient } from '../helpers/client.js';
 import { createAgent, createChat, say } from '../chat/chat-helpers.js';
 import { leadsOf } from './support.js';
+import { eventsOf } from '../helpers/events.js';
 
 let stack: Stack;
 let firm: { slug: string; client: ApiClient };
@@ -62,6 +63,9 @@ describe('an ended chat with contact data', () => {
 
     expectError(await firm.client.post('/api/v2/end-chat', { chatId }), 409, 'chat_not_active');
     expect(await chatLeads(chatId)).toBe(1);
+    // lead.created once (docs/events.md#event-types), recorded before end-chat answered.
+    const events = await eventsOf(stack, firm.slug, leads[0].id);
+    expect(events.map((e) => [e.type, e.data])).toEqual([['lead.created', leads[0]]]);
   });
 
   it('ended by 5 concurrent requests: one 200, the rest 409, one lead', async () => {

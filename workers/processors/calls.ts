@@ -17,6 +17,7 @@ import { SLOT_WAIT_SAFETY_MS, park } from '../park.js';
 import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 import { clock } from '../../core/platform/clock.js';
 import { BusyUntilError } from '../../core/platform/busy-until.js';
+import { recordCallStarted } from '../../core/domain/calls/record-call-events.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -78,7 +79,8 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
  * Applies one voice-provider webhook event to our call record (job id = firm + event + call id),
  * one writer of the call at a time, so status only moves forward on every store. A call_analyzed
  * event then starts the call's pipeline (extraction, lead, CRM, email, team chat); a repeated
- * delivery starts it again, which finds its steps done. call_ended and call_analyzed also look
+ * delivery starts it again, which finds its steps done. call_started records call.started (a
+ * finished call's call.ended comes from onCallFinished). call_ended and call_analyzed also look
  * for an opt-out in the person's turns of the transcript (core/domain/compliance/opt-out-listing.ts).
  */
 export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) => {
@@ -90,6 +92,8 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
   const optOut = data.event === 'call_started' ? undefined : await listCallOptOut(services, call);
+  // call.started whenever this is the provider's call_started (its key makes a repeat a no-op).
+  if (data.event === 'call_started') await recordCallStarted(services, call, data.received_at);
   // Whenever the call is finished (not only when this event finished it): the hook is
   // idempotent, and a retried job must not skip it. After the opt-out, which a campaign's kill
   // switch counts before the call's slot frees.

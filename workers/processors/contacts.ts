@@ -10,6 +10,7 @@ import { CrmError } from '../../core/integrations/crm/clio.js';
 import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
 import { ImportNotRunnableError, runContactImport } from '../../core/domain/contacts/import-rows.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
+import { recordImportCompleted } from '../../core/domain/contacts/record-contacts-events.js';
 import type { JobProcessor } from '../runner.js';
 
 /** How long an import waits before asking again for its firm's turn (plus jitter). */
@@ -17,11 +18,13 @@ const TURN_RETRY_MS = 500;
 
 /**
  * One contacts import (job id = its job_id). Imports of one firm take turns: while another holds
- * the firm's turn this job steps aside as a delayed job, which costs no attempt.
+ * the firm's turn this job steps aside as a delayed job, which costs no attempt. Completed, it
+ * records contacts.import.completed (a sync's pages are imports too, but not this job's).
  */
 export const importContacts: JobProcessor<ImportContactsJob> = async (job, { services, token, attempt }) => {
   try {
     const result = await runContactImport(services, job.data);
+    await recordImportCompleted(services, job.data.importId);
     return { imported: result.imported, duplicates: result.duplicates, errors: result.errors };
   } catch (err) {
     if (err instanceof RecordBusyError) {

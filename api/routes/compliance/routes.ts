@@ -70,8 +70,8 @@ export const complianceRoutes = [
         added_by: principalName(principal),
       });
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
-      // jobs come due: every number asked, listed before or not.
-      await afterListing(services, firm._id, phones);
+      // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
+      await afterListing(services, firm._id, phones, added);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -101,8 +101,8 @@ export const complianceRoutes = [
         added_by: principalName(principal),
       });
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
-      // jobs come due: every number asked, listed before or not.
-      await afterListing(services, firm._id, phones);
+      // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
+      await afterListing(services, firm._id, phones, added);
       return {
         rows,
         added: added.length,

@@ -1,11 +1,12 @@
 import type { Static } from '@sinclair/typebox';
 import type { ContactSyncDoc } from '../../../core/domain/contacts/contact-sync.js';
 import type { ContactDoc } from '../../../core/domain/contacts/contacts.js';
+import type { ContactImportDoc, ImportResult } from '../../../core/domain/contacts/import-record.js';
 import {
-  failedMessage,
-  type ContactImportDoc,
-  type ImportResult,
-} from '../../../core/domain/contacts/import-record.js';
+  importJobView as publicImportJob,
+  importResultView as publicImportResult,
+  syncJobView as publicSyncJob,
+} from '../../../core/domain/contacts/contacts-view.js';
 import type { ContactRecord, ImportContactsResponse, ImportJobResponse, ImportProcessing } from './schema.js';
 import type { SyncJobResponse } from './sync-schema.js';
 
@@ -31,37 +32,13 @@ export function contactView(contact: ContactDoc): Static<typeof ContactRecord> {
 }
 
 /** An import's counts as the API shows them (a completed import record's result). */
-export function importResultView(result: ImportResult): Static<typeof ImportContactsResponse> {
-  return {
-    imported: result.imported,
-    duplicates: result.duplicates,
-    errors: result.errors,
-    error_rows: result.error_rows.map((row) => ({ index: row.index, reason: row.reason })),
-  };
-}
+export const importResultView: (result: ImportResult) => Static<typeof ImportContactsResponse> =
+  publicImportResult;
 
-/** An import job as GET /api/contacts/import/{job_id} shows it: processing, completed or failed. */
-export function importJobView(
+/** An import job as GET /api/contacts/import/{job_id} shows it (contacts.import.completed carries it too). */
+export const importJobView: (
   record: ContactImportDoc,
-): Static<typeof ImportJobResponse> | Static<typeof ImportProcessing> {
-  if (record.status === 'completed' && record.result !== null)
-    return { job_id: record._id, status: 'completed', ...importResultView(record.result) };
-  if (record.status === 'failed')
-    return { job_id: record._id, status: 'failed', message: failedMessage(record.failure) };
-  return { job_id: record._id, status: 'processing' };
-}
+) => Static<typeof ImportJobResponse> | Static<typeof ImportProcessing> = publicImportJob;
 
-/** A contacts sync as GET /api/contacts/sync/{job_id} shows it. */
-export function syncJobView(sync: ContactSyncDoc): Static<typeof SyncJobResponse> {
-  return {
-    job_id: sync._id,
-    status: sync.status,
-    pages: sync.pages,
-    imported: sync.imported,
-    duplicates: sync.duplicates,
-    errors: sync.errors,
-    ...(sync.status === 'failed'
-      ? { message: `The sync failed (${sync.failure ?? 'unknown error'}); start a new sync.` }
-      : {}),
-  };
-}
+/** A contacts sync as GET /api/contacts/sync/{job_id} shows it (contacts.sync.completed carries it too). */
+export const syncJobView: (sync: ContactSyncDoc) => Static<typeof SyncJobResponse> = publicSyncJob;

@@ -1,40 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { LeadDoc } from '../../../core/domain/leads/leads.js';
+import { leadView as publicLead } from '../../../core/domain/leads/lead-view.js';
 import type { LeadRecord } from './schema.js';
 
-/** The lead as the API shows it. */
-export function leadView(lead: LeadDoc): Static<typeof LeadRecord> {
-  return {
-    id: lead._id,
-    firm: lead.firm,
-    source: lead.source,
-    call_id: lead.call_id,
-    chat_id: lead.chat_id,
-    campaign_id: lead.campaign_id,
-    first_name: lead.first_name,
-    last_name: lead.last_name,
-    phone: lead.phone,
-    email: lead.email,
-    case_type: lead.case_type,
-    summary: lead.summary,
-    urgency: lead.urgency,
-    notes: lead.notes,
-    timezone: lead.timezone,
-    do_not_call: lead.do_not_call,
-    consent:
-      lead.consent === undefined || lead.consent === null
-        ? null
-        : { ...lead.consent, obtained_at: new Date(lead.consent.obtained_at).toISOString() },
-    appointment:
-      lead.appointment === undefined
-        ? null
-        : {
-            booking_uid: lead.appointment.booking_uid,
-            start: lead.appointment.start,
-            // Appointments recorded before they had a status were bookings.
-            status: lead.appointment.status ?? 'booked',
-          },
-    known_client: lead.known_client ?? null,
-    created_at: lead.created_at.toISOString(),
-  };
-}
+/** The lead as the API shows it (the shape lead.* events carry too). */
+export const leadView: (lead: LeadDoc) => Static<typeof LeadRecord> = publicLead;

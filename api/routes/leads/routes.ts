@@ -1,5 +1,6 @@
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { createApiLead, findLead, listLeads } from '../../../core/domain/leads/leads.js';
+import { recordLeadCreated } from '../../../core/domain/leads/record-lead-events.js';
 import { defineRoute } from '../../route.js';
 import { leadView } from './present.js';
 import { CreateLeadBody, LeadParams, LeadRecord, ListLeadsQuery, ListLeadsResponse } from './schema.js';
@@ -20,7 +21,9 @@ export const leadRoutes = [
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...fields } = body;
       const firm = await requireFirm(services.mongo.db, principal, firmSlug);
-      return leadView(await createApiLead(services.mongo.db, firm._id, fields));
+      const lead = await createApiLead(services.mongo.db, firm._id, fields);
+      await recordLeadCreated(services, lead);
+      return leadView(lead);
     },
   }),
   defineRoute({

@@ -3,6 +3,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
+import { recordAppointmentEvent } from './record-appointment-events.js';
 
 // The appointment a lead shows (docs/appointments.md#the-lead): the booking it is for now, its
 // start and status, following every booking event. A booking can come before its lead exists (an
@@ -95,11 +96,14 @@ export async function attachAppointment(
 ): Promise<void> {
   const db = services.mongo.db;
   await mapBooking(db, firm, appointment.booking_uid, leadId);
-  await withRecordLock(services.redis, lockOf(services, firm, leadId), async () => {
+  const written = await withRecordLock(services.redis, lockOf(services, firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
-    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return;
+    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return false;
     await write(db, leadId, { _id: leadId, ...appointment });
+    return true;
   });
+  // appointment.<status>; Cal.com's event of this booking, when it comes, is the same one (its key).
+  if (written) await recordAppointmentEvent(services, firm, leadId, appointment, new Date());
 }
 
 /**
@@ -127,7 +131,7 @@ export async function followBookingEvent(
   if (known === null || known.firm !== event.firm) return null;
   const leadId = known.lead_id;
   if (previous !== undefined) await mapBooking(db, event.firm, event.uid, leadId);
-  return withRecordLock(services.redis, lockOf(services, event.firm, leadId), async () => {
+  const moved = await withRecordLock(services.redis, lockOf(services, event.firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
     // The lead's booking now: this event's, or the one a reschedule moved from.
     const ours =
@@ -135,15 +139,24 @@ export async function followBookingEvent(
       current.booking_uid === event.uid ||
       (previous !== undefined && current.booking_uid === previous);
     if (!ours || (current?.event_at !== undefined && current.event_at > event.event_at)) return null;
-    await write(db, leadId, {
-      _id: leadId,
+    const appointment: LeadAppointment = {
       booking_uid: event.uid,
       start: new Date(event.start_at).toISOString(),
       status: STATUS_OF[event.trigger],
-      event_at: event.event_at,
-    });
-    return leadId;
+    };
+    await write(db, leadId, { _id: leadId, ...appointment, event_at: event.event_at });
+    return { leadId, appointment };
   });
+  // appointment.<status> (a retried job re-applies the event: the same key, nothing new).
+  if (moved !== null)
+    await recordAppointmentEvent(
+      services,
+      event.firm,
+      moved.leadId,
+      moved.appointment,
+      new Date(event.event_at),
+    );
+  return moved?.leadId ?? null;
 }
 
 /** The appointment recorded for a lead id, if any (for a lead being created, or a conversation). */

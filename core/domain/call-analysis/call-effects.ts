@@ -12,6 +12,7 @@ import {
 import type { Services } from '../../wiring/services.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { ensureSubjectLead } from '../leads/leads.js';
+import { recordLeadCreated } from '../leads/record-lead-events.js';
 import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { callSubject } from '../calls/call-lock.js';
@@ -75,6 +76,8 @@ const EFFECTS: Record<
         },
         leadFieldsFrom(data),
       );
+      // Made now or by an earlier attempt: its key records lead.created once.
+      await recordLeadCreated(services, lead);
       return { state: 'done', result: { lead_id: lead._id }, alsoSet: { lead_id: lead._id } };
     },
   },

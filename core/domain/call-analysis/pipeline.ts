@@ -6,6 +6,9 @@ import { callsCollection } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { extractCallerData, storeExtraction } from './extraction.js';
 import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analysis.js';
+import { hasContact } from '../intake/caller-data.js';
+import { subjectLeadId } from '../leads/leads.js';
+import { recordCallAnalyzed } from '../calls/record-call-events.js';
 
 // The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline), started by the call-event job
 // once a call_analyzed event is applied to the call:
@@ -59,6 +62,7 @@ export async function analyseCall(
     await storeExtraction(services, call, { ...extraction, analysis_digest: currentAnalysisDigest(call) });
     outcome = 'extracted';
   }
+  await announceAnalysis(services, call._id);
   for (const effect of CALL_EFFECTS) {
     await enqueue(
       services.queues,
@@ -68,4 +72,18 @@ export async function analyseCall(
     );
   }
   return outcome;
+}
+
+/**
+ * call.analyzed, with the outcome and the caller data as stored now, before the effects: its
+ * `lead_id` is the lead the call's lead effect makes (its id derives from the call), so that
+ * what follows about that lead can be matched to the call.
+ */
+async function announceAnalysis(services: Services, callId: string): Promise<void> {
+  const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
+  if (call === null) return;
+  const makesLead =
+    callOutcome(call) === 'conversation' && call.extraction !== undefined && hasContact(call.extraction);
+  const leadId = call.lead_id ?? (makesLead ? subjectLeadId('call', call._id) : null);
+  await recordCallAnalyzed(services, call, currentAnalysisDigest(call), leadId);
 }

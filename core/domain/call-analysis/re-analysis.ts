@@ -5,6 +5,7 @@ import { leadsCollection, normaliseLeadFields, subjectLeadId } from '../leads/le
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { withCallLock } from '../calls/call-lock.js';
 import { extractCallerData } from './extraction.js';
+import { changedFields, recordLeadUpdated } from '../leads/record-lead-events.js';
 
 // Re-analysis: Retell re-runs its post-call analysis and sends a second
 // call_analyzed. When what it says differs from the analysis the stored extraction came from,
@@ -39,8 +40,13 @@ export async function reextract(services: Services, call: CallDoc, lastAttempt: 
   // (its effect then reads the new extraction).
   const { fields } = normaliseLeadFields(leadFieldsFrom(stored));
   const { first_name, last_name, phone, email, case_type, summary, urgency } = fields;
-  await leadsCollection(services.mongo.db).updateOne(
-    { _id: subjectLeadId('call', call._id) },
-    { $set: { first_name, last_name, phone, email, case_type, summary, urgency } },
-  );
+  const next = { first_name, last_name, phone, email, case_type, summary, urgency };
+  const leads = leadsCollection(services.mongo.db);
+  const lead = await leads.findOne({ _id: subjectLeadId('call', call._id) });
+  if (lead === null) return;
+  // lead.updated only when a field really changed (a re-analysis may say the same of the caller).
+  const changed = changedFields(lead, next);
+  if (changed.length === 0) return;
+  await leads.updateOne({ _id: lead._id }, { $set: next });
+  await recordLeadUpdated(services, { ...lead, ...next }, changed, stored.extracted_at);
 }

@@ -3,6 +3,7 @@ import { enqueueBulk } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { CampaignCallJob } from '../../../jobs/campaigns.js';
 import { finishLaunch } from './campaigns.js';
+import { recordCampaignLaunched } from './record-campaign-events.js';
 import { campaignFanoutsCollection, completeIfSettled, findCampaign } from './campaign-store.js';
 import { phonePageCount, phonesFrom } from './campaign-phone-pages.js';
 
@@ -31,6 +32,9 @@ export async function fanOutCampaign(
     if (campaign === null) return { outcome: 'not_launched', added: 0 };
   }
   if (campaign.status === 'cancelled') return { outcome: 'cancelled', added: 0 };
+  // campaign.launched: the launch enqueued this job before its state change, so every launch
+  // runs it after the change; a retry of it records nothing new.
+  await recordCampaignLaunched(services, campaign);
 
   const fanouts = campaignFanoutsCollection(db);
   const progress = await fanouts.findOne({ _id: campaignId });

@@ -24,6 +24,7 @@ import {
   type CampaignPhoneDoc,
 } from './campaign-store.js';
 import { newPhonePages } from './campaign-phone-pages.js';
+import { recordLeadsCreated } from '../leads/record-lead-events.js';
 
 // Adding leads to a draft campaign: inline leads (created as leads with source "campaign") and
 // the firm's existing leads by id. Everything is checked before anything is written (a 400
@@ -195,13 +196,13 @@ export async function writeCampaignLeads(
   prepared: PreparedLeads,
 ): Promise<{ leads_added: number; leads_total: number }> {
   const db = services.mongo.db;
-  return withCampaignLock(services, campaignId, async () => {
+  const written = await withCampaignLock(services, campaignId, async () => {
     let campaign = await reread(db, campaignId);
     const launched = await campaignLaunchesCollection(db).findOne({ _id: launchClaimId(campaignId) });
     if (campaign.status !== 'draft' || launched !== null) throw notDraft(campaign);
     campaign = await cleanupUnfinishedAdd(db, campaign);
     if (prepared.inline.length === 0 && prepared.existing.length === 0) {
-      return { leads_added: 0, leads_total: campaign.leads_total };
+      return { leads_added: 0, leads_total: campaign.leads_total, inline: [] };
     }
 
     const batch = newId('batch', 9);
@@ -281,7 +282,7 @@ export async function writeCampaignLeads(
           },
         },
       );
-      return { leads_added: leadsAdded, leads_total: campaign.leads_total + leadsAdded };
+      return { leads_added: leadsAdded, leads_total: campaign.leads_total + leadsAdded, inline };
     } catch (err) {
       await cleanupOpenBatch(db, { ...campaign, open_batch: batch }).catch((e: unknown) =>
         services.log.error(
@@ -292,4 +293,7 @@ export async function writeCampaignLeads(
       throw err;
     }
   });
+  // The inline leads are made: lead.created for each, once the add is whole.
+  await recordLeadsCreated(services, written.inline);
+  return { leads_added: written.leads_added, leads_total: written.leads_total };
 }

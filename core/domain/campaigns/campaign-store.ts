@@ -14,6 +14,7 @@ import {
 } from './campaign-progress.js';
 import type { CampaignPurpose, Consent } from '../compliance/consent.js';
 import type { RetryableOutcome } from './campaign-retry.js';
+import { recordCampaignCompleted } from './record-campaign-events.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
 // with the number of leads: membership is one small document per lead (`<campaign>:<lead>`),
@@ -290,9 +291,13 @@ export async function completeIfSettled(
     (c.status === 'running' || c.status === 'paused') &&
     counts.calls_completed + counts.calls_failed >= c.calls_queued;
   const campaign = await findCampaign(db, campaignId);
+  // Completed already: campaign.completed again (its key: nothing new) heals a step that died
+  // between the end and its event.
+  if (campaign?.status === 'completed') await recordCampaignCompleted(services, campaign);
   if (campaign === null || !settled(campaign)) return;
   await withCampaignLock(services, campaignId, async () => {
     const current = await reread(db, campaignId);
-    if (settled(current)) await endCampaign(services, current, 'completed');
+    if (settled(current))
+      await recordCampaignCompleted(services, await endCampaign(services, current, 'completed'));
   });
 }

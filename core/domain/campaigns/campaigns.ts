@@ -29,6 +29,7 @@ import {
   withCampaignLock,
   type CampaignDoc,
 } from './campaign-store.js';
+import { recordCampaignPaused } from './record-campaign-events.js';
 
 import type { CampaignPurpose } from '../compliance/consent.js';
 
@@ -217,10 +218,18 @@ export async function pauseCampaign(
   const campaignId = seen._id;
   return withCampaignLock(services, campaignId, async () => {
     const campaign = await reread(db, campaignId);
-    if (automatic !== undefined && campaign.status !== 'running') return campaign;
+    if (automatic !== undefined && campaign.status !== 'running') {
+      // Paused already: its event again (a no-op unless the pausing step died before it).
+      await recordCampaignPaused(services, campaign);
+      return campaign;
+    }
     if (campaign.status === 'draft') throw notLaunched();
     if (campaign.status === 'completed' || campaign.status === 'cancelled') throw finished(campaign);
-    if (campaign.status === 'paused') return campaign;
+    if (campaign.status === 'paused') {
+      // Its event again (its key: nothing new), for a pause whose step died before it.
+      await recordCampaignPaused(services, campaign);
+      return campaign;
+    }
     const reason = automatic === undefined ? manualPause() : await automatic(campaign);
     if (reason === null) return campaign;
     const changes = {
@@ -230,7 +239,10 @@ export async function pauseCampaign(
       updated_at: new Date(),
     };
     await campaignsCollection(db).updateOne({ _id: campaignId }, { $set: changes });
-    return { ...campaign, ...changes };
+    const paused = { ...campaign, ...changes };
+    // A manual pause or the kill switch's: campaign.paused, keyed by the pause's time.
+    await recordCampaignPaused(services, paused);
+    return paused;
   });
 }
 

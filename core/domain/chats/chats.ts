@@ -35,6 +35,7 @@ import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
 import { ensureSubjectLead } from '../leads/leads.js';
+import { recordLeadCreated } from '../leads/record-lead-events.js';
 import { withBookingStep } from './chat-booking.js';
 import type { ChatVisitor } from './widget-booking-limits.js';
 import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
@@ -332,16 +333,18 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
  * ensureSubjectLead). A chat nobody wrote in is no enquiry, whatever its dynamic variables say
  * (docs/widget.md#limits).
  */
-async function ensureChatLead(db: Db, chat: ChatDoc): Promise<void> {
+async function ensureChatLead(services: Services, chat: ChatDoc): Promise<void> {
   const analysis = chat.chat_analysis;
   if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
   if (sentMessages(chat.messages) === 0) return;
-  await ensureSubjectLead(
-    db,
+  const lead = await ensureSubjectLead(
+    services.mongo.db,
     // The person wrote to the firm: an inquiry, consent to be called about it.
     { source: 'chat', id: chat._id, firm: chat.firm, inquiryAt: chat.created_at },
     leadFieldsFrom(analysis),
   );
+  // Made now or by an earlier request: its key records lead.created once.
+  await recordLeadCreated(services, lead);
 }
 
 /**
@@ -366,11 +369,11 @@ export async function endChat(
     });
   } catch (err) {
     if (err instanceof AppError && err.code === 'chat_not_active') {
-      await ensureChatLead(db, await rereadChat(db, chat._id));
+      await ensureChatLead(services, await rereadChat(db, chat._id));
     }
     throw err;
   }
-  await ensureChatLead(db, ended.chat);
+  await ensureChatLead(services, ended.chat);
   await listOptOut(
     services,
     ended.chat,

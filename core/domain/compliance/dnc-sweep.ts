@@ -23,6 +23,8 @@ import { leadState, readCounts } from '../campaigns/campaign-progress.js';
 import { settleRefusedLead } from '../campaigns/campaign-calls.js';
 import { decideAtRequest } from './dial-gate.js';
 import { findDncEntry } from './dnc-store.js';
+import { dncEntryView } from './dnc-view.js';
+import { recordEvent } from '../events/record-event.js';
 
 // A do-not-call addition reaches queued calls (docs/compliance.md#queued-calls): the numbers
 // just listed are looked up in each of the firm's running or paused campaigns, and each queued,
@@ -47,18 +49,26 @@ const CONCURRENCY = 16;
 /**
  * What follows every addition to a firm's list (the API, the CSV import, an opt-out), after its
  * entries are written: the numbers into the gate's Redis index (dnc-index.ts), then the sweep of
- * the queued calls to them put in line. Called with every number asked, listed before or not: a
- * repeat heals what an outage or a request that died half-way left undone.
+ * the queued calls to them put in line, which also records dnc.added for the numbers this
+ * addition listed (`listed`). Called with every number asked, listed before or not: a repeat
+ * heals what an outage or a request that died half-way left undone (its events excepted: a number
+ * listed already is no addition).
  */
 export async function afterListing(
   services: Services,
   firm: string,
   phones: readonly string[],
+  listed: readonly string[] = [],
 ): Promise<void> {
   const unique = [...new Set(phones)];
   if (unique.length === 0) return;
   await indexListed(services, firm, unique);
-  await enqueue(services.queues, JOBS.dncSweep, { firm, phones: unique, batch: newId('dncsw', 9) });
+  await enqueue(services.queues, JOBS.dncSweep, {
+    firm,
+    phones: unique,
+    batch: newId('dncsw', 9),
+    ...(listed.length === 0 ? {} : { listed: [...new Set(listed)] }),
+  });
 }
 
 /** f on each item, at most CONCURRENCY at once; results in order. */
@@ -180,6 +190,7 @@ export async function blockQueuedCall(
 /** The sweep of one addition: every queued call of the firm's campaigns to its numbers is blocked. */
 export async function sweepQueuedCalls(services: Services, job: DncSweepJob): Promise<SweepResult> {
   const db = services.mongo.db;
+  await recordDncAdditions(services, job);
   const result: SweepResult = { campaigns: 0, held: 0, blocked: 0, settled: 0, in_flight: 0 };
   const firm = await getFirm(db, job.firm);
   if (firm === null) return result;
@@ -206,4 +217,25 @@ export async function sweepQueuedCalls(services: Services, job: DncSweepJob): Pr
     if (counts) await completeIfSettled(services, campaign._id, counts);
   }
   return result;
+}
+
+/**
+ * dnc.added for each number the addition listed (docs/events.md#event-types), CONCURRENCY at once,
+ * by the addition's own sweep job (enqueued before the addition answered; its retry records the
+ * same events): subject the number, key the addition's batch and the number, data the entry (a
+ * number taken off the list meanwhile: none).
+ */
+async function recordDncAdditions(services: Services, job: DncSweepJob): Promise<void> {
+  await inSlices(job.listed ?? [], async (phone) => {
+    const entry = await findDncEntry(services.mongo.db, job.firm, phone);
+    if (entry === null) return;
+    await recordEvent(services, {
+      firm: job.firm,
+      type: 'dnc.added',
+      subject: phone,
+      key: `${job.batch}|${phone}`,
+      occurred_at: entry.added_at,
+      data: dncEntryView(entry),
+    });
+  });
 }

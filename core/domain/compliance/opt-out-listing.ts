@@ -42,7 +42,7 @@ async function list(
   });
   if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
   // Even when listed already: a repeat heals what an outage left undone.
-  await afterListing(services, firm, [e164]);
+  await afterListing(services, firm, [e164], added ? [e164] : []);
   return added ? 'listed' : 'already_listed';
 }
 

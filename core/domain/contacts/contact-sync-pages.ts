@@ -26,6 +26,7 @@ import { clioContactRow } from './clio-contact-row.js';
 import { completeContactSync, pageImportId, syncsCollection, type ContactSyncDoc } from './contact-sync.js';
 import { importsCollection, type ImportResult } from './import-record.js';
 import { ImportNotRunnableError, runContactImport } from './import-rows.js';
+import { recordSyncCompleted } from './record-contacts-events.js';
 import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
 import type { SyncContactsJob } from '../../../jobs/contacts.js';
 
@@ -137,6 +138,7 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
   let sync = await runnableSync(services, job);
   if (sync.status === 'completed') {
     await completeContactSync(db, sync);
+    await recordSyncCompleted(services, sync._id);
     return sync;
   }
   const firm = await getFirm(db, sync.firm);
@@ -190,5 +192,6 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
     if (next === null) break;
   }
   await completeContactSync(db, sync);
+  await recordSyncCompleted(services, sync._id);
   return { ...sync, status: 'completed' };
 }

@@ -115,6 +115,11 @@ export const COLLECTIONS = {
   bookingLeads: 'booking_leads',
   /** Removals from a do-not-call list, kept for good: the entry as it was, who removed it, when, why. */
   dncRemovals: 'dnc_removals',
+  /**
+   * Domain events (`_id` derived from the change: firm, type, subject and the change's key), one
+   * per real change, recorded by the step that made it (core/domain/events, docs/events.md).
+   */
+  events: 'events',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

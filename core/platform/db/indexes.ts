@@ -82,6 +82,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
+  // A firm's events in the order they happened (a window of them: replay; tests read a firm's).
+  [COLLECTIONS.events]: [{ key: { firm: 1, occurred_at: 1, _id: 1 }, name: 'firm_occurred_id' }],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -1,0 +1,47 @@
+import type { Services } from '../../wiring/services.js';
+import { recordEvent } from '../events/record-event.js';
+import type { CampaignDoc } from './campaign-store.js';
+import { viewWithCounts } from './campaign-view.js';
+
+// The campaign.* domain events (docs/events.md#event-types): launched and completed once each
+// (their keys), a pause per pause (keyed by its time: a manual pause or the kill switch's).
+
+/** campaign.launched, by the launch's fan-out job as it starts (the launch's own continuation). */
+export async function recordCampaignLaunched(services: Services, campaign: CampaignDoc): Promise<void> {
+  if (campaign.launched_at === null) return;
+  await recordEvent(services, {
+    firm: campaign.firm,
+    type: 'campaign.launched',
+    subject: campaign._id,
+    key: 'launched',
+    occurred_at: campaign.launched_at,
+    data: await viewWithCounts(services, campaign),
+  });
+}
+
+/** campaign.paused: `campaign` as the pause left it (its paused_reason says why and when). */
+export async function recordCampaignPaused(services: Services, campaign: CampaignDoc): Promise<void> {
+  const at = campaign.paused_reason?.at;
+  if (campaign.status !== 'paused' || at === undefined) return;
+  await recordEvent(services, {
+    firm: campaign.firm,
+    type: 'campaign.paused',
+    subject: campaign._id,
+    key: `paused|${at.toISOString()}`,
+    occurred_at: at,
+    data: await viewWithCounts(services, campaign),
+  });
+}
+
+/** campaign.completed: every lead settled (not a cancel). */
+export async function recordCampaignCompleted(services: Services, campaign: CampaignDoc): Promise<void> {
+  if (campaign.status !== 'completed') return;
+  await recordEvent(services, {
+    firm: campaign.firm,
+    type: 'campaign.completed',
+    subject: campaign._id,
+    key: 'completed',
+    occurred_at: campaign.finished_at ?? campaign.updated_at,
+    data: await viewWithCounts(services, campaign),
+  });
+}

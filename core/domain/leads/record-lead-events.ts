@@ -1,0 +1,61 @@
+import { sha256Hex } from '../../platform/crypto.js';
+import type { Services } from '../../wiring/services.js';
+import { recordEvent } from '../events/record-event.js';
+import type { LeadDoc } from './leads.js';
+import { leadView } from './lead-view.js';
+
+// The lead.* domain events (docs/events.md#event-types). A lead is created once (key `created`:
+// a retried step that finds its lead made records nothing new); an update is an event only when
+// a field really changed, keyed by what changed and when.
+
+/** How many leads' events are recorded at once (one insert each). */
+const CONCURRENCY = 16;
+
+/** lead.created. */
+export function recordLeadCreated(services: Services, lead: LeadDoc): Promise<string> {
+  return recordEvent(services, {
+    firm: lead.firm,
+    type: 'lead.created',
+    subject: lead._id,
+    key: 'created',
+    occurred_at: lead.created_at,
+    data: leadView(lead),
+  });
+}
+
+/** lead.created for many leads (a campaign's inline leads), CONCURRENCY at a time. */
+export async function recordLeadsCreated(services: Services, leads: readonly LeadDoc[]): Promise<void> {
+  for (let i = 0; i < leads.length; i += CONCURRENCY) {
+    await Promise.all(leads.slice(i, i + CONCURRENCY).map((lead) => recordLeadCreated(services, lead)));
+  }
+}
+
+/** The names of the fields whose values differ between `before` and `after` (of those given). */
+export function changedFields<T extends object>(before: T, after: Partial<T>): string[] {
+  return (Object.keys(after) as Array<keyof T>)
+    .filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null))
+    .map(String)
+    .sort();
+}
+
+/**
+ * lead.updated, for a change of `changed` (field names, non-empty) at `at` to the lead as it is
+ * now; the key is a digest of the fields' new values and the change's time.
+ */
+export function recordLeadUpdated(
+  services: Services,
+  lead: LeadDoc,
+  changed: readonly string[],
+  at: Date,
+): Promise<string> {
+  const view = leadView(lead);
+  const values = Object.fromEntries(changed.map((f) => [f, (lead as unknown as Record<string, unknown>)[f]]));
+  return recordEvent(services, {
+    firm: lead.firm,
+    type: 'lead.updated',
+    subject: lead._id,
+    key: `updated|${sha256Hex(JSON.stringify(values))}|${at.toISOString()}`,
+    occurred_at: at,
+    data: { ...view, changed_fields: [...changed] },
+  });
+}
