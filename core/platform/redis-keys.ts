@@ -327,6 +327,16 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'call-list', firm);
   }
 
+  /** The lock of a firm's webhook endpoints (their count, at most 20) and of one endpoint's record. */
+  webhookEndpointsLock(firm: string, endpoint = '*'): string {
+    return key(this.prefix, 'lock', 'webhook-endpoints', firm, endpoint);
+  }
+
+  /** HASH: webhook delivery attempts by outcome since the counters began (read by /metrics). */
+  webhookDeliveryOutcomes(): string {
+    return key(this.prefix, 'webhooks', 'outcomes');
+  }
+
   /** The lock of a firm's workflows. */
   workflowsLock(firm: string): string {
     return key(this.prefix, 'lock', 'workflows', firm);

@@ -47,6 +47,19 @@ export interface DncRemoval {
   reason: string | null;
 }
 
+/** An entry's public shape, as the API shows it (and a `dnc.added` event carries). */
+export function dncEntryData(entry: DncEntry) {
+  return {
+    phone: entry.phone,
+    firm: entry.firm,
+    source: entry.source,
+    reason: entry.reason,
+    evidence: entry.evidence ?? null,
+    added_at: entry.added_at.toISOString(),
+    added_by: entry.added_by,
+  };
+}
+
 export const dncId = (firm: string, phone: string): string => `${firm}:${phone}`;
 
 export const dncCollection = (db: Db) => collection<DncEntry>(db, COLLECTIONS.dncEntries);

@@ -22,7 +22,8 @@ import { phonesFrom } from '../campaigns/campaign-phone-pages.js';
 import { leadState, readCounts } from '../campaigns/campaign-progress.js';
 import { settleRefusedLead } from '../campaigns/campaign-calls.js';
 import { decideAtRequest } from './dial-gate.js';
-import { findDncEntry } from './dnc-store.js';
+import { dncEntryData, findDncEntry, type DncEntry } from './dnc-store.js';
+import { recordEvents } from '../events/record-event.js';
 
 // A do-not-call addition reaches queued calls (docs/compliance.md#queued-calls): the numbers
 // just listed are looked up in each of the firm's running or paused campaigns, and each queued,
@@ -59,6 +60,29 @@ export async function afterListing(
   if (unique.length === 0) return;
   await indexListed(services, firm, unique);
   await enqueue(services.queues, JOBS.dncSweep, { firm, phones: unique, batch: newId('dncsw', 9) });
+  await recordListed(services, firm, unique);
+}
+
+/**
+ * A `dnc.added` event per number on the list (docs/events.md), keyed by its entry's addition
+ * (the time it was listed, and the number): a repeated addition of a listed number records
+ * nothing new, and a number taken off and listed again is a new event.
+ */
+async function recordListed(services: Services, firm: string, phones: readonly string[]): Promise<void> {
+  const entries = await inSlices(phones, (phone) => findDncEntry(services.mongo.db, firm, phone));
+  await recordEvents(
+    services,
+    entries
+      .filter((entry): entry is DncEntry => entry !== null)
+      .map((entry) => ({
+        firm,
+        type: 'dnc.added' as const,
+        subject: entry.phone,
+        key: `${entry.added_at.getTime()}|${entry.phone}`,
+        occurred_at: entry.added_at,
+        data: dncEntryData(entry),
+      })),
+  );
 }
 
 /** f on each item, at most CONCURRENCY at once; results in order. */
