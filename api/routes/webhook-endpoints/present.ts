@@ -6,7 +6,11 @@ import type { DeliveryRecord, EndpointRecord } from './schema.js';
 const iso = (at: Date | null | undefined): string | null =>
   at === null || at === undefined ? null : at.toISOString();
 
-export function endpointView(e: WebhookEndpointDoc, now: number): Static<typeof EndpointRecord> {
+export function endpointView(
+  e: WebhookEndpointDoc,
+  now: number,
+  failing: Date | null = e.failing_since,
+): Static<typeof EndpointRecord> {
   return {
     id: e._id,
     firm: e.firm,
@@ -16,7 +20,7 @@ export function endpointView(e: WebhookEndpointDoc, now: number): Static<typeof 
     enabled: e.enabled,
     disabled_reason: e.disabled_reason,
     disabled_at: iso(e.disabled_at),
-    failing_since: iso(e.failing_since),
+    failing_since: iso(failing),
     previous_secret_valid_until:
       e.previous_secret_until !== null && e.previous_secret_until.getTime() > now
         ? e.previous_secret_until.toISOString()

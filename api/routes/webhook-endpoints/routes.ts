@@ -12,6 +12,7 @@ import {
 import {
   MAX_REPLAY_EVENTS,
   deliveryIdOf,
+  failingSince,
   findDelivery,
   listDeliveries,
   retryDelivery,
@@ -55,6 +56,15 @@ const requireEndpoint = async (
 
 const gone = () => notFound('webhook_endpoint');
 
+/** Endpoints as the API shows them, each with its failing streak (kept in Redis). */
+async function views(services: Services, endpoints: WebhookEndpointDoc[]) {
+  const now = clock.now();
+  const failing = await failingSince(services, endpoints);
+  return endpoints.map((e, i) => endpointView(e, now, failing[i] ?? null));
+}
+const view = async (services: Services, endpoint: WebhookEndpointDoc) =>
+  (await views(services, [endpoint]))[0]!;
+
 export const webhookEndpointRoutes = [
   defineRoute({
     method: 'POST',
@@ -90,9 +100,8 @@ export const webhookEndpointRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, query }) => {
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
-      const now = clock.now();
       return {
-        endpoints: (await listEndpoints(services.mongo.db, firm._id)).map((e) => endpointView(e, now)),
+        endpoints: await views(services, await listEndpoints(services.mongo.db, firm._id)),
       };
     },
   }),
@@ -107,7 +116,7 @@ export const webhookEndpointRoutes = [
     response: EndpointRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      endpointView(await requireEndpoint(services, principal, params.id), clock.now()),
+      view(services, await requireEndpoint(services, principal, params.id)),
   }),
   defineRoute({
     method: 'PATCH',
@@ -130,7 +139,7 @@ export const webhookEndpointRoutes = [
         ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
       });
       if (updated === null) throw gone();
-      return endpointView(updated, clock.now());
+      return view(services, updated);
     },
   }),
   defineRoute({

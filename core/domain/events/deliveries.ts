@@ -15,10 +15,21 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { deliverJobId, type WebhookDeliverJob, type WebhookReplayJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent } from './event-types.js';
-import { eventsCollection, fanoutDueId, fanoutsDueCollection, paddedMs, subjectKey } from './record-event.js';
+import { eventsCollection, paddedMs } from './record-event.js';
+import {
+  clearDue,
+  earlierDue,
+  earlierInLane,
+  inLane,
+  joinLane,
+  laneOf,
+  leaveLane,
+  nextInLane,
+  type LaneMember,
+} from './lanes.js';
 import {
   findEndpoint,
-  listEndpoints,
+  firmEndpoints,
   matchesFilter,
   setOnEndpoint,
   signingSecrets,
@@ -29,17 +40,16 @@ import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
 // Deliveries of events to firms' endpoints (docs/events.md), as the Standard Webhooks spec says.
 //
 // A delivery document per event and endpoint, `_id` = `<endpoint>|<subject hash>|<occurred_at
-// ms>|<event id>` (a replay appends `|<replay id>`): the deliveries of one subject to one
-// endpoint — a lane — are one `_id` range, in the order their events happened. The deliveries not
-// yet settled also have a key document in `webhook_pending` (same `_id`), so a lane's unsettled
-// deliveries are a short range scan whatever its history.
+// ms>|<event id>` (a replay appends `|<replay id>`), holding the body's data and every attempt.
+// The deliveries of one subject to one endpoint — a lane — sort as their events happened; the
+// lane's unsettled ones are also kept in order in Redis (lanes.ts).
 //
-// Each delivery has its own job. It sends only when no earlier delivery of its lane is still
-// pending (and no earlier event of its subject is still to be fanned out): otherwise it parks
-// (a delayed job, no attempt spent) until that one's next try, and the earlier one, once
-// settled, promotes the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS
-// behind one that keeps failing; then it goes on, marked `out_of_order`. Lanes never wait on
-// each other: other subjects, endpoints and firms go on while one lane waits.
+// Each delivery has its own job. It sends only when no earlier delivery of its lane is unsettled
+// and no earlier event of its subject is still to be fanned out: otherwise it parks (a delayed
+// job, no attempt spent) until that one's next try, and the earlier one, once settled, promotes
+// the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
+// failing; then it goes on, marked `out_of_order`. Lanes never wait on each other: other
+// subjects, endpoints and firms go on while one lane waits.
 //
 // Its retries are waits recorded on the delivery (next_attempt_at), the job parked until then:
 // WEBHOOK_RETRY_SCHEDULE with jitter, a longer Retry-After honoured. A 410 disables the endpoint;
@@ -71,8 +81,8 @@ export interface DeliveryDoc {
   type: string;
   subject: string;
   occurred_at: Date;
-  /** A ping's body data (events are read from `events` when sent). */
-  data_json?: string;
+  /** The body's `data`, as JSON text (the event's data_json). */
+  data_json: string;
   status: DeliveryStatus;
   /** Why it was given up or skipped: `retries_exhausted`, `gone`, `endpoint_disabled`, `endpoint_deleted`. */
   reason: string | null;
@@ -89,13 +99,7 @@ export interface DeliveryDoc {
   settled_at: Date | null;
 }
 
-interface PendingDoc {
-  _id: string;
-  job: WebhookDeliverJob;
-}
-
 export const deliveriesCollection = (db: Db) => collection<DeliveryDoc>(db, COLLECTIONS.webhookDeliveries);
-const pendingCollection = (db: Db) => collection<PendingDoc>(db, COLLECTIONS.webhookPending);
 
 const RESPONSE_KEPT = 2048;
 const MAX_ATTEMPTS_KEPT = 50;
@@ -110,12 +114,6 @@ export function deliveryIdOf(publicId: string): string | null {
   return id.includes('|') ? id : null;
 }
 
-const laneOf = (endpoint: string, subject: string) => `${endpoint}|${subjectKey(subject)}|`;
-/** The lane prefix of a delivery `_id` (its first two parts and the separator). */
-const laneOfId = (id: string) => id.split('|').slice(0, 2).join('|') + '|';
-/** The end of a lane's `_id` range ("}" sorts after "|"). */
-const laneEnd = (lane: string) => `${lane.slice(0, -1)}}`;
-
 // --- creating deliveries ---------------------------------------------------------------------
 
 interface DeliverySource {
@@ -124,7 +122,7 @@ interface DeliverySource {
   type: string;
   subject: string;
   occurred_at: Date;
-  data_json?: string;
+  data_json: string;
 }
 
 /**
@@ -140,7 +138,7 @@ async function ensureDelivery(
   const db = services.mongo.db;
   const now = new Date();
   const doc: DeliveryDoc = {
-    _id: `${laneOf(endpoint._id, source.subject)}${paddedMs(source.occurred_at)}|${source.event_id}${suffix}`,
+    _id: `${laneOf(endpoint._id, source.subject)}|${paddedMs(source.occurred_at)}|${source.event_id}${suffix}`,
     endpoint: endpoint._id,
     firm: endpoint.firm,
     ...source,
@@ -159,7 +157,7 @@ async function ensureDelivery(
   const current = made ? doc : await deliveriesCollection(db).findOne({ _id: doc._id });
   if (current === null || current.status !== 'pending') return current ?? doc;
   const job = { delivery: current._id, generation: current.generation };
-  await claim(pendingCollection(db), { _id: current._id, job });
+  await joinLane(services, job);
   await enqueue(services.queues, JOBS.webhookDeliver, job);
   return current;
 }
@@ -169,11 +167,14 @@ export async function fanOutEvent(services: Services, eventId: string): Promise<
   const db = services.mongo.db;
   const event = await eventsCollection(db).findOne({ _id: eventId });
   if (event === null) return { deliveries: 0 };
-  const endpoints = (await listEndpoints(db, event.firm)).filter(
+  const endpoints = (await firmEndpoints(services, event.firm)).filter(
     (e) => e.enabled && matchesFilter(e.events, event.type),
   );
-  for (const endpoint of endpoints) await ensureDelivery(services, endpoint, sourceOf(event));
-  await fanoutsDueCollection(db).deleteOne({ _id: fanoutDueId(event) });
+  const made = [];
+  for (const endpoint of endpoints) made.push(await ensureDelivery(services, endpoint, sourceOf(event)));
+  await clearDue(services, event);
+  // A later event of the subject may wait for this fan-out: its delivery looks again now.
+  for (const d of made) await wakeNext(services, { delivery: d._id, generation: d.generation });
   return { deliveries: endpoints.length };
 }
 
@@ -183,6 +184,7 @@ const sourceOf = (event: DomainEvent, kind: DeliveryDoc['kind'] = 'event'): Deli
   type: event.type,
   subject: event.subject,
   occurred_at: event.occurred_at,
+  data_json: event.data_json,
 });
 
 /** `POST …/test`: a `ping` to the endpoint, delivered like an event (its own lane). */
@@ -239,16 +241,15 @@ async function wake(services: Services, job: WebhookDeliverJob): Promise<void> {
   if (found !== undefined && (await found.isDelayed())) await found.promote().catch(() => undefined);
 }
 
-/** After a delivery settles: its pending key goes, and the next of its lane is woken. */
-async function settled(services: Services, id: string): Promise<void> {
-  const pending = pendingCollection(services.mongo.db);
-  await pending.deleteOne({ _id: id });
-  const next = await pending
-    .find({ _id: { $gt: id, $lt: laneEnd(laneOfId(id)) } })
-    .sort({ _id: 1 })
-    .limit(1)
-    .next();
-  if (next !== null) await wake(services, next.job);
+/** After a delivery settles: it leaves its lane, and the next of the lane is woken. */
+async function settled(services: Services, m: LaneMember): Promise<void> {
+  await leaveLane(services, m);
+  await wakeNext(services, m);
+}
+
+async function wakeNext(services: Services, m: LaneMember): Promise<void> {
+  const next = await nextInLane(services, m);
+  if (next !== null) await wake(services, next);
 }
 
 /** What holds a delivery back: an earlier event of its subject not fanned out, or an earlier pending delivery of its lane. */
@@ -259,52 +260,37 @@ async function heldBack(
   const db = services.mongo.db;
   const now = Date.now();
   const bound = services.config.webhookOrderWaitMs;
+  const own: LaneMember = { delivery: d._id, generation: d.generation };
   if (d.kind === 'event') {
-    const own = fanoutDueId({
-      _id: d.event_id,
-      firm: d.firm,
-      subject: d.subject,
-      occurred_at: d.occurred_at,
-    });
-    const prefix = `${d.firm}|${subjectKey(d.subject)}|`;
-    const due = await fanoutsDueCollection(db)
-      .find({ _id: { $gte: prefix, $lt: own } })
-      .sort({ _id: 1 })
-      .limit(1)
-      .next();
-    if (due !== null && now - due.at.getTime() < bound) {
-      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event_id });
-      return { wait: { kind: 'wait', until: now + LANE_LOOK_MS / 2 } };
+    const event = { _id: d.event_id, firm: d.firm, subject: d.subject, occurred_at: d.occurred_at };
+    const due = await earlierDue(services, event);
+    if (due !== null && now - due.at < bound) {
+      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event });
+      return {
+        wait: {
+          kind: 'wait',
+          until: now + LANE_LOOK_MS,
+          recheck: async () => (await earlierDue(services, event))?.event !== due.event,
+        },
+      };
     }
   }
-  const lane = laneOfId(d._id);
   let outOfOrder = false;
-  const earlier = await pendingCollection(db)
-    .find({ _id: { $gte: lane, $lt: d._id } })
-    .sort({ _id: 1 })
-    .limit(20)
-    .toArray();
-  for (const head of earlier) {
-    const hd = await deliveriesCollection(db).findOne({ _id: head._id });
-    if (hd === null || hd.status !== 'pending') {
-      // Settled, its key left behind by a worker that died in between.
-      await pendingCollection(db).deleteOne({ _id: head._id });
+  for (const head of await earlierInLane(services, own)) {
+    const hd = await deliveriesCollection(db).findOne({ _id: head.delivery });
+    if (hd === null || hd.status !== 'pending' || hd.generation !== head.generation) {
+      // Settled, and left in the lane by a worker that died in between.
+      await leaveLane(services, head);
       continue;
     }
     if (now - hd.pending_since.getTime() >= bound) {
       outOfOrder = true;
       continue;
     }
-    await wake(services, head.job);
+    await wake(services, head);
     const due = hd.next_attempt_at?.getTime() ?? now;
     const until = Math.min(due > now ? due + 100 : now + LANE_LOOK_MS, hd.pending_since.getTime() + bound);
-    return {
-      wait: {
-        kind: 'wait',
-        until,
-        recheck: async () => (await pendingCollection(db).findOne({ _id: head._id })) === null,
-      },
-    };
+    return { wait: { kind: 'wait', until, recheck: async () => !(await inLane(services, head)) } };
   }
   return { outOfOrder };
 }
@@ -357,7 +343,7 @@ async function skip(services: Services, d: DeliveryDoc, reason: string): Promise
     { $set: { status: 'skipped', reason, next_attempt_at: null, settled_at: new Date() } },
   );
   await countOutcome(services, 'skipped');
-  await settled(services, d._id);
+  await settled(services, { delivery: d._id, generation: d.generation });
   return { kind: 'done', status: 'skipped' };
 }
 
@@ -365,27 +351,18 @@ async function skip(services: Services, d: DeliveryDoc, reason: string): Promise
 export async function runDelivery(services: Services, job: WebhookDeliverJob): Promise<DeliveryStep> {
   const db = services.mongo.db;
   const d = await deliveriesCollection(db).findOne({ _id: job.delivery });
-  if (d === null) {
-    await pendingCollection(db).deleteOne({ _id: job.delivery });
-    return { kind: 'done', status: 'missing' };
+  if (d === null || d.status !== 'pending' || d.generation !== job.generation) {
+    await settled(services, job);
+    return { kind: 'done', status: d?.status ?? 'missing' };
   }
-  if (d.status !== 'pending' || d.generation !== job.generation) {
-    if (d.status !== 'pending') await settled(services, d._id);
-    return { kind: 'done', status: d.status };
-  }
-  const endpoint = await findEndpoint(db, d.endpoint);
+  const endpoint = (await firmEndpoints(services, d.firm)).find((e) => e._id === d.endpoint) ?? null;
   if (endpoint === null) return skip(services, d, 'endpoint_deleted');
   if (!endpoint.enabled) return skip(services, d, 'endpoint_disabled');
   const held = await heldBack(services, d);
   if ('wait' in held) return held.wait;
   const due = d.next_attempt_at?.getTime() ?? 0;
   if (due > Date.now()) return { kind: 'wait', until: due };
-  let dataJson = d.data_json;
-  if (dataJson === undefined) {
-    const event = await eventsCollection(db).findOne({ _id: d.event_id });
-    if (event === null) return skip(services, d, 'event_missing');
-    dataJson = event.data_json;
-  }
+  const dataJson = d.data_json;
   const request = signedRequest(
     await signingSecrets(db, endpoint),
     d.event_id,
@@ -473,13 +450,18 @@ async function recordAttempt(
   await countOutcome(services, outcome);
   await endpointHealth(services, endpoint, ok, code === 410);
   if (status !== 'pending') {
-    await settled(services, d._id);
+    await settled(services, { delivery: d._id, generation: d.generation });
     return { kind: 'done', status };
   }
   return { kind: 'wait', until: attempt.next_retry_at!.getTime() };
 }
 
-/** A 410 disables the endpoint; a success ends its failing streak; a streak past WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. */
+/**
+ * A 410 disables the endpoint; a success ends its failing streak; a streak past
+ * WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. The streak's start is a Redis key
+ * (set if absent on a failure, deleted on a success): a flaky endpoint's every answer would
+ * otherwise be a locked write of its record.
+ */
 async function endpointHealth(
   services: Services,
   endpoint: WebhookEndpointDoc,
@@ -487,9 +469,9 @@ async function endpointHealth(
   gone: boolean,
 ): Promise<void> {
   const now = clock.now();
+  const streak = redisKeys(services.config).webhookFailingSince(endpoint._id);
   if (ok) {
-    if (endpoint.failing_since !== null)
-      await setOnEndpoint(services, endpoint, () => ({ failing_since: null }));
+    await services.redis.del(streak);
     return;
   }
   if (gone) {
@@ -500,16 +482,18 @@ async function endpointHealth(
     );
     return;
   }
-  if (endpoint.failing_since === null) {
-    await setOnEndpoint(services, endpoint, (current) =>
-      current.failing_since === null ? { failing_since: new Date(now) } : null,
-    );
-    return;
-  }
-  if (now - endpoint.failing_since.getTime() < services.config.webhookDisableAfterMs) return;
+  await services.redis.set(streak, String(now), 'NX');
+  const since = Number(await services.redis.get(streak));
+  if (!(since > 0) || now - since < services.config.webhookDisableAfterMs) return;
   const disabled = await setOnEndpoint(services, endpoint, (current) =>
     current.enabled
-      ? { enabled: false, disabled_reason: 'failing', disabled_at: new Date(now), updated_at: new Date(now) }
+      ? {
+          enabled: false,
+          disabled_reason: 'failing',
+          disabled_at: new Date(now),
+          failing_since: new Date(since),
+          updated_at: new Date(now),
+        }
       : null,
   );
   if (
@@ -517,12 +501,28 @@ async function endpointHealth(
     disabled.disabled_reason === 'failing' &&
     disabled.disabled_at?.getTime() === now
   ) {
+    await services.redis.del(streak);
     await enqueue(services.queues, JOBS.webhookNotice, {
       endpoint: endpoint._id,
       firm: endpoint.firm,
       at: now,
     });
   }
+}
+
+/** Since when every attempt to each endpoint has failed (null: its last attempt succeeded, or none failed). */
+export async function failingSince(
+  services: Pick<Services, 'redis' | 'config'>,
+  endpoints: readonly Pick<WebhookEndpointDoc, '_id' | 'failing_since' | 'enabled'>[],
+): Promise<Array<Date | null>> {
+  if (endpoints.length === 0) return [];
+  const keys = redisKeys(services.config);
+  const values = await services.redis.mget(...endpoints.map((e) => keys.webhookFailingSince(e._id)));
+  return endpoints.map((e, i) => {
+    if (!e.enabled) return e.failing_since;
+    const since = Number(values[i]);
+    return since > 0 ? new Date(since) : null;
+  });
 }
 
 // --- the API's side -------------------------------------------------------------------------
@@ -547,8 +547,7 @@ export async function retryDelivery(services: Services, d: DeliveryDoc): Promise
   };
   await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: next });
   const job = { delivery: d._id, generation: d.generation + 1 };
-  await claim(pendingCollection(db), { _id: d._id, job });
-  await pendingCollection(db).updateOne({ _id: d._id }, { $set: { job } });
+  await joinLane(services, job);
   await enqueue(services.queues, JOBS.webhookDeliver, job);
   return { ...d, ...next };
 }

@@ -143,6 +143,7 @@ export async function createEndpoint(
     }
     await endpointsCollection(db).insertOne(doc);
   });
+  await bumpVersion(services, firm);
   return { endpoint: doc, secret };
 }
 
@@ -172,6 +173,7 @@ export async function setOnEndpoint(
     const changes = set(current);
     if (changes === null) return current;
     await coll.updateOne({ _id: endpoint._id }, { $set: changes });
+    await bumpVersion(services, endpoint.firm);
     return { ...current, ...changes };
   });
 }
@@ -201,6 +203,27 @@ export async function deleteEndpoint(services: Services, endpoint: WebhookEndpoi
   await withRecordLock(services.redis, lockOf(services, endpoint.firm), () =>
     endpointsCollection(services.mongo.db).deleteOne({ _id: endpoint._id }),
   );
+  await bumpVersion(services, endpoint.firm);
+}
+
+/**
+ * The firm's endpoints as the workers use them: cached per process, read again whenever the
+ * firm's version counter (bumped after every write) has changed, so a change applies to the next
+ * event or delivery without a MongoDB read for each.
+ */
+const cached = new Map<string, { version: string | null; endpoints: WebhookEndpointDoc[] }>();
+export async function firmEndpoints(services: Services, firm: string): Promise<WebhookEndpointDoc[]> {
+  const version = await services.redis.get(redisKeys(services.config).webhookEndpointsVersion(firm));
+  const known = cached.get(firm);
+  if (known !== undefined && known.version === version) return known.endpoints;
+  const endpoints = await listEndpoints(services.mongo.db, firm);
+  if (cached.size >= 10_000) cached.delete(cached.keys().next().value!);
+  cached.set(firm, { version, endpoints });
+  return endpoints;
+}
+
+async function bumpVersion(services: Services, firm: string): Promise<void> {
+  await services.redis.incr(redisKeys(services.config).webhookEndpointsVersion(firm));
 }
 
 /** A new secret; the current one keeps signing beside it for 24 h. Returns the new secret, shown once. */
@@ -230,13 +253,33 @@ export async function signingSecrets(
   now = clock.now(),
 ): Promise<string[]> {
   const box = secretBox(db, endpoint.firm);
-  const secrets = [await box.open(SECRET_FIELD, endpoint.secret)];
+  const secrets = [await opened(box, endpoint, SECRET_FIELD, endpoint.secret)];
   if (
     endpoint.previous_secret !== null &&
     endpoint.previous_secret_until !== null &&
     endpoint.previous_secret_until.getTime() > now
   ) {
-    secrets.push(await box.open(PREVIOUS_FIELD, endpoint.previous_secret));
+    secrets.push(await opened(box, endpoint, PREVIOUS_FIELD, endpoint.previous_secret));
   }
   return secrets;
+}
+
+/**
+ * Opened secrets by endpoint, field and sealed value (a rotation seals a new value: a new entry),
+ * so a busy endpoint's deliveries do not each read its firm's data key. Bounded.
+ */
+const openedSecrets = new Map<string, string>();
+async function opened(
+  box: ReturnType<typeof secretBox>,
+  endpoint: WebhookEndpointDoc,
+  field: string,
+  sealed: Sealed,
+): Promise<string> {
+  const memo = `${endpoint._id}|${field}|${sealed.data}`;
+  const known = openedSecrets.get(memo);
+  if (known !== undefined) return known;
+  const secret = await box.open(field, sealed);
+  if (openedSecrets.size >= 10_000) openedSecrets.delete(openedSecrets.keys().next().value!);
+  openedSecrets.set(memo, secret);
+  return secret;
 }

@@ -5,27 +5,19 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { enqueue, enqueueBulk } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { DomainEvent, EventInput } from './event-types.js';
+import { markDue } from './lanes.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
 // and only re-ensures what follows: the fan-out job (keyed by the event id) that creates one
 // delivery per subscribed endpoint.
 //
-// Order within a subject. The fan-outs of one subject's events run as separate jobs, in any
-// order, so a later event's delivery could be judged "first in its lane" before the earlier
-// event's delivery exists. Each event therefore leaves a key document in `event_fanouts_due`
-// (`<firm>|<subject hash>|<occurred_at ms>|<event id>`) until its fan-out is done; a delivery
-// goes out only when no earlier event of its subject is still waiting to be fanned out
-// (deliveries.ts). The key document is written before the job is added, and removed by the job.
+// Order within a subject: the fan-outs of one subject's events run as separate jobs, in any
+// order, so each event is marked "due" (lanes.ts) before its job is added, and unmarked by the
+// job once its deliveries exist: a delivery does not go out before an earlier event of its
+// subject has been fanned out.
 
 export const eventsCollection = (db: Db) => collection<DomainEvent>(db, COLLECTIONS.events);
-
-export interface FanoutDueDoc {
-  _id: string;
-  event_id: string;
-  at: Date;
-}
-export const fanoutsDueCollection = (db: Db) => collection<FanoutDueDoc>(db, COLLECTIONS.eventFanoutsDue);
 
 /** The lowercase base32 alphabet (RFC 4648, lowercased). */
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -61,9 +53,6 @@ export const subjectKey = (subject: string): string =>
 
 /** Milliseconds since the epoch, zero-padded to 13 digits, so `_id` text order is time order. */
 export const paddedMs = (at: Date): string => String(Math.max(0, at.getTime())).padStart(13, '0');
-
-export const fanoutDueId = (event: Pick<DomainEvent, '_id' | 'firm' | 'subject' | 'occurred_at'>): string =>
-  `${event.firm}|${subjectKey(event.subject)}|${paddedMs(event.occurred_at)}|${event._id}`;
 
 function eventDoc(input: EventInput): DomainEvent {
   return {
@@ -111,10 +100,7 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
   if (docs.length === 0) return [];
   const db = services.mongo.db;
   await insertIgnoringDuplicates((d) => eventsCollection(db).insertMany(d, { ordered: false }), docs);
-  await insertIgnoringDuplicates(
-    (d) => fanoutsDueCollection(db).insertMany(d, { ordered: false }),
-    docs.map((e) => ({ _id: fanoutDueId(e), event_id: e._id, at: e.occurred_at })),
-  );
+  await markDue(services, docs);
   if (docs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, { eventId: docs[0]!._id });
   else
     await enqueueBulk(

@@ -117,20 +117,13 @@ export const COLLECTIONS = {
   dncRemovals: 'dnc_removals',
   /** Domain events (`_id` derived from the change: core/domain/events/record-event.ts), kept for replays. */
   events: 'events',
-  /**
-   * Key documents: an event not yet fanned out to its endpoints (`<firm>|<subject hash>|<ms>|<event>`),
-   * so a later event of its subject waits for it (core/domain/events/deliveries.ts).
-   */
-  eventFanoutsDue: 'event_fanouts_due',
   /** A firm's webhook endpoints (`_id` = `whep_…`), at most 20 a firm; secrets sealed. */
   webhookEndpoints: 'webhook_endpoints',
   /**
    * One delivery of one event to one endpoint, with its attempts (`_id` =
-   * `<endpoint>|<subject hash>|<occurred_at ms>|<event id>[|<replay>]`: a lane is an `_id` range).
+   * `<endpoint>|<subject hash>|<occurred_at ms>|<event id>[|<replay>]`: a lane's deliveries sort as their events happened).
    */
   webhookDeliveries: 'webhook_deliveries',
-  /** Key documents: the deliveries not yet settled (`_id` = the delivery's), the lanes' heads. */
-  webhookPending: 'webhook_pending',
   /** Claims: the mail telling a firm its endpoint was disabled (`<endpoint>|<disabled_at ms>`), with its record. */
   webhookNotices: 'webhook_notices',
 } as const;

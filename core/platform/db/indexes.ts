@@ -38,14 +38,12 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.dncRemovals]: [],
   // Replays: a firm's events of a time window, in order (one streaming cursor).
   [COLLECTIONS.events]: [{ key: { firm: 1, occurred_at: 1, _id: 1 }, name: 'firm_occurred_id' }],
-  [COLLECTIONS.eventFanoutsDue]: [],
   // A firm's endpoints (at most 20): the fan-out's and the list's one small query.
   [COLLECTIONS.webhookEndpoints]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // GET /api/webhook-endpoints/{id}/deliveries keyset: newest first.
   [COLLECTIONS.webhookDeliveries]: [
     { key: { endpoint: 1, created_at: -1, _id: -1 }, name: 'endpoint_created_id' },
   ],
-  [COLLECTIONS.webhookPending]: [],
   [COLLECTIONS.webhookNotices]: [],
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // list-campaigns keyset: a firm's campaigns, newest first.
