@@ -103,8 +103,13 @@ export const deliveriesCollection = (db: Db) => collection<DeliveryDoc>(db, COLL
 
 const RESPONSE_KEPT = 2048;
 const MAX_ATTEMPTS_KEPT = 50;
-/** How long a delivery sleeps at most before looking at its lane again when nothing wakes it. */
-const LANE_LOOK_MS = 1000;
+/**
+ * How long a waiting delivery sleeps at most before looking at its lane again. It is woken as soon
+ * as what it waits for is done (the earlier delivery settled, the earlier event fanned out), and
+ * takes a second look just after parking: this is only a safety net, long enough that hundreds of
+ * waiting deliveries do not poll the database.
+ */
+const LANE_SAFETY_MS = 30_000;
 
 /** A delivery's public id: its `_id`, base64url (opaque, one point read). */
 export const publicDeliveryId = (id: string): string => `dlv_${Buffer.from(id).toString('base64url')}`;
@@ -269,7 +274,7 @@ async function heldBack(
       return {
         wait: {
           kind: 'wait',
-          until: now + LANE_LOOK_MS,
+          until: now + LANE_SAFETY_MS,
           recheck: async () => (await earlierDue(services, event))?.event !== due.event,
         },
       };
@@ -288,8 +293,8 @@ async function heldBack(
       continue;
     }
     await wake(services, head);
-    const due = hd.next_attempt_at?.getTime() ?? now;
-    const until = Math.min(due > now ? due + 100 : now + LANE_LOOK_MS, hd.pending_since.getTime() + bound);
+    // Woken when the earlier one settles; at the latest when the bound is reached.
+    const until = Math.min(now + LANE_SAFETY_MS, hd.pending_since.getTime() + bound);
     return { wait: { kind: 'wait', until, recheck: async () => !(await inLane(services, head)) } };
   }
   return { outOfOrder };
