@@ -4,7 +4,12 @@
 // endpoint failing 30 % of requests at random, seeded, and answering a few slowly); the bench
 // `webhooks-order` runs 200 × 5 with 10 s stalls.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { recordEvent } from '../../core/domain/events/record-event.js';
+import { eventIdOf, eventsCollection, recordEvent } from '../../core/domain/events/record-event.js';
+import { markDue } from '../../core/domain/events/lanes.js';
+import { deliveriesCollection } from '../../core/domain/events/deliveries.js';
+import { enqueue } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import { deliverJobId } from '../../jobs/webhooks.js';
 import { seededRng } from '../../scripts/chaos/rng.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -113,3 +118,45 @@ it('keeps each subject in order on a failing, slow endpoint while the healthy on
     `webhook ordering: ${total} events to the flaky endpoint (${failed} answers 500), in order for all ${SUBJECTS} subjects; healthy endpoints done at arrival ${lastSeq('/healthy')} and ${lastSeq('/other')} of ${flakyDone}`,
   );
 }, 90_000);
+
+it('a later event does not overtake an earlier one of its subject whose fan-out has not run yet', async () => {
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  const firm = await createFirm(stack);
+  const res = await firm.client.post('/api/webhook-endpoints', {
+    firmSlug: firm.slug,
+    url: receiver.url('/late-fanout'),
+    events: ['lead.*'],
+  });
+  const t0 = Date.now();
+  const input = (version: number) => ({
+    firm: firm.slug,
+    type: 'lead.updated' as const,
+    subject: 'lead_slow_fanout',
+    key: `v${version}`,
+    occurred_at: new Date(t0 + version),
+    data: { id: 'lead_slow_fanout', version },
+  });
+  // The first event as its step leaves it when the step's fan-out job is late: recorded, due.
+  const first = {
+    _id: eventIdOf(input(0)),
+    firm: firm.slug,
+    type: 'lead.updated' as const,
+    subject: 'lead_slow_fanout',
+    occurred_at: input(0).occurred_at,
+    data_json: JSON.stringify(input(0).data),
+  };
+  await eventsCollection(stack.services.mongo.db).insertOne(first);
+  await markDue(stack.services, [first]);
+  await recordEvent(stack.services, input(1));
+  // The second's delivery has run once: it parked, waiting.
+  const queue = stack.services.queues[JOBS.webhookDeliver.queue];
+  await eventually(async () => {
+    const [d] = await deliveriesCollection(stack.services.mongo.db).find({ endpoint: res.body.id }).toArray();
+    expect(d).toBeDefined();
+    const job = await queue.getJob(deliverJobId(d!._id, 0));
+    expect((await job?.isDelayed()) || receiver.at('/late-fanout').length > 0).toBe(true);
+  });
+  await enqueue(stack.services.queues, JOBS.webhookFanout, { eventId: first._id });
+  await eventually(async () => expect(receiver.accepted('/late-fanout')).toHaveLength(2));
+  expect(receiver.accepted('/late-fanout').map((r) => JSON.parse(r.body).data.version)).toEqual([0, 1]);
+});
