@@ -1,12 +1,15 @@
 import type { DncSweepJob } from '../../jobs/compliance.js';
-import { sweepQueuedCalls } from '../../core/domain/compliance/dnc-sweep.js';
+import { recordListed, sweepQueuedCalls } from '../../core/domain/compliance/dnc-sweep.js';
 import type { JobProcessor } from '../runner.js';
 
-/** Blocks the firm's queued campaign calls to numbers just put on its do-not-call list. */
+/**
+ * Blocks the firm's queued campaign calls to numbers just put on its do-not-call list, then
+ * records the addition's `dnc.added` events.
+ */
 export const dncSweep: JobProcessor<DncSweepJob> = async (job, { services }) => {
   const result = await sweepQueuedCalls(services, job.data);
   if (result.blocked > 0) {
     services.log.info({ firm: job.data.firm, ...result }, 'do-not-call: queued campaign calls blocked');
   }
-  return result;
+  return { ...result, events: await recordListed(services, job.data) };
 };

@@ -60,29 +60,31 @@ export async function afterListing(
   if (unique.length === 0) return;
   await indexListed(services, firm, unique);
   await enqueue(services.queues, JOBS.dncSweep, { firm, phones: unique, batch: newId('dncsw', 9) });
-  await recordListed(services, firm, unique);
 }
 
 /**
- * A `dnc.added` event per number on the list (docs/events.md), keyed by its entry's addition
- * (the time it was listed, and the number): a repeated addition of a listed number records
- * nothing new, and a number taken off and listed again is a new event.
+ * The `dnc.added` events of an addition (docs/events.md), recorded by its sweep job after the
+ * sweep — the request itself writes its entries in one bulk insert and reads none back. One per
+ * number on the list, keyed by its entry's addition (the time it was listed, and the number): a
+ * retried job, or a repeated addition of a listed number, records nothing new; a number taken off
+ * and listed again is a new event.
  */
-async function recordListed(services: Services, firm: string, phones: readonly string[]): Promise<void> {
-  const entries = await inSlices(phones, (phone) => findDncEntry(services.mongo.db, firm, phone));
+export async function recordListed(services: Services, job: DncSweepJob): Promise<number> {
+  const phones = [...new Set(job.phones)];
+  const entries = await inSlices(phones, (phone) => findDncEntry(services.mongo.db, job.firm, phone));
+  const listed = entries.filter((entry): entry is DncEntry => entry !== null);
   await recordEvents(
     services,
-    entries
-      .filter((entry): entry is DncEntry => entry !== null)
-      .map((entry) => ({
-        firm,
-        type: 'dnc.added' as const,
-        subject: entry.phone,
-        key: `${entry.added_at.getTime()}|${entry.phone}`,
-        occurred_at: entry.added_at,
-        data: dncEntryData(entry),
-      })),
+    listed.map((entry) => ({
+      firm: job.firm,
+      type: 'dnc.added' as const,
+      subject: entry.phone,
+      key: `${entry.added_at.getTime()}|${entry.phone}`,
+      occurred_at: entry.added_at,
+      data: dncEntryData(entry),
+    })),
   );
+  return listed.length;
 }
 
 /** f on each item, at most CONCURRENCY at once; results in order. */
