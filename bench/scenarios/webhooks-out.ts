@@ -211,7 +211,7 @@ async function order(ctx: Parameters<Scenario['run']>[0]): Promise<Row> {
       new Set(rx.arrivals.filter((a) => a.path === path && a.status === 200).map((a) => a.id)).size;
     const done = await until(
       () => distinct('/flaky') >= total && distinct('/healthy') >= total && distinct('/other') >= total,
-      900_000,
+      600_000,
     );
     // Per subject, the versions in the order of their first successful delivery.
     const seen = new Set<string>();

@@ -76,3 +76,9 @@ describe('signing', () => {
     expect(() => new Webhook(a).verify(r.body.replace('lead_1', 'lead_2'), r.headers)).toThrow();
   });
 });
+
+describe('WEBHOOK_RETRY_SCHEDULE', () => {
+  it('keeps repeated waits (10h,10h is two retries)', () => {
+    expect(parseSchedule('5s, 5m,10h,10h')).toEqual([5000, 300_000, 36_000_000, 36_000_000]);
+  });
+});

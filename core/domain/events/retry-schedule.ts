@@ -13,7 +13,9 @@ export function parseDuration(text: string): number {
   return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
 }
 
-export const parseSchedule = (items: readonly string[]): number[] => items.map(parseDuration);
+/** `5s,5m,30m` (WEBHOOK_RETRY_SCHEDULE) as milliseconds, repeats kept. */
+export const parseSchedule = (text: string | readonly string[]): number[] =>
+  (typeof text === 'string' ? text.split(',') : text).map(parseDuration);
 
 /** The longest Retry-After honoured. */
 export const MAX_RETRY_AFTER_MS = 86_400_000;

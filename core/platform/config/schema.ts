@@ -388,10 +388,11 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how long after a failed call_analyzed effect (lead, CRM, email, team chat) its first retry comes, doubled at each of its 11 retries (by default about an hour in all before it is `failed`)',
   }),
-  webhookRetrySchedule: list('WEBHOOK_RETRY_SCHEDULE', {
-    item: '^[0-9]{1,7}(ms|s|m|h|d)$',
-    itemText: 'durations such as `500ms`, `5s`, `5m`, `2h`, `1d`',
-    default: ['5s', '5m', '30m', '2h', '5h', '10h', '10h'],
+  webhookRetrySchedule: text('WEBHOOK_RETRY_SCHEDULE', {
+    pattern: '^ *[0-9]{1,7}(ms|s|m|h|d)( *, *[0-9]{1,7}(ms|s|m|h|d)){0,49} *$',
+    patternText:
+      'a comma-separated list of 1 to 50 durations such as `500ms`, `5s`, `5m`, `2h`, `1d` (repeats count)',
+    default: '5s,5m,30m,2h,5h,10h,10h',
     description:
       'the waits before each retry of a failed webhook delivery (each ±20 % jitter; a longer `Retry-After` is honoured); after the last the delivery is given up (docs/events.md#retries)',
   }),
