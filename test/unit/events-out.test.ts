@@ -9,7 +9,7 @@ import {
   nextRetryDelay,
   parseSchedule,
 } from '../../core/domain/events/retry-schedule.js';
-import { signedRequest } from '../../core/domain/events/deliveries.js';
+import { deliveryIdOf, publicDeliveryId, signedRequest } from '../../core/domain/events/deliveries.js';
 
 describe('event ids', () => {
   it('are derived from firm, type, subject and key: the same change, the same id', () => {
@@ -80,5 +80,15 @@ describe('signing', () => {
 describe('WEBHOOK_RETRY_SCHEDULE', () => {
   it('keeps repeated waits (10h,10h is two retries)', () => {
     expect(parseSchedule('5s, 5m,10h,10h')).toEqual([5000, 300_000, 36_000_000, 36_000_000]);
+  });
+});
+
+describe('delivery ids', () => {
+  it('round-trip, and anything not issued (control characters, no separator) is no id', () => {
+    const id = 'whep_x|abc|0001795918203878|evt_abc';
+    expect(deliveryIdOf(publicDeliveryId(id))).toBe(id);
+    expect(deliveryIdOf(`dlv_${Buffer.from('a|\u0000b').toString('base64url')}`)).toBeNull();
+    expect(deliveryIdOf(`dlv_${Buffer.from('nosep').toString('base64url')}`)).toBeNull();
+    expect(deliveryIdOf('evt_abc')).toBeNull();
   });
 });

@@ -116,7 +116,8 @@ export const publicDeliveryId = (id: string): string => `dlv_${Buffer.from(id).t
 export function deliveryIdOf(publicId: string): string | null {
   if (!publicId.startsWith('dlv_')) return null;
   const id = Buffer.from(publicId.slice(4), 'base64url').toString('utf8');
-  return id.includes('|') ? id : null;
+  // Delivery ids are printable ASCII: anything else was never issued (and NUL would reach the store).
+  return /^[\x21-\x7e]+$/.test(id) && id.includes('|') ? id : null;
 }
 
 // --- creating deliveries ---------------------------------------------------------------------
