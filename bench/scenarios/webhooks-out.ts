@@ -5,8 +5,9 @@
 //     bodies to the same receiver at the queue's concurrency (the same-run ratio; target ≥ 0.5).
 //   - webhooks-order: 200 subjects × 5 events to an endpoint failing 30 % of requests at random
 //     (seeded) and stalling 10 s on 1 %, beside a healthy endpoint of the same firm and another
-//     firm's: whether each subject's first successful deliveries came in order, and the healthy
-//     endpoints' delay (answered − recorded), p50 and p99.
+//     firm's, the events recorded at a steady pace (BENCH_WEBHOOK_RATE, default 20/s): whether
+//     each subject's first successful deliveries came in order, and the healthy endpoints' delay
+//     (answered − recorded), p50 and p99.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -191,19 +192,31 @@ async function order(ctx: Parameters<Scenario['run']>[0]): Promise<Row> {
     const other = await firmWithEndpoints(app, web.base, [rx.url('/other')]);
     const recordedAt = new Map<string, number>();
     const start = Date.now();
+    // Paced (BENCH_WEBHOOK_RATE events a second, both firms together), below what the worker
+    // delivers: the healthy endpoints' delay then shows what the failing one costs them, not a
+    // backlog of the whole burst.
+    const rate = Number(process.env.BENCH_WEBHOOK_RATE ?? 20);
+    const all: EventInput[] = [];
     for (let version = 0; version < EVENTS; version++) {
-      const events: EventInput[] = [firm, other].flatMap((slug) =>
-        Array.from({ length: SUBJECTS }, (_, s) => ({
-          firm: slug,
-          type: version === 0 ? ('lead.created' as const) : ('lead.updated' as const),
-          subject: `lead_${s}`,
-          key: `v${version}`,
-          occurred_at: new Date(start + version * 10_000 + s),
-          data: { id: `lead_${s}`, version },
-        })),
-      );
+      for (let s = 0; s < SUBJECTS; s++) {
+        for (const slug of [firm, other]) {
+          all.push({
+            firm: slug,
+            type: version === 0 ? 'lead.created' : 'lead.updated',
+            subject: `lead_${s}`,
+            key: `v${version}`,
+            occurred_at: new Date(start + version * 100_000 + s),
+            data: { id: `lead_${s}`, version },
+          });
+        }
+      }
+    }
+    const chunk = Math.max(1, Math.round(rate / 4));
+    for (let i = 0; i < all.length; i += chunk) {
+      const due = start + (i / rate) * 1000;
+      if (due > Date.now()) await sleep(due - Date.now());
       const at = Date.now();
-      const ids = await recordEvents(services, events);
+      const ids = await recordEvents(services, all.slice(i, i + chunk));
       for (const id of ids) recordedAt.set(id, at);
     }
     const total = SUBJECTS * EVENTS;
