@@ -1,6 +1,6 @@
 // Ordering (docs/events.md#ordering): the events of one subject reach an endpoint in order — a
 // later one waits while an earlier one is retrying — while other subjects, the firm's other
-// endpoint and another firm's endpoint do not wait. Small here (20 subjects × 5 events to an
+// endpoint and another firm's endpoint do not wait. Small here (12 subjects × 5 events to an
 // endpoint failing 30 % of requests at random, seeded, and answering a few slowly); the bench
 // `webhooks-order` runs 200 × 5 with 10 s stalls.
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -37,7 +37,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const SUBJECTS = 20;
+const SUBJECTS = 12;
 const EVENTS = 5;
 
 /** Per subject, the versions of its events in the order their first successful delivery arrived. */
