@@ -5,6 +5,7 @@ import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.j
 import { clioClientAlert } from '../core/domain/crm/clio-client-alert.js';
 import { openAiSpendToday } from '../core/domain/intake/openai-budget.js';
 import type { Services } from '../core/wiring/services.js';
+import { deliveryOutcomes } from '../core/domain/events/deliveries.js';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -78,6 +79,21 @@ export function createMetrics(
         (n) => this.set(n),
         () => this.reset(),
       );
+    },
+  });
+  new Gauge({
+    name: 'webhook_delivery_attempts_total',
+    help: "Attempts to deliver events to firms' webhook endpoints since the counters began, by outcome: delivered, retrying (failed, a retry follows), failed (retries spent), gone (410: endpoint disabled), skipped (endpoint disabled or deleted)",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      // Redis down: no figures rather than a failed scrape.
+      const counts = await deliveryOutcomes(spend).catch(() => null);
+      if (counts === null) return;
+      for (const outcome of ['delivered', 'retrying', 'failed', 'gone', 'skipped']) {
+        this.set({ outcome }, counts[outcome] ?? 0);
+      }
     },
   });
   new Gauge({

@@ -25,6 +25,7 @@ import { campaignCalls } from './scenarios/campaign-calls.js';
 import { listCalls } from './scenarios/list-calls.js';
 import { contactsImport } from './scenarios/contacts-import.js';
 import { scaleEffects } from './scenarios/scale-effects.js';
+import { webhooksOut } from './scenarios/webhooks-out.js';
 
 const SCENARIOS: Scenario[] = [
   createCall,
@@ -35,6 +36,7 @@ const SCENARIOS: Scenario[] = [
   listCalls,
   campaignCalls,
   scaleEffects,
+  webhooksOut,
 ];
 
 const RESULTS = join(root, 'bench', 'results');

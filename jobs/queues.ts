@@ -26,6 +26,11 @@ export const QUEUE = {
   bookings: 'bookings',
   /** Imports one batch of contact rows (POST /api/contacts/import); job id = the import's job_id. */
   contacts: 'contacts',
+  /**
+   * Events out: each event's fan-out to its firm's endpoints (job id = event), one job per
+   * delivery (job id = delivery + generation), replays and disabled-endpoint notices.
+   */
+  webhooks: 'webhooks',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -52,6 +57,9 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.bookings]: {},
   // An import holds up to 5,000 rows (16 MiB of JSON) in memory: a few at a time per process.
   [QUEUE.contacts]: { concurrency: 2 },
+  // Deliveries wait on firms' servers (up to WEBHOOK_TIMEOUT_MS each), not on CPU: many at once,
+  // so that one slow endpoint's requests leave room for every other endpoint's.
+  [QUEUE.webhooks]: { concurrency: 64 },
 };
 
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

@@ -16,6 +16,7 @@ import { integrationRoutes } from './integrations/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { utilRoutes } from './utils/routes.js';
+import { webhookEndpointRoutes } from './webhook-endpoints/routes.js';
 import { voiceRoutes } from './voices/routes.js';
 import { workflowRoutes } from './workflows/routes.js';
 import { widgetRoutes } from './widget/routes.js';
@@ -49,4 +50,5 @@ export const businessRoutes: AnyRoute[] = [
   ...integrationRoutes,
   ...complianceRoutes,
   ...utilRoutes,
+  ...webhookEndpointRoutes,
 ];

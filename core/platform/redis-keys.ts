@@ -327,6 +327,39 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'call-list', firm);
   }
 
+  /** The lock of a firm's webhook endpoints (their count, at most 20) and of one endpoint's record. */
+  webhookEndpointsLock(firm: string, endpoint = '*'): string {
+    return key(this.prefix, 'lock', 'webhook-endpoints', firm, endpoint);
+  }
+
+  /** STRING: since when (ms) every delivery attempt to a webhook endpoint has failed; deleted on a success. */
+  webhookFailingSince(endpoint: string): string {
+    return key(this.prefix, 'webhooks', 'failing', endpoint);
+  }
+
+  /**
+   * ZSET (all scores 0, members in text order): the unsettled deliveries of one lane — one
+   * subject to one endpoint — as `<delivery _id>#<generation>` (core/domain/events/lanes.ts).
+   */
+  webhookLane(lane: string): string {
+    return key(this.prefix, 'webhooks', 'lane', lane);
+  }
+
+  /** ZSET: a subject's events not yet fanned out (score: occurred_at ms; member: the event id). */
+  eventsDue(firm: string, subject: string): string {
+    return key(this.prefix, 'webhooks', 'due', firm, subject);
+  }
+
+  /** STRING: a counter bumped by every change to a firm's webhook endpoints (workers' caches compare it). */
+  webhookEndpointsVersion(firm: string): string {
+    return key(this.prefix, 'webhooks', 'endpoints-version', firm);
+  }
+
+  /** HASH: webhook delivery attempts by outcome since the counters began (read by /metrics). */
+  webhookDeliveryOutcomes(): string {
+    return key(this.prefix, 'webhooks', 'outcomes');
+  }
+
   /** The lock of a firm's workflows. */
   workflowsLock(firm: string): string {
     return key(this.prefix, 'lock', 'workflows', firm);

@@ -29,6 +29,7 @@ import { masters } from '../../core/platform/redis-cluster.js';
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../test/fakes/webhook-receiver.js';
 import { launch, type Launched } from '../local/launcher.js';
 import { startFloodCalcom, type FloodCalcom } from './flood-calcom.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
@@ -101,6 +102,8 @@ export class Cluster {
   queues!: Queues;
   smtp!: FakeSmtp;
   slack!: FakeSlack;
+  /** The firms' own webhook receivers (each firm subscribes one endpoint to every event). */
+  events!: WebhookReceiver;
   clio!: FakeClio;
   /** A firm's own Cal.com answering a slot every minute: 14 days are about 1 MiB (the availability flood). */
   calcom!: FloodCalcom;
@@ -179,12 +182,13 @@ export class Cluster {
       redisUrl = `redis://127.0.0.1:${server.port}`;
       mongodbUri = this.options.mongodbUri;
     }
-    [this.smtp, this.slack, this.clio, this.proxy, this.calcom] = await Promise.all([
+    [this.smtp, this.slack, this.clio, this.proxy, this.calcom, this.events] = await Promise.all([
       startFakeSmtp(),
       startFakeSlack(),
       startFakeClio(`clio-${randomBytes(6).toString('hex')}`),
       startChaosProxy(),
       startFloodCalcom(),
+      startWebhookReceiver(),
     ]);
     const webPort = await freePort();
     this.webUrl = `http://127.0.0.1:${webPort}`;
@@ -202,6 +206,8 @@ export class Cluster {
       MAIL_FROM: 'Intake Chaos <chaos@intake.test>',
       CLIO_BASE_URL: this.clio.url,
       ALLOW_PRIVATE_URLS: 'true',
+      // Events out: retries within the run's settling time (the receiver itself never fails).
+      WEBHOOK_RETRY_SCHEDULE: '1s,2s,5s,10s,20s,30s,60s',
       LOG_LEVEL: 'warn',
       QUEUE_PREFIX: `chaos${randomBytes(3).toString('hex')}`,
       SIM_CALL_MS: '1000',
@@ -311,6 +317,7 @@ export class Cluster {
     await Promise.allSettled([
       this.smtp?.stop(),
       this.slack?.close(),
+      this.events?.close(),
       this.clio?.close(),
       this.proxy?.close(),
       this.calcom?.stop(),

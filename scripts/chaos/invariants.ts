@@ -9,6 +9,7 @@ import { campaignRows } from './invariants/campaign.js';
 import { readCallFacts, type CheckContext } from './invariants/context.js';
 import { dialAuditRows } from './invariants/dial-audit.js';
 import { directCallRows } from './invariants/direct-calls.js';
+import { eventsOutRows } from './invariants/events-out.js';
 import { faultRows } from './invariants/faults.js';
 import { importRows } from './invariants/imports.js';
 import { jobRows } from './invariants/jobs.js';
@@ -30,6 +31,7 @@ export async function checkInvariants(ctx: CheckContext): Promise<Row[]> {
     ...(await callEffectRows(ctx, facts)),
     ...(await bookingRows(ctx)),
     ...(await webhookOutboxRows(ctx)),
+    ...(await eventsOutRows(ctx)),
     ...(await importRows(ctx)),
     ...(await jobRows(ctx, facts)),
     ...answerRows(ctx),

@@ -57,6 +57,8 @@ export interface Firm {
   agentId?: string;
   notificationEmail: string;
   slackUrl?: string;
+  /** Its endpoint subscribed to every event (`*`) at cluster.events, and the endpoint's signing secret. */
+  events?: { path: string; secret: string };
 }
 
 export interface Firms {
@@ -158,6 +160,16 @@ export async function createFirms(cluster: Cluster, ledger: Ledger, timing: Work
       )
     ).key as string;
     const firm: Firm = { slug, key, voiceSecret, bookingSecret, notificationEmail, slackUrl };
+    const eventsPath = `/${slug}`;
+    const endpoint = await must(
+      await send(ledger, cluster.webUrl, 'POST', '/api/webhook-endpoints', {
+        route: 'POST webhook-endpoints',
+        token: key,
+        body: { firmSlug: slug, url: cluster.events.url(eventsPath), events: ['*'] },
+      }),
+      'create webhook endpoint',
+    );
+    firm.events = { path: eventsPath, secret: endpoint.secret as string };
     if (withAgent) {
       firm.agentId = (
         await must(

@@ -151,7 +151,13 @@ describe('release seals what was stored in plaintext', { timeout: 180_000 }, () 
     const second = await releaseSecrets(stack.services.mongo.db);
     expect(second).toEqual({
       rewrapped: 0,
-      sealed: { firms: 0, clio_connections: 0, clio_oauth_confirmations: 0, simulator_calls: 0 },
+      sealed: {
+        firms: 0,
+        clio_connections: 0,
+        clio_oauth_confirmations: 0,
+        simulator_calls: 0,
+        webhook_endpoints: 0,
+      },
     });
     const again = await raw(stack);
     for (const name of ['firms', 'firm_keys', 'clio_connections']) {

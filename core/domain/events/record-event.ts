@@ -1,30 +1,112 @@
-import { sha256Hex } from '../../platform/crypto.js';
-import { claim } from '../../platform/db/claim.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { createHash } from 'node:crypto';
+import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { enqueue, enqueueBulk } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
 import type { DomainEvent, EventInput } from './event-types.js';
+import { markDue } from './lanes.js';
 
-// Records a domain event (docs/events.md). This version only stores it; the delivery side makes
-// sure it is fanned out. The _id derives from the change, so a retried step records it once.
+// Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
+// The event's `_id` is derived from the change, so a retried step records it again as a no-op
+// and only re-ensures what follows: the fan-out job (keyed by the event id) that creates one
+// delivery per subscribed endpoint.
+//
+// Order within a subject: the fan-outs of one subject's events run as separate jobs, in any
+// order, so each event is marked "due" (lanes.ts) before its job is added, and unmarked by the
+// job once its deliveries exist: a delivery does not go out before an earlier event of its
+// subject has been fanned out.
 
-/** The event's _id: a digest of firm, type, subject and the change's key. */
-export function eventIdOf(input: Pick<EventInput, 'firm' | 'type' | 'subject' | 'key'>): string {
-  return `evt_${sha256Hex(`${input.firm}|${input.type}|${input.subject}|${input.key}`).slice(0, 26)}`;
+export const eventsCollection = (db: Db) => collection<DomainEvent>(db, COLLECTIONS.events);
+
+/** The lowercase base32 alphabet (RFC 4648, lowercased). */
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+function base32(bytes: Buffer, length: number): string {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && out.length < length) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    value &= (1 << bits) - 1;
+    if (out.length >= length) break;
+  }
+  return out;
 }
 
-const eventsCollection = (services: Services) =>
-  collection<DomainEvent>(services.mongo.db, COLLECTIONS.events);
+/** The event's `_id`: `evt_` + 26 base32 characters of sha256(firm|type|subject|key). */
+export function eventIdOf(input: Pick<EventInput, 'firm' | 'type' | 'subject' | 'key'>): string {
+  const digest = createHash('sha256')
+    .update(`${input.firm}|${input.type}|${input.subject}|${input.key}`)
+    .digest();
+  return `evt_${base32(digest, 26)}`;
+}
 
-/** Inserts the event (an _id already there is success: the change was retried); returns its id. */
-export async function recordEvent(services: Services, input: EventInput): Promise<string> {
-  const _id = eventIdOf(input);
-  await claim(eventsCollection(services), {
-    _id,
+/** A subject as a fixed-width, separator-free part of an `_id` (subjects are ids, phones, job ids). */
+export const subjectKey = (subject: string): string =>
+  createHash('sha256').update(subject).digest('hex').slice(0, 20);
+
+/** Milliseconds since the epoch, zero-padded to 13 digits, so `_id` text order is time order. */
+export const paddedMs = (at: Date): string => String(Math.max(0, at.getTime())).padStart(13, '0');
+
+function eventDoc(input: EventInput): DomainEvent {
+  return {
+    _id: eventIdOf(input),
     firm: input.firm,
     type: input.type,
     subject: input.subject,
     occurred_at: input.occurred_at,
     data_json: JSON.stringify(input.data),
-  });
-  return _id;
+  };
+}
+
+const isDuplicateKey = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
+
+/** Inserts documents, unordered; a duplicate `_id` (a retried step) is success. */
+async function insertIgnoringDuplicates<T extends { _id: string }>(
+  insert: (docs: T[]) => Promise<unknown>,
+  docs: T[],
+): Promise<void> {
+  if (docs.length === 0) return;
+  try {
+    await insert(docs);
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
+    const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors === undefined ? [] : [writeErrors];
+    if (isDuplicateKey(err) && errors.length === 0) return;
+    if (errors.length > 0 && errors.every((e) => (e as { code?: unknown }).code === 11000)) return;
+    throw err;
+  }
+}
+
+/**
+ * Records one event (a duplicate `_id` is success: the change was retried) and makes sure it is
+ * fanned out; returns the event's id.
+ */
+export async function recordEvent(services: Services, input: EventInput): Promise<string> {
+  const [id] = await recordEvents(services, [input]);
+  return id!;
+}
+
+/** recordEvent for many events of one step (a do-not-call addition of many numbers): a few round trips in all. */
+export async function recordEvents(services: Services, inputs: readonly EventInput[]): Promise<string[]> {
+  const docs = inputs.map(eventDoc);
+  if (docs.length === 0) return [];
+  const db = services.mongo.db;
+  await insertIgnoringDuplicates((d) => eventsCollection(db).insertMany(d, { ordered: false }), docs);
+  await markDue(services, docs);
+  if (docs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, { eventId: docs[0]!._id });
+  else
+    await enqueueBulk(
+      services.queues,
+      JOBS.webhookFanout,
+      docs.map((e) => ({ data: { eventId: e._id } })),
+    );
+  return docs.map((e) => e._id);
 }

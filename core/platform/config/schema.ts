@@ -378,7 +378,7 @@ export const CONFIG_SCHEMA = Type.Object({
       item: '^[a-z][a-z0-9-]{0,62}$',
       itemText: 'queue names (lowercase letters, digits and "-")',
       description:
-        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`); unset: every queue',
+        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`, `webhooks`); unset: every queue',
     }),
   ),
   callEffectRetryMs: integer('CALL_EFFECT_RETRY_MS', {
@@ -387,6 +387,34 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 2000,
     description:
       'how long after a failed call_analyzed effect (lead, CRM, email, team chat) its first retry comes, doubled at each of its 11 retries (by default about an hour in all before it is `failed`)',
+  }),
+  webhookRetrySchedule: text('WEBHOOK_RETRY_SCHEDULE', {
+    pattern: '^ *[0-9]{1,7}(ms|s|m|h|d)( *, *[0-9]{1,7}(ms|s|m|h|d)){0,49} *$',
+    patternText:
+      'a comma-separated list of 1 to 50 durations such as `500ms`, `5s`, `5m`, `2h`, `1d` (repeats count)',
+    default: '5s,5m,30m,2h,5h,10h,10h',
+    description:
+      'the waits before each retry of a failed webhook delivery (each ±20 % jitter; a longer `Retry-After` is honoured); after the last the delivery is given up (docs/events.md#retries)',
+  }),
+  webhookOrderWaitMs: integer('WEBHOOK_ORDER_WAIT_MS', {
+    min: 0,
+    max: 7 * 24 * HOUR_MS,
+    default: HOUR_MS,
+    description:
+      'how long a webhook delivery waits behind an earlier one of the same subject to the same endpoint that is still retrying before it goes on, marked out of order (docs/events.md#ordering)',
+  }),
+  webhookDisableAfterMs: integer('WEBHOOK_DISABLE_AFTER_MS', {
+    min: 1000,
+    max: 365 * 24 * HOUR_MS,
+    default: 5 * 24 * HOUR_MS,
+    description:
+      'a webhook endpoint whose every attempt has failed for this long is disabled and the firm mailed',
+  }),
+  webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', {
+    min: 100,
+    max: 60_000,
+    default: 15_000,
+    description: 'how long a webhook delivery may take, connection to last byte, before it counts as failed',
   }),
   campaignRetryDelayMs: integer('CAMPAIGN_RETRY_DELAY_MS', {
     min: 0,

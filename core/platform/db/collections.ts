@@ -120,6 +120,15 @@ export const COLLECTIONS = {
    * per real change, recorded by the step that made it (core/domain/events, docs/events.md).
    */
   events: 'events',
+  /** A firm's webhook endpoints (`_id` = `whep_…`), at most 20 a firm; secrets sealed. */
+  webhookEndpoints: 'webhook_endpoints',
+  /**
+   * One delivery of one event to one endpoint, with its attempts (`_id` =
+   * `<endpoint>|<subject hash>|<occurred_at ms>|<event id>[|<replay>]`: a lane's deliveries sort as their events happened).
+   */
+  webhookDeliveries: 'webhook_deliveries',
+  /** Claims: the mail telling a firm its endpoint was disabled (`<endpoint>|<disabled_at ms>`), with its record. */
+  webhookNotices: 'webhook_notices',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -36,6 +36,15 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.leadAppointments]: [],
   [COLLECTIONS.bookingLeads]: [],
   [COLLECTIONS.dncRemovals]: [],
+  // Replays: a firm's events of a time window, in order (one streaming cursor); tests read a firm's.
+  [COLLECTIONS.events]: [{ key: { firm: 1, occurred_at: 1, _id: 1 }, name: 'firm_occurred_id' }],
+  // A firm's endpoints (at most 20): the fan-out's and the list's one small query.
+  [COLLECTIONS.webhookEndpoints]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
+  // GET /api/webhook-endpoints/{id}/deliveries keyset: newest first.
+  [COLLECTIONS.webhookDeliveries]: [
+    { key: { endpoint: 1, created_at: -1, _id: -1 }, name: 'endpoint_created_id' },
+  ],
+  [COLLECTIONS.webhookNotices]: [],
   [COLLECTIONS.leads]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   // list-campaigns keyset: a firm's campaigns, newest first.
   [COLLECTIONS.campaigns]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
@@ -82,8 +91,6 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
-  // A firm's events in the order they happened (a window of them: replay; tests read a firm's).
-  [COLLECTIONS.events]: [{ key: { firm: 1, occurred_at: 1, _id: 1 }, name: 'firm_occurred_id' }],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

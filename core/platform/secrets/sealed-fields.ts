@@ -39,6 +39,11 @@ export const SEALED_FIELDS: Partial<Record<CollectionName, SealedField[]>> = {
     { path: 'access_token', firm: (doc) => doc.firm as string },
     { path: 'refresh_token', firm: (doc) => doc.firm as string },
   ],
+  // A webhook endpoint's signing secret, and the previous one for 24 h after a rotation.
+  [COLLECTIONS.webhookEndpoints]: [
+    { path: 'secret', firm: (doc) => doc.firm as string },
+    { path: 'previous_secret', firm: (doc) => doc.firm as string },
+  ],
   [COLLECTIONS.simulatorCalls]: [
     { path: 'webhook.secret', firm: (doc) => (doc.metadata as { firm: string }).firm },
   ],

@@ -1,0 +1,593 @@
+import type { Db } from 'mongodb';
+import { Webhook } from 'standardwebhooks';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { claim } from '../../platform/db/claim.js';
+import { keysetPage } from '../../platform/db/keyset-cursor.js';
+import { urlPolicyOf } from '../../platform/config.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { parseRetryAfter } from '../../platform/retry-after.js';
+import { UrlNotAllowedError } from '../../platform/url-policy.js';
+import { clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { guardedRequest, type GuardedResponse } from '../../integrations/http/guarded-http.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import { deliverJobId, type WebhookDeliverJob, type WebhookReplayJob } from '../../../jobs/webhooks.js';
+import type { DomainEvent } from './event-types.js';
+import { eventsCollection, paddedMs } from './record-event.js';
+import {
+  clearDue,
+  earlierDue,
+  earlierInLane,
+  inLane,
+  joinLane,
+  laneOf,
+  leaveLane,
+  nextInLane,
+  type LaneMember,
+} from './lanes.js';
+import {
+  findEndpoint,
+  firmEndpoints,
+  matchesFilter,
+  setOnEndpoint,
+  signingSecrets,
+  type WebhookEndpointDoc,
+} from './endpoints.js';
+import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
+
+// Deliveries of events to firms' endpoints (docs/events.md), as the Standard Webhooks spec says.
+//
+// A delivery document per event and endpoint, `_id` = `<endpoint>|<subject hash>|<occurred_at
+// ms>|<event id>` (a replay appends `|<replay id>`), holding the body's data and every attempt.
+// The deliveries of one subject to one endpoint — a lane — sort as their events happened; the
+// lane's unsettled ones are also kept in order in Redis (lanes.ts).
+//
+// Each delivery has its own job. It sends only when no earlier delivery of its lane is unsettled
+// and no earlier event of its subject is still to be fanned out: otherwise it parks (a delayed
+// job, no attempt spent) until that one's next try, and the earlier one, once settled, promotes
+// the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
+// failing; then it goes on, marked `out_of_order`. Lanes never wait on each other: other
+// subjects, endpoints and firms go on while one lane waits.
+//
+// Its retries are waits recorded on the delivery (next_attempt_at), the job parked until then:
+// WEBHOOK_RETRY_SCHEDULE with jitter, a longer Retry-After honoured. A 410 disables the endpoint;
+// an endpoint whose every attempt failed for WEBHOOK_DISABLE_AFTER_MS is disabled and its firm
+// mailed. Deliveries to a disabled or deleted endpoint are skipped (a replay sends them later).
+// At least once: a worker that dies after the send and before the record sends it again.
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
+
+export interface AttemptRecord {
+  at: Date;
+  /** The answer's status; null when none came (refused connection, timeout, URL policy). */
+  status_code: number | null;
+  duration_ms: number;
+  /** The answer's first 2 KB. */
+  response_body: string | null;
+  error: string | null;
+  /** When the next try is due after this one; null when none follows. */
+  next_retry_at: Date | null;
+}
+
+export interface DeliveryDoc {
+  _id: string;
+  endpoint: string;
+  firm: string;
+  kind: 'event' | 'replay' | 'ping';
+  /** The event's id (a ping's own id): the `webhook-id` of every attempt. */
+  event_id: string;
+  type: string;
+  subject: string;
+  occurred_at: Date;
+  /** The body's `data`, as JSON text (the event's data_json). */
+  data_json: string;
+  status: DeliveryStatus;
+  /** Why it was given up or skipped: `retries_exhausted`, `gone`, `endpoint_disabled`, `endpoint_deleted`. */
+  reason: string | null;
+  /** Sent while an earlier delivery of its lane was still failing (past WEBHOOK_ORDER_WAIT_MS). */
+  out_of_order: boolean;
+  /** A manual retry of a settled delivery starts a new generation (a new job). */
+  generation: number;
+  /** Failed attempts in this generation. */
+  failures: number;
+  pending_since: Date;
+  next_attempt_at: Date | null;
+  attempts: AttemptRecord[];
+  created_at: Date;
+  settled_at: Date | null;
+}
+
+export const deliveriesCollection = (db: Db) => collection<DeliveryDoc>(db, COLLECTIONS.webhookDeliveries);
+
+const RESPONSE_KEPT = 2048;
+const MAX_ATTEMPTS_KEPT = 50;
+/**
+ * How long a waiting delivery sleeps at most before looking at its lane again. It is woken as soon
+ * as what it waits for is done (the earlier delivery settled, the earlier event fanned out), and
+ * takes a second look just after parking: this is only a safety net, long enough that hundreds of
+ * waiting deliveries do not poll the database.
+ */
+const LANE_SAFETY_MS = 30_000;
+
+/** A delivery's public id: its `_id`, base64url (opaque, one point read). */
+export const publicDeliveryId = (id: string): string => `dlv_${Buffer.from(id).toString('base64url')}`;
+export function deliveryIdOf(publicId: string): string | null {
+  if (!publicId.startsWith('dlv_')) return null;
+  const id = Buffer.from(publicId.slice(4), 'base64url').toString('utf8');
+  // Delivery ids are printable ASCII: anything else was never issued (and NUL would reach the store).
+  return /^[\x21-\x7e]+$/.test(id) && id.includes('|') ? id : null;
+}
+
+// --- creating deliveries ---------------------------------------------------------------------
+
+interface DeliverySource {
+  kind: DeliveryDoc['kind'];
+  event_id: string;
+  type: string;
+  subject: string;
+  occurred_at: Date;
+  data_json: string;
+}
+
+/**
+ * The delivery of `source` to `endpoint` (suffix: a replay's id), made once whoever repeats it,
+ * its pending key and its job ensured while it is pending.
+ */
+async function ensureDelivery(
+  services: Services,
+  endpoint: Pick<WebhookEndpointDoc, '_id' | 'firm'>,
+  source: DeliverySource,
+  suffix = '',
+): Promise<DeliveryDoc> {
+  const db = services.mongo.db;
+  const now = new Date();
+  const doc: DeliveryDoc = {
+    _id: `${laneOf(endpoint._id, source.subject)}|${paddedMs(source.occurred_at)}|${source.event_id}${suffix}`,
+    endpoint: endpoint._id,
+    firm: endpoint.firm,
+    ...source,
+    status: 'pending',
+    reason: null,
+    out_of_order: false,
+    generation: 0,
+    failures: 0,
+    pending_since: now,
+    next_attempt_at: now,
+    attempts: [],
+    created_at: now,
+    settled_at: null,
+  };
+  const made = await claim(deliveriesCollection(db), doc);
+  const current = made ? doc : await deliveriesCollection(db).findOne({ _id: doc._id });
+  if (current === null || current.status !== 'pending') return current ?? doc;
+  const job = { delivery: current._id, generation: current.generation };
+  await joinLane(services, job);
+  await enqueue(services.queues, JOBS.webhookDeliver, job);
+  return current;
+}
+
+/** The fan-out of one event: a delivery per enabled endpoint of its firm whose filter takes it. */
+export async function fanOutEvent(services: Services, eventId: string): Promise<{ deliveries: number }> {
+  const db = services.mongo.db;
+  const event = await eventsCollection(db).findOne({ _id: eventId });
+  if (event === null) return { deliveries: 0 };
+  const endpoints = (await firmEndpoints(services, event.firm)).filter(
+    (e) => e.enabled && matchesFilter(e.events, event.type),
+  );
+  const made = [];
+  for (const endpoint of endpoints) made.push(await ensureDelivery(services, endpoint, sourceOf(event)));
+  await clearDue(services, event);
+  // A later event of the subject may wait for this fan-out: its delivery looks again now.
+  for (const d of made) await wakeNext(services, { delivery: d._id, generation: d.generation });
+  return { deliveries: endpoints.length };
+}
+
+const sourceOf = (event: DomainEvent, kind: DeliveryDoc['kind'] = 'event'): DeliverySource => ({
+  kind,
+  event_id: event._id,
+  type: event.type,
+  subject: event.subject,
+  occurred_at: event.occurred_at,
+  data_json: event.data_json,
+});
+
+/** `POST …/test`: a `ping` to the endpoint, delivered like an event (its own lane). */
+export function sendPing(services: Services, endpoint: WebhookEndpointDoc): Promise<DeliveryDoc> {
+  const id = newId('ping', 12);
+  const at = new Date();
+  return ensureDelivery(services, endpoint, {
+    kind: 'ping',
+    event_id: id,
+    type: 'ping',
+    subject: 'ping',
+    occurred_at: at,
+    data_json: JSON.stringify({ endpoint_id: endpoint._id, message: 'A test delivery from the service.' }),
+  });
+}
+
+/** The most events one replay re-sends. */
+export const MAX_REPLAY_EVENTS = 10_000;
+
+/** A replay's job: the endpoint's events of [from, to), in order, with their ids, through one cursor. */
+export async function replayWindow(services: Services, job: WebhookReplayJob): Promise<{ replayed: number }> {
+  const db = services.mongo.db;
+  const endpoint = await findEndpoint(db, job.endpoint);
+  if (endpoint === null) return { replayed: 0 };
+  const cursor = eventsCollection(db)
+    .find({ firm: endpoint.firm, occurred_at: { $gte: new Date(job.from), $lt: new Date(job.to) } })
+    .sort({ occurred_at: 1, _id: 1 });
+  let replayed = 0;
+  try {
+    for await (const event of cursor) {
+      if (!matchesFilter(endpoint.events, event.type)) continue;
+      await ensureDelivery(services, endpoint, sourceOf(event, 'replay'), `|${job.replay}`);
+      if (++replayed >= MAX_REPLAY_EVENTS) break;
+    }
+  } finally {
+    await cursor.close();
+  }
+  return { replayed };
+}
+
+// --- running a delivery ------------------------------------------------------------------------
+
+export type DeliveryStep =
+  | { kind: 'done'; status: DeliveryStatus | 'missing' }
+  /** Not yet: sleep until `until`; `recheck` (after parking) true means go now. */
+  | { kind: 'wait'; until: number; recheck?: () => Promise<boolean> };
+
+const deliverQueue = (services: Services) => services.queues[JOBS.webhookDeliver.queue];
+
+/** Makes sure a pending delivery's job exists, and wakes it if it sleeps. */
+async function wake(services: Services, job: WebhookDeliverJob): Promise<void> {
+  await enqueue(services.queues, JOBS.webhookDeliver, job);
+  const found = await deliverQueue(services).getJob(deliverJobId(job.delivery, job.generation));
+  if (found !== undefined && (await found.isDelayed())) await found.promote().catch(() => undefined);
+}
+
+/** After a delivery settles: it leaves its lane, and the next of the lane is woken. */
+async function settled(services: Services, m: LaneMember): Promise<void> {
+  await leaveLane(services, m);
+  await wakeNext(services, m);
+}
+
+async function wakeNext(services: Services, m: LaneMember): Promise<void> {
+  const next = await nextInLane(services, m);
+  if (next !== null) await wake(services, next);
+}
+
+/** What holds a delivery back: an earlier event of its subject not fanned out, or an earlier pending delivery of its lane. */
+async function heldBack(
+  services: Services,
+  d: DeliveryDoc,
+): Promise<{ wait: DeliveryStep & { kind: 'wait' } } | { outOfOrder: boolean }> {
+  const db = services.mongo.db;
+  const now = Date.now();
+  const bound = services.config.webhookOrderWaitMs;
+  const own: LaneMember = { delivery: d._id, generation: d.generation };
+  if (d.kind === 'event') {
+    const event = { _id: d.event_id, firm: d.firm, subject: d.subject, occurred_at: d.occurred_at };
+    const due = await earlierDue(services, event);
+    if (due !== null && now - due.at < bound) {
+      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event });
+      return {
+        wait: {
+          kind: 'wait',
+          until: now + LANE_SAFETY_MS,
+          recheck: async () => (await earlierDue(services, event))?.event !== due.event,
+        },
+      };
+    }
+  }
+  let outOfOrder = false;
+  for (const head of await earlierInLane(services, own)) {
+    const hd = await deliveriesCollection(db).findOne({ _id: head.delivery });
+    if (hd === null || hd.status !== 'pending' || hd.generation !== head.generation) {
+      // Settled, and left in the lane by a worker that died in between.
+      await leaveLane(services, head);
+      continue;
+    }
+    if (now - hd.pending_since.getTime() >= bound) {
+      outOfOrder = true;
+      continue;
+    }
+    await wake(services, head);
+    // Woken when the earlier one settles; at the latest when the bound is reached.
+    const until = Math.min(now + LANE_SAFETY_MS, hd.pending_since.getTime() + bound);
+    return { wait: { kind: 'wait', until, recheck: async () => !(await inLane(services, head)) } };
+  }
+  return { outOfOrder };
+}
+
+/** Signers by secret (a Webhook decodes its key once). */
+const signers = new Map<string, Webhook>();
+function signerOf(secret: string): Webhook {
+  let signer = signers.get(secret);
+  if (signer === undefined) {
+    if (signers.size >= 1000) signers.delete(signers.keys().next().value!);
+    signers.set(secret, (signer = new Webhook(secret)));
+  }
+  return signer;
+}
+
+/** The body `{type, timestamp, data}` (data as stored: JSON text) and the spec's three headers. */
+export function signedRequest(
+  secrets: readonly string[],
+  id: string,
+  type: string,
+  occurredAt: Date,
+  dataJson: string,
+  now: Date = new Date(),
+): { body: string; headers: Record<string, string> } {
+  const body = `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(occurredAt.toISOString())},"data":${dataJson}}`;
+  const signature = secrets.map((s) => signerOf(s).sign(id, now, body)).join(' ');
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'intake-service-webhooks/1',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': signature,
+    },
+  };
+}
+
+type Outcome = 'delivered' | 'failed' | 'retrying' | 'gone' | 'skipped';
+
+async function countOutcome(services: Services, outcome: Outcome): Promise<void> {
+  await services.redis
+    .hincrby(redisKeys(services.config).webhookDeliveryOutcomes(), outcome, 1)
+    .catch(() => undefined);
+}
+
+async function skip(services: Services, d: DeliveryDoc, reason: string): Promise<DeliveryStep> {
+  await deliveriesCollection(services.mongo.db).updateOne(
+    { _id: d._id },
+    { $set: { status: 'skipped', reason, next_attempt_at: null, settled_at: new Date() } },
+  );
+  await countOutcome(services, 'skipped');
+  await settled(services, { delivery: d._id, generation: d.generation });
+  return { kind: 'done', status: 'skipped' };
+}
+
+/** One run of a delivery's job: wait for its turn or its retry time, or send once and record it. */
+export async function runDelivery(services: Services, job: WebhookDeliverJob): Promise<DeliveryStep> {
+  const db = services.mongo.db;
+  const d = await deliveriesCollection(db).findOne({ _id: job.delivery });
+  if (d === null || d.status !== 'pending' || d.generation !== job.generation) {
+    await settled(services, job);
+    return { kind: 'done', status: d?.status ?? 'missing' };
+  }
+  const endpoint = (await firmEndpoints(services, d.firm)).find((e) => e._id === d.endpoint) ?? null;
+  if (endpoint === null) return skip(services, d, 'endpoint_deleted');
+  if (!endpoint.enabled) return skip(services, d, 'endpoint_disabled');
+  const held = await heldBack(services, d);
+  if ('wait' in held) return held.wait;
+  const due = d.next_attempt_at?.getTime() ?? 0;
+  if (due > Date.now()) return { kind: 'wait', until: due };
+  const dataJson = d.data_json;
+  const request = signedRequest(
+    await signingSecrets(db, endpoint),
+    d.event_id,
+    d.type,
+    d.occurred_at,
+    dataJson,
+  );
+  const started = Date.now();
+  let answer: GuardedResponse | null = null;
+  let error: string | null = null;
+  try {
+    answer = await guardedRequest(endpoint.url, {
+      method: 'POST',
+      headers: request.headers,
+      body: request.body,
+      policy: urlPolicyOf(services.config),
+      timeoutMs: services.config.webhookTimeoutMs,
+      maxResponseBytes: RESPONSE_KEPT * 2,
+    });
+  } catch (err) {
+    error =
+      err instanceof UrlNotAllowedError
+        ? `url_not_allowed: ${err.reason} (not sent)`
+        : (err as Error).message.slice(0, 500);
+  }
+  return recordAttempt(services, d, endpoint, held.outOfOrder, {
+    at: new Date(started),
+    status_code: answer?.status ?? null,
+    duration_ms: Date.now() - started,
+    response_body: answer === null ? null : answer.body.slice(0, RESPONSE_KEPT),
+    error,
+    next_retry_at: null,
+    retryAfter: answer === null ? null : parseRetryAfter(answer.headers['retry-after']),
+  });
+}
+
+async function recordAttempt(
+  services: Services,
+  d: DeliveryDoc,
+  endpoint: WebhookEndpointDoc,
+  outOfOrder: boolean,
+  result: AttemptRecord & { retryAfter: number | null },
+): Promise<DeliveryStep> {
+  const { retryAfter, ...attempt } = result;
+  const code = attempt.status_code;
+  const ok = code !== null && code >= 200 && code < 300;
+  const now = Date.now();
+  let status: DeliveryStatus = 'pending';
+  let reason: string | null = null;
+  let outcome: Outcome;
+  let failures = d.failures;
+  if (ok) {
+    status = 'delivered';
+    outcome = 'delivered';
+  } else if (code === 410) {
+    status = 'failed';
+    reason = 'gone';
+    outcome = 'gone';
+  } else {
+    failures += 1;
+    const delay = nextRetryDelay(parseSchedule(services.config.webhookRetrySchedule), failures, retryAfter);
+    if (delay === null) {
+      status = 'failed';
+      reason = 'retries_exhausted';
+      outcome = 'failed';
+    } else {
+      attempt.next_retry_at = new Date(now + delay);
+      outcome = 'retrying';
+    }
+  }
+  await deliveriesCollection(services.mongo.db).updateOne(
+    { _id: d._id },
+    {
+      $set: {
+        status,
+        reason,
+        failures,
+        out_of_order: d.out_of_order || outOfOrder,
+        next_attempt_at: attempt.next_retry_at,
+        attempts: [...d.attempts, attempt].slice(-MAX_ATTEMPTS_KEPT),
+        settled_at: status === 'pending' ? null : new Date(now),
+      },
+    },
+  );
+  await countOutcome(services, outcome);
+  await endpointHealth(services, endpoint, ok, code === 410);
+  if (status !== 'pending') {
+    await settled(services, { delivery: d._id, generation: d.generation });
+    return { kind: 'done', status };
+  }
+  return { kind: 'wait', until: attempt.next_retry_at!.getTime() };
+}
+
+/**
+ * A 410 disables the endpoint; a success ends its failing streak; a streak past
+ * WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. The streak's start is a Redis key
+ * (set if absent on a failure, deleted on a success): a flaky endpoint's every answer would
+ * otherwise be a locked write of its record.
+ */
+async function endpointHealth(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  ok: boolean,
+  gone: boolean,
+): Promise<void> {
+  const now = clock.now();
+  const streak = redisKeys(services.config).webhookFailingSince(endpoint._id);
+  if (ok) {
+    await services.redis.del(streak);
+    return;
+  }
+  if (gone) {
+    await setOnEndpoint(services, endpoint, (current) =>
+      current.enabled
+        ? { enabled: false, disabled_reason: 'gone', disabled_at: new Date(now), updated_at: new Date(now) }
+        : null,
+    );
+    return;
+  }
+  await services.redis.set(streak, String(now), 'NX');
+  const since = Number(await services.redis.get(streak));
+  if (!(since > 0) || now - since < services.config.webhookDisableAfterMs) return;
+  const disabled = await setOnEndpoint(services, endpoint, (current) =>
+    current.enabled
+      ? {
+          enabled: false,
+          disabled_reason: 'failing',
+          disabled_at: new Date(now),
+          failing_since: new Date(since),
+          updated_at: new Date(now),
+        }
+      : null,
+  );
+  if (
+    disabled !== null &&
+    disabled.disabled_reason === 'failing' &&
+    disabled.disabled_at?.getTime() === now
+  ) {
+    await services.redis.del(streak);
+    await enqueue(services.queues, JOBS.webhookNotice, {
+      endpoint: endpoint._id,
+      firm: endpoint.firm,
+      at: now,
+    });
+  }
+}
+
+/** Since when every attempt to each endpoint has failed (null: its last attempt succeeded, or none failed). */
+export async function failingSince(
+  services: Pick<Services, 'redis' | 'config'>,
+  endpoints: readonly Pick<WebhookEndpointDoc, '_id' | 'failing_since' | 'enabled'>[],
+): Promise<Array<Date | null>> {
+  if (endpoints.length === 0) return [];
+  const keys = redisKeys(services.config);
+  const values = await services.redis.mget(...endpoints.map((e) => keys.webhookFailingSince(e._id)));
+  return endpoints.map((e, i) => {
+    if (!e.enabled) return e.failing_since;
+    const since = Number(values[i]);
+    return since > 0 ? new Date(since) : null;
+  });
+}
+
+// --- the API's side -------------------------------------------------------------------------
+
+/** `POST …/deliveries/{id}/retry`: a pending one is tried now; a settled one is tried again (a new generation). */
+export async function retryDelivery(services: Services, d: DeliveryDoc): Promise<DeliveryDoc> {
+  const db = services.mongo.db;
+  const now = new Date();
+  if (d.status === 'pending') {
+    await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: { next_attempt_at: now } });
+    await wake(services, { delivery: d._id, generation: d.generation });
+    return { ...d, next_attempt_at: now };
+  }
+  const next: Partial<DeliveryDoc> = {
+    status: 'pending',
+    reason: null,
+    generation: d.generation + 1,
+    failures: 0,
+    pending_since: now,
+    next_attempt_at: now,
+    settled_at: null,
+  };
+  await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: next });
+  const job = { delivery: d._id, generation: d.generation + 1 };
+  await joinLane(services, job);
+  await enqueue(services.queues, JOBS.webhookDeliver, job);
+  return { ...d, ...next };
+}
+
+export function findDelivery(db: Db, id: string): Promise<DeliveryDoc | null> {
+  return deliveriesCollection(db).findOne({ _id: id });
+}
+
+/** An endpoint's deliveries, newest first; keyset pages. */
+export async function listDeliveries(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ deliveries: DeliveryDoc[]; next_cursor: string }> {
+  const page = await keysetPage(
+    deliveriesCollection(services.mongo.db),
+    {
+      secret: services.config.sessionSecret,
+      scope: `webhook_deliveries|${endpoint._id}`,
+      firm: endpoint.firm,
+      order: { primary: { field: 'created_at', kind: 'date' }, tie: '_id' },
+    },
+    { endpoint: endpoint._id },
+    limit,
+    cursor,
+  );
+  return { deliveries: page.rows, next_cursor: page.next_cursor };
+}
+
+/** Webhook delivery attempts by outcome since the counters began (for /metrics). */
+export async function deliveryOutcomes(
+  services: Pick<Services, 'redis' | 'config'>,
+): Promise<Record<string, number>> {
+  const raw = await services.redis.hgetall(redisKeys(services.config).webhookDeliveryOutcomes());
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
+}

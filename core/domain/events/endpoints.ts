@@ -1,0 +1,285 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { secretBox } from '../../platform/secrets/data-keys.js';
+import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
+import type { Sealed } from '../../platform/secrets/envelope.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import { urlNotAllowedReason } from '../../platform/url-policy.js';
+import { urlPolicyOf } from '../../platform/config.js';
+import { clock } from '../../platform/clock.js';
+import { newId } from '../../platform/ids.js';
+import { EVENT_TYPES, type EventType } from './event-types.js';
+
+// A firm's webhook endpoints (docs/events.md#endpoints): where its events are delivered, which
+// ones (a filter of types and wildcards), and the signing secret, sealed with the firm's data key
+// like its other secrets and shown only when made (creation, rotation). After a rotation the
+// previous secret signs too, for ROTATED_SECRET_VALID_MS, so receivers can switch over.
+
+export const MAX_ENDPOINTS_PER_FIRM = 20;
+export const ROTATED_SECRET_VALID_MS = 24 * 3_600_000;
+
+export type DisabledReason = 'manual' | 'gone' | 'failing';
+
+export interface WebhookEndpointDoc {
+  _id: string;
+  firm: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  enabled: boolean;
+  /** Why it is disabled: by the firm (`manual`), a 410 answer (`gone`), failing for too long (`failing`). */
+  disabled_reason: DisabledReason | null;
+  disabled_at: Date | null;
+  /** Since when every attempt failed (null after a success); disables the endpoint after WEBHOOK_DISABLE_AFTER_MS. */
+  failing_since: Date | null;
+  secret: Sealed;
+  previous_secret: Sealed | null;
+  previous_secret_until: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const endpointsCollection = (db: Db) =>
+  collection<WebhookEndpointDoc>(db, COLLECTIONS.webhookEndpoints);
+
+const SECRET_FIELD = sealedFieldName(COLLECTIONS.webhookEndpoints, 'secret');
+const PREVIOUS_FIELD = sealedFieldName(COLLECTIONS.webhookEndpoints, 'previous_secret');
+
+/** A new signing secret: `whsec_` + base64 of 24 random bytes (the Standard Webhooks form). */
+export const newSigningSecret = (): string => `whsec_${randomBytes(24).toString('base64')}`;
+
+/** The `<prefix>.*` wildcards there are: each dotted prefix of a type (`call.*`, `contacts.*`, `contacts.import.*`). */
+const WILDCARDS: ReadonlySet<string> = new Set(
+  EVENT_TYPES.flatMap((type) => {
+    const parts = type.split('.');
+    return parts.slice(0, -1).map((_, i) => `${parts.slice(0, i + 1).join('.')}.*`);
+  }),
+);
+
+/** Whether an entry of an endpoint's `events` is a type, a `<prefix>.*` wildcard or `*`. */
+export const isEventFilter = (entry: string): boolean =>
+  entry === '*' || WILDCARDS.has(entry) || (EVENT_TYPES as readonly string[]).includes(entry);
+
+/** Whether an endpoint subscribed to `filters` receives events of `type`. */
+export function matchesFilter(filters: readonly string[], type: EventType | string): boolean {
+  return filters.some(
+    (f) => f === '*' || f === type || (f.endsWith('.*') && type.startsWith(f.slice(0, -1))),
+  );
+}
+
+export interface EndpointInput {
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+/** 400 for a URL the policy refuses (url_not_allowed) and for unknown event types. */
+function checkInput(services: Services, input: EndpointInput): void {
+  if (input.url !== undefined) {
+    const reason = urlNotAllowedReason(input.url, urlPolicyOf(services.config));
+    if (reason !== null) {
+      throw invalidRequest(
+        `The service will not deliver to this URL (only https:// to a public host): /url ${reason}.`,
+        [{ path: '/url', message: reason }],
+        'url_not_allowed',
+      );
+    }
+  }
+  const details: ErrorDetail[] = (input.events ?? []).flatMap((entry, i) =>
+    isEventFilter(entry)
+      ? []
+      : [{ path: `/events/${i}`, message: 'is not an event type, a "<prefix>.*" wildcard or "*"' }],
+  );
+  if (details.length > 0) {
+    throw invalidRequest(
+      `Unknown event types in events; the types are ${EVENT_TYPES.join(', ')} (wildcards such as call.* and * too).`,
+      details.slice(0, 50),
+    );
+  }
+}
+
+const lockOf = (services: Services, firm: string, endpoint?: string) =>
+  redisKeys(services.config).webhookEndpointsLock(firm, endpoint);
+
+/** Creates an endpoint (409 endpoint_limit_reached past 20 a firm); its secret is returned this once. */
+export async function createEndpoint(
+  services: Services,
+  firm: string,
+  input: Required<Pick<EndpointInput, 'url' | 'events'>> & EndpointInput,
+): Promise<{ endpoint: WebhookEndpointDoc; secret: string }> {
+  checkInput(services, input);
+  const db = services.mongo.db;
+  const secret = newSigningSecret();
+  const now = new Date(clock.now());
+  const doc: WebhookEndpointDoc = {
+    _id: newId('whep', 12),
+    firm,
+    url: input.url,
+    events: [...new Set(input.events)],
+    description: input.description ?? null,
+    enabled: input.enabled ?? true,
+    disabled_reason: input.enabled === false ? 'manual' : null,
+    disabled_at: input.enabled === false ? now : null,
+    failing_since: null,
+    secret: await secretBox(db, firm).seal(SECRET_FIELD, secret),
+    previous_secret: null,
+    previous_secret_until: null,
+    created_at: now,
+    updated_at: now,
+  };
+  // The count and the insert under the firm's lock: two creations at once cannot both be the 20th.
+  await withRecordLock(services.redis, lockOf(services, firm), async () => {
+    const count = await endpointsCollection(db).countDocuments({ firm }, { limit: MAX_ENDPOINTS_PER_FIRM });
+    if (count >= MAX_ENDPOINTS_PER_FIRM) {
+      throw conflict(
+        'endpoint_limit_reached',
+        `A firm may have at most ${MAX_ENDPOINTS_PER_FIRM} webhook endpoints; delete one first.`,
+      );
+    }
+    await endpointsCollection(db).insertOne(doc);
+  });
+  await bumpVersion(services, firm);
+  return { endpoint: doc, secret };
+}
+
+/** A firm's endpoints, newest first (at most 20: one small query). */
+export function listEndpoints(db: Db, firm: string): Promise<WebhookEndpointDoc[]> {
+  return endpointsCollection(db)
+    .find({ firm })
+    .sort({ created_at: -1, _id: -1 })
+    .limit(MAX_ENDPOINTS_PER_FIRM * 2)
+    .toArray();
+}
+
+export function findEndpoint(db: Db, id: string): Promise<WebhookEndpointDoc | null> {
+  return endpointsCollection(db).findOne({ _id: id });
+}
+
+/** Writes `set` on an endpoint under its lock (FerretDB rewrites whole documents); the endpoint after. */
+export async function setOnEndpoint(
+  services: Services,
+  endpoint: Pick<WebhookEndpointDoc, '_id' | 'firm'>,
+  set: (current: WebhookEndpointDoc) => Partial<WebhookEndpointDoc> | null,
+): Promise<WebhookEndpointDoc | null> {
+  const coll = endpointsCollection(services.mongo.db);
+  return withRecordLock(services.redis, lockOf(services, endpoint.firm, endpoint._id), async () => {
+    const current = await coll.findOne({ _id: endpoint._id });
+    if (current === null) return null;
+    const changes = set(current);
+    if (changes === null) return current;
+    await coll.updateOne({ _id: endpoint._id }, { $set: changes });
+    await bumpVersion(services, endpoint.firm);
+    return { ...current, ...changes };
+  });
+}
+
+/** PATCH: url, events, description, enabled (enabling again clears why it was disabled). */
+export async function updateEndpoint(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  input: EndpointInput,
+): Promise<WebhookEndpointDoc | null> {
+  checkInput(services, input);
+  const now = new Date(clock.now());
+  return setOnEndpoint(services, endpoint, (current) => ({
+    ...(input.url === undefined ? {} : { url: input.url }),
+    ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
+    ...(input.description === undefined ? {} : { description: input.description }),
+    ...(input.enabled === undefined || input.enabled === current.enabled
+      ? {}
+      : input.enabled
+        ? { enabled: true, disabled_reason: null, disabled_at: null, failing_since: null }
+        : { enabled: false, disabled_reason: 'manual' as const, disabled_at: now }),
+    updated_at: now,
+  }));
+}
+
+export async function deleteEndpoint(services: Services, endpoint: WebhookEndpointDoc): Promise<void> {
+  await withRecordLock(services.redis, lockOf(services, endpoint.firm), () =>
+    endpointsCollection(services.mongo.db).deleteOne({ _id: endpoint._id }),
+  );
+  await bumpVersion(services, endpoint.firm);
+}
+
+/**
+ * The firm's endpoints as the workers use them: cached per process, read again whenever the
+ * firm's version counter (bumped after every write) has changed, so a change applies to the next
+ * event or delivery without a MongoDB read for each.
+ */
+const cached = new Map<string, { version: string | null; endpoints: WebhookEndpointDoc[] }>();
+export async function firmEndpoints(services: Services, firm: string): Promise<WebhookEndpointDoc[]> {
+  const version = await services.redis.get(redisKeys(services.config).webhookEndpointsVersion(firm));
+  const known = cached.get(firm);
+  if (known !== undefined && known.version === version) return known.endpoints;
+  const endpoints = await listEndpoints(services.mongo.db, firm);
+  if (cached.size >= 10_000) cached.delete(cached.keys().next().value!);
+  cached.set(firm, { version, endpoints });
+  return endpoints;
+}
+
+async function bumpVersion(services: Services, firm: string): Promise<void> {
+  await services.redis.incr(redisKeys(services.config).webhookEndpointsVersion(firm));
+}
+
+/** A new secret; the current one keeps signing beside it for 24 h. Returns the new secret, shown once. */
+export async function rotateSecret(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+): Promise<{ endpoint: WebhookEndpointDoc; secret: string } | null> {
+  const secret = newSigningSecret();
+  const sealed = await secretBox(services.mongo.db, endpoint.firm).seal(SECRET_FIELD, secret);
+  const now = clock.now();
+  const box = secretBox(services.mongo.db, endpoint.firm);
+  // Re-sealed under the field it now lives in (a sealed value opens only under its own field's name).
+  const previous = await box.seal(PREVIOUS_FIELD, await box.open(SECRET_FIELD, endpoint.secret));
+  const updated = await setOnEndpoint(services, endpoint, () => ({
+    secret: sealed,
+    previous_secret: previous,
+    previous_secret_until: new Date(now + ROTATED_SECRET_VALID_MS),
+    updated_at: new Date(now),
+  }));
+  return updated === null ? null : { endpoint: updated, secret };
+}
+
+/** The secrets a delivery is signed with now: the current one, and the previous one within its 24 h. */
+export async function signingSecrets(
+  db: Db,
+  endpoint: WebhookEndpointDoc,
+  now = clock.now(),
+): Promise<string[]> {
+  const box = secretBox(db, endpoint.firm);
+  const secrets = [await opened(box, endpoint, SECRET_FIELD, endpoint.secret)];
+  if (
+    endpoint.previous_secret !== null &&
+    endpoint.previous_secret_until !== null &&
+    endpoint.previous_secret_until.getTime() > now
+  ) {
+    secrets.push(await opened(box, endpoint, PREVIOUS_FIELD, endpoint.previous_secret));
+  }
+  return secrets;
+}
+
+/**
+ * Opened secrets by endpoint, field and sealed value (a rotation seals a new value: a new entry),
+ * so a busy endpoint's deliveries do not each read its firm's data key. Bounded.
+ */
+const openedSecrets = new Map<string, string>();
+async function opened(
+  box: ReturnType<typeof secretBox>,
+  endpoint: WebhookEndpointDoc,
+  field: string,
+  sealed: Sealed,
+): Promise<string> {
+  const memo = `${endpoint._id}|${field}|${sealed.data}`;
+  const known = openedSecrets.get(memo);
+  if (known !== undefined) return known;
+  const secret = await box.open(field, sealed);
+  if (openedSecrets.size >= 10_000) openedSecrets.delete(openedSecrets.keys().next().value!);
+  openedSecrets.set(memo, secret);
+  return secret;
+}

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+/** One recorded event, to be fanned out to its firm's subscribed endpoints (job id = the event id). */
+export interface WebhookFanoutJob {
+  eventId: string;
+}
+
+/**
+ * One delivery of one event to one endpoint: waits for its turn in its lane (endpoint + subject),
+ * then sends, and sleeps (parked, no attempt spent) between its retries. Job id = the delivery
+ * and its generation (a manual retry of a settled delivery is a new generation).
+ */
+export interface WebhookDeliverJob {
+  /** The delivery document's `_id`. */
+  delivery: string;
+  generation: number;
+}
+
+/** Re-sends an endpoint's events of a time window, in order, with their ids (job id = the replay). */
+export interface WebhookReplayJob {
+  endpoint: string;
+  firm: string;
+  replay: string;
+  /** ISO 8601. */
+  from: string;
+  to: string;
+}
+
+/** The mail telling a firm one of its endpoints was disabled for failing (job id = endpoint + when). */
+export interface WebhookNoticeJob {
+  endpoint: string;
+  firm: string;
+  /** The disabling's time, ms since the epoch. */
+  at: number;
+}
+
+export const deliverJobId = (delivery: string, generation: number): string =>
+  jobId('dl', createHash('sha256').update(`${delivery}#${generation}`).digest('base64url').slice(0, 32));
+
+export const webhookJobs = {
+  webhookFanout: defineJob<WebhookFanoutJob>({
+    queue: QUEUE.webhooks,
+    name: 'webhook-fanout',
+    id: (job) => jobId('fanout', job.eventId),
+    options: { attempts: 20, backoff: { type: 'exponential', delay: 1000 } },
+  }),
+  webhookDeliver: defineJob<WebhookDeliverJob>({
+    queue: QUEUE.webhooks,
+    name: 'webhook-deliver',
+    id: (job) => deliverJobId(job.delivery, job.generation),
+    // Its own retries (the schedule) are waits in the delivery's record, not job attempts: these
+    // are for the service's own outages (MongoDB, Redis) while it works.
+    options: { attempts: 20, backoff: { type: 'exponential', delay: 1000 } },
+  }),
+  webhookReplay: defineJob<WebhookReplayJob>({
+    queue: QUEUE.webhooks,
+    name: 'webhook-replay',
+    id: (job) => jobId('replay', job.endpoint, job.replay),
+  }),
+  webhookNotice: defineJob<WebhookNoticeJob>({
+    queue: QUEUE.webhooks,
+    name: 'webhook-notice',
+    id: (job) => jobId('notice', job.endpoint, String(job.at)),
+    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+  }),
+};
