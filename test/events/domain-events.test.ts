@@ -207,15 +207,21 @@ describe('leads, a campaign, an import and do-not-call additions', () => {
     expect((await add(other, ['+13055550101'])).body.added).toBe(1);
 
     const listed = (await firm.client.get(`/api/compliance/dnc?firmSlug=${firm.slug}`)).body.entries;
-    const events = ofType(await eventsOf(stack, firm.slug), 'dnc.added');
-    expect(events.map((e) => e.subject).sort()).toEqual(['+13055550101', '+13055550102', '+13055550103']);
+    // Recorded by each addition's sweep job, after the request answered.
+    const events = await eventually(async () => {
+      const found = ofType(await eventsOf(stack, firm.slug), 'dnc.added');
+      expect(found.map((e) => e.subject).sort()).toEqual(['+13055550101', '+13055550102', '+13055550103']);
+      return found;
+    });
     for (const event of events)
       expect(event.data).toEqual(listed.find((e: any) => e.phone === event.subject));
 
-    const theirs = await eventsOf(stack, other.slug);
-    expect(theirs.map((e) => [e.type, e.subject, e.data.firm])).toEqual([
-      ['dnc.added', '+13055550101', other.slug],
-    ]);
+    await eventually(async () => {
+      const theirs = await eventsOf(stack, other.slug);
+      expect(theirs.map((e) => [e.type, e.subject, e.data.firm])).toEqual([
+        ['dnc.added', '+13055550101', other.slug],
+      ]);
+    });
     // Nothing of this firm's carries another firm's slug anywhere in its data.
     for (const event of await eventsOf(stack, firm.slug)) {
       expect(event.firm).toBe(firm.slug);
