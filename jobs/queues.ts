@@ -26,6 +26,11 @@ export const QUEUE = {
   bookings: 'bookings',
   /** Imports one batch of contact rows (POST /api/contacts/import); job id = the import's job_id. */
   contacts: 'contacts',
+  /**
+   * Workflows: the trigger of each domain event (job id = the event id), then each run's steps
+   * (job id = run + node + visit) and the timeouts of its `wait_for` steps.
+   */
+  workflows: 'workflows',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -52,6 +57,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   [QUEUE.bookings]: {},
   // An import holds up to 5,000 rows (16 MiB of JSON) in memory: a few at a time per process.
   [QUEUE.contacts]: { concurrency: 2 },
+  [QUEUE.workflows]: {},
 };
 
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

@@ -6,6 +6,7 @@ import { complianceJobs } from './compliance.js';
 import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
+import { workflowJobs } from './workflows.js';
 
 /**
  * Every job, declared once: queue, name, payload type, id and options. Producers add jobs
@@ -21,6 +22,7 @@ export const JOBS = {
   ...complianceJobs,
   ...bookingJobs,
   ...contactJobs,
+  ...workflowJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

@@ -1,5 +1,6 @@
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { createApiLead, findLead, listLeads } from '../../../core/domain/leads/leads.js';
+import { recordEvent } from '../../../core/domain/events/record-event.js';
 import { defineRoute } from '../../route.js';
 import { leadView } from './present.js';
 import { CreateLeadBody, LeadParams, LeadRecord, ListLeadsQuery, ListLeadsResponse } from './schema.js';
@@ -20,7 +21,17 @@ export const leadRoutes = [
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...fields } = body;
       const firm = await requireFirm(services.mongo.db, principal, firmSlug);
-      return leadView(await createApiLead(services.mongo.db, firm._id, fields));
+      const lead = await createApiLead(services.mongo.db, firm._id, fields);
+      const view = leadView(lead);
+      await recordEvent(services, {
+        firm: firm._id,
+        type: 'lead.created',
+        subject: lead._id,
+        key: 'created',
+        occurred_at: lead.created_at,
+        data: view,
+      });
+      return view;
     },
   }),
   defineRoute({

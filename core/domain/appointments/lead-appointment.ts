@@ -41,7 +41,7 @@ interface BookingLeadDoc {
 export type AppointmentTrigger =
   'BOOKING_CREATED' | 'BOOKING_REQUESTED' | 'BOOKING_REJECTED' | 'BOOKING_RESCHEDULED' | 'BOOKING_CANCELLED';
 
-const STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
+export const APPOINTMENT_STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
   BOOKING_CREATED: 'booked',
   BOOKING_REQUESTED: 'requested',
   BOOKING_REJECTED: 'rejected',
@@ -139,7 +139,7 @@ export async function followBookingEvent(
       _id: leadId,
       booking_uid: event.uid,
       start: new Date(event.start_at).toISOString(),
-      status: STATUS_OF[event.trigger],
+      status: APPOINTMENT_STATUS_OF[event.trigger],
       event_at: event.event_at,
     });
     return leadId;

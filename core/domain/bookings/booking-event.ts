@@ -16,7 +16,8 @@ import {
 } from './reminder-records.js';
 import { cancelBookingReminders, MAX_BOOKING_ATTENDEES, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
-import { followBookingEvent } from '../appointments/lead-appointment.js';
+import { APPOINTMENT_STATUS_OF, followBookingEvent } from '../appointments/lead-appointment.js';
+import { recordEvent } from '../events/record-event.js';
 
 // Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
 // it; a worker moves the appointment of the lead the booking is for (lead-appointment.ts), applies
@@ -179,6 +180,23 @@ export async function applyBookingEvent(
   // The lead whose appointment this booking is follows it (docs/appointments.md#the-lead).
   const lead = await followBookingEvent(services, event);
   const followed = lead === null ? {} : { lead };
+  if (lead !== null) {
+    const status = APPOINTMENT_STATUS_OF[event.trigger];
+    const data = {
+      lead_id: lead,
+      booking_uid: event.uid,
+      start: new Date(event.start_at).toISOString(),
+      status,
+    };
+    await recordEvent(services, {
+      firm: event.firm,
+      type: `appointment.${status}`,
+      subject: lead,
+      key: `${event.trigger}|${event.uid}|${event.delivery}`,
+      occurred_at: new Date(event.event_at),
+      data,
+    });
+  }
   if (event.trigger === 'BOOKING_REQUESTED' || event.trigger === 'BOOKING_REJECTED') {
     // A request has no reminders until the host accepts (Cal.com then sends BOOKING_CREATED).
     return { uid: event.uid, outcome: 'no_reminders', ...followed };

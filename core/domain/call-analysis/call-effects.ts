@@ -20,6 +20,7 @@ import { firmClioClient } from '../crm/firm-clio-client.js';
 import { findKnownClient } from '../contacts/known-clients.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
+import { recordEvent } from '../events/record-event.js';
 
 // The effects of an analysed call (docs/webhooks.md#the-effects), each run by its own job through the
 // effect recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` on the call:
@@ -173,5 +174,54 @@ export async function runCallEffect(
       return perform({ services, call, data: call.extraction, firm, attempt });
     },
   );
+  if (job.effect === 'lead' && (record.state === 'done' || record.state === 'skipped')) {
+    await recordCallAnalyzed(services, job.callId);
+  }
   return record.state;
+}
+
+/**
+ * The call's analysis is complete with its lead (or the reason it has none): `call.analyzed`,
+ * once per analysis (keyed by its digest), about the call, carrying the lead's id.
+ */
+async function recordCallAnalyzed(services: Services, callId: string): Promise<void> {
+  const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
+  if (call === null) return;
+  const lead = call.effects?.lead?.result as { lead_id?: string } | null | undefined;
+  const data = {
+    call_id: call._id,
+    agent_id: call.agent_id,
+    direction: call.direction,
+    from_number: call.from_number,
+    to_number: call.to_number,
+    status: call.status,
+    start_timestamp: call.start_timestamp,
+    end_timestamp: call.end_timestamp,
+    duration_ms: call.duration_ms,
+    disconnection_reason: call.disconnection_reason,
+    call_analysis: call.call_analysis,
+    ...(call.campaign_id === undefined ? {} : { campaign_id: call.campaign_id }),
+    outcome: callOutcome(call),
+    caller_data:
+      call.extraction === undefined
+        ? null
+        : {
+            first_name: call.extraction.first_name,
+            last_name: call.extraction.last_name,
+            phone: call.extraction.phone,
+            email: call.extraction.email,
+            case_type: call.extraction.case_type,
+            summary: call.extraction.summary,
+            urgency: call.extraction.urgency,
+          },
+    lead_id: lead?.lead_id ?? call.lead_id ?? null,
+  };
+  await recordEvent(services, {
+    firm: call.firm,
+    type: 'call.analyzed',
+    subject: call._id,
+    key: `analyzed|${call.extraction?.analysis_digest ?? ''}`,
+    occurred_at: new Date(call.end_timestamp ?? call.updated_at.getTime()),
+    data,
+  });
 }

@@ -1,0 +1,36 @@
+/** The events the service sends out and runs workflows on (docs/events.md). */
+export const EVENT_TYPES = [
+  'call.started', 'call.ended', 'call.analyzed',
+  'lead.created', 'lead.updated',
+  'appointment.booked', 'appointment.requested', 'appointment.rescheduled',
+  'appointment.cancelled', 'appointment.rejected',
+  'campaign.launched', 'campaign.paused', 'campaign.completed',
+  'contacts.import.completed', 'contacts.sync.completed',
+  'dnc.added',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** One domain event, as stored in the `events` collection. */
+export interface DomainEvent {
+  /** `evt_` + 26 chars of lowercase base32 (or hex) of sha256(`${firm}|${type}|${subject}|${key}`): a retried job records it once. */
+  _id: string;
+  /** The firm's slug (the same `firm` field every other document carries). */
+  firm: string;
+  type: EventType;
+  /** The record the event is about, by its public id: `call_…`, `lead_…`, the campaign's id, the import's job id, … */
+  subject: string;
+  /** When the change happened (the change's own time, not the insert's). */
+  occurred_at: Date;
+  /** The public shape of the record as the API's presenters return it, as JSON text (provider data may hold keys MongoDB will not store). Never secrets. */
+  data_json: string;
+}
+
+export interface EventInput {
+  firm: string;
+  type: EventType;
+  subject: string;
+  /** What identifies this change among the subject's changes of this type (e.g. the provider's event id, the lead's update version). */
+  key: string;
+  occurred_at: Date;
+  data: Record<string, unknown>;
+}

@@ -1,0 +1,40 @@
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+// Workflows (docs/workflows.md#runs): a domain event's trigger starts the runs of the firm's active
+// workflows it matches (and ends the `wait_for` steps waiting on it); each step of a run is a job
+// of its own, keyed by the step (run + node + visit), so a retried step adds nothing new; a `wait`
+// is the next step's job added with a delay; a `wait_for` step's timeout is a delayed job too.
+
+/** Starts the workflow runs of one domain event (job id = the event id). */
+export interface WorkflowTriggerJob {
+  firm: string;
+  eventId: string;
+}
+
+/** One step of a run (job id = the step id: run + node + visit). */
+export interface WorkflowStepJob {
+  firm: string;
+  runId: string;
+  stepId: string;
+}
+
+export const workflowJobs = {
+  workflowTrigger: defineJob<WorkflowTriggerJob>({
+    queue: QUEUE.workflows,
+    name: 'workflow-trigger',
+    id: (job) => jobId('wft', job.eventId),
+  }),
+  workflowStep: defineJob<WorkflowStepJob>({
+    queue: QUEUE.workflows,
+    name: 'workflow-step',
+    id: (job) => jobId('wfs', job.stepId),
+    // As call effects: about an hour of retries before a step's action is `failed`.
+    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+  }),
+  workflowWaitTimeout: defineJob<WorkflowStepJob>({
+    queue: QUEUE.workflows,
+    name: 'workflow-wait-timeout',
+    id: (job) => jobId('wfto', job.stepId),
+  }),
+};
