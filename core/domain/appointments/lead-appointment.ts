@@ -3,6 +3,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
+import { recordEvent } from '../events/record-event.js';
 
 // The appointment a lead shows (docs/appointments.md#the-lead): the booking it is for now, its
 // start and status, following every booking event. A booking can come before its lead exists (an
@@ -95,10 +96,32 @@ export async function attachAppointment(
 ): Promise<void> {
   const db = services.mongo.db;
   await mapBooking(db, firm, appointment.booking_uid, leadId);
-  await withRecordLock(services.redis, lockOf(services, firm, leadId), async () => {
+  const wrote = await withRecordLock(services.redis, lockOf(services, firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
-    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return;
+    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return false;
     await write(db, leadId, { _id: leadId, ...appointment });
+    return true;
+  });
+  // The booking's webhook may have come before this answer, when the booking was not yet known to
+  // be this lead's: the appointment's event is recorded here then (the same id as the webhook's).
+  if (wrote) await recordAppointmentEvent(services, firm, leadId, appointment, Date.now());
+}
+
+/** `appointment.<status>` about the lead, once per booking and status (both paths record one id). */
+export async function recordAppointmentEvent(
+  services: Services,
+  firm: string,
+  leadId: string,
+  appointment: LeadAppointment,
+  at: number,
+): Promise<void> {
+  await recordEvent(services, {
+    firm,
+    type: `appointment.${appointment.status}`,
+    subject: leadId,
+    key: `${appointment.status}|${appointment.booking_uid}`,
+    occurred_at: new Date(at),
+    data: { lead_id: leadId, ...appointment },
   });
 }
 

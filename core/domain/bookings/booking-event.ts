@@ -16,8 +16,11 @@ import {
 } from './reminder-records.js';
 import { cancelBookingReminders, MAX_BOOKING_ATTENDEES, storeBookingReminders } from './reminder-schedule.js';
 import { reminderStoreOf } from './reminders.js';
-import { APPOINTMENT_STATUS_OF, followBookingEvent } from '../appointments/lead-appointment.js';
-import { recordEvent } from '../events/record-event.js';
+import {
+  APPOINTMENT_STATUS_OF,
+  followBookingEvent,
+  recordAppointmentEvent,
+} from '../appointments/lead-appointment.js';
 
 // Cal.com booking events (docs/bookings.md#events): the webhook keeps a bounded snapshot and enqueues
 // it; a worker moves the appointment of the lead the booking is for (lead-appointment.ts), applies
@@ -181,21 +184,17 @@ export async function applyBookingEvent(
   const lead = await followBookingEvent(services, event);
   const followed = lead === null ? {} : { lead };
   if (lead !== null) {
-    const status = APPOINTMENT_STATUS_OF[event.trigger];
-    const data = {
-      lead_id: lead,
-      booking_uid: event.uid,
-      start: new Date(event.start_at).toISOString(),
-      status,
-    };
-    await recordEvent(services, {
-      firm: event.firm,
-      type: `appointment.${status}`,
-      subject: lead,
-      key: `${event.trigger}|${event.uid}|${event.delivery}`,
-      occurred_at: new Date(event.event_at),
-      data,
-    });
+    await recordAppointmentEvent(
+      services,
+      event.firm,
+      lead,
+      {
+        booking_uid: event.uid,
+        start: new Date(event.start_at).toISOString(),
+        status: APPOINTMENT_STATUS_OF[event.trigger],
+      },
+      event.event_at,
+    );
   }
   if (event.trigger === 'BOOKING_REQUESTED' || event.trigger === 'BOOKING_REJECTED') {
     // A request has no reminders until the host accepts (Cal.com then sends BOOKING_CREATED).

@@ -228,14 +228,28 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
     async preview(input) {
       const to = callee(input);
       const agentId = render(input.data.agent_id, input.context);
-      const would = { to_number: to, agent_id: agentId, call_id: workflowCallId(input.stepId) };
+      const variables =
+        typeof input.data.dynamic_variables === 'object' && input.data.dynamic_variables !== null
+          ? Object.fromEntries(
+              Object.entries(input.data.dynamic_variables as Record<string, unknown>).map(([k, v]) => [
+                k,
+                render(v, input.context),
+              ]),
+            )
+          : {};
+      const would = {
+        to_number: to,
+        agent_id: agentId,
+        call_id: workflowCallId(input.stepId),
+        dynamic_variables: variables,
+      };
       if (to === null) return { skip: 'The lead has no phone number.', would };
       const agent = await findAgent(input.services.mongo.db, agentId);
       if (agent === null || agent.firm !== input.firm._id)
         return { skip: `No agent ${agentId} in this firm.`, would };
       return { would };
     },
-    async perform({ services, firm, lead, data, would, context }) {
+    async perform({ services, firm, lead, would }) {
       const agent = (await findAgent(services.mongo.db, would.agent_id as string))!;
       const to = would.to_number as string;
       const callId = would.call_id as string;
@@ -254,15 +268,7 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
           result: { blocked: decision.reason, reason: decision.message, call_id: null },
         };
       }
-      const variables =
-        typeof data.dynamic_variables === 'object' && data.dynamic_variables !== null
-          ? Object.fromEntries(
-              Object.entries(data.dynamic_variables as Record<string, unknown>).map(([k, v]) => [
-                k,
-                render(v, context),
-              ]),
-            )
-          : undefined;
+      const variables = would.dynamic_variables as Record<string, string>;
       // A deferral (outside the callee's hours) is the dial stage's to wait out: the call is
       // created and its place-call job waits for the hours, as a campaign call does.
       const created = await registerOutboundCall(services, {
@@ -270,7 +276,7 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
         agent,
         toNumber: to,
         callId,
-        ...(variables === undefined ? {} : { dynamicVariables: variables }),
+        dynamicVariables: variables,
         ...(lead?.timezone ? { leadTimeZone: lead.timezone } : {}),
       });
       return {

@@ -17,6 +17,9 @@ import { waitersOf } from './waits.js';
 // with a trigger on its type whose filter holds starts one run — one per (version, event): the
 // run's _id derives from the pair, so a retried trigger starts nothing twice.
 
+/** How much earlier than a `wait_for` step began an event it waits for may say it happened. */
+const EARLY_EVENT_MS = 60_000;
+
 /** Starts the runs an event triggers, and ends the waits it satisfies. Returns the runs' ids. */
 export async function startWorkflowRuns(services: Services, event: DomainEvent): Promise<string[]> {
   const data = eventData(event);
@@ -24,7 +27,9 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
   if (leadId !== null) {
     for (const waiter of await waitersOf(services, event.firm, leadId)) {
       if (!eventMatches(waiter.event, event.type)) continue;
-      if (new Date(waiter.since).getTime() > event.occurred_at.getTime()) continue;
+      // An event of before the wait does not end it; senders' times are coarse (Cal.com's to the
+      // second), so one within EARLY_EVENT_MS of the wait's start counts.
+      if (new Date(waiter.since).getTime() - EARLY_EVENT_MS > event.occurred_at.getTime()) continue;
       await resolveWaitFor(
         services,
         { firm: event.firm, runId: waiter.run_id, stepId: waiter.step_id },
@@ -113,6 +118,7 @@ async function startRun(
       'limited',
       `The firm had ${max} workflow runs under way, its bound (WORKFLOW_MAX_CONCURRENT_RUNS): this run did not start.`,
       'concurrent_runs',
+      first._id,
     );
     return runId;
   }

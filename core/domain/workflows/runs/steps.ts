@@ -97,11 +97,25 @@ export async function endRun(
   status: Exclude<RunStatus, 'running'>,
   reason: string | null,
   limit: RunLimit | null = null,
+  /** A step that did not begin because of it (the run's first, at a bound on runs). */
+  stoppedStep?: string,
 ): Promise<void> {
   await withRunLock(services, run._id, async () => {
     const current = await readRun(services, run._id);
     if (current === null || current.status !== 'running') return;
     const now = new Date();
+    if (stoppedStep !== undefined) {
+      await stepsCollection(services.mongo.db).updateOne(
+        { _id: stoppedStep },
+        {
+          $set: {
+            status: status === 'limited' ? 'limited' : 'cancelled',
+            result: { reason },
+            finished_at: now,
+          },
+        },
+      );
+    }
     await runsCollection(services.mongo.db).updateOne(
       { _id: run._id },
       { $set: { status, status_reason: reason, limit, finished_at: now, updated_at: now } },
@@ -151,6 +165,8 @@ async function finishStep(
     result?: Record<string, unknown> | null;
     error?: string | null;
     due_at?: Date | null;
+    /** The run ends with this step (a bound hit, a failure), in the same turn under its lock. */
+    endsRun?: { status: Exclude<RunStatus, 'running'>; reason: string; limit: RunLimit | null };
   },
 ): Promise<WorkflowStepDoc> {
   const db = services.mongo.db;
@@ -194,8 +210,19 @@ async function finishStep(
       finished_at: new Date(),
     };
     await stepsCollection(db).updateOne({ _id: step._id }, { $set: changes });
+    if (outcome.endsRun !== undefined) {
+      const { status, reason, limit } = outcome.endsRun;
+      const now = new Date();
+      await runsCollection(db).updateOne(
+        { _id: step.run_id },
+        { $set: { status, status_reason: reason, limit, finished_at: now, updated_at: now } },
+      );
+    }
     return { ...step, ...changes };
   });
+  if (outcome.endsRun !== undefined) {
+    await services.redis.srem(redisKeys(services.config).workflowRunsActive(seen.firm), seen.run_id);
+  }
   await enqueueNext(services, finished);
   if (finished.next.length === 0) await settleRun(services, finished.run_id);
   return finished;
@@ -280,10 +307,10 @@ export async function runWorkflowStep(
   }
   const bound = await boundHit(services, step);
   if (bound !== null) {
-    await endRun(services, run, 'limited', bound.reason, bound.limit);
     await finishStep(services, version, step, {
       status: 'limited',
       result: { limit: bound.limit, reason: bound.reason },
+      endsRun: { status: 'limited', reason: bound.reason, limit: bound.limit },
     });
     return 'limited';
   }
@@ -462,8 +489,15 @@ async function runAction(
   } catch (err) {
     if (!(attempt.lastAttempt || isFinalActionFailure(type, err))) throw err;
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 500);
-    await finishStep(services, version, step, { status: 'failed', error: message });
-    await endRun(services, run, 'failed', `The step of node "${step.node_id}" (${type}) failed: ${message}`);
+    await finishStep(services, version, step, {
+      status: 'failed',
+      error: message,
+      endsRun: {
+        status: 'failed',
+        reason: `The step of node "${step.node_id}" (${type}) failed: ${message}`,
+        limit: null,
+      },
+    });
     return 'failed';
   }
 }
