@@ -31,7 +31,7 @@ import { render, type Context } from '../expressions.js';
 import type { ActionType } from '../vocabulary.js';
 import { stepDigest, stepSubject, type WorkflowStepDoc } from './run-store.js';
 
-// The actions of a workflow (docs/workflows.md#actions). Each has a preview — what it would send,
+// The actions of a workflow (docs/workflows.md#nodes). Each has a preview — what it would send,
 // computed from the node's data, the run's context and the firm's settings, with no effect: the
 // dry run shows it — and a perform that sends that, run by the effect recorder on the step's
 // document (a step killed mid-way neither repeats nor loses its email, message, matter or call).
