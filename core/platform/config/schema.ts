@@ -378,7 +378,7 @@ export const CONFIG_SCHEMA = Type.Object({
       item: '^[a-z][a-z0-9-]{0,62}$',
       itemText: 'queue names (lowercase letters, digits and "-")',
       description:
-        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`); unset: every queue',
+        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`, `workflows`); unset: every queue',
     }),
   ),
   callEffectRetryMs: integer('CALL_EFFECT_RETRY_MS', {
