@@ -5,7 +5,10 @@
 // firm's bound and says so; an opted-out number stops the call step; activation checks the graph
 // and versions keep runs apart; the dry run walks the example without any effect, and its output
 // is the one docs/workflows.md shows.
+import { createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { format, type Options } from 'prettier';
 import prettierConfig from '../../.prettierrc.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -548,6 +551,68 @@ describe('the dry run', () => {
       writeFileSync(DOCS, at < 0 ? `${docs.trimEnd()}\n\n${block}\n` : docs.replace(current, block));
     } else {
       expect(current, 'docs/workflows.md: regenerate with WRITE_DOCS=1').toBe(block);
+    }
+  });
+});
+
+describe('the webhook and add_to_campaign actions', () => {
+  it('a signed POST (Standard Webhooks) to the node URL, then the lead added to a draft campaign', async () => {
+    const received: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        received.push({ headers: req.headers, body });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/intake`;
+      const secret = `whsec_${Buffer.from('workflow-webhook-test-key').toString('base64')}`;
+      const campaign = await firm.client.post('/api/leads/campaigns', {
+        firmSlug: firm.slug,
+        name: 'Nurture',
+        agentId,
+      });
+      expect(campaign.status, JSON.stringify(campaign.body)).toBe(200);
+      const id = await activeWorkflow(firm.client, firm.slug, 'Tell our CRM, then nurture', {
+        nodes: [
+          {
+            id: 'start',
+            type: 'trigger.event',
+            data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: 'hook' } },
+          },
+          { id: 'hook', type: 'webhook', data: { url, secret } },
+          { id: 'nurture', type: 'add_to_campaign', data: { campaign_id: campaign.body.id } },
+        ],
+        edges: [
+          { id: 'h1', source: 'start', target: 'hook' },
+          { id: 'h2', source: 'hook', target: 'nurture' },
+        ],
+      });
+      const leadId = await newLead({ first_name: 'Hook', phone: '+14155550188', notes: 'hook' });
+      const run = await endedRun(firm.client, id);
+      expect(run.steps.map((s: any) => [s.node_id, s.status])).toEqual([
+        ['start', 'done'],
+        ['hook', 'done'],
+        ['nurture', 'done'],
+      ]);
+      expect(received).toHaveLength(1);
+      const { headers, body } = received[0]!;
+      const signed = `${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`;
+      const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
+        .update(signed)
+        .digest('base64');
+      expect(headers['webhook-signature']).toBe(`v1,${expected}`);
+      expect(JSON.parse(body)).toMatchObject({
+        type: 'workflow.step',
+        data: { event: { type: 'lead.created', subject: leadId }, lead: { id: leadId, first_name: 'Hook' } },
+      });
+      const after = await firm.client.get(`/api/leads/campaigns/${campaign.body.id}`);
+      expect(after.body.leads_total).toBe(1);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
