@@ -22,6 +22,7 @@ import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
+import { documentedResponses } from '../helpers/documented-response.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { JANE, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 import { PI_TEAM, exampleGraph } from './example-graph.js';
@@ -150,6 +151,23 @@ describe('the example graph, saved as a flow builder saves it', () => {
       ['booked?', 'done', 'true'],
       ['call-again', 'done', null],
     ]);
+    // Every answer in the shape /openapi.json declares, no field beyond it.
+    const expectDocumented = await documentedResponses(stack.api, { closed: true });
+    const runs = await firm.client.get(`/api/workflows/${workflowId}/runs`);
+    expectDocumented(runs, 'GET', '/api/workflows/{id}/runs');
+    expectDocumented(await firm.client.get(`/api/workflow-runs/${run.id}`), 'GET', '/api/workflow-runs/{id}');
+    expectDocumented(
+      await firm.client.post(`/api/workflows/${workflowId}/activate`, {}),
+      'POST',
+      '/api/workflows/{id}/activate',
+    );
+    expectDocumented(
+      await firm.client.post(`/api/workflows/${workflowId}/dry-run`, {
+        event: { type: 'call.analyzed', data: { direction: 'inbound', outcome: 'conversation' } },
+      }),
+      'POST',
+      '/api/workflows/{id}/dry-run',
+    );
     // The wait was a day of workflow time.
     const wait = stepOf(run, 'a-day')[0];
     expect(Date.parse(wait.result.resume_at) - Date.parse(wait.started_at)).toBeGreaterThanOrEqual(
