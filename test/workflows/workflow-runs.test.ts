@@ -35,6 +35,8 @@ const DAY = 86_400_000;
 // A day of workflow time passes in 3 s of wall time (WORKFLOW_TIME_SCALE), so no test sleeps.
 const TIME_SCALE = DAY / 3000;
 const LOOP_BOUND = 3;
+// Runs under way per firm; only the other firm's test comes near it.
+const RUNS_BOUND = 5;
 
 let smtp: FakeSmtp;
 let clio: FakeClio;
@@ -57,6 +59,7 @@ beforeAll(async () => {
       SMTP_URL: smtp.url,
       WORKFLOW_TIME_SCALE: String(TIME_SCALE),
       WORKFLOW_MAX_LOOP_ITERATIONS: String(LOOP_BOUND),
+      WORKFLOW_MAX_CONCURRENT_RUNS: String(RUNS_BOUND),
     },
   });
   firmSlack = slack.webhookUrl();
@@ -337,6 +340,36 @@ describe('bounds and the dial gate', () => {
       .collection(COLLECTIONS.leads)
       .findOne({ _id: leadId as never });
     expect(lead).toMatchObject({ tags: ['nudged'], workflow_status: 'nudging' });
+  });
+
+  it("a run started past the firm's bound on runs under way ends at once, limited, and says so", async () => {
+    const id = await activeWorkflow(other.client, other.slug, 'Long nurture', {
+      nodes: [
+        { id: 'start', type: 'trigger.event', data: { event: 'lead.created' } },
+        { id: 'weeks', type: 'wait', data: { duration: { days: 300 } } },
+        { id: 'remind', type: 'update_lead', data: { tags: ['reminded'] } },
+      ],
+      edges: [
+        { id: 'n1', source: 'start', target: 'weeks' },
+        { id: 'n2', source: 'weeks', target: 'remind' },
+      ],
+    });
+    for (let i = 0; i <= RUNS_BOUND; i++) {
+      const res = await other.client.post('/api/leads', { firmSlug: other.slug, first_name: `N${i}` });
+      expect(res.status).toBe(200);
+    }
+    const runs = await eventually(async () => {
+      const res = await other.client.get(`/api/workflows/${id}/runs`);
+      expect(res.body.runs).toHaveLength(RUNS_BOUND + 1);
+      expect(res.body.runs.filter((r: any) => r.status === 'limited')).toHaveLength(1);
+      return res.body.runs;
+    });
+    const limited = runs.find((r: any) => r.status === 'limited');
+    expect(limited).toMatchObject({ limit: 'concurrent_runs' });
+    expect(limited.status_reason).toContain(`${RUNS_BOUND} workflow runs under way`);
+    expect(runs.filter((r: any) => r.status === 'running')).toHaveLength(RUNS_BOUND);
+    const detail = await other.client.get(`/api/workflow-runs/${limited.id}`);
+    expect(detail.body.steps.map((s: any) => [s.node_id, s.status])).toEqual([['start', 'limited']]);
   });
 
   it('an opted-out number stops the call step: the gate blocks it, the step records why, nothing is dialled', async () => {
