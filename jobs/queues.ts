@@ -31,6 +31,11 @@ export const QUEUE = {
    * delivery (job id = delivery + generation), replays and disabled-endpoint notices.
    */
   webhooks: 'webhooks',
+  /**
+   * Workflows: the trigger of each domain event (job id = the event id), then each run's steps
+   * (job id = run + node + visit) and the timeouts of its `wait_for` steps.
+   */
+  workflows: 'workflows',
 } as const;
 
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
@@ -60,6 +65,7 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
   // Deliveries wait on firms' servers (up to WEBHOOK_TIMEOUT_MS each), not on CPU: many at once,
   // so that one slow endpoint's requests leave room for every other endpoint's.
   [QUEUE.webhooks]: { concurrency: 64 },
+  [QUEUE.workflows]: {},
 };
 
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {

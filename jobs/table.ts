@@ -7,6 +7,7 @@ import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
 import { simulatorJobs } from './simulator.js';
 import { webhookJobs } from './webhooks.js';
+import { workflowJobs } from './workflows.js';
 
 /**
  * Every job, declared once: queue, name, payload type, id and options. Producers add jobs
@@ -23,6 +24,7 @@ export const JOBS = {
   ...bookingJobs,
   ...contactJobs,
   ...webhookJobs,
+  ...workflowJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

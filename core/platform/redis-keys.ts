@@ -365,6 +365,26 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'workflows', firm);
   }
 
+  /** The writers of one workflow run's records (its steps, their effects) take turns. */
+  workflowRunLock(runId: string): string {
+    return key(this.prefix, 'lock', 'workflow-run', runId);
+  }
+
+  /** The `wait_for` key document of a lead (core/domain/workflows/runs/waits.ts). */
+  workflowWaitsLock(firm: string, leadId: string): string {
+    return key(this.prefix, 'lock', 'workflow-waits', firm, leadId);
+  }
+
+  /** A firm's workflow runs under way (a set of run ids): the concurrent-runs bound. */
+  workflowRunsActive(firm: string): string {
+    return key(this.prefix, 'workflow', 'running', firm);
+  }
+
+  /** The workflow steps a firm ran on one UTC day (a set of step ids): the steps-a-day bound. */
+  workflowStepsOfDay(firm: string, day: string): string {
+    return key(this.prefix, 'workflow', 'steps', firm, day);
+  }
+
   /** The lock of a firm's contact imports (one import runs at a time per firm). */
   contactsImportLock(firm: string): string {
     return key(this.prefix, 'lock', 'contacts-import', firm);

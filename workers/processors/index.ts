@@ -8,6 +8,7 @@ import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 import { webhookDeliver, webhookFanout, webhookNotice, webhookReplay } from './webhooks.js';
+import { workflowStep, workflowWaitTimeout } from './workflows.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
 export const processors: ProcessorTable = {
@@ -34,4 +35,6 @@ export const processors: ProcessorTable = {
   webhookDeliver,
   webhookReplay,
   webhookNotice,
+  workflowStep,
+  workflowWaitTimeout,
 };

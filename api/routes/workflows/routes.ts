@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
@@ -11,13 +11,27 @@ import {
   updateWorkflow,
   workflowOwner,
 } from '../../../core/domain/workflows/workflows.js';
-import { invalidRequest, quote } from '../../../core/platform/errors.js';
+import { invalidRequest, notFound, quote } from '../../../core/platform/errors.js';
+import { activateWorkflow, deactivateWorkflow } from '../../../core/domain/workflows/versions.js';
+import { firmOfRunId } from '../../../core/domain/workflows/runs/run-store.js';
+import { findRun, listRuns, stepsOf } from '../../../core/domain/workflows/runs/run-reads.js';
+import { dryRunWorkflow } from '../../../core/domain/workflows/runs/dry-run.js';
+import { getFirm } from '../../../core/domain/firms/firms.js';
+import type { WorkflowEdge, WorkflowNode } from '../../../core/domain/workflows/graph.js';
 import { defineRoute } from '../../route.js';
-import { createdWorkflowView, workflowJson, workflowListJson } from './present.js';
+import { createdWorkflowView, runSummaryView, runView, workflowJson, workflowListJson } from './present.js';
 import {
   CreateWorkflowBody,
+  ActivationResponse,
   CreateWorkflowResponse,
   DeleteWorkflowResponse,
+  DryRunBody,
+  DryRunResponse,
+  ListRunsQuery,
+  ListRunsResponse,
+  NoBody,
+  RunParams,
+  WorkflowRunRecord,
   ListWorkflowsQuery,
   UpdateWorkflowBody,
   WorkflowParams,
@@ -145,6 +159,103 @@ export const workflowRoutes = [
       );
       await deleteWorkflow(services, workflow);
       return { id: workflow._id, deleted: true };
+    },
+  }),
+  ...(['activate', 'deactivate'] as const).map((action) =>
+    defineRoute({
+      method: 'POST',
+      path: `/api/workflows/{id}/${action}`,
+      operationId: `${action}Workflow`,
+      summary:
+        action === 'activate'
+          ? 'Run the workflow on its triggers from now on: 400 naming each node that keeps it from running (no trigger, a cycle without a wait, an action missing a field); a changed graph becomes a new version'
+          : 'Stop starting runs of the workflow (runs under way go on with their version)',
+      tag,
+      auth: { kind: 'token' },
+      params: WorkflowParams,
+      body: NoBody,
+      response: ActivationResponse,
+      errors: [404],
+      handler: async ({ services, principal, params }) => {
+        const workflow = await getWorkflowMeta(
+          services.mongo.db,
+          workflowFirm(principal, params.id),
+          params.id,
+        );
+        return action === 'activate'
+          ? activateWorkflow(services, workflow)
+          : deactivateWorkflow(services, workflow);
+      },
+    }),
+  ),
+  defineRoute({
+    method: 'GET',
+    path: '/api/workflows/{id}/runs',
+    operationId: 'listWorkflowRuns',
+    summary: "A workflow's runs, newest first (keyset pages: next_cursor)",
+    tag,
+    auth: { kind: 'token' },
+    params: WorkflowParams,
+    query: ListRunsQuery,
+    response: ListRunsResponse,
+    errors: [404],
+    handler: async ({ services, principal, params, query }) => {
+      const workflow = await getWorkflowMeta(
+        services.mongo.db,
+        workflowFirm(principal, params.id),
+        params.id,
+      );
+      const page = await listRuns(services, workflow.firm, workflow._id, query.limit, query.cursor);
+      return { runs: page.runs.map(runSummaryView), next_cursor: page.next_cursor };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/api/workflow-runs/{id}',
+    operationId: 'getWorkflowRun',
+    summary: 'One workflow run with each of its steps: status, started/finished, result or error',
+    tag,
+    auth: { kind: 'token' },
+    params: RunParams,
+    response: WorkflowRunRecord,
+    errors: [404],
+    handler: async ({ services, principal, params }) => {
+      const firm = firmOfRunId(params.id);
+      const owner = requireRecord(principal, firm === undefined ? null : { firm }, 'workflow_run');
+      const run = await findRun(services, owner.firm, params.id);
+      if (run === null) throw notFound('workflow_run');
+      return runView(run, await stepsOf(services, run));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/api/workflows/{id}/dry-run',
+    operationId: 'dryRunWorkflow',
+    summary:
+      'Walk the workflow (as saved now) for an event without any effect: the path it would take and what each action would send',
+    tag,
+    auth: { kind: 'token' },
+    params: WorkflowParams,
+    body: DryRunBody,
+    response: DryRunResponse,
+    errors: [404],
+    handler: async ({ services, principal, params, body }) => {
+      const db = services.mongo.db;
+      const doc = await getWorkflow(db, workflowFirm(principal, params.id), params.id);
+      const firm = await getFirm(db, doc.firm);
+      if (firm === null) throw notFound('workflow');
+      // would_send is each action's own shape (an object the schema leaves open).
+      return (await dryRunWorkflow(
+        services,
+        firm,
+        {
+          _id: doc._id,
+          nodes: JSON.parse(doc.nodes_json) as WorkflowNode[],
+          edges: JSON.parse(doc.edges_json) as WorkflowEdge[],
+        },
+        body.event,
+        body.wait_for ?? 'timeout',
+      )) as Static<typeof DryRunResponse>;
     },
   }),
 ];

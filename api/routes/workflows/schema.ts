@@ -103,3 +103,124 @@ export const WorkflowRecord = Type.Object({
 
 export const CreateWorkflowResponse = Type.Object({ id: Type.String(), name: Type.String() });
 export const DeleteWorkflowResponse = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
+
+// Activation, runs and the dry run (docs/workflows.md#runs).
+
+export const NoBody = Body({});
+
+export const ActivationResponse = Type.Object({
+  id: Type.String(),
+  active: Type.Boolean(),
+  version: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      'The version new runs start with (each activation of a changed graph, and each edit while active, makes one)',
+  }),
+});
+
+const RunStatus = Type.Union(
+  ['running', 'completed', 'failed', 'limited', 'cancelled'].map((s) => Type.Literal(s)),
+);
+const StepStatus = Type.Union(
+  ['pending', 'waiting', 'done', 'skipped', 'blocked', 'failed', 'limited', 'cancelled'].map((s) =>
+    Type.Literal(s),
+  ),
+);
+const Nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+const AnyObject = Type.Object({}, { additionalProperties: true });
+
+export const WorkflowStepRecord = Type.Object({
+  id: Type.String(),
+  node_id: Type.String(),
+  type: Nullable(Type.String()),
+  visit: Type.Integer({
+    description: 'How many times the run has entered this node on its path (1 the first time)',
+  }),
+  status: StepStatus,
+  branch: Nullable(Type.String()),
+  attempts: Type.Integer({ description: "Attempts of the step's outside effect (0 for control nodes)" }),
+  started_at: Nullable(Timestamp),
+  finished_at: Nullable(Timestamp),
+  result: Nullable(AnyObject),
+  error: Nullable(Type.String()),
+});
+
+const RunFields = {
+  id: Type.String(),
+  workflow_id: Type.String(),
+  version: Type.Integer(),
+  status: RunStatus,
+  status_reason: Nullable(Type.String()),
+  limit: Nullable(
+    Type.Union([
+      Type.Literal('concurrent_runs'),
+      Type.Literal('steps_per_day'),
+      Type.Literal('loop_iterations'),
+    ]),
+  ),
+  event: Type.Object({ id: Type.String(), type: Type.String(), subject: Type.String() }),
+  lead_id: Nullable(Type.String()),
+  started_at: Timestamp,
+  finished_at: Nullable(Timestamp),
+};
+
+export const WorkflowRunSummary = Type.Object(RunFields);
+export const WorkflowRunRecord = Type.Object({ ...RunFields, steps: Type.Array(WorkflowStepRecord) });
+
+export const ListRunsQuery = Type.Object({
+  limit: Limit(200, 50, 'At most this many runs'),
+  cursor: Cursor('The next_cursor of the previous page'),
+});
+
+export const ListRunsResponse = Type.Object({
+  runs: Type.Array(WorkflowRunSummary),
+  next_cursor: Type.String({ description: '"" on the last page' }),
+});
+
+export const RunParams = Type.Object({ id: Id });
+
+export const DryRunBody = Body({
+  event: Type.Object(
+    {
+      type: Type.String({ minLength: 1, maxLength: 64, description: 'The event type, e.g. call.analyzed' }),
+      subject: Type.Optional(
+        Type.String({ maxLength: 256, description: "The record it is about (a lead's id reads that lead)" }),
+      ),
+      occurred_at: Type.Optional(Timestamp),
+      data: Type.Optional(Type.Object({}, { additionalProperties: true, description: "The event's data" })),
+    },
+    { additionalProperties: false },
+  ),
+  wait_for: Type.Optional(
+    Type.Union([Type.Literal('matched'), Type.Literal('timeout')], {
+      description: 'The branch `wait_for` nodes take (default timeout: no event comes in a dry run)',
+    }),
+  ),
+});
+
+export const DryRunResponse = Type.Object({
+  workflow_id: Type.String(),
+  matched: Type.Boolean({ description: 'A trigger of the workflow matches the event (type and filter)' }),
+  trigger: Nullable(Type.String()),
+  path: Type.Array(
+    Type.Object({
+      node_id: Type.String(),
+      type: Nullable(Type.String()),
+      visit: Type.Integer(),
+      outcome: Type.Union(
+        ['would_run', 'passes', 'skipped', 'blocked', 'limited'].map((s) => Type.Literal(s)),
+      ),
+      branch: Type.Optional(Type.String()),
+      wait: Type.Optional(
+        Type.Object({
+          for_ms: Type.Optional(Type.Integer()),
+          until: Type.Optional(Type.String()),
+          event: Type.Optional(Type.String()),
+          within_ms: Type.Optional(Type.Integer()),
+        }),
+      ),
+      would_send: Type.Optional(AnyObject),
+      reason: Type.Optional(Type.String()),
+    }),
+  ),
+});

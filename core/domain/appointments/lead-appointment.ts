@@ -42,7 +42,7 @@ interface BookingLeadDoc {
 export type AppointmentTrigger =
   'BOOKING_CREATED' | 'BOOKING_REQUESTED' | 'BOOKING_REJECTED' | 'BOOKING_RESCHEDULED' | 'BOOKING_CANCELLED';
 
-const STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
+export const APPOINTMENT_STATUS_OF: Record<AppointmentTrigger, AppointmentStatus> = {
   BOOKING_CREATED: 'booked',
   BOOKING_REQUESTED: 'requested',
   BOOKING_REJECTED: 'rejected',
@@ -142,7 +142,7 @@ export async function followBookingEvent(
     const appointment: LeadAppointment = {
       booking_uid: event.uid,
       start: new Date(event.start_at).toISOString(),
-      status: STATUS_OF[event.trigger],
+      status: APPOINTMENT_STATUS_OF[event.trigger],
     };
     await write(db, leadId, { _id: leadId, ...appointment, event_at: event.event_at });
     return { leadId, appointment };

@@ -40,9 +40,9 @@ export type SyncedClioId = () => Promise<number | null>;
  * A Person already in Clio for this caller: the synced contact, else same email, else (no
  * email) same phone.
  */
-async function existingContact(
+export async function existingContact(
   client: ClioClient,
-  data: CallExtraction,
+  data: Pick<CallExtraction, 'email' | 'phone'>,
   synced: SyncedClioId,
 ): Promise<ClioContact | null> {
   const id = await synced();
@@ -72,7 +72,10 @@ async function existingContact(
  * first or a last name, so a caller who gave none is filed under the phone (E.164), else the
  * email, as its last_name: what the firm would call them back on.
  */
-function personName(data: CallExtraction): { first_name: string | null; last_name: string | null } {
+export function personName(data: Pick<CallExtraction, 'first_name' | 'last_name' | 'email' | 'phone'>): {
+  first_name: string | null;
+  last_name: string | null;
+} {
   const given = (name: string | null) => (name === null || name.trim() === '' ? null : name);
   const first = given(data.first_name);
   const last = given(data.last_name);

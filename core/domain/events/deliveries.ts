@@ -15,6 +15,7 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { deliverJobId, type WebhookDeliverJob, type WebhookReplayJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent } from './event-types.js';
+import { startWorkflowRuns } from '../workflows/runs/start-runs.js';
 import { eventsCollection, paddedMs } from './record-event.js';
 import {
   clearDue,
@@ -169,10 +170,13 @@ async function ensureDelivery(
 }
 
 /** The fan-out of one event: a delivery per enabled endpoint of its firm whose filter takes it. */
-export async function fanOutEvent(services: Services, eventId: string): Promise<{ deliveries: number }> {
+export async function fanOutEvent(
+  services: Services,
+  eventId: string,
+): Promise<{ deliveries: number; workflow_runs: number }> {
   const db = services.mongo.db;
   const event = await eventsCollection(db).findOne({ _id: eventId });
-  if (event === null) return { deliveries: 0 };
+  if (event === null) return { deliveries: 0, workflow_runs: 0 };
   const endpoints = (await firmEndpoints(services, event.firm)).filter(
     (e) => e.enabled && matchesFilter(e.events, event.type),
   );
@@ -181,7 +185,10 @@ export async function fanOutEvent(services: Services, eventId: string): Promise<
   await clearDue(services, event);
   // A later event of the subject may wait for this fan-out: its delivery looks again now.
   for (const d of made) await wakeNext(services, { delivery: d._id, generation: d.generation });
-  return { deliveries: endpoints.length };
+  // The firm's active workflows this event starts, and the `wait_for` steps it ends (each run a
+  // claim by its own id: a retried fan-out starts none twice).
+  const runs = await startWorkflowRuns(services, event);
+  return { deliveries: endpoints.length, workflow_runs: runs.length };
 }
 
 const sourceOf = (event: DomainEvent, kind: DeliveryDoc['kind'] = 'event'): DeliverySource => ({

@@ -8,6 +8,7 @@ import { newId } from '../../platform/ids.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.js';
+import { assertRunnable, indexTriggers, saveVersion, unindexTriggers } from './versions.js';
 
 // Workflows: a firm's flow-builder graphs (docs/workflows.md).
 //
@@ -59,10 +60,16 @@ export interface WorkflowDoc {
   edge_count: number;
   created_at: Date;
   updated_at: Date;
+  /** Runs on its triggers (docs/workflows.md#activation); absent: a draft. */
+  active?: boolean;
+  /** The last version made of it (activation, or an edit while active); absent: none yet. */
+  version?: number;
+  /** The trigger index documents that list it while active (versions.ts). */
+  trigger_keys?: string[];
 }
 
 /** A workflow without its graph (firm checks, timestamps). */
-type WorkflowMeta = Omit<WorkflowDoc, 'nodes_json' | 'edges_json'>;
+export type WorkflowMeta = Omit<WorkflowDoc, 'nodes_json' | 'edges_json'>;
 
 interface DirectoryEntry {
   id: string;
@@ -83,7 +90,8 @@ export interface WorkflowInput {
 }
 
 /** The firm's own collection of workflows (see "Where" above). */
-const workflows = (db: Db, firm: string) => firmCollection<WorkflowDoc>(db, FIRM_COLLECTIONS.workflows, firm);
+export const workflows = (db: Db, firm: string) =>
+  firmCollection<WorkflowDoc>(db, FIRM_COLLECTIONS.workflows, firm);
 
 const FIRM_SLUG = new RegExp(FIRM_SLUG_PATTERN);
 
@@ -109,7 +117,11 @@ async function writeEntries(db: Db, firm: string, entries: DirectoryEntry[]): Pr
 }
 
 /** The writers of one firm's workflows take turns (see above); busy for 10 s: 503, retry. */
-async function withFirmWorkflowsLock<T>(services: Services, firm: string, fn: () => Promise<T>): Promise<T> {
+export async function withFirmWorkflowsLock<T>(
+  services: Services,
+  firm: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   if (services.redis.status !== 'ready') throw new UnavailableError('redis');
   try {
     return await withRecordLock(services.redis, redisKeys(services.config).workflowsLock(firm), fn);
@@ -200,7 +212,7 @@ export async function getWorkflowMeta(db: Db, firm: string, id: string): Promise
   return doc;
 }
 
-async function readMeta(db: Db, firm: string, id: string): Promise<WorkflowMeta | null> {
+export async function readMeta(db: Db, firm: string, id: string): Promise<WorkflowMeta | null> {
   const doc = await workflows(db, firm).findOne<WorkflowMeta>({ _id: id }, { projection: META_PROJECTION });
   return doc !== null && doc.firm === firm ? doc : null;
 }
@@ -212,12 +224,15 @@ export async function updateWorkflow(
   input: WorkflowInput,
 ): Promise<WorkflowDoc> {
   assertValidGraph(input.nodes, input.edges);
+  // An active workflow must stay runnable: checked before anything is written.
+  if (workflow.active === true) assertRunnable(input.nodes, input.edges);
   const db = services.mongo.db;
   const fields = graphFields(input);
   return withFirmWorkflowsLock(services, workflow.firm, async () => {
     // Read again under the lock: it may have been deleted, or updated, since.
     const current = await readMeta(db, workflow.firm, workflow._id);
     if (current === null) throw notFound('workflow');
+    if (current.active === true && workflow.active !== true) assertRunnable(input.nodes, input.edges);
     const entries = await readEntries(db, current.firm);
     const updatedAt = nextUpdateTime(entries, current.updated_at);
     const next: WorkflowDoc = {
@@ -226,7 +241,15 @@ export async function updateWorkflow(
       ...fields,
       created_at: current.created_at,
       updated_at: updatedAt,
+      ...(current.active === undefined ? {} : { active: current.active }),
+      ...(current.version === undefined ? {} : { version: current.version }),
+      ...(current.trigger_keys === undefined ? {} : { trigger_keys: current.trigger_keys }),
     };
+    if (current.active === true) {
+      // Editing an active workflow makes a new version for new runs; runs under way keep theirs.
+      next.version = await saveVersion(services, next);
+      next.trigger_keys = await indexTriggers(services, next, current.trigger_keys ?? []);
+    }
     const result = await workflows(db, current.firm).replaceOne({ _id: current._id }, next);
     if (result.matchedCount === 0) throw notFound('workflow');
     const others = entries.filter((e) => e.id !== current._id);
@@ -238,6 +261,9 @@ export async function updateWorkflow(
 export async function deleteWorkflow(services: Services, workflow: WorkflowMeta): Promise<void> {
   const db = services.mongo.db;
   await withFirmWorkflowsLock(services, workflow.firm, async () => {
+    const current = await readMeta(db, workflow.firm, workflow._id);
+    if (current?.trigger_keys !== undefined)
+      await unindexTriggers(services, current._id, current.trigger_keys);
     const entries = await readEntries(db, workflow.firm);
     const remaining = entries.filter((e) => e.id !== workflow._id);
     if (remaining.length !== entries.length) await writeEntries(db, workflow.firm, remaining);

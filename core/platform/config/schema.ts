@@ -378,7 +378,7 @@ export const CONFIG_SCHEMA = Type.Object({
       item: '^[a-z][a-z0-9-]{0,62}$',
       itemText: 'queue names (lowercase letters, digits and "-")',
       description:
-        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`, `webhooks`); unset: every queue',
+        'the queues a worker process consumes (`calls`, `call-events`, `call-effects`, `simulator`, `maintenance`, `campaigns`, `bookings`, `contacts`, `webhooks`, `workflows`); unset: every queue',
     }),
   ),
   callEffectRetryMs: integer('CALL_EFFECT_RETRY_MS', {
@@ -422,6 +422,34 @@ export const CONFIG_SCHEMA = Type.Object({
     default: HOUR_MS,
     description:
       'how long after a not_connected campaign call its lead is called again (at least); 2 retries at most',
+  }),
+  workflowTimeScale: integer('WORKFLOW_TIME_SCALE', {
+    min: 1,
+    max: 86_400_000,
+    default: 1,
+    description:
+      'how many times faster than real time workflow `wait` and `wait_for` delays run: a wait of a day is a delayed job of a day divided by this. 1 in production; tests set it so a day passes in milliseconds (docs/workflows.md#time)',
+  }),
+  workflowMaxConcurrentRuns: integer('WORKFLOW_MAX_CONCURRENT_RUNS', {
+    min: 1,
+    max: 1_000_000,
+    default: 1000,
+    description:
+      'workflow runs one firm may have under way at once (waiting runs count); a run started past it ends at once with status `limited` (docs/workflows.md#bounds)',
+  }),
+  workflowMaxStepsPerDay: integer('WORKFLOW_MAX_STEPS_PER_DAY', {
+    min: 1,
+    max: 10_000_000,
+    default: 50_000,
+    description:
+      "workflow steps one firm's runs may take per UTC day; a run whose next step passes it ends with status `limited` (docs/workflows.md#bounds)",
+  }),
+  workflowMaxLoopIterations: integer('WORKFLOW_MAX_LOOP_ITERATIONS', {
+    min: 1,
+    max: 1000,
+    default: 10,
+    description:
+      'how many times one run may enter the same node (a cycle through a `wait`); the visit past it ends the run with status `limited` (docs/workflows.md#bounds)',
   }),
   campaignFanoutChunk: integer('CAMPAIGN_FANOUT_CHUNK', {
     min: 1,

@@ -129,6 +129,24 @@ export const COLLECTIONS = {
   webhookDeliveries: 'webhook_deliveries',
   /** Claims: the mail telling a firm its endpoint was disabled (`<endpoint>|<disabled_at ms>`), with its record. */
   webhookNotices: 'webhook_notices',
+  /**
+   * The graphs a workflow ran with, one per activation or edit while active (`_id` =
+   * `<workflow id>:v<n>`), never changed: a run reads the version it started with.
+   */
+  workflowVersions: 'workflow_versions',
+  /**
+   * Key documents: a firm's active workflows that an event type triggers (`_id` = `<firm>|<type>`,
+   * the workflow ids with their active version), read by _id for every event.
+   */
+  workflowTriggers: 'workflow_triggers',
+  /** Workflow runs (`_id` = `wfr_<firm>_<digest of version + event>`: the claim of one run per pair). */
+  workflowRuns: 'workflow_runs',
+  /** A run's steps (`_id` = `<run id>|<node id>|<visit>`), each with its effect record. */
+  workflowSteps: 'workflow_steps',
+  /** Key documents: the `wait_for` steps waiting on events about a lead (`_id` = `<firm>|<lead id>`). */
+  workflowWaits: 'workflow_waits',
+  /** Claims: how a `wait_for` step ended (`_id` = the step id): the event that came, or its timeout. */
+  workflowWaitResolutions: 'workflow_wait_resolutions',
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

@@ -91,6 +91,16 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
+  // Read and written by _id only.
+  [COLLECTIONS.workflowVersions]: [],
+  [COLLECTIONS.workflowTriggers]: [],
+  // GET /api/workflows/{id}/runs keyset: a workflow's runs, newest first.
+  [COLLECTIONS.workflowRuns]: [
+    { key: { workflow_id: 1, started_at: -1, _id: -1 }, name: 'workflow_started_id' },
+  ],
+  [COLLECTIONS.workflowSteps]: [],
+  [COLLECTIONS.workflowWaits]: [],
+  [COLLECTIONS.workflowWaitResolutions]: [],
 };
 
 /** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */

@@ -1,0 +1,391 @@
+import { createHmac } from 'node:crypto';
+import type { Services } from '../../../wiring/services.js';
+import { CrmError } from '../../../integrations/crm/clio.js';
+import { TeamChatError, postToSlack } from '../../../integrations/team-chat/slack.js';
+import {
+  guardedRequest,
+  requestMayHaveBeenSent,
+  urlPolicyRefusal,
+} from '../../../integrations/http/guarded-http.js';
+import { urlPolicyOf } from '../../../platform/config.js';
+import {
+  runEffect,
+  type Attempt,
+  type Effect,
+  type EffectOutcome,
+} from '../../../platform/db/effect-recorder.js';
+import { shorten } from '../../../platform/text.js';
+import type { FirmDoc } from '../../firms/firms.js';
+import type { LeadDoc } from '../../leads/leads.js';
+import { leadsCollection } from '../../leads/leads.js';
+import { firmClioClient } from '../../crm/firm-clio-client.js';
+import { existingContact, personName } from '../../call-analysis/crm-sync.js';
+import { smtpCode } from '../../call-analysis/call-effects.js';
+import { findAgent } from '../../agents/agents.js';
+import { registerOutboundCall } from '../../calls/calls.js';
+import { parseDialable } from '../../contact-points/phones.js';
+import { decideAtRequest } from '../../compliance/dial-gate.js';
+import { addCampaignLeads } from '../../campaigns/campaigns.js';
+import { findCampaign } from '../../campaigns/campaign-store.js';
+import { render, type Context } from '../expressions.js';
+import type { ActionType } from '../vocabulary.js';
+import { stepDigest, stepSubject, type WorkflowStepDoc } from './run-store.js';
+
+// The actions of a workflow (docs/workflows.md#nodes). Each has a preview — what it would send,
+// computed from the node's data, the run's context and the firm's settings, with no effect: the
+// dry run shows it — and a perform that sends that, run by the effect recorder on the step's
+// document (a step killed mid-way neither repeats nor loses its email, message, matter or call).
+
+type Result = Record<string, unknown>;
+
+export interface ActionInput {
+  services: Services;
+  firm: FirmDoc;
+  lead: LeadDoc | null;
+  data: Record<string, unknown>;
+  context: Context;
+  /** The step's id (a dry run has a made-up one): ids sent outside derive from it. */
+  stepId: string;
+}
+
+interface ActionDefinition {
+  effect: Omit<Effect<Result>, 'path'>;
+  /** What the action would send; `skip`: why it would not run. */
+  preview(input: ActionInput): Promise<{ skip?: string; blocked?: string; would: Result }>;
+  perform(
+    input: ActionInput & { step: WorkflowStepDoc; attempt: Attempt; would: Result },
+  ): Promise<EffectOutcome<Result>>;
+}
+
+const skipped = (reason: string): EffectOutcome<Result> => ({ state: 'skipped', result: { reason } });
+
+function recipients(input: ActionInput): string[] {
+  const to = input.data.to;
+  if (to === 'firm') return input.firm.settings.notification_emails;
+  if (to === 'lead') return input.lead?.email ? [input.lead.email] : [];
+  return Array.isArray(to)
+    ? to.filter((t): t is string => typeof t === 'string').map((t) => render(t, input.context))
+    : [];
+}
+
+/** The lead's number, or the node's `to` (a template), in E.164; null when there is none. */
+function callee(input: ActionInput): string | null {
+  const raw =
+    input.data.to === undefined ? (input.lead?.phone ?? null) : render(input.data.to, input.context);
+  return raw === null || raw === '' ? null : (parseDialable(raw)?.e164 ?? raw);
+}
+
+/** Our call id for the call a step places: derived from the step, so creating it is a claim. */
+export const workflowCallId = (stepId: string): string => `call_wf${stepDigest(stepId)}`;
+
+const crmEffect = {
+  mayHaveHappened: (err: unknown) => !(err instanceof CrmError) || err.mayHaveHappened,
+  isFinal: (err: unknown) => err instanceof CrmError && err.final,
+};
+
+/** The Clio Person of the run's lead, found or created once (its own effect on the step). */
+async function clioContact(
+  input: ActionInput & { step: WorkflowStepDoc; attempt: Attempt },
+): Promise<number> {
+  const client = (await firmClioClient(input.services, input.firm))!;
+  const lead = input.lead!;
+  const record = await runEffect<{ contact_id: number }>(
+    stepSubject(input.services, input.step),
+    {
+      path: 'clio_contact',
+      ...crmEffect,
+      reconcile: async () => {
+        const found = await existingContact(client, lead, async () => null);
+        return found === null ? null : { state: 'done', result: { contact_id: found.id } };
+      },
+    },
+    input.attempt,
+    async () => {
+      const found = await existingContact(client, lead, async () => null);
+      if (found !== null) return { state: 'done', result: { contact_id: found.id } };
+      const id = await client.createPerson({ ...personName(lead), email: lead.email, phone: lead.phone });
+      return { state: 'done', result: { contact_id: id } };
+    },
+  );
+  return record.result!.contact_id;
+}
+
+const clioSkip = async (input: ActionInput): Promise<string | undefined> => {
+  if (input.firm.settings.crm.provider !== 'clio') return 'The firm has no CRM configured (settings.crm).';
+  if (input.lead === null) return 'The event is about no lead.';
+  if (input.lead.phone === null && input.lead.email === null)
+    return 'The lead has no phone number or email address.';
+  return undefined;
+};
+
+export const ACTIONS: Record<ActionType, ActionDefinition> = {
+  send_email: {
+    effect: {
+      mayHaveHappened: (err) => smtpCode(err) === null,
+      isFinal: (err) => (smtpCode(err) ?? 0) >= 500,
+    },
+    async preview(input) {
+      const to = recipients(input);
+      const would = {
+        to,
+        subject: shorten(render(input.data.subject, input.context).replace(/[\r\n]+/g, ' '), 200),
+        text: render(input.data.body, input.context),
+      };
+      if (input.services.mailer === null)
+        return { skip: 'Email is not configured for the service (SMTP_URL).', would };
+      return to.length === 0 ? { skip: 'No recipient: the list is empty.', would } : { would };
+    },
+    async perform({ services, would, stepId }) {
+      const host = new URL(services.config.publicBaseUrl).hostname || 'intake.invalid';
+      const sent = await services.mailer!.send({
+        to: would.to as string[],
+        subject: would.subject as string,
+        text: would.text as string,
+        // Derived from the step: a repeated send (an attempt whose outcome was lost) is recognisable.
+        messageId: `<workflow-step.${stepDigest(stepId)}@${host}>`,
+      });
+      return { state: 'done', result: { message_id: sent.messageId, accepted: sent.accepted } };
+    },
+  },
+  notify_slack: {
+    effect: {
+      mayHaveHappened: (err) => !(err instanceof TeamChatError) || err.mayHaveBeenSent,
+      isFinal: (err) => err instanceof TeamChatError && err.final,
+    },
+    async preview(input) {
+      const would = { text: render(input.data.text, input.context) };
+      return input.firm.settings.slack_webhook_url === undefined
+        ? { skip: 'The firm has no slack_webhook_url.', would }
+        : { would };
+    },
+    async perform({ services, firm, would }) {
+      await postToSlack(
+        firm.settings.slack_webhook_url!,
+        { text: would.text as string },
+        {
+          policy: urlPolicyOf(services.config),
+        },
+      );
+      return { state: 'done', result: { channel: 'slack' } };
+    },
+  },
+  'clio.create_matter': {
+    effect: crmEffect,
+    async preview(input) {
+      const would = {
+        description: shorten(render(input.data.description, input.context), 255),
+        status: input.data.status === 'open' ? 'open' : 'pending',
+        client: input.lead === null ? null : personName(input.lead),
+      };
+      const skip = await clioSkip(input);
+      return skip === undefined ? { would } : { skip, would };
+    },
+    async perform(input) {
+      const client = (await firmClioClient(input.services, input.firm))!;
+      const clientId = await clioContact(input);
+      const reference = `wf_${stepDigest(input.stepId)}`;
+      const existing = await client.findMatterByReference(clientId, reference);
+      const id =
+        existing ??
+        (await client.createMatter({
+          clientId,
+          description: input.would.description as string,
+          status: input.would.status as 'open' | 'pending',
+          reference,
+        }));
+      return { state: 'done', result: { contact_id: clientId, matter_id: id } };
+    },
+  },
+  'clio.create_task': {
+    effect: crmEffect,
+    async preview(input) {
+      const would = {
+        name: render(input.data.name, input.context),
+        description: render(input.data.description, input.context),
+      };
+      return { skip: 'Clio tasks are not sent yet: the Clio client has no task call.', would };
+    },
+    async perform() {
+      return skipped('Clio tasks are not sent yet: the Clio client has no task call.');
+    },
+  },
+  'clio.add_note': {
+    effect: crmEffect,
+    async preview(input) {
+      const would = {
+        subject: render(input.data.subject, input.context),
+        detail: render(input.data.detail, input.context),
+      };
+      return { skip: 'Clio notes are not sent yet: the Clio client has no note call.', would };
+    },
+    async perform() {
+      return skipped('Clio notes are not sent yet: the Clio client has no note call.');
+    },
+  },
+  call: {
+    // The call is a claim on an id derived from the step; its dial is its own effect (once per call id).
+    effect: {},
+    async preview(input) {
+      const to = callee(input);
+      const agentId = render(input.data.agent_id, input.context);
+      const variables =
+        typeof input.data.dynamic_variables === 'object' && input.data.dynamic_variables !== null
+          ? Object.fromEntries(
+              Object.entries(input.data.dynamic_variables as Record<string, unknown>).map(([k, v]) => [
+                k,
+                render(v, input.context),
+              ]),
+            )
+          : {};
+      const would = {
+        to_number: to,
+        agent_id: agentId,
+        call_id: workflowCallId(input.stepId),
+        dynamic_variables: variables,
+      };
+      if (to === null) return { skip: 'The lead has no phone number.', would };
+      const agent = await findAgent(input.services.mongo.db, agentId);
+      if (agent === null || agent.firm !== input.firm._id)
+        return { skip: `No agent ${agentId} in this firm.`, would };
+      return { would };
+    },
+    async perform({ services, firm, lead, would }) {
+      const agent = (await findAgent(services.mongo.db, would.agent_id as string))!;
+      const to = would.to_number as string;
+      const callId = would.call_id as string;
+      // The dial gate's request stage: an opted-out number (do-not-call), a country the firm may
+      // not call… stops the step here, recorded in the gate's audit and in the step.
+      const { decision } = await decideAtRequest(services, {
+        firm,
+        phone: to,
+        leadTimeZone: lead?.timezone ?? null,
+        callId,
+        stage: 'request',
+      });
+      if (decision.answer === 'block') {
+        return {
+          state: 'skipped',
+          result: { blocked: decision.reason, reason: decision.message, call_id: null },
+        };
+      }
+      const variables = would.dynamic_variables as Record<string, string>;
+      // A deferral (outside the callee's hours) is the dial stage's to wait out: the call is
+      // created and its place-call job waits for the hours, as a campaign call does.
+      const created = await registerOutboundCall(services, {
+        firm,
+        agent,
+        toNumber: to,
+        callId,
+        dynamicVariables: variables,
+        ...(lead?.timezone ? { leadTimeZone: lead.timezone } : {}),
+      });
+      return {
+        state: 'done',
+        result: {
+          call_id: created.call_id,
+          ...(decision.answer === 'defer' ? { deferred_until: new Date(decision.until).toISOString() } : {}),
+        },
+      };
+    },
+  },
+  add_to_campaign: {
+    effect: {},
+    async preview(input) {
+      const campaignId = render(input.data.campaign_id, input.context);
+      const would = { campaign_id: campaignId, lead_id: input.lead?._id ?? null };
+      if (input.lead === null) return { skip: 'The event is about no lead.', would };
+      const campaign = await findCampaign(input.services.mongo.db, campaignId);
+      if (campaign === null || campaign.firm !== input.firm._id)
+        return { skip: `No campaign ${campaignId} in this firm.`, would };
+      if (campaign.status !== 'draft')
+        return { skip: `The campaign is ${campaign.status}: leads are added only to a draft.`, would };
+      return { would };
+    },
+    async perform({ services, lead, would }) {
+      const campaign = (await findCampaign(services.mongo.db, would.campaign_id as string))!;
+      const added = await addCampaignLeads(services, campaign, { leadIds: [lead!._id] });
+      return { state: 'done', result: { campaign_id: campaign._id, leads_added: added.leads_added } };
+    },
+  },
+  update_lead: {
+    effect: {},
+    async preview(input) {
+      const would: Result = { lead_id: input.lead?._id ?? null };
+      if (typeof input.data.status === 'string') would.status = render(input.data.status, input.context);
+      if (Array.isArray(input.data.tags))
+        would.add_tags = input.data.tags.map((t) => render(t, input.context));
+      return input.lead === null ? { skip: 'The event is about no lead.', would } : { would };
+    },
+    async perform({ services, lead, would }) {
+      const set: Result = {};
+      if (would.status !== undefined) set.workflow_status = would.status;
+      if (would.add_tags !== undefined) {
+        const current = await leadsCollection(services.mongo.db).findOne(
+          { _id: lead!._id },
+          { projection: { tags: 1 } },
+        );
+        const tags = new Set<string>(((current as { tags?: string[] } | null)?.tags ?? []) as string[]);
+        for (const t of would.add_tags as string[]) tags.add(t);
+        set.tags = [...tags];
+      }
+      // Setting a status and adding tags twice leaves the same lead: repeating it is harmless.
+      await leadsCollection(services.mongo.db).updateOne({ _id: lead!._id }, { $set: set });
+      return { state: 'done', result: { lead_id: lead!._id, ...set } };
+    },
+  },
+  webhook: {
+    effect: {
+      mayHaveHappened: (err) => requestMayHaveBeenSent(err),
+      isFinal: (err) =>
+        urlPolicyRefusal(err) !== null ||
+        (err instanceof WebhookRefused && err.status < 500 && err.status !== 429),
+    },
+    async preview(input) {
+      const body = {
+        type: 'workflow.step',
+        timestamp: new Date().toISOString(),
+        data: { event: input.context.event, lead: input.context.lead, workflow: input.context.workflow },
+      };
+      return { would: { url: render(input.data.url, input.context), body } };
+    },
+    async perform({ services, data, would, stepId }) {
+      // The Standard Webhooks form: id, timestamp, and v1 = HMAC-SHA256 of "id.timestamp.body"
+      // keyed by the node's `secret` (sent unsigned when it has none).
+      const id = `msg_${stepDigest(stepId)}`;
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const body = JSON.stringify(would.body);
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': timestamp,
+      };
+      if (typeof data.secret === 'string' && data.secret !== '') {
+        const key = data.secret.startsWith('whsec_')
+          ? Buffer.from(data.secret.slice(6), 'base64')
+          : Buffer.from(data.secret);
+        headers['webhook-signature'] =
+          `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+      }
+      const answer = await guardedRequest(would.url as string, {
+        method: 'POST',
+        headers,
+        body,
+        policy: urlPolicyOf(services.config),
+      });
+      if (answer.status < 200 || answer.status >= 300) throw new WebhookRefused(answer.status);
+      return { state: 'done', result: { status: answer.status, webhook_id: id } };
+    },
+  },
+};
+
+class WebhookRefused extends Error {
+  constructor(readonly status: number) {
+    super(`The webhook answered ${status}.`);
+    this.name = 'WebhookRefused';
+  }
+}
+
+/** A failure no retry can fix (the step is then `failed`). */
+export function isFinalActionFailure(type: ActionType, err: unknown): boolean {
+  return ACTIONS[type].effect.isFinal?.(err) ?? false;
+}

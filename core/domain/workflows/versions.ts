@@ -1,0 +1,188 @@
+import type { Db } from 'mongodb';
+import type { Services } from '../../wiring/services.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { invalidRequest, notFound } from '../../platform/errors.js';
+import type { WorkflowEdge, WorkflowNode } from './graph.js';
+import { dataOf, runnableGraph, runnableProblems, TRIGGER } from './vocabulary.js';
+import {
+  readMeta,
+  withFirmWorkflowsLock,
+  workflows,
+  type WorkflowDoc,
+  type WorkflowMeta,
+} from './workflows.js';
+
+// Activation and versions (docs/workflows.md#activation). Activating a workflow checks that it
+// can run, saves its graph as a version (`<workflow id>:v<n>`, never changed afterwards) and lists
+// it in the trigger index of each event it starts on; an edit while active saves the next version
+// and lists that one: runs started before keep the version they started with. All of it happens
+// under the firm's workflows lock (the writes of a firm's workflows take turns).
+
+export interface WorkflowVersionDoc {
+  _id: string;
+  firm: string;
+  workflow_id: string;
+  version: number;
+  name: string;
+  nodes_json: string;
+  edges_json: string;
+  created_at: Date;
+}
+
+/** `<firm>|<event pattern>`: the active workflows an event type (or group) starts. */
+export interface WorkflowTriggerIndexDoc {
+  _id: string;
+  firm: string;
+  entries: Array<{ workflow_id: string; version_id: string }>;
+}
+
+export const versionsCollection = (db: Db) =>
+  collection<WorkflowVersionDoc>(db, COLLECTIONS.workflowVersions);
+export const triggerIndex = (db: Db) => collection<WorkflowTriggerIndexDoc>(db, COLLECTIONS.workflowTriggers);
+
+export const versionIdOf = (workflowId: string, version: number): string => `${workflowId}:v${version}`;
+export const triggerKeyOf = (firm: string, pattern: string): string => `${firm}|${pattern}`;
+
+/** 400 naming each node that would keep the graph from running (only active workflows are checked). */
+export function assertRunnable(nodes: WorkflowNode[], edges: WorkflowEdge[]): void {
+  const problems = runnableProblems(nodes, edges);
+  if (problems.length === 0) return;
+  const first = problems[0]!;
+  throw invalidRequest(
+    `An active workflow must be able to run: ${first.path} ${first.message}` +
+      (problems.length > 1 ? `; and ${problems.length - 1} more.` : '.'),
+    problems,
+  );
+}
+
+/** Saves the workflow's graph as its next version; returns the version's number. */
+export async function saveVersion(services: Services, doc: WorkflowDoc): Promise<number> {
+  const version = (doc.version ?? 0) + 1;
+  await versionsCollection(services.mongo.db).replaceOne(
+    { _id: versionIdOf(doc._id, version) },
+    {
+      firm: doc.firm,
+      workflow_id: doc._id,
+      version,
+      name: doc.name,
+      nodes_json: doc.nodes_json,
+      edges_json: doc.edges_json,
+      created_at: new Date(),
+    },
+    { upsert: true },
+  );
+  return version;
+}
+
+async function setEntry(
+  services: Services,
+  firm: string,
+  key: string,
+  workflowId: string,
+  versionId: string | null,
+): Promise<void> {
+  const index = triggerIndex(services.mongo.db);
+  const current = await index.findOne({ _id: key });
+  const entries = (current?.entries ?? []).filter((e) => e.workflow_id !== workflowId);
+  if (versionId !== null) entries.push({ workflow_id: workflowId, version_id: versionId });
+  if (entries.length === 0) await index.deleteOne({ _id: key });
+  else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
+}
+
+/** Lists the workflow's current version under each event it starts on; returns those keys. */
+export async function indexTriggers(
+  services: Services,
+  doc: WorkflowDoc,
+  previous: string[],
+): Promise<string[]> {
+  const nodes = JSON.parse(doc.nodes_json) as WorkflowNode[];
+  const patterns = new Set(
+    nodes
+      .filter((n) => n.type === TRIGGER)
+      .map((n) => dataOf(n).event)
+      .filter((e): e is string => typeof e === 'string'),
+  );
+  const keys = [...patterns].map((p) => triggerKeyOf(doc.firm, p));
+  const versionId = versionIdOf(doc._id, doc.version ?? 1);
+  for (const key of previous) if (!keys.includes(key)) await setEntry(services, doc.firm, key, doc._id, null);
+  for (const key of keys) await setEntry(services, doc.firm, key, doc._id, versionId);
+  return keys;
+}
+
+export async function unindexTriggers(services: Services, workflowId: string, keys: string[]): Promise<void> {
+  const firm = keys[0]?.split('|')[0] ?? '';
+  for (const key of keys) await setEntry(services, firm, key, workflowId, null);
+}
+
+export interface ActivationView {
+  id: string;
+  active: boolean;
+  version: number | null;
+}
+
+/** Activates the workflow (400 naming the node when it cannot run); a new version when its graph changed. */
+export async function activateWorkflow(services: Services, meta: WorkflowMeta): Promise<ActivationView> {
+  const db = services.mongo.db;
+  return withFirmWorkflowsLock(services, meta.firm, async () => {
+    const doc = await workflows(db, meta.firm).findOne({ _id: meta._id });
+    if (doc === null || doc.firm !== meta.firm) throw notFound('workflow');
+    assertRunnable(
+      JSON.parse(doc.nodes_json) as WorkflowNode[],
+      JSON.parse(doc.edges_json) as WorkflowEdge[],
+    );
+    let version = doc.version;
+    const saved =
+      version === undefined
+        ? null
+        : await versionsCollection(db).findOne({ _id: versionIdOf(doc._id, version) });
+    // The last version is this graph already (deactivated, then activated again): it is kept.
+    if (saved === null || saved.nodes_json !== doc.nodes_json || saved.edges_json !== doc.edges_json) {
+      version = await saveVersion(services, doc);
+    }
+    const next = { ...doc, version: version!, active: true };
+    const keys = await indexTriggers(services, next, doc.trigger_keys ?? []);
+    await workflows(db, meta.firm).updateOne(
+      { _id: doc._id },
+      { $set: { active: true, version: version!, trigger_keys: keys } },
+    );
+    return { id: doc._id, active: true, version: version! };
+  });
+}
+
+export async function deactivateWorkflow(services: Services, meta: WorkflowMeta): Promise<ActivationView> {
+  const db = services.mongo.db;
+  return withFirmWorkflowsLock(services, meta.firm, async () => {
+    const current = await readMeta(db, meta.firm, meta._id);
+    if (current === null) throw notFound('workflow');
+    await unindexTriggers(services, current._id, current.trigger_keys ?? []);
+    await workflows(db, meta.firm).updateOne(
+      { _id: current._id },
+      { $set: { active: false, trigger_keys: [] } },
+    );
+    return { id: current._id, active: false, version: current.version ?? null };
+  });
+}
+
+/** A parsed version (versions never change: kept in memory once read). */
+export interface LoadedVersion {
+  doc: WorkflowVersionDoc;
+  nodes: WorkflowNode[];
+  edges: WorkflowEdge[];
+  graph: ReturnType<typeof runnableGraph>;
+}
+
+const loaded = new Map<string, LoadedVersion>();
+const MAX_LOADED = 500;
+
+export async function loadVersion(db: Db, versionId: string): Promise<LoadedVersion | null> {
+  const cached = loaded.get(versionId);
+  if (cached !== undefined) return cached;
+  const doc = await versionsCollection(db).findOne({ _id: versionId });
+  if (doc === null) return null;
+  const nodes = JSON.parse(doc.nodes_json) as WorkflowNode[];
+  const edges = JSON.parse(doc.edges_json) as WorkflowEdge[];
+  const value = { doc, nodes, edges, graph: runnableGraph(nodes, edges) };
+  if (loaded.size >= MAX_LOADED) loaded.delete(loaded.keys().next().value!);
+  loaded.set(versionId, value);
+  return value;
+}

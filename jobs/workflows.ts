@@ -1,0 +1,29 @@
+import { QUEUE } from './queues.js';
+import { defineJob, jobId } from './define.js';
+
+// Workflows (docs/workflows.md#runs): a domain event's fan-out (jobs/webhooks.ts) starts the runs of
+// the firm's active workflows it matches (and ends the `wait_for` steps waiting on it); each step of a run is a job
+// of its own, keyed by the step (run + node + visit), so a retried step adds nothing new; a `wait`
+// is the next step's job added with a delay; a `wait_for` step's timeout is a delayed job too.
+
+/** One step of a run (job id = the step id: run + node + visit). */
+export interface WorkflowStepJob {
+  firm: string;
+  runId: string;
+  stepId: string;
+}
+
+export const workflowJobs = {
+  workflowStep: defineJob<WorkflowStepJob>({
+    queue: QUEUE.workflows,
+    name: 'workflow-step',
+    id: (job) => jobId('wfs', job.stepId),
+    // As call effects: about an hour of retries before a step's action is `failed`.
+    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+  }),
+  workflowWaitTimeout: defineJob<WorkflowStepJob>({
+    queue: QUEUE.workflows,
+    name: 'workflow-wait-timeout',
+    id: (job) => jobId('wfto', job.stepId),
+  }),
+};
