@@ -115,11 +115,11 @@ async function endedRun(client: ApiClient, workflowId: string, timeoutMs = 30_00
 const stepOf = (run: { steps: Array<{ node_id: string }> }, nodeId: string) =>
   run.steps.filter((s) => s.node_id === nodeId) as any[];
 
-/** Waits until the workflow trigger of a lead's lead.created event has run. */
+/** Waits until the fan-out of a lead's lead.created event (which starts its workflow runs) has run. */
 async function triggered(leadId: string): Promise<void> {
   const eventId = eventIdOf({ firm: firm.slug, type: 'lead.created', subject: leadId, key: 'created' });
   await eventually(async () => {
-    const job = await stack.services.queues.workflows.getJob(`wft|${eventId}`);
+    const job = await stack.services.queues.webhooks.getJob(`fanout|${eventId}`);
     expect(await job?.isCompleted()).toBe(true);
   });
 }
