@@ -5,6 +5,7 @@ import { campaignJobs } from './campaigns.js';
 import { complianceJobs } from './compliance.js';
 import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
+import { phoneJobs } from './phone.js';
 import { simulatorJobs } from './simulator.js';
 
 /**
@@ -21,6 +22,7 @@ export const JOBS = {
   ...complianceJobs,
   ...bookingJobs,
   ...contactJobs,
+  ...phoneJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

@@ -357,6 +357,10 @@ export class RedisKeys {
   }
 
   /** The lock of a firm's Clio OAuth tokens (one refresh at a time, however many workers need one). */
+  ringcentralTokenLock(firm: string): string {
+    return key(this.prefix, 'lock', 'ringcentral-token', firm);
+  }
+
   clioTokenLock(firm: string): string {
     return key(this.prefix, 'lock', 'clio-token', firm);
   }

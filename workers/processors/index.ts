@@ -7,6 +7,7 @@ import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from 
 import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
+import { maintainRingCentralSubscriptions, missedCallback, pruneRingCentralOAuthStates } from './phone.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
 export const processors: ProcessorTable = {
@@ -29,4 +30,7 @@ export const processors: ProcessorTable = {
   importContacts,
   sweepContactImports,
   syncContacts,
+  missedCallback,
+  maintainRingCentralSubscriptions,
+  pruneRingCentralOAuthStates,
 };

@@ -27,6 +27,7 @@ export function contactView(contact: ContactDoc): Static<typeof ContactRecord> {
     // Pairs become an object here; Object.fromEntries makes own properties, "__proto__" included.
     custom: Object.fromEntries(contact.custom.map((c) => [c.key, c.value])),
     created_at: contact.created_at.toISOString(),
+    ...(contact.deleted_at ? { deleted_at: contact.deleted_at.toISOString() } : {}),
   };
 }
 
@@ -60,6 +61,7 @@ export function syncJobView(sync: ContactSyncDoc): Static<typeof SyncJobResponse
     imported: sync.imported,
     duplicates: sync.duplicates,
     errors: sync.errors,
+    ...(sync.source === 'ringcentral' ? { deleted: sync.deleted ?? 0, updated: sync.updated ?? 0 } : {}),
     ...(sync.status === 'failed'
       ? { message: `The sync failed (${sync.failure ?? 'unknown error'}); start a new sync.` }
       : {}),
