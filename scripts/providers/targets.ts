@@ -58,7 +58,8 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
       commit: '77dbbc32a746f61b100519f466130d57154b2915 (2022-09-02)',
       git_blob: 'cfeed2ca7e7530c6d3bdfbe23112fdc53720365e',
       retrieved: '2026-11-29',
-      conversion: 'YAML read as JSON (python3 yaml.safe_load, json.dump), then derived; sha256 is of that JSON',
+      conversion:
+        'YAML read as JSON (python3 yaml.safe_load, json.dump), then derived; sha256 is of that JSON',
     },
     operations: [
       ['post', '/restapi/oauth/token'],

@@ -164,7 +164,11 @@ const send = (res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
   res.end(body === undefined ? '' : JSON.stringify(body));
 };
-const rcError = (errorCode: string, message: string) => ({ errorCode, message, errors: [{ errorCode, message }] });
+const rcError = (errorCode: string, message: string) => ({
+  errorCode,
+  message,
+  errors: [{ errorCode, message }],
+});
 const token = (prefix: string) => `${prefix}${randomBytes(18).toString('base64url')}`;
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -252,25 +256,34 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
 
   const contactResource = (c: FakeRcContact): PersonalContactResource => {
     const { seq: _seq, ...rest } = c;
-    return { uri: `${fake.url}/restapi/v1.0/account/${RC_ACCOUNT_ID}/extension/${RC_EXTENSION_ID}/address-book/contact/${c.id}`, ...rest };
+    return {
+      uri: `${fake.url}/restapi/v1.0/account/${RC_ACCOUNT_ID}/extension/${RC_EXTENSION_ID}/address-book/contact/${c.id}`,
+      ...rest,
+    };
   };
 
   async function tokenEndpoint(req: IncomingMessage, res: ServerResponse, form: URLSearchParams) {
     const match = spec.match('post', '/restapi/oauth/token')!;
     const problems = spec.checkForm(match, form);
     fake.oauth.tokenRequests.push(Object.fromEntries(form));
-    if (problems.length > 0) return send(res, 400, { error: 'invalid_request', error_description: problems.join('; ') });
+    if (problems.length > 0)
+      return send(res, 400, { error: 'invalid_request', error_description: problems.join('; ') });
     const basic = `Basic ${Buffer.from(`${fake.oauth.clientId}:${fake.oauth.clientSecret}`).toString('base64')}`;
     if (req.headers.authorization !== basic || fake.oauth.refuseClient) {
       return send(res, 401, { error: 'invalid_client', error_description: 'Invalid client: rc-client-id' });
     }
     const refused = (description: string) =>
-      send(res, 400, { error: 'invalid_grant', error_description: description, errors: [{ errorCode: 'OAU-211', message: description }] });
+      send(res, 400, {
+        error: 'invalid_grant',
+        error_description: description,
+        errors: [{ errorCode: 'OAU-211', message: description }],
+      });
     const grant = form.get('grant_type');
     if (grant === 'authorization_code') {
       const code = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? '');
-      if (!code || code.redirectUri !== form.get('redirect_uri')) return refused('Authorization code is invalid');
+      if (!code || code.redirectUri !== form.get('redirect_uri'))
+        return refused('Authorization code is invalid');
       const verifier = form.get('code_verifier');
       if (code.challenge !== null) {
         const s256 = verifier === null ? '' : createHash('sha256').update(verifier).digest('base64url');
@@ -282,7 +295,10 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
       fake.oauth.refreshTokens.delete(old);
       refreshes += 1;
     } else {
-      return send(res, 400, { error: 'unsupported_grant_type', error_description: `Unsupported grant type: ${grant}` });
+      return send(res, 400, {
+        error: 'unsupported_grant_type',
+        error_description: `Unsupported grant type: ${grant}`,
+      });
     }
     const answer: TokenInfo = {
       access_token: token('U1BCMDFQMDRQQVMwMXxBQUJf'),
@@ -336,7 +352,11 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
     if (method === 'get' && url.pathname === '/restapi/oauth/authorize') {
       // Outside the derived operations (a browser page): checked by hand.
       const q = url.searchParams;
-      if (q.get('response_type') !== 'code' || q.get('client_id') !== fake.oauth.clientId || !q.get('redirect_uri')) {
+      if (
+        q.get('response_type') !== 'code' ||
+        q.get('client_id') !== fake.oauth.clientId ||
+        !q.get('redirect_uri')
+      ) {
         return send(res, 400, { error: 'invalid_request', error_description: 'Bad authorize request' });
       }
       if (q.has('code_challenge') && q.get('code_challenge_method') !== 'S256') {
@@ -351,14 +371,29 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
       return void res.end();
     }
     const match = spec.match(method, url.pathname);
-    if (match === null) return send(res, 404, rcError('CMN-102', `Resource for parameter [path] is not found: ${url.pathname}`));
+    if (match === null)
+      return send(
+        res,
+        404,
+        rcError('CMN-102', `Resource for parameter [path] is not found: ${url.pathname}`),
+      );
     if (match.template === '/restapi/oauth/token') return tokenEndpoint(req, res, new URLSearchParams(text));
     if (unparsable) return send(res, 400, rcError('CMN-101', 'Request body is not valid JSON'));
-    const verdict = spec.checkRequest({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    const verdict = spec.checkRequest({
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+    });
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const expiry = bearer === undefined ? undefined : fake.oauth.accessTokens.get(bearer);
     if (expiry === undefined || expiry <= Date.now()) {
-      return send(res, 401, rcError('TokenInvalid', expiry === undefined ? 'Token not found' : 'Access token expired'));
+      return send(
+        res,
+        401,
+        rcError('TokenInvalid', expiry === undefined ? 'Token not found' : 'Access token expired'),
+      );
     }
     if (verdict.problems.length > 0) return send(res, 400, rcError('CMN-101', verdict.problems.join('; ')));
     const operation = spec.at(match.pointer) as Record<string, unknown>;
@@ -366,13 +401,20 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
     if (failAt !== -1) {
       const failure = fake.failNext.splice(failAt, 1)[0]!;
       const group = String(operation['x-throttling-group'] ?? 'Medium');
-      return send(res, failure.status, failure.status === 429 ? rcError('CMN-301', 'Request rate exceeded') : rcError('CMN-211', 'Service unavailable'), {
-        ...(failure.retryAfter === undefined ? {} : { 'retry-after': failure.retryAfter }),
-        'x-rate-limit-group': group,
-        'x-rate-limit-limit': '10',
-        'x-rate-limit-remaining': '0',
-        'x-rate-limit-window': '60',
-      });
+      return send(
+        res,
+        failure.status,
+        failure.status === 429
+          ? rcError('CMN-301', 'Request rate exceeded')
+          : rcError('CMN-211', 'Service unavailable'),
+        {
+          ...(failure.retryAfter === undefined ? {} : { 'retry-after': failure.retryAfter }),
+          'x-rate-limit-group': group,
+          'x-rate-limit-limit': '10',
+          'x-rate-limit-remaining': '0',
+          'x-rate-limit-window': '60',
+        },
+      );
     }
     const answer = (status: number, payload: unknown) => {
       fake.violations.record(spec.checkResponse(match, status, payload));
@@ -391,11 +433,14 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
         });
       case 'get /restapi/v1.0/account/{accountId}/extension/{extensionId}/address-book-sync': {
         const perPage = q.has('perPage') ? Number(q.get('perPage')) : 250;
-        if (perPage < 1 || perPage > 250) return send(res, 400, rcError('CMN-101', 'Parameter [perPage] value is invalid'));
+        if (perPage < 1 || perPage > 250)
+          return send(res, 400, rcError('CMN-101', 'Parameter [perPage] value is invalid'));
         const now = new Date().toISOString();
         if ((q.get('syncType') ?? 'FSync') === 'FSync') {
           const page = q.has('pageId') ? Number(q.get('pageId')) : 1;
-          const live = [...fake.contacts.values()].filter((c) => c.availability === 'Alive').sort((a, b) => a.id - b.id);
+          const live = [...fake.contacts.values()]
+            .filter((c) => c.availability === 'Alive')
+            .sort((a, b) => a.id - b.id);
           const records = live.slice((page - 1) * perPage, page * perPage);
           const more = page * perPage < live.length;
           const out: AddressBookSync = {
@@ -408,26 +453,42 @@ export async function startFakeRingCentral(): Promise<FakeRingCentral> {
         }
         const from = /^st\.(\d+)$/.exec(q.get('syncToken') ?? '');
         if (!from) return send(res, 400, rcError('CMN-101', 'Parameter [syncToken] value is invalid'));
-        const changed = [...fake.contacts.values()].filter((c) => c.seq > Number(from[1])).sort((a, b) => a.seq - b.seq);
+        const changed = [...fake.contacts.values()]
+          .filter((c) => c.seq > Number(from[1]))
+          .sort((a, b) => a.seq - b.seq);
         const records = changed.slice(0, perPage);
         const last = records.at(-1)?.seq ?? Number(from[1]);
         return answer(200, {
           uri: `${fake.url}${url.pathname}${url.search}`,
           records: records.map(contactResource),
-          syncInfo: { syncType: 'ISync', syncToken: `st.${last}`, syncTime: now, olderRecordsExist: changed.length > records.length },
+          syncInfo: {
+            syncType: 'ISync',
+            syncToken: `st.${last}`,
+            syncTime: now,
+            olderRecordsExist: changed.length > records.length,
+          },
         } satisfies AddressBookSync);
       }
       case 'post /restapi/v1.0/subscription': {
-        const request = body as { eventFilters: string[]; expiresIn?: number; deliveryMode: { transportType: string; address?: string; verificationToken?: string } };
+        const request = body as {
+          eventFilters: string[];
+          expiresIn?: number;
+          deliveryMode: { transportType: string; address?: string; verificationToken?: string };
+        };
         if (request.deliveryMode.transportType !== 'WebHook' || !request.deliveryMode.address) {
           return send(res, 400, rcError('SUB-521', 'Delivery mode is not supported'));
         }
         if (!(await validateAddress(request.deliveryMode.address))) {
-          return send(res, 400, rcError('SUB-523', 'WebHook responds with incorrect HTTP status or Validation-Token'));
+          return send(
+            res,
+            400,
+            rcError('SUB-523', 'WebHook responds with incorrect HTTP status or Validation-Token'),
+          );
         }
         const seconds = Math.min(request.expiresIn ?? 604_800, fake.maxSubscriptionSeconds);
         const sub: FakeRcSubscription = {
-          id: randomUUID(),
+          // The document's SubscriptionId parameter allows at most 20 characters.
+          id: randomBytes(8).toString('hex'),
           eventFilters: request.eventFilters,
           address: request.deliveryMode.address,
           verificationToken: request.deliveryMode.verificationToken,

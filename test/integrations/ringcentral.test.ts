@@ -32,7 +32,7 @@ beforeAll(async () => {
       RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
       RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
       RINGCENTRAL_SERVER: rc.url,
-      RINGCENTRAL_SUBSCRIPTION_CHECK_MS: '1000',
+      RINGCENTRAL_SUBSCRIPTION_CHECK_MS: '250',
     },
   });
   workers = startInProcessWorkers();
@@ -44,7 +44,10 @@ afterAll(async () => {
 });
 
 const startInProcessWorkers = () =>
-  startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
+  startWorkers(
+    createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker'),
+    processors,
+  );
 const db = () => stack.services.mongo.db;
 const SYNC_PATH = '/restapi/v1.0/account/~/extension/~/address-book-sync';
 
@@ -82,8 +85,15 @@ describe('the fake judges requests by RingCentral’s document', () => {
   it('refuses what the document does not have, in RingCentral’s error shape', async () => {
     const spec = loadSpec('ringcentral');
     expect(spec.match('get', SYNC_PATH.replace(/~/g, '123'))?.operationId).toBe('syncAddressBook');
-    const verdict = spec.checkRequest({ method: 'get', path: SYNC_PATH, query: new URLSearchParams('syncType=Full&per_page=9') });
-    expect(verdict.problems.join('; ')).toMatch(/syncType.*must be one of.*"FSync","ISync".*per_page" is not in the document/s);
+    const verdict = spec.checkRequest({
+      method: 'get',
+      path: SYNC_PATH,
+      query: new URLSearchParams('syncType=Full&per_page=9'),
+    });
+    expect(verdict.problems).toEqual([
+      'query parameter "per_page" is not in the document',
+      'query parameter "syncType" must be one of ["FSync","ISync"]',
+    ]);
     const match = spec.match('post', '/restapi/oauth/token')!;
     expect(spec.checkForm(match, new URLSearchParams('grant_type=magic&client_secret=x'))).toEqual([
       expect.stringMatching(/grant_type.*must be one of/),
@@ -106,17 +116,25 @@ describe('connecting RingCentral', () => {
     expect(url.origin + url.pathname).toBe(`${rc.url}/restapi/oauth/authorize`);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     expect(url.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(url.searchParams.get('redirect_uri')).toBe(`${stack.baseUrl}/api/integrations/ringcentral/callback`);
+    expect(url.searchParams.get('redirect_uri')).toBe(
+      `${stack.baseUrl}/api/integrations/ringcentral/callback`,
+    );
     expect(flow.back.status, flow.html).toBe(200);
     expect(flow.html).toContain('is connected to RingCentral');
     // The code was exchanged with the verifier whose S256 the authorize URL carried.
     const exchange = rc.oauth.tokenRequests.at(-1)!;
     expect(exchange).toMatchObject({ grant_type: 'authorization_code', code_verifier: expect.any(String) });
     // The tokens are sealed at rest: no token in the stored document.
-    const raw = JSON.stringify(await db().collection<any>(COLLECTIONS.ringcentralConnections).findOne({ _id: firm.slug }));
+    const raw = JSON.stringify(
+      await db().collection<any>(COLLECTIONS.ringcentralConnections).findOne({ _id: firm.slug }),
+    );
     for (const token of rc.oauth.accessTokens.keys()) expect(raw).not.toContain(token);
     const status = await firm.client.get(`/api/integrations/ringcentral/status?firmSlug=${firm.slug}`);
-    expect(status.body).toMatchObject({ connected: true, status: 'connected', subscription_expires_at: expect.any(String) });
+    expect(status.body).toMatchObject({
+      connected: true,
+      status: 'connected',
+      subscription_expires_at: expect.any(String),
+    });
     expect(JSON.stringify(status.body)).not.toMatch(/token/i);
     // The subscription: our webhook address, the telephony sessions filter, made after RingCentral's handshake.
     expect(rc.subscriptions.size).toBe(subsBefore + 1);
@@ -125,14 +143,18 @@ describe('connecting RingCentral', () => {
     expect(sub.eventFilters).toEqual(['/restapi/v1.0/account/~/extension/~/telephony/sessions']);
 
     // The same callback again: the state is used up.
-    const again = await fetch(flow.callback, { headers: { cookie: flow.cookie, accept: 'application/json' } });
+    const again = await fetch(flow.callback, {
+      headers: { cookie: flow.cookie, accept: 'application/json' },
+    });
     expect(again.status).toBe(400);
     // A flow finished in another browser: 403, and the code is never exchanged.
     const before = rc.oauth.tokenRequests.length;
     const start = await firm.client.post('/api/integrations/ringcentral/connect', { firmSlug: firm.slug });
     const authorize = start.body.authorize_url as string;
     const approved = await fetch(authorize, { redirect: 'manual' });
-    const stranger = await fetch(approved.headers.get('location')!, { headers: { accept: 'application/json' } });
+    const stranger = await fetch(approved.headers.get('location')!, {
+      headers: { accept: 'application/json' },
+    });
     expect(stranger.status).toBe(403);
     expect(rc.oauth.tokenRequests.length).toBe(before);
   });
@@ -151,13 +173,29 @@ describe('connecting RingCentral', () => {
       400,
       'invalid_request',
     );
-    expectError(await firm.client.post('/api/integrations/ringcentral/connect', { firmSlug: other.slug }), 403, 'forbidden');
-    expectError(await stack.api.get('/api/integrations/ringcentral/callback?code=x&state=nope'), 400, 'invalid_request');
-    expectError(await stack.api.get('/api/integrations/ringcentral/callback?state=nope'), 400, 'invalid_request');
+    expectError(
+      await firm.client.post('/api/integrations/ringcentral/connect', { firmSlug: other.slug }),
+      403,
+      'forbidden',
+    );
+    expectError(
+      await stack.api.get('/api/integrations/ringcentral/callback?code=x&state=nope'),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await stack.api.get('/api/integrations/ringcentral/callback?state=nope'),
+      400,
+      'invalid_request',
+    );
     const res = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
     expectError(res, 409, 'phone_system_not_connected');
     expectError(
-      await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral', extra: true }),
+      await firm.client.post('/api/contacts/sync', {
+        firmSlug: firm.slug,
+        source: 'ringcentral',
+        extra: true,
+      }),
       400,
       'invalid_request',
     );
@@ -183,8 +221,12 @@ describe('the contacts sync', () => {
     const mine = () => [...rc.contacts.values()].filter((c) => c.id >= base && c.id < base + 1000);
     rc.failNext.push({ status: 429, path: SYNC_PATH, retryAfter: '1' });
     const refreshes = rc.oauth.refreshCount();
+    const requestsBefore = rc.requests.length;
     rc.oauth.expireAccessTokens();
-    const start = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
+    const start = await firm.client.post('/api/contacts/sync', {
+      firmSlug: firm.slug,
+      source: 'ringcentral',
+    });
     expect(start.status, JSON.stringify(start.body)).toBe(202);
     const first = await waitSync(firm.client, start.body.job_id);
     const rows = mine().flatMap((c) => ringCentralContactRow(c) ?? []);
@@ -201,8 +243,11 @@ describe('the contacts sync', () => {
       deleted: 0,
       updated: 0,
     });
-    expect(rc.oauth.refreshCount()).toBe(refreshes + 1);
-    const fsync = rc.requests.filter((r) => r.path === SYNC_PATH && r.query.syncType === 'FSync');
+    // The expired token was answered 401 and refreshed (other firms' checks may refresh theirs too).
+    expect(rc.oauth.refreshCount()).toBeGreaterThan(refreshes);
+    const fsync = rc.requests
+      .slice(requestsBefore)
+      .filter((r) => r.path === SYNC_PATH && r.query.syncType === 'FSync');
     expect(fsync.map((r) => r.query.pageId ?? '1')).toContain('2');
     expect(fsync.every((r) => r.query.perPage === '250')).toBe(true);
     const contacts = await expectNoTwins(stack, firm.slug);
@@ -222,14 +267,27 @@ describe('the contacts sync', () => {
     const before = rc.requests.length;
     const next = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
     const second = await waitSync(firm.client, next.body.job_id);
-    expect(second).toMatchObject({ status: 'completed', pages: 1, imported: 2, duplicates: 0, errors: 0, deleted: 3, updated: 4 });
+    expect(second).toMatchObject({
+      status: 'completed',
+      pages: 1,
+      imported: 2,
+      duplicates: 0,
+      errors: 0,
+      deleted: 3,
+      updated: 4,
+    });
     const asked = rc.requests.slice(before).filter((r) => r.path === SYNC_PATH);
     expect(asked).toHaveLength(1);
     expect(asked[0]!.query).toMatchObject({ syncType: 'ISync', syncToken: expect.stringMatching(/^st\./) });
     const removed = await contactsOf(stack)
       .find({ firm: firm.slug, deleted_at: { $ne: null } })
       .toArray();
-    expect(removed.map((c) => c.external_id).sort()).toEqual(stored.slice(20, 23).map((c) => String(c.id)).sort());
+    expect(removed.map((c) => c.external_id).sort()).toEqual(
+      stored
+        .slice(20, 23)
+        .map((c) => String(c.id))
+        .sort(),
+    );
     const renamed = await contactsOf(stack).findOne({ firm: firm.slug, external_id: String(stored[10]!.id) });
     expect(renamed?.last_name).toBe(`Renamed${stored[10]!.id}`);
     const listed = await firm.client.get(`/api/contacts?firmSlug=${firm.slug}&limit=1000`);
@@ -242,7 +300,10 @@ describe('the contacts sync', () => {
     await connectFully(firm);
     rc.oauth.revokeRefreshTokens();
     rc.oauth.expireAccessTokens();
-    const start = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
+    const start = await firm.client.post('/api/contacts/sync', {
+      firmSlug: firm.slug,
+      source: 'ringcentral',
+    });
     const result = await waitSync(firm.client, start.body.job_id);
     expect(result).toMatchObject({ status: 'failed', message: expect.stringMatching(/reconnect_required/) });
     const status = await firm.client.get(`/api/integrations/ringcentral/status?firmSlug=${firm.slug}`);
@@ -260,16 +321,32 @@ describe('missed calls called back', () => {
     const firm = await createFirm(stack, { timezone: 'UTC', max_concurrent_calls: 20 });
     const agentId = await createAgent(firm.client, firm.slug);
     const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
-      settings: { missed_call_callback: { enabled: true, agent_id: agentId, delay_seconds: 1, exclude_known_clients: true } },
+      settings: {
+        missed_call_callback: {
+          enabled: true,
+          agent_id: agentId,
+          delay_seconds: 1,
+          exclude_known_clients: true,
+        },
+      },
     });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     await connectFully(firm);
     const sub = [...rc.subscriptions.values()].find((s) => s.address.includes(`/${firm.slug}/`))!;
     const only = (s: { id: string }) => s.id === sub.id;
     const firmNumber = '+13125550000';
-    const callers = ['+13125551001', '+13125551002', '+13125551003', '+13125551004', '+13125551005', '+13125551006'];
+    const callers = [
+      '+13125551001',
+      '+13125551002',
+      '+13125551003',
+      '+13125551004',
+      '+13125551005',
+      '+13125551006',
+    ];
     // 1004 is on the do-not-call list; 1005 calls in again and is answered; 1006 is a known client.
-    expect((await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [callers[3]] })).status).toBe(200);
+    expect(
+      (await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [callers[3]] })).status,
+    ).toBe(200);
     rc.addContact({ id: 88_000_001, firstName: 'Known', lastName: 'Client', businessPhone: callers[5] });
     const sync = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
     expect((await waitSync(firm.client, sync.body.job_id)).status).toBe('completed');
@@ -277,25 +354,49 @@ describe('missed calls called back', () => {
     // Forged: no token, a wrong token, an unknown firm; nothing is recorded.
     const forged = missedCallEvent(sub, { from: callers[0]!, to: firmNumber });
     const post = (path: string, headers: Record<string, string>) =>
-      fetch(`${stack.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(forged) });
+      fetch(`${stack.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(forged),
+      });
     const hook = `/api/v2/${firm.slug}/phone-webhook`;
     expect((await post(hook, {})).status).toBe(401);
     expect((await post(hook, { 'verification-token': 'guess' })).status).toBe(401);
     expect((await post(hook, { 'verification-token': `${sub.verificationToken}x` })).status).toBe(401);
-    expect((await post('/api/v2/no-such-firm/phone-webhook', { 'verification-token': sub.verificationToken! })).status).toBe(401);
-    expect((await post(hook, { 'validation-token': 'v' }).then((r) => r.headers.get('validation-token')))).toBe('v');
+    expect(
+      (await post('/api/v2/no-such-firm/phone-webhook', { 'verification-token': sub.verificationToken! }))
+        .status,
+    ).toBe(401);
+    expect(await post(hook, { 'validation-token': 'v' }).then((r) => r.headers.get('validation-token'))).toBe(
+      'v',
+    );
     expect((await post('/api/v2/no-such-firm/phone-webhook', { 'validation-token': 'v' })).status).toBe(401);
     expect(await db().collection(COLLECTIONS.missedCalls).countDocuments({ firm: firm.slug })).toBe(0);
 
     // Eight missed calls: 1001 three times (one session sent twice), the others once; 1005 then answered.
     const sessions: string[] = [];
     const send = async (from: string, status?: 'Answered' | 'VoiceMail', sessionId?: string) => {
-      const event = (s: { id: string }) => missedCallEvent(s, { from, to: firmNumber, ...(status ? { status } : {}), ...(sessionId ? { sessionId } : {}) });
+      const event = (s: { id: string }) =>
+        missedCallEvent(s, {
+          from,
+          to: firmNumber,
+          ...(status ? { status } : {}),
+          ...(sessionId ? { sessionId } : {}),
+        });
       const statuses = await rc.deliver((s) => (only(s) ? event(s) : { event: 'ignored' }), undefined);
       expect(statuses.every((s) => s === 200)).toBe(true);
     };
     const sent = Date.now();
-    for (const [i, caller] of [callers[0], callers[0], callers[1], callers[2], callers[3], callers[4], callers[5], callers[0]].entries()) {
+    for (const [i, caller] of [
+      callers[0],
+      callers[0],
+      callers[1],
+      callers[2],
+      callers[3],
+      callers[4],
+      callers[5],
+      callers[0],
+    ].entries()) {
       const sessionId = `s-${firm.slug}-${i}`;
       sessions.push(sessionId);
       await send(caller!, i === 2 ? 'VoiceMail' : undefined, sessionId);
@@ -312,7 +413,11 @@ describe('missed calls called back', () => {
       20_000,
       50,
     );
-    const byCaller = (n: number) => missed.filter((d) => d.caller === callers[n]).map((d) => d.outcome).sort();
+    const byCaller = (n: number) =>
+      missed
+        .filter((d) => d.caller === callers[n])
+        .map((d) => d.outcome)
+        .sort();
     expect(byCaller(0)).toEqual(['called', 'skipped_recent_callback', 'skipped_recent_callback']);
     expect(byCaller(1)).toEqual(['called']);
     expect(byCaller(2)).toEqual(['called']);
@@ -331,7 +436,9 @@ describe('missed calls called back', () => {
         dynamic_variables: { callback: 'true', call_reason: 'missed_call_callback', missed_call_id: m._id },
       });
       await eventually(async () =>
-        expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': m.callback_call_id })).toBe(1),
+        expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': m.callback_call_id })).toBe(
+          1,
+        ),
       );
     }
     const latency = called.map((m) => m.decided_at.getTime() - sent);
@@ -354,27 +461,35 @@ describe('missed calls called back', () => {
     });
     await connectFully(firm);
     const sub = [...rc.subscriptions.values()].find((s) => s.address.includes(`/${firm.slug}/`))!;
-    await rc.deliver((s) => (s.id === sub.id ? missedCallEvent(s, { from: '+13125552001', to: '+13125550000' }) : { event: 'ignored' }));
+    await rc.deliver((s) =>
+      s.id === sub.id
+        ? missedCallEvent(s, { from: '+13125552001', to: '+13125550000' })
+        : { event: 'ignored' },
+    );
     const doc = await eventually(async () => {
       const d = await db().collection<any>(COLLECTIONS.missedCalls).findOne({ firm: firm.slug });
       expect(d?.outcome).toBe('scheduled');
       return d;
     });
     const call = await firm.client.get(`/api/v2/get-call/${doc.callback_call_id}`);
-    expect(call.body.status).toBe('scheduled');
-    expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': doc.callback_call_id })).toBe(0);
+    expect(call.body).toMatchObject({ to_number: '+13125552001', dynamic_variables: { callback: 'true' } });
+    expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': doc.callback_call_id })).toBe(
+      0,
+    );
   });
 });
 
 describe('the subscription', () => {
   it('is renewed before it lapses, across a worker restart, and made again when RingCentral drops it', async () => {
-    rc.maxSubscriptionSeconds = 3;
+    rc.maxSubscriptionSeconds = 1;
     const firm = await createFirm(stack);
     await connectFully(firm);
     const ours = () => [...rc.subscriptions.values()].filter((s) => s.address.includes(`/${firm.slug}/`));
     const first = ours()[0]!;
     const renewals = () =>
-      rc.requests.filter((r) => r.method === 'POST' && r.path === `/restapi/v1.0/subscription/${first.id}/renew`).length;
+      rc.requests.filter(
+        (r) => r.method === 'POST' && r.path === `/restapi/v1.0/subscription/${first.id}/renew`,
+      ).length;
     await eventually(async () => expect(renewals()).toBeGreaterThanOrEqual(2), 15_000, 100);
     await workers!.stop();
     workers = startInProcessWorkers();
@@ -384,13 +499,19 @@ describe('the subscription', () => {
     expect(ours().map((s) => s.id)).toEqual([first.id]);
     expect(rc.subscriptions.get(first.id)!.expiresAt).toBeGreaterThan(Date.now());
     rc.subscriptions.delete(first.id);
-    const remade = await eventually(async () => {
-      const now = ours();
-      expect(now).toHaveLength(1);
-      return now[0]!;
-    }, 15_000, 100);
+    const remade = await eventually(
+      async () => {
+        const now = ours();
+        expect(now).toHaveLength(1);
+        return now[0]!;
+      },
+      15_000,
+      100,
+    );
     expect(remade.id).not.toBe(first.id);
     rc.maxSubscriptionSeconds = 604_800;
-    console.log(`subscription: lifetime 3 s, checked every 1 s: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`);
+    console.log(
+      `subscription: lifetime 1 s, checked every 250 ms: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`,
+    );
   }, 40_000);
 });

@@ -10,10 +10,15 @@ export const missedCallback: JobProcessor<MissedCallbackJob> = async (job, { ser
 });
 
 /** Renews or re-creates each connected firm's RingCentral subscription. */
-export const maintainRingCentralSubscriptions: JobProcessor<Record<string, never>> = async (_job, { services }) =>
-  maintain(services);
+export const maintainRingCentralSubscriptions: JobProcessor<Record<string, never>> = async (
+  _job,
+  { services },
+) => maintain(services);
 
 /** Deletes RingCentral connect states that expired unused (hourly). */
-export const pruneRingCentralOAuthStates: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
+export const pruneRingCentralOAuthStates: JobProcessor<Record<string, never>> = async (
+  _job,
+  { services },
+) => ({
   deleted: await pruneExpiredRingCentralStates(services.mongo.db),
 });

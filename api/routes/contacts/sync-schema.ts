@@ -30,10 +30,17 @@ export const SyncJobResponse = Type.Object({
   }),
   errors: Type.Integer({ minimum: 0, description: 'Persons an import would refuse (an invalid phone, ...)' }),
   deleted: Type.Optional(
-    Type.Integer({ minimum: 0, description: 'RingCentral: contacts its incremental sync said were removed (marked deleted_at)' }),
+    Type.Integer({
+      minimum: 0,
+      description: 'RingCentral: contacts its incremental sync said were removed (marked deleted_at)',
+    }),
   ),
   updated: Type.Optional(
-    Type.Integer({ minimum: 0, description: 'RingCentral: stored contacts its incremental sync said changed (names and company updated)' }),
+    Type.Integer({
+      minimum: 0,
+      description:
+        'RingCentral: stored contacts its incremental sync said changed (names and company updated)',
+    }),
   ),
   message: Type.Optional(Type.String({ description: 'Why a failed sync failed' })),
 });

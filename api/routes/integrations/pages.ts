@@ -75,7 +75,9 @@ export function ringCentralConnectedPage(firmName: string, slug: string, subscri
   return page(
     'RingCentral connected',
     `<p id="connected">${firmLine(firmName, slug)} is connected to RingCentral. Its contacts can be synced${
-      subscribed ? ', and its missed calls reach this service' : '; missed calls will reach this service once RingCentral accepts the subscription'
+      subscribed
+        ? ', and its missed calls reach this service'
+        : '; missed calls will reach this service once RingCentral accepts the subscription'
     }.</p>
 <p>You can close this page.</p>
 `,

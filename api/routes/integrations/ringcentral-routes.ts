@@ -29,7 +29,9 @@ const tag = 'Integrations';
 
 const ConnectBody = Body({ firmSlug: FirmSlug });
 const ConnectResponse = Type.Object({
-  authorize_url: Type.String({ description: "RingCentral's authorize page for the firm's browser (10 minutes, once)" }),
+  authorize_url: Type.String({
+    description: "RingCentral's authorize page for the firm's browser (10 minutes, once)",
+  }),
 });
 const CallbackQuery = Type.Object({
   code: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
@@ -40,7 +42,11 @@ const CallbackQuery = Type.Object({
 const StatusQuery = Type.Object({ firmSlug: FirmSlug });
 const StatusResponse = Type.Object({
   connected: Type.Boolean(),
-  status: Type.Union([Type.Literal('connected'), Type.Literal('reconnect_required'), Type.Literal('not_connected')]),
+  status: Type.Union([
+    Type.Literal('connected'),
+    Type.Literal('reconnect_required'),
+    Type.Literal('not_connected'),
+  ]),
   connected_at: Type.Union([Type.String(), Type.Null()]),
   subscription_expires_at: Type.Union([Type.String(), Type.Null()]),
 });
@@ -101,7 +107,12 @@ export const ringCentralRoutes = [
               ...(query.state === undefined ? [{ path: '/state', message: 'is required' }] : []),
             ]);
           }
-          const firm = await receiveRingCentralCallback(services, query.code, query.state, browserKey(services, koa));
+          const firm = await receiveRingCentralCallback(
+            services,
+            query.code,
+            query.state,
+            browserKey(services, koa),
+          );
           let subscribed = true;
           try {
             await ensureRingCentralSubscription(services, firm);
@@ -122,7 +133,8 @@ export const ringCentralRoutes = [
     method: 'GET',
     path: '/api/integrations/ringcentral/status',
     operationId: 'ringCentralStatus',
-    summary: "A firm's RingCentral connection: connected, reconnect_required (RingCentral refused a refresh) or not_connected; never a token",
+    summary:
+      "A firm's RingCentral connection: connected, reconnect_required (RingCentral refused a refresh) or not_connected; never a token",
     tag,
     auth: { kind: 'token' },
     query: StatusQuery,

@@ -70,7 +70,8 @@ export async function markExternalDeleted(
   if (id === null) return false;
   const contact = await contactsCollection(db).findOne({ _id: id });
   if (contact === null) return false;
-  if (contact.deleted_at == null) await contactsCollection(db).updateOne({ _id: id }, { $set: { deleted_at: at } });
+  if (contact.deleted_at == null)
+    await contactsCollection(db).updateOne({ _id: id }, { $set: { deleted_at: at } });
   return true;
 }
 

@@ -8,7 +8,16 @@ import type PersonalContactResource from '@rc-ex/core/definitions/PersonalContac
 export const RINGCENTRAL_SOURCE = 'ringcentral';
 
 /** The phone fields of a personal contact, in the order one is chosen. */
-const PHONES = ['mobilePhone', 'businessPhone', 'homePhone', 'businessPhone2', 'homePhone2', 'companyPhone', 'callbackPhone', 'otherPhone'] as const;
+const PHONES = [
+  'mobilePhone',
+  'businessPhone',
+  'homePhone',
+  'businessPhone2',
+  'homePhone2',
+  'companyPhone',
+  'callbackPhone',
+  'otherPhone',
+] as const;
 
 /** Whether the record says the contact was removed (ISync answers deletions this way). */
 export const removedContact = (c: PersonalContactResource): boolean =>
@@ -21,8 +30,11 @@ export const removedContact = (c: PersonalContactResource): boolean =>
  */
 export function ringCentralContactRow(contact: PersonalContactResource): Record<string, unknown> | null {
   if (removedContact(contact) || contact.id === undefined) return null;
-  const phone = PHONES.map((key) => contact[key]).find((v) => typeof v === 'string' && v.trim() !== '') ?? null;
-  const email = [contact.email, contact.email2, contact.email3].find((v) => typeof v === 'string' && v.trim() !== '') ?? null;
+  const phone =
+    PHONES.map((key) => contact[key]).find((v) => typeof v === 'string' && v.trim() !== '') ?? null;
+  const email =
+    [contact.email, contact.email2, contact.email3].find((v) => typeof v === 'string' && v.trim() !== '') ??
+    null;
   if (phone === null && email === null) return null;
   const row: Record<string, unknown> = { source: RINGCENTRAL_SOURCE, external_id: String(contact.id) };
   if (contact.firstName) row.first_name = contact.firstName;

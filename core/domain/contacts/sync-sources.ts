@@ -64,7 +64,8 @@ export function ringCentralReader(services: Services, client: RingCentralClient)
     async read(s, cursor) {
       const full = /^fsync:(\d+)$/.exec(cursor);
       const incremental = /^isync:(.+)$/.exec(cursor);
-      if (full === null && incremental === null) throw new CrmError(`A bad RingCentral page cursor: ${cursor}`, true, false);
+      if (full === null && incremental === null)
+        throw new CrmError(`A bad RingCentral page cursor: ${cursor}`, true, false);
       const page = await client.addressBookPage(
         full !== null
           ? { syncType: 'FSync', pageId: full[1] === '1' ? null : Number(full[1]) }
@@ -105,7 +106,10 @@ export function ringCentralReader(services: Services, client: RingCentralClient)
         token = full[1] === '1' ? page.syncToken : undefined;
       } else {
         token = page.syncToken ?? incremental![1]!;
-        next = page.more && page.syncToken !== null && page.syncToken !== incremental![1] ? `isync:${page.syncToken}` : null;
+        next =
+          page.more && page.syncToken !== null && page.syncToken !== incremental![1]
+            ? `isync:${page.syncToken}`
+            : null;
       }
       return { rows, next, ...(token === undefined ? {} : { token }), deleted, updated };
     },

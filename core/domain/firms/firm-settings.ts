@@ -244,8 +244,14 @@ export const FirmSettings = Type.Object(
     missed_call_callback: Type.Optional(
       Type.Object(
         {
-          enabled: Type.Boolean({ description: 'Whether missed calls from the phone system are called back' }),
-          agent_id: Type.String({ minLength: 1, maxLength: 200, description: "The firm's agent that calls back" }),
+          enabled: Type.Boolean({
+            description: 'Whether missed calls from the phone system are called back',
+          }),
+          agent_id: Type.String({
+            minLength: 1,
+            maxLength: 200,
+            description: "The firm's agent that calls back",
+          }),
           delay_seconds: Type.Optional(
             Type.Integer({
               minimum: 0,
@@ -255,7 +261,8 @@ export const FirmSettings = Type.Object(
           ),
           exclude_known_clients: Type.Optional(
             Type.Boolean({
-              description: "Whether the firm's known clients (synced contacts) are not called back (default false)",
+              description:
+                "Whether the firm's known clients (synced contacts) are not called back (default false)",
             }),
           ),
         },

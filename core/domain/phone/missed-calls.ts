@@ -144,7 +144,12 @@ export async function receivePhoneEvent(
     if (!(await claim(missedCallsCollection(db), missed))) continue; // another event of the session
     const delayMs = (settings.delay_seconds ?? DEFAULT_CALLBACK_DELAY_SECONDS) * 1000;
     try {
-      await enqueue(services.queues, JOBS.missedCallback, { firm, missedCallId: missed._id }, { delay: delayMs });
+      await enqueue(
+        services.queues,
+        JOBS.missedCallback,
+        { firm, missedCallId: missed._id },
+        { delay: delayMs },
+      );
     } catch (err) {
       // Not enqueued: RingCentral's retry of this delivery must find the missed call unclaimed.
       await missedCallsCollection(db).deleteOne({ _id: missed._id });
@@ -212,7 +217,10 @@ async function decide(
 }
 
 /** The callback job: decides and, when every rule allows, registers the callback call. */
-export async function callBackMissedCall(services: Services, job: MissedCallbackJob): Promise<MissedCallOutcome> {
+export async function callBackMissedCall(
+  services: Services,
+  job: MissedCallbackJob,
+): Promise<MissedCallOutcome> {
   const db = services.mongo.db;
   const missed = await missedCallsCollection(db).findOne({ _id: job.missedCallId });
   if (missed === null || missed.firm !== job.firm) return 'failed';
@@ -256,7 +264,8 @@ export async function callBackMissedCall(services: Services, job: MissedCallback
       // Refused for good (the gate, the destination rule, the agent gone): no callback, and the
       // caller's 4-hour turn is given back.
       await callbackClaims(db).deleteOne({ _id: turn, missed_call_id: missed._id });
-      const outcome = err.code === 'dial_blocked' || err.code === 'destination_not_allowed' ? 'blocked' : 'failed';
+      const outcome =
+        err.code === 'dial_blocked' || err.code === 'destination_not_allowed' ? 'blocked' : 'failed';
       return decide(db, missed, outcome, `${err.code}: ${err.message}`.slice(0, 300));
     }
     throw err;

@@ -184,14 +184,21 @@ export async function raiseRingCentralClientAlert(
   refusal: { error: string; description: string | null; firm: string },
 ): Promise<void> {
   services.log.error(
-    { firm: refusal.firm, ringcentral_error: refusal.error, ringcentral_error_description: refusal.description },
+    {
+      firm: refusal.firm,
+      ringcentral_error: refusal.error,
+      ringcentral_error_description: refusal.description,
+    },
     `RingCentral refused the service's own OAuth client credentials (${refusal.error}): check RINGCENTRAL_CLIENT_ID and RINGCENTRAL_CLIENT_SECRET; firms stay connected`,
   );
   const now = new Date();
-  const alerts = collection<{ _id: string; error: string; description: string | null; since: Date; last_at: Date }>(
-    services.mongo.db,
-    COLLECTIONS.clioClientAlerts,
-  );
+  const alerts = collection<{
+    _id: string;
+    error: string;
+    description: string | null;
+    since: Date;
+    last_at: Date;
+  }>(services.mongo.db, COLLECTIONS.clioClientAlerts);
   const held = await alerts.findOne({ _id: 'ringcentral_client' });
   await alerts.replaceOne(
     { _id: 'ringcentral_client' },
@@ -201,7 +208,9 @@ export async function raiseRingCentralClientAlert(
 }
 
 async function clearRingCentralClientAlert(db: Db): Promise<void> {
-  await collection<{ _id: string }>(db, COLLECTIONS.clioClientAlerts).deleteOne({ _id: 'ringcentral_client' });
+  await collection<{ _id: string }>(db, COLLECTIONS.clioClientAlerts).deleteOne({
+    _id: 'ringcentral_client',
+  });
 }
 
 /**
@@ -222,7 +231,10 @@ export async function receiveRingCentralCallback(
   const used = await states(db).deleteOne({ _id: state });
   if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badState();
   if (!sameBrowser(pending.browser, browserKey)) {
-    services.log.warn({ firm: pending.firm }, 'a RingCentral callback came from a browser that did not start the flow');
+    services.log.warn(
+      { firm: pending.firm },
+      'a RingCentral callback came from a browser that did not start the flow',
+    );
     throw forbidden(
       'This RingCentral connection was not started in this browser: the connect link was passed on. Nothing was connected; open the connect link yourself, in this browser.',
       [{ path: '/state', message: 'was issued to another browser' }],
@@ -244,7 +256,11 @@ export async function receiveRingCentralCallback(
     );
   } catch (err) {
     if (err instanceof RingCentralGrantRefusedError && err.error !== 'invalid_grant') {
-      await raiseRingCentralClientAlert(services, { error: err.error, description: err.description, firm: pending.firm });
+      await raiseRingCentralClientAlert(services, {
+        error: err.error,
+        description: err.description,
+        firm: pending.firm,
+      });
       throw new AppError(
         502,
         'ringcentral_unavailable',
@@ -257,7 +273,11 @@ export async function receiveRingCentralCallback(
         [{ path: '/code', message: `refused by RingCentral: ${err.error}` }],
       );
     }
-    throw new AppError(502, 'ringcentral_unavailable', `RingCentral's token endpoint did not answer: ${(err as Error).message}`);
+    throw new AppError(
+      502,
+      'ringcentral_unavailable',
+      `RingCentral's token endpoint did not answer: ${(err as Error).message}`,
+    );
   }
   await clearRingCentralClientAlert(db);
   const now = new Date();
@@ -269,7 +289,9 @@ export async function receiveRingCentralCallback(
     refresh_token: tokens.refresh_token,
     expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
     refresh_expires_at:
-      tokens.refresh_token_expires_in === null ? null : new Date(now.getTime() + tokens.refresh_token_expires_in * 1000),
+      tokens.refresh_token_expires_in === null
+        ? null
+        : new Date(now.getTime() + tokens.refresh_token_expires_in * 1000),
     status: 'connected',
     verification_token: previous?.verification_token ?? randomBytes(24).toString('base64url'),
     subscription: previous?.subscription ?? null,
@@ -298,7 +320,8 @@ export function ringCentralTokenSource(services: Services, firm: string): RingCe
     if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
     return conn;
   };
-  const due = (conn: RingCentralConnectionDoc) => conn.expires_at.getTime() - Date.now() <= RC_REFRESH_MARGIN_MS;
+  const due = (conn: RingCentralConnectionDoc) =>
+    conn.expires_at.getTime() - Date.now() <= RC_REFRESH_MARGIN_MS;
   const refresh = (needed: (conn: RingCentralConnectionDoc) => boolean) =>
     withRecordLock(
       services.redis,
@@ -333,7 +356,11 @@ async function refreshNow(services: Services, conn: RingCentralConnectionDoc): P
     if (err instanceof AppError) throw new CrmError(err.message, true, false);
     if (!(err instanceof RingCentralGrantRefusedError)) throw err;
     if (err.error !== 'invalid_grant') {
-      await raiseRingCentralClientAlert(services, { error: err.error, description: err.description, firm: conn._id });
+      await raiseRingCentralClientAlert(services, {
+        error: err.error,
+        description: err.description,
+        firm: conn._id,
+      });
       throw new CrmError(
         `RingCentral refused the service's own client credentials (${err.error}); the operator has been alerted, the firm stays connected.`,
         false,
@@ -342,7 +369,10 @@ async function refreshNow(services: Services, conn: RingCentralConnectionDoc): P
     }
     await saveRingCentralConnection(db, { ...conn, status: 'reconnect_required', updated_at: new Date() });
     const firm = await getFirm(db, conn._id);
-    services.log.warn({ firm: conn._id, name: firm?.name }, 'RingCentral refused a refresh: reconnect_required');
+    services.log.warn(
+      { firm: conn._id, name: firm?.name },
+      'RingCentral refused a refresh: reconnect_required',
+    );
     throw reconnectRequired(conn._id);
   }
   await clearRingCentralClientAlert(db);
@@ -354,7 +384,9 @@ async function refreshNow(services: Services, conn: RingCentralConnectionDoc): P
     refresh_token: tokens.refresh_token,
     expires_at: new Date(now.getTime() + tokens.expires_in * 1000),
     refresh_expires_at:
-      tokens.refresh_token_expires_in === null ? null : new Date(now.getTime() + tokens.refresh_token_expires_in * 1000),
+      tokens.refresh_token_expires_in === null
+        ? null
+        : new Date(now.getTime() + tokens.refresh_token_expires_in * 1000),
     updated_at: now,
   });
   return tokens.access_token;
@@ -382,7 +414,8 @@ export interface RingCentralStatus {
 
 export async function ringCentralStatus(db: Db, firm: string): Promise<RingCentralStatus> {
   const conn = await connections(db).findOne({ _id: firm });
-  if (conn === null) return { connected: false, status: 'not_connected', connected_at: null, subscription_expires_at: null };
+  if (conn === null)
+    return { connected: false, status: 'not_connected', connected_at: null, subscription_expires_at: null };
   return {
     connected: conn.status === 'connected',
     status: conn.status,

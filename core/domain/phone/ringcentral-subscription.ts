@@ -65,7 +65,8 @@ export async function ensureRingCentralSubscription(
   }
   const subscription = { id: info.id!, expires_at: new Date(info.expirationTime ?? Date.now()) };
   await updateRingCentralConnection(services, firm, (c) => ({ ...c, subscription }));
-  if (action !== 'kept') services.log.info({ firm, subscription: subscription.id, action }, 'RingCentral subscription');
+  if (action !== 'kept')
+    services.log.info({ firm, subscription: subscription.id, action }, 'RingCentral subscription');
   return action;
 }
 
@@ -73,7 +74,9 @@ export async function ensureRingCentralSubscription(
  * The maintenance job: every connected firm's subscription checked, one streaming cursor over
  * the connections. A firm whose check fails is logged and tried again at the next run.
  */
-export async function maintainRingCentralSubscriptions(services: Services): Promise<Record<SubscriptionAction, number>> {
+export async function maintainRingCentralSubscriptions(
+  services: Services,
+): Promise<Record<SubscriptionAction, number>> {
   const counts: Record<SubscriptionAction, number> = { created: 0, renewed: 0, kept: 0, failed: 0 };
   const cursor = connectionsOf(services.mongo.db).find({}, { projection: { _id: 1, status: 1 } });
   for await (const conn of cursor) {
@@ -82,7 +85,10 @@ export async function maintainRingCentralSubscriptions(services: Services): Prom
       counts[await ensureRingCentralSubscription(services, conn._id)] += 1;
     } catch (err) {
       counts.failed += 1;
-      services.log.warn({ err, firm: conn._id }, 'RingCentral subscription check failed; retried at the next run');
+      services.log.warn(
+        { err, firm: conn._id },
+        'RingCentral subscription check failed; retried at the next run',
+      );
     }
   }
   return counts;

@@ -39,7 +39,9 @@ export class RingCentralGrantRefusedError extends Error {
     readonly error: string,
     readonly description: string | null,
   ) {
-    super(`RingCentral refused the grant: ${error}${description === null ? '' : ` (${description.slice(0, 200)})`}.`);
+    super(
+      `RingCentral refused the grant: ${error}${description === null ? '' : ` (${description.slice(0, 200)})`}.`,
+    );
     this.name = 'RingCentralGrantRefusedError';
   }
 }
@@ -109,7 +111,12 @@ export async function requestRingCentralToken(
   const body = parseJson(answer.body) as TokenInfo & { error?: unknown; error_description?: unknown };
   if (answer.status >= 200 && answer.status < 300) {
     if (typeof body.access_token !== 'string' || typeof body.refresh_token !== 'string') {
-      throw new CrmError(`RingCentral's token answer (${answer.status}) had no tokens.`, false, false, answer.status);
+      throw new CrmError(
+        `RingCentral's token answer (${answer.status}) had no tokens.`,
+        false,
+        false,
+        answer.status,
+      );
     }
     return {
       access_token: body.access_token,
@@ -222,8 +229,10 @@ export class RingCentralClient {
       throw err;
     }
     const body = parseJson(answer.body);
-    if (answer.status === 404 || (answer.status >= 200 && answer.status < 300)) return { status: answer.status, body };
-    const detail = typeof body.message === 'string' ? `: ${body.errorCode ?? ''} ${body.message}`.slice(0, 200) : '';
+    if (answer.status === 404 || (answer.status >= 200 && answer.status < 300))
+      return { status: answer.status, body };
+    const detail =
+      typeof body.message === 'string' ? `: ${body.errorCode ?? ''} ${body.message}`.slice(0, 200) : '';
     throw new CrmError(
       `RingCentral answered ${answer.status} to ${method} ${path.split('?')[0]}${detail}`,
       answer.status === 400 || answer.status === 403,
@@ -243,7 +252,8 @@ export class RingCentralClient {
       'GET',
       `/restapi/v1.0/account/~/extension/~/address-book-sync?${params}`,
     );
-    if (status === 404) throw new CrmError('RingCentral answered 404 to the address book sync.', true, false, 404);
+    if (status === 404)
+      throw new CrmError('RingCentral answered 404 to the address book sync.', true, false, 404);
     const page = body as AddressBookSync;
     return {
       records: Array.isArray(page.records) ? page.records : [],
@@ -255,7 +265,8 @@ export class RingCentralClient {
 
   async createSubscription(request: CreateSubscriptionRequest): Promise<SubscriptionInfo> {
     const { status, body } = await this.call('POST', '/restapi/v1.0/subscription', request);
-    if (status === 404) throw new CrmError('RingCentral answered 404 to a subscription create.', true, false, 404);
+    if (status === 404)
+      throw new CrmError('RingCentral answered 404 to a subscription create.', true, false, 404);
     return body as SubscriptionInfo;
   }
 

@@ -201,7 +201,7 @@ export const CONFIG_SCHEMA = Type.Object({
   ),
   ringcentralSubscriptionCheckMs: integer('RINGCENTRAL_SUBSCRIPTION_CHECK_MS', {
     default: 300_000,
-    min: 1000,
+    min: 100,
     max: 86_400_000,
     description:
       "How often each firm's RingCentral webhook subscription is checked: renewed when it would lapse before the next check, made again when RingCentral dropped it",
