@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the bench reads loosely-typed JSON answers and documents, as the tests do */
 // RingCentral at full size (docs/ringcentral.md#bench), against the spec-checked RingCentral
 // (test/fakes/ringcentral-server.ts):
 //  1. A firm connected with OAuth (PKCE), its subscription made.

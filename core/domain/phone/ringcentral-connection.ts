@@ -20,7 +20,9 @@ import type { Sealed } from '../../platform/secrets/envelope.js';
 import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm } from '../firms/firms.js';
-import { CONNECT_FLOW_SECONDS, browserBinding, sameBrowser } from '../crm/connect-cookie.js';
+import { CONNECT_FLOW_SECONDS, browserBinding } from '../crm/connect-cookie.js';
+import { lockedTokenSource } from '../oauth/token-source.js';
+import { useConnectState } from '../oauth/connect-state.js';
 
 // A firm's RingCentral connected with OAuth (docs/ringcentral.md#connection): the authorization
 // code flow with PKCE (S256), the state claimed for the firm and bound to the browser that started
@@ -226,20 +228,19 @@ export async function receiveRingCentralCallback(
 ): Promise<string> {
   const credentials = ringCentralCredentials(services);
   const db = services.mongo.db;
-  const pending = await states(db).findOne({ _id: state });
-  if (pending === null) throw badState();
-  const used = await states(db).deleteOne({ _id: state });
-  if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badState();
-  if (!sameBrowser(pending.browser, browserKey)) {
-    services.log.warn(
-      { firm: pending.firm },
-      'a RingCentral callback came from a browser that did not start the flow',
-    );
-    throw forbidden(
-      'This RingCentral connection was not started in this browser: the connect link was passed on. Nothing was connected; open the connect link yourself, in this browser.',
-      [{ path: '/state', message: 'was issued to another browser' }],
-    );
-  }
+  const pending = await useConnectState(states(db), state, browserKey, {
+    unknown: badState,
+    otherBrowser: () =>
+      forbidden(
+        'This RingCentral connection was not started in this browser: the connect link was passed on. Nothing was connected; open the connect link yourself, in this browser.',
+        [{ path: '/state', message: 'was issued to another browser' }],
+      ),
+    onOtherBrowser: (p) =>
+      services.log.warn(
+        { firm: p.firm },
+        'a RingCentral callback came from a browser that did not start the flow',
+      ),
+  });
   const base = services.config.ringcentralServer;
   let tokens;
   try {
@@ -311,35 +312,21 @@ const reconnectRequired = (firm: string) =>
     false,
   );
 
-/** The token source of a firm's connection. */
+/** The token source of a firm's connection (refreshed as Clio's are: core/domain/oauth/token-source.ts). */
 export function ringCentralTokenSource(services: Services, firm: string): RingCentralTokenSource {
   const db = services.mongo.db;
-  const read = async () => {
-    const conn = await readRingCentralConnection(db, firm);
-    if (conn === null) throw new CrmError(`The firm ${firm} has no RingCentral connection.`, true, false);
-    if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
-    return conn;
-  };
-  const due = (conn: RingCentralConnectionDoc) =>
-    conn.expires_at.getTime() - Date.now() <= RC_REFRESH_MARGIN_MS;
-  const refresh = (needed: (conn: RingCentralConnectionDoc) => boolean) =>
-    withRecordLock(
-      services.redis,
-      redisKeys(services.config).ringcentralTokenLock(firm),
-      async () => {
-        const conn = await read();
-        if (!needed(conn)) return conn.access_token;
-        return refreshNow(services, conn);
-      },
-      { waitMs: 60_000 },
-    );
-  return {
-    async current() {
-      const conn = await read();
-      return due(conn) ? refresh(due) : conn.access_token;
+  return lockedTokenSource({
+    redis: services.redis,
+    lockKey: redisKeys(services.config).ringcentralTokenLock(firm),
+    marginMs: RC_REFRESH_MARGIN_MS,
+    read: async () => {
+      const conn = await readRingCentralConnection(db, firm);
+      if (conn === null) throw new CrmError(`The firm ${firm} has no RingCentral connection.`, true, false);
+      if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
+      return conn;
     },
-    renew: (stale) => refresh((conn) => conn.access_token === stale || due(conn)),
-  };
+    refresh: (conn) => refreshNow(services, conn),
+  });
 }
 
 async function refreshNow(services: Services, conn: RingCentralConnectionDoc): Promise<string> {
