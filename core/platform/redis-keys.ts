@@ -361,6 +361,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'ringcentral-token', firm);
   }
 
+  /** One check of a firm's RingCentral subscription at a time (the connect callback, the maintenance job). */
+  ringcentralSubscriptionLock(firm: string): string {
+    return key(this.prefix, 'lock', 'ringcentral-subscription', firm);
+  }
+
   clioTokenLock(firm: string): string {
     return key(this.prefix, 'lock', 'clio-token', firm);
   }

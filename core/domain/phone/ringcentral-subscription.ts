@@ -1,5 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import {
   firmRingCentralClient,
@@ -36,6 +38,21 @@ export async function ensureRingCentralSubscription(
   services: Services,
   firm: string,
   renewWithinMs = 2 * services.config.ringcentralSubscriptionCheckMs,
+): Promise<SubscriptionAction> {
+  // One check at a time per firm, the connection read inside: the connect callback and the
+  // maintenance job meeting a firm without a subscription make one, not two.
+  return withRecordLock(
+    services.redis,
+    redisKeys(services.config).ringcentralSubscriptionLock(firm),
+    () => ensureNow(services, firm, renewWithinMs),
+    { waitMs: 60_000, ttlMs: 60_000 },
+  );
+}
+
+async function ensureNow(
+  services: Services,
+  firm: string,
+  renewWithinMs: number,
 ): Promise<SubscriptionAction> {
   const conn = await readRingCentralConnection(services.mongo.db, firm);
   if (conn === null || conn.status !== 'connected') return 'failed';
