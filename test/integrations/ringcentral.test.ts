@@ -347,9 +347,14 @@ describe('missed calls called back', () => {
     expect(
       (await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [callers[3]] })).status,
     ).toBe(200);
-    rc.addContact({ id: 88_000_001, firstName: 'Known', lastName: 'Client', businessPhone: callers[5] });
-    const sync = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
-    expect((await waitSync(firm.client, sync.body.job_id)).status).toBe('completed');
+    // A known client: a contact stored as the RingCentral sync stores one.
+    const known = ringCentralContactRow({
+      id: 88_000_001,
+      firstName: 'Known',
+      lastName: 'Client',
+      businessPhone: callers[5],
+    })!;
+    expect(await importRows(firm.client, firm.slug, [known])).toMatchObject({ imported: 1 });
 
     // Forged: no token, a wrong token, an unknown firm; nothing is recorded.
     const forged = missedCallEvent(sub, { from: callers[0]!, to: firmNumber });
