@@ -159,6 +159,20 @@ describe('connecting RingCentral', () => {
     expect(rc.oauth.tokenRequests.length).toBe(before);
   });
 
+  it('invalid_client alerts the operator only: 502 at the callback, the gauge set until a grant succeeds', async () => {
+    const firm = await createFirm(stack);
+    rc.oauth.refuseClient = true;
+    const refused = await connectFully(firm);
+    rc.oauth.refuseClient = false;
+    expect(refused.back.status).toBe(502);
+    expect(refused.html).toContain('ringcentral_unavailable');
+    expect((await stack.api.get('/metrics')).text).toMatch(/^ringcentral_oauth_client_refused 1$/m);
+    const status = await firm.client.get(`/api/integrations/ringcentral/status?firmSlug=${firm.slug}`);
+    expect(status.body.status).toBe('not_connected');
+    expect((await connectFully(firm)).back.status).toBe(200);
+    expect((await stack.api.get('/metrics')).text).toMatch(/^ringcentral_oauth_client_refused 0$/m);
+  });
+
   it('answers bad requests in the error shape', async () => {
     const firm = await createFirm(stack);
     const other = await createFirm(stack);

@@ -43,7 +43,8 @@ async function authenticatePhoneWebhook(ctx: Context, services: Services): Promi
       verifyBody: async () => 'signed',
     };
   }
-  if (conn === null || validation.length > 512) throw refused();
+  // Echoed back as a header: printable ASCII only.
+  if (conn === null || !/^[\x21-\x7e]{1,512}$/.test(validation)) throw refused();
   // The handshake: no body that does anything, counted against the sender's address.
   return {
     principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: HANDSHAKE },

@@ -209,6 +209,13 @@ export async function raiseRingCentralClientAlert(
   );
 }
 
+/** RingCentral's refusal of the service's own credentials, while no grant has succeeded since; null otherwise. */
+export async function ringCentralClientAlert(db: Db): Promise<{ error: string; since: Date } | null> {
+  return collection<{ _id: string; error: string; since: Date }>(db, COLLECTIONS.clioClientAlerts).findOne({
+    _id: 'ringcentral_client',
+  });
+}
+
 async function clearRingCentralClientAlert(db: Db): Promise<void> {
   await collection<{ _id: string }>(db, COLLECTIONS.clioClientAlerts).deleteOne({
     _id: 'ringcentral_client',
