@@ -272,7 +272,7 @@ describe('firm responses show exactly the documented settings', () => {
         openai_daily_char_budget: 100_000,
         allow_premium_numbers: true,
         missed_call_callback: {
-          enabled: true,
+          enabled: false,
           agent_id: 'agent_x',
           delay_seconds: 60,
           exclude_known_clients: true,

@@ -202,6 +202,23 @@ describe('connecting RingCentral', () => {
       400,
       'invalid_request',
     );
+    // The agent that calls back must be the firm's own; the setting's fields are checked.
+    const othersAgent = await createAgent(other.client, other.slug);
+    const setting = (value: unknown) =>
+      firm.client.patch(`/api/firms/${firm.slug}`, { settings: { missed_call_callback: value } });
+    expect(
+      expectError(await setting({ enabled: true, agent_id: othersAgent }), 400, 'invalid_request').map(
+        (d) => d.path,
+      ),
+    ).toEqual(['/settings/missed_call_callback/agent_id']);
+    expectError(
+      await setting({ enabled: true, agent_id: othersAgent, delay_seconds: -1 }),
+      400,
+      'invalid_request',
+    );
+    expectError(await setting({ enabled: 'yes', agent_id: othersAgent }), 400, 'invalid_request');
+    expectError(await setting({ enabled: true }), 400, 'invalid_request');
+    expectError(await setting({ enabled: true, agent_id: othersAgent, typo: 1 }), 400, 'invalid_request');
     const res = await firm.client.post('/api/contacts/sync', { firmSlug: firm.slug, source: 'ringcentral' });
     expectError(res, 409, 'phone_system_not_connected');
     expectError(
@@ -390,6 +407,16 @@ describe('missed calls called back', () => {
       'v',
     );
     expect((await post('/api/v2/no-such-firm/phone-webhook', { 'validation-token': 'v' })).status).toBe(401);
+    // Malformed bodies with the right token: the error shape, nothing recorded.
+    const token = { 'verification-token': sub.verificationToken! };
+    const raw = (body: string, type = 'application/json') =>
+      fetch(`${stack.baseUrl}${hook}`, { method: 'POST', headers: { 'content-type': type, ...token }, body });
+    const bad = await raw('[1]');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.code).toBe('invalid_request');
+    expect((await raw('{"body": "x"}')).status).toBe(400);
+    expect((await raw('{not json')).status).toBe(400);
+    expect((await raw('hello', 'text/plain')).status).toBe(415);
     expect(await db().collection(COLLECTIONS.missedCalls).countDocuments({ firm: firm.slug })).toBe(0);
 
     // Eight missed calls: 1001 three times (one session sent twice), the others once; 1005 then answered.
