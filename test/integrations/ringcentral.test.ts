@@ -6,6 +6,7 @@
 // across a worker restart, re-creation when dropped); missed calls called back by the firm's agent
 // through every rule a direct call obeys, and forged deliveries refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clock } from '../../core/platform/clock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
@@ -522,6 +523,47 @@ describe('missed calls called back', () => {
     expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': doc.callback_call_id })).toBe(
       0,
     );
+  });
+});
+
+describe('one callback per caller per 4 hours', () => {
+  it('holds across the edge of a 4-hour window, and calls back again after 4 hours', async () => {
+    const firm = await createFirm(stack, { timezone: 'UTC' });
+    const agentId = await createAgent(firm.client, firm.slug);
+    await stack.admin.patch(`/api/firms/${firm.slug}`, {
+      settings: { missed_call_callback: { enabled: true, agent_id: agentId, delay_seconds: 0 } },
+    });
+    await connectFully(firm);
+    const sub = [...rc.subscriptions.values()].find((x) => x.address.includes(`/${firm.slug}/`))!;
+    const caller = '+13125553001';
+    const FOUR_HOURS = 4 * 3600_000;
+    const outcome = async (n: number) => {
+      await rc.deliver((x) =>
+        x.id === sub.id
+          ? missedCallEvent(x, { from: caller, to: '+13125550000', sessionId: `edge-${firm.slug}-${n}` })
+          : { event: 'ignored' },
+      );
+      return eventually(async () => {
+        const d = await db()
+          .collection<any>(COLLECTIONS.missedCalls)
+          .findOne({ _id: `${firm.slug}|edge-${firm.slug}-${n}` });
+        expect(d?.outcome).not.toBe('pending');
+        expect(d?.outcome).toBeDefined();
+        return d.outcome as string;
+      });
+    };
+    // 30 s before a window's end, then 30 s after it: the second falls in the next window.
+    const edge = (Math.floor(Date.now() / FOUR_HOURS) + 1) * FOUR_HOURS;
+    try {
+      clock.set(edge - 30_000);
+      expect(await outcome(1)).toBe('called');
+      clock.set(edge + 30_000);
+      expect(await outcome(2)).toBe('skipped_recent_callback');
+      clock.set(edge + FOUR_HOURS);
+      expect(await outcome(3)).toBe('called');
+    } finally {
+      clock.reset();
+    }
   });
 });
 

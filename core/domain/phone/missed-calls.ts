@@ -3,6 +3,7 @@ import type { Db } from 'mongodb';
 import { enqueue } from '../../../jobs/define.js';
 import type { MissedCallbackJob } from '../../../jobs/phone.js';
 import { JOBS } from '../../../jobs/table.js';
+import { clock } from '../../platform/clock.js';
 import { claim } from '../../platform/db/claim.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { AppError } from '../../platform/errors.js';
@@ -235,7 +236,8 @@ export async function callBackMissedCall(
   if (settings.exclude_known_clients === true && (await isKnownClient(db, missed.firm, missed.caller))) {
     return decide(db, missed, 'skipped_known_client', 'the caller is a known client the firm excludes');
   }
-  const turn = await takeCallbackTurn(db, missed, Date.now());
+  // The service's clock (core/platform/clock.ts), as the dial gate's windows are.
+  const turn = await takeCallbackTurn(db, missed, clock.now());
   if (turn === null) {
     return decide(db, missed, 'skipped_recent_callback', 'the caller was called back within 4 hours');
   }
