@@ -123,14 +123,22 @@ export const RC_EXTENSION_ID = '1464460004';
 /** A missed inbound call as RingCentral's telephony sessions notification carries it. */
 export function missedCallEvent(
   sub: Pick<FakeRcSubscription, 'id'>,
-  call: { from: string; to: string; sessionId?: string; status?: 'Disconnected' | 'VoiceMail' | 'Answered' },
+  call: {
+    from: string;
+    to: string;
+    sessionId?: string;
+    status?: 'Disconnected' | 'VoiceMail' | 'Answered';
+    /** When the call's state changed (default now). */
+    at?: Date;
+  },
 ): ExtensionTelephonySessionsEvent {
   const sessionId = call.sessionId ?? `s-${randomBytes(6).toString('hex')}`;
   const missed = (call.status ?? 'Disconnected') !== 'Answered';
+  const at = (call.at ?? new Date()).toISOString();
   return {
     uuid: randomUUID(),
     event: `/restapi/v1.0/account/${RC_ACCOUNT_ID}/extension/${RC_EXTENSION_ID}/telephony/sessions`,
-    timestamp: new Date().toISOString(),
+    timestamp: at,
     subscriptionId: sub.id,
     ownerId: RC_EXTENSION_ID,
     body: {
@@ -138,7 +146,7 @@ export function missedCallEvent(
       sessionId: String(Math.floor(Math.random() * 1e9)),
       telephonySessionId: sessionId,
       serverId: '10.13.121.43.TAM',
-      eventTime: new Date().toISOString(),
+      eventTime: at,
       origin: { type: 'Call' },
       parties: [
         {

@@ -422,17 +422,21 @@ describe('missed calls called back', () => {
 
     // Eight missed calls: 1001 three times (one session sent twice), the others once; 1005 then answered.
     const sessions: string[] = [];
-    const send = async (from: string, status?: 'Answered' | 'VoiceMail', sessionId?: string) => {
-      const event = (s: { id: string }) =>
-        missedCallEvent(s, {
+    const send = async (from: string, status?: 'Answered' | 'VoiceMail', sessionId?: string, at?: Date) => {
+      const event = (x: { id: string }) =>
+        missedCallEvent(x, {
           from,
           to: firmNumber,
           ...(status ? { status } : {}),
           ...(sessionId ? { sessionId } : {}),
+          ...(at ? { at } : {}),
         });
-      const statuses = await rc.deliver((s) => (only(s) ? event(s) : { event: 'ignored' }), undefined);
-      expect(statuses.every((s) => s === 200)).toBe(true);
+      const statuses = await rc.deliver((x) => (only(x) ? event(x) : { event: 'ignored' }), undefined);
+      expect(statuses.every((x) => x === 200)).toBe(true);
     };
+    // 1005 called in and was answered after its missed call; RingCentral's events may arrive in any
+    // order: the answered one is delivered first, the missed call (5 s earlier) after it.
+    await send(callers[4]!, 'Answered');
     const sent = Date.now();
     for (const [i, caller] of [
       callers[0],
@@ -446,10 +450,14 @@ describe('missed calls called back', () => {
     ].entries()) {
       const sessionId = `s-${firm.slug}-${i}`;
       sessions.push(sessionId);
-      await send(caller!, i === 2 ? 'VoiceMail' : undefined, sessionId);
+      await send(
+        caller!,
+        i === 2 ? 'VoiceMail' : undefined,
+        sessionId,
+        caller === callers[4] ? new Date(Date.now() - 5000) : undefined,
+      );
     }
     await send(callers[0]!, undefined, sessions[0]); // the same session again: not a second missed call
-    await send(callers[4]!, 'Answered');
     const missed = await eventually(
       async () => {
         const docs = await db().collection<any>(COLLECTIONS.missedCalls).find({ firm: firm.slug }).toArray();
