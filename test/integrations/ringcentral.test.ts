@@ -577,7 +577,7 @@ describe('one callback per caller per 4 hours', () => {
 
 describe('the subscription', () => {
   it('is renewed before it lapses, across a worker restart, and made again when RingCentral drops it', async () => {
-    rc.maxSubscriptionSeconds = 1;
+    rc.maxSubscriptionSeconds = 2;
     const firm = await createFirm(stack);
     await connectFully(firm);
     const ours = () => [...rc.subscriptions.values()].filter((s) => s.address.includes(`/${firm.slug}/`));
@@ -607,7 +607,7 @@ describe('the subscription', () => {
     expect(remade.id).not.toBe(first.id);
     rc.maxSubscriptionSeconds = 604_800;
     console.log(
-      `subscription: lifetime 1 s, checked every 250 ms: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`,
+      `subscription: lifetime 2 s, checked every 250 ms: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`,
     );
   }, 40_000);
 });

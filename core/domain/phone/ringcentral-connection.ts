@@ -53,6 +53,8 @@ interface RcStateDoc {
 export interface RcSubscriptionState {
   id: string;
   expires_at: Date;
+  /** How long RingCentral granted it for at its last create or renew. */
+  lifetime_ms?: number;
 }
 
 export interface RingCentralConnectionDoc {

@@ -30,9 +30,10 @@ const connectionsOf = (db: Db) =>
 export type SubscriptionAction = 'created' | 'renewed' | 'kept' | 'failed';
 
 /**
- * Makes sure the firm's subscription exists and outlives the next check: asks RingCentral for the
- * one the connection names; re-creates it when gone; renews it when it would lapse before
- * `renewWithinMs` from now.
+ * Makes sure the firm's subscription exists and outlives the next checks: asks RingCentral for the
+ * one the connection names; re-creates it when gone; renews it when less than `renewWithinMs`
+ * (two check intervals) or a fifth of its lifetime is left, whichever is more — a late check (a
+ * busy worker, a restart) still finds it alive.
  */
 export async function ensureRingCentralSubscription(
   services: Services,
@@ -61,7 +62,8 @@ async function ensureNow(
   let action: SubscriptionAction = 'kept';
   if (info !== null && info.status === 'Active') {
     const expires = Date.parse(info.expirationTime ?? '');
-    if (!Number.isFinite(expires) || expires - Date.now() <= renewWithinMs) {
+    const lifetime = conn.subscription?.lifetime_ms ?? 0;
+    if (!Number.isFinite(expires) || expires - Date.now() <= Math.max(renewWithinMs, lifetime * 0.8)) {
       info = await client.renewSubscription(info.id!);
       action = 'renewed';
     }
@@ -80,7 +82,12 @@ async function ensureNow(
     });
     action = 'created';
   }
-  const subscription = { id: info.id!, expires_at: new Date(info.expirationTime ?? Date.now()) };
+  const expiresAt = new Date(info.expirationTime ?? Date.now());
+  // Its lifetime as RingCentral granted it (a renewal starts it again).
+  const subscription =
+    action === 'kept' && conn.subscription !== null
+      ? { ...conn.subscription, expires_at: expiresAt }
+      : { id: info.id!, expires_at: expiresAt, lifetime_ms: Math.max(0, expiresAt.getTime() - Date.now()) };
   await updateRingCentralConnection(services, firm, (c) => ({ ...c, subscription }));
   if (action !== 'kept')
     services.log.info({ firm, subscription: subscription.id, action }, 'RingCentral subscription');
