@@ -3,6 +3,7 @@ import type { Db } from 'mongodb';
 import type { Queues } from '../jobs/queues.js';
 import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.js';
 import { clioClientAlert } from '../core/domain/crm/clio-client-alert.js';
+import { ringCentralClientAlert } from '../core/domain/phone/ringcentral-connection.js';
 import { openAiSpendToday } from '../core/domain/intake/openai-budget.js';
 import type { Services } from '../core/wiring/services.js';
 import { deliveryOutcomes } from '../core/domain/events/deliveries.js';
@@ -102,6 +103,17 @@ export function createMetrics(
     registers: [registry],
     async collect() {
       await clioClientAlert(db).then(
+        (alert) => this.set(alert === null ? 0 : 1),
+        () => this.reset(),
+      );
+    },
+  });
+  new Gauge({
+    name: 'ringcentral_oauth_client_refused',
+    help: "1 while RingCentral refuses the service's own OAuth client credentials (invalid_client) and no grant has succeeded since; 0 otherwise",
+    registers: [registry],
+    async collect() {
+      await ringCentralClientAlert(db).then(
         (alert) => this.set(alert === null ? 0 : 1),
         () => this.reset(),
       );

@@ -5,6 +5,7 @@ import { campaignJobs } from './campaigns.js';
 import { complianceJobs } from './compliance.js';
 import { contactJobs } from './contacts.js';
 import { maintenanceJobs } from './maintenance.js';
+import { phoneJobs } from './phone.js';
 import { simulatorJobs } from './simulator.js';
 import { webhookJobs } from './webhooks.js';
 import { workflowJobs } from './workflows.js';
@@ -25,6 +26,7 @@ export const JOBS = {
   ...contactJobs,
   ...webhookJobs,
   ...workflowJobs,
+  ...phoneJobs,
 };
 
 export type JobKey = keyof typeof JOBS;

@@ -13,6 +13,8 @@ import { decisionRoutes } from './compliance/decisions.js';
 import { contactSyncRoutes } from './contacts/sync-routes.js';
 import { firmRoutes } from './firms/routes.js';
 import { integrationRoutes } from './integrations/routes.js';
+import { ringCentralRoutes } from './integrations/ringcentral-routes.js';
+import { phoneWebhookRoutes } from './phone-webhook/routes.js';
 import { leadRoutes } from './leads/routes.js';
 import { sessionRoutes } from './sessions/routes.js';
 import { utilRoutes } from './utils/routes.js';
@@ -48,6 +50,8 @@ export const businessRoutes: AnyRoute[] = [
   ...contactSyncRoutes,
   ...decisionRoutes,
   ...integrationRoutes,
+  ...ringCentralRoutes,
+  ...phoneWebhookRoutes,
   ...complianceRoutes,
   ...utilRoutes,
   ...webhookEndpointRoutes,

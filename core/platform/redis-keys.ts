@@ -410,6 +410,15 @@ export class RedisKeys {
   }
 
   /** The lock of a firm's Clio OAuth tokens (one refresh at a time, however many workers need one). */
+  ringcentralTokenLock(firm: string): string {
+    return key(this.prefix, 'lock', 'ringcentral-token', firm);
+  }
+
+  /** One check of a firm's RingCentral subscription at a time (the connect callback, the maintenance job). */
+  ringcentralSubscriptionLock(firm: string): string {
+    return key(this.prefix, 'lock', 'ringcentral-subscription', firm);
+  }
+
   clioTokenLock(firm: string): string {
     return key(this.prefix, 'lock', 'clio-token', firm);
   }

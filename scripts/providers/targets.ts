@@ -49,4 +49,27 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
       ['post', '/v2/bookings/{bookingUid}/cancel'],
     ],
   },
+  {
+    name: 'ringcentral',
+    origin: {
+      document: 'RingCentral Connect Platform API OpenAPI document (rc-platform.yml), version 1.0.48',
+      published: 'https://netstorage.ringcentral.com/dpw/api-reference/rc-platform.yml',
+      mirror: 'github.com/tylerlong/rc-openapi-generator-test rc-platform.yaml',
+      commit: '77dbbc32a746f61b100519f466130d57154b2915 (2022-09-02)',
+      git_blob: 'cfeed2ca7e7530c6d3bdfbe23112fdc53720365e',
+      retrieved: '2026-11-29',
+      conversion:
+        'YAML read as JSON (python3 yaml.safe_load, json.dump), then derived; sha256 is of that JSON',
+    },
+    operations: [
+      ['post', '/restapi/oauth/token'],
+      ['post', '/restapi/oauth/revoke'],
+      ['get', '/restapi/v1.0/account/{accountId}/extension/{extensionId}'],
+      ['get', '/restapi/v1.0/account/{accountId}/extension/{extensionId}/address-book-sync'],
+      ['post', '/restapi/v1.0/subscription'],
+      ['get', '/restapi/v1.0/subscription/{subscriptionId}'],
+      ['delete', '/restapi/v1.0/subscription/{subscriptionId}'],
+      ['post', '/restapi/v1.0/subscription/{subscriptionId}/renew'],
+    ],
+  },
 ];

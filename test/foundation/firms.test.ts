@@ -271,6 +271,12 @@ describe('firm responses show exactly the documented settings', () => {
         widget_daily_booking_cap: 5,
         openai_daily_char_budget: 100_000,
         allow_premium_numbers: true,
+        missed_call_callback: {
+          enabled: false,
+          agent_id: 'agent_x',
+          delay_seconds: 60,
+          exclude_known_clients: true,
+        },
       },
     });
     expectDocumented(created, 'POST', '/api/firms');

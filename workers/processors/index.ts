@@ -9,6 +9,7 @@ import { importContacts, sweepContactImports, syncContacts } from './contacts.js
 import { simulatorStep } from './simulator.js';
 import { webhookDeliver, webhookFanout, webhookNotice, webhookReplay } from './webhooks.js';
 import { workflowStep, workflowWaitTimeout } from './workflows.js';
+import { maintainRingCentralSubscriptions, missedCallback, pruneRingCentralOAuthStates } from './phone.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
 export const processors: ProcessorTable = {
@@ -37,4 +38,7 @@ export const processors: ProcessorTable = {
   webhookNotice,
   workflowStep,
   workflowWaitTimeout,
+  missedCallback,
+  maintainRingCentralSubscriptions,
+  pruneRingCentralOAuthStates,
 };

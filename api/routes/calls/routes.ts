@@ -4,7 +4,7 @@ import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
-import { requestGate } from './dial-gate.js';
+import { requestGate } from '../../../core/domain/calls/request-gate.js';
 import { callView } from './present.js';
 import {
   CallParams,

@@ -28,6 +28,7 @@ export function contactView(contact: ContactDoc): Static<typeof ContactRecord> {
     // Pairs become an object here; Object.fromEntries makes own properties, "__proto__" included.
     custom: Object.fromEntries(contact.custom.map((c) => [c.key, c.value])),
     created_at: contact.created_at.toISOString(),
+    ...(contact.deleted_at ? { deleted_at: contact.deleted_at.toISOString() } : {}),
   };
 }
 

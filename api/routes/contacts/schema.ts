@@ -96,6 +96,9 @@ export const ContactRecord = Type.Object({
   external_id: Nullable(Type.String()),
   custom: Type.Record(Type.String(), Type.String()),
   created_at: Timestamp,
+  deleted_at: Type.Optional(
+    Type.String({ description: 'When the synced source (RingCentral) said the contact was removed' }),
+  ),
 });
 
 export const ListContactsResponse = Type.Object({

@@ -18,7 +18,7 @@ export const contactSyncRoutes = [
     path: '/api/contacts/sync',
     operationId: 'syncContacts',
     summary:
-      "Start a sync of the firm's Clio contacts: each Person with a phone or email is stored as an import row would be. 202 with a job_id; 409 sync_running while one runs, 409 crm_not_connected without Clio",
+      "Start a sync of the firm's contacts from Clio or RingCentral: each contact with a phone or email is stored as an import row would be (RingCentral: FSync first, ISync after, removals marked deleted_at). 202 with a job_id; 409 sync_running while one runs, 409 crm_not_connected without Clio, 409 phone_system_not_connected without RingCentral",
     tag,
     auth: { kind: 'token' },
     body: SyncContactsBody,
@@ -32,7 +32,7 @@ export const contactSyncRoutes = [
         ]);
       }
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
-      const jobId = await startContactSync(services, firm, country);
+      const jobId = await startContactSync(services, firm, country, body.source);
       koa.status = 202;
       koa.body = { job_id: jobId };
       return undefined;

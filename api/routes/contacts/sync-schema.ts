@@ -3,8 +3,9 @@ import { Body, FirmSlug, Id } from '../../schemas/common.js';
 
 export const SyncContactsBody = Body({
   firmSlug: FirmSlug,
-  source: Type.Literal('clio', {
-    description: 'Where the contacts come from: "clio" (the firm’s Clio Manage)',
+  source: Type.Union([Type.Literal('clio'), Type.Literal('ringcentral')], {
+    description:
+      'Where the contacts come from: "clio" (the firm’s Clio Manage) or "ringcentral" (the address book of the firm’s RingCentral)',
   }),
   defaultCountry: Type.Optional(
     Type.String({
@@ -28,5 +29,18 @@ export const SyncJobResponse = Type.Object({
     description: 'Persons whose phone or email a contact of the firm already has (as in an import)',
   }),
   errors: Type.Integer({ minimum: 0, description: 'Persons an import would refuse (an invalid phone, ...)' }),
+  deleted: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'RingCentral: contacts its incremental sync said were removed (marked deleted_at)',
+    }),
+  ),
+  updated: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'RingCentral: stored contacts its incremental sync said changed (names and company updated)',
+    }),
+  ),
   message: Type.Optional(Type.String({ description: 'Why a failed sync failed' })),
 });

@@ -1,3 +1,6 @@
+import type { Db } from 'mongodb';
+import { findAgent } from '../../../core/domain/agents/agents.js';
+import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { requireFirm } from '../../../core/domain/access/access.js';
 import { disconnectClioIfDropped } from '../../../core/domain/crm/clio-disconnect.js';
 import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
@@ -8,6 +11,17 @@ import { firmView } from './present.js';
 import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
 
 const tag = 'Firms';
+
+/** The agent that calls missed calls back must be one of the firm's (400 naming the field otherwise). */
+async function requireCallbackAgent(db: Db, firm: string, agentId: string): Promise<void> {
+  const agent = await findAgent(db, agentId);
+  if (agent === null || agent.firm !== firm) {
+    throw invalidRequest(
+      `settings.missed_call_callback.agent_id ${quote(agentId)} is not an agent of this firm.`,
+      [{ path: '/settings/missed_call_callback/agent_id', message: 'is not an agent of this firm' }],
+    );
+  }
+}
 
 export const firmRoutes = [
   defineRoute({
@@ -20,8 +34,13 @@ export const firmRoutes = [
     body: CreateFirmBody,
     response: FirmResponse,
     errors: [403, 409],
-    handler: async ({ services, body }) =>
-      firmView(await createFirm(services.mongo.db, body, urlPolicyOf(services.config))),
+    handler: async ({ services, body }) => {
+      const callback = body.settings?.missed_call_callback;
+      // A new firm has no agents yet: missed calls are switched on once its agent exists.
+      if (callback?.enabled === true)
+        await requireCallbackAgent(services.mongo.db, body.slug, callback.agent_id);
+      return firmView(await createFirm(services.mongo.db, body, urlPolicyOf(services.config)));
+    },
   }),
   defineRoute({
     method: 'GET',
@@ -55,6 +74,9 @@ export const firmRoutes = [
           openaiDailyChars: services.config.openaiDailyCharsPerFirm,
           widgetDailyBookings: services.config.widgetDailyBookingCap,
         });
+      const callback = body.settings?.missed_call_callback;
+      if (callback?.enabled === true)
+        await requireCallbackAgent(services.mongo.db, firm._id, callback.agent_id);
       const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config));
       // Leaving Clio's OAuth connection revokes its grant and deletes its tokens (docs/clio.md#disconnecting).
       await disconnectClioIfDropped(services, firm._id, firm.settings.crm, updated.settings.crm);

@@ -71,6 +71,19 @@ export function connectedPage(firmName: string, slug: string): string {
   );
 }
 
+export function ringCentralConnectedPage(firmName: string, slug: string, subscribed: boolean): string {
+  return page(
+    'RingCentral connected',
+    `<p id="connected">${firmLine(firmName, slug)} is connected to RingCentral. Its contacts can be synced${
+      subscribed
+        ? ', and its missed calls reach this service'
+        : '; missed calls will reach this service once RingCentral accepts the subscription'
+    }.</p>
+<p>You can close this page.</p>
+`,
+  );
+}
+
 export function cancelledPage(firmName: string, slug: string): string {
   return page(
     'Clio not connected',
@@ -80,9 +93,9 @@ export function cancelledPage(firmName: string, slug: string): string {
 }
 
 /** The error page: the error's message (why) and status, for a browser. */
-export function errorPage(err: AppError): string {
+export function errorPage(err: AppError, title = 'Clio was not connected'): string {
   return page(
-    'Clio was not connected',
+    title,
     `<p id="reason">${escapeHtml(err.message)}</p>
 <p>Nothing was connected. (${err.status} ${escapeHtml(err.code)})</p>
 `,
@@ -93,12 +106,16 @@ export function errorPage(err: AppError): string {
  * Runs a page handler; an AppError becomes the error page when the client asks for HTML (a
  * browser), else it is left to the error middleware (the JSON error body).
  */
-export async function withErrorPage(koa: Context, handler: () => Promise<void>): Promise<void> {
+export async function withErrorPage(
+  koa: Context,
+  handler: () => Promise<void>,
+  title?: string,
+): Promise<void> {
   try {
     await handler();
   } catch (err) {
     if (!(err instanceof AppError) || koa.accepts('json', 'html') !== 'html') throw err;
     for (const [name, value] of Object.entries(err.headers ?? {})) koa.set(name, value);
-    sendPage(koa, err.status, errorPage(err));
+    sendPage(koa, err.status, errorPage(err, title));
   }
 }

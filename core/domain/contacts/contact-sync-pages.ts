@@ -1,5 +1,6 @@
-// Contacts synced from Clio, the worker side (docs/contacts.md#synced-from-clio): the sync's job
-// reads the firm's Clio contacts page by page, by Clio's cursor paging (meta.paging.next), and
+// Contacts synced from Clio or RingCentral, the worker side (docs/contacts.md#synced-from-clio,
+// docs/ringcentral.md#contacts-sync): the sync's job reads the firm's contacts page by page from
+// its source (sync-sources.ts: Clio's cursor paging, RingCentral's FSync pages or ISync), and
 // stores each page's rows through the contacts import itself (import-rows.ts: the same parse,
 // the same claims on phone and email, the same counts). Page n is the import `<job_id>.p<n>`:
 // its record and staged rows are written before it runs, then the sync's record is moved on
@@ -20,9 +21,8 @@
 // (SyncSliceEnded) and other firms' imports and syncs waiting there run first.
 import type { Services } from '../../wiring/services.js';
 import { CrmError } from '../../integrations/crm/clio.js';
-import { getFirm } from '../firms/firms.js';
-import { firmClioClient } from '../crm/firm-clio-client.js';
-import { clioContactRow } from './clio-contact-row.js';
+import { planExternalKeys } from './external-keys.js';
+import { syncSourceReader } from './sync-sources.js';
 import { completeContactSync, pageImportId, syncsCollection, type ContactSyncDoc } from './contact-sync.js';
 import { importsCollection, type ImportResult } from './import-record.js';
 import { ImportNotRunnableError, runContactImport } from './import-rows.js';
@@ -30,8 +30,7 @@ import { recordSyncCompleted } from './record-contacts-events.js';
 import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
 import type { SyncContactsJob } from '../../../jobs/contacts.js';
 
-/** Contacts per page asked of Clio (its maximum is 200). */
-export const CLIO_SYNC_PAGE_SIZE = 100;
+export { CLIO_SYNC_PAGE_SIZE } from './sync-sources.js';
 
 /** The sync cannot run: its record is gone or belongs elsewhere, or it already ended. */
 export class SyncNotRunnableError extends Error {
@@ -64,6 +63,8 @@ async function preparePage(
   const db = services.mongo.db;
   if ((await importsCollection(db).findOne({ _id: importId })) !== null) return;
   const parts = splitImportRows(rows);
+  // Which contact each record becomes, before any is stored (a later change or removal finds it).
+  await planExternalKeys(db, sync.firm, importId, rows);
   await discardImportRows(db, importId, parts.length);
   await stageImportRows(db, { importId, firm: sync.firm }, parts);
   const now = new Date();
@@ -141,38 +142,40 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
     await recordSyncCompleted(services, sync._id);
     return sync;
   }
-  const firm = await getFirm(db, sync.firm);
-  const client = firm === null ? null : await firmClioClient(services, firm);
-  if (client === null) throw new CrmError(`The firm ${sync.firm} no longer has Clio set up.`, true, false);
+  const reader = await syncSourceReader(services, sync);
   let slice = 0;
   for (;;) {
     const importId = pageImportId(sync._id, sync.pages);
     let next: string | null;
+    let token = sync.sync_token;
+    let deleted = 0;
+    let updated = 0;
     let result = NO_ROWS;
     const staged =
       sync.current?.page === sync.pages ? await importsCollection(db).findOne({ _id: importId }) : null;
     if (staged !== null && sync.current !== undefined) {
       // Staged by an earlier attempt: its stored rows are imported, the page is not read again.
       next = sync.current.next;
+      if (sync.current.token !== undefined) token = sync.current.token;
       result = await runPageImport(services, sync, importId);
     } else {
       const bound = boundReached(services, sync);
       if (bound !== null) throw new CrmError(bound, true, false);
       if (slice >= services.config.contactsSyncSlicePages) throw new SyncSliceEnded(slice);
-      const url = sync.page_url ?? client.firstContactsPageUrl(CLIO_SYNC_PAGE_SIZE, sync.updated_since);
-      const page = await client.contactsPage(url);
+      const page = await reader.read(sync, sync.page_url ?? reader.first(sync));
       next = page.next;
+      if (page.token !== undefined) token = page.token;
+      deleted = page.deleted;
+      updated = page.updated;
       // No more rows than the sync's bound leaves (the bound then stops it before the next page).
-      const rows = page.contacts
-        .flatMap((c): Record<string, unknown>[] => {
-          const row = clioContactRow(c);
-          return row === null ? [] : [row];
-        })
-        .slice(0, Math.max(0, services.config.contactsSyncMaxRows - counted(sync)));
+      const rows = page.rows.slice(0, Math.max(0, services.config.contactsSyncMaxRows - counted(sync)));
       slice += 1;
       if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
         await preparePage(services, sync, importId, rows);
-        sync = { ...sync, current: { page: sync.pages, next } };
+        sync = {
+          ...sync,
+          current: { page: sync.pages, next, ...(page.token === undefined ? {} : { token: page.token }) },
+        };
         await syncsCollection(db).updateOne({ _id: sync._id }, { $set: { current: sync.current } });
         result = await runPageImport(services, sync, importId);
       }
@@ -184,6 +187,13 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
       imported: sync.imported + result.imported,
       duplicates: sync.duplicates + result.duplicates,
       errors: sync.errors + result.errors,
+      ...(sync.source === 'ringcentral'
+        ? {
+            sync_token: token ?? null,
+            deleted: (sync.deleted ?? 0) + deleted,
+            updated: (sync.updated ?? 0) + updated,
+          }
+        : {}),
       updated_at: new Date(),
     };
     // One write moves the sync past this page: before it the page is not counted, after it it is.

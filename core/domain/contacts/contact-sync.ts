@@ -1,6 +1,7 @@
-// Contacts synced from Clio, the request side and the record (docs/contacts.md#synced-from-clio).
-// POST /api/contacts/sync claims the firm's sync (an insert of `<firm>|clio` into
-// contact_sync_claims: one sync per firm at a time), stores the sync's record and enqueues its
+// Contacts synced from Clio or RingCentral, the request side and the record
+// (docs/contacts.md#synced-from-clio, docs/ringcentral.md#contacts-sync). POST /api/contacts/sync
+// claims the firm's sync of that source (an insert of `<firm>|<source>` into contact_sync_claims:
+// one sync per firm and source at a time), stores the sync's record and enqueues its
 // job; the job (contact-sync-pages.ts) reads Clio page by page and writes its progress to the
 // record after each page; the claim is deleted when the sync ends. GET reads the record.
 import type { Db } from 'mongodb';
@@ -13,28 +14,39 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { clioConnected } from '../crm/firm-clio-client.js';
+import { readRingCentralConnection } from '../phone/ringcentral-connection.js';
 import { failContactImport, importsCollection, jobGaveUp } from './import-record.js';
 
 export type SyncStatus = 'running' | 'completed' | 'failed';
+export type SyncSource = 'clio' | 'ringcentral';
 
 export interface ContactSyncDoc {
   /** The job_id. */
   _id: string;
   firm: string;
-  source: 'clio';
+  source: SyncSource;
   status: SyncStatus;
   default_country: string;
   /** Clio's updated_since for this run: the start of the firm's last completed sync; null reads all. */
   updated_since: Date | null;
-  /** The page to read next (Clio's meta.paging.next of the last page done); null before the first. */
+  /**
+   * The page to read next, null before the first: Clio's meta.paging.next of the last page done;
+   * for RingCentral `fsync:<pageId>` or `isync:<syncToken>` (ringcentral-sync-source.ts).
+   */
   page_url: string | null;
+  /** RingCentral: the ISync token the next sync starts from (FSync: its first page's; ISync: the last page's). */
+  sync_token?: string | null;
+  /** Contacts the source said were removed, marked deleted_at (RingCentral ISync). */
+  deleted?: number;
+  /** Contacts the source said changed, updated in place (RingCentral ISync). */
+  updated?: number;
   /** Pages done; page n is imported as the import `<job_id>.p<n>` (contact-sync-pages.ts). */
   pages: number;
   /**
    * The page being imported (its number) and the link after it, kept once its rows are staged:
    * a retry waiting for the firm's turn, or after a crash, need not read that page from Clio again.
    */
-  current?: { page: number; next: string | null };
+  current?: { page: number; next: string | null; token?: string | null };
   imported: number;
   duplicates: number;
   errors: number;
@@ -45,24 +57,26 @@ export interface ContactSyncDoc {
 }
 
 interface SyncClaimDoc {
-  /** `<firm>|clio`. */
+  /** `<firm>|<source>`. */
   _id: string;
   sync_id: string;
   created_at: Date;
 }
 
 interface SyncMarkDoc {
-  /** `<firm>|clio`. */
+  /** `<firm>|<source>`. */
   _id: string;
   sync_id: string;
   /** When the last completed sync started: every contact changed since is read by the next. */
   started_at: Date;
+  /** RingCentral: the ISync token the next sync starts from. */
+  sync_token?: string | null;
 }
 
 export const syncsCollection = (db: Db) => collection<ContactSyncDoc>(db, COLLECTIONS.contactSyncs);
 const claims = (db: Db) => collection<SyncClaimDoc>(db, COLLECTIONS.contactSyncClaims);
 const marks = (db: Db) => collection<SyncMarkDoc>(db, COLLECTIONS.contactSyncMarks);
-const claimId = (firm: string) => `${firm}|clio`;
+const claimId = (firm: string, source: SyncSource) => `${firm}|${source}`;
 
 /**
  * How far before the last completed sync's start the next one asks Clio for changes: Clio's clock
@@ -77,10 +91,10 @@ const syncRunning = (syncId: string) =>
   );
 
 /** Claims the firm's sync for `syncId`; a claim left by a sync that has ended is taken over once. */
-async function claimSync(db: Db, firm: string, syncId: string): Promise<void> {
-  const doc = { _id: claimId(firm), sync_id: syncId, created_at: new Date() };
+async function claimSync(db: Db, firm: string, source: SyncSource, syncId: string): Promise<void> {
+  const doc = { _id: claimId(firm, source), sync_id: syncId, created_at: new Date() };
   if (await claim(claims(db), doc)) return;
-  const held = await claims(db).findOne({ _id: claimId(firm) });
+  const held = await claims(db).findOne({ _id: claimId(firm, source) });
   const holder = held === null ? null : await syncsCollection(db).findOne({ _id: held.sync_id });
   if (held !== null && holder?.status === 'running') throw syncRunning(held.sync_id);
   // The holder ended (its process died between its last write and the claim's delete) or the
@@ -88,21 +102,35 @@ async function claimSync(db: Db, firm: string, syncId: string): Promise<void> {
   // once still get one claim: the insert decides.
   if (held !== null) await claims(db).deleteOne({ _id: held._id, sync_id: held.sync_id });
   if (!(await claim(claims(db), doc))) {
-    const now = await claims(db).findOne({ _id: claimId(firm) });
+    const now = await claims(db).findOne({ _id: claimId(firm, source) });
     throw syncRunning(now?.sync_id ?? 'unknown');
   }
 }
 
 /** Lets the firm's claim go, if `syncId` holds it. Safe to repeat. */
-export async function releaseSyncClaim(db: Db, firm: string, syncId: string): Promise<void> {
-  await claims(db).deleteOne({ _id: claimId(firm), sync_id: syncId });
+export async function releaseSyncClaim(
+  db: Db,
+  firm: string,
+  syncId: string,
+  source: SyncSource = 'clio',
+): Promise<void> {
+  await claims(db).deleteOne({ _id: claimId(firm, source), sync_id: syncId });
 }
 
-/**
- * Starts a sync of the firm's Clio contacts: 409 crm_not_connected without a usable Clio
- * connection, 409 sync_running while one runs. Returns the job_id.
- */
-export async function startContactSync(services: Services, firm: FirmDoc, country: string): Promise<string> {
+/** 409 unless the firm's source can be read now. */
+async function requireSource(services: Services, firm: FirmDoc, source: SyncSource): Promise<void> {
+  if (source === 'ringcentral') {
+    const conn = await readRingCentralConnection(services.mongo.db, firm._id);
+    if (conn === null || conn.status !== 'connected') {
+      throw conflict(
+        'phone_system_not_connected',
+        conn === null
+          ? 'This firm has no RingCentral connection: connect RingCentral (POST /api/integrations/ringcentral/connect), then sync.'
+          : 'RingCentral refused to renew this firm’s access: connect RingCentral again (POST /api/integrations/ringcentral/connect), then sync.',
+      );
+    }
+    return;
+  }
   if (!clioConnected(firm)) {
     throw conflict(
       'crm_not_connected',
@@ -111,20 +139,35 @@ export async function startContactSync(services: Services, firm: FirmDoc, countr
         : 'This firm has no Clio connection: connect Clio (GET /api/integrations/clio/connect), then sync.',
     );
   }
+}
+
+/**
+ * Starts a sync of the firm's contacts from `source`: 409 crm_not_connected without a usable Clio
+ * connection (409 phone_system_not_connected without RingCentral), 409 sync_running while one
+ * runs. Returns the job_id.
+ */
+export async function startContactSync(
+  services: Services,
+  firm: FirmDoc,
+  country: string,
+  source: SyncSource = 'clio',
+): Promise<string> {
+  await requireSource(services, firm, source);
   const db = services.mongo.db;
   const syncId = newId('csy');
-  await claimSync(db, firm._id, syncId);
+  await claimSync(db, firm._id, source, syncId);
   try {
-    const mark = await marks(db).findOne({ _id: claimId(firm._id) });
+    const mark = await marks(db).findOne({ _id: claimId(firm._id, source) });
     const now = new Date();
     await syncsCollection(db).insertOne({
       _id: syncId,
       firm: firm._id,
-      source: 'clio',
+      source,
       status: 'running',
       default_country: country,
       updated_since: mark === null ? null : new Date(mark.started_at.getTime() - UPDATED_SINCE_MARGIN_MS),
       page_url: null,
+      ...(source === 'ringcentral' ? { sync_token: mark?.sync_token ?? null, deleted: 0, updated: 0 } : {}),
       pages: 0,
       imported: 0,
       duplicates: 0,
@@ -140,7 +183,7 @@ export async function startContactSync(services: Services, firm: FirmDoc, countr
     await syncsCollection(db)
       .deleteOne({ _id: syncId })
       .catch(() => {});
-    await releaseSyncClaim(db, firm._id, syncId).catch(() => {});
+    await releaseSyncClaim(db, firm._id, syncId, source).catch(() => {});
     throw err;
   }
   return syncId;
@@ -156,11 +199,15 @@ export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise
     );
   }
   await marks(db).replaceOne(
-    { _id: claimId(sync.firm) },
-    { sync_id: sync._id, started_at: sync.started_at },
+    { _id: claimId(sync.firm, sync.source) },
+    {
+      sync_id: sync._id,
+      started_at: sync.started_at,
+      ...(sync.source === 'ringcentral' ? { sync_token: sync.sync_token ?? null } : {}),
+    },
     { upsert: true },
   );
-  await releaseSyncClaim(db, sync.firm, sync._id);
+  await releaseSyncClaim(db, sync.firm, sync._id, sync.source);
 }
 
 /**
@@ -183,7 +230,7 @@ export async function failContactSync(
   }
   const page = await importsCollection(db).findOne({ _id: pageImportId(sync._id, sync.pages) });
   if (page !== null) await failContactImport(services, { importId: page._id, firm: page.firm }, reason);
-  await releaseSyncClaim(db, sync.firm, sync._id);
+  await releaseSyncClaim(db, sync.firm, sync._id, sync.source);
 }
 
 /** The import that stores page `n` of a sync (its contacts' ids derive from it). */

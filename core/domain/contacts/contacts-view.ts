@@ -32,6 +32,7 @@ export function syncJobView(sync: ContactSyncDoc) {
     imported: sync.imported,
     duplicates: sync.duplicates,
     errors: sync.errors,
+    ...(sync.source === 'ringcentral' ? { deleted: sync.deleted ?? 0, updated: sync.updated ?? 0 } : {}),
     ...(sync.status === 'failed'
       ? { message: `The sync failed (${sync.failure ?? 'unknown error'}); start a new sync.` }
       : {}),

@@ -16,6 +16,8 @@ export interface ContactDoc extends ContactFields {
   search_terms: string[];
   /** The import that created the contact. */
   import_id: string;
+  /** When its source (a synced phone system or CRM) said the contact was removed. */
+  deleted_at?: Date | null;
   created_at: Date;
 }
 

@@ -91,7 +91,7 @@ interface ImportPlan {
 }
 
 /** Contact ids follow from the import and the row, so a retried import inserts the same contacts. */
-const contactIdOf = (importId: string, index: number): string =>
+export const contactIdOf = (importId: string, index: number): string =>
   `ct_${importId.replace(/^imp_/, '')}_${String(index).padStart(4, '0')}`;
 
 function planImport(

@@ -21,6 +21,8 @@ import type { Services } from '../../wiring/services.js';
 import { getFirm, setFirmCrm } from '../firms/firms.js';
 import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.js';
 import { CONNECT_FLOW_SECONDS, browserBinding, sameBrowser } from './connect-cookie.js';
+import { lockedTokenSource } from '../oauth/token-source.js';
+import { useConnectState } from '../oauth/connect-state.js';
 import { readClioConnection, saveClioConnection, type ClioConnectionDoc } from './clio-connection-store.js';
 import { secretBox } from '../../platform/secrets/data-keys.js';
 import type { Sealed } from '../../platform/secrets/envelope.js';
@@ -166,19 +168,12 @@ export async function receiveClioCallback(
 ): Promise<PendingClioConnection> {
   const credentials = credentialsOf(services);
   const db = services.mongo.db;
-  const pending = await states(db).findOne({ _id: state });
-  if (pending === null) throw badState();
-  // The delete is the use: of two callbacks with one state, one deletes it. A callback in another
-  // browser uses it too: the link was passed on, so that flow is over.
-  const used = await states(db).deleteOne({ _id: state });
-  if (used.deletedCount !== 1 || pending.expires_at.getTime() <= Date.now()) throw badState();
-  if (!sameBrowser(pending.browser, browserKey)) {
-    services.log.warn(
-      { firm: pending.firm },
-      'a Clio callback came from a browser that did not start the flow',
-    );
-    throw otherBrowser();
-  }
+  const pending = await useConnectState(states(db), state, browserKey, {
+    unknown: badState,
+    otherBrowser,
+    onOtherBrowser: (p) =>
+      services.log.warn({ firm: p.firm }, 'a Clio callback came from a browser that did not start the flow'),
+  });
   let tokens;
   try {
     tokens = await requestClioToken(
@@ -314,33 +309,19 @@ export async function clioConnectionBase(services: Services, firm: string): Prom
 /** The token source of a firm's OAuth connection, for ClioClient. */
 export function clioTokenSource(services: Services, firm: string): ClioTokenSource {
   const db = services.mongo.db;
-  const read = async () => {
-    const conn = await readClioConnection(db, firm);
-    if (conn === null)
-      throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
-    if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
-    return conn;
-  };
-  const due = (conn: ClioConnectionDoc) => conn.expires_at.getTime() - Date.now() <= CLIO_REFRESH_MARGIN_MS;
-  /** Under the lock: the connection read again; refreshed only if still needed. */
-  const refresh = (needed: (conn: ClioConnectionDoc) => boolean) =>
-    withRecordLock(
-      services.redis,
-      redisKeys(services.config).clioTokenLock(firm),
-      async () => {
-        const conn = await read();
-        if (!needed(conn)) return conn.access_token;
-        return refreshNow(services, conn);
-      },
-      { waitMs: 60_000 },
-    );
-  return {
-    async current() {
-      const conn = await read();
-      return due(conn) ? refresh(due) : conn.access_token;
+  return lockedTokenSource({
+    redis: services.redis,
+    lockKey: redisKeys(services.config).clioTokenLock(firm),
+    marginMs: CLIO_REFRESH_MARGIN_MS,
+    read: async () => {
+      const conn = await readClioConnection(db, firm);
+      if (conn === null)
+        throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
+      if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
+      return conn;
     },
-    renew: (stale) => refresh((conn) => conn.access_token === stale || due(conn)),
-  };
+    refresh: (conn) => refreshNow(services, conn),
+  });
 }
 
 async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<string> {

@@ -240,6 +240,39 @@ export const FirmSettings = Type.Object(
     ),
     /** Absent: KILL_SWITCH_DEFAULTS. */
     campaign_kill_switch: Type.Optional(CampaignKillSwitch),
+    /** Absent: no missed call is called back (docs/ringcentral.md#missed-call-callbacks). */
+    missed_call_callback: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Boolean({
+            description: 'Whether missed calls from the phone system are called back',
+          }),
+          agent_id: Type.String({
+            minLength: 1,
+            maxLength: 200,
+            description: "The firm's agent that calls back",
+          }),
+          delay_seconds: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 3600,
+              description: 'Seconds after the missed call that the callback is placed (default 60)',
+            }),
+          ),
+          exclude_known_clients: Type.Optional(
+            Type.Boolean({
+              description:
+                "Whether the firm's known clients (synced contacts) are not called back (default false)",
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Missed calls on the firm’s phone system (RingCentral) called back by an agent: at most one callback per caller per 4 hours, through every rule a direct call obeys',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

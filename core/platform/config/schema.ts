@@ -178,6 +178,34 @@ export const CONFIG_SCHEMA = Type.Object({
       description: "the Clio developer application's client secret",
     }),
   ),
+  ringcentralServer: url('RINGCENTRAL_SERVER', {
+    protocols: ['http:', 'https:'],
+    base: true,
+    default: 'https://platform.ringcentral.com',
+    description:
+      'RingCentral platform base URL (API, OAuth): `https://platform.ringcentral.com` (production) or `https://platform.devtest.ringcentral.com` (sandbox); tests point it at a local RingCentral',
+  }),
+  ringcentralClientId: optional(
+    text('RINGCENTRAL_CLIENT_ID', {
+      requiredWith: 'RINGCENTRAL_CLIENT_SECRET',
+      description:
+        "RingCentral app's client id: firms connect their phone system with OAuth; redirect URL `PUBLIC_BASE_URL/api/integrations/ringcentral/callback`",
+    }),
+  ),
+  ringcentralClientSecret: optional(
+    secret('RINGCENTRAL_CLIENT_SECRET', {
+      minLength: 1,
+      requiredWith: 'RINGCENTRAL_CLIENT_ID',
+      description: "the RingCentral app's client secret",
+    }),
+  ),
+  ringcentralSubscriptionCheckMs: integer('RINGCENTRAL_SUBSCRIPTION_CHECK_MS', {
+    default: 300_000,
+    min: 100,
+    max: 86_400_000,
+    description:
+      "How often each firm's RingCentral webhook subscription is checked: renewed when it would lapse before the next check, made again when RingCentral dropped it",
+  }),
   allowPrivateUrls: boolean('ALLOW_PRIVATE_URLS', {
     default: false,
     local: { start: '`true`', test: '`true`' },

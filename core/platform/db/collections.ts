@@ -69,6 +69,20 @@ export const COLLECTIONS = {
   /** A firm's last completed sync (`<firm>|clio`): when it started, the next run's updated_since. */
   contactSyncMarks: 'contact_sync_marks',
   /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
+  /** A firm's RingCentral OAuth connection (`_id` = the firm), tokens sealed, and its webhook subscription. */
+  /** Key documents: the contact a source's record became (`<firm>|<source>|<external_id>`). */
+  contactExternalKeys: 'contact_external_keys',
+  ringcentralConnections: 'ringcentral_connections',
+  /** Claims: a RingCentral connect state (`_id` = the state), single use, 10 minutes, with its PKCE verifier. */
+  ringcentralOAuthStates: 'ringcentral_oauth_states',
+  /** Key documents: a subscription's id → its firm (`_id` = the subscription id), for webhook deliveries. */
+  ringcentralSubscriptions: 'ringcentral_subscriptions',
+  /** Claims: a missed call seen (`_id` = `<firm>|<telephonySessionId>`): one callback decision per missed call. */
+  missedCalls: 'missed_calls',
+  /** Claims: a callback placed (`_id` = `<firm>|<caller>|<4 h window>`): at most one per caller per 4 hours. */
+  missedCallCallbacks: 'missed_call_callbacks',
+  /** Key documents: the last answered inbound call of a caller (`_id` = `<firm>|<caller>`). */
+  inboundAnswers: 'inbound_answers',
   clioConnections: 'clio_connections',
   /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */
   clioOAuthStates: 'clio_oauth_states',

@@ -84,6 +84,14 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.clioOAuthConfirmations]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
   [COLLECTIONS.clioReconnectNotices]: [],
   [COLLECTIONS.clioClientAlerts]: [],
+  [COLLECTIONS.contactExternalKeys]: [],
+  [COLLECTIONS.ringcentralConnections]: [],
+  // expires_at: the hourly prune deletes the states no callback used (core/domain/phone/ringcentral-connection.ts).
+  [COLLECTIONS.ringcentralOAuthStates]: [{ key: { expires_at: 1 }, name: 'expires_at' }],
+  [COLLECTIONS.ringcentralSubscriptions]: [],
+  [COLLECTIONS.missedCalls]: [],
+  [COLLECTIONS.missedCallCallbacks]: [],
+  [COLLECTIONS.inboundAnswers]: [],
   [COLLECTIONS.toolCallNotices]: [],
   // Drained in _id order (time received), then deleted by _id: the _id index is all it needs.
   [COLLECTIONS.webhookOutbox]: [],

@@ -30,6 +30,11 @@ export const SEALED_FIELDS: Partial<Record<CollectionName, SealedField[]>> = {
     { path: 'settings.voice_webhook_secret', firm: byId },
     { path: 'settings.booking_webhook_secret', firm: byId },
   ],
+  [COLLECTIONS.ringcentralConnections]: [
+    { path: 'access_token', firm: byId },
+    { path: 'refresh_token', firm: byId },
+    { path: 'verification_token', firm: byId },
+  ],
   [COLLECTIONS.clioConnections]: [
     { path: 'access_token', firm: byId },
     { path: 'refresh_token', firm: byId },

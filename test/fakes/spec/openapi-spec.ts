@@ -19,7 +19,7 @@ import addFormatsModule from 'ajv-formats';
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
-export type SpecName = 'clio-v4' | 'calcom-v2' | 'retell';
+export type SpecName = 'clio-v4' | 'calcom-v2' | 'retell' | 'ringcentral';
 
 export interface SpecRequest {
   method: string;
@@ -292,6 +292,36 @@ export class OpenApiSpec {
       `${match.pointer}/responses/${escapePointer(key)}/content/${escapePointer(mediaType)}/schema`,
     );
     return validate(body) ? [] : formatErrors(validate.errors, `${where} body`);
+  }
+
+  /**
+   * Problems of a form-encoded request body (application/x-www-form-urlencoded, as OAuth token
+   * endpoints take): every field named by the form's schema, each value (coerced from its text)
+   * valid against its property's schema, the required ones present.
+   */
+  checkForm(match: SpecMatch, form: URLSearchParams): string[] {
+    const requestBody = (this.at(match.pointer) as JsonObject).requestBody as JsonObject | undefined;
+    const content = requestBody && ((this.deref(requestBody) as JsonObject).content as JsonObject);
+    const mediaType = 'application/x-www-form-urlencoded';
+    if (!content || !(mediaType in content)) return [`${match.template}: the document takes no form body`];
+    const schemaPointer = `${match.pointer}/requestBody/content/${escapePointer(mediaType)}/schema`;
+    const schema = this.at(schemaPointer) as JsonObject;
+    const properties = (schema.properties ?? {}) as JsonObject;
+    const problems: string[] = [];
+    for (const name of new Set(form.keys())) {
+      if (!(name in properties)) {
+        problems.push(`form field "${name}" is not in the document`);
+        continue;
+      }
+      const pointer = `${schemaPointer}/properties/${escapePointer(name)}`;
+      const validate = this.validator(this.open, pointer);
+      if (!validate(this.coerce(pointer, form.getAll(name))))
+        problems.push(...formatErrors(validate.errors, `form field "${name}"`));
+    }
+    for (const name of (schema.required ?? []) as string[]) {
+      if (!form.has(name)) problems.push(`form field "${name}" is required`);
+    }
+    return problems;
   }
 
   /**

@@ -1,10 +1,10 @@
-import type { Services } from '../../../core/wiring/services.js';
-import type { FirmDoc } from '../../../core/domain/firms/firms.js';
-import type { CallDoc, GatePass } from '../../../core/domain/calls/calls.js';
-import { judgeNewCall } from '../../../core/domain/compliance/dial-gate.js';
-import { parseDialable } from '../../../core/domain/contact-points/phones.js';
-import { clock } from '../../../core/platform/clock.js';
-import { dialBlocked, dialDeferred } from '../../../core/platform/errors.js';
+import type { Services } from '../../wiring/services.js';
+import type { FirmDoc } from '../firms/firms.js';
+import type { CallDoc, GatePass } from './calls.js';
+import { judgeNewCall } from '../compliance/dial-gate.js';
+import { parseDialable } from '../contact-points/phones.js';
+import { clock } from '../../platform/clock.js';
+import { dialBlocked, dialDeferred } from '../../platform/errors.js';
 
 /**
  * create-outbound-call's request stage of the dial gate, judged as soon as the firm is known
