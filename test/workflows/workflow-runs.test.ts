@@ -4,7 +4,8 @@
 // webhook comes in time and its `timeout` branch when not; a cycle through a `wait` stops at the
 // firm's bound and says so; an opted-out number stops the call step; activation checks the graph
 // and versions keep runs apart; the dry run walks the example without any effect, and its output
-// is the one docs/workflows.md shows.
+// is the one docs/workflows.md shows; a Clio task and notes go on the run's matter (or the lead's
+// contact), once each even when Clio's answer to the task is lost.
 import { createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
