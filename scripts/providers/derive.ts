@@ -85,7 +85,7 @@ export function derive(target: ProviderTarget, full: JsonObject, source: JsonObj
       throw new Error(`${target.name}: ${method.toUpperCase()} ${path} is not in the document`);
     const kept = (paths[path] ??= {}) as JsonObject;
     if (item.parameters) kept.parameters = item.parameters;
-    kept[method] = operation;
+    kept[method] = structuredClone(operation);
   }
   const components: JsonObject = {};
   for (const ref of [...referencedComponents(full, paths)].sort()) {
@@ -93,15 +93,34 @@ export function derive(target: ProviderTarget, full: JsonObject, source: JsonObj
     ((components[kind] ??= {}) as JsonObject)[name] = pointer(full, ref);
   }
   const info = full.info as JsonObject;
+  const corrections = target.corrections ?? [];
+  for (const { pointer: at, value } of corrections) {
+    const keys = at
+      .slice(1)
+      .split('/')
+      .map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = keys.pop()!;
+    let parent: Json = paths;
+    for (const key of keys.slice(1)) parent = isObject(parent) ? (parent[key] ?? null) : null;
+    if (keys[0] !== 'paths' || !isObject(parent) || !(last in parent))
+      throw new Error(`${target.name}: correction ${at} names nothing in the derived document`);
+    parent[last] = value as Json;
+  }
   return stripProse({
     openapi: full.openapi!,
     info: { title: info.title!, version: info.version! },
     servers: full.servers ?? [],
     'x-derived-from': source,
+    ...(corrections.length === 0
+      ? {}
+      : { 'x-corrections': corrections.map(({ pointer: at, why }) => ({ pointer: at, why })) }),
     paths,
     components,
   }) as JsonObject;
 }
+
+const isObject = (node: Json): node is JsonObject =>
+  node !== null && typeof node === 'object' && !Array.isArray(node);
 
 function option(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);

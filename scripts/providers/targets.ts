@@ -13,6 +13,11 @@ export interface ProviderTarget {
   /** Recorded in `x-derived-from` with the document's sha256. */
   origin: Record<string, string>;
   operations: Array<[HttpMethod, string]>;
+  /**
+   * Where the document contradicts its own prose (and Clio's behaviour): a JSON pointer into the
+   * derived document, the value set there, and why. Listed in the output's `x-corrections`.
+   */
+  corrections?: Array<{ pointer: string; value: unknown; why: string }>;
 }
 
 export const PROVIDER_TARGETS: ProviderTarget[] = [
@@ -31,6 +36,21 @@ export const PROVIDER_TARGETS: ProviderTarget[] = [
       ['get', '/matters.json'],
       ['post', '/matters.json'],
       ['get', '/users/who_am_i.json'],
+      ['get', '/tasks.json'],
+      ['post', '/tasks.json'],
+      ['get', '/notes.json'],
+      ['post', '/notes.json'],
+    ],
+    corrections: [
+      {
+        pointer:
+          '/paths/~1notes.json/post/requestBody/content/application~1json/schema/properties/data/required',
+        value: ['type'],
+        why:
+          'POST /notes.json lists contact, matter and type as required, while its own field ' +
+          'descriptions say matter.id is required only for a "Matter" note and contact.id only ' +
+          'for a "Contact" note; the fake checks that rule itself.',
+      },
     ],
   },
   {

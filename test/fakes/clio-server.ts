@@ -17,7 +17,11 @@
 // email address or a phone number as it was stored, case-insensitively; a phone typed
 // "(212) 555-0142" is not found by "+12125550142"), `type`, `updated_since`, cursor paging
 // (`order=id(asc)`, `limit` ≤ 200, `page_token`); POST {"data": {...}}. Matters: POST, GET by
-// `client_id`. It records every request and can be told to fail chosen ones: a status (429 with
+// `client_id`. Tasks: POST (a User or Contact assignee it knows, a matter it has), GET by
+// `matter_id` and `query` (inside the name or description). Notes: POST (a "Matter" note needs
+// matter.id, a "Contact" note contact.id, as the document's field descriptions say: its
+// `required` list, which asks for both, is corrected in the derived subset), GET by `type`,
+// `matter_id`, `contact_id`, `query` (inside the subject or detail). It records every request and can be told to fail chosen ones: a status (429 with
 // Retry-After, 500, ...), before the write or after it (the write happened, the answer says
 // otherwise — what a crash or a lost answer looks like to the client).
 //
@@ -78,6 +82,27 @@ export interface ClioMatterRecord {
   /** As listed: Pending, Open or Closed (Matter's enum; a create sends it in lower case). */
   status: 'Pending' | 'Open' | 'Closed';
   client_reference: string | null;
+}
+
+/** A task as created (POST /tasks.json): what the request gave. */
+export interface ClioTaskRecord {
+  id: number;
+  name: string;
+  description: string;
+  /** The create's date-time, as sent. */
+  due_at: string | null;
+  assignee: { id: number; type: 'User' | 'Contact' };
+  matter_id: number | null;
+}
+
+/** A note as created (POST /notes.json). */
+export interface ClioNoteRecord {
+  id: number;
+  type: 'Matter' | 'Contact';
+  subject: string;
+  detail: string;
+  matter_id: number | null;
+  contact_id: number | null;
 }
 
 /** A request the fake refused as Clio would (the document's judgement), with its answer. */
@@ -155,6 +180,8 @@ export interface FakeClio {
   violations: SpecViolations;
   contacts: ClioContactRecord[];
   matters: ClioMatterRecord[];
+  tasks: ClioTaskRecord[];
+  notes: ClioNoteRecord[];
   /** Failures to answer with, in order, each used once by the first request it matches. */
   failNext: ClioFailure[];
   /**
@@ -171,7 +198,7 @@ export interface FakeClio {
   held(): number;
   /** Changes a contact as a Clio user would: its updated_at becomes now. */
   updateContact(id: number, patch: Partial<ClioContactRecord>): void;
-  /** POSTs that created something (contacts or matters), for "the write happened once" checks. */
+  /** POSTs that created something (contacts, matters, tasks, notes), for "the write happened once" checks. */
   writes(path: string): ClioRequest[];
   reset(): void;
   close(): Promise<void>;
@@ -223,6 +250,33 @@ const matterResource = (m: ClioMatterRecord): Record<string, unknown> => ({
   client_id: m.client_id,
   client: { id: m.client_id, etag: `"${m.client_id}"` },
 });
+
+/** Task in the document: a listed due_at is a date; the assignee a Participant. */
+const taskResource = (t: ClioTaskRecord): Record<string, unknown> => ({
+  id: t.id,
+  etag: `"t${t.id}"`,
+  name: t.name,
+  description: t.description,
+  status: 'pending',
+  priority: 'Normal',
+  ...(t.due_at === null ? {} : { due_at: t.due_at.slice(0, 10) }),
+  assignee: { id: t.assignee.id, type: t.assignee.type },
+  ...(t.matter_id === null ? {} : { matter: { id: t.matter_id, etag: `"m${t.matter_id}"` } }),
+});
+
+const noteResource = (n: ClioNoteRecord): Record<string, unknown> => ({
+  id: n.id,
+  etag: `"n${n.id}"`,
+  type: n.type,
+  subject: n.subject,
+  detail: n.detail,
+  ...(n.matter_id === null ? {} : { matter: { id: n.matter_id, etag: `"m${n.matter_id}"` } }),
+  ...(n.contact_id === null ? {} : { contact: { id: n.contact_id, etag: `"${n.contact_id}"` } }),
+});
+
+/** Clio's `query` on tasks and notes: the text found inside the given fields, case-insensitively. */
+const matchesQuery = (q: string | undefined, ...texts: string[]) =>
+  q === undefined || texts.some((t) => t.toLowerCase().includes(q.toLowerCase()));
 
 const userResource = (u: FakeClioUser): Record<string, unknown> => ({
   id: u.id,
@@ -300,6 +354,8 @@ export async function startFakeClio(
     violations: new SpecViolations(),
     contacts: [],
     matters: [],
+    tasks: [],
+    notes: [],
     failNext: [],
     injectFailure: undefined,
     updateContact(id, patch) {
@@ -315,6 +371,8 @@ export async function startFakeClio(
       this.refusals.length = 0;
       this.contacts.length = 0;
       this.matters.length = 0;
+      this.tasks.length = 0;
+      this.notes.length = 0;
       this.failNext.length = 0;
       oauth.tokenRequests.length = 0;
     },
@@ -644,6 +702,68 @@ export async function startFakeClio(
         (m) => query.client_id === undefined || String(m.client_id) === query.client_id,
       );
       return done(200, { data: rows.map((m) => project(matterResource(m), fields)), meta: { paging: {} } });
+    }
+    if (match.template === '/tasks.json' && method === 'POST') {
+      const data = body.data;
+      const matterId = data.matter?.id ?? null;
+      if (matterId !== null && !fake.matters.some((m) => m.id === matterId))
+        return refuse(422, 'ArgumentError', 'matter.id is not a matter.');
+      const assignee = data.assignee as ClioTaskRecord['assignee'];
+      const known =
+        assignee.type === 'User'
+          ? users.some((u) => u.id === assignee.id)
+          : fake.contacts.some((c) => c.id === assignee.id);
+      if (!known) return refuse(422, 'ArgumentError', `assignee is not a ${assignee.type}.`);
+      if (data.name === '') return refuse(422, 'ArgumentError', 'name cannot be blank.');
+      const task: ClioTaskRecord = {
+        id: nextId++,
+        name: data.name,
+        description: data.description,
+        due_at: data.due_at ?? null,
+        assignee: { id: assignee.id, type: assignee.type },
+        matter_id: matterId,
+      };
+      fake.tasks.push(task);
+      return done(201, { data: project(taskResource(task), fields) });
+    }
+    if (match.template === '/tasks.json' && method === 'GET') {
+      const rows = fake.tasks.filter(
+        (t) =>
+          (query.matter_id === undefined || String(t.matter_id) === query.matter_id) &&
+          matchesQuery(query.query, t.name, t.description),
+      );
+      return done(200, { data: rows.map((t) => project(taskResource(t), fields)), meta: { paging: {} } });
+    }
+    if (match.template === '/notes.json' && method === 'POST') {
+      const data = body.data;
+      // The rule the document's field descriptions give (its `required` list is corrected).
+      const regarding = data.type === 'Matter' ? data.matter : data.contact;
+      if (regarding?.id === undefined)
+        return refuse(422, 'ArgumentError', `A ${data.type} note needs ${data.type.toLowerCase()}.id.`);
+      if (data.matter !== undefined && !fake.matters.some((m) => m.id === data.matter.id))
+        return refuse(422, 'ArgumentError', 'matter.id is not a matter.');
+      if (data.contact !== undefined && !fake.contacts.some((c) => c.id === data.contact.id))
+        return refuse(422, 'ArgumentError', 'contact.id is not a contact.');
+      const note: ClioNoteRecord = {
+        id: nextId++,
+        type: data.type,
+        subject: data.subject ?? '',
+        detail: data.detail ?? '',
+        matter_id: data.matter?.id ?? null,
+        contact_id: data.contact?.id ?? null,
+      };
+      fake.notes.push(note);
+      return done(201, { data: project(noteResource(note), fields) });
+    }
+    if (match.template === '/notes.json' && method === 'GET') {
+      const rows = fake.notes.filter(
+        (n) =>
+          n.type === query.type &&
+          (query.matter_id === undefined || String(n.matter_id) === query.matter_id) &&
+          (query.contact_id === undefined || String(n.contact_id) === query.contact_id) &&
+          matchesQuery(query.query, n.subject, n.detail),
+      );
+      return done(200, { data: rows.map((n) => project(noteResource(n), fields)), meta: { paging: {} } });
     }
     if (match.template === '/users/who_am_i.json' && method === 'GET') {
       const bearer = req.headers.authorization?.slice(7) ?? '';

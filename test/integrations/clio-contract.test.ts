@@ -1,7 +1,7 @@
 // Our Clio client (core/integrations/crm/clio.ts) against the spec-checked Clio
 // (test/fakes/clio-server.ts, which judges every request by Clio's v4 OpenAPI document and
 // answers to its schemas): every call the client makes — contact search, create and the listing
-// with its paging, matter create and lookup, the OAuth token grants and their refusals — and
+// with its paging, matter create and lookup, task and note create and lookup, the OAuth token grants and their refusals — and
 // what the fake refuses as Clio does (a `fields=`
 // name the document does not have, an enum value in the wrong case).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -232,6 +232,85 @@ describe('matters', () => {
     expect(await client.findMatterByReference(clientId, 'call_abc')).toBe(id);
     expect(await client.findMatterByReference(clientId, 'call_other')).toBeNull();
     expect(clio.refusals).toEqual([]);
+  });
+});
+
+describe('tasks and notes', () => {
+  it('creates a task on a matter for the token’s user and a note on the matter and on the contact; finds each by our reference', async () => {
+    clio.reset();
+    const client = clientOf(clio);
+    const contactId = await client.createPerson({
+      first_name: 'Cy',
+      last_name: null,
+      email: null,
+      phone: null,
+    });
+    const matterId = await client.createMatter({
+      clientId: contactId,
+      description: 'Fall — Cy',
+      status: 'open',
+      reference: 'wf_m',
+    });
+    const userId = await client.currentUserId();
+    expect(userId).toBe(clio.users[0]!.id);
+    const taskId = await client.createTask({
+      name: 'Call Cy back',
+      description: 'About the fall.\n\nWorkflow reference: wf_task1',
+      dueAt: '2026-12-01T09:00:00.000Z',
+      assignee: { type: 'User', id: userId },
+      matterId,
+    });
+    expect(clio.tasks).toEqual([
+      {
+        id: taskId,
+        name: 'Call Cy back',
+        description: 'About the fall.\n\nWorkflow reference: wf_task1',
+        due_at: '2026-12-01T09:00:00.000Z',
+        assignee: { type: 'User', id: userId },
+        matter_id: matterId,
+      },
+    ]);
+    expect(await client.findTaskByReference('wf_task1', matterId)).toBe(taskId);
+    expect(await client.findTaskByReference('wf_task2', matterId)).toBeNull();
+
+    const onMatter = await client.createNote({
+      subject: 'Intake',
+      detail: 'Fell at work.\n\nWorkflow reference: wf_note1',
+      matterId,
+      contactId,
+    });
+    const onContact = await client.createNote({
+      subject: 'First contact',
+      detail: 'Workflow reference: wf_note2',
+      matterId: null,
+      contactId,
+    });
+    expect(clio.notes.map((n) => [n.id, n.type, n.matter_id, n.contact_id])).toEqual([
+      [onMatter, 'Matter', matterId, contactId],
+      [onContact, 'Contact', null, contactId],
+    ]);
+    expect(await client.findNoteByReference('wf_note1', { matterId, contactId })).toBe(onMatter);
+    expect(await client.findNoteByReference('wf_note2', { matterId: null, contactId })).toBe(onContact);
+    expect(await client.findNoteByReference('wf_note2', { matterId, contactId })).toBeNull();
+    expect(clio.refusals).toEqual([]);
+  });
+
+  it('refuses, as the document says, a task without an assignee and a "Matter" note without a matter', async () => {
+    clio.reset();
+    const post = (path: string, data: unknown) =>
+      fetch(`${clio.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${clio.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ data }),
+      });
+    const task = await post('/api/v4/tasks.json', { name: 'x', description: 'y' });
+    expect(task.status).toBe(422);
+    expect(((await task.json()) as any).error.message).toMatch(/assignee/);
+    const note = await post('/api/v4/notes.json', { type: 'Matter', subject: 's', detail: 'd' });
+    expect(note.status).toBe(422);
+    expect(((await note.json()) as any).error.message).toMatch(/matter\.id/);
+    expect(clio.tasks).toEqual([]);
+    expect(clio.notes).toEqual([]);
   });
 });
 

@@ -4,7 +4,8 @@
 // webhook comes in time and its `timeout` branch when not; a cycle through a `wait` stops at the
 // firm's bound and says so; an opted-out number stops the call step; activation checks the graph
 // and versions keep runs apart; the dry run walks the example without any effect, and its output
-// is the one docs/workflows.md shows.
+// is the one docs/workflows.md shows; a Clio task and notes go on the run's matter (or the lead's
+// contact), once each even when Clio's answer to the task is lost.
 import { createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -665,5 +666,114 @@ describe('the webhook and add_to_campaign actions', () => {
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('the Clio task and note actions', () => {
+  /** start → matter → task → note on the matter; start → a note on the lead's contact (no matter on its path). */
+  const clioGraph = (tag: string): { nodes: Array<Record<string, unknown>>; edges: unknown[] } => ({
+    nodes: [
+      {
+        id: 'start',
+        type: 'trigger.event',
+        data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: tag } },
+      },
+      { id: 'matter', type: 'clio.create_matter', data: { description: 'Intake — {{lead.first_name}}' } },
+      {
+        id: 'task',
+        type: 'clio.create_task',
+        data: { name: 'Call {{lead.first_name}} back', description: 'About the intake.', due_in_days: 2 },
+      },
+      {
+        id: 'matter-note',
+        type: 'clio.add_note',
+        data: { subject: 'Intake call', detail: '{{lead.first_name}} called about a fall.' },
+      },
+      {
+        id: 'contact-note',
+        type: 'clio.add_note',
+        data: { subject: 'First contact', detail: 'Lead {{lead.first_name}} came in.' },
+      },
+    ],
+    edges: [
+      { id: 'c1', source: 'start', target: 'matter' },
+      { id: 'c2', source: 'matter', target: 'task' },
+      { id: 'c3', source: 'task', target: 'matter-note' },
+      { id: 'c4', source: 'start', target: 'contact-note' },
+    ],
+  });
+
+  it('creates the task and the notes once each (a lost answer is retried without a second task)', async () => {
+    const id = await activeWorkflow(firm.client, firm.slug, 'Clio follow-up', clioGraph('clio-work'));
+    // The dry run shows what each would send, and which matter the task and the note would be on.
+    const dry = await firm.client.post(`/api/workflows/${id}/dry-run`, {
+      event: { type: 'lead.created', data: { notes: 'clio-work' } },
+    });
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    const dryStep = (node: string) => dry.body.path.find((s: any) => s.node_id === node);
+    expect(dryStep('task')).toMatchObject({
+      outcome: 'would_run',
+      would_send: {
+        name: 'Call back',
+        description: 'About the intake.',
+        assignee: { type: 'User', id: 'the connected Clio user' },
+        matter_from_node: 'matter',
+        reference: expect.stringMatching(/^wf_[0-9a-f]{24}$/),
+      },
+    });
+    expect(Date.parse(dryStep('task').would_send.due_at)).toBeGreaterThan(Date.now() + DAY);
+    expect(dryStep('matter-note').would_send).toMatchObject({ subject: 'Intake call', type: 'Matter' });
+    expect(dryStep('contact-note').would_send).toMatchObject({ type: 'Contact', matter_from_node: null });
+    expect(clio.tasks).toHaveLength(0);
+
+    // Clio creates the task but its answer is lost (a 500 after the write): the retry finds it.
+    clio.failNext.push({ status: 500, method: 'POST', path: '/api/v4/tasks.json', afterWrite: true });
+    await newLead({ first_name: 'Tasha', phone: '+14155550177', notes: 'clio-work' });
+    const run = await endedRun(firm.client, id);
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    const result = (node: string) => stepOf(run, node)[0].result;
+    const matterId = result('matter').matter_id as number;
+    const contactId = result('matter').contact_id as number;
+
+    expect(clio.failNext).toEqual([]);
+    expect(clio.writes('/api/v4/tasks.json')).toHaveLength(1);
+    expect(clio.tasks).toHaveLength(1);
+    const task = clio.tasks[0]!;
+    expect(task).toMatchObject({
+      name: 'Call Tasha back',
+      assignee: { type: 'User', id: clio.users[0]!.id },
+      matter_id: matterId,
+    });
+    expect(task.description).toMatch(/^About the intake\.\n\nWorkflow reference: wf_[0-9a-f]{24}$/);
+    expect(Date.parse(task.due_at!)).toBeGreaterThan(Date.now() + DAY);
+    expect(result('task')).toEqual({ task_id: task.id, matter_id: matterId });
+
+    expect(clio.writes('/api/v4/notes.json')).toHaveLength(2);
+    const onMatter = clio.notes.find((n) => n.type === 'Matter')!;
+    expect(onMatter).toMatchObject({ subject: 'Intake call', matter_id: matterId, contact_id: contactId });
+    expect(onMatter.detail).toMatch(/^Tasha called about a fall\.\n\nWorkflow reference: wf_/);
+    expect(result('matter-note')).toMatchObject({ note_id: onMatter.id, type: 'Matter' });
+    const onContact = clio.notes.find((n) => n.type === 'Contact')!;
+    expect(onContact).toMatchObject({ subject: 'First contact', matter_id: null, contact_id: contactId });
+    expect(result('contact-note')).toMatchObject({ note_id: onContact.id, type: 'Contact', matter_id: null });
+    expect(clio.refusals).toEqual([]);
+  });
+
+  it('refuses a malformed task or note at activation, naming the field', async () => {
+    const graph = clioGraph('clio-bad');
+    graph.nodes[2]!.data = { name: 'x', due_in_days: -1, assignee_id: 'dana' };
+    graph.nodes[3]!.data = { subject: 'no detail' };
+    const saved = await firm.client.post('/api/workflows', { firmSlug: firm.slug, name: 'Bad', ...graph });
+    expect(saved.status).toBe(200);
+    const details = expectError(
+      await firm.client.post(`/api/workflows/${saved.body.id}/activate`, {}),
+      400,
+      'invalid_request',
+    );
+    expect(details).toEqual([
+      { path: '/nodes/2/data/due_in_days', message: expect.stringContaining('"due_in_days"') },
+      { path: '/nodes/2/data/assignee_id', message: expect.stringContaining('"assignee_id"') },
+      { path: '/nodes/3/data/detail', message: 'needs "detail" (node "matter-note")' },
+    ]);
   });
 });

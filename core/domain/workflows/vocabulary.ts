@@ -178,9 +178,27 @@ function actionProblems(type: ActionType, data: Record<string, unknown>): Array<
     case 'clio.create_matter':
       need('description', nonEmptyString(data.description), 'needs "description"');
       break;
-    case 'clio.create_task':
+    case 'clio.create_task': {
       need('name', nonEmptyString(data.name), 'needs "name"');
+      const days = data.due_in_days;
+      need(
+        'due_in_days',
+        days === undefined || (Number.isInteger(days) && (days as number) >= 0 && (days as number) <= 3650),
+        '"due_in_days" must be a whole number of days from 0 to 3650',
+      );
+      const assignee = data.assignee_id;
+      need(
+        'assignee_id',
+        assignee === undefined || (Number.isInteger(assignee) && (assignee as number) > 0),
+        '"assignee_id" must be a Clio user id (a positive whole number)',
+      );
+      need(
+        'description',
+        data.description === undefined || typeof data.description === 'string',
+        '"description" must be a string',
+      );
       break;
+    }
     case 'clio.add_note':
       need('subject', nonEmptyString(data.subject), 'needs "subject"');
       need('detail', nonEmptyString(data.detail), 'needs "detail"');

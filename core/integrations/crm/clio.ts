@@ -8,8 +8,9 @@ import {
 } from '../http/guarded-http.js';
 
 // Clio Manage API v4 (https://app.clio.com/api/v4, or a firm's regional base URL): the few
-// calls the intake pipeline and the contacts sync make — find contacts, read one, list them page
-// by page, create a Person, create a Matter for it, find a matter by our reference — each as
+// calls the intake pipeline, the contacts sync and the workflows make — find contacts, read one,
+// list them page by page, create a Person, create a Matter for it, find a matter by our
+// reference, create a task or a note and find one by the reference in its text — each as
 // Clio's v4 OpenAPI document has it (test/fakes/spec/clio-v4.json judges them in the tests):
 // `fields=` names only what the listed resource has (a listed EmailAddress or PhoneNumber has
 // `primary`; `default_email`/`default_number` exist only in create bodies), enums in their case. Bearer token per firm (settings.crm.access_token). Every
@@ -38,6 +39,24 @@ export interface ClioMatterInput {
   status: 'open' | 'pending';
   /** Our reference on the matter (Clio's client_reference): how a retry finds a matter it made. */
   reference: string;
+}
+
+/** A task (POST /tasks.json). The document requires a name, a description and an assignee. */
+export interface ClioTaskInput {
+  name: string;
+  description: string;
+  /** ISO 8601 date-time; not sent when null. */
+  dueAt: string | null;
+  assignee: { id: number; type: 'User' | 'Contact' };
+  matterId: number | null;
+}
+
+/** A note (POST /notes.json) on a matter, or on a contact when there is no matter. */
+export interface ClioNoteInput {
+  subject: string;
+  detail: string;
+  matterId: number | null;
+  contactId: number;
 }
 
 /**
@@ -236,6 +255,66 @@ export class ClioClient {
     return found === undefined ? null : (found.id as number);
   }
 
+  /** The id of the Clio user the token is for (GET /api/v4/users/who_am_i.json). */
+  async currentUserId(): Promise<number> {
+    const body = await this.call('GET', `${API_PATH}/users/who_am_i.json?fields=id`);
+    const id = (body.data as Record<string, unknown> | undefined)?.id;
+    if (typeof id !== 'number') throw new CrmError("Clio's who_am_i answered no user id.", false, false);
+    return id;
+  }
+
+  /** POST /api/v4/tasks.json; returns the task's id. */
+  async createTask(task: ClioTaskInput): Promise<number> {
+    const data: Record<string, unknown> = {
+      name: task.name,
+      description: task.description,
+      assignee: task.assignee,
+    };
+    if (task.dueAt !== null) data.due_at = task.dueAt;
+    if (task.matterId !== null) data.matter = { id: task.matterId };
+    return this.idOf(await this.call('POST', `${API_PATH}/tasks.json`, { data }), 'task');
+  }
+
+  /**
+   * The task whose description carries `reference` (Clio's task `query` searches the name and
+   * the description), on the matter when one is given; null when there is none.
+   */
+  async findTaskByReference(reference: string, matterId: number | null): Promise<number | null> {
+    const params = new URLSearchParams({ query: reference, fields: 'id,description', limit: '200' });
+    if (matterId !== null) params.set('matter_id', String(matterId));
+    const body = await this.call('GET', `${API_PATH}/tasks.json?${params}`);
+    return referencedId(body, 'description', reference);
+  }
+
+  /** POST /api/v4/notes.json: a "Matter" note when a matter is given, else a "Contact" note. */
+  async createNote(note: ClioNoteInput): Promise<number> {
+    const data: Record<string, unknown> = {
+      type: note.matterId === null ? 'Contact' : 'Matter',
+      subject: note.subject,
+      detail: note.detail,
+      contact: { id: note.contactId },
+    };
+    if (note.matterId !== null) data.matter = { id: note.matterId };
+    return this.idOf(await this.call('POST', `${API_PATH}/notes.json`, { data }), 'note');
+  }
+
+  /** The note of that matter (or contact) whose detail carries `reference`; null when none. */
+  async findNoteByReference(
+    reference: string,
+    regarding: { matterId: number | null; contactId: number },
+  ): Promise<number | null> {
+    const params = new URLSearchParams({ query: reference, fields: 'id,detail', limit: '200' });
+    if (regarding.matterId !== null) {
+      params.set('type', 'Matter');
+      params.set('matter_id', String(regarding.matterId));
+    } else {
+      params.set('type', 'Contact');
+      params.set('contact_id', String(regarding.contactId));
+    }
+    const body = await this.call('GET', `${API_PATH}/notes.json?${params}`);
+    return referencedId(body, 'detail', reference);
+  }
+
   private idOf(body: Record<string, unknown>, what: string): number {
     const id = (body.data as Record<string, unknown> | undefined)?.id;
     if (typeof id !== 'number') {
@@ -342,6 +421,13 @@ export class ClioClient {
     const final = (status >= 300 && status < 400) || status === 400 || status === 404 || status === 422;
     return new CrmError(`${what}.`, final, method === 'POST' && status >= 500, status);
   }
+}
+
+/** The id of the first listed record whose `field` contains `reference`. */
+function referencedId(body: Record<string, unknown>, field: string, reference: string): number | null {
+  const rows = Array.isArray(body.data) ? (body.data as Array<Record<string, unknown>>) : [];
+  const found = rows.find((r) => typeof r?.id === 'number' && str(r[field])?.includes(reference) === true);
+  return found === undefined ? null : (found.id as number);
 }
 
 function contactOf(r: Record<string, unknown>): ClioContact | null {

@@ -15,6 +15,7 @@ import {
   type EffectOutcome,
 } from '../../../platform/db/effect-recorder.js';
 import { shorten } from '../../../platform/text.js';
+import { clock } from '../../../platform/clock.js';
 import type { FirmDoc } from '../../firms/firms.js';
 import type { LeadDoc } from '../../leads/leads.js';
 import { leadsCollection } from '../../leads/leads.js';
@@ -29,7 +30,8 @@ import { addCampaignLeads } from '../../campaigns/campaigns.js';
 import { findCampaign } from '../../campaigns/campaign-store.js';
 import { render, type Context } from '../expressions.js';
 import type { ActionType } from '../vocabulary.js';
-import { stepDigest, stepSubject, type WorkflowStepDoc } from './run-store.js';
+import type { RunnableGraph } from '../vocabulary.js';
+import { stepDigest, stepSubject, stepsCollection, type WorkflowStepDoc } from './run-store.js';
 
 // The actions of a workflow (docs/workflows.md#nodes). Each has a preview — what it would send,
 // computed from the node's data, the run's context and the firm's settings, with no effect: the
@@ -46,6 +48,8 @@ export interface ActionInput {
   context: Context;
   /** The step's id (a dry run has a made-up one): ids sent outside derive from it. */
   stepId: string;
+  /** The latest `clio.create_matter` on the step's path, if any. */
+  matterFrom?: MatterFrom;
 }
 
 interface ActionDefinition {
@@ -56,8 +60,6 @@ interface ActionDefinition {
     input: ActionInput & { step: WorkflowStepDoc; attempt: Attempt; would: Result },
   ): Promise<EffectOutcome<Result>>;
 }
-
-const skipped = (reason: string): EffectOutcome<Result> => ({ state: 'skipped', result: { reason } });
 
 function recipients(input: ActionInput): string[] {
   const to = input.data.to;
@@ -109,6 +111,47 @@ async function clioContact(
   );
   return record.result!.contact_id;
 }
+
+const DAY_MS = 86_400_000;
+
+/** The latest `clio.create_matter` on a step's path: its node, and the step that ran it (none in a dry run). */
+export interface MatterFrom {
+  nodeId: string;
+  stepId: string | null;
+}
+
+/**
+ * The latest node on a path (visits in the order they happened) that creates a Clio matter;
+ * `stepId` names its step (null in a dry run). Null when the path has none.
+ */
+export function matterOnPath(
+  graph: RunnableGraph,
+  visits: Array<{ node: string; n: number }>,
+  stepId: ((node: string, n: number) => string) | null,
+): MatterFrom | null {
+  for (const { node, n } of [...visits].reverse()) {
+    if (graph.nodes.get(node)?.type === 'clio.create_matter')
+      return { nodeId: node, stepId: stepId === null ? null : stepId(node, n) };
+  }
+  return null;
+}
+
+/** The matter the path's `clio.create_matter` step made, or null (none on the path, or it made none). */
+async function runMatter(input: ActionInput): Promise<number | null> {
+  const stepId = input.matterFrom?.stepId;
+  if (stepId === undefined || stepId === null) return null;
+  const step = await stepsCollection(input.services.mongo.db).findOne(
+    { _id: stepId },
+    { projection: { effect: 1 } },
+  );
+  const id = step?.effect?.state === 'done' ? step.effect.result?.matter_id : undefined;
+  return typeof id === 'number' ? id : null;
+}
+
+/** Our reference for what a step creates in Clio, written in its text: how a retry finds it. */
+const clioReference = (stepId: string): string => `wf_${stepDigest(stepId)}`;
+const withReference = (text: string, reference: string): string =>
+  `${text === '' ? '' : `${text}\n\n`}Workflow reference: ${reference}`;
 
 const clioSkip = async (input: ActionInput): Promise<string | undefined> => {
   if (input.firm.settings.crm.provider !== 'clio') return 'The firm has no CRM configured (settings.crm).';
@@ -199,27 +242,78 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
   'clio.create_task': {
     effect: crmEffect,
     async preview(input) {
+      const days = input.data.due_in_days;
+      const assignee = input.data.assignee_id;
       const would = {
-        name: render(input.data.name, input.context),
-        description: render(input.data.description, input.context),
+        name: shorten(render(input.data.name, input.context), 255),
+        description: render(input.data.description ?? '', input.context),
+        due_at: typeof days === 'number' ? new Date(clock.now() + days * DAY_MS).toISOString() : null,
+        assignee: { type: 'User', id: typeof assignee === 'number' ? assignee : 'the connected Clio user' },
+        matter_from_node: input.matterFrom?.nodeId ?? null,
+        reference: clioReference(input.stepId),
       };
-      return { skip: 'Clio tasks are not sent yet: the Clio client has no task call.', would };
+      return input.firm.settings.crm.provider === 'clio'
+        ? { would }
+        : { skip: 'The firm has no CRM configured (settings.crm).', would };
     },
-    async perform() {
-      return skipped('Clio tasks are not sent yet: the Clio client has no task call.');
+    async perform(input) {
+      const client = (await firmClioClient(input.services, input.firm))!;
+      const would = input.would;
+      const reference = would.reference as string;
+      const matterId = await runMatter(input);
+      const existing = await client.findTaskByReference(reference, matterId);
+      if (existing !== null) return { state: 'done', result: { task_id: existing, matter_id: matterId } };
+      const assignee = (would.assignee as { id: unknown }).id;
+      const id = await client.createTask({
+        name: would.name as string,
+        description: withReference(would.description as string, reference),
+        dueAt: would.due_at as string | null,
+        assignee: {
+          type: 'User',
+          id: typeof assignee === 'number' ? assignee : await client.currentUserId(),
+        },
+        matterId,
+      });
+      return { state: 'done', result: { task_id: id, matter_id: matterId } };
     },
   },
   'clio.add_note': {
     effect: crmEffect,
     async preview(input) {
       const would = {
-        subject: render(input.data.subject, input.context),
+        subject: shorten(render(input.data.subject, input.context), 255),
         detail: render(input.data.detail, input.context),
+        type: input.matterFrom === undefined ? 'Contact' : 'Matter',
+        matter_from_node: input.matterFrom?.nodeId ?? null,
+        reference: clioReference(input.stepId),
       };
-      return { skip: 'Clio notes are not sent yet: the Clio client has no note call.', would };
+      const skip = await clioSkip(input);
+      return skip === undefined ? { would } : { skip, would };
     },
-    async perform() {
-      return skipped('Clio notes are not sent yet: the Clio client has no note call.');
+    async perform(input) {
+      const client = (await firmClioClient(input.services, input.firm))!;
+      const would = input.would;
+      const reference = would.reference as string;
+      const contactId = await clioContact(input);
+      const matterId = await runMatter(input);
+      const regarding = { matterId, contactId };
+      const existing = await client.findNoteByReference(reference, regarding);
+      const id =
+        existing ??
+        (await client.createNote({
+          subject: would.subject as string,
+          detail: withReference(would.detail as string, reference),
+          ...regarding,
+        }));
+      return {
+        state: 'done',
+        result: {
+          note_id: id,
+          type: matterId === null ? 'Contact' : 'Matter',
+          matter_id: matterId,
+          contact_id: contactId,
+        },
+      };
     },
   },
   call: {

@@ -14,7 +14,7 @@ import {
   nextEdges,
   runnableGraph,
 } from '../vocabulary.js';
-import { ACTIONS } from './actions.js';
+import { ACTIONS, matterOnPath } from './actions.js';
 import { contextOf, leadIdOf, readLead } from './context.js';
 
 // The dry run (POST /api/workflows/{id}/dry-run): the graph as saved now, walked for a given event
@@ -114,6 +114,11 @@ export async function dryRunWorkflow(
       branch = waitFor;
       step.wait = { event: String(d.event), within_ms: durationMs(d.within) ?? 0 };
     } else if (isAction(type)) {
+      const matterFrom = matterOnPath(
+        graph,
+        [...before].map(([node, n]) => ({ node, n })),
+        null,
+      );
       const preview = await ACTIONS[type].preview({
         services,
         firm,
@@ -121,6 +126,7 @@ export async function dryRunWorkflow(
         data: d,
         context,
         stepId: `dry|${id}|${visit}`,
+        ...(matterFrom === null ? {} : { matterFrom }),
       });
       step.would_send = preview.would;
       step.outcome = preview.skip === undefined ? 'would_run' : 'skipped';

@@ -20,12 +20,13 @@ import {
   type ActionType,
 } from '../vocabulary.js';
 import { loadVersion, type LoadedVersion } from '../versions.js';
-import { ACTIONS, isFinalActionFailure } from './actions.js';
+import { ACTIONS, isFinalActionFailure, matterOnPath, type MatterFrom } from './actions.js';
 import { contextOf, eventData, readLead } from './context.js';
 import {
   FINISHED_STEP,
   newStep,
   runsCollection,
+  stepIdOf,
   stepSubject,
   stepsCollection,
   withRunLock,
@@ -355,7 +356,18 @@ export async function runWorkflowStep(
     case 'wait_for':
       return startWaitFor(services, run, step, data);
   }
-  return runAction(services, version, run, step, type, { firm, lead, data, context }, attempt);
+  const matterFrom = matterOnPath(version.graph, step.path_visits.slice(0, -1), (node, n) =>
+    stepIdOf(run._id, node, n),
+  );
+  return runAction(
+    services,
+    version,
+    run,
+    step,
+    type,
+    { firm, lead, data, context, ...(matterFrom === null ? {} : { matterFrom }) },
+    attempt,
+  );
 }
 
 /** When a `wait` ends: as the run sees it (logical) and as the job is delayed (wall). */
@@ -463,6 +475,7 @@ async function runAction(
     lead: Awaited<ReturnType<typeof readLead>>;
     data: Record<string, unknown>;
     context: ReturnType<typeof contextOf>;
+    matterFrom?: MatterFrom;
   },
   attempt: Attempt,
 ): Promise<StepRunOutcome> {
