@@ -155,6 +155,7 @@ describe('release seals what was stored in plaintext', { timeout: 180_000 }, () 
         firms: 0,
         clio_connections: 0,
         clio_oauth_confirmations: 0,
+        ringcentral_connections: 0,
         simulator_calls: 0,
         webhook_endpoints: 0,
       },

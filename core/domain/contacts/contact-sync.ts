@@ -193,8 +193,10 @@ export async function startContactSync(
 export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise<void> {
   if (sync.status !== 'completed') {
     const now = new Date();
+    // The first completion's time stands (its contacts.sync.completed carries it): a second worker
+    // that finished the same sync (a job taken over from a killed one) leaves it as it is.
     await syncsCollection(db).updateOne(
-      { _id: sync._id },
+      { _id: sync._id, completed_at: null },
       { $set: { status: 'completed', completed_at: now, updated_at: now } },
     );
   }
