@@ -6,8 +6,8 @@ const UNIT = 'test/unit/**/*.test.ts';
 
 export default defineConfig({
   test: {
-    // Two cores: at most two test files at a time, whichever project they belong to.
-    maxWorkers: 2,
+    // Two cores: at most three test files at a time, whichever project they belong to.
+    maxWorkers: 3,
     teardownTimeout: 30_000,
     projects: [
       {
@@ -20,7 +20,7 @@ export default defineConfig({
           // CPU time, which must not hold another test file's work.
           pool: 'forks',
           isolate: false,
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       {
@@ -37,7 +37,7 @@ export default defineConfig({
           // modules that one file could leave to the next: each stack has its own services.
           pool: 'forks',
           isolate: false,
-          maxWorkers: 2,
+          maxWorkers: 3,
           testTimeout: 30_000,
           hookTimeout: 120_000,
         },

@@ -29,6 +29,8 @@ export interface ChaosConfig {
   mongodbUri?: string;
   /** Extra environment of the web and worker processes. */
   env?: Record<string, string>;
+  /** Whether each firm subscribes a webhook endpoint to every event (default true). */
+  eventsOut?: boolean;
   /** One redis-server (default), or a local Redis Cluster of three masters (REDIS_CLUSTER=true). */
   redis?: 'single' | 'cluster';
   say: (line: string) => void;
@@ -150,7 +152,7 @@ export async function runChaos(config: ChaosConfig): Promise<ChaosResult> {
     say,
   });
   try {
-    const firms = await createFirms(cluster, ledger, config.timing);
+    const firms = await createFirms(cluster, ledger, config.timing, config.eventsOut ?? true);
     ledger.redisMemory.start = (await usedMemory(cluster)) ?? undefined;
     if (config.redisHeadroom !== undefined && config.redis !== 'cluster') {
       cluster.redisMaxMemory = (ledger.redisMemory.start ?? 0) + config.redisHeadroom;

@@ -120,7 +120,13 @@ async function must(reply: { status: number; body: JsonObject }, what: string): 
   return reply.body;
 }
 
-export async function createFirms(cluster: Cluster, ledger: Ledger, timing: WorkloadTiming): Promise<Firms> {
+export async function createFirms(
+  cluster: Cluster,
+  ledger: Ledger,
+  timing: WorkloadTiming,
+  /** Each firm subscribes an endpoint to every event (the events-out invariant checks it). */
+  eventsOut = true,
+): Promise<Firms> {
   const admin = cluster.adminKey;
   const make = async (role: string, settings: Record<string, unknown>, withAgent: boolean): Promise<Firm> => {
     const slug = `chaos-${role}-${hex(3)}`;
@@ -161,15 +167,17 @@ export async function createFirms(cluster: Cluster, ledger: Ledger, timing: Work
     ).key as string;
     const firm: Firm = { slug, key, voiceSecret, bookingSecret, notificationEmail, slackUrl };
     const eventsPath = `/${slug}`;
-    const endpoint = await must(
-      await send(ledger, cluster.webUrl, 'POST', '/api/webhook-endpoints', {
-        route: 'POST webhook-endpoints',
-        token: key,
-        body: { firmSlug: slug, url: cluster.events.url(eventsPath), events: ['*'] },
-      }),
-      'create webhook endpoint',
-    );
-    firm.events = { path: eventsPath, secret: endpoint.secret as string };
+    if (eventsOut) {
+      const endpoint = await must(
+        await send(ledger, cluster.webUrl, 'POST', '/api/webhook-endpoints', {
+          route: 'POST webhook-endpoints',
+          token: key,
+          body: { firmSlug: slug, url: cluster.events.url(eventsPath), events: ['*'] },
+        }),
+        'create webhook endpoint',
+      );
+      firm.events = { path: eventsPath, secret: endpoint.secret as string };
+    }
     if (withAgent) {
       firm.agentId = (
         await must(

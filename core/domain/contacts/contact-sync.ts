@@ -193,11 +193,15 @@ export async function startContactSync(
 export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise<void> {
   if (sync.status !== 'completed') {
     const now = new Date();
-    // The first completion's time stands (its contacts.sync.completed carries it): a second worker
-    // that finished the same sync (a job taken over from a killed one) leaves it as it is.
+    // Two workers can finish the same sync (a job taken over from a killed one): the completion is
+    // claimed, and both write the first completer's time (its contacts.sync.completed carries it).
+    const completions = collection<{ _id: string; at: Date }>(db, COLLECTIONS.contactSyncCompletions);
+    const at = (await claim(completions, { _id: sync._id, at: now }))
+      ? now
+      : ((await completions.findOne({ _id: sync._id }))?.at ?? now);
     await syncsCollection(db).updateOne(
-      { _id: sync._id, completed_at: null },
-      { $set: { status: 'completed', completed_at: now, updated_at: now } },
+      { _id: sync._id },
+      { $set: { status: 'completed', completed_at: at, updated_at: now } },
     );
   }
   await marks(db).replaceOne(

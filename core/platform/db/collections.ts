@@ -68,6 +68,8 @@ export const COLLECTIONS = {
   contactSyncClaims: 'contact_sync_claims',
   /** A firm's last completed sync (`<firm>|clio`): when it started, the next run's updated_since. */
   contactSyncMarks: 'contact_sync_marks',
+  /** Claims: a contacts sync's completion (`_id` = the sync's id) with its time, the first completer's. */
+  contactSyncCompletions: 'contact_sync_completions',
   /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
   /** A firm's RingCentral OAuth connection (`_id` = the firm), tokens sealed, and its webhook subscription. */
   /** Key documents: the contact a source's record became (`<firm>|<source>|<external_id>`). */

@@ -99,6 +99,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
+  [COLLECTIONS.contactSyncCompletions]: [],
   // Read and written by _id only.
   [COLLECTIONS.workflowVersions]: [],
   [COLLECTIONS.workflowTriggers]: [],
