@@ -1,5 +1,6 @@
 import type { UrlPolicy } from '../../platform/url-policy.js';
-import { guardedRequest, urlPolicyRefusal, type GuardedResponse } from '../http/guarded-http.js';
+import { guardedRequest, type GuardedResponse } from '../http/guarded-http.js';
+import { postTokenRequest } from '../http/oauth-token.js';
 import { CrmError } from './clio.js';
 
 // Clio Manage's OAuth 2.0 authorization-code flow (docs.developers.clio.com, "Authorization"):
@@ -70,39 +71,12 @@ export async function requestClioToken(
   credentials: ClioClientCredentials,
   policy: UrlPolicy,
 ): Promise<ClioGrantedTokens> {
-  const form = new URLSearchParams({
-    ...grant,
-    client_id: credentials.clientId,
-    client_secret: credentials.clientSecret,
-  });
-  let answer: GuardedResponse;
-  try {
-    answer = await guardedRequest(`${base}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: form.toString(),
-      policy,
-      timeoutMs: 20_000,
-    });
-  } catch (err) {
-    const refused = urlPolicyRefusal(err);
-    throw new CrmError(
-      refused === null
-        ? `Clio's token endpoint could not be reached: ${(err as Error).message}`
-        : `The Clio base URL is not allowed: ${refused.reason}`,
-      refused !== null,
-      false,
-      null,
-      { cause: err },
-    );
-  }
-  let body: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(answer.body);
-    if (typeof parsed === 'object' && parsed !== null) body = parsed as Record<string, unknown>;
-  } catch {
-    // judged by the status below
-  }
+  const answer = await postTokenRequest(
+    `${base}/oauth/token`,
+    { ...grant, client_id: credentials.clientId, client_secret: credentials.clientSecret },
+    { provider: 'Clio', baseWhat: 'base URL', policy },
+  );
+  const { body } = answer;
   if (answer.status >= 200 && answer.status < 300) {
     const { access_token, refresh_token, expires_in } = body;
     if (typeof access_token !== 'string' || access_token === '') {

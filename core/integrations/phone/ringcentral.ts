@@ -10,6 +10,7 @@ import type TokenInfo from '@rc-ex/core/definitions/TokenInfo';
 import { RateLimitedError, parseRetryAfter, withRetryAfter } from '../../platform/retry-after.js';
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import { guardedRequest, urlPolicyRefusal, type GuardedResponse } from '../http/guarded-http.js';
+import { jsonObject, postTokenRequest } from '../http/oauth-token.js';
 import { CrmError } from '../crm/clio.js';
 
 export const RINGCENTRAL_SERVERS = {
@@ -65,15 +66,6 @@ export function ringCentralAuthorizeUrl(
   return `${base.replace(/\/+$/, '')}/restapi/oauth/authorize?${params}`;
 }
 
-function parseJson(body: string): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(body);
-    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
 /** POST <base>/restapi/oauth/token with one grant, the app's credentials as HTTP Basic. */
 export async function requestRingCentralToken(
   base: string,
@@ -83,32 +75,15 @@ export async function requestRingCentralToken(
   credentials: RingCentralCredentials,
   policy: UrlPolicy,
 ): Promise<RingCentralTokens> {
-  let answer: GuardedResponse;
-  try {
-    answer = await guardedRequest(`${base.replace(/\/+$/, '')}/restapi/oauth/token`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        accept: 'application/json',
-        authorization: `Basic ${Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`).toString('base64')}`,
-      },
-      body: new URLSearchParams(grant).toString(),
-      policy,
-      timeoutMs: 20_000,
-    });
-  } catch (err) {
-    const refused = urlPolicyRefusal(err);
-    throw new CrmError(
-      refused === null
-        ? `RingCentral's token endpoint could not be reached: ${(err as Error).message}`
-        : `The RingCentral server URL is not allowed: ${refused.reason}`,
-      refused !== null,
-      false,
-      null,
-      { cause: err },
-    );
-  }
-  const body = parseJson(answer.body) as TokenInfo & { error?: unknown; error_description?: unknown };
+  const answer = await postTokenRequest(`${base.replace(/\/+$/, '')}/restapi/oauth/token`, grant, {
+    provider: 'RingCentral',
+    baseWhat: 'server URL',
+    policy,
+    headers: {
+      authorization: `Basic ${Buffer.from(`${credentials.clientId}:${credentials.clientSecret}`).toString('base64')}`,
+    },
+  });
+  const body = answer.body as TokenInfo & { error?: unknown; error_description?: unknown };
   if (answer.status >= 200 && answer.status < 300) {
     if (typeof body.access_token !== 'string' || typeof body.refresh_token !== 'string') {
       throw new CrmError(
@@ -228,7 +203,7 @@ export class RingCentralClient {
       }
       throw err;
     }
-    const body = parseJson(answer.body);
+    const body = jsonObject(answer.body);
     if (answer.status === 404 || (answer.status >= 200 && answer.status < 300))
       return { status: answer.status, body };
     const detail =
