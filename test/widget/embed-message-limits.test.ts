@@ -110,9 +110,10 @@ describe('message limits, as the visitor sees them', () => {
       expect(await send(page, `note ${MAX_CHAT_MESSAGES}`)).toBe(200);
       expect(await sentBubbles(page)).toBe(2);
       expect(await send(page, 'one more')).toBe(429);
-      expect(await statusText(page)).toMatch(
-        new RegExp(`^Too many requests right now\\..*limit of ${MAX_CHAT_MESSAGES} messages`),
-      );
+      // The widget shows the refusal once it has read the answer (until then: "typing").
+      await expect
+        .poll(() => statusText(page))
+        .toMatch(new RegExp(`^Too many requests right now\\..*limit of ${MAX_CHAT_MESSAGES} messages`));
     } finally {
       await context.close();
     }
