@@ -311,11 +311,15 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     expect(second).toMatchObject({ status: 'completed', pages: 1, imported: 21, duplicates: 30, errors: 0 });
     // contacts.sync.completed once a sync (the first's worker killed mid-way included), carrying
     // what GET answers; a sync's pages are no contacts.import.completed.
-    const events = await eventsOf(stack, firm.slug);
-    expect(events.map((e) => [e.type, e.subject])).toEqual([
-      ['contacts.sync.completed', jobId],
-      ['contacts.sync.completed', secondId],
-    ]);
+    // The event is recorded by the job's last step, just after the sync reads completed.
+    const events = await eventually(async () => {
+      const found = await eventsOf(stack, firm.slug);
+      expect(found.map((e) => [e.type, e.subject])).toEqual([
+        ['contacts.sync.completed', jobId],
+        ['contacts.sync.completed', secondId],
+      ]);
+      return found;
+    });
     expect(events.map((e) => e.data)).toEqual([result, second]);
     // A sync job run again after it completed (its event lost with the worker): the same event.
     await eventDocs(stack).deleteMany({ firm: firm.slug });

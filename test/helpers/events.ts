@@ -7,6 +7,7 @@ import { eventBodyProblems } from '../../api/schemas/events.js';
 import type { DomainEvent } from '../../core/domain/events/event-types.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { Stack } from './stack.js';
+import { eventually } from './eventually.js';
 
 // The domain events a test's flows recorded (docs/events.md), read from the events collection,
 // each checked against its type's published schema as a receiver would get its body.
@@ -55,10 +56,22 @@ export const typesOf = (events: RecordedEvent[]): string[] => events.map((e) => 
 /**
  * Runs every completed job of `key` again with its own data, in this process: what a retry of a
  * step that had done its work does (a worker that died after the step, before BullMQ heard).
+ * First waits until no job of `key` is waiting or running: BullMQ files a job as completed once
+ * its processor has returned, a moment after the job's last write (its event) can be read.
  */
 export async function rerunCompleted(stack: Stack, key: JobKey): Promise<number> {
   const def = JOBS[key];
-  const jobs = (await stack.services.queues[def.queue].getCompleted()).filter((j) => j.name === def.name);
+  const queue = stack.services.queues[def.queue];
+  await eventually(async () => {
+    const unsettled = (await queue.getJobs(['active', 'waiting', 'prioritized'])).filter(
+      (j) => j.name === def.name,
+    );
+    expect(
+      unsettled.map((j) => j.id),
+      `${def.name} jobs not yet completed`,
+    ).toEqual([]);
+  });
+  const jobs = (await queue.getCompleted()).filter((j) => j.name === def.name);
   const processor = processors[key] as JobProcessor<unknown>;
   for (const job of jobs) {
     await processor(job, {
