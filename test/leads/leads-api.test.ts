@@ -46,6 +46,8 @@ describe('leads API', () => {
       consent: null,
       appointment: null,
       known_client: null,
+      workflow_status: null,
+      tags: [],
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     const read = await a.client.get(`/api/leads/${res.body.id}`);

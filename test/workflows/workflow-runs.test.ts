@@ -22,6 +22,8 @@ import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
+import { eventsOf } from '../helpers/events.js';
+import { jobId } from '../../jobs/define.js';
 import { expectError } from '../helpers/expect-error.js';
 import { documentedResponses } from '../helpers/documented-response.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -337,10 +339,59 @@ describe('bounds and the dial gate', () => {
       [4, 'limited'],
     ]);
     expect(tags[3].result.reason).toContain('WORKFLOW_MAX_LOOP_ITERATIONS');
-    const lead = await stack.services.mongo.db
-      .collection(COLLECTIONS.leads)
-      .findOne({ _id: leadId as never });
-    expect(lead).toMatchObject({ tags: ['nudged'], workflow_status: 'nudging' });
+    // What the steps set is the lead's, as the API shows it; only the first visit changed it: one
+    // lead.updated, naming what changed.
+    const lead = await firm.client.get(`/api/leads/${leadId}`);
+    expect(lead.body).toMatchObject({ tags: ['nudged'], workflow_status: 'nudging' });
+    const events = await eventsOf(stack, firm.slug, leadId);
+    expect(events.map((e) => [e.type, e.data.changed_fields ?? null])).toEqual([
+      ['lead.created', null],
+      ['lead.updated', ['tags', 'workflow_status']],
+    ]);
+    expect(events[1]!.data).toMatchObject({ tags: ['nudged'], workflow_status: 'nudging' });
+  });
+
+  it('a workflow that updates the lead it reacts to does not start itself again', async () => {
+    const mine = { field: 'notes', operator: 'equals', value: 'self-loop' };
+    const tagger = await activeWorkflow(firm.client, firm.slug, 'Tag new leads', {
+      nodes: [
+        { id: 'new', type: 'trigger.event', data: { event: 'lead.created', filter: mine } },
+        { id: 'tag', type: 'update_lead', data: { tags: ['new'] } },
+      ],
+      edges: [{ id: 't1', source: 'new', target: 'tag' }],
+    });
+    const watcher = await activeWorkflow(firm.client, firm.slug, 'On every change, mark seen', {
+      nodes: [
+        { id: 'changed', type: 'trigger.event', data: { event: 'lead.updated', filter: mine } },
+        { id: 'seen', type: 'update_lead', data: { tags: ['seen'], status: 'seen' } },
+      ],
+      edges: [{ id: 'w1', source: 'changed', target: 'seen' }],
+    });
+    const leadId = await newLead({
+      first_name: 'Sam',
+      email: `self.${rand(3)}@example.com`,
+      notes: 'self-loop',
+    });
+    expect((await endedRun(firm.client, tagger)).status).toBe('completed');
+    const watched = await endedRun(firm.client, watcher);
+    expect(watched.status).toBe('completed');
+    // The watcher's own change is a lead.updated too; once it has been fanned out, the watcher
+    // still has the one run the tagger's change started.
+    const updates = await eventually(async () => {
+      const found = (await eventsOf(stack, firm.slug, leadId)).filter((e) => e.type === 'lead.updated');
+      expect(found.map((e) => e.data.changed_fields)).toEqual([['tags'], ['tags', 'workflow_status']]);
+      return found;
+    });
+    await eventually(async () => {
+      const job = await stack.services.queues.webhooks.getJob(jobId('fanout', updates[1]!.id));
+      expect(await job?.getState()).toBe('completed');
+    });
+    const runs = await firm.client.get(`/api/workflows/${watcher}/runs`);
+    expect(runs.body.runs).toHaveLength(1);
+    expect((await firm.client.get(`/api/leads/${leadId}`)).body).toMatchObject({
+      tags: ['new', 'seen'],
+      workflow_status: 'seen',
+    });
   });
 
   it("a run started past the firm's bound on runs under way ends at once, limited, and says so", async () => {

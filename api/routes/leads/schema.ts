@@ -122,6 +122,10 @@ export const LeadRecord = Type.Object({
       },
     ),
   ),
+  workflow_status: Nullable(
+    Type.String({ description: "Set by a workflow's update_lead step (docs/workflows.md); null: none" }),
+  ),
+  tags: Type.Array(Type.String(), { description: "Added by workflows' update_lead steps, each once" }),
   created_at: Timestamp,
 });
 

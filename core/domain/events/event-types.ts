@@ -32,6 +32,8 @@ export interface DomainEvent {
   occurred_at: Date;
   /** The public shape of the record as the API's presenters return it, as JSON text (provider data may hold keys MongoDB will not store). Never secrets. */
   data_json: string;
+  /** The workflow whose step made the change: that workflow's triggers do not start on it (no self-loop). */
+  caused_by_workflow?: string;
 }
 
 export interface EventInput {
@@ -42,4 +44,6 @@ export interface EventInput {
   key: string;
   occurred_at: Date;
   data: Record<string, unknown>;
+  /** See DomainEvent.caused_by_workflow. */
+  caused_by_workflow?: string;
 }

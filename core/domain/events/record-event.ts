@@ -62,6 +62,7 @@ function eventDoc(input: EventInput): DomainEvent {
     subject: input.subject,
     occurred_at: input.occurred_at,
     data_json: JSON.stringify(input.data),
+    ...(input.caused_by_workflow === undefined ? {} : { caused_by_workflow: input.caused_by_workflow }),
   };
 }
 

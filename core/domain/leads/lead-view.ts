@@ -36,6 +36,8 @@ export function leadView(lead: LeadDoc) {
             status: lead.appointment.status ?? 'booked',
           },
     known_client: lead.known_client ?? null,
+    workflow_status: lead.workflow_status ?? null,
+    tags: lead.tags ?? [],
     created_at: lead.created_at.toISOString(),
   };
 }

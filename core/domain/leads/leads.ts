@@ -53,6 +53,10 @@ export interface LeadDoc {
    * was created (core/domain/contacts/known-clients.ts); null or absent: none.
    */
   known_client?: KnownClient | null;
+  /** Set by a workflow's `update_lead` step (docs/workflows.md); absent: none. */
+  workflow_status?: string | null;
+  /** Added by workflows' `update_lead` steps, each once; absent: none. */
+  tags?: string[];
   created_at: Date;
 }
 

@@ -40,13 +40,15 @@ export function changedFields<T extends object>(before: T, after: Partial<T>): s
 
 /**
  * lead.updated, for a change of `changed` (field names, non-empty) at `at` to the lead as it is
- * now; the key is a digest of the fields' new values and the change's time.
+ * now; the key is a digest of the fields' new values and the change's time, unless the change
+ * has an identity of its own (`key`: a workflow step's id).
  */
 export function recordLeadUpdated(
   services: Services,
   lead: LeadDoc,
   changed: readonly string[],
   at: Date,
+  by: { key?: string; workflow?: string } = {},
 ): Promise<string> {
   const view = leadView(lead);
   const values = Object.fromEntries(changed.map((f) => [f, (lead as unknown as Record<string, unknown>)[f]]));
@@ -54,8 +56,9 @@ export function recordLeadUpdated(
     firm: lead.firm,
     type: 'lead.updated',
     subject: lead._id,
-    key: `updated|${sha256Hex(JSON.stringify(values))}|${at.toISOString()}`,
+    key: by.key ?? `updated|${sha256Hex(JSON.stringify(values))}|${at.toISOString()}`,
     occurred_at: at,
     data: { ...view, changed_fields: [...changed] },
+    ...(by.workflow === undefined ? {} : { caused_by_workflow: by.workflow }),
   });
 }

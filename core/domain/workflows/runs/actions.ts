@@ -19,6 +19,7 @@ import { clock } from '../../../platform/clock.js';
 import type { FirmDoc } from '../../firms/firms.js';
 import type { LeadDoc } from '../../leads/leads.js';
 import { leadsCollection } from '../../leads/leads.js';
+import { changedFields, recordLeadUpdated } from '../../leads/record-lead-events.js';
 import { firmClioClient } from '../../crm/firm-clio-client.js';
 import { existingContact, personName } from '../../call-analysis/crm-sync.js';
 import { smtpCode } from '../../call-analysis/call-effects.js';
@@ -28,7 +29,7 @@ import { parseDialable } from '../../contact-points/phones.js';
 import { decideAtRequest } from '../../compliance/dial-gate.js';
 import { addCampaignLeads } from '../../campaigns/campaigns.js';
 import { findCampaign } from '../../campaigns/campaign-store.js';
-import { render, type Context } from '../expressions.js';
+import { render, valueAt, type Context } from '../expressions.js';
 import type { ActionType } from '../vocabulary.js';
 import type { RunnableGraph } from '../vocabulary.js';
 import { stepDigest, stepSubject, stepsCollection, type WorkflowStepDoc } from './run-store.js';
@@ -410,21 +411,31 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
         would.add_tags = input.data.tags.map((t) => render(t, input.context));
       return input.lead === null ? { skip: 'The event is about no lead.', would } : { would };
     },
-    async perform({ services, lead, would }) {
-      const set: Result = {};
-      if (would.status !== undefined) set.workflow_status = would.status;
-      if (would.add_tags !== undefined) {
-        const current = await leadsCollection(services.mongo.db).findOne(
-          { _id: lead!._id },
-          { projection: { tags: 1 } },
+    async perform({ services, lead, would, step, context }) {
+      const current = lead!; // as read when this step began
+      const set: Pick<LeadDoc, 'workflow_status' | 'tags'> = {};
+      if (would.status !== undefined) set.workflow_status = would.status as string;
+      if (would.add_tags !== undefined)
+        set.tags = [...new Set([...(current.tags ?? []), ...(would.add_tags as string[])])];
+      // lead.updated when a field really changes, recorded before the change and keyed by the step:
+      // a step that dies between the two finds the change still to make and records the same event
+      // (nothing new); one that dies after both finds nothing to change. The workflow's own
+      // triggers do not start on it, so a graph that updates the lead it reacts to cannot loop.
+      const changed = changedFields(current, set);
+      if (changed.length > 0) {
+        await recordLeadUpdated(
+          services,
+          { ...current, ...set },
+          changed,
+          step.started_at ?? step.created_at,
+          {
+            key: `workflow|${step._id}`,
+            workflow: String(valueAt(context, 'workflow.id')),
+          },
         );
-        const tags = new Set<string>(((current as { tags?: string[] } | null)?.tags ?? []) as string[]);
-        for (const t of would.add_tags as string[]) tags.add(t);
-        set.tags = [...tags];
+        await leadsCollection(services.mongo.db).updateOne({ _id: current._id }, { $set: set });
       }
-      // Setting a status and adding tags twice leaves the same lead: repeating it is harmless.
-      await leadsCollection(services.mongo.db).updateOne({ _id: lead!._id }, { $set: set });
-      return { state: 'done', result: { lead_id: lead!._id, ...set } };
+      return { state: 'done', result: { lead_id: current._id, ...set, changed_fields: changed } };
     },
   },
   webhook: {

@@ -26,7 +26,6 @@ export const eventData = (event: DomainEvent): Record<string, unknown> => {
 };
 
 function leadView(lead: LeadDoc): Record<string, unknown> {
-  const extra = lead as LeadDoc & { tags?: string[]; workflow_status?: string };
   return {
     id: lead._id,
     first_name: lead.first_name,
@@ -39,8 +38,8 @@ function leadView(lead: LeadDoc): Record<string, unknown> {
     urgency: lead.urgency,
     timezone: lead.timezone,
     appointment: lead.appointment ?? null,
-    tags: extra.tags ?? [],
-    status: extra.workflow_status ?? null,
+    tags: lead.tags ?? [],
+    status: lead.workflow_status ?? null,
   };
 }
 

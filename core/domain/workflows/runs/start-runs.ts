@@ -50,6 +50,8 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
 
   const started: string[] = [];
   for (const [workflowId, versionId] of entries) {
+    // A change a workflow's own step made does not start that workflow again.
+    if (event.caused_by_workflow === workflowId) continue;
     const version = await loadVersion(services.mongo.db, versionId);
     if (version === null) continue;
     const trigger = version.graph.triggers.find((node) => {
