@@ -19,6 +19,9 @@ export const CRASH_ENV = {
   JOB_LOCK_MS: '2000',
   EFFECT_LEASE_MS: '3000',
   EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
+  // A mail's or a Slack post's lease lasts this much longer than EFFECT_LEASE_MS.
+  SMTP_SEND_TIMEOUT_MS: '3000',
+  SLACK_TIMEOUT_MS: '3000',
   CALL_LOCK_MS: '2000',
   SIM_CALL_MS: '200',
 };
@@ -39,6 +42,8 @@ export interface ExactlyOnceFigures {
   dials_distinct: number;
   /** Steps whose effect was attempted more than once (taken over from a killed worker). */
   steps_retried: number;
+  /** When each SIGKILL was sent (ms since epoch). */
+  kills_at: number[];
 }
 
 interface Context {
@@ -114,6 +119,7 @@ export async function exactlyOnce(
   const mailsNow = () => ctx.smtp.messages.filter((m) => m.to.includes(CRASH_TEAM)).length;
   let child: ChildProcess | null = startWorkerProcess(ctx.env);
   let last: { stop(): Promise<void> } | null = null;
+  const killsAt: number[] = [];
   try {
     // The leads arrive while the worker runs; each is a first name of its own and a number that
     // does not answer (ends in 0000), so the follow-up calls add no intake effects of their own.
@@ -137,6 +143,7 @@ export async function exactlyOnce(
       const target = Math.floor((options.leads * kill) / (options.kills + 1));
       await until(async () => mailsNow() >= target, options.timeoutMs, `${target} mails before kill ${kill}`);
       const exited = exitOf(child!);
+      killsAt.push(Date.now());
       child!.kill('SIGKILL');
       await exited;
       ctx.log?.(`kill ${kill}: SIGKILL after ${mailsNow()} mails`);
@@ -196,5 +203,6 @@ export async function exactlyOnce(
     dials_distinct: new Set(dials.map((d) => (d as { metadata?: { call_id?: string } }).metadata?.call_id))
       .size,
     steps_retried: steps,
+    kills_at: killsAt,
   };
 }
