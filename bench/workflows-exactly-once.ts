@@ -20,7 +20,7 @@ import { ApiClient } from '../test/helpers/client.js';
 import { startFakeSmtp } from '../test/fakes/smtp-server.js';
 import { startFakeClio } from '../test/fakes/clio-server.js';
 import { startFakeSlack } from '../test/fakes/slack-server.js';
-import { CRASH_ENV, exactlyOnce } from '../test/workflows/exactly-once.js';
+import { CRASH_ENV, exactlyOnce, type ExactlyOnceFigures } from '../test/workflows/exactly-once.js';
 import { atExit, cleanup, deadline, freshEnvironment, startStores } from './lib/stack.js';
 import { knob, loadAverage, percentile, say } from './lib/measure.js';
 import { readFile, rm } from 'node:fs/promises';
@@ -33,6 +33,8 @@ import type { FakeSmtp } from '../test/fakes/smtp-server.js';
 
 const LEADS = knob('BENCH_WF_LEADS', 200, 5000);
 const KILLS = knob('BENCH_WF_KILLS', 3, 20);
+// 0: each kill right after its share of mails was accepted (the worst case); else up to this many ms later.
+const KILL_JITTER_MS = knob('BENCH_WF_KILL_JITTER_MS', 0, 60_000);
 
 async function main(): Promise<void> {
   deadline(30 * 60_000);
@@ -56,13 +58,16 @@ async function main(): Promise<void> {
   const web = await startWeb(services, '127.0.0.1');
   atExit(() => web.stop());
   const api = new ApiClient(`http://127.0.0.1:${web.port}`);
-  say(`workflows-exactly-once: ${LEADS} leads, ${KILLS} SIGKILLs (load ${loadAverage()})`);
+  say(
+    `workflows-exactly-once: ${LEADS} leads, ${KILLS} SIGKILLs, kill jitter ${KILL_JITTER_MS} ms (load ${loadAverage()})`,
+  );
   const figures = await exactlyOnce(
     { env, admin: api.withToken(adminKey), api, db: services.mongo.db, smtp, clio, slack, log: say },
-    { leads: LEADS, kills: KILLS, timeoutMs: 15 * 60_000 },
+    { leads: LEADS, kills: KILLS, timeoutMs: 15 * 60_000, killJitterMs: KILL_JITTER_MS },
   );
-  say(JSON.stringify(figures, null, 2));
-  say(JSON.stringify(await windows(timingFile, smtp, figures.kills_at), null, 2));
+  const { repeated_mails: _m, repeated_slack: _s, ...counts } = figures;
+  say(JSON.stringify(counts, null, 2));
+  say(JSON.stringify(await windows(timingFile, smtp, figures), null, 2));
   const exact =
     figures.runs_completed === LEADS &&
     figures.runs_other === 0 &&
@@ -87,45 +92,52 @@ const stats = (xs: number[]) => {
   return { n: s.length, p50: percentile(s, 0.5), p99: percentile(s, 0.99), max: s.at(-1) ?? NaN };
 };
 
-/** The residual window, measured, and where each repeated mail came from. */
-async function windows(file: string, smtp: FakeSmtp, killsAt: number[]) {
+/** The residual window, measured, and where each repeated mail or Slack post came from. */
+async function windows(file: string, smtp: FakeSmtp, figures: ExactlyOnceFigures) {
   const timings = (await readFile(file, 'utf8').catch(() => ''))
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as EffectTiming & { pid: number });
-  const of = (node: string) => timings.filter((t) => t.subject.split('|')[1] === node);
+  const all = (node: string) => timings.filter((t) => t.subject.split('|')[1] === node);
+  const of = (node: string) => all(node).filter((t) => t.kind === 'recorded');
+  const recovered = (node: string) => all(node).filter((t) => t.kind === 'recovered').length;
   const stored = (ts: EffectTiming[]) =>
     ts.filter((t) => t.outcome_stored_at !== null).map((t) => t.outcome_stored_at! - t.answered_at);
   // The fake's `at` is when it wrote its 250 (same host clock as the workers).
-  const acceptedAt = new Map<string, number[]>();
-  for (const m of smtp.messages) {
-    const id = m.header('message-id') ?? '';
-    acceptedAt.set(id, [...(acceptedAt.get(id) ?? []), m.at]);
-  }
+  const acceptedAt = new Map<string, number>();
+  for (const m of smtp.messages) acceptedAt.set(m.header('message-id') ?? '', m.at);
   const wire = of('mail').flatMap((t) => {
     const at = acceptedAt.get(`<workflow-step.${stepDigest(t.subject)}@127.0.0.1>`);
-    return at === undefined ? [] : [t.answered_at - Math.max(...at)];
+    return at === undefined ? [] : [t.answered_at - at];
   });
-  const repeated = [...acceptedAt.entries()]
-    .filter(([, at]) => at.length > 1)
-    .map(([id, at]) => {
-      const first = Math.min(...at);
-      const kill = killsAt.findIndex((k) => k >= first);
-      return {
-        message_id: id,
-        first_accepted_ms_before_kill: kill === -1 ? null : killsAt[kill]! - first,
-        kill: kill + 1,
-        resent_after_ms: Math.max(...at) - first,
-      };
-    });
+  /** Where a repeat's first copy stands against the kills: accepted this long before the next one. */
+  const placed = (at: number[]) => {
+    const kill = figures.kills_at.findIndex((k) => k >= at[0]!);
+    return {
+      kill: kill === -1 ? null : kill + 1,
+      first_accepted_ms_before_kill: kill === -1 ? null : figures.kills_at[kill]! - at[0]!,
+      again_after_ms: at.at(-1)! - at[0]!,
+    };
+  };
+  // How soon after the SMTP server's last 250 each kill came: the kill follows the mail count.
+  const accepts = smtp.messages.map((m) => m.at);
+  const killAfterLastAccept = figures.kills_at.map((k) => k - Math.max(...accepts.filter((a) => a <= k)));
   return {
+    kill_ms_after_last_250: killAfterLastAccept,
     mail_250_written_to_read_ms: stats(wire),
     mail_250_read_to_outcome_stored_ms: stats(stored(of('mail'))),
     mail_250_read_to_step_record_ms: stats(of('mail').map((t) => t.recorded_at - t.answered_at)),
-    mail_send_ms: stats(of('mail').map((t) => t.answered_at - t.sent_at)),
+    mail_send_ms: stats(of('mail').map((t) => t.answered_at - t.sent_at!)),
+    // Answers a killed worker had stored, recorded by the next attempt instead of a second send.
+    mails_recovered_from_stored_answer: recovered('mail'),
+    slack_recovered_from_stored_answer: recovered('slack'),
     slack_answer_read_to_outcome_stored_ms: stats(stored(of('slack'))),
     slack_answer_read_to_step_record_ms: stats(of('slack').map((t) => t.recorded_at - t.answered_at)),
-    repeated_mails: repeated,
+    repeated_mails: figures.repeated_mails.map((r) => ({
+      message_id: r.message_id,
+      ...placed(r.accepted_at),
+    })),
+    repeated_slack: figures.repeated_slack.map((r) => ({ text: r.text, ...placed(r.accepted_at) })),
   };
 }
 

@@ -44,6 +44,19 @@ export interface ExactlyOnceFigures {
   steps_retried: number;
   /** When each SIGKILL was sent (ms since epoch). */
   kills_at: number[];
+  /** Each mail the SMTP server accepted more than once: when it accepted each copy (ms since epoch). */
+  repeated_mails: Array<{ message_id: string; accepted_at: number[] }>;
+  /** Each Slack message accepted more than once, likewise. */
+  repeated_slack: Array<{ text: string; accepted_at: number[] }>;
+}
+
+/** The keys seen more than once, with when each copy was accepted (ascending). */
+function repeats(items: Array<{ key: string; at: number }>): Array<{ key: string; at: number[] }> {
+  const byKey = new Map<string, number[]>();
+  for (const { key, at } of items) byKey.set(key, [...(byKey.get(key) ?? []), at]);
+  return [...byKey.entries()]
+    .filter(([, at]) => at.length > 1)
+    .map(([key, at]) => ({ key, at: at.sort((a, b) => a - b) }));
 }
 
 interface Context {
@@ -69,7 +82,17 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 
 export async function exactlyOnce(
   ctx: Context,
-  options: { leads: number; kills: number; timeoutMs: number },
+  options: {
+    leads: number;
+    kills: number;
+    timeoutMs: number;
+    /**
+     * Each kill comes once the SMTP server has accepted its share of the mails, at once (0, the
+     * default: the worst case, a kill right after a mail was accepted) or up to this many ms later
+     * (uniformly drawn: a kill that does not follow the mails).
+     */
+    killJitterMs?: number;
+  },
 ): Promise<ExactlyOnceFigures> {
   const started = Date.now();
   const slug = `crash-${Math.random().toString(36).slice(2, 8)}`;
@@ -142,6 +165,8 @@ export async function exactlyOnce(
       // Mid-way: after a share of the mails has gone, while steps are in flight.
       const target = Math.floor((options.leads * kill) / (options.kills + 1));
       await until(async () => mailsNow() >= target, options.timeoutMs, `${target} mails before kill ${kill}`);
+      if (options.killJitterMs)
+        await new Promise((r) => setTimeout(r, Math.random() * options.killJitterMs!));
       const exited = exitOf(child!);
       killsAt.push(Date.now());
       child!.kill('SIGKILL');
@@ -179,7 +204,8 @@ export async function exactlyOnce(
   }
 
   const mails = ctx.smtp.messages.filter((m) => m.to.includes(CRASH_TEAM));
-  const slackPosts = ctx.slack.messages(slackUrl).map((m) => JSON.stringify(m.body));
+  const slackAccepted = ctx.slack.messages(slackUrl);
+  const slackPosts = slackAccepted.map((m) => JSON.stringify(m.body));
   const matters = ctx.clio.matters.filter(
     (m) => m.client_reference?.startsWith('wf_') && m.description.startsWith('Intake Lead'),
   );
@@ -204,5 +230,13 @@ export async function exactlyOnce(
       .size,
     steps_retried: steps,
     kills_at: killsAt,
+    repeated_mails: repeats(mails.map((m) => ({ key: m.header('message-id') ?? '', at: m.at }))).map((r) => ({
+      message_id: r.key,
+      accepted_at: r.at,
+    })),
+    repeated_slack: repeats(slackAccepted.map((m) => ({ key: String(m.body?.text), at: m.at }))).map((r) => ({
+      text: r.key,
+      accepted_at: r.at,
+    })),
   };
 }

@@ -121,13 +121,18 @@ export const outcomeIdOf = (leaseId: string, token: string): string => `${leaseI
 
 /** When an attempt's steps happened (ms since epoch, the worker's clock), for measurements. */
 export interface EffectTiming {
+  /**
+   * `recorded`: by the attempt that performed it; `recovered`: by a later attempt, from the
+   * answer the performing one stored before it died (then only `answered_at` is known).
+   */
+  kind: 'recorded' | 'recovered';
   subject: string;
   path: string;
   attempt: number;
   token: string;
-  marked_at: number;
+  marked_at: number | null;
   /** `perform` began (for a mail: the SMTP exchange). */
-  sent_at: number;
+  sent_at: number | null;
   /** `perform` returned: the outside world's answer was read (a mail: the server's 250). */
   answered_at: number;
   /** The outcome document was stored (effects that cannot be asked about), else null. */
@@ -268,6 +273,19 @@ export async function runEffect<R>(
       : outcomes.findOne({ _id: outcomeIdOf(leaseId, record.lease_token), outcome: { $exists: true } });
   const dropOutcome = (token: string) =>
     outcomes?.deleteOne({ _id: outcomeIdOf(leaseId, token) }).catch(() => undefined);
+  const recovered = (stored: EffectLeaseDoc, attempt: number) =>
+    subject.observe?.({
+      kind: 'recovered',
+      subject: subject.id,
+      path: effect.path,
+      attempt,
+      token: stored.token,
+      marked_at: null,
+      sent_at: null,
+      answered_at: new Date(stored.until).getTime(),
+      outcome_stored_at: null,
+      recorded_at: Date.now(),
+    });
 
   const seen = await read();
   if (settled(seen)) return seen;
@@ -275,6 +293,7 @@ export async function runEffect<R>(
   const known = await storedOutcome(seen);
   if (known !== null) {
     const record = await settle(seen, known.outcome as EffectOutcome<R>, known.until);
+    recovered(known, seen.attempts);
     await dropOutcome(known.token);
     return record;
   }
@@ -305,6 +324,8 @@ export async function runEffect<R>(
           { _id: subject.id },
           { $set: { ...late.outcome!.alsoSet, [effect.path]: record } },
         );
+        recovered(late, current.attempts);
+        void dropOutcome(late.token);
         return record;
       }
       const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
@@ -384,6 +405,7 @@ export async function runEffect<R>(
     }
     const record = await settle(marked, outcome, answeredAt);
     subject.observe?.({
+      kind: 'recorded',
       subject: subject.id,
       path: effect.path,
       attempt: marked.attempts,
