@@ -19,6 +19,9 @@ export const CRASH_ENV = {
   JOB_LOCK_MS: '2000',
   EFFECT_LEASE_MS: '3000',
   EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
+  // A mail's or a Slack post's lease lasts this much longer than EFFECT_LEASE_MS.
+  SMTP_SEND_TIMEOUT_MS: '3000',
+  SLACK_TIMEOUT_MS: '3000',
   CALL_LOCK_MS: '2000',
   SIM_CALL_MS: '200',
 };
@@ -39,6 +42,21 @@ export interface ExactlyOnceFigures {
   dials_distinct: number;
   /** Steps whose effect was attempted more than once (taken over from a killed worker). */
   steps_retried: number;
+  /** When each SIGKILL was sent (ms since epoch). */
+  kills_at: number[];
+  /** Each mail the SMTP server accepted more than once: when it accepted each copy (ms since epoch). */
+  repeated_mails: Array<{ message_id: string; accepted_at: number[] }>;
+  /** Each Slack message accepted more than once, likewise. */
+  repeated_slack: Array<{ text: string; accepted_at: number[] }>;
+}
+
+/** The keys seen more than once, with when each copy was accepted (ascending). */
+function repeats(items: Array<{ key: string; at: number }>): Array<{ key: string; at: number[] }> {
+  const byKey = new Map<string, number[]>();
+  for (const { key, at } of items) byKey.set(key, [...(byKey.get(key) ?? []), at]);
+  return [...byKey.entries()]
+    .filter(([, at]) => at.length > 1)
+    .map(([key, at]) => ({ key, at: at.sort((a, b) => a - b) }));
 }
 
 interface Context {
@@ -64,7 +82,17 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
 
 export async function exactlyOnce(
   ctx: Context,
-  options: { leads: number; kills: number; timeoutMs: number },
+  options: {
+    leads: number;
+    kills: number;
+    timeoutMs: number;
+    /**
+     * Each kill comes once the SMTP server has accepted its share of the mails, at once (0, the
+     * default: the worst case, a kill right after a mail was accepted) or up to this many ms later
+     * (uniformly drawn: a kill that does not follow the mails).
+     */
+    killJitterMs?: number;
+  },
 ): Promise<ExactlyOnceFigures> {
   const started = Date.now();
   const slug = `crash-${Math.random().toString(36).slice(2, 8)}`;
@@ -114,6 +142,7 @@ export async function exactlyOnce(
   const mailsNow = () => ctx.smtp.messages.filter((m) => m.to.includes(CRASH_TEAM)).length;
   let child: ChildProcess | null = startWorkerProcess(ctx.env);
   let last: { stop(): Promise<void> } | null = null;
+  const killsAt: number[] = [];
   try {
     // The leads arrive while the worker runs; each is a first name of its own and a number that
     // does not answer (ends in 0000), so the follow-up calls add no intake effects of their own.
@@ -136,7 +165,10 @@ export async function exactlyOnce(
       // Mid-way: after a share of the mails has gone, while steps are in flight.
       const target = Math.floor((options.leads * kill) / (options.kills + 1));
       await until(async () => mailsNow() >= target, options.timeoutMs, `${target} mails before kill ${kill}`);
+      if (options.killJitterMs)
+        await new Promise((r) => setTimeout(r, Math.random() * options.killJitterMs!));
       const exited = exitOf(child!);
+      killsAt.push(Date.now());
       child!.kill('SIGKILL');
       await exited;
       ctx.log?.(`kill ${kill}: SIGKILL after ${mailsNow()} mails`);
@@ -172,7 +204,8 @@ export async function exactlyOnce(
   }
 
   const mails = ctx.smtp.messages.filter((m) => m.to.includes(CRASH_TEAM));
-  const slackPosts = ctx.slack.messages(slackUrl).map((m) => JSON.stringify(m.body));
+  const slackAccepted = ctx.slack.messages(slackUrl);
+  const slackPosts = slackAccepted.map((m) => JSON.stringify(m.body));
   const matters = ctx.clio.matters.filter(
     (m) => m.client_reference?.startsWith('wf_') && m.description.startsWith('Intake Lead'),
   );
@@ -196,5 +229,14 @@ export async function exactlyOnce(
     dials_distinct: new Set(dials.map((d) => (d as { metadata?: { call_id?: string } }).metadata?.call_id))
       .size,
     steps_retried: steps,
+    kills_at: killsAt,
+    repeated_mails: repeats(mails.map((m) => ({ key: m.header('message-id') ?? '', at: m.at }))).map((r) => ({
+      message_id: r.key,
+      accepted_at: r.at,
+    })),
+    repeated_slack: repeats(slackAccepted.map((m) => ({ key: String(m.body?.text), at: m.at }))).map((r) => ({
+      text: r.key,
+      accepted_at: r.at,
+    })),
   };
 }

@@ -57,9 +57,17 @@ describe('workflow runs when the worker is SIGKILLed mid-way', () => {
       mails_distinct: 20,
       slack_distinct: 20,
     });
-    // A mail or a Slack post cannot be asked about afterwards: only a step taken over from the
-    // killed worker, whose send the server had accepted before its record was written, sends it
-    // again — a mail with the same Message-ID (counted once above).
+    // A mail or a Slack post cannot be asked about afterwards. Its answer is stored the moment it
+    // is read, and the attempt taking over records it; a kill after the server accepted it and
+    // before that answer was stored is the only way to send it again (docs/workflows.md
+    // "Exactly once, measured"): so a repeat's first copy went before the kill, its second after
+    // it, and each is a step taken over (a mail with the same Message-ID, counted once above).
+    const killedAt = figures.kills_at[0]!;
+    for (const repeat of [...figures.repeated_mails, ...figures.repeated_slack]) {
+      expect(repeat.accepted_at).toHaveLength(2);
+      expect(repeat.accepted_at[0]).toBeLessThanOrEqual(killedAt);
+      expect(repeat.accepted_at[1]).toBeGreaterThan(killedAt);
+    }
     expect(figures.mails - figures.mails_distinct).toBeLessThanOrEqual(figures.steps_retried);
     expect(figures.slack - figures.slack_distinct).toBeLessThanOrEqual(figures.steps_retried);
   }, 120_000);

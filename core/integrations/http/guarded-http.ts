@@ -21,6 +21,8 @@ export interface GuardedRequest {
   timeoutMs?: number;
   /** Responses longer than this are cut off (default 1 MiB): we only read ids and errors. */
   maxResponseBytes?: number;
+  /** Abandons the exchange (the request destroyed) when aborted; aborted already: nothing is sent. */
+  signal?: AbortSignal;
 }
 
 export interface GuardedResponse {
@@ -64,6 +66,11 @@ export async function guardedRequest(url: string, options: GuardedRequest): Prom
     if (err instanceof UrlNotAllowedError) throw err;
     throw new HttpRequestError(`${options.method} ${target.host}: ${(err as Error).message}`, false, {
       cause: err,
+    });
+  }
+  if (options.signal?.aborted) {
+    throw new HttpRequestError(`${options.method} ${target.host}: abandoned before it was sent`, false, {
+      cause: options.signal.reason,
     });
   }
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -118,6 +125,9 @@ export async function guardedRequest(url: string, options: GuardedRequest): Prom
     const timer = setTimeout(() => {
       req.destroy(new Error(`no complete answer within ${timeoutMs} ms`));
     }, timeoutMs);
+    const onAbort = () => req.destroy(new Error('abandoned', { cause: options.signal?.reason }));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('close', () => options.signal?.removeEventListener('abort', onAbort));
     req.on('error', fail);
     req.on('finish', () => (written = true));
     req.end(options.body);
@@ -144,6 +154,7 @@ export function guardedFetch(
   policy: UrlPolicy,
   timeoutMs: number,
   observe: (response: GuardedResponse) => void = () => {},
+  signal?: AbortSignal,
 ) {
   return async (
     url: string | URL,
@@ -156,6 +167,7 @@ export function guardedFetch(
       ...(typeof init.body === 'string' ? { body: init.body } : {}),
       policy,
       timeoutMs,
+      ...(signal === undefined ? {} : { signal }),
     });
     observe(answer);
     const empty = answer.status === 204 || answer.status === 205 || answer.status === 304;

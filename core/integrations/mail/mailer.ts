@@ -13,6 +13,8 @@ export interface MailMessage {
   html?: string;
   /** Message-ID to use: derive it from the effect so a repeated send is recognisable. */
   messageId?: string;
+  /** Abandons the exchange (its connection closed) when aborted. */
+  signal?: AbortSignal;
 }
 
 export interface Mailer {
@@ -51,6 +53,7 @@ export class SmtpMailer implements Mailer {
       text: message.text,
       ...(message.html === undefined ? {} : { html: message.html }),
       ...(message.messageId === undefined ? {} : { messageId: message.messageId }),
+      ...(message.signal === undefined ? {} : { signal: message.signal }),
     });
     return {
       messageId: String(info.messageId),

@@ -36,16 +36,28 @@ interface SlackOptions {
   /** Bounds on waiting out 429s within one attempt (core/platform/retry-after.ts). */
   maxRateLimitWaits?: number;
   maxRateLimitWaitMs?: number;
+  /** Abandons the post when aborted: a request out is destroyed, none begins after. */
+  signal?: AbortSignal;
 }
 
 /** Posts one message to an incoming webhook. */
 export async function postToSlack(url: string, message: SlackMessage, options: SlackOptions): Promise<void> {
   let last: GuardedResponse | null = null;
   const webhook = new IncomingWebhook(url, {
-    fetch: guardedFetch(options.policy, options.timeoutMs ?? 15_000, (answer) => (last = answer)),
+    fetch: guardedFetch(
+      options.policy,
+      options.timeoutMs ?? 15_000,
+      (answer) => (last = answer),
+      options.signal,
+    ),
     retryConfig: { retries: 0 },
   });
   const sendOnce = async (): Promise<void> => {
+    if (options.signal?.aborted) {
+      throw new TeamChatError('The Slack post was abandoned before it was sent.', false, false, {
+        cause: options.signal.reason,
+      });
+    }
     last = null;
     try {
       await webhook.send(message);

@@ -154,6 +154,13 @@ export const CONFIG_SCHEMA = Type.Object({
       description: 'the mail server for notifications and reminders; unset: no email is sent',
     }),
   ),
+  smtpSendTimeoutMs: integer('SMTP_SEND_TIMEOUT_MS', {
+    min: 1000,
+    max: 300_000,
+    default: 30_000,
+    description:
+      "the longest one mail's SMTP exchange may take, connection to the server's answer, before it is abandoned: a workflow's mail holds its effect's lease this much longer than `EFFECT_LEASE_MS`, so no other attempt sends it while it may still be going out",
+  }),
   mailFrom: text('MAIL_FROM', {
     default: 'Intake Service <no-reply@intake.invalid>',
     description: 'sender of notification and reminder emails',
@@ -391,6 +398,12 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "how long past its end an effect's lease still counts as live: a lease is written with its holder's clock and judged with another worker's, so this must exceed how far the workers' clocks may differ (NTP keeps them within milliseconds)",
   }),
+  effectTimingFile: optional(
+    text('EFFECT_TIMING_FILE', {
+      description:
+        "measurements: each workflow step's effect appends a JSON line (marked, sent, answered, outcome stored, recorded; ms) to this file; unset in production (bench/workflows-exactly-once.ts)",
+    }),
+  ),
   workerConcurrency: integer('WORKER_CONCURRENCY', {
     min: 1,
     max: 500,
@@ -437,6 +450,13 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 5 * 24 * HOUR_MS,
     description:
       'a webhook endpoint whose every attempt has failed for this long is disabled and the firm mailed',
+  }),
+  slackTimeoutMs: integer('SLACK_TIMEOUT_MS', {
+    min: 1000,
+    max: 120_000,
+    default: 15_000,
+    description:
+      "the longest a workflow's Slack post may take, 429 waits included, before it is abandoned; its effect's lease lasts this much longer than `EFFECT_LEASE_MS`, as `SMTP_SEND_TIMEOUT_MS` for mail",
   }),
   webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', {
     min: 100,

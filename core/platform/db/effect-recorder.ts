@@ -38,6 +38,23 @@ export interface EffectSubjectDoc {
 // as live for a margin past its end (EFFECT_LEASE_CLOCK_MARGIN_MS, 5 s); workers' clocks further apart than that
 // (NTP keeps them within milliseconds) would shorten it. A subject without `lease` (a booking
 // made within one request) has none: a `running` record is reconciled or repeated at once.
+//
+// A request in flight holds the lease whatever becomes of the renewals. An effect that declares
+// `boundMs` (the longest its request may be out: a mail's whole SMTP exchange, a Slack post) is
+// marked with a lease of `boundMs` + EFFECT_LEASE_MS, and its `perform` is aborted at `boundMs`
+// (the signal it gets): so a live attempt's lease cannot run out, nor another attempt begin,
+// while its request is out — not through a slow MongoDB that delays the renewals, nor a worker
+// busy under load. What it costs: a worker that dies mid-send is taken over `boundMs` later.
+//
+// The answer, recorded first. An effect that cannot be asked about afterwards (no `reconcile`:
+// a mail, a Slack message) has its outcome inserted, the moment `perform` returns, as a document
+// of its own next to the lease renewals (`_id` = the lease's id and the attempt's token; only
+// that attempt writes it): one insert, no lock to wait for, nothing else between the answer read
+// and the outcome stored. The record on the subject is then written under the lock as before. An
+// attempt that finds the effect `running` looks for the outcome of the attempt that marked it
+// first, and records it instead of sending again. What remains: a worker that dies after the
+// outside world accepted the request and before that insert landed (for a mail: from the end of
+// DATA, through the server's 250 on the wire, to the insert) — nothing can ask afterwards.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -70,11 +87,15 @@ export function newEffectRecord<R>(): EffectRecord<R> {
   };
 }
 
-/** The renewal of a running effect's lease (`_id`: see leaseIdOf), written only by its holder. */
+/**
+ * The renewal of a running effect's lease (`_id`: see leaseIdOf), written only by its holder; or
+ * (`_id`: see outcomeIdOf) the outcome an attempt knows, before its record is written.
+ */
 export interface EffectLeaseDoc {
   _id: string;
   token: string;
   until: Date;
+  outcome?: { state: 'done' | 'skipped'; result: unknown; alsoSet?: Record<string, unknown> };
 }
 
 /** The document an effect belongs to, and how to write it without racing its other writers. */
@@ -87,11 +108,38 @@ export interface EffectSubject {
    * for `clockMarginMs` past its end (EFFECT_LEASE_CLOCK_MARGIN_MS); none without.
    */
   lease?: { collection: Collection<EffectLeaseDoc>; ms: number; clockMarginMs: number };
+  /** Told when an attempt's outcome is recorded (EFFECT_TIMING_FILE: measurements). */
+  observe?: (timing: EffectTiming) => void;
 }
 
 /** The lease document of one effect of one subject. */
 export const leaseIdOf = (subject: EffectSubject, path: string): string =>
   `${subject.collection.collectionName}|${subject.id}|${path}`;
+
+/** The outcome document of one attempt (its lease token) of one effect of one subject. */
+export const outcomeIdOf = (leaseId: string, token: string): string => `${leaseId}|outcome|${token}`;
+
+/** When an attempt's steps happened (ms since epoch, the worker's clock), for measurements. */
+export interface EffectTiming {
+  /**
+   * `recorded`: by the attempt that performed it; `recovered`: by a later attempt, from the
+   * answer the performing one stored before it died (then only `answered_at` is known).
+   */
+  kind: 'recorded' | 'recovered';
+  subject: string;
+  path: string;
+  attempt: number;
+  token: string;
+  marked_at: number | null;
+  /** `perform` began (for a mail: the SMTP exchange). */
+  sent_at: number | null;
+  /** `perform` returned: the outside world's answer was read (a mail: the server's 250). */
+  answered_at: number;
+  /** The outcome document was stored (effects that cannot be asked about), else null. */
+  outcome_stored_at: number | null;
+  /** The record on the subject was written. */
+  recorded_at: number;
+}
 
 export interface EffectOutcome<R> {
   state: 'done' | 'skipped';
@@ -109,6 +157,20 @@ export interface Effect<R> {
   mayHaveHappened?: (err: unknown) => boolean;
   /** True when a failure is final: retrying cannot help, the record becomes `failed`. */
   isFinal?: (err: unknown) => boolean;
+  /**
+   * The longest `perform` may run (its request out): it is aborted then, through its signal, and
+   * the lease taken at the mark lasts this much longer, so that no other attempt begins while
+   * it may still be sending. None: the renewals alone keep the lease.
+   */
+  boundMs?: number;
+}
+
+/** A `perform` ran past its effect's `boundMs` and was aborted. */
+export class EffectBoundError extends Error {
+  constructor(path: string, id: string, boundMs: number) {
+    super(`The effect ${path} of ${id} did not complete within ${boundMs} ms and was abandoned.`);
+    this.name = 'EffectBoundError';
+  }
 }
 
 export interface Attempt {
@@ -181,7 +243,7 @@ export async function runEffect<R>(
   subject: EffectSubject,
   effect: Effect<R>,
   attempt: Attempt,
-  perform: () => Promise<EffectOutcome<R>>,
+  perform: (signal: AbortSignal) => Promise<EffectOutcome<R>>,
 ): Promise<EffectRecord<R>> {
   const read = async (): Promise<EffectRecord<R>> => {
     const doc = await subject.collection.findOne({ _id: subject.id }, { projection: { [effect.path]: 1 } });
@@ -192,22 +254,49 @@ export async function runEffect<R>(
     subject.exclusive(() =>
       subject.collection.updateOne({ _id: subject.id }, { $set: { ...alsoSet, [effect.path]: record } }),
     );
-  const settle = async (from: EffectRecord<R>, outcome: EffectOutcome<R>): Promise<EffectRecord<R>> => {
-    const record: EffectRecord<R> = {
-      ...from,
-      state: outcome.state,
-      result: outcome.result,
-      finished_at: new Date(),
-      ...LEASE_ENDED,
-    };
+  const settle = async (
+    from: EffectRecord<R>,
+    outcome: EffectOutcome<R>,
+    finishedAt = new Date(),
+  ): Promise<EffectRecord<R>> => {
+    const record = settledRecord(from, outcome, finishedAt);
     await writeKnownOutcome(() => write(record, outcome.alsoSet));
     return record;
   };
   const lease = subject.lease;
   const leaseId = leaseIdOf(subject, effect.path);
+  // Only an effect that cannot be asked about afterwards stores its outcome before its record.
+  const outcomes = effect.reconcile === undefined ? lease?.collection : undefined;
+  const storedOutcome = async (record: EffectRecord<R>): Promise<EffectLeaseDoc | null> =>
+    outcomes === undefined || record.state !== 'running' || !record.lease_token
+      ? null
+      : outcomes.findOne({ _id: outcomeIdOf(leaseId, record.lease_token), outcome: { $exists: true } });
+  const dropOutcome = (token: string) =>
+    outcomes?.deleteOne({ _id: outcomeIdOf(leaseId, token) }).catch(() => undefined);
+  const recovered = (stored: EffectLeaseDoc, attempt: number) =>
+    subject.observe?.({
+      kind: 'recovered',
+      subject: subject.id,
+      path: effect.path,
+      attempt,
+      token: stored.token,
+      marked_at: null,
+      sent_at: null,
+      answered_at: new Date(stored.until).getTime(),
+      outcome_stored_at: null,
+      recorded_at: Date.now(),
+    });
 
   const seen = await read();
   if (settled(seen)) return seen;
+  // The attempt that marked it got its answer and died before writing the record: recorded now.
+  const known = await storedOutcome(seen);
+  if (known !== null) {
+    const record = await settle(seen, known.outcome as EffectOutcome<R>, known.until);
+    recovered(known, seen.attempts);
+    await dropOutcome(known.token);
+    return record;
+  }
   if (lease !== undefined) {
     const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
     if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
@@ -228,18 +317,31 @@ export async function runEffect<R>(
       const current = await read();
       if (settled(current)) return current;
       if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
+      const late = await storedOutcome(current);
+      if (late !== null) {
+        const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
+        await subject.collection.updateOne(
+          { _id: subject.id },
+          { $set: { ...late.outcome!.alsoSet, [effect.path]: record } },
+        );
+        recovered(late, current.attempts);
+        void dropOutcome(late.token);
+        return record;
+      }
+      const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
       const next: EffectRecord<R> = {
         ...current,
         state: 'running',
         attempts: current.attempts + 1,
         started_at: new Date(),
         finished_at: null,
-        ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + lease.ms) }),
+        ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
       };
       await subject.collection.updateOne({ _id: subject.id }, { $set: { [effect.path]: next } });
       return next;
     });
     if (settled(marked)) return marked;
+    const markedAt = Date.now();
     if (lease !== undefined) {
       // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
       // not the effect's failure.
@@ -251,9 +353,19 @@ export async function runEffect<R>(
     }
 
     let outcome: EffectOutcome<R>;
+    const sentAt = Date.now();
+    const abort = new AbortController();
+    const bound =
+      effect.boundMs === undefined
+        ? undefined
+        : setTimeout(
+            () => abort.abort(new EffectBoundError(effect.path, subject.id, effect.boundMs!)),
+            effect.boundMs,
+          );
     try {
-      outcome = await perform();
+      outcome = await perform(abort.signal);
     } catch (err) {
+      clearTimeout(bound);
       const final = attempt.lastAttempt || (effect.isFinal?.(err) ?? false);
       const happened = effect.mayHaveHappened?.(err) ?? true;
       const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
@@ -269,7 +381,44 @@ export async function runEffect<R>(
       });
       throw err;
     }
-    return await settle(marked, outcome);
+    clearTimeout(bound);
+    // Nothing between the answer and this insert: it is what a worker dying now would lose.
+    const answeredAt = new Date();
+    let outcomeStoredAt: number | null = null;
+    if (outcomes !== undefined) {
+      await outcomes
+        .insertOne({
+          _id: outcomeIdOf(leaseId, token),
+          token,
+          until: answeredAt,
+          outcome: {
+            state: outcome.state,
+            result: outcome.result,
+            ...(outcome.alsoSet === undefined ? {} : { alsoSet: outcome.alsoSet }),
+          },
+        })
+        .then(
+          () => (outcomeStoredAt = Date.now()),
+          // MongoDB away: the record's write below retries through the outage.
+          () => undefined,
+        );
+    }
+    const record = await settle(marked, outcome, answeredAt);
+    subject.observe?.({
+      kind: 'recorded',
+      subject: subject.id,
+      path: effect.path,
+      attempt: marked.attempts,
+      token,
+      marked_at: markedAt,
+      sent_at: sentAt,
+      answered_at: answeredAt.getTime(),
+      outcome_stored_at: outcomeStoredAt,
+      recorded_at: Date.now(),
+    });
+    // The record holds it now; a document left behind (the delete lost) names a token no record holds.
+    if (outcomeStoredAt !== null) void dropOutcome(token);
+    return record;
   } finally {
     clearInterval(renewal);
     pass?.();
@@ -282,6 +431,20 @@ export async function runEffect<R>(
 }
 
 const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
+
+function settledRecord<R>(
+  from: EffectRecord<R>,
+  outcome: EffectOutcome<R>,
+  finishedAt: Date,
+): EffectRecord<R> {
+  return {
+    ...from,
+    state: outcome.state,
+    result: outcome.result,
+    finished_at: finishedAt,
+    ...LEASE_ENDED,
+  };
+}
 
 /**
  * When the lease of a `running` record ends (its mark's end, or a later renewal by the same

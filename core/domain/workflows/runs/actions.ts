@@ -54,11 +54,16 @@ export interface ActionInput {
 }
 
 interface ActionDefinition {
-  effect: Omit<Effect<Result>, 'path'>;
+  effect: Omit<Effect<Result>, 'path' | 'boundMs'>;
+  /**
+   * The longest the action's request may be out (Effect.boundMs): for what cannot be asked about
+   * afterwards, so that its lease outlasts its request whatever becomes of the renewals.
+   */
+  boundMs?: (config: Services['config']) => number;
   /** What the action would send; `skip`: why it would not run. */
   preview(input: ActionInput): Promise<{ skip?: string; blocked?: string; would: Result }>;
   perform(
-    input: ActionInput & { step: WorkflowStepDoc; attempt: Attempt; would: Result },
+    input: ActionInput & { step: WorkflowStepDoc; attempt: Attempt; would: Result; signal: AbortSignal },
   ): Promise<EffectOutcome<Result>>;
 }
 
@@ -168,6 +173,7 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
       mayHaveHappened: (err) => smtpCode(err) === null,
       isFinal: (err) => (smtpCode(err) ?? 0) >= 500,
     },
+    boundMs: (config) => config.smtpSendTimeoutMs,
     async preview(input) {
       const to = recipients(input);
       const would = {
@@ -179,7 +185,7 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
         return { skip: 'Email is not configured for the service (SMTP_URL).', would };
       return to.length === 0 ? { skip: 'No recipient: the list is empty.', would } : { would };
     },
-    async perform({ services, would, stepId }) {
+    async perform({ services, would, stepId, signal }) {
       const host = new URL(services.config.publicBaseUrl).hostname || 'intake.invalid';
       const sent = await services.mailer!.send({
         to: would.to as string[],
@@ -187,6 +193,7 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
         text: would.text as string,
         // Derived from the step: a repeated send (an attempt whose outcome was lost) is recognisable.
         messageId: `<workflow-step.${stepDigest(stepId)}@${host}>`,
+        signal,
       });
       return { state: 'done', result: { message_id: sent.messageId, accepted: sent.accepted } };
     },
@@ -196,19 +203,18 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
       mayHaveHappened: (err) => !(err instanceof TeamChatError) || err.mayHaveBeenSent,
       isFinal: (err) => err instanceof TeamChatError && err.final,
     },
+    boundMs: (config) => config.slackTimeoutMs,
     async preview(input) {
       const would = { text: render(input.data.text, input.context) };
       return input.firm.settings.slack_webhook_url === undefined
         ? { skip: 'The firm has no slack_webhook_url.', would }
         : { would };
     },
-    async perform({ services, firm, would }) {
+    async perform({ services, firm, would, signal }) {
       await postToSlack(
         firm.settings.slack_webhook_url!,
         { text: would.text as string },
-        {
-          policy: urlPolicyOf(services.config),
-        },
+        { policy: urlPolicyOf(services.config), timeoutMs: services.config.slackTimeoutMs, signal },
       );
       return { state: 'done', result: { channel: 'slack' } };
     },

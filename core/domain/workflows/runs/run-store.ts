@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { appendFile } from 'node:fs/promises';
 import type { Db } from 'mongodb';
 import type { Services } from '../../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../../platform/db/collections.js';
@@ -7,6 +8,7 @@ import type {
   EffectRecord,
   EffectSubject,
   EffectSubjectDoc,
+  EffectTiming,
 } from '../../../platform/db/effect-recorder.js';
 import { redisKeys } from '../../../platform/redis-keys.js';
 import { withRecordLock } from '../../../platform/redis-mutex.js';
@@ -129,7 +131,16 @@ export function stepSubject(services: Services, step: { _id: string; run_id: str
       ms: services.config.effectLeaseMs,
       clockMarginMs: services.config.effectLeaseClockMarginMs,
     },
+    ...(services.config.effectTimingFile === undefined
+      ? {}
+      : { observe: timingTo(services.config.effectTimingFile) }),
   };
+}
+
+/** Appends each effect's timing as a JSON line (EFFECT_TIMING_FILE: measurements only). */
+function timingTo(file: string): (timing: EffectTiming) => void {
+  return (timing) =>
+    void appendFile(file, `${JSON.stringify({ pid: process.pid, ...timing })}\n`).catch(() => undefined);
 }
 
 export function newStep(

@@ -483,14 +483,15 @@ async function runAction(
   const action = ACTIONS[type];
   const base = { services, ...input, stepId: step._id };
   try {
+    const boundMs = action.boundMs?.(services.config);
     const record = await runEffect(
       stepSubject(services, step),
-      { ...action.effect, path: 'effect' },
+      { ...action.effect, path: 'effect', ...(boundMs === undefined ? {} : { boundMs }) },
       attempt,
-      async () => {
+      async (signal) => {
         const preview = await action.preview(base);
         if (preview.skip !== undefined) return { state: 'skipped', result: { reason: preview.skip } };
-        return action.perform({ ...base, step, attempt, would: preview.would });
+        return action.perform({ ...base, step, attempt, would: preview.would, signal });
       },
     );
     const blocked = record.result !== null && typeof record.result.blocked === 'string';
