@@ -51,11 +51,18 @@ interface EffectContext {
   data: CallExtraction;
   firm: FirmDoc;
   attempt: Attempt;
+  /** Aborted when the effect's bound is reached (Effect.boundMs). */
+  signal: AbortSignal;
 }
 
 const EFFECTS: Record<
   CallEffectName,
-  { effect: Omit<Effect<Result>, 'path'>; perform: (ctx: EffectContext) => Promise<EffectOutcome<Result>> }
+  {
+    effect: Omit<Effect<Result>, 'path' | 'boundMs'>;
+    /** The longest its request may be out (Effect.boundMs): for what cannot be asked about afterwards. */
+    boundMs?: (config: Services['config']) => number;
+    perform: (ctx: EffectContext) => Promise<EffectOutcome<Result>>;
+  }
 > = {
   lead: {
     // The lead is a claim on an id derived from the call: repeating it is harmless.
@@ -107,7 +114,8 @@ const EFFECTS: Record<
       mayHaveHappened: (err) => smtpCode(err) === null,
       isFinal: (err) => (smtpCode(err) ?? 0) >= 500,
     },
-    async perform({ services, call, data, firm }) {
+    boundMs: (config) => config.smtpSendTimeoutMs,
+    async perform({ services, call, data, firm, signal }) {
       if (services.mailer === null) return skipped('Email is not configured for the service (SMTP_URL).');
       const to = firm.settings.notification_emails;
       if (to.length === 0) return skipped('The firm has no notification_emails.');
@@ -121,7 +129,7 @@ const EFFECTS: Record<
         },
         to,
       );
-      const sent = await services.mailer.send(message);
+      const sent = await services.mailer.send({ ...message, signal });
       return { state: 'done', result: { message_id: sent.messageId, accepted: sent.accepted } };
     },
   },
@@ -130,7 +138,8 @@ const EFFECTS: Record<
       mayHaveHappened: (err) => !(err instanceof TeamChatError) || err.mayHaveBeenSent,
       isFinal: (err) => err instanceof TeamChatError && err.final,
     },
-    async perform({ services, call, data, firm }) {
+    boundMs: (config) => config.slackTimeoutMs,
+    async perform({ services, call, data, firm, signal }) {
       const url = firm.settings.slack_webhook_url;
       if (url === undefined) return skipped('The firm has no slack_webhook_url.');
       await postToSlack(
@@ -142,7 +151,7 @@ const EFFECTS: Record<
           timeZone: firm.settings.timezone,
           publicBaseUrl: services.config.publicBaseUrl,
         }),
-        { policy: urlPolicyOf(services.config) },
+        { policy: urlPolicyOf(services.config), timeoutMs: services.config.slackTimeoutMs, signal },
       );
       return { state: 'done', result: { channel: 'slack' } };
     },
@@ -160,12 +169,13 @@ export async function runCallEffect(
   const db = services.mongo.db;
   const call = await callsCollection(db).findOne({ _id: job.callId });
   if (call === null || call.firm !== job.firm) return 'missing';
-  const { effect, perform } = EFFECTS[job.effect];
+  const { effect, perform, boundMs: boundOf } = EFFECTS[job.effect];
+  const boundMs = boundOf?.(services.config);
   const record = await runEffect<Result>(
     callSubject(services, call),
-    { ...effect, path: `effects.${job.effect}` },
+    { ...effect, path: `effects.${job.effect}`, ...(boundMs === undefined ? {} : { boundMs }) },
     attempt,
-    async () => {
+    async (signal) => {
       const outcome = callOutcome(call);
       if (outcome === null) return skipped(`The call did not connect (status ${call.status}).`);
       if (outcome !== 'conversation') return skipped(notAConversation(outcome));
@@ -173,7 +183,7 @@ export async function runCallEffect(
       if (firm === null) return skipped('The firm no longer exists.');
       // The analyze-call job stores the extraction before it enqueues any effect.
       if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
-      return perform({ services, call, data: call.extraction, firm, attempt });
+      return perform({ services, call, data: call.extraction, firm, attempt, signal });
     },
   );
   return record.state;
