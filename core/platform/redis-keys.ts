@@ -370,6 +370,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'workflow-run', runId);
   }
 
+  /** STRING: a counter bumped by every change to a firm's workflow trigger index (workers' caches compare it). */
+  workflowTriggersVersion(firm: string): string {
+    return key(this.prefix, 'workflows', 'triggers-version', firm);
+  }
+
   /** The `wait_for` key document of a lead (core/domain/workflows/runs/waits.ts). */
   workflowWaitsLock(firm: string, leadId: string): string {
     return key(this.prefix, 'lock', 'workflow-waits', firm, leadId);
