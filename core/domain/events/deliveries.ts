@@ -2,7 +2,7 @@ import type { Db } from 'mongodb';
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { claim } from '../../platform/db/claim.js';
+import { claim, claimCoalesced } from '../../platform/db/claim.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -528,7 +528,7 @@ async function firstAttempt(
     settled_at: done ? new Date(verdict.attempt.at.getTime() + verdict.attempt.duration_ms) : null,
   };
   const coll = deliveriesCollection(services.mongo.db);
-  if (!(await claim(coll, record))) {
+  if (!(await claimCoalesced(services.mongo.db, coll, record))) {
     // Recorded meanwhile by another run of this fan-out: this attempt joins its log.
     await coll.updateOne({ _id: doc._id }, { $push: { attempts: verdict.attempt } });
     const current = await coll.findOne({ _id: doc._id });
