@@ -31,7 +31,6 @@ import {
   joinLane,
   laneOf,
   leaveLane,
-  nextInLane,
   settleInLane,
   type LaneMember,
 } from './lanes.js';
@@ -323,8 +322,8 @@ async function wake(services: Services, job: WebhookDeliverJob): Promise<void> {
 }
 
 /**
- * After a delivery's attempt (outcome: what to count, null for none), in one round trip: a
- * settled one leaves its lane and the next of the lane is woken.
+ * After a delivery settles (outcome: what to count, null for none): it leaves its lane and the
+ * next of the lane is woken; a success ends the endpoint's failing streak.
  */
 async function settled(
   services: Services,
@@ -332,13 +331,15 @@ async function settled(
   endpoint: string,
   outcome: Outcome | null,
 ): Promise<void> {
-  if (outcome === null) {
-    await leaveLane(services, m);
-    const next = await nextInLane(services, m);
-    if (next !== null) await wake(services, next);
-    return;
-  }
-  const next = await settleInLane(services, m, endpoint, outcome, outcome === 'delivered', true);
+  // The lane, the outcome counter and the failing streak are apart on a Redis Cluster: three
+  // commands, sent together.
+  const [next] = await Promise.all([
+    settleInLane(services, m),
+    outcome === null ? null : countOutcome(services, outcome),
+    outcome === 'delivered'
+      ? services.redis.del(redisKeys(services.config).webhookFailingSince(endpoint))
+      : null,
+  ]);
   if (next !== null) await wake(services, next);
 }
 
@@ -641,7 +642,7 @@ async function afterAttempt(
 /**
  * After a failed attempt: a 410 disables the endpoint; a streak of failures past
  * WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. The streak's start is a Redis key
- * (set if absent on a failure, deleted on a success by settle-delivery.lua): a flaky endpoint's
+ * (set if absent on a failure, deleted on a success when the delivery settles): a flaky endpoint's
  * every answer would otherwise be a locked write of its record.
  */
 async function endpointHealth(

@@ -37,8 +37,8 @@ const BEGIN = loadRedisScript(new URL('./begin-delivery.lua', import.meta.url), 
   args: ['event', 'at', 'member', 'clear'],
 });
 const SETTLE = loadRedisScript(new URL('./settle-delivery.lua', import.meta.url), {
-  keys: ['lane', 'outcomes', 'streak'],
-  args: ['member', 'delivery', 'outcome', 'ok', 'leave'],
+  keys: ['lane'],
+  args: ['member', 'delivery'],
 });
 
 /**
@@ -62,27 +62,14 @@ export async function beginInLane(
 }
 
 /**
- * After an attempt, in one round trip: its outcome counted, the endpoint's failing streak ended on
- * a success, and when `leave` the delivery out of its lane. Returns the lane's next unsettled
- * delivery (null when none, or when it stays).
+ * A settled delivery leaves its lane, in one round trip; returns the lane's next unsettled
+ * delivery (null when none).
  */
-export async function settleInLane(
-  services: Services,
-  m: LaneMember,
-  endpoint: string,
-  outcome: string,
-  ok: boolean,
-  leave: boolean,
-): Promise<LaneMember | null> {
-  const keys = redisKeys(services.config);
+export async function settleInLane(services: Services, m: LaneMember): Promise<LaneMember | null> {
   const next = await SETTLE.run(
     services.redis,
-    {
-      lane: laneKey(services, m.delivery),
-      outcomes: keys.webhookDeliveryOutcomes(),
-      streak: keys.webhookFailingSince(endpoint),
-    },
-    { member: member(m), delivery: m.delivery, outcome, ok: ok ? 1 : 0, leave: leave ? 1 : 0 },
+    { lane: laneKey(services, m.delivery) },
+    { member: member(m), delivery: m.delivery },
   );
   return typeof next === 'string' ? parse(next) : null;
 }

@@ -24,15 +24,14 @@ const EARLY_EVENT_MS = 60_000;
 export async function startWorkflowRuns(services: Services, event: DomainEvent): Promise<string[]> {
   const data = eventData(event);
   const leadId = leadIdOf({ subject: event.subject, data });
-  // One round trip for what decides the reads: the firm's trigger index counter, and whether it
+  // Sent together, what decides the reads: the firm's trigger index counter, and whether it
   // has runs under way at all (a `wait_for` waiter belongs to a run under way, added to that set
   // before its first step): a firm without one has no waiter to read.
   const keys = redisKeys(services.config);
-  const [[, version], [, running]] = (await services.redis
-    .multi()
-    .get(keys.workflowTriggersVersion(event.firm))
-    .exists(keys.workflowRunsActive(event.firm))
-    .exec()) as [[unknown, string | null], [unknown, number]];
+  const [version, running] = await Promise.all([
+    services.redis.get(keys.workflowTriggersVersion(event.firm)),
+    services.redis.exists(keys.workflowRunsActive(event.firm)),
+  ]);
   if (leadId !== null && running > 0) {
     for (const waiter of await waitersOf(services, event.firm, leadId)) {
       if (!eventMatches(waiter.event, event.type)) continue;
