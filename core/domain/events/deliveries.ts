@@ -51,10 +51,12 @@ import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
 // The deliveries of one subject to one endpoint — a lane — sort as their events happened; the
 // lane's unsettled ones are also kept in order in Redis (lanes.ts).
 //
-// Each delivery has its own job. It sends only when no earlier delivery of its lane is unsettled
-// and no earlier event of its subject is still to be fanned out: otherwise it parks (a delayed
-// job, no attempt spent) until that one's next try, and the earlier one, once settled, promotes
-// the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
+// A delivery is sent only when no earlier delivery of its lane is unsettled and no earlier event
+// of its subject is still to be fanned out. When that holds as the event is fanned out, the
+// fan-out sends it itself (its lane joined, in flight, while it does) and records it once with
+// its first attempt (fanOutEvent). Otherwise, or after a failed first attempt, the delivery has
+// its own job, which parks (a delayed job, no attempt spent) until the earlier one's next try;
+// the earlier one, once settled, promotes the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
 // failing; then it goes on, marked `out_of_order`. Lanes never wait on each other: other
 // subjects, endpoints and firms go on while one lane waits.
 //
@@ -62,7 +64,8 @@ import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
 // WEBHOOK_RETRY_SCHEDULE with jitter, a longer Retry-After honoured. A 410 disables the endpoint;
 // an endpoint whose every attempt failed for WEBHOOK_DISABLE_AFTER_MS is disabled and its firm
 // mailed. Deliveries to a disabled or deleted endpoint are skipped (a replay sends them later).
-// At least once: a worker that dies after the send and before the record sends it again.
+// At least once: a worker that dies after the send and before the record sends it again (a
+// fan-out's retry, or the delivery's job), with the same `webhook-id`.
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
 

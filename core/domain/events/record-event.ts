@@ -11,12 +11,14 @@ import { markDue } from './lanes.js';
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
 // and only re-ensures what follows: the fan-out job (keyed by the event id) that creates one
-// delivery per subscribed endpoint.
+// delivery per subscribed endpoint. The job carries the event this call recorded, so the fan-out
+// does not read it back; `recorded_at` is when the service learnt of it (the order bound counts
+// from there).
 //
 // Order within a subject: the fan-outs of one subject's events run as separate jobs, in any
 // order, so each event is marked "due" (lanes.ts) before its job is added, and unmarked by the
-// job once its deliveries exist: a delivery does not go out before an earlier event of its
-// subject has been fanned out.
+// job once each of its deliveries holds its place in its lane: a delivery does not go out
+// before an earlier event of its subject has been fanned out.
 
 export const eventsCollection = (db: Db) => collection<DomainEvent>(db, COLLECTIONS.events);
 
