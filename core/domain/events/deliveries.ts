@@ -245,10 +245,10 @@ export async function fanOutEvent(
   sending.catch(() => undefined); // awaited below, after the held ones are recorded
   for (const d of held) await ensureDelivery(services, todo[docs.indexOf(d)]!, source);
   if (docs.length !== 1 || held.length > 0) await clearDue(services, due);
-  await sending;
-  // The firm's active workflows this event starts, and the `wait_for` steps it ends (each run a
-  // claim by its own id: a retried fan-out starts none twice).
-  const runs = await startWorkflowRuns(services, event);
+  // Meanwhile, the firm's active workflows this event starts, and the `wait_for` steps it ends
+  // (each run a claim by its own id: a retried fan-out starts none twice): a slow endpoint does
+  // not hold them.
+  const [runs] = await Promise.all([startWorkflowRuns(services, event), sending]);
   return { deliveries: endpoints.length, workflow_runs: runs.length };
 }
 
