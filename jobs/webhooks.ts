@@ -5,6 +5,20 @@ import { defineJob, jobId } from './define.js';
 /** One recorded event, to be fanned out to its firm's subscribed endpoints (job id = the event id). */
 export interface WebhookFanoutJob {
   eventId: string;
+  /**
+   * The event as it was just recorded (dates as ISO 8601), so the fan-out need not read it back;
+   * absent when the record was already there (a retried step) or large: then it is read.
+   */
+  event?: {
+    firm: string;
+    type: string;
+    subject: string;
+    occurred_at: string;
+    recorded_at: string;
+    data_json: string;
+  };
+  /** Added again to finish an earlier run's work: it looks for the deliveries that run made. */
+  retried?: boolean;
 }
 
 /**

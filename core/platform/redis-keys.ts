@@ -13,6 +13,8 @@ import { createHash } from 'node:crypto';
 // single-node deployment keeps the spellings its data is stored under. The groups:
 // - a campaign's leads, counts and parked lot: `{<campaign id>}`;
 // - a firm's booking reminders and its `firmRemindersDue`: `{<firm>}`;
+// - a subject's events not yet fanned out and its delivery lanes (one per endpoint), which a
+//   fan-out's look at a lane reads together: `{<subject hash>}`;
 // - a firm's dial slots, waiters and waking set, with the reaper's list of firms, which the
 //   dial-slot scripts update in the same call: one of PACING_LISTS lists, `{pacing-<n>}`, the
 //   firm's by a hash of its slug, so that firms spread over the cluster's nodes and the
@@ -342,12 +344,14 @@ export class RedisKeys {
    * subject to one endpoint — as `<delivery _id>#<generation>` (core/domain/events/lanes.ts).
    */
   webhookLane(lane: string): string {
-    return key(this.prefix, 'webhooks', 'lane', lane);
+    // `<endpoint>|<subject hash>`: on a cluster the subject hash is the tag, as in eventsDue.
+    const at = lane.lastIndexOf('|');
+    return key(this.prefix, 'webhooks', 'lane', lane.slice(0, at + 1) + this.tag(lane.slice(at + 1)));
   }
 
   /** ZSET: a subject's events not yet fanned out (score: occurred_at ms; member: the event id). */
   eventsDue(firm: string, subject: string): string {
-    return key(this.prefix, 'webhooks', 'due', firm, subject);
+    return key(this.prefix, 'webhooks', 'due', firm, this.tag(subject));
   }
 
   /** STRING: a counter bumped by every change to a firm's webhook endpoints (workers' caches compare it). */
@@ -368,6 +372,11 @@ export class RedisKeys {
   /** The writers of one workflow run's records (its steps, their effects) take turns. */
   workflowRunLock(runId: string): string {
     return key(this.prefix, 'lock', 'workflow-run', runId);
+  }
+
+  /** STRING: a counter bumped by every change to a firm's workflow trigger index (workers' caches compare it). */
+  workflowTriggersVersion(firm: string): string {
+    return key(this.prefix, 'workflows', 'triggers-version', firm);
   }
 
   /** The `wait_for` key document of a lead (core/domain/workflows/runs/waits.ts). */

@@ -4,8 +4,8 @@
 // endpoint failing 30 % of requests at random, seeded, and answering a few slowly); the bench
 // `webhooks-order` runs 200 × 5 with 10 s stalls.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { eventIdOf, eventsCollection, recordEvent } from '../../core/domain/events/record-event.js';
-import { markDue } from '../../core/domain/events/lanes.js';
+import { eventIdOf, eventsCollection, paddedMs, recordEvent } from '../../core/domain/events/record-event.js';
+import { joinLane, laneOf, markDue } from '../../core/domain/events/lanes.js';
 import { deliveriesCollection } from '../../core/domain/events/deliveries.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
@@ -159,4 +159,122 @@ it('a later event does not overtake an earlier one of its subject whose fan-out 
   await enqueue(stack.services.queues, JOBS.webhookFanout, { eventId: first._id });
   await eventually(async () => expect(receiver.accepted('/late-fanout')).toHaveLength(2));
   expect(receiver.accepted('/late-fanout').map((r) => JSON.parse(r.body).data.version)).toEqual([0, 1]);
+});
+
+async function subscribe(firm: Awaited<ReturnType<typeof createFirm>>, path: string): Promise<string> {
+  const res = await firm.client.post('/api/webhook-endpoints', {
+    firmSlug: firm.slug,
+    url: receiver.url(path),
+    events: ['lead.*'],
+  });
+  expect(res.status).toBe(200);
+  return res.body.id as string;
+}
+
+const leadEvent = (firm: string, subject: string, version: number, at: Date) => ({
+  firm,
+  type: 'lead.updated' as const,
+  subject,
+  key: `v${version}`,
+  occurred_at: at,
+  data: { id: subject, version },
+});
+
+const versionsAt = (path: string) =>
+  receiver.accepted(path).map((r) => (JSON.parse(r.body) as { data: { version: number } }).data.version);
+
+it("the fan-out makes a free lane's first attempt itself and records it once, with no job of its own", async () => {
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  const firm = await createFirm(stack);
+  const endpoint = await subscribe(firm, '/fast');
+  const eventId = await recordEvent(stack.services, leadEvent(firm.slug, 'lead_fast', 0, new Date()));
+  await eventually(async () => expect(receiver.accepted('/fast')).toHaveLength(1));
+  expect(receiver.accepted('/fast')[0]!.headers['webhook-id']).toBe(eventId);
+  const d = await eventually(async () => {
+    const [found] = await deliveriesCollection(stack.services.mongo.db).find({ endpoint }).toArray();
+    expect(found?.status).toBe('delivered');
+    return found!;
+  });
+  expect(d.attempts).toHaveLength(1);
+  expect(d.attempts[0]!.status_code).toBe(200);
+  const queue = stack.services.queues[JOBS.webhookDeliver.queue];
+  expect(await queue.getJob(deliverJobId(d._id, 0))).toBeUndefined();
+});
+
+it('an event recorded late holds a later one back for the bound counted from its recording, not its occurrence', async () => {
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  const firm = await createFirm(stack);
+  await subscribe(firm, '/late-recorded');
+  // Occurred 10 minutes ago (past this stack's 2-minute bound), recorded now; its fan-out late.
+  const occurred = new Date(Date.now() - 10 * 60_000);
+  const input = leadEvent(firm.slug, 'lead_late_recorded', 0, occurred);
+  const first = {
+    _id: eventIdOf(input),
+    firm: firm.slug,
+    type: input.type,
+    subject: input.subject,
+    occurred_at: occurred,
+    recorded_at: new Date(),
+    data_json: JSON.stringify(input.data),
+  };
+  await eventsCollection(stack.services.mongo.db).insertOne(first);
+  await markDue(stack.services, [first]);
+  await recordEvent(
+    stack.services,
+    leadEvent(firm.slug, 'lead_late_recorded', 1, new Date(occurred.getTime() + 1)),
+  );
+  // The later one waits, and has the earlier one's fan-out run (its job was never added here).
+  await eventually(async () => expect(receiver.accepted('/late-recorded')).toHaveLength(2));
+  expect(versionsAt('/late-recorded')).toEqual([0, 1]);
+});
+
+it('a fan-out that died between its send and its record sends again when retried, and a later event waits for it', async () => {
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  const firm = await createFirm(stack);
+  const endpoint = await subscribe(firm, '/crashed');
+  const at = new Date();
+  const input = leadEvent(firm.slug, 'lead_crashed', 0, at);
+  const first = {
+    _id: eventIdOf(input),
+    firm: firm.slug,
+    type: input.type,
+    subject: input.subject,
+    occurred_at: at,
+    recorded_at: at,
+    data_json: JSON.stringify(input.data),
+  };
+  // What the dead fan-out left: the event recorded, no longer due, its delivery in its lane (in
+  // flight), no delivery record; its job waits for its retry.
+  await eventsCollection(stack.services.mongo.db).insertOne(first);
+  const delivery = `${laneOf(endpoint, input.subject)}|${paddedMs(at)}|${first._id}`;
+  await joinLane(stack.services, { delivery, generation: 0 });
+  await recordEvent(stack.services, leadEvent(firm.slug, 'lead_crashed', 1, new Date(at.getTime() + 1)));
+  await eventually(async () => expect(receiver.accepted('/crashed')).toHaveLength(2));
+  expect(versionsAt('/crashed')).toEqual([0, 1]);
+  expect(receiver.accepted('/crashed')[0]!.headers['webhook-id']).toBe(first._id);
+  const d = await eventually(async () => {
+    const found = await deliveriesCollection(stack.services.mongo.db).findOne({ _id: delivery });
+    expect(found?.status).toBe('delivered');
+    return found!;
+  });
+  expect(d.attempts).toHaveLength(1);
+});
+
+it("one stalled endpoint holds neither the fan-out's other endpoint nor that endpoint's later events", async () => {
+  let release!: () => void;
+  const stall = new Promise<void>((resolve) => (release = resolve));
+  receiver.answer = (path) => ({ status: 200, body: 'ok', ...(path === '/stalled' ? { until: stall } : {}) });
+  const firm = await createFirm(stack);
+  await subscribe(firm, '/stalled');
+  await subscribe(firm, '/beside');
+  const at = Date.now();
+  await recordEvent(stack.services, leadEvent(firm.slug, 'lead_stall', 0, new Date(at)));
+  await recordEvent(stack.services, leadEvent(firm.slug, 'lead_stall', 1, new Date(at + 1)));
+  try {
+    await eventually(async () => expect(versionsAt('/beside')).toEqual([0, 1]));
+    expect(receiver.at('/stalled')).toHaveLength(0);
+  } finally {
+    release();
+  }
+  await eventually(async () => expect(versionsAt('/stalled')).toEqual([0, 1]));
 });

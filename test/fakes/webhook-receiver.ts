@@ -21,6 +21,8 @@ export interface Answer {
   headers?: Record<string, string>;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Answer only once this settles (a stall the test ends). */
+  until?: Promise<unknown>;
 }
 
 export interface WebhookReceiver {
@@ -60,6 +62,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const answer = receiver.answer(path, request);
       void (async () => {
         if (answer.delayMs) await sleep(answer.delayMs);
+        if (answer.until) await answer.until.catch(() => undefined);
         // Recorded when answered: arrival order is the order the answers were decided and sent.
         receiver.received.push({ seq: ++seq, path, ...request, status: answer.status });
         res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });

@@ -59,6 +59,14 @@ describe('Redis Cluster keys', () => {
       // store-booking-reminders.lua, cancel-booking-reminders.lua
       const reminders = [keys.bookingReminders(firm, 'uid-1'), keys.firmRemindersDue(firm)];
       expect(await sameSlot(reminders), reminders.join(' ')).toBe(true);
+      // begin-delivery.lua: a subject's events due and its lane to each endpoint
+      const subject = `${firm}0123456789abcdef`.slice(-20);
+      const lanes = [
+        keys.eventsDue(firm, subject),
+        keys.webhookLane(`we_1|${subject}`),
+        keys.webhookLane(`we_2|${subject}`),
+      ];
+      expect(await sameSlot(lanes), lanes.join(' ')).toBe(true);
     }
     // advance-lead.lua, and the MULTI of retainCountsAfterEnd; kill-switch.lua and the resume's DEL
     const campaign = [
@@ -90,6 +98,9 @@ describe('Redis Cluster keys', () => {
     expect(keys.queuePrefix('calls')).toBe('{bull:calls}');
     expect(keys.bookingReminders('acme', 'u')).toBe('bull:reminders:{acme}:u');
     expect(keys.campaignLeads('c1')).toBe('bull:campaign:{c1}:leads');
+    expect(single.webhookLane('we_1|abc')).toBe('bull:webhooks:lane:we_1|abc');
+    expect(keys.webhookLane('we_1|abc')).toBe('bull:webhooks:lane:we_1|{abc}');
+    expect(single.eventsDue('acme', 'abc')).toBe('bull:webhooks:due:acme:abc');
     expect(keys.dialSlots('acme')).toMatch(/^bull:\{pacing-\d+\}:acme:slots$/);
     expect(() => redisKeys({ queuePrefix: '{bull}', redisCluster: true })).toThrow(/QUEUE_PREFIX/);
   });
@@ -149,6 +160,7 @@ describe('every Lua script of the service', () => {
         keys.pacingFirms('f'),
         keys.dialAttempts('f', '+13055550100'),
       ],
+      'core/domain/events/begin-delivery.lua': [keys.eventsDue('f', 'abc'), keys.webhookLane('we_1|abc')],
       'core/domain/compliance/request-peek.lua': [
         keys.dncIndexReady('f'),
         keys.dncListed('f'),

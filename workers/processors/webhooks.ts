@@ -11,9 +11,9 @@ import { smtpCode } from '../../core/domain/call-analysis/call-effects.js';
 import type { JobProcessor } from '../runner.js';
 import { park } from '../park.js';
 
-/** One event to its firm's subscribed endpoints: a delivery (and its job) per endpoint. */
+/** One event to its firm's subscribed endpoints: a delivery per endpoint, first attempts made here. */
 export const webhookFanout: JobProcessor<WebhookFanoutJob> = async (job, { services }) =>
-  fanOutEvent(services, job.data.eventId);
+  fanOutEvent(services, job.data, job.attemptsMade > 0 || (job.attemptsStarted ?? 0) > 1);
 
 /** One delivery: its turn in its lane, then a send, then parked until its next retry if it failed. */
 export const webhookDeliver: JobProcessor<WebhookDeliverJob> = async (job, { services, token }) => {

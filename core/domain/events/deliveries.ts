@@ -2,7 +2,7 @@ import type { Db } from 'mongodb';
 import { Webhook } from 'standardwebhooks';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { claim } from '../../platform/db/claim.js';
+import { claim, claimCoalesced } from '../../platform/db/claim.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -13,11 +13,17 @@ import { newId } from '../../platform/ids.js';
 import { guardedRequest, type GuardedResponse } from '../../integrations/http/guarded-http.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { deliverJobId, type WebhookDeliverJob, type WebhookReplayJob } from '../../../jobs/webhooks.js';
+import {
+  deliverJobId,
+  type WebhookDeliverJob,
+  type WebhookFanoutJob,
+  type WebhookReplayJob,
+} from '../../../jobs/webhooks.js';
 import type { DomainEvent } from './event-types.js';
 import { startWorkflowRuns } from '../workflows/runs/start-runs.js';
-import { eventsCollection, paddedMs } from './record-event.js';
+import { carriedEvent, eventsCollection, paddedMs } from './record-event.js';
 import {
+  beginInLane,
   clearDue,
   earlierDue,
   earlierInLane,
@@ -25,7 +31,7 @@ import {
   joinLane,
   laneOf,
   leaveLane,
-  nextInLane,
+  settleInLane,
   type LaneMember,
 } from './lanes.js';
 import {
@@ -45,10 +51,12 @@ import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
 // The deliveries of one subject to one endpoint — a lane — sort as their events happened; the
 // lane's unsettled ones are also kept in order in Redis (lanes.ts).
 //
-// Each delivery has its own job. It sends only when no earlier delivery of its lane is unsettled
-// and no earlier event of its subject is still to be fanned out: otherwise it parks (a delayed
-// job, no attempt spent) until that one's next try, and the earlier one, once settled, promotes
-// the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
+// A delivery is sent only when no earlier delivery of its lane is unsettled and no earlier event
+// of its subject is still to be fanned out. When that holds as the event is fanned out, the
+// fan-out sends it itself (its lane joined, in flight, while it does) and records it once with
+// its first attempt (fanOutEvent). Otherwise, or after a failed first attempt, the delivery has
+// its own job, which parks (a delayed job, no attempt spent) until the earlier one's next try;
+// the earlier one, once settled, promotes the next of its lane. A delivery waits so at most WEBHOOK_ORDER_WAIT_MS behind one that keeps
 // failing; then it goes on, marked `out_of_order`. Lanes never wait on each other: other
 // subjects, endpoints and firms go on while one lane waits.
 //
@@ -56,7 +64,8 @@ import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
 // WEBHOOK_RETRY_SCHEDULE with jitter, a longer Retry-After honoured. A 410 disables the endpoint;
 // an endpoint whose every attempt failed for WEBHOOK_DISABLE_AFTER_MS is disabled and its firm
 // mailed. Deliveries to a disabled or deleted endpoint are skipped (a replay sends them later).
-// At least once: a worker that dies after the send and before the record sends it again.
+// At least once: a worker that dies after the send and before the record sends it again (a
+// fan-out's retry, or the delivery's job), with the same `webhook-id`.
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
 
@@ -132,20 +141,18 @@ interface DeliverySource {
   data_json: string;
 }
 
-/**
- * The delivery of `source` to `endpoint` (suffix: a replay's id), made once whoever repeats it,
- * its pending key and its job ensured while it is pending.
- */
-async function ensureDelivery(
-  services: Services,
+/** The delivery `_id` of `source` to an endpoint (suffix: a replay's id). */
+const deliveryIdFor = (endpoint: string, source: DeliverySource, suffix = ''): string =>
+  `${laneOf(endpoint, source.subject)}|${paddedMs(source.occurred_at)}|${source.event_id}${suffix}`;
+
+function newDelivery(
   endpoint: Pick<WebhookEndpointDoc, '_id' | 'firm'>,
   source: DeliverySource,
-  suffix = '',
-): Promise<DeliveryDoc> {
-  const db = services.mongo.db;
-  const now = new Date();
-  const doc: DeliveryDoc = {
-    _id: `${laneOf(endpoint._id, source.subject)}|${paddedMs(source.occurred_at)}|${source.event_id}${suffix}`,
+  suffix: string,
+  now: Date,
+): DeliveryDoc {
+  return {
+    _id: deliveryIdFor(endpoint._id, source, suffix),
     endpoint: endpoint._id,
     firm: endpoint.firm,
     ...source,
@@ -160,34 +167,88 @@ async function ensureDelivery(
     created_at: now,
     settled_at: null,
   };
-  const made = await claim(deliveriesCollection(db), doc);
-  const current = made ? doc : await deliveriesCollection(db).findOne({ _id: doc._id });
-  if (current === null || current.status !== 'pending') return current ?? doc;
-  const job = { delivery: current._id, generation: current.generation };
-  await joinLane(services, job);
-  await enqueue(services.queues, JOBS.webhookDeliver, job);
+}
+
+/**
+ * The delivery of `source` to `endpoint` (suffix: a replay's id), made once whoever repeats it,
+ * its place in its lane and its job ensured while it is pending.
+ */
+async function ensureDelivery(
+  services: Services,
+  endpoint: Pick<WebhookEndpointDoc, '_id' | 'firm'>,
+  source: DeliverySource,
+  suffix = '',
+): Promise<DeliveryDoc> {
+  const doc = newDelivery(endpoint, source, suffix, new Date());
+  const made = await claim(deliveriesCollection(services.mongo.db), doc);
+  const current = made ? doc : await deliveriesCollection(services.mongo.db).findOne({ _id: doc._id });
+  if (current === null) return doc;
+  await ensureFollowUp(services, current);
   return current;
 }
 
-/** The fan-out of one event: a delivery per enabled endpoint of its firm whose filter takes it. */
+/** A delivery as recorded: a pending one in its lane with its job, a settled one out of its lane. */
+async function ensureFollowUp(services: Services, d: DeliveryDoc): Promise<void> {
+  const job = { delivery: d._id, generation: d.generation };
+  if (d.status !== 'pending') {
+    await settled(services, job, d.endpoint, null);
+    return;
+  }
+  await joinLane(services, job);
+  await enqueue(services.queues, JOBS.webhookDeliver, job, {
+    delay: Math.max(0, (d.next_attempt_at?.getTime() ?? 0) - Date.now()),
+  });
+}
+
+/**
+ * The fan-out of one event: a delivery per enabled endpoint of its firm whose filter takes it.
+ *
+ * Where the lane is free (no earlier event of the subject still to be fanned out, no earlier
+ * unsettled delivery to that endpoint) the fan-out makes the first attempt itself, every such
+ * endpoint at once, and records the delivery once, with that attempt in it; only a delivery that
+ * must wait or retry gets its own job. Each endpoint's attempt is recorded as soon as it is
+ * answered: a slow endpoint holds this job, never another endpoint's record or lane. A fan-out
+ * that dies between a send and its record sends again when retried (at least once, same
+ * `webhook-id`).
+ */
 export async function fanOutEvent(
   services: Services,
-  eventId: string,
+  job: WebhookFanoutJob,
+  retried = false,
 ): Promise<{ deliveries: number; workflow_runs: number }> {
   const db = services.mongo.db;
-  const event = await eventsCollection(db).findOne({ _id: eventId });
+  const event = carriedEvent(job) ?? (await eventsCollection(db).findOne({ _id: job.eventId }));
   if (event === null) return { deliveries: 0, workflow_runs: 0 };
   const endpoints = (await firmEndpoints(services, event.firm)).filter(
     (e) => e.enabled && matchesFilter(e.events, event.type),
   );
-  const made = [];
-  for (const endpoint of endpoints) made.push(await ensureDelivery(services, endpoint, sourceOf(event)));
-  await clearDue(services, event);
-  // A later event of the subject may wait for this fan-out: its delivery looks again now.
-  for (const d of made) await wakeNext(services, { delivery: d._id, generation: d.generation });
-  // The firm's active workflows this event starts, and the `wait_for` steps it ends (each run a
-  // claim by its own id: a retried fan-out starts none twice).
-  const runs = await startWorkflowRuns(services, event);
+  const source = sourceOf(event);
+  let todo = endpoints;
+  if (retried || job.retried === true) {
+    // An earlier run may have recorded some: those are not sent again, only followed up.
+    const found = await Promise.all(
+      endpoints.map((e) => deliveriesCollection(db).findOne({ _id: deliveryIdFor(e._id, source) })),
+    );
+    for (const d of found) if (d !== null) await ensureFollowUp(services, d);
+    todo = endpoints.filter((_, i) => found[i] === null);
+  }
+  const due = { _id: event._id, firm: event.firm, subject: event.subject, occurred_at: event.occurred_at };
+  const now = new Date();
+  const docs = todo.map((e) => newDelivery(e, source, '', now));
+  // One endpoint (the usual case): its lane's look also takes the event off `due`. With more,
+  // the event stays due until every lane holds its delivery (sent now or recorded to wait).
+  const free = await Promise.all(
+    docs.map((d) => beginInLane(services, due, { delivery: d._id, generation: 0 }, docs.length === 1)),
+  );
+  const held = docs.filter((_, i) => !free[i]);
+  const sending = Promise.all(docs.map((d, i) => (free[i] ? firstAttempt(services, todo[i]!, d) : null)));
+  sending.catch(() => undefined); // awaited below, after the held ones are recorded
+  for (const d of held) await ensureDelivery(services, todo[docs.indexOf(d)]!, source);
+  if (docs.length !== 1 || held.length > 0) await clearDue(services, due);
+  // Meanwhile, the firm's active workflows this event starts, and the `wait_for` steps it ends
+  // (each run a claim by its own id: a retried fan-out starts none twice): a slow endpoint does
+  // not hold them.
+  const [runs] = await Promise.all([startWorkflowRuns(services, event), sending]);
   return { deliveries: endpoints.length, workflow_runs: runs.length };
 }
 
@@ -247,25 +308,61 @@ export type DeliveryStep =
 
 const deliverQueue = (services: Services) => services.queues[JOBS.webhookDeliver.queue];
 
-/** Makes sure a pending delivery's job exists, and wakes it if it sleeps. */
+/**
+ * Wakes a pending delivery's job if it sleeps, or adds it if it has none. A delivery without a
+ * record is being made by its event's fan-out (its first attempt in flight): it gets no job, its
+ * fan-out records it.
+ */
 async function wake(services: Services, job: WebhookDeliverJob): Promise<void> {
-  await enqueue(services.queues, JOBS.webhookDeliver, job);
   const found = await deliverQueue(services).getJob(deliverJobId(job.delivery, job.generation));
-  if (found !== undefined && (await found.isDelayed())) await found.promote().catch(() => undefined);
+  if (found === undefined) {
+    const d = await deliveriesCollection(services.mongo.db).findOne({ _id: job.delivery });
+    if (d !== null && d.status === 'pending' && d.generation === job.generation)
+      await enqueue(services.queues, JOBS.webhookDeliver, job);
+    return;
+  }
+  if (await found.isDelayed()) await found.promote().catch(() => undefined);
 }
 
-/** After a delivery settles: it leaves its lane, and the next of the lane is woken. */
-async function settled(services: Services, m: LaneMember): Promise<void> {
-  await leaveLane(services, m);
-  await wakeNext(services, m);
-}
-
-async function wakeNext(services: Services, m: LaneMember): Promise<void> {
-  const next = await nextInLane(services, m);
+/**
+ * After a delivery settles (outcome: what to count, null for none): it leaves its lane and the
+ * next of the lane is woken; a success ends the endpoint's failing streak.
+ */
+async function settled(
+  services: Services,
+  m: LaneMember,
+  endpoint: string,
+  outcome: Outcome | null,
+): Promise<void> {
+  // The lane, the outcome counter and the failing streak are apart on a Redis Cluster: three
+  // commands, sent together.
+  const [next] = await Promise.all([
+    settleInLane(services, m),
+    outcome === null ? null : countOutcome(services, outcome),
+    outcome === 'delivered'
+      ? services.redis.del(redisKeys(services.config).webhookFailingSince(endpoint))
+      : null,
+  ]);
   if (next !== null) await wake(services, next);
 }
 
-/** What holds a delivery back: an earlier event of its subject not fanned out, or an earlier pending delivery of its lane. */
+/** The recorded (or, for events kept before that was recorded, occurred) time of an event, ms; null when gone. */
+async function recordedAt(services: Services, eventId: string): Promise<number | null> {
+  const e = await eventsCollection(services.mongo.db).findOne(
+    { _id: eventId },
+    { projection: { recorded_at: 1, occurred_at: 1 } },
+  );
+  return e === null ? null : (e.recorded_at ?? e.occurred_at).getTime();
+}
+
+/** The event id of a fan-out's delivery `_id` (`<endpoint>|<subject hash>|<ms>|<event id>`). */
+const eventOfDelivery = (id: string): string => id.split('|')[3] ?? '';
+
+/**
+ * What holds a delivery back: an earlier event of its subject not fanned out, or an earlier
+ * unsettled delivery of its lane (pending, or in flight in its fan-out). The bound
+ * (WEBHOOK_ORDER_WAIT_MS) counts from when the earlier one was recorded or became pending.
+ */
 async function heldBack(
   services: Services,
   d: DeliveryDoc,
@@ -277,12 +374,13 @@ async function heldBack(
   if (d.kind === 'event') {
     const event = { _id: d.event_id, firm: d.firm, subject: d.subject, occurred_at: d.occurred_at };
     const due = await earlierDue(services, event);
-    if (due !== null && now - due.at < bound) {
-      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event });
+    const since = due === null ? null : ((await recordedAt(services, due.event)) ?? due.at);
+    if (due !== null && since !== null && now - since < bound) {
+      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event, retried: true });
       return {
         wait: {
           kind: 'wait',
-          until: now + LANE_SAFETY_MS,
+          until: Math.min(now + LANE_SAFETY_MS, since + bound),
           recheck: async () => (await earlierDue(services, event))?.event !== due.event,
         },
       };
@@ -291,18 +389,31 @@ async function heldBack(
   let outOfOrder = false;
   for (const head of await earlierInLane(services, own)) {
     const hd = await deliveriesCollection(db).findOne({ _id: head.delivery });
-    if (hd === null || hd.status !== 'pending' || hd.generation !== head.generation) {
+    let since: number;
+    if (hd === null) {
+      // No record yet: its fan-out is sending it (or died doing so, and is retried).
+      const eventId = eventOfDelivery(head.delivery);
+      const at = await recordedAt(services, eventId);
+      if (at === null) {
+        await leaveLane(services, head);
+        continue;
+      }
+      since = at;
+      if (now - since < bound) await enqueue(services.queues, JOBS.webhookFanout, { eventId, retried: true });
+    } else if (hd.status !== 'pending' || hd.generation !== head.generation) {
       // Settled, and left in the lane by a worker that died in between.
       await leaveLane(services, head);
       continue;
+    } else {
+      since = hd.pending_since.getTime();
+      if (now - since < bound) await wake(services, head);
     }
-    if (now - hd.pending_since.getTime() >= bound) {
+    if (now - since >= bound) {
       outOfOrder = true;
       continue;
     }
-    await wake(services, head);
     // Woken when the earlier one settles; at the latest when the bound is reached.
-    const until = Math.min(now + LANE_SAFETY_MS, hd.pending_since.getTime() + bound);
+    const until = Math.min(now + LANE_SAFETY_MS, since + bound);
     return { wait: { kind: 'wait', until, recheck: async () => !(await inLane(services, head)) } };
   }
   return { outOfOrder };
@@ -355,8 +466,7 @@ async function skip(services: Services, d: DeliveryDoc, reason: string): Promise
     { _id: d._id },
     { $set: { status: 'skipped', reason, next_attempt_at: null, settled_at: new Date() } },
   );
-  await countOutcome(services, 'skipped');
-  await settled(services, { delivery: d._id, generation: d.generation });
+  await settled(services, { delivery: d._id, generation: d.generation }, d.endpoint, 'skipped');
   return { kind: 'done', status: 'skipped' };
 }
 
@@ -365,7 +475,7 @@ export async function runDelivery(services: Services, job: WebhookDeliverJob): P
   const db = services.mongo.db;
   const d = await deliveriesCollection(db).findOne({ _id: job.delivery });
   if (d === null || d.status !== 'pending' || d.generation !== job.generation) {
-    await settled(services, job);
+    await settled(services, job, d?.endpoint ?? '', null);
     return { kind: 'done', status: d?.status ?? 'missing' };
   }
   const endpoint = (await firmEndpoints(services, d.firm)).find((e) => e._id === d.endpoint) ?? null;
@@ -375,13 +485,84 @@ export async function runDelivery(services: Services, job: WebhookDeliverJob): P
   if ('wait' in held) return held.wait;
   const due = d.next_attempt_at?.getTime() ?? 0;
   if (due > Date.now()) return { kind: 'wait', until: due };
-  const dataJson = d.data_json;
+  const result = await send(services, endpoint, d);
+  const verdict = judge(services, d.failures, result);
+  await deliveriesCollection(db).updateOne(
+    { _id: d._id },
+    {
+      $set: {
+        status: verdict.status,
+        reason: verdict.reason,
+        failures: verdict.failures,
+        out_of_order: d.out_of_order || held.outOfOrder,
+        next_attempt_at: verdict.attempt.next_retry_at,
+        attempts: [...d.attempts, verdict.attempt].slice(-MAX_ATTEMPTS_KEPT),
+        settled_at:
+          verdict.status === 'pending'
+            ? null
+            : new Date(verdict.attempt.at.getTime() + verdict.attempt.duration_ms),
+      },
+    },
+  );
+  await afterAttempt(services, d, endpoint, verdict);
+  if (verdict.status !== 'pending') return { kind: 'done', status: verdict.status };
+  return { kind: 'wait', until: verdict.attempt.next_retry_at!.getTime() };
+}
+
+/**
+ * A fan-out's first attempt of a delivery whose lane is free (it has joined it): sent, then
+ * recorded in one insert with its outcome; a failed one then waits for its retry in its own job.
+ */
+async function firstAttempt(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  doc: DeliveryDoc,
+): Promise<void> {
+  const result = await send(services, endpoint, doc);
+  const verdict = judge(services, 0, result);
+  const done = verdict.status !== 'pending';
+  const record: DeliveryDoc = {
+    ...doc,
+    status: verdict.status,
+    reason: verdict.reason,
+    failures: verdict.failures,
+    pending_since: verdict.attempt.at,
+    next_attempt_at: verdict.attempt.next_retry_at,
+    attempts: [verdict.attempt],
+    settled_at: done ? new Date(verdict.attempt.at.getTime() + verdict.attempt.duration_ms) : null,
+  };
+  const coll = deliveriesCollection(services.mongo.db);
+  if (!(await claimCoalesced(services.mongo.db, coll, record))) {
+    // Recorded meanwhile by another run of this fan-out: this attempt joins its log.
+    await coll.updateOne({ _id: doc._id }, { $push: { attempts: verdict.attempt } });
+    const current = await coll.findOne({ _id: doc._id });
+    if (current !== null) await ensureFollowUp(services, current);
+    return;
+  }
+  await afterAttempt(services, record, endpoint, verdict);
+  if (!done)
+    await enqueue(
+      services.queues,
+      JOBS.webhookDeliver,
+      { delivery: doc._id, generation: 0 },
+      { delay: verdict.attempt.next_retry_at!.getTime() - Date.now() },
+    );
+}
+
+type Sent = AttemptRecord & { retryAfter: number | null };
+
+/** One signed POST of a delivery to its endpoint, under the URL policy; never throws for the endpoint's sake. */
+async function send(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  d: Pick<DeliveryDoc, 'event_id' | 'type' | 'occurred_at' | 'data_json'>,
+): Promise<Sent> {
   const request = signedRequest(
-    await signingSecrets(db, endpoint),
+    await signingSecrets(services.mongo.db, endpoint),
     d.event_id,
     d.type,
     d.occurred_at,
-    dataJson,
+    d.data_json,
   );
   const started = Date.now();
   let answer: GuardedResponse | null = null;
@@ -401,7 +582,7 @@ export async function runDelivery(services: Services, job: WebhookDeliverJob): P
         ? `url_not_allowed: ${err.reason} (not sent)`
         : (err as Error).message.slice(0, 500);
   }
-  return recordAttempt(services, d, endpoint, held.outOfOrder, {
+  return {
     at: new Date(started),
     status_code: answer?.status ?? null,
     duration_ms: Date.now() - started,
@@ -409,84 +590,71 @@ export async function runDelivery(services: Services, job: WebhookDeliverJob): P
     error,
     next_retry_at: null,
     retryAfter: answer === null ? null : parseRetryAfter(answer.headers['retry-after']),
-  });
+  };
 }
 
-async function recordAttempt(
-  services: Services,
-  d: DeliveryDoc,
-  endpoint: WebhookEndpointDoc,
-  outOfOrder: boolean,
-  result: AttemptRecord & { retryAfter: number | null },
-): Promise<DeliveryStep> {
+interface Verdict {
+  status: DeliveryStatus;
+  reason: string | null;
+  outcome: Outcome;
+  failures: number;
+  ok: boolean;
+  gone: boolean;
+  attempt: AttemptRecord;
+}
+
+/** What an attempt means: delivered (2xx), gone (410), or a failure retried on the schedule until it runs out. */
+function judge(services: Services, failuresBefore: number, result: Sent): Verdict {
   const { retryAfter, ...attempt } = result;
   const code = attempt.status_code;
   const ok = code !== null && code >= 200 && code < 300;
-  const now = Date.now();
-  let status: DeliveryStatus = 'pending';
-  let reason: string | null = null;
-  let outcome: Outcome;
-  let failures = d.failures;
-  if (ok) {
-    status = 'delivered';
-    outcome = 'delivered';
-  } else if (code === 410) {
-    status = 'failed';
-    reason = 'gone';
-    outcome = 'gone';
-  } else {
-    failures += 1;
-    const delay = nextRetryDelay(parseSchedule(services.config.webhookRetrySchedule), failures, retryAfter);
-    if (delay === null) {
-      status = 'failed';
-      reason = 'retries_exhausted';
-      outcome = 'failed';
-    } else {
-      attempt.next_retry_at = new Date(now + delay);
-      outcome = 'retrying';
-    }
-  }
-  await deliveriesCollection(services.mongo.db).updateOne(
-    { _id: d._id },
-    {
-      $set: {
-        status,
-        reason,
-        failures,
-        out_of_order: d.out_of_order || outOfOrder,
-        next_attempt_at: attempt.next_retry_at,
-        attempts: [...d.attempts, attempt].slice(-MAX_ATTEMPTS_KEPT),
-        settled_at: status === 'pending' ? null : new Date(now),
-      },
-    },
-  );
-  await countOutcome(services, outcome);
-  await endpointHealth(services, endpoint, ok, code === 410);
-  if (status !== 'pending') {
-    await settled(services, { delivery: d._id, generation: d.generation });
-    return { kind: 'done', status };
-  }
-  return { kind: 'wait', until: attempt.next_retry_at!.getTime() };
+  const gone = code === 410;
+  if (ok)
+    return {
+      status: 'delivered',
+      reason: null,
+      outcome: 'delivered',
+      failures: failuresBefore,
+      ok,
+      gone,
+      attempt,
+    };
+  if (gone)
+    return { status: 'failed', reason: 'gone', outcome: 'gone', failures: failuresBefore, ok, gone, attempt };
+  const failures = failuresBefore + 1;
+  const delay = nextRetryDelay(parseSchedule(services.config.webhookRetrySchedule), failures, retryAfter);
+  if (delay === null)
+    return { status: 'failed', reason: 'retries_exhausted', outcome: 'failed', failures, ok, gone, attempt };
+  attempt.next_retry_at = new Date(Date.now() + delay);
+  return { status: 'pending', reason: null, outcome: 'retrying', failures, ok, gone, attempt };
+}
+
+/** After an attempt is recorded: its outcome counted, the endpoint's health, and a settled delivery out of its lane. */
+async function afterAttempt(
+  services: Services,
+  d: Pick<DeliveryDoc, '_id' | 'generation' | 'endpoint'>,
+  endpoint: WebhookEndpointDoc,
+  verdict: Verdict,
+): Promise<void> {
+  const m = { delivery: d._id, generation: d.generation };
+  if (verdict.status !== 'pending') await settled(services, m, d.endpoint, verdict.outcome);
+  else await countOutcome(services, verdict.outcome);
+  if (!verdict.ok) await endpointHealth(services, endpoint, verdict.gone);
 }
 
 /**
- * A 410 disables the endpoint; a success ends its failing streak; a streak past
+ * After a failed attempt: a 410 disables the endpoint; a streak of failures past
  * WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. The streak's start is a Redis key
- * (set if absent on a failure, deleted on a success): a flaky endpoint's every answer would
- * otherwise be a locked write of its record.
+ * (set if absent on a failure, deleted on a success when the delivery settles): a flaky endpoint's
+ * every answer would otherwise be a locked write of its record.
  */
 async function endpointHealth(
   services: Services,
   endpoint: WebhookEndpointDoc,
-  ok: boolean,
   gone: boolean,
 ): Promise<void> {
   const now = clock.now();
   const streak = redisKeys(services.config).webhookFailingSince(endpoint._id);
-  if (ok) {
-    await services.redis.del(streak);
-    return;
-  }
   if (gone) {
     await setOnEndpoint(services, endpoint, (current) =>
       current.enabled

@@ -30,6 +30,11 @@ export interface DomainEvent {
   subject: string;
   /** When the change happened (the change's own time, not the insert's). */
   occurred_at: Date;
+  /**
+   * When the service recorded it (absent on events recorded before it was kept): the ordering
+   * bound counts from here, not from `occurred_at`, which a provider may report late.
+   */
+  recorded_at?: Date;
   /** The public shape of the record as the API's presenters return it, as JSON text (provider data may hold keys MongoDB will not store). Never secrets. */
   data_json: string;
   /** The workflow whose step made the change: that workflow's triggers do not start on it (no self-loop). */

@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
+import { loadRedisScript } from '../../platform/redis-script.js';
 import type { DomainEvent } from './event-types.js';
 import { subjectKey } from './record-event.js';
 
@@ -30,6 +31,48 @@ function parse(text: string): LaneMember {
 
 const laneKey = (services: Services, delivery: string) =>
   redisKeys(services.config).webhookLane(laneOfId(delivery));
+
+const BEGIN = loadRedisScript(new URL('./begin-delivery.lua', import.meta.url), {
+  keys: ['due', 'lane'],
+  args: ['event', 'at', 'member', 'clear'],
+});
+const SETTLE = loadRedisScript(new URL('./settle-delivery.lua', import.meta.url), {
+  keys: ['lane'],
+  args: ['member', 'delivery'],
+});
+
+/**
+ * A fan-out's first look at a delivery's lane, in one round trip: true when it may be sent now (no
+ * earlier event of the subject still to be fanned out, no earlier unsettled delivery in the lane);
+ * it has then joined its lane, in flight, and with `clearDue` the event is no longer due. False
+ * changes nothing.
+ */
+export async function beginInLane(
+  services: Services,
+  e: DueEvent,
+  m: LaneMember,
+  clearDue: boolean,
+): Promise<boolean> {
+  const result = await BEGIN.run(
+    services.redis,
+    { due: dueKey(services, e), lane: laneKey(services, m.delivery) },
+    { event: e._id, at: e.occurred_at.getTime(), member: member(m), clear: clearDue ? 1 : 0 },
+  );
+  return Number(result) === 1;
+}
+
+/**
+ * A settled delivery leaves its lane, in one round trip; returns the lane's next unsettled
+ * delivery (null when none).
+ */
+export async function settleInLane(services: Services, m: LaneMember): Promise<LaneMember | null> {
+  const next = await SETTLE.run(
+    services.redis,
+    { lane: laneKey(services, m.delivery) },
+    { member: member(m), delivery: m.delivery },
+  );
+  return typeof next === 'string' ? parse(next) : null;
+}
 
 export async function joinLane(services: Services, m: LaneMember): Promise<void> {
   await services.redis.zadd(laneKey(services, m.delivery), 0, member(m));

@@ -4,18 +4,21 @@ import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { enqueue, enqueueBulk } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
+import type { WebhookFanoutJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent, EventInput } from './event-types.js';
 import { markDue } from './lanes.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
 // and only re-ensures what follows: the fan-out job (keyed by the event id) that creates one
-// delivery per subscribed endpoint.
+// delivery per subscribed endpoint. The job carries the event this call recorded, so the fan-out
+// does not read it back; `recorded_at` is when the service learnt of it (the order bound counts
+// from there).
 //
 // Order within a subject: the fan-outs of one subject's events run as separate jobs, in any
 // order, so each event is marked "due" (lanes.ts) before its job is added, and unmarked by the
-// job once its deliveries exist: a delivery does not go out before an earlier event of its
-// subject has been fanned out.
+// job once each of its deliveries holds its place in its lane: a delivery does not go out
+// before an earlier event of its subject has been fanned out.
 
 export const eventsCollection = (db: Db) => collection<DomainEvent>(db, COLLECTIONS.events);
 
@@ -54,34 +57,76 @@ export const subjectKey = (subject: string): string =>
 /** Milliseconds since the epoch, zero-padded to 13 digits, so `_id` text order is time order. */
 export const paddedMs = (at: Date): string => String(Math.max(0, at.getTime())).padStart(13, '0');
 
-function eventDoc(input: EventInput): DomainEvent {
+function eventDoc(input: EventInput, now: Date): DomainEvent {
   return {
     _id: eventIdOf(input),
     firm: input.firm,
     type: input.type,
     subject: input.subject,
     occurred_at: input.occurred_at,
+    recorded_at: now,
     data_json: JSON.stringify(input.data),
     ...(input.caused_by_workflow === undefined ? {} : { caused_by_workflow: input.caused_by_workflow }),
+  };
+}
+
+/** The most data a fan-out job carries with it (larger events are read back by the fan-out). */
+const CARRIED_DATA_MAX = 16 * 1024;
+
+/** A fan-out job's data: the event itself when this call recorded it (no read back), else its id. */
+function fanoutOf(e: DomainEvent, inserted: boolean): WebhookFanoutJob {
+  if (!inserted || e.data_json.length > CARRIED_DATA_MAX) return { eventId: e._id };
+  return {
+    eventId: e._id,
+    event: {
+      firm: e.firm,
+      type: e.type,
+      subject: e.subject,
+      occurred_at: e.occurred_at.toISOString(),
+      recorded_at: (e.recorded_at ?? e.occurred_at).toISOString(),
+      data_json: e.data_json,
+    },
+  };
+}
+
+/** The event a fan-out job names: carried in its data, or null when it must be read. */
+export function carriedEvent(job: WebhookFanoutJob): DomainEvent | null {
+  const e = job.event;
+  if (e === undefined) return null;
+  return {
+    _id: job.eventId,
+    firm: e.firm,
+    type: e.type as DomainEvent['type'],
+    subject: e.subject,
+    occurred_at: new Date(e.occurred_at),
+    recorded_at: new Date(e.recorded_at),
+    data_json: e.data_json,
   };
 }
 
 const isDuplicateKey = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 
-/** Inserts documents, unordered; a duplicate `_id` (a retried step) is success. */
+/**
+ * Inserts documents, unordered; a duplicate `_id` (a retried step) is success. Returns, for each
+ * document, whether this call inserted it (false when it was there already, or not told).
+ */
 async function insertIgnoringDuplicates<T extends { _id: string }>(
   insert: (docs: T[]) => Promise<unknown>,
   docs: T[],
-): Promise<void> {
-  if (docs.length === 0) return;
+): Promise<boolean[]> {
+  if (docs.length === 0) return [];
   try {
     await insert(docs);
+    return docs.map(() => true);
   } catch (err) {
     const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
     const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors === undefined ? [] : [writeErrors];
-    if (isDuplicateKey(err) && errors.length === 0) return;
-    if (errors.length > 0 && errors.every((e) => (e as { code?: unknown }).code === 11000)) return;
+    if (isDuplicateKey(err) && errors.length === 0) return docs.map(() => false);
+    if (errors.length > 0 && errors.every((e) => (e as { code?: unknown }).code === 11000)) {
+      const taken = new Set(errors.map((e) => (e as { index?: unknown }).index));
+      return docs.map((_, i) => !taken.has(i));
+    }
     throw err;
   }
 }
@@ -97,17 +142,22 @@ export async function recordEvent(services: Services, input: EventInput): Promis
 
 /** recordEvent for many events of one step (a do-not-call addition of many numbers): a few round trips in all. */
 export async function recordEvents(services: Services, inputs: readonly EventInput[]): Promise<string[]> {
-  const docs = inputs.map(eventDoc);
+  const now = new Date();
+  const docs = inputs.map((input) => eventDoc(input, now));
   if (docs.length === 0) return [];
   const db = services.mongo.db;
-  await insertIgnoringDuplicates((d) => eventsCollection(db).insertMany(d, { ordered: false }), docs);
+  const inserted = await insertIgnoringDuplicates(
+    (d) => eventsCollection(db).insertMany(d, { ordered: false }),
+    docs,
+  );
   await markDue(services, docs);
-  if (docs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, { eventId: docs[0]!._id });
+  const jobs = docs.map((e, i) => fanoutOf(e, inserted[i]!));
+  if (jobs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, jobs[0]!);
   else
     await enqueueBulk(
       services.queues,
       JOBS.webhookFanout,
-      docs.map((e) => ({ data: { eventId: e._id } })),
+      jobs.map((data) => ({ data })),
     );
   return docs.map((e) => e._id);
 }

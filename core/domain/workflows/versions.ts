@@ -2,6 +2,7 @@ import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { invalidRequest, notFound } from '../../platform/errors.js';
+import { redisKeys } from '../../platform/redis-keys.js';
 import type { WorkflowEdge, WorkflowNode } from './graph.js';
 import { dataOf, runnableGraph, runnableProblems, TRIGGER } from './vocabulary.js';
 import {
@@ -87,6 +88,34 @@ async function setEntry(
   if (versionId !== null) entries.push({ workflow_id: workflowId, version_id: versionId });
   if (entries.length === 0) await index.deleteOne({ _id: key });
   else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
+  await services.redis.incr(redisKeys(services.config).workflowTriggersVersion(firm));
+}
+
+type TriggerEntries = WorkflowTriggerIndexDoc['entries'];
+const cachedTriggers = new Map<string, { version: string | null; entries: TriggerEntries }>();
+
+/**
+ * The index's entries under `keys` (all of one firm), as each event's fan-out reads them: cached
+ * per process, read again (one query) whenever the firm's counter (`version`, read by the caller
+ * from workflowTriggersVersion), bumped after every write of its index, has changed, so an
+ * activation applies to the next event without a read for each.
+ */
+export async function triggerEntries(
+  services: Services,
+  version: string | null,
+  keys: string[],
+): Promise<TriggerEntries[]> {
+  const missing = keys.filter((k) => cachedTriggers.get(k)?.version !== version);
+  if (missing.length > 0) {
+    const docs = await triggerIndex(services.mongo.db)
+      .find({ _id: { $in: missing } })
+      .toArray();
+    for (const k of missing) {
+      if (cachedTriggers.size >= 10_000) cachedTriggers.delete(cachedTriggers.keys().next().value!);
+      cachedTriggers.set(k, { version, entries: docs.find((d) => d._id === k)?.entries ?? [] });
+    }
+  }
+  return keys.map((k) => cachedTriggers.get(k)?.entries ?? []);
 }
 
 /** Lists the workflow's current version under each event it starts on; returns those keys. */

@@ -442,7 +442,7 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 7 * 24 * HOUR_MS,
     default: HOUR_MS,
     description:
-      'how long a webhook delivery waits behind an earlier one of the same subject to the same endpoint that is still retrying before it goes on, marked out of order (docs/events.md#ordering)',
+      'how long a webhook delivery waits behind an earlier one of the same subject to the same endpoint that is still retrying (or an earlier event not yet fanned out) before it goes on, marked out of order; counted from when the earlier one was recorded or became pending, not from when it occurred (docs/events.md#ordering)',
   }),
   webhookDisableAfterMs: integer('WEBHOOK_DISABLE_AFTER_MS', {
     min: 1000,

@@ -1,4 +1,10 @@
-import { MongoBulkWriteError, type Collection, type Document, type OptionalUnlessRequiredId } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  type Collection,
+  type Db,
+  type Document,
+  type OptionalUnlessRequiredId,
+} from 'mongodb';
 
 // The one race-safe move on FerretDB and MongoDB alike: a claim is an insert of a document whose
 // _id is the thing claimed. Exactly one of any number of concurrent claimants inserts it; the
@@ -61,4 +67,64 @@ function duplicateKeyIndexes(err: unknown): number[] | null {
   const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
   if (errors.length === 0 || errors.some((e) => e.code !== 11000)) return null;
   return errors.map((e) => e.index);
+}
+
+/** The most claims one coalesced insert carries. */
+const COALESCED_MAX = 100;
+
+interface PendingClaim {
+  doc: Keyed;
+  resolve: (claimed: boolean) => void;
+  reject: (err: unknown) => void;
+}
+type Keyed = Document & { _id: string };
+interface Coalescing {
+  collection: Collection<Keyed>;
+  pending: PendingClaim[];
+}
+/** Claims to come, by database (a process may hold more than one client) and collection. */
+const coalescing = new WeakMap<Db, Map<string, Coalescing>>();
+
+/**
+ * claim(), for a hot path where many claims on one collection (of `db`) are made at once, by
+ * concurrent jobs of one process: the claims made within one turn of the event loop go in one
+ * unordered insert (claimMany), each answered as claim() would answer it (true: this call
+ * inserted it). Fewer, larger writes: one insert command and its round trip for many documents.
+ */
+export function claimCoalesced<T extends Document & { _id: string }>(
+  db: Db,
+  collection: Collection<T>,
+  doc: OptionalUnlessRequiredId<T>,
+): Promise<boolean> {
+  let byName = coalescing.get(db);
+  if (byName === undefined) coalescing.set(db, (byName = new Map()));
+  const name = collection.collectionName;
+  const queues = byName;
+  return new Promise<boolean>((resolve, reject) => {
+    let queue = queues.get(name);
+    if (queue === undefined) {
+      queue = { collection: collection as unknown as Collection<Keyed>, pending: [] };
+      queues.set(name, queue);
+      setImmediate(() => {
+        queues.delete(name);
+        void flush(queue!);
+      });
+    }
+    queue.pending.push({ doc: doc as Keyed, resolve, reject });
+  });
+}
+
+async function flush(queue: Coalescing): Promise<void> {
+  for (let start = 0; start < queue.pending.length; start += COALESCED_MAX) {
+    const batch = queue.pending.slice(start, start + COALESCED_MAX);
+    try {
+      const claimed = await claimMany(
+        queue.collection,
+        batch.map((p) => p.doc),
+      );
+      for (const p of batch) p.resolve(claimed.has(p.doc._id));
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    }
+  }
 }

@@ -6,7 +6,7 @@ import { redisKeys } from '../../../platform/redis-keys.js';
 import type { DomainEvent } from '../../events/event-types.js';
 import { conditionsHold } from '../expressions.js';
 import { dataOf, eventMatches, TRIGGER } from '../vocabulary.js';
-import { loadVersion, triggerIndex, triggerKeyOf } from '../versions.js';
+import { loadVersion, triggerEntries, triggerKeyOf } from '../versions.js';
 import { eventData, leadIdOf } from './context.js';
 import { newStep, runIdOf, runsCollection, stepsCollection, type WorkflowRunDoc } from './run-store.js';
 import { endRun, resolveWaitFor } from './steps.js';
@@ -24,7 +24,15 @@ const EARLY_EVENT_MS = 60_000;
 export async function startWorkflowRuns(services: Services, event: DomainEvent): Promise<string[]> {
   const data = eventData(event);
   const leadId = leadIdOf({ subject: event.subject, data });
-  if (leadId !== null) {
+  // Sent together, what decides the reads: the firm's trigger index counter, and whether it
+  // has runs under way at all (a `wait_for` waiter belongs to a run under way, added to that set
+  // before its first step): a firm without one has no waiter to read.
+  const keys = redisKeys(services.config);
+  const [version, running] = await Promise.all([
+    services.redis.get(keys.workflowTriggersVersion(event.firm)),
+    services.redis.exists(keys.workflowRunsActive(event.firm)),
+  ]);
+  if (leadId !== null && running > 0) {
     for (const waiter of await waitersOf(services, event.firm, leadId)) {
       if (!eventMatches(waiter.event, event.type)) continue;
       // An event of before the wait does not end it; senders' times are coarse (Cal.com's to the
@@ -40,13 +48,12 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
   }
 
   const group = `${event.type.slice(0, event.type.lastIndexOf('.'))}.*`;
-  const index = await Promise.all(
-    [triggerKeyOf(event.firm, event.type), triggerKeyOf(event.firm, group)].map((key) =>
-      triggerIndex(services.mongo.db).findOne({ _id: key }),
-    ),
-  );
+  const index = await triggerEntries(services, version, [
+    triggerKeyOf(event.firm, event.type),
+    triggerKeyOf(event.firm, group),
+  ]);
   const entries = new Map<string, string>();
-  for (const doc of index) for (const e of doc?.entries ?? []) entries.set(e.workflow_id, e.version_id);
+  for (const list of index) for (const e of list) entries.set(e.workflow_id, e.version_id);
 
   const started: string[] = [];
   for (const [workflowId, versionId] of entries) {
