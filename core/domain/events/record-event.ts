@@ -85,6 +85,7 @@ function fanoutOf(e: DomainEvent, inserted: boolean): WebhookFanoutJob {
       occurred_at: e.occurred_at.toISOString(),
       recorded_at: (e.recorded_at ?? e.occurred_at).toISOString(),
       data_json: e.data_json,
+      ...(e.caused_by_workflow === undefined ? {} : { caused_by_workflow: e.caused_by_workflow }),
     },
   };
 }
@@ -101,6 +102,7 @@ export function carriedEvent(job: WebhookFanoutJob): DomainEvent | null {
     occurred_at: new Date(e.occurred_at),
     recorded_at: new Date(e.recorded_at),
     data_json: e.data_json,
+    ...(e.caused_by_workflow === undefined ? {} : { caused_by_workflow: e.caused_by_workflow }),
   };
 }
 
