@@ -6,7 +6,7 @@
 // and versions keep runs apart; the dry run walks the example without any effect, and its output
 // is the one docs/workflows.md shows; a Clio task and notes go on the run's matter (or the lead's
 // contact), once each even when Clio's answer to the task is lost.
-import { createHmac } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -63,6 +63,7 @@ beforeAll(async () => {
       WORKFLOW_TIME_SCALE: String(TIME_SCALE),
       WORKFLOW_MAX_LOOP_ITERATIONS: String(LOOP_BOUND),
       WORKFLOW_MAX_CONCURRENT_RUNS: String(RUNS_BOUND),
+      WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms',
     },
   });
   firmSlack = slack.webhookUrl();
@@ -659,34 +660,40 @@ describe('the dry run', () => {
 });
 
 describe('the webhook and add_to_campaign actions', () => {
-  it('a signed POST (Standard Webhooks) to the node URL, then the lead added to a draft campaign', async () => {
-    const received: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = [];
+  it("a delivery to the firm's webhook endpoint (signed, logged, retried as events are), then the lead added to a draft campaign", async () => {
+    const received: Array<{ headers: Record<string, string>; body: string }> = [];
+    let answers = [503, 204]; // the first try fails: the delivery retries it
     const server = createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
-        received.push({ headers: req.headers, body });
-        res.writeHead(204).end();
+        received.push({ headers: req.headers as Record<string, string>, body });
+        res.writeHead(answers.shift() ?? 204).end();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/intake`;
-      const secret = `whsec_${Buffer.from('workflow-webhook-test-key').toString('base64')}`;
+      const ep = await firm.client.post('/api/webhook-endpoints', {
+        firmSlug: firm.slug,
+        url,
+        events: ['dnc.added'],
+      });
+      expect(ep.status).toBe(200);
       const campaign = await firm.client.post('/api/leads/campaigns', {
         firmSlug: firm.slug,
         name: 'Nurture',
         agentId,
       });
       expect(campaign.status, JSON.stringify(campaign.body)).toBe(200);
-      const id = await activeWorkflow(firm.client, firm.slug, 'Tell our CRM, then nurture', {
+      const graph = (hook: Record<string, unknown>) => ({
         nodes: [
           {
             id: 'start',
             type: 'trigger.event',
             data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: 'hook' } },
           },
-          { id: 'hook', type: 'webhook', data: { url, secret } },
+          { id: 'hook', type: 'webhook', data: hook },
           { id: 'nurture', type: 'add_to_campaign', data: { campaign_id: campaign.body.id } },
         ],
         edges: [
@@ -694,6 +701,24 @@ describe('the webhook and add_to_campaign actions', () => {
           { id: 'h2', source: 'hook', target: 'nurture' },
         ],
       });
+      // A URL and a secret in the graph are refused at activation: whoever reads it would see them.
+      const inline = await firm.client.post('/api/workflows', {
+        firmSlug: firm.slug,
+        name: 'Inline secret',
+        ...graph({ url, secret: 'whsec_c2VjcmV0' }),
+      });
+      expect(inline.status).toBe(200);
+      const refused = await firm.client.post(`/api/workflows/${inline.body.id}/activate`, {});
+      expect(expectError(refused, 400, 'invalid_request')).toEqual([
+        { path: '/nodes/1/data/endpoint_id', message: expect.stringContaining('needs "endpoint_id"') },
+        { path: '/nodes/1/data/secret', message: expect.stringContaining('use "endpoint_id"') },
+      ]);
+      const id = await activeWorkflow(
+        firm.client,
+        firm.slug,
+        'Tell our CRM, then nurture',
+        graph({ endpoint_id: ep.body.id }),
+      );
       const leadId = await newLead({ first_name: 'Hook', phone: '+14155550188', notes: 'hook' });
       const run = await endedRun(firm.client, id);
       expect(run.steps.map((s: any) => [s.node_id, s.status])).toEqual([
@@ -701,20 +726,59 @@ describe('the webhook and add_to_campaign actions', () => {
         ['hook', 'done'],
         ['nurture', 'done'],
       ]);
-      expect(received).toHaveLength(1);
-      const { headers, body } = received[0]!;
-      const signed = `${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`;
-      const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
-        .update(signed)
-        .digest('base64');
-      expect(headers['webhook-signature']).toBe(`v1,${expected}`);
-      expect(JSON.parse(body)).toMatchObject({
-        type: 'workflow.step',
-        data: { event: { type: 'lead.created', subject: leadId }, lead: { id: leadId, first_name: 'Hook' } },
+      const hook = run.steps.find((s: any) => s.node_id === 'hook');
+      expect(hook.result).toMatchObject({
+        endpoint_id: ep.body.id,
+        webhook_id: expect.stringMatching(/^msg_/),
       });
+      // The endpoint's 503 was retried on the delivery schedule; both tries carry one webhook-id,
+      // each verified with the standardwebhooks library and the endpoint's secret.
+      await eventually(async () => expect(received).toHaveLength(2));
+      const wh = new Webhook(ep.body.secret);
+      for (const { headers, body } of received) {
+        expect(headers['webhook-id']).toBe(hook.result.webhook_id);
+        expect(wh.verify(body, headers)).toMatchObject({
+          type: 'workflow.step',
+          data: {
+            event: { type: 'lead.created', subject: leadId },
+            lead: { id: leadId, first_name: 'Hook' },
+          },
+        });
+      }
+      const log = await eventually(async () => {
+        const res = await firm.client.get(`/api/webhook-endpoints/${ep.body.id}/deliveries`);
+        expect(res.body.deliveries[0]?.status).toBe('delivered');
+        return res.body.deliveries;
+      });
+      expect(log).toHaveLength(1);
+      expect(log[0]).toMatchObject({ id: hook.result.delivery_id, kind: 'workflow', type: 'workflow.step' });
+      expect(log[0].attempts.map((a: any) => a.status_code)).toEqual([503, 204]);
       const after = await firm.client.get(`/api/leads/campaigns/${campaign.body.id}`);
       expect(after.body.leads_total).toBe(1);
+      // Another firm's endpoint is none of this firm's: the step fails and says so, nothing is sent.
+      const foreign = await other.client.post('/api/webhook-endpoints', {
+        firmSlug: other.slug,
+        url,
+        events: ['dnc.added'],
+      });
+      const crossed = await activeWorkflow(
+        firm.client,
+        firm.slug,
+        'Crossed',
+        graph({ endpoint_id: foreign.body.id }),
+      );
+      await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Cross', notes: 'hook' });
+      const failed = await eventually(async () => {
+        const runs = (await firm.client.get(`/api/workflows/${crossed}/runs`)).body.runs;
+        expect(runs).toHaveLength(1);
+        const detail = (await firm.client.get(`/api/workflow-runs/${runs[0].id}`)).body;
+        expect(detail.status).not.toBe('running');
+        return detail;
+      });
+      expect(failed.steps.find((s: any) => s.node_id === 'hook')).toMatchObject({ status: 'skipped' });
+      expect(received).toHaveLength(3); // the second lead's delivery from the first workflow only
     } finally {
+      answers = [];
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });

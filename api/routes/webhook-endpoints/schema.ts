@@ -93,7 +93,12 @@ export const AttemptView = Type.Object({
 export const DeliveryRecord = Type.Object({
   id: Type.String(),
   endpoint_id: Type.String(),
-  kind: Type.Union([Type.Literal('event'), Type.Literal('replay'), Type.Literal('ping')]),
+  kind: Type.Union([
+    Type.Literal('event'),
+    Type.Literal('replay'),
+    Type.Literal('ping'),
+    Type.Literal('workflow'),
+  ]),
   event_id: Type.String({ description: 'The webhook-id header of every attempt' }),
   type: Type.String(),
   subject: Type.String(),

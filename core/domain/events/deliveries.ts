@@ -85,7 +85,7 @@ export interface DeliveryDoc {
   _id: string;
   endpoint: string;
   firm: string;
-  kind: 'event' | 'replay' | 'ping';
+  kind: 'event' | 'replay' | 'ping' | 'workflow';
   /** The event's id (a ping's own id): the `webhook-id` of every attempt. */
   event_id: string;
   type: string;
@@ -272,6 +272,26 @@ export function sendPing(services: Services, endpoint: WebhookEndpointDoc): Prom
     subject: 'ping',
     occurred_at: at,
     data_json: JSON.stringify({ endpoint_id: endpoint._id, message: 'A test delivery from the service.' }),
+  });
+}
+
+/**
+ * A workflow's `webhook` step: a `workflow.step` delivery to the firm's endpoint, made once for
+ * the step (its `webhook-id` derives from the step) and then delivered as every event is: signed
+ * with the endpoint's secrets, retried on its schedule, in the log, in order with the lead's events.
+ */
+export function sendWorkflowDelivery(
+  services: Services,
+  endpoint: WebhookEndpointDoc,
+  step: { webhookId: string; subject: string; at: Date; data: Record<string, unknown> },
+): Promise<DeliveryDoc> {
+  return ensureDelivery(services, endpoint, {
+    kind: 'workflow',
+    event_id: step.webhookId,
+    type: 'workflow.step',
+    subject: step.subject,
+    occurred_at: step.at,
+    data_json: JSON.stringify(step.data),
   });
 }
 

@@ -223,16 +223,14 @@ function actionProblems(type: ActionType, data: Record<string, unknown>): Array<
       break;
     }
     case 'webhook': {
-      let ok = false;
-      if (nonEmptyString(data.url)) {
-        try {
-          const u = new URL(data.url);
-          ok = u.protocol === 'https:' || u.protocol === 'http:';
-        } catch {
-          ok = false;
-        }
-      }
-      need('url', ok, 'needs "url", an https:// URL');
+      // A URL and a secret in the graph would be shown to whoever reads the workflow, and sent
+      // unretried: the step delivers to one of the firm's webhook endpoints instead.
+      need(
+        'endpoint_id',
+        nonEmptyString(data.endpoint_id),
+        'needs "endpoint_id", one of the firm\'s webhook endpoints (POST /api/webhook-endpoints)',
+      );
+      need('secret', data.secret === undefined, 'a secret in a graph is shown to whoever reads it: use "endpoint_id"');
       break;
     }
   }

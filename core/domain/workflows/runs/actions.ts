@@ -1,12 +1,6 @@
-import { createHmac } from 'node:crypto';
 import type { Services } from '../../../wiring/services.js';
 import { CrmError } from '../../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../../integrations/team-chat/slack.js';
-import {
-  guardedRequest,
-  requestMayHaveBeenSent,
-  urlPolicyRefusal,
-} from '../../../integrations/http/guarded-http.js';
 import { urlPolicyOf } from '../../../platform/config.js';
 import {
   runEffect,
@@ -18,6 +12,8 @@ import { shorten } from '../../../platform/text.js';
 import { clock } from '../../../platform/clock.js';
 import type { FirmDoc } from '../../firms/firms.js';
 import type { LeadDoc } from '../../leads/leads.js';
+import { firmEndpoints, type WebhookEndpointDoc } from '../../events/endpoints.js';
+import { publicDeliveryId, sendWorkflowDelivery } from '../../events/deliveries.js';
 import { leadsCollection } from '../../leads/leads.js';
 import { changedFields, recordLeadUpdated } from '../../leads/record-lead-events.js';
 import { firmClioClient } from '../../crm/firm-clio-client.js';
@@ -445,54 +441,57 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
     },
   },
   webhook: {
-    effect: {
-      mayHaveHappened: (err) => requestMayHaveBeenSent(err),
-      isFinal: (err) =>
-        urlPolicyRefusal(err) !== null ||
-        (err instanceof WebhookRefused && err.status < 500 && err.status !== 429),
-    },
+    // The delivery is a claim on an id derived from the step: making it again makes nothing new.
+    // Sending, retrying and logging it is the events-out deliveries' work (docs/events.md).
+    effect: { isFinal: (err) => err instanceof NoSuchEndpoint },
     async preview(input) {
+      const endpoint = await firmEndpoint(input.services, input.firm._id, input.data.endpoint_id);
       const body = {
         type: 'workflow.step',
-        timestamp: new Date().toISOString(),
         data: { event: input.context.event, lead: input.context.lead, workflow: input.context.workflow },
       };
-      return { would: { url: render(input.data.url, input.context), body } };
+      const would = { endpoint_id: input.data.endpoint_id, url: endpoint?.url ?? null, body };
+      if (endpoint === null)
+        return { skip: `No webhook endpoint ${String(input.data.endpoint_id)} of this firm.`, would };
+      if (!endpoint.enabled) return { skip: `The webhook endpoint ${endpoint._id} is disabled.`, would };
+      return { would };
     },
-    async perform({ services, data, would, stepId }) {
-      // The Standard Webhooks form: id, timestamp, and v1 = HMAC-SHA256 of "id.timestamp.body"
-      // keyed by the node's `secret` (sent unsigned when it has none).
-      const id = `msg_${stepDigest(stepId)}`;
-      const timestamp = String(Math.floor(Date.now() / 1000));
-      const body = JSON.stringify(would.body);
-      const headers: Record<string, string> = {
-        'content-type': 'application/json',
-        'webhook-id': id,
-        'webhook-timestamp': timestamp,
-      };
-      if (typeof data.secret === 'string' && data.secret !== '') {
-        const key = data.secret.startsWith('whsec_')
-          ? Buffer.from(data.secret.slice(6), 'base64')
-          : Buffer.from(data.secret);
-        headers['webhook-signature'] =
-          `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-      }
-      const answer = await guardedRequest(would.url as string, {
-        method: 'POST',
-        headers,
-        body,
-        policy: urlPolicyOf(services.config),
+    async perform({ services, firm, lead, would, step }) {
+      const endpoint = await firmEndpoint(services, firm._id, would.endpoint_id);
+      if (endpoint === null) throw new NoSuchEndpoint(String(would.endpoint_id));
+      const body = would.body as { data: Record<string, unknown> };
+      const delivery = await sendWorkflowDelivery(services, endpoint, {
+        webhookId: `msg_${stepDigest(step._id)}`,
+        subject: lead?._id ?? step.run_id,
+        at: step.created_at,
+        data: body.data,
       });
-      if (answer.status < 200 || answer.status >= 300) throw new WebhookRefused(answer.status);
-      return { state: 'done', result: { status: answer.status, webhook_id: id } };
+      return {
+        state: 'done',
+        result: {
+          endpoint_id: endpoint._id,
+          delivery_id: publicDeliveryId(delivery._id),
+          webhook_id: delivery.event_id,
+        },
+      };
     },
   },
 };
 
-class WebhookRefused extends Error {
-  constructor(readonly status: number) {
-    super(`The webhook answered ${status}.`);
-    this.name = 'WebhookRefused';
+/** The firm's endpoint of that id, or null (another firm's is none). */
+async function firmEndpoint(
+  services: Services,
+  firm: string,
+  id: unknown,
+): Promise<WebhookEndpointDoc | null> {
+  if (typeof id !== 'string' || id === '') return null;
+  return (await firmEndpoints(services, firm)).find((e) => e._id === id) ?? null;
+}
+
+class NoSuchEndpoint extends Error {
+  constructor(id: string) {
+    super(`No webhook endpoint ${id} of this firm (it was deleted).`);
+    this.name = 'NoSuchEndpoint';
   }
 }
 
