@@ -29,7 +29,7 @@ describe('runnableProblems', () => {
       { id: 'c', type: 'call', data: {} },
       { id: 'w', type: 'wait', data: { duration: { days: 0 } } },
       { id: 'f', type: 'wait_for', data: { event: 'appointment.*' } },
-      { id: 'h', type: 'webhook', data: { url: 'ftp://x' } },
+      { id: 'h', type: 'webhook', data: { url: 'https://example.com/x', secret: 'whsec_eA==' } },
       { id: 'u', type: 'update_lead', data: {} },
     ];
     expect(runnableProblems(nodes, []).map((p) => p.path)).toEqual([
@@ -38,7 +38,8 @@ describe('runnableProblems', () => {
       '/nodes/2/data/agent_id',
       '/nodes/3/data/duration',
       '/nodes/4/data/within',
-      '/nodes/5/data/url',
+      '/nodes/5/data/endpoint_id',
+      '/nodes/5/data/secret',
       '/nodes/6/data/status',
     ]);
   });
