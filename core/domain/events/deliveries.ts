@@ -11,7 +11,7 @@ import { UrlNotAllowedError } from '../../platform/url-policy.js';
 import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { guardedRequest, type GuardedResponse } from '../../integrations/http/guarded-http.js';
-import { enqueue } from '../../../jobs/define.js';
+import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { deliverJobId, type WebhookDeliverJob, type WebhookReplayJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent } from './event-types.js';
@@ -278,7 +278,9 @@ async function heldBack(
     const event = { _id: d.event_id, firm: d.firm, subject: d.subject, occurred_at: d.occurred_at };
     const due = await earlierDue(services, event);
     if (due !== null && now - due.at < bound) {
-      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event });
+      // Run again if it already ran: the event was recorded again (a retried step, or a finished
+      // call's call.ended on each later event of the call) and its mark set again after that.
+      await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: due.event });
       return {
         wait: {
           kind: 'wait',

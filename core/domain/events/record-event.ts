@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { enqueue, enqueueBulk } from '../../../jobs/define.js';
+import { enqueue, enqueueBulk, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { DomainEvent, EventInput } from './event-types.js';
 import { markDue } from './lanes.js';
@@ -68,20 +68,43 @@ function eventDoc(input: EventInput): DomainEvent {
 const isDuplicateKey = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 
-/** Inserts documents, unordered; a duplicate `_id` (a retried step) is success. */
+/**
+ * Inserts documents, unordered; a duplicate `_id` (a retried step) is success. Returns, for each
+ * document, whether this call inserted it (false when it was there already).
+ */
 async function insertIgnoringDuplicates<T extends { _id: string }>(
   insert: (docs: T[]) => Promise<unknown>,
   docs: T[],
-): Promise<void> {
-  if (docs.length === 0) return;
+): Promise<boolean[]> {
+  if (docs.length === 0) return [];
   try {
     await insert(docs);
+    return docs.map(() => true);
   } catch (err) {
     const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
     const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors === undefined ? [] : [writeErrors];
-    if (isDuplicateKey(err) && errors.length === 0) return;
-    if (errors.length > 0 && errors.every((e) => (e as { code?: unknown }).code === 11000)) return;
+    if (isDuplicateKey(err) && errors.length === 0) return docs.map(() => false);
+    if (errors.length > 0 && errors.every((e) => (e as { code?: unknown }).code === 11000)) {
+      const taken = new Set(errors.map((e) => (e as { index?: unknown }).index));
+      return docs.map((_, i) => !taken.has(i));
+    }
     throw err;
+  }
+}
+
+/**
+ * An event recorded before (a retried step, or a finished call's call.ended recorded again by each
+ * later event of the call) was marked due again just now; its fan-out job may have run already, and
+ * BullMQ ignores the add while it keeps that job: it runs again (idempotent), so that the mark is
+ * cleared and holds back no later event of the subject.
+ */
+async function fanOutAgain(
+  services: Services,
+  docs: readonly DomainEvent[],
+  inserted: boolean[],
+): Promise<void> {
+  for (const [i, e] of docs.entries()) {
+    if (!inserted[i]) await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: e._id });
   }
 }
 
@@ -99,7 +122,10 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
   const docs = inputs.map(eventDoc);
   if (docs.length === 0) return [];
   const db = services.mongo.db;
-  await insertIgnoringDuplicates((d) => eventsCollection(db).insertMany(d, { ordered: false }), docs);
+  const inserted = await insertIgnoringDuplicates(
+    (d) => eventsCollection(db).insertMany(d, { ordered: false }),
+    docs,
+  );
   await markDue(services, docs);
   if (docs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, { eventId: docs[0]!._id });
   else
@@ -108,5 +134,6 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
       JOBS.webhookFanout,
       docs.map((e) => ({ data: { eventId: e._id } })),
     );
+  await fanOutAgain(services, docs, inserted);
   return docs.map((e) => e._id);
 }
