@@ -5,7 +5,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { enqueue, enqueueBulk, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { DomainEvent, EventInput } from './event-types.js';
-import { markDue } from './lanes.js';
+import { clearDue, markDue } from './lanes.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
@@ -94,17 +94,23 @@ async function insertIgnoringDuplicates<T extends { _id: string }>(
 
 /**
  * An event recorded before (a retried step, or a finished call's call.ended recorded again by each
- * later event of the call) was marked due again just now; its fan-out job may have run already, and
- * BullMQ ignores the add while it keeps that job: it runs again (idempotent), so that the mark is
- * cleared and holds back no later event of the subject.
+ * later event of the call) was marked due again just now, and BullMQ ignores the fan-out's add
+ * while it keeps that job: when its fan-out has completed, the mark is taken back (every delivery
+ * it makes exists); when it failed for good, it runs again. Otherwise the job is still to run, or
+ * was just added (BullMQ had forgotten it), and clears the mark itself.
  */
-async function fanOutAgain(
+async function settleRepeated(
   services: Services,
   docs: readonly DomainEvent[],
   inserted: boolean[],
 ): Promise<void> {
+  const queue = services.queues[JOBS.webhookFanout.queue];
   for (const [i, e] of docs.entries()) {
-    if (!inserted[i]) await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: e._id });
+    if (inserted[i]) continue;
+    const job = await queue.getJob(JOBS.webhookFanout.id!({ eventId: e._id }));
+    const state = await job?.getState();
+    if (state === 'completed') await clearDue(services, e);
+    else if (state === 'failed') await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: e._id });
   }
 }
 
@@ -134,6 +140,6 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
       JOBS.webhookFanout,
       docs.map((e) => ({ data: { eventId: e._id } })),
     );
-  await fanOutAgain(services, docs, inserted);
+  await settleRepeated(services, docs, inserted);
   return docs.map((e) => e._id);
 }
