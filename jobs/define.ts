@@ -74,9 +74,10 @@ export async function enqueue<T>(
 
 /**
  * Adds a job that must run after what its caller just did, even if a job of that id has already
- * finished: BullMQ ignores an add while it still keeps a completed or failed job of that id (for
- * up to an hour, JOBS' retention), so such a job is removed and added again. Only for idempotent
- * jobs whose run is what clears the caller's mark (an event's fan-out and its "due" mark).
+ * finished: BullMQ ignores an add while it still keeps a completed or failed job of that id (the
+ * last 100 completed for up to an hour, failed ones a week: jobs/queues.ts), so such a job is
+ * removed and added again. Only for idempotent jobs whose run is what clears the caller's mark (an
+ * event's fan-out and its "due" mark).
  */
 export async function enqueueRun<T>(queues: Queues, job: JobDefinition<T>, data: T): Promise<void> {
   await enqueue(queues, job, data);

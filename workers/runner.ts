@@ -111,7 +111,7 @@ export function startWorkers(
         stalledInterval: services.config.jobLockMs,
         maxStalledCount: MAX_STALLS,
         ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
-        // The custom backoff types of jobs/backoff.ts (OUTAGE_CAPPED): retries after an own outage.
+        // The custom backoff type of jobs/backoff.ts (CAPPED): the retries after an own outage.
         settings: { backoffStrategy },
         autorun: true,
         ...queueTelemetry(),
