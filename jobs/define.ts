@@ -72,6 +72,29 @@ export async function enqueue<T>(
   }
 }
 
+/**
+ * Adds a job that must run after what its caller just did, even if a job of that id has already
+ * finished: BullMQ ignores an add while it still keeps a completed or failed job of that id (the
+ * last 100 completed for up to an hour, failed ones a week: jobs/queues.ts), so such a job is
+ * removed and added again. Only for idempotent jobs whose run is what clears the caller's mark (an
+ * event's fan-out and its "due" mark).
+ */
+export async function enqueueRun<T>(queues: Queues, job: JobDefinition<T>, data: T): Promise<void> {
+  await enqueue(queues, job, data);
+  if (job.id === undefined) return;
+  let finished;
+  try {
+    finished = await queues[job.queue].getJob(job.id(data));
+    const state = await finished?.getState();
+    if (finished === undefined || (state !== 'completed' && state !== 'failed')) return;
+  } catch (err) {
+    throw asUnavailable(err);
+  }
+  // Another process may have removed or re-added it meanwhile: the add below is then a no-op.
+  await finished.remove().catch(() => undefined);
+  await enqueue(queues, job, data);
+}
+
 /** One job of a bulk add: its payload and, optionally, a BullMQ priority (1 first … 2,097,151 last). */
 export interface BulkItem<T> {
   data: T;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { capped } from './backoff.js';
 
 /** One recorded event, to be fanned out to its firm's subscribed endpoints (job id = the event id). */
 export interface WebhookFanoutJob {
@@ -59,25 +60,32 @@ export const webhookJobs = {
     queue: QUEUE.webhooks,
     name: 'webhook-fanout',
     id: (job) => jobId('fanout', job.eventId),
-    options: { attempts: 20, backoff: { type: 'exponential', delay: 1000 } },
+    // Its failures are the service's own (MongoDB, Redis down): retried within seconds of their
+    // end (jobs/backoff.ts).
+    options: capped(),
   }),
   webhookDeliver: defineJob<WebhookDeliverJob>({
     queue: QUEUE.webhooks,
     name: 'webhook-deliver',
     id: (job) => deliverJobId(job.delivery, job.generation),
     // Its own retries (the schedule) are waits in the delivery's record, not job attempts: these
-    // are for the service's own outages (MongoDB, Redis) while it works.
-    options: { attempts: 20, backoff: { type: 'exponential', delay: 1000 } },
+    // are for the service's own outages (MongoDB, Redis) while it works, retried within seconds
+    // of their end (jobs/backoff.ts).
+    options: capped(),
   }),
   webhookReplay: defineJob<WebhookReplayJob>({
     queue: QUEUE.webhooks,
     name: 'webhook-replay',
     id: (job) => jobId('replay', job.endpoint, job.replay),
+    options: capped(),
   }),
   webhookNotice: defineJob<WebhookNoticeJob>({
     queue: QUEUE.webhooks,
     name: 'webhook-notice',
     id: (job) => jobId('notice', job.endpoint, String(job.at)),
+    // A mail, like the call_analyzed effects: its attempts are also the mail server's retry
+    // budget (the last one records the mail failed), so it keeps the exponential backoff; an
+    // outage it sleeps past delays only this mail, never a delivery.
     options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
   }),
 };

@@ -7,6 +7,7 @@ import type { Attempt } from '../core/platform/db/effect-recorder.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';
+import { backoffStrategy } from '../jobs/backoff.js';
 import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
 import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from '../jobs/span-subject.js';
@@ -110,6 +111,8 @@ export function startWorkers(
         stalledInterval: services.config.jobLockMs,
         maxStalledCount: MAX_STALLS,
         ...(settings.limiter === undefined ? {} : { limiter: settings.limiter }),
+        // The custom backoff type of jobs/backoff.ts (CAPPED): the retries after an own outage.
+        settings: { backoffStrategy },
         autorun: true,
         ...queueTelemetry(),
       },

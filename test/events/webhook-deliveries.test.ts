@@ -6,7 +6,11 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
-import { signedRequest } from '../../core/domain/events/deliveries.js';
+import { deliveriesCollection, signedRequest } from '../../core/domain/events/deliveries.js';
+import { enqueue } from '../../jobs/define.js';
+import { CAPPED, CAPPED_ATTEMPTS } from '../../jobs/backoff.js';
+import { JOBS } from '../../jobs/table.js';
+import { deliverJobId } from '../../jobs/webhooks.js';
 import { recordEvent } from '../../core/domain/events/record-event.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -295,6 +299,51 @@ describe('retries', () => {
     expect(receiver.at('/flaky').map((r) => r.headers['webhook-id'])).toEqual(
       Array(3).fill(receiver.at('/flaky')[0]!.headers['webhook-id']),
     );
+  });
+
+  it("a delivery job failing on the service's own side is retried within seconds (capped backoff), not after a doubling wait", async () => {
+    // A delivery whose record the job cannot write back (its attempts are not a list) fails on
+    // our side after the send, as a MongoDB outage would make it fail.
+    const ep = await endpoint('/own-failure');
+    const now = new Date();
+    const doc = {
+      _id: `${ep.id}|own-failure|${now.getTime()}|ping_own_failure`,
+      endpoint: ep.id,
+      firm: firm.slug,
+      kind: 'ping' as const,
+      event_id: 'ping_own_failure',
+      type: 'ping',
+      subject: 'ping',
+      occurred_at: now,
+      data_json: '{}',
+      status: 'pending' as const,
+      reason: null,
+      out_of_order: false,
+      generation: 0,
+      failures: 0,
+      pending_since: now,
+      next_attempt_at: now,
+      attempts: null as unknown as [],
+      created_at: now,
+      settled_at: null,
+    };
+    await deliveriesCollection(stack.services.mongo.db).insertOne(doc);
+    const job = { delivery: doc._id, generation: 0 };
+    await enqueue(stack.services.queues, JOBS.webhookDeliver, job);
+    const queue = stack.services.queues[JOBS.webhookDeliver.queue];
+    const failed = await eventually(async () => {
+      const found = await queue.getJob(deliverJobId(doc._id, 0));
+      expect(found?.attemptsMade).toBeGreaterThanOrEqual(1);
+      expect(await found?.isDelayed()).toBe(true);
+      return found!;
+    });
+    await failed.remove();
+    expect(failed.opts.backoff).toEqual({ type: CAPPED, delay: 1000 });
+    expect(failed.opts.attempts).toBe(CAPPED_ATTEMPTS);
+    // Its wait, from the workers' backoff strategy: the first retry's 1 s, jittered.
+    expect(failed.delay).toBeGreaterThanOrEqual(500);
+    expect(failed.delay).toBeLessThanOrEqual(1000);
+    expect(receiver.at('/own-failure').length).toBeGreaterThanOrEqual(1);
   });
 
   it('gives a delivery up after the last retry; a manual retry sends it again', async () => {

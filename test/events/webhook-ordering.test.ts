@@ -4,7 +4,14 @@
 // endpoint failing 30 % of requests at random, seeded, and answering a few slowly); the bench
 // `webhooks-order` runs 200 × 5 with 10 s stalls.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { eventIdOf, eventsCollection, paddedMs, recordEvent } from '../../core/domain/events/record-event.js';
+import {
+  eventIdOf,
+  eventsCollection,
+  paddedMs,
+  recordEvent,
+  subjectKey,
+} from '../../core/domain/events/record-event.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { joinLane, laneOf, markDue } from '../../core/domain/events/lanes.js';
 import { deliveriesCollection } from '../../core/domain/events/deliveries.js';
 import { enqueue } from '../../jobs/define.js';
@@ -277,4 +284,52 @@ it("one stalled endpoint holds neither the fan-out's other endpoint nor that end
     release();
   }
   await eventually(async () => expect(versionsAt('/stalled')).toEqual([0, 1]));
+});
+
+it('an event recorded again after its fan-out ran holds back no later event of its subject', async () => {
+  // A finished call's call.ended is recorded again by each later event of the call (the hook is
+  // idempotent), which marks it "due" again after its fan-out job completed. The fan-out runs
+  // again and clears the mark; a mark left anyway (set while that run was finishing) is cleared
+  // by the next event's delivery running the fan-out again, not waited on until the order bound.
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+  const firm = await createFirm(stack);
+  const res = await firm.client.post('/api/webhook-endpoints', {
+    firmSlug: firm.slug,
+    url: receiver.url('/recorded-again'),
+    events: ['lead.*'],
+  });
+  expect(res.status).toBe(200);
+  const t0 = Date.now();
+  const input = (version: number) => ({
+    firm: firm.slug,
+    type: 'lead.updated' as const,
+    subject: 'lead_recorded_again',
+    key: `v${version}`,
+    occurred_at: new Date(t0 + version),
+    data: { id: 'lead_recorded_again', version },
+  });
+  const dueMarks = () =>
+    stack.services.redis.zcard(
+      redisKeys(stack.services.config).eventsDue(firm.slug, subjectKey('lead_recorded_again')),
+    );
+  const first = await recordEvent(stack.services, input(0));
+  const fanout = () => stack.services.queues[JOBS.webhookFanout.queue].getJob(`fanout|${first}`);
+  await eventually(async () => {
+    expect(receiver.accepted('/recorded-again')).toHaveLength(1);
+    expect(await (await fanout())?.getState()).toBe('completed');
+  });
+
+  // The same step again (a retried job, a later provider event of the call): no mark is left.
+  await recordEvent(stack.services, input(0));
+  await eventually(async () => expect(await dueMarks()).toBe(0));
+
+  // A mark left over all the same: the next event is delivered, in order, not held back.
+  const [recorded] = await eventsCollection(stack.services.mongo.db).find({ _id: first }).toArray();
+  await markDue(stack.services, [recorded!]);
+  await recordEvent(stack.services, input(1));
+  await eventually(async () => expect(receiver.accepted('/recorded-again')).toHaveLength(2));
+  expect(receiver.accepted('/recorded-again').map((r) => JSON.parse(r.body).data.version)).toEqual([0, 1]);
+  const log = await firm.client.get(`/api/webhook-endpoints/${res.body.id}/deliveries?limit=10`);
+  expect(log.body.deliveries.map((d: { out_of_order: boolean }) => d.out_of_order)).toEqual([false, false]);
+  expect(await dueMarks()).toBe(0);
 });

@@ -11,7 +11,7 @@ import { UrlNotAllowedError } from '../../platform/url-policy.js';
 import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { guardedRequest, type GuardedResponse } from '../../integrations/http/guarded-http.js';
-import { enqueue } from '../../../jobs/define.js';
+import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import {
   deliverJobId,
@@ -396,7 +396,9 @@ async function heldBack(
     const due = await earlierDue(services, event);
     const since = due === null ? null : ((await recordedAt(services, due.event)) ?? due.at);
     if (due !== null && since !== null && now - since < bound) {
-      await enqueue(services.queues, JOBS.webhookFanout, { eventId: due.event, retried: true });
+      // Run again if it already ran: the event was recorded again (a retried step, or a finished
+      // call's call.ended on each later event of the call) and its mark set again after that.
+      await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: due.event, retried: true });
       return {
         wait: {
           kind: 'wait',
@@ -419,7 +421,8 @@ async function heldBack(
         continue;
       }
       since = at;
-      if (now - since < bound) await enqueue(services.queues, JOBS.webhookFanout, { eventId, retried: true });
+      if (now - since < bound)
+        await enqueueRun(services.queues, JOBS.webhookFanout, { eventId, retried: true });
     } else if (hd.status !== 'pending' || hd.generation !== head.generation) {
       // Settled, and left in the lane by a worker that died in between.
       await leaveLane(services, head);

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { enqueue, enqueueBulk } from '../../../jobs/define.js';
+import { enqueue, enqueueBulk, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { WebhookFanoutJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent, EventInput } from './event-types.js';
-import { markDue } from './lanes.js';
+import { clearDue, markDue } from './lanes.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
@@ -75,7 +75,9 @@ const CARRIED_DATA_MAX = 16 * 1024;
 
 /** A fan-out job's data: the event itself when this call recorded it (no read back), else its id. */
 function fanoutOf(e: DomainEvent, inserted: boolean): WebhookFanoutJob {
-  if (!inserted || e.data_json.length > CARRIED_DATA_MAX) return { eventId: e._id };
+  // Recorded again (a retried step): its fan-out may have run already, and a new one looks first.
+  if (!inserted) return { eventId: e._id, retried: true };
+  if (e.data_json.length > CARRIED_DATA_MAX) return { eventId: e._id };
   return {
     eventId: e._id,
     event: {
@@ -134,6 +136,28 @@ async function insertIgnoringDuplicates<T extends { _id: string }>(
 }
 
 /**
+ * An event recorded before (a retried step, or a finished call's call.ended recorded again by each
+ * later event of the call) was marked due again just now, and BullMQ ignores the fan-out's add
+ * while it keeps that job: when its fan-out has completed, the mark is taken back (every delivery
+ * it makes exists); when it failed for good, it runs again. Otherwise the job is still to run, or
+ * was just added (BullMQ had forgotten it), and clears the mark itself.
+ */
+async function settleRepeated(
+  services: Services,
+  docs: readonly DomainEvent[],
+  inserted: boolean[],
+): Promise<void> {
+  const queue = services.queues[JOBS.webhookFanout.queue];
+  for (const [i, e] of docs.entries()) {
+    if (inserted[i]) continue;
+    const job = await queue.getJob(JOBS.webhookFanout.id!({ eventId: e._id }));
+    const state = await job?.getState();
+    if (state === 'completed') await clearDue(services, e);
+    else if (state === 'failed') await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: e._id });
+  }
+}
+
+/**
  * Records one event (a duplicate `_id` is success: the change was retried) and makes sure it is
  * fanned out; returns the event's id.
  */
@@ -161,5 +185,6 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
       JOBS.webhookFanout,
       jobs.map((data) => ({ data })),
     );
+  await settleRepeated(services, docs, inserted);
   return docs.map((e) => e._id);
 }

@@ -1,0 +1,46 @@
+// The capped backoff of the jobs whose every failure is the service's own (jobs/backoff.ts): the
+// wait doubles from the definition's delay up to a few seconds and no further, jittered, with
+// attempts enough to outlast an outage of about an hour.
+import { describe, expect, it } from 'vitest';
+import { CAPPED, CAPPED_ATTEMPTS, CAPPED_MAX_MS, backoffStrategy, cappedDelay } from '../../jobs/backoff.js';
+import { QUEUE } from '../../jobs/queues.js';
+import { JOBS } from '../../jobs/table.js';
+
+describe('capped backoff', () => {
+  it('doubles from the delay up to CAPPED_MAX_MS and no further, jittered into the upper half', () => {
+    expect([1, 2, 3, 4, 5, 10, 30, 999].map((n) => cappedDelay(n, 1000, 0.999999))).toEqual([
+      1000, 2000, 4000, 5000, 5000, 5000, 5000, 5000,
+    ]);
+    expect([1, 2, 3, 4, 999].map((n) => cappedDelay(n, 1000, 0))).toEqual([500, 1000, 2000, 2500, 2500]);
+    // BullMQ's exponential for the same failures: 1 s, 2 s, … 512 s after the 10th.
+    expect(cappedDelay(10, 1000, 0.5)).toBeLessThanOrEqual(CAPPED_MAX_MS);
+  });
+
+  it('is the strategy the workers declare, reading the job’s own delay', async () => {
+    const job = { opts: { backoff: { type: CAPPED, delay: 200 } } } as never;
+    const waits = await Promise.all([1, 2, 8].map((n) => backoffStrategy(n, CAPPED, new Error('x'), job)));
+    expect(waits[0]).toBeGreaterThanOrEqual(100);
+    expect(waits[0]).toBeLessThanOrEqual(200);
+    expect(waits[2]).toBeGreaterThanOrEqual(CAPPED_MAX_MS / 2);
+    expect(waits[2]).toBeLessThanOrEqual(CAPPED_MAX_MS);
+    expect(() => backoffStrategy(1, 'linear', new Error('x'))).toThrow(/unknown backoff type/);
+  });
+
+  it("every job of the webhooks queue but the disabled-endpoint mail uses it, lasting an hour's outage", () => {
+    const webhooks = Object.values(JOBS).filter((j) => j.queue === QUEUE.webhooks);
+    const cappedJobs = webhooks.filter((j) => {
+      const b = j.options?.backoff;
+      return typeof b === 'object' && b.type === CAPPED;
+    });
+    expect(cappedJobs.map((j) => j.name).sort()).toEqual([
+      'webhook-deliver',
+      'webhook-fanout',
+      'webhook-replay',
+    ]);
+    for (const j of cappedJobs) expect(j.options?.attempts).toBe(CAPPED_ATTEMPTS);
+    // The shortest time the attempts last when every one fails at once (the lowest jitter).
+    let lasts = 0;
+    for (let n = 1; n < CAPPED_ATTEMPTS; n++) lasts += cappedDelay(n, 1000, 0);
+    expect(lasts).toBeGreaterThanOrEqual(40 * 60_000);
+  });
+});
