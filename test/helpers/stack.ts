@@ -34,6 +34,19 @@ export interface Stack {
 }
 
 /**
+ * Tests run at any hour, dial one number many times and make campaigns of leads without consent:
+ * the compliance defaults widened (the warn line says so), for every service a test starts — in
+ * process or as child processes. The dial gate's and the consent rule's own tests pass the
+ * defaults (and set the gate's clock).
+ */
+export const TEST_COMPLIANCE_ENV: Readonly<Record<string, string>> = {
+  CALLING_HOURS: '00:00-24:00',
+  DIAL_ATTEMPTS_PER_DAY: '1000',
+  COMPLIANCE_STATE_RULES: 'false',
+  CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+};
+
+/**
  * The real web process in-process on a real socket, over the run's Redis and FerretDB, with
  * its own database and BullMQ prefix; workers too when asked.
  */
@@ -59,13 +72,7 @@ export async function startStack(
     SIM_CALL_MS: '200',
     // Fakes listen on 127.0.0.1; a test of the URL policy itself passes 'false'.
     ALLOW_PRIVATE_URLS: 'true',
-    // Tests run at any hour, dial one number many times and make campaigns of leads without
-    // consent: the compliance defaults widened (the warn line says so). The dial gate's and the
-    // consent rule's own tests pass the defaults (and set the gate's clock).
-    CALLING_HOURS: '00:00-24:00',
-    DIAL_ATTEMPTS_PER_DAY: '1000',
-    COMPLIANCE_STATE_RULES: 'false',
-    CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+    ...TEST_COMPLIANCE_ENV,
     ...options.env,
   };
   const config = loadConfig(env);

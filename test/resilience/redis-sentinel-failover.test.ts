@@ -22,7 +22,7 @@ import { loadConfig } from '../../core/platform/config.js';
 import { createRedis, redisSettings } from '../../core/platform/redis.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { closeQueues, createQueues } from '../../jobs/queues.js';
-import { freshMongoUri, rand } from '../helpers/stack.js';
+import { TEST_COMPLIANCE_ENV, freshMongoUri, rand } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { startSentinelGroup, type SentinelGroup } from '../helpers/sentinel-redis.js';
 import { startServiceProcesses } from '../helpers/service-processes.js';
@@ -55,6 +55,7 @@ beforeAll(async () => {
     ADMIN_API_KEY: `adm_${rand(16)}`,
     SESSION_SECRET: rand(24),
     SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
+    ...TEST_COMPLIANCE_ENV,
     QUEUE_PREFIX: `t${rand(4)}`,
     SIM_CALL_MS: '200',
     ALLOW_PRIVATE_URLS: 'true',

@@ -15,7 +15,7 @@ import { loadConfig, ConfigError } from '../../core/platform/config.js';
 import { createRedis, redisSettings } from '../../core/platform/redis.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Launched } from '../../scripts/local/launcher.js';
-import { freshMongoUri, rand } from '../helpers/stack.js';
+import { TEST_COMPLIANCE_ENV, freshMongoUri, rand } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { ApiClient } from '../helpers/client.js';
 import { makeCa, makeServerCert, startTlsRedis, type TestCa } from '../helpers/tls-redis.js';
@@ -45,6 +45,7 @@ beforeAll(async () => {
     ADMIN_API_KEY: `adm_${rand(16)}`,
     SESSION_SECRET: rand(24),
     SECRETS_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
+    ...TEST_COMPLIANCE_ENV,
     QUEUE_PREFIX: `t${rand(4)}`,
     SIM_CALL_MS: '200',
     ALLOW_PRIVATE_URLS: 'true',
