@@ -755,28 +755,39 @@ describe('the webhook and add_to_campaign actions', () => {
       expect(log[0].attempts.map((a: any) => a.status_code)).toEqual([503, 204]);
       const after = await firm.client.get(`/api/leads/campaigns/${campaign.body.id}`);
       expect(after.body.leads_total).toBe(1);
-      // Another firm's endpoint is none of this firm's: the step fails and says so, nothing is sent.
+      // Another firm's endpoint is none of this firm's: refused at activation, naming the node.
       const foreign = await other.client.post('/api/webhook-endpoints', {
         firmSlug: other.slug,
         url,
         events: ['dnc.added'],
       });
-      const crossed = await activeWorkflow(
-        firm.client,
-        firm.slug,
-        'Crossed',
-        graph({ endpoint_id: foreign.body.id }),
-      );
-      await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Cross', notes: 'hook' });
-      const failed = await eventually(async () => {
-        const runs = (await firm.client.get(`/api/workflows/${crossed}/runs`)).body.runs;
-        expect(runs).toHaveLength(1);
+      const crossed = await firm.client.post('/api/workflows', {
+        firmSlug: firm.slug,
+        name: 'Crossed',
+        ...graph({ endpoint_id: foreign.body.id }),
+      });
+      const notOurs = await firm.client.post(`/api/workflows/${crossed.body.id}/activate`, {});
+      expect(expectError(notOurs, 400, 'invalid_request')).toEqual([
+        {
+          path: '/nodes/1/data/endpoint_id',
+          message: expect.stringContaining('names no webhook endpoint of this firm'),
+        },
+      ]);
+      // An endpoint deleted after activation: the step is skipped and says why; nothing is sent.
+      expect((await firm.client.delete(`/api/webhook-endpoints/${ep.body.id}`)).status).toBe(200);
+      await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Gone', notes: 'hook' });
+      const skipped = await eventually(async () => {
+        const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs;
+        expect(runs).toHaveLength(2);
         const detail = (await firm.client.get(`/api/workflow-runs/${runs[0].id}`)).body;
         expect(detail.status).not.toBe('running');
         return detail;
       });
-      expect(failed.steps.find((s: any) => s.node_id === 'hook')).toMatchObject({ status: 'skipped' });
-      expect(received).toHaveLength(3); // the second lead's delivery from the first workflow only
+      expect(skipped.steps.find((s: any) => s.node_id === 'hook')).toMatchObject({
+        status: 'skipped',
+        result: { reason: expect.stringContaining(ep.body.id) },
+      });
+      expect(received).toHaveLength(2);
     } finally {
       answers = [];
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,7 +1,8 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { invalidRequest, notFound } from '../../platform/errors.js';
+import { invalidRequest, notFound, quote } from '../../platform/errors.js';
+import { firmEndpoints } from '../events/endpoints.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { WorkflowEdge, WorkflowNode } from './graph.js';
 import { dataOf, runnableGraph, runnableProblems, TRIGGER } from './vocabulary.js';
@@ -44,9 +45,27 @@ export const triggerIndex = (db: Db) => collection<WorkflowTriggerIndexDoc>(db, 
 export const versionIdOf = (workflowId: string, version: number): string => `${workflowId}:v${version}`;
 export const triggerKeyOf = (firm: string, pattern: string): string => `${firm}|${pattern}`;
 
-/** 400 naming each node that would keep the graph from running (only active workflows are checked). */
-export function assertRunnable(nodes: WorkflowNode[], edges: WorkflowEdge[]): void {
+/**
+ * 400 naming each node that would keep the graph from running (only active workflows are checked),
+ * a `webhook` node naming no webhook endpoint of the firm included.
+ */
+export async function assertRunnable(
+  services: Services,
+  firm: string,
+  nodes: WorkflowNode[],
+  edges: WorkflowEdge[],
+): Promise<void> {
   const problems = runnableProblems(nodes, edges);
+  const endpointIds = new Set((await firmEndpoints(services, firm)).map((e) => e._id));
+  nodes.forEach((node, i) => {
+    const id = node.type === 'webhook' ? dataOf(node).endpoint_id : undefined;
+    if (typeof id === 'string' && id !== '' && !endpointIds.has(id)) {
+      problems.push({
+        path: `/nodes/${i}/data/endpoint_id`,
+        message: `names no webhook endpoint of this firm: ${quote(id)} (node ${quote(node.id)})`,
+      });
+    }
+  });
   if (problems.length === 0) return;
   const first = problems[0]!;
   throw invalidRequest(
@@ -155,7 +174,9 @@ export async function activateWorkflow(services: Services, meta: WorkflowMeta): 
   return withFirmWorkflowsLock(services, meta.firm, async () => {
     const doc = await workflows(db, meta.firm).findOne({ _id: meta._id });
     if (doc === null || doc.firm !== meta.firm) throw notFound('workflow');
-    assertRunnable(
+    await assertRunnable(
+      services,
+      meta.firm,
       JSON.parse(doc.nodes_json) as WorkflowNode[],
       JSON.parse(doc.edges_json) as WorkflowEdge[],
     );

@@ -230,7 +230,11 @@ function actionProblems(type: ActionType, data: Record<string, unknown>): Array<
         nonEmptyString(data.endpoint_id),
         'needs "endpoint_id", one of the firm\'s webhook endpoints (POST /api/webhook-endpoints)',
       );
-      need('secret', data.secret === undefined, 'a secret in a graph is shown to whoever reads it: use "endpoint_id"');
+      need(
+        'secret',
+        data.secret === undefined,
+        'a secret in a graph is shown to whoever reads it: use "endpoint_id"',
+      );
       break;
     }
   }

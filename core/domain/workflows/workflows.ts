@@ -225,14 +225,15 @@ export async function updateWorkflow(
 ): Promise<WorkflowDoc> {
   assertValidGraph(input.nodes, input.edges);
   // An active workflow must stay runnable: checked before anything is written.
-  if (workflow.active === true) assertRunnable(input.nodes, input.edges);
+  if (workflow.active === true) await assertRunnable(services, workflow.firm, input.nodes, input.edges);
   const db = services.mongo.db;
   const fields = graphFields(input);
   return withFirmWorkflowsLock(services, workflow.firm, async () => {
     // Read again under the lock: it may have been deleted, or updated, since.
     const current = await readMeta(db, workflow.firm, workflow._id);
     if (current === null) throw notFound('workflow');
-    if (current.active === true && workflow.active !== true) assertRunnable(input.nodes, input.edges);
+    if (current.active === true && workflow.active !== true)
+      await assertRunnable(services, workflow.firm, input.nodes, input.edges);
     const entries = await readEntries(db, current.firm);
     const updatedAt = nextUpdateTime(entries, current.updated_at);
     const next: WorkflowDoc = {
