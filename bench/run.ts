@@ -26,6 +26,7 @@ import { listCalls } from './scenarios/list-calls.js';
 import { contactsImport } from './scenarios/contacts-import.js';
 import { scaleEffects } from './scenarios/scale-effects.js';
 import { webhooksOut } from './scenarios/webhooks-out.js';
+import { intakeCost } from './scenarios/intake-cost.js';
 
 const SCENARIOS: Scenario[] = [
   createCall,
@@ -37,6 +38,7 @@ const SCENARIOS: Scenario[] = [
   campaignCalls,
   scaleEffects,
   webhooksOut,
+  intakeCost,
 ];
 
 const RESULTS = join(root, 'bench', 'results');
