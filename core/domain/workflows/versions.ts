@@ -115,7 +115,7 @@ const cachedTriggers = new Map<string, { version: string | null; entries: Trigge
 
 /**
  * The index's entries under `keys` (all of one firm), as each event's fan-out reads them: cached
- * per process, read again (one query) whenever the firm's counter (`version`, read by the caller
+ * per process, read again (a point read per key) whenever the firm's counter (`version`, read by the caller
  * from workflowTriggersVersion), bumped after every write of its index, has changed, so an
  * activation applies to the next event without a read for each.
  */
@@ -126,13 +126,13 @@ export async function triggerEntries(
 ): Promise<TriggerEntries[]> {
   const missing = keys.filter((k) => cachedTriggers.get(k)?.version !== version);
   if (missing.length > 0) {
-    const docs = await triggerIndex(services.mongo.db)
-      .find({ _id: { $in: missing } })
-      .toArray();
-    for (const k of missing) {
+    // Point reads by _id (FerretDB serves an `_id` `$in` by a scan of the collection).
+    const index = triggerIndex(services.mongo.db);
+    const docs = await Promise.all(missing.map((k) => index.findOne({ _id: k })));
+    missing.forEach((k, i) => {
       if (cachedTriggers.size >= 10_000) cachedTriggers.delete(cachedTriggers.keys().next().value!);
-      cachedTriggers.set(k, { version, entries: docs.find((d) => d._id === k)?.entries ?? [] });
-    }
+      cachedTriggers.set(k, { version, entries: docs[i]?.entries ?? [] });
+    });
   }
   return keys.map((k) => cachedTriggers.get(k)?.entries ?? []);
 }
