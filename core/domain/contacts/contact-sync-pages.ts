@@ -29,6 +29,9 @@ import { ImportNotRunnableError, runContactImport } from './import-rows.js';
 import { recordSyncCompleted } from './record-contacts-events.js';
 import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
 import type { SyncContactsJob } from '../../../jobs/contacts.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { claim } from '../../platform/db/claim.js';
+import { RecordBusyError } from '../../platform/redis-mutex.js';
 
 export { CLIO_SYNC_PAGE_SIZE } from './sync-sources.js';
 
@@ -110,6 +113,10 @@ export class SyncSliceEnded extends Error {
     this.name = 'SyncSliceEnded';
   }
 }
+
+/** The record of a sync after each of its pages, claimed by the runner that counted it. */
+const pageMoves = (db: Services['mongo']['db']) =>
+  collection<{ _id: string; moved: ContactSyncDoc }>(db, COLLECTIONS.contactSyncPages);
 
 const counted = (sync: ContactSyncDoc): number => sync.imported + sync.duplicates + sync.errors;
 const thousands = (n: number): string => n.toLocaleString('en-US');
@@ -196,6 +203,18 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
         : {}),
       updated_at: new Date(),
     };
+    // A page is counted by a claim holding the record after it: two runners of one sync (a job
+    // taken over from a worker that was still alive) never both count it, and neither writes over
+    // the other's page. The one that loses leaves the sync to the other and looks again later,
+    // after writing the stored record if it was not written yet (its runner died in between).
+    const pageId = `${sync._id}|${sync.pages}`;
+    if (!(await claim(pageMoves(db), { _id: pageId, moved }))) {
+      const stored = await pageMoves(db).findOne({ _id: pageId });
+      const current = await syncsCollection(db).findOne({ _id: sync._id });
+      if (stored !== null && current !== null && current.pages === sync.pages)
+        await syncsCollection(db).replaceOne({ _id: sync._id }, stored.moved);
+      throw new RecordBusyError(`contact sync ${sync._id}`);
+    }
     // One write moves the sync past this page: before it the page is not counted, after it it is.
     await syncsCollection(db).replaceOne({ _id: sync._id }, moved);
     sync = moved;

@@ -70,6 +70,7 @@ export const COLLECTIONS = {
   contactSyncMarks: 'contact_sync_marks',
   /** Claims: a contacts sync's completion (`_id` = the sync's id) with its time, the first completer's. */
   contactSyncCompletions: 'contact_sync_completions',
+  contactSyncPages: 'contact_sync_pages',
   /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
   /** A firm's RingCentral OAuth connection (`_id` = the firm), tokens sealed, and its webhook subscription. */
   /** Key documents: the contact a source's record became (`<firm>|<source>|<external_id>`). */

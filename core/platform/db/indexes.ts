@@ -100,6 +100,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
   [COLLECTIONS.contactSyncCompletions]: [],
+  [COLLECTIONS.contactSyncPages]: [],
   // Read and written by _id only.
   [COLLECTIONS.workflowVersions]: [],
   [COLLECTIONS.workflowTriggers]: [],
