@@ -15,6 +15,8 @@ import { snapshotProviderCall } from '../core/domain/calls/provider-call.js';
 import { getFirm } from '../core/domain/firms/firms.js';
 import { verifyRetellSignature } from '../core/integrations/voice/webhook-signature.js';
 import { createRedis } from '../core/platform/redis.js';
+import { registerKeyring } from '../core/platform/secrets/data-keys.js';
+import { createKeyring } from '../core/platform/secrets/envelope.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
 import { createQueues } from '../jobs/queues.js';
 import { JOBS } from '../jobs/table.js';
@@ -33,6 +35,8 @@ const keys = redisKeys({ queuePrefix: prefix, redisCluster: false });
 const queues = createQueues(redis, keys, () => {});
 const mongo = new MongoClient(env('MONGODB_URI'));
 const db = mongo.db();
+// The firm's webhook secret is sealed at rest: opening it needs the master key the service uses.
+registerKeyring(db, createKeyring(env('SECRETS_KEY')));
 const limiter = unlimitedLimiter(redis, keys, 'bare-http');
 const firm = await getFirm(db, slug);
 const agent = await findAgent(db, env('BARE_AGENT'));

@@ -67,6 +67,21 @@ export interface Launched {
 
 export class LaunchError extends Error {}
 
+/**
+ * Starts a server on ports chosen just before (freePort), again with fresh ports when it exits at
+ * start: between the choice and the bind, another process may take a port (the OS hands the same
+ * ephemeral range to every client connection on the machine). `start` picks its ports each time.
+ */
+export async function startOnFreePorts<T>(start: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= attempts || !(err instanceof LaunchError) || !/ at start/.test(err.message)) throw err;
+    }
+  }
+}
+
 /** Children still running: SIGKILLed if we exit first, so that none outlives the harness. */
 const live = new Set<ChildProcess>();
 process.once('exit', () => {

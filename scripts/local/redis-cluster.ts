@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { restartable } from './launcher.js';
+import { restartable, startOnFreePorts } from './launcher.js';
 import { LocalServiceError } from './install.js';
 import { freePort } from './ports.js';
 
@@ -41,24 +41,31 @@ export async function startRedisCluster(bin: string, dir: string, masters = 3): 
   };
   try {
     for (let i = 0; i < masters; i++) {
-      const port = await freePort();
-      const nodeDir = join(dir, `node-${port}`);
-      await mkdir(nodeDir, { recursive: true });
-      const server = restartable({
-        name: `redis-cluster-${port}`,
-        command: bin,
-        args: [
-          ...['--port', String(port), '--bind', '127.0.0.1', '--dir', nodeDir],
-          ...['--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf')],
-          ...['--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no'],
-          ...['--maxmemory-policy', 'noeviction', '--protected-mode', 'yes', '--loglevel', 'warning'],
-        ],
-        ownGroup: false,
-        ready: { port },
-        readyTimeoutMs: 30_000,
+      // Each node listens on two ports: its clients' and the cluster bus. The bus is named
+      // (`--cluster-port`), not left at port + 10000, which may be any client's ephemeral port.
+      const node = await startOnFreePorts(async () => {
+        const port = await freePort();
+        const busPort = await freePort();
+        const nodeDir = join(dir, `node-${port}`);
+        await mkdir(nodeDir, { recursive: true });
+        const server = restartable({
+          name: `redis-cluster-${port}`,
+          command: bin,
+          args: [
+            ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1'],
+            ...['--dir', nodeDir, '--cluster-enabled', 'yes'],
+            ...['--cluster-config-file', join(nodeDir, 'nodes.conf'), '--cluster-node-timeout', '5000'],
+            ...['--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+            ...['--protected-mode', 'yes', '--loglevel', 'warning'],
+          ],
+          ownGroup: false,
+          ready: { port },
+          readyTimeoutMs: 30_000,
+        });
+        await server.start();
+        return { port, stop: server.stop };
       });
-      await server.start();
-      nodes.push({ port, stop: server.stop });
+      nodes.push(node);
     }
     const cli = join(bin, '..', 'redis-cli');
     const addresses = nodes.map((n) => `127.0.0.1:${n.port}`);

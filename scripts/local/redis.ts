@@ -1,6 +1,6 @@
 // A local redis-server: found on PATH or installed from Debian's package, started on a free
 // 127.0.0.1 port with its data in a folder we give it.
-import { restartable } from './launcher.js';
+import { restartable, startOnFreePorts } from './launcher.js';
 import { aptInstall, LocalServiceError, which, type Say } from './install.js';
 import { freePort } from './ports.js';
 
@@ -37,6 +37,10 @@ export async function ensureRedisServer(say: Say): Promise<string> {
 }
 
 export async function startRedis(bin: string, dir: string, options: RedisOptions = {}): Promise<LocalRedis> {
+  return startOnFreePorts(() => startRedisOnce(bin, dir, options));
+}
+
+async function startRedisOnce(bin: string, dir: string, options: RedisOptions): Promise<LocalRedis> {
   const port = await freePort();
   const args = [
     '--port',
