@@ -7,6 +7,7 @@
 // meanwhile, while every other lead is. An opt-out said in a campaign call reaches the number's call
 // queued in another campaign, and the call it was said in still counts as a conversation.
 import { jobId } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
@@ -50,6 +51,22 @@ const closedUntilNine = () => ({
   days: [1, 2, 3, 4, 5, 6, 7],
 });
 const decisions = () => dialDecisionsCollection(stack.services.mongo.db);
+
+/**
+ * The firm's do-not-call sweeps (one per addition) have run to their end: at least `completed` of
+ * them completed, none waiting, running or to be retried. A sweep records a call's block decision
+ * before it settles the call's lead: the campaign's counts are final only once its sweep is done.
+ */
+async function sweepsDone(firm: string, completed: number): Promise<void> {
+  const queue = stack.services.queues.campaigns;
+  const ofFirm = (jobs: Array<{ name: string; data: { firm?: string } } | undefined>) =>
+    jobs.filter((j) => j?.name === JOBS.dncSweep.name && j.data.firm === firm);
+  await eventually(async () => {
+    const unsettled = ofFirm(await queue.getJobs(['active', 'waiting', 'prioritized', 'delayed']));
+    expect(unsettled, 'do-not-call sweeps not yet completed').toEqual([]);
+    expect(ofFirm(await queue.getCompleted()).length).toBeGreaterThanOrEqual(completed);
+  }, 30_000);
+}
 
 describe('a do-not-call addition and the calls queued for its numbers', () => {
   it('blocks them before their jobs come due; none is dialled when they do, the others are', async () => {
@@ -101,6 +118,8 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
     expect(
       blocks.every((d) => d.stage === 'request' && d.reason === 'dnc' && d._id === `${d.call_id}:request`),
     ).toBe(true);
+    // The two additions' sweeps done: each recorded its blocks, then settled their leads.
+    await sweepsDone(firm.slug, 2);
     expect(await stack.services.queues.campaigns.getDelayedCount()).toBe(QUEUED);
     expect(await campaignCalls(stack, created.id)).toEqual([]);
     const counted = await getCampaign(firm.client, created.id);
@@ -177,6 +196,8 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
       return found!;
     }, 30_000);
     expect([block.answer, block.reason]).toEqual(['block', 'dnc']);
+    // The opt-out's sweep, which recorded the block, done: the lead is settled.
+    await sweepsDone(firm.slug, 1);
     const counted = await getCampaign(firm.client, queued.id);
     expect([counted.calls_failed, counted.skipped_by_reason.dnc]).toEqual([1, 1]);
     expect(await campaignCalls(stack, queued.id)).toEqual([]);
