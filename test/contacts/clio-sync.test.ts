@@ -9,6 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
 import { pageImportId } from '../../core/domain/contacts/contact-sync.js';
+import { runContactSync, SyncSliceEnded } from '../../core/domain/contacts/contact-sync-pages.js';
+import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createLogger } from '../../core/platform/logger.js';
@@ -193,6 +195,95 @@ describe('answers around a sync', () => {
     }
     expectError(await firm.client.post('/api/contacts/sync', [1]), 400, 'invalid_request');
     expect(await syncs().countDocuments({ firm: firm.slug })).toBe(0);
+  });
+});
+
+describe('two runners of one sync at once', () => {
+  /**
+   * 350 Persons in Clio, four listing pages (100 a page): person 150 repeats the email of person
+   * 149 (a duplicate), person 260 has an invalid phone (an error row).
+   */
+  const SERVED = { pages: 4, imported: 348, duplicates: 1, errors: 1 };
+  function seedFourPages(): void {
+    clio.reset();
+    for (let i = 0; i < 350; i++) {
+      const email = i === 150 ? `twin${i - 1}@example.com` : `twin${i}@example.com`;
+      clio.contacts.push({
+        id: 7000 + i,
+        type: 'Person',
+        first_name: `Twin${i}`,
+        last_name: 'Runner',
+        name: `Twin${i} Runner`,
+        email_addresses: [{ name: 'Home', address: email, primary: true }],
+        phone_numbers: [
+          { name: 'Personal', number: i === 260 ? '12345' : `+1312555${pad(i)}`, primary: true },
+        ],
+        updated_at: DAYS_AGO,
+      });
+    }
+  }
+
+  /** A worker's services, two pages a turn of the contacts slot (CONTACTS_SYNC_SLICE_PAGES=2). */
+  const sliced = () => ({
+    ...stack.services,
+    config: { ...stack.services.config, contactsSyncSlicePages: 2 },
+  });
+  /** One run of the sync's job: the record after it, or what it threw. */
+  const runOnce = (job: { syncId: string; firm: string }): Promise<unknown> =>
+    runContactSync(sliced(), job).catch((err: unknown) => err);
+  /**
+   * The sync's job as the worker holding it runs it: a slice ended, or a page another runner
+   * counted, is the job delayed and run again, until the sync is no longer running. A runner
+   * whose job was taken over has no job to delay: its run ends at its first throw (runOnce).
+   */
+  async function runHoldingTheJob(job: { syncId: string; firm: string }): Promise<unknown> {
+    for (;;) {
+      const ended = await runOnce(job);
+      if (!(ended instanceof SyncSliceEnded) && !(ended instanceof RecordBusyError)) return ended;
+    }
+  }
+
+  /** Asserts the sync completed with what Clio served, each page imported once, each contact once. */
+  async function expectServedOnce(firm: { slug: string; client: Stack['admin'] }, jobId: string) {
+    const got = await firm.client.get(`/api/contacts/sync/${jobId}`);
+    expect(got.body).toEqual({ job_id: jobId, status: 'completed', ...SERVED });
+    const pages = await importsOf(stack).find({ sync_id: jobId }).toArray();
+    expect(pages.map((p) => [p._id, p.status]).sort()).toEqual(
+      Array.from({ length: SERVED.pages }, (_, n) => [pageImportId(jobId, n), 'completed']),
+    );
+    const contacts = await expectNoTwins(stack, firm.slug);
+    expect(contacts).toHaveLength(SERVED.imported);
+    expect(new Set(contacts.map((c) => c.external_id)).size).toBe(SERVED.imported);
+  }
+
+  it('a runner held inside a page while the job is taken over and finished counts nothing again', async () => {
+    expect(workers).toBeUndefined();
+    seedFourPages();
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    const job = { syncId: jobId, firm: firm.slug };
+
+    // The first runner is held inside page 0: Clio keeps its answer.
+    const releaseFirst = clio.hold();
+    const first = runOnce(job);
+    await eventually(async () => expect(clio.held()).toBe(1));
+    // Requests from now on are answered (holding again and opening at once leaves the first held).
+    clio.hold()();
+    // The job taken over (its lock lapsed while the first runner lived): the second runner reads
+    // every page and completes the sync.
+    expect(await runHoldingTheJob(job)).toMatchObject({ status: 'completed', ...SERVED });
+    expect(clio.held()).toBe(1);
+    await expectServedOnce(firm, jobId);
+
+    // The first runner's page 0 arrives: it finds the page counted by the other, leaves the
+    // record as it is and steps aside (its job would be delayed: it no longer holds it).
+    releaseFirst();
+    const late = await first;
+    await expectServedOnce(firm, jobId);
+    expect(late).toBeInstanceOf(RecordBusyError);
+    // The job is done: nothing else runs it.
+    await stack.services.queues.contacts.remove(jobId);
   });
 });
 
