@@ -285,6 +285,31 @@ describe('two runners of one sync at once', () => {
     // The job is done: nothing else runs it.
     await stack.services.queues.contacts.remove(jobId);
   });
+
+  it('two runners reading the same pages at the same moment store and count each page once', async () => {
+    seedFourPages();
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    const job = { syncId: jobId, firm: firm.slug };
+
+    // Both ask Clio for page 0 and get it at once: the job taken over from a runner that lived,
+    // and that runner, both at the page the record names.
+    const release = clio.hold();
+    const taken = runOnce(job);
+    const holding = runHoldingTheJob(job);
+    await eventually(async () => expect(clio.held()).toBe(2));
+    release();
+    const [late, ended] = await Promise.all([taken, holding]);
+    expect(ended).toMatchObject({ status: 'completed', ...SERVED });
+    await expectServedOnce(firm, jobId);
+    // The other ended as a runner of a live sync may: a page the first counted, or its slice,
+    // stepped aside from (or the sync ended) — never a store error.
+    const how = late instanceof Error ? late.name : (late as { status: string }).status;
+    expect(['RecordBusyError', 'SyncSliceEnded', 'completed'], String(late)).toContain(how);
+    console.log(`two runners at once: the one whose job was taken over ended with ${how}`);
+    await stack.services.queues.contacts.remove(jobId);
+  });
 });
 
 describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', () => {

@@ -19,15 +19,16 @@
 // of them it stops `failed`, what it stored kept. And it holds a worker's contacts slot for at
 // most CONTACTS_SYNC_SLICE_PAGES pages at a time: then the job goes to the back of the queue
 // (SyncSliceEnded) and other firms' imports and syncs waiting there run first.
+import { randomBytes } from 'node:crypto';
 import type { Services } from '../../wiring/services.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { planExternalKeys } from './external-keys.js';
 import { syncSourceReader } from './sync-sources.js';
 import { completeContactSync, pageImportId, syncsCollection, type ContactSyncDoc } from './contact-sync.js';
-import { importsCollection, type ImportResult } from './import-record.js';
+import { importsCollection, stagedAs, type ImportResult } from './import-record.js';
 import { ImportNotRunnableError, runContactImport } from './import-rows.js';
 import { recordSyncCompleted } from './record-contacts-events.js';
-import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
+import { discardImportRows, readImportRows, splitImportRows, stageImportRows } from './import-staging.js';
 import type { SyncContactsJob } from '../../../jobs/contacts.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
@@ -53,31 +54,38 @@ async function runnableSync(services: Services, job: SyncContactsJob): Promise<C
 }
 
 /**
- * Stores page n's rows as its import unless an earlier attempt did (its record then decides:
- * the rows it staged are the ones imported). Rows are staged before the record is written, so a
- * record always has its rows; pieces a dead attempt staged without a record are replaced.
+ * Stores page n's rows as its import unless an earlier attempt, or another runner of the sync,
+ * did (its record then decides: the rows it staged are the ones imported). True when this call
+ * stored it. Rows are staged before the record is written, so a record always has its rows.
+ *
+ * Two runners of one sync (a job taken over from a worker still alive) can prepare the same page
+ * at once. Each stages the rows under a name of its own (`<import>~<random>`), then inserts the
+ * record naming it (rows_at): the insert is a claim, so one record is stored, and the loser
+ * deletes only its own rows — never rows the winner's import is about to read. The loser plans
+ * the external keys again from the winner's rows, in case its own read of the page differed.
  */
 async function preparePage(
   services: Services,
   sync: ContactSyncDoc,
   importId: string,
   rows: Record<string, unknown>[],
-): Promise<void> {
+): Promise<boolean> {
   const db = services.mongo.db;
-  if ((await importsCollection(db).findOne({ _id: importId })) !== null) return;
+  if ((await importsCollection(db).findOne({ _id: importId })) !== null) return false;
   const parts = splitImportRows(rows);
   // Which contact each record becomes, before any is stored (a later change or removal finds it).
   await planExternalKeys(db, sync.firm, importId, rows);
-  await discardImportRows(db, importId, parts.length);
-  await stageImportRows(db, { importId, firm: sync.firm }, parts);
+  const rowsAt = `${importId}~${randomBytes(6).toString('base64url')}`;
+  await stageImportRows(db, { importId: rowsAt, firm: sync.firm }, parts);
   const now = new Date();
-  await importsCollection(db).insertOne({
+  const stored = await claim(importsCollection(db), {
     _id: importId,
     firm: sync.firm,
     status: 'processing',
     stage: 'queued',
     rows: rows.length,
     chunks: parts.length,
+    rows_at: rowsAt,
     default_country: sync.default_country,
     sync_id: sync._id,
     result: null,
@@ -86,6 +94,13 @@ async function preparePage(
     updated_at: now,
     completed_at: null,
   });
+  if (stored) return true;
+  await discardImportRows(db, rowsAt, parts.length);
+  const record = await importsCollection(db).findOne({ _id: importId });
+  const theirs = record === null ? null : await readImportRows(db, stagedAs(record), record.chunks ?? 0);
+  // Gone when the winner's import has completed: its contacts exist, and planning skips those.
+  if (theirs !== null) await planExternalKeys(db, sync.firm, importId, theirs as Record<string, unknown>[]);
+  return false;
 }
 
 /** Runs page n's import (the stored result when it already finished). */
@@ -178,12 +193,15 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
       const rows = page.rows.slice(0, Math.max(0, services.config.contactsSyncMaxRows - counted(sync)));
       slice += 1;
       if (rows.length > 0 || (await importsCollection(db).findOne({ _id: importId })) !== null) {
-        await preparePage(services, sync, importId, rows);
-        sync = {
-          ...sync,
-          current: { page: sync.pages, next, ...(page.token === undefined ? {} : { token: page.token }) },
-        };
-        await syncsCollection(db).updateOne({ _id: sync._id }, { $set: { current: sync.current } });
+        // The link after the page is kept by the runner that stored it: a runner that found the
+        // page stored (another's, or its own before a crash) does not write the record here.
+        if (await preparePage(services, sync, importId, rows)) {
+          sync = {
+            ...sync,
+            current: { page: sync.pages, next, ...(page.token === undefined ? {} : { token: page.token }) },
+          };
+          await syncsCollection(db).updateOne({ _id: sync._id }, { $set: { current: sync.current } });
+        }
         result = await runPageImport(services, sync, importId);
       }
     }

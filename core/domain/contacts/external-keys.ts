@@ -50,11 +50,16 @@ export async function planExternalKeys(
     const externalId = row.external_id;
     if (typeof source !== 'string' || typeof externalId !== 'string') continue;
     if ((await contactOfExternal(db, firm, source, externalId)) !== null) continue;
-    await keys(db).replaceOne(
-      { _id: keyId(firm, source, externalId) },
-      { firm, contact_id: contactIdOf(importId, index), created_at: new Date() },
-      { upsert: true },
-    );
+    const filter = { _id: keyId(firm, source, externalId) };
+    const doc = { firm, contact_id: contactIdOf(importId, index), created_at: new Date() };
+    try {
+      await keys(db).replaceOne(filter, doc, { upsert: true });
+    } catch (err) {
+      // Another runner of the same sync upserted this key at the same moment (an upsert's
+      // insert lost the race): the key is there now, and is replaced.
+      if ((err as { code?: unknown }).code !== 11000) throw err;
+      await keys(db).replaceOne(filter, doc);
+    }
   }
 }
 

@@ -36,6 +36,12 @@ export interface ContactImportDoc {
    * rows were staged, whose job carries them.
    */
   chunks?: number;
+  /**
+   * The name its rows are staged under when it is not the import's own id: a sync page's rows
+   * are staged under a name of each preparation's own (contact-sync-pages.ts), and the record
+   * names the one that was stored.
+   */
+  rows_at?: string;
   default_country: string;
   /**
    * Set on the import of one page of a contacts sync (contact-sync-pages.ts): it has no job of
@@ -50,6 +56,10 @@ export interface ContactImportDoc {
 }
 
 export const importsCollection = (db: Db) => collection<ContactImportDoc>(db, COLLECTIONS.contactImports);
+
+/** The name an import's rows are staged under (import-staging.ts). */
+export const stagedAs = (record: Pick<ContactImportDoc, '_id' | 'rows_at'>): string =>
+  record.rows_at ?? record._id;
 
 /** The import record by job_id, whoever owns it; null when there is none. */
 export function findContactImport(db: Db, importId: string): Promise<ContactImportDoc | null> {
@@ -122,7 +132,7 @@ export async function failContactImport(
       { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
     );
   }
-  await discardImportRows(db, record._id, record.chunks ?? 0);
+  await discardImportRows(db, stagedAs(record), record.chunks ?? 0);
   await releaseImportSlot(services, record.firm, record._id);
   if (record.stage === 'queued') return;
   // Contacts first: a key freed while its contact still stood could let another import add a twin.

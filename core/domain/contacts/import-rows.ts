@@ -56,6 +56,7 @@ import {
 } from './contacts.js';
 import {
   importsCollection,
+  stagedAs,
   type ContactImportDoc,
   type ImportErrorRow,
   type ImportResult,
@@ -175,17 +176,18 @@ async function runnableRecord(db: Db, job: ImportContactsJob): Promise<ContactIm
   return record;
 }
 
-/** The import's rows: staged by the request (or, on a job from before staging, in the job). */
-async function rowsOf(db: Db, job: ImportContactsJob, record: ContactImportDoc): Promise<unknown[]> {
+/**
+ * The import's rows: staged by the request (or, on a job from before staging, in the job); null
+ * when they are gone (let go by a run that completed the import, or by its rollback).
+ */
+async function rowsOf(db: Db, job: ImportContactsJob, record: ContactImportDoc): Promise<unknown[] | null> {
   if (job.rows !== undefined) return job.rows;
-  const rows = await readImportRows(db, record._id, record.chunks ?? 0);
-  if (rows === null) throw new ImportNotRunnableError(`the rows of import ${record._id} are gone`);
-  return rows;
+  return readImportRows(db, stagedAs(record), record.chunks ?? 0);
 }
 
 /** A completed import's staged rows and pending slot are let go (again, after a crash: idempotent). */
 async function letGo(services: Services, record: ContactImportDoc): Promise<void> {
-  await discardImportRows(services.mongo.db, record._id, record.chunks ?? 0);
+  await discardImportRows(services.mongo.db, stagedAs(record), record.chunks ?? 0);
   await releaseImportSlot(services, record.firm, record._id);
 }
 
@@ -200,7 +202,15 @@ export async function runContactImport(services: Services, job: ImportContactsJo
     await letGo(services, first);
     return first.result;
   }
-  const plan = planImport(job, await rowsOf(db, job, first), countryOf(job), first.created_at);
+  const rows = await rowsOf(db, job, first);
+  if (rows === null) {
+    // Another run of the same import (a sync's page run by two runners, a job taken over) may
+    // have completed it since the first read and let its rows go: its stored result is the answer.
+    const now = await runnableRecord(db, job);
+    if (now.status === 'completed' && now.result !== null) return now.result;
+    throw new ImportNotRunnableError(`the rows of import ${first._id} are gone`);
+  }
+  const plan = planImport(job, rows, countryOf(job), first.created_at);
   const result = await withRecordLock(
     services.redis,
     redisKeys(services.config).contactsImportLock(job.firm),

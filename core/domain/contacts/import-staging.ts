@@ -5,7 +5,10 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 // carrying 16 MiB of rows stays that size in Redis while it waits and after it completes. The
 // request writes the rows as JSON text in pieces of about a million characters, each its own
 // document `<job_id>:<n>` (n from 0), before it answers; the worker reads them back in order,
-// by _id, and they are deleted once the import has completed or failed for good.
+// by _id, and they are deleted once the import has completed or failed for good. A contacts
+// sync's page is staged under a name of its runner's own, `<job_id>~<random>:<n>`, which its
+// import record names (rows_at): two runners of one sync preparing the same page never touch
+// each other's pieces (contact-sync-pages.ts).
 //
 // Pieces of one text rather than groups of rows: a single row may be nearly as large as the
 // body (16 MiB), more than one document may hold, and JSON text keeps any key a row has
