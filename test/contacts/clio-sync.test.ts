@@ -310,6 +310,34 @@ describe('two runners of one sync at once', () => {
     console.log(`two runners at once: the one whose job was taken over ended with ${how}`);
     await stack.services.queues.contacts.remove(jobId);
   });
+  it('a runner that counted the last page and died before completing: the next run completes it, reading nothing again', async () => {
+    seedFourPages();
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    const job = { syncId: jobId, firm: firm.slug };
+    expect(await runHoldingTheJob(job)).toMatchObject({ status: 'completed', ...SERVED });
+    // What the runner leaves when it dies between its last page's write and the completion: the
+    // record after the last page (no link after it), no completion, the firm's sync still held.
+    const db = stack.services.mongo.db;
+    const last = await db.collection<any>(COLLECTIONS.contactSyncPages).findOne({ _id: `${jobId}|3` });
+    expect(last.moved).toMatchObject({ status: 'running', pages: 4, page_url: null });
+    await syncs().replaceOne({ _id: jobId }, last.moved);
+    await db.collection<any>(COLLECTIONS.contactSyncCompletions).deleteOne({ _id: jobId });
+    await db
+      .collection<any>(COLLECTIONS.contactSyncClaims)
+      .insertOne({ _id: `${firm.slug}|clio`, sync_id: jobId, created_at: new Date() });
+    expect((await firm.client.get(`/api/contacts/sync/${jobId}`)).body.status).toBe('running');
+
+    const asked = clio.requests.length;
+    expect(await runOnce(job)).toMatchObject({ status: 'completed', ...SERVED });
+    expect(clio.requests.slice(asked).filter((r) => LISTING.test(r.path))).toEqual([]);
+    await expectServedOnce(firm, jobId);
+    // The firm's sync let go: another may start.
+    await stack.services.queues.contacts.remove(jobId);
+    const next = await startSync(firm.client, firm.slug);
+    await stack.services.queues.contacts.remove(next);
+  });
 });
 
 describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', () => {

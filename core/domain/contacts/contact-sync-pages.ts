@@ -167,6 +167,9 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
   const reader = await syncSourceReader(services, sync);
   let slice = 0;
   for (;;) {
+    // No link after the last page counted: the listing ended there. (Also when the runner that
+    // counted it died before completing the sync: its retry completes it, reading nothing again.)
+    if (sync.pages > 0 && sync.page_url === null) break;
     const importId = pageImportId(sync._id, sync.pages);
     let next: string | null;
     let token = sync.sync_token;
@@ -236,7 +239,6 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
     // One write moves the sync past this page: before it the page is not counted, after it it is.
     await syncsCollection(db).replaceOne({ _id: sync._id }, moved);
     sync = moved;
-    if (next === null) break;
   }
   await completeContactSync(db, sync);
   await recordSyncCompleted(services, sync._id);
