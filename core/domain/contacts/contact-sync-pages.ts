@@ -24,13 +24,19 @@ import type { Services } from '../../wiring/services.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { planExternalKeys } from './external-keys.js';
 import { syncSourceReader } from './sync-sources.js';
-import { completeContactSync, pageImportId, syncsCollection, type ContactSyncDoc } from './contact-sync.js';
+import {
+  completeContactSync,
+  countedSync,
+  pageImportId,
+  syncPageMoves,
+  syncsCollection,
+  type ContactSyncDoc,
+} from './contact-sync.js';
 import { importsCollection, stagedAs, type ImportResult } from './import-record.js';
 import { ImportNotRunnableError, runContactImport } from './import-rows.js';
 import { recordSyncCompleted } from './record-contacts-events.js';
 import { discardImportRows, readImportRows, splitImportRows, stageImportRows } from './import-staging.js';
 import type { SyncContactsJob } from '../../../jobs/contacts.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 import { RecordBusyError } from '../../platform/redis-mutex.js';
 
@@ -45,10 +51,12 @@ export class SyncNotRunnableError extends Error {
 }
 
 async function runnableSync(services: Services, job: SyncContactsJob): Promise<ContactSyncDoc> {
-  const sync = await syncsCollection(services.mongo.db).findOne({ _id: job.syncId });
-  if (sync === null || sync.firm !== job.firm) {
+  const stored = await syncsCollection(services.mongo.db).findOne({ _id: job.syncId });
+  if (stored === null || stored.firm !== job.firm) {
     throw new SyncNotRunnableError(`no contacts sync ${job.syncId} for firm ${job.firm}`);
   }
+  // From the newest page counted (the stored record may be behind it: countedSync).
+  const sync = await countedSync(services.mongo.db, stored);
   if (sync.status === 'failed') throw new SyncNotRunnableError(`contacts sync ${job.syncId} was given up`);
   return sync;
 }
@@ -128,10 +136,6 @@ export class SyncSliceEnded extends Error {
     this.name = 'SyncSliceEnded';
   }
 }
-
-/** The record of a sync after each of its pages, claimed by the runner that counted it. */
-const pageMoves = (db: Services['mongo']['db']) =>
-  collection<{ _id: string; moved: ContactSyncDoc }>(db, COLLECTIONS.contactSyncPages);
 
 const counted = (sync: ContactSyncDoc): number => sync.imported + sync.duplicates + sync.errors;
 const thousands = (n: number): string => n.toLocaleString('en-US');
@@ -225,18 +229,14 @@ export async function runContactSync(services: Services, job: SyncContactsJob): 
       updated_at: new Date(),
     };
     // A page is counted by a claim holding the record after it: two runners of one sync (a job
-    // taken over from a worker that was still alive) never both count it, and neither writes over
-    // the other's page. The one that loses leaves the sync to the other and looks again later,
-    // after writing the stored record if it was not written yet (its runner died in between).
-    const pageId = `${sync._id}|${sync.pages}`;
-    if (!(await claim(pageMoves(db), { _id: pageId, moved }))) {
-      const stored = await pageMoves(db).findOne({ _id: pageId });
-      const current = await syncsCollection(db).findOne({ _id: sync._id });
-      if (stored !== null && current !== null && current.pages === sync.pages)
-        await syncsCollection(db).replaceOne({ _id: sync._id }, stored.moved);
+    // taken over from a worker that was still alive) never both count it. The one that loses
+    // leaves the sync to the other and writes nothing: what the sync stands at is read from the
+    // claims (countedSync), so a runner that died between its claim and its write, or a write
+    // that lands late, loses no page and counts none twice.
+    if (!(await claim(syncPageMoves(db), { _id: `${sync._id}|${sync.pages}`, moved }))) {
       throw new RecordBusyError(`contact sync ${sync._id}`);
     }
-    // One write moves the sync past this page: before it the page is not counted, after it it is.
+    // The stored record follows the claims (a hint for readers; countedSync is the answer).
     await syncsCollection(db).replaceOne({ _id: sync._id }, moved);
     sync = moved;
   }

@@ -79,6 +79,40 @@ const marks = (db: Db) => collection<SyncMarkDoc>(db, COLLECTIONS.contactSyncMar
 const claimId = (firm: string, source: SyncSource) => `${firm}|${source}`;
 
 /**
+ * Claims: the sync's record after each of its pages (`<sync>|<page>`), inserted by the runner that
+ * counted the page (contact-sync-pages.ts), never changed after.
+ */
+export const syncPageMoves = (db: Db) =>
+  collection<{ _id: string; moved: ContactSyncDoc }>(db, COLLECTIONS.contactSyncPages);
+/** Claims: a sync's completion (`_id` = the sync's id) with its time, the first completer's. */
+const completions = (db: Db) => collection<{ _id: string; at: Date }>(db, COLLECTIONS.contactSyncCompletions);
+
+/**
+ * The sync as its claims say: the stored record moved on to the newest page counted after it, and
+ * completed once its completion was claimed. The stored record can be behind them: written by
+ * two runners of one sync (a job taken over from a worker still alive), one's write of an older
+ * page may land after the other's newer one or after its completion — FerretDB has no write
+ * that is conditional and atomic — and a runner can die between its claim and its write. The
+ * claims are never undone, so GET, a resumed runner and the completion event read this. One
+ * point read per page the record is behind (a miss when it is not), one more while it is running.
+ */
+export async function countedSync(db: Db, stored: ContactSyncDoc): Promise<ContactSyncDoc> {
+  let sync = stored;
+  for (;;) {
+    const after = await syncPageMoves(db).findOne({ _id: `${stored._id}|${sync.pages}` });
+    if (after === null) break;
+    sync = after.moved;
+  }
+  if (stored.status === 'completed') {
+    return { ...sync, status: 'completed', completed_at: stored.completed_at, updated_at: stored.updated_at };
+  }
+  const completed = await completions(db).findOne({ _id: stored._id });
+  if (completed !== null) return { ...sync, status: 'completed', completed_at: completed.at };
+  if (stored.status === 'failed') return { ...sync, status: 'failed', failure: stored.failure };
+  return sync;
+}
+
+/**
  * How far before the last completed sync's start the next one asks Clio for changes: Clio's clock
  * and ours may differ a little, and a contact read twice is only a duplicate.
  */
@@ -95,7 +129,8 @@ async function claimSync(db: Db, firm: string, source: SyncSource, syncId: strin
   const doc = { _id: claimId(firm, source), sync_id: syncId, created_at: new Date() };
   if (await claim(claims(db), doc)) return;
   const held = await claims(db).findOne({ _id: claimId(firm, source) });
-  const holder = held === null ? null : await syncsCollection(db).findOne({ _id: held.sync_id });
+  const stored = held === null ? null : await syncsCollection(db).findOne({ _id: held.sync_id });
+  const holder = stored === null ? null : await countedSync(db, stored);
   if (held !== null && holder?.status === 'running') throw syncRunning(held.sync_id);
   // The holder ended (its process died between its last write and the claim's delete) or the
   // claim was let go meanwhile: delete that claim and try once more. Two requests doing this at
@@ -189,19 +224,22 @@ export async function startContactSync(
   return syncId;
 }
 
-/** The sync has read its last page: completed, the next run's updated_since, the claim let go. */
+/**
+ * The sync has read its last page (`sync`: the record after it): completed, the next run's
+ * updated_since, the claim let go.
+ */
 export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise<void> {
   if (sync.status !== 'completed') {
     const now = new Date();
     // Two workers can finish the same sync (a job taken over from a killed one): the completion is
     // claimed, and both write the first completer's time (its contacts.sync.completed carries it).
-    const completions = collection<{ _id: string; at: Date }>(db, COLLECTIONS.contactSyncCompletions);
-    const at = (await claim(completions, { _id: sync._id, at: now }))
+    const at = (await claim(completions(db), { _id: sync._id, at: now }))
       ? now
-      : ((await completions.findOne({ _id: sync._id }))?.at ?? now);
-    await syncsCollection(db).updateOne(
+      : ((await completions(db).findOne({ _id: sync._id }))?.at ?? now);
+    // The whole record after the last page: a stored one left behind is brought up with it.
+    await syncsCollection(db).replaceOne(
       { _id: sync._id },
-      { $set: { status: 'completed', completed_at: at, updated_at: now } },
+      { ...sync, status: 'completed', completed_at: at, updated_at: now },
     );
   }
   await marks(db).replaceOne(
@@ -227,6 +265,9 @@ export async function failContactSync(
   reason: string,
 ): Promise<void> {
   const db = services.mongo.db;
+  // As the claims say: a sync another runner completed is not failed by a late one, and the page
+  // rolled back is the one after the newest counted.
+  sync = await countedSync(db, sync);
   if (sync.status === 'completed') return;
   if (sync.status === 'running') {
     await syncsCollection(db).updateOne(
@@ -244,10 +285,11 @@ export const pageImportId = (syncId: string, n: number): string =>
   `imp_${syncId.replace(/^csy_/, 's')}.p${n}`;
 
 /**
- * GET /api/contacts/sync/{job_id}: the sync record as it stands; a running sync whose job BullMQ
- * gave up is failed here.
+ * GET /api/contacts/sync/{job_id}: the sync as its claims say (countedSync); a running sync whose
+ * job BullMQ gave up is failed here.
  */
-export async function contactSyncState(services: Services, sync: ContactSyncDoc): Promise<ContactSyncDoc> {
+export async function contactSyncState(services: Services, stored: ContactSyncDoc): Promise<ContactSyncDoc> {
+  const sync = await countedSync(services.mongo.db, stored);
   if (sync.status !== 'running') return sync;
   const gone = await jobGaveUp(services, sync._id);
   if (gone === null) return sync;

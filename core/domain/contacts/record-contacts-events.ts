@@ -1,6 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { recordEvent } from '../events/record-event.js';
-import { syncsCollection } from './contact-sync.js';
+import { countedSync, syncsCollection } from './contact-sync.js';
 import { importsCollection } from './import-record.js';
 import { importJobView, syncJobView } from './contacts-view.js';
 
@@ -24,7 +24,8 @@ export async function recordImportCompleted(services: Services, importId: string
 
 /** contacts.sync.completed for a sync that has completed. */
 export async function recordSyncCompleted(services: Services, syncId: string): Promise<void> {
-  const sync = await syncsCollection(services.mongo.db).findOne({ _id: syncId });
+  const stored = await syncsCollection(services.mongo.db).findOne({ _id: syncId });
+  const sync = stored === null ? null : await countedSync(services.mongo.db, stored);
   if (sync === null || sync.status !== 'completed') return;
   await recordEvent(services, {
     firm: sync.firm,
