@@ -200,13 +200,13 @@ describe('answers around a sync', () => {
 
 describe('two runners of one sync at once', () => {
   /**
-   * 350 Persons in Clio, four listing pages (100 a page): person 150 repeats the email of person
-   * 149 (a duplicate), person 260 has an invalid phone (an error row).
+   * 250 Persons in Clio, three listing pages (100 a page): person 150 repeats the email of person
+   * 149 (a duplicate), person 210 has an invalid phone (an error row).
    */
-  const SERVED = { pages: 4, imported: 348, duplicates: 1, errors: 1 };
-  function seedFourPages(): void {
+  const SERVED = { pages: 3, imported: 248, duplicates: 1, errors: 1 };
+  function seedThreePages(): void {
     clio.reset();
-    for (let i = 0; i < 350; i++) {
+    for (let i = 0; i < 250; i++) {
       const email = i === 150 ? `twin${i - 1}@example.com` : `twin${i}@example.com`;
       clio.contacts.push({
         id: 7000 + i,
@@ -216,7 +216,7 @@ describe('two runners of one sync at once', () => {
         name: `Twin${i} Runner`,
         email_addresses: [{ name: 'Home', address: email, primary: true }],
         phone_numbers: [
-          { name: 'Personal', number: i === 260 ? '12345' : `+1312555${pad(i)}`, primary: true },
+          { name: 'Personal', number: i === 210 ? '12345' : `+1312555${pad(i)}`, primary: true },
         ],
         updated_at: DAYS_AGO,
       });
@@ -258,7 +258,7 @@ describe('two runners of one sync at once', () => {
 
   it('a runner held inside a page while the job is taken over and finished counts nothing again', async () => {
     expect(workers).toBeUndefined();
-    seedFourPages();
+    seedThreePages();
     const firm = await createFirm(stack);
     await connectClio(stack, firm);
     const jobId = await startSync(firm.client, firm.slug);
@@ -287,7 +287,7 @@ describe('two runners of one sync at once', () => {
   });
 
   it('two runners reading the same pages at the same moment store and count each page once', async () => {
-    seedFourPages();
+    seedThreePages();
     const firm = await createFirm(stack);
     await connectClio(stack, firm);
     const jobId = await startSync(firm.client, firm.slug);
@@ -311,7 +311,7 @@ describe('two runners of one sync at once', () => {
     await stack.services.queues.contacts.remove(jobId);
   });
   it('a runner that counted the last page and died before completing: the next run completes it, reading nothing again', async () => {
-    seedFourPages();
+    seedThreePages();
     const firm = await createFirm(stack);
     await connectClio(stack, firm);
     const jobId = await startSync(firm.client, firm.slug);
@@ -320,8 +320,8 @@ describe('two runners of one sync at once', () => {
     // What the runner leaves when it dies between its last page's write and the completion: the
     // record after the last page (no link after it), no completion, the firm's sync still held.
     const db = stack.services.mongo.db;
-    const last = await db.collection<any>(COLLECTIONS.contactSyncPages).findOne({ _id: `${jobId}|3` });
-    expect(last.moved).toMatchObject({ status: 'running', pages: 4, page_url: null });
+    const last = await db.collection<any>(COLLECTIONS.contactSyncPages).findOne({ _id: `${jobId}|2` });
+    expect(last.moved).toMatchObject({ status: 'running', pages: 3, page_url: null });
     await syncs().replaceOne({ _id: jobId }, last.moved);
     await db.collection<any>(COLLECTIONS.contactSyncCompletions).deleteOne({ _id: jobId });
     await db
@@ -339,7 +339,7 @@ describe('two runners of one sync at once', () => {
     await stack.services.queues.contacts.remove(next);
   });
   it('a late write of an older page’s record, after the sync completed, changes nothing GET or a later run answers', async () => {
-    seedFourPages();
+    seedThreePages();
     const firm = await createFirm(stack);
     await connectClio(stack, firm);
     const jobId = await startSync(firm.client, firm.slug);
