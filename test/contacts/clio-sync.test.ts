@@ -11,6 +11,7 @@ import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
 import { pageImportId } from '../../core/domain/contacts/contact-sync.js';
 import { runContactSync, SyncSliceEnded } from '../../core/domain/contacts/contact-sync-pages.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
+import { splitImportRows, stageImportRows } from '../../core/domain/contacts/import-staging.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createLogger } from '../../core/platform/logger.js';
@@ -366,6 +367,48 @@ describe('two runners of one sync at once', () => {
     expect(events.map((e) => [e.type, e.data])).toEqual([
       ['contacts.sync.completed', { job_id: jobId, status: 'completed', ...SERVED }],
     ]);
+    await stack.services.queues.contacts.remove(jobId);
+  });
+  it('a page staged before pages were staged under a name of their own is imported from its rows on resume', async () => {
+    seedThreePages();
+    clio.contacts.splice(100);
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    const job = { syncId: jobId, firm: firm.slug };
+    // As the code before left a one-page sync whose worker died after staging page 0: its rows
+    // under the import's own id (`<import>:<n>`), a record naming no other, the link after it kept.
+    const db = stack.services.mongo.db;
+    const importId = pageImportId(jobId, 0);
+    const rows = clio.contacts.flatMap((c) => rowOf(c) ?? []);
+    const parts = splitImportRows(rows);
+    await stageImportRows(db, { importId, firm: firm.slug }, parts);
+    const now = new Date();
+    await importsOf(stack).insertOne({
+      _id: importId,
+      firm: firm.slug,
+      status: 'processing',
+      stage: 'queued',
+      rows: rows.length,
+      chunks: parts.length,
+      default_country: 'US',
+      sync_id: jobId,
+      result: null,
+      failure: null,
+      created_at: now,
+      updated_at: now,
+      completed_at: null,
+    } as any);
+    await syncs().updateOne({ _id: jobId }, { $set: { current: { page: 0, next: null } } });
+
+    const asked = clio.requests.length;
+    const ended = await runOnce(job);
+    expect(ended).toMatchObject({ status: 'completed', pages: 1, imported: 10, duplicates: 0, errors: 0 });
+    expect(clio.requests.slice(asked).filter((r) => LISTING.test(r.path))).toEqual([]);
+    expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(10);
+    // Its pieces let go once imported.
+    const pieces = db.collection<any>(COLLECTIONS.contactImportChunks);
+    expect(await pieces.countDocuments({ import_id: importId })).toBe(0);
     await stack.services.queues.contacts.remove(jobId);
   });
 });
