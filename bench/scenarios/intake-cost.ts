@@ -9,7 +9,8 @@
 // Both are absolute: the baseline is a figure recorded from main at the start of the work, in
 // the same session and conditions (BENCH_COST_BASELINE_CPU_MS, BENCH_COST_BASELINE_CAPACITY);
 // without one the ratio is not computed. Knobs: BENCH_COST_CALLS (120), BENCH_COST_ROUNDS (2),
-// BENCH_COST_CONCURRENCY (10 requests in flight). The simulator's own jobs run in the worker and
+// BENCH_COST_CONCURRENCY (10 requests in flight), BENCH_COST_LONG_TRANSCRIPT (0; 1: ~27 KB
+// transcripts). The simulator's own jobs run in the worker and
 // are counted in it (it is the voice provider the service runs with here).
 // Where the database work goes, per call: MongoDB commands by kind (serverStatus
 // metrics.commands), and — when the stack's FerretDB runs on the local PostgreSQL — rows
@@ -44,6 +45,12 @@ const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
 const CONCURRENCY = knob('BENCH_COST_CONCURRENCY', 10, 500);
 const SIM_CALL_MS = 2000;
+/**
+ * BENCH_COST_LONG_TRANSCRIPT=1: the calls are played by an agent whose greeting and 50 intake
+ * questions are as long as the API takes (about 27 KB of transcript a call, real calls run to
+ * 200k characters) instead of the default agent's few lines: what an update of the call rewrites.
+ */
+const LONG_TRANSCRIPT = process.env.BENCH_COST_LONG_TRANSCRIPT === '1';
 
 /** A recorded figure from the environment; NaN when none was given. */
 function recorded(name: string): number {
@@ -288,8 +295,29 @@ export const intakeCost: Scenario = {
       slack_webhook_url: slack.webhookUrl(),
       crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },
     });
+    if (LONG_TRANSCRIPT) {
+      const pad = (text: string, n: number) =>
+        `${text} ${'and please tell me more about that. '.repeat(n)}`.slice(0, n);
+      const long = await api<{ agent_id: string }>(web.base, 'POST', '/api/v2/create-agent', tenant.key, {
+        firmSlug: tenant.slug,
+        agent_name: 'Bench agent, long calls',
+        voice_id: 'sim-en-us-ava',
+        begin_message: pad('Hello, thank you for calling.', 2000),
+        intake_questions: [
+          { key: 'full_name', question: pad('May I have your full name?', 500) },
+          { key: 'email', question: pad('What is your email address?', 500) },
+          ...Array.from({ length: 48 }, (_, i) => ({
+            key: `detail_${i}`,
+            question: pad(`Detail ${i}?`, 500),
+          })),
+        ],
+      });
+      tenant.agentId = long.agent_id;
+    }
     // A warm-up burst (JIT, connection pools, indexes in cache), not measured.
-    say(`intake-cost: warm-up, then ${ROUNDS} × ${CALLS} calls; load average ${loadAverage()}`);
+    say(
+      `intake-cost: warm-up, then ${ROUNDS} × ${CALLS} calls${LONG_TRANSCRIPT ? ' (long transcripts)' : ''}; load average ${loadAverage()}`,
+    );
     const pgUrl = ctx.stores.local.ferretdb?.postgresUrl;
     const psql = pgUrl === undefined ? null : join(await ensurePostgres(say), 'psql');
     const admin = new MongoClient(ctx.stores.mongodbUri, { serverSelectionTimeoutMS: 5000 });
