@@ -9,8 +9,20 @@
 // Both are absolute: the baseline is a figure recorded from main at the start of the work, in
 // the same session and conditions (BENCH_COST_BASELINE_CPU_MS, BENCH_COST_BASELINE_CAPACITY);
 // without one the ratio is not computed. Knobs: BENCH_COST_CALLS (120), BENCH_COST_ROUNDS (2),
-// BENCH_COST_CONCURRENCY (10 requests in flight). The simulator's own jobs run in the worker and
+// BENCH_COST_CONCURRENCY (10 requests in flight), BENCH_COST_LONG_TRANSCRIPT (0; 1: ~27 KB
+// transcripts). The simulator's own jobs run in the worker and
 // are counted in it (it is the voice provider the service runs with here).
+// Where the database work goes, per call: MongoDB commands by kind (serverStatus
+// metrics.commands), and — when the stack's FerretDB runs on the local PostgreSQL — rows
+// inserted, updated and deleted and tables read (sequential and index scans) per collection,
+// from PostgreSQL's pg_stat_user_tables mapped to collection names by FerretDB's
+// _ferretdb_database_metadata, with the collection's mean row size (what an update rewrites).
+// With an external MONGODB_URI those rows are not printed.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { MongoClient, type Document } from 'mongodb';
+import { ensurePostgres } from '../../scripts/local/services.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QUEUE_NAMES } from '../../jobs/queues.js';
 import { startFakeClio } from '../../test/fakes/clio-server.js';
@@ -33,6 +45,12 @@ const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
 const CONCURRENCY = knob('BENCH_COST_CONCURRENCY', 10, 500);
 const SIM_CALL_MS = 2000;
+/**
+ * BENCH_COST_LONG_TRANSCRIPT=1: the calls are played by an agent whose greeting and 50 intake
+ * questions are as long as the API takes (about 27 KB of transcript a call, real calls run to
+ * 200k characters) instead of the default agent's few lines: what an update of the call rewrites.
+ */
+const LONG_TRANSCRIPT = process.env.BENCH_COST_LONG_TRANSCRIPT === '1';
 
 /** A recorded figure from the environment; NaN when none was given. */
 function recorded(name: string): number {
@@ -97,13 +115,97 @@ function commandsPerCall(
   return `${total.toFixed(0)} Redis commands per call (${top})`;
 }
 
+/** MongoDB commands so far, by name (serverStatus metrics.commands), handshakes left out. */
+async function mongoCommands(admin: MongoClient): Promise<Map<string, number>> {
+  const status: Document = await admin.db('admin').command({ serverStatus: 1 });
+  const commands = (status.metrics as Document | undefined)?.commands as Document | undefined;
+  const out = new Map<string, number>();
+  for (const [name, v] of Object.entries(commands ?? {})) {
+    if (
+      /^(hello|ismaster|isMaster|ping|buildInfo|endSessions|serverStatus|saslStart|saslContinue|getParameter|unknown)$/.test(
+        name,
+      )
+    )
+      continue;
+    const total = Number((v as Document).total ?? 0);
+    if (Number.isFinite(total) && total > 0) out.set(name, total);
+  }
+  return out;
+}
+
+interface TableStats {
+  ins: number;
+  upd: number;
+  del: number;
+  seq: number;
+  idx: number;
+  /** Mean stored row size, bytes (table size ÷ live rows). */
+  rowBytes: number;
+}
+
+const run = promisify(execFile);
+
+/**
+ * PostgreSQL's counters per collection of the app's database (its FerretDB schema), or null
+ * when the stack's PostgreSQL is not ours to read. The counters of other backends reach the
+ * statistics up to ten seconds after their last transaction: read them after a quiet pause.
+ */
+async function collectionStats(app: App, psql: string | null, pgUrl: string | undefined) {
+  if (psql === null || pgUrl === undefined) return null;
+  const schema = app.db.databaseName.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  const sql = `SELECT m._jsonb->>'_id', s.n_tup_ins, s.n_tup_upd, s.n_tup_del, coalesce(s.seq_scan,0), coalesce(s.idx_scan,0),
+    CASE WHEN s.n_live_tup > 0 THEN pg_table_size(s.relid) / s.n_live_tup ELSE 0 END
+    FROM pg_stat_user_tables s JOIN "${schema}"._ferretdb_database_metadata m ON m._jsonb->>'table' = s.relname
+    WHERE s.schemaname = '${schema}'`;
+  const { stdout } = await run(psql, [pgUrl, '-At', '-F', '\t', '-c', sql]);
+  const out = new Map<string, TableStats>();
+  for (const line of stdout.split('\n').filter(Boolean)) {
+    const [name, ins, upd, del, seq, idx, rowBytes] = line.split('\t');
+    out.set(name!, { ins: +ins!, upd: +upd!, del: +del!, seq: +seq!, idx: +idx!, rowBytes: +rowBytes! });
+  }
+  return out;
+}
+
+/** The per-call table of two readings of collectionStats: one line per collection that was written or read. */
+function collectionTable(before: Map<string, TableStats>, after: Map<string, TableStats>): string {
+  const per = (n: number) => (n / CALLS).toFixed(2).replace(/\.?0+$/, '');
+  const rows = [...after.entries()]
+    .map(([name, a]) => {
+      const b = before.get(name) ?? { ins: 0, upd: 0, del: 0, seq: 0, idx: 0, rowBytes: 0 };
+      return {
+        name,
+        ins: a.ins - b.ins,
+        upd: a.upd - b.upd,
+        del: a.del - b.del,
+        seq: a.seq - b.seq,
+        idx: a.idx - b.idx,
+        rowBytes: a.rowBytes,
+      };
+    })
+    .filter((r) => r.ins + r.upd + r.del + r.seq + r.idx > 0)
+    .sort((x, y) => y.ins + y.upd + y.del + y.seq + y.idx - (x.ins + x.upd + x.del + x.seq + x.idx));
+  const lines = rows.map(
+    (r) =>
+      `    ${r.name.padEnd(28)} ins ${per(r.ins).padStart(5)}  upd ${per(r.upd).padStart(5)}  del ${per(r.del).padStart(5)}  ` +
+      `seq scans ${per(r.seq).padStart(5)}  idx scans ${per(r.idx).padStart(6)}  row ${String(r.rowBytes).padStart(6)} B`,
+  );
+  const sum = (k: 'ins' | 'upd' | 'del' | 'seq' | 'idx') => per(rows.reduce((a, r) => a + r[k], 0));
+  lines.push(
+    `    ${'(all)'.padEnd(28)} ins ${sum('ins').padStart(5)}  upd ${sum('upd').padStart(5)}  del ${sum('del').padStart(5)}  seq scans ${sum('seq').padStart(5)}  idx scans ${sum('idx').padStart(6)}`,
+  );
+  return lines.join('\n');
+}
+
 async function burst(
   app: App,
   base: string,
   t: Tenant,
   named: Map<number, string>,
   round: number,
-): Promise<{ cpuMs: number; capacity: number; breakdown: string }> {
+  pg: { admin: MongoClient; psql: string | null; url: string | undefined },
+): Promise<{ cpuMs: number; capacity: number; breakdown: string; database: string }> {
+  const tablesBefore = await collectionStats(app, pg.psql, pg.url);
+  const mongoBefore = await mongoCommands(pg.admin);
   const before = stackCpu(named);
   const commandsBefore = await redisCommands(app);
   const started = performance.now();
@@ -137,6 +239,19 @@ async function burst(
     [...polled].map(([cmd, n]) => [cmd, n - (idle.get(cmd) ?? 0) - (cmd === 'info' ? 1 : 0)]),
   );
   const commands = commandsPerCall(commandsBefore, commandsAfter, poll, polls);
+  const mongoAfter = await mongoCommands(pg.admin);
+  const mongoPer = [...mongoAfter.entries()]
+    .map(([cmd, n]) => [cmd, (n - (mongoBefore.get(cmd) ?? 0) - 1) / CALLS] as const)
+    .filter(([, n]) => n >= 0.005)
+    .sort((a, b) => b[1] - a[1]);
+  let database = `MongoDB commands per call: ${mongoPer.reduce((a, [, n]) => a + n, 0).toFixed(1)} (${mongoPer.map(([c, n]) => `${c} ${n.toFixed(2)}`).join(', ')})`;
+  if (tablesBefore !== null) {
+    // Other backends' counters reach the statistics within PGSTAT_IDLE_INTERVAL (10 s) of going idle.
+    await sleep(11_000);
+    const tablesAfter = await collectionStats(app, pg.psql, pg.url);
+    if (tablesAfter !== null)
+      database += `\n  PostgreSQL rows per call, by collection:\n${collectionTable(tablesBefore, tablesAfter)}`;
+  }
   const breakdown = [...per.entries()]
     .sort((a, b) => b[1] - a[1])
     .map(([g, s]) => `${g} ${(s * 1000).toFixed(1)}`)
@@ -145,6 +260,7 @@ async function burst(
     cpuMs: total * 1000,
     capacity: CALLS / seconds,
     breakdown: `CPU per call, ms: ${breakdown}; ${commands}`,
+    database,
   };
 }
 
@@ -179,16 +295,43 @@ export const intakeCost: Scenario = {
       slack_webhook_url: slack.webhookUrl(),
       crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },
     });
+    if (LONG_TRANSCRIPT) {
+      const pad = (text: string, n: number) =>
+        `${text} ${'and please tell me more about that. '.repeat(n)}`.slice(0, n);
+      const long = await api<{ agent_id: string }>(web.base, 'POST', '/api/v2/create-agent', tenant.key, {
+        firmSlug: tenant.slug,
+        agent_name: 'Bench agent, long calls',
+        voice_id: 'sim-en-us-ava',
+        begin_message: pad('Hello, thank you for calling.', 2000),
+        intake_questions: [
+          { key: 'full_name', question: pad('May I have your full name?', 500) },
+          { key: 'email', question: pad('What is your email address?', 500) },
+          ...Array.from({ length: 48 }, (_, i) => ({
+            key: `detail_${i}`,
+            question: pad(`Detail ${i}?`, 500),
+          })),
+        ],
+      });
+      tenant.agentId = long.agent_id;
+    }
     // A warm-up burst (JIT, connection pools, indexes in cache), not measured.
-    say(`intake-cost: warm-up, then ${ROUNDS} × ${CALLS} calls; load average ${loadAverage()}`);
-    await burst(app, web.base, tenant, named, 0);
+    say(
+      `intake-cost: warm-up, then ${ROUNDS} × ${CALLS} calls${LONG_TRANSCRIPT ? ' (long transcripts)' : ''}; load average ${loadAverage()}`,
+    );
+    const pgUrl = ctx.stores.local.ferretdb?.postgresUrl;
+    const psql = pgUrl === undefined ? null : join(await ensurePostgres(say), 'psql');
+    const admin = new MongoClient(ctx.stores.mongodbUri, { serverSelectionTimeoutMS: 5000 });
+    atExit(() => admin.close());
+    const pg = { admin, psql, url: pgUrl };
+    await burst(app, web.base, tenant, named, 0, pg);
     const cpu: number[] = [];
     const capacity: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const r = await burst(app, web.base, tenant, named, round);
+      const r = await burst(app, web.base, tenant, named, round, pg);
       say(
         `intake-cost round ${round}: ${r.cpuMs.toFixed(1)} ms CPU per call, ${r.capacity.toFixed(2)} calls/s; ${r.breakdown}; load average ${loadAverage()}`,
       );
+      say(`intake-cost round ${round}: ${r.database}`);
       cpu.push(r.cpuMs);
       capacity.push(r.capacity);
     }

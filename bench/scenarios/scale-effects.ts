@@ -218,9 +218,9 @@ async function jobTimes(app: App): Promise<string> {
   return `job run time medians: ${[...kinds].map(([k, xs]) => `${k} ${med(xs)} ms`).join(', ')}`;
 }
 
-/** Effects recorded `done` on every call so far (one count per effect). */
+/** Effects recorded `done` on every call so far (one count per effect), in the calls' effects documents. */
 async function countDone(app: App): Promise<number> {
-  const calls = app.db.collection('calls');
+  const calls = app.db.collection('call_effects');
   let n = 0;
   for (const effect of CALL_EFFECTS) n += await calls.countDocuments({ [`effects.${effect}.state`]: 'done' });
   return n;

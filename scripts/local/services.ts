@@ -31,6 +31,8 @@ export interface LocalServices {
 /** FerretDB over its PostgreSQL cluster: stopped together and started again on the same ports and data. */
 export interface LocalFerretDb {
   port: number;
+  /** Its PostgreSQL (FerretDB's database), for reading its statistics. */
+  postgresUrl: string;
   /** Stops FerretDB, then PostgreSQL (fast shutdown: sessions are ended). */
   stop(): Promise<void>;
   /** Starts PostgreSQL on its data folder again, then FerretDB. */
@@ -50,6 +52,7 @@ async function startFerretDbOnPostgres(
     const ferret = await startFerretDb(ferretBin, join(dir, 'ferretdb'), postgres.url, ownGroup);
     const ferretdb: LocalFerretDb = {
       port: ferret.port,
+      postgresUrl: postgres.url,
       async stop() {
         await ferret.stop();
         await postgres.stop();

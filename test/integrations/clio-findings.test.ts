@@ -17,7 +17,7 @@ import { FlowBrowser } from './clio-oauth-browser.js';
 import {
   JANE,
   callForProvider,
-  callsOf,
+  storedCall,
   postSigned,
   retellCallAnalyzed,
   settledCall,
@@ -61,8 +61,7 @@ async function deliver(firm: { slug: string; client: any }, caller: Caller) {
 const connections = () => ({
   findOne: ({ _id }: { _id: string }): Promise<any> => readClioConnection(stack.services.mongo.db, _id),
 });
-const crmRecord = async (callId: string) =>
-  (await callsOf(stack).findOne({ _id: callId }))!.effects!.crm as any;
+const crmRecord = async (callId: string) => (await storedCall(stack, callId))!.effects!.crm as any;
 
 describe('a matter is created with the status the document allows', () => {
   it('sends status "pending" (the enum is lower case); Clio lists it as Pending', async () => {

@@ -13,7 +13,7 @@ import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import {
   callForProvider,
-  callsOf,
+  storedCall,
   postSigned,
   retellCallAnalyzed,
   settledCall,
@@ -278,7 +278,7 @@ describe('tokens in use', () => {
     const callIds = await Promise.all([deliver(firm.slug), deliver(firm.slug), deliver(firm.slug)]);
     for (const id of callIds) {
       expect((await settledCall(firm.client, id)).effects.crm).toBe('failed');
-      const record = (await callsOf(stack).findOne({ _id: id }))!.effects!.crm as any;
+      const record = (await storedCall(stack, id))!.effects!.crm as any;
       expect(record.last_error).toMatch(/reconnect_required/);
       expect(record.attempts).toBeLessThanOrEqual(2);
     }

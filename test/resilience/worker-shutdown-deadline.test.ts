@@ -18,7 +18,7 @@ import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
-import { callForProvider, callsOf, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
+import { callForProvider, storedCall, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 
 const SECRET = 'whsec_worker_shutdown_deadline';
 let slack: FakeSlack;
@@ -138,8 +138,7 @@ describe('SIGTERM while the outbox drain waits and Slack posts are in flight', (
     );
     for (const callId of callIds) {
       await eventually(
-        async () =>
-          expect((await callsOf(stack).findOne({ _id: callId }))?.effects?.team_chat?.state).toBe('done'),
+        async () => expect((await storedCall(stack, callId))?.effects?.team_chat?.state).toBe('done'),
         60_000,
       );
     }

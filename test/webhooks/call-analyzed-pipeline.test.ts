@@ -11,7 +11,7 @@ import type { FakeSlack } from '../fakes/slack-server.js';
 import {
   JANE,
   callForProvider,
-  callsOf,
+  storedCall,
   leadsOf,
   postSigned,
   queuesIdle,
@@ -112,10 +112,21 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(clio.matters.filter((m) => m.client_reference === callId)).toHaveLength(1);
     expect(mailsTo(firm.inbox)).toHaveLength(1);
     expect(slack.messages(firm.slackUrl)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     for (const name of ['lead', 'crm', 'email', 'team_chat'] as const) {
       expect(stored.effects?.[name]).toMatchObject({ state: 'done', attempts: 1 });
     }
+  });
+
+  it('keeps the effect records beside the call, not on it: no effect rewrites the call document', async () => {
+    const db = stack.services.mongo.db;
+    const onCall = await db
+      .collection('calls')
+      .findOne({ _id: callId as never }, { projection: { effects: 1, crm_sync: 1, lead_id: 1 } });
+    expect(onCall).toEqual({ _id: callId });
+    const records = await db.collection('call_effects').findOne({ _id: callId as never });
+    expect(Object.keys(records?.effects ?? {}).sort()).toEqual(['crm', 'email', 'lead', 'team_chat']);
+    expect(records?.crm_sync).toMatchObject({ contact: { state: 'done' }, matter: { state: 'done' } });
   });
 
   it('get-call shows the effects, the lead and the extracted caller data', async () => {
@@ -173,7 +184,7 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(matter).toMatchObject({ status: 'Pending', client_reference: callId });
     expect(matter.description).toContain('Personal Injury');
     expect(matter.description.length).toBeLessThanOrEqual(255);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.crm?.result).toMatchObject({
       contact_id: contact.id,
       matter_id: matter.id,
@@ -248,7 +259,7 @@ describe('a failing effect is retried alone', () => {
     expect(slack.messages(firm.slackUrl)).toHaveLength(1);
     expect(mailsTo(firm.inbox)).toHaveLength(1);
     expect(contactsWithEmail(caller.email)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.team_chat).toMatchObject({ state: 'done', attempts: 3 });
     expect(stored.effects?.email).toMatchObject({ state: 'done', attempts: 1 });
     expect(stored.effects?.crm).toMatchObject({ state: 'done', attempts: 1 });
@@ -271,7 +282,7 @@ describe('a failing effect is retried alone', () => {
     expect(posts[1]!.at - posts[0]!.at).toBeGreaterThanOrEqual(1000);
     expect(contactsWithEmail(caller.email)).toHaveLength(1);
     // Waited out inside the attempt: not a job retry.
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.crm_sync?.contact).toMatchObject({ state: 'done', attempts: 1 });
     expect(stored.effects?.crm).toMatchObject({ state: 'done', attempts: 1 });
   });
@@ -287,7 +298,7 @@ describe('a failing effect is retried alone', () => {
     expect(attempts.map((a) => a.status)).toEqual([429, 200]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(1000);
     expect(slack.messages(firm.slackUrl)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.team_chat).toMatchObject({ state: 'done', attempts: 1 });
   });
 
@@ -305,7 +316,7 @@ describe('a failing effect is retried alone', () => {
     await postSigned(stack, firm.slug, SECRET, body);
     const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
     await eventually(async () => {
-      const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+      const stored = (await storedCall(stack, callId))!;
       expect(stored.crm_sync?.contact?.last_error).toMatch(/401/);
       expect(stored.effects?.email?.state).toBe('done');
     });
@@ -333,7 +344,7 @@ describe('a failing effect is retried alone', () => {
     expect(contactsWithEmail(caller.email)).toHaveLength(1);
     const contact = contactsWithEmail(caller.email)[0]!;
     expect(mattersOf(contact.id)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.crm_sync?.contact).toMatchObject({
       state: 'done',
       attempts: 1,
@@ -363,7 +374,7 @@ describe('a failing effect is retried alone', () => {
         .filter((r) => r.body.data.email_addresses?.[0]?.address === caller.email),
     ).toHaveLength(1);
     expect(mattersOf(contact.id)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.crm_sync?.contact).toMatchObject({ state: 'done', attempts: 1 });
     // The second attempt asked Clio first (by our reference) and wrote nothing.
     expect(
@@ -399,7 +410,7 @@ describe('a failing effect is retried alone', () => {
         .filter((r) => r.body.data.email_addresses?.[0]?.address === caller.email),
     ).toEqual([]);
     expect(mattersOf(7)).toHaveLength(1);
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.crm?.result).toMatchObject({ contact_id: 7, contact_reused: true });
   });
 
@@ -411,7 +422,7 @@ describe('a failing effect is retried alone', () => {
     const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
     const call = await settledCall(firm.client, callId);
     expect(call.effects).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'failed' });
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.team_chat).toMatchObject({
       state: 'failed',
       attempts: 1,

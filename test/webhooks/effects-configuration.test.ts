@@ -12,7 +12,7 @@ import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import {
   JANE,
   callForProvider,
-  callsOf,
+  storedCall,
   leadsOf,
   postSigned,
   retellCallAnalyzed,
@@ -44,7 +44,7 @@ async function deliver(stack: Stack, slug: string, body = retellCallAnalyzed()) 
 }
 
 const reasonOf = async (stack: Stack, callId: string, effect: 'lead' | 'crm' | 'email' | 'team_chat') =>
-  (await callsOf(stack).findOne({ _id: callId }))?.effects?.[effect]?.result?.reason;
+  (await storedCall(stack, callId))?.effects?.[effect]?.result?.reason;
 
 describe('unconfigured effects are skipped', () => {
   let stack: Stack;
@@ -121,7 +121,7 @@ describe('the URL policy is applied when a firm URL is called', () => {
     const callId = await deliver(stack, firm.slug);
     const call = await settledCall(firm.client, callId);
     expect(call.effects).toMatchObject({ lead: 'done', crm: 'failed', team_chat: 'failed' });
-    const stored = (await callsOf(stack).findOne({ _id: callId }))!;
+    const stored = (await storedCall(stack, callId))!;
     expect(stored.effects?.crm?.last_error).toMatch(/not allowed/);
     expect(stored.effects?.team_chat?.last_error).toMatch(/not allowed/);
     expect(stored.effects?.team_chat?.attempts).toBe(1);

@@ -112,6 +112,18 @@ export function postSigned(stack: Stack, slug: string, secret: string, body: unk
 }
 
 export const callsOf = (stack: Stack) => stack.services.mongo.db.collection<CallDoc>(COLLECTIONS.calls);
+/**
+ * A call as stored, with its effects' records from its own effects document (call_effects)
+ * where the recorder keeps them: `effects`, `crm_sync` are the records document's, never the call's.
+ */
+export async function storedCall(stack: Stack, callId: string): Promise<CallDoc | null> {
+  const db = stack.services.mongo.db;
+  const call = await callsOf(stack).findOne({ _id: callId });
+  if (call === null) return null;
+  const records = await db.collection<CallDoc>(COLLECTIONS.callEffects).findOne({ _id: callId });
+  return { ...call, effects: records?.effects, crm_sync: records?.crm_sync };
+}
+
 export const leadsOf = (stack: Stack) => stack.services.mongo.db.collection<LeadDoc>(COLLECTIONS.leads);
 
 /** Our call for a provider call id (inbound calls get an id derived from it). */

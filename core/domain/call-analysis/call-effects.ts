@@ -15,7 +15,7 @@ import { ensureSubjectLead } from '../leads/leads.js';
 import { recordLeadCreated } from '../leads/record-lead-events.js';
 import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
 import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
-import { callSubject } from '../calls/call-lock.js';
+import { callEffectsSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
 import { firmClioClient } from '../crm/firm-clio-client.js';
 import { findKnownClient } from '../contacts/known-clients.js';
@@ -23,7 +23,8 @@ import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
 // The effects of an analysed call (docs/webhooks.md#the-effects), each run by its own job through the
-// effect recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` on the call:
+// effect recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` in the call's
+// effects document (CallEffectsDoc: no effect rewrites the call and its transcript):
 // a done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
 // is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
 // cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.
@@ -85,7 +86,8 @@ const EFFECTS: Record<
       );
       // Made now or by an earlier attempt: its key records lead.created once.
       await recordLeadCreated(services, lead);
-      return { state: 'done', result: { lead_id: lead._id }, alsoSet: { lead_id: lead._id } };
+      // The call's lead_id is this result (withCallEffects): the call document is not rewritten for it.
+      return { state: 'done', result: { lead_id: lead._id } };
     },
   },
   crm: {
@@ -104,7 +106,14 @@ const EFFECTS: Record<
         const id = Number(known?.external_id ?? NaN);
         return Number.isSafeInteger(id) && id > 0 ? id : null;
       };
-      const synced = await syncToClio(client, callSubject(services, call), call, data, attempt, syncedId);
+      const synced = await syncToClio(
+        client,
+        callEffectsSubject(services, call),
+        call,
+        data,
+        attempt,
+        syncedId,
+      );
       return { state: 'done', result: { provider: 'clio', ...synced } };
     },
   },
@@ -167,12 +176,16 @@ export async function runCallEffect(
   attempt: Attempt,
 ): Promise<EffectRunOutcome> {
   const db = services.mongo.db;
-  const call = await callsCollection(db).findOne({ _id: job.callId });
+  // What the effects read of the call: not its transcript, nor records they do not use.
+  const call = (await callsCollection(db).findOne(
+    { _id: job.callId },
+    { projection: { transcript: 0, dial: 0, dynamic_variables: 0, effects: 0, crm_sync: 0 } },
+  )) as CallDoc | null;
   if (call === null || call.firm !== job.firm) return 'missing';
   const { effect, perform, boundMs: boundOf } = EFFECTS[job.effect];
   const boundMs = boundOf?.(services.config);
   const record = await runEffect<Result>(
-    callSubject(services, call),
+    callEffectsSubject(services, call),
     { ...effect, path: `effects.${job.effect}`, ...(boundMs === undefined ? {} : { boundMs }) },
     attempt,
     async (signal) => {

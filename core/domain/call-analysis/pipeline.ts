@@ -2,7 +2,7 @@ import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { Services } from '../../wiring/services.js';
-import { callsCollection } from '../calls/calls.js';
+import { callsCollection, type CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { extractCallerData, storeExtraction } from './extraction.js';
 import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analysis.js';
@@ -48,21 +48,29 @@ export async function analyseCall(
   const call = await callsCollection(services.mongo.db).findOne({ _id: job.callId });
   if (call === null || call.firm !== job.firm) return 'missing';
   let outcome: AnalyzeOutcome;
+  // The call as call.analyzed tells of it: as read, with the extraction stored now.
+  let analysed: CallDoc | null = call;
   const answered = callOutcome(call);
   if (answered !== 'conversation') {
     // No conversation took place (voicemail, a phone menu, not connected): nothing to extract; each effect records itself as skipped.
     outcome = answered ?? 'not_connected';
   } else if (call.extraction !== undefined && isStaleExtraction(call)) {
     await reextract(services, call, lastAttempt);
+    // Replaced now, or by another job meanwhile: read again.
+    analysed = await callsCollection(services.mongo.db).findOne({ _id: call._id });
     outcome = 'reextracted';
   } else if (call.extraction !== undefined) {
     outcome = 'already_extracted';
   } else {
     const extraction = await extractCallerData(services, call, lastAttempt);
-    await storeExtraction(services, call, { ...extraction, analysis_digest: currentAnalysisDigest(call) });
+    const stored = await storeExtraction(services, call, {
+      ...extraction,
+      analysis_digest: currentAnalysisDigest(call),
+    });
+    analysed = { ...call, extraction: stored };
     outcome = 'extracted';
   }
-  await announceAnalysis(services, call._id);
+  if (analysed !== null) await announceAnalysis(services, analysed);
   for (const effect of CALL_EFFECTS) {
     await enqueue(
       services.queues,
@@ -79,9 +87,7 @@ export async function analyseCall(
  * `lead_id` is the lead the call's lead effect makes (its id derives from the call), so that
  * what follows about that lead can be matched to the call.
  */
-async function announceAnalysis(services: Services, callId: string): Promise<void> {
-  const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
-  if (call === null) return;
+async function announceAnalysis(services: Services, call: CallDoc): Promise<void> {
   const makesLead =
     callOutcome(call) === 'conversation' && call.extraction !== undefined && hasContact(call.extraction);
   const leadId = call.lead_id ?? (makesLead ? subjectLeadId('call', call._id) : null);

@@ -1,8 +1,10 @@
+import type { Collection } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { EffectLeaseDoc, EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
+import { callEffectsCollection } from './calls.js';
 
 // Writers of one call record (the place-call job, the call-event jobs, the effect recorder)
 // take turns. MongoDB would not need this, but FerretDB (tests, local) rewrites the whole
@@ -38,5 +40,16 @@ export function callSubject(services: Services, call: { _id: string; firm: strin
       ms: services.config.effectLeaseMs,
       clockMarginMs: services.config.effectLeaseClockMarginMs,
     },
+  };
+}
+
+/**
+ * A call as the subject of its call_analyzed effects (and the CRM's steps): as callSubject, with
+ * the records in the call's own effects document (CallEffectsDoc), so no effect rewrites the call.
+ */
+export function callEffectsSubject(services: Services, call: { _id: string; firm: string }): EffectSubject {
+  return {
+    ...callSubject(services, call),
+    records: callEffectsCollection(services.mongo.db) as unknown as Collection<EffectSubjectDoc>,
   };
 }

@@ -1,6 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { isRedisUnavailable } from '../../platform/errors.js';
-import { callsCollection, type CallDoc } from './calls.js';
+import { callsCollection, withCallEffects, type CallDoc } from './calls.js';
 import { decodeCursor, encodeCursor, invalidCursor, keysetPage } from '../../platform/db/keyset-cursor.js';
 import { isListPosition, readCallList, rebuildCallList, type ListPosition } from './call-list-index.js';
 
@@ -51,7 +51,12 @@ export async function listFinishedCalls(
       limit,
       cursor,
     );
-    return { calls: page.rows, next_cursor: page.next_cursor };
+    const calls: CallDoc[] = [];
+    for (let start = 0; start < page.rows.length; start += READS_IN_FLIGHT) {
+      const slice = page.rows.slice(start, start + READS_IN_FLIGHT);
+      calls.push(...(await Promise.all(slice.map((call) => withCallEffects(services.mongo.db, call)))));
+    }
+    return { calls, next_cursor: page.next_cursor };
   }
   const page = positions.slice(0, limit);
   const calls = await readCalls(services, firm, page);
@@ -63,13 +68,21 @@ export async function listFinishedCalls(
   return { calls, next_cursor };
 }
 
-/** The calls at `positions`, in order, by point reads; a call not of this firm or not finished is left out. */
+/**
+ * The calls at `positions`, in order, by point reads, each with its effects (one more point
+ * read); a call not of this firm or not finished is left out.
+ */
 async function readCalls(services: Services, firm: string, positions: ListPosition[]): Promise<CallDoc[]> {
-  const coll = callsCollection(services.mongo.db);
+  const db = services.mongo.db;
+  const coll = callsCollection(db);
   const found: Array<CallDoc | null> = new Array(positions.length).fill(null);
+  const read = async (id: string): Promise<CallDoc | null> => {
+    const doc = await coll.findOne({ _id: id });
+    return doc === null || doc.firm !== firm || !doc.finished ? null : withCallEffects(db, doc);
+  };
   for (let start = 0; start < positions.length; start += READS_IN_FLIGHT) {
     const slice = positions.slice(start, start + READS_IN_FLIGHT);
-    const docs = await Promise.all(slice.map((p) => coll.findOne({ _id: p.i })));
+    const docs = await Promise.all(slice.map((p) => read(p.i)));
     docs.forEach((doc, k) => (found[start + k] = doc));
   }
   return found.filter((doc): doc is CallDoc => doc !== null && doc.firm === firm && doc.finished);

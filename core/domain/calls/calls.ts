@@ -98,8 +98,13 @@ export interface CallDoc {
   dial: DialRecord;
   /** call_analyzed pipeline (core/domain/call-analysis): the extraction, then one record per effect. */
   extraction?: CallExtraction;
+  /**
+   * The effects' records: stored in the call's CallEffectsDoc, joined in by withCallEffects
+   * for what shows them (get-call, list-calls, call.* events); on the call document itself
+   * only in calls stored before, until release moves them (call-effects-release.ts).
+   */
   effects?: Partial<Record<CallEffectName, EffectRecord>>;
-  /** The CRM effect's two steps, so a retry never creates a second contact or matter. */
+  /** The CRM effect's two steps, so a retry never creates a second contact or matter (as `effects`). */
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
   /** A campaign lead's own time zone, which the dial gate reads the callee's hours in. */
   lead_timezone?: string;
@@ -115,6 +120,37 @@ export interface CallDoc {
 }
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
+
+/**
+ * A call's effect records, in a document of their own (`_id` = the call's id), at the paths they
+ * had on the call: every mark and settle of an effect rewrites this small document, not the call
+ * with its transcript (core/platform/db/effect-recorder.ts, `records`).
+ */
+export interface CallEffectsDoc {
+  _id: string;
+  effects?: Partial<Record<CallEffectName, EffectRecord>>;
+  crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
+}
+
+export const callEffectsCollection = (db: Db) => collection<CallEffectsDoc>(db, COLLECTIONS.callEffects);
+
+/**
+ * The call with its effects' records joined in, as get-call, list-calls and the call.* events
+ * show them: one point read by `_id`, for a finished call only (effects run once the call is
+ * analysed, and an analysed call is finished). The lead effect's lead is the call's `lead_id`.
+ */
+export async function withCallEffects(db: Db, call: CallDoc): Promise<CallDoc> {
+  if (!call.finished) return call;
+  const records = await callEffectsCollection(db).findOne({ _id: call._id }, { projection: { effects: 1 } });
+  // None yet, or a call stored before the records moved (release moves them): the call's own.
+  if (records?.effects === undefined) return call;
+  const lead = records.effects.lead?.state === 'done' ? records.effects.lead.result?.lead_id : undefined;
+  return {
+    ...call,
+    effects: { ...call.effects, ...records.effects },
+    ...(call.lead_id === undefined && typeof lead === 'string' ? { lead_id: lead } : {}),
+  };
+}
 
 /** The request stage's pass for a new call (OutboundCallInput.gate). */
 export interface GatePass {
@@ -371,6 +407,7 @@ async function registerDerivedCall(
 }
 
 /** The call by id, whoever owns it; null when there is none (the route checks who may see it). */
-export function findCall(db: Db, callId: string): Promise<CallDoc | null> {
-  return callsCollection(db).findOne({ _id: callId });
+export async function findCall(db: Db, callId: string): Promise<CallDoc | null> {
+  const call = await callsCollection(db).findOne({ _id: callId });
+  return call === null ? null : withCallEffects(db, call);
 }

@@ -1,32 +1,36 @@
 import type { Services } from '../../wiring/services.js';
 import { recordEvent } from '../events/record-event.js';
-import type { CallDoc } from './calls.js';
+import { withCallEffects, type CallDoc } from './calls.js';
 import { callView } from './call-view.js';
 
 // The call.* domain events (docs/events.md#event-types), recorded by the step that made the
 // change, keyed so that a repeated provider event or a retried job records each once.
 
 /** call.started: the provider said the call started (its call_started event). */
-export function recordCallStarted(services: Services, call: CallDoc, receivedAt: number): Promise<string> {
+export async function recordCallStarted(
+  services: Services,
+  call: CallDoc,
+  receivedAt: number,
+): Promise<string> {
   return recordEvent(services, {
     firm: call.firm,
     type: 'call.started',
     subject: call._id,
     key: 'started',
     occurred_at: new Date(call.start_timestamp ?? receivedAt),
-    data: callView(call),
+    data: callView(await withCallEffects(services.mongo.db, call)),
   });
 }
 
 /** call.ended: the call is finished, however it ended (ended, not connected, error, blocked). */
-export function recordCallEnded(services: Services, call: CallDoc): Promise<string> {
+export async function recordCallEnded(services: Services, call: CallDoc): Promise<string> {
   return recordEvent(services, {
     firm: call.firm,
     type: 'call.ended',
     subject: call._id,
     key: 'ended',
     occurred_at: new Date(call.end_timestamp ?? call.updated_at.getTime()),
-    data: callView(call),
+    data: callView(await withCallEffects(services.mongo.db, call)),
   });
 }
 
@@ -35,7 +39,7 @@ export function recordCallEnded(services: Services, call: CallDoc): Promise<stri
  * analysis: a re-analysis that says something else is another event). `leadId`: the lead the
  * call makes (its lead effect creates it next), or null when it makes none.
  */
-export function recordCallAnalyzed(
+export async function recordCallAnalyzed(
   services: Services,
   call: CallDoc,
   analysisDigest: string,
@@ -47,6 +51,6 @@ export function recordCallAnalyzed(
     subject: call._id,
     key: `analyzed|${analysisDigest}`,
     occurred_at: call.extraction?.extracted_at ?? call.updated_at,
-    data: { ...callView(call), lead_id: leadId },
+    data: { ...callView(await withCallEffects(services.mongo.db, call)), lead_id: leadId },
   });
 }

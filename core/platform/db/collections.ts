@@ -19,6 +19,12 @@ export const COLLECTIONS = {
   sessionRevocations: 'session_revocations',
   agents: 'agents',
   calls: 'calls',
+  /**
+   * A call's effect records (`_id` = the call's): `effects.<name>` and the CRM's steps
+   * `crm_sync.contact|matter`, kept apart so that no effect rewrites the call and its transcript
+   * (core/platform/db/effect-recorder.ts, `records`).
+   */
+  callEffects: 'call_effects',
   chats: 'chats',
   /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
   chatTurns: 'chat_turns',

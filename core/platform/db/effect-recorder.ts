@@ -21,6 +21,14 @@ export interface EffectSubjectDoc {
 // Records are written with the subject's lock held (`exclusive`): FerretDB rewrites whole
 // documents on update, so writers of one document take turns (withRecordLock, core/platform/redis-mutex.ts).
 //
+// Where the records live. By default on the subject document, at the effect's path. A subject
+// that is large or written often besides (a call carries its transcript, up to 200k characters)
+// keeps them in a records document of its own instead (`records`: a collection whose document
+// with the subject's `_id` holds the records at the same paths): every mark and settle then
+// rewrites that small document, never the subject. The subject is written only for an outcome's
+// `alsoSet` (before its record, so a settled record implies its fields). Nothing else changes:
+// the same lock, lease, answer-first insert and reconcile, whichever the placement.
+//
 // The lease. `running` alone cannot tell an attempt still under way from one that died, and the
 // BullMQ lock that keeps a job's attempts apart is in Redis: a worker that loses Redis for a
 // while loses its job's lock, and when Redis is back another worker takes the job as stalled
@@ -110,6 +118,11 @@ export interface EffectSubject {
   lease?: { collection: Collection<EffectLeaseDoc>; ms: number; clockMarginMs: number };
   /** Told when an attempt's outcome is recorded (EFFECT_TIMING_FILE: measurements). */
   observe?: (timing: EffectTiming) => void;
+  /**
+   * Where the records live: the document of this collection with the subject's `_id`, at the
+   * effects' paths (made by the first mark); none: on the subject document itself.
+   */
+  records?: Collection<EffectSubjectDoc>;
 }
 
 /** The lease document of one effect of one subject. */
@@ -245,15 +258,32 @@ export async function runEffect<R>(
   attempt: Attempt,
   perform: (signal: AbortSignal) => Promise<EffectOutcome<R>>,
 ): Promise<EffectRecord<R>> {
+  const records = subject.records;
   const read = async (): Promise<EffectRecord<R>> => {
-    const doc = await subject.collection.findOne({ _id: subject.id }, { projection: { [effect.path]: 1 } });
-    if (doc === null) throw new EffectSubjectMissingError(subject.id);
+    const doc = await (records ?? subject.collection).findOne(
+      { _id: subject.id },
+      { projection: { [effect.path]: 1 } },
+    );
+    // A subject's records document is made by its first mark: none yet, nothing recorded.
+    if (doc === null && records === undefined) throw new EffectSubjectMissingError(subject.id);
     return effectRecordAt<R>(doc, effect.path);
   };
+  /** Writes the record (and `alsoSet` on the subject); the caller holds the subject's lock. */
+  const store = async (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}): Promise<void> => {
+    if (records === undefined) {
+      await subject.collection.updateOne(
+        { _id: subject.id },
+        { $set: { ...alsoSet, [effect.path]: record } },
+      );
+      return;
+    }
+    if (Object.keys(alsoSet).length > 0) {
+      await subject.collection.updateOne({ _id: subject.id }, { $set: alsoSet });
+    }
+    await records.updateOne({ _id: subject.id }, { $set: { [effect.path]: record } }, { upsert: true });
+  };
   const write = (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}) =>
-    subject.exclusive(() =>
-      subject.collection.updateOne({ _id: subject.id }, { $set: { ...alsoSet, [effect.path]: record } }),
-    );
+    subject.exclusive(() => store(record, alsoSet));
   const settle = async (
     from: EffectRecord<R>,
     outcome: EffectOutcome<R>,
@@ -311,6 +341,7 @@ export async function runEffect<R>(
   const pass = await attempt.gate?.enter();
   const token = randomBytes(9).toString('base64url');
   let renewal: NodeJS.Timeout | undefined;
+  let renewed = false;
   try {
     // The mark: only one attempt can move the record on from the version it read.
     const marked = await subject.exclusive(async () => {
@@ -320,10 +351,7 @@ export async function runEffect<R>(
       const late = await storedOutcome(current);
       if (late !== null) {
         const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
-        await subject.collection.updateOne(
-          { _id: subject.id },
-          { $set: { ...late.outcome!.alsoSet, [effect.path]: record } },
-        );
+        await store(record, late.outcome!.alsoSet);
         recovered(late, current.attempts);
         void dropOutcome(late.token);
         return record;
@@ -337,7 +365,7 @@ export async function runEffect<R>(
         finished_at: null,
         ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
       };
-      await subject.collection.updateOne({ _id: subject.id }, { $set: { [effect.path]: next } });
+      await store(next);
       return next;
     });
     if (settled(marked)) return marked;
@@ -346,6 +374,7 @@ export async function runEffect<R>(
       // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
       // not the effect's failure.
       renewal = setInterval(() => {
+        renewed = true;
         lease.collection
           .replaceOne({ _id: leaseId }, { token, until: new Date(Date.now() + lease.ms) }, { upsert: true })
           .catch(() => undefined);
@@ -422,9 +451,10 @@ export async function runEffect<R>(
   } finally {
     clearInterval(renewal);
     pass?.();
-    // The record says the lease ended; its renewal document goes too (a stopping worker does
-    // not wait for this: a renewal left behind names a token no record holds any more).
-    if (renewal !== undefined) {
+    // The record says the lease ended; its renewal document, if one was written, goes too (a
+    // stopping worker does not wait for this: a renewal left behind names a token no record
+    // holds any more). Most attempts end before their first renewal: nothing to delete.
+    if (renewed) {
       await lease?.collection.deleteOne({ _id: leaseId, token }).catch(() => undefined);
     }
   }

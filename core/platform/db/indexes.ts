@@ -98,6 +98,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   // Read and written by _id only.
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
+  [COLLECTIONS.callEffects]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
   [COLLECTIONS.contactSyncCompletions]: [],
   [COLLECTIONS.contactSyncPages]: [],

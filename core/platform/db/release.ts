@@ -6,6 +6,8 @@ import { createKeyring } from '../secrets/envelope.js';
 import { releaseSecrets } from '../secrets/sealed-fields.js';
 import { createMongo } from './mongo.js';
 import { ensureIndexes } from './indexes.js';
+import { releaseCallEffectRecords } from './migrations/effect-records.js';
+import { createRedis, redisSettings } from '../redis.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel, 'release');
@@ -17,6 +19,15 @@ try {
   registerKeyring(mongo.db, createKeyring(config.secretsKey, config.secretsKeyPrevious));
   const secrets = await releaseSecrets(mongo.db);
   log.info(secrets, 'stored secrets sealed with SECRETS_KEY');
+  // Effect records kept on calls by older versions, moved to the calls' records documents, each
+  // call under its lock (the lock the workers take).
+  const redis = createRedis(redisSettings(config), 'producer');
+  try {
+    const moved = await releaseCallEffectRecords(mongo.db, redis, config);
+    log.info(moved, 'effect records moved off the call documents');
+  } finally {
+    redis.disconnect();
+  }
 } catch (err) {
   log.error({ err }, 'release failed');
   process.exitCode = 1;

@@ -62,6 +62,16 @@ export async function readCallFacts(ctx: CheckContext): Promise<CallFacts> {
       },
     )
     .toArray()) as unknown as CallRow[];
+  // Each call's effect records live in its effects document (`_id` = the call's), one point read each.
+  const records = db.collection<{ _id: string; effects?: CallRow['effects'] }>(COLLECTIONS.callEffects);
+  for (let i = 0; i < calls.length; i += 50) {
+    await Promise.all(
+      calls.slice(i, i + 50).map(async (c) => {
+        const found = await records.findOne({ _id: c._id }, { projection: { effects: 1 } });
+        if (found?.effects !== undefined) c.effects = { ...c.effects, ...found.effects };
+      }),
+    );
+  }
   const callById = new Map(calls.map((c) => [c._id, c]));
   const dials = (await db
     .collection(COLLECTIONS.simulatorCalls)
