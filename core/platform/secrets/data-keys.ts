@@ -117,10 +117,28 @@ export interface SecretBox {
   open(field: string, stored: unknown): Promise<string>;
 }
 
+/**
+ * The data keys this process has opened, by database handle and firm, bounded. A firm's data key
+ * never changes once made (a new master key only wraps it again), so opening a secret needs no
+ * read of `firm_keys` after the first; a key that no longer opens what it should (the firm's key
+ * document replaced under us, as a test's fresh database does) is dropped and read again once.
+ * Sealing always reads the stored key, so nothing is sealed with a key the database lacks.
+ */
+const openedKeys = new WeakMap<Db, Map<string, Buffer>>();
+const MAX_OPENED = 10_000;
+
+function rememberKey(db: Db, firm: string, key: Buffer): void {
+  let keys = openedKeys.get(db);
+  if (keys === undefined) openedKeys.set(db, (keys = new Map()));
+  if (!keys.has(firm) && keys.size >= MAX_OPENED) keys.delete(keys.keys().next().value!);
+  keys.set(firm, key);
+}
+
 export function secretBox(db: Db, firm: string): SecretBox {
   let known: Buffer | null = null;
   const keyFor = async (create: boolean): Promise<Buffer | null> => {
     known ??= await firmDataKey(db, firm, create);
+    if (known !== null) rememberKey(db, firm, known);
     return known;
   };
   return {
@@ -132,6 +150,14 @@ export function secretBox(db: Db, firm: string): SecretBox {
       if (typeof stored === 'string') return stored;
       if (!isSealed(stored))
         throw new SecretsKeyError(`the stored ${field} of the firm ${firm} is not a secret`);
+      const remembered = known === null ? openedKeys.get(db)?.get(firm) : undefined;
+      if (remembered !== undefined) {
+        try {
+          return open(remembered, stored, valueAad(firm, field)).toString('utf8');
+        } catch {
+          openedKeys.get(db)?.delete(firm);
+        }
+      }
       const k = await keyFor(false);
       if (k === null) throw new SecretsKeyError(`the firm ${firm} has a sealed ${field} but no data key`);
       return open(k, stored, valueAad(firm, field)).toString('utf8');
