@@ -21,6 +21,11 @@ export interface WebhookFanoutJob {
   };
   /** Added again to finish an earlier run's work: it looks for the deliveries that run made. */
   retried?: boolean;
+  /**
+   * Recorded while a change to the firm's listeners (an endpoint being made, say) was under way:
+   * the fan-out first waits for it to end (core/domain/events/listeners.ts).
+   */
+  afterChange?: boolean;
 }
 
 /**

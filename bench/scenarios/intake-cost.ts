@@ -40,6 +40,7 @@ import {
 } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
+import { trackJobs } from '../lib/jobs-per-call.js';
 
 const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
@@ -207,6 +208,7 @@ async function burst(
   const tablesBefore = await collectionStats(app, pg.psql, pg.url);
   const mongoBefore = await mongoCommands(pg.admin);
   const before = stackCpu(named);
+  const jobs = await trackJobs(app);
   const commandsBefore = await redisCommands(app);
   const started = performance.now();
   await loop(CONCURRENCY, CALLS, (i) =>
@@ -259,7 +261,7 @@ async function burst(
   return {
     cpuMs: total * 1000,
     capacity: CALLS / seconds,
-    breakdown: `CPU per call, ms: ${breakdown}; ${commands}`,
+    breakdown: `CPU per call, ms: ${breakdown}; ${commands}; ${await jobs.perCall(CALLS)}`,
     database,
   };
 }

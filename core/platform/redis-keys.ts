@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 // - a firm's booking reminders and its `firmRemindersDue`: `{<firm>}`;
 // - a subject's events not yet fanned out and its delivery lanes (one per endpoint), which a
 //   fan-out's look at a lane reads together: `{<subject hash>}`;
+// - a firm's event listeners' change epoch and changes under way, read together: `{<firm>}`;
 // - a firm's dial slots, waiters and waking set, with the reaper's list of firms, which the
 //   dial-slot scripts update in the same call: one of PACING_LISTS lists, `{pacing-<n>}`, the
 //   firm's by a hash of its slug, so that firms spread over the cluster's nodes and the
@@ -357,6 +358,24 @@ export class RedisKeys {
   /** STRING: a counter bumped by every change to a firm's webhook endpoints (workers' caches compare it). */
   webhookEndpointsVersion(firm: string): string {
     return key(this.prefix, 'webhooks', 'endpoints-version', firm);
+  }
+
+  /**
+   * STRING, an integer: bumped after every change to what listens to a firm's events (its webhook
+   * endpoints, its workflow trigger index), beside `eventsListenersChanging`, whose hash tag it
+   * shares (core/domain/events/listeners.ts reads both in one script). No expiry.
+   */
+  eventsListenersEpoch(firm: string): string {
+    return key(this.prefix, 'events', 'listeners-epoch', this.tag(firm));
+  }
+
+  /**
+   * ZSET: the changes to a firm's event listeners under way (member: a writer's token; score:
+   * when its mark lapses, ms, should the writer die mid-change). No expiry: lapsed members are
+   * removed by the next change.
+   */
+  eventsListenersChanging(firm: string): string {
+    return key(this.prefix, 'events', 'listeners-changing', this.tag(firm));
   }
 
   /** HASH: webhook delivery attempts by outcome since the counters began (read by /metrics). */

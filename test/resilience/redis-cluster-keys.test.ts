@@ -67,6 +67,9 @@ describe('Redis Cluster keys', () => {
         keys.webhookLane(`we_2|${subject}`),
       ];
       expect(await sameSlot(lanes), lanes.join(' ')).toBe(true);
+      // listeners-read.lua, listeners-end.lua: a firm's listeners epoch and changes under way
+      const listeners = [keys.eventsListenersChanging(firm), keys.eventsListenersEpoch(firm)];
+      expect(await sameSlot(listeners), listeners.join(' ')).toBe(true);
     }
     // advance-lead.lua, and the MULTI of retainCountsAfterEnd; kill-switch.lua and the resume's DEL
     const campaign = [
@@ -161,6 +164,20 @@ describe('every Lua script of the service', () => {
         keys.dialAttempts('f', '+13055550100'),
       ],
       'core/domain/events/begin-delivery.lua': [keys.eventsDue('f', 'abc'), keys.webhookLane('we_1|abc')],
+      'core/domain/events/listeners-end.lua': [
+        keys.eventsListenersChanging('f'),
+        keys.eventsListenersEpoch('f'),
+      ],
+      'core/domain/events/listeners-read.lua': [
+        keys.eventsListenersChanging('f'),
+        keys.eventsListenersEpoch('f'),
+      ],
+      'core/domain/pacing/release-dial-slot.lua': [
+        keys.dialSlots('f'),
+        keys.dialWaiters('f'),
+        keys.pacingFirms('f'),
+        keys.dialWaking('f'),
+      ],
       'core/domain/compliance/request-peek.lua': [
         keys.dncIndexReady('f'),
         keys.dncListed('f'),

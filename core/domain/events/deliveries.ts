@@ -43,6 +43,8 @@ import {
   type WebhookEndpointDoc,
 } from './endpoints.js';
 import { nextRetryDelay, parseSchedule } from './retry-schedule.js';
+import { listenersChanging } from './listeners.js';
+import { BusyUntilError } from '../../platform/busy-until.js';
 
 // Deliveries of events to firms' endpoints (docs/events.md), as the Standard Webhooks spec says.
 //
@@ -219,6 +221,11 @@ export async function fanOutEvent(
   const db = services.mongo.db;
   const event = carriedEvent(job) ?? (await eventsCollection(db).findOne({ _id: job.eventId }));
   if (event === null) return { deliveries: 0, workflow_runs: 0 };
+  // Recorded while the firm's listeners were changing (an endpoint being made): the change ends
+  // first, so the fan-out reads what it made. Parked meanwhile (no attempt spent).
+  if (job.afterChange === true && (await listenersChanging(services, event.firm))) {
+    throw new BusyUntilError("a change to the firm's event listeners is under way", Date.now() + 50);
+  }
   const endpoints = (await firmEndpoints(services, event.firm)).filter(
     (e) => e.enabled && matchesFilter(e.events, event.type),
   );

@@ -13,6 +13,7 @@ import { urlPolicyOf } from '../../platform/config.js';
 import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { EVENT_TYPES, type EventType } from './event-types.js';
+import { changeListeners } from './listeners.js';
 
 // A firm's webhook endpoints (docs/events.md#endpoints): where its events are delivered, which
 // ones (a filter of types and wildcards), and the signing secret, sealed with the firm's data key
@@ -132,18 +133,22 @@ export async function createEndpoint(
     created_at: now,
     updated_at: now,
   };
-  // The count and the insert under the firm's lock: two creations at once cannot both be the 20th.
-  await withRecordLock(services.redis, lockOf(services, firm), async () => {
-    const count = await endpointsCollection(db).countDocuments({ firm }, { limit: MAX_ENDPOINTS_PER_FIRM });
-    if (count >= MAX_ENDPOINTS_PER_FIRM) {
-      throw conflict(
-        'endpoint_limit_reached',
-        `A firm may have at most ${MAX_ENDPOINTS_PER_FIRM} webhook endpoints; delete one first.`,
-      );
-    }
-    await endpointsCollection(db).insertOne(doc);
+  // A change to the firm's event listeners from here to its version's bump (listeners.ts): an
+  // event recorded meanwhile is fanned out once it is done. The count and the insert under the
+  // firm's lock: two creations at once cannot both be the 20th.
+  await changeListeners(services, firm, async () => {
+    await withRecordLock(services.redis, lockOf(services, firm), async () => {
+      const count = await endpointsCollection(db).countDocuments({ firm }, { limit: MAX_ENDPOINTS_PER_FIRM });
+      if (count >= MAX_ENDPOINTS_PER_FIRM) {
+        throw conflict(
+          'endpoint_limit_reached',
+          `A firm may have at most ${MAX_ENDPOINTS_PER_FIRM} webhook endpoints; delete one first.`,
+        );
+      }
+      await endpointsCollection(db).insertOne(doc);
+    });
+    await bumpVersion(services, firm);
   });
-  await bumpVersion(services, firm);
   return { endpoint: doc, secret };
 }
 
@@ -167,15 +172,17 @@ export async function setOnEndpoint(
   set: (current: WebhookEndpointDoc) => Partial<WebhookEndpointDoc> | null,
 ): Promise<WebhookEndpointDoc | null> {
   const coll = endpointsCollection(services.mongo.db);
-  return withRecordLock(services.redis, lockOf(services, endpoint.firm, endpoint._id), async () => {
-    const current = await coll.findOne({ _id: endpoint._id });
-    if (current === null) return null;
-    const changes = set(current);
-    if (changes === null) return current;
-    await coll.updateOne({ _id: endpoint._id }, { $set: changes });
-    await bumpVersion(services, endpoint.firm);
-    return { ...current, ...changes };
-  });
+  return changeListeners(services, endpoint.firm, () =>
+    withRecordLock(services.redis, lockOf(services, endpoint.firm, endpoint._id), async () => {
+      const current = await coll.findOne({ _id: endpoint._id });
+      if (current === null) return null;
+      const changes = set(current);
+      if (changes === null) return current;
+      await coll.updateOne({ _id: endpoint._id }, { $set: changes });
+      await bumpVersion(services, endpoint.firm);
+      return { ...current, ...changes };
+    }),
+  );
 }
 
 /** PATCH: url, events, description, enabled (enabling again clears why it was disabled). */
@@ -200,10 +207,12 @@ export async function updateEndpoint(
 }
 
 export async function deleteEndpoint(services: Services, endpoint: WebhookEndpointDoc): Promise<void> {
-  await withRecordLock(services.redis, lockOf(services, endpoint.firm), () =>
-    endpointsCollection(services.mongo.db).deleteOne({ _id: endpoint._id }),
-  );
-  await bumpVersion(services, endpoint.firm);
+  await changeListeners(services, endpoint.firm, async () => {
+    await withRecordLock(services.redis, lockOf(services, endpoint.firm), () =>
+      endpointsCollection(services.mongo.db).deleteOne({ _id: endpoint._id }),
+    );
+    await bumpVersion(services, endpoint.firm);
+  });
 }
 
 /**

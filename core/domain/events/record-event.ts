@@ -7,6 +7,7 @@ import { JOBS } from '../../../jobs/table.js';
 import type { WebhookFanoutJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent, EventInput } from './event-types.js';
 import { clearDue, markDue } from './lanes.js';
+import { audiences } from './listeners.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
@@ -14,6 +15,9 @@ import { clearDue, markDue } from './lanes.js';
 // delivery per subscribed endpoint. The job carries the event this call recorded, so the fan-out
 // does not read it back; `recorded_at` is when the service learnt of it (the order bound counts
 // from there).
+//
+// An event nobody listens to (no endpoint takes its type, no workflow starts on it or waits:
+// listeners.ts) is recorded and no more: it has no fan-out job.
 //
 // Order within a subject: the fan-outs of one subject's events run as separate jobs, in any
 // order, so each event is marked "due" (lanes.ts) before its job is added, and unmarked by the
@@ -176,15 +180,31 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
     (d) => eventsCollection(db).insertMany(d, { ordered: false }),
     docs,
   );
-  await markDue(services, docs);
-  const jobs = docs.map((e, i) => fanoutOf(e, inserted[i]!));
-  if (jobs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, jobs[0]!);
-  else
-    await enqueueBulk(
-      services.queues,
-      JOBS.webhookFanout,
-      jobs.map((data) => ({ data })),
+  // Whom each goes to, decided now that it is stored (listeners.ts): an event nobody listens to
+  // has no fan-out and no due mark.
+  const heard = await audiences(services, docs);
+  const fanned = docs.flatMap((e, i) => (heard[i] === 'none' ? [] : [i]));
+  if (fanned.length > 0) {
+    await markDue(
+      services,
+      fanned.map((i) => docs[i]!),
     );
-  await settleRepeated(services, docs, inserted);
+    const jobs = fanned.map((i) => ({
+      ...fanoutOf(docs[i]!, inserted[i]!),
+      ...(heard[i] === 'after_change' ? { afterChange: true } : {}),
+    }));
+    if (jobs.length === 1) await enqueue(services.queues, JOBS.webhookFanout, jobs[0]!);
+    else
+      await enqueueBulk(
+        services.queues,
+        JOBS.webhookFanout,
+        jobs.map((data) => ({ data })),
+      );
+    await settleRepeated(
+      services,
+      fanned.map((i) => docs[i]!),
+      fanned.map((i) => inserted[i]!),
+    );
+  }
   return docs.map((e) => e._id);
 }

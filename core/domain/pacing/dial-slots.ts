@@ -31,6 +31,10 @@ const TAKE = loadRedisScript(new URL('./take-dial-slot.lua', import.meta.url), {
   keys: ['slots', 'waiters', 'firms'],
   args: ['member', 'now', 'lease_end', 'max', 'waiter', 'firm', 'place'],
 });
+const RELEASE = loadRedisScript(new URL('./release-dial-slot.lua', import.meta.url), {
+  keys: ['slots', 'waiters', 'firms', 'waking'],
+  args: ['member', 'firm'],
+});
 const RELEASE_AND_WAKE = loadRedisScript(new URL('./release-and-wake.lua', import.meta.url), {
   keys: ['slots', 'waiters', 'firms', 'waking'],
   args: ['member', 'now', 'max', 'firm', 'wake_lease_end'],
@@ -116,8 +120,18 @@ async function rewakeLost(services: Services, firm: string): Promise<number> {
  * A slot already released (a repeated event) wakes no one again.
  */
 export async function releaseDialSlot(services: Services, firm: string, callId: string): Promise<void> {
-  if ((await services.redis.zrem(slotsKey(services, firm), callId)) === 0) return;
-  await wake(services, firm);
+  // One round trip; the firm's limit (a read of the firm) only when someone waits for the slot.
+  const released = await RELEASE.run(
+    services.redis,
+    {
+      slots: slotsKey(services, firm),
+      waiters: waitersKey(services, firm),
+      firms: firmsKey(services, firm),
+      waking: wakingKey(services, firm),
+    },
+    { member: callId, firm },
+  );
+  if (Number(released) === 1) await wake(services, firm);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { firmEndpoints } from '../events/endpoints.js';
+import { changeListeners } from '../events/listeners.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { WorkflowEdge, WorkflowNode } from './graph.js';
 import { dataOf, runnableGraph, runnableProblems, TRIGGER } from './vocabulary.js';
@@ -102,12 +103,15 @@ async function setEntry(
   versionId: string | null,
 ): Promise<void> {
   const index = triggerIndex(services.mongo.db);
-  const current = await index.findOne({ _id: key });
-  const entries = (current?.entries ?? []).filter((e) => e.workflow_id !== workflowId);
-  if (versionId !== null) entries.push({ workflow_id: workflowId, version_id: versionId });
-  if (entries.length === 0) await index.deleteOne({ _id: key });
-  else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
-  await services.redis.incr(redisKeys(services.config).workflowTriggersVersion(firm));
+  // A change to the firm's event listeners (core/domain/events/listeners.ts).
+  await changeListeners(services, firm, async () => {
+    const current = await index.findOne({ _id: key });
+    const entries = (current?.entries ?? []).filter((e) => e.workflow_id !== workflowId);
+    if (versionId !== null) entries.push({ workflow_id: workflowId, version_id: versionId });
+    if (entries.length === 0) await index.deleteOne({ _id: key });
+    else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
+    await services.redis.incr(redisKeys(services.config).workflowTriggersVersion(firm));
+  });
 }
 
 type TriggerEntries = WorkflowTriggerIndexDoc['entries'];

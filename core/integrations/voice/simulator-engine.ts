@@ -38,25 +38,26 @@ export async function advanceSimulatedCall(
   deps: SimulatorDeps,
   providerCallId: string,
 ): Promise<{ status: SimulatedCallStatus | 'gone'; waitUntil?: number }> {
+  let call = await simulatorCalls(deps.db).findOne({ _id: providerCallId });
   for (;;) {
-    const call = await simulatorCalls(deps.db).findOne({ _id: providerCallId });
     if (call === null) return { status: 'gone' };
     for (const event of EVENTS_FOR[call.call_status]) {
       if (call.delivered.includes(event)) continue;
       await deliverWebhook(deps, call, event);
       await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $addToSet: { delivered: event } });
+      call = { ...call, delivered: [...call.delivered, event] };
     }
     const now = Date.now();
     if (call.call_status === 'registered') {
       if (call.outcome === 'no_answer') {
-        await transition(deps.db, call, {
+        call = await transition(deps.db, call, {
           call_status: 'not_connected',
           end_timestamp: now,
           duration_ms: 0,
           disconnection_reason: 'dial_no_answer',
         });
       } else {
-        await transition(deps.db, call, {
+        call = await transition(deps.db, call, {
           call_status: 'ongoing',
           start_timestamp: now,
           hangup_at: now + Math.floor(deps.config.simCallMs / 2),
@@ -79,11 +80,12 @@ export async function advanceSimulatedCall(
           email: data.email ?? 'caller@example.com',
         });
         await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $set: { booking } });
+        call = { ...call, booking };
       }
       const conversation = voicemail
         ? simulateVoicemail(call.agent.begin_message)
         : simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number, booking);
-      await transition(deps.db, call, {
+      call = await transition(deps.db, call, {
         call_status: 'ended',
         end_timestamp: now,
         duration_ms: now - start,
@@ -97,11 +99,20 @@ export async function advanceSimulatedCall(
   }
 }
 
-/** Moves the provider-side call on, once: concurrent runs cannot both take a step. */
-async function transition(db: Db, call: SimulatorCallDoc, changes: Partial<SimulatorCallDoc>): Promise<void> {
-  await simulatorCalls(db).updateOne({ _id: call._id, call_status: call.call_status }, {
+/**
+ * Moves the provider-side call on, once: concurrent runs cannot both take a step. Returns the call
+ * as it now is: as written when this run moved it, else read again.
+ */
+async function transition(
+  db: Db,
+  call: SimulatorCallDoc,
+  changes: Partial<SimulatorCallDoc>,
+): Promise<SimulatorCallDoc | null> {
+  const result = await simulatorCalls(db).updateOne({ _id: call._id, call_status: call.call_status }, {
     $set: changes,
   } as UpdateFilter<SimulatorCallDoc>);
+  if (result.modifiedCount === 1) return { ...call, ...changes };
+  return simulatorCalls(db).findOne({ _id: call._id });
 }
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */

@@ -63,8 +63,23 @@ export interface SimulatorCallDoc {
 const SIMULATOR_WEBHOOK_SECRET = sealedFieldName(COLLECTIONS.simulatorCalls, 'webhook.secret');
 
 /** The key a simulated call's events and tool calls are signed with, opened. */
-export const simulatorWebhookSecret = (db: Db, call: SimulatorCallDoc): Promise<string> =>
-  secretBox(db, call.metadata.firm).open(SIMULATOR_WEBHOOK_SECRET, call.webhook.secret);
+/**
+ * Opened webhook secrets by firm and sealed value, so a call's three events (and its tools' calls)
+ * read the firm's data key once rather than each time. Bounded.
+ */
+const openedSecrets = new Map<string, string>();
+
+export async function simulatorWebhookSecret(db: Db, call: SimulatorCallDoc): Promise<string> {
+  const stored = call.webhook.secret;
+  if (typeof stored === 'string') return stored;
+  const memo = `${call.metadata.firm}|${stored.iv}|${stored.data}|${stored.tag}`;
+  const known = openedSecrets.get(memo);
+  if (known !== undefined) return known;
+  const secret = await secretBox(db, call.metadata.firm).open(SIMULATOR_WEBHOOK_SECRET, stored);
+  if (openedSecrets.size >= 10_000) openedSecrets.delete(openedSecrets.keys().next().value!);
+  openedSecrets.set(memo, secret);
+  return secret;
+}
 
 export const simulatorCalls = (db: Db) => collection<SimulatorCallDoc>(db, COLLECTIONS.simulatorCalls);
 
