@@ -109,9 +109,15 @@ export async function enqueueBulk<T>(
   queues: Queues,
   job: JobDefinition<T>,
   items: BulkItem<T>[],
+  /** `retryDelayMs`: as enqueue's, for every job of the bulk. */
+  options: { retryDelayMs?: number } = {},
 ): Promise<void> {
   if (items.length === 0) return;
   assertReady(queues, job.queue);
+  const backoff =
+    options.retryDelayMs === undefined
+      ? {}
+      : { backoff: { type: backoffType(job.options?.backoff), delay: options.retryDelayMs } };
   try {
     await queues[job.queue].addBulk(
       items.map((item) => ({
@@ -121,6 +127,7 @@ export async function enqueueBulk<T>(
           ...job.options,
           ...(job.id === undefined ? {} : { jobId: job.id(item.data) }),
           ...(item.priority === undefined ? {} : { priority: item.priority }),
+          ...backoff,
         },
       })),
     );

@@ -431,6 +431,8 @@ describe('a failing effect is retried alone', () => {
     const job = await stack.services.queues['call-effects'].getJob(`effect|${firm.slug}|${callId}|team_chat`);
     expect(await job?.getState()).toBe('failed');
     expect(job?.attemptsMade).toBe(1);
+    // Its retries would have waited CALL_EFFECT_RETRY_MS first, doubling: the job carries it.
+    expect(job?.opts.backoff).toEqual({ type: 'exponential', delay: 1000 });
   });
 });
 

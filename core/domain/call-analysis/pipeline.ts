@@ -1,5 +1,5 @@
 import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
-import { enqueue } from '../../../jobs/define.js';
+import { enqueue, enqueueBulk } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { Services } from '../../wiring/services.js';
 import { callsCollection, type CallDoc } from '../calls/calls.js';
@@ -71,14 +71,13 @@ export async function analyseCall(
     outcome = 'extracted';
   }
   if (analysed !== null) await announceAnalysis(services, analysed);
-  for (const effect of CALL_EFFECTS) {
-    await enqueue(
-      services.queues,
-      JOBS.callEffect,
-      { firm: call.firm, callId: call._id, effect },
-      { retryDelayMs: services.config.callEffectRetryMs },
-    );
-  }
+  // The effects' jobs in one round trip (a repeat adds nothing for jobs BullMQ still knows).
+  await enqueueBulk(
+    services.queues,
+    JOBS.callEffect,
+    CALL_EFFECTS.map((effect) => ({ data: { firm: call.firm, callId: call._id, effect } })),
+    { retryDelayMs: services.config.callEffectRetryMs },
+  );
   return outcome;
 }
 
