@@ -175,6 +175,7 @@ async function runOnce(
   await events.pause();
   await effects.pause();
   const before = await countDone(app);
+  const mongoBefore = await mongoCommands(app);
   await loop(20, DELIVERIES, (i) => post(base, firms[i % firms.length]!, i));
   const procs: Proc[] = [];
   for (let w = 1; w <= workers; w++) {
@@ -194,6 +195,7 @@ async function runOnce(
   const seconds = (performance.now() - started) / 1000;
   const cpuLine = cpu.read();
   const statsAfter = await commandStatsByMaster(app.redis);
+  const mongoAfter = await mongoCommands(app);
   const timing = await jobTimes(app);
   for (const p of procs) await p.stop();
   // What one look at the queues costs each master, with the workers gone: the polls taken out.
@@ -214,8 +216,47 @@ async function runOnce(
     // Redis SET: the record locks' SET NX, one per attempt, so the count per call grows when
     // writers of one call wait for each other (jobs use no other SET).
     cpu: `${cpuLine}; ${timing}; ${perCall} lock attempts per call`,
-    masters: perMaster(served, DELIVERIES, seconds),
+    masters: `${perMaster(served, DELIVERIES, seconds)}; ${mongoPerCall(mongoBefore, mongoAfter, DELIVERIES)}`,
   };
+}
+
+/**
+ * MongoDB commands served so far, by name (serverStatus metrics.commands, which FerretDB keeps
+ * too), without the drivers' own handshakes and heartbeats.
+ */
+async function mongoCommands(app: App): Promise<Map<string, number>> {
+  const status = await app.mongo.db('admin').command({ serverStatus: 1 });
+  const commands = (status.metrics as { commands?: Record<string, { total?: unknown }> } | undefined)
+    ?.commands;
+  // As bench/lib/ops.ts: the drivers' handshakes, heartbeats and sessions are not the work.
+  const background = new Set([
+    'hello',
+    'ismaster',
+    'isMaster',
+    'ping',
+    'buildInfo',
+    'endSessions',
+    'serverStatus',
+    'saslStart',
+    'saslContinue',
+    'getParameter',
+    'unknown',
+  ]);
+  const out = new Map<string, number>();
+  for (const [name, v] of Object.entries(commands ?? {})) {
+    const total = Number(v.total ?? NaN);
+    if (!background.has(name) && Number.isFinite(total)) out.set(name, total);
+  }
+  return out;
+}
+
+function mongoPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
+  const per = [...after]
+    .map(([name, n]): [string, number] => [name, (n - (before.get(name) ?? 0)) / calls])
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1]);
+  const total = per.reduce((n, [, c]) => n + c, 0);
+  return `MongoDB commands per call: ${total.toFixed(1)} (${per.map(([k, n]) => `${k} ${n.toFixed(1)}`).join(', ')})`;
 }
 
 type Stats = Map<string, Map<string, number>>;
