@@ -19,7 +19,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { createQueues, QUEUE, type QueueName, type Queues } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
 import { redisKeys, type RedisKeys } from '../../core/platform/redis-keys.js';
-import { masters, readyMasters } from '../../core/platform/redis-cluster.js';
+import { readyMasters } from '../../core/platform/redis-cluster.js';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import {
   ensurePostgres,
@@ -140,21 +140,6 @@ export async function startStores(options: { redis?: RedisMode } = {}): Promise<
       return out;
     },
   };
-}
-
-/**
- * INFO commandstats of every master (one server on a single node), by master (`host:port`):
- * command → calls so far. A keyless command reaches one node of a cluster, so each is asked.
- */
-export async function commandStatsByMaster(redis: RedisClient): Promise<Map<string, Map<string, number>>> {
-  const out = new Map<string, Map<string, number>>();
-  for (const node of masters(redis)) {
-    const stats = await node.info('commandstats');
-    const counts = new Map<string, number>();
-    for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(m[1]!, Number(m[2]));
-    out.set(`${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`, counts);
-  }
-  return out;
 }
 
 // ---- processes ----------------------------------------------------------------------------

@@ -27,15 +27,8 @@ import { CALL_EFFECTS } from '../../jobs/call-analysis.js';
 import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
-import {
-  atExit,
-  commandStatsByMaster,
-  createApp,
-  makeTenant,
-  rand,
-  type App,
-  type Proc,
-} from '../lib/stack.js';
+import { atExit, createApp, makeTenant, rand, type App, type Proc } from '../lib/stack.js';
+import { commandStatsByMaster, delta, perMaster, subtract } from '../lib/redis-stats.js';
 import { masters } from '../../core/platform/redis-cluster.js';
 import { checkInterrupted, knob, loadAverage, loop, say, StackCpu } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
@@ -257,60 +250,6 @@ function mongoPerCall(before: Map<string, number>, after: Map<string, number>, c
     .sort((a, b) => b[1] - a[1]);
   const total = per.reduce((n, [, c]) => n + c, 0);
   return `MongoDB commands per call: ${total.toFixed(1)} (${per.map(([k, n]) => `${k} ${n.toFixed(1)}`).join(', ')})`;
-}
-
-type Stats = Map<string, Map<string, number>>;
-
-/** Commands each master served between two reads of commandStatsByMaster. */
-function delta(before: Stats, after: Stats): Stats {
-  const out: Stats = new Map();
-  for (const [node, counts] of after) {
-    const was = before.get(node) ?? new Map<string, number>();
-    out.set(node, new Map([...counts].map(([cmd, n]) => [cmd, n - (was.get(cmd) ?? 0)])));
-  }
-  return out;
-}
-
-/** `served` less `times` × `one` (the bench's own looks at the queues), never below 0. */
-function subtract(served: Stats, one: Stats, times: number): Stats {
-  const out: Stats = new Map();
-  for (const [node, counts] of served) {
-    const poll = one.get(node) ?? new Map<string, number>();
-    // The look's own INFO commandstats reads are not in `served`'s polls: they happen once a run.
-    out.set(
-      node,
-      new Map(
-        [...counts].map(([cmd, n]) => [
-          cmd,
-          Math.max(0, n - (cmd === 'info' ? 0 : times * (poll.get(cmd) ?? 0))),
-        ]),
-      ),
-    );
-  }
-  return out;
-}
-
-/**
- * Per master: commands served per analysed call and per second, its share of the whole, and its
- * busiest commands — how the load spreads (one server on a single node).
- */
-function perMaster(served: Stats, calls: number, seconds: number): string {
-  const totals = [...served].map(([node, counts]) => {
-    const sum = [...counts].filter(([cmd]) => cmd !== 'info').reduce((n, [, c]) => n + c, 0);
-    const top = [...counts]
-      .filter(([cmd]) => cmd !== 'info')
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 4)
-      .map(([cmd, c]) => `${cmd} ${(c / calls).toFixed(0)}`)
-      .join(', ');
-    return { node, sum, top };
-  });
-  const all = totals.reduce((n, t) => n + t.sum, 0);
-  const lines = totals.map(
-    (t) =>
-      `${t.node} ${(t.sum / calls).toFixed(0)} a call, ${(t.sum / seconds).toFixed(0)}/s, ${((100 * t.sum) / all).toFixed(0)} % (${t.top})`,
-  );
-  return `Redis commands served (the bench's polls out): ${(all / calls).toFixed(0)} a call; per master: ${lines.join('; ')}`;
 }
 
 /**
