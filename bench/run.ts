@@ -7,6 +7,10 @@
 // (--cpu-prof on every web and worker process, profiles in bench/results/profiles, their top
 // frames printed), and the scenarios' own sizes (see docs/performance.md).
 // Uses REDIS_URL / MONGODB_URI when set, else starts a local Redis and FerretDB on PostgreSQL.
+//   npm run bench -- --redis=cluster --only=scale-effects   (or BENCH_REDIS=cluster)
+//                                         on a Redis Cluster: a local one of three masters (or the
+//                                         cluster REDIS_URL names), every process with
+//                                         REDIS_CLUSTER=true; only the scenarios in ON_CLUSTER.
 // Writes bench/results/latest.json (and latest.txt). Not part of `npm test`.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -15,7 +19,7 @@ import { join } from 'node:path';
 import { knob, loadAverage, say } from './lib/measure.js';
 import { formatTable, passes, writeJson, type Row } from './lib/report.js';
 import type { Scenario } from './lib/scenario.js';
-import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores } from './lib/stack.js';
+import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores, type RedisMode } from './lib/stack.js';
 import { busiestProfile, summariseProfile } from './lib/profile.js';
 import { createCall } from './scenarios/create-call.js';
 import { webhooks } from './scenarios/webhooks.js';
@@ -41,6 +45,14 @@ const SCENARIOS: Scenario[] = [
   intakeCost,
 ];
 
+/**
+ * The scenarios that run on a Redis Cluster (`--redis=cluster`). The others measure against one
+ * redis-server: their direct baselines and the bare server (bench/bare-http-server.ts) issue the
+ * route's commands over a single-node connection with the untagged keys, and their Redis figures
+ * read INFO of one server; they need a single node, and the run refuses them on a cluster.
+ */
+const ON_CLUSTER = new Set(['scale-effects']);
+
 const RESULTS = join(root, 'bench', 'results');
 const DEADLINE_MS = knob('BENCH_DEADLINE_S', 40 * 60, 4 * 3600) * 1000;
 
@@ -60,6 +72,14 @@ function selected(): Scenario[] {
   return SCENARIOS.filter((s) => wanted.includes(s.name) || s.ids.some((id) => wanted.includes(id)));
 }
 
+function redisMode(): RedisMode {
+  const arg = process.argv.slice(2).find((a) => a.startsWith('--redis='));
+  const raw = arg === undefined ? (process.env.BENCH_REDIS ?? 'single') : arg.slice('--redis='.length);
+  if (raw !== 'single' && raw !== 'cluster')
+    throw new Error(`--redis / BENCH_REDIS: single or cluster (got ${raw})`);
+  return raw;
+}
+
 function machine(): Record<string, string> {
   let nproc = String(cpus().length);
   try {
@@ -77,6 +97,15 @@ function machine(): Record<string, string> {
 
 async function main(): Promise<void> {
   const scenarios = selected();
+  const redis = redisMode();
+  if (redis === 'cluster') {
+    const single = scenarios.filter((s) => !ON_CLUSTER.has(s.name)).map((s) => s.name);
+    if (single.length > 0) {
+      throw new Error(
+        `--redis=cluster: ${single.join(', ')} need a single Redis (their baselines and Redis counts are of one server); on a cluster: --only=${[...ON_CLUSTER].join(',')}`,
+      );
+    }
+  }
   deadline(DEADLINE_MS);
   const started = Date.now();
   const rounds = knob('BENCH_ROUNDS', 3, 15);
@@ -91,7 +120,7 @@ async function main(): Promise<void> {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   }
   say(`load average at start: ${loadAverage()}`);
-  const stores = await startStores();
+  const stores = await startStores({ redis });
   const meta: Record<string, unknown> = {
     ...machine(),
     ...(await stores.describe()),
@@ -103,6 +132,7 @@ async function main(): Promise<void> {
     seconds_per_step: ctxBase.seconds,
     connections: ctxBase.connections,
     started_at: new Date(started).toISOString(),
+    redis_mode: redis,
   };
   const rows: Row[] = [];
   const loads: string[] = [];
@@ -135,9 +165,11 @@ async function main(): Promise<void> {
   const text = `${header}\n${table}\n${footer}\n`;
   process.stdout.write(`\n${text}`);
   mkdirSync(RESULTS, { recursive: true });
-  writeJson(join(RESULTS, 'latest.json'), rows, meta);
-  writeFileSync(join(RESULTS, 'latest.txt'), text);
-  say(`wrote ${join(RESULTS, 'latest.json')}`);
+  // A cluster run is written beside the single-node one, not over it.
+  const base = redis === 'cluster' ? 'latest-cluster' : 'latest';
+  writeJson(join(RESULTS, `${base}.json`), rows, meta);
+  writeFileSync(join(RESULTS, `${base}.txt`), text);
+  say(`wrote ${join(RESULTS, `${base}.json`)}`);
 }
 
 function printProfiles(scenario: string): void {

@@ -1,5 +1,7 @@
 // The stack a bench runs against: Redis and MongoDB (REDIS_URL / MONGODB_URI, else the local
-// Redis and FerretDB on PostgreSQL that `npm test` starts), and per scenario an "app": its own
+// Redis and FerretDB on PostgreSQL that `npm test` starts; with `redis: 'cluster'` a local Redis
+// Cluster of three masters, as `npm run chaos -- --redis=cluster` starts, or the cluster REDIS_URL
+// names, and every process runs with REDIS_CLUSTER=true), and per scenario an "app": its own
 // database and queue prefix, the web and worker processes as children started the way
 // `npm start` starts them (node --import tsx api/server.ts | workers/main.ts), a producer-side
 // view of its queues and database for baselines, and everything removed at the end.
@@ -7,6 +9,8 @@ import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -14,14 +18,17 @@ import type { RedisClient } from '../../core/platform/redis.js';
 import { MongoClient, type Db } from 'mongodb';
 import { createQueues, QUEUE, type QueueName, type Queues } from '../../jobs/queues.js';
 import { createRedis } from '../../core/platform/redis.js';
-import { redisKeys } from '../../core/platform/redis-keys.js';
+import { redisKeys, type RedisKeys } from '../../core/platform/redis-keys.js';
+import { readyMasters } from '../../core/platform/redis-cluster.js';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import {
   ensurePostgres,
+  ensureRedisServer,
   freePort,
   startLocalServices,
   type LocalServices,
 } from '../../scripts/local/services.js';
+import { startRedisCluster } from '../../scripts/local/redis-cluster.js';
 import { launch } from '../../scripts/local/launcher.js';
 import { interruption, rssMiB, say } from './measure.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,22 +71,43 @@ export function deadline(ms: number): void {
 
 // ---- the data stores ----------------------------------------------------------------------
 
+/** One redis-server, or a Redis Cluster (the service then runs with REDIS_CLUSTER=true). */
+export type RedisMode = 'single' | 'cluster';
+
 export interface Stores {
   redisUrl: string;
+  /** REDIS_CLUSTER for every process and connection over these stores. */
+  redisCluster: boolean;
   mongodbUri: string;
   local: LocalServices;
   /** What the stores are, for the report (versions). */
   describe(): Promise<Record<string, string>>;
 }
 
-export async function startStores(): Promise<Stores> {
-  const local = await startLocalServices(
-    { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
-    say,
-  );
+/**
+ * The stores: with `redis: 'cluster'`, REDIS_URL names one node of a Redis Cluster, else a local
+ * one of three masters is started (scripts/local/redis-cluster.ts, as the chaos run's).
+ */
+export async function startStores(options: { redis?: RedisMode } = {}): Promise<Stores> {
+  const onCluster = options.redis === 'cluster';
+  let redisUrl = process.env.REDIS_URL;
+  let clusterNodes: number | undefined;
+  if (onCluster && redisUrl === undefined) {
+    const dir = await mkdtemp(join(tmpdir(), 'bench-redis-cluster-'));
+    say('starting a local Redis Cluster of three masters ...');
+    const cluster = await startRedisCluster(await ensureRedisServer(say), dir);
+    atExit(async () => {
+      await cluster.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    redisUrl = cluster.url;
+    clusterNodes = cluster.ports.length;
+  }
+  const local = await startLocalServices({ redisUrl, mongodbUri: process.env.MONGODB_URI }, say);
   atExit(() => local.stop());
   return {
     redisUrl: local.redisUrl,
+    redisCluster: onCluster,
     mongodbUri: local.mongodbUri,
     local,
     async describe() {
@@ -98,10 +126,14 @@ export async function startStores(): Promise<Stores> {
         const { stdout } = await run(join(bin, 'postgres'), ['--version']);
         out.postgresql = stdout.trim();
       }
-      const redis = createRedis({ url: local.redisUrl }, 'producer');
+      const redis = createRedis({ url: local.redisUrl, cluster: onCluster }, 'producer');
       try {
-        const info = await redis.info('server');
-        out.redis = `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'}`;
+        const nodes = await readyMasters(redis);
+        const info = await nodes[0]!.info('server');
+        const version = `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'}`;
+        out.redis = onCluster
+          ? `${version}, a Redis Cluster of ${nodes.length} masters${clusterNodes === undefined ? ' (REDIS_URL)' : ' (local, no replicas)'}, REDIS_CLUSTER=true`
+          : version;
       } finally {
         redis.disconnect();
       }
@@ -186,8 +218,10 @@ export interface App {
   adminKey: string;
   db: Db;
   mongo: MongoClient;
-  /** A producer connection and the queues over it, as the web process has them. */
+  /** A producer connection and the queues over it, as the web process has them (a cluster client on a cluster). */
   redis: RedisClient;
+  /** The app's Redis keys (hash-tagged on a cluster), as its processes name them. */
+  keys: RedisKeys;
   queues: Queues;
   startWeb(): Promise<Web>;
   /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
@@ -201,7 +235,7 @@ export interface App {
  * workers run with (child processes here, or in-process in bench/scale.ts and workflows-list.ts).
  */
 export function freshEnvironment(
-  stores: Pick<Stores, 'redisUrl' | 'mongodbUri'>,
+  stores: Pick<Stores, 'redisUrl' | 'mongodbUri'> & { redisCluster?: boolean },
   name: string,
   env: Record<string, string> = {},
 ): { env: Record<string, string>; prefix: string; adminKey: string } {
@@ -230,6 +264,7 @@ export function freshEnvironment(
       CALLING_HOURS: '00:00-24:00',
       DIAL_ATTEMPTS_PER_DAY: '1000000',
       COMPLIANCE_STATE_RULES: 'false',
+      ...(stores.redisCluster === true ? { REDIS_CLUSTER: 'true' } : {}),
       ...env,
     },
   };
@@ -249,8 +284,9 @@ export async function createApp(
   const mongo = new MongoClient(fullEnv.MONGODB_URI!, { maxPoolSize: 20 });
   const db = mongo.db();
   await ensureIndexes(db);
-  const redis = createRedis({ url: stores.redisUrl }, 'producer');
-  const queues = createQueues(redis, redisKeys({ queuePrefix: prefix, redisCluster: false }), () => {});
+  const redis = createRedis({ url: stores.redisUrl, cluster: stores.redisCluster }, 'producer');
+  const keys = redisKeys({ queuePrefix: prefix, redisCluster: stores.redisCluster });
+  const queues = createQueues(redis, keys, () => {});
   const procs: Proc[] = [];
   let closed = false;
   const app: App = {
@@ -261,6 +297,7 @@ export async function createApp(
     db,
     mongo,
     redis,
+    keys,
     queues,
     async startWeb() {
       const readyz = `${base}/readyz`;

@@ -10,6 +10,10 @@
 // Twice: deliveries spread over BENCH_EFFECT_FIRMS (8) firms, and all to one firm (a per-firm
 // lock or hot spot would show there). Ratios: N workers ÷ 1 worker, same run, over
 // BENCH_EFFECT_ROUNDS (1) rounds.
+// On a Redis Cluster (`npm run bench -- --redis=cluster --only=scale-effects`) each run also
+// prints which master holds each queue's slot and the hot keys', and the commands each master
+// served (INFO commandstats of every master, the bench's own polls of the queues taken out):
+// how the load spreads over the masters.
 // Why 3 a process: each effect costs the whole stack 30–37 ms of CPU (the worker ~10 ms,
 // FerretDB ~16, PostgreSQL ~7, measured at 10 a process), so this 2-core machine completes at most
 // about 60 effects a second whatever the number of workers. At 10 a process one worker already
@@ -24,6 +28,8 @@ import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
 import { atExit, createApp, makeTenant, rand, type App, type Proc } from '../lib/stack.js';
+import { commandStatsByMaster, delta, perMaster, subtract } from '../lib/redis-stats.js';
+import { masters } from '../../core/platform/redis-cluster.js';
 import { checkInterrupted, knob, loadAverage, loop, say, StackCpu } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -121,18 +127,24 @@ async function post(base: string, firm: Firm, n: number): Promise<void> {
   if (res.status !== 200 && res.status !== 204) throw new Error(`webhook: ${res.status}`);
 }
 
-/** Waits until neither queue has a job left to run (waiting, delayed or active). */
-async function drained(app: App, timeoutMs: number): Promise<void> {
+/** Jobs left to run (waiting, delayed or active) in both queues: one look (the bench's own commands). */
+async function jobsLeft(app: App): Promise<number> {
+  let left = 0;
+  for (const q of [app.queues[QUEUE.callEvents], app.queues[QUEUE.callEffects]]) {
+    const c = await q.getJobCounts('waiting', 'delayed', 'active', 'prioritized', 'waiting-children');
+    left += Object.values(c).reduce((a, b) => a + b, 0);
+  }
+  return left;
+}
+
+/** Waits until neither queue has a job left to run; resolves to the looks it took. */
+async function drained(app: App, timeoutMs: number): Promise<number> {
   const until = Date.now() + timeoutMs;
   let told = Date.now();
-  for (;;) {
+  for (let looks = 1; ; looks++) {
     checkInterrupted();
-    let left = 0;
-    for (const q of [app.queues[QUEUE.callEvents], app.queues[QUEUE.callEffects]]) {
-      const c = await q.getJobCounts('waiting', 'delayed', 'active', 'prioritized', 'waiting-children');
-      left += Object.values(c).reduce((a, b) => a + b, 0);
-    }
-    if (left === 0) return;
+    const left = await jobsLeft(app);
+    if (left === 0) return looks;
     if (Date.now() > until)
       throw new Error(`scale-effects: ${left} jobs still queued after ${timeoutMs / 1000} s`);
     if (Date.now() - told > 15_000) {
@@ -150,12 +162,13 @@ async function runOnce(
   firms: Firm[],
   workers: number,
   label: string,
-): Promise<{ rate: number; done: number; seconds: number; cpu: string }> {
+): Promise<{ rate: number; done: number; seconds: number; cpu: string; masters: string }> {
   const events = app.queues[QUEUE.callEvents];
   const effects = app.queues[QUEUE.callEffects];
   await events.pause();
   await effects.pause();
   const before = await countDone(app);
+  const mongoBefore = await mongoCommands(app);
   await loop(20, DELIVERIES, (i) => post(base, firms[i % firms.length]!, i));
   const procs: Proc[] = [];
   for (let w = 1; w <= workers; w++) {
@@ -167,16 +180,23 @@ async function runOnce(
     );
   }
   const cpu = new StackCpu(new Map(procs.map((p) => [p.pid, p.name.replace(/.*-(w\d)$/, 'worker $1')])));
-  const setsBefore = await lockAttempts(app);
+  const statsBefore = await commandStatsByMaster(app.redis);
   const started = performance.now();
   await events.resume();
   await effects.resume();
-  await drained(app, 30 * 60_000);
+  const looks = await drained(app, 30 * 60_000);
   const seconds = (performance.now() - started) / 1000;
   const cpuLine = cpu.read();
+  const statsAfter = await commandStatsByMaster(app.redis);
+  const mongoAfter = await mongoCommands(app);
   const timing = await jobTimes(app);
-  const sets = (await lockAttempts(app)) - setsBefore;
   for (const p of procs) await p.stop();
+  // What one look at the queues costs each master, with the workers gone: the polls taken out.
+  const idleBefore = await commandStatsByMaster(app.redis);
+  await jobsLeft(app);
+  const idleAfter = await commandStatsByMaster(app.redis);
+  const served = subtract(delta(statsBefore, statsAfter), delta(idleBefore, idleAfter), looks);
+  const sets = [...served.values()].reduce((n, counts) => n + (counts.get('set') ?? 0), 0);
   const done = (await countDone(app)) - before;
   const expected = DELIVERIES * CALL_EFFECTS.length;
   if (done !== expected)
@@ -186,17 +206,79 @@ async function runOnce(
     rate: done / seconds,
     done,
     seconds,
+    // Redis SET: the record locks' SET NX, one per attempt, so the count per call grows when
+    // writers of one call wait for each other (jobs use no other SET).
     cpu: `${cpuLine}; ${timing}; ${perCall} lock attempts per call`,
+    masters: `${perMaster(served, DELIVERIES, seconds)}; ${mongoPerCall(mongoBefore, mongoAfter, DELIVERIES)}`,
   };
 }
 
 /**
- * Redis SET commands so far (INFO commandstats): the record locks' SET NX, one per attempt, so
- * the count per call grows when writers of one call wait for each other (jobs use no other SET).
+ * MongoDB commands served so far, by name (serverStatus metrics.commands, which FerretDB keeps
+ * too), without the drivers' own handshakes and heartbeats.
  */
-async function lockAttempts(app: App): Promise<number> {
-  const stats = await app.redis.info('commandstats');
-  return Number(/cmdstat_set:calls=(\d+)/.exec(stats)?.[1] ?? NaN);
+async function mongoCommands(app: App): Promise<Map<string, number>> {
+  const status = await app.mongo.db('admin').command({ serverStatus: 1 });
+  const commands = (status.metrics as { commands?: Record<string, { total?: unknown }> } | undefined)
+    ?.commands;
+  // As bench/lib/ops.ts: the drivers' handshakes, heartbeats and sessions are not the work.
+  const background = new Set([
+    'hello',
+    'ismaster',
+    'isMaster',
+    'ping',
+    'buildInfo',
+    'endSessions',
+    'serverStatus',
+    'saslStart',
+    'saslContinue',
+    'getParameter',
+    'unknown',
+  ]);
+  const out = new Map<string, number>();
+  for (const [name, v] of Object.entries(commands ?? {})) {
+    const total = Number(v.total ?? NaN);
+    if (!background.has(name) && Number.isFinite(total)) out.set(name, total);
+  }
+  return out;
+}
+
+function mongoPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
+  const per = [...after]
+    .map(([name, n]): [string, number] => [name, (n - (before.get(name) ?? 0)) / calls])
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1]);
+  const total = per.reduce((n, [, c]) => n + c, 0);
+  return `MongoDB commands per call: ${total.toFixed(1)} (${per.map(([k, n]) => `${k} ${n.toFixed(1)}`).join(', ')})`;
+}
+
+/**
+ * Where the hot keys of this app live on a cluster: the hash slot (CLUSTER KEYSLOT) and master
+ * of each queue's keys and of the keys one call's effects touch. Empty on a single node.
+ */
+async function slotMap(app: App, firm: string): Promise<string> {
+  if (!app.redis.isCluster) return '';
+  const node = masters(app.redis)[0]!;
+  const ranges = await node.cluster('SLOTS');
+  const owner = (slot: number): string => {
+    const r = ranges.find(([from, to]) => slot >= from && slot <= to);
+    return r?.[2] === undefined ? '?' : `${r[2][0]}:${r[2][1]}`;
+  };
+  const keys: Array<[string, string]> = [
+    ...Object.values(QUEUE).map((q): [string, string] => [`queue ${q}`, `${app.keys.queuePrefix(q)}:wait`]),
+    ['a call lock', app.keys.callLock(firm, 'call_0001')],
+    ['another call lock', app.keys.callLock(firm, 'call_0002')],
+    ['the firm dial slots', app.keys.dialSlots(firm)],
+    ['the firm call list', app.keys.callList(firm)],
+    ['the read-cache epoch', app.keys.readCacheEpoch()],
+    ['the firm webhook rate limit', app.keys.rateLimitCounts('w', firm)],
+  ];
+  const out: string[] = [];
+  for (const [what, key] of keys) {
+    const slot = Number(await node.cluster('KEYSLOT', key));
+    out.push(`${what} ${key} → slot ${slot} on ${owner(slot)}`);
+  }
+  return out.join('\n  ');
 }
 
 /**
@@ -224,6 +306,13 @@ async function countDone(app: App): Promise<number> {
   let n = 0;
   for (const effect of CALL_EFFECTS) n += await calls.countDocuments({ [`effects.${effect}.state`]: 'done' });
   return n;
+}
+
+/** Which Redis the run is on, for the log and the rows' notes. */
+function redisLabel(app: App): string {
+  return app.redis.isCluster
+    ? `Redis Cluster of ${masters(app.redis).length} masters (REDIS_CLUSTER=true)`
+    : 'one redis-server';
 }
 
 async function makeFirms(app: App, base: string, fakes: Fakes, count: number): Promise<Firm[]> {
@@ -270,8 +359,10 @@ export const scaleEffects: Scenario = {
       const spread = await makeFirms(app, web.base, fakes, FIRMS);
       const one = await makeFirms(app, web.base, fakes, 1);
       say(
-        `scale-effects: ${DELIVERIES} deliveries per run, WORKER_CONCURRENCY=${CONCURRENCY}, providers answer in ${lat.minMs}–${lat.maxMs} ms`,
+        `scale-effects: ${DELIVERIES} deliveries per run, WORKER_CONCURRENCY=${CONCURRENCY}, providers answer in ${lat.minMs}–${lat.maxMs} ms, ${redisLabel(app)}`,
       );
+      const slots = await slotMap(app, one[0]!.slug);
+      if (slots !== '') say(`scale-effects: hash slots on the cluster:\n  ${slots}`);
       const rows: Row[] = [];
       for (const [mode, firms] of [
         ['spread', spread],
@@ -292,6 +383,7 @@ export const scaleEffects: Scenario = {
             say(
               `scale-effects ${mode}, round ${round}, ${w} worker(s): ${r.done} effects in ${r.seconds.toFixed(1)} s = ${r.rate.toFixed(1)}/s (load average ${load} → ${loadAverage()}); ${r.cpu}`,
             );
+            say(`scale-effects ${mode}, round ${round}, ${w} worker(s): ${r.masters}`);
           }
         }
         const suffix = mode === 'spread' ? '' : '_one_firm';
@@ -308,7 +400,7 @@ export const scaleEffects: Scenario = {
                 unit: '/s',
                 baselineLabel: 'one worker process',
                 target: { op: '>=', limit },
-                note: `call_analyzed pipeline against Clio, Slack and SMTP fakes answering in ${lat.minMs}–${lat.maxMs} ms; WORKER_CONCURRENCY=${CONCURRENCY} per process; ${DELIVERIES} deliveries (${DELIVERIES * CALL_EFFECTS.length} effects) per measurement, ${where}`,
+                note: `call_analyzed pipeline against Clio, Slack and SMTP fakes answering in ${lat.minMs}–${lat.maxMs} ms; WORKER_CONCURRENCY=${CONCURRENCY} per process; ${DELIVERIES} deliveries (${DELIVERIES * CALL_EFFECTS.length} effects) per measurement, ${where}; ${redisLabel(app)}`,
               },
               rates.get(w)!,
               rates.get(1)!,
