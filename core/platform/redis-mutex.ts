@@ -64,8 +64,26 @@ async function withRedisMutex<T>(
     return { acquired: true, value: await fn() };
   } finally {
     clearInterval(renewal);
-    await RELEASE.run(redis, { lock: key }, { token }).catch(() => undefined);
+    await RELEASE.run(redis, { lock: key }, { token }).catch(() => {
+      // Redis away as the holder ends (its request then fails): the lock would bar the record's
+      // next writer, a client's retry among them, until it expires. Its own token is released
+      // once Redis is back. Not a named owner's lock: a retry of the same job, holding the lock
+      // again under the same name by then, would lose it.
+      if (options.owner === undefined) releaseLater(redis, key, token, ttlMs);
+    });
   }
+}
+
+/** Tries a failed release again, backing off, until it lands or the lock has expired by itself. */
+function releaseLater(redis: RedisClient, key: string, token: string, ttlMs: number): void {
+  const until = Date.now() + ttlMs;
+  const attempt = (delayMs: number): void => {
+    if (Date.now() + delayMs >= until) return;
+    setTimeout(() => {
+      RELEASE.run(redis, { lock: key }, { token }).catch(() => attempt(Math.min(delayMs * 2, 5_000)));
+    }, delayMs).unref();
+  };
+  attempt(250);
 }
 
 /** Another writer held a record's lock for longer than a caller may wait; the job retries. */
