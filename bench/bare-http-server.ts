@@ -3,7 +3,8 @@
 // no validation, no request id, log or metrics. Run by bench/lib/bare-http.ts as a child
 // process beside the web process; the gap between it and the direct baselines is what Node's
 // HTTP stack costs, the gap between the routes and it what the service adds.
-//   POST /create   {toNumber, dynamicVariables}  → rate-limit script, call insert, place-call add
+//   POST /create   {toNumber, dynamicVariables}  → rate-limit script, the dial gate's request step
+//                                                   beside the call insert, place-call add
 //   POST /webhook  a signed call_analyzed        → HMAC over the bytes, webhook limit (a look,
 //                                                   then a count), parse, snapshot, call-event add
 import { createServer, type IncomingMessage } from 'node:http';
@@ -18,6 +19,8 @@ import { createRedis } from '../core/platform/redis.js';
 import { registerKeyring } from '../core/platform/secrets/data-keys.js';
 import { createKeyring } from '../core/platform/secrets/envelope.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
+import { peekIndex } from '../core/domain/compliance/dnc-index.js';
+import { DAY_MS } from '../core/domain/compliance/frequency.js';
 import { createQueues } from '../jobs/queues.js';
 import { JOBS } from '../jobs/table.js';
 
@@ -63,7 +66,10 @@ async function create(raw: Buffer): Promise<unknown> {
     { firm: firm!, agent: agent!, toNumber: body.toNumber, dynamicVariables: body.dynamicVariables ?? {} },
     'simulator',
   );
-  await calls.insertOne(doc);
+  await Promise.all([
+    peekIndex(redis, keys, firm!._id, body.toNumber, Date.now() - DAY_MS),
+    calls.insertOne(doc),
+  ]);
   await queues.calls.add(JOBS.placeCall.name, { callId: doc._id, firm: doc.firm }, { jobId: doc._id });
   return { call_id: doc._id, status: doc.status };
 }
@@ -73,7 +79,7 @@ async function webhook(req: IncomingMessage, raw: Buffer): Promise<unknown> {
   if (!verifyRetellSignature(raw, secret, String(req.headers['x-retell-signature'] ?? ''))) {
     throw new Error('bad signature');
   }
-  await limiter.checkWebhook(slug, true);
+  await limiter.countWebhook(slug);
   const body = JSON.parse(raw.toString('utf8')) as {
     event: 'call_analyzed';
     call: Record<string, unknown> & { call_id: string };

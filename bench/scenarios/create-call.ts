@@ -2,7 +2,8 @@
 //   - its own operations issued directly from this process at the same concurrency: exactly the
 //     MongoDB and Redis commands a warm request issues (counted from outside, and checked to be
 //     the same before anything is timed) — with the read cache these are the rate-limit script
-//     (which also returns the change epoch), the call insert and the place-call job's add;
+//     (with the change epoch's GET), the dial gate's request step (request-peek.lua: the firm's
+//     do-not-call index and the number's attempts), the call insert and the place-call job's add;
 //   - a bare BullMQ queue.add of the same job;
 //   - GET /healthz (what the web process does for a request that does nothing);
 //   - the same request to a bare node:http server issuing the same store calls as the direct
@@ -14,6 +15,9 @@ import { findAgent } from '../../core/domain/agents/agents.js';
 import { JOBS } from '../../jobs/table.js';
 import { unlimitedLimiter } from '../lib/unlimited-limiter.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
+import { peekIndex, rebuildDncIndex } from '../../core/domain/compliance/dnc-index.js';
+import { DAY_MS } from '../../core/domain/compliance/frequency.js';
+import type { Services } from '../../core/wiring/services.js';
 import {
   alternate,
   cannon,
@@ -48,6 +52,18 @@ export const createCall: Scenario = {
     try {
       const web = await app.startWeb();
       const tenant = await makeTenant(app, web.base);
+      const keys = redisKeys({ queuePrefix: app.prefix, redisCluster: false });
+      // The firm's do-not-call index, as a worker builds it when the first request asks for it
+      // (core/domain/compliance/dnc-index.ts; no worker runs here): the steady state is measured,
+      // where the gate's request step answers "not listed" from Redis without a database read.
+      await rebuildDncIndex(
+        {
+          config: { queuePrefix: app.prefix, redisCluster: false },
+          redis: app.redis,
+          mongo: { db: app.db },
+        } as unknown as Services,
+        tenant.slug,
+      );
       bare = await startBareHttp(app, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;
       const agent = (await findAgent(app.db, tenant.agentId))!;
@@ -74,12 +90,8 @@ export const createCall: Scenario = {
         if (res.status !== 200) throw new Error(`create-outbound-call answered ${res.status}`);
       };
 
-      // The direct operations: the same script, insert and add, from this process.
-      const limiter = unlimitedLimiter(
-        app.redis,
-        redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
-        'bench',
-      );
+      // The direct operations: the same scripts, insert and add, from this process.
+      const limiter = unlimitedLimiter(app.redis, keys, 'bench');
       const principal = {
         kind: 'firm' as const,
         firm: firm._id,
@@ -93,7 +105,11 @@ export const createCall: Scenario = {
           { firm, agent, toNumber: '+14155550123', dynamicVariables: body.dynamicVariables },
           'simulator',
         );
-        await calls.insertOne(doc);
+        // The gate's request step beside the insert, as the route issues them.
+        await Promise.all([
+          peekIndex(app.redis, keys, firm._id, '+14155550123', Date.now() - DAY_MS),
+          calls.insertOne(doc),
+        ]);
         await app.queues.calls.add(
           JOBS.placeCall.name,
           { callId: doc._id, firm: doc.firm },
@@ -122,6 +138,7 @@ export const createCall: Scenario = {
       let routeCores = '';
       let directCores = '';
       const directCpu: number[] = [];
+      const bareCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -150,7 +167,12 @@ export const createCall: Scenario = {
           },
           add: (n) => loop(ctx.connections, n, bareAdd),
           healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
-          bare: (n) => cannon({ ...request, url: `${bare!.base}/create` }, n),
+          bare: async (n) => {
+            const c0 = processCpuSeconds(bare!.pid);
+            const r = await cannon({ ...request, url: `${bare!.base}/create` }, n);
+            bareCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
         },
         {
           log: (round, r) =>
@@ -207,6 +229,9 @@ export const createCall: Scenario = {
             label: 'create-outbound-call',
             unit: 'req/s',
             baselineLabel: 'bare node:http doing the same store calls',
+            note:
+              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
+              `${median(bareCpu).toFixed(0)} µs (medians).`,
           },
           of(rates.route),
           of(rates.bare),
