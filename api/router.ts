@@ -139,8 +139,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       chain.push(async (ctx, next) => {
         const proof = ctx.state.webhookProof as BodyProof | undefined;
         if (proof === 'signed') {
-          const { firm } = ctx.state.webhook as WebhookCredentials;
-          cache?.observeEpoch(await limiter.checkWebhook(firm, true));
+          await limiter.countWebhook((ctx.state.webhook as WebhookCredentials).firm);
         } else if (proof === 'unsigned') {
           const refused = await limiter.countUnauthenticated(ctx.ip);
           if (refused !== null) throw refused;
