@@ -143,6 +143,7 @@ export class RateLimiter {
 
   /** The 429 for an address that has used up its unauthenticated requests, or null. */
   refusalFor(ip: string): AppError | null {
+    if (this.blocked.size === 0) return null;
     const address = limitAddress(ip);
     const until = this.blocked.get(address);
     if (until === undefined) return null;
