@@ -248,6 +248,7 @@ export const webhooks: Scenario = {
         say(`${receiver.id} direct baseline:    ${formatOps(directOps)}`);
         const same = sameOps(routeOps, directOps);
         const webCpu: number[] = [];
+        const bareCpu: number[] = [];
         let routeCores = '';
         /** Signed deliveries to `base` + `path` through autocannon. */
         const signedCannon = (base: string, path: string) => (amount: number) =>
@@ -292,7 +293,15 @@ export const webhooks: Scenario = {
             : await alternate(
                 ctx.rounds,
                 ctx.seconds,
-                { ...steps, bareHttp: signedCannon(bareBase, '/webhook') },
+                {
+                  ...steps,
+                  bareHttp: async (amount: number) => {
+                    const c0 = processCpuSeconds(bareServer!.pid);
+                    const r = await signedCannon(bareBase, '/webhook')(amount);
+                    bareCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                },
                 { log },
               );
         const of = (xs: Rate[]) => xs.map((x) => x.rate);
@@ -333,6 +342,9 @@ export const webhooks: Scenario = {
                 label: receiver.label,
                 unit: 'req/s',
                 baselineLabel: 'bare node:http doing the same store calls, HMAC and parse',
+                note:
+                  `CPU per delivery in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
+                  `${median(bareCpu).toFixed(0)} µs (medians).`,
               },
               of(rates.route),
               of(rates.bareHttp),
