@@ -2,12 +2,14 @@
 // call webhook (the ones their "direct" baselines issue), and nothing else: no Koa, no router,
 // no validation, no request id, log or metrics. Run by bench/lib/bare-http.ts as a child
 // process beside the web process; the gap between it and the direct baselines is what Node's
-// HTTP stack costs, the gap between the routes and it what the service adds.
+// HTTP stack costs, the gap between the routes and it what the service adds. Under /koa/ the
+// same handlers run in a bare Koa app: what the framework alone adds.
 //   POST /create   {toNumber, dynamicVariables}  → rate-limit script, the dial gate's request step
 //                                                   beside the call insert, place-call add
 //   POST /webhook  a signed call_analyzed        → HMAC over the bytes, webhook limit (a look,
 //                                                   then a count), parse, snapshot, call-event add
 import { createServer, type IncomingMessage } from 'node:http';
+import Koa from 'koa';
 import { MongoClient } from 'mongodb';
 import { unlimitedLimiter } from './lib/unlimited-limiter.js';
 import { findAgent } from '../core/domain/agents/agents.js';
@@ -95,7 +97,21 @@ async function webhook(req: IncomingMessage, raw: Buffer): Promise<unknown> {
   return { received: true };
 }
 
+// The same two handlers under a bare Koa app (its context, middleware dispatch and response, and
+// nothing of the service's): /koa/create and /koa/webhook. What Koa itself adds to Node's HTTP.
+const koa = new Koa();
+koa.silent = true;
+koa.use(async (ctx) => {
+  const raw = await readBody(ctx.req);
+  ctx.body = await (ctx.path === '/koa/create' ? create(raw) : webhook(ctx.req, raw));
+});
+const viaKoa = koa.callback();
+
 const server = createServer((req, res) => {
+  if (req.url?.startsWith('/koa/') === true) {
+    void viaKoa(req, res);
+    return;
+  }
   readBody(req)
     .then((raw) => (req.url === '/create' ? create(raw) : webhook(req, raw)))
     .then(

@@ -7,7 +7,8 @@
 //   - a bare BullMQ queue.add of the same job;
 //   - GET /healthz (what the web process does for a request that does nothing);
 //   - the same request to a bare node:http server issuing the same store calls as the direct
-//     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs.
+//     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs;
+//   - the same handler under a bare Koa app in that server: what the framework alone adds.
 // Also the web process's RSS idle and under this load.
 import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
@@ -42,6 +43,8 @@ export const createCall: Scenario = {
     'create_call_vs_add',
     'create_call_vs_healthz',
     'create_call_vs_bare_http',
+    'create_call_vs_bare_koa',
+    'bare_koa_vs_bare_http',
     'bare_http_vs_direct',
     'web_rss_idle_mb',
     'web_rss_load_mb',
@@ -139,6 +142,7 @@ export const createCall: Scenario = {
       let directCores = '';
       const directCpu: number[] = [];
       const bareCpu: number[] = [];
+      const koaCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -173,13 +177,19 @@ export const createCall: Scenario = {
             bareCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
             return r;
           },
+          koa: async (n) => {
+            const c0 = processCpuSeconds(bare!.pid);
+            const r = await cannon({ ...request, url: `${bare!.base}/koa/create` }, n);
+            koaCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
         },
         {
           log: (round, r) =>
             say(
               `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
                 `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s · ` +
-                `bare node:http ${r.bare.rate.toFixed(0)}/s`,
+                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s`,
             ),
         },
       );
@@ -231,9 +241,32 @@ export const createCall: Scenario = {
             baselineLabel: 'bare node:http doing the same store calls',
             note:
               `CPU per request in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
-              `${median(bareCpu).toFixed(0)} µs (medians).`,
+              `${median(bareCpu).toFixed(0)} µs, under bare Koa ${median(koaCpu).toFixed(0)} µs (medians).`,
           },
           of(rates.route),
+          of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_bare_koa',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: "the bare server's handler under a bare Koa app",
+          },
+          of(rates.route),
+          of(rates.koa),
+        ),
+        ratioRow(
+          {
+            id: 'bare_koa_vs_bare_http',
+            label: 'bare Koa, create-call store calls',
+            unit: 'req/s',
+            baselineLabel: 'the same handler on bare node:http',
+            note:
+              "The bare server's handler as the only middleware of a Koa app: what Koa itself (its context, " +
+              'dispatch and response) costs before any of the service, a bound the route cannot beat while it runs on Koa.',
+          },
+          of(rates.koa),
           of(rates.bare),
         ),
         ratioRow(

@@ -191,6 +191,8 @@ export const webhooks: Scenario = {
     'webhook_vs_add',
     'webhook_vs_direct',
     'webhook_vs_bare_http',
+    'webhook_vs_bare_koa',
+    'webhook_bare_koa_vs_bare_http',
     'booking_webhook_vs_add',
     'booking_webhook_vs_direct',
   ],
@@ -249,6 +251,7 @@ export const webhooks: Scenario = {
         const same = sameOps(routeOps, directOps);
         const webCpu: number[] = [];
         const bareCpu: number[] = [];
+        const koaCpu: number[] = [];
         let routeCores = '';
         /** Signed deliveries to `base` + `path` through autocannon. */
         const signedCannon = (base: string, path: string) => (amount: number) =>
@@ -281,15 +284,23 @@ export const webhooks: Scenario = {
           add: (amount: number) => loop(ctx.connections, amount, bare),
           direct: (amount: number) => loop(ctx.connections, amount, direct),
         };
-        const log = (round: number, r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate }) =>
+        const log = (
+          round: number,
+          r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate; bareKoa?: Rate },
+        ) =>
           say(
             `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
               `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s` +
-              (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`),
+              (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`) +
+              (r.bareKoa === undefined ? '' : ` · bare Koa ${r.bareKoa.rate.toFixed(0)}/s`),
           );
         const rates =
           bareBase === undefined
-            ? { ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })), bareHttp: [] as Rate[] }
+            ? {
+                ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })),
+                bareHttp: [] as Rate[],
+                bareKoa: [] as Rate[],
+              }
             : await alternate(
                 ctx.rounds,
                 ctx.seconds,
@@ -299,6 +310,12 @@ export const webhooks: Scenario = {
                     const c0 = processCpuSeconds(bareServer!.pid);
                     const r = await signedCannon(bareBase, '/webhook')(amount);
                     bareCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                  bareKoa: async (amount: number) => {
+                    const c0 = processCpuSeconds(bareServer!.pid);
+                    const r = await signedCannon(bareBase, '/koa/webhook')(amount);
+                    koaCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
                     return r;
                   },
                 },
@@ -344,9 +361,29 @@ export const webhooks: Scenario = {
                 baselineLabel: 'bare node:http doing the same store calls, HMAC and parse',
                 note:
                   `CPU per delivery in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
-                  `${median(bareCpu).toFixed(0)} µs (medians).`,
+                  `${median(bareCpu).toFixed(0)} µs, under bare Koa ${median(koaCpu).toFixed(0)} µs (medians).`,
               },
               of(rates.route),
+              of(rates.bareHttp),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_vs_bare_koa`,
+                label: receiver.label,
+                unit: 'req/s',
+                baselineLabel: "the bare server's handler under a bare Koa app",
+              },
+              of(rates.route),
+              of(rates.bareKoa),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_bare_koa_vs_bare_http`,
+                label: 'bare Koa, call webhook store calls, HMAC and parse',
+                unit: 'req/s',
+                baselineLabel: 'the same handler on bare node:http',
+              },
+              of(rates.bareKoa),
               of(rates.bareHttp),
             ),
           );
