@@ -139,8 +139,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       chain.push(async (ctx, next) => {
         const proof = ctx.state.webhookProof as BodyProof | undefined;
         if (proof === 'signed') {
-          const { firm } = ctx.state.webhook as WebhookCredentials;
-          cache?.observeEpoch(await limiter.checkWebhook(firm, true));
+          await limiter.countWebhook((ctx.state.webhook as WebhookCredentials).firm);
         } else if (proof === 'unsigned') {
           const refused = await limiter.countUnauthenticated(ctx.ip);
           if (refused !== null) throw refused;
@@ -153,7 +152,32 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     chain.push(handle(route, services, validators));
     router.register(koaPath(route.path), [route.method], chain, { name: route.operationId });
   }
+  rememberMatches(router);
   return router;
+}
+
+/** How many (method, path) answers the router keeps; all are dropped when it is full. */
+const MATCHES_KEPT = 5_000;
+
+/**
+ * The router tests every route's pattern in turn on every request (90 of them, each with a debug
+ * call). The routes are fixed once built, so the answer for a method and path is kept and given
+ * again (as fresh arrays: the router and allowedMethods may add to them). Parameters are still
+ * taken from each request's own path.
+ */
+function rememberMatches(router: Router): void {
+  const match = router.match.bind(router);
+  const known = new Map<string, ReturnType<Router['match']>>();
+  router.match = (path, method) => {
+    const key = `${method} ${path}`;
+    let found = known.get(key);
+    if (found === undefined) {
+      found = match(path, method);
+      if (known.size >= MATCHES_KEPT) known.clear();
+      known.set(key, found);
+    }
+    return { ...found, path: [...found.path], pathAndMethod: [...found.pathAndMethod] };
+  };
 }
 
 function handle(route: AnyRoute, services: Services, v: { body?: Validator; query?: Validator }): Middleware {
@@ -174,7 +198,10 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
       body: body as undefined,
       query: query as Record<string, never>,
       params: params as Record<string, never>,
-      log: ctx.state.log as Logger,
+      // The request's logger is made when the handler logs (api/middleware/request-context.ts).
+      get log() {
+        return ctx.state.log as Logger;
+      },
       koa: ctx,
     });
     // A handler that wrote the response itself (HTML, 202) returns undefined.

@@ -2,11 +2,14 @@
 // call webhook (the ones their "direct" baselines issue), and nothing else: no Koa, no router,
 // no validation, no request id, log or metrics. Run by bench/lib/bare-http.ts as a child
 // process beside the web process; the gap between it and the direct baselines is what Node's
-// HTTP stack costs, the gap between the routes and it what the service adds.
-//   POST /create   {toNumber, dynamicVariables}  → rate-limit script, call insert, place-call add
+// HTTP stack costs, the gap between the routes and it what the service adds. Under /koa/ the
+// same handlers run in a bare Koa app: what the framework alone adds.
+//   POST /create   {toNumber, dynamicVariables}  → rate-limit script, the dial gate's request step
+//                                                   beside the call insert, place-call add
 //   POST /webhook  a signed call_analyzed        → HMAC over the bytes, webhook limit (a look,
 //                                                   then a count), parse, snapshot, call-event add
 import { createServer, type IncomingMessage } from 'node:http';
+import Koa from 'koa';
 import { MongoClient } from 'mongodb';
 import { unlimitedLimiter } from './lib/unlimited-limiter.js';
 import { findAgent } from '../core/domain/agents/agents.js';
@@ -18,6 +21,8 @@ import { createRedis } from '../core/platform/redis.js';
 import { registerKeyring } from '../core/platform/secrets/data-keys.js';
 import { createKeyring } from '../core/platform/secrets/envelope.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
+import { peekIndex } from '../core/domain/compliance/dnc-index.js';
+import { DAY_MS } from '../core/domain/compliance/frequency.js';
 import { createQueues } from '../jobs/queues.js';
 import { JOBS } from '../jobs/table.js';
 
@@ -63,7 +68,10 @@ async function create(raw: Buffer): Promise<unknown> {
     { firm: firm!, agent: agent!, toNumber: body.toNumber, dynamicVariables: body.dynamicVariables ?? {} },
     'simulator',
   );
-  await calls.insertOne(doc);
+  await Promise.all([
+    peekIndex(redis, keys, firm!._id, body.toNumber, Date.now() - DAY_MS),
+    calls.insertOne(doc),
+  ]);
   await queues.calls.add(JOBS.placeCall.name, { callId: doc._id, firm: doc.firm }, { jobId: doc._id });
   return { call_id: doc._id, status: doc.status };
 }
@@ -73,7 +81,7 @@ async function webhook(req: IncomingMessage, raw: Buffer): Promise<unknown> {
   if (!verifyRetellSignature(raw, secret, String(req.headers['x-retell-signature'] ?? ''))) {
     throw new Error('bad signature');
   }
-  await limiter.checkWebhook(slug, true);
+  await limiter.countWebhook(slug);
   const body = JSON.parse(raw.toString('utf8')) as {
     event: 'call_analyzed';
     call: Record<string, unknown> & { call_id: string };
@@ -89,7 +97,21 @@ async function webhook(req: IncomingMessage, raw: Buffer): Promise<unknown> {
   return { received: true };
 }
 
+// The same two handlers under a bare Koa app (its context, middleware dispatch and response, and
+// nothing of the service's): /koa/create and /koa/webhook. What Koa itself adds to Node's HTTP.
+const koa = new Koa();
+koa.silent = true;
+koa.use(async (ctx) => {
+  const raw = await readBody(ctx.req);
+  ctx.body = await (ctx.path === '/koa/create' ? create(raw) : webhook(ctx.req, raw));
+});
+const viaKoa = koa.callback();
+
 const server = createServer((req, res) => {
+  if (req.url?.startsWith('/koa/') === true) {
+    void viaKoa(req, res);
+    return;
+  }
   readBody(req)
     .then((raw) => (req.url === '/create' ? create(raw) : webhook(req, raw)))
     .then(

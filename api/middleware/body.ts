@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
 
@@ -73,6 +73,19 @@ export function handleNul(value: unknown, replace: boolean): boolean {
   return found;
 }
 
+/** The Content-Type headers clients send nearly always, known to be JSON without parsing them. */
+const PLAIN_JSON = new Set([
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=utf-8',
+]);
+
+/** Whether a request with a body says it is JSON (`application/json` or `application/*+json`). */
+export function isJsonRequest(ctx: Context): boolean {
+  const type = ctx.req.headers['content-type'];
+  return (type !== undefined && PLAIN_JSON.has(type)) || Boolean(ctx.is('json', '+json'));
+}
+
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];
   if (headers['transfer-encoding'] !== undefined) return true;
@@ -100,11 +113,7 @@ export function jsonBody(
     },
   });
   return async (ctx, next) => {
-    if (
-      ['POST', 'PUT', 'PATCH'].includes(ctx.method) &&
-      hasBody(ctx.req.headers) &&
-      !ctx.is('json', '+json')
-    ) {
+    if (['POST', 'PUT', 'PATCH'].includes(ctx.method) && hasBody(ctx.req.headers) && !isJsonRequest(ctx)) {
       throw unsupportedMediaType('Send the body as JSON with Content-Type: application/json.');
     }
     await parse(ctx, async () => {

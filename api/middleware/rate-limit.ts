@@ -125,6 +125,16 @@ export class RateLimiter {
     return this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks", count);
   }
 
+  /**
+   * Counts a signed delivery once its signature matched the body (429 over the limit), after
+   * `checkWebhook(firm, false)` looked before the body was read. The change epoch is not read
+   * again: the look's epoch already decided whether the credentials were read afresh, and the
+   * next request sees any later change.
+   */
+  async countWebhook(firm: string): Promise<void> {
+    await this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks", true, false);
+  }
+
   /** 429 at once, without I/O, for an address (any of its /64) that has used up its unauthenticated requests. */
   assertAddressAllowed(address: string): void {
     const refusal = this.refusalFor(address);
@@ -133,6 +143,7 @@ export class RateLimiter {
 
   /** The 429 for an address that has used up its unauthenticated requests, or null. */
   refusalFor(ip: string): AppError | null {
+    if (this.blocked.size === 0) return null;
     const address = limitAddress(ip);
     const until = this.blocked.get(address);
     if (until === undefined) return null;
@@ -159,8 +170,9 @@ export class RateLimiter {
     limit: number,
     what: string,
     count: boolean,
+    withEpoch = true,
   ): Promise<string | null> {
-    const hit = await this.hit(kind, id, limit, count);
+    const hit = await this.hit(kind, id, limit, count, withEpoch);
     if (hit.allowed) return hit.epoch;
     const retryAfter = Math.max(1, Math.ceil(hit.waitMs / 1000));
     throw rateLimited(
@@ -174,6 +186,7 @@ export class RateLimiter {
     id: string,
     limit: number,
     count: boolean,
+    withEpoch = true,
   ): Promise<{ allowed: boolean; waitMs: number; epoch: string | null }> {
     if (this.redis.status !== 'ready') return this.inMemory(kind, id, limit, count, 'not connected');
     try {
@@ -184,9 +197,13 @@ export class RateLimiter {
           { counts: this.keys.rateLimitCounts(kind, id) },
           { now_ms: Date.now(), window_ms: WINDOW_MS, buckets: BUCKETS, limit, count: count ? 1 : 0 },
         ) as Promise<[number, number]>,
-        this.redis.get(this.keys.readCacheEpoch()),
+        withEpoch ? this.redis.get(this.keys.readCacheEpoch()) : null,
       ]);
-      return { allowed: allowed === 1, waitMs: Math.max(1000, waitMs), epoch: epoch ?? '0' };
+      return {
+        allowed: allowed === 1,
+        waitMs: Math.max(1000, waitMs),
+        epoch: withEpoch ? (epoch ?? '0') : null,
+      };
     } catch (err) {
       return this.inMemory(kind, id, limit, count, (err as Error).message);
     }

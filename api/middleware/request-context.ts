@@ -4,16 +4,27 @@ import type { Logger } from '../../core/platform/logger.js';
 import type { HttpMetrics } from '../metrics.js';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
+/** pino's number for the debug level. */
+const DEBUG = 20;
 
-/** Request id (kept from X-Request-Id when sane), a child logger, and the latency histogram. */
+/**
+ * Request id (kept from X-Request-Id when sane), a child logger, and the latency histogram. The
+ * child logger (bound to the request id) is made when something logs, not for every request; the
+ * line per request is written at debug level, and built only when that level is on.
+ */
 export function requestContext(log: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', requestId);
-    ctx.state.requestId = requestId;
-    const child = log.child({ requestId });
-    ctx.state.log = child;
+    const state = ctx.state as { requestId?: string; log?: Logger };
+    state.requestId = requestId;
+    let child: Logger | undefined;
+    Object.defineProperty(state, 'log', {
+      get: () => (child ??= log.child({ requestId })),
+      enumerable: true,
+      configurable: true,
+    });
     const started = process.hrtime.bigint();
     try {
       await next();
@@ -24,10 +35,12 @@ export function requestContext(log: Logger, metrics: HttpMetrics): Middleware {
         { method: ctx.method, route: String(route), status: String(ctx.status) },
         seconds,
       );
-      child.debug(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) },
-        'request',
-      );
+      if (log.levelVal <= DEBUG) {
+        state.log!.debug(
+          { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) },
+          'request',
+        );
+      }
     }
   };
 }

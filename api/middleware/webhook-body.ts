@@ -2,7 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
 import type { RawBody, WebhookCredentials } from '../route.js';
 import { type FirmByteBudgets, declaredLength, readBody, tooLarge } from './body-budget.js';
-import { handleNul, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
+import { handleNul, isJsonRequest, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
 // The bytes of large bodies a web process reads at once (WEBHOOK_BODY_BUDGET_BYTES, 48 MiB) and one
 // firm's share of them (WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES, 32 MiB: one body of the largest size),
@@ -50,7 +50,7 @@ export function largeWebhookBody(
 ): Middleware {
   return async (ctx, next) => {
     const hasBody = ctx.req.headers['transfer-encoding'] !== undefined || (declaredLength(ctx.req) ?? 0) > 0;
-    if (hasBody && !ctx.is('json', '+json')) {
+    if (hasBody && !isJsonRequest(ctx)) {
       throw unsupportedMediaType('Send the body as JSON with Content-Type: application/json.');
     }
     const declared = declaredLength(ctx.req);
@@ -61,16 +61,19 @@ export function largeWebhookBody(
       if (hasBody) await readBody(ctx.req, limitBytes, { ...reading, discard: true });
       throw signatureMismatch();
     }
-    const gone = new AbortController();
-    const onClose = (): void => gone.abort();
-    ctx.req.once('close', onClose);
     const small = declared !== undefined && declared <= SMALL_BODY_BYTES;
     let release: () => void = () => {};
-    try {
-      // Room for the declared length (the whole limit for a body sent without one), in the firm's share.
-      if (!small) release = await budgets.reserve(credentials.firm, declared ?? limitBytes, gone.signal);
-    } finally {
-      ctx.req.off('close', onClose);
+    if (!small) {
+      // Room for the declared length (the whole limit for a body sent without one), in the firm's
+      // share; a client that goes away meanwhile stops waiting.
+      const gone = new AbortController();
+      const onClose = (): void => gone.abort();
+      ctx.req.once('close', onClose);
+      try {
+        release = await budgets.reserve(credentials.firm, declared ?? limitBytes, gone.signal);
+      } finally {
+        ctx.req.off('close', onClose);
+      }
     }
     try {
       let bytes: Buffer | undefined = hasBody

@@ -2,11 +2,13 @@
 //   - its own operations issued directly from this process at the same concurrency: exactly the
 //     MongoDB and Redis commands a warm request issues (counted from outside, and checked to be
 //     the same before anything is timed) — with the read cache these are the rate-limit script
-//     (which also returns the change epoch), the call insert and the place-call job's add;
+//     (with the change epoch's GET), the dial gate's request step (request-peek.lua: the firm's
+//     do-not-call index and the number's attempts), the call insert and the place-call job's add;
 //   - a bare BullMQ queue.add of the same job;
 //   - GET /healthz (what the web process does for a request that does nothing);
 //   - the same request to a bare node:http server issuing the same store calls as the direct
-//     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs.
+//     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs;
+//   - the same handler under a bare Koa app in that server: what the framework alone adds.
 // Also the web process's RSS idle and under this load.
 import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
@@ -14,6 +16,9 @@ import { findAgent } from '../../core/domain/agents/agents.js';
 import { JOBS } from '../../jobs/table.js';
 import { unlimitedLimiter } from '../lib/unlimited-limiter.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
+import { peekIndex, rebuildDncIndex } from '../../core/domain/compliance/dnc-index.js';
+import { DAY_MS } from '../../core/domain/compliance/frequency.js';
+import type { Services } from '../../core/wiring/services.js';
 import {
   alternate,
   cannon,
@@ -38,6 +43,8 @@ export const createCall: Scenario = {
     'create_call_vs_add',
     'create_call_vs_healthz',
     'create_call_vs_bare_http',
+    'create_call_vs_bare_koa',
+    'bare_koa_vs_bare_http',
     'bare_http_vs_direct',
     'web_rss_idle_mb',
     'web_rss_load_mb',
@@ -48,6 +55,18 @@ export const createCall: Scenario = {
     try {
       const web = await app.startWeb();
       const tenant = await makeTenant(app, web.base);
+      const keys = redisKeys({ queuePrefix: app.prefix, redisCluster: false });
+      // The firm's do-not-call index, as a worker builds it when the first request asks for it
+      // (core/domain/compliance/dnc-index.ts; no worker runs here): the steady state is measured,
+      // where the gate's request step answers "not listed" from Redis without a database read.
+      await rebuildDncIndex(
+        {
+          config: { queuePrefix: app.prefix, redisCluster: false },
+          redis: app.redis,
+          mongo: { db: app.db },
+        } as unknown as Services,
+        tenant.slug,
+      );
       bare = await startBareHttp(app, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;
       const agent = (await findAgent(app.db, tenant.agentId))!;
@@ -74,12 +93,8 @@ export const createCall: Scenario = {
         if (res.status !== 200) throw new Error(`create-outbound-call answered ${res.status}`);
       };
 
-      // The direct operations: the same script, insert and add, from this process.
-      const limiter = unlimitedLimiter(
-        app.redis,
-        redisKeys({ queuePrefix: app.prefix, redisCluster: false }),
-        'bench',
-      );
+      // The direct operations: the same scripts, insert and add, from this process.
+      const limiter = unlimitedLimiter(app.redis, keys, 'bench');
       const principal = {
         kind: 'firm' as const,
         firm: firm._id,
@@ -93,7 +108,11 @@ export const createCall: Scenario = {
           { firm, agent, toNumber: '+14155550123', dynamicVariables: body.dynamicVariables },
           'simulator',
         );
-        await calls.insertOne(doc);
+        // The gate's request step beside the insert, as the route issues them.
+        await Promise.all([
+          peekIndex(app.redis, keys, firm._id, '+14155550123', Date.now() - DAY_MS),
+          calls.insertOne(doc),
+        ]);
         await app.queues.calls.add(
           JOBS.placeCall.name,
           { callId: doc._id, firm: doc.firm },
@@ -122,6 +141,8 @@ export const createCall: Scenario = {
       let routeCores = '';
       let directCores = '';
       const directCpu: number[] = [];
+      const bareCpu: number[] = [];
+      const koaCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -150,14 +171,25 @@ export const createCall: Scenario = {
           },
           add: (n) => loop(ctx.connections, n, bareAdd),
           healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
-          bare: (n) => cannon({ ...request, url: `${bare!.base}/create` }, n),
+          bare: async (n) => {
+            const c0 = processCpuSeconds(bare!.pid);
+            const r = await cannon({ ...request, url: `${bare!.base}/create` }, n);
+            bareCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
+          koa: async (n) => {
+            const c0 = processCpuSeconds(bare!.pid);
+            const r = await cannon({ ...request, url: `${bare!.base}/koa/create` }, n);
+            koaCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
         },
         {
           log: (round, r) =>
             say(
               `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
                 `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s · ` +
-                `bare node:http ${r.bare.rate.toFixed(0)}/s`,
+                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s`,
             ),
         },
       );
@@ -207,8 +239,34 @@ export const createCall: Scenario = {
             label: 'create-outbound-call',
             unit: 'req/s',
             baselineLabel: 'bare node:http doing the same store calls',
+            note:
+              `CPU per request in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
+              `${median(bareCpu).toFixed(0)} µs, under bare Koa ${median(koaCpu).toFixed(0)} µs (medians).`,
           },
           of(rates.route),
+          of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_bare_koa',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: "the bare server's handler under a bare Koa app",
+          },
+          of(rates.route),
+          of(rates.koa),
+        ),
+        ratioRow(
+          {
+            id: 'bare_koa_vs_bare_http',
+            label: 'bare Koa, create-call store calls',
+            unit: 'req/s',
+            baselineLabel: 'the same handler on bare node:http',
+            note:
+              "The bare server's handler as the only middleware of a Koa app: what Koa itself (its context, " +
+              'dispatch and response) costs before any of the service, a bound the route cannot beat while it runs on Koa.',
+          },
+          of(rates.koa),
           of(rates.bare),
         ),
         ratioRow(

@@ -191,6 +191,8 @@ export const webhooks: Scenario = {
     'webhook_vs_add',
     'webhook_vs_direct',
     'webhook_vs_bare_http',
+    'webhook_vs_bare_koa',
+    'webhook_bare_koa_vs_bare_http',
     'booking_webhook_vs_add',
     'booking_webhook_vs_direct',
   ],
@@ -233,7 +235,7 @@ export const webhooks: Scenario = {
         const direct = async (i: number): Promise<void> => {
           // As the route does for a signed delivery: a look before the body, a count after it.
           await limiter.checkWebhook(slug, false);
-          await limiter.checkWebhook(slug, true);
+          await limiter.countWebhook(slug);
           const { def, data } = receiver.job(i, slug);
           await add(app, def, data);
         };
@@ -248,6 +250,8 @@ export const webhooks: Scenario = {
         say(`${receiver.id} direct baseline:    ${formatOps(directOps)}`);
         const same = sameOps(routeOps, directOps);
         const webCpu: number[] = [];
+        const bareCpu: number[] = [];
+        const koaCpu: number[] = [];
         let routeCores = '';
         /** Signed deliveries to `base` + `path` through autocannon. */
         const signedCannon = (base: string, path: string) => (amount: number) =>
@@ -280,19 +284,41 @@ export const webhooks: Scenario = {
           add: (amount: number) => loop(ctx.connections, amount, bare),
           direct: (amount: number) => loop(ctx.connections, amount, direct),
         };
-        const log = (round: number, r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate }) =>
+        const log = (
+          round: number,
+          r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate; bareKoa?: Rate },
+        ) =>
           say(
             `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
               `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s` +
-              (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`),
+              (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`) +
+              (r.bareKoa === undefined ? '' : ` · bare Koa ${r.bareKoa.rate.toFixed(0)}/s`),
           );
         const rates =
           bareBase === undefined
-            ? { ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })), bareHttp: [] as Rate[] }
+            ? {
+                ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })),
+                bareHttp: [] as Rate[],
+                bareKoa: [] as Rate[],
+              }
             : await alternate(
                 ctx.rounds,
                 ctx.seconds,
-                { ...steps, bareHttp: signedCannon(bareBase, '/webhook') },
+                {
+                  ...steps,
+                  bareHttp: async (amount: number) => {
+                    const c0 = processCpuSeconds(bareServer!.pid);
+                    const r = await signedCannon(bareBase, '/webhook')(amount);
+                    bareCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                  bareKoa: async (amount: number) => {
+                    const c0 = processCpuSeconds(bareServer!.pid);
+                    const r = await signedCannon(bareBase, '/koa/webhook')(amount);
+                    koaCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                },
                 { log },
               );
         const of = (xs: Rate[]) => xs.map((x) => x.rate);
@@ -333,8 +359,31 @@ export const webhooks: Scenario = {
                 label: receiver.label,
                 unit: 'req/s',
                 baselineLabel: 'bare node:http doing the same store calls, HMAC and parse',
+                note:
+                  `CPU per delivery in the web process ${median(webCpu).toFixed(0)} µs, in the bare server ` +
+                  `${median(bareCpu).toFixed(0)} µs, under bare Koa ${median(koaCpu).toFixed(0)} µs (medians).`,
               },
               of(rates.route),
+              of(rates.bareHttp),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_vs_bare_koa`,
+                label: receiver.label,
+                unit: 'req/s',
+                baselineLabel: "the bare server's handler under a bare Koa app",
+              },
+              of(rates.route),
+              of(rates.bareKoa),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_bare_koa_vs_bare_http`,
+                label: 'bare Koa, call webhook store calls, HMAC and parse',
+                unit: 'req/s',
+                baselineLabel: 'the same handler on bare node:http',
+              },
+              of(rates.bareKoa),
               of(rates.bareHttp),
             ),
           );

@@ -6,9 +6,20 @@ export function sha256Hex(value: string): string {
 
 /** Constant-time equality of two strings of any length (compares their digests). */
 export function safeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a).digest();
-  const db = createHash('sha256').update(b).digest();
-  return timingSafeEqual(da, db);
+  return timingSafeEqual(sha256(a), sha256(b));
+}
+
+/** The SHA-256 digest of a string. */
+export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+
+/**
+ * Constant-time comparison of presented secrets against one known secret (the platform key),
+ * whose digest is computed once, not on every request: `matches` takes the presented value's
+ * digest, which the caller can use again (an API key's lookup is by its SHA-256).
+ */
+export function secretDigest(secret: string): { matches(presentedDigest: Buffer): boolean } {
+  const digest = sha256(secret);
+  return { matches: (presented) => timingSafeEqual(presented, digest) };
 }
 
 export function hmacHex(secret: string, data: string | Buffer): string {

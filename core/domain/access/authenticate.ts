@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import type { Config } from '../../platform/config.js';
 import { AppError, forbidden, unauthorized } from '../../platform/errors.js';
-import { safeEqual, sha256Hex } from '../../platform/crypto.js';
+import { secretDigest, sha256 } from '../../platform/crypto.js';
 import type { ApiPrincipal, Principal } from './principal.js';
 import { verifySessionToken } from './session.js';
 import { PLATFORM_SESSIONS, isSessionRevoked } from './session-revocations.js';
@@ -9,14 +9,28 @@ import { API_KEY_PREFIX, findApiKeyByHash } from './api-keys.js';
 import { WIDGET_TOKEN_PREFIX, verifyWidgetToken } from './widget-token.js';
 import { findWidgetKey } from '../widget/widget-keys.js';
 
+/** The platform key's digest, once per configured key (a config is made once per process). */
+const platformKeys = new WeakMap<Config, { key: string; digest: ReturnType<typeof secretDigest> }>();
+function platformKey(config: Config): ReturnType<typeof secretDigest> {
+  let known = platformKeys.get(config);
+  if (known === undefined || known.key !== config.adminApiKey) {
+    known = { key: config.adminApiKey, digest: secretDigest(config.adminApiKey) };
+    platformKeys.set(config, known);
+  }
+  return known.digest;
+}
+
 /** Resolves a token to a principal, or null for any token that is not valid now. */
 async function principalForToken(token: string, config: Config, db: Db): Promise<Principal | null> {
   if (token.length === 0 || token.length > 4096) return null;
-  if (safeEqual(token, config.adminApiKey)) {
+  // One digest of the token: compared in constant time with the platform key's, and an API key's
+  // lookup key (its SHA-256).
+  const digest = sha256(token);
+  if (platformKey(config).matches(digest)) {
     return { kind: 'platform', via: 'platform_key', subject: 'platform' };
   }
   if (token.startsWith(API_KEY_PREFIX)) {
-    const key = await findApiKeyByHash(db, sha256Hex(token));
+    const key = await findApiKeyByHash(db, digest.toString('hex'));
     return key === null ? null : { kind: 'firm', firm: key.firm, via: 'api_key', subject: key.id };
   }
   if (token.startsWith(WIDGET_TOKEN_PREFIX)) return widgetPrincipal(token, config, db);

@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
-import { redisKeys } from '../../platform/redis-keys.js';
+import { redisKeys, type RedisKeys } from '../../platform/redis-keys.js';
+import type { RedisClient } from '../../platform/redis.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
@@ -36,6 +37,31 @@ export interface RequestPeek {
   seen: AttemptCount;
 }
 
+/** request-peek.lua's answer: the index is ready (1|0), the number is in it (1|0), its attempts. */
+export type IndexPeek = [ready: number, member: number, attempts: string[]];
+
+/**
+ * The request stage's one Redis step (request-peek.lua), nothing else: whether the firm's index
+ * is ready, whether the number is in it, and the number's attempts since `windowStart`.
+ */
+export function peekIndex(
+  redis: RedisClient,
+  keys: RedisKeys,
+  firm: string,
+  phone: string,
+  windowStart: number,
+): Promise<IndexPeek> {
+  return PEEK.run(
+    redis,
+    {
+      ready: keys.dncIndexReady(firm),
+      listed: keys.dncListed(firm),
+      attempts: keys.dialAttempts(firm, phone),
+    },
+    { phone, window_start: windowStart },
+  ) as Promise<IndexPeek>;
+}
+
 /**
  * The request stage's reads in one Redis step (request-peek.lua): the index's "not listed" when
  * it is ready, else (or for a number in the index) the MongoDB key document; and the number's
@@ -49,29 +75,37 @@ export async function peekAtRequest(
   atMs: number,
 ): Promise<RequestPeek> {
   const keys = redisKeys(services.config);
-  const [ready, member, rows] = (await PEEK.run(
-    services.redis,
-    {
-      ready: keys.dncIndexReady(firm),
-      listed: keys.dncListed(firm),
-      attempts: keys.dialAttempts(firm, phone),
-    },
-    { phone, window_start: atMs - DAY_MS },
-  )) as [number, number, string[]];
+  const [ready, member, rows] = await peekIndex(services.redis, keys, firm, phone, atMs - DAY_MS);
   const seen = attemptCountOf(rows, callId);
   if (ready === 1 && member === 0) return { dnc: null, seen };
   const dnc = await findDncEntry(services.mongo.db, firm, phone);
   if (dnc === null && member === 1 && ready === 1) {
     await services.redis.srem(keys.dncListed(firm), phone).catch(() => 0);
   }
-  if (ready !== 1) requestRebuild(services, firm);
+  if (ready !== 1) requestRebuild(services, keys, firm);
   return { dnc, seen };
 }
 
-function requestRebuild(services: Services, firm: string): void {
-  enqueue(services.queues, JOBS.rebuildDncIndex, { firm }).catch((err: unknown) =>
-    services.log.warn({ err, firm }, 'could not ask for the do-not-call index rebuild'),
-  );
+/**
+ * How long this process waits before asking again for a firm's rebuild it asked for: the job is
+ * one per firm anyway (its id), so asking on every request while the index is being rebuilt
+ * would only add a Redis round trip to each.
+ */
+const REBUILD_ASKED_MS = 5_000;
+/** Firms (under their queue prefix) whose rebuild this process asked for, and when. */
+const rebuildAsked = new Map<string, number>();
+
+function requestRebuild(services: Services, keys: RedisKeys, firm: string): void {
+  const key = keys.dncIndexReady(firm);
+  const now = Date.now();
+  const asked = rebuildAsked.get(key);
+  if (asked !== undefined && now - asked < REBUILD_ASKED_MS) return;
+  if (rebuildAsked.size >= 10_000) rebuildAsked.clear();
+  rebuildAsked.set(key, now);
+  enqueue(services.queues, JOBS.rebuildDncIndex, { firm }).catch((err: unknown) => {
+    rebuildAsked.delete(key);
+    services.log.warn({ err, firm }, 'could not ask for the do-not-call index rebuild');
+  });
 }
 
 /** After numbers were added to the list in MongoDB: into the index (best effort, see above). */

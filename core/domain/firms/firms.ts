@@ -31,11 +31,13 @@ async function stored(db: Db, firm: FirmDoc): Promise<FirmDoc> {
 }
 
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
-  const firm = await cachedRead(db, COLLECTIONS.firms, slug, async () => {
+  // Kept in the read cache with its defaults applied: each caller gets its own copy of that.
+  return cachedRead(db, COLLECTIONS.firms, slug, async () => {
     const raw = await firms(db).findOne({ _id: slug });
-    return raw === null ? null : { ...raw, settings: await openSettings(db, slug, raw.settings) };
+    return raw === null
+      ? null
+      : { ...raw, settings: withDefaults(await openSettings(db, slug, raw.settings)) };
   });
-  return firm === null ? null : { ...firm, settings: withDefaults(firm.settings) };
 }
 
 export async function createFirm(

@@ -38,13 +38,13 @@ export class ReadCache {
   ): Promise<T | null> {
     const key = `${coll}\u0001${id}`;
     const hit = this.entries.get(key);
-    if (hit !== undefined && hit.expires > Date.now()) return structuredClone(hit.value) as T | null;
+    if (hit !== undefined && hit.expires > Date.now()) return copyDocument(hit.value) as T | null;
     const epoch = this.epoch;
     const value = await load();
     // Only what was read under the epoch still current is kept.
     if ((value !== null || options.cacheMissing === true) && epoch !== null && epoch === this.epoch) {
       if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, { value: structuredClone(value), expires: Date.now() + TTL_MS });
+      this.entries.set(key, { value: copyDocument(value), expires: Date.now() + TTL_MS });
     }
     return value;
   }
@@ -69,6 +69,33 @@ export class ReadCache {
     this.entries.clear();
     this.epoch = null;
   }
+}
+
+/**
+ * A deep copy of a document as structuredClone makes it, for what documents are made of (plain
+ * objects, arrays, dates, primitives) without its serialisation round trip, which cost a web
+ * request more than any other function of ours; anything else inside is copied by structuredClone.
+ * Every caller gets its own copy: nothing it changes reaches the cache or another request.
+ */
+export function copyDocument(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const out: unknown[] = new Array(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = copyDocument(value[i]);
+    return out;
+  }
+  if (value instanceof Date) return new Date(value.getTime());
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const item = copyDocument((value as Record<string, unknown>)[key]);
+    // An own "__proto__" key stays an own key, as structuredClone keeps it.
+    if (key === '__proto__') {
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+    } else out[key] = item;
+  }
+  return out;
 }
 
 const caches = new WeakMap<Db, ReadCache>();
