@@ -25,7 +25,8 @@ const REDIS_BACKGROUND = new Set(['info', 'ping', 'client', 'monitor', 'select',
 
 export type OpCounts = Record<string, number>;
 
-async function mongoCounters(admin: MongoClient): Promise<OpCounts> {
+/** MongoDB commands the server has served so far, by name, the drivers' own left out. */
+export async function mongoCounters(admin: MongoClient): Promise<OpCounts> {
   const status: Document = await admin.db('admin').command({ serverStatus: 1 });
   const commands = (status.metrics as Document | undefined)?.commands as Document | undefined;
   const out: OpCounts = {};

@@ -21,7 +21,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { MongoClient, type Document } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import { ensurePostgres } from '../../scripts/local/services.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QUEUE_NAMES } from '../../jobs/queues.js';
@@ -38,6 +38,7 @@ import {
   processCpuSeconds,
   say,
 } from '../lib/measure.js';
+import { mongoCounters } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { trackJobs } from '../lib/jobs-per-call.js';
@@ -118,20 +119,7 @@ function commandsPerCall(
 
 /** MongoDB commands so far, by name (serverStatus metrics.commands), handshakes left out. */
 async function mongoCommands(admin: MongoClient): Promise<Map<string, number>> {
-  const status: Document = await admin.db('admin').command({ serverStatus: 1 });
-  const commands = (status.metrics as Document | undefined)?.commands as Document | undefined;
-  const out = new Map<string, number>();
-  for (const [name, v] of Object.entries(commands ?? {})) {
-    if (
-      /^(hello|ismaster|isMaster|ping|buildInfo|endSessions|serverStatus|saslStart|saslContinue|getParameter|unknown)$/.test(
-        name,
-      )
-    )
-      continue;
-    const total = Number((v as Document).total ?? 0);
-    if (Number.isFinite(total) && total > 0) out.set(name, total);
-  }
-  return out;
+  return new Map(Object.entries(await mongoCounters(admin)).filter(([, n]) => n > 0));
 }
 
 interface TableStats {

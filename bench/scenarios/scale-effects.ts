@@ -31,6 +31,7 @@ import { atExit, createApp, makeTenant, rand, type App, type Proc } from '../lib
 import { commandStatsByMaster, delta, perMaster, subtract } from '../lib/redis-stats.js';
 import { masters } from '../../core/platform/redis-cluster.js';
 import { checkInterrupted, knob, loadAverage, loop, say, StackCpu } from '../lib/measure.js';
+import { mongoCounters } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 
@@ -218,29 +219,7 @@ async function runOnce(
  * too), without the drivers' own handshakes and heartbeats.
  */
 async function mongoCommands(app: App): Promise<Map<string, number>> {
-  const status = await app.mongo.db('admin').command({ serverStatus: 1 });
-  const commands = (status.metrics as { commands?: Record<string, { total?: unknown }> } | undefined)
-    ?.commands;
-  // As bench/lib/ops.ts: the drivers' handshakes, heartbeats and sessions are not the work.
-  const background = new Set([
-    'hello',
-    'ismaster',
-    'isMaster',
-    'ping',
-    'buildInfo',
-    'endSessions',
-    'serverStatus',
-    'saslStart',
-    'saslContinue',
-    'getParameter',
-    'unknown',
-  ]);
-  const out = new Map<string, number>();
-  for (const [name, v] of Object.entries(commands ?? {})) {
-    const total = Number(v.total ?? NaN);
-    if (!background.has(name) && Number.isFinite(total)) out.set(name, total);
-  }
-  return out;
+  return new Map(Object.entries(await mongoCounters(app.mongo)));
 }
 
 function mongoPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
