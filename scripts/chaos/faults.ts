@@ -96,7 +96,8 @@ export class Faults {
     const slackWindow = this.plan.slackFailures
       ? sleep(this.plan.firstAtMs + slackRng.int(0, 30_000)).then(() => this.slackWindow(slackRng))
       : Promise.resolve();
-    await sleep(this.plan.firstAtMs);
+    // From firstAtMs, and not before the workload's campaign exists (it is created once, unretried).
+    await Promise.all([sleep(this.plan.firstAtMs), this.workload.campaignCreated]);
     for (const fault of order) {
       await this.inject(fault);
       await sleep(this.rng.int(...this.plan.gapMs));

@@ -233,6 +233,13 @@ export class Workload {
   private readonly copied = new Set<string>();
   private probeCount = 0;
   private started = 0;
+  private markCampaignCreated: () => void = () => {};
+  /**
+   * Settles once the campaign and its leads are created (or their creation failed). Creating a
+   * campaign is not idempotent (the route takes no Idempotency-Key), so it is sent once and never
+   * retried: the faults wait for it (faults.ts), as a client would not create one mid-outage twice.
+   */
+  readonly campaignCreated = new Promise<void>((resolve) => (this.markCampaignCreated = resolve));
 
   constructor(
     private readonly cluster: Cluster,
@@ -328,6 +335,32 @@ export class Workload {
         consent: WRITTEN_CONSENT,
       };
     });
+    let campaignId: string;
+    try {
+      campaignId = await this.createCampaign(leads);
+    } finally {
+      this.markCampaignCreated();
+    }
+    this.ledger.campaign = { id: campaignId, firm: firm.slug, leads: leads.length, phones };
+    await this.at(rng.int(...this.timing.launchAtMs));
+    const launch = await send(
+      this.ledger,
+      this.cluster.webUrl,
+      'POST',
+      `/api/leads/campaigns/${campaignId}/launch`,
+      {
+        route: 'POST campaign launch',
+        token: firm.key,
+        body: {},
+      },
+    );
+    this.ledger.campaign.launchStatus = launch.status;
+    if (launch.status === 200) this.ledger.campaign.callsQueued = launch.body.calls_queued as number;
+  }
+
+  /** The campaign with its leads, in chunks of 5,000: each chunk sent once. */
+  private async createCampaign(leads: object[]): Promise<string> {
+    const firm = this.firms.campaign;
     let campaignId: string | undefined;
     for (let i = 0; i < leads.length; i += 5000) {
       const chunk = leads.slice(i, i + 5000);
@@ -348,21 +381,7 @@ export class Workload {
       const body = await must(reply, 'create campaign');
       campaignId ??= body.id as string;
     }
-    this.ledger.campaign = { id: campaignId!, firm: firm.slug, leads: leads.length, phones };
-    await this.at(rng.int(...this.timing.launchAtMs));
-    const launch = await send(
-      this.ledger,
-      this.cluster.webUrl,
-      'POST',
-      `/api/leads/campaigns/${campaignId}/launch`,
-      {
-        route: 'POST campaign launch',
-        token: firm.key,
-        body: {},
-      },
-    );
-    this.ledger.campaign.launchStatus = launch.status;
-    if (launch.status === 200) this.ledger.campaign.callsQueued = launch.body.calls_queued as number;
+    return campaignId!;
   }
 
   // ---------------------------------------------------------------- direct calls
