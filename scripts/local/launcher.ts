@@ -6,6 +6,7 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { portHeldBy } from './port-owner.js';
 
 /** Where the child's stdout and stderr go. */
 export type Output =
@@ -19,9 +20,9 @@ export type Output =
 
 /** When the child counts as ready. */
 export type Readiness =
-  /** GET answers 200. */
+  /** GET answers 200, from a port the child (or a descendant) listens on. */
   | { url: string }
-  /** 127.0.0.1:port accepts a TCP connection. */
+  /** 127.0.0.1:port accepts a TCP connection, and the child (or a descendant) listens on it. */
   | { port: number }
   /** The caller's own check; false or a throw means not yet (the last error is reported). */
   | { probe: () => Promise<boolean> };
@@ -114,9 +115,24 @@ export function portAnswers(port: number): Promise<boolean> {
   });
 }
 
-function probeOf(ready: Readiness): () => Promise<boolean> {
-  if ('url' in ready) return () => fetch(ready.url).then((r) => r.status === 200);
-  if ('port' in ready) return () => portAnswers(ready.port);
+/** The port a URL names (its scheme's default when it names none). */
+function portOf(url: string): number {
+  const { port, protocol } = new URL(url);
+  return port !== '' ? Number(port) : protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * The readiness check. A port that answers must be the child's own (port-owner.ts): a port chosen
+ * just before the start may have been taken by another server meanwhile, and then the child exits
+ * at start (EADDRINUSE) instead of being taken for ready.
+ */
+function probeOf(ready: Readiness, pid: number | undefined): () => Promise<boolean> {
+  const own = (port: number) => (pid === undefined ? Promise.resolve(true) : portHeldBy(port, pid));
+  if ('url' in ready) {
+    const port = portOf(ready.url);
+    return async () => (await fetch(ready.url)).status === 200 && (await own(port));
+  }
+  if ('port' in ready) return async () => (await portAnswers(ready.port)) && (await own(ready.port));
   return ready.probe;
 }
 
@@ -180,7 +196,7 @@ export function launch(options: LaunchOptions): Launched {
   };
 
   const waitReady = async (ready: Readiness): Promise<void> => {
-    const probe = probeOf(ready);
+    const probe = probeOf(ready, child.pid);
     const timeoutMs = options.readyTimeoutMs ?? 60_000;
     const started = Date.now();
     let lastError: unknown;

@@ -1,16 +1,50 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A TCP port free on 127.0.0.1 now (the OS's choice). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+// Ports for the servers we start (local stores, the tests' web processes, fakes that need their
+// port before they start). A port is chosen, then bound by another process a moment later; in
+// between, anything may take it. The OS's own choice (port 0) comes from the ephemeral range that
+// every outgoing connection on the machine draws from too, so on a busy machine a client socket
+// took a chosen port now and then. Chosen here instead: at random below that range, where only
+// servers bind, and checked free on every IPv4 address. The launcher then checks that the child
+// it started is the one listening (port-owner.ts).
+
+/** The first port of the OS's ephemeral range (Linux), or null when it cannot be read. */
+function ephemeralStart(): number | null {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+    const port = Number(low);
+    return Number.isInteger(port) ? port : null;
+  } catch {
+    return null;
+  }
+}
+
+const FLOOR = 20_000;
+
+/** Binds `port` (0: the OS's choice) on every IPv4 address and frees it; its number, or null if taken. */
+function tryPort(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(null));
+    server.listen(port, '0.0.0.0', () => {
       const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : null));
     });
   });
+}
+
+/** A TCP port free on this machine now, below the ephemeral range where it can. */
+export async function freePort(): Promise<number> {
+  const ceiling = ephemeralStart();
+  if (ceiling !== null && ceiling - FLOOR >= 2_000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = await tryPort(FLOOR + Math.floor(Math.random() * (ceiling - FLOOR)));
+      if (port !== null) return port;
+    }
+  }
+  const port = await tryPort(0);
+  if (port === null) throw new Error('no free port');
+  return port;
 }

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launch, type Exit, type Launched } from '../../scripts/local/launcher.js';
+import { launch, startOnFreePorts, type Exit, type Launched } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -47,29 +47,33 @@ export async function startServiceProcesses(
   name: string,
   workerEnv: Record<string, string> = {},
 ): Promise<{ baseUrl: string; web: ServiceProcess; worker: ServiceProcess; stop(): Promise<void> }> {
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const webEnv = { ...env, PORT: String(port), PUBLIC_BASE_URL: baseUrl };
-  const web = startServiceProcess('api/server.ts', webEnv, join(logDir, `${name}-web.log`), {
-    readyUrl: `${baseUrl}/readyz`,
+  // A port taken between its choice and the web's bind: the web exits at start, and both start
+  // again on another.
+  return startOnFreePorts(async () => {
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const webEnv = { ...env, PORT: String(port), PUBLIC_BASE_URL: baseUrl };
+    const web = startServiceProcess('api/server.ts', webEnv, join(logDir, `${name}-web.log`), {
+      readyUrl: `${baseUrl}/readyz`,
+    });
+    const worker = startServiceProcess(
+      'workers/main.ts',
+      { ...webEnv, ...workerEnv },
+      join(logDir, `${name}-worker.log`),
+    );
+    try {
+      await web.launched.ready;
+    } catch (err) {
+      await worker.stop();
+      throw err;
+    }
+    return {
+      baseUrl,
+      web,
+      worker,
+      async stop() {
+        await Promise.all([web.stop(), worker.stop()]);
+      },
+    };
   });
-  const worker = startServiceProcess(
-    'workers/main.ts',
-    { ...webEnv, ...workerEnv },
-    join(logDir, `${name}-worker.log`),
-  );
-  try {
-    await web.launched.ready;
-  } catch (err) {
-    await worker.stop();
-    throw err;
-  }
-  return {
-    baseUrl,
-    web,
-    worker,
-    async stop() {
-      await Promise.all([web.stop(), worker.stop()]);
-    },
-  };
 }

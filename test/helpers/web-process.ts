@@ -1,7 +1,7 @@
 import { type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launch, type Exit } from '../../scripts/local/launcher.js';
+import { launch, startOnFreePorts, type Exit } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -12,7 +12,12 @@ export async function startWebProcess(
   /** A port chosen beforehand (to name it in PUBLIC_BASE_URL); a longer start-up allowance. */
   options: { port?: number; readyTimeoutMs?: number } = {},
 ): Promise<{ child: ChildProcess; baseUrl: string; stop(): Promise<Exit> }> {
-  const port = options.port ?? (await freePort());
+  // A port of our choosing may be taken before the child binds it: it then exits at start, and is
+  // started again on another (a caller's own port is the caller's to choose again).
+  if (options.port === undefined) {
+    return startOnFreePorts(async () => startWebProcess(env, { ...options, port: await freePort() }));
+  }
+  const port = options.port;
   const baseUrl = `http://127.0.0.1:${port}`;
   const web = launch({
     name: 'web child',
