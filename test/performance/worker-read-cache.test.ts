@@ -3,12 +3,20 @@
 // process and the worker is the real entry as a child process. A firm and an agent patched
 // through the API are seen by the very next job on the worker, and a warm call's jobs read
 // neither from the database: the child's MongoDB driver logs every command it sends, and the
-// test counts them.
+// test counts them. While a worker's Redis connection is lost, nothing it cached is served.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommandStartedEvent } from 'mongodb';
+import { loadConfig } from '../../core/platform/config.js';
+import { enableReadCache, observeChangeEpoch } from '../../core/platform/db/read-cache.js';
+import { getFirm } from '../../core/domain/firms/firms.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
+import { eventually } from '../helpers/eventually.js';
+import { startTcpRelay } from '../helpers/tcp-relay.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { startWorkerProcess } from '../helpers/worker-process.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -109,7 +117,50 @@ describe('the worker process reads firms and agents through the read cache', () 
     expect(agent.status).toBe(200);
     const { call, mailsFrom } = await callToTheEnd();
     // The dial's job read the agent afresh (the simulator plays its greeting), the email's job the firm.
-    expect(call.transcript).toContain(`Agent: ${greeting}`);
-    expect(mailsFor(mailsFrom)).toEqual([['after@lawfirm.test']]);
+    expect({
+      greeting: (call.transcript as string).includes(`Agent: ${greeting}`),
+      mailedTo: mailsFor(mailsFrom),
+    }).toEqual({ greeting: true, mailedTo: [['after@lawfirm.test']] });
+  });
+});
+
+describe("a worker's read cache while its Redis connection is lost", () => {
+  it('serves nothing it read before: a running job reads from the database, and a new one does not wait', async () => {
+    // A worker's services (in this process) whose Redis connection goes through a relay we cut.
+    const relay = await startTcpRelay(new URL(stack.env.REDIS_URL!));
+    const uri = new URL(stack.env.MONGODB_URI!);
+    uri.searchParams.set('monitorCommands', 'true');
+    const config = loadConfig({
+      ...stack.env,
+      REDIS_URL: relay.via(stack.env.REDIS_URL!),
+      MONGODB_URI: uri.toString(),
+    });
+    const services = createServices(config, createLogger('silent', 'test'), 'worker');
+    const db = services.mongo.db;
+    enableReadCache(db);
+    let firmReads = 0;
+    services.mongo.client.on('commandStarted', (e: CommandStartedEvent) => {
+      if (e.commandName === 'find' && (e.command as { find: string }).find === 'firms') firmReads += 1;
+    });
+    const readTwice = async () => {
+      expect((await getFirm(db, firm.slug))?._id).toBe(firm.slug);
+      expect((await getFirm(db, firm.slug))?._id).toBe(firm.slug);
+    };
+    try {
+      await eventually(async () => expect(services.redis.status).toBe('ready'), 10_000, 20);
+      await observeChangeEpoch(db); // a job starts
+      await readTwice();
+      expect(firmReads).toBe(1);
+      await relay.close(); // the connection is lost while the job runs
+      await eventually(async () => expect(services.redis.status).not.toBe('ready'), 10_000, 20);
+      await readTwice();
+      expect(firmReads).toBe(3);
+      await observeChangeEpoch(db); // another job starts: the epoch cannot be read
+      await readTwice();
+      expect(firmReads).toBe(5);
+    } finally {
+      services.redis.disconnect();
+      await services.close();
+    }
   });
 });
