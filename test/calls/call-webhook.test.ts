@@ -11,7 +11,8 @@ import { getFirm } from '../../core/domain/firms/firms.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
+import type { CommandStartedEvent } from 'mongodb';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
 import { callsOf, createAgent } from './support.js';
@@ -24,8 +25,15 @@ let firm: Awaited<ReturnType<typeof createFirm>>;
 let other: Awaited<ReturnType<typeof createFirm>>;
 let agentId: string;
 
+// Command monitoring on: a test below counts the workers' reads of a call.
+const monitoredUri = (): string => {
+  const uri = new URL(freshMongoUri());
+  uri.searchParams.set('monitorCommands', 'true');
+  return uri.toString();
+};
+
 beforeAll(async () => {
-  stack = await startStack(); // workers start after the enqueue-only test
+  stack = await startStack({ env: { MONGODB_URI: monitoredUri() } }); // workers start after the enqueue-only test
   firm = await createFirm(stack, { voice_webhook_secret: SECRET });
   other = await createFirm(stack);
   agentId = await createAgent(firm.client, firm.slug);
@@ -35,12 +43,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+let workerServices: ReturnType<typeof createServices> | undefined;
 /** The workers, started once: after the enqueue-only test, or by any later block run on its own. */
 function startWorkersOnce(): void {
-  workers ??= startWorkers(
-    createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-    processors,
-  );
+  workerServices ??= createServices(stack.config, createLogger('silent', 'test'), 'worker');
+  workers ??= startWorkers(workerServices, processors);
 }
 
 /** One of our outbound calls, written directly (no simulator playing it meanwhile). */
@@ -353,5 +360,30 @@ describe('applying call events', () => {
       expect(await callsOf(stack).countDocuments({ firm: firm.slug, provider_call_id: pid })).toBe(1),
     );
     expect((await callsOf(stack).findOne({ _id: victim._id }))?.status).toBe('registered');
+  });
+
+  it('an event naming our call in its metadata reads that call once', async () => {
+    const callId = await ourCall();
+    const pid = `p_${rand()}`;
+    const reads: unknown[] = [];
+    const listener = (e: CommandStartedEvent) => {
+      const command = e.command as { find?: string; filter?: { _id?: unknown } };
+      if (command.find === COLLECTIONS.calls && command.filter?._id === callId) reads.push(command.filter);
+    };
+    const client = workerServices!.mongo.client;
+    client.on('commandStarted', listener);
+    try {
+      await send({
+        event: 'call_ended',
+        call: providerCall(callId, pid, { call_status: 'ended', end_timestamp: 1_700_000_090_000 }),
+      });
+      await eventsDrained();
+    } finally {
+      client.off('commandStarted', listener);
+    }
+    expect((await callsOf(stack).findOne({ _id: callId }))?.status).toBe('ended');
+    // Found through its metadata and read under its lock in one read, not a read of its firm
+    // first and the whole call again.
+    expect(reads).toHaveLength(1);
   });
 });

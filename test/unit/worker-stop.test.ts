@@ -41,6 +41,23 @@ describe('EffectGate', () => {
     expect(gate.busy).toBe(false);
   });
 
+  it('passes a caller holding a lock at once: a pass while open, null once closed and nothing parked', async () => {
+    const gate = new EffectGate();
+    const pass = gate.enterNow();
+    expect(pass).not.toBeNull();
+    expect(gate.busy).toBe(true);
+    pass!();
+    gate.close();
+    expect(gate.enterNow()).toBeNull();
+    expect(gate.busy).toBe(false);
+    // The caller, its lock let go of, then parks through `enter`.
+    let entered = false;
+    void gate.enter().then(() => (entered = true));
+    await flush();
+    expect(entered).toBe(false);
+    await gate.quiet();
+  });
+
   it('once closed, an effect never begins: runEffect neither marks nor performs it', async () => {
     const doc: Record<string, unknown> = { _id: 'call_1' };
     const subject = {

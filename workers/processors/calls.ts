@@ -3,7 +3,12 @@ import { QUEUE } from '../../jobs/queues.js';
 import type { CallEventJob, PlaceCallJob } from '../../jobs/calls.js';
 import { analysisDigest } from '../../jobs/call-analysis.js';
 import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
-import { applyCallEvent, resolveCallId } from '../../core/domain/calls/call-events.js';
+import {
+  applyCallEvent,
+  callIdByProvider,
+  callNamedByEvent,
+  type AppliedCallEvent,
+} from '../../core/domain/calls/call-events.js';
 import { withCallLock } from '../../core/domain/calls/call-lock.js';
 import { startCallAnalysis } from '../../core/domain/call-analysis/pipeline.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
@@ -76,6 +81,25 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
 }
 
 /**
+ * The event applied under its call's lock: to the call its metadata names (ours when we placed
+ * it), read once under the lock; else to the one the provider's id leads to, or a new inbound
+ * call (core/domain/calls/call-events.ts).
+ */
+async function applyEvent(services: Services, data: CallEventJob): Promise<AppliedCallEvent> {
+  const { db } = services.mongo;
+  const named = data.call.metadata?.call_id;
+  if (named !== undefined) {
+    const applied = await withCallLock(services, data.firm, named, async () => {
+      const read = await callNamedByEvent(db, data.firm, data.call);
+      return read === null ? null : applyCallEvent(db, data, named, read);
+    });
+    if (applied !== null) return applied;
+  }
+  const callId = await callIdByProvider(db, data.firm, data.call);
+  return withCallLock(services, data.firm, callId, () => applyCallEvent(db, data, callId));
+}
+
+/**
  * Applies one voice-provider webhook event to our call record (job id = firm + event + call id),
  * one writer of the call at a time, so status only moves forward on every store. A call_analyzed
  * event then starts the call's pipeline (extraction, lead, CRM, email, team chat); a repeated
@@ -85,10 +109,7 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
  */
 export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) => {
   const data = job.data;
-  const callId = await resolveCallId(services.mongo.db, data.firm, data.call);
-  const { call, advanced } = await withCallLock(services, data.firm, callId, () =>
-    applyCallEvent(services.mongo.db, data, callId),
-  );
+  const { call, advanced } = await applyEvent(services, data);
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
   const optOut = data.event === 'call_started' ? undefined : await listCallOptOut(services, call);

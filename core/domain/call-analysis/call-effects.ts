@@ -66,8 +66,9 @@ const EFFECTS: Record<
   }
 > = {
   lead: {
-    // The lead is a claim on an id derived from the call: repeating it is harmless.
-    effect: {},
+    // The lead is a claim on an id derived from the call, and lead.created is recorded once under
+    // its own key: repeating it is harmless, so no answer is stored before its record.
+    effect: { repeatable: true },
     async perform({ services, call, data }) {
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
       const lead = await ensureSubjectLead(
@@ -91,7 +92,9 @@ const EFFECTS: Record<
     },
   },
   crm: {
-    effect: { isFinal: (err) => err instanceof CrmError && err.final },
+    // Its Clio writes are steps recorded on their own (crm-sync.ts): a repeat finds them done and
+    // writes nothing twice, so no answer is stored before its record.
+    effect: { isFinal: (err) => err instanceof CrmError && err.final, repeatable: true },
     async perform({ services, call, data, firm, attempt }) {
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');

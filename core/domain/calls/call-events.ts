@@ -19,16 +19,24 @@ import { callIdForProviderCall, inboundCallId, linkProviderCall } from './call-k
 // compared on the document read here and every write is a point write by _id: cheap on
 // FerretDB, whose conditional updates are neither atomic nor served by an index.
 
-interface AppliedCallEvent {
+export interface AppliedCallEvent {
   call: CallDoc;
   /** The status update applied (false for a repeat or an out-of-order event). */
   advanced: boolean;
 }
 
-/** Applies the event to the call `callId` (see resolveCallId); the caller holds that call's lock. */
-export async function applyCallEvent(db: Db, job: CallEventJob, callId: string): Promise<AppliedCallEvent> {
+/**
+ * Applies the event to the call `callId` (see resolveCallId); the caller holds that call's lock.
+ * `read`: the call as the caller read it under that lock (one read, not two).
+ */
+export async function applyCallEvent(
+  db: Db,
+  job: CallEventJob,
+  callId: string,
+  read?: CallDoc,
+): Promise<AppliedCallEvent> {
   const payload = job.call;
-  const call = await findOrCreateCall(db, job.firm, callId, payload);
+  const call = await findOrCreateCall(db, job.firm, callId, payload, read);
   const status = statusFor(job.event, payload);
   const rank = STATUS_RANK[status];
   const changes: Partial<CallDoc> = {};
@@ -87,7 +95,29 @@ export async function resolveCallId(db: Db, firm: string, payload: ProviderCallS
     const call = await callsCollection(db).findOne({ _id: ours }, { projection: { firm: 1 } });
     if (call !== null && call.firm === firm) return ours;
   }
+  return callIdByProvider(db, firm, payload);
+}
+
+/** Our call id for a provider call without its metadata: resolveCallId's last two steps. */
+export async function callIdByProvider(db: Db, firm: string, payload: ProviderCallSnapshot): Promise<string> {
   return (await callIdForProviderCall(db, firm, payload.call_id)) ?? inboundCallId(firm, payload.call_id);
+}
+
+/**
+ * The call the event's metadata names, read whole (the caller holds that call's lock), when it
+ * is this firm's; null when the event names none, or a call of no firm of ours or another's
+ * (callIdByProvider then finds it). What resolveCallId's first step and the event's read of
+ * the call did in two reads, in one.
+ */
+export async function callNamedByEvent(
+  db: Db,
+  firm: string,
+  payload: ProviderCallSnapshot,
+): Promise<CallDoc | null> {
+  const ours = payload.metadata?.call_id;
+  if (ours === undefined) return null;
+  const call = await callsCollection(db).findOne({ _id: ours });
+  return call !== null && call.firm === firm ? call : null;
 }
 
 /** The call `callId` (resolved by resolveCallId); a new inbound call when we have none. */
@@ -96,8 +126,9 @@ async function findOrCreateCall(
   firm: string,
   callId: string,
   payload: ProviderCallSnapshot,
+  read?: CallDoc,
 ): Promise<CallDoc> {
-  const call = await callsCollection(db).findOne({ _id: callId });
+  const call = read ?? (await callsCollection(db).findOne({ _id: callId }));
   if (call === null) return createInboundCall(db, firm, callId, payload);
   if (call.provider_call_id === null) {
     // The webhook can outrun the place-call job's own record of the provider id.

@@ -19,19 +19,28 @@ export class EffectGate {
    * never resolves: the job stops before anything is marked or sent.
    */
   enter(): Promise<EffectPass> {
-    if (this.closed) {
-      this.parked = true;
-      this.wake();
-      return new Promise<EffectPass>(() => {});
-    }
+    const pass = this.enterNow();
+    if (pass !== null) return Promise.resolve(pass);
+    this.parked = true;
+    this.wake();
+    return new Promise<EffectPass>(() => {});
+  }
+
+  /**
+   * As `enter`, without waiting (for a caller holding a lock it must not keep while parked): the
+   * pass while the gate is open; null once closed, nothing counted — the caller lets go of what
+   * it holds, then calls `enter`, which parks the job.
+   */
+  enterNow(): EffectPass | null {
+    if (this.closed) return null;
     this.underWay++;
     let left = false;
-    return Promise.resolve(() => {
+    return () => {
       if (left) return;
       left = true;
       this.underWay--;
       this.wake();
-    });
+    };
   }
 
   /** No effect begins from now on. */

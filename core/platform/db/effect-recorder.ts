@@ -2,7 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
-import type { EffectGate } from './effect-gate.js';
+import type { EffectGate, EffectPass } from './effect-gate.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -20,6 +20,17 @@ export interface EffectSubjectDoc {
 //
 // Records are written with the subject's lock held (`exclusive`): FerretDB rewrites whole
 // documents on update, so writers of one document take turns (withRecordLock, core/platform/redis-mutex.ts).
+//
+// One read, then the mark. A subject with a lease is read first under its lock: a record new,
+// pending or failed is marked there and then, from the version just read (one read, one write);
+// one done or skipped is returned as it is, marked never. Only a record found `running` by an
+// attempt that held a lease, or of an effect that can be asked about, is looked into without the
+// lock (the answer stored, the lease, `reconcile` — the outside world is never asked with the
+// lock held), and then read again under the lock for the mark, which moves it on only from the
+// version first read (else EffectRaceError). An attempt racing a new record's mark finds it
+// `running` under the winner's live lease (EffectBusyError) or done. A subject without a lease
+// is read first without the lock, then again under it for the mark: a racer that read the same
+// version loses the race rather than taking the winner's `running` for a dead attempt.
 //
 // Where the records live. By default on the subject document, at the effect's path. A subject
 // that is large or written often besides (a call carries its transcript, up to 200k characters)
@@ -63,6 +74,9 @@ export interface EffectSubjectDoc {
 // first, and records it instead of sending again. What remains: a worker that dies after the
 // outside world accepted the request and before that insert landed (for a mail: from the end of
 // DATA, through the server's 250 on the wire, to the insert) — nothing can ask afterwards.
+// An effect that is `repeatable` (doing it again does nothing twice: a lead claimed on an id of
+// its own, a CRM write whose steps are recorded on their own) stores no answer first: an attempt
+// that finds it `running` with its lease over repeats it, and that repeat is the recovery.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -166,6 +180,12 @@ export interface Effect<R> {
   path: string;
   /** For an attempt left `running`: did it happen? The outside world's answer, or null for no. */
   reconcile?: (record: EffectRecord<R>) => Promise<EffectOutcome<R> | null>;
+  /**
+   * Repeating it does nothing twice (a claim on an id of its own, or steps recorded on their own):
+   * its answer is not stored before its record (one insert and one delete fewer), and an attempt
+   * left `running` is simply repeated.
+   */
+  repeatable?: boolean;
   /** False when a failure proves nothing happened (the next attempt need not reconcile). */
   mayHaveHappened?: (err: unknown) => boolean;
   /** True when a failure is final: retrying cannot help, the record becomes `failed`. */
@@ -295,8 +315,10 @@ export async function runEffect<R>(
   };
   const lease = subject.lease;
   const leaseId = leaseIdOf(subject, effect.path);
-  // Only an effect that cannot be asked about afterwards stores its outcome before its record.
-  const outcomes = effect.reconcile === undefined ? lease?.collection : undefined;
+  // Only an effect that can be neither asked about afterwards nor repeated harmlessly stores its
+  // outcome before its record.
+  const outcomes =
+    effect.reconcile === undefined && effect.repeatable !== true ? lease?.collection : undefined;
   const storedOutcome = async (record: EffectRecord<R>): Promise<EffectLeaseDoc | null> =>
     outcomes === undefined || record.state !== 'running' || !record.lease_token
       ? null
@@ -317,58 +339,96 @@ export async function runEffect<R>(
       recorded_at: Date.now(),
     });
 
-  const seen = await read();
-  if (settled(seen)) return seen;
-  // The attempt that marked it got its answer and died before writing the record: recorded now.
-  const known = await storedOutcome(seen);
-  if (known !== null) {
-    const record = await settle(seen, known.outcome as EffectOutcome<R>, known.until);
-    recovered(known, seen.attempts);
-    await dropOutcome(known.token);
-    return record;
-  }
-  if (lease !== undefined) {
-    const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
-    if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
-  }
-  if (seen.state === 'running' && effect.reconcile !== undefined) {
-    const found = await effect.reconcile(seen);
-    if (found !== null) return settle(seen, found);
-  }
-
-  // A stopping worker lets no effect begin from here (its job is parked and handed back); one
-  // that has begun is counted until its outcome is recorded (effect-gate.ts).
-  const pass = await attempt.gate?.enter();
   const token = randomBytes(9).toString('base64url');
+  /** The mark: `current`, just read under the subject's lock, becomes this attempt's `running` record. */
+  const mark = async (current: EffectRecord<R>): Promise<EffectRecord<R>> => {
+    const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
+    const next: EffectRecord<R> = {
+      ...current,
+      state: 'running',
+      attempts: current.attempts + 1,
+      started_at: new Date(),
+      finished_at: null,
+      ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
+    };
+    await store(next);
+    return next;
+  };
+  // A `running` record left by an attempt that held a lease, or of an effect that can be asked
+  // about, is looked into without the lock (the answer its attempt stored, its lease, the outside
+  // world); one with neither is repeated.
+  const mustLookFirst = (record: EffectRecord<R>): boolean =>
+    record.state === 'running' && (Boolean(record.lease_token) || effect.reconcile !== undefined);
+
+  let pass: EffectPass | undefined;
   let renewal: NodeJS.Timeout | undefined;
   let renewed = false;
   try {
-    // The mark: only one attempt can move the record on from the version it read.
-    const marked = await subject.exclusive(async () => {
-      const current = await read();
-      if (settled(current)) return current;
-      if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
-      const late = await storedOutcome(current);
-      if (late !== null) {
-        const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
-        await store(record, late.outcome!.alsoSet);
-        recovered(late, current.attempts);
-        void dropOutcome(late.token);
+    // The first look. With a lease, under the lock: a record new, pending or failed is marked
+    // there and then, from the version just read (one read; an attempt racing it finds it
+    // `running` under a live lease, or done). Without a lease, nothing tells a racing attempt
+    // from a dead one: the record is read first, and the mark below moves it on only from the
+    // version read.
+    const first: { seen: EffectRecord<R> } | { marked: EffectRecord<R>; pass: EffectPass | undefined } =
+      lease === undefined
+        ? { seen: await read() }
+        : await subject.exclusive(async () => {
+            const current = await read();
+            if (settled(current) || mustLookFirst(current)) return { seen: current };
+            // A stopping worker's closed gate: the lock is let go of, and the job parked below.
+            const entered = attempt.gate?.enterNow();
+            if (entered === null) return { seen: current };
+            try {
+              return { marked: await mark(current), pass: entered };
+            } catch (err) {
+              entered?.();
+              throw err;
+            }
+          });
+    let marked: EffectRecord<R>;
+    if ('marked' in first) {
+      marked = first.marked;
+      pass = first.pass;
+    } else {
+      const seen = first.seen;
+      if (settled(seen)) return seen;
+      // The attempt that marked it got its answer and died before writing the record: recorded now.
+      const known = await storedOutcome(seen);
+      if (known !== null) {
+        const record = await settle(seen, known.outcome as EffectOutcome<R>, known.until);
+        recovered(known, seen.attempts);
+        await dropOutcome(known.token);
         return record;
       }
-      const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
-      const next: EffectRecord<R> = {
-        ...current,
-        state: 'running',
-        attempts: current.attempts + 1,
-        started_at: new Date(),
-        finished_at: null,
-        ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
-      };
-      await store(next);
-      return next;
-    });
-    if (settled(marked)) return marked;
+      if (lease !== undefined) {
+        const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
+        if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
+      }
+      if (seen.state === 'running' && effect.reconcile !== undefined) {
+        const found = await effect.reconcile(seen);
+        if (found !== null) return await settle(seen, found);
+      }
+
+      // A stopping worker lets no effect begin from here (its job is parked and handed back); one
+      // that has begun is counted until its outcome is recorded (effect-gate.ts).
+      pass = await attempt.gate?.enter();
+      // The mark: only one attempt can move the record on from the version it read.
+      marked = await subject.exclusive(async () => {
+        const current = await read();
+        if (settled(current)) return current;
+        if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
+        const late = await storedOutcome(current);
+        if (late !== null) {
+          const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
+          await store(record, late.outcome!.alsoSet);
+          recovered(late, current.attempts);
+          void dropOutcome(late.token);
+          return record;
+        }
+        return mark(current);
+      });
+      if (settled(marked)) return marked;
+    }
     const markedAt = Date.now();
     if (lease !== undefined) {
       // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
