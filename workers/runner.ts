@@ -12,6 +12,7 @@ import { startOutboxDrain } from '../core/domain/deliveries/delivery-outbox.js';
 import { annotateSpan, queueTelemetry, tracingActive } from '../core/platform/telemetry/start.js';
 import { spanSubjectOf } from '../jobs/span-subject.js';
 import { EffectGate } from '../core/platform/db/effect-gate.js';
+import { enableReadCache, observeChangeEpoch } from '../core/platform/db/read-cache.js';
 import { byTime, stopSchedule } from './stop-schedule.js';
 import { maskPersonal } from '../core/platform/telemetry/scrub.js';
 import { BusyUntilError } from '../core/platform/busy-until.js';
@@ -73,6 +74,10 @@ export function startWorkers(
   const byName = new Map<string, JobProcessor<unknown>>(
     (Object.keys(JOBS) as JobKey[]).map((key) => [JOBS[key].name, processors[key] as JobProcessor<unknown>]),
   );
+  // Firms, agents and keys are read through the read cache: each job reads the change epoch
+  // before it runs, so a change made before it started is seen (core/platform/db/read-cache.ts).
+  const db = services.mongo.db;
+  enableReadCache(db);
   const workers = queues.map((queue) => {
     // Each worker gets its own connection; BullMQ duplicates it for blocking commands.
     const connection = createRedis(redisSettings(services.config), 'worker');
@@ -87,6 +92,7 @@ export function startWorkers(
         const gate = new EffectGate();
         inFlight.set(key, { key, job, token, gate });
         try {
+          await observeChangeEpoch(db);
           return await process(job, {
             services,
             worker,

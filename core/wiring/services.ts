@@ -1,7 +1,7 @@
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { createMongo, type Mongo } from '../platform/db/mongo.js';
-import { registerChangeAnnouncer } from '../platform/db/read-cache.js';
+import { readCacheOf, registerChangeEpoch } from '../platform/db/read-cache.js';
 import { registerKeyring } from '../platform/secrets/data-keys.js';
 import { createKeyring } from '../platform/secrets/envelope.js';
 import { redisKeys } from '../platform/redis-keys.js';
@@ -59,11 +59,21 @@ export function createServices(config: Config, log: Logger, role: RedisRole): Se
   const queues = createQueues(redis, redisKeys(config), (err) =>
     log.warn({ err: err.message }, 'queue connection error'),
   );
-  // Every process announces its changes to cached collections; only the web caches them.
-  registerChangeAnnouncer(mongo.db, async () => {
-    if (redis.status !== 'ready') throw new UnavailableError('redis');
-    await redis.incr(redisKeys(config).readCacheEpoch());
+  // Every process announces its changes to cached collections; the web and the workers cache
+  // them, and nothing cached is trusted from the moment this connection is lost until the epoch
+  // is read again (core/platform/db/read-cache.ts).
+  const epochKey = redisKeys(config).readCacheEpoch();
+  registerChangeEpoch(mongo.db, {
+    async announce() {
+      if (redis.status !== 'ready') throw new UnavailableError('redis');
+      await redis.incr(epochKey);
+    },
+    async read() {
+      if (redis.status !== 'ready') return null;
+      return (await redis.get(epochKey)) ?? '0';
+    },
   });
+  redis.on('close', () => readCacheOf(mongo.db)?.observeEpoch(null));
   // The firms' stored secrets are sealed under SECRETS_KEY (docs/operations.md#secrets-at-rest).
   registerKeyring(mongo.db, createKeyring(config.secretsKey, config.secretsKeyPrevious));
   const mailer = config.smtpUrl === undefined ? null : new SmtpMailer(config.smtpUrl, config.mailFrom);

@@ -1,19 +1,22 @@
 import { type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { exitOf as exitOfChild, launch } from '../../scripts/local/launcher.js';
+import { exitOf as exitOfChild, launch, type Output } from '../../scripts/local/launcher.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** The real worker entry (workers/main.ts) as a child process, as the Procfile runs it. */
-export function startWorkerProcess(env: Record<string, string>): ChildProcess {
+/**
+ * The real worker entry (workers/main.ts) as a child process, as the Procfile runs it; its output
+ * to our stderr, or where `output` says (a file a test reads back).
+ */
+export function startWorkerProcess(env: Record<string, string>, output?: Output): ChildProcess {
   return launch({
     name: 'worker child',
     command: process.execPath,
     args: ['--import', 'tsx', 'workers/main.ts'],
     cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
-    output: { prefix: '[worker child] ', to: 'stderr' },
+    output: output ?? { prefix: '[worker child] ', to: 'stderr' },
   }).child;
 }
 

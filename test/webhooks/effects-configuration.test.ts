@@ -5,6 +5,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { changeCached } from '../../core/platform/db/read-cache.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
@@ -112,11 +113,15 @@ describe('the URL policy is applied when a firm URL is called', () => {
       voice_webhook_secret: SECRET,
       crm: { provider: 'clio', access_token: clio.token },
     });
-    // Stored before the policy was tightened (the store-time check would refuse it now).
+    // Stored before the policy was tightened (the store-time check would refuse it now): around
+    // the API, through changeCached, as every writer (the workers cache firms).
     const slackUrl = slack.webhookUrl();
-    await stack.services.mongo.db
-      .collection(COLLECTIONS.firms)
-      .updateOne({ _id: firm.slug as never }, { $set: { 'settings.slack_webhook_url': slackUrl } });
+    const db = stack.services.mongo.db;
+    await changeCached(db, () =>
+      db
+        .collection(COLLECTIONS.firms)
+        .updateOne({ _id: firm.slug as never }, { $set: { 'settings.slack_webhook_url': slackUrl } }),
+    );
     const before = clio.requests.length;
     const callId = await deliver(stack, firm.slug);
     const call = await settledCall(firm.client, callId);

@@ -1,21 +1,30 @@
 import type { Db } from 'mongodb';
 import type { CollectionName } from './collections.js';
 
-// A process-local cache of the few small documents read on almost every request (API key
-// hashes, firms, agents, session revocations), so a request pays no database round trip for
-// them. Kept correct across processes by a change epoch in Redis:
+// A process-local cache of the few small documents read on almost every request or job (API key
+// hashes, firms, agents, session revocations, widget keys), so a request or a job pays no
+// database round trip for them. Kept correct across processes by a change epoch in Redis:
 //
 // - every change to a cached collection goes through `changeCached`, which bumps the epoch
 //   before and after the write (a Redis INCR; refused with 503 before anything is written when
 //   Redis is down) and clears this process's cache;
-// - each request learns the current epoch from the round trip it makes anyway (the rate-limit
-//   script returns it), and when it differs from the one this process's entries were read under,
-//   the cache is cleared and the request authenticates again from the database.
+// - the web process: each request learns the current epoch from the round trip it makes anyway
+//   (the rate-limit script returns it), and when it differs from the one this process's entries
+//   were read under, the cache is cleared and the request authenticates again from the database;
+// - the worker process: each job reads the epoch (one GET, `observeChangeEpoch`) before it runs.
 //
 // So a revoked key, a deleted agent or a patched firm takes effect on the very next request on
-// every web process, with no extra round trip. While the epoch cannot be read (Redis down) the
-// cache is cleared on every request: reads go to the database. Only processes that call
-// `enableReadCache` cache (the web process); every process announces its changes.
+// every web process, and in the very next job to start on every worker, with no extra round
+// trip on the web and one GET a job on the worker. A request or job already running when the
+// change is made may still use the value from before it, as a database read made just before
+// the change would have. While the epoch cannot be read (Redis down, or the process's Redis
+// connection lost) nothing cached is trusted: the cache is cleared when the connection closes
+// and on every request or job until the epoch is read again, and reads go to the database.
+// Only processes that call `enableReadCache` cache (the web and worker processes); every
+// process announces its changes.
+//
+// Out-of-order epochs (two requests' replies, or two jobs' GETs, arriving in the other order)
+// cost only a clear: an entry is kept only when nothing was observed while it was being read.
 
 interface Entry {
   value: unknown;
@@ -29,6 +38,8 @@ export class ReadCache {
   private readonly entries = new Map<string, Entry>();
   /** The epoch the entries were read under; null: unknown (nothing cached is trusted). */
   private epoch: string | null = null;
+  /** Moves whenever the entries are dropped: a read is kept only if it did not move meanwhile. */
+  private generation = 0;
 
   async read<T>(
     coll: CollectionName,
@@ -39,10 +50,15 @@ export class ReadCache {
     const key = `${coll}\u0001${id}`;
     const hit = this.entries.get(key);
     if (hit !== undefined && hit.expires > Date.now()) return copyDocument(hit.value) as T | null;
-    const epoch = this.epoch;
+    const generation = this.generation;
     const value = await load();
-    // Only what was read under the epoch still current is kept.
-    if ((value !== null || options.cacheMissing === true) && epoch !== null && epoch === this.epoch) {
+    // Only what was read wholly under the epoch still current is kept: an epoch observed while
+    // it was read, even an older one arriving late, may mean a change was under way.
+    if (
+      (value !== null || options.cacheMissing === true) &&
+      this.epoch !== null &&
+      generation === this.generation
+    ) {
       if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
       this.entries.set(key, { value: copyDocument(value), expires: Date.now() + TTL_MS });
     }
@@ -62,12 +78,12 @@ export class ReadCache {
   observeEpoch(epoch: string | null): void {
     if (epoch !== null && epoch === this.epoch) return;
     this.entries.clear();
+    this.generation += 1;
     this.epoch = epoch;
   }
 
   clear(): void {
-    this.entries.clear();
-    this.epoch = null;
+    this.observeEpoch(null);
   }
 }
 
@@ -99,9 +115,18 @@ export function copyDocument(value: unknown): unknown {
 }
 
 const caches = new WeakMap<Db, ReadCache>();
-const announcers = new WeakMap<Db, () => Promise<void>>();
 
-/** Turns the cache on for this database handle (the web process). */
+/** How a process takes part in the change epoch (wired with its Redis connection). */
+export interface ChangeEpoch {
+  /** Bumps the epoch; throws (503) when Redis cannot be reached. */
+  announce(): Promise<void>;
+  /** The current epoch ('0' before any change); null when it cannot be read now. */
+  read(): Promise<string | null>;
+}
+
+const epochs = new WeakMap<Db, ChangeEpoch>();
+
+/** Turns the cache on for this database handle (the web and worker processes). */
 export function enableReadCache(db: Db): ReadCache {
   const cache = caches.get(db) ?? new ReadCache();
   caches.set(db, cache);
@@ -114,9 +139,39 @@ export const readCacheOf = (db: Db): ReadCache | undefined => caches.get(db);
 export const mustReread = (before: string | null, observed: string | null): boolean =>
   before !== null && observed !== before;
 
-/** How this process bumps the shared change epoch (wired with its Redis connection). */
-export function registerChangeAnnouncer(db: Db, announce: () => Promise<void>): void {
-  announcers.set(db, announce);
+/** How this process bumps and reads the shared change epoch (wired with its Redis connection). */
+export function registerChangeEpoch(db: Db, epoch: ChangeEpoch): void {
+  epochs.set(db, epoch);
+}
+
+/**
+ * How long a job waits for the epoch before it runs without the cache: a worker's Redis
+ * connection queues commands while it reconnects, and a job must not wait on that for what is
+ * only a saving.
+ */
+const EPOCH_WAIT_MS = 1000;
+
+/**
+ * Brings this process's cache up to the current change epoch (one Redis GET): a worker's job does
+ * it before it runs, so a change made before the job started is seen by everything it reads. A
+ * process without a cache reads nothing; an epoch that cannot be read drops the cache.
+ */
+export async function observeChangeEpoch(db: Db): Promise<void> {
+  const cache = caches.get(db);
+  if (cache === undefined) return;
+  const epoch = epochs.get(db);
+  let timer: NodeJS.Timeout | undefined;
+  const seen =
+    epoch === undefined
+      ? null
+      : await Promise.race([
+          epoch.read().catch(() => null),
+          new Promise<null>((resolve) => {
+            timer = setTimeout(() => resolve(null), EPOCH_WAIT_MS);
+          }),
+        ]);
+  clearTimeout(timer);
+  cache.observeEpoch(seen);
 }
 
 /** A point read by _id through the cache when this process has one. */
@@ -137,12 +192,12 @@ export function cachedRead<T>(
  * cache is cleared.
  */
 export async function changeCached<T>(db: Db, write: () => Promise<T>): Promise<T> {
-  const announce = announcers.get(db);
-  await announce?.();
+  const epoch = epochs.get(db);
+  await epoch?.announce();
   try {
     return await write();
   } finally {
     caches.get(db)?.clear();
-    await announce?.().catch(() => {});
+    await epoch?.announce().catch(() => {});
   }
 }
