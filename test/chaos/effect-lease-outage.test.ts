@@ -23,6 +23,7 @@ import { freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js
 import { callSubject } from '../../core/domain/calls/call-lock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+import { runningLeftByDeadAttempt } from '../helpers/effect-records.js';
 
 /** The lease here (30 s by default), renewed every third of it, and its clock margin (5 s). */
 const LEASE_MS = 1000;
@@ -146,20 +147,7 @@ describe('an effect under way in a worker that lost Redis', () => {
     // As a worker SIGKILLed mid-post leaves it: running, its lease long over.
     await subjects().updateOne(
       { _id: id },
-      {
-        $set: {
-          'effects.team_chat': {
-            state: 'running',
-            attempts: 1,
-            started_at: new Date(Date.now() - 3600_000),
-            finished_at: null,
-            last_error: null,
-            result: null,
-            lease_token: 'dead',
-            lease_until: new Date(Date.now() - 3600_000 + LEASE_MS),
-          },
-        },
-      },
+      { $set: { 'effects.team_chat': runningLeftByDeadAttempt(LEASE_MS) } },
     );
     let posted = 0;
     const record = await runEffect(subjectOver(redisB, id), effect, { lastAttempt: false }, async () => {

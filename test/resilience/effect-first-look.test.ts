@@ -22,6 +22,7 @@ import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';
 import { freshMongoUri, rand } from '../helpers/stack.js';
+import { runningLeftByDeadAttempt } from '../helpers/effect-records.js';
 
 const LEASE_MS = 30_000;
 
@@ -154,18 +155,7 @@ describe('one effect record', () => {
     // As a worker killed mid-request leaves it: running, its lease long over.
     await records().insertOne({
       _id: id,
-      effects: {
-        mail: {
-          state: 'running',
-          attempts: 1,
-          started_at: new Date(Date.now() - 3600_000),
-          finished_at: null,
-          last_error: null,
-          result: null,
-          lease_token: 'dead',
-          lease_until: new Date(Date.now() - 3600_000 + LEASE_MS),
-        },
-      },
+      effects: { mail: runningLeftByDeadAttempt(LEASE_MS) },
     });
     // Two attempts ask the outside world at once; neither holds the lock meanwhile (the other's
     // question could not be asked if one did); both hear "not done".
