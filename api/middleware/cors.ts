@@ -3,7 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { bearerToken } from '../../core/domain/access/authenticate.js';
 import { verifyWidgetToken } from '../../core/domain/access/widget-token.js';
 import { findWidgetKeyByKey } from '../../core/domain/widget/widget-keys.js';
-import { observeChangeEpoch } from '../../core/domain/widget/widget-limits.js';
+import { observeChangeEpoch } from '../../core/platform/db/read-cache.js';
 import type { Services } from '../../core/wiring/services.js';
 import { koaPath, type AnyRoute } from '../route.js';
 
@@ -102,7 +102,7 @@ export function widgetKeyCors(services: Services): Middleware {
     const origin = ctx.get('Origin');
     const key = requestKey(ctx);
     if (origin === '' || key === undefined) return '';
-    await observeChangeEpoch(services);
+    await observeChangeEpoch(services.mongo.db);
     const doc = await findWidgetKeyByKey(services.mongo.db, key);
     return doc !== null && doc.allowed_origins.includes(origin) ? origin : '';
   });

@@ -12,7 +12,8 @@ import type { Services } from '../../wiring/services.js';
 import { MAX_CHAT_MESSAGES } from '../chats/chat-limits.js';
 import { spendSolution } from './altcha.js';
 import { originNotAllowed } from './origins.js';
-import { countWidgetSession, observeChangeEpoch } from './widget-limits.js';
+import { countWidgetSession } from './widget-limits.js';
+import { observeChangeEpoch } from '../../platform/db/read-cache.js';
 import { findWidgetKeyByKey, type WidgetKeyDoc } from './widget-keys.js';
 
 export interface KeySessionRequest {
@@ -70,7 +71,7 @@ export async function keyForChallenge(
   key: string,
   origin: string | undefined,
 ): Promise<WidgetKeyDoc> {
-  await observeChangeEpoch(services);
+  await observeChangeEpoch(services.mongo.db);
   return (await requireKeyForOrigin(services, key, origin)).doc;
 }
 
@@ -79,7 +80,7 @@ export async function keyForChallenge(
  * sessions; bound to that origin and the session's agent.
  */
 export async function openKeySession(services: Services, request: KeySessionRequest): Promise<KeySession> {
-  await observeChangeEpoch(services);
+  await observeChangeEpoch(services.mongo.db);
   const { doc, origin } = await requireKeyForOrigin(services, request.key, request.origin);
   await countWidgetSession(services, doc._id, request.address);
   if (doc.challenge === 'altcha') await spendSolution(services, doc, request.altcha);

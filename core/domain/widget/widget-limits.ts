@@ -2,7 +2,6 @@
 // them: sessions per client address per widget key per clock hour, and messages per widget
 // session, per visitor address and per firm per UTC day. Each is a counter per fixed window (INCR, expiring when the window ends): a request
 // over the limit is answered 429 with Retry-After, the seconds until the window ends.
-import { readCacheOf } from '../../platform/db/read-cache.js';
 import { DEFAULT_WIDGET_DAILY_MESSAGE_CAP } from '../firms/firm-settings.js';
 import { getFirm } from '../firms/firms.js';
 import { sha256Hex } from '../../platform/crypto.js';
@@ -31,23 +30,6 @@ async function countInWindow(
   const [err, count] = replies?.[0] ?? [new Error('The widget limit count was not taken.'), 0];
   if (err) throw err;
   return { count: Number(count), retryAfter: Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000)) };
-}
-
-/**
- * Brings this process's read cache up to the latest change epoch before a widget key is read:
- * the session and challenge routes take no token, so no rate-limit round trip brings it to them,
- * and a deleted or patched key must take effect on the very next request here too.
- */
-export async function observeChangeEpoch(services: Services): Promise<void> {
-  const cache = readCacheOf(services.mongo.db);
-  if (cache === undefined) return;
-  // Never bumped yet reads as '0' (as the rate-limit script reads it); unknown (Redis down) as
-  // null: then nothing cached is trusted, as on every other route.
-  const epoch = await services.redis
-    .get(redisKeys(services.config).readCacheEpoch())
-    .then((value) => value ?? '0')
-    .catch(() => null);
-  cache.observeEpoch(epoch);
 }
 
 /** One more widget session of this address with this key this hour; 429 past the limit. */

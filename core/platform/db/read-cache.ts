@@ -153,7 +153,8 @@ const EPOCH_WAIT_MS = 1000;
 
 /**
  * Brings this process's cache up to the current change epoch (one Redis GET): a worker's job does
- * it before it runs, so a change made before the job started is seen by everything it reads. A
+ * it before it runs, and so do the web's widget-key routes, which take no token and so make no
+ * rate-limit round trip to carry it; a change made before is seen by everything read after. A
  * process without a cache reads nothing; an epoch that cannot be read drops the cache.
  */
 export async function observeChangeEpoch(db: Db): Promise<void> {
