@@ -200,13 +200,15 @@ describe('one effect record', () => {
     });
   });
 
-  it('an effect that can be repeated harmlessly stores no answer first; left running, it is repeated', async () => {
+  it('an effect that can be repeated harmlessly is not marked and stores no answer first; left running, it is repeated', async () => {
     const id = await newSubject();
     const lead: Effect<{ lead_id: string }> = { path: 'effects.mail', repeatable: true };
     let performed = 0;
     const perform = async () => (performed++, { state: 'done' as const, result: { lead_id: 'lead_1' } });
     const cost = await costOf(() => runEffect(subjectOf(id), lead, { lastAttempt: false }, perform));
-    expect(cost).toEqual({ 'find subject_effects': 1, 'update subject_effects': 2 });
+    // One read under the lock, one write at the settle: no `running` record in between.
+    expect(cost).toEqual({ 'find subject_effects': 1, 'update subject_effects': 1 });
+    expect(await recordOf(id)).toMatchObject({ state: 'done', attempts: 1, result: { lead_id: 'lead_1' } });
     // As a worker that died between its answer and its record leaves it: running, its lease over.
     await records().updateOne(
       { _id: id },
@@ -221,6 +223,43 @@ describe('one effect record', () => {
     const record = await runEffect(subjectOf(id), lead, { lastAttempt: false }, perform);
     expect(record).toMatchObject({ state: 'done', attempts: 2, result: { lead_id: 'lead_1' } });
     expect(performed).toBe(2);
+  });
+
+  it('a repeatable effect: overlapping attempts both perform with nothing marked, and a failure after a settle leaves it done', async () => {
+    const id = await newSubject();
+    const lead: Effect<{ lead_id: string }> = { path: 'effects.mail', repeatable: true };
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let performing = 0;
+    const first = runEffect(subjectOf(id), lead, { lastAttempt: true }, async () => {
+      performing++;
+      await held;
+      throw new Error('the CRM went away');
+    });
+    const second = runEffect(subjectOf(id), lead, { lastAttempt: false }, async () => {
+      performing++;
+      await eventually(async () => expect(performing).toBe(2), 5000, 5);
+      return { state: 'done', result: { lead_id: 'lead_1' } };
+    });
+    // Both under way at once, and nothing recorded yet: no `running` record kept the second out.
+    await eventually(async () => expect(performing).toBe(2), 5000, 5);
+    expect(await second).toMatchObject({ state: 'done', attempts: 1 });
+    // The first fails on its job's last attempt after the second settled: the settle stands.
+    release();
+    await expect(first).rejects.toThrow('the CRM went away');
+    expect(await recordOf(id)).toMatchObject({ state: 'done', result: { lead_id: 'lead_1' } });
+    // Alone, the same failure on a last attempt is recorded `failed`, never `running`.
+    const other = await newSubject();
+    await expect(
+      runEffect(subjectOf(other), lead, { lastAttempt: true }, async () => {
+        throw new Error('the CRM went away');
+      }),
+    ).rejects.toThrow('the CRM went away');
+    expect(await recordOf(other)).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      last_error: 'the CRM went away',
+    });
   });
 
   it("a stopping worker's closed gate: nothing is marked, and the lock is let go of", async () => {

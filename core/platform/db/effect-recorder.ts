@@ -75,8 +75,12 @@ export interface EffectSubjectDoc {
 // outside world accepted the request and before that insert landed (for a mail: from the end of
 // DATA, through the server's 250 on the wire, to the insert) — nothing can ask afterwards.
 // An effect that is `repeatable` (doing it again does nothing twice: a lead claimed on an id of
-// its own, a CRM write whose steps are recorded on their own) stores no answer first: an attempt
-// that finds it `running` with its lease over repeats it, and that repeat is the recovery.
+// its own, a CRM write whose steps are recorded on their own) stores no answer first and is not
+// marked: its record is read once under the lock and written once, at the settle (a failure
+// writes it only if no other attempt settled it meanwhile). Attempts that overlap both perform
+// it, which is what `repeatable` allows; a worker that dies mid-way leaves it as it was, and the
+// next attempt repeats it. One left `running` by an attempt that did mark it is looked into as
+// above (a live lease waits), then repeated.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -181,9 +185,10 @@ export interface Effect<R> {
   /** For an attempt left `running`: did it happen? The outside world's answer, or null for no. */
   reconcile?: (record: EffectRecord<R>) => Promise<EffectOutcome<R> | null>;
   /**
-   * Repeating it does nothing twice (a claim on an id of its own, or steps recorded on their own):
-   * its answer is not stored before its record (one insert and one delete fewer), and an attempt
-   * left `running` is simply repeated.
+   * Repeating it does nothing twice, even by two attempts at once (a claim on an id of its own, or
+   * steps recorded on their own): it is not marked `running` (its record is written once, at the
+   * settle), its answer is not stored before its record, and an attempt left `running` is simply
+   * repeated.
    */
   repeatable?: boolean;
   /** False when a failure proves nothing happened (the next attempt need not reconcile). */
@@ -359,6 +364,11 @@ export async function runEffect<R>(
   // world); one with neither is repeated.
   const mustLookFirst = (record: EffectRecord<R>): boolean =>
     record.state === 'running' && (Boolean(record.lease_token) || effect.reconcile !== undefined);
+  // A repeatable effect is not marked: two attempts at once do nothing twice (its own claim, or its
+  // steps' records), so no `running` record keeps others out, and its record is written once, at
+  // the settle. One a past attempt left `running` goes the old way.
+  const goesUnmarked = (record: EffectRecord<R>): boolean =>
+    effect.repeatable === true && !settled(record) && record.state !== 'running';
 
   let pass: EffectPass | undefined;
   let renewal: NodeJS.Timeout | undefined;
@@ -369,12 +379,16 @@ export async function runEffect<R>(
     // `running` under a live lease, or done). Without a lease, nothing tells a racing attempt
     // from a dead one: the record is read first, and the mark below moves it on only from the
     // version read.
-    const first: { seen: EffectRecord<R> } | { marked: EffectRecord<R>; pass: EffectPass | undefined } =
+    const first:
+      | { seen: EffectRecord<R> }
+      | { marked: EffectRecord<R>; pass: EffectPass | undefined }
+      | { unmarked: EffectRecord<R> } =
       lease === undefined
         ? { seen: await read() }
         : await subject.exclusive(async () => {
             const current = await read();
             if (settled(current) || mustLookFirst(current)) return { seen: current };
+            if (goesUnmarked(current)) return { unmarked: current };
             // A stopping worker's closed gate: the lock is let go of, and the job parked below.
             const entered = attempt.gate?.enterNow();
             if (entered === null) return { seen: current };
@@ -386,9 +400,18 @@ export async function runEffect<R>(
             }
           });
     let marked: EffectRecord<R>;
+    // Whether this attempt's `running` record was written (not for a repeatable effect's).
+    let wasMarked = true;
     if ('marked' in first) {
       marked = first.marked;
       pass = first.pass;
+    } else if ('unmarked' in first || goesUnmarked(first.seen)) {
+      const current = 'unmarked' in first ? first.unmarked : first.seen;
+      if (settled(current)) return current;
+      // A stopping worker lets it begin no more (its job is parked and handed back).
+      pass = await attempt.gate?.enter();
+      wasMarked = false;
+      marked = { ...current, attempts: current.attempts + 1, started_at: new Date(), finished_at: null };
     } else {
       const seen = first.seen;
       if (settled(seen)) return seen;
@@ -430,7 +453,7 @@ export async function runEffect<R>(
       if (settled(marked)) return marked;
     }
     const markedAt = Date.now();
-    if (lease !== undefined) {
+    if (lease !== undefined && wasMarked) {
       // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
       // not the effect's failure.
       renewal = setInterval(() => {
@@ -459,14 +482,23 @@ export async function runEffect<R>(
       const happened = effect.mayHaveHappened?.(err) ?? true;
       const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
       const message = err instanceof Error ? err.message : String(err);
-      await write({
+      const failed: EffectRecord<R> = {
         ...marked,
-        state,
+        // Unmarked, nothing is left `running`: the next attempt repeats it, which is harmless.
+        state: wasMarked ? state : final ? 'failed' : 'pending',
         last_error: message.slice(0, 500),
         ...(final ? { finished_at: new Date() } : {}),
         ...LEASE_ENDED,
-      }).catch(() => {
-        // Left `running`: the next attempt reconciles or repeats, which is the safe side.
+      };
+      await (
+        wasMarked
+          ? write(failed)
+          : // No lease kept other attempts out: one may have settled it meanwhile, which stands.
+            subject.exclusive(async () => {
+              if (!settled(await read())) await store(failed);
+            })
+      ).catch(() => {
+        // Left `running` (or unwritten): the next attempt reconciles or repeats, which is the safe side.
       });
       throw err;
     }
@@ -499,7 +531,7 @@ export async function runEffect<R>(
       path: effect.path,
       attempt: marked.attempts,
       token,
-      marked_at: markedAt,
+      marked_at: wasMarked ? markedAt : null,
       sent_at: sentAt,
       answered_at: answeredAt.getTime(),
       outcome_stored_at: outcomeStoredAt,
