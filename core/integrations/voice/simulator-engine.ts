@@ -41,12 +41,7 @@ export async function advanceSimulatedCall(
   let call = await simulatorCalls(deps.db).findOne({ _id: providerCallId });
   for (;;) {
     if (call === null) return { status: 'gone' };
-    for (const event of EVENTS_FOR[call.call_status]) {
-      if (call.delivered.includes(event)) continue;
-      await deliverWebhook(deps, call, event);
-      await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $addToSet: { delivered: event } });
-      call = { ...call, delivered: [...call.delivered, event] };
-    }
+    call = await deliverDue(deps, call);
     const now = Date.now();
     if (call.call_status === 'registered') {
       if (call.outcome === 'no_answer') {
@@ -97,6 +92,31 @@ export async function advanceSimulatedCall(
     }
     return { status: call.call_status };
   }
+}
+
+/**
+ * Sends the events the call's status calls for that were not sent yet, and records them sent in
+ * one write (call_ended and call_analyzed go together); when one fails, those sent before it are
+ * still recorded, so a retry sends only what is left.
+ */
+async function deliverDue(deps: SimulatorDeps, call: SimulatorCallDoc): Promise<SimulatorCallDoc> {
+  const sent: SimulatorEvent[] = [];
+  const record = async () => {
+    if (sent.length === 0) return;
+    await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $addToSet: { delivered: { $each: sent } } });
+  };
+  try {
+    for (const event of EVENTS_FOR[call.call_status]) {
+      if (call.delivered.includes(event)) continue;
+      await deliverWebhook(deps, call, event);
+      sent.push(event);
+    }
+  } catch (err) {
+    await record().catch(() => undefined);
+    throw err;
+  }
+  await record();
+  return { ...call, delivered: [...call.delivered, ...sent] };
 }
 
 /**

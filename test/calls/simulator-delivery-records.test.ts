@@ -1,0 +1,107 @@
+// The simulator's record of what it delivered (core/integrations/voice/simulator-engine.ts): the
+// events one step sends (call_ended and call_analyzed at the hang-up) are recorded sent in one
+// write, and when a later one fails, those sent before it are still recorded, so the retry sends
+// only what is left. The call is played against a real FerretDB (commands counted by the driver's
+// own monitoring) and a local HTTP server standing for the firm's webhook.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../core/platform/config.js';
+import { advanceSimulatedCall } from '../../core/integrations/voice/simulator-engine.js';
+import { simulatorCalls, type SimulatorCallDoc } from '../../core/integrations/voice/simulator.js';
+import { freshMongoUri, rand } from '../helpers/stack.js';
+
+let client: MongoClient;
+let server: Server;
+let url: string;
+/** Events the webhook received, and those it refuses next (503, once each). */
+const received: string[] = [];
+const refuse = new Set<string>();
+const updates: string[] = [];
+
+beforeAll(async () => {
+  client = new MongoClient(freshMongoUri(), { monitorCommands: true });
+  client.on('commandStarted', (event: CommandStartedEvent) => {
+    if (event.commandName === 'update') updates.push(String(event.command.update));
+  });
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      const event = (JSON.parse(body) as { event: string }).event;
+      received.push(event);
+      res.statusCode = refuse.delete(event) ? 503 : 200;
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhook`;
+});
+afterAll(async () => {
+  await client
+    ?.db()
+    .dropDatabase()
+    .catch(() => {});
+  await client?.close().catch(() => {});
+  await new Promise((resolve) => server?.close(resolve));
+});
+
+const deps = () => ({ db: client.db(), config: { simCallMs: 200 } as Config });
+
+/** A simulated call that was answered and has just hung up: call_started was delivered. */
+async function hungUpCall(): Promise<string> {
+  const id = `sim_${rand(6)}`;
+  const now = Date.now();
+  const doc: SimulatorCallDoc = {
+    _id: id,
+    agent_id: 'agent_1',
+    from_number: '+15550100000',
+    to_number: '+14155550123',
+    direction: 'outbound',
+    call_type: 'phone_call',
+    call_status: 'ongoing',
+    outcome: 'answered',
+    metadata: { call_id: `call_${rand(4)}`, firm: 'firm-a', agent_id: 'agent_1' },
+    agent: { agent_name: 'Intake', begin_message: 'Hello.', intake_questions: [] },
+    webhook: { url, secret: 'whsec_simulator_delivery_records' },
+    retell_llm_dynamic_variables: {},
+    start_timestamp: now - 1000,
+    end_timestamp: null,
+    hangup_at: now - 10,
+    duration_ms: null,
+    disconnection_reason: null,
+    transcript: null,
+    call_analysis: null,
+    delivered: ['call_started'],
+    created_at: new Date(now - 2000),
+  };
+  await simulatorCalls(client.db()).insertOne(doc);
+  return id;
+}
+
+const deliveredOf = async (id: string) => (await simulatorCalls(client.db()).findOne({ _id: id }))?.delivered;
+
+describe("the simulator's delivery records", () => {
+  it('the hang-up sends call_ended and call_analyzed and records both in one write', async () => {
+    const id = await hungUpCall();
+    received.length = 0;
+    updates.length = 0;
+    expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
+    expect(received).toEqual(['call_ended', 'call_analyzed']);
+    // The move to `ended`, then one record of both deliveries.
+    expect(updates).toEqual(['simulator_calls', 'simulator_calls']);
+    expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+  });
+
+  it('a refused call_analyzed: call_ended is recorded sent, and the retry sends only call_analyzed', async () => {
+    const id = await hungUpCall();
+    received.length = 0;
+    refuse.add('call_analyzed');
+    await expect(advanceSimulatedCall(deps(), id)).rejects.toThrow(/answered 503 to call_analyzed/);
+    expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended']);
+    expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
+    expect(received).toEqual(['call_ended', 'call_analyzed', 'call_analyzed']);
+    expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+  });
+});
