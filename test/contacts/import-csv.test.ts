@@ -10,7 +10,7 @@ import { createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { contactsOf, importRows, importsOf } from './support.js';
 
