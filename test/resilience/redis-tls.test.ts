@@ -107,85 +107,73 @@ describe('Redis over TLS with a platform-signed certificate', () => {
     expect(reply).not.toContain('PONG');
   });
 
-  // The two services run side by side, each with a queue prefix of its own (their workers take
-  // only their own web's jobs) and its own firm; they share the TLS Redis and the database.
-  describe.concurrent('calls over TLS', () => {
-    it('runs calls to their end with REDIS_TLS_CA (PEM text for the web, a file path for the worker)', async ({
-      expect,
-    }) => {
-      const caFile = join(dir, 'ca-for-worker.pem');
-      await writeFile(caFile, ca.pem);
-      const prefix = `t${rand(4)}`;
-      const service = await startServiceProcesses(
-        { ...base, QUEUE_PREFIX: prefix, REDIS_TLS_CA: ca.pem },
-        dir,
-        'with-ca',
-        {
-          REDIS_TLS_CA: caFile,
-        },
-      );
-      try {
-        const { firm, row } = await callsEndToEnd(service.baseUrl);
-        expect(row).toEqual({
-          sent: CALLS,
-          acknowledged: CALLS,
-          ended: CALLS,
-          leads: CALLS,
-          lost: 0,
-          doubled: 0,
-        });
-        // The read-cache epoch went over TLS too: a firm's change moves it (the web's INCR).
-        const epoch = async (): Promise<number> => {
-          const client = createRedis(redisSettings(loadConfig({ ...base, REDIS_TLS_CA: ca.pem })), 'worker');
-          try {
-            return Number(
-              await client.get(redisKeys({ queuePrefix: prefix, redisCluster: false }).readCacheEpoch()),
-            );
-          } finally {
-            client.disconnect();
-          }
-        };
-        const before = await epoch();
-        const admin = new ApiClient(service.baseUrl).withToken(base.ADMIN_API_KEY!);
-        const patched = await admin.patch(`/api/firms/${firm}`, { name: 'Renamed over TLS' });
-        expect(patched.status).toBe(200);
-        expect(await epoch()).toBeGreaterThan(before);
-        expect(await service.web.output()).not.toContain('REDIS_TLS_REJECT_UNAUTHORIZED');
-      } finally {
-        await service.stop();
-      }
-    }, 120_000);
-
-    it('runs calls to their end with REDIS_TLS_REJECT_UNAUTHORIZED=false, warning at start', async ({
-      expect,
-    }) => {
-      const service = await startServiceProcesses(
-        { ...base, QUEUE_PREFIX: `t${rand(4)}`, REDIS_TLS_REJECT_UNAUTHORIZED: 'false' },
-        dir,
-        'no-verify',
-      );
-      try {
-        const { row } = await callsEndToEnd(service.baseUrl);
-        expect(row).toEqual({
-          sent: CALLS,
-          acknowledged: CALLS,
-          ended: CALLS,
-          leads: CALLS,
-          lost: 0,
-          doubled: 0,
-        });
-        for (const child of [service.web, service.worker]) {
-          const warned = (await child.output())
-            .split('\n')
-            .filter((line) => line.includes('REDIS_TLS_REJECT_UNAUTHORIZED=false'));
-          expect(warned).toHaveLength(1);
-          expect(JSON.parse(warned[0]!).level).toBe(40); // pino's warn
+  it('runs calls to their end with REDIS_TLS_CA (PEM text for the web, a file path for the worker)', async () => {
+    const caFile = join(dir, 'ca-for-worker.pem');
+    await writeFile(caFile, ca.pem);
+    const service = await startServiceProcesses({ ...base, REDIS_TLS_CA: ca.pem }, dir, 'with-ca', {
+      REDIS_TLS_CA: caFile,
+    });
+    try {
+      const { firm, row } = await callsEndToEnd(service.baseUrl);
+      expect(row).toEqual({
+        sent: CALLS,
+        acknowledged: CALLS,
+        ended: CALLS,
+        leads: CALLS,
+        lost: 0,
+        doubled: 0,
+      });
+      // The read-cache epoch went over TLS too: a firm's change moves it (the web's INCR).
+      const epoch = async (): Promise<number> => {
+        const client = createRedis(redisSettings(loadConfig({ ...base, REDIS_TLS_CA: ca.pem })), 'worker');
+        try {
+          return Number(
+            await client.get(
+              redisKeys({ queuePrefix: base.QUEUE_PREFIX!, redisCluster: false }).readCacheEpoch(),
+            ),
+          );
+        } finally {
+          client.disconnect();
         }
-      } finally {
-        await service.stop();
+      };
+      const before = await epoch();
+      const admin = new ApiClient(service.baseUrl).withToken(base.ADMIN_API_KEY!);
+      const patched = await admin.patch(`/api/firms/${firm}`, { name: 'Renamed over TLS' });
+      expect(patched.status).toBe(200);
+      expect(await epoch()).toBeGreaterThan(before);
+      expect(await service.web.output()).not.toContain('REDIS_TLS_REJECT_UNAUTHORIZED');
+    } finally {
+      await service.stop();
+    }
+  }, 120_000);
+
+  it('runs calls to their end with REDIS_TLS_REJECT_UNAUTHORIZED=false, warning at start', async () => {
+    const service = await startServiceProcesses(
+      { ...base, REDIS_TLS_REJECT_UNAUTHORIZED: 'false' },
+      dir,
+      'no-verify',
+    );
+    try {
+      const { row } = await callsEndToEnd(service.baseUrl);
+      expect(row).toEqual({
+        sent: CALLS,
+        acknowledged: CALLS,
+        ended: CALLS,
+        leads: CALLS,
+        lost: 0,
+        doubled: 0,
+      });
+      for (const child of [service.web, service.worker]) {
+        const warned = (await child.output())
+          .split('\n')
+          .filter((line) => line.includes('REDIS_TLS_REJECT_UNAUTHORIZED=false'));
+        expect(warned).toHaveLength(1);
+        expect(JSON.parse(warned[0]!).level).toBe(40); // pino's warn
       }
-    }, 120_000);
-  });
+    } finally {
+      await service.stop();
+    }
+  }, 120_000);
 
   const refused = [
     {
