@@ -20,7 +20,7 @@ import {
 
 // Enough that, with one lead per fan-out chunk, the fan-out is still going when the first kill
 // comes, and calls are still to be dialled at the second (both asserted below).
-const LEADS = 60;
+const LEADS = 30;
 
 let stack: Stack;
 let child: ChildProcess | undefined;

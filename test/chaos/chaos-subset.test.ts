@@ -31,7 +31,9 @@ function subsetConfig(dir: string): ChaosConfig {
   return {
     ...base,
     sizes: { campaignLeads: 40, directCalls: 10, importRows: 200, bookingEvents: 24 },
-    timing: SHORT_RUN_TIMING,
+    // Soon bookings start 12–20 s after they are made (the short run's 25–40 s): their reminders
+    // fall due, and are checked, while the run is still settling its other work.
+    timing: { ...SHORT_RUN_TIMING, soonStartMs: [12_000, 20_000] },
     plan: {
       workerKills: 1,
       sigterm: false,

@@ -10,7 +10,7 @@ import { createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { contactsOf, importRows, importsOf } from './support.js';
 
@@ -102,8 +102,11 @@ async function generate(name: string, alreadyStoredRow: number): Promise<Generat
   return { path, errorLines, duplicates };
 }
 
-describe('npm run import-csv', () => {
-  it('imports a file in batches of --batch-size rows, sums the result and reports error rows by CSV line', async () => {
+// Each case has its own firm and file and waits mostly on its own child process: side by side.
+describe.concurrent('npm run import-csv', () => {
+  it('imports a file in batches of --batch-size rows, sums the result and reports error rows by CSV line', async ({
+    expect,
+  }) => {
     const firm = await createFirm(stack);
     // Row 10's phone is the firm's already.
     await importRows(firm.client, firm.slug, [{ phone: phoneOf(10), first_name: 'Existing' }]);
@@ -144,7 +147,7 @@ describe('npm run import-csv', () => {
     });
   }, 240_000);
 
-  it('prints JSON with --json, and takes the URL and token from flags', async () => {
+  it('prints JSON with --json, and takes the URL and token from flags', async ({ expect }) => {
     const firm = await createFirm(stack);
     const path = join(dir, 'small.csv');
     await writeFile(
@@ -181,7 +184,7 @@ describe('npm run import-csv', () => {
     });
   }, 60_000);
 
-  it('stops before sending anything when the file is malformed, naming the line', async () => {
+  it('stops before sending anything when the file is malformed, naming the line', async ({ expect }) => {
     const firm = await createFirm(stack);
     const path = join(dir, 'broken.csv');
     await writeFile(path, 'name,phone\nAnn,+12125550100\n"Bob,+12125550101\n', 'utf8');
@@ -200,7 +203,9 @@ describe('npm run import-csv', () => {
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
   });
 
-  it('fails with the service’s error for a firm the token may not use, and with usage for bad flags', async () => {
+  it('fails with the service’s error for a firm the token may not use, and with usage for bad flags', async ({
+    expect,
+  }) => {
     const firm = await createFirm(stack);
     const other = await createFirm(stack);
     const path = join(dir, 'one.csv');
@@ -218,7 +223,9 @@ describe('npm run import-csv', () => {
     expect(missing.stderr).toMatch(/cannot read .*nope\.csv/);
   }, 60_000);
 
-  it('requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async () => {
+  it('requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async ({
+    expect,
+  }) => {
     const firm = await createFirm(stack);
     const path = join(dir, 'platform.csv');
     await writeFile(path, 'phone\n+12125550170\n', 'utf8');
@@ -234,7 +241,9 @@ describe('npm run import-csv', () => {
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBe(0);
   });
 
-  it('a "__proto__" column (and "constructor", "prototype") is an ordinary column: the rows import', async () => {
+  it('a "__proto__" column (and "constructor", "prototype") is an ordinary column: the rows import', async ({
+    expect,
+  }) => {
     const firm = await createFirm(stack);
     const path = join(dir, 'proto.csv');
     await writeFile(
@@ -256,7 +265,7 @@ describe('npm run import-csv', () => {
     });
   });
 
-  it('a failed request is reported as not imported, never as "imported 0"', async () => {
+  it('a failed request is reported as not imported, never as "imported 0"', async ({ expect }) => {
     const firm = await createFirm(stack);
     const other = await createFirm(stack);
     const path = join(dir, 'failed.csv');

@@ -6,28 +6,29 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { launch, type Launched } from '../../scripts/local/launcher.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-let run: Launched | undefined;
-let dir: string | undefined;
-
-afterEach(async () => {
-  // A failed test still stops what it started: the stores run in process groups of their own,
-  // so only `npm start`'s own stop reaches them.
-  if (run?.running()) {
-    process.kill(-run.pid!, 'SIGTERM');
-    await run.stop('SIGTERM', 60_000);
-  }
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-});
 
 describe('npm start', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)(
+  // The two runs share nothing (each its own folder, ports and stores): side by side.
+  it.concurrent.for(['SIGINT', 'SIGTERM'] as const)(
     '%s to its process group: exit 0, no stack trace, no temporary folder left',
-    async (signal) => {
-      dir = await mkdtemp(join(tmpdir(), 'npm-start-'));
+    { timeout: 150_000 },
+    async (signal, { expect, onTestFinished }) => {
+      const started: { run?: Launched } = {};
+      const dir = await mkdtemp(join(tmpdir(), 'npm-start-'));
+      onTestFinished(async () => {
+        // A failed test still stops what it started: the stores run in process groups of their
+        // own, so only `npm start`'s own stop reaches them.
+        const run = started.run;
+        if (run?.running()) {
+          process.kill(-run.pid!, 'SIGTERM');
+          await run.stop('SIGTERM', 60_000);
+        }
+        await rm(dir, { recursive: true, force: true });
+      });
       // Its own temporary folder, so that what it leaves behind (nothing) can be seen.
       const temp = join(dir, 'tmp');
       await mkdir(temp);
@@ -38,7 +39,7 @@ describe('npm start', () => {
       for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'NODE_OPTIONS'] as const)
         delete env[name];
       const output = (): Promise<string> => readFile(logFile, 'utf8').catch(() => '');
-      run = launch({
+      const run = launch({
         name: 'npm start',
         command: process.execPath,
         args: [join(root, 'scripts', 'local', 'bootstrap.mjs'), 'start'],
@@ -50,6 +51,7 @@ describe('npm start', () => {
         ready: { probe: async () => (await output()).includes('Intake Service is running.') },
         readyTimeoutMs: 90_000,
       });
+      started.run = run;
       await run.ready;
       // (tsx keeps its cache there too.)
       const stores = async () => (await readdir(temp)).filter((f) => f.startsWith('intake-local-'));
@@ -64,6 +66,5 @@ describe('npm start', () => {
       expect(text).not.toMatch(/Error|\n\s+at /);
       expect(await stores()).toEqual([]);
     },
-    150_000,
   );
 });

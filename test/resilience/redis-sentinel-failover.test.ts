@@ -33,7 +33,7 @@ const RATE_PER_S = 10;
 const CALLS_BEFORE_HOLD = 30;
 /** Create-calls acknowledged while replication is held, before the kill. */
 const ACKS_IN_HOLD = 8;
-const LOAD_AFTER_KILL_MS = 12_000;
+const LOAD_AFTER_KILL_MS = 6_000;
 
 let dir: string;
 let group: SentinelGroup;

@@ -183,24 +183,30 @@ describe('Redis over TLS with a platform-signed certificate', () => {
     },
     { name: 'no CA (the system CAs)', env: (): Record<string, string> => ({}), says: 'set REDIS_TLS_CA' },
   ];
-  for (const entry of ['api/server.ts', 'workers/main.ts'] as const) {
-    for (const { name, env, says } of refused) {
-      it(`${entry} with ${name} exits 1 at start naming REDIS_TLS_CA and the TLS error`, async () => {
-        const child = startServiceProcess(
-          entry,
-          { ...base, PORT: '0', ...env() },
-          join(dir, `refused-${rand()}.log`),
-        );
-        const exit = await child.launched.exited;
-        expect(exit).toEqual({ code: 1, signal: null });
-        const output = await child.output();
-        expect(output).toContain(says);
-        expect(output).toMatch(
-          /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT)\)/,
-        );
-      }, 60_000);
+  // The four refused starts share nothing (a child process each, exiting on its own): they run
+  // side by side rather than one after the other.
+  describe.concurrent('refused at start', () => {
+    for (const entry of ['api/server.ts', 'workers/main.ts'] as const) {
+      for (const { name, env, says } of refused) {
+        it(`${entry} with ${name} exits 1 at start naming REDIS_TLS_CA and the TLS error`, async ({
+          expect,
+        }) => {
+          const child = startServiceProcess(
+            entry,
+            { ...base, PORT: '0', ...env() },
+            join(dir, `refused-${rand()}.log`),
+          );
+          const exit = await child.launched.exited;
+          expect(exit).toEqual({ code: 1, signal: null });
+          const output = await child.output();
+          expect(output).toContain(says);
+          expect(output).toMatch(
+            /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT)\)/,
+          );
+        }, 60_000);
+      }
     }
-  }
+  });
 
   it('refuses a REDIS_TLS_CA that is neither PEM nor a readable PEM file, or given with redis://', async () => {
     const bad = join(dir, 'not-a-cert.txt');
