@@ -65,6 +65,7 @@ export function defaultConfig(
       spreadMs,
       soonStartMs: [150_000, 300_000],
       reminderOffsets: [1440, 60, 1],
+      reminderGraceMs: 60_000,
       nextEventMs: [5_000, 30_000],
       copyDelayMaxMs: 30_000,
       launchAtMs: [3_000, 10_000],
@@ -100,6 +101,9 @@ export const SHORT_RUN_TIMING: WorkloadTiming = {
   // A "soon" booking's reminder (offset 0: at its start) is due 25–40 s after it was made.
   soonStartMs: [25_000, 40_000],
   reminderOffsets: [1440, 0],
+  // The settle's margin: longer, and the last reminders due would be judged as "on their way"
+  // whatever their state, so a run that sent none would pass.
+  reminderGraceMs: 15_000,
   nextEventMs: [1_000, 3_000],
   copyDelayMaxMs: 5_000,
   launchAtMs: [1_000, 2_000],

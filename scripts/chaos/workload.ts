@@ -39,6 +39,11 @@ export interface WorkloadTiming {
   soonStartMs: [number, number];
   /** Reminder offsets of the bookings firm (minutes). */
   reminderOffsets: number[];
+  /**
+   * How long past its due time a reminder may still be on its way: the settle waits this long
+   * after the last one due, and the check then wants every reminder due before that `sent`.
+   */
+  reminderGraceMs: number;
   /** The delay of a booking's next event after the previous one was acknowledged (min, max). */
   nextEventMs: [number, number];
   /** The second copy of a call_analyzed goes this long after the first was acknowledged (max). */

@@ -4,7 +4,8 @@ import type { BookingModel } from '../ledger.js';
 import { row, summary, timesBy, type Row } from './rows.js';
 import type { CheckContext } from './context.js';
 
-const GRACE_MS = 60_000;
+/** How long after a cancel was acknowledged a reminder due may still be sent (the cancel's job on its way). */
+const CANCEL_GRACE_MS = 60_000;
 
 /** The reminders a booking should hold, by field, from what the run sent and had acknowledged. */
 function expectedReminders(
@@ -95,10 +96,10 @@ export async function bookingRows(ctx: CheckContext): Promise<Row[]> {
         cancelledSent.push(`${model.uid} ${r.to}: ${r.status} but mailed`);
       let want: string[];
       if (model.cancelAck !== undefined) {
-        want = r.due_at > model.cancelAck + GRACE_MS ? ['cancelled'] : ['cancelled', 'sent'];
+        want = r.due_at > model.cancelAck + CANCEL_GRACE_MS ? ['cancelled'] : ['cancelled', 'sent'];
       } else {
         want =
-          r.due_at < now - GRACE_MS
+          r.due_at < now - timing.reminderGraceMs
             ? ['sent']
             : r.due_at > now
               ? ['scheduled']

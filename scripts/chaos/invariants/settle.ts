@@ -77,7 +77,8 @@ export async function settle(ctx: CheckContext, deadlineMs: number): Promise<boo
     } catch {
       pending = -1;
     }
-    const remindersDue = lastDueDuringRun(ledger, timing.reminderOffsets) + 15_000 - Date.now();
+    const remindersDue =
+      lastDueDuringRun(ledger, timing.reminderOffsets) + timing.reminderGraceMs - Date.now();
     const quiet = pending === 0 && campaignDone && remindersDue <= 0;
     quietPolls = quiet ? quietPolls + 1 : 0;
     if (quietPolls >= 2) {
