@@ -1,7 +1,7 @@
 // One soak sample: the web's /metrics (prom-client's process and Node metrics, the queue gauges),
 // the probe files of the web and worker (heap after a full collection, event-loop delay p99),
 // Redis INFO memory and DBSIZE, and MongoDB's collStats size of every collection.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Db } from 'mongodb';
@@ -35,6 +35,8 @@ interface Probe {
   heapUsed: number;
   heapTotal?: number;
   external?: number;
+  arrayBuffers?: number;
+  spaces?: Record<string, number>;
   lagP99Ms: number;
 }
 
@@ -55,6 +57,8 @@ export interface Sources {
   /** The app's key prefix (QUEUE_PREFIX). */
   prefix: string;
   db: Db;
+  /** SOAK_REDIS_KEYS=1: every sample's kept keys and their bytes go to <probeDir>/redis-kept-<n>.json. */
+  keptKeysDump?: boolean;
 }
 
 /** Keys matching `pattern` (SCAN: the soak's Redis holds a few thousand keys). */
@@ -69,13 +73,19 @@ async function countKeys(redis: Redis, pattern: string): Promise<number> {
   return n;
 }
 
+let sampleNo = 0;
+
 export async function takeSample(s: Sources, t: number): Promise<Sample> {
+  sampleNo += 1;
   const metrics = await (await fetch(`${s.webBase}/metrics`)).text();
   const web = probe(s.probeDir, s.webPid);
   const worker = probe(s.probeDir, s.workerPid);
   const info = await s.redis.info('memory');
   const used = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
   const keys = await s.redis.dbsize();
+  // What used_memory holds besides the keys' own MEMORY USAGE: clients' buffers (they follow
+  // the load of the moment), the Lua script cache and the key space's hash tables.
+  const infoField = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
   const jobs = (state: string) => metricSum(metrics, 'bullmq_queue_jobs', { state });
   const out: Sample = {
     t,
@@ -92,8 +102,14 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     web_external_mb: (web?.external ?? NaN) / MB,
     worker_heap_total_mb: (worker?.heapTotal ?? NaN) / MB,
     worker_external_mb: (worker?.external ?? NaN) / MB,
+    worker_array_buffers_mb: (worker?.arrayBuffers ?? NaN) / MB,
+    worker_new_space_mb: (worker?.spaces?.new_space ?? NaN) / MB,
+    worker_old_space_mb: (worker?.spaces?.old_space ?? NaN) / MB,
     redis_used_mb: used / MB,
     redis_keys: keys,
+    redis_clients_mb: infoField('mem_clients_normal') / MB,
+    redis_scripts_mb: infoField('used_memory_scripts') / MB,
+    redis_overhead_mb: infoField('used_memory_overhead') / MB,
     jobs_scheduled: jobs('delayed'),
     // Job records kept after they finished: bounded by count per queue (jobs/queues.ts).
     jobs_retained: jobs('completed') + jobs('failed'),
@@ -107,7 +123,14 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
   // Keys and memory by what bounds them (bench/soak/redis-classes.ts): what expires by itself
   // or waits for its time is scheduled; finished jobs are bounded per queue by count; the rest
   // must stay flat.
-  const classes = await classifyRedis(s.redis, s.prefix);
+  const kept = s.keptKeysDump === true ? new Map<string, number>() : undefined;
+  const classes = await classifyRedis(s.redis, s.prefix, kept);
+  if (kept !== undefined) {
+    writeFileSync(
+      join(s.probeDir, `redis-kept-${sampleNo}.json`),
+      JSON.stringify({ t, usedMb: used / MB, keys: Object.fromEntries(kept) }),
+    );
+  }
   // What Redis keeps: all but what is scheduled and what is in flight (which follows the load).
   out.redis_keys_kept = keys - classes.keys.scheduled - classes.keys.inFlight;
   out.redis_keys_other = classes.keys.other;
