@@ -2,7 +2,9 @@
 // measured at the start, sampling every SOAK_SAMPLE_SECONDS (30): web and worker RSS and heap,
 // event-loop delay p99, Redis used_memory and key count, MongoDB size per collection, jobs.
 // After SOAK_WARMUP_MINUTES (5) it judges: RSS and heap slopes < 1 MB per 10 min, Redis memory
-// and keys (apart from scheduled jobs) flat within ±5 %, event-loop delay p99 < 100 ms, and at
+// and keys (apart from scheduled jobs) flat within ±5 % (the memory without client buffers and
+// the scheduled keys' share of the key-space tables: bench/soak/sample.ts keptBytes), Redis
+// connections flat, event-loop delay p99 < 100 ms, and at
 // the end every job done. Writes bench/results/soak/soak.csv, soak.png (and soak.html) and
 // prints a verdict per series. Not part of `npm test`.
 // Knobs: SOAK_MINUTES, SOAK_WARMUP_MINUTES, SOAK_SAMPLE_SECONDS, SOAK_CALLS_PER_S (skips the
@@ -258,6 +260,8 @@ async function main(): Promise<void> {
     slopeVerdict('worker_heap_after_gc_mb', pts('worker_heap_after_gc_mb'), 1),
     flatVerdict('redis_used_kept_mb', pts('redis_used_kept_mb'), 0.05, ' MB'),
     flatVerdict('redis_keys_kept', pts('redis_keys_kept'), 0.05),
+    // Client buffers are left out of the kept memory: the connections themselves must not grow.
+    flatVerdict('redis_clients', pts('redis_clients'), 0.05),
     flatVerdict('redis_keys_other', pts('redis_keys_other'), 0.05),
     ceilingVerdict('retention_vs_bound', pts('retention_vs_bound'), 1.000001, '× bound'),
     ceilingVerdict('web_lag_p99_ms', pts('web_lag_p99_ms'), 100, 'ms'),
@@ -278,6 +282,7 @@ async function main(): Promise<void> {
     slopeVerdict('worker_heap_total_mb', pts('worker_heap_total_mb'), Infinity),
     slopeVerdict('worker_external_mb', pts('worker_external_mb'), Infinity),
     slopeVerdict('worker_array_buffers_mb', pts('worker_array_buffers_mb'), Infinity),
+    slopeVerdict('worker_native_mb', pts('worker_native_mb'), Infinity),
     slopeVerdict('worker_new_space_mb', pts('worker_new_space_mb'), Infinity),
     slopeVerdict('worker_old_space_mb', pts('worker_old_space_mb'), Infinity),
     flatVerdict('redis_used_mb (all)', pts('redis_used_mb'), Infinity, ' MB'),
@@ -288,6 +293,7 @@ async function main(): Promise<void> {
     flatVerdict('redis_clients_mb', pts('redis_clients_mb'), Infinity, ' MB'),
     flatVerdict('redis_scripts_mb', pts('redis_scripts_mb'), Infinity, ' MB'),
     flatVerdict('redis_overhead_mb', pts('redis_overhead_mb'), Infinity, ' MB'),
+    flatVerdict('redis_key_tables_mb', pts('redis_key_tables_mb'), Infinity, ' MB'),
     flatVerdict('jobs_retained', pts('jobs_retained'), Infinity),
     flatVerdict('redis_booking_records', pts('redis_booking_records'), Infinity),
     ...Object.keys(samples.at(-1)!)
@@ -319,6 +325,7 @@ async function main(): Promise<void> {
     ['redis_used_mb', 'MB'],
     ['redis_used_kept_mb', 'MB'],
     ['redis_keys_kept', 'keys'],
+    ['redis_clients', 'connections'],
     ['redis_keys_other', 'keys'],
     ['retention_vs_bound', '× bound'],
     ['jobs_retained', 'jobs'],

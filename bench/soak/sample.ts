@@ -12,6 +12,52 @@ import { classifyRedis, EVENTS_STREAM_BOUND, retentionBound } from './redis-clas
 
 export type Sample = Record<string, number>;
 
+/** Redis MEMORY STATS: what used_memory holds besides the values of the keys. */
+export interface RedisOverhead {
+  /** Every normal client's query and reply buffers (they follow the traffic of the moment). */
+  clients: number;
+  /** The key space's main hash table: an entry and a bucket per key (all classes). */
+  mainTable: number;
+  /** The expiry table: an entry per key with a TTL (scheduled keys, by the soak's classes). */
+  expiresTable: number;
+}
+
+/** MEMORY STATS as numbers, the db.0 section flattened (`db.0.overhead.hashtable.main`). */
+export async function memoryStats(redis: Redis): Promise<RedisOverhead> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = String(flat[i]);
+    const value = flat[i + 1];
+    if (Array.isArray(value)) {
+      for (let j = 0; j + 1 < value.length; j += 2) out[`${name}.${String(value[j])}`] = Number(value[j + 1]);
+    } else out[name] = Number(value);
+  }
+  return {
+    clients: out['clients.normal'] ?? 0,
+    mainTable: out['db.0.overhead.hashtable.main'] ?? 0,
+    expiresTable: out['db.0.overhead.hashtable.expires'] ?? 0,
+  };
+}
+
+/**
+ * What Redis keeps, in bytes: used_memory without the keys that expire by themselves or follow
+ * the work in progress (their MEMORY USAGE), without the client buffers (their size is the
+ * traffic of the sampled instant; the number of clients is judged on its own), and without the
+ * key space's hash tables but for the kept keys' share of the main one: the expiry table holds
+ * only keys with a TTL, and the main table grows with every key, so both would otherwise count
+ * the scheduled keys' growth (booking records kept for 30 days) as kept memory.
+ */
+export function keptBytes(
+  used: number,
+  o: RedisOverhead,
+  keys: { all: number; kept: number },
+  notKeptBytes: number,
+): number {
+  const keptShareOfMain = keys.all > 0 ? o.mainTable * (keys.kept / keys.all) : 0;
+  return used - notKeptBytes - o.clients - o.expiresTable - (o.mainTable - keptShareOfMain);
+}
+
 const MB = 1024 * 1024;
 
 /** Prometheus text: the sum of a metric's values whose labels include every `labels` pair. */
@@ -103,11 +149,15 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     worker_heap_total_mb: (worker?.heapTotal ?? NaN) / MB,
     worker_external_mb: (worker?.external ?? NaN) / MB,
     worker_array_buffers_mb: (worker?.arrayBuffers ?? NaN) / MB,
+    // RSS that is neither V8's committed heap nor external memory: the allocator's own arenas,
+    // native code and stacks.
+    worker_native_mb: ((worker?.rss ?? NaN) - (worker?.heapTotal ?? NaN) - (worker?.external ?? NaN)) / MB,
     worker_new_space_mb: (worker?.spaces?.new_space ?? NaN) / MB,
     worker_old_space_mb: (worker?.spaces?.old_space ?? NaN) / MB,
     redis_used_mb: used / MB,
     redis_keys: keys,
     redis_clients_mb: infoField('mem_clients_normal') / MB,
+    redis_clients: Number(/connected_clients:(\d+)/.exec(await s.redis.info('clients'))?.[1] ?? NaN),
     redis_scripts_mb: infoField('used_memory_scripts') / MB,
     redis_overhead_mb: infoField('used_memory_overhead') / MB,
     jobs_scheduled: jobs('delayed'),
@@ -134,7 +184,15 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
   // What Redis keeps: all but what is scheduled and what is in flight (which follows the load).
   out.redis_keys_kept = keys - classes.keys.scheduled - classes.keys.inFlight;
   out.redis_keys_other = classes.keys.other;
-  out.redis_used_kept_mb = (used - (classes.mb.scheduled + classes.mb.inFlight) * MB) / MB;
+  const overhead = await memoryStats(s.redis);
+  out.redis_used_kept_mb =
+    keptBytes(
+      used,
+      overhead,
+      { all: keys, kept: out.redis_keys_kept },
+      (classes.mb.scheduled + classes.mb.inFlight) * MB,
+    ) / MB;
+  out.redis_key_tables_mb = (overhead.mainTable + overhead.expiresTable) / MB;
   out.redis_in_flight_mb = classes.mb.inFlight;
   out.redis_scheduled_mb = classes.mb.scheduled;
   out.redis_retained_mb = classes.mb.retained;
