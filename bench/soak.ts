@@ -170,6 +170,8 @@ async function main(): Promise<void> {
     SOAK_PROBE_DIR: probeDir,
     SOAK_PROBE_MS: String(SAMPLE_SECONDS * 1000),
     NODE_OPTIONS: `--expose-gc --import=${join(root, 'bench', 'soak', 'probe.mjs')}`,
+    // As the Procfile runs the web and the worker.
+    MALLOC_ARENA_MAX: '2',
     // Heap snapshots are the worker's alone (below), not the web's.
     SOAK_HEAP_SNAPSHOTS: '',
   });
