@@ -2,11 +2,21 @@
 // measured at the start, sampling every SOAK_SAMPLE_SECONDS (30): web and worker RSS and heap,
 // event-loop delay p99, Redis used_memory and key count, MongoDB size per collection, jobs.
 // After SOAK_WARMUP_MINUTES (5) it judges: RSS and heap slopes < 1 MB per 10 min, Redis memory
-// and keys (apart from scheduled jobs) flat within ±5 %, event-loop delay p99 < 100 ms, and at
+// and keys (apart from scheduled jobs) flat within ±5 % (the memory without client buffers and
+// the scheduled keys' share of the key-space tables: bench/soak/sample.ts keptBytes), Redis
+// connections flat, event-loop delay p99 < 100 ms, and at
 // the end every job done. Writes bench/results/soak/soak.csv, soak.png (and soak.html) and
 // prints a verdict per series. Not part of `npm test`.
 // Knobs: SOAK_MINUTES, SOAK_WARMUP_MINUTES, SOAK_SAMPLE_SECONDS, SOAK_CALLS_PER_S (skips the
 // capacity probe), SOAK_CALIBRATE_CALLS (60), SOAK_OUT (output folder).
+// Looking for a leak (the files go to the probe folder the soak prints at the start):
+//   SOAK_HEAP_SNAPSHOTS=6,26  the worker writes <pid>-<n>.heapsnapshot after its n-th sample's
+//                             full collection (bench/soak/probe.mjs); compare two with
+//                             `npx tsx bench/soak/heap-diff.ts a.heapsnapshot b.heapsnapshot`;
+//   SOAK_REDIS_KEYS=1         every sample writes redis-kept-<n>.json, the kept keys (neither
+//                             scheduled nor in flight) with their MEMORY USAGE; compare two with
+//                             `npx tsx bench/soak/redis-diff.ts a.json b.json`.
+// The children's NODE_OPTIONS are the soak's own (below): an outer NODE_OPTIONS does not reach them.
 // Uses REDIS_URL / MONGODB_URI when set, else starts its own Redis and FerretDB on PostgreSQL
 // (a Redis of its own: DBSIZE and used_memory are the soak's alone).
 import { execFileSync } from 'node:child_process';
@@ -145,6 +155,7 @@ async function main(): Promise<void> {
     await smtp.stop();
   });
   const probeDir = mkdtempSync(join(tmpdir(), 'soak-probe-'));
+  say(`soak: probe folder ${probeDir}`);
   const app = await createApp(stores, 'soak', {
     SIM_CALL_MS: String(SIM_CALL_MS),
     SMTP_URL: smtp.url,
@@ -159,9 +170,15 @@ async function main(): Promise<void> {
     SOAK_PROBE_DIR: probeDir,
     SOAK_PROBE_MS: String(SAMPLE_SECONDS * 1000),
     NODE_OPTIONS: `--expose-gc --import=${join(root, 'bench', 'soak', 'probe.mjs')}`,
+    // As the Procfile runs the web and the worker.
+    MALLOC_ARENA_MAX: '2',
+    // Heap snapshots are the worker's alone (below), not the web's.
+    SOAK_HEAP_SNAPSHOTS: '',
   });
   const web = await app.startWeb();
-  const worker = await app.startWorker('worker');
+  const worker = await app.startWorker('worker', {
+    SOAK_HEAP_SNAPSHOTS: process.env.SOAK_HEAP_SNAPSHOTS ?? '',
+  });
   const common = {
     timezone: 'UTC',
     notification_emails: ['intake@lawfirm.test'],
@@ -203,6 +220,7 @@ async function main(): Promise<void> {
     redis: app.redis,
     prefix: app.prefix,
     db: app.db,
+    keptKeysDump: process.env.SOAK_REDIS_KEYS === '1',
   };
   const load = new MixedLoad(web.base, app.adminKey, direct, campaignFirm, plan);
   const samples: Sample[] = [];
@@ -244,6 +262,8 @@ async function main(): Promise<void> {
     slopeVerdict('worker_heap_after_gc_mb', pts('worker_heap_after_gc_mb'), 1),
     flatVerdict('redis_used_kept_mb', pts('redis_used_kept_mb'), 0.05, ' MB'),
     flatVerdict('redis_keys_kept', pts('redis_keys_kept'), 0.05),
+    // Client buffers are left out of the kept memory: the connections themselves must not grow.
+    flatVerdict('redis_clients', pts('redis_clients'), 0.05),
     flatVerdict('redis_keys_other', pts('redis_keys_other'), 0.05),
     ceilingVerdict('retention_vs_bound', pts('retention_vs_bound'), 1.000001, '× bound'),
     ceilingVerdict('web_lag_p99_ms', pts('web_lag_p99_ms'), 100, 'ms'),
@@ -263,11 +283,19 @@ async function main(): Promise<void> {
     slopeVerdict('web_external_mb', pts('web_external_mb'), Infinity),
     slopeVerdict('worker_heap_total_mb', pts('worker_heap_total_mb'), Infinity),
     slopeVerdict('worker_external_mb', pts('worker_external_mb'), Infinity),
+    slopeVerdict('worker_array_buffers_mb', pts('worker_array_buffers_mb'), Infinity),
+    slopeVerdict('worker_native_mb', pts('worker_native_mb'), Infinity),
+    slopeVerdict('worker_new_space_mb', pts('worker_new_space_mb'), Infinity),
+    slopeVerdict('worker_old_space_mb', pts('worker_old_space_mb'), Infinity),
     flatVerdict('redis_used_mb (all)', pts('redis_used_mb'), Infinity, ' MB'),
     flatVerdict('redis_scheduled_mb', pts('redis_scheduled_mb'), Infinity, ' MB'),
     flatVerdict('redis_in_flight_mb', pts('redis_in_flight_mb'), Infinity, ' MB'),
     flatVerdict('redis_retained_mb', pts('redis_retained_mb'), Infinity, ' MB'),
     flatVerdict('redis_other_mb', pts('redis_other_mb'), Infinity, ' MB'),
+    flatVerdict('redis_clients_mb', pts('redis_clients_mb'), Infinity, ' MB'),
+    flatVerdict('redis_scripts_mb', pts('redis_scripts_mb'), Infinity, ' MB'),
+    flatVerdict('redis_overhead_mb', pts('redis_overhead_mb'), Infinity, ' MB'),
+    flatVerdict('redis_key_tables_mb', pts('redis_key_tables_mb'), Infinity, ' MB'),
     flatVerdict('jobs_retained', pts('jobs_retained'), Infinity),
     flatVerdict('redis_booking_records', pts('redis_booking_records'), Infinity),
     ...Object.keys(samples.at(-1)!)
@@ -299,6 +327,7 @@ async function main(): Promise<void> {
     ['redis_used_mb', 'MB'],
     ['redis_used_kept_mb', 'MB'],
     ['redis_keys_kept', 'keys'],
+    ['redis_clients', 'connections'],
     ['redis_keys_other', 'keys'],
     ['retention_vs_bound', '× bound'],
     ['jobs_retained', 'jobs'],

@@ -55,7 +55,15 @@ export function retentionBound(queue: QueueName): { completed: number; failed: n
 /** XTRIM MAXLEN ~ trims whole stream nodes (100 entries by default): the stream may hold a node more. */
 export const EVENTS_STREAM_BOUND = EVENTS_STREAM_MAX_LEN + 100;
 
-export async function classifyRedis(redis: Redis, prefix: string): Promise<RedisClasses> {
+/**
+ * `kept`, when given, receives every kept key (retained and other: what is neither scheduled nor
+ * in flight) with its MEMORY USAGE in bytes, to diff two points of a soak key by key.
+ */
+export async function classifyRedis(
+  redis: Redis,
+  prefix: string,
+  kept?: Map<string, number>,
+): Promise<RedisClasses> {
   const finished = new Set<string>();
   const delayed = new Set<string>();
   const queues: RedisClasses['queues'] = {};
@@ -109,6 +117,7 @@ export async function classifyRedis(redis: Redis, prefix: string): Promise<Redis
               : 'other';
       out.keys[cls] += 1;
       out.mb[cls] += bytes / MB;
+      if (kept !== undefined && (cls === 'retained' || cls === 'other')) kept.set(key, bytes);
     });
   }
   return out;

@@ -1,7 +1,7 @@
 // One soak sample: the web's /metrics (prom-client's process and Node metrics, the queue gauges),
 // the probe files of the web and worker (heap after a full collection, event-loop delay p99),
 // Redis INFO memory and DBSIZE, and MongoDB's collStats size of every collection.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Db } from 'mongodb';
@@ -11,6 +11,52 @@ import type { QueueName } from '../../jobs/queues.js';
 import { classifyRedis, EVENTS_STREAM_BOUND, retentionBound } from './redis-classes.js';
 
 export type Sample = Record<string, number>;
+
+/** Redis MEMORY STATS: what used_memory holds besides the values of the keys. */
+export interface RedisOverhead {
+  /** Every normal client's query and reply buffers (they follow the traffic of the moment). */
+  clients: number;
+  /** The key space's main hash table: an entry and a bucket per key (all classes). */
+  mainTable: number;
+  /** The expiry table: an entry per key with a TTL (scheduled keys, by the soak's classes). */
+  expiresTable: number;
+}
+
+/** MEMORY STATS as numbers, the db.0 section flattened (`db.0.overhead.hashtable.main`). */
+export async function memoryStats(redis: Redis): Promise<RedisOverhead> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const name = String(flat[i]);
+    const value = flat[i + 1];
+    if (Array.isArray(value)) {
+      for (let j = 0; j + 1 < value.length; j += 2) out[`${name}.${String(value[j])}`] = Number(value[j + 1]);
+    } else out[name] = Number(value);
+  }
+  return {
+    clients: out['clients.normal'] ?? 0,
+    mainTable: out['db.0.overhead.hashtable.main'] ?? 0,
+    expiresTable: out['db.0.overhead.hashtable.expires'] ?? 0,
+  };
+}
+
+/**
+ * What Redis keeps, in bytes: used_memory without the keys that expire by themselves or follow
+ * the work in progress (their MEMORY USAGE), without the client buffers (their size is the
+ * traffic of the sampled instant; the number of clients is judged on its own), and without the
+ * key space's hash tables but for the kept keys' share of the main one: the expiry table holds
+ * only keys with a TTL, and the main table grows with every key, so both would otherwise count
+ * the scheduled keys' growth (booking records kept for 30 days) as kept memory.
+ */
+export function keptBytes(
+  used: number,
+  o: RedisOverhead,
+  keys: { all: number; kept: number },
+  notKeptBytes: number,
+): number {
+  const keptShareOfMain = keys.all > 0 ? o.mainTable * (keys.kept / keys.all) : 0;
+  return used - notKeptBytes - o.clients - o.expiresTable - (o.mainTable - keptShareOfMain);
+}
 
 const MB = 1024 * 1024;
 
@@ -35,6 +81,8 @@ interface Probe {
   heapUsed: number;
   heapTotal?: number;
   external?: number;
+  arrayBuffers?: number;
+  spaces?: Record<string, number>;
   lagP99Ms: number;
 }
 
@@ -55,6 +103,8 @@ export interface Sources {
   /** The app's key prefix (QUEUE_PREFIX). */
   prefix: string;
   db: Db;
+  /** SOAK_REDIS_KEYS=1: every sample's kept keys and their bytes go to <probeDir>/redis-kept-<n>.json. */
+  keptKeysDump?: boolean;
 }
 
 /** Keys matching `pattern` (SCAN: the soak's Redis holds a few thousand keys). */
@@ -69,13 +119,19 @@ async function countKeys(redis: Redis, pattern: string): Promise<number> {
   return n;
 }
 
+let sampleNo = 0;
+
 export async function takeSample(s: Sources, t: number): Promise<Sample> {
+  sampleNo += 1;
   const metrics = await (await fetch(`${s.webBase}/metrics`)).text();
   const web = probe(s.probeDir, s.webPid);
   const worker = probe(s.probeDir, s.workerPid);
   const info = await s.redis.info('memory');
   const used = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
   const keys = await s.redis.dbsize();
+  // What used_memory holds besides the keys' own MEMORY USAGE: clients' buffers (they follow
+  // the load of the moment), the Lua script cache and the key space's hash tables.
+  const infoField = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
   const jobs = (state: string) => metricSum(metrics, 'bullmq_queue_jobs', { state });
   const out: Sample = {
     t,
@@ -92,8 +148,18 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     web_external_mb: (web?.external ?? NaN) / MB,
     worker_heap_total_mb: (worker?.heapTotal ?? NaN) / MB,
     worker_external_mb: (worker?.external ?? NaN) / MB,
+    worker_array_buffers_mb: (worker?.arrayBuffers ?? NaN) / MB,
+    // RSS that is neither V8's committed heap nor external memory: the allocator's own arenas,
+    // native code and stacks.
+    worker_native_mb: ((worker?.rss ?? NaN) - (worker?.heapTotal ?? NaN) - (worker?.external ?? NaN)) / MB,
+    worker_new_space_mb: (worker?.spaces?.new_space ?? NaN) / MB,
+    worker_old_space_mb: (worker?.spaces?.old_space ?? NaN) / MB,
     redis_used_mb: used / MB,
     redis_keys: keys,
+    redis_clients_mb: infoField('mem_clients_normal') / MB,
+    redis_clients: Number(/connected_clients:(\d+)/.exec(await s.redis.info('clients'))?.[1] ?? NaN),
+    redis_scripts_mb: infoField('used_memory_scripts') / MB,
+    redis_overhead_mb: infoField('used_memory_overhead') / MB,
     jobs_scheduled: jobs('delayed'),
     // Job records kept after they finished: bounded by count per queue (jobs/queues.ts).
     jobs_retained: jobs('completed') + jobs('failed'),
@@ -107,11 +173,26 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
   // Keys and memory by what bounds them (bench/soak/redis-classes.ts): what expires by itself
   // or waits for its time is scheduled; finished jobs are bounded per queue by count; the rest
   // must stay flat.
-  const classes = await classifyRedis(s.redis, s.prefix);
+  const kept = s.keptKeysDump === true ? new Map<string, number>() : undefined;
+  const classes = await classifyRedis(s.redis, s.prefix, kept);
+  if (kept !== undefined) {
+    writeFileSync(
+      join(s.probeDir, `redis-kept-${sampleNo}.json`),
+      JSON.stringify({ t, usedMb: used / MB, keys: Object.fromEntries(kept) }),
+    );
+  }
   // What Redis keeps: all but what is scheduled and what is in flight (which follows the load).
   out.redis_keys_kept = keys - classes.keys.scheduled - classes.keys.inFlight;
   out.redis_keys_other = classes.keys.other;
-  out.redis_used_kept_mb = (used - (classes.mb.scheduled + classes.mb.inFlight) * MB) / MB;
+  const overhead = await memoryStats(s.redis);
+  out.redis_used_kept_mb =
+    keptBytes(
+      used,
+      overhead,
+      { all: keys, kept: out.redis_keys_kept },
+      (classes.mb.scheduled + classes.mb.inFlight) * MB,
+    ) / MB;
+  out.redis_key_tables_mb = (overhead.mainTable + overhead.expiresTable) / MB;
   out.redis_in_flight_mb = classes.mb.inFlight;
   out.redis_scheduled_mb = classes.mb.scheduled;
   out.redis_retained_mb = classes.mb.retained;

@@ -18,6 +18,7 @@ import { parseDialable } from '../contact-points/phones.js';
 import { insideWindow, type CallingWindow } from '../pacing/calling-window.js';
 import { holidayOn, type HolidayRules } from './holidays.js';
 import { isTimeZone, localTime, type LocalTime } from '../../platform/time-zone.js';
+import { RecentMemo } from '../../platform/recent-memo.js';
 
 export interface HoursPolicy {
   start: string;
@@ -244,21 +245,14 @@ export function placeOfNumber(phone: string): NumberPlace {
   if (known !== undefined) return known;
   const found = findPlace(phone);
   const place = Object.freeze({ zones: Object.freeze(found.zones) as string[], region: found.region });
-  // Both stages of the gate judge the same number, mostly within seconds of each other: the last
-  // answers are kept (a pure function of the text; the oldest half dropped when full).
-  if (placesSeen.size >= PLACES_SEEN_MAX) {
-    let drop = PLACES_SEEN_MAX / 2;
-    for (const key of placesSeen.keys()) {
-      placesSeen.delete(key);
-      if (--drop === 0) break;
-    }
-  }
+  // Both stages of the gate judge the same number, mostly within seconds of each other: the
+  // answers of the last minute are kept (a pure function of the text).
   placesSeen.set(phone, place);
   return place;
 }
 
-const PLACES_SEEN_MAX = 4096;
-const placesSeen = new Map<string, NumberPlace>();
+/** Exported for its bound's test: numbers placed in the last minute, at most 4,096. */
+export const placesSeen = new RecentMemo<string, NumberPlace>(4096, 60_000);
 
 /** The calling code, national number and country of a number: from the dialable number's parse when it has one (kept by parseDialable), else parsed here. */
 function partsOf(phone: string): { cc: string; national: string; country: string | null } | null {

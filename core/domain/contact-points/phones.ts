@@ -6,6 +6,7 @@ import {
 } from 'libphonenumber-js';
 // The full metadata, for number types only (the default bundle cannot tell a premium-rate number).
 import { parsePhoneNumberFromString as parseWithTypes } from 'libphonenumber-js/max';
+import { RecentMemo } from '../../platform/recent-memo.js';
 
 // Phone numbers as every area reads them (intake answers, leads, contacts, dialled numbers),
 // with libphonenumber-js: E.164 out, a default country for numbers written without one.
@@ -58,21 +59,14 @@ export function parseDialable(e164: string): Dialable | null {
   const known = dialableSeen.get(e164);
   if (known !== undefined) return known;
   const found = parseDialableOnce(e164);
-  // A request parses its number several times (the route, the dial gate, the call): the last
-  // answers are kept (a pure function of the text; the oldest half dropped when full).
-  if (dialableSeen.size >= DIALABLE_SEEN_MAX) {
-    let drop = DIALABLE_SEEN_MAX / 2;
-    for (const key of dialableSeen.keys()) {
-      dialableSeen.delete(key);
-      if (--drop === 0) break;
-    }
-  }
+  // A request parses its number several times (the route, the dial gate, the call): the answers
+  // of the last minute are kept (a pure function of the text).
   dialableSeen.set(e164, found === null ? null : Object.freeze(found));
   return found;
 }
 
-const DIALABLE_SEEN_MAX = 4096;
-const dialableSeen = new Map<string, Dialable | null>();
+/** Exported for its bound's test: numbers parsed in the last minute, at most 4,096. */
+export const dialableSeen = new RecentMemo<string, Dialable | null>(4096, 60_000);
 
 function parseDialableOnce(e164: string): Dialable | null {
   if (!E164.test(e164)) return null;

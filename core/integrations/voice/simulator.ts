@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
+import { RecentMemo } from '../../platform/recent-memo.js';
 import { secretBox } from '../../platform/secrets/data-keys.js';
 import type { Sealed } from '../../platform/secrets/envelope.js';
 import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
@@ -65,9 +66,10 @@ const SIMULATOR_WEBHOOK_SECRET = sealedFieldName(COLLECTIONS.simulatorCalls, 'we
 /** The key a simulated call's events and tool calls are signed with, opened. */
 /**
  * Opened webhook secrets by firm and sealed value, so a call's three events (and its tools' calls)
- * read the firm's data key once rather than each time. Bounded.
+ * read the firm's data key once rather than each time. Each call seals its own: kept while the
+ * call goes on (a minute after its last use), at most 10,000. Exported for its bound's test.
  */
-const openedSecrets = new Map<string, string>();
+export const openedSecrets = new RecentMemo<string, string>(10_000, 60_000);
 
 export async function simulatorWebhookSecret(db: Db, call: SimulatorCallDoc): Promise<string> {
   const stored = call.webhook.secret;
@@ -76,7 +78,6 @@ export async function simulatorWebhookSecret(db: Db, call: SimulatorCallDoc): Pr
   const known = openedSecrets.get(memo);
   if (known !== undefined) return known;
   const secret = await secretBox(db, call.metadata.firm).open(SIMULATOR_WEBHOOK_SECRET, stored);
-  if (openedSecrets.size >= 10_000) openedSecrets.delete(openedSecrets.keys().next().value!);
   openedSecrets.set(memo, secret);
   return secret;
 }
