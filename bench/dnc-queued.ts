@@ -15,21 +15,13 @@
 // (a minute or two). Not part of `npm test`. Starts its own Redis and FerretDB (the local ones),
 // runs the web and worker in this process (the service's clock is shared), removes everything.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../core/platform/config.js';
-import { createLogger } from '../core/platform/logger.js';
-import { createServices } from '../core/wiring/services.js';
-import { ensureIndexes } from '../core/platform/db/indexes.js';
 import { clock } from '../core/platform/clock.js';
 import { COLLECTIONS } from '../core/platform/db/collections.js';
 import { campaignCallId } from '../core/domain/campaigns/campaign-store.js';
 import type { DialDecisionDoc } from '../core/domain/compliance/dial-decisions.js';
 import { jobId } from '../jobs/define.js';
-import { startWeb } from '../api/web.js';
-import { freePort } from '../scripts/local/ports.js';
-import { startWorkers } from '../workers/runner.js';
-import { processors } from '../workers/processors/index.js';
-import { ApiClient } from '../test/helpers/client.js';
-import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
+import { cleanup, deadline, rand, startStores } from './lib/stack.js';
+import { startInProcessApp } from './lib/in-process.js';
 import { knob, loadAverage, percentile, say } from './lib/measure.js';
 
 const QUEUED = knob('BENCH_DNC_QUEUED', 50_000, 200_000);
@@ -63,28 +55,13 @@ async function main(): Promise<void> {
   if (LISTED > QUEUED) throw new Error('BENCH_DNC_LISTED must not exceed BENCH_DNC_QUEUED');
   const stores = await startStores();
   // The simulator's webhooks come back to this web process.
-  const port = await freePort();
-  const { env, adminKey } = freshEnvironment(stores, 'dnc-queued', {
-    PORT: String(port),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+  const app = await startInProcessApp(stores, 'dnc-queued', {
     SIM_CALL_MS: '200',
     WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
     CAMPAIGN_DEFAULT_PURPOSE: 'informational',
   });
-  const config = loadConfig(env);
-  const log = createLogger('warn', 'bench');
-  const services = createServices(config, log, 'producer');
-  atExit(() => services.mongo.db.dropDatabase().then(() => services.close()));
-  atExit(async () => {
-    // The jobs still delayed (a sample drain) go with the run's queues.
-    for (const queue of Object.values(services.queues)) await queue.obliterate({ force: true });
-  });
-  await ensureIndexes(services.mongo.db);
-  const web = await startWeb(services, '127.0.0.1');
-  atExit(() => web.stop());
-  const workers = startWorkers(createServices(config, log, 'worker'), processors);
-  atExit(() => workers.stop());
-  const admin = new ApiClient(`http://127.0.0.1:${web.port}`).withToken(adminKey);
+  app.startWorkers();
+  const { services, admin } = app;
   const ok = async (
     res: Promise<{ status: number; body: unknown }>,
     what: string,

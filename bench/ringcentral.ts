@@ -14,20 +14,12 @@
 //     dial, p50/p99/max against delay + 10 s.
 //   npx tsx bench/ringcentral.ts      (about 3 minutes; not part of `npm test`)
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../core/platform/config.js';
-import { createLogger } from '../core/platform/logger.js';
-import { createServices } from '../core/wiring/services.js';
-import { ensureIndexes } from '../core/platform/db/indexes.js';
 import { COLLECTIONS } from '../core/platform/db/collections.js';
 import { ringCentralContactRow } from '../core/domain/contacts/ringcentral-contact-row.js';
-import { startWeb } from '../api/web.js';
-import { freePort } from '../scripts/local/ports.js';
-import { startWorkers } from '../workers/runner.js';
-import { processors } from '../workers/processors/index.js';
-import { ApiClient } from '../test/helpers/client.js';
 import { missedCallEvent, startFakeRingCentral } from '../test/fakes/ringcentral-server.js';
 import { exitOf, startWorkerProcess } from '../test/helpers/worker-process.js';
-import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
+import { atExit, cleanup, deadline, rand, startStores } from './lib/stack.js';
+import { startInProcessApp } from './lib/in-process.js';
 import { knob, percentile, say } from './lib/measure.js';
 
 const CONTACTS = knob('BENCH_RC_CONTACTS', 3000, 100_000);
@@ -54,10 +46,7 @@ async function main(): Promise<void> {
   const rc = await startFakeRingCentral();
   atExit(() => rc.close());
   const stores = await startStores();
-  const port = await freePort();
-  const { env, adminKey } = freshEnvironment(stores, 'ringcentral', {
-    PORT: String(port),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+  const app = await startInProcessApp(stores, 'ringcentral', {
     SIM_CALL_MS: '200',
     RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
     RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
@@ -66,18 +55,7 @@ async function main(): Promise<void> {
     JOB_LOCK_MS: '2000',
     CONTACTS_IMPORT_LOCK_MS: '4000',
   });
-  const config = loadConfig(env);
-  const log = createLogger('warn', 'bench');
-  const services = createServices(config, log, 'producer');
-  atExit(() => services.mongo.db.dropDatabase().then(() => services.close()));
-  atExit(async () => {
-    for (const queue of Object.values(services.queues)) await queue.obliterate({ force: true });
-  });
-  await ensureIndexes(services.mongo.db);
-  const web = await startWeb(services, '127.0.0.1');
-  atExit(() => web.stop());
-  const base = `http://127.0.0.1:${web.port}`;
-  const admin = new ApiClient(base).withToken(adminKey);
+  const { env, adminKey, services, base, admin } = app;
   const ok = async (res: Promise<{ status: number; body: any }>, what: string, status = 200) => {
     const r = await res;
     if (r.status !== status) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -205,8 +183,7 @@ async function main(): Promise<void> {
   const callers = Array.from({ length: CALLERS }, (_, i) => `+1646777${pad(i)}`);
   const listed = ['+16467779001', '+16467779002', '+16467779003'];
   await ok(admin.post('/api/compliance/dnc', { firmSlug: slug, phones: listed }), 'dnc');
-  const workers = startWorkers(createServices(config, log, 'worker'), processors);
-  atExit(() => workers.stop());
+  app.startWorkers();
   const sub = [...rc.subscriptions.values()].find((x) => x.address.includes(`/${slug}/`))!;
   const forged = await fetch(`${base}/api/v2/${slug}/phone-webhook`, {
     method: 'POST',

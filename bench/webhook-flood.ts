@@ -7,17 +7,10 @@
 // Not part of `npm test`. Starts its own Redis and FerretDB (the local ones), runs the web and the
 // workers in this process with the service's defaults (WORKER_CONCURRENCY 10), removes everything.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../core/platform/config.js';
-import { createLogger } from '../core/platform/logger.js';
-import { createServices } from '../core/wiring/services.js';
-import { ensureIndexes } from '../core/platform/db/indexes.js';
 import { COLLECTIONS } from '../core/platform/db/collections.js';
-import { startWeb } from '../api/web.js';
-import { freePort } from '../scripts/local/ports.js';
-import { startWorkers } from '../workers/runner.js';
-import { processors } from '../workers/processors/index.js';
 import { ApiClient } from '../test/helpers/client.js';
-import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
+import { cleanup, deadline, rand, startStores } from './lib/stack.js';
+import { startInProcessApp } from './lib/in-process.js';
 import { knob, loadAverage, say } from './lib/measure.js';
 
 const EVENTS = knob('BENCH_FLOOD_EVENTS', 2000, 100_000);
@@ -41,25 +34,10 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
 async function main(): Promise<void> {
   deadline(30 * 60_000);
   const stores = await startStores();
-  const port = await freePort();
-  const { env, adminKey } = freshEnvironment(stores, 'webhook-flood', {
-    PORT: String(port),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-  });
-  const config = loadConfig(env);
-  const log = createLogger('warn', 'bench');
-  const services = createServices(config, log, 'producer');
-  atExit(() => services.mongo.db.dropDatabase().then(() => services.close()));
-  atExit(async () => {
-    for (const queue of Object.values(services.queues)) await queue.obliterate({ force: true });
-  });
-  await ensureIndexes(services.mongo.db);
-  const web = await startWeb(services, '127.0.0.1');
-  atExit(() => web.stop());
-  const workers = startWorkers(createServices(config, log, 'worker'), processors);
-  atExit(() => workers.stop());
-  const api = new ApiClient(`http://127.0.0.1:${web.port}`);
-  const admin = api.withToken(adminKey);
+  const app = await startInProcessApp(stores, 'webhook-flood');
+  app.startWorkers();
+  const { services, admin } = app;
+  const api = new ApiClient(app.base);
   const firm = async (): Promise<{ slug: string; client: ApiClient }> => {
     const slug = `firm-${rand()}`;
     const created = await admin.post('/api/firms', { slug, name: `Firm ${slug}` });
