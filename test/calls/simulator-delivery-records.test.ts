@@ -5,26 +5,32 @@
 // own monitoring) and a local HTTP server standing for the firm's webhook.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../core/platform/config.js';
 import { advanceSimulatedCall } from '../../core/integrations/voice/simulator-engine.js';
 import { simulatorCalls, type SimulatorCallDoc } from '../../core/integrations/voice/simulator.js';
-import { freshMongoUri, rand } from '../helpers/stack.js';
+import { rand } from '../helpers/stack.js';
+import { commandLoggingClient } from '../helpers/command-log.js';
 
+let logging: ReturnType<typeof commandLoggingClient>;
 let client: MongoClient;
 let server: Server;
 let url: string;
 /** Events the webhook received, and those it refuses next (503, once each). */
 const received: string[] = [];
 const refuse = new Set<string>();
-const updates: string[] = [];
+/** The collections this file's client sent updates to, in order (from `commandsFrom` on). */
+let commandsFrom = 0;
+const updates = () =>
+  logging.commands
+    .slice(commandsFrom)
+    .filter((c) => c.startsWith('update '))
+    .map((c) => c.slice('update '.length));
 
 beforeAll(async () => {
-  client = new MongoClient(freshMongoUri(), { monitorCommands: true });
-  client.on('commandStarted', (event: CommandStartedEvent) => {
-    if (event.commandName === 'update') updates.push(String(event.command.update));
-  });
+  logging = commandLoggingClient();
+  client = logging.client;
   server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -39,11 +45,7 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhook`;
 });
 afterAll(async () => {
-  await client
-    ?.db()
-    .dropDatabase()
-    .catch(() => {});
-  await client?.close().catch(() => {});
+  await logging?.drop();
   await new Promise((resolve) => server?.close(resolve));
 });
 
@@ -86,11 +88,11 @@ describe("the simulator's delivery records", () => {
   it('the hang-up sends call_ended and call_analyzed and records both in one write', async () => {
     const id = await hungUpCall();
     received.length = 0;
-    updates.length = 0;
+    commandsFrom = logging.commands.length;
     expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
     expect(received).toEqual(['call_ended', 'call_analyzed']);
     // The move to `ended`, then one record of both deliveries.
-    expect(updates).toEqual(['simulator_calls', 'simulator_calls']);
+    expect(updates()).toEqual(['simulator_calls', 'simulator_calls']);
     expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
   });
 

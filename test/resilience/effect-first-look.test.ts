@@ -6,7 +6,7 @@
 // an effect that can be repeated harmlessly stores no answer before its record. The commands are
 // counted by the MongoDB driver's own command monitoring of a real FerretDB; the lock is the
 // service's Redis lock.
-import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   EffectBusyError,
@@ -21,30 +21,25 @@ import { EffectGate } from '../../core/platform/db/effect-gate.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';
-import { freshMongoUri, rand } from '../helpers/stack.js';
+import { rand } from '../helpers/stack.js';
+import { commandLoggingClient } from '../helpers/command-log.js';
 import { runningLeftByDeadAttempt } from '../helpers/effect-records.js';
 
 const LEASE_MS = 30_000;
 
+let logging: ReturnType<typeof commandLoggingClient>;
 let client: MongoClient;
 let redis: RedisClient;
 /** Every command this file's client sent, as `<command> <collection>`. */
-const commands: string[] = [];
+let commands: string[];
 
 beforeAll(async () => {
-  client = new MongoClient(freshMongoUri(), { monitorCommands: true });
-  client.on('commandStarted', (event: CommandStartedEvent) => {
-    const target: unknown = event.command[event.commandName];
-    commands.push(`${event.commandName} ${typeof target === 'string' ? target : ''}`);
-  });
+  logging = commandLoggingClient();
+  ({ client, commands } = logging);
   redis = createRedis({ url: inject('redisUrl') }, 'worker');
 });
 afterAll(async () => {
-  await client
-    ?.db()
-    .dropDatabase()
-    .catch(() => {});
-  await client?.close().catch(() => {});
+  await logging?.drop();
   redis?.disconnect();
 });
 
