@@ -27,7 +27,9 @@ export async function startWebProcess(
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
     output: { prefix: '[web child] ', to: 'stderr' },
     ready: { url: `${baseUrl}/readyz` },
-    readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
+    // Only a guard against a child that never listens: a busy machine (three forks, each starting
+    // children under tsx) has taken over 30 s to start one that was fine.
+    readyTimeoutMs: options.readyTimeoutMs ?? 90_000,
   });
   await web.ready;
   return {
