@@ -23,7 +23,7 @@ import { fanOutCampaign } from '../core/domain/campaigns/campaign-fanout.js';
 import { placeOutboundCall } from '../core/domain/calls/call-dialing.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
 import { ApiClient } from '../test/helpers/client.js';
-import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
+import { atExit, deadline, freshEnvironment, rand, startStores, runScript } from './lib/stack.js';
 import { knob, loadAverage, loop, median, say, stackCpuSeconds } from './lib/measure.js';
 import { formatOps, opsPerCall } from './lib/ops.js';
 
@@ -228,9 +228,4 @@ async function main(): Promise<void> {
   for (const [what, line] of Object.entries(ops)) console.log(`ops per call, ${what}: ${line}`);
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => cleanup());
+runScript(main);

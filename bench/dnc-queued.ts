@@ -20,7 +20,7 @@ import { COLLECTIONS } from '../core/platform/db/collections.js';
 import { campaignCallId } from '../core/domain/campaigns/campaign-store.js';
 import type { DialDecisionDoc } from '../core/domain/compliance/dial-decisions.js';
 import { jobId } from '../jobs/define.js';
-import { cleanup, deadline, rand, startStores } from './lib/stack.js';
+import { deadline, rand, startStores, runScript } from './lib/stack.js';
 import { startInProcessApp } from './lib/in-process.js';
 import { knob, loadAverage, percentile, say } from './lib/measure.js';
 
@@ -271,9 +271,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => cleanup());
+runScript(main);

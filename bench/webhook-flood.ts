@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COLLECTIONS } from '../core/platform/db/collections.js';
 import { ApiClient } from '../test/helpers/client.js';
-import { cleanup, deadline, rand, startStores } from './lib/stack.js';
+import { deadline, rand, startStores, runScript } from './lib/stack.js';
 import { startInProcessApp } from './lib/in-process.js';
 import { knob, loadAverage, say } from './lib/measure.js';
 
@@ -93,9 +93,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => cleanup());
+runScript(main);

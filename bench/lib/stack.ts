@@ -53,6 +53,16 @@ export function cleanup(): Promise<void> {
   })();
   return cleaning;
 }
+
+/** Runs a bench script's `main`: a failure is printed and exits 1; the cleanup runs either way. */
+export function runScript(main: () => Promise<void>): void {
+  main()
+    .catch((err: unknown) => {
+      console.error(err);
+      process.exitCode = 1;
+    })
+    .finally(() => cleanup());
+}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     interruption.interrupted = true;
