@@ -406,8 +406,8 @@ export async function runEffect<R>(
       marked = first.marked;
       pass = first.pass;
     } else if ('unmarked' in first || goesUnmarked(first.seen)) {
+      // Neither settled nor `running` (goesUnmarked): nothing to return or look into first.
       const current = 'unmarked' in first ? first.unmarked : first.seen;
-      if (settled(current)) return current;
       // A stopping worker lets it begin no more (its job is parked and handed back).
       pass = await attempt.gate?.enter();
       wasMarked = false;
