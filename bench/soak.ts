@@ -169,9 +169,8 @@ async function main(): Promise<void> {
     BOOKING_MAILS_PER_FIRM_PER_DAY: '1000000',
     SOAK_PROBE_DIR: probeDir,
     SOAK_PROBE_MS: String(SAMPLE_SECONDS * 1000),
+    // The Procfile's variables and node flags come with each process (bench/lib/stack.ts).
     NODE_OPTIONS: `--expose-gc --import=${join(root, 'bench', 'soak', 'probe.mjs')}`,
-    // As the Procfile runs the web and the worker.
-    MALLOC_ARENA_MAX: '2',
     // Heap snapshots are the worker's alone (below), not the web's.
     SOAK_HEAP_SNAPSHOTS: '',
   });

@@ -30,6 +30,7 @@ import {
 } from '../../scripts/local/services.js';
 import { startRedisCluster } from '../../scripts/local/redis-cluster.js';
 import { launch } from '../../scripts/local/launcher.js';
+import { procfileLaunch } from '../../scripts/local/procfile.js';
 import { interruption, rssMiB, say } from './measure.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -311,8 +312,16 @@ export async function createApp(
     queues,
     async startWeb() {
       const readyz = `${base}/readyz`;
-      const proc = spawnNode(`${name}-web`, 'api/server.ts', fullEnv, [], () =>
-        fetch(readyz).then((r) => r.ok),
+      // As the Procfile's web line runs it (its variables and node flags), then BENCH_WEB_NODE_ARGS
+      // (a flag given twice, the later wins).
+      const web = procfileLaunch('web');
+      const extra = (process.env.BENCH_WEB_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const proc = spawnNode(
+        `${name}-web`,
+        'api/server.ts',
+        { ...fullEnv, ...web.env },
+        [...web.nodeArgs, ...extra],
+        () => fetch(readyz).then((r) => r.ok),
       );
       procs.push(proc);
       await proc.ready;
@@ -322,13 +331,16 @@ export async function createApp(
       // Ready once its Worker on the first queue it consumes has its blocking connection (CLIENT LIST).
       const watched = queues[(env.WORKER_QUEUES ?? QUEUE.campaigns).split(',')[0] as QueueName];
       const before = await watched.getWorkersCount();
-      // BENCH_WORKER_NODE_ARGS: extra node flags for every worker (e.g. --max-old-space-size=64).
+      // As the Procfile's worker line runs it (its variables and node flags), then
+      // BENCH_WORKER_NODE_ARGS, extra node flags for every worker (e.g. --max-old-space-size=64;
+      // a flag given twice, the later wins), then the caller's.
+      const worker = procfileLaunch('worker');
       const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
       const proc = spawnNode(
         `${name}-${workerName}`,
         'workers/main.ts',
-        { ...fullEnv, ...env },
-        [...extra, ...nodeArgs],
+        { ...fullEnv, ...env, ...worker.env },
+        [...worker.nodeArgs, ...extra, ...nodeArgs],
         async () => (await watched.getWorkersCount()) > before,
       );
       procs.push(proc);

@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { redisKeys, type RedisKeys } from '../../core/platform/redis-keys.js';
 import { startRedisCluster, type LocalRedisCluster } from '../local/redis-cluster.js';
+import { procfileTsx } from '../local/procfile.js';
 import type { Db, MongoClient } from 'mongodb';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
@@ -66,17 +67,19 @@ export interface StopResult {
 
 /** The real `entry` as a child process, its output appended to `logFile`. */
 function spawnEntry(
-  entry: string,
+  type: 'web' | 'worker',
   env: Record<string, string>,
   logFile: string,
   ready?: { url: string },
 ): Launched {
+  // With the Procfile line's variables and node flags.
+  const declared = procfileTsx(type);
   return launch({
-    name: entry,
+    name: type,
     command: process.execPath,
-    args: ['--import', 'tsx', entry],
+    args: declared.args,
     cwd: root,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...env, ...declared.env },
     output: { file: logFile },
     // Loading the service through tsx can take minutes on a 2-core machine at load 20–30.
     ...(ready === undefined ? {} : { ready, readyTimeoutMs: 600_000 }),
@@ -242,14 +245,9 @@ export class Cluster {
   }
 
   private async startWeb(port: number): Promise<void> {
-    this.web = spawnEntry(
-      'api/server.ts',
-      { ...this.env, PORT: String(port) },
-      join(this.options.runDir, 'web.log'),
-      {
-        url: `${this.webUrl}/readyz`,
-      },
-    );
+    this.web = spawnEntry('web', { ...this.env, PORT: String(port) }, join(this.options.runDir, 'web.log'), {
+      url: `${this.webUrl}/readyz`,
+    });
     await this.web.ready;
   }
 
@@ -259,7 +257,7 @@ export class Cluster {
     const previous = this.workers[index];
     const slot: WorkerSlot = {
       index,
-      process: spawnEntry('workers/main.ts', this.env, logFile),
+      process: spawnEntry('worker', this.env, logFile),
       generation: (previous?.generation ?? 0) + 1,
       logFile,
     };

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
 import { redisSettings } from '../../core/platform/redis.js';
 import { launch, type Launched } from './launcher.js';
+import { procfileTsx } from './procfile.js';
 import { freePort, startLocalServices, type LocalServices } from './services.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -51,7 +52,8 @@ function shutdown(code: number, why?: string): Promise<never> {
 
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(0));
 
-function runTs(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { url: string }): Launched {
+/** Runs `entry` through tsx (the release step). */
+function runTs(entry: string, env: NodeJS.ProcessEnv, name: string): Launched {
   return launch({
     name,
     command: process.execPath,
@@ -59,6 +61,19 @@ function runTs(entry: string, env: NodeJS.ProcessEnv, name: string, ready?: { ur
     cwd: root,
     env,
     output: { prefix: `${name.padEnd(7)}| ` },
+  });
+}
+
+/** Runs the web or the worker through tsx with its Procfile line's variables and node flags. */
+function runProcess(type: 'web' | 'worker', env: NodeJS.ProcessEnv, ready?: { url: string }): Launched {
+  const declared = procfileTsx(type);
+  return launch({
+    name: type,
+    command: process.execPath,
+    args: declared.args,
+    cwd: root,
+    env: { ...env, ...declared.env },
+    output: { prefix: `${type.padEnd(7)}| ` },
     ...(ready === undefined ? {} : { ready }),
   });
 }
@@ -136,13 +151,10 @@ async function main(): Promise<void> {
   const { code } = await release.exited;
   if (code !== 0) return shutdown(1, 'release failed; see above');
 
-  for (const [entry, name] of [
-    ['api/server.ts', 'web'],
-    ['workers/main.ts', 'worker'],
-  ] as const) {
+  for (const name of ['web', 'worker'] as const) {
     if (stopping) return;
     const ready = name === 'web' ? { url: `http://127.0.0.1:${port}/readyz` } : undefined;
-    const child = runTs(entry, childEnv, name, ready);
+    const child = runProcess(name, childEnv, ready);
     children.push(child);
     void child.exited.then(({ code, signal }) => {
       if (stopping) return;

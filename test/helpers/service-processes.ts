@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch, startOnFreePorts, type Exit, type Launched } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
+import { procfileTsx } from '../../scripts/local/procfile.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -20,12 +21,14 @@ export function startServiceProcess(
   logFile: string,
   options: { readyUrl?: string } = {},
 ): ServiceProcess {
+  // With the Procfile line's variables and node flags.
+  const declared = procfileTsx(entry === 'api/server.ts' ? 'web' : 'worker');
   const launched = launch({
     name: entry,
     command: process.execPath,
-    args: ['--import', 'tsx', entry],
+    args: declared.args,
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, ...declared.env },
     output: { file: logFile },
     ...(options.readyUrl === undefined ? {} : { ready: { url: options.readyUrl } }),
     readyTimeoutMs: 60_000,

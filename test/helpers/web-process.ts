@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch, startOnFreePorts, type Exit } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
+import { procfileTsx } from '../../scripts/local/procfile.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -19,12 +20,13 @@ export async function startWebProcess(
   }
   const port = options.port;
   const baseUrl = `http://127.0.0.1:${port}`;
+  const declared = procfileTsx('web');
   const web = launch({
     name: 'web child',
     command: process.execPath,
-    args: ['--import', 'tsx', 'api/server.ts'],
+    args: declared.args,
     cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn', ...declared.env },
     output: { prefix: '[web child] ', to: 'stderr' },
     ready: { url: `${baseUrl}/readyz` },
     // Only a guard against a child that never listens: a busy machine (three forks, each starting

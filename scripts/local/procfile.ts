@@ -1,0 +1,73 @@
+// The Procfile is where a process type's runtime settings are declared: the environment its
+// line assigns (MALLOC_ARENA_MAX=2) and the flags it gives node
+// (--scavenger-max-new-space-capacity-mb=8).
+// `npm start`, the bench, the soak, the fault matrix and the tests' service processes launch the
+// web and the worker with what this reads from it, so a process run or measured here is
+// configured as the one the platform runs.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface ProcfileLaunch {
+  /** The variables the line assigns before the command (`NAME=value`). */
+  env: Record<string, string>;
+  /** node's own flags, between `node` and the script. */
+  nodeArgs: string[];
+  /** The script the line runs, as written (relative to the repository). */
+  script: string;
+}
+
+const ASSIGNMENT = /^([A-Z_][A-Z0-9_]*)=([\w.,:/-]*)$/;
+const FLAG = /^--[a-z0-9-]+(=[\w.,:/-]+)?$/;
+
+/**
+ * Parses one Procfile `<type>: [NAME=value ...] node [--flag ...] <script>` line. Anything else
+ * (another command, quotes, shell operators, arguments after the script) is refused rather than
+ * read half-way: a launcher that ran part of a line would measure a process the platform never runs.
+ */
+export function parseProcfileLine(type: string, text: string): ProcfileLaunch {
+  const line = text.split('\n').find((l) => l.startsWith(`${type}:`));
+  if (line === undefined) throw new Error(`the Procfile has no "${type}" process`);
+  const words = line
+    .slice(type.length + 1)
+    .trim()
+    .split(/\s+/);
+  const refuse = (why: string): never => {
+    throw new Error(`Procfile "${type}": ${why} (line: ${line.trim()})`);
+  };
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < words.length && ASSIGNMENT.test(words[i]!); i++) {
+    const [, name, value] = ASSIGNMENT.exec(words[i]!)!;
+    env[name!] = value!;
+  }
+  if (words[i] !== 'node') refuse('the command is not node');
+  i++;
+  const nodeArgs: string[] = [];
+  for (; i < words.length && words[i]!.startsWith('-'); i++) {
+    if (!FLAG.test(words[i]!)) refuse(`"${words[i]}" is not a --flag or --flag=value`);
+    nodeArgs.push(words[i]!);
+  }
+  if (i !== words.length - 1) refuse('expected exactly one script after the flags');
+  const script = words[i]!;
+  if (!/^[\w./-]+\.js$/.test(script)) refuse(`"${script}" is not a .js path`);
+  return { env, nodeArgs, script };
+}
+
+/** The repository's Procfile line for `type` (`web`, `worker`). */
+export function procfileLaunch(type: 'web' | 'worker'): ProcfileLaunch {
+  return parseProcfileLine(type, readFileSync(join(root, 'Procfile'), 'utf8'));
+}
+
+/**
+ * What runs `type` from its TypeScript through tsx as its Procfile line runs the compiled
+ * script: node's arguments (the line's flags, the loader, the `.ts` entry, relative to the
+ * repository) and the variables the line assigns, to lay over the caller's environment.
+ */
+export function procfileTsx(type: 'web' | 'worker'): { args: string[]; env: Record<string, string> } {
+  const { env, nodeArgs, script } = procfileLaunch(type);
+  const entry = script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+  return { args: [...nodeArgs, '--import', 'tsx', entry], env };
+}
