@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bench from fresh clones, one after the other, as issue 34's table asks: each run clones this
+# The bench from fresh clones, one after the other: each run clones this
 # repository's HEAD into a folder of its own, installs from the lock file with the pinned Node
 # (scripts/node-runtime) and runs `npm run bench`; the first run every scenario, the others every
 # scenario but the three long ones (campaign-calls, scale-effects, webhooks-out). Results, logs
