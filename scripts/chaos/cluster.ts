@@ -6,13 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { redisKeys, type RedisKeys } from '../../core/platform/redis-keys.js';
 import { startRedisCluster, type LocalRedisCluster } from '../local/redis-cluster.js';
-import { procfileTsx } from '../local/procfile.js';
+import { launchAsProcfile } from '../local/procfile.js';
 import type { Db, MongoClient } from 'mongodb';
 import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
@@ -31,11 +30,9 @@ import { startFakeClio, type FakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../../test/fakes/smtp-server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../test/fakes/webhook-receiver.js';
-import { launch, type Launched } from '../local/launcher.js';
+import { type Launched } from '../local/launcher.js';
 import { startFloodCalcom, type FloodCalcom } from './flood-calcom.js';
 import { startChaosProxy, type ChaosProxy } from './proxy.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface ClusterOptions {
   /** Where the processes' logs go. */
@@ -72,18 +69,16 @@ function spawnEntry(
   logFile: string,
   ready?: { url: string },
 ): Launched {
-  // With the Procfile line's variables and node flags.
-  const declared = procfileTsx(type);
-  return launch({
-    name: type,
-    command: process.execPath,
-    args: declared.args,
-    cwd: root,
-    env: { ...process.env, ...env, ...declared.env },
-    output: { file: logFile },
-    // Loading the service through tsx can take minutes on a 2-core machine at load 20–30.
-    ...(ready === undefined ? {} : { ready, readyTimeoutMs: 600_000 }),
-  });
+  return launchAsProcfile(
+    type,
+    { ...process.env, ...env },
+    {
+      name: type,
+      output: { file: logFile },
+      // Loading the service through tsx can take minutes on a 2-core machine at load 20–30.
+      ...(ready === undefined ? {} : { ready, readyTimeoutMs: 600_000 }),
+    },
+  );
 }
 
 /** Clusters still running, so that an interrupted run (Ctrl-C) can stop what it started. */

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { launch, type Launched, type LaunchOptions } from './launcher.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -62,12 +63,22 @@ export function procfileLaunch(type: 'web' | 'worker'): ProcfileLaunch {
 }
 
 /**
- * What runs `type` from its TypeScript through tsx as its Procfile line runs the compiled
- * script: node's arguments (the line's flags, the loader, the `.ts` entry, relative to the
- * repository) and the variables the line assigns, to lay over the caller's environment.
+ * Launches `type` from its TypeScript through tsx as its Procfile line runs the compiled script:
+ * the line's node flags before the loader and the `.ts` entry, and the variables it assigns laid
+ * over `env` (the whole environment the child gets), from the repository's folder.
  */
-export function procfileTsx(type: 'web' | 'worker'): { args: string[]; env: Record<string, string> } {
-  const { env, nodeArgs, script } = procfileLaunch(type);
-  const entry = script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
-  return { args: [...nodeArgs, '--import', 'tsx', entry], env };
+export function launchAsProcfile(
+  type: 'web' | 'worker',
+  env: NodeJS.ProcessEnv,
+  options: Omit<LaunchOptions, 'command' | 'args' | 'cwd' | 'env'>,
+): Launched {
+  const declared = procfileLaunch(type);
+  const entry = declared.script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+  return launch({
+    ...options,
+    command: process.execPath,
+    args: [...declared.nodeArgs, '--import', 'tsx', entry],
+    cwd: root,
+    env: { ...env, ...declared.env },
+  });
 }

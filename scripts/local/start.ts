@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
 import { redisSettings } from '../../core/platform/redis.js';
 import { launch, type Launched } from './launcher.js';
-import { procfileTsx } from './procfile.js';
+import { launchAsProcfile } from './procfile.js';
 import { freePort, startLocalServices, type LocalServices } from './services.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -66,13 +66,8 @@ function runTs(entry: string, env: NodeJS.ProcessEnv, name: string): Launched {
 
 /** Runs the web or the worker through tsx with its Procfile line's variables and node flags. */
 function runProcess(type: 'web' | 'worker', env: NodeJS.ProcessEnv, ready?: { url: string }): Launched {
-  const declared = procfileTsx(type);
-  return launch({
+  return launchAsProcfile(type, env, {
     name: type,
-    command: process.execPath,
-    args: declared.args,
-    cwd: root,
-    env: { ...env, ...declared.env },
     output: { prefix: `${type.padEnd(7)}| ` },
     ...(ready === undefined ? {} : { ready }),
   });

@@ -1,11 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { launch, startOnFreePorts, type Exit, type Launched } from '../../scripts/local/launcher.js';
+import { join } from 'node:path';
+import { startOnFreePorts, type Exit, type Launched } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
-import { procfileTsx } from '../../scripts/local/procfile.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { launchAsProcfile } from '../../scripts/local/procfile.js';
 
 /** One entry point (api/server.ts or workers/main.ts) as a child, its output kept in a file. */
 export interface ServiceProcess {
@@ -21,18 +18,17 @@ export function startServiceProcess(
   logFile: string,
   options: { readyUrl?: string } = {},
 ): ServiceProcess {
-  // With the Procfile line's variables and node flags.
-  const declared = procfileTsx(entry === 'api/server.ts' ? 'web' : 'worker');
-  const launched = launch({
-    name: entry,
-    command: process.execPath,
-    args: declared.args,
-    cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, ...declared.env },
-    output: { file: logFile },
-    ...(options.readyUrl === undefined ? {} : { ready: { url: options.readyUrl } }),
-    readyTimeoutMs: 60_000,
-  });
+  const type = entry === 'api/server.ts' ? 'web' : 'worker';
+  const launched = launchAsProcfile(
+    type,
+    { ...process.env, LOG_LEVEL: 'warn', ...env },
+    {
+      name: entry,
+      output: { file: logFile },
+      ...(options.readyUrl === undefined ? {} : { ready: { url: options.readyUrl } }),
+      readyTimeoutMs: 60_000,
+    },
+  );
   return {
     launched,
     output: () => readFile(logFile, 'utf8').catch(() => ''),

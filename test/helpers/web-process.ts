@@ -1,11 +1,7 @@
 import { type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { launch, startOnFreePorts, type Exit } from '../../scripts/local/launcher.js';
+import { startOnFreePorts, type Exit } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
-import { procfileTsx } from '../../scripts/local/procfile.js';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { launchAsProcfile } from '../../scripts/local/procfile.js';
 
 /** The real web entry (api/server.ts) as a child process on its own port, as the Procfile runs it. */
 export async function startWebProcess(
@@ -20,19 +16,18 @@ export async function startWebProcess(
   }
   const port = options.port;
   const baseUrl = `http://127.0.0.1:${port}`;
-  const declared = procfileTsx('web');
-  const web = launch({
-    name: 'web child',
-    command: process.execPath,
-    args: declared.args,
-    cwd: root,
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn', ...declared.env },
-    output: { prefix: '[web child] ', to: 'stderr' },
-    ready: { url: `${baseUrl}/readyz` },
-    // Only a guard against a child that never listens: a busy machine (three forks, each starting
-    // children under tsx) has taken over 30 s to start one that was fine.
-    readyTimeoutMs: options.readyTimeoutMs ?? 90_000,
-  });
+  const web = launchAsProcfile(
+    'web',
+    { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    {
+      name: 'web child',
+      output: { prefix: '[web child] ', to: 'stderr' },
+      ready: { url: `${baseUrl}/readyz` },
+      // Only a guard against a child that never listens: a busy machine (three forks, each starting
+      // children under tsx) has taken over 30 s to start one that was fine.
+      readyTimeoutMs: options.readyTimeoutMs ?? 90_000,
+    },
+  );
   await web.ready;
   return {
     child: web.child,
