@@ -1,8 +1,8 @@
 // The Procfile's lines as the local launchers read them (scripts/local/procfile.ts), and what the
-// worker's node flag is for: Node 22's young generation on Node 24. Node 24's V8 grows the young
-// generation to 128 MB, and its page pool keeps the pages a heap gives back until a
-// memory-reducing collection, which a busy worker does not get: the worker's RSS followed the
-// high-water mark of its heap and rose with each new peak (docs/soak.md#memory).
+// web's and the worker's node flag is for: Node 22's young generation on Node 24. Node 24's V8
+// grows the young generation to 128 MB, and its page pool keeps the pages a heap gives back until
+// a memory-reducing collection, which a busy process does not get: the processes' RSS followed
+// the high-water mark of their heap and rose with each new peak (docs/soak.md#memory).
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseProcfileLine, procfileLaunch } from '../../scripts/local/procfile.js';
@@ -28,7 +28,7 @@ function youngGenerationPeakMb(nodeArgs: string[]): number {
 }
 
 describe('the Procfile', () => {
-  it("gives the web and the worker the glibc arena cap, and the worker Node 22's young generation", () => {
+  it("gives the web and the worker the glibc arena cap and Node 22's young generation", () => {
     expect(procfileLaunch('worker')).toEqual({
       env: { MALLOC_ARENA_MAX: '2' },
       nodeArgs: [FLAG],
@@ -36,14 +36,18 @@ describe('the Procfile', () => {
     });
     expect(procfileLaunch('web')).toEqual({
       env: { MALLOC_ARENA_MAX: '2' },
-      nodeArgs: [],
+      nodeArgs: [FLAG],
       script: 'dist/api/server.js',
     });
   });
 
-  it('keeps a process launched with the worker flags at a 32 MB young generation under allocation', () => {
-    expect(youngGenerationPeakMb(procfileLaunch('worker').nodeArgs)).toBeLessThanOrEqual(32);
-  }, 15_000);
+  it.each(['web', 'worker'] as const)(
+    'keeps a process launched with the %s flags at a 32 MB young generation under allocation',
+    (type) => {
+      expect(youngGenerationPeakMb(procfileLaunch(type).nodeArgs)).toBeLessThanOrEqual(32);
+    },
+    15_000,
+  );
 
   it('refuses a line it cannot run as written rather than run part of it', () => {
     const bad = [
