@@ -55,6 +55,19 @@ export function cleanup(): Promise<void> {
   return cleaning;
 }
 
+/**
+ * The Procfile line of `type` (its variables and node flags), with the extra node flags of the
+ * knob `flagsVariable` after its own (a flag given twice, the later wins).
+ */
+function declared(
+  type: 'web' | 'worker',
+  flagsVariable: string,
+): { env: Record<string, string>; nodeArgs: string[] } {
+  const line = procfileLaunch(type);
+  const extra = (process.env[flagsVariable] ?? '').split(' ').filter(Boolean);
+  return { env: line.env, nodeArgs: [...line.nodeArgs, ...extra] };
+}
+
 /** Runs a bench script's `main`: a failure is printed and exits 1; the cleanup runs either way. */
 export function runScript(main: () => Promise<void>): void {
   main()
@@ -312,16 +325,9 @@ export async function createApp(
     queues,
     async startWeb() {
       const readyz = `${base}/readyz`;
-      // As the Procfile's web line runs it (its variables and node flags), then BENCH_WEB_NODE_ARGS
-      // (a flag given twice, the later wins).
-      const web = procfileLaunch('web');
-      const extra = (process.env.BENCH_WEB_NODE_ARGS ?? '').split(' ').filter(Boolean);
-      const proc = spawnNode(
-        `${name}-web`,
-        'api/server.ts',
-        { ...fullEnv, ...web.env },
-        [...web.nodeArgs, ...extra],
-        () => fetch(readyz).then((r) => r.ok),
+      const web = declared('web', 'BENCH_WEB_NODE_ARGS');
+      const proc = spawnNode(`${name}-web`, 'api/server.ts', { ...fullEnv, ...web.env }, web.nodeArgs, () =>
+        fetch(readyz).then((r) => r.ok),
       );
       procs.push(proc);
       await proc.ready;
@@ -331,16 +337,13 @@ export async function createApp(
       // Ready once its Worker on the first queue it consumes has its blocking connection (CLIENT LIST).
       const watched = queues[(env.WORKER_QUEUES ?? QUEUE.campaigns).split(',')[0] as QueueName];
       const before = await watched.getWorkersCount();
-      // As the Procfile's worker line runs it (its variables and node flags), then
-      // BENCH_WORKER_NODE_ARGS, extra node flags for every worker (e.g. --max-old-space-size=64;
-      // a flag given twice, the later wins), then the caller's.
-      const worker = procfileLaunch('worker');
-      const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      // e.g. BENCH_WORKER_NODE_ARGS=--max-old-space-size=64; the caller's flags last.
+      const worker = declared('worker', 'BENCH_WORKER_NODE_ARGS');
       const proc = spawnNode(
         `${name}-${workerName}`,
         'workers/main.ts',
         { ...fullEnv, ...env, ...worker.env },
-        [...worker.nodeArgs, ...extra, ...nodeArgs],
+        [...worker.nodeArgs, ...nodeArgs],
         async () => (await watched.getWorkersCount()) > before,
       );
       procs.push(proc);

@@ -62,7 +62,7 @@ export interface StopResult {
   afterMs: number;
 }
 
-/** The real `entry` as a child process, its output appended to `logFile`. */
+/** The web or a worker as a child process, as its Procfile line runs it; its output appended to `logFile`. */
 function spawnEntry(
   type: 'web' | 'worker',
   env: Record<string, string>,

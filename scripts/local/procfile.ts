@@ -73,12 +73,17 @@ export function launchAsProcfile(
   options: Omit<LaunchOptions, 'command' | 'args' | 'cwd' | 'env'>,
 ): Launched {
   const declared = procfileLaunch(type);
-  const entry = declared.script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
   return launch({
     ...options,
     command: process.execPath,
-    args: [...declared.nodeArgs, '--import', 'tsx', entry],
+    args: tsxArgs(declared),
     cwd: root,
     env: { ...env, ...declared.env },
   });
+}
+
+/** node's arguments for a line's TypeScript entry: its flags, the tsx loader, the `.ts` script. */
+export function tsxArgs(declared: ProcfileLaunch): string[] {
+  const entry = declared.script.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+  return [...declared.nodeArgs, '--import', 'tsx', entry];
 }

@@ -5,7 +5,7 @@
 // the high-water mark of their heap and rose with each new peak (docs/soak.md#memory).
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { parseProcfileLine, procfileLaunch } from '../../scripts/local/procfile.js';
+import { parseProcfileLine, procfileLaunch, tsxArgs } from '../../scripts/local/procfile.js';
 
 const FLAG = '--scavenger-max-new-space-capacity-mb=8';
 
@@ -48,6 +48,11 @@ describe('the Procfile', () => {
     },
     15_000,
   );
+
+  it('runs a line from its TypeScript with the same node flags (npm start, the fault matrix, the tests)', () => {
+    expect(tsxArgs(procfileLaunch('worker'))).toEqual([FLAG, '--import', 'tsx', 'workers/main.ts']);
+    expect(tsxArgs(procfileLaunch('web'))).toEqual([FLAG, '--import', 'tsx', 'api/server.ts']);
+  });
 
   it('refuses a line it cannot run as written rather than run part of it', () => {
     const bad = [
