@@ -77,10 +77,17 @@ export async function enqueue<T>(
  * finished: BullMQ ignores an add while it still keeps a completed or failed job of that id (the
  * last 100 completed for up to an hour, failed ones a week: jobs/queues.ts), so such a job is
  * removed and added again. Only for idempotent jobs whose run is what clears the caller's mark (an
- * event's fan-out and its "due" mark).
+ * event's fan-out and its "due" mark), or that retries what its caller left undone (an analysed
+ * call's effect that failed in the analysis job).
  */
-export async function enqueueRun<T>(queues: Queues, job: JobDefinition<T>, data: T): Promise<void> {
-  await enqueue(queues, job, data);
+export async function enqueueRun<T>(
+  queues: Queues,
+  job: JobDefinition<T>,
+  data: T,
+  /** As enqueue's. */
+  options: { delay?: number; retryDelayMs?: number } = {},
+): Promise<void> {
+  await enqueue(queues, job, data, options);
   if (job.id === undefined) return;
   let finished;
   try {
@@ -92,7 +99,7 @@ export async function enqueueRun<T>(queues: Queues, job: JobDefinition<T>, data:
   }
   // Another process may have removed or re-added it meanwhile: the add below is then a no-op.
   await finished.remove().catch(() => undefined);
-  await enqueue(queues, job, data);
+  await enqueue(queues, job, data, options);
 }
 
 /** One job of a bulk add: its payload and, optionally, a BullMQ priority (1 first … 2,097,151 last). */

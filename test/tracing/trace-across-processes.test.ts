@@ -23,6 +23,7 @@ import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { createAgent } from '../calls/support.js';
 import { QUEUE_NAMES } from '../../jobs/queues.js';
 
+const INTERNAL = 1;
 const SERVER = 2;
 const CLIENT = 3;
 const PRODUCER = 4;
@@ -177,18 +178,30 @@ describe('a traced create-outbound-call', () => {
       expect(parent).toMatchObject({ kind: CLIENT, service: 'intake-worker' });
       expect(isUnder(handled, placeCall!, trace)).toBe(true);
     }
-    // ... and the call_analyzed effects, each processed under that chain, call out: Clio and
-    // Slack as HTTP client spans (SMTP is not HTTP).
-    const effects = trace.filter((s) => s.kind === CONSUMER && s.name === 'process call-effects');
-    expect(effects.length).toBeGreaterThanOrEqual(4);
+    // ... and the call_analyzed effects, each a span of its own in the analysis job processed
+    // under that chain, call out: Clio and Slack as HTTP client spans (SMTP is not HTTP).
+    const analysis = trace.filter((s) => s.kind === CONSUMER && s.name === 'process call-effects');
+    expect(analysis.length).toBeGreaterThanOrEqual(1);
+    const effects = trace.filter((s) => s.kind === INTERNAL && s.name.startsWith('call effect '));
+    expect(effects.map((s) => s.name).sort()).toEqual([
+      'call effect crm',
+      'call effect email',
+      'call effect lead',
+      'call effect team_chat',
+    ]);
     for (const effect of effects) {
+      expect(analysis.some((job) => isUnder(effect, job, trace))).toBe(true);
       expect(webhookPosts.some((handled) => isUnder(effect, handled, trace))).toBe(true);
       expect(effect.attributes).toMatchObject({ 'intake.firm': firm.slug, 'intake.call_id': callId });
     }
-    const outgoing = effects.flatMap((e) => under(e)).filter((s) => s.kind === CLIENT);
-    const hosts = outgoing.map((s) => String(s.attributes['url.full'] ?? s.attributes['http.url']));
-    expect(hosts.some((u) => u.startsWith(clio.url))).toBe(true);
-    expect(hosts.some((u) => u.startsWith(new URL(slackUrl).origin))).toBe(true);
+    const hostsUnder = (name: string) =>
+      under(effects.find((e) => e.name === name)!)
+        .filter((s) => s.kind === CLIENT)
+        .map((s) => String(s.attributes['url.full'] ?? s.attributes['http.url']));
+    expect(hostsUnder('call effect crm').some((u) => u.startsWith(clio.url))).toBe(true);
+    expect(hostsUnder('call effect team_chat').some((u) => u.startsWith(new URL(slackUrl).origin))).toBe(
+      true,
+    );
 
     // Nothing exported names the phone in full, a secret, a token or a query string.
     const raw = receiver.bodies.join('\n');

@@ -91,6 +91,21 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(slack.messages(firm.slackUrl)).toHaveLength(1);
   });
 
+  it('runs the four effects in the analysis job, with the call in hand: no job of their own when they succeed', async () => {
+    const queue = stack.services.queues['call-effects'];
+    for (const effect of ['lead', 'crm', 'email', 'team_chat']) {
+      expect(await queue.getJob(`effect|${firm.slug}|${callId}|${effect}`), effect).toBeUndefined();
+    }
+    const analyses = (await queue.getJobs(['completed'])).filter(
+      (j) => j.name === 'analyze-call' && j.data.callId === callId,
+    );
+    expect(analyses).toHaveLength(1);
+    expect(analyses[0]!.returnvalue).toEqual({
+      outcome: 'extracted',
+      effects: { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' },
+    });
+  });
+
   it('stays at one of each when delivered 5 more times after BullMQ has forgotten the first jobs', async () => {
     // Remove every finished job, so job ids no longer dedupe: only the pipeline's own records can.
     for (const name of ['call-events', 'call-effects'] as const) {
@@ -263,6 +278,16 @@ describe('a failing effect is retried alone', () => {
     expect(stored.effects?.team_chat).toMatchObject({ state: 'done', attempts: 3 });
     expect(stored.effects?.email).toMatchObject({ state: 'done', attempts: 1 });
     expect(stored.effects?.crm).toMatchObject({ state: 'done', attempts: 1 });
+    // The analysis job tried Slack first and handed it to a job of its own, which retried it alone,
+    // waiting CALL_EFFECT_RETRY_MS first, then doubling; the effects that succeeded have no job.
+    const queue = stack.services.queues['call-effects'];
+    const retried = await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`);
+    expect(await retried?.getState()).toBe('completed');
+    expect(retried?.opts.delay).toBe(1000);
+    expect(retried?.opts.backoff).toEqual({ type: 'exponential', delay: 1000 });
+    for (const effect of ['lead', 'crm', 'email']) {
+      expect(await queue.getJob(`effect|${firm.slug}|${callId}|${effect}`), effect).toBeUndefined();
+    }
   });
 
   it('Clio answering 429 with Retry-After: 1: the contact is written after the wait, once', async () => {
@@ -428,11 +453,18 @@ describe('a failing effect is retried alone', () => {
       attempts: 1,
       last_error: expect.stringContaining('404'),
     });
-    const job = await stack.services.queues['call-effects'].getJob(`effect|${firm.slug}|${callId}|team_chat`);
-    expect(await job?.getState()).toBe('failed');
-    expect(job?.attemptsMade).toBe(1);
-    // Its retries would have waited CALL_EFFECT_RETRY_MS first, doubling: the job carries it.
-    expect(job?.opts.backoff).toEqual({ type: 'exponential', delay: 1000 });
+    // Refused for good in the analysis job: no job of its own retries it, and the analysis says so.
+    const queue = stack.services.queues['call-effects'];
+    expect(await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`)).toBeUndefined();
+    const [analysis] = (await queue.getJobs(['completed'])).filter(
+      (j) => j.name === 'analyze-call' && j.data.callId === callId,
+    );
+    expect(analysis?.returnvalue.effects).toEqual({
+      lead: 'done',
+      crm: 'done',
+      email: 'done',
+      team_chat: 'failed',
+    });
   });
 });
 

@@ -4,12 +4,11 @@ import { analyseCall } from '../../core/domain/call-analysis/pipeline.js';
 import { isFinalEffectFailure, runCallEffect } from '../../core/domain/call-analysis/call-effects.js';
 import type { JobProcessor } from '../runner.js';
 
-/** Extracts an analysed call's caller data once, then enqueues its effects (job id = firm + call). */
-export const analyzeCall: JobProcessor<AnalyzeCallJob> = async (job, { services, attempt }) => ({
-  outcome: await analyseCall(services, job.data, attempt.lastAttempt),
-});
+/** Extracts an analysed call's caller data once, then runs its effects (job id = firm + call). */
+export const analyzeCall: JobProcessor<AnalyzeCallJob> = async (job, { services, attempt }) =>
+  analyseCall(services, job.data, attempt);
 
-/** One effect of an analysed call (job id = firm + call + effect), retried with backoff on its own. */
+/** One effect of an analysed call that failed in its analysis job (job id = firm + call + effect), retried with backoff on its own. */
 export const callEffect: JobProcessor<CallEffectJob> = async (job, { services, attempt }) => {
   try {
     return { effect: job.data.effect, state: await runCallEffect(services, job.data, attempt) };

@@ -1,4 +1,8 @@
-import type { CallEffectName } from '../../../jobs/call-analysis.js';
+import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
+import { enqueueRun } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import { BusyUntilError } from '../../platform/busy-until.js';
+import { inSpan } from '../../platform/telemetry/start.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../platform/config.js';
@@ -22,9 +26,10 @@ import { findKnownClient } from '../contacts/known-clients.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
-// The effects of an analysed call (docs/webhooks.md#the-effects), each run by its own job through the
-// effect recorder (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` in the call's
-// effects document (CallEffectsDoc: no effect rewrites the call and its transcript):
+// The effects of an analysed call (docs/webhooks.md#the-effects), run together by the analysis job
+// (a failing one then by its own job), each through the effect recorder
+// (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` in the call's effects
+// document (CallEffectsDoc: no effect rewrites the call and its transcript):
 // a done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
 // is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
 // cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.
@@ -171,36 +176,95 @@ const EFFECTS: Record<
 };
 
 type EffectRunOutcome = 'missing' | EffectRecord['state'];
+/** What the analysis job did of an effect: its state, or that its own job now retries it. */
+type EffectInJob = EffectRecord['state'] | 'retried_by_its_job';
 
-/** Runs one effect of an analysed call (the callEffect job); its state after this attempt. */
+/** Runs one effect of an analysed call (the callEffect job, a retry); its state after this attempt. */
 export async function runCallEffect(
   services: Services,
   job: { firm: string; callId: string; effect: CallEffectName },
   attempt: Attempt,
 ): Promise<EffectRunOutcome> {
-  const db = services.mongo.db;
   // What the effects read of the call: not its transcript, nor records they do not use.
-  const call = (await callsCollection(db).findOne(
+  const call = (await callsCollection(services.mongo.db).findOne(
     { _id: job.callId },
     { projection: { transcript: 0, dial: 0, dynamic_variables: 0, effects: 0, crm_sync: 0 } },
   )) as CallDoc | null;
   if (call === null || call.firm !== job.firm) return 'missing';
-  const { effect, perform, boundMs: boundOf } = EFFECTS[job.effect];
+  return (await runEffectOfCall(services, call, job.effect, attempt)).state;
+}
+
+/**
+ * Every effect of an analysed call, together, in the analysis job that has the call in hand (no
+ * job, no read of the call per effect): what a call costs is mostly round trips, and four jobs
+ * were a third of them. An effect that fails is handed to its own job (job id = firm + call +
+ * effect), which retries it alone with backoff, its first try CALL_EFFECT_RETRY_MS later; one
+ * under way in another attempt is handed over to look again when that attempt's lease ends; one
+ * refused for good is recorded `failed` and left. Effects done are never repeated.
+ */
+export async function runCallEffects(
+  services: Services,
+  call: CallDoc,
+  attempt: Attempt,
+): Promise<Record<CallEffectName, EffectInJob>> {
+  // An attempt of the analysis is not the effect's last: its own job has attempts of its own.
+  const first: Attempt = {
+    lastAttempt: false,
+    ...(attempt.gate === undefined ? {} : { gate: attempt.gate }),
+  };
+  const states = await Promise.all(
+    CALL_EFFECTS.map((effect) =>
+      inSpan(`call effect ${effect}`, { firm: call.firm, callId: call._id }, () =>
+        runEffectOfCall(services, call, effect, first),
+      ).then(
+        (record) => record.state,
+        async (err: unknown): Promise<EffectInJob> => {
+          if (isFinalEffectFailure(err)) return 'failed';
+          const busyUntil = err instanceof BusyUntilError ? err.until + 250 : null;
+          services.log.info(
+            { firm: call.firm, call_id: call._id, effect, err: (err as Error).message },
+            'call effect handed to its own job',
+          );
+          await enqueueRun(
+            services.queues,
+            JOBS.callEffect,
+            { firm: call.firm, callId: call._id, effect },
+            busyUntil === null
+              ? { delay: services.config.callEffectRetryMs, retryDelayMs: services.config.callEffectRetryMs }
+              : { delay: busyUntil - Date.now(), retryDelayMs: services.config.callEffectRetryMs },
+          );
+          return 'retried_by_its_job';
+        },
+      ),
+    ),
+  );
+  return Object.fromEntries(CALL_EFFECTS.map((effect, i) => [effect, states[i]!])) as Record<
+    CallEffectName,
+    EffectInJob
+  >;
+}
+
+async function runEffectOfCall(
+  services: Services,
+  call: CallDoc,
+  name: CallEffectName,
+  attempt: Attempt,
+): Promise<EffectRecord<Result>> {
+  const { effect, perform, boundMs: boundOf } = EFFECTS[name];
   const boundMs = boundOf?.(services.config);
-  const record = await runEffect<Result>(
+  return runEffect<Result>(
     callEffectsSubject(services, call),
-    { ...effect, path: `effects.${job.effect}`, ...(boundMs === undefined ? {} : { boundMs }) },
+    { ...effect, path: `effects.${name}`, ...(boundMs === undefined ? {} : { boundMs }) },
     attempt,
     async (signal) => {
       const outcome = callOutcome(call);
       if (outcome === null) return skipped(`The call did not connect (status ${call.status}).`);
       if (outcome !== 'conversation') return skipped(notAConversation(outcome));
-      const firm = await getFirm(db, call.firm);
+      const firm = await getFirm(services.mongo.db, call.firm);
       if (firm === null) return skipped('The firm no longer exists.');
-      // The analyze-call job stores the extraction before it enqueues any effect.
+      // The analyze-call job stores the extraction before any effect runs.
       if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
       return perform({ services, call, data: call.extraction, firm, attempt, signal });
     },
   );
-  return record.state;
 }

@@ -1,5 +1,4 @@
-import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
-import { enqueue, enqueueBulk } from '../../../jobs/define.js';
+import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { Services } from '../../wiring/services.js';
 import { callsCollection, type CallDoc } from '../calls/calls.js';
@@ -9,12 +8,15 @@ import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analys
 import { hasContact } from '../intake/caller-data.js';
 import { subjectLeadId } from '../leads/leads.js';
 import { recordCallAnalyzed } from '../calls/record-call-events.js';
+import type { Attempt } from '../../platform/db/effect-recorder.js';
+import { runCallEffects } from './call-effects.js';
 
 // The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline), started by the call-event job
 // once a call_analyzed event is applied to the call:
 //   analyze-call (job id = firm + call): extract the caller data once and store it on the call;
-//   then one call-effect job per effect (job id = firm + call + effect): lead, crm, email,
-//   team_chat — each with its own attempts and backoff (core/domain/call-analysis/call-effects.ts).
+//   then run the effects — lead, crm, email, team_chat — together, with the call in hand; an
+//   effect that fails goes to a call-effect job of its own (job id = firm + call + effect), with
+//   its own attempts and backoff (core/domain/call-analysis/call-effects.ts).
 // Every step is idempotent on its own (the extraction is stored once, each effect is recorded on
 // the call, the lead is a claim), so a delivery repeated after BullMQ has forgotten the first
 // jobs starts them again and they find everything done.
@@ -39,14 +41,14 @@ export function startCallAnalysis(
 type AnalyzeOutcome =
   'missing' | 'not_connected' | 'voicemail' | 'ivr' | 'extracted' | 'reextracted' | 'already_extracted';
 
-/** The analyze-call job: the extraction (when the call connected), then each effect's job. */
+/** The analyze-call job: the extraction (when the call connected), then the call's effects. */
 export async function analyseCall(
   services: Services,
   job: { firm: string; callId: string },
-  lastAttempt: boolean,
-): Promise<AnalyzeOutcome> {
+  attempt: Attempt,
+): Promise<{ outcome: AnalyzeOutcome; effects?: Awaited<ReturnType<typeof runCallEffects>> }> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: job.callId });
-  if (call === null || call.firm !== job.firm) return 'missing';
+  if (call === null || call.firm !== job.firm) return { outcome: 'missing' };
   let outcome: AnalyzeOutcome;
   // The call as call.analyzed tells of it: as read, with the extraction stored now.
   let analysed: CallDoc | null = call;
@@ -55,14 +57,14 @@ export async function analyseCall(
     // No conversation took place (voicemail, a phone menu, not connected): nothing to extract; each effect records itself as skipped.
     outcome = answered ?? 'not_connected';
   } else if (call.extraction !== undefined && isStaleExtraction(call)) {
-    await reextract(services, call, lastAttempt);
+    await reextract(services, call, attempt.lastAttempt);
     // Replaced now, or by another job meanwhile: read again.
     analysed = await callsCollection(services.mongo.db).findOne({ _id: call._id });
     outcome = 'reextracted';
   } else if (call.extraction !== undefined) {
     outcome = 'already_extracted';
   } else {
-    const extraction = await extractCallerData(services, call, lastAttempt);
+    const extraction = await extractCallerData(services, call, attempt.lastAttempt);
     const stored = await storeExtraction(services, call, {
       ...extraction,
       analysis_digest: currentAnalysisDigest(call),
@@ -70,15 +72,10 @@ export async function analyseCall(
     analysed = { ...call, extraction: stored };
     outcome = 'extracted';
   }
-  if (analysed !== null) await announceAnalysis(services, analysed);
-  // The effects' jobs in one round trip (a repeat adds nothing for jobs BullMQ still knows).
-  await enqueueBulk(
-    services.queues,
-    JOBS.callEffect,
-    CALL_EFFECTS.map((effect) => ({ data: { firm: call.firm, callId: call._id, effect } })),
-    { retryDelayMs: services.config.callEffectRetryMs },
-  );
-  return outcome;
+  if (analysed === null) return { outcome };
+  await announceAnalysis(services, analysed);
+  // The effects, with the call in hand; a failing one is retried by a job of its own.
+  return { outcome, effects: await runCallEffects(services, analysed, attempt) };
 }
 
 /**

@@ -20,6 +20,7 @@ export interface Tracing {
   bullmq: Telemetry;
   traceFields(): { trace_id?: string; span_id?: string };
   annotate(subject: SpanSubject): void;
+  span<T>(name: string, subject: SpanSubject, fn: () => Promise<T>): Promise<T>;
   fetch: typeof fetch;
   shutdown(): Promise<void>;
 }
@@ -62,6 +63,12 @@ export async function startSdk(options: { endpoint: string; serviceName: string 
   syncBuiltinESMExports();
 
   const tracer = trace.getTracer('intake');
+  const annotate = (subject: SpanSubject): void => {
+    const span = trace.getActiveSpan();
+    if (subject.firm !== undefined) span?.setAttribute('intake.firm', subject.firm);
+    if (subject.callId !== undefined) span?.setAttribute('intake.call_id', subject.callId);
+    if (subject.campaignId !== undefined) span?.setAttribute('intake.campaign_id', subject.campaignId);
+  };
   return {
     bullmq: new BullMQOtel({ tracerName: 'intake' }),
     traceFields() {
@@ -70,11 +77,20 @@ export async function startSdk(options: { endpoint: string; serviceName: string 
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },
-    annotate(subject) {
-      const span = trace.getActiveSpan();
-      if (subject.firm !== undefined) span?.setAttribute('intake.firm', subject.firm);
-      if (subject.callId !== undefined) span?.setAttribute('intake.call_id', subject.callId);
-      if (subject.campaignId !== undefined) span?.setAttribute('intake.campaign_id', subject.campaignId);
+    annotate,
+    span(name, subject, fn) {
+      return tracer.startActiveSpan(name, { kind: SpanKind.INTERNAL }, async (span) => {
+        annotate(subject);
+        try {
+          return await fn();
+        } catch (err) {
+          span.recordException(err as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          throw err;
+        } finally {
+          span.end();
+        }
+      });
     },
     fetch: (input, init) => {
       const request = new Request(input, init);

@@ -50,6 +50,11 @@ export function annotateSpan(subject: SpanSubject): void {
   active?.annotate(subject);
 }
 
+/** Runs `fn` in a span of its own (named, with the firm and call on it); just `fn` when tracing is off. */
+export function inSpan<T>(name: string, subject: SpanSubject, fn: () => Promise<T>): Promise<T> {
+  return active === undefined ? fn() : active.span(name, subject, fn);
+}
+
 /**
  * `fetch` as a traced HTTP client call (a client span, the trace passed on in `traceparent`),
  * for code calling out with fetch (the Retell SDK, the simulator's webhooks): Node's fetch is
