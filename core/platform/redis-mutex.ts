@@ -95,6 +95,42 @@ export class RecordBusyError extends Error {
 }
 
 /**
+ * The callers of this process waiting for each lock, in turn: only the first asks Redis, the
+ * others wait for it here instead of asking again every 10–50 ms (an analysed call's four
+ * effects, run together, take the call's lock a dozen times within a few milliseconds).
+ */
+const localTurns = new Map<string, Promise<void>>();
+
+/** Waits for this process's earlier callers of `key` (at most until `deadline`); returns the release of this turn. */
+async function localTurn(key: string, deadline: number): Promise<() => void> {
+  const before = localTurns.get(key);
+  let release!: () => void;
+  const mine = new Promise<void>((resolve) => (release = resolve));
+  const tail = (before ?? Promise.resolve()).then(() => mine);
+  localTurns.set(key, tail);
+  const end = (): void => {
+    release();
+    if (localTurns.get(key) === tail) localTurns.delete(key);
+  };
+  if (before === undefined) return end;
+  let timer: NodeJS.Timeout | undefined;
+  const waited = await Promise.race([
+    before.then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!waited) {
+    // Still behind another caller (or a caller holding the lock asks for it again): as busy as
+    // when another process holds it. Those after us wait for `before` through our turn.
+    void before.then(end);
+    throw new RecordBusyError(key);
+  }
+  return end;
+}
+
+/**
  * Runs `fn` holding the lock `key`, waiting (with jitter) up to `waitMs` for another holder.
  * The writers of one record take turns this way: FerretDB rewrites a whole document on update
  * from what it read, so two concurrent updates of one document could each undo the other's fields.
@@ -111,10 +147,16 @@ export async function withRecordLock<T>(
     ...(options.owner === undefined ? {} : { owner: options.owner }),
     ...(options.renew === undefined ? {} : { renew: options.renew }),
   };
-  for (;;) {
-    const result = await withRedisMutex(redis, key, mutex, fn);
-    if (result.acquired) return result.value;
-    if (Date.now() > deadline) throw new RecordBusyError(key);
-    await sleep(10 + Math.floor(Math.random() * 40));
+  // A named owner may take its own lock over (a retry of the same job): it never waits here.
+  const endTurn = options.owner === undefined ? await localTurn(key, deadline) : () => undefined;
+  try {
+    for (;;) {
+      const result = await withRedisMutex(redis, key, mutex, fn);
+      if (result.acquired) return result.value;
+      if (Date.now() > deadline) throw new RecordBusyError(key);
+      await sleep(10 + Math.floor(Math.random() * 40));
+    }
+  } finally {
+    endTurn();
   }
 }
