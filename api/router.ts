@@ -115,10 +115,24 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
+    // The delivery proved itself: a matching signature counts against the firm; one let in
+    // unsigned (Cal.com's PING) against the sender's address, like a 401.
+    const countProof = async (ctx: Context): Promise<void> => {
+      const proof = ctx.state.webhookProof as BodyProof | undefined;
+      if (proof === 'signed') {
+        await limiter.countWebhook((ctx.state.webhook as WebhookCredentials).firm);
+      } else if (proof === 'unsigned') {
+        const refused = await limiter.countUnauthenticated(ctx.ip);
+        if (refused !== null) throw refused;
+      }
+    };
     if (route.largeBodyBytes !== undefined) {
       if (auth.kind !== 'webhook') throw new Error(`${route.operationId}: largeBodyBytes is for webhooks`);
-      // Read, signature checked, then parsed: one copy of the body at a time.
-      chain.push(largeWebhookBody(route.largeBodyBytes, largeBodies, webhookBodyMinBytesPerSecond));
+      // Read, signature checked and counted, then parsed: one copy of the body at a time, and the
+      // parsed body held across no round trip before the handler takes what it keeps.
+      chain.push(
+        largeWebhookBody(route.largeBodyBytes, largeBodies, webhookBodyMinBytesPerSecond, countProof),
+      );
     } else if (['POST', 'PUT', 'PATCH'].includes(route.method)) {
       chain.push(
         jsonBody(route.bodyLimit, {
@@ -134,18 +148,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
           await next();
         });
       }
-      // The delivery proved itself: a matching signature counts against the firm; one let in
-      // unsigned (Cal.com's PING) against the sender's address, like a 401.
-      chain.push(async (ctx, next) => {
-        const proof = ctx.state.webhookProof as BodyProof | undefined;
-        if (proof === 'signed') {
-          await limiter.countWebhook((ctx.state.webhook as WebhookCredentials).firm);
-        } else if (proof === 'unsigned') {
-          const refused = await limiter.countUnauthenticated(ctx.ip);
-          if (refused !== null) throw refused;
-        }
-        await next();
-      });
+      if (route.largeBodyBytes === undefined) {
+        chain.push(async (ctx, next) => {
+          await countProof(ctx);
+          await next();
+        });
+      }
     }
     // A key route's CORS needs the key, so it is answered once the body is read.
     if (route.cors === 'widgetKey') chain.push(widgetKeyCors(services));

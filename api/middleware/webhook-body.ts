@@ -47,6 +47,8 @@ export function largeWebhookBody(
   limitBytes: number,
   budgets: FirmByteBudgets,
   minBytesPerSecond: number,
+  /** What follows a matching signature, before the body is decoded (the firm's count). */
+  proven: (ctx: Context) => Promise<void> = async () => {},
 ): Middleware {
   return async (ctx, next) => {
     const hasBody = ctx.req.headers['transfer-encoding'] !== undefined || (declaredLength(ctx.req) ?? 0) > 0;
@@ -80,6 +82,7 @@ export function largeWebhookBody(
         ? await readBody(ctx.req, limitBytes, small ? { minBytesPerSecond } : reading)
         : Buffer.alloc(0);
       await verifyWebhookBody(ctx, bytes);
+      await proven(ctx);
       let text: string | undefined = bytes.toString('utf8');
       bytes = undefined; // the text is the only copy from here on
       let body: unknown = {};

@@ -1,12 +1,13 @@
 // Starts bench/bare-http-server.ts (a bare node:http server issuing a route's store calls) as a
 // child process over a scenario's stores, firm and agent; with BENCH_PROFILE=1 it is profiled
-// like the web process. It runs through tsx whatever BENCH_RUNTIME says (bench/ is not
-// compiled): the loader only changes start-up, not the steady state measured.
+// like the web process, and run with the web's Procfile flags (BENCH_WEB_NODE_ARGS after them).
+// It runs through tsx whatever BENCH_RUNTIME says (bench/ is not compiled): the loader only
+// changes start-up, not the steady state measured.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
-import { atExit, PROFILE_DIR, rand, root, type App, type Web } from './stack.js';
+import { atExit, declared, PROFILE_DIR, rand, root, type App, type Web } from './stack.js';
 import { rssMiB } from './measure.js';
 
 export async function startBareHttp(
@@ -19,14 +20,17 @@ export async function startBareHttp(
   const profileDir = join(PROFILE_DIR, `${name}-${Date.now()}-${rand(2)}`);
   const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   if (profile.length > 0) mkdirSync(profileDir, { recursive: true });
+  // The web's Procfile line (its variables and node flags): the same runtime as the web process.
+  const runtime = declared('web', 'BENCH_WEB_NODE_ARGS');
   const child = launch({
     name,
     command: process.execPath,
-    args: [...profile, '--import', 'tsx', join(root, 'bench', 'bare-http-server.ts')],
+    args: [...runtime.nodeArgs, ...profile, '--import', 'tsx', join(root, 'bench', 'bare-http-server.ts')],
     cwd: root,
     env: {
       ...process.env,
       ...app.env,
+      ...runtime.env,
       PORT: String(port),
       BARE_FIRM: firm.slug,
       BARE_AGENT: firm.agentId,

@@ -59,7 +59,7 @@ export function cleanup(): Promise<void> {
  * The Procfile line of `type` (its variables and node flags), with the extra node flags of the
  * knob `flagsVariable` after its own (a flag given twice, the later wins).
  */
-function declared(
+export function declared(
   type: 'web' | 'worker',
   flagsVariable: string,
 ): { env: Record<string, string>; nodeArgs: string[] } {

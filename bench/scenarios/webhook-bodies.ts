@@ -6,7 +6,12 @@
 //   - the baseline, in this process in the same round: what no receiver can skip for the same
 //     bytes — decode them to text, JSON.parse it, HMAC-SHA256 them with the timestamp as Retell
 //     signs — CPU per delivery (process.cpuUsage);
-//   - the web's peak RSS (sampled every 10 ms) against its RSS before the round.
+//   - the web's peak RSS (sampled every 10 ms) against its RSS before the round;
+//   - the bare node:http server (bench/bare-http-server.ts, under the web's Procfile flags) doing
+//     the same work for the same bodies, 20 in flight: its CPU per delivery. The web ÷ it is what
+//     the service adds; it ÷ the parse is what Node's HTTP and a queue add cost beyond the parse
+//     of bytes already in hand, with as many bodies in memory at once (their collection
+//     included): the bound of `webhook_*_cpu_vs_parse`.
 import { createHmac } from 'node:crypto';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { longCallAnalyzed } from '../../test/calls/long-call-fixture.js';
@@ -14,6 +19,7 @@ import { median, processCpuSeconds, RssSampler, say } from '../lib/measure.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { createApp, makeTenant, rand } from '../lib/stack.js';
+import { startBareHttp } from '../lib/bare-http.js';
 
 const IN_FLIGHT = 20;
 const PLACEHOLDER = 'bench_call_id_placeholder_0000000000';
@@ -61,9 +67,13 @@ export const webhookBodies: Scenario = {
   ids: [
     'webhook_1mb_per_s',
     'webhook_1mb_cpu_vs_parse',
+    'webhook_1mb_cpu_vs_bare_http',
+    'webhook_1mb_bare_http_vs_parse',
     'webhook_1mb_rss_mb',
     'webhook_3mb_per_s',
     'webhook_3mb_cpu_vs_parse',
+    'webhook_3mb_cpu_vs_bare_http',
+    'webhook_3mb_bare_http_vs_parse',
     'webhook_3mb_rss_mb',
   ],
   async run(ctx) {
@@ -74,17 +84,24 @@ export const webhookBodies: Scenario = {
       const secret = `whsec_${rand(12)}`;
       const tenant = await makeTenant(app, web.base, { voice_webhook_secret: secret });
       const url = `${web.base}/api/v2/${tenant.slug}/webhook`;
-      const post = async (raw: string): Promise<void> => {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            'x-retell-signature': signRetellWebhook(raw, secret),
-          },
-          body: raw,
-        });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`webhook answered ${res.status}`);
+      const bare = await startBareHttp(app, { slug: tenant.slug, agentId: tenant.agentId, secret });
+      /** Posts each delivery, IN_FLIGHT at a time; every one must be answered 200. */
+      const deliver = async (to: string, deliveries: Array<{ raw: string; signature: string }>) => {
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: IN_FLIGHT }, async () => {
+            while (next < deliveries.length) {
+              const { raw, signature } = deliveries[next++]!;
+              const res = await fetch(to, {
+                method: 'POST',
+                headers: { 'Content-Type': 'application/json', 'x-retell-signature': signature },
+                body: raw,
+              });
+              await res.arrayBuffer();
+              if (res.status !== 200) throw new Error(`${to} answered ${res.status}`);
+            }
+          }),
+        );
       };
       for (const size of SIZES) {
         const bodies = bodyMaker(size.minutes);
@@ -94,10 +111,13 @@ export const webhookBodies: Scenario = {
             const raw = bodies.next();
             return { raw, signature: signRetellWebhook(raw, secret) };
           });
-        for (const { raw } of batch(10)) await post(raw); // warm-up
+        // Warm-up of both.
+        await deliver(url, batch(10));
+        await deliver(`${bare.base}/webhook`, batch(10));
         const rates: number[] = [];
         const webCpu: number[] = [];
         const baseCpu: number[] = [];
+        const bareCpu: number[] = [];
         const peaks: number[] = [];
         const before: number[] = [];
         for (let round = 0; round < ctx.rounds; round++) {
@@ -106,24 +126,14 @@ export const webhookBodies: Scenario = {
           const sampler = new RssSampler(web.pid, 10).start();
           const c0 = processCpuSeconds(web.pid);
           const t = performance.now();
-          let next = 0;
-          await Promise.all(
-            Array.from({ length: IN_FLIGHT }, async () => {
-              while (next < deliveries.length) {
-                const { raw, signature } = deliveries[next++]!;
-                const res = await fetch(url, {
-                  method: 'POST',
-                  headers: { 'Content-Type': 'application/json', 'x-retell-signature': signature },
-                  body: raw,
-                });
-                await res.arrayBuffer();
-                if (res.status !== 200) throw new Error(`webhook answered ${res.status}`);
-              }
-            }),
-          );
+          await deliver(url, deliveries);
           const seconds = (performance.now() - t) / 1000;
           const cpu = ((processCpuSeconds(web.pid) - c0) * 1e6) / deliveries.length;
           peaks.push(sampler.stop());
+          const bareDeliveries = batch(size.deliveries);
+          const b0 = processCpuSeconds(bare.pid);
+          await deliver(`${bare.base}/webhook`, bareDeliveries);
+          bareCpu.push(((processCpuSeconds(bare.pid) - b0) * 1e6) / bareDeliveries.length);
           rates.push(deliveries.length / seconds);
           webCpu.push(cpu);
           baseCpu.push(
@@ -134,7 +144,7 @@ export const webhookBodies: Scenario = {
           );
           say(
             `webhook ${size.label} round ${round + 1}: ${rates[round]!.toFixed(1)} deliveries/s, web CPU ${cpu.toFixed(0)} µs each, ` +
-              `parse + HMAC ${baseCpu[round]!.toFixed(0)} µs, web RSS ${before[round]!.toFixed(0)} → peak ${peaks[round]!.toFixed(0)} MiB`,
+              `parse + HMAC ${baseCpu[round]!.toFixed(0)} µs, bare node:http ${bareCpu[round]!.toFixed(0)} µs, web RSS ${before[round]!.toFixed(0)} → peak ${peaks[round]!.toFixed(0)} MiB`,
           );
         }
         const mb = (bodies.bytes / 1e6).toFixed(2);
@@ -158,6 +168,26 @@ export const webhookBodies: Scenario = {
               target: { op: '<=', limit: 2 },
             },
             webCpu,
+            baseCpu,
+          ),
+          ratioRow(
+            {
+              id: `webhook_${size.id}_cpu_vs_bare_http`,
+              label: `web CPU per ${mb} MB delivery`,
+              unit: 'µs',
+              baselineLabel: 'a bare node:http server doing the same work, µs',
+            },
+            webCpu,
+            bareCpu,
+          ),
+          ratioRow(
+            {
+              id: `webhook_${size.id}_bare_http_vs_parse`,
+              label: `bare node:http CPU per ${mb} MB delivery`,
+              unit: 'µs',
+              baselineLabel: 'decode + JSON.parse + HMAC-SHA256 of the same bytes, µs',
+            },
+            bareCpu,
             baseCpu,
           ),
           ratioRow(
