@@ -95,22 +95,29 @@ export class RecordBusyError extends Error {
 }
 
 /**
- * The callers of this process waiting for each lock, in turn: only the first asks Redis, the
- * others wait for it here instead of asking again every 10–50 ms (an analysed call's four
- * effects, run together, take the call's lock a dozen times within a few milliseconds).
+ * The callers of each lock over one connection, in turn: only the first asks Redis, the others
+ * wait for it here instead of asking again every 10–50 ms (an analysed call's four effects, run
+ * together, take the call's lock a dozen times within a few milliseconds). Per connection: a
+ * caller over another one (another Redis, a cut link) is as another process to them.
  */
-const localTurns = new Map<string, Promise<void>>();
+const turnsByConnection = new WeakMap<RedisClient, Map<string, Promise<void>>>();
 
-/** Waits for this process's earlier callers of `key` (at most until `deadline`); returns the release of this turn. */
-async function localTurn(key: string, deadline: number): Promise<() => void> {
-  const before = localTurns.get(key);
+/** Waits for the earlier callers of `key` over `redis` (at most until `deadline`); returns the release of this turn. */
+async function localTurn(redis: RedisClient, key: string, deadline: number): Promise<() => void> {
+  let localTurns = turnsByConnection.get(redis);
+  if (localTurns === undefined) {
+    localTurns = new Map();
+    turnsByConnection.set(redis, localTurns);
+  }
+  const turns = localTurns;
+  const before = turns.get(key);
   let release!: () => void;
   const mine = new Promise<void>((resolve) => (release = resolve));
   const tail = (before ?? Promise.resolve()).then(() => mine);
-  localTurns.set(key, tail);
+  turns.set(key, tail);
   const end = (): void => {
     release();
-    if (localTurns.get(key) === tail) localTurns.delete(key);
+    if (turns.get(key) === tail) turns.delete(key);
   };
   if (before === undefined) return end;
   let timer: NodeJS.Timeout | undefined;
@@ -148,7 +155,7 @@ export async function withRecordLock<T>(
     ...(options.renew === undefined ? {} : { renew: options.renew }),
   };
   // A named owner may take its own lock over (a retry of the same job): it never waits here.
-  const endTurn = options.owner === undefined ? await localTurn(key, deadline) : () => undefined;
+  const endTurn = options.owner === undefined ? await localTurn(redis, key, deadline) : () => undefined;
   try {
     for (;;) {
       const result = await withRedisMutex(redis, key, mutex, fn);

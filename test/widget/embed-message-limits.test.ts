@@ -86,7 +86,10 @@ describe('message limits, as the visitor sees them', () => {
       expect(await send(page, 'Jane Doe')).toBe(200);
       expect(await send(page, '+1 415 555 0134')).toBe(200);
       expect(await send(page, 'jane.doe@example.com')).toBe(429);
-      expect(await statusText(page)).toMatch(/^Too many requests right now\. Please try again in \d+ min\./);
+      // The widget shows the refusal once it has read the answer (until then: "typing").
+      await expect
+        .poll(() => statusText(page))
+        .toMatch(/^Too many requests right now\. Please try again in \d+ min\./);
       await seenOnWire(wire, `429 POST ${stack.baseUrl}/api/v2/chat-completion`);
     } finally {
       await context.close();
