@@ -20,25 +20,35 @@ export interface LocalTime {
   second: number;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatter(timeZone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timeZone);
+/**
+ * One formatter per zone and kind, kept: building an Intl.DateTimeFormat costs far more than
+ * formatting with one. The zones are IANA names Intl knows (an unknown one throws before it is
+ * kept), so the maps stay small.
+ */
+function keptFormatter(
+  kept: Map<string, Intl.DateTimeFormat>,
+  timeZone: string,
+  options: Intl.DateTimeFormatOptions,
+): Intl.DateTimeFormat {
+  let f = kept.get(timeZone);
   if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, f);
+    f = new Intl.DateTimeFormat('en-US', { ...options, timeZone });
+    kept.set(timeZone, f);
   }
   return f;
 }
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const formatter = (timeZone: string): Intl.DateTimeFormat =>
+  keptFormatter(formatters, timeZone, {
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  });
 
 function partsAt(ms: number, timeZone: string): LocalTime {
   const parts: Record<string, number> = {};
@@ -128,25 +138,17 @@ export function startOfDayIn(date: string, timeZone: string): number {
   return ms;
 }
 
-// One formatter per zone for what people read: building an Intl.DateTimeFormat costs far more
-// than formatting with one (it was 2 % of the worker's CPU, once per mail and Slack post). The
-// zones are IANA names Intl knows (a firm's setting is validated), so the map stays small.
+// Mails and Slack posts format a time each (it was 2 % of the worker's CPU with a new formatter each).
 const readableFormatters = new Map<string, Intl.DateTimeFormat>();
 
 /** An instant as a person reads it in a zone, for mails and messages: "Nov 28, 2026, 9:05 PM EST". */
 export function readableTime(at: Date, timeZone: string): string {
-  let f = readableFormatters.get(timeZone);
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      year: 'numeric',
-      month: 'short',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: '2-digit',
-      timeZoneName: 'short',
-    });
-    readableFormatters.set(timeZone, f);
-  }
-  return f.format(at);
+  return keptFormatter(readableFormatters, timeZone, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  }).format(at);
 }

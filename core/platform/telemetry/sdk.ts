@@ -1,6 +1,6 @@
 import { createRequire, register, syncBuiltinESMExports } from 'node:module';
 import { createAddHookMessageChannel } from 'import-in-the-middle';
-import { context, propagation, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
@@ -23,6 +23,19 @@ export interface Tracing {
   span<T>(name: string, subject: SpanSubject, fn: () => Promise<T>): Promise<T>;
   fetch: typeof fetch;
   shutdown(): Promise<void>;
+}
+
+/** Runs `fn` in `span`, which records a failure and ends when `fn` settles. */
+async function within<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    span.recordException(err as Error);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** Health probes and metrics scrapes come every few seconds and would drown the traces. */
@@ -79,17 +92,9 @@ export async function startSdk(options: { endpoint: string; serviceName: string 
     },
     annotate,
     span(name, subject, fn) {
-      return tracer.startActiveSpan(name, { kind: SpanKind.INTERNAL }, async (span) => {
+      return tracer.startActiveSpan(name, { kind: SpanKind.INTERNAL }, (span) => {
         annotate(subject);
-        try {
-          return await fn();
-        } catch (err) {
-          span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR });
-          throw err;
-        } finally {
-          span.end();
-        }
+        return within(span, fn);
       });
     },
     fetch: (input, init) => {
@@ -105,22 +110,16 @@ export async function startSdk(options: { endpoint: string; serviceName: string 
             'server.address': url.hostname,
           },
         },
-        async (span) => {
+        (span) => {
           propagation.inject(context.active(), request.headers, {
             set: (headers, key, value) => headers.set(key, value),
           });
-          try {
+          return within(span, async () => {
             const response = await fetch(request);
             span.setAttribute('http.response.status_code', response.status);
             if (response.status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
             return response;
-          } catch (err) {
-            span.recordException(err as Error);
-            span.setStatus({ code: SpanStatusCode.ERROR });
-            throw err;
-          } finally {
-            span.end();
-          }
+          });
         },
       );
     },
