@@ -26,9 +26,8 @@ export const complianceJobs = {
     queue: QUEUE.campaigns,
     name: 'dnc-sweep',
     id: (job) => jobId('dnc', job.firm, job.batch),
-    options: {
-      removeOnComplete: { age: 3600, count: 20 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 100 },
-    },
+    // The queue's own retention: BullMQ trims a queue's whole finished set to the count of the
+    // job that just finished, so a shorter one here cut the campaign calls' history to 20
+    // completed (and their week of failures to 100) after each sweep.
   }),
 };

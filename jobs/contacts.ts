@@ -25,32 +25,35 @@ export interface SyncContactsJob {
   firm: string;
 }
 
+/**
+ * Every job of the contacts queue keeps the same finished history (BullMQ trims the queue's whole
+ * finished set to the count of the job that just finished): an hour or the last 20 completed, a
+ * week or the last 20 failed. The results live in MongoDB (contact_imports, the sync records);
+ * the jobs are a few hundred bytes, an import's rows never in them.
+ */
+const CONTACTS_RETENTION = {
+  removeOnComplete: { age: 3600, count: 20 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 20 },
+};
+
 export const contactJobs = {
   importContacts: defineJob<ImportContactsJob>({
     queue: QUEUE.contacts,
     name: 'import-contacts',
     id: (job) => jobId(job.importId),
-    // The result lives in contact_imports; a finished job (a few hundred bytes, its rows never
-    // in it) is kept an hour or the last 5, a failed one a week or the last 20.
-    options: {
-      removeOnComplete: { age: 3600, count: 5 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 20 },
-    },
+    options: CONTACTS_RETENTION,
   }),
   syncContacts: defineJob<SyncContactsJob>({
     queue: QUEUE.contacts,
     name: 'sync-contacts',
     id: (job) => jobId(job.syncId),
-    // Its record holds the counts; the job itself is a few bytes.
-    options: {
-      removeOnComplete: { age: 3600, count: 20 },
-      removeOnFail: { age: 7 * 24 * 3600, count: 20 },
-    },
+    options: CONTACTS_RETENTION,
   }),
   /** Rolls back imports whose job BullMQ gave up without a last attempt (workers kept dying). */
   sweepContactImports: defineJob<Record<string, never>>({
     queue: QUEUE.contacts,
     name: 'sweep-contact-imports',
     everyMs: 600_000,
+    options: CONTACTS_RETENTION,
   }),
 };
