@@ -220,7 +220,9 @@ export async function runCallEffects(
         (record) => record.state,
         async (err: unknown): Promise<EffectInJob> => {
           if (isFinalEffectFailure(err)) return 'failed';
-          const busyUntil = err instanceof BusyUntilError ? err.until + 250 : null;
+          const retryMs = services.config.callEffectRetryMs;
+          // Under way in another attempt: look again when its lease ends (as workers/park.ts does).
+          const delay = err instanceof BusyUntilError ? err.until + 250 - Date.now() : retryMs;
           services.log.info(
             { firm: call.firm, call_id: call._id, effect, err: (err as Error).message },
             'call effect handed to its own job',
@@ -229,9 +231,7 @@ export async function runCallEffects(
             services.queues,
             JOBS.callEffect,
             { firm: call.firm, callId: call._id, effect },
-            busyUntil === null
-              ? { delay: services.config.callEffectRetryMs, retryDelayMs: services.config.callEffectRetryMs }
-              : { delay: busyUntil - Date.now(), retryDelayMs: services.config.callEffectRetryMs },
+            { delay, retryDelayMs: retryMs },
           );
           return 'retried_by_its_job';
         },
