@@ -8,6 +8,7 @@ import type { DomainEvent } from '../../core/domain/events/event-types.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { Stack } from './stack.js';
 import { eventually } from './eventually.js';
+import { finishedHere } from '../../core/domain/calls/call-finished.js';
 
 // The domain events a test's flows recorded (docs/events.md), read from the events collection,
 // each checked against its type's published schema as a receiver would get its body.
@@ -58,6 +59,9 @@ export const typesOf = (events: RecordedEvent[]): string[] => events.map((e) => 
  * step that had done its work does (a worker that died after the step, before BullMQ heard).
  * First waits until no job of `key` is waiting or running: BullMQ files a job as completed once
  * its processor has returned, a moment after the job's last write (its event) can be read.
+ * The retry runs as in the worker taking over from the one that died: with no memory of having
+ * finished a call's hook (core/domain/calls/call-finished.ts), which only a hook run to its end
+ * leaves in a process.
  */
 export async function rerunCompleted(stack: Stack, key: JobKey): Promise<number> {
   const def = JOBS[key];
@@ -74,6 +78,7 @@ export async function rerunCompleted(stack: Stack, key: JobKey): Promise<number>
   const jobs = (await queue.getCompleted()).filter((j) => j.name === def.name);
   const processor = processors[key] as JobProcessor<unknown>;
   for (const job of jobs) {
+    finishedHere.clear();
     await processor(job, {
       services: stack.services,
       worker: undefined as unknown as Worker,

@@ -22,7 +22,7 @@ import { callsCollection, type CallDoc, type CallExtraction } from '../calls/cal
 import { callEffectsSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
 import { firmClioClient } from '../crm/firm-clio-client.js';
-import { findKnownClient } from '../contacts/known-clients.js';
+import { findKnownClient, type KnownClientReads } from '../contacts/known-clients.js';
 import { syncToClio } from './crm-sync.js';
 import { callNotificationEmail, callNotificationSlack } from './notifications.js';
 
@@ -59,6 +59,8 @@ interface EffectContext {
   attempt: Attempt;
   /** Aborted when the effect's bound is reached (Effect.boundMs). */
   signal: AbortSignal;
+  /** The job's known-client lookups: the lead and the CRM ask about the same phone and email. */
+  knownClients: KnownClientReads;
 }
 
 const EFFECTS: Record<
@@ -74,7 +76,7 @@ const EFFECTS: Record<
     // The lead is a claim on an id derived from the call, and lead.created is recorded once under
     // its own key: repeating it is harmless, so no answer is stored before its record.
     effect: { repeatable: true },
-    async perform({ services, call, data }) {
+    async perform({ services, call, data, knownClients }) {
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
       const lead = await ensureSubjectLead(
         services.mongo.db,
@@ -89,6 +91,7 @@ const EFFECTS: Record<
             : {}),
         },
         leadFieldsFrom(data),
+        { knownClients },
       );
       // Made now or by an earlier attempt: its key records lead.created once.
       await recordLeadCreated(services, lead);
@@ -100,17 +103,19 @@ const EFFECTS: Record<
     // Its Clio writes are steps recorded on their own (crm-sync.ts): a repeat finds them done and
     // writes nothing twice, so no answer is stored before its record.
     effect: { isFinal: (err) => err instanceof CrmError && err.final, repeatable: true },
-    async perform({ services, call, data, firm, attempt }) {
+    async perform({ services, call, data, firm, attempt, knownClients }) {
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
       const client = await firmClioClient(services, firm);
       if (client === null) return skipped('The firm has no CRM configured (settings.crm).');
       const syncedId = async () => {
-        const known = await findKnownClient(services.mongo.db, call.firm, {
-          phone: data.phone,
-          email: data.email,
-        });
+        const known = await findKnownClient(
+          services.mongo.db,
+          call.firm,
+          { phone: data.phone, email: data.email },
+          knownClients,
+        );
         const id = Number(known?.external_id ?? NaN);
         return Number.isSafeInteger(id) && id > 0 ? id : null;
       };
@@ -191,7 +196,7 @@ export async function runCallEffect(
     { projection: { transcript: 0, dial: 0, dynamic_variables: 0, effects: 0, crm_sync: 0 } },
   )) as CallDoc | null;
   if (call === null || call.firm !== job.firm) return 'missing';
-  return (await runEffectOfCall(services, call, job.effect, attempt)).state;
+  return (await runEffectOfCall(services, call, job.effect, attempt, new Map())).state;
 }
 
 /**
@@ -212,10 +217,12 @@ export async function runCallEffects(
     lastAttempt: false,
     ...(attempt.gate === undefined ? {} : { gate: attempt.gate }),
   };
+  // The lead and the CRM look up the same known client: once for both.
+  const knownClients: KnownClientReads = new Map();
   const states = await Promise.all(
     CALL_EFFECTS.map((effect) =>
       inSpan(`call effect ${effect}`, { firm: call.firm, callId: call._id }, () =>
-        runEffectOfCall(services, call, effect, first),
+        runEffectOfCall(services, call, effect, first, knownClients),
       ).then(
         (record) => record.state,
         async (err: unknown): Promise<EffectInJob> => {
@@ -249,6 +256,7 @@ async function runEffectOfCall(
   call: CallDoc,
   name: CallEffectName,
   attempt: Attempt,
+  knownClients: KnownClientReads,
 ): Promise<EffectRecord<Result>> {
   const { effect, perform, boundMs: boundOf } = EFFECTS[name];
   const boundMs = boundOf?.(services.config);
@@ -264,7 +272,7 @@ async function runEffectOfCall(
       if (firm === null) return skipped('The firm no longer exists.');
       // The analyze-call job stores the extraction before any effect runs.
       if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
-      return perform({ services, call, data: call.extraction, firm, attempt, signal });
+      return perform({ services, call, data: call.extraction, firm, attempt, signal, knownClients });
     },
   );
 }

@@ -1,10 +1,21 @@
 import type { Services } from '../../wiring/services.js';
 import { releaseDialSlot } from '../pacing/dial-slots.js';
-import { settleCampaignCall } from '../campaigns/campaign-calls.js';
+import { settleCampaignCall, settlesOnAnalysis } from '../campaigns/campaign-calls.js';
 import type { CallDoc } from './calls.js';
 import { recordFinishedCall } from './call-list-index.js';
 import { noteCampaignCallFinished } from '../campaigns/kill-switch.js';
 import { recordCallEnded } from './record-call-events.js';
+import { RecentMemo } from '../../platform/recent-memo.js';
+
+/**
+ * The finished calls whose hook ran to its end in this process lately with nothing left for a
+ * later event of the call to do, and whether it counted an opt-out: the call's call_analyzed after
+ * its call_ended would run it again only to find every step done (a point read of the call's
+ * effects and a refused insert of call.ended, the list index, the slot). Not kept for a campaign
+ * call whose lead settles on the analysis still to come. A process that did not finish the hook
+ * here (another worker, one that died mid-hook, one started since) has no entry and runs it.
+ */
+export const finishedHere = new RecentMemo<string, { optedOut: boolean }>(10_000, 10 * 60_000);
 
 /**
  * What a call's end sets going (its call_ended or a not_connected/error outcome, or a dial that
@@ -21,6 +32,11 @@ export async function onCallFinished(
   seen: { optedOut?: boolean } = {},
 ): Promise<void> {
   if (!call.finished) return;
+  const key = `${call.firm}|${call._id}`;
+  const optedOut = seen.optedOut === true;
+  const done = finishedHere.get(key);
+  // Done here already, and this event brings no opt-out the campaign's kill switch has not counted.
+  if (done !== undefined && (done.optedOut || !optedOut)) return;
   // Its place in the firm's list-calls index, after the call's own write (a crash before this
   // line is made good by the retried job, which runs this hook again).
   await recordFinishedCall(services, call);
@@ -33,4 +49,5 @@ export async function onCallFinished(
   }
   await releaseDialSlot(services, call.firm, call._id);
   if (call.campaign_id !== undefined) await settleCampaignCall(services, call);
+  if (call.campaign_id === undefined || !settlesOnAnalysis(call)) finishedHere.set(key, { optedOut });
 }

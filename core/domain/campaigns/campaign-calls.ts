@@ -208,6 +208,14 @@ export async function abandonCampaignCall(services: Services, job: CampaignCallJ
 }
 
 /**
+ * A finished call that seems to have been a conversation settles its campaign lead once its
+ * analysis is in: a voicemail the agent did not detect during the call is told only by
+ * call_analyzed (in_voicemail). The call's dial slot is already free, so waiting holds nothing up.
+ */
+export const settlesOnAnalysis = (call: CallDoc): boolean =>
+  callOutcome(call) === 'conversation' && call.call_analysis === null;
+
+/**
  * A campaign call finished (its end event, or its dial failed for good): the lead is retried
  * after an outcome in retry_on while attempts remain, else settled (a conversation once its
  * analysis is in); the campaign completes with its last lead. Idempotent: a repeated event re-adds the same retry job (same id) and moves no
@@ -220,10 +228,7 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
   const campaign = await findCampaign(services.mongo.db, campaignId);
   if (campaign === null) return;
   const attempt = call.campaign_attempt ?? 1;
-  // A call that seems to have been a conversation settles once its analysis is in: a voicemail
-  // the agent did not detect during the call is told only by call_analyzed (in_voicemail). The
-  // call's dial slot is already free, so waiting holds nothing up.
-  if (callOutcome(call) === 'conversation' && call.call_analysis === null) return;
+  if (settlesOnAnalysis(call)) return;
   if (isRetriedOutcome(campaign, call) && attempt < MAX_CALL_ATTEMPTS && campaign.status !== 'cancelled') {
     await advanceLead(services, campaignId, phone, 'placed', true);
     const due = (call.end_timestamp ?? Date.now()) + services.config.campaignRetryDelayMs;

@@ -1,4 +1,4 @@
-import { findKnownClient, type KnownClient } from '../contacts/known-clients.js';
+import { findKnownClient, type KnownClient, type KnownClientReads } from '../contacts/known-clients.js';
 import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { claim } from '../../platform/db/claim.js';
@@ -196,7 +196,8 @@ export function subjectLeadId(source: 'call' | 'chat', subjectId: string): strin
 /**
  * The lead of an analysed call or chat, created at most once however often this runs
  * (a claim on its derived _id); returns the lead that exists. Fields that do not normalise
- * (an unparseable phone) are left empty rather than failing the pipeline.
+ * (an unparseable phone) are left empty rather than failing the pipeline. `knownClients`: the
+ * job's contact-key reads, shared with its other steps (known-clients.ts).
  */
 export async function ensureSubjectLead(
   db: Db,
@@ -212,9 +213,9 @@ export async function ensureSubjectLead(
     inquiryAt?: Date;
   },
   input: LeadFields,
-  defaultCountry: CountryCode = 'US',
+  options: { defaultCountry?: CountryCode; knownClients?: KnownClientReads } = {},
 ): Promise<LeadDoc> {
-  const { fields } = normaliseLeadFields(input, defaultCountry);
+  const { fields } = normaliseLeadFields(input, options.defaultCountry ?? 'US');
   const lead: LeadDoc = {
     _id: subjectLeadId(subject.source, subject.id),
     firm: subject.firm,
@@ -225,7 +226,7 @@ export async function ensureSubjectLead(
     ...fields,
     // An inbound call or a chat is the person's inquiry; a campaign's own call is not.
     consent: subject.inquiryAt === undefined ? null : inquiryConsent(subject.source, subject.inquiryAt),
-    known_client: await findKnownClient(db, subject.firm, fields),
+    known_client: await findKnownClient(db, subject.firm, fields, options.knownClients),
     created_at: new Date(),
   };
   if (await claim(leadsCollection(db), lead)) {

@@ -1,0 +1,140 @@
+// What an analysed call's worker steps ask of MongoDB, counted by the driver's command monitoring
+// (docs/performance.md, "The cost of one intake"): the lead and the CRM look up the caller's known
+// client once between them, and a finished call's hook runs to its end once per process, so the
+// call_analyzed after a call_ended finds nothing to read or write. The worker runs in this process.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommandStartedEvent, Document } from 'mongodb';
+import { createFirm, freshMongoUri, rand } from '../helpers/stack.js';
+import { runCallEffects } from '../../core/domain/call-analysis/call-effects.js';
+import { finishedHere, onCallFinished } from '../../core/domain/calls/call-finished.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { callsCollection } from '../../core/domain/calls/calls.js';
+import {
+  JANE,
+  callForProvider,
+  leadsOf,
+  postSigned,
+  queuesIdle,
+  retellCallAnalyzed,
+  settledCall,
+  startPeerStack,
+  stopPeerStack,
+  storedCall,
+  type PeerStack,
+} from '../webhooks/support.js';
+
+const SECRET = 'whsec_analysed_call_reads';
+
+let peers: PeerStack;
+let commands: { name: string; collection: string; command: Document }[] = [];
+
+beforeAll(async () => {
+  const uri = new URL(freshMongoUri());
+  uri.searchParams.set('monitorCommands', 'true');
+  peers = await startPeerStack({ MONGODB_URI: uri.toString() });
+  // The test's own client (the web's services); the worker in this process has a client of its own.
+  peers.stack.services.mongo.client.on('commandStarted', (e: CommandStartedEvent) => {
+    const target: unknown = e.command[e.commandName];
+    commands.push({
+      name: e.commandName,
+      collection: typeof target === 'string' ? target : '',
+      command: e.command,
+    });
+  });
+});
+afterAll(() => stopPeerStack(peers));
+
+/** An analysed call of a firm with every effect configured, its effects settled. */
+async function analysedCall() {
+  const { stack, clio, slack } = peers;
+  const firm = await createFirm(stack, {
+    voice_webhook_secret: SECRET,
+    notification_emails: [`desk-${rand(3)}@firm.test`],
+    slack_webhook_url: slack.webhookUrl(),
+    crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },
+  });
+  const body = retellCallAnalyzed({ caller: { ...JANE, email: `reads.${rand(3)}@example.com` } });
+  expect((await postSigned(stack, firm.slug, SECRET, body)).body).toEqual({ received: true });
+  const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
+  const settled = await settledCall(firm.client, callId);
+  expect(settled.effects).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+  await queuesIdle(stack);
+  return { firm, callId };
+}
+
+const finds = (collection: string) =>
+  commands.filter((c) => c.name === 'find' && c.collection === collection).map((c) => c.command.filter?._id);
+
+describe("an analysed call's effects", () => {
+  it('look up the known client once for the lead and the CRM: one read of each contact key', async () => {
+    const { stack } = peers;
+    const { firm, callId } = await analysedCall();
+    // The effects run again from nothing, here, with the test's client: the lead and the CRM
+    // both look for the caller among the firm's synced clients.
+    const db = stack.services.mongo.db;
+    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
+    await leadsOf(stack).deleteMany({ firm: firm.slug });
+    const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
+    commands = [];
+    const states = await runCallEffects(stack.services, call, { lastAttempt: false });
+    expect(states).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+    const keys = finds(COLLECTIONS.contactKeys);
+    // The phone's key and the email's (no synced client holds either): each read once, not twice.
+    expect(keys).toHaveLength(2);
+    expect(new Set(keys).size).toBe(2);
+    expect(keys.every((k) => typeof k === 'string' && k.startsWith(`${firm.slug}|`))).toBe(true);
+  });
+});
+
+describe("a finished call's hook", () => {
+  it('runs to its end once per process: the same call again reads and writes nothing', async () => {
+    const { stack } = peers;
+    const { firm, callId } = await analysedCall();
+    const call = (await callsCollection(stack.services.mongo.db).findOne({ _id: callId }))!;
+    // The worker (in this process) finished the call's hook when call_analyzed ended it.
+    commands = [];
+    await onCallFinished(stack.services, call);
+    expect(commands).toEqual([]);
+    // A process that did not run it (its memo empty) runs it again and finds call.ended recorded.
+    finishedHere.clear();
+    await onCallFinished(stack.services, call);
+    expect(finds(COLLECTIONS.callEffects)).toEqual([callId]);
+    const inserts = commands.filter((c) => c.name === 'insert' && c.collection === COLLECTIONS.events);
+    expect(inserts).toHaveLength(1);
+    const ended = await stack.services.mongo.db
+      .collection(COLLECTIONS.events)
+      .countDocuments({ firm: firm.slug, type: 'call.ended', subject: callId });
+    expect(ended).toBe(1);
+    // And remembers it: once more, nothing.
+    commands = [];
+    await onCallFinished(stack.services, call);
+    expect(commands).toEqual([]);
+  });
+
+  it('runs again for an opt-out it has not counted', async () => {
+    const { stack } = peers;
+    const { callId } = await analysedCall();
+    const call = (await callsCollection(stack.services.mongo.db).findOne({ _id: callId }))!;
+    commands = [];
+    await onCallFinished(stack.services, call, { optedOut: true });
+    expect(finds(COLLECTIONS.callEffects)).toEqual([callId]);
+    commands = [];
+    await onCallFinished(stack.services, call, { optedOut: true });
+    await onCallFinished(stack.services, call);
+    expect(commands).toEqual([]);
+  });
+
+  it('is not remembered for a campaign call whose lead settles on the analysis still to come', async () => {
+    const { stack } = peers;
+    const { callId } = await analysedCall();
+    const stored = (await callsCollection(stack.services.mongo.db).findOne({ _id: callId }))!;
+    // As at its call_ended: a conversation, no analysis yet, of a campaign (which no longer exists).
+    const call = { ...stored, campaign_id: `cmp_${rand(4)}`, call_analysis: null, _id: `${callId}-c` };
+    commands = [];
+    await onCallFinished(stack.services, call);
+    expect(finds(COLLECTIONS.callEffects)).toEqual([call._id]);
+    commands = [];
+    await onCallFinished(stack.services, call);
+    expect(finds(COLLECTIONS.callEffects)).toEqual([call._id]);
+  });
+});
