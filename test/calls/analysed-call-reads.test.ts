@@ -84,6 +84,36 @@ describe("an analysed call's effects", () => {
     expect(new Set(keys).size).toBe(2);
     expect(keys.every((k) => typeof k === 'string' && k.startsWith(`${firm.slug}|`))).toBe(true);
   });
+
+  it("read the call's effects document once for the four effects' first looks: the call's lock is handed on with it", async () => {
+    const { stack } = peers;
+    const { firm, callId } = await analysedCall();
+    const db = stack.services.mongo.db;
+    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
+    await leadsOf(stack).deleteMany({ firm: firm.slug });
+    const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
+    commands = [];
+    const states = await runCallEffects(stack.services, call, { lastAttempt: false });
+    expect(states).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+    // Six records (lead, crm, email, team_chat, the CRM's contact and matter), each read under
+    // the call's lock before its mark: the four effects ask at once, and their holders hand the
+    // lock on with the document as last read or written; the CRM's two steps come later, each
+    // read again unless the lock was still handed on.
+    const reads = finds(COLLECTIONS.callEffects);
+    expect(reads.every((id) => id === callId)).toBe(true);
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    expect(reads.length).toBeLessThanOrEqual(3);
+    // What was written is what the next holders were given: every record settled, as stored.
+    const stored = await db
+      .collection<{ _id: string; effects?: Record<string, { state: string }> }>(COLLECTIONS.callEffects)
+      .findOne({ _id: callId });
+    expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual({
+      lead: 'done',
+      crm: 'done',
+      email: 'done',
+      team_chat: 'done',
+    });
+  });
 });
 
 describe("a finished call's hook", () => {

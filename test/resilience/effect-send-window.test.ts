@@ -63,7 +63,7 @@ describe('an effect that cannot be asked about afterwards', () => {
     let answered = false;
     let unfreeze!: () => void;
     const frozen = new Promise<void>((resolve) => (unfreeze = resolve));
-    const subjectA = subjectOf(id, (write) => (answered ? frozen.then(write) : write()));
+    const subjectA = subjectOf(id, (write) => (answered ? frozen.then(() => write()) : write()));
     let sends = 0;
     const a = runEffect(subjectA, { path: 'effect' }, { lastAttempt: false }, async () => {
       sends++;

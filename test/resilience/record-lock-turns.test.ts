@@ -30,7 +30,7 @@ async function setsSoFar(): Promise<number> {
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('callers of one record lock in one process', () => {
-  it('run one at a time, in the order they asked, each asking Redis once', async () => {
+  it('run one at a time, in the order they asked; the lock is handed on, asked of Redis once for all', async () => {
     const key = 'lock:call:turns';
     const before = await setsSoFar();
     const order: number[] = [];
@@ -51,7 +51,8 @@ describe('callers of one record lock in one process', () => {
     );
     expect(most).toBe(1);
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect((await setsSoFar()) - before).toBe(8);
+    expect((await setsSoFar()) - before).toBe(1);
+    // Released by the last of them.
     expect(await direct.exists(key)).toBe(0);
   });
 
@@ -102,5 +103,105 @@ describe('callers of one record lock in one process', () => {
     await long;
     await patient;
     expect(ran).toEqual(['long', 'patient']);
+  });
+
+  it("go back to Redis once less than 80 % of the lock's time is left, so a long line does not keep it", async () => {
+    const key = 'lock:call:time-left';
+    const before = await setsSoFar();
+    const tokens: (string | null)[] = [];
+    await Promise.all(
+      Array.from({ length: 3 }, () =>
+        withRecordLock(
+          client,
+          key,
+          async () => {
+            tokens.push(await direct.get(key));
+            await pause(150);
+          },
+          { ttlMs: 500 },
+        ),
+      ),
+    );
+    // 150 ms of a 500 ms lock used: 70 % left, not handed on; each asked Redis afresh.
+    expect((await setsSoFar()) - before).toBe(3);
+    expect(new Set(tokens).size).toBe(3);
+    expect(await direct.exists(key)).toBe(0);
+  });
+
+  it('release a lock handed on to callers that all gave up waiting, at once rather than when it expires', async () => {
+    const key = 'lock:call:handed-to-nobody';
+    const long = withRecordLock(client, key, () => pause(300));
+    const impatient = withRecordLock(client, key, async () => 'never', { waitMs: 50 });
+    await expect(impatient).rejects.toBeInstanceOf(RecordBusyError);
+    await long;
+    // The lock (30 s by default) is free well before it would have run out.
+    const freedAt = Date.now();
+    while ((await direct.exists(key)) === 1 && Date.now() - freedAt < 2_000) await pause(10);
+    expect(await direct.exists(key)).toBe(0);
+    expect(await withRecordLock(direct, key, async () => 'taken by another process', { waitMs: 0 })).toBe(
+      'taken by another process',
+    );
+  });
+
+  it('pass their memo on to the next holder that keeps it, and to no holder that does not', async () => {
+    const key = 'lock:call:memo';
+    const seen: (string | undefined)[] = [];
+    const keeper = (note: string) =>
+      withRecordLock(
+        client,
+        key,
+        async (held) => {
+          seen.push(held.memo.get('note') as string | undefined);
+          held.memo.set('note', note);
+        },
+        { keepsMemo: true },
+      );
+    const other = () =>
+      withRecordLock(client, key, async (held) => {
+        seen.push(held.memo.get('note') as string | undefined);
+        held.memo.set('note', 'other');
+      });
+    // In line: keeper a, keeper b, a holder that keeps nothing, keeper c, keeper e.
+    await Promise.all([keeper('a'), keeper('b'), other(), keeper('c'), keeper('e')]);
+    expect(seen).toEqual([undefined, 'a', undefined, undefined, 'c']);
+    // A lock taken from Redis afresh starts with nothing.
+    await keeper('d');
+    expect(seen[5]).toBeUndefined();
+  });
+
+  it('keep other processes out while it is handed on', async () => {
+    const key = 'lock:call:handed-held';
+    const outside: number[] = [];
+    const line = Promise.all(
+      Array.from({ length: 4 }, () =>
+        withRecordLock(client, key, async () => {
+          outside.push(await direct.exists(key));
+          await pause(20);
+        }),
+      ),
+    );
+    const other = withRecordLock(direct, key, async () => Date.now(), { waitMs: 5_000 });
+    const [, tookAt] = await Promise.all([line, other]);
+    const lineEnded = Date.now();
+    expect(outside).toEqual([1, 1, 1, 1]);
+    expect(tookAt).toBeLessThanOrEqual(lineEnded);
+  });
+
+  it('hand the lock to a caller that renews it, which keeps it past its first time', async () => {
+    const key = 'lock:call:to-a-renewer';
+    const first = withRecordLock(client, key, () => pause(20), { ttlMs: 600 });
+    const renewer = withRecordLock(
+      client,
+      key,
+      async () => {
+        // Longer than the lock's 600 ms: renewed every 200 ms, it is still held at the end.
+        await pause(900);
+        return direct.exists(key);
+      },
+      { ttlMs: 600, renew: true, waitMs: 300 },
+    );
+    await first;
+    expect(await renewer).toBe(1);
+    expect(await direct.exists(key)).toBe(0);
   });
 });

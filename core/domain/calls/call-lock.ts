@@ -1,7 +1,7 @@
 import type { Collection } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
-import { withRecordLock } from '../../platform/redis-mutex.js';
+import { withRecordLock, type HeldLock } from '../../platform/redis-mutex.js';
 import type { EffectLeaseDoc, EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
 import { callEffectsCollection } from './calls.js';
@@ -13,16 +13,20 @@ import { callEffectsCollection } from './calls.js';
 
 /**
  * Runs `fn` holding the lock of the call identified by `key`; a lock its holder never released
- * (a killed worker) frees itself after CALL_LOCK_MS.
+ * (a killed worker) frees itself after CALL_LOCK_MS. `keepsMemo`: `fn` is the effect recorder's,
+ * which keeps the lock's memo true to what it writes (the call's effects document); any other
+ * holder runs with it emptied.
  */
 export function withCallLock<T>(
   services: Services,
   firm: string,
   key: string,
-  fn: () => Promise<T>,
+  fn: (held: HeldLock) => Promise<T>,
+  options: { keepsMemo?: boolean } = {},
 ): Promise<T> {
   return withRecordLock(services.redis, redisKeys(services.config).callLock(firm, key), fn, {
     ttlMs: services.config.callLockMs,
+    ...options,
   });
 }
 
@@ -34,7 +38,7 @@ export function callSubject(services: Services, call: { _id: string; firm: strin
   return {
     collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.calls),
     id: call._id,
-    exclusive: (write) => withCallLock(services, call.firm, call._id, write),
+    exclusive: (write) => withCallLock(services, call.firm, call._id, write, { keepsMemo: true }),
     lease: {
       collection: services.mongo.db.collection<EffectLeaseDoc>(COLLECTIONS.effectLeases),
       ms: services.config.effectLeaseMs,

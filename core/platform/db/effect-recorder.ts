@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
 import type { EffectGate, EffectPass } from './effect-gate.js';
+import type { HeldLock } from '../redis-mutex.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -128,7 +129,12 @@ export interface EffectLeaseDoc {
 export interface EffectSubject {
   collection: Collection<EffectSubjectDoc>;
   id: string;
-  exclusive<T>(write: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `write` with the subject's lock held; `held` when the lock is a record lock
+   * (withRecordLock) whose holders keep its memo (`keepsMemo`): the recorder then keeps there the
+   * records document as it last read or wrote it, for the next holder it hands the lock on to.
+   */
+  exclusive<T>(write: (held?: HeldLock) => Promise<T>): Promise<T>;
   /**
    * Running effects hold a lease of `ms` (EFFECT_LEASE_MS), renewed in `collection`, judged live
    * for `clockMarginMs` past its end (EFFECT_LEASE_CLOCK_MARGIN_MS); none without.
@@ -246,6 +252,23 @@ class EffectSubjectMissingError extends Error {
 
 const settled = (r: EffectRecord<unknown>): boolean => r.state === 'done' || r.state === 'skipped';
 
+/** `doc` with `value` at the dotted `path`, `doc` itself unchanged. */
+function withValueAt(doc: Document, path: string, value: unknown): Document {
+  const [head, ...rest] = path.split('.');
+  const inner = doc[head!] as unknown;
+  return {
+    ...doc,
+    [head!]:
+      rest.length === 0
+        ? value
+        : withValueAt(
+            typeof inner === 'object' && inner !== null ? (inner as Document) : {},
+            rest.join('.'),
+            value,
+          ),
+  };
+}
+
 function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
   let value: unknown = doc;
   for (const key of path.split('.')) {
@@ -284,17 +307,30 @@ export async function runEffect<R>(
   perform: (signal: AbortSignal) => Promise<EffectOutcome<R>>,
 ): Promise<EffectRecord<R>> {
   const records = subject.records;
-  const read = async (): Promise<EffectRecord<R>> => {
+  // A records document is written by the recorder alone, under the subject's lock: while this
+  // process holds the lock without a break, the document as last read or written here is the
+  // document (see `exclusive`).
+  const memoKey = records === undefined ? undefined : `${records.collectionName}|${subject.id}`;
+  const memoOf = (held: HeldLock | undefined) => (memoKey === undefined ? undefined : held?.memo);
+  const read = async (held?: HeldLock): Promise<EffectRecord<R>> => {
+    const memo = memoOf(held);
+    if (memo?.has(memoKey!)) return effectRecordAt<R>(memo.get(memoKey!) as Document | null, effect.path);
     const doc = await (records ?? subject.collection).findOne(
       { _id: subject.id },
-      { projection: { [effect.path]: 1 } },
+      // Kept for the next holder: the whole records document (the records of a call, a few KB).
+      memo === undefined ? { projection: { [effect.path]: 1 } } : {},
     );
     // A subject's records document is made by its first mark: none yet, nothing recorded.
     if (doc === null && records === undefined) throw new EffectSubjectMissingError(subject.id);
+    memo?.set(memoKey!, doc);
     return effectRecordAt<R>(doc, effect.path);
   };
   /** Writes the record (and `alsoSet` on the subject); the caller holds the subject's lock. */
-  const store = async (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}): Promise<void> => {
+  const store = async (
+    record: EffectRecord<R>,
+    alsoSet: Record<string, unknown> = {},
+    held?: HeldLock,
+  ): Promise<void> => {
     if (records === undefined) {
       await subject.collection.updateOne(
         { _id: subject.id },
@@ -305,10 +341,21 @@ export async function runEffect<R>(
     if (Object.keys(alsoSet).length > 0) {
       await subject.collection.updateOne({ _id: subject.id }, { $set: alsoSet });
     }
-    await records.updateOne({ _id: subject.id }, { $set: { [effect.path]: record } }, { upsert: true });
+    const memo = memoOf(held);
+    try {
+      await records.updateOne({ _id: subject.id }, { $set: { [effect.path]: record } }, { upsert: true });
+    } catch (err) {
+      // Written or not: unknown, so not kept.
+      memo?.delete(memoKey!);
+      throw err;
+    }
+    if (memo?.has(memoKey!)) {
+      const doc = (memo.get(memoKey!) as Document | null) ?? { _id: subject.id };
+      memo.set(memoKey!, withValueAt(doc, effect.path, record));
+    }
   };
   const write = (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}) =>
-    subject.exclusive(() => store(record, alsoSet));
+    subject.exclusive((held) => store(record, alsoSet, held));
   const settle = async (
     from: EffectRecord<R>,
     outcome: EffectOutcome<R>,
@@ -346,7 +393,7 @@ export async function runEffect<R>(
 
   const token = randomBytes(9).toString('base64url');
   /** The mark: `current`, just read under the subject's lock, becomes this attempt's `running` record. */
-  const mark = async (current: EffectRecord<R>): Promise<EffectRecord<R>> => {
+  const mark = async (current: EffectRecord<R>, held: HeldLock | undefined): Promise<EffectRecord<R>> => {
     const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
     const next: EffectRecord<R> = {
       ...current,
@@ -356,7 +403,7 @@ export async function runEffect<R>(
       finished_at: null,
       ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
     };
-    await store(next);
+    await store(next, {}, held);
     return next;
   };
   // A `running` record left by an attempt that held a lease, or of an effect that can be asked
@@ -385,15 +432,15 @@ export async function runEffect<R>(
       | { unmarked: EffectRecord<R> } =
       lease === undefined
         ? { seen: await read() }
-        : await subject.exclusive(async () => {
-            const current = await read();
+        : await subject.exclusive(async (held) => {
+            const current = await read(held);
             if (settled(current) || mustLookFirst(current)) return { seen: current };
             if (goesUnmarked(current)) return { unmarked: current };
             // A stopping worker's closed gate: the lock is let go of, and the job parked below.
             const entered = attempt.gate?.enterNow();
             if (entered === null) return { seen: current };
             try {
-              return { marked: await mark(current), pass: entered };
+              return { marked: await mark(current, held), pass: entered };
             } catch (err) {
               entered?.();
               throw err;
@@ -436,19 +483,19 @@ export async function runEffect<R>(
       // that has begun is counted until its outcome is recorded (effect-gate.ts).
       pass = await attempt.gate?.enter();
       // The mark: only one attempt can move the record on from the version it read.
-      marked = await subject.exclusive(async () => {
-        const current = await read();
+      marked = await subject.exclusive(async (held) => {
+        const current = await read(held);
         if (settled(current)) return current;
         if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
         const late = await storedOutcome(current);
         if (late !== null) {
           const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
-          await store(record, late.outcome!.alsoSet);
+          await store(record, late.outcome!.alsoSet, held);
           recovered(late, current.attempts);
           void dropOutcome(late.token);
           return record;
         }
-        return mark(current);
+        return mark(current, held);
       });
       if (settled(marked)) return marked;
     }
@@ -494,8 +541,8 @@ export async function runEffect<R>(
         wasMarked
           ? write(failed)
           : // No lease kept other attempts out: one may have settled it meanwhile, which stands.
-            subject.exclusive(async () => {
-              if (!settled(await read())) await store(failed);
+            subject.exclusive(async (held) => {
+              if (!settled(await read(held))) await store(failed, {}, held);
             })
       ).catch(() => {
         // Left `running` (or unwritten): the next attempt reconciles or repeats, which is the safe side.
