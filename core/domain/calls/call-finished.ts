@@ -14,8 +14,10 @@ import { RecentMemo } from '../../platform/recent-memo.js';
  * effects and a refused insert of call.ended, the list index, the slot). Not kept for a campaign
  * call whose lead settles on the analysis still to come. A process that did not finish the hook
  * here (another worker, one that died mid-hook, one started since) has no entry and runs it.
+ * Kept 2 minutes (a provider's call_analyzed follows its call_ended within seconds), at most
+ * 10,000 calls: a few hundred KB at the most, full within the soak's warm-up.
  */
-export const finishedHere = new RecentMemo<string, { optedOut: boolean }>(10_000, 10 * 60_000);
+export const finishedHere = new RecentMemo<string, { optedOut: boolean }>(10_000, 2 * 60_000);
 
 /**
  * What a call's end sets going (its call_ended or a not_connected/error outcome, or a dial that
