@@ -57,7 +57,7 @@ async function analysedCall() {
   expect((await postSigned(stack, firm.slug, SECRET, body)).body).toEqual({ received: true });
   const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
   const settled = await settledCall(firm.client, callId);
-  expect(settled.effects).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+  expect(settled.effects).toEqual(ALL_DONE);
   await queuesIdle(stack);
   return { firm, callId };
 }
@@ -65,19 +65,28 @@ async function analysedCall() {
 const finds = (collection: string) =>
   commands.filter((c) => c.name === 'find' && c.collection === collection).map((c) => c.command.filter?._id);
 
+const ALL_DONE = { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' };
+
+/**
+ * An analysed call's effects run again from nothing, here, with the test's client: its records
+ * and its lead removed, then the four effects together, as the analysis job runs them (the
+ * commands they send logged from an empty log).
+ */
+async function effectsRunAgain() {
+  const { stack } = peers;
+  const { firm, callId } = await analysedCall();
+  const db = stack.services.mongo.db;
+  await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
+  await leadsOf(stack).deleteMany({ firm: firm.slug });
+  const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
+  commands = [];
+  expect(await runCallEffects(stack.services, call, { lastAttempt: false })).toEqual(ALL_DONE);
+  return { firm, callId, db };
+}
+
 describe("an analysed call's effects", () => {
   it('look up the known client once for the lead and the CRM: one read of each contact key', async () => {
-    const { stack } = peers;
-    const { firm, callId } = await analysedCall();
-    // The effects run again from nothing, here, with the test's client: the lead and the CRM
-    // both look for the caller among the firm's synced clients.
-    const db = stack.services.mongo.db;
-    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
-    await leadsOf(stack).deleteMany({ firm: firm.slug });
-    const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
-    commands = [];
-    const states = await runCallEffects(stack.services, call, { lastAttempt: false });
-    expect(states).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+    const { firm } = await effectsRunAgain();
     const keys = finds(COLLECTIONS.contactKeys);
     // The phone's key and the email's (no synced client holds either): each read once, not twice.
     expect(keys).toHaveLength(2);
@@ -86,15 +95,7 @@ describe("an analysed call's effects", () => {
   });
 
   it("read the call's effects document once for the four effects' first looks: the call's lock is handed on with it", async () => {
-    const { stack } = peers;
-    const { firm, callId } = await analysedCall();
-    const db = stack.services.mongo.db;
-    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
-    await leadsOf(stack).deleteMany({ firm: firm.slug });
-    const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
-    commands = [];
-    const states = await runCallEffects(stack.services, call, { lastAttempt: false });
-    expect(states).toEqual({ lead: 'done', crm: 'done', email: 'done', team_chat: 'done' });
+    const { callId, db } = await effectsRunAgain();
     // Six records (lead, crm, email, team_chat, the CRM's contact and matter), each read under
     // the call's lock before its mark: the four effects ask at once, and their holders hand the
     // lock on with the document as last read or written; the CRM's two steps come later, each
@@ -107,12 +108,9 @@ describe("an analysed call's effects", () => {
     const stored = await db
       .collection<{ _id: string; effects?: Record<string, { state: string }> }>(COLLECTIONS.callEffects)
       .findOne({ _id: callId });
-    expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual({
-      lead: 'done',
-      crm: 'done',
-      email: 'done',
-      team_chat: 'done',
-    });
+    expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual(
+      ALL_DONE,
+    );
   });
 });
 
