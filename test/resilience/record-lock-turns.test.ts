@@ -193,16 +193,16 @@ describe('callers of one record lock in one process', () => {
 
   it('hand the lock to a caller that renews it, which keeps it past its first time', async () => {
     const key = 'lock:call:to-a-renewer';
-    const first = withRecordLock(client, key, () => pause(20), { ttlMs: 600 });
+    const first = withRecordLock(client, key, () => pause(20), { ttlMs: 1_200 });
     const renewer = withRecordLock(
       client,
       key,
       async () => {
-        // Longer than the lock's 600 ms: renewed every 200 ms, it is still held at the end.
-        await pause(900);
+        // Longer than the lock's 1.2 s: renewed every 400 ms, it is still held at the end.
+        await pause(1_800);
         return direct.exists(key);
       },
-      { ttlMs: 600, renew: true, waitMs: 300 },
+      { ttlMs: 1_200, renew: true, waitMs: 600 },
     );
     await first;
     expect(await renewer).toBe(1);
