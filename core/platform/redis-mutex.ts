@@ -151,31 +151,32 @@ export class RecordBusyError extends Error {
 }
 
 /**
- * The callers of each lock over one connection, in turn: only the first asks Redis, the others
- * wait for it here instead of asking again every 10–50 ms (an analysed call's four effects, run
- * together, take the call's lock a dozen times within a few milliseconds). Per connection: a
- * caller over another one (another Redis, a cut link) is as another process to them.
+ * The lines of callers of each lock over one connection. `turns`: the callers in turn, only the
+ * first asking Redis, the others waiting here instead of asking again every 10–50 ms (an analysed
+ * call's four effects, run together, take the call's lock a dozen times within a few
+ * milliseconds). `handed`: the lease a holder handed on, until the next caller in line takes it
+ * (or, when every caller left in line gave up waiting, the line's end releases it). Per
+ * connection: a caller over another one (another Redis, a cut link) is as another process to them.
  */
-const turnsByConnection = new WeakMap<RedisClient, Map<string, Promise<void>>>();
+interface Lines {
+  turns: Map<string, Promise<void>>;
+  handed: Map<string, { lease: Lease; ttlMs: number }>;
+}
 
-/**
- * The leases a holder handed on, per connection and lock, until the next caller in line takes
- * it (or, when every caller left in line gave up waiting, the line's end releases it).
- */
-const handedByConnection = new WeakMap<RedisClient, Map<string, { lease: Lease; ttlMs: number }>>();
+const linesByConnection = new WeakMap<RedisClient, Lines>();
 
-function handedOn(redis: RedisClient): Map<string, { lease: Lease; ttlMs: number }> {
-  let handed = handedByConnection.get(redis);
-  if (handed === undefined) {
-    handed = new Map();
-    handedByConnection.set(redis, handed);
+function linesOf(redis: RedisClient): Lines {
+  let lines = linesByConnection.get(redis);
+  if (lines === undefined) {
+    lines = { turns: new Map(), handed: new Map() };
+    linesByConnection.set(redis, lines);
   }
-  return handed;
+  return lines;
 }
 
 /** The lease handed on for `key`, taken by this caller; undefined when none is, or it is released now (too little time left). */
 async function takeHanded(redis: RedisClient, key: string, ttlMs: number): Promise<Lease | undefined> {
-  const handed = handedOn(redis);
+  const { handed } = linesOf(redis);
   const left = handed.get(key);
   if (left === undefined) return undefined;
   handed.delete(key);
@@ -186,10 +187,10 @@ async function takeHanded(redis: RedisClient, key: string, ttlMs: number): Promi
 
 /** The end of a line: a lease handed on to callers that all gave up waiting goes back to Redis. */
 function releaseUntaken(redis: RedisClient, key: string): void {
-  const handed = handedByConnection.get(redis);
-  const left = handed?.get(key);
+  const { handed } = linesOf(redis);
+  const left = handed.get(key);
   if (left === undefined) return;
-  handed!.delete(key);
+  handed.delete(key);
   void release(redis, key, left.lease.token, left.ttlMs, true);
 }
 
@@ -202,12 +203,7 @@ interface Turn {
 
 /** Waits for the earlier callers of `key` over `redis` (at most until `deadline`); returns this turn. */
 async function localTurn(redis: RedisClient, key: string, deadline: number): Promise<Turn> {
-  let localTurns = turnsByConnection.get(redis);
-  if (localTurns === undefined) {
-    localTurns = new Map();
-    turnsByConnection.set(redis, localTurns);
-  }
-  const turns = localTurns;
+  const { turns } = linesOf(redis);
   const before = turns.get(key);
   let release!: () => void;
   const mine = new Promise<void>((resolve) => (release = resolve));
@@ -272,7 +268,7 @@ export async function withRecordLock<T>(
         ? undefined
         : (lease: Lease): boolean => {
             if (!turn.followed() || lease.until - Date.now() < HAND_ON_SHARE * mutex.ttlMs) return false;
-            handedOn(redis).set(key, { lease, ttlMs: mutex.ttlMs });
+            linesOf(redis).handed.set(key, { lease, ttlMs: mutex.ttlMs });
             return true;
           };
     const handed = await takeHanded(redis, key, mutex.ttlMs);
