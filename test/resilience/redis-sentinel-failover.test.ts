@@ -22,6 +22,11 @@ import { loadConfig } from '../../core/platform/config.js';
 import { createRedis, redisSettings } from '../../core/platform/redis.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { closeQueues, createQueues } from '../../jobs/queues.js';
+import { DRAIN_INTERVAL_MS } from '../../core/domain/deliveries/delivery-outbox.js';
+import type { CallDoc } from '../../core/domain/calls/calls.js';
+import { simulatorCalls } from '../../core/integrations/voice/simulator.js';
+import { jobId } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
 import { TEST_COMPLIANCE_ENV, freshMongoUri, rand } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { startSentinelGroup, type SentinelGroup } from '../helpers/sentinel-redis.js';
@@ -111,6 +116,7 @@ async function replicationOffset(port: number, field: string): Promise<number> {
 describe('Redis failover through Sentinel under load', () => {
   it('follows the new primary without a restart; only work written to the primary and not replicated is lost', async () => {
     const service = await startServiceProcesses(env, dir, 'sentinel');
+    let stores: (() => Promise<void>) | undefined;
     try {
       // Room for every call at once: a call whose end was lost in the failover keeps its dial slot
       // until DIAL_SLOT_LEASE_MS (docs/redis.md), and with the default 5 slots those would park
@@ -169,30 +175,38 @@ describe('Redis failover through Sentinel under load', () => {
       expect(afterKill.length).toBeGreaterThan(0);
       const firstAckAfterKill = Math.min(...afterKill.map((r) => r.ackAt!));
 
-      // Let the call pipeline's queues drain on the new primary (the others hold repeatable
-      // jobs, always delayed): no job waiting, running or due — the workers resumed on their own.
+      // Let the call pipeline drain on the new primary (the other queues hold repeatable jobs,
+      // always delayed): no job waiting, running or due — the workers resumed on their own — and
+      // the webhook outbox empty. The simulator's webhooks that reached the web while Redis was
+      // away were kept there (acknowledged, durable), and so were later ones until it emptied: a
+      // worker moves them into their queue within DRAIN_INTERVAL_MS, so the queues alone can be
+      // empty for a moment while a call's next event still waits in the outbox. Hence the
+      // outbox looked at before and after the queues, and the whole found drained twice, the
+      // second time after a drain interval more.
       const settings = redisSettings(loadConfig(env));
       const connection = createRedis(settings, 'worker');
       const queues = createQueues(connection, redisKeys(loadConfig(env)), () => {});
-      try {
-        await eventually(
-          async () => {
-            for (const name of ['calls', 'simulator', 'call-events', 'call-effects'] as const) {
-              const queue = queues[name];
-              const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-              expect(
-                Object.values(counts).reduce((a, b) => a + b, 0),
-                `${name} ${JSON.stringify(counts)}`,
-              ).toBe(0);
-            }
-          },
-          90_000,
-          250,
-        );
-      } finally {
+      const outbox = mongo.db.collection(COLLECTIONS.webhookOutbox);
+      const drained = async (): Promise<void> => {
+        expect(await outbox.countDocuments(), 'webhook outbox').toBe(0);
+        for (const name of ['calls', 'simulator', 'call-events', 'call-effects'] as const) {
+          const queue = queues[name];
+          const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+          expect(
+            Object.values(counts).reduce((a, b) => a + b, 0),
+            `${name} ${JSON.stringify(counts)}`,
+          ).toBe(0);
+        }
+        expect(await outbox.countDocuments(), 'webhook outbox').toBe(0);
+      };
+      const closeStores = async (): Promise<void> => {
         await closeQueues(queues);
         connection.disconnect();
-      }
+      };
+      stores = closeStores;
+      await eventually(drained, 90_000, 250);
+      await sleep(DRAIN_INTERVAL_MS + 500);
+      await eventually(drained, 90_000, 250);
 
       const outcomes = await callOutcomes(
         mongo.db,
@@ -216,6 +230,8 @@ describe('Redis failover through Sentinel under load', () => {
         ),
         doubled: doubled.length,
         dial_attempts_over_1: [...outcomes.values()].filter((o) => o.dialAttempts > 1).length,
+        // Webhooks the web kept in the MongoDB outbox (Redis away, or older ones still there).
+        kept_in_outbox: (await service.web.output()).split('delivery kept in the MongoDB outbox').length - 1,
       };
       console.log(`invariants ${JSON.stringify(row)}`);
       console.log(
@@ -246,7 +262,34 @@ describe('Redis failover through Sentinel under load', () => {
       // only; its answer may arrive just after the kill). The lines printed show each one's last
       // write inside the held window, or after the kill when a worker finished a job it had
       // taken from the dead primary.
-      for (const r of lost) expect(r.sentAt).toBeLessThan(killAt!);
+      // A loss after the kill names everything known of the call in the failure itself: its answers,
+      // its record, the simulator's, and where its jobs are on the new primary.
+      const describeLoss = async (r: Request): Promise<Record<string, unknown>> => {
+        const call = await mongo.db.collection<CallDoc>(COLLECTIONS.calls).findOne({ _id: r.callId! });
+        const played = await simulatorCalls(mongo.db).findOne(
+          { 'metadata.call_id': r.callId! },
+          { projection: { call_status: 1, delivered: 1 } },
+        );
+        return {
+          call_id: r.callId,
+          sent_after_kill_ms: r.sentAt - killAt!,
+          answers: r.answers,
+          acknowledged_after_kill_ms: r.ackAt! - killAt!,
+          status: call?.status,
+          dial: call?.dial,
+          updated_after_kill_ms: call === null ? null : call.updated_at.getTime() - killAt!,
+          simulator: played,
+          jobs: {
+            place_call: await queues.calls.getJobState(
+              JOBS.placeCall.id!({ callId: r.callId!, firm: firm.slug }),
+            ),
+            simulator_step: await queues.simulator.getJobState(jobId('sim', r.callId!)),
+          },
+          outbox: await outbox.countDocuments(),
+        };
+      };
+      const lostAfterKill = await Promise.all(lost.filter((r) => r.sentAt >= killAt!).map(describeLoss));
+      expect(lostAfterKill).toEqual([]);
       // Everything acknowledged after the kill reached its lead: the workers follow the new primary.
       expect(afterKill.filter((r) => outcomes.get(r.callId!)!.leads !== 1)).toEqual([]);
     } catch (err) {
@@ -254,6 +297,7 @@ describe('Redis failover through Sentinel under load', () => {
       for (const child of [service.web, service.worker]) console.log((await child.output()).slice(-4000));
       throw err;
     } finally {
+      await stores?.();
       await service.stop();
     }
   }, 240_000);
