@@ -3,9 +3,9 @@ import { defineJob, jobId } from './define.js';
 
 /**
  * Sweeps run every 30 s (by default) or every hour: ten completed runs of each are history enough
- * (failed ones are kept as every queue keeps failures).
+ * (failed ones are kept as every queue keeps failures). Every scheduled sweep uses it.
  */
-const SWEEP_RETENTION = { removeOnComplete: { age: 3600, count: 10 } };
+export const SWEEP_RETENTION = { removeOnComplete: { age: 3600, count: 10 } };
 
 /** Housekeeping on a schedule: each worker process upserts the scheduler (one schedule in all). */
 export const maintenanceJobs = {

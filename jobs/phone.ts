@@ -1,5 +1,6 @@
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { SWEEP_RETENTION } from './maintenance.js';
 
 /** A missed call on a firm's phone system, to be called back (core/domain/phone/missed-calls.ts). */
 export interface MissedCallbackJob {
@@ -26,13 +27,13 @@ export const phoneJobs = {
     queue: QUEUE.maintenance,
     name: 'maintain-ringcentral-subscriptions',
     everyMs: (config) => config.ringcentralSubscriptionCheckMs,
-    options: { removeOnComplete: { age: 3600, count: 10 } },
+    options: SWEEP_RETENTION,
   }),
   /** Deletes RingCentral connect states that expired unused (hourly). */
   pruneRingCentralOAuthStates: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,
     name: 'prune-ringcentral-oauth-states',
     everyMs: 3600_000,
-    options: { removeOnComplete: { age: 3600, count: 10 } },
+    options: SWEEP_RETENTION,
   }),
 };
