@@ -42,11 +42,14 @@ import { mongoCounters } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { trackJobs } from '../lib/jobs-per-call.js';
+import { replayStores, type StoreRecipe } from '../lib/store-replay.js';
 
 const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
 const CONCURRENCY = knob('BENCH_COST_CONCURRENCY', 10, 500);
 const SIM_CALL_MS = 2000;
+/** Replayed calls in flight: enough to keep FerretDB and PostgreSQL busy on both cores. */
+const REPLAY_CONCURRENCY = knob('BENCH_COST_REPLAY_CONCURRENCY', 20, 500);
 /**
  * BENCH_COST_LONG_TRANSCRIPT=1: the calls are played by an agent whose greeting and 50 intake
  * questions are as long as the API takes (about 27 KB of transcript a call, real calls run to
@@ -185,6 +188,26 @@ function collectionTable(before: Map<string, TableStats>, after: Map<string, Tab
   return lines.join('\n');
 }
 
+/** What a round wrote and read per call, as the store replay's recipe (bench/lib/store-replay.ts). */
+function recipeOf(
+  before: Map<string, TableStats>,
+  after: Map<string, TableStats>,
+  finds: number,
+): StoreRecipe {
+  const collections = [...after.entries()]
+    .map(([name, a]) => {
+      const b = before.get(name) ?? { ins: 0, upd: 0, del: 0, seq: 0, idx: 0, rowBytes: 0 };
+      return {
+        name,
+        ins: (a.ins - b.ins) / CALLS,
+        upd: (a.upd - b.upd) / CALLS,
+        del: (a.del - b.del) / CALLS,
+      };
+    })
+    .filter((c) => c.ins + c.upd + c.del > 0);
+  return { collections, finds };
+}
+
 async function burst(
   app: App,
   base: string,
@@ -192,7 +215,13 @@ async function burst(
   named: Map<number, string>,
   round: number,
   pg: { admin: MongoClient; psql: string | null; url: string | undefined },
-): Promise<{ cpuMs: number; capacity: number; breakdown: string; database: string }> {
+): Promise<{
+  cpuMs: number;
+  capacity: number;
+  breakdown: string;
+  database: string;
+  recipe: StoreRecipe | null;
+}> {
   const tablesBefore = await collectionStats(app, pg.psql, pg.url);
   const mongoBefore = await mongoCommands(pg.admin);
   const before = stackCpu(named);
@@ -234,13 +263,16 @@ async function burst(
     .map(([cmd, n]) => [cmd, (n - (mongoBefore.get(cmd) ?? 0) - 1) / CALLS] as const)
     .filter(([, n]) => n >= 0.005)
     .sort((a, b) => b[1] - a[1]);
+  let recipe: StoreRecipe | null = null;
   let database = `MongoDB commands per call: ${mongoPer.reduce((a, [, n]) => a + n, 0).toFixed(1)} (${mongoPer.map(([c, n]) => `${c} ${n.toFixed(2)}`).join(', ')})`;
   if (tablesBefore !== null) {
     // Other backends' counters reach the statistics within PGSTAT_IDLE_INTERVAL (10 s) of going idle.
     await sleep(11_000);
     const tablesAfter = await collectionStats(app, pg.psql, pg.url);
-    if (tablesAfter !== null)
+    if (tablesAfter !== null) {
       database += `\n  PostgreSQL rows per call, by collection:\n${collectionTable(tablesBefore, tablesAfter)}`;
+      recipe = recipeOf(tablesBefore, tablesAfter, mongoPer.find(([c]) => c === 'find')?.[1] ?? 0);
+    }
   }
   const breakdown = [...per.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -251,12 +283,18 @@ async function burst(
     capacity: CALLS / seconds,
     breakdown: `CPU per call, ms: ${breakdown}; ${commands}; ${await jobs.perCall(CALLS)}`,
     database,
+    recipe,
   };
 }
 
 export const intakeCost: Scenario = {
   name: 'intake-cost',
-  ids: ['cpu_per_call_ms', 'capacity_calls_per_s'],
+  ids: [
+    'cpu_per_call_ms',
+    'capacity_calls_per_s',
+    'capacity_vs_stores_only',
+    'stores_only_vs_capacity_baseline',
+  ],
   async run(ctx) {
     const clio = await startFakeClio(`clio_${Date.now()}`);
     const slack = await startFakeSlack();
@@ -316,6 +354,10 @@ export const intakeCost: Scenario = {
     await burst(app, web.base, tenant, named, 0, pg);
     const cpu: number[] = [];
     const capacity: number[] = [];
+    const storesOnly: number[] = [];
+    const storesOnlyCapacity: number[] = [];
+    const scratch = admin.db(`${app.db.databaseName}_replay`);
+    atExit(() => scratch.dropDatabase().then(() => undefined));
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await burst(app, web.base, tenant, named, round, pg);
       say(
@@ -324,6 +366,24 @@ export const intakeCost: Scenario = {
       say(`intake-cost round ${round}: ${r.database}`);
       cpu.push(r.cpuMs);
       capacity.push(r.capacity);
+      if (r.recipe !== null) {
+        // The same round's database work with nothing else: the stores' bound on capacity.
+        const replay = await replayStores({
+          source: app.db,
+          scratch,
+          recipe: r.recipe,
+          calls: CALLS,
+          concurrency: REPLAY_CONCURRENCY,
+          cpuSeconds: () => [...stackCpu(named).values()].reduce((a, b) => a + b, 0),
+        });
+        say(
+          `intake-cost round ${round}: the stores alone, the round's commands a call replayed ` +
+            `(${REPLAY_CONCURRENCY} calls in flight): ${replay.callsPerSecond.toFixed(2)} calls/s, ` +
+            `${replay.cpuMsPerCall.toFixed(1)} ms of the stack's CPU a call`,
+        );
+        storesOnly.push(replay.callsPerSecond);
+        storesOnlyCapacity.push(r.capacity);
+      }
     }
     await app.close();
     const cpuBaseline = recorded('BENCH_COST_BASELINE_CPU_MS');
@@ -352,6 +412,35 @@ export const intakeCost: Scenario = {
         capacity.map(() => capacityBaseline),
       ),
     ];
+    if (storesOnly.length > 0) {
+      rows.push(
+        ratioRow(
+          {
+            id: 'capacity_vs_stores_only',
+            label: 'analysed calls end to end, /s',
+            unit: '/s',
+            baselineLabel:
+              "the stores alone doing the round's commands a call, replayed straight to FerretDB (bench/lib/store-replay.ts)",
+            note:
+              "The stores alone, with no web, worker, Redis or HTTP, issuing a call's inserts, updates, deletes " +
+              'and finds as the round did: what capacity cannot pass with these commands on this machine. ' +
+              'stores_only_vs_capacity_baseline below is that bound in multiples of main at the start.',
+          },
+          storesOnlyCapacity,
+          storesOnly,
+        ),
+        ratioRow(
+          {
+            id: 'stores_only_vs_capacity_baseline',
+            label: "the stores alone doing a call's commands, /s",
+            unit: '/s',
+            baselineLabel: 'main at the start (BENCH_COST_BASELINE_CAPACITY)',
+          },
+          storesOnly,
+          storesOnly.map(() => capacityBaseline),
+        ),
+      );
+    }
     return rows;
   },
 };
