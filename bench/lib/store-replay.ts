@@ -64,13 +64,16 @@ export async function replayStores(options: {
   // written again), inserted before timing too.
   const work = Array.from({ length: calls }, (_, i) => ({
     i,
-    per: plans.map((p) => ({ name: p.name, ins: p.ins.take(), upd: p.upd.take(), del: p.del.take() })),
+    per: plans.map((p) => {
+      const [ins, upd, del] = [p.ins.take(), p.upd.take(), p.del.take()];
+      // Documents the call's updates and deletes need beyond those it inserts.
+      return { name: p.name, ins, upd, del, seeds: Math.max(0, Math.max(upd > 0 ? 1 : 0, del) - ins) };
+    }),
     finds: finds.take(),
   }));
   for (const w of work) {
     for (const p of w.per) {
-      const missing = Math.max(p.upd > 0 ? 1 : 0, p.del) - p.ins;
-      for (let k = 0; k < missing; k++) {
+      for (let k = 0; k < p.seeds; k++) {
         await scratch
           .collection(p.name)
           .insertOne({ ...samples.get(p.name)!, _id: seedId(w.i, p.name, k) } as Document);
@@ -89,7 +92,7 @@ export async function replayStores(options: {
         await scratch.collection(p.name).insertOne({ ...samples.get(p.name)!, _id: id } as Document);
         ids.push(id);
       }
-      for (let k = 0; ids.length < Math.max(p.upd > 0 ? 1 : 0, p.del); k++) ids.push(seedId(w.i, p.name, k));
+      for (let k = 0; k < p.seeds; k++) ids.push(seedId(w.i, p.name, k));
       for (let k = 0; k < p.upd; k++) {
         await scratch
           .collection(p.name)
