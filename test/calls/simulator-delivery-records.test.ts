@@ -1,7 +1,8 @@
-// The simulator's record of what it delivered (core/integrations/voice/simulator-engine.ts): the
-// events one step sends (call_ended and call_analyzed at the hang-up) are recorded sent in one
-// write, and when a later one fails, those sent before it are still recorded, so the retry sends
-// only what is left. The call is played against a real FerretDB (commands counted by the driver's
+// The simulator's record of what it delivered (core/integrations/voice/simulator-engine.ts): a
+// step (answered, hung up) sends its events first, then writes the step and its deliveries in one
+// write (call_ended and call_analyzed together); when a later event fails, those sent before it
+// are still recorded, so the retry sends only what is left; when the first fails, nothing is
+// written and the retry takes the step again. The call is played against a real FerretDB (commands counted by the driver's
 // own monitoring) and a local HTTP server standing for the firm's webhook.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -53,6 +54,22 @@ const deps = () => ({ db: client.db(), config: { simCallMs: 200 } as Config });
 
 /** A simulated call that was answered and has just hung up: call_started was delivered. */
 async function hungUpCall(): Promise<string> {
+  const now = Date.now();
+  return insertCall({
+    call_status: 'ongoing',
+    start_timestamp: now - 1000,
+    hangup_at: now - 10,
+    delivered: ['call_started'],
+  });
+}
+
+/** A simulated call just placed: the simulator's first step answers it. */
+const placedCall = () =>
+  insertCall({ call_status: 'registered', start_timestamp: null, hangup_at: null, delivered: [] });
+
+async function insertCall(
+  state: Pick<SimulatorCallDoc, 'call_status' | 'start_timestamp' | 'hangup_at' | 'delivered'>,
+): Promise<string> {
   const id = `sim_${rand(6)}`;
   const now = Date.now();
   const doc: SimulatorCallDoc = {
@@ -62,27 +79,25 @@ async function hungUpCall(): Promise<string> {
     to_number: '+14155550123',
     direction: 'outbound',
     call_type: 'phone_call',
-    call_status: 'ongoing',
     outcome: 'answered',
     metadata: { call_id: `call_${rand(4)}`, firm: 'firm-a', agent_id: 'agent_1' },
     agent: { agent_name: 'Intake', begin_message: 'Hello.', intake_questions: [] },
     webhook: { url, secret: 'whsec_simulator_delivery_records' },
     retell_llm_dynamic_variables: {},
-    start_timestamp: now - 1000,
     end_timestamp: null,
-    hangup_at: now - 10,
     duration_ms: null,
     disconnection_reason: null,
     transcript: null,
     call_analysis: null,
-    delivered: ['call_started'],
     created_at: new Date(now - 2000),
+    ...state,
   };
   await simulatorCalls(client.db()).insertOne(doc);
   return id;
 }
 
-const deliveredOf = async (id: string) => (await simulatorCalls(client.db()).findOne({ _id: id }))?.delivered;
+const stored = (id: string) => simulatorCalls(client.db()).findOne({ _id: id });
+const deliveredOf = async (id: string) => (await stored(id))?.delivered;
 
 describe("the simulator's delivery records", () => {
   it('the hang-up sends call_ended and call_analyzed and records both in one write', async () => {
@@ -91,9 +106,39 @@ describe("the simulator's delivery records", () => {
     commandsFrom = logging.commands.length;
     expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
     expect(received).toEqual(['call_ended', 'call_analyzed']);
-    // The move to `ended`, then one record of both deliveries.
-    expect(updates()).toEqual(['simulator_calls', 'simulator_calls']);
-    expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+    // The move to `ended` and both deliveries, one write.
+    expect(updates()).toEqual(['simulator_calls']);
+    const call = await stored(id);
+    expect(call?.call_status).toBe('ended');
+    expect(call?.transcript).toEqual(expect.any(String));
+    expect(call?.delivered).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+  });
+
+  it('the answer sends call_started and writes the move to ongoing with its delivery, in one write', async () => {
+    const id = await placedCall();
+    received.length = 0;
+    commandsFrom = logging.commands.length;
+    const step = await advanceSimulatedCall(deps(), id);
+    expect(step.status).toBe('ongoing');
+    expect(received).toEqual(['call_started']);
+    expect(updates()).toEqual(['simulator_calls']);
+    const call = await stored(id);
+    expect(call?.call_status).toBe('ongoing');
+    expect(call?.start_timestamp).toEqual(expect.any(Number));
+    expect(call?.delivered).toEqual(['call_started']);
+  });
+
+  it('a refused call_started: nothing is written, and the retry answers and sends it once more', async () => {
+    const id = await placedCall();
+    received.length = 0;
+    refuse.add('call_started');
+    commandsFrom = logging.commands.length;
+    await expect(advanceSimulatedCall(deps(), id)).rejects.toThrow(/answered 503 to call_started/);
+    expect(updates()).toEqual([]);
+    expect((await stored(id))?.call_status).toBe('registered');
+    expect((await advanceSimulatedCall(deps(), id)).status).toBe('ongoing');
+    expect(received).toEqual(['call_started', 'call_started']);
+    expect(await deliveredOf(id)).toEqual(['call_started']);
   });
 
   it('a refused call_analyzed: call_ended is recorded sent, and the retry sends only call_analyzed', async () => {
@@ -101,6 +146,8 @@ describe("the simulator's delivery records", () => {
     received.length = 0;
     refuse.add('call_analyzed');
     await expect(advanceSimulatedCall(deps(), id)).rejects.toThrow(/answered 503 to call_analyzed/);
+    // The step is written with what was sent.
+    expect((await stored(id))?.call_status).toBe('ended');
     expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended']);
     expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
     expect(received).toEqual(['call_ended', 'call_analyzed', 'call_analyzed']);

@@ -17,7 +17,9 @@ import { tracedFetch } from '../../platform/telemetry/start.js';
 // and each change is reported to the firm's public call webhook over HTTP, signed as Retell
 // signs, with the key the call was placed with (the firm's voice_webhook_secret, or a key derived
 // for the simulator: core/domain/calls/webhook-secret.ts). A failed delivery
-// throws, so the simulator job retries; events already delivered are not sent again.
+// throws, so the simulator job retries; events already delivered are not sent again. A step's
+// events go out before it is written, and the step and its deliveries are one write: a call is
+// three writes (placed, answered, hung up), not five.
 
 interface SimulatorDeps {
   db: Db;
@@ -45,14 +47,14 @@ export async function advanceSimulatedCall(
     const now = Date.now();
     if (call.call_status === 'registered') {
       if (call.outcome === 'no_answer') {
-        call = await transition(deps.db, call, {
+        call = await step(deps, call, {
           call_status: 'not_connected',
           end_timestamp: now,
           duration_ms: 0,
           disconnection_reason: 'dial_no_answer',
         });
       } else {
-        call = await transition(deps.db, call, {
+        call = await step(deps, call, {
           call_status: 'ongoing',
           start_timestamp: now,
           hangup_at: now + Math.floor(deps.config.simCallMs / 2),
@@ -80,7 +82,7 @@ export async function advanceSimulatedCall(
       const conversation = voicemail
         ? simulateVoicemail(call.agent.begin_message)
         : simulateConversation(call.agent, call.retell_llm_dynamic_variables, call.to_number, booking);
-      call = await transition(deps.db, call, {
+      call = await step(deps, call, {
         call_status: 'ended',
         end_timestamp: now,
         duration_ms: now - start,
@@ -94,29 +96,59 @@ export async function advanceSimulatedCall(
   }
 }
 
-/**
- * Sends the events the call's status calls for that were not sent yet, and records them sent in
- * one write (call_ended and call_analyzed go together); when one fails, those sent before it are
- * still recorded, so a retry sends only what is left.
- */
-async function deliverDue(deps: SimulatorDeps, call: SimulatorCallDoc): Promise<SimulatorCallDoc> {
+/** Sends the events `call`'s status calls for that were not sent yet, in order, until one fails. */
+async function sendDue(
+  deps: SimulatorDeps,
+  call: SimulatorCallDoc,
+): Promise<{ sent: SimulatorEvent[]; failure?: unknown }> {
   const sent: SimulatorEvent[] = [];
-  const record = async () => {
-    if (sent.length === 0) return;
-    await simulatorCalls(deps.db).updateOne({ _id: call._id }, { $addToSet: { delivered: { $each: sent } } });
-  };
   try {
     for (const event of EVENTS_FOR[call.call_status]) {
       if (call.delivered.includes(event)) continue;
       await deliverWebhook(deps, call, event);
       sent.push(event);
     }
-  } catch (err) {
-    await record().catch(() => undefined);
-    throw err;
+  } catch (failure) {
+    return { sent, failure };
   }
-  await record();
+  return { sent };
+}
+
+/**
+ * Sends what a call whose status is already written still owes (a step whose later event failed),
+ * and records them sent in one write; when one fails, those sent before it are still recorded, so
+ * a retry sends only what is left.
+ */
+async function deliverDue(deps: SimulatorDeps, call: SimulatorCallDoc): Promise<SimulatorCallDoc> {
+  const { sent, failure } = await sendDue(deps, call);
+  if (sent.length > 0) {
+    const record = simulatorCalls(deps.db).updateOne(
+      { _id: call._id },
+      { $addToSet: { delivered: { $each: sent } } },
+    );
+    await (failure === undefined ? record : record.catch(() => undefined));
+  }
+  if (failure !== undefined) throw failure;
   return { ...call, delivered: [...call.delivered, ...sent] };
+}
+
+/**
+ * One step of the call (answered, not answered, hung up): its events are sent first, then the
+ * step and what was delivered are written together, in one write (call_ended and call_analyzed go
+ * together). When an event fails, the step is written with those sent before it, so a retry sends
+ * only what is left; when the first fails, nothing is written and the retry takes the step again
+ * (a provider's webhook can arrive twice; the firm's receiver takes an event once).
+ */
+async function step(
+  deps: SimulatorDeps,
+  call: SimulatorCallDoc,
+  changes: Partial<SimulatorCallDoc>,
+): Promise<SimulatorCallDoc | null> {
+  const { sent, failure } = await sendDue(deps, { ...call, ...changes });
+  if (failure !== undefined && sent.length === 0) throw failure;
+  const written = await transition(deps.db, call, { ...changes, delivered: [...call.delivered, ...sent] });
+  if (failure !== undefined) throw failure;
+  return written;
 }
 
 /**
