@@ -112,6 +112,69 @@ describe("an analysed call's effects", () => {
       ALL_DONE,
     );
   });
+
+  it("write the settles of the lead, the CRM and its steps with the effects' next write: seven writes, not ten", async () => {
+    const { callId, db } = await effectsRunAgain();
+    // Ten records' writes one by one: the mail's and Slack's marks and settles (their answers are
+    // stored first), the CRM's contact and matter marks and settles, the lead's and the CRM's
+    // settles. The four settles that can be repeated or asked about go with the next write, and
+    // what is left in one write at the end.
+    const updates = commands.filter((c) => c.name === 'update' && c.collection === COLLECTIONS.callEffects);
+    expect(updates.length).toBeGreaterThanOrEqual(6);
+    expect(updates.length).toBeLessThanOrEqual(7);
+    // Every settle was written, with what the effect produced.
+    const stored = await db
+      .collection<{
+        _id: string;
+        effects?: Record<string, { state: string; result: Record<string, unknown> | null }>;
+        crm_sync?: Record<string, { state: string; result: Record<string, unknown> | null }>;
+      }>(COLLECTIONS.callEffects)
+      .findOne({ _id: callId });
+    expect(stored?.effects?.lead?.result?.lead_id).toEqual(expect.any(String));
+    expect(stored?.effects?.crm?.result).toMatchObject({ provider: 'clio', matter_id: expect.any(Number) });
+    expect(stored?.crm_sync?.contact?.state).toBe('done');
+    expect(stored?.crm_sync?.matter?.state).toBe('done');
+    expect(stored?.crm_sync?.matter?.result?.matter_id).toBe(stored?.effects?.crm?.result?.matter_id);
+  });
+
+  it('a settle carried and lost with its process: the next attempt finds the matter in Clio and creates nothing twice', async () => {
+    const { stack, clio } = peers;
+    const { callId } = await analysedCall();
+    const db = stack.services.mongo.db;
+    const effectsDoc = () =>
+      db
+        .collection<{
+          _id: string;
+          effects?: Record<string, { state: string; result: Record<string, unknown> | null }>;
+          crm_sync?: Record<string, { state: string; result: Record<string, unknown> | null }>;
+        }>(COLLECTIONS.callEffects)
+        .findOne({ _id: callId });
+    const matterId = (await effectsDoc())?.crm_sync?.matter?.result?.matter_id;
+    expect(matterId).toEqual(expect.any(Number));
+    const matters = clio.matters.length;
+    // What a process leaves that died after Clio answered the matter and before the settles it
+    // carried (the matter's, the CRM's) were written: the matter as marked, its lease run out.
+    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).updateOne(
+      { _id: callId },
+      {
+        $set: {
+          'crm_sync.matter.state': 'running',
+          'crm_sync.matter.result': null,
+          'crm_sync.matter.lease_token': 'of-a-dead-attempt',
+          'crm_sync.matter.lease_until': new Date(Date.now() - 60_000),
+          'effects.crm.state': 'pending',
+          'effects.crm.result': null,
+        },
+      },
+    );
+    const { effects: _effects, crm_sync: _steps, ...call } = (await storedCall(stack, callId))!;
+    expect(await runCallEffects(stack.services, call, { lastAttempt: false })).toEqual(ALL_DONE);
+    // Asked about, not created again: the same matter, recorded.
+    expect(clio.matters.length).toBe(matters);
+    const after = await effectsDoc();
+    expect(after?.crm_sync?.matter).toMatchObject({ state: 'done', result: { matter_id: matterId } });
+    expect(after?.effects?.crm).toMatchObject({ state: 'done', result: { matter_id: matterId } });
+  });
 });
 
 describe("a finished call's hook", () => {

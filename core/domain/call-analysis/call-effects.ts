@@ -7,11 +7,14 @@ import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import {
+  flushCarried,
+  newSettleCarry,
   runEffect,
   type Attempt,
   type Effect,
   type EffectOutcome,
   type EffectRecord,
+  type EffectSubject,
 } from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
@@ -57,6 +60,8 @@ interface EffectContext {
   data: CallExtraction;
   firm: FirmDoc;
   attempt: Attempt;
+  /** The call's effects document as the recorder writes it (the CRM's steps are recorded there too). */
+  subject: EffectSubject;
   /** Aborted when the effect's bound is reached (Effect.boundMs). */
   signal: AbortSignal;
   /** The job's known-client lookups: the lead and the CRM ask about the same phone and email. */
@@ -103,7 +108,7 @@ const EFFECTS: Record<
     // Its Clio writes are steps recorded on their own (crm-sync.ts): a repeat finds them done and
     // writes nothing twice, so no answer is stored before its record.
     effect: { isFinal: (err) => err instanceof CrmError && err.final, repeatable: true },
-    async perform({ services, call, data, firm, attempt, knownClients }) {
+    async perform({ services, call, data, firm, attempt, subject, knownClients }) {
       const crm = firm.settings.crm;
       if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
       if (!hasContact(data)) return skipped('No phone number or email address was collected.');
@@ -119,14 +124,7 @@ const EFFECTS: Record<
         const id = Number(known?.external_id ?? NaN);
         return Number.isSafeInteger(id) && id > 0 ? id : null;
       };
-      const synced = await syncToClio(
-        client,
-        callEffectsSubject(services, call),
-        call,
-        data,
-        attempt,
-        syncedId,
-      );
+      const synced = await syncToClio(client, subject, call, data, attempt, syncedId);
       return { state: 'done', result: { provider: 'clio', ...synced } };
     },
   },
@@ -196,7 +194,8 @@ export async function runCallEffect(
     { projection: { transcript: 0, dial: 0, dynamic_variables: 0, effects: 0, crm_sync: 0 } },
   )) as CallDoc | null;
   if (call === null || call.firm !== job.firm) return 'missing';
-  return (await runEffectOfCall(services, call, job.effect, attempt, new Map())).state;
+  const subject = callEffectsSubject(services, call);
+  return (await runEffectOfCall(services, call, subject, job.effect, attempt, new Map())).state;
 }
 
 /**
@@ -219,10 +218,14 @@ export async function runCallEffects(
   };
   // The lead and the CRM look up the same known client: once for both.
   const knownClients: KnownClientReads = new Map();
-  const states = await Promise.all(
+  // The settles of the lead, the CRM and its steps go with the effects' next write (the recorder's
+  // "settles carried"), and what is left in one write at the end: a lost one is repeated or asked
+  // about by the next attempt.
+  const subject: EffectSubject = { ...callEffectsSubject(services, call), carry: newSettleCarry() };
+  const running = Promise.all(
     CALL_EFFECTS.map((effect) =>
       inSpan(`call effect ${effect}`, { firm: call.firm, callId: call._id }, () =>
-        runEffectOfCall(services, call, effect, first, knownClients),
+        runEffectOfCall(services, call, subject, effect, first, knownClients),
       ).then(
         (record) => record.state,
         async (err: unknown): Promise<EffectInJob> => {
@@ -245,6 +248,12 @@ export async function runCallEffects(
       ),
     ),
   );
+  const states = await running.catch(async (err: unknown) => {
+    // What is known is still written; the retry repeats or asks about the rest.
+    await flushCarried(subject).catch(() => undefined);
+    throw err;
+  });
+  await flushCarried(subject);
   return Object.fromEntries(CALL_EFFECTS.map((effect, i) => [effect, states[i]!])) as Record<
     CallEffectName,
     EffectInJob
@@ -254,6 +263,7 @@ export async function runCallEffects(
 async function runEffectOfCall(
   services: Services,
   call: CallDoc,
+  subject: EffectSubject,
   name: CallEffectName,
   attempt: Attempt,
   knownClients: KnownClientReads,
@@ -261,7 +271,7 @@ async function runEffectOfCall(
   const { effect, perform, boundMs: boundOf } = EFFECTS[name];
   const boundMs = boundOf?.(services.config);
   return runEffect<Result>(
-    callEffectsSubject(services, call),
+    subject,
     { ...effect, path: `effects.${name}`, ...(boundMs === undefined ? {} : { boundMs }) },
     attempt,
     async (signal) => {
@@ -272,7 +282,7 @@ async function runEffectOfCall(
       if (firm === null) return skipped('The firm no longer exists.');
       // The analyze-call job stores the extraction before any effect runs.
       if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
-      return perform({ services, call, data: call.extraction, firm, attempt, signal, knownClients });
+      return perform({ services, call, data: call.extraction, firm, attempt, subject, signal, knownClients });
     },
   );
 }

@@ -82,6 +82,15 @@ export interface EffectSubjectDoc {
 // it, which is what `repeatable` allows; a worker that dies mid-way leaves it as it was, and the
 // next attempt repeats it. One left `running` by an attempt that did mark it is looked into as
 // above (a live lease waits), then repeated.
+//
+// Settles carried. A subject with a `carry` (the analysis job's, for the effects it runs together)
+// does not write the settle of an effect whose loss costs nothing but a look or a repeat — one
+// that can be asked about (`reconcile`) or is `repeatable` — on its own: it waits in the carry and
+// goes with the next write of the records document (another effect's mark or settle), or with
+// the job's `flushCarried` at its end. A process that dies first leaves the effect as the write
+// before it left it (`running` under its lease, or unsettled): the next attempt reconciles or
+// repeats it, which is what such an effect is for. An effect whose answer is stored first (a
+// mail, a Slack message) still writes its settle at once.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -147,7 +156,19 @@ export interface EffectSubject {
    * effects' paths (made by the first mark); none: on the subject document itself.
    */
   records?: Collection<EffectSubjectDoc>;
+  /**
+   * Settles that go with the next write of the records document (see "Settles carried" above);
+   * only with `records`. Whoever gives it writes what is left with flushCarried.
+   */
+  carry?: SettleCarry;
 }
+
+/** Records settled but not yet written, by path (EffectSubject.carry). */
+export interface SettleCarry {
+  pending: Map<string, EffectRecord<unknown>>;
+}
+
+export const newSettleCarry = (): SettleCarry => ({ pending: new Map() });
 
 /** The lease document of one effect of one subject. */
 export const leaseIdOf = (subject: EffectSubject, path: string): string =>
@@ -341,18 +362,7 @@ export async function runEffect<R>(
     if (Object.keys(alsoSet).length > 0) {
       await subject.collection.updateOne({ _id: subject.id }, { $set: alsoSet });
     }
-    const memo = memoOf(held);
-    try {
-      await records.updateOne({ _id: subject.id }, { $set: { [effect.path]: record } }, { upsert: true });
-    } catch (err) {
-      // Written or not: unknown, so not kept.
-      memo?.delete(memoKey!);
-      throw err;
-    }
-    if (memo?.has(memoKey!)) {
-      const doc = (memo.get(memoKey!) as Document | null) ?? { _id: subject.id };
-      memo.set(memoKey!, withValueAt(doc, effect.path, record));
-    }
+    await writeRecords(subject, records, { [effect.path]: record }, memoOf(held));
   };
   const write = (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}) =>
     subject.exclusive((held) => store(record, alsoSet, held));
@@ -571,7 +581,18 @@ export async function runEffect<R>(
           () => undefined,
         );
     }
-    const record = await settle(marked, outcome, answeredAt);
+    const carry = records === undefined ? undefined : subject.carry;
+    const carried =
+      carry !== undefined &&
+      (effect.reconcile !== undefined || effect.repeatable === true) &&
+      Object.keys(outcome.alsoSet ?? {}).length === 0;
+    let record: EffectRecord<R>;
+    if (carried) {
+      record = settledRecord(marked, outcome, answeredAt);
+      carry.pending.set(effect.path, record);
+    } else {
+      record = await settle(marked, outcome, answeredAt);
+    }
     subject.observe?.({
       kind: 'recorded',
       subject: subject.id,
@@ -600,6 +621,53 @@ export async function runEffect<R>(
 }
 
 const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
+
+/**
+ * Writes `sets` (records by path) to the subject's records document, with the settles its carry
+ * holds, in one upsert; the caller holds the subject's lock. `memo`: the held lock's, kept true to
+ * what was written (dropped when the write's fate is unknown).
+ */
+async function writeRecords(
+  subject: EffectSubject,
+  records: Collection<EffectSubjectDoc>,
+  sets: Record<string, EffectRecord<unknown>>,
+  memo: Map<string, unknown> | undefined,
+): Promise<void> {
+  const memoKey = `${records.collectionName}|${subject.id}`;
+  const carried = [...(subject.carry?.pending ?? [])];
+  const written: Record<string, EffectRecord<unknown>> = { ...Object.fromEntries(carried), ...sets };
+  try {
+    await records.updateOne({ _id: subject.id }, { $set: written }, { upsert: true });
+  } catch (err) {
+    // Written or not: unknown, so not kept; the carried settles stay for the next write.
+    memo?.delete(memoKey);
+    throw err;
+  }
+  for (const [path, record] of carried) {
+    if (subject.carry!.pending.get(path) === record) subject.carry!.pending.delete(path);
+  }
+  for (const path of Object.keys(sets)) subject.carry?.pending.delete(path);
+  if (memo?.has(memoKey)) {
+    let doc = (memo.get(memoKey) as Document | null) ?? { _id: subject.id };
+    for (const [path, record] of Object.entries(written)) doc = withValueAt(doc, path, record);
+    memo.set(memoKey, doc);
+  }
+}
+
+/**
+ * Writes the settles the subject's carry still holds, in one write under its lock (retried through
+ * a database outage as any known outcome is); nothing when none are left.
+ */
+export async function flushCarried(subject: EffectSubject): Promise<void> {
+  const records = subject.records;
+  if (records === undefined || subject.carry === undefined || subject.carry.pending.size === 0) return;
+  await writeKnownOutcome(() =>
+    subject.exclusive(async (held) => {
+      if (subject.carry!.pending.size === 0) return;
+      await writeRecords(subject, records, {}, held?.memo);
+    }),
+  );
+}
 
 function settledRecord<R>(
   from: EffectRecord<R>,
