@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { answerDelay, type Latency } from './latency.js';
 
@@ -22,12 +22,19 @@ export interface FakeSmtp {
   /** Refuse the next `n` messages with a temporary 451 (the sender should retry). */
   failNext(n: number): void;
   /**
+   * Drop the connection of the next `n` messages once their data has arrived, with no reply (a
+   * server that died, a network cut): the sender cannot know whether they went; none is kept.
+   */
+  dropNext(n: number): void;
+  /**
    * A slow server: messages received from now on get no reply until the returned function is
    * called (then they are accepted, or refused as `failNext` says).
    */
   hold(): () => void;
   /** Messages received and waiting for their reply (while held). */
   held(): number;
+  /** SMTP connections clients opened so far. */
+  connections(): number;
   stop(): Promise<void>;
 }
 
@@ -78,11 +85,17 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
   const messages: ReceivedMail[] = [];
   let failures = 0;
   let holding = false;
+  let connections = 0;
+  let drops = 0;
   const waiting: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onConnect(_session, callback) {
+      connections++;
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -92,6 +105,13 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
         reply();
       };
       stream.on('end', () => {
+        if (drops > 0) {
+          drops--;
+          const open = (server as unknown as { connections: Set<{ id: string; _socket: Socket }> })
+            .connections;
+          for (const connection of open) if (connection.id === session.id) connection._socket.destroy();
+          return;
+        }
         if (options.latency === undefined) answer();
         else void answerDelay(options.latency).then(answer);
       });
@@ -127,6 +147,9 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
     failNext: (n) => {
       failures = n;
     },
+    dropNext: (n) => {
+      drops = n;
+    },
     hold: () => {
       holding = true;
       return () => {
@@ -135,6 +158,7 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
       };
     },
     held: () => waiting.length,
+    connections: () => connections,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
