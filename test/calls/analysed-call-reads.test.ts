@@ -3,7 +3,7 @@
 // client once between them, and a finished call's hook runs to its end once per process, so the
 // call_analyzed after a call_ended finds nothing to read or write. The worker runs in this process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandStartedEvent, Document } from 'mongodb';
+import type { CommandStartedEvent, Db, Document } from 'mongodb';
 import { createFirm, freshMongoUri, rand } from '../helpers/stack.js';
 import { runCallEffects } from '../../core/domain/call-analysis/call-effects.js';
 import { finishedHere, onCallFinished } from '../../core/domain/calls/call-finished.js';
@@ -67,6 +67,14 @@ const finds = (collection: string) =>
 
 const ALL_DONE = { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' };
 
+type StoredRecords = Record<string, { state: string; result: Record<string, unknown> | null }>;
+
+/** The call's effects document as stored: its effects' records and the CRM's steps'. */
+const effectsDocOf = (db: Db, callId: string) =>
+  db
+    .collection<{ _id: string; effects?: StoredRecords; crm_sync?: StoredRecords }>(COLLECTIONS.callEffects)
+    .findOne({ _id: callId });
+
 /**
  * An analysed call's effects run again from nothing, here, with the test's client: its records
  * and its lead removed, then the four effects together, as the analysis job runs them (the
@@ -123,13 +131,7 @@ describe("an analysed call's effects", () => {
     expect(updates.length).toBeGreaterThanOrEqual(6);
     expect(updates.length).toBeLessThanOrEqual(7);
     // Every settle was written, with what the effect produced.
-    const stored = await db
-      .collection<{
-        _id: string;
-        effects?: Record<string, { state: string; result: Record<string, unknown> | null }>;
-        crm_sync?: Record<string, { state: string; result: Record<string, unknown> | null }>;
-      }>(COLLECTIONS.callEffects)
-      .findOne({ _id: callId });
+    const stored = await effectsDocOf(db, callId);
     expect(stored?.effects?.lead?.result?.lead_id).toEqual(expect.any(String));
     expect(stored?.effects?.crm?.result).toMatchObject({ provider: 'clio', matter_id: expect.any(Number) });
     expect(stored?.crm_sync?.contact?.state).toBe('done');
@@ -141,14 +143,7 @@ describe("an analysed call's effects", () => {
     const { stack, clio } = peers;
     const { callId } = await analysedCall();
     const db = stack.services.mongo.db;
-    const effectsDoc = () =>
-      db
-        .collection<{
-          _id: string;
-          effects?: Record<string, { state: string; result: Record<string, unknown> | null }>;
-          crm_sync?: Record<string, { state: string; result: Record<string, unknown> | null }>;
-        }>(COLLECTIONS.callEffects)
-        .findOne({ _id: callId });
+    const effectsDoc = () => effectsDocOf(db, callId);
     const matterId = (await effectsDoc())?.crm_sync?.matter?.result?.matter_id;
     expect(matterId).toEqual(expect.any(Number));
     const matters = clio.matters.length;
