@@ -178,6 +178,12 @@ const EFFECTS: Record<
   },
 };
 
+/**
+ * The longest an effect done waits for another write to go with (get-call shows it pending until
+ * then): a slow Slack post or mail does not hold back the lead's `done` and `lead_id`.
+ */
+export const SETTLE_LINGER_MS = 250;
+
 type EffectRunOutcome = 'missing' | EffectRecord['state'];
 /** What the analysis job did of an effect: its state, or that its own job now retries it. */
 type EffectInJob = EffectRecord['state'] | 'retried_by_its_job';
@@ -219,9 +225,12 @@ export async function runCallEffects(
   // The lead and the CRM look up the same known client: once for both.
   const knownClients: KnownClientReads = new Map();
   // The settles of the lead, the CRM and its steps go with the effects' next write (the recorder's
-  // "settles carried"), and what is left in one write at the end: a lost one is repeated or asked
-  // about by the next attempt.
-  const subject: EffectSubject = { ...callEffectsSubject(services, call), carry: newSettleCarry() };
+  // "settles carried"), on their own after SETTLE_LINGER_MS without one, and what is left in one
+  // write at the end: a lost one is repeated or asked about by the next attempt.
+  const subject: EffectSubject = {
+    ...callEffectsSubject(services, call),
+    carry: newSettleCarry(SETTLE_LINGER_MS),
+  };
   const running = Promise.all(
     CALL_EFFECTS.map((effect) =>
       inSpan(`call effect ${effect}`, { firm: call.firm, callId: call._id }, () =>

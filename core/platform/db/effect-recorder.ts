@@ -87,7 +87,9 @@ export interface EffectSubjectDoc {
 // does not write the settle of an effect whose loss costs nothing but a look or a repeat — one
 // that can be asked about (`reconcile`) or is `repeatable` — on its own: it waits in the carry and
 // goes with the next write of the records document (another effect's mark or settle), or with
-// the job's `flushCarried` at its end. A process that dies first leaves the effect as the write
+// the job's `flushCarried` at its end, or, when no write comes for `lingerMs`, on its own then (so
+// that get-call does not show an effect done long ago as pending while a slow one goes on).
+// A process that dies first leaves the effect as the write
 // before it left it (`running` under its lease, or unsettled): the next attempt reconciles or
 // repeats it, which is what such an effect is for. An effect whose answer is stored first (a
 // mail, a Slack message) still writes its settle at once.
@@ -166,9 +168,34 @@ export interface EffectSubject {
 /** Records settled but not yet written, by path (EffectSubject.carry). */
 export interface SettleCarry {
   pending: Map<string, EffectRecord<unknown>>;
+  /** The longest a settle waits for a write to go with before it is written on its own. */
+  lingerMs: number;
+  /** The write on its own, scheduled; and while it runs. */
+  timer?: NodeJS.Timeout;
+  writing?: Promise<void>;
 }
 
-export const newSettleCarry = (): SettleCarry => ({ pending: new Map() });
+export const newSettleCarry = (lingerMs: number): SettleCarry => ({ pending: new Map(), lingerMs });
+
+/** Writes what the carry holds `lingerMs` from now unless a write takes it first; its failure is left to the next write. */
+function lingerThenFlush(subject: EffectSubject): void {
+  const carry = subject.carry!;
+  if (carry.timer !== undefined) return;
+  carry.timer = setTimeout(() => {
+    carry.timer = undefined;
+    const records = subject.records!;
+    const writing = subject
+      .exclusive(async (held) => {
+        if (carry.pending.size > 0) await writeRecords(subject, records, {}, held?.memo);
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (carry.writing === writing) carry.writing = undefined;
+      });
+    carry.writing = writing;
+  }, carry.lingerMs);
+  carry.timer.unref();
+}
 
 /** The lease document of one effect of one subject. */
 export const leaseIdOf = (subject: EffectSubject, path: string): string =>
@@ -590,6 +617,7 @@ export async function runEffect<R>(
     if (carried) {
       record = settledRecord(marked, outcome, answeredAt);
       carry.pending.set(effect.path, record);
+      lingerThenFlush(subject);
     } else {
       record = await settle(marked, outcome, answeredAt);
     }
@@ -660,7 +688,13 @@ async function writeRecords(
  */
 export async function flushCarried(subject: EffectSubject): Promise<void> {
   const records = subject.records;
-  if (records === undefined || subject.carry === undefined || subject.carry.pending.size === 0) return;
+  const carry = subject.carry;
+  if (records === undefined || carry === undefined) return;
+  clearTimeout(carry.timer);
+  carry.timer = undefined;
+  // A write the timer began ends first: what it wrote is no longer held, what it failed to is.
+  await carry.writing;
+  if (carry.pending.size === 0) return;
   await writeKnownOutcome(() =>
     subject.exclusive(async (held) => {
       if (subject.carry!.pending.size === 0) return;
