@@ -1,4 +1,6 @@
 import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import { afterAll, inject } from 'vitest';
+import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { freshMongoUri } from './stack.js';
 
 /**
@@ -24,4 +26,18 @@ export function commandLoggingClient(): { client: MongoClient; commands: string[
       await client.close().catch(() => {});
     },
   };
+}
+
+/**
+ * A test file's stores for the effect recorder: a command-logging client (above) and a Redis
+ * client for the record locks, both closed (the database dropped) after the file's tests.
+ */
+export function loggedStoresWithRedis(): { client: MongoClient; commands: string[]; redis: RedisClient } {
+  const logging = commandLoggingClient();
+  const redis = createRedis({ url: inject('redisUrl') }, 'worker');
+  afterAll(async () => {
+    await logging.drop();
+    redis.disconnect();
+  });
+  return { client: logging.client, commands: logging.commands, redis };
 }

@@ -6,8 +6,7 @@
 // an effect that can be repeated harmlessly stores no answer before its record. The commands are
 // counted by the MongoDB driver's own command monitoring of a real FerretDB; the lock is the
 // service's Redis lock.
-import type { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   EffectBusyError,
   EffectRaceError,
@@ -19,29 +18,15 @@ import {
 } from '../../core/platform/db/effect-recorder.js';
 import { EffectGate } from '../../core/platform/db/effect-gate.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
-import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';
 import { rand } from '../helpers/stack.js';
-import { commandLoggingClient } from '../helpers/command-log.js';
+import { loggedStoresWithRedis } from '../helpers/command-log.js';
 import { runningLeftByDeadAttempt } from '../helpers/effect-records.js';
 
 const LEASE_MS = 30_000;
 
-let logging: ReturnType<typeof commandLoggingClient>;
-let client: MongoClient;
-let redis: RedisClient;
-/** Every command this file's client sent, as `<command> <collection>`. */
-let commands: string[];
-
-beforeAll(async () => {
-  logging = commandLoggingClient();
-  ({ client, commands } = logging);
-  redis = createRedis({ url: inject('redisUrl') }, 'worker');
-});
-afterAll(async () => {
-  await logging?.drop();
-  redis?.disconnect();
-});
+// `commands`: every command this file's client sent, as `<command> <collection>`.
+const { client, commands, redis } = loggedStoresWithRedis();
 
 const subjects = () => client.db().collection<EffectSubjectDoc>('subjects');
 const records = () => client.db().collection<EffectSubjectDoc>('subject_effects');

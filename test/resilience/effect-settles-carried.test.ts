@@ -4,8 +4,7 @@
 // flushCarried, in one write. An effect whose answer is stored first still writes its settle at
 // once. Against a real FerretDB (commands counted by the driver's own monitoring) and the
 // service's Redis lock.
-import type { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   flushCarried,
   newSettleCarry,
@@ -16,25 +15,12 @@ import {
   type EffectSubjectDoc,
 } from '../../core/platform/db/effect-recorder.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
-import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';
 import { rand } from '../helpers/stack.js';
-import { commandLoggingClient } from '../helpers/command-log.js';
+import { loggedStoresWithRedis } from '../helpers/command-log.js';
 
-let logging: ReturnType<typeof commandLoggingClient>;
-let client: MongoClient;
-let redis: RedisClient;
-let commands: string[];
-
-beforeAll(async () => {
-  logging = commandLoggingClient();
-  ({ client, commands } = logging);
-  redis = createRedis({ url: inject('redisUrl') }, 'worker');
-});
-afterAll(async () => {
-  await logging?.drop();
-  redis?.disconnect();
-});
+// `commands`: every command this file's client sent, as `<command> <collection>`.
+const { client, commands, redis } = loggedStoresWithRedis();
 
 const records = () => client.db().collection<EffectSubjectDoc>('carried_effects');
 
