@@ -27,6 +27,11 @@ export interface FakeSmtp {
    */
   dropNext(n: number): void;
   /**
+   * Drop the connection at the next `n` messages' MAIL FROM, with no reply (a relay that closed a
+   * kept connection just as it was used): not a byte of those messages arrived.
+   */
+  dropAtEnvelopeNext(n: number): void;
+  /**
    * A slow server: messages received from now on get no reply until the returned function is
    * called (then they are accepted, or refused as `failNext` says).
    */
@@ -87,6 +92,14 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
   let holding = false;
   let connections = 0;
   let drops = 0;
+  let envelopeDrops = 0;
+  /** The sockets of the connections open now, by session id. */
+  const sockets = (): Map<string, Socket> =>
+    new Map(
+      [...(server as unknown as { connections: Set<{ id: string; _socket: Socket }> }).connections].map(
+        (c) => [c.id, c._socket],
+      ),
+    );
   const waiting: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -95,6 +108,11 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
     onConnect(_session, callback) {
       connections++;
       callback();
+    },
+    onMailFrom(_address, session, callback) {
+      if (envelopeDrops === 0) return callback();
+      envelopeDrops--;
+      sockets().get(session.id)?.destroy();
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -107,9 +125,7 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
       stream.on('end', () => {
         if (drops > 0) {
           drops--;
-          const open = (server as unknown as { connections: Set<{ id: string; _socket: Socket }> })
-            .connections;
-          for (const connection of open) if (connection.id === session.id) connection._socket.destroy();
+          sockets().get(session.id)?.destroy();
           return;
         }
         if (options.latency === undefined) answer();
@@ -149,6 +165,9 @@ export async function startFakeSmtp(options: { latency?: Latency } = {}): Promis
     },
     dropNext: (n) => {
       drops = n;
+    },
+    dropAtEnvelopeNext: (n) => {
+      envelopeDrops = n;
     },
     hold: () => {
       holding = true;

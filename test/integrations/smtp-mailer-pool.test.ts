@@ -1,7 +1,8 @@
 // The mailer's connections (core/integrations/mail/mailer.ts): kept and reused, so a mail does not
-// pay for a connection, a greeting and EHLO of its own; and a connection that drops mid-message
-// fails that message rather than sending it again on another (whether it went is the effect
-// recorder's to decide). Against a real SMTP server on 127.0.0.1 (test/fakes/smtp-server.ts).
+// pay for a connection, a greeting and EHLO of its own; a mail whose kept connection drops before
+// a byte of it went goes over a new one; and a connection that drops mid-message fails that
+// message rather than sending it again on another (whether it went is the effect recorder's to
+// decide). Against a real SMTP server on 127.0.0.1 (test/fakes/smtp-server.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SmtpMailer } from '../../core/integrations/mail/mailer.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -25,6 +26,25 @@ describe('the mailer', () => {
       }
       for (const n of [1, 2, 3]) expect(received(`pooled ${n}`)).toHaveLength(1);
       expect(smtp.connections() - before).toBe(1);
+    } finally {
+      mailer.close();
+    }
+  });
+
+  it('sends a mail over a new connection when its kept one drops before a byte of it went', async () => {
+    const mailer = new SmtpMailer(smtp.url, 'Intake <no-reply@intake.test>');
+    try {
+      await mailer.send({ to: ['desk@firm.test'], subject: 'before the envelope drop', text: 'T' });
+      const before = smtp.connections();
+      smtp.dropAtEnvelopeNext(1);
+      const sent = await mailer.send({
+        to: ['desk@firm.test'],
+        subject: 'after the envelope drop',
+        text: 'T',
+      });
+      expect(sent.accepted).toEqual(['desk@firm.test']);
+      expect(received('after the envelope drop')).toHaveLength(1);
+      expect(smtp.connections()).toBe(before + 1);
     } finally {
       mailer.close();
     }

@@ -40,10 +40,10 @@ export class SmtpMailer implements Mailer {
         : { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }),
       // Connections kept and reused (up to 5, 100 messages each): a mail does not pay for a
       // connection, a greeting and EHLO (and, over TLS, a handshake) of its own.
+      // A connection that closes mid-message fails that message (whether it went is then the
+      // effect recorder's to decide); the pool sends again, over a new connection, only a message
+      // of which not a byte went out (a connection the server had dropped while idle).
       pool: true,
-      // A connection that closes mid-message fails that message instead of sending it again on
-      // another: whether it went is the effect recorder's to decide, not the pool's.
-      maxRequeues: 0,
       // Bounded waits: a hanging server fails the attempt, and the job retries with backoff.
       connectionTimeout: 10_000,
       greetingTimeout: 10_000,

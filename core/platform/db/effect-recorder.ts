@@ -697,7 +697,7 @@ export async function flushCarried(subject: EffectSubject): Promise<void> {
   if (carry.pending.size === 0) return;
   await writeKnownOutcome(() =>
     subject.exclusive(async (held) => {
-      if (subject.carry!.pending.size === 0) return;
+      if (carry.pending.size === 0) return;
       await writeRecords(subject, records, {}, held?.memo);
     }),
   );
