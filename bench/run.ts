@@ -31,6 +31,7 @@ import { contactsImport } from './scenarios/contacts-import.js';
 import { scaleEffects } from './scenarios/scale-effects.js';
 import { webhooksOut } from './scenarios/webhooks-out.js';
 import { intakeCost } from './scenarios/intake-cost.js';
+import { storeCommands } from './scenarios/store-commands.js';
 
 const SCENARIOS: Scenario[] = [
   createCall,
@@ -43,6 +44,7 @@ const SCENARIOS: Scenario[] = [
   scaleEffects,
   webhooksOut,
   intakeCost,
+  storeCommands,
 ];
 
 /**

@@ -17,7 +17,9 @@
 // inserted, updated and deleted and tables read (sequential and index scans) per collection,
 // from PostgreSQL's pg_stat_user_tables mapped to collection names by FerretDB's
 // _ferretdb_database_metadata, with the collection's mean row size (what an update rewrites).
-// With an external MONGODB_URI those rows are not printed.
+// With an external MONGODB_URI those rows are not printed. BENCH_COST_ORIGINS=1 also prints each
+// round's MongoDB calls per call by where in the service they are made (bench/lib/command-origins.mjs,
+// preloaded into the web and worker; its stack captures add CPU, so such a run is for the map).
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,6 +45,7 @@ import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { trackJobs } from '../lib/jobs-per-call.js';
 import { replayStores, type StoreRecipe } from '../lib/store-replay.js';
+import { originsEnv, originsTable, snapshotOrigins } from '../lib/command-origins.js';
 
 const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
@@ -56,6 +59,8 @@ const REPLAY_CONCURRENCY = knob('BENCH_COST_REPLAY_CONCURRENCY', 20, 500);
  * 200k characters) instead of the default agent's few lines: what an update of the call rewrites.
  */
 const LONG_TRANSCRIPT = process.env.BENCH_COST_LONG_TRANSCRIPT === '1';
+/** BENCH_COST_ORIGINS=1: the MongoDB calls of each round by origin (bench/lib/command-origins.ts). */
+const ORIGINS = process.env.BENCH_COST_ORIGINS === '1';
 
 /** A recorded figure from the environment; NaN when none was given. */
 function recorded(name: string): number {
@@ -215,6 +220,7 @@ async function burst(
   named: Map<number, string>,
   round: number,
   pg: { admin: MongoClient; psql: string | null; url: string | undefined },
+  originsDir: string | undefined,
 ): Promise<{
   cpuMs: number;
   capacity: number;
@@ -223,6 +229,7 @@ async function burst(
   recipe: StoreRecipe | null;
 }> {
   const tablesBefore = await collectionStats(app, pg.psql, pg.url);
+  const originsBefore = originsDir === undefined ? null : await snapshotOrigins(originsDir, named);
   const mongoBefore = await mongoCommands(pg.admin);
   const before = stackCpu(named);
   const jobs = await trackJobs(app);
@@ -246,6 +253,7 @@ async function burst(
   }
   const seconds = (performance.now() - started) / 1000;
   const after = stackCpu(named);
+  const originsAfter = originsDir === undefined ? null : await snapshotOrigins(originsDir, named);
   const per = new Map<string, number>();
   for (const [group, used] of after) per.set(group, (used - (before.get(group) ?? 0)) / CALLS);
   const total = [...per.values()].reduce((a, b) => a + b, 0);
@@ -273,6 +281,9 @@ async function burst(
       database += `\n  PostgreSQL rows per call, by collection:\n${collectionTable(tablesBefore, tablesAfter)}`;
       recipe = recipeOf(tablesBefore, tablesAfter, mongoPer.find(([c]) => c === 'find')?.[1] ?? 0);
     }
+  }
+  if (originsBefore !== null && originsAfter !== null) {
+    database += `\n${originsTable(originsBefore, originsAfter, CALLS)}`;
   }
   const breakdown = [...per.entries()]
     .sort((a, b) => b[1] - a[1])
@@ -304,7 +315,9 @@ export const intakeCost: Scenario = {
       await slack.close();
       await smtp.stop();
     });
+    const origins = ORIGINS ? originsEnv() : undefined;
     const app = await createApp(ctx.stores, 'intake-cost', {
+      ...origins?.env,
       SIM_CALL_MS: String(SIM_CALL_MS),
       SMTP_URL: smtp.url,
       MAIL_FROM: 'intake@service.test',
@@ -351,7 +364,7 @@ export const intakeCost: Scenario = {
     const admin = new MongoClient(ctx.stores.mongodbUri, { serverSelectionTimeoutMS: 5000 });
     atExit(() => admin.close());
     const pg = { admin, psql, url: pgUrl };
-    await burst(app, web.base, tenant, named, 0, pg);
+    await burst(app, web.base, tenant, named, 0, pg, origins?.dir);
     const cpu: number[] = [];
     const capacity: number[] = [];
     const storesOnly: number[] = [];
@@ -359,7 +372,7 @@ export const intakeCost: Scenario = {
     const scratch = admin.db(`${app.db.databaseName}_replay`);
     atExit(() => scratch.dropDatabase().then(() => undefined));
     for (let round = 1; round <= ROUNDS; round++) {
-      const r = await burst(app, web.base, tenant, named, round, pg);
+      const r = await burst(app, web.base, tenant, named, round, pg, origins?.dir);
       say(
         `intake-cost round ${round}: ${r.cpuMs.toFixed(1)} ms CPU per call, ${r.capacity.toFixed(2)} calls/s; ${r.breakdown}; load average ${loadAverage()}`,
       );
