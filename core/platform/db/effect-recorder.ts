@@ -92,7 +92,11 @@ export interface EffectSubjectDoc {
 // A process that dies first leaves the effect as the write
 // before it left it (`running` under its lease, or unsettled): the next attempt reconciles or
 // repeats it, which is what such an effect is for. An effect whose answer is stored first (a
-// mail, a Slack message) still writes its settle at once.
+// mail, a Slack message) is carried too once that answer is stored: its answer document is let
+// go only after the write that carried its settle, so a process that dies first leaves the record
+// `running` beside its stored answer, and the next attempt records that answer and sends nothing
+// (as for a process that died between the answer and the record). One whose answer could not be
+// stored (MongoDB away) writes its settle at once, retried through the outage.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -168,6 +172,8 @@ export interface EffectSubject {
 /** Records settled but not yet written, by path (EffectSubject.carry). */
 export interface SettleCarry {
   pending: Map<string, EffectRecord<unknown>>;
+  /** By path: what follows the write of a pending settle (its stored answer let go). */
+  afterWrite: Map<string, () => void>;
   /** The longest a settle waits for a write to go with before it is written on its own. */
   lingerMs: number;
   /** The write on its own, scheduled; and while it runs. */
@@ -175,7 +181,11 @@ export interface SettleCarry {
   writing?: Promise<void>;
 }
 
-export const newSettleCarry = (lingerMs: number): SettleCarry => ({ pending: new Map(), lingerMs });
+export const newSettleCarry = (lingerMs: number): SettleCarry => ({
+  pending: new Map(),
+  afterWrite: new Map(),
+  lingerMs,
+});
 
 /** Writes what the carry holds `lingerMs` from now unless a write takes it first; its failure is left to the next write. */
 function lingerThenFlush(subject: EffectSubject): void {
@@ -609,14 +619,18 @@ export async function runEffect<R>(
         );
     }
     const carry = records === undefined ? undefined : subject.carry;
+    // Carried: a settle whose loss costs a look or a repeat, or one whose answer is stored (the
+    // next attempt records that answer); never one with fields of the subject to set.
     const carried =
       carry !== undefined &&
-      (effect.reconcile !== undefined || effect.repeatable === true) &&
+      (effect.reconcile !== undefined || effect.repeatable === true || outcomeStoredAt !== null) &&
       Object.keys(outcome.alsoSet ?? {}).length === 0;
     let record: EffectRecord<R>;
     if (carried) {
       record = settledRecord(marked, outcome, answeredAt);
       carry.pending.set(effect.path, record);
+      // The stored answer stays until the record that holds it is written.
+      if (outcomeStoredAt !== null) carry.afterWrite.set(effect.path, () => void dropOutcome(token));
       lingerThenFlush(subject);
     } else {
       record = await settle(marked, outcome, answeredAt);
@@ -633,8 +647,9 @@ export async function runEffect<R>(
       outcome_stored_at: outcomeStoredAt,
       recorded_at: Date.now(),
     });
-    // The record holds it now; a document left behind (the delete lost) names a token no record holds.
-    if (outcomeStoredAt !== null) void dropOutcome(token);
+    // The record holds it now (a carried one: once written, see writeRecords); a document left
+    // behind (the delete lost) names a token no record holds.
+    if (outcomeStoredAt !== null && !carried) void dropOutcome(token);
     return record;
   } finally {
     clearInterval(renewal);
@@ -673,6 +688,11 @@ async function writeRecords(
   }
   for (const [path, record] of carried) {
     if (subject.carry!.pending.get(path) === record) subject.carry!.pending.delete(path);
+    // Written as carried (not replaced by a newer record of the same path in `sets`): what waited on it.
+    if (written[path] === record) {
+      subject.carry!.afterWrite.get(path)?.();
+      subject.carry!.afterWrite.delete(path);
+    }
   }
   for (const path of Object.keys(sets)) subject.carry?.pending.delete(path);
   if (memo?.has(memoKey)) {
