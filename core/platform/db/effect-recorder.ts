@@ -678,6 +678,8 @@ async function writeRecords(
 ): Promise<void> {
   const memoKey = `${records.collectionName}|${subject.id}`;
   const carried = [...(subject.carry?.pending ?? [])];
+  // What waits on each carried settle's write, as it is now (a later settle of the same path brings its own).
+  const waiting = new Map(carried.map(([path]) => [path, subject.carry!.afterWrite.get(path)]));
   const written: Record<string, EffectRecord<unknown>> = { ...Object.fromEntries(carried), ...sets };
   try {
     await records.updateOne({ _id: subject.id }, { $set: written }, { upsert: true });
@@ -689,9 +691,10 @@ async function writeRecords(
   for (const [path, record] of carried) {
     if (subject.carry!.pending.get(path) === record) subject.carry!.pending.delete(path);
     // Written as carried (not replaced by a newer record of the same path in `sets`): what waited on it.
-    if (written[path] === record) {
-      subject.carry!.afterWrite.get(path)?.();
-      subject.carry!.afterWrite.delete(path);
+    const after = waiting.get(path);
+    if (written[path] === record && after !== undefined) {
+      if (subject.carry!.afterWrite.get(path) === after) subject.carry!.afterWrite.delete(path);
+      after();
     }
   }
   for (const path of Object.keys(sets)) subject.carry?.pending.delete(path);
