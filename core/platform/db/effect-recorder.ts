@@ -169,11 +169,15 @@ export interface EffectSubject {
   carry?: SettleCarry;
 }
 
+/** A settle carried: its record, and what follows its write (its stored answer let go). */
+interface CarriedSettle {
+  record: EffectRecord<unknown>;
+  written?: () => void;
+}
+
 /** Records settled but not yet written, by path (EffectSubject.carry). */
 export interface SettleCarry {
-  pending: Map<string, EffectRecord<unknown>>;
-  /** By path: what follows the write of a pending settle (its stored answer let go). */
-  afterWrite: Map<string, () => void>;
+  pending: Map<string, CarriedSettle>;
   /** The longest a settle waits for a write to go with before it is written on its own. */
   lingerMs: number;
   /** The write on its own, scheduled; and while it runs. */
@@ -181,11 +185,7 @@ export interface SettleCarry {
   writing?: Promise<void>;
 }
 
-export const newSettleCarry = (lingerMs: number): SettleCarry => ({
-  pending: new Map(),
-  afterWrite: new Map(),
-  lingerMs,
-});
+export const newSettleCarry = (lingerMs: number): SettleCarry => ({ pending: new Map(), lingerMs });
 
 /** Writes what the carry holds `lingerMs` from now unless a write takes it first; its failure is left to the next write. */
 function lingerThenFlush(subject: EffectSubject): void {
@@ -628,9 +628,11 @@ export async function runEffect<R>(
     let record: EffectRecord<R>;
     if (carried) {
       record = settledRecord(marked, outcome, answeredAt);
-      carry.pending.set(effect.path, record);
       // The stored answer stays until the record that holds it is written.
-      if (outcomeStoredAt !== null) carry.afterWrite.set(effect.path, () => void dropOutcome(token));
+      carry.pending.set(effect.path, {
+        record,
+        ...(outcomeStoredAt === null ? {} : { written: () => void dropOutcome(token) }),
+      });
       lingerThenFlush(subject);
     } else {
       record = await settle(marked, outcome, answeredAt);
@@ -678,9 +680,10 @@ async function writeRecords(
 ): Promise<void> {
   const memoKey = `${records.collectionName}|${subject.id}`;
   const carried = [...(subject.carry?.pending ?? [])];
-  // What waits on each carried settle's write, as it is now (a later settle of the same path brings its own).
-  const waiting = new Map(carried.map(([path]) => [path, subject.carry!.afterWrite.get(path)]));
-  const written: Record<string, EffectRecord<unknown>> = { ...Object.fromEntries(carried), ...sets };
+  const written: Record<string, EffectRecord<unknown>> = {
+    ...Object.fromEntries(carried.map(([path, settle]) => [path, settle.record])),
+    ...sets,
+  };
   try {
     await records.updateOne({ _id: subject.id }, { $set: written }, { upsert: true });
   } catch (err) {
@@ -688,14 +691,10 @@ async function writeRecords(
     memo?.delete(memoKey);
     throw err;
   }
-  for (const [path, record] of carried) {
-    if (subject.carry!.pending.get(path) === record) subject.carry!.pending.delete(path);
+  for (const [path, settle] of carried) {
+    if (subject.carry!.pending.get(path) === settle) subject.carry!.pending.delete(path);
     // Written as carried (not replaced by a newer record of the same path in `sets`): what waited on it.
-    const after = waiting.get(path);
-    if (written[path] === record && after !== undefined) {
-      if (subject.carry!.afterWrite.get(path) === after) subject.carry!.afterWrite.delete(path);
-      after();
-    }
+    if (written[path] === settle.record) settle.written?.();
   }
   for (const path of Object.keys(sets)) subject.carry?.pending.delete(path);
   if (memo?.has(memoKey)) {
