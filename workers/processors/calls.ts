@@ -123,6 +123,8 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
       optedOut: optOut === 'listed' || optOut === 'already_listed',
     });
   }
+  // The analysis (and with it the effects) starts only here, after onCallFinished has recorded
+  // call.ended: recordCallEnded reads no effects for it (core/domain/calls/record-call-events.ts).
   if (data.event === 'call_analyzed') {
     await startCallAnalysis(services, call.firm, call._id, analysisDigest(data.call));
   }

@@ -22,7 +22,14 @@ export async function recordCallStarted(
   });
 }
 
-/** call.ended: the call is finished, however it ended (ended, not connected, error, blocked). */
+/**
+ * call.ended: the call is finished, however it ended (ended, not connected, error, blocked). Its
+ * effects are not read: none can have run yet when call.ended is first recorded. Only the job
+ * that applies a call_analyzed starts the analysis (and so the effects), and it records
+ * call.ended first (onCallFinished, workers/processors/calls.ts); a recording after that is a
+ * repeat its key refuses, whatever it carries. So the event shows the effects as the call's end
+ * left them: none, or a call stored before they moved to their own document (its own).
+ */
 export async function recordCallEnded(services: Services, call: CallDoc): Promise<string> {
   return recordEvent(services, {
     firm: call.firm,
@@ -30,7 +37,7 @@ export async function recordCallEnded(services: Services, call: CallDoc): Promis
     subject: call._id,
     key: 'ended',
     occurred_at: new Date(call.end_timestamp ?? call.updated_at.getTime()),
-    data: callView(await withCallEffects(services.mongo.db, call)),
+    data: callView(call),
   });
 }
 
