@@ -10,6 +10,7 @@ import { runCallEffects } from '../../core/domain/call-analysis/call-effects.js'
 import { finishedHere, onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { callsCollection } from '../../core/domain/calls/calls.js';
+import { storeExtraction } from '../../core/domain/call-analysis/extraction.js';
 import {
   JANE,
   callForProvider,
@@ -240,5 +241,48 @@ describe("a finished call's hook", () => {
     commands = [];
     await onCallFinished(stack.services, call);
     expect(endedInserts()).toBe(1);
+  });
+});
+
+describe("the extraction's store", () => {
+  /** An analysed call as stored, with its extraction taken away (or not), and the command log emptied. */
+  async function callToStoreFor(keep: boolean) {
+    const { stack } = peers;
+    const { callId } = await analysedCall();
+    const calls = callsCollection(stack.services.mongo.db);
+    if (!keep) await calls.updateOne({ _id: callId }, { $unset: { extraction: '' } });
+    const call = (await calls.findOne({ _id: callId }))!;
+    commands = [];
+    return { stack, calls, call };
+  }
+  const other = {
+    first_name: 'Other',
+    last_name: 'Writer',
+    phone: '+14155550100',
+    email: 'other.writer@example.com',
+    case_type: null,
+    summary: 'Another job extracted this first.',
+    urgency: 'normal' as const,
+    extractor: 'deterministic' as const,
+    fallback_reason: null,
+  };
+  const callCommands = () => commands.filter((c) => c.collection === COLLECTIONS.calls).map((c) => c.name);
+
+  it('is one write when the call has none: the filter is the check, no read first', async () => {
+    const { stack, calls, call } = await callToStoreFor(false);
+    const stored = await storeExtraction(stack.services, call, other);
+    expect(stored.first_name).toBe('Other');
+    expect(callCommands()).toEqual(['update']);
+    expect((await calls.findOne({ _id: call._id }))?.extraction?.first_name).toBe('Other');
+  });
+
+  it("keeps the first writer's: a call that has one keeps it, and is told which", async () => {
+    const { stack, calls, call } = await callToStoreFor(true);
+    const first = call.extraction!;
+    expect(first.first_name).not.toBe('Other');
+    const stored = await storeExtraction(stack.services, call, other);
+    expect(stored).toEqual(first);
+    expect(callCommands()).toEqual(['update', 'find']);
+    expect((await calls.findOne({ _id: call._id }))?.extraction).toEqual(first);
   });
 });

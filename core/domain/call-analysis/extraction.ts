@@ -125,7 +125,10 @@ export async function extractCallerData(
 
 /**
  * Stores the extraction unless the call already has one (first writer wins, under the call's
- * lock); returns the one stored.
+ * lock); returns the one stored. One write, and a read only when another job stored one first:
+ * the write's filter is the check. That is safe on FerretDB, which applies a conditional update
+ * as a read and a write of its own (not atomically), only because every writer of `extraction`
+ * (this and reextract) holds the call's lock: the filter never races another writer of it.
  */
 export async function storeExtraction(
   services: Services,
@@ -134,10 +137,14 @@ export async function storeExtraction(
 ): Promise<CallExtraction> {
   return withCallLock(services, call.firm, call._id, async () => {
     const calls = callsCollection(services.mongo.db);
-    const current = await calls.findOne({ _id: call._id }, { projection: { extraction: 1 } });
-    if (current?.extraction !== undefined) return current.extraction;
     const stored: CallExtraction = { ...extraction, extracted_at: new Date() };
-    await calls.updateOne({ _id: call._id }, { $set: { extraction: stored, updated_at: new Date() } });
-    return stored;
+    const { matchedCount } = await calls.updateOne(
+      { _id: call._id, extraction: { $exists: false } },
+      { $set: { extraction: stored, updated_at: new Date() } },
+    );
+    if (matchedCount === 1) return stored;
+    // Stored by another job first (or the call is gone): its copy stands.
+    const current = await calls.findOne({ _id: call._id }, { projection: { extraction: 1 } });
+    return current?.extraction ?? stored;
   });
 }
