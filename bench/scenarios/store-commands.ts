@@ -8,6 +8,10 @@
 //                                   compound secondary indexes ÷ none
 //   store_find_vs_update            a find by _id ÷ an update by _id, 3 KB documents
 //   store_insert_vs_update          an insert of a 3 KB document ÷ an update, no index
+//   store_conditional_vs_read_write an update by _id whose filter also checks a field (the check
+//                                   a read under a lock makes) ÷ that read and a plain update
+//   store_find_and_modify_vs_read_write  a findOneAndUpdate by _id returning the document after
+//                                   ÷ a find and an update of the same, 3 KB documents
 // The documents hold English-like text (words drawn at random), which PostgreSQL compresses as
 // it does a transcript. The value is µs of FerretDB + PostgreSQL CPU per command; with an external
 // MONGODB_URI (stores not started by the bench) it cannot be read and the rows say so.
@@ -77,6 +81,8 @@ export const storeCommands: Scenario = {
     'store_update_6_indexes_vs_none',
     'store_find_vs_update',
     'store_insert_vs_update',
+    'store_conditional_vs_read_write',
+    'store_find_and_modify_vs_read_write',
   ],
   async run(ctx) {
     const client = new MongoClient(ctx.stores.mongodbUri, { serverSelectionTimeoutMS: 5000 });
@@ -88,6 +94,9 @@ export const storeCommands: Scenario = {
       indexed: [] as number[],
       find: [] as number[],
       insert: [] as number[],
+      readWrite: [] as number[],
+      conditional: [] as number[],
+      findAndModify: [] as number[],
     };
     try {
       const filled = async (name: string, bytes: number, indexes: number): Promise<Collection<Doc>> => {
@@ -113,10 +122,37 @@ export const storeCommands: Scenario = {
         m.indexed.push(await cpuPerCommand(update(indexed)));
         m.find.push(await cpuPerCommand((i) => plain.findOne({ _id: `d${i % DOCS}` })));
         m.insert.push(await cpuPerCommand((i) => inserted.insertOne(newDoc(DOCS + i, 3000))));
+        // The pairs: a read then a write of one document, or the one command that does both.
+        m.readWrite.push(
+          await cpuPerCommand(async (i) => {
+            const doc = await plain.findOne({ _id: `d${i % DOCS}` });
+            if (doc !== null)
+              await plain.updateOne({ _id: doc._id }, { $set: { status: `s${serial++}`, n: i } });
+          }),
+        );
+        m.conditional.push(
+          await cpuPerCommand((i) =>
+            plain.updateOne(
+              { _id: `d${i % DOCS}`, status: { $ne: 'never' } },
+              { $set: { status: `s${serial++}`, n: i } },
+            ),
+          ),
+        );
+        m.findAndModify.push(
+          await cpuPerCommand((i) =>
+            plain.findOneAndUpdate(
+              { _id: `d${i % DOCS}` },
+              { $set: { status: `s${serial++}`, n: i } },
+              { returnDocument: 'after' },
+            ),
+          ),
+        );
         say(
           `store-commands round ${round}: µs of FerretDB + PostgreSQL CPU per command — update 300 B ${m.small.at(-1)!.toFixed(0)}, ` +
             `9 KB ${m.large.at(-1)!.toFixed(0)}, 3 KB ${m.plain.at(-1)!.toFixed(0)}, 3 KB with 6 indexes ${m.indexed.at(-1)!.toFixed(0)}; ` +
-            `find 3 KB ${m.find.at(-1)!.toFixed(0)}; insert 3 KB ${m.insert.at(-1)!.toFixed(0)}`,
+            `find 3 KB ${m.find.at(-1)!.toFixed(0)}; insert 3 KB ${m.insert.at(-1)!.toFixed(0)}; ` +
+            `find then update ${m.readWrite.at(-1)!.toFixed(0)}, conditional update ${m.conditional.at(-1)!.toFixed(0)}, ` +
+            `findOneAndUpdate ${m.findAndModify.at(-1)!.toFixed(0)}`,
         );
       }
     } finally {
@@ -163,6 +199,26 @@ export const storeCommands: Scenario = {
         },
         m.insert,
         m.plain,
+      ),
+      ratioRow(
+        {
+          id: 'store_conditional_vs_read_write',
+          label: 'an update by _id whose filter checks a field too, 3 KB documents, µs',
+          unit: 'µs',
+          baselineLabel: 'a find by _id, then an update by _id',
+        },
+        m.conditional,
+        m.readWrite,
+      ),
+      ratioRow(
+        {
+          id: 'store_find_and_modify_vs_read_write',
+          label: 'a findOneAndUpdate by _id, the document after returned, 3 KB, µs',
+          unit: 'µs',
+          baselineLabel: 'a find by _id, then an update by _id',
+        },
+        m.findAndModify,
+        m.readWrite,
       ),
     ];
     return rows;
