@@ -5,6 +5,7 @@ import { analysisDigest } from '../../jobs/call-analysis.js';
 import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
 import {
   applyCallEvent,
+  applyNamedCallEvent,
   callIdByProvider,
   callNamedByEvent,
   type AppliedCallEvent,
@@ -82,14 +83,17 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
 
 /**
  * The event applied under its call's lock: to the call its metadata names (ours when we placed
- * it), read once under the lock; else to the one the provider's id leads to, or a new inbound
- * call (core/domain/calls/call-events.ts).
+ * it), in one command in the usual case, else read once under the lock; else to the one the
+ * provider's id leads to, or a new inbound call (core/domain/calls/call-events.ts).
  */
 async function applyEvent(services: Services, data: CallEventJob): Promise<AppliedCallEvent> {
   const { db } = services.mongo;
   const named = data.call.metadata?.call_id;
   if (named !== undefined) {
     const applied = await withCallLock(services, data.firm, named, async () => {
+      // The usual case in one command; the rest from a read of the call, as before.
+      const written = await applyNamedCallEvent(db, data, named);
+      if (written !== null) return written;
       const read = await callNamedByEvent(db, data.firm, data.call);
       return read === null ? null : applyCallEvent(db, data, named, read);
     });

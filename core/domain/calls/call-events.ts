@@ -58,6 +58,50 @@ export async function applyCallEvent(
   return { call: { ...call, ...changes }, advanced };
 }
 
+/**
+ * The event applied in one command to the call its metadata names, in the usual case: an event
+ * that raises the call's status (call_started, call_ended), or a call_analyzed with its analysis
+ * for a call already finished. The write's filter makes the checks applyCallEvent makes on the
+ * call it reads first (the firm's call, the provider's id known, the status rank below the
+ * event's, or for the analysis not below), and the call comes back as written: one command where
+ * a read and a write were two. null when the filter does not match (no such call of this firm,
+ * an event that does not advance it, an analysis that also finishes it, the webhook ahead of the
+ * dial's record): applyCallEvent then applies it from a read, as before, and nothing was written.
+ * The caller holds the call's lock, as every writer of a call does: FerretDB applies a filtered
+ * write as a read and a write of its own, not atomically, and the lock is what keeps them together.
+ */
+export async function applyNamedCallEvent(
+  db: Db,
+  job: CallEventJob,
+  callId: string,
+): Promise<AppliedCallEvent | null> {
+  const payload = job.call;
+  const status = statusFor(job.event, payload);
+  const rank = STATUS_RANK[status];
+  const analysis = job.event === 'call_analyzed';
+  if (analysis && payload.call_analysis === undefined) return null;
+  const changes: Partial<CallDoc> = analysis
+    ? { call_analysis: payload.call_analysis }
+    : {
+        ...fieldsFrom(payload, status, job.received_at),
+        status,
+        status_rank: rank,
+        finished: isFinished(status),
+      };
+  changes.updated_at = new Date();
+  const call = await callsCollection(db).findOneAndUpdate(
+    {
+      _id: callId,
+      firm: job.firm,
+      provider_call_id: { $ne: null },
+      status_rank: analysis ? { $gte: rank } : { $lt: rank },
+    },
+    { $set: changes },
+    { returnDocument: 'after' },
+  );
+  return call === null ? null : { call, advanced: !analysis };
+}
+
 function statusFor(event: CallEventName, payload: ProviderCallSnapshot): CallStatus {
   if (event === 'call_started') return 'ongoing';
   const reported = payload.call_status;
