@@ -1,7 +1,8 @@
 // What an analysed call's worker steps ask of MongoDB, counted by the driver's command monitoring
 // (docs/performance.md, "The cost of one intake"): the lead and the CRM look up the caller's known
-// client once between them, and a finished call's hook runs to its end once per process, so the
-// call_analyzed after a call_ended finds nothing to read or write. The worker runs in this process.
+// client once between them, a finished call's hook runs to its end once per process, so the
+// call_analyzed after a call_ended finds nothing to read or write, and reads no effects document
+// (none can exist yet), and the extraction is stored in one write. The worker runs in this process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandStartedEvent, Db, Document } from 'mongodb';
 import { createFirm, freshMongoUri, rand } from '../helpers/stack.js';

@@ -10,6 +10,7 @@ import type { Job } from 'bullmq';
 import type { CommandStartedEvent } from 'mongodb';
 import { createFirm, freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
 import { callEvent } from '../../workers/processors/calls.js';
+import { applyNamedCallEvent } from '../../core/domain/calls/call-events.js';
 import type { CallEventJob, CallEventName } from '../../jobs/calls.js';
 import { callsCollection, newCallRecord, type CallDoc } from '../../core/domain/calls/calls.js';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
@@ -102,7 +103,28 @@ describe("a provider's call event, on the call's document", () => {
     expect(analysed.sent).toEqual(['findAndModify']);
     expect(analysed.result).toMatchObject({ advanced: false, status: 'ended' });
     expect(analysed.stored.call_analysis).toEqual(analysed.body.call.call_analysis);
-    expect(analysed.stored.updated_at.getTime()).toBeGreaterThan(ended.stored.updated_at.getTime() - 1);
+    expect(analysed.stored.status_rank).toBe(ended.stored.status_rank);
+  });
+
+  it('gives back the call as written: what the rest of the job (the hook, the events) goes on with', async () => {
+    const placed = await placedCall();
+    const body = retellCallAnalyzed({ ourCallId: placed.call._id, providerCallId: placed.providerCallId });
+    const job: CallEventJob = {
+      firm: placed.firm,
+      event: 'call_ended',
+      call: snapshotProviderCall(body.call as unknown as Parameters<typeof snapshotProviderCall>[0]),
+      received_at: Date.now(),
+    };
+    const applied = await applyNamedCallEvent(stack.services.mongo.db, job, placed.call._id);
+    expect(applied?.advanced).toBe(true);
+    expect(applied?.call).toEqual(
+      await callsCollection(stack.services.mongo.db).findOne({ _id: placed.call._id }),
+    );
+    // Again: it no longer raises the status, so nothing matches and nothing is written.
+    expect(await applyNamedCallEvent(stack.services.mongo.db, job, placed.call._id)).toBeNull();
+    expect(await callsCollection(stack.services.mongo.db).findOne({ _id: placed.call._id })).toEqual(
+      applied?.call,
+    );
   });
 
   it('a call_started after the call ended: the filter does not match, the call is read and left as it is', async () => {

@@ -41,13 +41,7 @@ export async function applyCallEvent(
   const rank = STATUS_RANK[status];
   const changes: Partial<CallDoc> = {};
   const advanced = rank > call.status_rank;
-  if (advanced) {
-    Object.assign(changes, fieldsFrom(payload, status, job.received_at), {
-      status,
-      status_rank: rank,
-      finished: isFinished(status),
-    });
-  }
+  if (advanced) Object.assign(changes, raisedTo(payload, status, job.received_at));
   if (job.event === 'call_analyzed' && payload.call_analysis !== undefined) {
     changes.call_analysis = payload.call_analysis;
     // The call_analyzed pipeline (core/domain/call-analysis) starts once this is stored.
@@ -82,12 +76,7 @@ export async function applyNamedCallEvent(
   if (analysis && payload.call_analysis === undefined) return null;
   const changes: Partial<CallDoc> = analysis
     ? { call_analysis: payload.call_analysis }
-    : {
-        ...fieldsFrom(payload, status, job.received_at),
-        status,
-        status_rank: rank,
-        finished: isFinished(status),
-      };
+    : raisedTo(payload, status, job.received_at);
   changes.updated_at = new Date();
   const call = await callsCollection(db).findOneAndUpdate(
     {
@@ -109,6 +98,16 @@ function statusFor(event: CallEventName, payload: ProviderCallSnapshot): CallSta
   // (docs/webhooks.md#answered-or-not).
   if (reported !== 'error' && isDialFailure(payload.disconnection_reason)) return 'not_connected';
   return reported === 'not_connected' || reported === 'error' || reported === 'ended' ? reported : 'ended';
+}
+
+/** What an event that raises the call to `status` sets: the status and the fields it carries. */
+function raisedTo(payload: ProviderCallSnapshot, status: CallStatus, receivedAt: number): Partial<CallDoc> {
+  return {
+    ...fieldsFrom(payload, status, receivedAt),
+    status,
+    status_rank: STATUS_RANK[status],
+    finished: isFinished(status),
+  };
 }
 
 /** The record fields an event carries. */
