@@ -13,6 +13,9 @@ import { expectError } from '../helpers/expect-error.js';
 import { callsOf, postSigned, retellCallAnalyzed } from './support.js';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { analysisDigest } from '../../jobs/call-analysis.js';
+import { acceptDelivery } from '../../core/domain/deliveries/delivery-outbox.js';
+import { createServices } from '../../core/wiring/services.js';
+import { createLogger } from '../../core/platform/logger.js';
 
 const SECRET_A = 'whsec_firm_a_secret_value';
 const SECRET_B = 'whsec_firm_b_secret_value';
@@ -173,5 +176,55 @@ describe('a 200 only for a delivery kept durably', () => {
     expect((await postSigned(outage, firm.slug, SECRET_A, body)).status).toBe(200);
     const jobs = await outage.services.queues['call-events'].getJobs(['waiting']);
     expect(jobs.some((j) => j.data.call.call_id === body.call.call_id)).toBe(true);
+  });
+});
+
+describe('a web process that has just started', () => {
+  it('sends a burst of deliveries straight to the queue while it looks whether the outbox is empty', async () => {
+    // A new web process first checks the outbox (it may hold deliveries from before). Before,
+    // the deliveries that arrived during that check went to the outbox too, and reached the
+    // queue only when a worker's drain moved them, a second or more later and after newer ones.
+    const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
+    try {
+      await fresh.redis.ping(); // connected: what a web process is before it listens
+      const ids = Array.from({ length: 20 }, () => `burst_${rand()}`);
+      const where = await Promise.all(
+        ids.map((id) =>
+          acceptDelivery(fresh, 'callEvent', a.slug, {
+            firm: a.slug,
+            event: 'call_started',
+            call: { call_id: id, call_status: 'ongoing', direction: 'inbound' },
+            received_at: Date.now(),
+          }),
+        ),
+      );
+      expect(where).toEqual(ids.map(() => 'queued'));
+      expect(await stack.services.mongo.db.collection(COLLECTIONS.webhookOutbox).countDocuments({})).toBe(0);
+      for (const id of ids) expect(await jobsOf(id)).toHaveLength(1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('stays behind the outbox when the Redis connection drops while it looks', async () => {
+    const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
+    try {
+      await fresh.redis.ping();
+      const deliver = () =>
+        acceptDelivery(fresh, 'callEvent', a.slug, {
+          firm: a.slug,
+          event: 'call_started',
+          call: { call_id: `drop_${rand()}`, call_status: 'ongoing', direction: 'inbound' },
+          received_at: Date.now(),
+        });
+      // The drop comes while the first delivery's look at the outbox is under way: what that
+      // look saw (an empty outbox) says nothing of deliveries kept since, so the gate stays shut.
+      const first = deliver();
+      fresh.redis.emit('close');
+      expect(await first).toBe('outbox');
+      expect(await deliver()).toBe('outbox');
+    } finally {
+      await fresh.close();
+    }
   });
 });

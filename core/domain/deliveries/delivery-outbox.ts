@@ -56,25 +56,41 @@ function outboxId(now: number): string {
 /**
  * Per process: whether new deliveries must queue behind the outbox. True at start (the outbox
  * may hold deliveries from before) and whenever the Redis connection drops; false once a check
- * found the outbox empty while Redis was ready.
+ * found the outbox empty while Redis was ready and stayed up. Deliveries that arrive while a
+ * check is under way wait for its answer: before, a burst at a web process's start sent all but
+ * the first to the outbox (a worker's drain queued them a second or more later, after requests
+ * that came after them). While the outbox holds entries, one check per EMPTY_CHECK_MS.
  */
 class OutboxGate {
   private behind = true;
   private checkedAt = 0;
+  private checking: Promise<boolean> | undefined;
+  /** Counts the connection's drops: a check that saw one during its read does not open the gate. */
+  private drops = 0;
 
   constructor(private readonly services: Services) {
     services.redis.on('close', () => {
       this.behind = true;
+      this.drops++;
     });
   }
 
   async mustQueueBehind(): Promise<boolean> {
     if (!this.behind) return false;
     if (this.services.redis.status !== 'ready') return true;
+    if (this.checking !== undefined) return this.checking;
     if (Date.now() - this.checkedAt < EMPTY_CHECK_MS) return true;
     this.checkedAt = Date.now();
+    this.checking = this.check().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async check(): Promise<boolean> {
+    const drops = this.drops;
     const first = await outbox(this.services).findOne({}, { projection: { _id: 1 } });
-    if (first === null) this.behind = false;
+    if (first === null && drops === this.drops) this.behind = false;
     return this.behind;
   }
 
