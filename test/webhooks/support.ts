@@ -156,10 +156,15 @@ export async function settledCall(
   );
 }
 
-/** Waits until the pipeline's queues have nothing waiting, delayed or running. */
+/**
+ * Waits until the pipeline's queues have nothing waiting, delayed or running, and no delivery
+ * waits in the webhook outbox (one an add that timed out on a busy machine sent there).
+ */
 export async function queuesIdle(stack: Stack, timeoutMs = 30_000): Promise<void> {
   await eventually(
     async () => {
+      const outbox = stack.services.mongo.db.collection(COLLECTIONS.webhookOutbox);
+      expect(await outbox.countDocuments({}), 'webhook outbox').toBe(0);
       for (const name of ['call-events', 'call-effects'] as const) {
         const counts = await stack.services.queues[name].getJobCounts(
           'waiting',
