@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { eventually } from '../helpers/eventually.js';
+import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { CAL_ORGANIZER, calTime } from '../fakes/calcom-fixtures.js';
@@ -115,9 +116,10 @@ export async function bookingJobs(
   return stack.services.queues.bookings.getJobs(states);
 }
 
-/** Waits until the bookings queue has nothing waiting, running or delayed. */
+/** Waits until the bookings queue has nothing waiting, running or delayed, and the webhook outbox nothing. */
 export const bookingsDrained = (stack: Stack, timeoutMs = 30_000) =>
   eventually(async () => {
+    await expectOutboxEmpty(stack);
     const counts = await stack.services.queues.bookings.getJobCounts(
       'waiting',
       'active',

@@ -5,6 +5,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { CallDoc } from '../../core/domain/calls/calls.js';
 import type { LeadDoc } from '../../core/domain/leads/leads.js';
 import { eventually } from '../helpers/eventually.js';
+import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
 import { rand, startStack, type Stack } from '../helpers/stack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
@@ -156,15 +157,11 @@ export async function settledCall(
   );
 }
 
-/**
- * Waits until the pipeline's queues have nothing waiting, delayed or running, and no delivery
- * waits in the webhook outbox (one an add that timed out on a busy machine sent there).
- */
+/** Waits until the pipeline's queues have nothing waiting, delayed or running, and the webhook outbox nothing. */
 export async function queuesIdle(stack: Stack, timeoutMs = 30_000): Promise<void> {
   await eventually(
     async () => {
-      const outbox = stack.services.mongo.db.collection(COLLECTIONS.webhookOutbox);
-      expect(await outbox.countDocuments({}), 'webhook outbox').toBe(0);
+      await expectOutboxEmpty(stack);
       for (const name of ['call-events', 'call-effects'] as const) {
         const counts = await stack.services.queues[name].getJobCounts(
           'waiting',

@@ -180,51 +180,50 @@ describe('a 200 only for a delivery kept durably', () => {
 });
 
 describe('a web process that has just started', () => {
+  const outbox = () => stack.services.mongo.db.collection(COLLECTIONS.webhookOutbox);
+
+  /** A web process's services, new (its outbox gate shut, as at a start), connected to Redis. */
+  async function withNewProcess(run: (fresh: ReturnType<typeof createServices>) => Promise<void>) {
+    const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
+    try {
+      await fresh.redis.ping(); // connected: what a web process is before it listens
+      await run(fresh);
+    } finally {
+      await fresh.close();
+      await outbox().deleteMany({}); // what a worker's drain would do
+    }
+  }
+
+  const deliver = (services: ReturnType<typeof createServices>, providerCallId: string) =>
+    acceptDelivery(services, 'callEvent', a.slug, {
+      firm: a.slug,
+      event: 'call_started',
+      call: { call_id: providerCallId, call_status: 'ongoing', direction: 'inbound' },
+      received_at: Date.now(),
+    });
+
   it('sends a burst of deliveries straight to the queue while it looks whether the outbox is empty', async () => {
     // A new web process first checks the outbox (it may hold deliveries from before). Before,
     // the deliveries that arrived during that check went to the outbox too, and reached the
     // queue only when a worker's drain moved them, a second or more later and after newer ones.
-    const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
-    try {
-      await fresh.redis.ping(); // connected: what a web process is before it listens
+    await withNewProcess(async (fresh) => {
       const ids = Array.from({ length: 20 }, () => `burst_${rand()}`);
-      const where = await Promise.all(
-        ids.map((id) =>
-          acceptDelivery(fresh, 'callEvent', a.slug, {
-            firm: a.slug,
-            event: 'call_started',
-            call: { call_id: id, call_status: 'ongoing', direction: 'inbound' },
-            received_at: Date.now(),
-          }),
-        ),
-      );
+      const where = await Promise.all(ids.map((id) => deliver(fresh, id)));
       expect(where).toEqual(ids.map(() => 'queued'));
-      expect(await stack.services.mongo.db.collection(COLLECTIONS.webhookOutbox).countDocuments({})).toBe(0);
+      expect(await outbox().countDocuments({})).toBe(0);
       for (const id of ids) expect(await jobsOf(id)).toHaveLength(1);
-    } finally {
-      await fresh.close();
-    }
+    });
   });
 
   it('stays behind the outbox when the Redis connection drops while it looks', async () => {
-    const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
-    try {
-      await fresh.redis.ping();
-      const deliver = () =>
-        acceptDelivery(fresh, 'callEvent', a.slug, {
-          firm: a.slug,
-          event: 'call_started',
-          call: { call_id: `drop_${rand()}`, call_status: 'ongoing', direction: 'inbound' },
-          received_at: Date.now(),
-        });
+    await withNewProcess(async (fresh) => {
       // The drop comes while the first delivery's look at the outbox is under way: what that
       // look saw (an empty outbox) says nothing of deliveries kept since, so the gate stays shut.
-      const first = deliver();
+      const first = deliver(fresh, `drop_${rand()}`);
       fresh.redis.emit('close');
       expect(await first).toBe('outbox');
-      expect(await deliver()).toBe('outbox');
-    } finally {
-      await fresh.close();
-    }
+      expect(await deliver(fresh, `drop_${rand()}`)).toBe('outbox');
+      expect(await outbox().countDocuments({ firm: a.slug })).toBe(2);
+    });
   });
 });
