@@ -57,9 +57,9 @@ function outboxId(now: number): string {
  * Per process: whether new deliveries must queue behind the outbox. True at start (the outbox
  * may hold deliveries from before) and whenever the Redis connection drops; false once a check
  * found the outbox empty while Redis was ready and stayed up. Deliveries that arrive while a
- * check is under way wait for its answer: before, a burst at a web process's start sent all but
- * the first to the outbox (a worker's drain queued them a second or more later, after requests
- * that came after them). While the outbox holds entries, one check per EMPTY_CHECK_MS.
+ * check is under way wait for its answer: before, those of a burst at a web process's start that
+ * came during the check went to the outbox (a worker's drain queued them a second or more later,
+ * after deliveries that came after them). While the outbox holds entries, one check per EMPTY_CHECK_MS.
  */
 class OutboxGate {
   private behind = true;
