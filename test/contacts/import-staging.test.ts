@@ -4,6 +4,7 @@
 // CONTACTS_IMPORT_MAX_PENDING imports waiting (429 with Retry-After beyond).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
 import {
@@ -152,6 +153,38 @@ describe('the per-firm cap on pending imports', () => {
     }
     const third = await accepted(firm.client, firm.slug, [person(3)]);
     expect((await pollJob(firm.client, third)).body).toMatchObject({ status: 'completed', imported: 1 });
+    await workers.stop();
+    workers = undefined;
+  }, 120_000);
+
+  it('an import that shows completed has given its slot back already: the next one is never refused for it', async () => {
+    expect(workers).toBeUndefined();
+    const firm = await createFirm(stack);
+    const pending = redisKeys(stack.config).contactsImportsPending(firm.slug);
+    const records = stack.services.mongo.db.collection<{ _id: string; status: string }>(
+      COLLECTIONS.contactImports,
+    );
+    workers = startWorkers(
+      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
+      processors,
+    );
+    // Watched as closely as the stores allow: the record first, then the slot. Held after the
+    // record said completed, the slot would refuse a client that sends its next import at once.
+    let looks = 0;
+    for (let i = 0; i < 5; i += 1) {
+      const id = await accepted(firm.client, firm.slug, [{ phone: `+1310556${String(i).padStart(4, '0')}` }]);
+      for (;;) {
+        const status = (await records.findOne({ _id: id }))?.status;
+        const held = await stack.services.redis.zscore(pending, id);
+        looks += 1;
+        if (status === 'completed') {
+          expect(held, `import ${i}: completed while its slot was held`).toBeNull();
+          break;
+        }
+        expect(status).toBe('processing');
+      }
+    }
+    expect(looks).toBeGreaterThan(5);
     await workers.stop();
     workers = undefined;
   }, 120_000);

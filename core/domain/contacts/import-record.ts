@@ -126,6 +126,9 @@ export async function failContactImport(
   const db = services.mongo.db;
   const record = await importsCollection(db).findOne({ _id: ref.importId });
   if (record === null || record.firm !== ref.firm || record.status === 'completed') return;
+  // The slot first, as a completed import frees it (import-rows.ts): once the import shows
+  // failed, the firm may send the next one at once.
+  await releaseImportSlot(services, record.firm, record._id);
   if (record.status === 'processing') {
     await importsCollection(db).updateOne(
       { _id: record._id },
@@ -133,7 +136,6 @@ export async function failContactImport(
     );
   }
   await discardImportRows(db, stagedAs(record), record.chunks ?? 0);
-  await releaseImportSlot(services, record.firm, record._id);
   if (record.stage === 'queued') return;
   // Contacts first: a key freed while its contact still stood could let another import add a twin.
   await contactsCollection(db).deleteMany({ import_id: record._id });

@@ -218,7 +218,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
       // Read again inside the firm's turn: an earlier attempt may have finished meanwhile.
       const record = await runnableRecord(db, job);
       if (record.status === 'completed' && record.result !== null) return record.result;
-      return applyPlan(db, record, plan);
+      return applyPlan(services, record, plan);
     },
     // No owner: a retry waits for the attempt before it (see the top of this file).
     { ttlMs: services.config.contactsImportLockMs, waitMs: 1000, renew: true },
@@ -227,7 +227,12 @@ export async function runContactImport(services: Services, job: ImportContactsJo
   return result;
 }
 
-async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Promise<ImportResult> {
+async function applyPlan(
+  services: Services,
+  record: ContactImportDoc,
+  plan: ImportPlan,
+): Promise<ImportResult> {
+  const db = services.mongo.db;
   const keys = contactKeysCollection(db);
   const retry = record.stage === 'claiming';
   if (!retry) {
@@ -267,6 +272,10 @@ async function applyPlan(db: Db, record: ContactImportDoc, plan: ImportPlan): Pr
     errors: plan.errorRows.length,
     error_rows: plan.errorRows.slice(0, MAX_ERROR_ROWS),
   };
+  // The slot is free before anyone can see the import completed: a client that polls it and
+  // sends its next import at once is not refused for it. Killed between the two writes, the
+  // import is retried without a slot: the firm is over its cap by this one import until then.
+  await releaseImportSlot(services, record.firm, record._id);
   const now = new Date();
   await importsCollection(db).updateOne(
     { _id: record._id },
