@@ -1,10 +1,12 @@
 // Staged imports (docs/contacts.md#memory): a contacts import's rows are staged in MongoDB, not carried by
 // its job, so a waiting import costs Redis a few hundred bytes; the staged pieces are deleted once it has
 // completed; a staging that fails half-way leaves no piece; and one firm may have only
-// CONTACTS_IMPORT_MAX_PENDING imports waiting (429 with Retry-After beyond).
+// CONTACTS_IMPORT_MAX_PENDING imports waiting (429 with Retry-After beyond), each slot free again
+// before its import shows completed or failed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
+import { failContactImport } from '../../core/domain/contacts/import-record.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
 import {
@@ -188,4 +190,34 @@ describe('the per-firm cap on pending imports', () => {
     await workers.stop();
     workers = undefined;
   }, 120_000);
+
+  it('an import that shows failed has given its slot back already', async () => {
+    expect(workers).toBeUndefined();
+    const firm = await createFirm(stack);
+    const pending = redisKeys(stack.config).contactsImportsPending(firm.slug);
+    const records = stack.services.mongo.db.collection<{ _id: string; status: string }>(
+      COLLECTIONS.contactImports,
+    );
+    for (let i = 0; i < 3; i += 1) {
+      const id = await accepted(firm.client, firm.slug, [{ phone: `+1310557${String(i).padStart(4, '0')}` }]);
+      expect(await stack.services.redis.zscore(pending, id)).not.toBeNull();
+      // Its job's last attempt failed: the processor gives it up (workers/processors/contacts.ts).
+      let done = false;
+      const failing = failContactImport(
+        stack.services,
+        { importId: id, firm: firm.slug },
+        'the store kept failing',
+      ).finally(() => {
+        done = true;
+      });
+      while (!done) {
+        const status = (await records.findOne({ _id: id }))?.status;
+        const held = await stack.services.redis.zscore(pending, id);
+        if (status === 'failed') expect(held, `import ${i}: failed while its slot was held`).toBeNull();
+      }
+      await failing;
+      expect((await records.findOne({ _id: id }))?.status).toBe('failed');
+      expect(await stack.services.redis.zscore(pending, id)).toBeNull();
+    }
+  });
 });
