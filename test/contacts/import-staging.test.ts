@@ -123,6 +123,18 @@ describe('a large import waiting for a worker', () => {
   });
 });
 
+/** An import's status as stored, and its slot in the firm's pending set (null when not held). */
+const importWatch = (firm: string) => ({
+  statusOf: async (id: string) =>
+    (
+      await stack.services.mongo.db
+        .collection<{ _id: string; status: string }>(COLLECTIONS.contactImports)
+        .findOne({ _id: id })
+    )?.status,
+  slotHeld: (id: string) =>
+    stack.services.redis.zscore(redisKeys(stack.config).contactsImportsPending(firm), id),
+});
+
 describe('the per-firm cap on pending imports', () => {
   it('per-firm pending cap answers 429 with Retry-After; other firms go on; a finished import frees its slot', async () => {
     expect(workers).toBeUndefined();
@@ -162,10 +174,7 @@ describe('the per-firm cap on pending imports', () => {
   it('an import that shows completed has given its slot back already: the next one is never refused for it', async () => {
     expect(workers).toBeUndefined();
     const firm = await createFirm(stack);
-    const pending = redisKeys(stack.config).contactsImportsPending(firm.slug);
-    const records = stack.services.mongo.db.collection<{ _id: string; status: string }>(
-      COLLECTIONS.contactImports,
-    );
+    const { statusOf, slotHeld } = importWatch(firm.slug);
     workers = startWorkers(
       createServices(stack.config, createLogger('silent', 'test'), 'worker'),
       processors,
@@ -176,8 +185,8 @@ describe('the per-firm cap on pending imports', () => {
     for (let i = 0; i < 5; i += 1) {
       const id = await accepted(firm.client, firm.slug, [{ phone: `+1310556${String(i).padStart(4, '0')}` }]);
       for (;;) {
-        const status = (await records.findOne({ _id: id }))?.status;
-        const held = await stack.services.redis.zscore(pending, id);
+        const status = await statusOf(id);
+        const held = await slotHeld(id);
         looks += 1;
         if (status === 'completed') {
           expect(held, `import ${i}: completed while its slot was held`).toBeNull();
@@ -194,13 +203,10 @@ describe('the per-firm cap on pending imports', () => {
   it('an import that shows failed has given its slot back already', async () => {
     expect(workers).toBeUndefined();
     const firm = await createFirm(stack);
-    const pending = redisKeys(stack.config).contactsImportsPending(firm.slug);
-    const records = stack.services.mongo.db.collection<{ _id: string; status: string }>(
-      COLLECTIONS.contactImports,
-    );
+    const { statusOf, slotHeld } = importWatch(firm.slug);
     for (let i = 0; i < 3; i += 1) {
       const id = await accepted(firm.client, firm.slug, [{ phone: `+1310557${String(i).padStart(4, '0')}` }]);
-      expect(await stack.services.redis.zscore(pending, id)).not.toBeNull();
+      expect(await slotHeld(id)).not.toBeNull();
       // Its job's last attempt failed: the processor gives it up (workers/processors/contacts.ts).
       let done = false;
       const failing = failContactImport(
@@ -211,13 +217,13 @@ describe('the per-firm cap on pending imports', () => {
         done = true;
       });
       while (!done) {
-        const status = (await records.findOne({ _id: id }))?.status;
-        const held = await stack.services.redis.zscore(pending, id);
+        const status = await statusOf(id);
+        const held = await slotHeld(id);
         if (status === 'failed') expect(held, `import ${i}: failed while its slot was held`).toBeNull();
       }
       await failing;
-      expect((await records.findOne({ _id: id }))?.status).toBe('failed');
-      expect(await stack.services.redis.zscore(pending, id)).toBeNull();
+      expect(await statusOf(id)).toBe('failed');
+      expect(await slotHeld(id)).toBeNull();
     }
   });
 });
