@@ -9,6 +9,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
+import { jobsHeldBytes, redisUsedMemory } from '../helpers/redis-memory.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 
 const SECRET = 'whsec_abuse_test_secret';
@@ -33,11 +34,6 @@ const event = (callId: string, fields: Record<string, unknown> = {}) => ({
   event: 'call_started',
   call: { call_id: callId, call_status: 'ongoing', direction: 'inbound', ...fields },
 });
-
-async function redisUsedMemory(stack: Stack): Promise<number> {
-  const info = await stack.services.redis.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
-}
 
 /** Runs `task` over `items` with at most `limit` at a time. */
 async function pool<T>(items: T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {
@@ -85,10 +81,14 @@ describe('a firm key cannot fill Redis through the call webhook', () => {
 
   it('100 webhooks of 1.99 MB grow Redis by little, not by the bodies (figures logged)', async () => {
     const before = await redisUsedMemory(stack);
-    const body = (i: number) =>
-      JSON.stringify(
-        event(`flood_${i}_${rand(3)}`, { transcript: 't'.repeat(1_000_000), filler: 'f'.repeat(990_000) }),
+    const ids: string[] = [];
+    const body = (i: number) => {
+      const callId = `flood_${i}_${rand(3)}`;
+      ids.push(callId);
+      return JSON.stringify(
+        event(callId, { transcript: 't'.repeat(1_000_000), filler: 'f'.repeat(990_000) }),
       );
+    };
     const statuses: number[] = [];
     await pool(
       Array.from({ length: 100 }, (_, i) => i),
@@ -108,8 +108,16 @@ describe('a firm key cannot fill Redis through the call webhook', () => {
       `[webhook bodies] Redis used_memory ${(before / 1e6).toFixed(1)} MB → ${(after / 1e6).toFixed(1)} MB`,
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(100);
-    // Before the fix: +200 MB (the whole bodies). Now each job holds a 200,000-character transcript.
-    expect(after - before).toBeLessThan(60_000_000);
+    // What the 100 jobs hold, on their own keys (used_memory above is the whole server's, which the
+    // test files running beside this one move too). Before the fix: about 2 MB a job, 200 MB in
+    // all (the whole bodies). Now each job holds the transcript at its 200,000-character cap.
+    const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active']);
+    const mine = jobs.filter((j) => ids.includes(j.data.call.call_id));
+    expect(mine).toHaveLength(100);
+    const held = await jobsHeldBytes(stack, 'call-events', mine);
+    console.log(`[webhook bodies] the 100 jobs' keys: ${(held / 1e6).toFixed(1)} MB`);
+    expect(held).toBeGreaterThan(100 * 200_000);
+    expect(held).toBeLessThan(30_000_000);
   }, 120_000);
 
   it('webhooks have their own per-firm limit: 429 with Retry-After, other firms unaffected', async () => {

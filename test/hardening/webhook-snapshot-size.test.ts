@@ -4,6 +4,7 @@
 // summary now share a 16 KiB budget; the transcript keeps its own 200,000-character cap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
+import { jobsHeldBytes, redisUsedMemory } from '../helpers/redis-memory.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { postSigned } from '../webhooks/support.js';
 
@@ -32,11 +33,6 @@ function hostileAnalyzed(callId: string) {
   };
 }
 
-async function usedMemory(stack: Stack): Promise<number> {
-  const info = await stack.services.redis.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)![1]);
-}
-
 describe('a call webhook snapshot has a byte budget', () => {
   let stack: Stack;
   let firm: Awaited<ReturnType<typeof createFirm>>;
@@ -48,7 +44,7 @@ describe('a call webhook snapshot has a byte budget', () => {
   afterAll(async () => stack?.stop());
 
   it('25 hostile call_analyzed deliveries grow Redis by a bounded amount (figures logged)', async () => {
-    const before = await usedMemory(stack);
+    const before = await redisUsedMemory(stack);
     const ids: string[] = [];
     for (let i = 0; i < 25; i++) {
       const body = hostileAnalyzed(`m1_${i}_${rand(4)}`);
@@ -57,7 +53,7 @@ describe('a call webhook snapshot has a byte budget', () => {
       const res = await postSigned(stack, firm.slug, SECRET, body);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
     }
-    const after = await usedMemory(stack);
+    const after = await redisUsedMemory(stack);
     console.log(
       `[snapshot budget] Redis used_memory after 25 hostile call_analyzed deliveries: ${(before / 1e6).toFixed(2)} MB → ${(after / 1e6).toFixed(2)} MB (+${((after - before) / 1e6).toFixed(2)} MB)`,
     );
@@ -81,13 +77,7 @@ describe('a call webhook snapshot has a byte budget', () => {
     // What the 25 jobs hold in Redis, key by key (used_memory above is the whole server's, which
     // the test files running beside this one change too): 25 jobs of at most 220 kB each and
     // Redis's own overhead; before the change, about 2 MB a job and 56 MB in all.
-    const queue = stack.services.queues['call-events'];
-    let held = 0;
-    for (const job of mine) {
-      held += Number(
-        await stack.services.redis.call('MEMORY', 'USAGE', queue.toKey(job.id!), 'SAMPLES', '0'),
-      );
-    }
+    const held = await jobsHeldBytes(stack, 'call-events', mine);
     console.log(`[snapshot budget] the 25 jobs' keys: ${(held / 1e6).toFixed(2)} MB`);
     expect(held).toBeGreaterThan(25 * 200_000);
     expect(held).toBeLessThan(8_000_000);
