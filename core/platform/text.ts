@@ -1,8 +1,19 @@
 /** One line of at most `max` characters: white space collapsed, an ellipsis where it was cut. */
 export function shorten(text: string, max: number): string {
-  const flat = singleLine(text).replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+  // Only the first characters can show, so only a prefix is flattened: longer each time, until
+  // its flat form holds more than `max` or it is the whole text. The flat form of a prefix is a
+  // prefix of the whole's (each run becomes one space wherever it is cut; the start is trimmed
+  // alike), so the answer is the same, for work about `max` and not the text's length (a Cal.com
+  // booking with thirteen 200,000-character fields cost 50 ms to snapshot, each kept to 320 at most).
+  for (let take = Math.max(64, 2 * max); ; take *= 4) {
+    const whole = take >= text.length;
+    const flat = flatten(whole ? text : text.slice(0, take));
+    if (flat.length > max) return `${flat.slice(0, max - 1).trimEnd()}…`;
+    if (whole) return flat;
+  }
 }
+
+const flatten = (text: string): string => singleLine(text).replace(/\s+/g, ' ').trim();
 
 // Every way text can start a new line (CR, LF, NEL U+0085, VT, FF, LS U+2028, PS U+2029) and the
 // other control characters: in a field meant to be one line they let whoever wrote it forge lines
