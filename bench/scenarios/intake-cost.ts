@@ -6,6 +6,11 @@
 //                         PostgreSQL) over the burst until every queue is empty, ÷ N, in ms;
 //                         printed per process beside Redis commands per call.
 //   capacity_calls_per_s  N ÷ the burst's wall time (the soak's capacity probe, as a row).
+//   capacity_vs_dial_ceiling  that, against the most a burst of N can reach at any CPU a call:
+//                         the calls queue's dial limiter lets the last call go after ⌊(N − 1) / max⌋
+//                         seconds, and one call alone on the idle stack takes what it takes.
+// Each round also prints where its wall time went (bench/lib/burst-timeline.ts): when the calls
+// were created, dialled, started, ended, analysed and done, and how busy the machine was.
 // Both are absolute: the baseline is a figure recorded from main at the start of the work, in
 // the same session and conditions (BENCH_COST_BASELINE_CPU_MS, BENCH_COST_BASELINE_CAPACITY);
 // without one the ratio is not computed. Knobs: BENCH_COST_CALLS (120), BENCH_COST_ROUNDS (2),
@@ -26,7 +31,7 @@ import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { ensurePostgres } from '../../scripts/local/services.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QUEUE_NAMES } from '../../jobs/queues.js';
+import { QUEUE, QUEUE_NAMES, QUEUE_SETTINGS } from '../../jobs/queues.js';
 import { startFakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp } from '../../test/fakes/smtp-server.js';
@@ -46,6 +51,9 @@ import type { Scenario } from '../lib/scenario.js';
 import { trackJobs } from '../lib/jobs-per-call.js';
 import { replayStores, type StoreRecipe } from '../lib/store-replay.js';
 import { originsEnv, originsTable, snapshotOrigins } from '../lib/command-origins.js';
+import { BusySampler, burstTimeline } from '../lib/burst-timeline.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import type { CallDoc } from '../../core/domain/calls/calls.js';
 
 const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
@@ -234,6 +242,8 @@ async function burst(
   const before = stackCpu(named);
   const jobs = await trackJobs(app);
   const commandsBefore = await redisCommands(app);
+  const startedAt = Date.now();
+  const busy = new BusySampler();
   const started = performance.now();
   await loop(CONCURRENCY, CALLS, (i) =>
     api(base, 'POST', '/api/v2/create-outbound-call', t.key, {
@@ -253,6 +263,7 @@ async function burst(
   }
   const seconds = (performance.now() - started) / 1000;
   const after = stackCpu(named);
+  const shares = busy.stop();
   const originsAfter = originsDir === undefined ? null : await snapshotOrigins(originsDir, named);
   const per = new Map<string, number>();
   for (const [group, used] of after) per.set(group, (used - (before.get(group) ?? 0)) / CALLS);
@@ -285,6 +296,10 @@ async function burst(
   if (originsBefore !== null && originsAfter !== null) {
     database += `\n${originsTable(originsBefore, originsAfter, CALLS)}`;
   }
+  const machineBusy = shares.reduce((a, b) => a + b, 0) / Math.max(1, shares.length);
+  database +=
+    `\n  where the wall time went: ${await burstTimeline(app.db, startedAt)}` +
+    `\n  the machine busy ${machineBusy.toFixed(0)} % over the burst; per quarter second: ${shares.map((x) => x.toFixed(0)).join(' ')}`;
   const breakdown = [...per.entries()]
     .sort((a, b) => b[1] - a[1])
     .map(([g, s]) => `${g} ${(s * 1000).toFixed(1)}`)
@@ -298,11 +313,54 @@ async function burst(
   };
 }
 
+/**
+ * One call alone on the idle stack, from its dial (the dial's mark, after the calls queue's
+ * limiter let its job go) until every queue is empty, in seconds: the least time the burst's last
+ * call can take once the limiter lets it go (its ringing and talk, SIM_CALL_MS, included). The
+ * least of three, so that the bound it gives is one.
+ */
+async function oneCallSeconds(app: App, base: string, t: Tenant): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const { call_id } = await api<{ call_id: string }>(base, 'POST', '/api/v2/create-outbound-call', t.key, {
+      toNumber: `+1415${String(2_000_001 + i)}`,
+      agentId: t.agentId,
+      firmSlug: t.slug,
+      dynamicVariables: { full_name: `Alone ${i}`, email: `alone.${i}@example.com` },
+    });
+    while ((await backlog(app)) > 0) {
+      checkInterrupted();
+      await sleep(10);
+    }
+    const emptied = Date.now();
+    const call = await app.db.collection<CallDoc>(COLLECTIONS.calls).findOne({ _id: call_id });
+    const dialled = call?.dial.started_at?.getTime();
+    if (dialled === undefined) throw new Error(`intake-cost: the call alone (${call_id}) was not dialled`);
+    times.push((emptied - dialled) / 1000);
+  }
+  return Math.min(...times);
+}
+
+/**
+ * The most calls a second a burst of CALLS can reach whatever the CPU a call costs: the dial
+ * ceiling (the calls queue's limiter, jobs/queues.ts) lets the last call go only after
+ * ⌊(CALLS − 1) / max⌋ of its windows (BullMQ opens a window at the first job it lets go, and
+ * the next one no sooner than `duration` later), and that call then takes at least `alone` seconds.
+ */
+function dialCeiling(alone: number): number {
+  const limiter = QUEUE_SETTINGS[QUEUE.calls].limiter;
+  if (limiter === undefined) return NaN;
+  const windows = Math.floor((CALLS - 1) / limiter.max) * (limiter.duration / 1000);
+  return CALLS / (windows + alone);
+}
+
 export const intakeCost: Scenario = {
   name: 'intake-cost',
   ids: [
     'cpu_per_call_ms',
     'capacity_calls_per_s',
+    'capacity_vs_dial_ceiling',
+    'dial_ceiling_vs_capacity_baseline',
     'capacity_vs_stores_only',
     'stores_only_vs_capacity_baseline',
   ],
@@ -365,6 +423,12 @@ export const intakeCost: Scenario = {
     atExit(() => admin.close());
     const pg = { admin, psql, url: pgUrl };
     await burst(app, web.base, tenant, named, 0, pg, origins?.dir);
+    const alone = await oneCallSeconds(app, web.base, tenant);
+    const ceiling = dialCeiling(alone);
+    say(
+      `intake-cost: one call alone, dialled to every queue empty: ${alone.toFixed(2)} s (the least of 3); ` +
+        `the dial ceiling's bound on a burst of ${CALLS}: ${ceiling.toFixed(2)} calls/s`,
+    );
     const cpu: number[] = [];
     const capacity: number[] = [];
     const storesOnly: number[] = [];
@@ -423,6 +487,32 @@ export const intakeCost: Scenario = {
         },
         capacity,
         capacity.map(() => capacityBaseline),
+      ),
+      ratioRow(
+        {
+          id: 'capacity_vs_dial_ceiling',
+          label: 'analysed calls end to end, /s',
+          unit: '/s',
+          baselineLabel: `what the dial ceiling lets a burst of ${CALLS} reach at any CPU a call`,
+          note:
+            "The calls queue dials at most its limiter's max a second (jobs/queues.ts), so the last call of " +
+            'the burst is dialled only after ⌊(N − 1) / max⌋ seconds, and then takes at least what one call ' +
+            'alone on the idle stack takes, dialled to done (its ringing and talk included): N ÷ that sum ' +
+            'is the most this burst can show, with no CPU spent at all. dial_ceiling_vs_capacity_baseline ' +
+            'below is that bound in multiples of main at the start.',
+        },
+        capacity,
+        capacity.map(() => ceiling),
+      ),
+      ratioRow(
+        {
+          id: 'dial_ceiling_vs_capacity_baseline',
+          label: `the dial ceiling's bound on a burst of ${CALLS}, /s`,
+          unit: '/s',
+          baselineLabel: 'main at the start (BENCH_COST_BASELINE_CAPACITY)',
+        },
+        [ceiling],
+        [capacityBaseline],
       ),
     ];
     if (storesOnly.length > 0) {
