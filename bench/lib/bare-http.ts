@@ -5,6 +5,7 @@
 // changes start-up, not the steady state measured.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { launch } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
 import { atExit, declared, PROFILE_DIR, rand, root, type App, type Web } from './stack.js';
@@ -55,4 +56,34 @@ export async function startBareHttp(
   atExit(() => web.stop());
   await child.ready;
   return web;
+}
+
+/**
+ * The environment that loads the bare handlers into the web process itself (bench/bare-in-web.ts),
+ * for `app.startWeb(env)`, and where they answer once `setUpBareInWeb` has named the firm.
+ */
+export async function bareInWebEnv(): Promise<{ env: Record<string, string>; base: string }> {
+  const port = await freePort();
+  const module = pathToFileURL(join(root, 'bench', 'bare-in-web.ts')).href;
+  const inherited = process.env.NODE_OPTIONS ?? '';
+  return {
+    base: `http://127.0.0.1:${port}`,
+    env: {
+      BARE_IN_WEB_PORT: String(port),
+      NODE_OPTIONS: `${inherited} --import tsx --import="${module}"`.trim(),
+    },
+  };
+}
+
+/** Names the firm, agent and webhook secret to the bare handlers in the web process. */
+export async function setUpBareInWeb(
+  base: string,
+  firm: { slug: string; agentId: string; secret?: string },
+): Promise<void> {
+  const res = await fetch(`${base}/setup`, {
+    method: 'POST',
+    body: JSON.stringify({ firm: firm.slug, agent: firm.agentId, secret: firm.secret ?? 'none' }),
+  });
+  if (res.status !== 204)
+    throw new Error(`the bare handlers in the web process: ${res.status} ${await res.text()}`);
 }

@@ -247,7 +247,8 @@ export interface App {
   /** The app's Redis keys (hash-tagged on a cluster), as its processes name them. */
   keys: RedisKeys;
   queues: Queues;
-  startWeb(): Promise<Web>;
+  /** The web process; `env` for it alone (after the app's). */
+  startWeb(env?: Record<string, string>): Promise<Web>;
   /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
   startWorker(name: string, env?: Record<string, string>, nodeArgs?: string[]): Promise<Proc>;
   /** Removes the queues' keys and the database, and stops the app's processes. */
@@ -323,11 +324,15 @@ export async function createApp(
     redis,
     keys,
     queues,
-    async startWeb() {
+    async startWeb(env = {}) {
       const readyz = `${base}/readyz`;
       const web = declared('web', 'BENCH_WEB_NODE_ARGS');
-      const proc = spawnNode(`${name}-web`, 'api/server.ts', { ...fullEnv, ...web.env }, web.nodeArgs, () =>
-        fetch(readyz).then((r) => r.ok),
+      const proc = spawnNode(
+        `${name}-web`,
+        'api/server.ts',
+        { ...fullEnv, ...env, ...web.env },
+        web.nodeArgs,
+        () => fetch(readyz).then((r) => r.ok),
       );
       procs.push(proc);
       await proc.ready;

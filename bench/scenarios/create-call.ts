@@ -8,7 +8,9 @@
 //   - GET /healthz (what the web process does for a request that does nothing);
 //   - the same request to a bare node:http server issuing the same store calls as the direct
 //     baseline (bench/bare-http-server.ts): what Node's HTTP stack alone costs;
-//   - the same handler under a bare Koa app in that server: what the framework alone adds.
+//   - the same handler under a bare Koa app in that server: what the framework alone adds;
+//   - the same handler inside the web process itself (bench/bare-in-web.ts): what the process the
+//     service runs in costs any handler, the bound no route of it can beat.
 // Also the web process's RSS idle and under this load.
 import { callsCollection, newOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
@@ -34,7 +36,7 @@ import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { createApp, makeTenant, type Web } from '../lib/stack.js';
-import { startBareHttp } from '../lib/bare-http.js';
+import { bareInWebEnv, setUpBareInWeb, startBareHttp } from '../lib/bare-http.js';
 
 export const createCall: Scenario = {
   name: 'create-call',
@@ -45,6 +47,8 @@ export const createCall: Scenario = {
     'create_call_vs_bare_http',
     'create_call_vs_bare_koa',
     'bare_koa_vs_bare_http',
+    'bare_in_web_vs_bare_http',
+    'create_call_vs_bare_in_web',
     'bare_http_vs_direct',
     'web_rss_idle_mb',
     'web_rss_load_mb',
@@ -53,7 +57,8 @@ export const createCall: Scenario = {
     const app = await createApp(ctx.stores, 'create-call');
     let bare: Web | undefined;
     try {
-      const web = await app.startWeb();
+      const inWeb = await bareInWebEnv();
+      const web = await app.startWeb(inWeb.env);
       const tenant = await makeTenant(app, web.base);
       const keys = redisKeys({ queuePrefix: app.prefix, redisCluster: false });
       // The firm's do-not-call index, as a worker builds it when the first request asks for it
@@ -68,6 +73,7 @@ export const createCall: Scenario = {
         tenant.slug,
       );
       bare = await startBareHttp(app, tenant);
+      await setUpBareInWeb(inWeb.base, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;
       const agent = (await findAgent(app.db, tenant.agentId))!;
       const body = {
@@ -143,6 +149,7 @@ export const createCall: Scenario = {
       const directCpu: number[] = [];
       const bareCpu: number[] = [];
       const koaCpu: number[] = [];
+      const inWebCpu: number[] = [];
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -183,13 +190,19 @@ export const createCall: Scenario = {
             koaCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
             return r;
           },
+          inWeb: async (n) => {
+            const c0 = processCpuSeconds(web.pid);
+            const r = await cannon({ ...request, url: `${inWeb.base}/create` }, n);
+            inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
         },
         {
           log: (round, r) =>
             say(
               `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
                 `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s · ` +
-                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s`,
+                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s · bare in the web ${r.inWeb.rate.toFixed(0)}/s`,
             ),
         },
       );
@@ -268,6 +281,32 @@ export const createCall: Scenario = {
           },
           of(rates.koa),
           of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'bare_in_web_vs_bare_http',
+            label: 'bare handler in the web process, create-call store calls',
+            unit: 'req/s',
+            baselineLabel: 'the same handler on bare node:http in a process of its own',
+            note:
+              "The bare server's handler, unchanged, served from inside the web process (bench/bare-in-web.ts) " +
+              "beside the service's routes: what the process the service runs in (its heap, timers and collector) " +
+              'costs a handler that does nothing of the service. No route of that process can beat it: the bound ' +
+              `of create_call_vs_bare_http. CPU per request there ${median(inWebCpu).toFixed(0)} µs, in the bare server ` +
+              `${median(bareCpu).toFixed(0)} µs (medians).`,
+          },
+          of(rates.inWeb),
+          of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_bare_in_web',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: 'the bare handler in the same web process',
+          },
+          of(rates.route),
+          of(rates.inWeb),
         ),
         ratioRow(
           {

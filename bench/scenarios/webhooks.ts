@@ -5,7 +5,8 @@
 //   - POST /api/v2/{firm}/webhook: Retell call_analyzed bodies (~3 KB) with x-retell-signature;
 //   - POST /api/v2/{firm}/booking-webhook: Cal.com BOOKING_CREATED with X-Cal-Signature-256.
 // The call webhook also against a bare node:http server issuing the same store calls
-// (bench/bare-http-server.ts): what Node's HTTP stack alone costs.
+// (bench/bare-http-server.ts): what Node's HTTP stack alone costs; and against that handler
+// inside the web process itself (bench/bare-in-web.ts): the bound no route of that process can beat.
 import { createHmac, randomBytes } from 'node:crypto';
 import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { snapshotBookingEvent } from '../../core/domain/bookings/booking-event.js';
@@ -28,7 +29,7 @@ import { formatOps, opsPerCall, sameOps } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, rand, type App, type Web } from '../lib/stack.js';
-import { startBareHttp } from '../lib/bare-http.js';
+import { bareInWebEnv, setUpBareInWeb, startBareHttp } from '../lib/bare-http.js';
 
 /** A call_analyzed body as Retell sends it (about 3 KB), for a fresh call id. */
 function callAnalyzed(n: number) {
@@ -193,6 +194,8 @@ export const webhooks: Scenario = {
     'webhook_vs_bare_http',
     'webhook_vs_bare_koa',
     'webhook_bare_koa_vs_bare_http',
+    'webhook_bare_in_web_vs_bare_http',
+    'webhook_vs_bare_in_web',
     'booking_webhook_vs_add',
     'booking_webhook_vs_direct',
   ],
@@ -201,7 +204,8 @@ export const webhooks: Scenario = {
     const rows: Row[] = [];
     let bareServer: Web | undefined;
     try {
-      const web = await app.startWeb();
+      const inWeb = await bareInWebEnv();
+      const web = await app.startWeb(inWeb.env);
       const secret = `whsec_${randomBytes(16).toString('hex')}`;
       const limiter = unlimitedLimiter(
         app.redis,
@@ -219,6 +223,7 @@ export const webhooks: Scenario = {
         if (receiver.id === 'webhook' && bareServer === undefined) {
           const tenant = await makeTenant(app, web.base, receiver.settings(secret));
           bareServer = await startBareHttp(app, { slug, agentId: tenant.agentId, secret });
+          await setUpBareInWeb(inWeb.base, { slug, agentId: tenant.agentId, secret });
         }
         const bareBase = receiver.id === 'webhook' ? bareServer?.base : undefined;
         let n = 0;
@@ -252,6 +257,7 @@ export const webhooks: Scenario = {
         const webCpu: number[] = [];
         const bareCpu: number[] = [];
         const koaCpu: number[] = [];
+        const inWebCpu: number[] = [];
         let routeCores = '';
         /** Signed deliveries to `base` + `path` through autocannon. */
         const signedCannon = (base: string, path: string) => (amount: number) =>
@@ -286,13 +292,14 @@ export const webhooks: Scenario = {
         };
         const log = (
           round: number,
-          r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate; bareKoa?: Rate },
+          r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate; bareKoa?: Rate; inWeb?: Rate },
         ) =>
           say(
             `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
               `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s` +
               (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`) +
-              (r.bareKoa === undefined ? '' : ` · bare Koa ${r.bareKoa.rate.toFixed(0)}/s`),
+              (r.bareKoa === undefined ? '' : ` · bare Koa ${r.bareKoa.rate.toFixed(0)}/s`) +
+              (r.inWeb === undefined ? '' : ` · bare in the web ${r.inWeb.rate.toFixed(0)}/s`),
           );
         const rates =
           bareBase === undefined
@@ -300,6 +307,7 @@ export const webhooks: Scenario = {
                 ...(await alternate(ctx.rounds, ctx.seconds, steps, { log })),
                 bareHttp: [] as Rate[],
                 bareKoa: [] as Rate[],
+                inWeb: [] as Rate[],
               }
             : await alternate(
                 ctx.rounds,
@@ -316,6 +324,12 @@ export const webhooks: Scenario = {
                     const c0 = processCpuSeconds(bareServer!.pid);
                     const r = await signedCannon(bareBase, '/koa/webhook')(amount);
                     koaCpu.push(((processCpuSeconds(bareServer!.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                  inWeb: async (amount: number) => {
+                    const c0 = processCpuSeconds(web.pid);
+                    const r = await signedCannon(inWeb.base, '/webhook')(amount);
+                    inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
                     return r;
                   },
                 },
@@ -385,6 +399,30 @@ export const webhooks: Scenario = {
               },
               of(rates.bareKoa),
               of(rates.bareHttp),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_bare_in_web_vs_bare_http`,
+                label: 'bare handler in the web process, call webhook store calls, HMAC and parse',
+                unit: 'req/s',
+                baselineLabel: 'the same handler on bare node:http in a process of its own',
+                note:
+                  "The bare server's handler, unchanged, served from inside the web process (bench/bare-in-web.ts): " +
+                  `the bound of ${receiver.id}_vs_bare_http, as for create-outbound-call. CPU per delivery there ` +
+                  `${median(inWebCpu).toFixed(0)} µs, in the bare server ${median(bareCpu).toFixed(0)} µs (medians).`,
+              },
+              of(rates.inWeb),
+              of(rates.bareHttp),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_vs_bare_in_web`,
+                label: receiver.label,
+                unit: 'req/s',
+                baselineLabel: 'the bare handler in the same web process',
+              },
+              of(rates.route),
+              of(rates.inWeb),
             ),
           );
         }

@@ -1,0 +1,34 @@
+// The bare server's handlers (bench/lib/bare-handlers.ts) inside the web process itself: loaded
+// before the web's own entry (NODE_OPTIONS `--import tsx --import <this file>`, set by
+// bench/lib/bare-http.ts `bareInWebEnv` for the create-call and webhooks scenarios only),
+// listening on BARE_IN_WEB_PORT beside the service's port, and set up by POST /setup
+// {firm, agent, secret} once the firm exists (it is made through the web's own API). So the same
+// bare handler runs in a process of its own and in the process the service runs in: with its
+// heap (every route's compiled validators, Bull Board, the read cache), its timers and its
+// collector. No route can run faster than that there: the request paths' measured bound
+// (docs/performance.md). The bench runs without tracing; with it, these imports would come first.
+import { isMainThread } from 'node:worker_threads';
+import { bareHandlers, bareServer, type BareHandlers } from './lib/bare-handlers.js';
+
+let handlers: BareHandlers | null = null;
+const env = (name: string): string => process.env[name] ?? '';
+
+const server = bareServer(
+  () => handlers,
+  async (raw) => {
+    const o = JSON.parse(raw.toString('utf8')) as { firm: string; agent: string; secret: string };
+    handlers ??= await bareHandlers({
+      redisUrl: env('REDIS_URL'),
+      mongodbUri: env('MONGODB_URI'),
+      queuePrefix: env('QUEUE_PREFIX'),
+      secretsKey: env('SECRETS_KEY'),
+      ...o,
+    });
+  },
+);
+// Node runs an `--import` in its module loader's thread too (tsx's hooks): listen in the main one.
+if (isMainThread) {
+  server.listen(Number(env('BARE_IN_WEB_PORT')), '127.0.0.1');
+  // Never what keeps the web process alive: it stops and exits as it does without this.
+  server.unref();
+}
