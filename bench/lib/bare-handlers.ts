@@ -115,11 +115,11 @@ export async function bareHandlers(o: BareOptions): Promise<BareHandlers> {
 /**
  * A node:http server answering /create and /webhook with `handlers()` (null until they are set
  * up: 503), and /koa/create and /koa/webhook with the same under a bare Koa app; with `setup`,
- * POST /setup hands it the body (204 once it resolves).
+ * POST /setup hands it the body and answers what it resolves to, as JSON.
  */
 export function bareServer(
   handlers: () => BareHandlers | null,
-  setup?: (raw: Buffer) => Promise<void>,
+  setup?: (raw: Buffer) => Promise<unknown>,
 ): Server {
   const serve = (path: string | undefined, req: IncomingMessage, raw: Buffer): Promise<unknown> => {
     const h = handlers();
@@ -142,7 +142,7 @@ export function bareServer(
       readBody(req)
         .then(setup)
         .then(
-          () => res.writeHead(204).end(),
+          (answer) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
           (err: unknown) => res.writeHead(500).end(String(err)),
         );
       return;

@@ -75,15 +75,23 @@ export async function bareInWebEnv(): Promise<{ env: Record<string, string>; bas
   };
 }
 
-/** Names the firm, agent and webhook secret to the bare handlers in the web process. */
+/**
+ * Names the firm, agent and webhook secret to the bare handlers in the web process, and checks
+ * that they run in that process (`web`), not in one of their own.
+ */
 export async function setUpBareInWeb(
   base: string,
+  web: { pid: number },
   firm: { slug: string; agentId: string; secret?: string },
 ): Promise<void> {
   const res = await fetch(`${base}/setup`, {
     method: 'POST',
     body: JSON.stringify({ firm: firm.slug, agent: firm.agentId, secret: firm.secret ?? 'none' }),
   });
-  if (res.status !== 204)
+  if (res.status !== 200) {
     throw new Error(`the bare handlers in the web process: ${res.status} ${await res.text()}`);
+  }
+  const { pid } = (await res.json()) as { pid: number };
+  if (pid !== web.pid)
+    throw new Error(`the bare handlers run in process ${pid}, not in the web (${web.pid})`);
 }

@@ -73,7 +73,7 @@ export const createCall: Scenario = {
         tenant.slug,
       );
       bare = await startBareHttp(app, tenant);
-      await setUpBareInWeb(inWeb.base, tenant);
+      await setUpBareInWeb(inWeb.base, web, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;
       const agent = (await findAgent(app.db, tenant.agentId))!;
       const body = {

@@ -223,7 +223,7 @@ export const webhooks: Scenario = {
         if (receiver.id === 'webhook' && bareServer === undefined) {
           const tenant = await makeTenant(app, web.base, receiver.settings(secret));
           bareServer = await startBareHttp(app, { slug, agentId: tenant.agentId, secret });
-          await setUpBareInWeb(inWeb.base, { slug, agentId: tenant.agentId, secret });
+          await setUpBareInWeb(inWeb.base, web, { slug, agentId: tenant.agentId, secret });
         }
         const bareBase = receiver.id === 'webhook' ? bareServer?.base : undefined;
         let n = 0;
