@@ -1,9 +1,9 @@
-// Where a burst of simulated calls spends its wall time (docs/performance.md, "Capacity's bound"):
+// Where a burst of simulated calls spends its wall time (docs/performance.md, "Where a burst's
+// five seconds go"):
 // when each call was created, dialled, started, ended, analysed and had its effects done, as
 // percentiles from the burst's start, and how busy the machine was in each quarter second.
 import type { Db } from 'mongodb';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import type { CallDoc, CallEffectsDoc } from '../../core/domain/calls/calls.js';
+import { callEffectsCollection, callsCollection, type CallDoc } from '../../core/domain/calls/calls.js';
 import { machineTicks, percentile } from './measure.js';
 
 /** The machine's busy share in each `everyMs` from start to stop, in percent. */
@@ -35,11 +35,11 @@ const ms = (d: Date | null | undefined): number | undefined => (d instanceof Dat
  * effects document, after the burst.
  */
 export async function burstTimeline(db: Db, startedAt: number): Promise<string> {
-  const calls = await db
-    .collection<CallDoc>(COLLECTIONS.calls)
+  // The bench's own database of a few hundred calls, read once after the burst.
+  const calls = await callsCollection(db)
     .find({ created_at: { $gte: new Date(startedAt) } })
     .toArray();
-  const effects = db.collection<CallEffectsDoc>(COLLECTIONS.callEffects);
+  const effects = callEffectsCollection(db);
   const done: Array<number | undefined> = [];
   for (const call of calls) {
     const records = Object.values((await effects.findOne({ _id: call._id }))?.effects ?? {});
@@ -56,28 +56,13 @@ export async function burstTimeline(db: Db, startedAt: number): Promise<string> 
     const qs = [0, 0.1, 0.5, 0.9, 1].map((q) => percentile(xs, q).toFixed(0));
     return `${name} ${qs.join('/')}${xs.length < calls.length ? ` (${xs.length})` : ''}`;
   };
-  return [
-    `${calls.length} calls, ms from the burst's start (min/p10/p50/p90/max):`,
-    stage(
-      'created',
-      calls.map((c) => ms(c.created_at)),
-    ),
-    stage(
-      'dialled',
-      calls.map((c) => ms(c.dial?.finished_at)),
-    ),
-    stage(
-      'started',
-      calls.map((c) => c.start_timestamp),
-    ),
-    stage(
-      'ended',
-      calls.map((c) => c.end_timestamp),
-    ),
-    stage(
-      'analysed',
-      calls.map((c) => ms(c.extraction?.extracted_at)),
-    ),
-    stage('effects done', done),
-  ].join('; ');
+  const stages: Array<[string, (c: CallDoc) => number | null | undefined]> = [
+    ['created', (c) => ms(c.created_at)],
+    ['dialled', (c) => ms(c.dial?.finished_at)],
+    ['started', (c) => c.start_timestamp],
+    ['ended', (c) => c.end_timestamp],
+    ['analysed', (c) => ms(c.extraction?.extracted_at)],
+  ];
+  const times = [...stages.map(([name, at]) => stage(name, calls.map(at))), stage('effects done', done)];
+  return `${calls.length} calls, ms from the burst's start (min/p10/p50/p90/max): ${times.join('; ')}`;
 }

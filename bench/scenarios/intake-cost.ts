@@ -52,8 +52,7 @@ import { trackJobs } from '../lib/jobs-per-call.js';
 import { replayStores, type StoreRecipe } from '../lib/store-replay.js';
 import { originsEnv, originsTable, snapshotOrigins } from '../lib/command-origins.js';
 import { BusySampler, burstTimeline } from '../lib/burst-timeline.js';
-import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import type { CallDoc } from '../../core/domain/calls/calls.js';
+import { callsCollection } from '../../core/domain/calls/calls.js';
 
 const CALLS = knob('BENCH_COST_CALLS', 120, 20_000);
 const ROUNDS = knob('BENCH_COST_ROUNDS', 2, 10);
@@ -333,7 +332,7 @@ async function oneCallSeconds(app: App, base: string, t: Tenant): Promise<number
       await sleep(10);
     }
     const emptied = Date.now();
-    const call = await app.db.collection<CallDoc>(COLLECTIONS.calls).findOne({ _id: call_id });
+    const call = await callsCollection(app.db).findOne({ _id: call_id });
     const dialled = call?.dial.started_at?.getTime();
     if (dialled === undefined) throw new Error(`intake-cost: the call alone (${call_id}) was not dialled`);
     times.push((emptied - dialled) / 1000);
