@@ -193,9 +193,10 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
     const request = ctx.request as unknown as { body?: unknown; rawBody?: string };
     const body = v.body === undefined ? undefined : v.body(request.body ?? {});
     if (route.largeBodyBytes !== undefined) {
-      // The handler has the body; nothing else keeps it once the handler has let it go.
-      delete request.body;
-      delete request.rawBody;
+      // The handler has the body; nothing else keeps it once the handler has let it go. (Set to
+      // undefined, not deleted: a delete leaves the request object a slow dictionary.)
+      request.body = undefined;
+      request.rawBody = undefined;
     }
     const query = v.query === undefined ? {} : v.query({ ...ctx.query });
     const params = (ctx.state.params as Record<string, never> | undefined) ?? {};

@@ -135,6 +135,11 @@ export class RateLimiter {
     await this.enforce('w', firm, this.limits.perWebhookFirm, "firm's webhooks", true, false);
   }
 
+  /** Whether any address is refused now: until one is, a request's address is not even worked out. */
+  get refusesAnyAddress(): boolean {
+    return this.blocked.size > 0;
+  }
+
   /** 429 at once, without I/O, for an address (any of its /64) that has used up its unauthenticated requests. */
   assertAddressAllowed(address: string): void {
     const refusal = this.refusalFor(address);
@@ -254,7 +259,9 @@ function presentsToken(header: string): boolean {
  */
 export function unauthenticatedLimit(limiter: RateLimiter): Middleware {
   return async (ctx, next) => {
-    if (!presentsToken(ctx.get('Authorization'))) limiter.assertAddressAllowed(ctx.ip);
+    if (limiter.refusesAnyAddress && !presentsToken(ctx.get('Authorization'))) {
+      limiter.assertAddressAllowed(ctx.ip);
+    }
     try {
       await next();
     } catch (err) {

@@ -42,8 +42,9 @@ export const contactRoutes = [
     verbatimJson: true,
     handler: async ({ services, principal, body, koa }) => {
       // The body's text is not needed (the rows are staged from the parsed body): let it go now.
+      // (Set to undefined, not deleted: a delete leaves the request object a slow dictionary.)
       const request = koa.request as { body?: unknown; rawBody?: string };
-      delete request.rawBody;
+      request.rawBody = undefined;
       const country = (body.defaultCountry ?? 'US').toUpperCase();
       if (!isKnownCountry(country)) {
         throw invalidRequest(`defaultCountry ${quote(body.defaultCountry)} is not a country code we know.`, [
@@ -53,7 +54,7 @@ export const contactRoutes = [
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
       const importId = await startContactImport(services, firm._id, body.contacts, country);
       // The rows are staged: the request keeps nothing of its body while it waits.
-      delete request.body;
+      request.body = undefined;
       let clientGone = false;
       koa.res.once('close', () => (clientGone = true));
       // Stop waiting when the client has gone or the process is stopping: the job runs on.
