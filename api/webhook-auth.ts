@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
 import { requireFirm } from '../core/domain/access/access.js';
-import { getFirm, type FirmDoc } from '../core/domain/firms/firms.js';
+import { peekFirm, type FirmDoc } from '../core/domain/firms/firms.js';
+import type { Frozen } from '../core/platform/db/read-cache.js';
 import { unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { RawBody, WebhookCredentials } from './route.js';
@@ -20,7 +21,7 @@ export interface SenderSignature {
   /** Why a header that is not well formed is refused. */
   malformed: string;
   /** The firm's own keys a delivery to it may be signed with (any one verifies); empty when none. */
-  secretsOf(services: Services, firm: FirmDoc): string[];
+  secretsOf(services: Services, firm: Frozen<FirmDoc>): string[];
   /**
    * Keys the sender signs every firm's deliveries with (Retell's account key): a delivery they
    * verify is marked `sharedKey`, and the route decides whether it is this firm's.
@@ -58,7 +59,8 @@ export function webhookAuthentication(
     const signature = ctx.get(sender.header);
     if (signature === '') throw unauthorized(sender.missing);
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
-    const firm = await getFirm(db, slug);
+    // Only its keys are read: the cached document itself, not a copy.
+    const firm = await peekFirm(db, slug);
     const nonEmpty = (keys: string[]) => keys.filter((secret) => secret !== '');
     const secrets = firm === null ? [] : nonEmpty(sender.secretsOf(services, firm));
     const shared = firm === null ? [] : nonEmpty(sender.sharedSecretsOf?.(services) ?? []);

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
-import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
+import { cachedRead, cachedReadShared, changeCached, type Frozen } from '../../platform/db/read-cache.js';
 import { conflict, notFound, quote } from '../../platform/errors.js';
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import {
@@ -32,12 +32,20 @@ async function stored(db: Db, firm: FirmDoc): Promise<FirmDoc> {
 
 export async function getFirm(db: Db, slug: string): Promise<FirmDoc | null> {
   // Kept in the read cache with its defaults applied: each caller gets its own copy of that.
-  return cachedRead(db, COLLECTIONS.firms, slug, async () => {
-    const raw = await firms(db).findOne({ _id: slug });
-    return raw === null
-      ? null
-      : { ...raw, settings: withDefaults(await openSettings(db, slug, raw.settings)) };
-  });
+  return cachedRead(db, COLLECTIONS.firms, slug, () => loadFirm(db, slug));
+}
+
+/**
+ * The firm as `getFirm` reads it, but the read cache's own document, frozen, for a caller that
+ * only reads it (a webhook's authentication, on every delivery): no copy made.
+ */
+export async function peekFirm(db: Db, slug: string): Promise<Frozen<FirmDoc> | null> {
+  return cachedReadShared(db, COLLECTIONS.firms, slug, () => loadFirm(db, slug));
+}
+
+async function loadFirm(db: Db, slug: string): Promise<FirmDoc | null> {
+  const raw = await firms(db).findOne({ _id: slug });
+  return raw === null ? null : { ...raw, settings: withDefaults(await openSettings(db, slug, raw.settings)) };
 }
 
 export async function createFirm(

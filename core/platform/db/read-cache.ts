@@ -27,9 +27,32 @@ import type { CollectionName } from './collections.js';
 // cost only a clear: an entry is kept only when nothing was observed while it was being read.
 
 interface Entry {
+  /** Frozen, all the way down: a shared read hands out this very value. */
   value: unknown;
   expires: number;
 }
+
+export interface ReadOptions {
+  /** Keep a document that is not there (null) too. */
+  cacheMissing?: boolean;
+  /**
+   * The cached document itself, frozen, instead of a copy: for a caller that only reads it (a
+   * request's hot path: the copy is most of what a cached read costs). See `Frozen`.
+   */
+  shared?: boolean;
+}
+
+/**
+ * A document from a shared read: frozen all the way down (a write to it throws), so read-only in
+ * its type too. Its dates are frozen objects whose setters still work: never call them.
+ */
+export type Frozen<T> = T extends Date
+  ? T
+  : T extends readonly (infer U)[]
+    ? readonly Frozen<U>[]
+    : T extends object
+      ? { readonly [K in keyof T]: Frozen<T[K]> }
+      : T;
 
 const TTL_MS = 60_000;
 const MAX_ENTRIES = 20_000;
@@ -45,11 +68,13 @@ export class ReadCache {
     coll: CollectionName,
     id: string,
     load: () => Promise<T | null>,
-    options: { cacheMissing?: boolean } = {},
+    options: ReadOptions = {},
   ): Promise<T | null> {
     const key = `${coll}\u0001${id}`;
     const hit = this.entries.get(key);
-    if (hit !== undefined && hit.expires > Date.now()) return copyDocument(hit.value) as T | null;
+    if (hit !== undefined && hit.expires > Date.now()) {
+      return (options.shared === true ? hit.value : copyDocument(hit.value)) as T | null;
+    }
     const generation = this.generation;
     const value = await load();
     // Only what was read wholly under the epoch still current is kept: an epoch observed while
@@ -60,7 +85,7 @@ export class ReadCache {
       generation === this.generation
     ) {
       if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(key, { value: copyDocument(value), expires: Date.now() + TTL_MS });
+      this.entries.set(key, { value: freezeDocument(copyDocument(value)), expires: Date.now() + TTL_MS });
     }
     return value;
   }
@@ -112,6 +137,18 @@ export function copyDocument(value: unknown): unknown {
     } else out[key] = item;
   }
   return out;
+}
+
+/**
+ * Freezes the plain objects and arrays of a document as `copyDocument` made it, and returns it.
+ * Anything else inside (a date, a BSON value, a buffer, which cannot be frozen) is left as it is.
+ */
+function freezeDocument(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return value;
+  for (const key of Object.keys(value)) freezeDocument((value as Record<string, unknown>)[key]);
+  return Object.freeze(value);
 }
 
 const caches = new WeakMap<Db, ReadCache>();
@@ -181,10 +218,26 @@ export function cachedRead<T>(
   coll: CollectionName,
   id: string,
   load: () => Promise<T | null>,
-  options?: { cacheMissing?: boolean },
+  options?: Omit<ReadOptions, 'shared'>,
 ): Promise<T | null> {
   const cache = caches.get(db);
   return cache === undefined ? load() : cache.read(coll, id, load, options);
+}
+
+/**
+ * As `cachedRead`, but a cached document is handed out itself, frozen, not copied: for a caller
+ * that only reads it. (Read from the database, it is the caller's own and not frozen.)
+ */
+export function cachedReadShared<T>(
+  db: Db,
+  coll: CollectionName,
+  id: string,
+  load: () => Promise<T | null>,
+  options?: Omit<ReadOptions, 'shared'>,
+): Promise<Frozen<T> | null> {
+  const cache = caches.get(db);
+  const read = cache === undefined ? load() : cache.read(coll, id, load, { ...options, shared: true });
+  return read as Promise<Frozen<T> | null>;
 }
 
 /**
