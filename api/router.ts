@@ -200,23 +200,41 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
     }
     const query = v.query === undefined ? {} : v.query({ ...ctx.query });
     const params = (ctx.state.params as Record<string, never> | undefined) ?? {};
-    const result = await route.handler({
-      services,
+    const result = await route.handler(
       // The route's own type says whether it may see a widget principal; the chain above made it so.
-      principal: ctx.state.principal as ApiPrincipal,
-      body: body as undefined,
-      query: query as Record<string, never>,
-      params: params as Record<string, never>,
-      // The request's logger is made when the handler logs (api/middleware/request-context.ts).
-      get log() {
-        return ctx.state.log as Logger;
-      },
-      koa: ctx,
-    });
+      new HandlerInput(
+        services,
+        ctx.state.principal as ApiPrincipal,
+        body as undefined,
+        query as Record<string, never>,
+        params as Record<string, never>,
+        ctx,
+      ),
+    );
     // A handler that wrote the response itself (HTML, 202) returns undefined.
     if (result !== undefined) {
       ctx.status = 200;
       ctx.body = result;
     }
   };
+}
+
+/**
+ * What a handler is given. A class, so its logger is a getter of the prototype, made when the
+ * handler logs (api/middleware/request-context.ts): an object literal with a getter was built
+ * the slow way on every request.
+ */
+class HandlerInput {
+  constructor(
+    readonly services: Services,
+    readonly principal: ApiPrincipal,
+    // The erased types of AnyRoute's handler: each route's own definition typed them.
+    readonly body: undefined,
+    readonly query: Record<string, never>,
+    readonly params: Record<string, never>,
+    readonly koa: Context,
+  ) {}
+  get log(): Logger {
+    return this.koa.state.log as Logger;
+  }
 }
