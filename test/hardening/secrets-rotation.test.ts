@@ -205,6 +205,8 @@ describe('rotating SECRETS_KEY', { timeout: 180_000 }, () => {
     });
     expect(patched.status).toBe(200);
     expect((await signedDelivery(nextOnly, slug, rotatedSecret)).status).toBe(200);
+    // The firm's keys are read from the read cache's own document (peekFirm): the patch replaced it.
+    expect((await signedDelivery(nextOnly, slug, secret)).status).toBe(401);
     await nextOnly.web.stop();
 
     const oldOnly = await webWith(uri, { SECRETS_KEY: oldKey });
