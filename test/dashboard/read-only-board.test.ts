@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
 import { createRedis, redisSettings } from '../../core/platform/redis.js';
 import { QUEUE, QUEUE_NAMES } from '../../jobs/queues.js';
-import { launchChromium, recordRequests } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium, openContext, recordRequests } from '../helpers/browser.js';
 import type { ApiResponse } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -195,7 +195,7 @@ describe('ADMIN_READONLY_API_KEY and APP_ENV in the configuration', () => {
   });
 });
 
-describe('in headless Chromium', () => {
+describe('in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
   let browser: Browser;
   beforeAll(async () => {
     browser = await launchChromium();
@@ -203,7 +203,7 @@ describe('in headless Chromium', () => {
   afterAll(async () => browser?.close());
 
   const signedIn = (password: string): Promise<BrowserContext> =>
-    browser.newContext({
+    openContext(browser, {
       httpCredentials: { username: 'operator', password, origin: stack.baseUrl },
       viewport: { width: 1280, height: 800 },
     });

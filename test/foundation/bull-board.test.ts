@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAMES } from '../../jobs/queues.js';
-import { launchChromium, recordRequests } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium, openContext, recordRequests } from '../helpers/browser.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
@@ -55,7 +55,7 @@ describe('Bull Board access', () => {
   });
 });
 
-describe('Bull Board in headless Chromium', () => {
+describe('Bull Board in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
   let browser: Browser;
   beforeAll(async () => {
     browser = await launchChromium();
@@ -63,7 +63,7 @@ describe('Bull Board in headless Chromium', () => {
   afterAll(async () => browser?.close());
 
   it('with a wrong password the browser is refused', async () => {
-    const context = await browser.newContext({
+    const context = await openContext(browser, {
       httpCredentials: { username: 'operator', password: 'wrong' },
     });
     try {
@@ -77,7 +77,7 @@ describe('Bull Board in headless Chromium', () => {
   });
 
   it('with the platform key as basic-auth password it shows every queue', async () => {
-    const context = await browser.newContext({
+    const context = await openContext(browser, {
       httpCredentials: { username: 'operator', password: stack.config.adminApiKey },
       viewport: { width: 1280, height: 800 },
     });

@@ -2,7 +2,13 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
-import { launchChromium, mapHostToLoopback, recordRequests } from '../helpers/browser.js';
+import {
+  BROWSER_TEST_MS,
+  launchChromium,
+  mapHostToLoopback,
+  openContext,
+  recordRequests,
+} from '../helpers/browser.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -128,7 +134,7 @@ describe("GET /openapi.json: a firm's settings", () => {
   });
 });
 
-describe('GET /docs', () => {
+describe('GET /docs', { timeout: BROWSER_TEST_MS }, () => {
   let browser: Browser;
   beforeAll(async () => {
     // A public-looking host name: swagger-ui behaves differently on localhost (the online validator badge).
@@ -154,7 +160,7 @@ describe('GET /docs', () => {
   });
 
   it('renders every operation in headless Chromium, with no request leaving this machine', async () => {
-    const context = await browser.newContext();
+    const context = await openContext(browser);
     const requests = recordRequests(context);
     const page = await context.newPage();
     const problems: string[] = [];
@@ -191,6 +197,11 @@ describe('GET /docs', () => {
       const images = await page.$$eval('img', (imgs) => imgs.map((i) => i.src));
       expect(images.filter((src) => !src.startsWith(`${base}/`) && !src.startsWith('data:'))).toEqual([]);
       expect(problems).toEqual([]);
+    } catch (error) {
+      // What the page asked for and what went wrong there are the clue to a step that never came.
+      const seen = `requests:\n${requests.urls.join('\n')}\nproblems:\n${problems.join('\n')}`;
+      if (error instanceof Error) error.message += `\n${seen}`;
+      throw error;
     } finally {
       await context.close();
     }

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE, QUEUE_NAMES } from '../../jobs/queues.js';
-import { launchChromium, mapHostToLoopback } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium, mapHostToLoopback, openContext } from '../helpers/browser.js';
 import type { ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -225,113 +225,117 @@ describe('Bull Board refuses requests another site could forge (HTTP)', () => {
   });
 });
 
-describe('Bull Board in headless Chromium: a page on another site cannot act through the operator', () => {
-  let browser: Browser;
-  let attacker: Server;
-  let attackerPort: number;
-  let context: BrowserContext;
-  let page: Page;
+describe(
+  'Bull Board in headless Chromium: a page on another site cannot act through the operator',
+  { timeout: BROWSER_TEST_MS },
+  () => {
+    let browser: Browser;
+    let attacker: Server;
+    let attackerPort: number;
+    let context: BrowserContext;
+    let page: Page;
 
-  /** The attacker's pages: each auto-submits a form (or fires a no-cors fetch) at the board. */
-  function attackerPage(kind: string): string {
-    const action = `${stack.baseUrl}${BOARD}${ADD}`;
-    const hidden = (name: string, value: string) =>
-      `<input type="hidden" name='${name.replace(/'/g, '&#39;')}' value='${value.replace(/'/g, '&#39;')}'>`;
-    if (kind === 'form') {
-      const fields = [...new URLSearchParams(forgedForm())].map(([k, v]) => hidden(k, v)).join('');
-      return `<form method="POST" action="${action}">${fields}</form><script>document.forms[0].submit()</script>`;
-    }
-    if (kind === 'text') {
-      const body = forgedTextPlain();
-      const eq = body.indexOf('=');
-      return (
-        `<form method="POST" enctype="text/plain" action="${action}">` +
-        `${hidden(body.slice(0, eq), body.slice(eq + 1))}</form><script>document.forms[0].submit()</script>`
-      );
-    }
-    // fetch without CORS: the response is opaque, but the request would still be sent.
-    return `<script>
+    /** The attacker's pages: each auto-submits a form (or fires a no-cors fetch) at the board. */
+    function attackerPage(kind: string): string {
+      const action = `${stack.baseUrl}${BOARD}${ADD}`;
+      const hidden = (name: string, value: string) =>
+        `<input type="hidden" name='${name.replace(/'/g, '&#39;')}' value='${value.replace(/'/g, '&#39;')}'>`;
+      if (kind === 'form') {
+        const fields = [...new URLSearchParams(forgedForm())].map(([k, v]) => hidden(k, v)).join('');
+        return `<form method="POST" action="${action}">${fields}</form><script>document.forms[0].submit()</script>`;
+      }
+      if (kind === 'text') {
+        const body = forgedTextPlain();
+        const eq = body.indexOf('=');
+        return (
+          `<form method="POST" enctype="text/plain" action="${action}">` +
+          `${hidden(body.slice(0, eq), body.slice(eq + 1))}</form><script>document.forms[0].submit()</script>`
+        );
+      }
+      // fetch without CORS: the response is opaque, but the request would still be sent.
+      return `<script>
       fetch(${JSON.stringify(action)}, { method: 'POST', mode: 'no-cors', credentials: 'include',
         headers: { 'Content-Type': 'text/plain' }, body: ${JSON.stringify(forgedTextPlain())} })
         .then(() => { document.title = 'sent'; }, () => { document.title = 'sent'; });
     </script>`;
-  }
+    }
 
-  beforeAll(async () => {
-    attacker = createServer((req, res) => {
-      const kind = new URL(req.url ?? '/', 'http://x').searchParams.get('kind') ?? 'form';
-      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
-      res.end(`<!doctype html><html><body>${attackerPage(kind)}</body></html>`);
+    beforeAll(async () => {
+      attacker = createServer((req, res) => {
+        const kind = new URL(req.url ?? '/', 'http://x').searchParams.get('kind') ?? 'form';
+        res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+        res.end(`<!doctype html><html><body>${attackerPage(kind)}</body></html>`);
+      });
+      await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
+      attackerPort = (attacker.address() as AddressInfo).port;
+      browser = await launchChromium(mapHostToLoopback(ATTACKER_HOST));
+      // The browser holds the operator's credentials for the service's origin only, as after
+      // the operator signed in to the board.
+      context = await openContext(browser, {
+        httpCredentials: { username: 'operator', password: stack.config.adminApiKey, origin: stack.baseUrl },
+      });
+      page = await context.newPage();
+      const opened = await page.goto(`${stack.baseUrl}${BOARD}`);
+      expect(opened?.status()).toBe(200);
+      await page.getByText(QUEUE.callEvents, { exact: true }).first().waitFor({ state: 'visible' });
     });
-    await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
-    attackerPort = (attacker.address() as AddressInfo).port;
-    browser = await launchChromium(mapHostToLoopback(ATTACKER_HOST));
-    // The browser holds the operator's credentials for the service's origin only, as after
-    // the operator signed in to the board.
-    context = await browser.newContext({
-      httpCredentials: { username: 'operator', password: stack.config.adminApiKey, origin: stack.baseUrl },
+    afterAll(async () => {
+      await context?.close();
+      await browser?.close();
+      await new Promise((resolve) => attacker?.close(resolve));
     });
-    page = await context.newPage();
-    const opened = await page.goto(`${stack.baseUrl}${BOARD}`);
-    expect(opened?.status()).toBe(200);
-    await page.getByText(QUEUE.callEvents, { exact: true }).first().waitFor({ state: 'visible' });
-  });
-  afterAll(async () => {
-    await context?.close();
-    await browser?.close();
-    await new Promise((resolve) => attacker?.close(resolve));
-  });
 
-  it('auto-submitted forms and no-cors fetches from another site (and another port) add nothing', async () => {
-    const addUrl = `${stack.baseUrl}${BOARD}${ADD}`;
-    const attackers = [`http://${ATTACKER_HOST}:${attackerPort}`, `http://127.0.0.1:${attackerPort}`];
-    for (const origin of attackers) {
-      for (const kind of ['form', 'text']) {
-        const landed = page.waitForResponse((r) => r.url() === addUrl && r.request().method() === 'POST');
-        await page.goto(`${origin}/?kind=${kind}`);
-        const response = await landed;
-        expect({ origin, kind, status: response.status() }).toEqual({ origin, kind, status: 403 });
-        expect(await response.json()).toMatchObject({ error: { code: 'forbidden' } });
-        // The forged POST carried the operator's credentials: only the Origin check stopped it.
-        expect(await response.request().headerValue('authorization')).toMatch(/^Basic /);
+    it('auto-submitted forms and no-cors fetches from another site (and another port) add nothing', async () => {
+      const addUrl = `${stack.baseUrl}${BOARD}${ADD}`;
+      const attackers = [`http://${ATTACKER_HOST}:${attackerPort}`, `http://127.0.0.1:${attackerPort}`];
+      for (const origin of attackers) {
+        for (const kind of ['form', 'text']) {
+          const landed = page.waitForResponse((r) => r.url() === addUrl && r.request().method() === 'POST');
+          await page.goto(`${origin}/?kind=${kind}`);
+          const response = await landed;
+          expect({ origin, kind, status: response.status() }).toEqual({ origin, kind, status: 403 });
+          expect(await response.json()).toMatchObject({ error: { code: 'forbidden' } });
+          // The forged POST carried the operator's credentials: only the Origin check stopped it.
+          expect(await response.request().headerValue('authorization')).toMatch(/^Basic /);
+        }
+        const sent = page.waitForRequest((r) => r.url() === addUrl && r.method() === 'POST');
+        await page.goto(`${origin}/?kind=fetch`);
+        await sent;
+        await page.waitForFunction('document.title === "sent"');
       }
-      const sent = page.waitForRequest((r) => r.url() === addUrl && r.method() === 'POST');
-      await page.goto(`${origin}/?kind=fetch`);
-      await sent;
-      await page.waitForFunction('document.title === "sent"');
-    }
-    await expectNothingForged();
-  });
+      await expectNothingForged();
+    });
 
-  it('afterwards the operator board still loads and works in the same browser', async () => {
-    const opened = await page.goto(`${stack.baseUrl}${BOARD}`);
-    expect(opened?.status()).toBe(200);
-    for (const name of QUEUE_NAMES) {
-      await page.getByText(name, { exact: true }).first().waitFor({ state: 'visible' });
-    }
-    // The board's own calls, as its UI makes them: same-origin fetches, JSON or no body.
-    const results = await page.evaluate(
-      async ({ base, calls, simulator, add, body }) => {
-        const call = async (method: string, path: string, json?: string) => {
-          const res = await fetch(`${base}${path}`, {
-            method,
-            ...(json === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: json }),
-          });
-          return res.status;
-        };
-        return {
-          queues: await call('GET', '/api/queues'),
-          clean: await call('PUT', `/api/queues/${calls}/clean/completed`),
-          retry: await call('PUT', `/api/queues/${calls}/retry/failed`, '{}'),
-          pause: await call('PUT', `/api/queues/${simulator}/pause`),
-          resume: await call('PUT', `/api/queues/${simulator}/resume`),
-          add: await call('POST', add, body),
-        };
-      },
-      { base: BOARD, calls: QUEUE.calls, simulator: QUEUE.simulator, add: ADD, body: forgedJson() },
-    );
-    expect(results).toEqual({ queues: 200, clean: 200, retry: 200, pause: 200, resume: 200, add: 403 });
-    expect(await stack.services.queues[QUEUE.simulator].isPaused()).toBe(false);
-    await expectNothingForged();
-  });
-});
+    it('afterwards the operator board still loads and works in the same browser', async () => {
+      const opened = await page.goto(`${stack.baseUrl}${BOARD}`);
+      expect(opened?.status()).toBe(200);
+      for (const name of QUEUE_NAMES) {
+        await page.getByText(name, { exact: true }).first().waitFor({ state: 'visible' });
+      }
+      // The board's own calls, as its UI makes them: same-origin fetches, JSON or no body.
+      const results = await page.evaluate(
+        async ({ base, calls, simulator, add, body }) => {
+          const call = async (method: string, path: string, json?: string) => {
+            const res = await fetch(`${base}${path}`, {
+              method,
+              ...(json === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: json }),
+            });
+            return res.status;
+          };
+          return {
+            queues: await call('GET', '/api/queues'),
+            clean: await call('PUT', `/api/queues/${calls}/clean/completed`),
+            retry: await call('PUT', `/api/queues/${calls}/retry/failed`, '{}'),
+            pause: await call('PUT', `/api/queues/${simulator}/pause`),
+            resume: await call('PUT', `/api/queues/${simulator}/resume`),
+            add: await call('POST', add, body),
+          };
+        },
+        { base: BOARD, calls: QUEUE.calls, simulator: QUEUE.simulator, add: ADD, body: forgedJson() },
+      );
+      expect(results).toEqual({ queues: 200, clean: 200, retry: 200, pause: 200, resume: 200, add: 403 });
+      expect(await stack.services.queues[QUEUE.simulator].isPaused()).toBe(false);
+      await expectNothingForged();
+    });
+  },
+);

@@ -1,9 +1,31 @@
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from 'playwright-core';
 import { inject } from 'vitest';
 import { CHROMIUM_ARGS } from './chromium.js';
 
 // Headless Debian Chromium driven by playwright-core (`npx playwright install` cannot download
 // a browser here). The global setup makes sure the binary exists and provides its path.
+
+/**
+ * How long a browser test, and one step of it (a navigation, a wait for an element), may take
+ * before it is called hung. A page that renders in 1–7 s here, alone or beside six busy loops,
+ * once took more than the 30 s of an ordinary test in a full CI run on a throttled machine
+ * (GET /docs, 2026-12-01): the Chromium renderer shares two cores with three test forks, their
+ * services and the host's own throttling. These are hang detectors, not speed limits, so they
+ * sit far above any measured duration; a step fails well inside its test's budget, naming what
+ * it waited for. Every describe with a browser takes `{ timeout: BROWSER_TEST_MS }`.
+ */
+export const BROWSER_TEST_MS = 180_000;
+export const BROWSER_STEP_MS = 60_000;
+
+/** A fresh context whose pages wait up to BROWSER_STEP_MS for a step (Playwright's own default is 30 s). */
+export async function openContext(
+  browser: Browser,
+  options?: BrowserContextOptions,
+): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  context.setDefaultTimeout(BROWSER_STEP_MS);
+  return context;
+}
 
 export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({

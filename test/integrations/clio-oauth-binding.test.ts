@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
 import { startFakeClio, type FakeClio, type FakeClioUser } from '../fakes/clio-server.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium, openContext } from '../helpers/browser.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { FlowBrowser, confirmationForm } from './clio-oauth-browser.js';
 
@@ -187,13 +187,13 @@ describe('the confirmation step', () => {
   });
 });
 
-describe('in headless Chromium', () => {
+describe('in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
   it('connect → Clio consent → callback → confirmation → connected', async () => {
     const a = await firmWithStaff();
     clio.oauth.approver = a.user;
     const browser = await launchChromium();
     try {
-      const context = await browser.newContext({
+      const context = await openContext(browser, {
         httpCredentials: { username: 'firm', password: a.firm.key },
       });
       const page = await context.newPage();
@@ -227,7 +227,7 @@ describe('in headless Chromium', () => {
     const b = await firmWithStaff();
     const browser = await launchChromium();
     try {
-      const contextA = await browser.newContext();
+      const contextA = await openContext(browser);
       // A's browser opens the connect link (its cookie jar is the context's) and copies where it leads.
       const started = await contextA.request.get(connectUrl(a.firm.slug), {
         maxRedirects: 0,
@@ -235,7 +235,7 @@ describe('in headless Chromium', () => {
       });
       expect(started.status()).toBe(302);
       const link = started.headers()['location']!;
-      const contextB = await browser.newContext({
+      const contextB = await openContext(browser, {
         httpCredentials: { username: 'firm', password: b.firm.key },
       });
       const page = await contextB.newPage();

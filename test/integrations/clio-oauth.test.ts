@@ -7,7 +7,7 @@ import { readClioConnection } from '../../core/domain/crm/clio-connection-store.
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium, openContext } from '../helpers/browser.js';
 import { FlowBrowser, connectClioInBrowser } from './clio-oauth-browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -190,13 +190,15 @@ describe('connect and callback', () => {
   });
 });
 
-describe('in a browser', () => {
+describe('in a browser', { timeout: BROWSER_TEST_MS }, () => {
   it("headless Chromium follows the connect link through Clio's authorize to the confirmation, then connects", async () => {
     const firm = await oauthFirm();
     const browser = await launchChromium();
     try {
       // The firm's key as the basic-auth password, as a person opening the link would give it.
-      const context = await browser.newContext({ httpCredentials: { username: 'firm', password: firm.key } });
+      const context = await openContext(browser, {
+        httpCredentials: { username: 'firm', password: firm.key },
+      });
       const page = await context.newPage();
       const visited: string[] = [];
       page.on('request', (request) => {

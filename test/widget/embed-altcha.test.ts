@@ -5,7 +5,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
@@ -32,7 +32,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('a key with challenge "altcha"', () => {
+describe('a key with challenge "altcha"', { timeout: BROWSER_TEST_MS }, () => {
   it('the widget solves the proof of work and gets its token; without a solution, or replayed, none', async () => {
     const key = await createWidgetKey(firm.client, firm.slug, {
       allowed_origins: [site.origin],

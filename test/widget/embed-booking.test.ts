@@ -5,7 +5,7 @@
 // exactly one set of reminders.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_STEP_MS, BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
@@ -73,12 +73,12 @@ async function say(page: any, message: string): Promise<string> {
   await page.getByRole('textbox', { name: 'Message' }).fill(message);
   await page.keyboard.press('Enter');
   await expect
-    .poll(async () => (await agentMessages(page)).length, { timeout: 10_000 })
+    .poll(async () => (await agentMessages(page)).length, { timeout: BROWSER_STEP_MS })
     .toBeGreaterThan(before);
   return (await agentMessages(page)).at(-1)!;
 }
 
-describe('the chat agent in the widget books a consultation', () => {
+describe('the chat agent in the widget books a consultation', { timeout: BROWSER_TEST_MS }, () => {
   it('proposes free slots after the questions, books the one picked, and the lead carries it', async () => {
     const { context, page, problems, wire } = await openSite(browser, `${site.origin}/`);
     try {
@@ -86,7 +86,7 @@ describe('the chat agent in the widget books a consultation', () => {
       // The chat's greeting ends with the first intake question.
       // (After the widget has solved its ALTCHA: seconds on a loaded machine.)
       await expect
-        .poll(async () => (await agentMessages(page)).at(-1) ?? '', { timeout: 60_000 })
+        .poll(async () => (await agentMessages(page)).at(-1) ?? '', { timeout: BROWSER_STEP_MS })
         .toContain('full name');
       const answers = [
         'Jane Doe',
@@ -142,5 +142,5 @@ describe('the chat agent in the widget books a consultation', () => {
     } finally {
       await context.close();
     }
-  }, 180_000);
+  });
 });

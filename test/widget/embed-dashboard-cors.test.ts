@@ -4,7 +4,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signSessionToken } from '../../core/domain/access/session.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { openSite, seenOnWire, startFirmSite, type FirmSite } from './embed-helpers.js';
 
@@ -64,7 +64,7 @@ async function listCallsFrom(site: FirmSite, expectOnWire: string[] = []) {
   }
 }
 
-describe('the API from a browser dashboard', () => {
+describe('the API from a browser dashboard', { timeout: BROWSER_TEST_MS }, () => {
   it('on a CORS_ORIGINS origin: list-calls with a session token answers 200', async () => {
     const onWire = [
       `204 OPTIONS ${stack.baseUrl}/api/v2/list-calls`,

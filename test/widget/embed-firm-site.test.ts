@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintWidgetToken } from '../../core/domain/access/widget-token.js';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
@@ -64,7 +64,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('the snippet', () => {
+describe('the snippet', { timeout: BROWSER_TEST_MS }, () => {
   it('is one script tag: the versioned widget.js, its SRI hash of the served bytes, crossorigin, the key', async () => {
     expect(snippet).toMatch(
       /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/v\/[0-9a-f]{16}\/widget\.js" integrity="sha384-[A-Za-z0-9+/]{64}" crossorigin="anonymous" data-key="iwpk_[A-Za-z0-9_-]+" data-title="Smith &amp; Lee intake" data-primary-color="#0f766e" async><\/script>$/,
@@ -104,7 +104,7 @@ describe('the snippet', () => {
   });
 });
 
-describe('on the firm site, under its strict CSP', () => {
+describe('on the firm site, under its strict CSP', { timeout: BROWSER_TEST_MS }, () => {
   it('opens, greets, takes three turns to the next intake question, and end-chat creates the lead', async () => {
     const { context, page, problems, network } = await openSite(browser, `${site.origin}/`);
     try {

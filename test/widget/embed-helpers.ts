@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { freePort } from '../../scripts/local/ports.js';
 import type { ApiClient } from '../helpers/client.js';
+import { BROWSER_STEP_MS, openContext } from '../helpers/browser.js';
 
 // page.evaluate callbacks run in the browser; this program is typed for Node, without the DOM library.
 declare const document: any, window: any;
@@ -107,10 +108,9 @@ export interface OpenedSite {
 
 /** A page of the site in a fresh context, every problem recorded. */
 export async function openSite(browser: Browser, url: string): Promise<OpenedSite> {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
-  const page = await context.newPage();
   // A step that cannot happen fails well inside the test's own timeout, with what the page saw.
-  page.setDefaultTimeout(10_000);
+  const context = await openContext(browser, { viewport: { width: 1200, height: 800 } });
+  const page = await context.newPage();
   const problems: string[] = [];
   const network: string[] = [];
   page.on('console', (m) => {
@@ -161,7 +161,7 @@ export async function openSite(browser: Browser, url: string): Promise<OpenedSit
  * already acted on the answer, or after `loadingFailed` for the same request.
  */
 export async function seenOnWire(wire: string[], ...lines: string[]): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + BROWSER_STEP_MS;
   while (!lines.every((line) => wire.includes(line)) && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 50));
   const missing = lines.filter((line) => !wire.includes(line));

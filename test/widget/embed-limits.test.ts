@@ -3,7 +3,7 @@
 // headers, so the widget reads it and tells the visitor when to try again.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
 import { createWidgetKey } from './widget-key-helpers.js';
@@ -43,7 +43,7 @@ async function visit(): Promise<{ status: number; retryAfter: string | null; sho
   }
 }
 
-describe('limits, as the visitor sees them', () => {
+describe('limits, as the visitor sees them', { timeout: BROWSER_TEST_MS }, () => {
   it('the second session from this address within the hour: 429, and the widget says when to try again', async () => {
     await clearOfPeriodEdge(3_600_000);
     expect((await visit()).status).toBe(200);
@@ -56,5 +56,5 @@ describe('limits, as the visitor sees them', () => {
         `^Too many requests right now\\. Please try again in ${Math.max(1, Math.ceil(seconds / 60))} min\\.`,
       ),
     );
-  }, 180_000);
+  });
 });

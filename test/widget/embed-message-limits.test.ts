@@ -5,7 +5,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHAT_MESSAGES } from '../../core/domain/chats/chat-limits.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, say } from '../chat/chat-helpers.js';
 import { createWidgetKey } from './widget-key-helpers.js';
@@ -76,7 +76,7 @@ async function sendSeen(
 /** The visitor's own bubbles in the conversation. */
 const sentBubbles = (page: Page) => widgetPart(page, '.iw-msg-user').count();
 
-describe('message limits, as the visitor sees them', () => {
+describe('message limits, as the visitor sees them', { timeout: BROWSER_TEST_MS }, () => {
   it("the firm's daily widget message cap: the next message is 429 and the widget says when to try again", async () => {
     await clearOfPeriodEdge(24 * 3_600_000);
     const site = await firmSite({ widget_daily_message_cap: 2 });
@@ -94,7 +94,7 @@ describe('message limits, as the visitor sees them', () => {
     } finally {
       await context.close();
     }
-  }, 120_000);
+  });
 
   it(`messages one chat takes: ${MAX_CHAT_MESSAGES}, then 429, and the widget says so`, async () => {
     const site = await firmSite();
@@ -120,5 +120,5 @@ describe('message limits, as the visitor sees them', () => {
     } finally {
       await context.close();
     }
-  }, 180_000);
+  });
 });

@@ -3,7 +3,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
-import { launchChromium } from '../helpers/browser.js';
+import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { ApiClient } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -41,7 +41,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('a deleted key', () => {
+describe('a deleted key', { timeout: BROWSER_TEST_MS }, () => {
   let site: FirmSite;
   afterAll(async () => site?.stop());
 

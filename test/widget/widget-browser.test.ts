@@ -9,7 +9,13 @@ import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
-import { launchChromium, recordRequests, type RequestLog } from '../helpers/browser.js';
+import {
+  BROWSER_TEST_MS,
+  launchChromium,
+  openContext,
+  recordRequests,
+  type RequestLog,
+} from '../helpers/browser.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
@@ -58,7 +64,7 @@ interface Opened {
 
 /** The test page in a fresh browser context signed in with firm A's key (HTTP basic auth). */
 async function openPage(query: Record<string, string>): Promise<Opened> {
-  const context = await browser.newContext({
+  const context = await openContext(browser, {
     httpCredentials: { username: 'firm-admin', password: firmA.key, origin: stack.baseUrl },
     viewport: { width: 1280, height: 900 },
   });
@@ -102,7 +108,7 @@ async function waitForMessage(page: Page, role: 'agent' | 'user', text: string):
 let capturedToken: string;
 let widgetChatId: string;
 
-describe('the page in headless Chromium', () => {
+describe('the page in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
   it('loads offline-clean, chats with the built-in intake agent, and works by keyboard', async () => {
     const { context, page, requests, problems } = await openPage({ agentId: firmA.agentId });
     try {
@@ -326,9 +332,9 @@ const PAYLOADS = [
 ];
 const PARAMETERS = ['agentId', 'firmSlug', 'title', 'greeting', 'primaryColor', 'position'];
 
-describe('no query value becomes markup or script', () => {
+describe('no query value becomes markup or script', { timeout: BROWSER_TEST_MS }, () => {
   it('every parameter, every payload: window.__xss stays undefined and no element is created', async () => {
-    const context = await browser.newContext({
+    const context = await openContext(browser, {
       httpCredentials: { username: 'firm-admin', password: firmA.key, origin: stack.baseUrl },
     });
     try {
@@ -393,7 +399,7 @@ describe('no query value becomes markup or script', () => {
   });
 });
 
-describe('a look at it', () => {
+describe('a look at it', { timeout: BROWSER_TEST_MS }, () => {
   it('writes a screenshot of the configured, opened widget after a chat to test/artifacts/', async () => {
     const { context, page, problems } = await openPage({
       agentId: firmA.agentId,
