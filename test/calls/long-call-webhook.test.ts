@@ -92,7 +92,7 @@ describe('a long call’s call_analyzed', () => {
     const stored = JSON.stringify(await callsOf(stack).findOne({ _id: callId }));
     expect(stored).not.toContain('transcript_object');
     expect(stored).not.toContain('"words"');
-  }, 60_000);
+  });
 
   it('a 240-minute call (6 MB): 200, the transcript kept is its first 200,000 characters', async () => {
     const callId = await ourCall();
@@ -107,7 +107,7 @@ describe('a long call’s call_analyzed', () => {
     }, 30_000);
     expect(call.transcript).toHaveLength(200_000);
     expect(call.transcript).toBe(body.call.transcript!.slice(0, 200_000));
-  }, 60_000);
+  });
 
   it('the signature is checked on the raw body before it is parsed: a bad one is 401 even for broken JSON', async () => {
     const raw = JSON.stringify(longCallAnalyzed({ providerCallId: `call_${rand(12)}` }));
@@ -122,7 +122,7 @@ describe('a long call’s call_analyzed', () => {
     const res = await postSigned(good.replace('"Whitfield"', '"Whitfeld"'), signRetellWebhook(good, SECRET));
     expectError(res, 401, 'unauthorized');
     expect(await jobsFor(id)).toHaveLength(0);
-  }, 60_000);
+  });
 
   it('a body over 32 MiB is 413 payload_too_large, with a Content-Length or without one', async () => {
     const id = `call_${rand(12)}`;
@@ -153,7 +153,7 @@ describe('a long call’s call_analyzed', () => {
     // Just under the limit is taken.
     const under = JSON.stringify({ ...body, padding: 'x'.repeat(31 * MiB) });
     expect((await postSigned(under)).status).toBe(200);
-  }, 90_000);
+  });
 
   it('read this way, the body keeps the other body rules: NUL becomes U+FFFD, deeper than 64 levels is 400', async () => {
     const callId = await ourCall();
@@ -168,7 +168,7 @@ describe('a long call’s call_analyzed', () => {
     expect(call.transcript.startsWith('Agent: hello\uFFFDthere\n')).toBe(true);
     const deep = `{"event":"call_ended","call":{"call_id":"c1","x":${'['.repeat(70)}${']'.repeat(70)}}}`;
     expectError(await postSigned(deep), 400, 'invalid_request');
-  }, 60_000);
+  });
 
   it('other routes keep 2 MiB: a 3 MB body to create-chat is 413', async () => {
     const res = await stack.admin.request('POST', '/api/v2/create-chat', {

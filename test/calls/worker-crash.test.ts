@@ -96,5 +96,5 @@ describe('a worker killed between the dial mark and the provider answer', () => 
       expect(await job?.getState()).toBe('completed');
       expect(job?.returnvalue).toEqual({ outcome: 'found_at_provider' });
     });
-  }, 90_000);
+  });
 });

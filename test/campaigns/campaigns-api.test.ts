@@ -158,7 +158,7 @@ describe('creating a campaign', () => {
     });
     expect(detailPaths(tooMany)).toEqual(['/leads']);
     expect(await launch(a.client, created.id)).toBe(5000);
-  }, 60_000);
+  });
 
   it('refuses bad bodies with details and writes nothing', async () => {
     const leadsBefore = await count(COLLECTIONS.leads, {});

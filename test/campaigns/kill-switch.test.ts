@@ -31,7 +31,7 @@ let stack: Stack;
 beforeAll(async () => {
   [smtp, slack] = await Promise.all([startFakeSmtp(), startFakeSlack()]);
   stack = await startStack({ workers: true, env: { SMTP_URL: smtp.url, SIM_CALL_MS: '100' } });
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
   await Promise.all([smtp?.stop(), slack?.close()]);
@@ -202,7 +202,7 @@ describe('opt-outs over the share', () => {
     });
     for (const e of optedOut)
       expect(e.data).toMatchObject({ source: 'call', evidence: { call_id: expect.any(String) } });
-  }, 60_000);
+  });
 
   it('below the share a campaign is not paused: 2 opt-outs of 10 where 20 % of 10 are allowed', async () => {
     const firm = await oneSlotFirm({

@@ -50,5 +50,5 @@ describe('a wake-up cut short by a dying worker', () => {
       1000,
     );
     expect(await s.redis.zcard(keys.dialWaking(firm.slug))).toBe(0);
-  }, 40_000);
+  });
 });

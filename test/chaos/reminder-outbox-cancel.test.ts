@@ -135,5 +135,5 @@ describe('a reminder whose booking was cancelled while Redis was down', () => {
     expect(
       await stack.services.mongo.db.collection(COLLECTIONS.webhookOutboxBookings).countDocuments({}),
     ).toBe(0);
-  }, 90_000);
+  });
 });

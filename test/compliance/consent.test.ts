@@ -23,7 +23,7 @@ beforeAll(async () => {
     workers: true,
     env: { SIM_CALL_MS: '200', CAMPAIGN_DEFAULT_PURPOSE: 'marketing' },
   });
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
 });

@@ -18,7 +18,7 @@ beforeAll(async () => {
   stack = await startStack({ env: { MONGODB_URI: uri.toString() } });
   firm = await createFirm(stack);
   other = await createFirm(stack);
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
 });

@@ -36,7 +36,7 @@ let stack: Stack;
 
 beforeAll(async () => {
   stack = await startStack({ workers: true, env: { SIM_CALL_MS: '100' } });
-}, 60_000);
+});
 afterAll(async () => {
   clock.reset();
   await stack?.stop();
@@ -201,5 +201,5 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
     const counted = await getCampaign(firm.client, queued.id);
     expect([counted.calls_failed, counted.skipped_by_reason.dnc]).toEqual([1, 1]);
     expect(await campaignCalls(stack, queued.id)).toEqual([]);
-  }, 60_000);
+  });
 });

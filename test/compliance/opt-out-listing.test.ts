@@ -20,7 +20,7 @@ beforeAll(async () => {
   stack = await startStack({ workers: true, env: { SIM_CALL_MS: '200' } });
   firm = await createFirm(stack);
   agentId = await createAgent(firm.client, firm.slug);
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
 });

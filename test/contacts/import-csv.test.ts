@@ -182,7 +182,7 @@ describe.concurrent('npm run import-csv', () => {
     expect(await contactsOf(stack).findOne({ firm: firm.slug, name: 'Ann Lee' })).toMatchObject({
       phone: '+442079460018',
     });
-  }, 60_000);
+  });
 
   it('stops before sending anything when the file is malformed, naming the line', async ({ expect }) => {
     const firm = await createFirm(stack);
@@ -221,7 +221,7 @@ describe.concurrent('npm run import-csv', () => {
     const missing = await importCsv(['--firm', firm.slug, '--file', join(dir, 'nope.csv'), '--token', 'x']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cannot read .*nope\.csv/);
-  }, 60_000);
+  });
 
   it('requires a firm token: without INTAKE_API_TOKEN it stops and says so, never using the platform key', async ({
     expect,

@@ -21,7 +21,7 @@ let other: Firm;
 beforeAll(async () => {
   stack = await startStack({ workers: true, env: { SIM_CALL_MS: '100' } });
   [firm, other] = await Promise.all([createFirm(stack), createFirm(stack)]);
-}, 60_000);
+});
 afterAll(() => stack?.stop());
 
 const ids = (events: RecordedEvent[]) => events.map((e) => e.id).sort();

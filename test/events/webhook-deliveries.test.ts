@@ -39,7 +39,7 @@ beforeAll(async () => {
     },
   });
   firm = await createFirm(stack, { notification_emails: ['ops@firm.example'] });
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
   await receiver?.close();

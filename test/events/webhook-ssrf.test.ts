@@ -33,7 +33,7 @@ beforeAll(async () => {
   strictWorkers = startWorkers(createServices(config, stack.services.log, 'worker'), processors);
   firm = await createFirm(stack);
   strict = new ApiClient(`http://127.0.0.1:${strictWeb.port}`, firm.key);
-}, 60_000);
+});
 afterAll(async () => {
   await strictWorkers?.stop();
   await strictWeb?.stop();

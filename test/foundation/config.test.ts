@@ -180,7 +180,7 @@ function runEntry(
 }
 
 // Each spawn loads TypeScript through tsx: a few seconds on a busy 2-core machine.
-describe('process entries stop on a bad environment', { timeout: 90_000 }, () => {
+describe('process entries stop on a bad environment', () => {
   const { REDIS_URL: _omitted, ...withoutRedis } = VALID;
 
   it.each(['api/server.ts', 'workers/main.ts', 'core/platform/db/release.ts'])(

@@ -133,7 +133,7 @@ describe('deliveries are counted after the body, and a changed firm is still rea
     } finally {
       await second.stop();
     }
-  }, 60_000);
+  });
 });
 
 describe('an unknown firm, or one without a secret, is answered as a wrong signature is', () => {

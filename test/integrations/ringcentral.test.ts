@@ -37,7 +37,7 @@ beforeAll(async () => {
     },
   });
   workers = startInProcessWorkers();
-}, 60_000);
+});
 afterAll(async () => {
   await workers?.stop();
   await stack?.stop();
@@ -325,7 +325,7 @@ describe('the contacts sync', () => {
     const listed = await firm.client.get(`/api/contacts?firmSlug=${firm.slug}&limit=1000`);
     expect(listed.body.contacts.filter((c: any) => c.deleted_at !== undefined)).toHaveLength(3);
     console.log(`ringcentral ISync: ${JSON.stringify(second)}`);
-  }, 60_000);
+  });
 
   it('a refresh RingCentral refuses marks the connection reconnect_required', async () => {
     const firm = await createFirm(stack);
@@ -502,7 +502,7 @@ describe('missed calls called back', () => {
         `callback registered ${Math.min(...latency)}–${Math.max(...latency)} ms after the first delivery (delay 1 s)`,
     );
     expect(await simulatorCallsOf(stack).countDocuments({ to_number: callers[3] })).toBe(0);
-  }, 60_000);
+  });
 
   it('a caller outside the firm’s calling hours is called back when allowed (scheduled)', async () => {
     const today = ((new Date().getUTCDay() + 6) % 7) + 1;
@@ -609,5 +609,5 @@ describe('the subscription', () => {
     console.log(
       `subscription: lifetime 2 s, checked every 250 ms: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`,
     );
-  }, 40_000);
+  });
 });

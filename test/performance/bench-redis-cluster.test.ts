@@ -28,7 +28,7 @@ beforeAll(async () => {
   await readyMasters(redis);
   queues = createQueues(redis, keys, () => {});
   await queues[QUEUE.callEffects].waitUntilReady();
-}, 60_000);
+});
 
 afterAll(async () => {
   if (queues) await Promise.all(Object.values(queues).map((q) => q.close()));

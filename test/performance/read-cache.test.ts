@@ -16,7 +16,7 @@ beforeAll(async () => {
   uri.searchParams.set('monitorCommands', 'true');
   stack = await startStack({ env: { MONGODB_URI: uri.toString() } });
   second = await startWebProcess(stack.env);
-}, 60_000);
+});
 afterAll(async () => {
   await second?.stop();
   await stack?.stop();

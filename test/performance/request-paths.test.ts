@@ -20,7 +20,7 @@ beforeAll(async () => {
   const uri = new URL(freshMongoUri());
   uri.searchParams.set('monitorCommands', 'true');
   stack = await startStack({ env: { MONGODB_URI: uri.toString() } });
-}, 60_000);
+});
 afterAll(async () => {
   await stack?.stop();
 });

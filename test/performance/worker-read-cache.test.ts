@@ -51,7 +51,7 @@ beforeAll(async () => {
   // A first call warms the worker's cache with the firm and the agent as they are now.
   const warm = await callToTheEnd();
   expect(mailsFor(warm.mailsFrom)).toEqual([['before@lawfirm.test']]);
-}, 60_000);
+});
 afterAll(async () => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await stack?.stop();

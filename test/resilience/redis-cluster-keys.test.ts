@@ -26,7 +26,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'redis-cluster-'));
   local = await startRedisCluster(await ensureRedisServer(() => {}), dir);
   node = new Redis(local.url);
-}, 60_000);
+});
 
 afterAll(async () => {
   node?.disconnect();

@@ -69,7 +69,7 @@ beforeAll(async () => {
     EFFECT_LEASE_MS: '5000',
     EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
   };
-}, 90_000);
+});
 afterAll(async () => {
   await mongo?.db.dropDatabase().catch(() => {});
   await mongo?.close();

@@ -50,7 +50,7 @@ beforeAll(async () => {
     SIM_CALL_MS: '200',
     ALLOW_PRIVATE_URLS: 'true',
   };
-}, 60_000);
+});
 afterAll(async () => {
   await mongo?.db.dropDatabase().catch(() => {});
   await mongo?.close();
@@ -203,7 +203,7 @@ describe('Redis over TLS with a platform-signed certificate', () => {
           expect(output).toMatch(
             /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT)\)/,
           );
-        }, 60_000);
+        });
       }
     }
   });
@@ -244,5 +244,5 @@ describe('Redis over TLS with a platform-signed certificate', () => {
     );
     expect(await child.launched.exited).toEqual({ code: 1, signal: null });
     expect(await child.output()).toContain('REDIS_TLS_CA holds no PEM certificate');
-  }, 60_000);
+  });
 });

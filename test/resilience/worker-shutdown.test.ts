@@ -83,7 +83,7 @@ describe('SIGTERM on a worker with a job in flight', () => {
     const call = await callsOf(stack).findOne({ _id: callId });
     expect(call?.provider_call_id).toBeTruthy();
     expect(creates()).toHaveLength(1);
-  }, 60_000);
+  });
 
   it('hands back a job that outlasts the grace period; another worker completes it without a second dial', async () => {
     // SHUTDOWN_TIMEOUT_MS 6000 leaves the worker 1 s of grace before it hands jobs back.
@@ -112,5 +112,5 @@ describe('SIGTERM on a worker with a job in flight', () => {
     expect(fake.calls.filter((c) => (c.metadata as { call_id?: string })?.call_id === callId)).toHaveLength(
       1,
     );
-  }, 60_000);
+  });
 });

@@ -28,7 +28,7 @@ beforeAll(async () => {
   bare = await startStack();
   const made = await createFirm(stack);
   firm = { ...made, agentId: (await createAgent(made.client, made.slug)).agent_id };
-}, 60_000);
+});
 afterAll(async () => {
   await bare?.stop();
   await stack?.stop();

@@ -14,7 +14,7 @@ let second: Awaited<ReturnType<typeof startWebProcess>>;
 beforeAll(async () => {
   stack = await startStack();
   second = await startWebProcess(stack.env);
-}, 60_000);
+});
 afterAll(async () => {
   await second?.stop();
   await stack?.stop();
