@@ -478,6 +478,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how many times faster than real time workflow `wait` and `wait_for` delays run: a wait of a day is a delayed job of a day divided by this. 1 in production; tests set it so a day passes in milliseconds (docs/workflows.md#time)',
   }),
+  workflowLeadWaitMs: integer('WORKFLOW_LEAD_WAIT_MS', {
+    min: 0,
+    max: 24 * HOUR_MS,
+    default: HOUR_MS,
+    description:
+      "how long a run's steps wait for the lead their event names while it is not stored yet (a call's lead is made by its lead effect, after call.analyzed is recorded); past it a step goes on without the lead (docs/workflows.md#runs)",
+  }),
   workflowMaxConcurrentRuns: integer('WORKFLOW_MAX_CONCURRENT_RUNS', {
     min: 1,
     max: 1_000_000,

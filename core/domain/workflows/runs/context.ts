@@ -3,6 +3,8 @@ import type { DomainEvent } from '../../events/event-types.js';
 import { findLead, type LeadDoc } from '../../leads/leads.js';
 import type { FirmDoc } from '../../firms/firms.js';
 import type { Context } from '../expressions.js';
+import type { Services } from '../../../wiring/services.js';
+import { BusyUntilError } from '../../../platform/busy-until.js';
 
 // What a run's conditions and templates read: `event` (type, subject, occurred_at, data), `lead`
 // (the lead the event is about, as read when the step runs), `firm` and `workflow`.
@@ -47,6 +49,42 @@ export async function readLead(db: Db, firm: string, leadId: string | null): Pro
   if (leadId === null) return null;
   const lead = await findLead(db, leadId);
   return lead !== null && lead.firm === firm ? lead : null;
+}
+
+/**
+ * A run's lead named by its event but not stored yet: call.analyzed names the lead the call's
+ * lead effect makes next, an appointment booked during a call the lead the call will make. The
+ * step looks again at `until`, parked in its queue, spending no attempt (workers/runner.ts).
+ */
+export class LeadNotStoredYetError extends BusyUntilError {
+  constructor(leadId: string, until: number) {
+    super(`The run's lead ${leadId} is not stored yet; the step looks again then.`, until);
+    this.name = 'LeadNotStoredYetError';
+  }
+}
+
+/**
+ * The lead a step of `run` reads. While the lead its event names is not stored yet, and for at
+ * most WORKFLOW_LEAD_WAIT_MS since the run started, the step waits for it (LeadNotStoredYetError):
+ * read at once, it would find no lead and skip what the lead was for (a Clio matter, a mail to the
+ * caller). Each look comes a quarter of the time waited so far later (1 s to a minute). Past the
+ * bound the step goes on without the lead, as for an event about none; a lead of another firm is
+ * none of the run's (readLead).
+ */
+export async function readRunLead(
+  services: Services,
+  run: { firm: string; lead_id: string | null; started_at: Date },
+): Promise<LeadDoc | null> {
+  if (run.lead_id === null) return null;
+  const lead = await findLead(services.mongo.db, run.lead_id);
+  if (lead !== null) return lead.firm === run.firm ? lead : null;
+  const now = Date.now();
+  const waited = now - run.started_at.getTime();
+  if (waited >= services.config.workflowLeadWaitMs) return null;
+  throw new LeadNotStoredYetError(
+    run.lead_id,
+    now + Math.min(60_000, Math.max(1000, Math.round(waited / 4))),
+  );
 }
 
 export function contextOf(

@@ -21,7 +21,7 @@ import {
 } from '../vocabulary.js';
 import { loadVersion, type LoadedVersion } from '../versions.js';
 import { ACTIONS, isFinalActionFailure, matterOnPath, type MatterFrom } from './actions.js';
-import { contextOf, eventData, readLead } from './context.js';
+import { contextOf, eventData, readLead, readRunLead } from './context.js';
 import {
   FINISHED_STEP,
   newStep,
@@ -321,7 +321,7 @@ export async function runWorkflowStep(
     getFirm(db, run.firm),
   ]);
   if (event === null || firm === null) return 'missing';
-  const lead = await readLead(db, run.firm, run.lead_id);
+  const lead = await readRunLead(services, run);
   const context = contextOf(
     {
       id: event._id,
