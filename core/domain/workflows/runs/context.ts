@@ -58,7 +58,10 @@ export async function readLead(db: Db, firm: string, leadId: string | null): Pro
  */
 export class LeadNotStoredYetError extends BusyUntilError {
   constructor(leadId: string, until: number) {
-    super(`The run's lead ${leadId} is not stored yet; the step looks again then.`, until);
+    super(
+      `The run's lead ${leadId} is not stored yet; the step looks again at ${new Date(until).toISOString()}.`,
+      until,
+    );
     this.name = 'LeadNotStoredYetError';
   }
 }
@@ -69,7 +72,7 @@ export class LeadNotStoredYetError extends BusyUntilError {
  * read at once, it would find no lead and skip what the lead was for (a Clio matter, a mail to the
  * caller). Each look comes a quarter of the time waited so far later (1 s to a minute). Past the
  * bound the step goes on without the lead, as for an event about none; a lead of another firm is
- * none of the run's (readLead).
+ * none of the run's, as in readLead, and nothing to wait for.
  */
 export async function readRunLead(
   services: Services,
