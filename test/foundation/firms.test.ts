@@ -236,6 +236,51 @@ describe('firm settings: secrets are write-only', () => {
   });
 });
 
+describe('firm settings: the shapes the contract names', () => {
+  it('a pasted Clio token may name its region; the mask keeps the token only in the same region', async () => {
+    const firm = await createFirm(stack);
+    const token = `clio-${rand(8)}`;
+    const set = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: token, region: 'eu' } },
+    });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.settings.crm).toEqual({ provider: 'clio', access_token: MASK, region: 'eu' });
+    expect((await stored(firm.slug)).crm).toEqual({ provider: 'clio', access_token: token, region: 'eu' });
+
+    const kept = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: MASK, region: 'eu' } },
+    });
+    expect(kept.status).toBe(200);
+    // Another region is another host: the token must be sent again.
+    const moved = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: MASK, region: 'au' } },
+    });
+    expect(expectError(moved, 400, 'invalid_request')).toEqual([
+      { path: '/settings/crm/access_token', message: expect.stringContaining('region') },
+    ]);
+    const unknown = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', access_token: token, region: 'mars' } },
+    });
+    expectError(unknown, 400, 'invalid_request');
+    expect((await stored(firm.slug)).crm).toEqual({ provider: 'clio', access_token: token, region: 'eu' });
+  });
+
+  it('a webhook secret may be short: the contract sets no minimum, an empty one is refused', async () => {
+    const firm = await createFirm(stack);
+    const res = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { voice_webhook_secret: 'secret', booking_webhook_secret: 'abc' },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const settings = await stored(firm.slug);
+    expect([settings.voice_webhook_secret, settings.booking_webhook_secret]).toEqual(['secret', 'abc']);
+    const empty = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { voice_webhook_secret: '' },
+    });
+    expectError(empty, 400, 'invalid_request');
+    expect((await stored(firm.slug)).voice_webhook_secret).toBe('secret');
+  });
+});
+
 describe('firm responses show exactly the documented settings', () => {
   let expectDocumented: Awaited<ReturnType<typeof documentedResponses>>;
   beforeAll(async () => {

@@ -2,6 +2,7 @@
 // default (a local Clio in tests) replaces every region.
 import { describe, expect, it } from 'vitest';
 import { CLIO_REGIONS, clioAuthorizeUrl, clioRegionBase } from '../../core/integrations/crm/clio-oauth.js';
+import { pastedTokenBase } from '../../core/domain/crm/firm-clio-client.js';
 
 describe('Clio regions', () => {
   it('with the default CLIO_BASE_URL each region has its own host', () => {
@@ -15,6 +16,16 @@ describe('Clio regions', () => {
     for (const region of ['us', 'eu', 'ca', 'au'] as const) {
       expect(clioRegionBase('http://127.0.0.1:4010/', region)).toBe('http://127.0.0.1:4010');
     }
+  });
+
+  it("a pasted token is used on its region's host, or on its base_url when one is set", () => {
+    expect(pastedTokenBase(CLIO_REGIONS.us, {})).toBe('https://app.clio.com');
+    expect(pastedTokenBase(CLIO_REGIONS.us, { region: 'eu' })).toBe('https://eu.app.clio.com');
+    expect(pastedTokenBase(CLIO_REGIONS.us, { region: 'au' })).toBe('https://au.app.clio.com');
+    expect(pastedTokenBase(CLIO_REGIONS.us, { region: 'eu', base_url: 'https://clio.example' })).toBe(
+      'https://clio.example',
+    );
+    expect(pastedTokenBase('http://127.0.0.1:4010', { region: 'ca' })).toBe('http://127.0.0.1:4010');
   });
 
   it('the authorize URL carries response_type=code, client_id, redirect_uri and state', () => {

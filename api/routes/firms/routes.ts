@@ -60,7 +60,7 @@ export const firmRoutes = [
     path: '/api/firms/{slug}',
     operationId: 'updateFirm',
     summary:
-      'Change a firm name or settings (null removes a setting; "********" keeps a secret, except crm.access_token when crm.base_url changes; a firm token may narrow allowed_call_countries but not add to it, nor turn allow_premium_numbers on: 403)',
+      'Change a firm name or settings (null removes a setting; "********" keeps a secret, except crm.access_token when crm.base_url or crm.region changes; a firm token may narrow allowed_call_countries but not add to it, nor turn allow_premium_numbers on: 403)',
     tag,
     auth: { kind: 'token' },
     params: FirmParams,

@@ -1,4 +1,5 @@
 import { ClioClient } from '../../integrations/crm/clio.js';
+import { clioRegionBase, type ClioRegion } from '../../integrations/crm/clio-oauth.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import type { Services } from '../../wiring/services.js';
 import type { FirmDoc } from '../firms/firms.js';
@@ -20,10 +21,21 @@ export async function firmClioClient(services: Services, firm: FirmDoc): Promise
     });
   }
   return new ClioClient({
-    baseUrl: crm.base_url ?? services.config.clioBaseUrl,
+    baseUrl: pastedTokenBase(services.config.clioBaseUrl, crm),
     accessToken: crm.access_token,
     policy,
   });
+}
+
+/**
+ * Where a pasted token is used: its `base_url`, else its region's host (`us` by default; a
+ * CLIO_BASE_URL other than Clio's own, as in tests, replaces every region).
+ */
+export function pastedTokenBase(
+  clioBaseUrl: string,
+  crm: { base_url?: string; region?: ClioRegion },
+): string {
+  return crm.base_url ?? clioRegionBase(clioBaseUrl, crm.region ?? 'us');
 }
 
 /** Whether the firm can be read from Clio now: Clio set up, and an OAuth grant not refused. */

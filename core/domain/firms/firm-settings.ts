@@ -55,6 +55,12 @@ export const ClioTokenCrm = Type.Object(
         description: 'https:// to a public host; changing it requires sending access_token again',
       }),
     ),
+    region: Type.Optional(
+      Type.KeyOf(Type.Const(CLIO_REGIONS), {
+        description:
+          'The Clio region whose host the token belongs to (us, the default, eu, ca, au); base_url, when set, wins. Changing it requires sending access_token again',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -178,8 +184,8 @@ export const FirmSettings = Type.Object(
     crm: Type.Union([ClioTokenCrm, ClioOAuthCrm, NoCrm]),
     /** The calendar booking provider; absent: none (409 booking_not_configured). */
     booking: Type.Optional(BookingSettings),
-    voice_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 8, maxLength: 512 }))),
-    booking_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 8, maxLength: 512 }))),
+    voice_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 512 }))),
+    booking_webhook_secret: Type.Optional(Secret(Type.String({ minLength: 1, maxLength: 512 }))),
     from_number: Type.Optional(Type.String({ pattern: E164_PATTERN })),
     max_concurrent_calls: Type.Integer({ minimum: 1, maximum: 1000 }),
     calling_window: Type.Optional(CallingWindow),
@@ -355,11 +361,20 @@ export function mergeSettings(
     ) {
       if (current.crm.provider !== 'clio' || !('access_token' in current.crm))
         throw maskWithoutSecret('/settings/crm/access_token');
-      // The stored token may only go where it went before: a new base_url needs the token itself.
-      if ((value.base_url ?? null) !== (current.crm.base_url ?? null)) {
+      // The stored token may only go where it went before: a new base_url or region (another
+      // host) needs the token itself.
+      if (
+        (value.base_url ?? null) !== (current.crm.base_url ?? null) ||
+        (value.region ?? 'us') !== (current.crm.region ?? 'us')
+      ) {
         throw invalidRequest(
-          'Changing settings.crm.base_url requires sending settings.crm.access_token again, not the mask.',
-          [{ path: '/settings/crm/access_token', message: 'must be the token itself when base_url changes' }],
+          'Changing settings.crm.base_url or settings.crm.region requires sending settings.crm.access_token again, not the mask.',
+          [
+            {
+              path: '/settings/crm/access_token',
+              message: 'must be the token itself when base_url or region changes',
+            },
+          ],
         );
       }
       next.crm = { ...value, access_token: current.crm.access_token };
