@@ -209,7 +209,9 @@ function challenge(): AppError {
     'Sign in with the platform key or the read-only operator key (as bearer, or as the basic-auth password).',
     undefined,
     {
-      'WWW-Authenticate': 'Basic realm="Intake queues", charset="UTF-8"',
+      // Bearer first, as on every 401 (the contract's challenge); a browser, which cannot answer
+      // it, takes the Basic one and asks for the key.
+      'WWW-Authenticate': ['Bearer', 'Basic realm="Intake queues", charset="UTF-8"'],
     },
   );
 }

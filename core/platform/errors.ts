@@ -43,8 +43,9 @@ export const invalidRequest = (
   code = 'invalid_request',
 ): AppError => new AppError(400, code, message, details);
 
+/** 401 with the challenge exactly as the contract writes it (`WWW-Authenticate: Bearer`). */
 export const unauthorized = (message = 'A valid bearer token is required.'): AppError =>
-  new AppError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': 'Bearer realm="intake"' });
+  new AppError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': 'Bearer' });
 
 export const forbidden = (
   message = 'This token may not act on that firm.',

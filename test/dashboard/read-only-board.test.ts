@@ -132,7 +132,7 @@ describe('the read-only operator key', () => {
   it('a wrong password still meets the challenge', async () => {
     const res = await board(`${READONLY_KEY}x`, 'GET', '');
     expectError(res, 401, 'unauthorized');
-    expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer, Basic realm=/);
   });
 });
 

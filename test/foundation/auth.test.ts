@@ -23,7 +23,8 @@ const secretBytes = (secret: string): Uint8Array => new TextEncoder().encode(sec
 
 function expectUnauthorized(res: ApiResponse): void {
   expectError(res, 401, 'unauthorized');
-  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
+  // Exactly as the contract writes it.
+  expect(res.headers.get('www-authenticate')).toBe('Bearer');
 }
 
 /** A firm-scoped read any valid token of firm A (or the platform) may make. */

@@ -19,7 +19,8 @@ const basic = (user: string, password: string) =>
 
 function expectBasicChallenge(res: Awaited<ReturnType<Stack['api']['get']>>): void {
   expectError(res, 401, 'unauthorized');
-  expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm="[^"]+"/);
+  // Two challenges (fetch joins them): the contract's Bearer, and Basic for a browser to answer.
+  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer, Basic realm="[^"]+"/);
 }
 
 describe('Bull Board access', () => {

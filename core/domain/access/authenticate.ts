@@ -111,7 +111,7 @@ const missingCredentials = (basic: boolean, message?: string): AppError => {
   const error = unauthorized(message);
   if (!basic) return error;
   return new AppError(error.status, error.code, error.message, undefined, {
-    'WWW-Authenticate': ['Bearer realm="intake"', 'Basic realm="Intake Service", charset="UTF-8"'],
+    'WWW-Authenticate': ['Bearer', 'Basic realm="Intake Service", charset="UTF-8"'],
   });
 };
 
