@@ -107,6 +107,9 @@ describe('booking webhook: the request only checks and enqueues', () => {
       calEvent('MEETING_ENDED', { bookingId: 1, startTime: 'not a time' }),
       calEvent('RECORDING_READY', { downloadLink: 'https://example.com/r' }),
       calEvent('BOOKING_PAID', {}),
+      // Ignored triggers are acknowledged with no payload at all.
+      { triggerEvent: 'PING' },
+      { triggerEvent: 'MEETING_ENDED', createdAt: new Date().toISOString() },
     ]) {
       const res = await send(body);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -133,6 +136,10 @@ describe('booking webhook body', () => {
       const missingStart = await send(calEvent(trigger, noStart));
       expectError(missingStart, 400, 'invalid_request');
       expect(detailPaths(missingStart)).toEqual(['/payload/startTime']);
+      // A booking trigger needs its payload.
+      const noPayload = await send({ triggerEvent: trigger });
+      expectError(noPayload, 400, 'invalid_request');
+      expect(detailPaths(noPayload)).toEqual(['/payload']);
     }
     const empty = await send({ triggerEvent: 'BOOKING_CREATED', payload: {} });
     expect(detailPaths(empty).sort()).toEqual(['/payload/startTime', '/payload/uid']);

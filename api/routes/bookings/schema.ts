@@ -46,13 +46,14 @@ export const BookingWebhookBody = Type.Object(
       description: `${BOOKING_TRIGGERS.join(', ')} change reminders; other triggers (PING, MEETING_ENDED, ...) are acknowledged and ignored`,
     }),
     createdAt: Type.Optional(Type.String({ maxLength: 64, description: 'When Cal.com made the event' })),
-    payload: Type.Object({}, { additionalProperties: true }),
+    // Cal.com always sends one; a trigger that is ignored (a PING) is acknowledged without it.
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true })),
   },
   {
     additionalProperties: true,
     // A booking trigger needs a booking (JSON Schema's if/then: one schema validates and documents it).
     if: { properties: { triggerEvent: { enum: [...BOOKING_TRIGGERS] } }, required: ['triggerEvent'] },
-    then: { properties: { payload: BookingPayload } },
+    then: { properties: { payload: BookingPayload }, required: ['payload'] },
   },
 );
 
