@@ -54,6 +54,25 @@ describe("a day's availability in the caller's time zone", () => {
     });
   }
 
+  it("without timeZone, the days are the firm's (settings.timezone)", async () => {
+    const timeZone = 'Australia/Sydney';
+    const patched = await booking.firm.client.patch(`/api/firms/${booking.firm.slug}`, {
+      settings: { timezone: timeZone },
+    });
+    expect(patched.status).toBe(200);
+    try {
+      const res = await booking.firm.client.get(
+        `/api/appointments/availability?${new URLSearchParams({ firmSlug: booking.firm.slug, start: dec1, end: dec1 })}`,
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const starts = (res.body.slots as Array<{ start: string }>).map((s) => Date.parse(s.start));
+      expect(starts).toEqual(slots.filter((ms) => inZone(ms, timeZone) === dec1));
+      for (const s of res.body.slots as Array<{ start: string }>) expect(s.start).toMatch(/\+1[01]:00$/);
+    } finally {
+      await booking.firm.client.patch(`/api/firms/${booking.firm.slug}`, { settings: { timezone: null } });
+    }
+  });
+
   for (const timeZone of ZONES) {
     it(`the agent asked for Dec 1 in ${timeZone} offers Dec 1's times and names its weekday`, async () => {
       const res = await callTool(

@@ -39,7 +39,7 @@ export const appointmentRoutes = [
     path: '/api/appointments/availability',
     operationId: 'appointmentAvailability',
     summary:
-      "Free slots of the firm's booking provider (Cal.com) between two dates (at most 14 days), in the time zone asked for; cached 30 s",
+      "Free slots of the firm's booking provider (Cal.com) between two dates (at most 14 days), in the time zone asked for (else the firm's); cached 30 s",
     tag,
     auth: { kind: 'token' },
     query: AvailabilityQuery,
@@ -50,7 +50,8 @@ export const appointmentRoutes = [
       const slots = await freeSlots(services, firm, {
         start: query.start,
         end: query.end,
-        timeZone: query.timeZone,
+        // The caller's zone, or the firm's (CONTRACT §8: "the caller's or firm's").
+        timeZone: query.timeZone ?? firm.settings.timezone,
       });
       return { slots: slots.map((start) => ({ start })) };
     },

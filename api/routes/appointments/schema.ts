@@ -13,7 +13,11 @@ export const AvailabilityQuery = Type.Object(
     firmSlug: FirmSlug,
     start: DateOnly,
     end: Type.String({ ...DateOnly, description: 'YYYY-MM-DD, included; at most 14 days from start' }),
-    timeZone: TimeZone,
+    timeZone: Type.Optional({
+      ...TimeZone,
+      description:
+        "IANA time zone the days are in, and the slots' offsets; absent: the firm's settings.timezone",
+    }),
   },
   { additionalProperties: false },
 );
