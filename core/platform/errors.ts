@@ -71,9 +71,19 @@ export const idempotencyKeyInUse = (retryAfterSeconds: number): AppError =>
     { 'Retry-After': String(retryAfterSeconds) },
   );
 
-/** 409 dial_blocked: the dial gate refuses the number for good; `details` name the rule. */
-export const dialBlocked = (message: string, details: ErrorDetail[]): AppError =>
-  new AppError(409, 'dial_blocked', message, details);
+/**
+ * 409 dial_blocked: the dial gate refuses the number; `details` name the rule, and `retryAt` when
+ * the rule lets the number be dialled later (the frequency cap: `retry_at` in the body).
+ */
+export const dialBlocked = (message: string, details: ErrorDetail[], retryAt?: number): AppError =>
+  new AppError(
+    409,
+    'dial_blocked',
+    message,
+    details,
+    undefined,
+    retryAt === undefined ? undefined : { retry_at: new Date(retryAt).toISOString() },
+  );
 
 /** 409 dial_deferred: the dial gate allows the number only from `retryAt` (in the body and Retry-After). */
 export const dialDeferred = (

@@ -216,7 +216,7 @@ describe('the dial gate in campaigns', () => {
 });
 
 describe('frequency caps', () => {
-  it('a Florida number: the 4th attempt within 24 h across two campaigns and a direct call is deferred, then made once the first ages out; the audit equals the attempts', async () => {
+  it('a Florida number: the 4th attempt within 24 h across two campaigns and a direct call is refused as asked, deferred when_allowed, then made once the first ages out; the audit equals the attempts', async () => {
     const start = nyAt(10 * 60);
     clock.set(start);
     const firm = await firmWithAgent();
@@ -248,10 +248,15 @@ describe('frequency caps', () => {
     const first = (await decisionsOf(firm.slug, florida)).find((d) => d.stage === 'dial')!;
     const fourth = await firm.client.post('/api/v2/create-outbound-call', body);
     expect(fourth.status, JSON.stringify(fourth.body)).toBe(409);
-    expect(fourth.body.error.code).toBe('dial_deferred');
+    // A direct request over the cap is blocked, naming the rule (CONTRACT §8), and says when the
+    // number may be called again; with when_allowed it is deferred until then (below).
+    expect(fourth.body.error.code).toBe('dial_blocked');
     expect(fourth.body.error.details[0].message).toMatch(/^frequency: /);
     expect(fourth.body.error.retry_at).toBe(new Date(first.at.getTime() + 86_400_000).toISOString());
-    note('4th attempt (direct)', `409 dial_deferred until ${fourth.body.error.retry_at}`);
+    expect(fourth.body.error.message).toContain('"when_allowed": true');
+    const refusal = (await decisionsOf(firm.slug, florida)).filter((d) => d.stage === 'request').at(-1)!;
+    expect([refusal.answer, refusal.reason]).toEqual(['block', 'frequency']);
+    note('4th attempt (direct)', `409 dial_blocked (frequency) until ${fourth.body.error.retry_at}`);
 
     const scheduled = await firm.client.post('/api/v2/create-outbound-call', { ...body, when_allowed: true });
     expect(scheduled.body.status).toBe('scheduled');

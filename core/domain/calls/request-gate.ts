@@ -9,7 +9,8 @@ import { dialBlocked, dialDeferred } from '../../platform/errors.js';
 /**
  * create-outbound-call's request stage of the dial gate, judged as soon as the firm is known
  * (beside the agent's read); the returned hook binds it to the new call: allowed → dial now;
- * blocked → 409 dial_blocked; deferred → 409 dial_deferred with retry_at, or with
+ * blocked (over the frequency cap too, unless `when_allowed`) → 409 dial_blocked; deferred (the
+ * callee's hours) → 409 dial_deferred with retry_at, or with
  * `when_allowed` the instant it is scheduled for (the place-call job is delayed until then).
  * The decision is recorded either way (before a refusal; beside the call's insert otherwise).
  */
@@ -23,14 +24,19 @@ export function requestGate(
   // Not awaited until the call is created: a request refused earlier (no agent) leaves it unread.
   judging.catch(() => undefined);
   return async (call) => {
-    const { decision, record } = (await judging)(call._id);
+    const { decision, record } = (await judging)(call._id, whenAllowed);
     if (decision.answer === 'allow') return { scheduled: null, record };
     if (!(decision.answer === 'defer' && whenAllowed)) await record();
     const details = [{ path: '/toNumber', message: `${decision.reason}: ${decision.message}` }];
     if (decision.answer === 'block') {
+      const retry =
+        decision.retryAt === undefined
+          ? ''
+          : ` Send "when_allowed": true to have it placed from ${new Date(decision.retryAt).toISOString()}.`;
       throw dialBlocked(
-        `The dial gate refuses this number (${decision.reason}): ${decision.message}`,
+        `The dial gate refuses this number (${decision.reason}): ${decision.message}${retry}`,
         details,
+        decision.retryAt,
       );
     }
     const now = clock.now();

@@ -19,13 +19,14 @@ import type { DecisionConsent } from './dial-decisions.js';
 // cap reached); or block with a reason code. Each decision is a dial_decisions record.
 
 /** Why a dial is refused for good. */
-export type BlockReason = 'country' | 'dnc' | 'consent' | 'hours';
+export type BlockReason = 'country' | 'dnc' | 'consent' | 'hours' | 'frequency';
 export type DeferReason = 'hours' | 'frequency';
 
 export type GateAnswer =
   | { answer: 'allow' }
   | { answer: 'defer'; until: number; reason: DeferReason; message: string }
-  | { answer: 'block'; reason: BlockReason; message: string };
+  /** `retryAt`: when the rule would let the number be dialled (a direct request over the cap). */
+  | { answer: 'block'; reason: BlockReason; message: string; retryAt?: number };
 
 export interface DialRequest {
   firm: FirmDoc;
@@ -237,17 +238,36 @@ export async function decideAtRequest(services: Services, req: DialRequest): Pro
 export async function judgeNewCall(
   services: Services,
   req: Omit<DialRequest, 'callId' | 'stage'>,
-): Promise<(callId: string) => { decision: GateAnswer; record: () => Promise<unknown> }> {
+): Promise<
+  (callId: string, whenAllowed: boolean) => { decision: GateAnswer; record: () => Promise<unknown> }
+> {
   if (gateBypass.on) return () => ({ decision: { answer: 'allow' }, record: async () => undefined });
   const atMs = req.atMs ?? clock.now();
   const judged = await decideDial(services, { ...req, callId: '', stage: 'request', atMs });
-  return (callId) => ({
-    decision: judged.decision,
-    record: async () =>
-      judged.decision.answer === 'allow'
-        ? undefined
-        : recordDecision(services.mongo.db, decisionDoc({ ...req, callId, stage: 'request' }, judged, atMs)),
-  });
+  return (callId, whenAllowed) => {
+    const decision = asRequested(judged.decision, whenAllowed);
+    return {
+      decision,
+      record: async () =>
+        decision.answer === 'allow'
+          ? undefined
+          : recordDecision(
+              services.mongo.db,
+              decisionDoc({ ...req, callId, stage: 'request' }, { ...judged, decision }, atMs),
+            ),
+    };
+  };
+}
+
+/**
+ * A request over the frequency cap that did not ask to be made when allowed is refused: `409
+ * dial_blocked` naming `frequency` (CONTRACT §8 lists it among the rules that block), with the
+ * instant the oldest attempt ages out. With `when_allowed` it is scheduled for then, and a
+ * campaign's call waits until then, as the gate decided.
+ */
+function asRequested(d: GateAnswer, whenAllowed: boolean): GateAnswer {
+  if (d.answer !== 'defer' || d.reason !== 'frequency' || whenAllowed) return d;
+  return { answer: 'block', reason: 'frequency', message: d.message, retryAt: d.until };
 }
 
 export type DialGateStep = Decided | { answer: 'no_slot' };
