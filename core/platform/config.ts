@@ -22,7 +22,7 @@ export function loadConfig(env: Env): Config {
 
 /** The URL policy (core/platform/url-policy.ts) this configuration asks for. */
 export function urlPolicyOf(config: Pick<Config, 'allowPrivateUrls'>): UrlPolicy {
-  return { allowPrivate: config.allowPrivateUrls };
+  return { allowHttpAndLoopback: config.allowPrivateUrls };
 }
 
 /** Runs `read`; a ConfigError ends the process with exit code 1 and its message. */

@@ -12,12 +12,18 @@ import { BlockList, isIP } from 'node:net';
 // is an IP literal, and the URL check is what refuses a private IP literal. For the same reason
 // it must not follow redirects (axios: maxRedirects 0; fetch: redirect 'manual'): a redirect
 // to an IP literal would bypass the lookup.
-// `allowPrivate` (ALLOW_PRIVATE_URLS=true, local runs and tests) also allows http:// and
-// loopback or private hosts; never the default.
+// `allowHttpAndLoopback` (ALLOW_PRIVATE_URLS=true, local runs and tests, where the fakes listen on
+// 127.0.0.1) lifts exactly two things: http:// is allowed, and so are loopback hosts (localhost
+// and *.localhost, 127.0.0.0/8, ::1, ::ffff:127.x.y.z). Every other non-public address (private
+// ranges, link-local and the cloud metadata address 169.254.169.254, 0.0.0.0, CGNAT, multicast,
+// unique-local, ...) stays refused, as written and as resolved. Never the default.
 
 export interface UrlPolicy {
-  /** Also allow http:// and hosts that are loopback, private, link-local, ... (ALLOW_PRIVATE_URLS). */
-  allowPrivate: boolean;
+  /**
+   * Also allow http:// and loopback hosts (ALLOW_PRIVATE_URLS); every other non-public address
+   * is refused all the same.
+   */
+  allowHttpAndLoopback: boolean;
 }
 
 /** A URL (or the address it resolves to) the service refuses to call. */
@@ -71,6 +77,12 @@ for (const [net, prefix] of [
   NOT_PUBLIC_V6.addSubnet(net, prefix, 'ipv6');
 }
 
+// Loopback, the only non-public addresses allowHttpAndLoopback lets through.
+const LOOPBACK_V4 = new BlockList();
+LOOPBACK_V4.addSubnet('127.0.0.0', 8, 'ipv4');
+const LOOPBACK_V6 = new BlockList();
+LOOPBACK_V6.addAddress('::1', 'ipv6');
+
 const IPV4_MAPPED = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i;
 
 /** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:a.b.c.d), else undefined. */
@@ -95,6 +107,23 @@ export function isPublicAddress(ip: string): boolean {
   return false;
 }
 
+/** True when `ip` is a loopback address: 127.0.0.0/8, ::1, or IPv4-mapped 127.x.y.z. */
+export function isLoopbackAddress(ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 4) return LOOPBACK_V4.check(ip, 'ipv4');
+  if (family === 6) {
+    const v4 = mappedIpv4(ip);
+    if (v4 !== undefined) return isLoopbackAddress(v4);
+    return LOOPBACK_V6.check(ip, 'ipv6');
+  }
+  return false;
+}
+
+/** True when the policy lets the service call `ip`: public, or loopback with allowHttpAndLoopback. */
+function isAllowedAddress(ip: string, policy: UrlPolicy): boolean {
+  return isPublicAddress(ip) || (policy.allowHttpAndLoopback && isLoopbackAddress(ip));
+}
+
 const SCHEME_AND_AUTHORITY = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#\\]*)/;
 
 function isLocalhostName(host: string): boolean {
@@ -113,9 +142,9 @@ export function urlNotAllowedReason(url: string, policy: UrlPolicy): string | nu
   } catch {
     return 'is not a valid URL';
   }
-  const allowed = policy.allowPrivate ? ['https:', 'http:'] : ['https:'];
+  const allowed = policy.allowHttpAndLoopback ? ['https:', 'http:'] : ['https:'];
   if (!allowed.includes(parsed.protocol)) {
-    return `must use ${policy.allowPrivate ? 'https:// or http://' : 'https://'}`;
+    return `must use ${policy.allowHttpAndLoopback ? 'https:// or http://' : 'https://'}`;
   }
   const written = SCHEME_AND_AUTHORITY.exec(url.trim());
   if (written === null) return 'must be written as scheme://host/...';
@@ -132,10 +161,13 @@ export function urlNotAllowedReason(url: string, policy: UrlPolicy): string | nu
     const writtenHost = written[2]!.replace(/:\d*$/, '').toLowerCase();
     if (writtenHost !== host) return 'writes an IP address in a non-standard form';
   }
-  if (policy.allowPrivate) return null;
-  if (isLocalhostName(host)) return 'names a local host';
-  if (family !== 0 && !isPublicAddress(literal)) return 'is not a public address';
+  if (isLocalhostName(host)) return policy.allowHttpAndLoopback ? null : 'names a local host';
+  if (family !== 0 && !isAllowedAddress(literal, policy)) return notAllowedAddress(policy);
   return null;
+}
+
+function notAllowedAddress(policy: UrlPolicy): string {
+  return policy.allowHttpAndLoopback ? 'is not a public or loopback address' : 'is not a public address';
 }
 
 /** Throws UrlNotAllowedError when urlNotAllowedReason finds a reason. */
@@ -158,8 +190,9 @@ type Resolve = (host: string) => Promise<LookupAddress[]>;
 const resolveAll: Resolve = (host) => dnsLookupAsync(host, { all: true });
 
 /**
- * The call-time check: the URL check, then every address the host resolves to must be public
- * (a host with one private address among public ones is refused). `resolve` is for tests.
+ * The call-time check: the URL check, then every address the host resolves to must be public,
+ * or loopback with allowHttpAndLoopback (a host with one private address among public ones is
+ * refused). `resolve` is for tests.
  */
 export async function assertResolvesToPublic(
   url: string,
@@ -167,14 +200,17 @@ export async function assertResolvesToPublic(
   resolve: Resolve = resolveAll,
 ): Promise<void> {
   assertUrlAllowed(url, policy);
-  if (policy.allowPrivate) return;
   const host = new URL(url).hostname;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   const addresses =
     isIP(literal) === 0 ? await resolve(literal) : [{ address: literal, family: isIP(literal) }];
   if (addresses.length === 0) throw new UrlNotAllowedError(`${host} resolves to no address`);
-  const bad = addresses.find((a) => !isPublicAddress(a.address));
-  if (bad !== undefined) throw new UrlNotAllowedError(`${host} resolves to a non-public address`);
+  const bad = addresses.find((a) => !isAllowedAddress(a.address, policy));
+  if (bad !== undefined) throw new UrlNotAllowedError(`${host} resolves to ${resolvedTo(policy)}`);
+}
+
+function resolvedTo(policy: UrlPolicy): string {
+  return policy.allowHttpAndLoopback ? 'an address neither public nor loopback' : 'a non-public address';
 }
 
 type LookupCallback = (
@@ -183,17 +219,24 @@ type LookupCallback = (
   family?: number,
 ) => void;
 
+/** dns.lookup with `all: true`, the resolver publicOnlyLookup uses. */
+export type ResolveAll = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 /** The shape of `lookup` in net.connect, http.Agent and undici's `connect` options. */
 export type PublicOnlyLookup = (hostname: string, options: LookupOptions, callback: LookupCallback) => void;
 
 /**
  * A `lookup` for outbound clients: resolves the host, refuses (UrlNotAllowedError) when any of
- * its addresses is not public, and hands the socket only the addresses it checked. With
- * allowPrivate it is plain dns.lookup.
+ * its addresses is not public (with allowHttpAndLoopback: neither public nor loopback), and hands
+ * the socket only the addresses it checked. `resolve` is for tests.
  */
-export function publicOnlyLookup(policy: UrlPolicy): PublicOnlyLookup {
+export function publicOnlyLookup(policy: UrlPolicy, resolve: ResolveAll = dnsLookup): PublicOnlyLookup {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
       if (err !== null) return callback(err, []);
       if (addresses.length === 0) {
         return callback(
@@ -201,8 +244,8 @@ export function publicOnlyLookup(policy: UrlPolicy): PublicOnlyLookup {
           [],
         );
       }
-      if (!policy.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
-        return callback(new UrlNotAllowedError(`${hostname} resolves to a non-public address`), []);
+      if (addresses.some((a) => !isAllowedAddress(a.address, policy))) {
+        return callback(new UrlNotAllowedError(`${hostname} resolves to ${resolvedTo(policy)}`), []);
       }
       if (options.all === true) return callback(null, addresses);
       const first = addresses[0]!;

@@ -170,7 +170,7 @@ async function main(): Promise<void> {
     `  Widget test    ${base}/api/test-widget?firmSlug=<slug>   (the same, or a firm's API key)`,
     `  Health         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
     `  Voice provider ${childEnv.VOICE_PROVIDER}`,
-    `  Private URLs   ${childEnv.ALLOW_PRIVATE_URLS === 'true' ? 'allowed (ALLOW_PRIVATE_URLS=true)' : 'refused'}`,
+    `  Firm URLs      ${childEnv.ALLOW_PRIVATE_URLS === 'true' ? 'http:// and loopback allowed (ALLOW_PRIVATE_URLS=true)' : 'https:// to public hosts only'}`,
     `  Redis          ${stores.redisUrl}`,
     `  MongoDB        ${stores.mongodbUri}`,
     generatedKey

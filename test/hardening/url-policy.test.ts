@@ -1,7 +1,8 @@
 // URLs the service calls for a firm (slack_webhook_url,
 // crm.base_url) are https:// to a public address, checked when stored and when called
 // (core/platform/url-policy.ts); the write-only Clio token cannot be sent to a new base_url
-// without sending it again. ALLOW_PRIVATE_URLS=true lifts the address rule for local runs.
+// without sending it again. ALLOW_PRIVATE_URLS=true lifts only https:// and loopback (local runs,
+// tests): every other non-public address stays refused, as written and as resolved.
 // The rule itself, without DNS or sockets, is tested in test/unit/url-policy.test.ts; here: the
 // system resolver, the socket-level lookup, and the API applying the rule.
 import { openSettings } from '../../core/domain/firms/firm-secrets.js';
@@ -14,13 +15,14 @@ import {
   assertResolvesToPublic,
   publicOnlyLookup,
   UrlNotAllowedError,
+  type ResolveAll,
 } from '../../core/platform/url-policy.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
+import { LENIENT_REFUSED_ADDRESSES, REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
 
-const strict = { allowPrivate: false };
-const lenient = { allowPrivate: true };
+const strict = { allowHttpAndLoopback: false };
+const lenient = { allowHttpAndLoopback: true };
 
 describe('assertResolvesToPublic with the system resolver', () => {
   it('refuses a host that resolves to loopback (localhost) unless private URLs are allowed', async () => {
@@ -28,6 +30,16 @@ describe('assertResolvesToPublic with the system resolver', () => {
       UrlNotAllowedError,
     );
     await expect(assertResolvesToPublic('https://localhost/', lenient)).resolves.toBeUndefined();
+  });
+
+  it('with private URLs allowed, still refuses every non-public address that is not loopback, before any request', async () => {
+    for (const [host] of LENIENT_REFUSED_ADDRESSES) {
+      const url = `http://${host}/latest`;
+      await expect(assertResolvesToPublic(url, lenient)).rejects.toBeInstanceOf(UrlNotAllowedError);
+      await expect(guardedRequest(url, { method: 'GET', policy: lenient })).rejects.toBeInstanceOf(
+        UrlNotAllowedError,
+      );
+    }
   });
 
   it('a name that does not resolve is a failed request that was never sent (callers answer 502), not a raw DNS error', async () => {
@@ -53,13 +65,22 @@ describe('publicOnlyLookup (the socket connects only to a checked address)', () 
   });
   afterAll(async () => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const fetchVia = (allowPrivate: boolean) =>
-    new Promise<string>((resolve, reject) => {
-      const agent = new Agent({ lookup: publicOnlyLookup({ allowPrivate }) });
-      const req = get({ host: 'localhost', port, path: '/', agent, family: 4 }, (res) => {
+  /** A resolver answering `addresses` for every name: what DNS would say of a re-pointed name. */
+  const answering =
+    (...addresses: string[]): ResolveAll =>
+    (_hostname, _options, callback) =>
+      callback(
+        null,
+        addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+      );
+
+  const fetchVia = (allowHttpAndLoopback: boolean, host = 'localhost', resolve?: ResolveAll) =>
+    new Promise<string>((resolve_, reject) => {
+      const agent = new Agent({ lookup: publicOnlyLookup({ allowHttpAndLoopback }, resolve) });
+      const req = get({ host, port, path: '/', agent, family: 4 }, (res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve(body));
+        res.on('end', () => resolve_(body));
       });
       req.on('error', reject);
       req.on('close', () => agent.destroy());
@@ -71,6 +92,24 @@ describe('publicOnlyLookup (the socket connects only to a checked address)', () 
 
   it('connects with private URLs allowed', async () => {
     await expect(fetchVia(true)).resolves.toBe('reached');
+    // The socket goes where the lookup says: a name it resolves to loopback is reached.
+    await expect(fetchVia(true, 'hooks.example.com', answering('127.0.0.1'))).resolves.toBe('reached');
+  });
+
+  it('with private URLs allowed, refuses to connect to a name resolving to any other non-public address', async () => {
+    for (const [host] of LENIENT_REFUSED_ADDRESSES) {
+      const address = host.replace(/^\[|\]$/g, '');
+      for (const answers of [[address], ['127.0.0.1', address]]) {
+        await expect(fetchVia(true, 'hooks.example.com', answering(...answers))).rejects.toThrow(
+          new UrlNotAllowedError('hooks.example.com resolves to an address neither public nor loopback'),
+        );
+      }
+      // The system resolver, given the address itself, answers with it: refused all the same.
+      const refused = await new Promise<unknown>((resolve) =>
+        publicOnlyLookup(lenient)(address, {}, (err) => resolve(err)),
+      );
+      expect(refused).toBeInstanceOf(UrlNotAllowedError);
+    }
   });
 
   it('answers in both lookup forms (one address, or all: true)', async () => {
@@ -208,6 +247,42 @@ describe('firm settings: the Clio token goes only where it went before', () => {
       access_token: 'new-token',
       base_url: 'https://eu.app.clio.com',
     });
+  });
+
+  it('with ALLOW_PRIVATE_URLS=true (this stack) a non-public address other than loopback is still 400 url_not_allowed', async () => {
+    const firm = await createFirm(stack);
+    const before = await stored(firm.slug);
+    for (const [host] of LENIENT_REFUSED_ADDRESSES) {
+      const url = `http://${host}/latest`;
+      for (const [settings, path] of [
+        [{ slack_webhook_url: url }, '/settings/slack_webhook_url'],
+        [
+          { crm: { provider: 'clio', access_token: 'clio-token-1', base_url: url } },
+          '/settings/crm/base_url',
+        ],
+        [
+          { booking: { provider: 'calcom', api_key: 'cal-key-1', event_type_id: 1, base_url: url } },
+          '/settings/booking/base_url',
+        ],
+      ] as const) {
+        const res = await firm.client.patch(`/api/firms/${firm.slug}`, { settings });
+        expect(expectError(res, 400, 'url_not_allowed')).toEqual([
+          { path, message: 'is not a public or loopback address' },
+        ]);
+      }
+      const endpoint = await firm.client.post('/api/webhook-endpoints', {
+        firmSlug: firm.slug,
+        url,
+        events: ['*'],
+      });
+      expect(expectError(endpoint, 400, 'url_not_allowed')).toEqual([
+        { path: '/url', message: 'is not a public or loopback address' },
+      ]);
+    }
+    expect(await stored(firm.slug)).toEqual(before);
+    const endpoints = await firm.client.get(`/api/webhook-endpoints?firmSlug=${firm.slug}`);
+    expect(endpoints.status).toBe(200);
+    expect(endpoints.body.endpoints).toEqual([]);
   });
 
   it('with ALLOW_PRIVATE_URLS=true (this stack) http:// to 127.0.0.1 is stored', async () => {

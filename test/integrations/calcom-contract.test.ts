@@ -21,7 +21,7 @@ let client: CalcomClient;
 
 beforeAll(async () => {
   cal = await startFakeCalcom({ apiKey: API_KEY, eventTypeId: EVENT_TYPE, slots });
-  client = new CalcomClient({ baseUrl: cal.url, apiKey: API_KEY, policy: { allowPrivate: true } });
+  client = new CalcomClient({ baseUrl: cal.url, apiKey: API_KEY, policy: { allowHttpAndLoopback: true } });
 });
 afterAll(async () => {
   await cal?.stop();

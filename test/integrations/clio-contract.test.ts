@@ -14,7 +14,7 @@ import {
 import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 
-const policy = { allowPrivate: true };
+const policy = { allowHttpAndLoopback: true };
 let clio: FakeClio;
 let proxied: FakeClio;
 let elsewhere: FakeClio;

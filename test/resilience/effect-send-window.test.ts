@@ -155,7 +155,7 @@ describe('an effect that cannot be asked about afterwards', () => {
 
   it('a Slack post is abandoned when its bound is reached', async () => {
     const url = slack.webhookUrl();
-    const policy = { allowPrivate: true };
+    const policy = { allowHttpAndLoopback: true };
     // Aborted already: nothing is sent, and the error says so.
     const before = await postToSlack(url, { text: 'x' }, { policy, signal: AbortSignal.abort() }).catch(
       (err: unknown) => err,

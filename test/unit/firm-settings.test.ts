@@ -34,7 +34,7 @@ export function compileTimeOnly(settings: FirmSettings, shown: Shown): unknown[]
   ];
 }
 
-const policy: UrlPolicy = { allowPrivate: false };
+const policy: UrlPolicy = { allowHttpAndLoopback: false };
 
 describe('firm settings, declared once', () => {
   it('requests and reads cover every stored setting (checked at compile time)', () => {

@@ -42,7 +42,7 @@ describe('the kill switch rule', () => {
     const settings = mergeSettings(
       DEFAULT_SETTINGS,
       { campaign_kill_switch: { window_calls: 10 } },
-      { allowPrivate: false },
+      { allowHttpAndLoopback: false },
     );
     expect(killSwitchOf(settings)).toEqual({ ...KILL_SWITCH_DEFAULTS, window_calls: 10 });
   });

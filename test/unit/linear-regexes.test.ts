@@ -207,7 +207,7 @@ const FUNCTIONS: Array<[string, (text: string) => unknown]> = [
   ['isCalSignatureForm', isCalSignatureForm],
   ['assertValidIdempotencyKey', (t) => quietly(() => assertValidIdempotencyKey(t))()],
   ['parseRetryAfter', (t) => parseRetryAfter(t)],
-  ['urlNotAllowedReason', (t) => urlNotAllowedReason(`https://${t}`, { allowPrivate: false })],
+  ['urlNotAllowedReason', (t) => urlNotAllowedReason(`https://${t}`, { allowHttpAndLoopback: false })],
   ['fillVariables', (t) => fillVariables(t, { name: t.slice(0, 100) })],
   ['workflowOwner', (t) => workflowOwner(`wf_${t}`)],
   ['bookingIdPart', bookingIdPart],

@@ -6,14 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import {
   assertResolvesToPublic,
+  isLoopbackAddress,
   isPublicAddress,
   UrlNotAllowedError,
   urlNotAllowedReason,
 } from '../../core/platform/url-policy.js';
-import { REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
+import { LENIENT_REFUSED_ADDRESSES, REFUSED_URLS, SLACK_WEBHOOK_URL } from '../helpers/url-samples.js';
 
-const strict = { allowPrivate: false };
-const lenient = { allowPrivate: true };
+const strict = { allowHttpAndLoopback: false };
+const lenient = { allowHttpAndLoopback: true };
 
 describe('urlNotAllowedReason (the URL as written)', () => {
   it.each([
@@ -66,12 +67,17 @@ describe('urlNotAllowedReason (the URL as written)', () => {
     expect(urlNotAllowedReason(url, strict)).toBeNull();
   });
 
-  it('ALLOW_PRIVATE_URLS allows http:// and private hosts, still not other schemes, user info or odd IP forms', () => {
+  it('ALLOW_PRIVATE_URLS allows http:// and loopback hosts, still not other schemes, user info or odd IP forms', () => {
     for (const url of [
       'http://127.0.0.1:4000/x',
+      'http://127.8.9.10/',
       'https://localhost/',
-      'https://10.0.0.1/',
+      'http://LOCALHOST./x',
+      'http://api.localhost:3000/',
       'http://[::1]:80/',
+      'http://[::ffff:127.0.0.1]/', // IPv4-mapped loopback
+      'http://example.com/',
+      'https://8.8.8.8/',
     ]) {
       expect(urlNotAllowedReason(url, lenient)).toBeNull();
     }
@@ -85,12 +91,24 @@ describe('urlNotAllowedReason (the URL as written)', () => {
     }
   });
 
+  it.each(LENIENT_REFUSED_ADDRESSES.map(([host, what]) => [what, host]))(
+    'ALLOW_PRIVATE_URLS still refuses %s (%s) as written, over http:// and https://',
+    (_what, host) => {
+      for (const scheme of ['http', 'https']) {
+        expect(urlNotAllowedReason(`${scheme}://${host}/latest`, lenient)).toBe(
+          'is not a public or loopback address',
+        );
+      }
+    },
+  );
+
   it('isPublicAddress knows the special ranges of IPv4 and IPv6', () => {
     for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       expect(isPublicAddress(ip)).toBe(true);
     }
     for (const ip of [
       '127.0.0.1',
+      ...LENIENT_REFUSED_ADDRESSES.map(([host]) => host.replace(/^\[|\]$/g, '')),
       '10.1.2.3',
       '172.31.255.255',
       '192.168.1.1',
@@ -108,6 +126,31 @@ describe('urlNotAllowedReason (the URL as written)', () => {
       'not-an-ip',
     ]) {
       expect(isPublicAddress(ip)).toBe(false);
+    }
+  });
+
+  it('isLoopbackAddress: 127.0.0.0/8, ::1 and IPv4-mapped loopback only', () => {
+    for (const ip of [
+      '127.0.0.1',
+      '127.255.255.254',
+      '::1',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+    ]) {
+      expect(isLoopbackAddress(ip)).toBe(true);
+    }
+    for (const ip of [
+      '0.0.0.0',
+      '::',
+      '10.0.0.1',
+      '169.254.169.254',
+      '::ffff:a9fe:a9fe',
+      '::2',
+      '::7f00:1',
+      'localhost',
+    ]) {
+      expect(isLoopbackAddress(ip)).toBe(false);
     }
   });
 });
@@ -142,5 +185,38 @@ describe('assertResolvesToPublic (the call-time check, on resolved addresses)', 
     await expect(
       assertResolvesToPublic('http://hooks.example.com/', strict, resolver(['8.8.8.8'])),
     ).rejects.toThrow(/https/);
+  });
+
+  it('ALLOW_PRIVATE_URLS: a name resolving to loopback passes, to any other non-public address it is refused', async () => {
+    const resolver = (answers: string[]) => async (host: string) => {
+      expect(host).toBe('hooks.example.com');
+      return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    };
+    const url = 'http://hooks.example.com/x';
+    for (const answers of [['127.0.0.1'], ['::1', '127.0.0.1'], ['::ffff:127.0.0.1'], ['93.184.216.34']]) {
+      await expect(assertResolvesToPublic(url, lenient, resolver(answers))).resolves.toBeUndefined();
+    }
+    for (const [host] of LENIENT_REFUSED_ADDRESSES) {
+      const address = host.replace(/^\[|\]$/g, '');
+      for (const answers of [[address], ['127.0.0.1', address]]) {
+        await expect(assertResolvesToPublic(url, lenient, resolver(answers))).rejects.toThrow(
+          'hooks.example.com resolves to an address neither public nor loopback',
+        );
+      }
+    }
+  });
+
+  it('ALLOW_PRIVATE_URLS: an IP literal is checked without DNS, loopback allowed, other non-public refused', async () => {
+    const noDns = async (): Promise<never> => {
+      throw new Error('resolved an IP literal');
+    };
+    for (const url of ['http://127.0.0.1:4000/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/']) {
+      await expect(assertResolvesToPublic(url, lenient, noDns)).resolves.toBeUndefined();
+    }
+    for (const [host] of LENIENT_REFUSED_ADDRESSES) {
+      await expect(assertResolvesToPublic(`http://${host}/latest`, lenient, noDns)).rejects.toBeInstanceOf(
+        UrlNotAllowedError,
+      );
+    }
   });
 });

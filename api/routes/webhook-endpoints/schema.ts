@@ -6,7 +6,7 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => T
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'https:// to a public host (http:// and private hosts only with ALLOW_PRIVATE_URLS)',
+  description: 'https:// to a public host (http:// and loopback hosts only with ALLOW_PRIVATE_URLS)',
 });
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
   minItems: 1,

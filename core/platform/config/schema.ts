@@ -217,7 +217,7 @@ export const CONFIG_SCHEMA = Type.Object({
     default: false,
     local: { start: '`true`', test: '`true`' },
     description:
-      'URLs the service calls for a firm (Slack, Clio) may be `http://` and loopback or private hosts; for local runs and tests only',
+      'URLs the service calls for a firm (Slack, Clio, Cal.com, webhook endpoints) may be `http://` and loopback hosts (`localhost`, 127.0.0.0/8, `::1`); every other non-public address (private, link-local, metadata) stays refused; for local runs and tests only',
   }),
   logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
