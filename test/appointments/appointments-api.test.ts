@@ -178,7 +178,7 @@ describe('booking', () => {
     expect(first.status).toBe(200);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
-    expect(first.body).toMatchObject({ start: new Date(start).toISOString(), status: 'accepted' });
+    expect(first.body).toMatchObject({ start: new Date(start).toISOString(), status: 'booked' });
     expect(Object.keys(first.body).sort()).toEqual(['booking_uid', 'end', 'start', 'status']);
     const later = await book(start, 'book-once-1', { lead_id: lead.body.id });
     expect(later.body).toEqual(first.body);

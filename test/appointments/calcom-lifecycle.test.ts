@@ -81,7 +81,8 @@ describe("the lead's appointment follows every booking event", () => {
       const leadId = await newLead('pending.client@example.com');
       const booked = await bookFor(leadId, slots[0]!, 'pending.client@example.com');
       expect(booked.status).toBe(200);
-      expect(booked.body.status).toBe('pending');
+      // Said as the lead says it: a request, never "booked" (nor Cal.com's own "pending").
+      expect(booked.body.status).toBe('requested');
       const uid = booked.body.booking_uid as string;
       await appointmentBecomes(leadId, { booking_uid: uid, start: iso(slots[0]!), status: 'requested' });
       expect(booking.cal.deliveries.filter((d) => d.uid === uid).map((d) => [d.trigger, d.status])).toEqual([

@@ -48,7 +48,10 @@ export const AppointmentResponse = Type.Object({
   booking_uid: Type.String(),
   start: Type.String(),
   end: Type.String(),
-  status: Type.String(),
+  status: Type.Union([Type.Literal('booked'), Type.Literal('requested')], {
+    description:
+      "requested: the event type needs the host to confirm (Cal.com's pending); it is not booked yet",
+  }),
 });
 
 export const ToolParams = Type.Object({

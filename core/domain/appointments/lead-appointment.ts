@@ -56,7 +56,7 @@ const leads = (db: Db) => db.collection<{ _id: string; appointment?: LeadAppoint
 const bookingKey = (firm: string, uid: string) => `${firm}|${uid}`;
 
 /** Our status of a booking Cal.com answered: `pending` (confirmation required) is a request. */
-export function statusOfCalBooking(calStatus: string): AppointmentStatus {
+export function statusOfCalBooking(calStatus: string): 'booked' | 'requested' {
   return calStatus === 'pending' ? 'requested' : 'booked';
 }
 
