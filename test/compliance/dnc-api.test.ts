@@ -306,7 +306,7 @@ describe('POST /api/compliance/dnc-import', () => {
 });
 
 describe('DELETE /api/compliance/dnc/{phone}', () => {
-  it("takes a number off at the firm's request with a reason, and records the removal", async () => {
+  it("takes a number off at the firm's request, and records the removal with its reason", async () => {
     // A firm of its own, so that its whole list is read in one page.
     const firm = await createFirm(stack);
     await firm.client.post('/api/compliance/dnc', {
@@ -315,12 +315,6 @@ describe('DELETE /api/compliance/dnc/{phone}', () => {
       reason: 'call log',
     });
     const path = `/api/compliance/dnc/${encodeURIComponent('+13125550140')}?firmSlug=${firm.slug}`;
-    const refused = expectError(await firm.client.delete(path), 400, 'invalid_request');
-    expect(refused.map((d) => d.path)).toEqual(['/reason']);
-    expect((await allEntries(firm.client, firm.slug, 1000)).entries.map((e) => e.phone)).toContain(
-      '+13125550140',
-    );
-
     const res = await firm.client.delete(`${path}&reason=${encodeURIComponent('listed by mistake')}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({
@@ -345,6 +339,18 @@ describe('DELETE /api/compliance/dnc/{phone}', () => {
       entry: { source: 'api', reason: 'call log', added_by: expect.stringMatching(/^api_key:/) },
     });
     expectError(await firm.client.delete(`${path}&reason=again`), 404, 'dnc_entry_not_found');
+  });
+
+  it("the firm's own token needs no reason either (the contract's DELETE has none): recorded with reason null", async () => {
+    await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: ['+13125550143'] });
+    const res = await firm.client.delete(`/api/compliance/dnc/%2B13125550143?firmSlug=${firm.slug}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ removed: true, authority: 'firm_request', reason: null });
+    const record = await db().collection(COLLECTIONS.dncRemovals).findOne({ _id: res.body.removal_id });
+    expect(record).toMatchObject({ phone: '+13125550143', authority: 'firm_request', reason: null });
+    expect((await allEntries(firm.client, firm.slug, 1000)).entries.map((e) => e.phone)).not.toContain(
+      '+13125550143',
+    );
   });
 
   it('takes a number off with the platform key, no reason needed; a raw + in the path works too', async () => {

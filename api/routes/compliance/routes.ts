@@ -1,5 +1,4 @@
 import { requireFirm, requireListFirm } from '../../../core/domain/access/access.js';
-import type { ApiPrincipal } from '../../../core/domain/access/principal.js';
 import {
   MAX_LISTED_INVALID,
   readCsvPhones,
@@ -139,7 +138,7 @@ export const complianceRoutes = [
     path: '/api/compliance/dnc/{phone}',
     operationId: 'removeDncNumber',
     summary:
-      "Take a number off the firm's do-not-call list (the platform key, or the firm's own token with a reason); the removal is recorded",
+      "Take a number off the firm's do-not-call list (the platform key, or the firm's own token: its explicit request); the removal is recorded, with the reason when one is given",
     tag,
     auth: { kind: 'token' },
     params: DncPhoneParams,
@@ -155,7 +154,9 @@ export const complianceRoutes = [
         ]);
       }
       const firm = await requireListFirm(services.mongo.db, principal, query.firmSlug);
-      const authority = removalAuthority(principal, query.reason);
+      // The platform's, or the firm's own explicit request (its token): who removed it and why
+      // (when a reason is given) are recorded with the entry as it was.
+      const authority = principal.kind === 'platform' ? 'platform' : 'firm_request';
       const removal = await removeDncEntry(services.mongo.db, firm._id, phone, {
         removed_by: principalName(principal),
         authority,
@@ -177,18 +178,3 @@ export const complianceRoutes = [
     },
   }),
 ];
-
-/**
- * Who may take a number off: the platform; or the firm itself by an explicit request — its own
- * token with a reason that is kept with the removal (400 without one).
- */
-function removalAuthority(principal: ApiPrincipal, reason: string | undefined): 'platform' | 'firm_request' {
-  if (principal.kind === 'platform') return 'platform';
-  if (reason === undefined) {
-    throw invalidRequest(
-      "A firm's request to take a number off its do-not-call list must say why: give reason.",
-      [{ path: '/reason', message: "is required with the firm's own token" }],
-    );
-  }
-  return 'firm_request';
-}
