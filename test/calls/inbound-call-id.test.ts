@@ -1,15 +1,17 @@
-// The call_id of a call a webhook makes (docs/webhooks.md#inbound-calls), over HTTP: an inbound
-// call is shown and found under the provider's call_id it was sent with (get-call, list-calls and
-// its order, its lead, its call.* events), by its own firm's token and the platform's, never by
-// another firm's; two firms sending one provider call_id each get their own call.
+// The call_id of a call a webhook makes or names (docs/webhooks.md#inbound-calls), over HTTP:
+// an inbound call is shown and found under the provider's call_id it was sent with (get-call,
+// list-calls, its lead, its call.* events), by its own firm's token and the platform's, never by
+// another firm's; two firms sending one provider call_id each get their own call; a webhook naming
+// a call_id create-outbound-call answered updates that call when it is the sending firm's, and
+// when it is another firm's makes the sender's own inbound call and leaves that call alone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboundCallId } from '../../core/domain/calls/call-keys.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventsOf } from '../helpers/events.js';
-import { callsOf } from './support.js';
-import { postSigned, retellCallAnalyzed, settledCall } from '../webhooks/support.js';
+import { callsOf, createAgent } from './support.js';
+import { leadsOf, postSigned, retellCallAnalyzed, settledCall } from '../webhooks/support.js';
 
 const SECRET_A = 'whsec_inbound_call_id_a';
 const SECRET_B = 'whsec_inbound_call_id_b';
@@ -18,13 +20,16 @@ let stack: Stack;
 type Firm = Awaited<ReturnType<typeof createFirm>>;
 let firmA: Firm;
 let firmB: Firm;
+let agentA: string;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: true });
+  // The simulator rings for 5 minutes before its own webhooks: the events below are the tests' own.
+  stack = await startStack({ workers: true, env: { SIM_CALL_MS: '600000' } });
   [firmA, firmB] = await Promise.all([
     createFirm(stack, { voice_webhook_secret: SECRET_A }),
     createFirm(stack, { voice_webhook_secret: SECRET_B }),
   ]);
+  agentA = await createAgent(firmA.client, firmA.slug);
 });
 afterAll(() => stack?.stop());
 
@@ -65,6 +70,16 @@ async function listed(firm: Firm, callId: string) {
   const res = await firm.client.post('/api/v2/list-calls', { firmSlug: firm.slug, limit: 1000 });
   expect(res.status).toBe(200);
   return (res.body.calls as Array<{ call_id: string }>).filter((c) => c.call_id === callId);
+}
+
+async function createOutbound(): Promise<string> {
+  const res = await firmA.client.post('/api/v2/create-outbound-call', {
+    toNumber: '+14155550123',
+    agentId: agentA,
+    firmSlug: firmA.slug,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.call_id as string;
 }
 
 describe('an inbound call is shown under the provider call_id it was sent with', () => {
@@ -131,5 +146,38 @@ describe('an inbound call is shown under the provider call_id it was sent with',
       cursor = res.body.next_cursor as string;
     } while (cursor !== '' && seen.length < 10);
     expect(seen).toEqual([...pids].reverse());
+  });
+});
+
+describe('a webhook naming a call_id create-outbound-call answered', () => {
+  it('of the sending firm: updates that call, no second one', async () => {
+    const callId = await createOutbound();
+    await post(firmA, SECRET_A, callEnded(callId, 'Agent: Hello from our own call.\n'));
+    const call = await shownWith(firmA, callId, 'Agent: Hello from our own call.\n');
+    expect(call).toMatchObject({ call_id: callId, direction: 'outbound', status: 'ended' });
+    expect(await callsOf(stack).findOne({ _id: inboundCallId(firmA.slug, callId) })).toBeNull();
+    expect(await callsOf(stack).countDocuments({ firm: firmA.slug, call_id: callId })).toBe(1);
+    expect(await listed(firmA, callId)).toEqual([call]);
+  });
+
+  it('of another firm: the sender gets its own inbound call under that id; the call is not touched', async () => {
+    const callId = await createOutbound();
+    const before = (await firmA.client.get(`/api/v2/get-call/${callId}`)).body;
+    await post(firmB, SECRET_B, callEnded(callId, 'User: Firm B naming firm A’s call.\n'));
+    const ofB = await shownWith(firmB, callId, 'User: Firm B naming firm A’s call.\n');
+    expect(ofB).toMatchObject({ call_id: callId, firm: firmB.slug, direction: 'inbound' });
+    expect(await listed(firmB, callId)).toEqual([ofB]);
+
+    const ofA = (await callsOf(stack).findOne({ _id: callId }))!;
+    expect(ofA).toMatchObject({ firm: firmA.slug, transcript: null, finished: false });
+    expect((await firmA.client.get(`/api/v2/get-call/${callId}`)).body).toMatchObject({
+      call_id: callId,
+      firm: firmA.slug,
+      transcript: null,
+      status: before.status,
+    });
+    // The platform reads the call whose id it is: firm A's.
+    expect((await stack.admin.get(`/api/v2/get-call/${callId}`)).body.firm).toBe(firmA.slug);
+    expect(await leadsOf(stack).countDocuments({ firm: firmA.slug, call_id: callId })).toBe(0);
   });
 });

@@ -142,11 +142,18 @@ export async function resolveCallId(db: Db, firm: string, payload: ProviderCallS
 
 /**
  * Our call id for a provider call without its metadata, by point reads only: the key document of
- * the provider's id, else the id an inbound call of this provider call has (derived, so it is the
- * same for every event; docs/webhooks.md#inbound-calls).
+ * the provider's id; else the call whose _id is that id when it is this firm's (a sender naming
+ * our own call_id, as create-outbound-call answered it, in `call.call_id`); else the id an inbound
+ * call of this provider call has (derived, so it is the same for every event). A call of another
+ * firm is passed over as if absent: the event makes or updates this firm's inbound call, and the
+ * other firm's call is neither read out nor touched (docs/webhooks.md#inbound-calls).
  */
 export async function callIdByProvider(db: Db, firm: string, payload: ProviderCallSnapshot): Promise<string> {
-  return (await callIdForProviderCall(db, firm, payload.call_id)) ?? inboundCallId(firm, payload.call_id);
+  const linked = await callIdForProviderCall(db, firm, payload.call_id);
+  if (linked !== null) return linked;
+  const named = await callsCollection(db).findOne({ _id: payload.call_id }, { projection: { firm: 1 } });
+  if (named !== null && named.firm === firm) return named._id;
+  return inboundCallId(firm, payload.call_id);
 }
 
 /**
