@@ -62,7 +62,7 @@ async function analysedCall() {
   const settled = await settledCall(firm.client, callId);
   expect(settled.effects).toEqual(ALL_DONE);
   await queuesIdle(stack);
-  return { firm, callId };
+  return { firm, callId, shownId: body.call.call_id };
 }
 
 const finds = (collection: string) =>
@@ -189,7 +189,7 @@ describe("an analysed call's effects", () => {
 describe("a finished call's hook", () => {
   it('runs to its end once per process: the same call again reads and writes nothing', async () => {
     const { stack } = peers;
-    const { firm, callId } = await analysedCall();
+    const { firm, callId, shownId } = await analysedCall();
     const call = (await callsCollection(stack.services.mongo.db).findOne({ _id: callId }))!;
     // The worker (in this process) finished the call's hook when call_analyzed ended it.
     commands = [];
@@ -204,7 +204,7 @@ describe("a finished call's hook", () => {
     expect(inserts).toHaveLength(1);
     const ended = await stack.services.mongo.db
       .collection(COLLECTIONS.events)
-      .countDocuments({ firm: firm.slug, type: 'call.ended', subject: callId });
+      .countDocuments({ firm: firm.slug, type: 'call.ended', subject: shownId });
     expect(ended).toBe(1);
     // And remembers it: once more, nothing.
     commands = [];

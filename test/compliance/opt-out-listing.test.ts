@@ -155,11 +155,12 @@ describe('an opt-out in a call', () => {
       `/api/v2/${firm.slug}/webhook`,
       inbound('prov_inbound_1', 'call_analyzed', transcript, from),
     );
+    // The evidence names the call as the API shows it: the inbound call's provider call id.
+    expect(entry.evidence.call_id).toBe('prov_inbound_1');
     await eventually(async () => {
-      const call = await stack.services.mongo.db
-        .collection(COLLECTIONS.calls)
-        .findOne({ _id: entry.evidence.call_id });
-      expect(call?.call_analysis).toBeDefined();
+      const call = await stack.admin.get(`/api/v2/get-call/${entry.evidence.call_id}`);
+      expect(call.status).toBe(200);
+      expect(call.body.call_analysis).toBeDefined();
     });
     expect(await entryFor(from)).toEqual(entry);
     expect(

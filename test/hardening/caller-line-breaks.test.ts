@@ -113,7 +113,7 @@ describe('caller text is kept on one line', () => {
     const lines = linesOf(plainText(mail));
     expect(lines.filter((l) => l.startsWith('Call back:'))).toEqual(['Call back: +14155550142']);
     expect(lines.filter((l) => l.startsWith('Call record:'))).toEqual([
-      `Call record: https://intake.example.com/api/v2/get-call/${callId}`,
+      `Call record: https://intake.example.com/api/v2/get-call/${body.call.call_id}`,
     ]);
     expect(lines.filter((l) => l.startsWith('Urgency:'))).toHaveLength(1);
     expect(lines.join('\n')).toContain(FORGED_LINK); // shown, inside the summary's one line

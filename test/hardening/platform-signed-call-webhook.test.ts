@@ -11,6 +11,11 @@ import { callWebhook, retellPhoneCall } from '../fakes/retell-fixtures.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { callForProvider, callsOf, queuesIdle } from '../webhooks/support.js';
+import { newOutboundCall } from '../../core/domain/calls/calls.js';
+import { inboundCallId } from '../../core/domain/calls/call-keys.js';
+import type { AgentDoc } from '../../core/domain/agents/agents.js';
+import { getFirm } from '../../core/domain/firms/firms.js';
+import { eventually } from '../helpers/eventually.js';
 
 const RETELL_API_KEY = 'key_retell_account_platform_signed_0123';
 const OWN_SECRET = 'whsec_platform_signed_own_secret';
@@ -103,6 +108,31 @@ describe('a call webhook signed with the platform RETELL_API_KEY', () => {
     await callForProvider(stack, first.slug, call.call_id);
     await queuesIdle(stack);
     expect(await callsIn(second.slug, call.call_id)).toBe(0);
+  });
+
+  it('is taken by the firm whose call it names by our own call_id (no metadata); another firm answers 403', async () => {
+    const firm = await createFirm(stack);
+    const other = await createFirm(stack);
+    const firmDoc = (await getFirm(stack.services.mongo.db, firm.slug))!;
+    const ours = newOutboundCall(
+      { firm: firmDoc, agent: { _id: 'agent_ours' } as AgentDoc, toNumber: '+14155550123' },
+      'retell',
+    );
+    await callsOf(stack).insertOne(ours); // written directly: no dial to Retell
+    const call = {
+      ...retellPhoneCall({ call_status: 'ended', callId: ours._id }),
+      agent_id: `agent_${rand(6)}`,
+    };
+    const raw = JSON.stringify(callWebhook('call_ended', { ...call, metadata: {} }));
+
+    expectError(await deliver(other.slug, raw, RETELL_API_KEY), 403, 'forbidden');
+    expect((await deliver(firm.slug, raw, RETELL_API_KEY)).status).toBe(200);
+    await eventually(async () =>
+      expect((await callsOf(stack).findOne({ _id: ours._id }))?.status).toBe('ended'),
+    );
+    await queuesIdle(stack);
+    expect(await callsOf(stack).findOne({ _id: inboundCallId(firm.slug, ours._id) })).toBeNull();
+    expect(await callsOf(stack).findOne({ _id: inboundCallId(other.slug, ours._id) })).toBeNull();
   });
 
   it("leaves a firm's own secret as it was: it signs any call for that firm", async () => {

@@ -167,7 +167,8 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(lead.body).toMatchObject({
       id: call.lead_id,
       source: 'call',
-      call_id: callId,
+      // The call as the API shows it: an inbound call under the provider's call id.
+      call_id: body.call.call_id,
       chat_id: null,
       first_name: 'Jane',
       last_name: "O'Neil <b>",
@@ -221,7 +222,7 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
       caller.email.toLowerCase(),
       'Personal Injury',
       'High',
-      `https://intake.example.com/api/v2/get-call/${callId}`,
+      `https://intake.example.com/api/v2/get-call/${body.call.call_id}`,
     ]) {
       expect(raw).toContain(text);
     }
@@ -239,7 +240,7 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     expect(message.text).toContain('New intake call');
     expect(message.text).toContain('&lt;script&gt;');
     expect(JSON.stringify(message.blocks)).toContain(
-      `<https://intake.example.com/api/v2/get-call/${callId}|Open the call record>`,
+      `<https://intake.example.com/api/v2/get-call/${body.call.call_id}|Open the call record>`,
     );
     expect(JSON.stringify(message.blocks)).toContain('+14155550142');
   });

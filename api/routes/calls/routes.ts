@@ -56,14 +56,19 @@ export const callRoutes = [
     method: 'GET',
     path: '/api/v2/get-call/{call_id}',
     operationId: 'getCall',
-    summary: 'Read one call record',
+    summary:
+      "Read one call record, by the call_id the API shows: ours, or for an inbound call the voice provider's call id",
     tag,
     auth: { kind: 'token' },
     params: CallParams,
     response: CallRecord,
     errors: [404],
-    handler: async ({ services, principal, params }) =>
-      callView(requireRecord(principal, await findCall(services.mongo.db, params.call_id), 'call')),
+    handler: async ({ services, principal, params }) => {
+      // A firm's token finds its own inbound call by the provider's id; the platform's, any firm's.
+      const firm = principal.kind === 'platform' ? null : principal.firm;
+      const call = await findCall(services.mongo.db, params.call_id, firm);
+      return callView(requireRecord(principal, call, 'call'));
+    },
   }),
   defineRoute({
     method: 'POST',

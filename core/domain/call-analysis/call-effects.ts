@@ -21,7 +21,7 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { ensureSubjectLead } from '../leads/leads.js';
 import { recordLeadCreated } from '../leads/record-lead-events.js';
 import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
-import { callsCollection, type CallDoc, type CallExtraction } from '../calls/calls.js';
+import { callsCollection, shownCallId, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { callEffectsSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
 import { firmClioClient } from '../crm/firm-clio-client.js';
@@ -88,6 +88,7 @@ const EFFECTS: Record<
         {
           source: 'call',
           id: call._id,
+          shownId: shownCallId(call),
           firm: call.firm,
           campaign_id: call.campaign_id ?? null,
           // A caller who rang the firm made an inquiry: consent to be called back about it.

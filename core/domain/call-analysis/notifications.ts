@@ -4,7 +4,7 @@ import type { SlackMessage } from '../../integrations/team-chat/slack.js';
 import { escapeHtml } from '../../platform/html.js';
 import { shorten, singleLine } from '../../platform/text.js';
 import { readableTime } from '../../platform/time-zone.js';
-import type { CallDoc, CallExtraction } from '../calls/calls.js';
+import { shownCallId, type CallDoc, type CallExtraction } from '../calls/calls.js';
 import { displayName, singleLineCallerData } from '../intake/caller-data.js';
 
 // What the firm is told about an analysed call: an email to settings.notification_emails and a
@@ -99,7 +99,7 @@ const oneLine = (input: NotificationInput): NotificationInput => ({
 export function callNotificationEmail(raw: NotificationInput, to: string[]): MailMessage {
   const input = oneLine(raw);
   const { call, data } = input;
-  const link = callLink(input.publicBaseUrl, call._id);
+  const link = callLink(input.publicBaseUrl, shownCallId(call));
   const rows = facts(input);
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
   const text = [
@@ -111,7 +111,7 @@ export function callNotificationEmail(raw: NotificationInput, to: string[]): Mai
     data.summary,
     '',
     `Call record: ${link}`,
-    `Call ID: ${singleLine(call._id)}`,
+    `Call ID: ${singleLine(shownCallId(call))}`,
     '',
     data.phone === null ? 'No phone number was collected.' : `Call back: ${data.phone}`,
   ].join('\n');
@@ -137,7 +137,7 @@ export function callNotificationEmail(raw: NotificationInput, to: string[]): Mai
     `<table cellpadding="0" cellspacing="0">\n${htmlRows}\n</table>`,
     '<h3 style="margin:16px 0 4px">Summary</h3>',
     `<p style="white-space:pre-wrap">${escapeHtml(data.summary)}</p>`,
-    `<p><a href="${escapeHtml(link)}">Open the call record</a> (call ID ${escapeHtml(call._id)})</p>`,
+    `<p><a href="${escapeHtml(link)}">Open the call record</a> (call ID ${escapeHtml(shownCallId(call))})</p>`,
     '</body></html>',
   ].join('\n');
   return {
@@ -145,6 +145,8 @@ export function callNotificationEmail(raw: NotificationInput, to: string[]): Mai
     subject: subject(data),
     text,
     html,
+    // By the stored _id, unique across firms: an inbound call's shown id is the provider's,
+    // which another firm's call may show too.
     messageId: notificationMessageId(call._id, input.publicBaseUrl),
   };
 }
@@ -156,7 +158,7 @@ const slackEscape = (text: string): string =>
 export function callNotificationSlack(raw: NotificationInput): SlackMessage {
   const input = oneLine(raw);
   const { call, data } = input;
-  const link = callLink(input.publicBaseUrl, call._id);
+  const link = callLink(input.publicBaseUrl, shownCallId(call));
   const rows = facts(input);
   const who = displayName(data) ?? data.phone ?? 'Unknown caller';
   const headline = `${data.urgency === 'urgent' ? ':rotating_light: ' : ''}New intake call: ${who}${
@@ -187,7 +189,10 @@ export function callNotificationSlack(raw: NotificationInput): SlackMessage {
       {
         type: 'context',
         elements: [
-          { type: 'mrkdwn', text: `<${link}|Open the call record> · ${slackEscape(singleLine(call._id))}` },
+          {
+            type: 'mrkdwn',
+            text: `<${link}|Open the call record> · ${slackEscape(singleLine(shownCallId(call)))}`,
+          },
         ],
       },
     ],

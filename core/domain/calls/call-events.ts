@@ -10,7 +10,7 @@ import {
   type CallStatus,
 } from './calls.js';
 import { isDialFailure } from './call-outcome.js';
-import { callIdForProviderCall, inboundCallId, linkProviderCall } from './call-keys.js';
+import { callIdForProviderCall, inboundCallId, linkProviderCall, noteInboundCall } from './call-keys.js';
 
 // Applies one voice-provider webhook event (Retell's shape, bounded by snapshotProviderCall) to
 // our call record. Events can come twice or out of order: status and the fields that come with
@@ -129,8 +129,7 @@ function fieldsFrom(payload: ProviderCallSnapshot, status: CallStatus, receivedA
 
 /**
  * Our call id for a provider call, by point reads only: our id in its metadata (when that call
- * is this firm's), else the key document of the provider's id, else the id an inbound call of
- * this provider call has (derived, so it is the same for every event).
+ * is this firm's), else callIdByProvider's steps.
  */
 export async function resolveCallId(db: Db, firm: string, payload: ProviderCallSnapshot): Promise<string> {
   const ours = payload.metadata?.call_id;
@@ -141,9 +140,20 @@ export async function resolveCallId(db: Db, firm: string, payload: ProviderCallS
   return callIdByProvider(db, firm, payload);
 }
 
-/** Our call id for a provider call without its metadata: resolveCallId's last two steps. */
+/**
+ * Our call id for a provider call without its metadata, by point reads only: the key document of
+ * the provider's id; else the call whose _id is that id when it is this firm's (a sender naming
+ * our own call_id, as create-outbound-call answered it, in `call.call_id`); else the id an inbound
+ * call of this provider call has (derived, so it is the same for every event). A call of another
+ * firm is passed over as if absent: the event makes or updates this firm's inbound call, and the
+ * other firm's call is neither read out nor touched (docs/webhooks.md#inbound-calls).
+ */
 export async function callIdByProvider(db: Db, firm: string, payload: ProviderCallSnapshot): Promise<string> {
-  return (await callIdForProviderCall(db, firm, payload.call_id)) ?? inboundCallId(firm, payload.call_id);
+  const linked = await callIdForProviderCall(db, firm, payload.call_id);
+  if (linked !== null) return linked;
+  const named = await callsCollection(db).findOne({ _id: payload.call_id }, { projection: { firm: 1 } });
+  if (named !== null && named.firm === firm) return named._id;
+  return inboundCallId(firm, payload.call_id);
 }
 
 /**
@@ -192,14 +202,21 @@ async function findOrCreateCall(
   return call;
 }
 
+/**
+ * A new inbound call, stored under `id` (inboundCallId's hash) and shown under the provider's call
+ * id, as the sender named it. The platform's note of it goes first (a claim, as the call's insert
+ * is): a job that dies between the two makes both good when it runs again.
+ */
 async function createInboundCall(
   db: Db,
   firm: string,
   id: string,
   payload: ProviderCallSnapshot,
 ): Promise<CallDoc> {
+  await noteInboundCall(db, { _id: id, firm }, payload.call_id);
   const doc = newCallRecord({
     callId: id,
+    shownId: payload.call_id,
     firm,
     agent_id: payload.agent_id ?? null,
     direction: payload.direction === 'outbound' ? 'outbound' : 'inbound',

@@ -2,12 +2,14 @@ import type { ChainableCommander } from 'ioredis';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
-import { callsCollection, type CallDoc } from './calls.js';
+import { callsCollection, shownCallId, type CallDoc } from './calls.js';
 
 // list-calls' index: per firm, one Redis sorted set whose members, all scored 0, are
-// `<end_timestamp, 15 digits>|<call_id>`. Redis orders equal scores by member bytes, so the set
-// is in list-calls order (end_timestamp, then call_id, both as MongoDB compares them) and a page
-// after a keyset position is one ZREVRANGEBYLEX: O(log n + page), whatever the firm's size.
+// `<end_timestamp, 15 digits>|<call_id>`, the call_id the API shows (shownCallId: the provider's
+// id for an inbound call, whose _id is a hash; calls-list.ts reads it back by either). Redis
+// orders equal scores by member bytes, so the set is in list-calls order (end_timestamp, then
+// call_id, both as MongoDB compares them) and a page after a keyset position is one
+// ZREVRANGEBYLEX: O(log n + page), whatever the firm's size.
 // FerretDB 1.24 cannot serve that from MongoDB: it pushes down only equality filters, never a
 // range, a sort (but $natural) or a limit with a filter, so any query for a page reads every
 // call of the firm (docs/operations.md#data-access-on-ferretdb-and-mongodb).
@@ -28,7 +30,7 @@ const REBUILD_BATCH = 1000;
 export interface ListPosition {
   /** end_timestamp, ms */
   t: number;
-  /** call_id */
+  /** call_id, as the API shows it (shownCallId) */
   i: string;
 }
 
@@ -48,9 +50,9 @@ const positionOf = (member: string): ListPosition => ({
 });
 
 /** A finished call's place in its firm's list (a finished call always has an end time). */
-const positionOfCall = (call: Pick<CallDoc, '_id' | 'end_timestamp'>): ListPosition => ({
+const positionOfCall = (call: Pick<CallDoc, '_id' | 'call_id' | 'end_timestamp'>): ListPosition => ({
   t: Math.max(0, Math.floor(call.end_timestamp ?? 0)),
-  i: call._id,
+  i: shownCallId(call),
 });
 
 /** Runs a MULTI; throws its first failed command's error (exec() itself only reports them). */
@@ -66,7 +68,7 @@ const keyOf = (services: Services, firm: string) => redisKeys(services.config).c
 /** Adds a finished call to its firm's list; idempotent, so a retried job simply adds it again. */
 export async function recordFinishedCall(
   services: Services,
-  call: Pick<CallDoc, '_id' | 'firm' | 'end_timestamp' | 'finished'>,
+  call: Pick<CallDoc, '_id' | 'call_id' | 'firm' | 'end_timestamp' | 'finished'>,
 ): Promise<void> {
   if (!call.finished) return;
   const key = keyOf(services, call.firm);
@@ -117,7 +119,7 @@ export async function rebuildCallList(services: Services, firm: string): Promise
         if ((await services.redis.zscore(key, READY)) !== null) return;
         const cursor = callsCollection(services.mongo.db).find(
           { firm, finished: true },
-          { projection: { _id: 1, end_timestamp: 1 } },
+          { projection: { _id: 1, call_id: 1, end_timestamp: 1 } },
         );
         let batch: string[] = [];
         const flush = async () => {

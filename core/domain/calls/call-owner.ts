@@ -11,7 +11,8 @@ import { callIdForProviderCall, claimProviderCallOwner, providerCallOwner } from
 // That key proves Retell sent it, not which firm it is for: Retell signs every call of the shared
 // account with it. So such a delivery is taken only by the firm that owns the call, by point
 // reads: our own call id in its metadata (a call we placed for the firm); the provider call already
-// linked to the firm; an agent of the firm with the call's provider agent id; or the firm's number
+// linked to the firm; our own call id of the firm as the call's id (call-events.ts callIdByProvider
+// applies the event to that call); an agent of the firm with the call's provider agent id; or the firm's number
 // (from_number) as the line called (inbound) or calling (outbound). A call the firm owns by agent
 // or number is then claimed for it across firms (call-keys.ts): a provider call is one firm's call,
 // however many firms (by a platform's mistake) share the agent or the number.
@@ -50,6 +51,10 @@ export async function requireCallOfFirm(db: Db, firm: FirmDoc, call: ProviderCal
     }
   }
   if ((await callIdForProviderCall(db, firm._id, call.call_id)) !== null) return;
+  // Our own call_id in call.call_id (what create-outbound-call answered): the firm's call when it
+  // is; another firm's is passed over as if unknown (the checks below), never named in the answer.
+  const named = await callsCollection(db).findOne({ _id: call.call_id }, { projection: { firm: 1 } });
+  if (named !== null && named.firm === firm._id) return;
   const owner = await providerCallOwner(db, call.call_id);
   if (owner !== null) {
     if (owner === firm._id) return;

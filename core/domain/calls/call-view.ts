@@ -1,4 +1,4 @@
-import type { CallDoc, CallEffectState } from './calls.js';
+import { shownCallId, type CallDoc, type CallEffectState } from './calls.js';
 import { isIntakeless, outcomeView } from './call-outcome-view.js';
 import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
 
@@ -20,7 +20,7 @@ function effectState(call: CallDoc, name: CallEffectName): CallEffectState {
 /** The call record as the API shows it. */
 export function callView(call: CallDoc) {
   return {
-    call_id: call._id,
+    call_id: shownCallId(call),
     agent_id: call.agent_id,
     firm: call.firm,
     direction: call.direction,

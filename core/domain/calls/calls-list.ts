@@ -1,6 +1,7 @@
 import type { Services } from '../../wiring/services.js';
 import { isRedisUnavailable } from '../../platform/errors.js';
-import { callsCollection, withCallEffects, type CallDoc } from './calls.js';
+import { callsCollection, shownCallId, withCallEffects, type CallDoc } from './calls.js';
+import { inboundCallId } from './call-keys.js';
 import { decodeCursor, encodeCursor, invalidCursor, keysetPage } from '../../platform/db/keyset-cursor.js';
 import { isListPosition, readCallList, rebuildCallList, type ListPosition } from './call-list-index.js';
 
@@ -70,15 +71,20 @@ export async function listFinishedCalls(
 
 /**
  * The calls at `positions`, in order, by point reads, each with its effects (one more point
- * read); a call not of this firm or not finished is left out.
+ * read); a call not of this firm or not finished is left out. A position names the call as the
+ * API shows it: the call whose _id that is, else the firm's inbound call shown under that
+ * provider id (_id inboundCallId's hash: one more point read, for inbound calls only).
  */
 async function readCalls(services: Services, firm: string, positions: ListPosition[]): Promise<CallDoc[]> {
   const db = services.mongo.db;
   const coll = callsCollection(db);
   const found: Array<CallDoc | null> = new Array(positions.length).fill(null);
+  const shown = (doc: CallDoc | null, id: string): doc is CallDoc =>
+    doc !== null && doc.firm === firm && doc.finished && shownCallId(doc) === id;
   const read = async (id: string): Promise<CallDoc | null> => {
-    const doc = await coll.findOne({ _id: id });
-    return doc === null || doc.firm !== firm || !doc.finished ? null : withCallEffects(db, doc);
+    let doc = await coll.findOne({ _id: id });
+    if (!shown(doc, id)) doc = await coll.findOne({ _id: inboundCallId(firm, id) });
+    return shown(doc, id) ? withCallEffects(db, doc) : null;
   };
   for (let start = 0; start < positions.length; start += READS_IN_FLIGHT) {
     const slice = positions.slice(start, start + READS_IN_FLIGHT);

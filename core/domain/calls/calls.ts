@@ -14,9 +14,13 @@ import { parseDialable, type Dialable } from '../contact-points/phones.js';
 import { claim } from '../../platform/db/claim.js';
 import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import type { CallerData } from '../intake/caller-data.js';
+import { inboundCallId, platformInboundCall } from './call-keys.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
-// webhook). Our `call_id` is the record's _id; the provider's own id is `provider_call_id`.
+// webhook). The record's _id is our id for a call we create, and the API's `call_id`; an inbound
+// call a webhook created is stored under a firm-scoped hash of the provider's id (inboundCallId)
+// and shown under the provider's id itself (`call_id`, docs/webhooks.md#inbound-calls). The
+// provider's own id is `provider_call_id`.
 
 export const CALL_STATUSES = ['registered', 'ongoing', 'ended', 'not_connected', 'error'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
@@ -70,7 +74,11 @@ export type CallEffectState = 'pending' | 'done' | 'skipped' | 'failed';
 
 export interface CallDoc {
   _id: string;
-  /** Equal to _id; kept as a field for the list-calls keyset index. */
+  /**
+   * The id the API shows (shownCallId): _id, except for an inbound call a webhook created, whose
+   * _id is inboundCallId's hash: the provider's call id (calls stored before: the hash, as _id).
+   * Also the list-calls order's tie (its keyset index and its Redis index).
+   */
   call_id: string;
   firm: string;
   agent_id: string | null;
@@ -120,6 +128,9 @@ export interface CallDoc {
 }
 
 export const callsCollection = (db: Db) => collection<CallDoc>(db, COLLECTIONS.calls);
+
+/** The call's id as the API, its events, its lead and its notifications show it (CallDoc.call_id). */
+export const shownCallId = (call: Pick<CallDoc, '_id' | 'call_id'>): string => call.call_id ?? call._id;
 
 /**
  * A call's effect records, in a document of their own (`_id` = the call's id), at the paths they
@@ -185,6 +196,8 @@ interface OutboundCallInput {
 /** The fields a call is born with; everything the provider reports later starts empty. */
 interface NewCallFields {
   callId: string;
+  /** The id the API shows, when not callId (an inbound call: the provider's call id). */
+  shownId?: string;
   firm: string;
   agent_id: string | null;
   direction: CallDoc['direction'];
@@ -204,7 +217,7 @@ export function newCallRecord(fields: NewCallFields): CallDoc {
   const now = new Date();
   return {
     _id: fields.callId,
-    call_id: fields.callId,
+    call_id: fields.shownId ?? fields.callId,
     firm: fields.firm,
     agent_id: fields.agent_id,
     direction: fields.direction,
@@ -406,8 +419,21 @@ async function registerDerivedCall(
   return { call_id: doc._id, status: 'registered', repeated: true };
 }
 
-/** The call by id, whoever owns it; null when there is none (the route checks who may see it). */
-export async function findCall(db: Db, callId: string): Promise<CallDoc | null> {
-  const call = await callsCollection(db).findOne({ _id: callId });
-  return call === null ? null : withCallEffects(db, call);
+/**
+ * The call the API shows as `callId` to `firm` (null: the platform, which sees every firm's), by
+ * point reads: the call whose _id it is, when `firm` may see it; else an inbound call shown under
+ * that provider call id (shownCallId): the firm's own (its _id is inboundCallId's hash of the
+ * firm and the id), or for the platform the one noted first under it (platformInboundCall). Never
+ * another firm's call for a firm: one whose _id is `callId` is passed over, as if absent. null
+ * when there is none (the route answers 404).
+ */
+export async function findCall(db: Db, callId: string, firm: string | null): Promise<CallDoc | null> {
+  const calls = callsCollection(db);
+  const own = await calls.findOne({ _id: callId });
+  if (own !== null && (firm === null || own.firm === firm)) return withCallEffects(db, own);
+  const inboundId = firm === null ? await platformInboundCall(db, callId) : inboundCallId(firm, callId);
+  if (inboundId === null) return null;
+  const inbound = await calls.findOne({ _id: inboundId });
+  if (inbound === null || (firm !== null && inbound.firm !== firm)) return null;
+  return withCallEffects(db, inbound);
 }

@@ -1,10 +1,11 @@
 import type { Services } from '../../wiring/services.js';
 import { recordEvent } from '../events/record-event.js';
-import { withCallEffects, type CallDoc } from './calls.js';
+import { shownCallId, withCallEffects, type CallDoc } from './calls.js';
 import { callView } from './call-view.js';
 
 // The call.* domain events (docs/events.md#event-types), recorded by the step that made the
-// change, keyed so that a repeated provider event or a retried job records each once.
+// change, keyed so that a repeated provider event or a retried job records each once. Their
+// subject is the call's id as the API shows it (shownCallId), as their data's call_id.
 
 /** call.started: the provider said the call started (its call_started event). */
 export async function recordCallStarted(
@@ -15,7 +16,7 @@ export async function recordCallStarted(
   return recordEvent(services, {
     firm: call.firm,
     type: 'call.started',
-    subject: call._id,
+    subject: shownCallId(call),
     key: 'started',
     occurred_at: new Date(call.start_timestamp ?? receivedAt),
     data: callView(await withCallEffects(services.mongo.db, call)),
@@ -34,7 +35,7 @@ export async function recordCallEnded(services: Services, call: CallDoc): Promis
   return recordEvent(services, {
     firm: call.firm,
     type: 'call.ended',
-    subject: call._id,
+    subject: shownCallId(call),
     key: 'ended',
     occurred_at: new Date(call.end_timestamp ?? call.updated_at.getTime()),
     data: callView(call),
@@ -55,7 +56,7 @@ export async function recordCallAnalyzed(
   return recordEvent(services, {
     firm: call.firm,
     type: 'call.analyzed',
-    subject: call._id,
+    subject: shownCallId(call),
     key: `analyzed|${analysisDigest}`,
     occurred_at: call.extraction?.extracted_at ?? call.updated_at,
     data: { ...callView(await withCallEffects(services.mongo.db, call)), lead_id: leadId },

@@ -1,6 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { toE164 } from '../contact-points/phones.js';
-import type { CallDoc } from '../calls/calls.js';
+import { shownCallId, type CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
@@ -57,7 +57,7 @@ export async function listCallOptOut(services: Services, call: CallDoc): Promise
   if (outcome === 'voicemail' || outcome === 'ivr') return 'no_opt_out';
   const found = detectOptOutInTranscript(call.transcript);
   if (!found.optOut) return 'no_opt_out';
-  return list(services, call.firm, () => personOfCall(call), found, 'call', { call_id: call._id });
+  return list(services, call.firm, () => personOfCall(call), found, 'call', { call_id: shownCallId(call) });
 }
 
 /**

@@ -203,7 +203,10 @@ export async function ensureSubjectLead(
   db: Db,
   subject: {
     source: 'call' | 'chat';
+    /** The call's or chat's _id, which the lead's _id derives from. */
     id: string;
+    /** The id the lead's call_id or chat_id shows, when not `id` (an inbound call's shownCallId). */
+    shownId?: string;
     firm: string;
     campaign_id?: string | null;
     /**
@@ -220,8 +223,8 @@ export async function ensureSubjectLead(
     _id: subjectLeadId(subject.source, subject.id),
     firm: subject.firm,
     source: subject.source,
-    call_id: subject.source === 'call' ? subject.id : null,
-    chat_id: subject.source === 'chat' ? subject.id : null,
+    call_id: subject.source === 'call' ? (subject.shownId ?? subject.id) : null,
+    chat_id: subject.source === 'chat' ? (subject.shownId ?? subject.id) : null,
     campaign_id: subject.campaign_id ?? null,
     ...fields,
     // An inbound call or a chat is the person's inquiry; a campaign's own call is not.
