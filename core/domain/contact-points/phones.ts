@@ -52,8 +52,12 @@ export interface Dialable {
 
 /**
  * An E.164 number as a dialable destination: null unless it is written in E.164 and is a
- * possible number (right length) for a country libphonenumber can name. A +1 number whose area
- * code belongs to no country has no country to check against allowed_call_countries: null.
+ * possible number (right length) by libphonenumber-js (docs/calls.md#which-numbers-may-be-dialled).
+ * Its country is the one libphonenumber names; a possible number it names none for (it is not
+ * valid: a +1 area code no country uses, such as 555, or a range kept for fiction, such as the
+ * UK's +44 7700 900…) is in the main country of its calling code (+1 → US, +44 → GB, +7 → RU),
+ * which allowed_call_countries is checked against. Null for a calling code of no country
+ * (+800, +882: libphonenumber's non-geographic numbers).
  */
 export function parseDialable(e164: string): Dialable | null {
   const known = dialableSeen.get(e164);
@@ -71,11 +75,16 @@ export const dialableSeen = new RecentMemo<string, Dialable | null>(4096, 60_000
 function parseDialableOnce(e164: string): Dialable | null {
   if (!E164.test(e164)) return null;
   const parsed = parsePhoneNumberFromString(e164);
-  if (parsed === undefined || !parsed.isPossible() || parsed.country === undefined) return null;
+  if (parsed === undefined || !parsed.isPossible()) return null;
+  // Without a country of its own, the calling code's countries the number's length fits, the
+  // main one first (libphonenumber's metadata lists it first); isPossible() judged the number by
+  // the main country's lengths, so it is among them.
+  const country = parsed.country ?? parsed.getPossibleCountries()[0];
+  if (country === undefined) return null;
   const type = parseWithTypes(e164)?.getType();
   return type !== undefined && COSTLY_TYPES.has(type)
-    ? { e164: parsed.number, country: parsed.country, costly: type as CostlyNumberType }
-    : { e164: parsed.number, country: parsed.country };
+    ? { e164: parsed.number, country, costly: type as CostlyNumberType }
+    : { e164: parsed.number, country };
 }
 
 /** An ISO 3166-1 alpha-2 code (upper case) that libphonenumber knows. */
