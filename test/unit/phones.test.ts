@@ -5,8 +5,10 @@ import {
   findPhone,
   isKnownCountry,
   nationalForms,
+  normalizeDialablePhone,
   normalizePhone,
   parseDialable,
+  toDialableE164,
   toE164,
 } from '../../core/domain/contact-points/phones.js';
 
@@ -120,6 +122,32 @@ describe('parseDialable (a number the service may dial)', () => {
       expect(parseDialable(n), n).toBeNull();
     }
   });
+});
+
+describe('normalizeDialablePhone (a number to call or not to call, given on its own)', () => {
+  it('a valid number as normalizePhone reads it', () => {
+    expect(normalizeDialablePhone('(212) 555-0100 x7', 'US')).toEqual({
+      e164: '+12125550100',
+      extension: '7',
+    });
+    expect(normalizeDialablePhone('020 7946 0018', 'GB')).toEqual({ e164: '+442079460018' });
+  });
+
+  it('and any number the service may dial, which normalizePhone refuses, written any common way', () => {
+    for (const text of ['+15555550000', '+1 (555) 555-0000', '(555) 555-0000', '555.555.0000']) {
+      expect(normalizePhone(text, 'US'), text).toBeNull();
+      expect(normalizeDialablePhone(text, 'US'), text).toEqual({ e164: '+15555550000' });
+    }
+    expect(normalizeDialablePhone('07700 900123', 'GB')).toEqual({ e164: '+447700900123' });
+    expect(toDialableE164('+44 7700 900123')).toBe('+447700900123');
+  });
+
+  it.each(['12345', '555-1234', '+882123456789', '+99912345678', 'call +15555550000', '', '5'.repeat(65)])(
+    'is null for %j',
+    (text) => {
+      expect(normalizeDialablePhone(text, 'US')).toBeNull();
+    },
+  );
 });
 
 describe('isKnownCountry', () => {

@@ -117,6 +117,28 @@ export function toE164(text: string, country: CountryCode = 'US'): string | null
 }
 
 /**
+ * A phone number given on its own where it is a number to call or not to call (a lead's phone,
+ * the do-not-call list, an opt-out): a valid number as normalizePhone reads it, or else any
+ * number the service may dial (parseDialable: a possible number, such as +1 555 555 0123, which
+ * is not valid), written any common way. Every number create-outbound-call accepts can thus be
+ * a lead's and be put on the do-not-call list. Null when it is neither.
+ */
+export function normalizeDialablePhone(text: string, country: CountryCode): NormalizedPhone | null {
+  const valid = normalizePhone(text, country);
+  if (valid !== null) return valid;
+  const trimmed = text.trim();
+  if (trimmed === '' || trimmed.length > 64) return null;
+  const parsed = parsePhoneNumberFromString(trimmed, { defaultCountry: country, extract: false });
+  if (parsed === undefined || parseDialable(parsed.number) === null) return null;
+  return parsed.ext === undefined ? { e164: parsed.number } : { e164: parsed.number, extension: parsed.ext };
+}
+
+/** normalizeDialablePhone in E.164 (its extension dropped); null when it is neither valid nor dialable. */
+export function toDialableE164(text: string, country: CountryCode = 'US'): string | null {
+  return normalizeDialablePhone(text, country)?.e164 ?? null;
+}
+
+/**
  * The ways a person commonly types this number in its own country, for a text search that finds
  * only what was typed (Clio's contact `query`): the national format ("(212) 555-0142"), its
  * groups joined by dashes ("212-555-0142"), the national digits alone ("2125550142", which also
