@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { voiceWebhookSecret } from '../../core/domain/calls/webhook-secret.js';
+import { subjectLeadId } from '../../core/domain/leads/leads.js';
 import { startWebhookProxy, type WebhookProxy } from '../fakes/webhook-proxy.js';
 import { callsOf, createAgent, simulatorCallsOf, waitForCall } from './support.js';
 
@@ -149,20 +150,51 @@ describe('a simulated call', () => {
     ]);
   });
 
-  it('a number ending 0000 is not answered: not_connected, dial_no_answer, no call_started', async () => {
+  // +1 555 555 0000, the test writer's favourite, is a possible number (no area code: in the US).
+  it.each(['+14155550000', '+15555550000'])(
+    'a number ending 0000 is not answered (%s): not_connected, dial_no_answer, no call_started',
+    async (toNumber) => {
+      const created = await bearer.client.post('/api/v2/create-outbound-call', {
+        toNumber,
+        agentId: bearerAgent,
+        firmSlug: bearer.slug,
+      });
+      expect(created.body, JSON.stringify(created.body)).toEqual({
+        call_id: expect.any(String),
+        status: 'registered',
+      });
+      const callId = created.body.call_id;
+      const call = await waitForCall(bearer.client, callId, (c) => c.status === 'not_connected');
+      expect(call.disconnection_reason).toBe('dial_no_answer');
+      expect(call.start_timestamp).toBeNull();
+      expect(call.end_timestamp).toEqual(expect.any(Number));
+      expect(deliveriesFor(callId).map((d) => d.body.event)).toEqual(['call_ended']);
+      const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
+      expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+    },
+  );
+
+  it('a call to a possible number of no area code (+1 555) makes a lead with that number', async () => {
+    // The caller says the number they were called on; libphonenumber does not call it valid, but
+    // the service dialled it, so the lead keeps it (extraction.ts's counterpart number).
+    const toNumber = '+15555550123';
     const created = await bearer.client.post('/api/v2/create-outbound-call', {
-      toNumber: '+14155550000',
+      toNumber,
       agentId: bearerAgent,
       firmSlug: bearer.slug,
+      dynamicVariables: { full_name: 'Dana Reyes' },
     });
-    const callId = created.body.call_id;
-    const call = await waitForCall(bearer.client, callId, (c) => c.status === 'not_connected');
-    expect(call.disconnection_reason).toBe('dial_no_answer');
-    expect(call.start_timestamp).toBeNull();
-    expect(call.end_timestamp).toEqual(expect.any(Number));
-    expect(deliveriesFor(callId).map((d) => d.body.event)).toEqual(['call_ended']);
-    const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
-    expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const callId = created.body.call_id as string;
+    await waitForCall(
+      bearer.client,
+      callId,
+      (c) =>
+        c.status === 'ended' && c.call_analysis !== null && !Object.values(c.effects).includes('pending'),
+    );
+    const lead = await bearer.client.get(`/api/leads/${subjectLeadId('call', callId)}`);
+    expect(lead.status, JSON.stringify(lead.body)).toBe(200);
+    expect(lead.body).toMatchObject({ source: 'call', call_id: callId, phone: toNumber });
   });
 
   it('a number ending 9999 fails at the provider: error, not dialled again, no webhooks', async () => {

@@ -26,7 +26,7 @@ const db = () => stack.services.mongo.db;
 const count = (name: string, filter: Record<string, unknown>) => db().collection(name).countDocuments(filter);
 
 describe('creating a campaign', () => {
-  it('counts only callable leads: one per distinct valid phone in an allowed country, not do-not-call', async () => {
+  it('counts only callable leads: one per distinct possible phone in an allowed country, not do-not-call', async () => {
     const apiLead = await a.client.post('/api/leads', {
       firmSlug: a.slug,
       phone: '(212) 555-0199',
@@ -51,6 +51,9 @@ describe('creating a campaign', () => {
         { first_name: 'UK', phone: '+442071234567' }, // a country not allowed (default US, CA)
         { first_name: 'Canada', phone: '+14165550123' }, // callable (CA)
         { first_name: 'Again the API lead', phone: '+12125550199' }, // same phone as a lead by id
+        // Possible numbers libphonenumber names no country for, as create-outbound-call takes them:
+        { first_name: 'No area code', phone: '+1 (555) 555-0123' }, // callable (+1 → US)
+        { first_name: 'Drama range', phone: '+447700900123' }, // GB: a country not allowed
       ],
       leadIds: [apiLead.body.id, dncLead.body.id, noPhoneLead.body.id, apiLead.body.id],
     });
@@ -58,7 +61,7 @@ describe('creating a campaign', () => {
       id: expect.stringMatching(/^cmp_/),
       name: 'Spring follow-up',
       status: 'draft',
-      leads_total: 12,
+      leads_total: 14,
     });
     const campaign = await getCampaign(a.client, created.id);
     expect(campaign).toEqual({
@@ -67,7 +70,7 @@ describe('creating a campaign', () => {
       firm: a.slug,
       agent_id: agentA,
       status: 'draft',
-      leads_total: 12,
+      leads_total: 14,
       calls_queued: 0,
       calls_placed: 0,
       calls_completed: 0,
@@ -91,19 +94,21 @@ describe('creating a campaign', () => {
     });
     // Inline leads are leads of the firm with source "campaign".
     const inline = await db().collection(COLLECTIONS.leads).find({ campaign_id: created.id }).toArray();
-    expect(inline).toHaveLength(9);
+    expect(inline).toHaveLength(11);
     expect(inline.every((l) => l.source === 'campaign' && l.firm === a.slug)).toBe(true);
     expect(inline.find((l) => l.first_name === 'Invalid')?.phone).toBeNull();
     expect(inline.find((l) => l.first_name === 'Two')?.phone).toBe('+12125550102');
+    expect(inline.find((l) => l.first_name === 'No area code')?.phone).toBe('+15555550123');
+    expect(inline.find((l) => l.first_name === 'Drama range')?.phone).toBe('+447700900123');
 
     const beforeLaunch = Date.now();
     const launched = await a.client.post(`/api/leads/campaigns/${created.id}/launch`);
     const afterLaunch = Date.now();
     expect(launched.status).toBe(200);
-    // +12125550101, +12125550102, +14165550123, +12125550199
-    expect(launched.body).toEqual({ launched: true, calls_queued: 4 });
+    // +12125550101, +12125550102, +14165550123, +12125550199, +15555550123
+    expect(launched.body).toEqual({ launched: true, calls_queued: 5 });
     const after = await getCampaign(a.client, created.id);
-    expect(after).toMatchObject({ status: 'running', calls_queued: 4, leads_total: 12 });
+    expect(after).toMatchObject({ status: 'running', calls_queued: 5, leads_total: 14 });
     // Stamped by the launch, however long it took.
     expect(Date.parse(after.launched_at)).toBeGreaterThanOrEqual(beforeLaunch);
     expect(Date.parse(after.launched_at)).toBeLessThanOrEqual(afterLaunch);

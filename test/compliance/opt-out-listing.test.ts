@@ -65,6 +65,27 @@ describe('an opt-out in a call', () => {
     console.log(`simulated opt-out call ${callId}: listed ${JSON.stringify(entry)}`);
   });
 
+  it('a callee at a possible number of no area code (+1 555 555 3333) is listed too, and can be taken off', async () => {
+    // libphonenumber does not call it valid, but create-outbound-call dials it: its opt-out counts.
+    const toNumber = '+15555553333';
+    const created = await firm.client.post('/api/v2/create-outbound-call', {
+      toNumber,
+      agentId,
+      firmSlug: firm.slug,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const callId = created.body.call_id as string;
+    const entry = await eventually(async () => {
+      const found = await entryFor(toNumber);
+      expect(found).toBeDefined();
+      return found;
+    });
+    expect(entry).toMatchObject({ phone: toNumber, source: 'call', evidence: { call_id: callId } });
+    const removed = await stack.admin.delete(`/api/compliance/dnc/%2B15555553333?firmSlug=${firm.slug}`);
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body).toMatchObject({ phone: toNumber, removed: true });
+  });
+
   it('the next campaign skips a number that opted out in a call: not dialled, its decision block/dnc', async () => {
     const optedOut = '+13125553333';
     const other = '+13125550142';

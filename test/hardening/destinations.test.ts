@@ -44,7 +44,9 @@ describe('create-outbound-call destinations', () => {
     expect((await firm.client.get(`/api/v2/get-call/${res.body.call_id}`)).body.to_number).toBe(CANADA);
   });
 
-  it.each(['+1212555', '+99912345678', '+10005551234'])(
+  // Too short for +1, no calling code 999, too short for +44, and +882 a non-geographic code:
+  // possible for no country.
+  it.each(['+1212555', '+99912345678', '+4412345678', '+882123456789'])(
     'an impossible number %s is 400 invalid_request at /toNumber',
     async (n) => {
       const before = await callCount();
@@ -55,6 +57,28 @@ describe('create-outbound-call destinations', () => {
     },
   );
 
+  // Possible numbers (libphonenumber-js) it names no country for, as test writers use them: +1 555
+  // (the simulator's rules key on the last four digits), +1 999, the UK's drama range.
+  it.each(['+15555550000', '+15555550123', '+19999999999'])(
+    'a possible +1 number of an area code no country uses, %s, is in the US: 200 registered',
+    async (n) => {
+      const res = await call(n);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toEqual({ call_id: expect.any(String), status: 'registered' });
+      const stored = (await firm.client.get(`/api/v2/get-call/${res.body.call_id}`)).body;
+      expect(stored).toMatchObject({ to_number: n, status: 'registered' });
+    },
+  );
+
+  it('a possible UK number of no area libphonenumber names (+44 7700 900…) is in GB: 400 destination_not_allowed', async () => {
+    const before = await callCount();
+    const res = await call('+447700900123');
+    expect(expectError(res, 400, 'destination_not_allowed')).toEqual([
+      { path: '/toNumber', message: 'is in GB, which is not in allowed_call_countries' },
+    ]);
+    expect(await callCount()).toBe(before);
+  });
+
   it('after PATCHing allowed_call_countries ["US", "GB"] the UK number is accepted (and Canada no longer)', async () => {
     // Adding a country is the platform's (test/hardening/toll-fraud.test.ts).
     const patched = await stack.admin.patch(`/api/firms/${firm.slug}`, {
@@ -64,6 +88,7 @@ describe('create-outbound-call destinations', () => {
     expect(patched.body.settings.allowed_call_countries).toEqual(['US', 'GB']);
     const res = await call(UK);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect((await call('+447700900123')).status).toBe(200);
     expectError(await call(CANADA), 400, 'destination_not_allowed');
     expect((await call('+14155550123')).status).toBe(200);
 

@@ -63,6 +63,18 @@ describe('leads API', () => {
     expect(res.body.do_not_call).toBe(false);
   });
 
+  it('takes any number create-outbound-call may dial: a possible one libphonenumber does not call valid', async () => {
+    for (const [phone, e164] of [
+      ['+15555550000', '+15555550000'],
+      ['(555) 555-0123', '+15555550123'],
+      ['+44 7700 900123', '+447700900123'],
+    ]) {
+      const res = await a.client.post('/api/leads', { firmSlug: a.slug, phone });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.phone).toBe(e164);
+    }
+  });
+
   it('refuses bad fields with details, and stores nothing', async () => {
     const before = await stack.services.mongo.db.collection('leads').countDocuments({ firm: a.slug });
     const bad = await a.client.post('/api/leads', {

@@ -9,11 +9,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { getCountries, getCountryCallingCode } from 'libphonenumber-js';
 import { describe, expect, it } from 'vitest';
 import {
   judgeHours,
   placeOfNumber,
   STATE_RULES_VERSION,
+  zonesOfCallingCode,
   type HoursVerdict,
 } from '../../core/domain/compliance/calling-hours.js';
 import {
@@ -630,7 +632,7 @@ describe('calling hours in every possible zone of the number', () => {
     expect(nepal.zones[0]!.local).toBe('2026-03-08 07:45 (Sun)');
   });
 
-  it('falls back to the firm zone for a number without zones, and ignores a lead zone that is not one', () => {
+  it('falls back to the firm zone for what is no number of a country, and ignores a lead zone that is not one', () => {
     const v = judgeHours({
       phone: '12',
       firmTimeZone: 'Asia/Tokyo',
@@ -641,6 +643,61 @@ describe('calling hours in every possible zone of the number', () => {
     });
     expect(v).toMatchObject({ zoneSource: 'firm', region: null, allowed: true, limitedBy: ['default'] });
     expect(v.zones).toEqual([{ zone: 'Asia/Tokyo', local: '2026-06-10 09:30 (Wed)', allowed: true }]);
+  });
+
+  it('a possible number of no country libphonenumber names: its main country, every zone its prefix may be in', () => {
+    // +1 555 is no area code: the country is US (the main one of +1, parseDialable), no state; the
+    // zones are every NANP zone (the data's "1" prefix), not the firm's.
+    expect(placeOfNumber('+15555550000')).toMatchObject({ region: 'US' });
+    expect(placeOfNumber('+15555550000').zones).toHaveLength(42);
+    expect(placeOfNumber('+447700900123')).toEqual({
+      zones: ['Europe/Guernsey', 'Europe/Isle_of_Man', 'Europe/London'],
+      region: 'GB',
+    });
+    // 15:00Z on a January Thursday: 10:00 for a New York firm, 01:00 in Guam (UTC+10): deferred to
+    // 22:00Z, when Guam opens at 08:00 and Pago Pago (UTC-11) is still before 21:00.
+    const v = judgeHours({
+      phone: '+15555550000',
+      firmTimeZone: 'America/New_York',
+      atMs: at('2026-01-15T15:00:00Z'),
+      hours: HOURS,
+      stateRules: true,
+    });
+    expect(v).toMatchObject({ zoneSource: 'number', region: 'US', allowed: false, limitedBy: ['default'] });
+    expect(iso(v.nextAllowedMs)).toBe('2026-01-15T22:00Z');
+    expect(v.zones).toHaveLength(42);
+    expect(v.closedBy).toContain('zone:Pacific/Guam');
+  });
+
+  it('a number of a country whose own prefix the zone data lacks: every zone of its calling code, never none', () => {
+    const table = {
+      '1201': 'America/New_York',
+      '1907': 'America/Anchorage&America/Adak',
+      '1808': 'Pacific/Honolulu',
+      '4420': 'Europe/London',
+      '7': 'Europe/Moscow&Not/A_Zone',
+    };
+    expect(zonesOfCallingCode('1', table)).toEqual([
+      'America/Adak',
+      'America/Anchorage',
+      'America/New_York',
+      'Pacific/Honolulu',
+    ]);
+    expect(zonesOfCallingCode('44', table)).toEqual(['Europe/London']);
+    expect(zonesOfCallingCode('7', table)).toEqual(['Europe/Moscow']);
+    expect(zonesOfCallingCode('49', table)).toEqual([]);
+    // libphonenumber's own table has zones for the calling code of every country it knows, so a
+    // number of a country is never judged in no zone (nor in the firm's).
+    for (const country of getCountries()) {
+      expect(zonesOfCallingCode(getCountryCallingCode(country)).length, country).toBeGreaterThan(0);
+    }
+    expect(zonesOfCallingCode('1')).toHaveLength(42);
+    expect(zonesOfCallingCode('44')).toEqual([
+      'Europe/Guernsey',
+      'Europe/Isle_of_Man',
+      'Europe/Jersey',
+      'Europe/London',
+    ]);
   });
 
   it('widened hours (a test stack) open every zone; hours with no common minute give no next opening', () => {

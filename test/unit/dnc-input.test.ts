@@ -13,6 +13,15 @@ describe('readPhones', () => {
     });
   });
 
+  it('reads every number create-outbound-call may dial, possible but not valid ones too (+1 555, +44 7700 900)', () => {
+    // A number the service may call must be one the firm can list, in the array and in a CSV.
+    expect(readPhones(['+15555550000', '(555) 555-0123', '+447700900123', '555-0123'], 'US')).toEqual({
+      phones: ['+15555550000', '+15555550123', '+447700900123'],
+      invalid: [{ at: 3, value: '555-0123', reason: expect.stringContaining('not a valid phone number') }],
+    });
+    expect(readCsvPhones('phone\n+15555550000\n', 'US').phones).toEqual(['+15555550000']);
+  });
+
   it('refuses more than 5,000 numbers with 413 too_many_rows', () => {
     const run = () => readPhones(Array(5001).fill('+12125550100'), 'US');
     expect(run).toThrow(AppError);

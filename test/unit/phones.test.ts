@@ -5,8 +5,10 @@ import {
   findPhone,
   isKnownCountry,
   nationalForms,
+  normalizeDialablePhone,
   normalizePhone,
   parseDialable,
+  toDialableE164,
   toE164,
 } from '../../core/domain/contact-points/phones.js';
 
@@ -90,11 +92,62 @@ describe('parseDialable (a number the service may dial)', () => {
       expect(parseDialable(n)?.costly).toBeUndefined();
   });
 
-  it('is null for what is not a possible number of a known country', () => {
-    for (const n of ['+1212555', '+99912345678', '+10005551234', '14155550123', '+1 415 555 0123', '']) {
-      expect(parseDialable(n)).toBeNull();
+  // libphonenumber-js calls these possible (the right length) but not valid, and names no country:
+  // a +1 area code no country uses (555, 999, even 000: NANP area codes never start with 0, but
+  // only validity knows that), the UK's range kept for drama. The contract takes any possible
+  // number; its country is the main one of its calling code.
+  it.each([
+    ['+15555550123', 'US'],
+    ['+15555550000', 'US'],
+    ['+19999999999', 'US'],
+    ['+10005551234', 'US'],
+    ['+447700900123', 'GB'],
+  ])('takes %s, possible but of no country libphonenumber names, as a number of %s', (n, country) => {
+    expect(parseDialable(n)).toEqual({ e164: n, country });
+  });
+
+  it('is null for what is not E.164 and a possible number of a country', () => {
+    // Too short for +1; no calling code 999; not E.164; too short for +44; +800 and +882 are
+    // possible numbers of non-geographic calling codes, of no country allowed_call_countries names.
+    for (const n of [
+      '+1212555',
+      '+99912345678',
+      '14155550123',
+      '+1 415 555 0123',
+      '',
+      '+4412345678',
+      '+80012345678',
+      '+882123456789',
+    ]) {
+      expect(parseDialable(n), n).toBeNull();
     }
   });
+});
+
+describe('normalizeDialablePhone (a number to call or not to call, given on its own)', () => {
+  it('a valid number as normalizePhone reads it', () => {
+    expect(normalizeDialablePhone('(212) 555-0100 x7', 'US')).toEqual({
+      e164: '+12125550100',
+      extension: '7',
+    });
+    expect(normalizeDialablePhone('020 7946 0018', 'GB')).toEqual({ e164: '+442079460018' });
+  });
+
+  it('and any number the service may dial, which normalizePhone refuses, written any common way', () => {
+    for (const text of ['+15555550000', '+1 (555) 555-0000', '(555) 555-0000', '555.555.0000']) {
+      expect(normalizePhone(text, 'US'), text).toBeNull();
+      expect(normalizeDialablePhone(text, 'US'), text).toEqual({ e164: '+15555550000' });
+    }
+    expect(normalizeDialablePhone('07700 900123', 'GB')).toEqual({ e164: '+447700900123' });
+    expect(toDialableE164('+44 7700 900123')).toBe('+447700900123');
+  });
+
+  it.each(['12345', '555-1234', '+882123456789', '+99912345678', 'call +15555550000', '', '5'.repeat(65)])(
+    'is null for %j',
+    (text) => {
+      expect(normalizeDialablePhone(text, 'US')).toBeNull();
+    },
+  );
 });
 
 describe('isKnownCountry', () => {

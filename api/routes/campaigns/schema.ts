@@ -109,7 +109,7 @@ export const LaunchResponse = Type.Object({
   launched: Type.Literal(true),
   calls_queued: Type.Integer({
     description:
-      'Distinct callable phones: valid, in allowed_call_countries, not premium-rate unless allowed, not do-not-call, ' +
+      'Distinct callable phones: possible numbers (as create-outbound-call takes them), in allowed_call_countries, not premium-rate unless allowed, not do-not-call, ' +
       'not a known client when the campaign skips them (skip_known_clients)',
   }),
 });

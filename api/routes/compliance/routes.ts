@@ -9,7 +9,7 @@ import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/dom
 import { afterListing } from '../../../core/domain/compliance/dnc-sweep.js';
 import {
   isKnownCountry,
-  normalizePhone,
+  normalizeDialablePhone,
   type CountryCode,
 } from '../../../core/domain/contact-points/phones.js';
 import { invalidRequest, notFound, quote } from '../../../core/platform/errors.js';
@@ -147,7 +147,7 @@ export const complianceRoutes = [
     errors: [403, 404],
     handler: async ({ services, principal, params, query }) => {
       const country = countryOf(query.defaultCountry, '/defaultCountry');
-      const phone = normalizePhone(params.phone, country)?.e164;
+      const phone = normalizeDialablePhone(params.phone, country)?.e164;
       if (phone === undefined) {
         throw invalidRequest(`${quote(params.phone)} is not a valid phone number.`, [
           { path: '/phone', message: 'is not a valid phone number (E.164)' },

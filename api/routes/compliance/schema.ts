@@ -18,7 +18,7 @@ export const AddDncBody = Body({
   firmSlug: FirmSlug,
   phones: Type.Array(Type.String({ maxLength: 64 }), {
     minItems: 1,
-    description: `1 to ${MAX_DNC_PHONES.toLocaleString('en-US')} numbers (more: 413 too_many_rows, nothing added), each in E.164 or any common writing (national numbers read in defaultCountry); stored in E.164. An invalid number is reported, the others are added`,
+    description: `1 to ${MAX_DNC_PHONES.toLocaleString('en-US')} numbers (more: 413 too_many_rows, nothing added), each in E.164 or any common writing (national numbers read in defaultCountry) of a valid number or of any number create-outbound-call takes; stored in E.164. Any other value is reported, the others are added`,
   }),
   reason: Type.Optional(Reason),
   source: Type.Optional(

@@ -7,7 +7,7 @@ import {
 import { BUDGET_SPENT, spendOpenAiChars } from '../intake/openai-budget.js';
 import { DEFAULT_INTAKE_QUESTIONS, findAgent } from '../agents/agents.js';
 import { normalizeEmail } from '../contact-points/emails.js';
-import { findPhone, toE164 } from '../contact-points/phones.js';
+import { findPhone, toDialableE164, toE164 } from '../contact-points/phones.js';
 import { analyseIntake } from '../intake/analysis.js';
 import { splitName } from '../intake/names.js';
 import { singleLineCallerData, type CallerData } from '../intake/caller-data.js';
@@ -27,10 +27,13 @@ import { withCallLock } from '../calls/call-lock.js';
 // lost because the model is unavailable. Each request is counted against the firm's daily OpenAI
 // budget first (intake/openai-budget.ts); past it, the deterministic result is stored with that reason.
 
-/** The number on the other end of the line: the caller's for an inbound call, the dialled one else. */
+/**
+ * The number on the other end of the line: the caller's for an inbound call, the dialled one else;
+ * any number the service may dial, as the lead's phone takes it (a +1 555 number too).
+ */
 function counterpartNumber(call: CallDoc): string | null {
   const raw = call.direction === 'inbound' ? call.from_number : call.to_number;
-  return raw === null ? null : toE164(raw);
+  return raw === null ? null : toDialableE164(raw);
 }
 
 async function intakeQuestionsOf(services: Services, call: CallDoc) {

@@ -74,7 +74,8 @@ async function inSlices<T, R>(items: T[], f: (item: T) => Promise<R>): Promise<R
 /**
  * Checks and resolves a request's leads before anything is written: a field that cannot be
  * normalised (email, time zone) or a leadId that is not a lead of the firm is a 400 naming each.
- * A phone that is not a valid number is kept as none: the lead joins, but is not called.
+ * A phone that is no number the service may dial (not a possible one) is kept as none: the lead
+ * joins, but is not called.
  */
 export async function prepareCampaignLeads(
   db: Db,

@@ -45,7 +45,10 @@ export interface HoursVerdict {
   attemptsPer24h: number | null;
   /** The rules' version for the audit: the data file's effective date and a short hash. */
   rulesVersion: string;
-  /** Where the zones came from: the lead's own zone, the number (libphonenumber), or the firm's zone when the number's are unknown. */
+  /**
+   * Where the zones came from: the lead's own zone, the number (libphonenumber), or the firm's
+   * zone for what is no number of a country.
+   */
   zoneSource?: 'lead' | 'number' | 'firm';
   /** Of limitedBy, what is closed at atMs ("zone:<zone>" for a zone outside its hours, "firm_window"). */
   closedBy?: string[];
@@ -233,7 +236,11 @@ function subdivisionOf(place: string, country: 'US' | 'CA'): string | null {
 }
 
 export interface NumberPlace {
-  /** The zones libphonenumber gives the number (longest prefix match); [] when unknown. */
+  /**
+   * The zones libphonenumber gives the number (longest prefix match); for a number of a country
+   * with no prefix in the data, every zone of its calling code (zonesOfCallingCode); [] only for
+   * what is no number of a country.
+   */
   zones: string[];
   /** "US-FL", "CA-ON", "GB", … or null. */
   region: string | null;
@@ -270,13 +277,41 @@ function partsOf(phone: string): { cc: string; national: string; country: string
   };
 }
 
+/** zonesOfCallingCode of libphonenumber's table, by calling code (a scan of the table each). */
+const callingCodeZones = new Map<string, string[]>();
+
+/**
+ * Every zone of a calling code's numbers in libphonenumber's zone table (or in `table`, prefix →
+ * zones joined by "&"): the zones of each prefix that starts with the code (calling codes are
+ * prefix-free), sorted. A number of a country whose own prefix the table lacks may be in any of
+ * them, so its hours must hold in all: the most conservative reading, and never none (every
+ * country libphonenumber knows has zones for its calling code in the table:
+ * test/unit/calling-hours.test.ts).
+ */
+export function zonesOfCallingCode(cc: string, table?: Record<string, string>): string[] {
+  if (table === undefined) {
+    let known = callingCodeZones.get(cc);
+    if (known === undefined) {
+      known = zonesOfCallingCode(cc, loadNumberData().timeZones);
+      callingCodeZones.set(cc, known);
+    }
+    return [...known];
+  }
+  const zones = new Set<string>();
+  for (const [prefix, joined] of Object.entries(table)) {
+    if (prefix.startsWith(cc)) for (const zone of joined.split('&')) zones.add(zone);
+  }
+  return [...zones].filter(knownZone).sort();
+}
+
 function findPlace(phone: string): NumberPlace {
   const parts = partsOf(phone);
   if (parts === null) return { zones: [], region: null };
   const { cc, national, country } = parts;
   const data = loadNumberData();
   const found = longestPrefix(data.timeZones, cc + national);
-  const zones = found === null ? [] : found.split('&').filter(knownZone);
+  let zones = found === null ? [] : found.split('&').filter(knownZone);
+  if (zones.length === 0 && country !== null) zones = zonesOfCallingCode(cc);
   let region: string | null = country;
   if (cc === '1' && (country === 'US' || country === 'CA')) {
     const place = longestPrefix(data.nanpPlaces, national);

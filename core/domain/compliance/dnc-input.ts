@@ -1,11 +1,12 @@
 import { parse } from 'csv-parse/sync';
 import { clip, invalidRequest, tooManyRows } from '../../platform/errors.js';
-import { normalizePhone, type CountryCode } from '../contact-points/phones.js';
+import { normalizeDialablePhone, type CountryCode } from '../contact-points/phones.js';
 
 // What a firm sends to its do-not-call list, read as the rest of the service reads phone numbers
-// (core/domain/contact-points/phones.ts): any common writing of one valid number, national
-// numbers in the request's defaultCountry (US unless it says), stored in E.164. A number that is
-// not valid is reported with its position and the list takes the others.
+// (core/domain/contact-points/phones.ts): any common writing of one valid number, or of any number
+// the service may dial (a possible one, such as +1 555 555 0123: what can be dialled can be
+// listed), national numbers in the request's defaultCountry (US unless it says), stored in E.164.
+// Any other is reported with its position and the list takes the others.
 
 /** The most numbers one request adds (a `phones` array or a CSV's rows): more is 413 too_many_rows. */
 export const MAX_DNC_PHONES = 5_000;
@@ -33,7 +34,7 @@ export function readPhones(
   const phones: string[] = [];
   const invalid: InvalidPhone[] = [];
   values.forEach((value, at) => {
-    const e164 = normalizePhone(value, country)?.e164;
+    const e164 = normalizeDialablePhone(value, country)?.e164;
     if (e164 === undefined) invalid.push({ at, value: clip(value), reason: reasonFor(value) });
     else phones.push(e164);
   });
@@ -91,7 +92,7 @@ export function readCsvPhones(
     const value = record[column] ?? '';
     // info.lines is the line the record ends on; a quoted cell may span lines.
     const line = info.lines - record.reduce((n, cell) => n + (cell.split('\n').length - 1), 0);
-    const e164 = normalizePhone(value, country)?.e164;
+    const e164 = normalizeDialablePhone(value, country)?.e164;
     if (e164 === undefined) invalid.push({ at: line, value: clip(value), reason: reasonFor(value) });
     else phones.push(e164);
   }

@@ -1,5 +1,5 @@
 import type { Services } from '../../wiring/services.js';
-import { toE164 } from '../contact-points/phones.js';
+import { toDialableE164 } from '../contact-points/phones.js';
 import { shownCallId, type CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { addDncEntry, type DncSource } from './dnc-store.js';
@@ -28,7 +28,7 @@ async function list(
   subject: { call_id: string } | { chat_id: string },
 ): Promise<OptOutListing> {
   const phone = phoneOf();
-  const e164 = phone === null ? null : toE164(phone);
+  const e164 = phone === null ? null : toDialableE164(phone);
   const log = services.log;
   if (e164 === null) {
     log.info({ firm, ...subject, source }, 'opt-out without a phone number to list: nothing recorded');

@@ -52,8 +52,12 @@ export interface Dialable {
 
 /**
  * An E.164 number as a dialable destination: null unless it is written in E.164 and is a
- * possible number (right length) for a country libphonenumber can name. A +1 number whose area
- * code belongs to no country has no country to check against allowed_call_countries: null.
+ * possible number (right length) by libphonenumber-js (docs/calls.md#which-numbers-may-be-dialled).
+ * Its country is the one libphonenumber names; a possible number it names none for (it is not
+ * valid: a +1 area code no country uses, such as 555, or a range kept for fiction, such as the
+ * UK's +44 7700 900…) is in the main country of its calling code (+1 → US, +44 → GB, +7 → RU),
+ * which allowed_call_countries is checked against. Null for a calling code of no country
+ * (+800, +882: libphonenumber's non-geographic numbers).
  */
 export function parseDialable(e164: string): Dialable | null {
   const known = dialableSeen.get(e164);
@@ -71,11 +75,16 @@ export const dialableSeen = new RecentMemo<string, Dialable | null>(4096, 60_000
 function parseDialableOnce(e164: string): Dialable | null {
   if (!E164.test(e164)) return null;
   const parsed = parsePhoneNumberFromString(e164);
-  if (parsed === undefined || !parsed.isPossible() || parsed.country === undefined) return null;
+  if (parsed === undefined || !parsed.isPossible()) return null;
+  // Without a country of its own, the calling code's countries the number's length fits, the
+  // main one first (libphonenumber's metadata lists it first); isPossible() judged the number by
+  // the main country's lengths, so it is among them.
+  const country = parsed.country ?? parsed.getPossibleCountries()[0];
+  if (country === undefined) return null;
   const type = parseWithTypes(e164)?.getType();
   return type !== undefined && COSTLY_TYPES.has(type)
-    ? { e164: parsed.number, country: parsed.country, costly: type as CostlyNumberType }
-    : { e164: parsed.number, country: parsed.country };
+    ? { e164: parsed.number, country, costly: type as CostlyNumberType }
+    : { e164: parsed.number, country };
 }
 
 /** An ISO 3166-1 alpha-2 code (upper case) that libphonenumber knows. */
@@ -105,6 +114,28 @@ export function normalizePhone(text: string, country: CountryCode): NormalizedPh
 /** A phone number given on its own, in E.164 (its extension dropped); null when it is not valid. */
 export function toE164(text: string, country: CountryCode = 'US'): string | null {
   return normalizePhone(text, country)?.e164 ?? null;
+}
+
+/**
+ * A phone number given on its own where it is a number to call or not to call (a lead's phone,
+ * the do-not-call list, an opt-out): a valid number as normalizePhone reads it, or else any
+ * number the service may dial (parseDialable: a possible number, such as +1 555 555 0123, which
+ * is not valid), written any common way. Every number create-outbound-call accepts can thus be
+ * a lead's and be put on the do-not-call list. Null when it is neither.
+ */
+export function normalizeDialablePhone(text: string, country: CountryCode): NormalizedPhone | null {
+  const valid = normalizePhone(text, country);
+  if (valid !== null) return valid;
+  const trimmed = text.trim();
+  if (trimmed === '' || trimmed.length > 64) return null;
+  const parsed = parsePhoneNumberFromString(trimmed, { defaultCountry: country, extract: false });
+  if (parsed === undefined || parseDialable(parsed.number) === null) return null;
+  return parsed.ext === undefined ? { e164: parsed.number } : { e164: parsed.number, extension: parsed.ext };
+}
+
+/** normalizeDialablePhone in E.164 (its extension dropped); null when it is neither valid nor dialable. */
+export function toDialableE164(text: string, country: CountryCode = 'US'): string | null {
+  return normalizeDialablePhone(text, country)?.e164 ?? null;
 }
 
 /**

@@ -9,7 +9,7 @@ import { newId } from '../../platform/ids.js';
 import { singleLine } from '../../platform/text.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
-import { toE164, type CountryCode } from '../contact-points/phones.js';
+import { toDialableE164, type CountryCode } from '../contact-points/phones.js';
 import { appointmentOfLead, type LeadAppointment } from '../appointments/lead-appointment.js';
 import { inquiryConsent, type Consent, type ConsentKind } from '../compliance/consent.js';
 
@@ -114,7 +114,8 @@ export function normaliseLeadFields(
 } {
   const problems: ErrorDetail[] = [];
   const rawPhone = text(fields.phone);
-  const phone = rawPhone === null ? null : toE164(rawPhone, defaultCountry);
+  // Any number the service may dial (a possible one), as create-outbound-call takes it.
+  const phone = rawPhone === null ? null : toDialableE164(rawPhone, defaultCountry);
   if (rawPhone !== null && phone === null)
     problems.push({ path: '/phone', message: 'is not a valid phone number' });
   const rawEmail = text(fields.email);
