@@ -296,8 +296,9 @@ export class RedisKeys {
   }
 
   /**
-   * ZSET: the firm's pending contacts imports (job ids), scored by when the entry lapses
-   * (core/domain/contacts/import-slots.ts). Expires with its last entry.
+   * ZSET: the firm's pending contacts imports, members `<job id>:<bytes of its staged rows>`,
+   * scored by when the entry lapses (core/domain/contacts/import-slots.ts). Expires with its last
+   * entry.
    */
   contactsImportsPending(firm: string): string {
     return key(this.prefix, 'contacts-import', 'pending', firm);

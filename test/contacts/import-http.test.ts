@@ -1,11 +1,20 @@
 // POST /api/contacts/import at the HTTP edge: at most 5,000 rows (413 too_many_rows, nothing
 // stored), a 16 MiB body limit on this route only, 400 with the error shape for bad bodies,
-// firm isolation on the import, its job and the list.
+// many small imports of one firm at once all let in (the limit on pending imports is on the
+// bytes they hold), firm isolation on the import, its job and the list.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE } from '../../jobs/queues.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
-import { contactKeysOf, contactsOf, importRows, importsOf } from './support.js';
+import {
+  contactKeysOf,
+  contactsOf,
+  expectNoTwins,
+  importRows,
+  importsOf,
+  pollJob,
+  type ImportSummary,
+} from './support.js';
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>>;
@@ -78,6 +87,37 @@ describe('row and size limits', () => {
     });
     expectError(elsewhere, 413, 'payload_too_large');
   });
+});
+
+describe('many small imports of one firm at once', () => {
+  it('are all let in with the default settings (200 or 202, none 429) and create no two contacts with one phone or email', async () => {
+    const firm = await createFirm(stack);
+    // Eight imports of three rows over people 0..11, each overlapping the next, the third row
+    // one person's phone with another's email: together far below the bytes a firm's pending
+    // imports may hold, and more imports than the old cap of 4 let wait at once.
+    const batches = Array.from({ length: 8 }, (_, b) => [
+      row(b),
+      row(b + 1),
+      { phone: row(b + 2).phone, email: row(11 - b).email },
+    ]);
+    const responses = await Promise.all(
+      batches.map((contacts) => firm.client.post('/api/contacts/import', { firmSlug: firm.slug, contacts })),
+    );
+    for (const res of responses) {
+      expect([200, 202], JSON.stringify(res.body).slice(0, 300)).toContain(res.status);
+    }
+    const results = await Promise.all(
+      responses.map(async (res) =>
+        res.status === 202 ? (await pollJob(firm.client, res.body.job_id as string)).body : res.body,
+      ),
+    );
+    for (const result of results as ImportSummary[]) {
+      expect(result).toMatchObject({ errors: 0 });
+      expect(result.imported + result.duplicates).toBe(3);
+    }
+    const contacts = await expectNoTwins(stack, firm.slug);
+    expect(contacts.length).toBe(results.reduce((n, r) => n + (r as ImportSummary).imported, 0));
+  }, 120_000);
 });
 
 describe('bad bodies', () => {

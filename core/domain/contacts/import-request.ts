@@ -1,5 +1,5 @@
-// Contacts import, the request side: the request checks the row count, takes one of
-// the firm's pending-import slots (import-slots.ts), stores an import record and the rows
+// Contacts import, the request side: the request checks the row count, takes a pending-import
+// slot for the size of its staged rows (import-slots.ts), stores an import record and the rows
 // (import-staging.ts) and enqueues a job that names them; a worker classifies every row
 // (import-rows.ts), and the request waits for the result (CONTACTS_IMPORT_WAIT_MS), else
 // answers 202 with the job_id, which GET /api/contacts/import/{job_id} reads.
@@ -12,7 +12,7 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { CountryCode } from '../contact-points/phones.js';
 import { discardImportRows, splitImportRows, stageImportRows } from './import-staging.js';
-import { releaseImportSlot, takeImportSlot } from './import-slots.js';
+import { releaseImportSlot, stagedBytes, takeImportSlot } from './import-slots.js';
 import {
   failContactImport,
   importsCollection,
@@ -26,8 +26,10 @@ export const MAX_IMPORT_ROWS = 5000;
 
 /**
  * Stores the import record and its rows and enqueues its job; returns the job_id. 413 over 5,000
- * rows; 429 when the firm has CONTACTS_IMPORT_MAX_PENDING imports waiting. Accepted whole or not
- * at all: when a step fails, what the earlier ones stored is removed and the error thrown.
+ * rows; 429 when the firm's imports waiting would hold too many bytes with this one's staged rows
+ * (CONTACTS_IMPORT_MAX_PENDING_BYTES) or are as many as may be (CONTACTS_IMPORT_MAX_PENDING).
+ * Accepted whole or not at all: when a step fails, what the earlier ones stored is removed and
+ * the error thrown.
  * `rows` is emptied (once counted and split into its staged text).
  */
 export async function startContactImport(
@@ -50,7 +52,7 @@ export async function startContactImport(
   // holds only their text, and after staging nothing (docs/contacts.md#memory). Letting go of
   // the reference is not enough: an async caller's parameters stay reachable while it waits.
   rows.length = 0;
-  await takeImportSlot(services, firm, importId);
+  await takeImportSlot(services, firm, importId, stagedBytes(parts));
   const now = new Date();
   try {
     // The record first: if this process dies before the job is enqueued, the record (processing,

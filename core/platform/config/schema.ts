@@ -587,12 +587,19 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'booking reminder mails a firm may send per UTC day; a reminder past it is recorded `failed` with the reason',
   }),
+  contactsImportMaxPendingBytes: integer('CONTACTS_IMPORT_MAX_PENDING_BYTES', {
+    min: 1024,
+    max: 2 ** 40,
+    default: 64 * 1024 * 1024,
+    description:
+      "bytes of staged rows (their JSON text) one firm's contacts imports accepted and not yet finished may hold; an import that would pass it is `429` with `Retry-After` (one larger than it alone is let in when the firm has none pending)",
+  }),
   contactsImportMaxPending: integer('CONTACTS_IMPORT_MAX_PENDING', {
     min: 1,
-    max: 100,
-    default: 4,
+    max: 1000,
+    default: 64,
     description:
-      'contacts imports one firm may have accepted and not yet finished; one more is `429` with `Retry-After`',
+      'contacts imports one firm may have accepted and not yet finished, however small (a guard on the work of counting them; `CONTACTS_IMPORT_MAX_PENDING_BYTES` bounds what they hold); one more is `429` with `Retry-After`',
   }),
   contactsSyncMaxRows: integer('CONTACTS_SYNC_MAX_ROWS', {
     min: 100,
