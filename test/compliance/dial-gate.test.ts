@@ -248,7 +248,7 @@ describe('frequency caps', () => {
     const first = (await decisionsOf(firm.slug, florida)).find((d) => d.stage === 'dial')!;
     const fourth = await firm.client.post('/api/v2/create-outbound-call', body);
     expect(fourth.status, JSON.stringify(fourth.body)).toBe(409);
-    // A direct request over the cap is blocked, naming the rule (CONTRACT §8), and says when the
+    // A direct request over the cap is blocked, naming the rule (docs/compliance.md#frequency-caps), and says when the
     // number may be called again; with when_allowed it is deferred until then (below).
     expect(fourth.body.error.code).toBe('dial_blocked');
     expect(fourth.body.error.details[0].message).toMatch(/^frequency: /);

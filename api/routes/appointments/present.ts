@@ -6,7 +6,7 @@ import type { AppointmentResponse } from './schema.js';
 /**
  * A booking as the API shows it. A replayed request's comes from the appointment record (its
  * effect's stored result): only these fields of it are sent, its status in the lead's words
- * (CONTRACT §8): `booked`, or `requested` when the event type needs confirmation (Cal.com's
+ * (docs/appointments.md#booking): `booked`, or `requested` when the event type needs confirmation (Cal.com's
  * `pending`), never said as booked.
  */
 export function appointmentView(result: AppointmentResult): Static<typeof AppointmentResponse> {

@@ -50,7 +50,7 @@ export const appointmentRoutes = [
       const slots = await freeSlots(services, firm, {
         start: query.start,
         end: query.end,
-        // The caller's zone, or the firm's (CONTRACT §8: "the caller's or firm's").
+        // The caller's zone, or the firm's (docs/appointments.md#availability).
         timeZone: query.timeZone ?? firm.settings.timezone,
       });
       return { slots: slots.map((start) => ({ start })) };

@@ -261,7 +261,7 @@ export async function judgeNewCall(
 
 /**
  * A request over the frequency cap that did not ask to be made when allowed is refused: `409
- * dial_blocked` naming `frequency` (CONTRACT §8 lists it among the rules that block), with the
+ * dial_blocked` naming `frequency` (the rules that block, docs/compliance.md#frequency-caps), with the
  * instant the oldest attempt ages out. With `when_allowed` it is scheduled for then, and a
  * campaign's call waits until then, as the gate decided.
  */
