@@ -50,6 +50,12 @@ function jsonForScriptBlock(value: unknown): string {
     .replace(/\u2029/g, '\\u2029');
 }
 
+/**
+ * What the snippet names in place of a key while the firm has none: plainly not a key (no
+ * `iwpk_`), so a page that embeds it as it is gets a clear refusal, never another firm's widget.
+ */
+export const SNIPPET_KEY_PLACEHOLDER = 'YOUR_WIDGET_KEY';
+
 /** A publishable widget key of the firm, whose snippet the page's panel shows. */
 export interface SnippetKey {
   id: string;
@@ -170,6 +176,8 @@ export function renderTestWidgetPage(input: {
         tokenExpiresAt: session.tokenExpiresAt.toISOString(),
         script,
         widgetKey: key === null ? null : { id: key.id, name: key.name, key: key.key },
+        // The key the snippet names: the firm's newest, else the placeholder.
+        snippetKey: key === null ? SNIPPET_KEY_PLACEHOLDER : key.key,
         pageUrl: PAGE_PATH,
         agents: session.agents.map((a) => ({ id: a.agent_id, name: a.agent_name })),
         settings,
@@ -198,7 +206,7 @@ export function renderTestWidgetPage(input: {
     primaryColor: escapeHtml(settings.primaryColor),
     leftChecked: settings.position === 'left' ? 'checked' : '',
     rightChecked: settings.position === 'right' ? 'checked' : '',
-    snippet: ready && key !== null ? escapeHtml(embedSnippet(script, key.key, settings)) : '',
+    snippet: ready ? escapeHtml(embedSnippet(script, key?.key ?? SNIPPET_KEY_PLACEHOLDER, settings)) : '',
     snippetKeyName: key === null ? '' : escapeHtml(key.name),
     snippetState: key === null ? 'no-key' : 'key',
     pageLink: ready ? escapeHtml(pageLink(firm, settings)) : escapeHtml(PAGE_PATH),

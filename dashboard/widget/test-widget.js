@@ -39,14 +39,16 @@
     };
   }
 
-  /** The <script> tag that embeds the widget with these settings (as page.ts's embedSnippet). */
+  /**
+   * The <script> tag that embeds the widget with these settings (as page.ts's embedSnippet), for
+   * the firm's widget key, or a placeholder in its place while the firm has none.
+   */
   function snippetFor(s) {
-    if (config.widgetKey === null) return '';
     var attributes = [
       ['src', config.script.src],
       ['integrity', config.script.integrity],
       ['crossorigin', 'anonymous'],
-      ['data-key', config.widgetKey.key],
+      ['data-key', config.snippetKey],
       ['data-agent-id', s.agentId],
       ['data-title', s.title],
       ['data-greeting', s.greeting],

@@ -312,14 +312,18 @@ describe('widget tokens that must not work', () => {
 });
 
 describe('the snippet panel', () => {
-  it("says how to create a widget key, then shows the newest key's snippet", async () => {
+  it("without a widget key, a snippet with a placeholder and how to create one; then the newest key's snippet", async () => {
     const firm = await createFirm(stack);
     await createAgent(firm.client, firm.slug);
     const before = (await firm.client.get(PAGE)).text;
     expect(before).toContain('data-snippet-state="no-key"');
     expect(before).toContain('This firm has no widget key yet');
-    expect(before).toContain('<code id="tw-snippet"></code>');
-    expect(pageConfig(before)).toMatchObject({ widgetKey: null });
+    // The snippet is there all the same, naming a placeholder that is plainly no key.
+    const placeholder = /<code id="tw-snippet">([^<]*)<\/code>/.exec(before)![1]!;
+    expect(placeholder).toMatch(
+      /^&lt;script src=&quot;.+ data-key=&quot;YOUR_WIDGET_KEY&quot; data-agent-id=/,
+    );
+    expect(pageConfig(before)).toMatchObject({ widgetKey: null, snippetKey: 'YOUR_WIDGET_KEY' });
 
     await createWidgetKey(firm.client, firm.slug, { name: 'Old site' });
     const key = await createWidgetKey(firm.client, firm.slug, { name: 'New site' });

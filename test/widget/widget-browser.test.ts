@@ -62,10 +62,10 @@ interface Opened {
   problems: string[];
 }
 
-/** The test page in a fresh browser context signed in with firm A's key (HTTP basic auth). */
-async function openPage(query: Record<string, string>): Promise<Opened> {
+/** The test page in a fresh browser context signed in with a firm's key (A's unless given; HTTP basic auth). */
+async function openPage(query: Record<string, string>, firmKey: string = firmA.key): Promise<Opened> {
   const context = await openContext(browser, {
-    httpCredentials: { username: 'firm-admin', password: firmA.key, origin: stack.baseUrl },
+    httpCredentials: { username: 'firm-admin', password: firmKey, origin: stack.baseUrl },
     viewport: { width: 1280, height: 900 },
   });
   const requests = recordRequests(context);
@@ -260,6 +260,24 @@ describe('the page in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
     expect(await say(widget, second.body.chat_id, 'Hello')).toBe(
       intakeReply(DEFAULT_INTAKE_QUESTIONS, [], 'Hello'),
     );
+  });
+
+  it('a firm with no widget key still gets the snippet, naming a placeholder, and it follows the panel', async () => {
+    const { context, page, problems } = await openPage({ firmSlug: firmB.slug }, firmB.key);
+    try {
+      const snippet = () => page.locator('#tw-snippet').textContent();
+      await expect.poll(snippet).toContain('data-key="YOUR_WIDGET_KEY"');
+      expect(await page.getByText('This firm has no widget key yet').isVisible()).toBe(true);
+      await page.getByLabel('Title').fill('Brown & Co intake');
+      expect(await snippet()).toContain('data-title="Brown &amp; Co intake"');
+      expect(await snippet()).toMatch(
+        /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\/v\/[0-9a-f]{16}\/widget\.js" /,
+      );
+      expect(await page.getByRole('button', { name: 'Copy snippet' }).isVisible()).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 
   it('changing the colour, position, title, greeting and agent changes the widget and the snippet', async () => {

@@ -15,6 +15,8 @@ export interface PageConfig {
   agents?: Array<{ id: string; name: string }>;
   settings?: { agentId: string; title: string; greeting: string; primaryColor: string; position: string };
   widgetKey?: { id: string; name: string; key: string } | null;
+  /** The key the snippet names: the firm's newest, or YOUR_WIDGET_KEY with none. */
+  snippetKey?: string;
 }
 
 /** The JSON settings block of a served test page. */
