@@ -106,10 +106,22 @@ describe('the dial gate at create-outbound-call', () => {
     expect(refused.body.error.details[0].message).toMatch(/^hours: /);
     expect(Number(refused.headers.get('retry-after'))).toBe(90 * 60);
 
-    const scheduled = await firm.client.post('/api/v2/create-outbound-call', { ...body, when_allowed: true });
+    const key = { 'Idempotency-Key': `when-allowed-${number}` };
+    const scheduled = await firm.client.post(
+      '/api/v2/create-outbound-call',
+      { ...body, when_allowed: true },
+      key,
+    );
     expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
     expect(scheduled.body.status).toBe('scheduled');
     const callId = scheduled.body.call_id as string;
+    // A repeat with the same key answers as the first did: the same call, still `scheduled`.
+    const repeat = await firm.client.post(
+      '/api/v2/create-outbound-call',
+      { ...body, when_allowed: true },
+      key,
+    );
+    expect(repeat.body).toEqual(scheduled.body);
     const call = await firm.client.get(`/api/v2/get-call/${callId}`);
     expect(call.body).toMatchObject({ status: 'registered', scheduled_for: nyAt(8 * 60) });
     expect(await simulatorDials(stack, [number])).toHaveLength(0);

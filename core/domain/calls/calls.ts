@@ -383,10 +383,16 @@ export async function registerOutboundCall(
       return true;
     },
   );
+  if (result.created) return { call_id: result.resourceId, status, repeated: false };
+  // A repeat answers as the first request did: `scheduled` for a call made to wait (when_allowed).
+  const first = await callsCollection(db).findOne(
+    { _id: result.resourceId },
+    { projection: { scheduled_for: 1 } },
+  );
   return {
     call_id: result.resourceId,
-    status: result.created ? status : 'registered',
-    repeated: !result.created,
+    status: first?.scheduled_for != null ? 'scheduled' : 'registered',
+    repeated: true,
   };
 }
 
