@@ -66,13 +66,18 @@ function itemIdOnPath(value: unknown, instancePath: string): string | number | u
 function toDetails(errors: ErrorObject[], where: string, value: unknown): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
+  const choices = allowedChoices(errors);
   // Union branches repeat each other; keep the first message per path.
   for (const e of errors) {
     // An if/then schema's own error only says "must match then"; the errors inside it say what.
     if (e.keyword === 'if') continue;
     let path = e.instancePath;
     let message = e.message ?? 'is invalid';
-    if (e.keyword === 'additionalProperties') {
+    const allowed = choices.get(e.instancePath);
+    if (allowed !== undefined && (e.keyword === 'const' || e.keyword === 'enum' || e.keyword === 'anyOf')) {
+      // A union of literals ("left" | "right") says which values it takes, not "must be equal to constant".
+      message = `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+    } else if (e.keyword === 'additionalProperties') {
       path += `/${pointerToken(String(e.params.additionalProperty))}`;
       message = 'is not an allowed field';
     } else if (e.keyword === 'required') {
@@ -91,4 +96,30 @@ function toDetails(errors: ErrorObject[], where: string, value: unknown): ErrorD
     details.push({ path: pointer === '' ? '/' : clip(pointer), message });
   }
   return details;
+}
+
+/**
+ * The values a path's literals allow, for a path whose every error is a literal's (`const`, `enum`)
+ * or the union of them (`anyOf`): a union with another kind of branch keeps its own messages.
+ */
+function allowedChoices(errors: ErrorObject[]): Map<string, unknown[]> {
+  const byPath = new Map<string, unknown[] | null>();
+  for (const e of errors) {
+    if (e.keyword === 'if') continue;
+    const known = byPath.get(e.instancePath);
+    if (known === null) continue;
+    const values = known ?? [];
+    if (e.keyword === 'const') values.push(e.params.allowedValue);
+    else if (e.keyword === 'enum') values.push(...(e.params.allowedValues as unknown[]));
+    else if (e.keyword !== 'anyOf') {
+      byPath.set(e.instancePath, null);
+      continue;
+    }
+    byPath.set(e.instancePath, values);
+  }
+  const choices = new Map<string, unknown[]>();
+  for (const [path, values] of byPath) {
+    if (values !== null && values.length > 0) choices.set(path, [...new Set(values)]);
+  }
+  return choices;
 }
