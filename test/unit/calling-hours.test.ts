@@ -526,6 +526,34 @@ const MATRIX: Case[] = [
     expectAllowed: false,
     expectNext: '2026-06-10T14:00:00Z',
   },
+  // A lead zone the number cannot be in never widens its hours: 212 with a Los Angeles lead is
+  // judged in New York and Los Angeles both. 22:30 EDT (19:30 PDT): closed by New York, and next
+  // open when Los Angeles reaches 08:00 (11:00 EDT).
+  {
+    name: 'lead zone outside the number adds to its zones (closed)',
+    phone: NUMBERS.newYork,
+    atIso: '2026-06-11T02:30:00Z',
+    leadTimeZone: 'America/Los_Angeles',
+    expectAllowed: false,
+    expectNext: '2026-06-11T15:00:00Z',
+  },
+  {
+    name: 'lead zone outside the number adds to its zones (open)',
+    phone: NUMBERS.newYork,
+    atIso: '2026-06-10T16:00:00Z',
+    leadTimeZone: 'America/Los_Angeles',
+    expectAllowed: true,
+    expectNext: '2026-06-10T16:00:00Z',
+  },
+  // The same zone under another name (libphonenumber's Asia/Calcutta, a lead's Asia/Kolkata) narrows.
+  {
+    name: 'lead zone alias narrows +91',
+    phone: NUMBERS.india,
+    atIso: '2026-06-10T04:30:00Z',
+    leadTimeZone: 'Asia/Kolkata',
+    expectAllowed: true,
+    expectNext: '2026-06-10T04:30:00Z',
+  },
 ];
 
 describe('calling hours in every possible zone of the number', () => {
@@ -623,6 +651,12 @@ describe('calling hours in every possible zone of the number', () => {
     const lead = judge(MATRIX.find((c) => c.name.startsWith('lead zone'))!);
     expect(lead).toMatchObject({ zoneSource: 'lead', limitedBy: ['default', 'lead_timezone'] });
     expect(lead.zones.map((z) => z.zone)).toEqual(['America/North_Dakota/Center']);
+    const outside = judge(MATRIX.find((c) => c.name.endsWith('adds to its zones (closed)'))!);
+    expect(outside).toMatchObject({ zoneSource: 'number', limitedBy: ['default', 'lead_timezone'] });
+    expect(outside.zones.map((z) => z.zone)).toEqual(['America/New_York', 'America/Los_Angeles']);
+    const alias = judge(MATRIX.find((c) => c.name === 'lead zone alias narrows +91')!);
+    expect(alias).toMatchObject({ zoneSource: 'lead' });
+    expect(alias.zones.map((z) => z.zone)).toEqual(['Asia/Kolkata']);
   });
 
   it('formats each zone as "YYYY-MM-DD HH:mm (ddd)"', () => {

@@ -137,6 +137,22 @@ function loadNumberData(): NumberData {
   return numberData;
 }
 
+/** The same zone under two names (libphonenumber's Asia/Calcutta, a lead's Asia/Kolkata): ICU's canonical id. */
+const canonicalZones = new Map<string, string>();
+const canonicalZone = (zone: string): string => {
+  let id = canonicalZones.get(zone);
+  if (id === undefined) {
+    try {
+      id = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+    } catch {
+      id = zone;
+    }
+    if (canonicalZones.size < 1000) canonicalZones.set(zone, id);
+  }
+  return id;
+};
+const sameZone = (a: string, b: string): boolean => a === b || canonicalZone(a) === canonicalZone(b);
+
 const knownZones = new Map<string, boolean>();
 /** isTimeZone, remembered (it builds an Intl formatter, which costs more than the rest of a verdict). */
 const knownZone = (zone: string): boolean => {
@@ -600,7 +616,7 @@ function holidaysMet(
 /** Judges whether a number may be called at `atMs` and, if not, when it may next. */
 export function judgeHours(input: {
   phone: string; // E.164
-  leadTimeZone?: string | null; // narrows the zones to this one when set
+  leadTimeZone?: string | null; // narrows the number's zones to this one when it is one of them
   firmTimeZone: string; // the firm's calling_window is read in this zone (as today)
   firmWindow?: CallingWindow | null;
   atMs: number;
@@ -611,9 +627,18 @@ export function judgeHours(input: {
   const limitedBy = ['default'];
   let zones: string[];
   let zoneSource: 'lead' | 'number' | 'firm';
-  if (typeof input.leadTimeZone === 'string' && knownZone(input.leadTimeZone)) {
-    zones = [input.leadTimeZone];
+  const lead =
+    typeof input.leadTimeZone === 'string' && knownZone(input.leadTimeZone) ? input.leadTimeZone : null;
+  if (lead !== null && (place.zones.length === 0 || place.zones.some((z) => sameZone(z, lead)))) {
+    // The lead's own zone narrows the number's possible zones to the one it is in.
+    zones = [lead];
     zoneSource = 'lead';
+    limitedBy.push('lead_timezone');
+  } else if (lead !== null) {
+    // A zone the number cannot be in only narrows the hours further (every zone of the number
+    // and the lead's must allow the call): a stated zone never widens what the number allows.
+    zones = [...place.zones, lead];
+    zoneSource = 'number';
     limitedBy.push('lead_timezone');
   } else if (place.zones.length > 0) {
     zones = place.zones;
