@@ -153,6 +153,8 @@ const REDIS_DOWN = [
   'MaxRetriesPerRequestError',
   'ECONNREFUSED',
   'Reached the max retries per request limit',
+  // A producer's command with no reply in time (a Redis that is stopped or cut off: redis.ts).
+  'Command timed out',
 ];
 
 export function isRedisUnavailable(err: unknown): boolean {

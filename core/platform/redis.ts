@@ -57,10 +57,20 @@ function placeOptions(settings: RedisSettings): RedisOptions {
 }
 
 /**
- * Producers (the web process) give up on a command after one reconnect attempt, and
- * `enqueue` refuses at once while the connection is not ready, so the API answers 503
- * instead of hanging; workers wait for Redis forever, as BullMQ requires. (The offline
- * queue stays on for producers: BullMQ sends INFO as soon as a Queue is constructed.)
+ * How long a producer waits for one command's reply. A Redis that accepts connections but
+ * answers nothing (a stopped process, a partition that drops packets) would otherwise hold a
+ * request until TCP gives up (150 s was seen); past this the command fails as Redis down does, so
+ * the API answers 503 and a webhook is kept in MongoDB. Far above any command's time on a busy
+ * machine: the web issues no blocking command.
+ */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
+
+/**
+ * Producers (the web process) give up on a command after one reconnect attempt, or when it has
+ * no reply within PRODUCER_COMMAND_TIMEOUT_MS, and `enqueue` refuses at once while the connection
+ * is not ready, so the API answers 503 instead of hanging; workers wait for Redis forever, as
+ * BullMQ requires. (The offline queue stays on for producers: BullMQ sends INFO as soon as a
+ * Queue is constructed.)
  */
 export function createRedis(settings: RedisSettings, role: RedisRole): RedisClient {
   const common: RedisOptions = {
@@ -70,7 +80,7 @@ export function createRedis(settings: RedisSettings, role: RedisRole): RedisClie
   };
   const options: RedisOptions =
     role === 'producer'
-      ? { ...common, maxRetriesPerRequest: 1 }
+      ? { ...common, maxRetriesPerRequest: 1, commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
   const placed = { ...options, ...placeOptions(settings) };
   const redis =
