@@ -32,27 +32,33 @@ async function listed(): Promise<any[]> {
 }
 const entryFor = async (phone: string) => (await listed()).find((e) => e.phone === phone);
 
+/** Calls `toNumber` (whose simulated callee opts out) and waits for its entry on the list. */
+async function optOutCall(toNumber: string): Promise<{ callId: string; entry: any }> {
+  const created = await firm.client.post('/api/v2/create-outbound-call', {
+    toNumber,
+    agentId,
+    firmSlug: firm.slug,
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const callId = created.body.call_id as string;
+  const entry = await eventually(async () => {
+    const found = await entryFor(toNumber);
+    expect(found).toBeDefined();
+    return found;
+  });
+  return { callId, entry };
+}
+
 describe('an opt-out in a call', () => {
   it('a simulated caller who says "please stop calling me" is put on the list with the call and the words', async () => {
     const toNumber = '+12125553333';
-    const created = await firm.client.post('/api/v2/create-outbound-call', {
-      toNumber,
-      agentId,
-      firmSlug: firm.slug,
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const callId = created.body.call_id as string;
+    const { callId, entry } = await optOutCall(toNumber);
     const ended = await waitForCall(
       firm.client,
       callId,
       (c) => c.status === 'ended' && c.call_analysis !== null,
     );
     expect(ended.transcript).toContain("User: I'm not interested. Please stop calling me.");
-    const entry = await eventually(async () => {
-      const found = await entryFor(toNumber);
-      expect(found).toBeDefined();
-      return found;
-    });
     expect(entry).toEqual({
       phone: toNumber,
       firm: firm.slug,
@@ -68,18 +74,7 @@ describe('an opt-out in a call', () => {
   it('a callee at a possible number of no area code (+1 555 555 3333) is listed too, and can be taken off', async () => {
     // libphonenumber does not call it valid, but create-outbound-call dials it: its opt-out counts.
     const toNumber = '+15555553333';
-    const created = await firm.client.post('/api/v2/create-outbound-call', {
-      toNumber,
-      agentId,
-      firmSlug: firm.slug,
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const callId = created.body.call_id as string;
-    const entry = await eventually(async () => {
-      const found = await entryFor(toNumber);
-      expect(found).toBeDefined();
-      return found;
-    });
+    const { callId, entry } = await optOutCall(toNumber);
     expect(entry).toMatchObject({ phone: toNumber, source: 'call', evidence: { call_id: callId } });
     const removed = await stack.admin.delete(`/api/compliance/dnc/%2B15555553333?firmSlug=${firm.slug}`);
     expect(removed.status, JSON.stringify(removed.body)).toBe(200);
