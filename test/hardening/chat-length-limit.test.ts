@@ -2,10 +2,10 @@
 // and nothing capped a chat's length, so a long hostile widget chat made each turn slower than the
 // last and held up every other request of the web process (/healthz waited 558 ms behind message
 // 80). A turn now reads only its new message (the intake progress is kept with the chat), and a
-// chat takes at most 100 visitor messages (docs/widget.md#limits). What a turn costs is measured
-// as CPU of the web process (in this process: its main thread), so a loaded machine does not
-// count: turn 80 may cost at most 4 times what turn 1 did, where replaying the history made it
-// tens of times as much.
+// chat takes at most 100 visitor messages (docs/widget.md#limits). What a turn reads is shown
+// here without a clock: the chat's stored history is changed under it, and the reply still follows
+// the kept progress, as it could not if the history were replayed. What a turn costs as the chat
+// grows is measured by bench/chat-turn-cost.ts (CPU of turn 80 against turn 1 in the same run).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { intakeReply } from '../../core/domain/intake/intake-agent.js';
@@ -15,7 +15,6 @@ import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
 import { pageConfig } from '../widget/widget-helpers.js';
-import { processCpuMs } from '../helpers/growth.js';
 
 let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>> & { agentId: string };
@@ -44,40 +43,45 @@ async function widgetClient(): Promise<ApiClient> {
  * analysis reads, bounded per message by its 200 candidates).
  */
 const HOSTILE = ['a'.repeat(4000), 'a@'.repeat(2000), '12 '.repeat(1333)];
+const POISONED = 'Jane Doe, reach me at jane@example.com or 212 555 0100';
 const hostile = (i: number) => HOSTILE[i % HOSTILE.length]!;
 
-const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
-
 describe('a long hostile widget chat', () => {
-  it('80 hostile 4,000-character messages: turn 80 costs the web process at most 4 times the CPU turn 1 did', async () => {
+  it('80 hostile 4,000-character messages are each answered, and a turn reads only its new message, not the history', async () => {
     const visitor = await widgetClient();
     const { chat_id: chatId } = await createChat(visitor, firm.slug, firm.agentId);
+    const questions = (await firm.client.get(`/api/v2/get-agent/${firm.agentId}`)).body.intake_questions;
+    expect(questions[0].key).toBe('full_name');
 
-    // This process runs the web process's code: its main thread's CPU during a turn is the
-    // turn's (the test's own request is the same small cost every turn).
-    const cpu: number[] = [];
-    const wall: number[] = [];
-    for (let i = 0; i < 80; i++) {
-      const cpuBefore = processCpuMs(process.pid);
-      const started = performance.now();
-      await say(visitor, chatId, hostile(i));
-      wall.push(performance.now() - started);
-      cpu.push(processCpuMs(process.pid) - cpuBefore);
-    }
-    // Three turns of each kind of message at each end.
-    const first = median(cpu.slice(0, 6));
-    const last = median(cpu.slice(-6));
-    const figures = {
-      turn_first6_median_cpu_ms: Number(first.toFixed(1)),
-      turn_last6_median_cpu_ms: Number(last.toFixed(1)),
-      turn_first6_median_ms: Math.round(median(wall.slice(0, 6))),
-      turn_last6_median_ms: Math.round(median(wall.slice(-6))),
-      turn_max_ms: Math.round(Math.max(...wall)),
-    };
-    console.log('long hostile chat figures', JSON.stringify(figures));
-    // Each turn still runs the contact patterns once over its own 4,000 characters, and the chat
-    // document it rewrites grows; neither may add up to this. Replaying the history did.
-    expect(last, JSON.stringify(figures)).toBeLessThanOrEqual(4 * first);
+    await say(visitor, chatId, 'Jane Doe');
+    for (let i = 0; i < 78; i++) await say(visitor, chatId, hostile(i));
+    // The history as stored, changed under the chat: its first message now gives a phone and an email too.
+    const chats = stack.services.mongo.db.collection(COLLECTIONS.chats);
+    const stored = await chats.findOne({ _id: chatId as never });
+    const firstUser = stored!.messages.findIndex((m: { role: string }) => m.role === 'user');
+    expect(stored!.messages[firstUser].content).toBe('Jane Doe');
+    await chats.updateOne(
+      { _id: chatId as never },
+      { $set: { [`messages.${firstUser}.content`]: POISONED } },
+    );
+
+    const sent = ['Jane Doe', ...Array.from({ length: 78 }, (_, i) => hostile(i))];
+    const poisoned = [POISONED, ...sent.slice(1)];
+    const last = '415 555 0123';
+    const kept = intakeReply(questions, sent, last);
+    // Replaying the changed history would not ask for the email next: the two replies differ.
+    expect(intakeReply(questions, poisoned, last)).not.toBe(kept);
+    expect(await say(visitor, chatId, last)).toBe(kept);
+    // The hostile messages are kept as sent, none read as a phone or an email.
+    const answers = (await chats.findOne({ _id: chatId as never }))?.intake_progress?.answers as Array<{
+      key: string;
+      value: string;
+    }>;
+    expect(Object.fromEntries(answers.map((a) => [a.key, a.value]))).toEqual({
+      full_name: 'Jane Doe',
+      phone: '+14155550123',
+    });
+    expect((await getChat(visitor, chatId)).messages).toHaveLength(1 + 2 * 80);
   }, 180_000);
 
   it(`a chat takes ${MAX_CHAT_MESSAGES} visitor messages; the next is 429 rate_limited and not stored`, async () => {
