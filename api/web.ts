@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Services } from '../core/wiring/services.js';
 import { warnUnlessNoEviction } from '../core/platform/redis.js';
+import { watchOutboxGate } from '../core/domain/deliveries/delivery-outbox.js';
 import { createApp, type App } from './app.js';
 
 export interface Web {
@@ -22,6 +23,7 @@ export async function startWeb(services: Services, host = '0.0.0.0'): Promise<We
     server.once('error', reject);
   });
   void warnUnlessNoEviction(services.redis, services.log);
+  watchOutboxGate(services);
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : services.config.port;
   const stop = async (): Promise<void> => {

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
-import { requireFirm } from '../core/domain/access/access.js';
-import { peekFirm, type FirmDoc } from '../core/domain/firms/firms.js';
-import type { Frozen } from '../core/platform/db/read-cache.js';
-import { unauthorized } from '../core/platform/errors.js';
+import { mayActOn } from '../core/domain/access/access.js';
+import { firmWebhookKeys, type WebhookKeys } from '../core/domain/firms/webhook-keys.js';
+import { forbidden, isMongoUnavailable, notFound, quote, unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { RawBody, WebhookCredentials } from './route.js';
 import { authenticateRequest } from './router.js';
@@ -21,7 +20,7 @@ export interface SenderSignature {
   /** Why a header that is not well formed is refused. */
   malformed: string;
   /** The firm's own keys a delivery to it may be signed with (any one verifies); empty when none. */
-  secretsOf(services: Services, firm: Frozen<FirmDoc>): string[];
+  secretsOf(services: Services, firm: WebhookKeys): string[];
   /**
    * Keys the sender signs every firm's deliveries with (Retell's account key): a delivery they
    * verify is marked `sharedKey`, and the route decides whether it is this firm's.
@@ -50,17 +49,24 @@ export function webhookAuthentication(
 ): (ctx: Context, services: Services) => Promise<WebhookCredentials> {
   return async (ctx, services) => {
     const slug = String(ctx.params.firm ?? '');
-    const db = services.mongo.db;
     if (ctx.get('Authorization') !== '') {
       const principal = await authenticateRequest(ctx, services);
-      await requireFirm(db, principal, slug);
+      if (!mayActOn(principal, slug)) throw forbidden();
+      // The firm's keys stand for the firm: while MongoDB is down, their copy says it exists.
+      if ((await firmWebhookKeys(services, slug)) === null) {
+        throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
+      }
       return { principal, firm: slug };
     }
     const signature = ctx.get(sender.header);
     if (signature === '') throw unauthorized(sender.missing);
     if (!sender.wellFormed(signature)) throw unauthorized(sender.malformed);
-    // Only its keys are read: the cached document itself, not a copy.
-    const firm = await peekFirm(db, slug);
+    // Only its keys are read (from the cached document itself; from their copy while MongoDB is
+    // down). A firm with neither is answered as an unknown one, so an outage enumerates no slugs.
+    const firm = await firmWebhookKeys(services, slug).catch((err: unknown) => {
+      if (isMongoUnavailable(err)) return null;
+      throw err;
+    });
     const nonEmpty = (keys: string[]) => keys.filter((secret) => secret !== '');
     const secrets = firm === null ? [] : nonEmpty(sender.secretsOf(services, firm));
     const shared = firm === null ? [] : nonEmpty(sender.sharedSecretsOf?.(services) ?? []);

@@ -1,5 +1,6 @@
 import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
+import { capped } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
 /**
@@ -91,6 +92,9 @@ export const bookingJobs = {
     // nothing; another event of the same booking (a second reschedule) is a new job. The
     // reminder store makes a repeat a no-op anyway once this job is no longer retained.
     id: (job) => jobId('booking', job.firm, job.trigger, bookingIdPart(job.uid), job.delivery),
+    // Cal.com sends once, and every failure here is the service's own (MongoDB or Redis down):
+    // the event outlasts an outage of about an hour (jobs/backoff.ts).
+    options: capped(),
   }),
   sendReminder: defineJob<SendReminderJob>({
     queue: QUEUE.bookings,

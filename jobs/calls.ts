@@ -1,4 +1,5 @@
 import { QUEUE } from './queues.js';
+import { capped } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 import { analysisDigest } from './call-analysis.js';
 
@@ -71,7 +72,10 @@ export const callJobs = {
         : jobId('evt', job.firm, job.event, job.call.call_id),
     // The call record is the durable result; keep only a short history of these larger jobs
     // (up to about 220 kB each: the transcript's 200,000 characters and the analysis's 16 KiB).
+    // Every failure is the service's own (MongoDB or Redis down): a delivery acknowledged with
+    // a 200 outlasts an outage of about an hour (jobs/backoff.ts), where 8 attempts lasted 2 min.
     options: {
+      ...capped(),
       removeOnComplete: { age: 3600, count: 100 },
       removeOnFail: { age: 7 * 24 * 3600, count: 200 },
     },

@@ -23,6 +23,16 @@ export const maintenanceJobs = {
     options: SWEEP_RETENTION,
   }),
   /**
+   * Writes every firm's webhook keys' copy in Redis (core/domain/firms/webhook-keys.ts), hourly:
+   * firms made before the copy existed get one, and a Redis that lost its data gets them back.
+   */
+  copyWebhookKeys: defineJob<Record<string, never>>({
+    queue: QUEUE.maintenance,
+    name: 'copy-webhook-keys',
+    everyMs: 3600_000,
+    options: SWEEP_RETENTION,
+  }),
+  /**
    * Frees dial slots whose lease ran out (a lost end event) and wakes the jobs waiting for them,
    * every DIAL_SLOT_REAP_MS (30 s).
    */

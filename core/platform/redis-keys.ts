@@ -84,6 +84,15 @@ export class RedisKeys {
   }
 
   /**
+   * HASH: the firm's webhook keys sealed with the master key (`value`) and the firm's `updated_at`
+   * they are from (`version`), so a webhook delivery is authenticated while MongoDB is unreachable
+   * (core/domain/firms/webhook-keys.ts). No expiry; removed with the firm's change under way.
+   */
+  firmWebhookKeys(firm: string): string {
+    return key(this.prefix, 'firm', firm, 'webhook-keys');
+  }
+
+  /**
    * STRING, an integer: the read cache's change epoch, INCRed around every write to a cached
    * collection (core/platform/db/read-cache.ts). No expiry.
    */

@@ -43,4 +43,13 @@ describe('capped backoff', () => {
     for (let n = 1; n < CAPPED_ATTEMPTS; n++) lasts += cappedDelay(n, 1000, 0);
     expect(lasts).toBeGreaterThanOrEqual(40 * 60_000);
   });
+
+  it('the deliveries a webhook sender does not send again (call and booking events) outlast an hour of outage too', () => {
+    for (const job of [JOBS.callEvent, JOBS.bookingEvent]) {
+      expect(job.options?.backoff, job.name).toEqual({ type: CAPPED, delay: 1000 });
+      expect(job.options?.attempts, job.name).toBe(CAPPED_ATTEMPTS);
+    }
+    // The call event keeps its short retention.
+    expect(JOBS.callEvent.options?.removeOnComplete).toEqual({ age: 3600, count: 100 });
+  });
 });

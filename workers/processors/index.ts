@@ -2,7 +2,13 @@ import type { ProcessorTable } from '../runner.js';
 import { bookingEvent, sendReminder } from './bookings.js';
 import { analyzeCall, callEffect } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
-import { pruneClioOAuthStates, pruneIdempotencyKeys, reapDialSlots, rebuildDncIndex } from './maintenance.js';
+import {
+  copyWebhookKeys,
+  pruneClioOAuthStates,
+  pruneIdempotencyKeys,
+  reapDialSlots,
+  rebuildDncIndex,
+} from './maintenance.js';
 import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
 import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
@@ -20,6 +26,7 @@ export const processors: ProcessorTable = {
   simulatorStep,
   pruneIdempotencyKeys,
   pruneClioOAuthStates,
+  copyWebhookKeys,
   reapDialSlots,
   rebuildDncIndex,
   campaignFanout,

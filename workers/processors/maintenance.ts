@@ -4,6 +4,7 @@ import type { JobProcessor } from '../runner.js';
 import { reapDialSlots as reap } from '../../core/domain/pacing/dial-slots.js';
 import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js';
 import { rebuildDncIndex as rebuild } from '../../core/domain/compliance/dnc-index.js';
+import { publishEveryFirmsWebhookKeys } from '../../core/domain/firms/webhook-keys.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
@@ -11,6 +12,11 @@ export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
 /** Deletes Idempotency-Key records whose 24 h window has passed (hourly). */
 export const pruneIdempotencyKeys: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
   deleted: await prune(services.mongo.db),
+});
+
+/** Writes every firm's webhook keys' copy in Redis (hourly; core/domain/firms/webhook-keys.ts). */
+export const copyWebhookKeys: JobProcessor<Record<string, never>> = async (_job, { services }) => ({
+  firms: await publishEveryFirmsWebhookKeys(services),
 });
 
 /** Frees dial slots whose lease ran out and wakes the jobs waiting for them (every 30 s). */

@@ -39,7 +39,7 @@ const authenticateSigned = webhookAuthentication({
   wellFormed: isCalSignatureForm,
   malformed:
     'The X-Cal-Signature-256 header is not a hex HMAC-SHA256 (Cal.com sends "no-secret-provided" when its webhook has no secret: set one).',
-  secretsOf: (_services, firm) => [firm.settings.booking_webhook_secret ?? ''],
+  secretsOf: (_services, firm) => [firm.booking_webhook_secret ?? ''],
   verify: verifyCalSignature,
 });
 

@@ -26,7 +26,7 @@ export const authenticateCallWebhook = webhookAuthentication({
   wellFormed: isFreshRetellSignature,
   malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
   secretsOf: (services, firm) =>
-    voiceWebhookSecrets(services.config, firm._id, firm.settings.voice_webhook_secret),
+    voiceWebhookSecrets(services.config, firm.firm, firm.voice_webhook_secret),
   sharedSecretsOf: (services) => sharedVoiceWebhookSecrets(services.config),
   verify: verifyRetellSignature,
 });

@@ -5,6 +5,7 @@ import { requireFirm } from '../../../core/domain/access/access.js';
 import { disconnectClioIfDropped } from '../../../core/domain/crm/clio-disconnect.js';
 import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
 import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
+import { publishWebhookKeys, withdrawWebhookKeys } from '../../../core/domain/firms/webhook-keys.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
 import { defineRoute } from '../../route.js';
 import { firmView } from './present.js';
@@ -39,7 +40,13 @@ export const firmRoutes = [
       // A new firm has no agents yet: missed calls are switched on once its agent exists.
       if (callback?.enabled === true)
         await requireCallbackAgent(services.mongo.db, body.slug, callback.agent_id);
-      return firmView(await createFirm(services.mongo.db, body, urlPolicyOf(services.config)));
+      const created = await createFirm(services.mongo.db, body, urlPolicyOf(services.config));
+      // Its webhook keys' copy, for deliveries while MongoDB is down (core/domain/firms/webhook-keys.ts).
+      // A firm is made with Redis down too: then its first delivery's read writes the copy.
+      await publishWebhookKeys(services, created).catch((err: unknown) =>
+        services.log.warn({ err, firm: created._id }, 'the webhook keys copy could not be written'),
+      );
+      return firmView(created);
     },
   }),
   defineRoute({
@@ -77,7 +84,11 @@ export const firmRoutes = [
       const callback = body.settings?.missed_call_callback;
       if (callback?.enabled === true)
         await requireCallbackAgent(services.mongo.db, firm._id, callback.agent_id);
+      // The webhook keys' copy goes before the write and comes back after it, so a key replaced
+      // here is never taken from it once this has answered (core/domain/firms/webhook-keys.ts).
+      await withdrawWebhookKeys(services, firm._id);
       const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config));
+      await publishWebhookKeys(services, updated);
       // Leaving Clio's OAuth connection revokes its grant and deletes its tokens (docs/clio.md#disconnecting).
       await disconnectClioIfDropped(services, firm._id, firm.settings.crm, updated.settings.crm);
       return firmView(updated);

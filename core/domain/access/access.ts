@@ -62,6 +62,6 @@ export function requirePlatformKey(
   if (principal.kind !== 'platform' || principal.via !== 'platform_key') throw forbidden(message);
 }
 
-function mayActOn(principal: Principal, firm: string): boolean {
+export function mayActOn(principal: Principal, firm: string): boolean {
   return principal.kind === 'platform' || principal.firm === firm;
 }

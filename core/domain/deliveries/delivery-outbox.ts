@@ -73,6 +73,10 @@ class OutboxGate {
       this.behind = true;
       this.drops++;
     });
+    // Looked at as soon as Redis is (back) up, not only when a delivery comes: a delivery that
+    // comes while MongoDB is down is queued if the gate was opened before (no outbox to read).
+    services.redis.on('ready', () => void this.mustQueueBehind().catch(() => {}));
+    if (services.redis.status === 'ready') void this.mustQueueBehind().catch(() => {});
   }
 
   async mustQueueBehind(): Promise<boolean> {
@@ -105,6 +109,14 @@ const gateOf = (services: Services): OutboxGate => {
   if (gate === undefined) gates.set(services, (gate = new OutboxGate(services)));
   return gate;
 };
+
+/**
+ * Opens the web process's gate as soon as it can (Redis up, the outbox found empty), so that a
+ * delivery that comes while MongoDB is down goes straight to its queue: the web calls it at start.
+ */
+export function watchOutboxGate(services: Services): void {
+  gateOf(services);
+}
 
 const outbox = (services: Services) => collection<OutboxEntry>(services.mongo.db, COLLECTIONS.webhookOutbox);
 

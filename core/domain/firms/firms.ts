@@ -45,7 +45,17 @@ export async function peekFirm(db: Db, slug: string): Promise<Frozen<FirmDoc> | 
 
 async function loadFirm(db: Db, slug: string): Promise<FirmDoc | null> {
   const raw = await firms(db).findOne({ _id: slug });
-  return raw === null ? null : { ...raw, settings: withDefaults(await openSettings(db, slug, raw.settings)) };
+  return raw === null ? null : opened(db, raw);
+}
+
+const opened = async (db: Db, raw: FirmDoc): Promise<FirmDoc> => ({
+  ...raw,
+  settings: withDefaults(await openSettings(db, raw._id, raw.settings)),
+});
+
+/** Every firm as `getFirm` reads it, by slug, from one cursor (release's passes over the firms). */
+export async function* everyFirm(db: Db): AsyncGenerator<FirmDoc> {
+  for await (const raw of firms(db).find({}).sort({ _id: 1 })) yield await opened(db, raw);
 }
 
 export async function createFirm(

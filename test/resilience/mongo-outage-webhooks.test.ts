@@ -1,0 +1,168 @@
+// MongoDB unreachable, Redis up: a correctly authenticated webhook delivery is still taken into its
+// queue with a 200 (only with both stores down is the answer 503), and applied once MongoDB is
+// back. The firm's keys come from their sealed copy in Redis (core/domain/firms/webhook-keys.ts),
+// which follows a PATCH of the keys; the firm is one this web process has not read since (the
+// PATCH cleared its read cache), and no delivery came before the outage.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import { getFirm } from '../../core/domain/firms/firms.js';
+import { enqueue } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import {
+  copiedWebhookKeys,
+  publishEveryFirmsWebhookKeys,
+  publishWebhookKeys,
+} from '../../core/domain/firms/webhook-keys.js';
+import { calBooking, calEvent, postSigned, reminders, uid } from '../bookings/support.js';
+import { expectError } from '../helpers/expect-error.js';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
+import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+
+const OLD_VOICE = `whsec_old_${rand(6)}`;
+const VOICE = `whsec_new_${rand(6)}`;
+const BOOKING = `calsec_${rand(6)}`;
+
+let relay: TcpRelay;
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+
+beforeAll(async () => {
+  // The service reaches MongoDB through a relay this test can cut.
+  relay = await startTcpRelay(new URL(inject('mongodbUri')));
+  stack = await startStack({ env: { MONGODB_URI: relay.via(freshMongoUri()) }, workers: true });
+  firm = await createFirm(stack, { voice_webhook_secret: OLD_VOICE, booking_webhook_secret: BOOKING });
+  const patched = await firm.client.patch(`/api/firms/${firm.slug}`, {
+    settings: { voice_webhook_secret: VOICE },
+  });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+});
+
+afterAll(async () => {
+  await relay?.close();
+  relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
+  await stack?.stop();
+  await relay.close();
+});
+
+function callWebhook(slug: string, body: unknown, secret: string) {
+  const raw = JSON.stringify(body);
+  return stack.api.request('POST', `/api/v2/${slug}/webhook`, {
+    rawBody: raw,
+    headers: { 'Content-Type': 'application/json', 'x-retell-signature': signRetellWebhook(raw, secret) },
+  });
+}
+
+const started = (callId: string) => ({
+  event: 'call_started',
+  call: { call_id: callId, call_status: 'ongoing', direction: 'inbound', from_number: '+14155550123' },
+});
+
+describe('webhooks while MongoDB is unreachable', () => {
+  it('the firm’s keys are copied to Redis sealed, never in the clear', async () => {
+    const copy = await stack.services.redis.hgetall(redisKeys(stack.config).firmWebhookKeys(firm.slug));
+    expect(Object.keys(copy).sort()).toEqual(['value', 'version']);
+    expect(copy.value).not.toContain(VOICE);
+    expect(copy.value).not.toContain(BOOKING);
+    expect(JSON.parse(copy.value!).keys).toEqual({
+      voice_webhook_secret: expect.objectContaining({ sealed: 'aes-256-gcm' }),
+      booking_webhook_secret: expect.objectContaining({ sealed: 'aes-256-gcm' }),
+    });
+  });
+
+  it('signed call and booking deliveries get 200 and are applied when MongoDB is back; wrong keys get 401', async () => {
+    await relay.close();
+    await eventually(async () => {
+      const ready = await stack.admin.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.error.details).toEqual([{ path: '/mongodb', message: expect.any(String) }]);
+    }, 30_000);
+
+    const signedCall = `call_${rand()}`;
+    const bearerCall = `call_${rand()}`;
+    const res = await callWebhook(firm.slug, started(signedCall), VOICE);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({ received: true });
+    // The key the PATCH replaced is not taken from the copy.
+    expectError(await callWebhook(firm.slug, started(`call_${rand()}`), OLD_VOICE), 401, 'unauthorized');
+    // A firm with no copy is answered as an unknown one (an outage enumerates no slugs).
+    expectError(
+      await callWebhook(`no-firm-${rand(3)}`, started(`call_${rand()}`), VOICE),
+      401,
+      'unauthorized',
+    );
+    // The platform key: the copy stands for the firm.
+    const bearer = await stack.admin.post(`/api/v2/${firm.slug}/webhook`, started(bearerCall));
+    expect(bearer.status, JSON.stringify(bearer.body)).toBe(200);
+    expectError(
+      await stack.admin.post(`/api/v2/no-firm-${rand(3)}/webhook`, started(bearerCall)),
+      503,
+      'unavailable',
+    );
+
+    const bookingUid = uid();
+    const booking = calBooking(bookingUid, Date.now() + 3 * 24 * 3600_000, [
+      { email: 'jane@example.com', name: 'Jane Doe', timeZone: 'America/New_York' },
+    ]);
+    const signedBooking = await postSigned(stack, firm.slug, calEvent('BOOKING_CREATED', booking), BOOKING);
+    expect(signedBooking.status, JSON.stringify(signedBooking.body)).toBe(200);
+    expectError(
+      await postSigned(stack, firm.slug, calEvent('BOOKING_CREATED', booking), 'not-the-secret'),
+      401,
+      'unauthorized',
+    );
+
+    // Nothing is applied while MongoDB is away; everything is once it is back.
+    relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
+    for (const callId of [signedCall, bearerCall]) {
+      await eventually(async () => {
+        const call = await firm.client.get(`/api/v2/get-call/${callId}`);
+        expect(call.status, JSON.stringify(call.body)).toBe(200);
+        expect(call.body.call_status ?? call.body.status).toBe('ongoing');
+      }, 60_000);
+    }
+    await eventually(async () => {
+      const rows = await reminders(firm.client, firm.slug, bookingUid);
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.every((r) => r.booking_uid === bookingUid && r.status === 'scheduled')).toBe(true);
+    }, 60_000);
+  }, 180_000);
+
+  it('a copy from an older version of the firm never replaces a newer one', async () => {
+    const current = (await getFirm(stack.services.mongo.db, firm.slug))!;
+    await publishWebhookKeys(stack.services, {
+      ...current,
+      settings: { ...current.settings, voice_webhook_secret: OLD_VOICE },
+      updated_at: new Date(current.updated_at.getTime() - 1),
+    });
+    expect((await copiedWebhookKeys(stack.services, firm.slug))?.voice_webhook_secret).toBe(VOICE);
+  });
+
+  it('a lost copy is written again by the next delivery’s read, and by the hourly job for every firm', async () => {
+    const copyKey = redisKeys(stack.config).firmWebhookKeys(firm.slug);
+    const other = await createFirm(stack, { voice_webhook_secret: OLD_VOICE });
+    const otherKey = redisKeys(stack.config).firmWebhookKeys(other.slug);
+    await stack.services.redis.del(copyKey, otherKey);
+
+    expect((await callWebhook(firm.slug, started(`call_${rand()}`), VOICE)).status).toBe(200);
+    await eventually(async () => {
+      expect((await copiedWebhookKeys(stack.services, firm.slug))?.voice_webhook_secret).toBe(VOICE);
+    });
+    expect(await stack.services.redis.exists(otherKey)).toBe(0);
+
+    // The maintenance job, as its scheduler adds it, run by the stack's worker.
+    await stack.services.redis.del(copyKey);
+    await enqueue(stack.services.queues, JOBS.copyWebhookKeys, {});
+    await eventually(async () => {
+      expect(await copiedWebhookKeys(stack.services, firm.slug)).toEqual({
+        firm: firm.slug,
+        voice_webhook_secret: VOICE,
+        booking_webhook_secret: BOOKING,
+        fromCopy: true,
+      });
+      expect((await copiedWebhookKeys(stack.services, other.slug))?.voice_webhook_secret).toBe(OLD_VOICE);
+    });
+    expect(await publishEveryFirmsWebhookKeys(stack.services)).toBe(2);
+  });
+});
