@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'koa';
-import { mayActOn } from '../core/domain/access/access.js';
+import { firmNotFound, mayActOn } from '../core/domain/access/access.js';
 import { firmWebhookKeys, type WebhookKeys } from '../core/domain/firms/webhook-keys.js';
-import { forbidden, isMongoUnavailable, notFound, quote, unauthorized } from '../core/platform/errors.js';
+import { forbidden, isMongoUnavailable, unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { RawBody, WebhookCredentials } from './route.js';
 import { authenticateRequest } from './router.js';
@@ -53,9 +53,7 @@ export function webhookAuthentication(
       const principal = await authenticateRequest(ctx, services);
       if (!mayActOn(principal, slug)) throw forbidden();
       // The firm's keys stand for the firm: while MongoDB is down, their copy says it exists.
-      if ((await firmWebhookKeys(services, slug)) === null) {
-        throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
-      }
+      if ((await firmWebhookKeys(services, slug)) === null) throw firmNotFound(slug);
       return { principal, firm: slug };
     }
     const signature = ctx.get(sender.header);

@@ -10,9 +10,12 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
   if (!mayActOn(principal, slug)) throw forbidden();
   const firm = await getFirm(db, slug);
-  if (firm === null) throw notFound('firm', `No firm has the slug ${quote(slug)}.`);
+  if (firm === null) throw firmNotFound(slug);
   return firm;
 }
+
+/** 404 firm_not_found for a slug no firm has. */
+export const firmNotFound = (slug: string) => notFound('firm', `No firm has the slug ${quote(slug)}.`);
 
 /**
  * The firm a list is for, where firmSlug may be left out: a firm token's own firm; the platform
