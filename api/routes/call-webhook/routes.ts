@@ -25,8 +25,7 @@ export const authenticateCallWebhook = webhookAuthentication({
   missing: 'Send a bearer token or an x-retell-signature header.',
   wellFormed: isFreshRetellSignature,
   malformed: 'The x-retell-signature header is malformed or outside the 5-minute window.',
-  secretsOf: (services, firm) =>
-    voiceWebhookSecrets(services.config, firm.firm, firm.voice_webhook_secret),
+  secretsOf: (services, firm) => voiceWebhookSecrets(services.config, firm.firm, firm.voice_webhook_secret),
   sharedSecretsOf: (services) => sharedVoiceWebhookSecrets(services.config),
   verify: verifyRetellSignature,
 });
