@@ -2,7 +2,8 @@
 // queue with a 200 (only with both stores down is the answer 503), and applied once MongoDB is
 // back. The firm's keys come from their sealed copy in Redis (core/domain/firms/webhook-keys.ts),
 // which follows a PATCH of the keys; the firm is one this web process has not read since (the
-// PATCH cleared its read cache), and no delivery came before the outage.
+// PATCH cleared its read cache), and no delivery came before the outage. The firm's API key, used
+// once before, is still answered by the read cache (core/platform/db/read-cache.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
@@ -37,6 +38,12 @@ beforeAll(async () => {
     settings: { voice_webhook_secret: VOICE },
   });
   expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+  // The firm's API key in use (asking for calls it does not have): the web has read the key, not
+  // the firm. (The first request after the PATCH reads it before it learns the new change epoch,
+  // so it is not kept; the second's is.)
+  for (let i = 0; i < 2; i++) {
+    expectError(await firm.client.get(`/api/v2/get-call/call_${rand()}`), 404, 'call_not_found');
+  }
 });
 
 afterAll(async () => {
@@ -95,6 +102,10 @@ describe('webhooks while MongoDB is unreachable', () => {
     // The platform key: the copy stands for the firm.
     const bearer = await stack.admin.post(`/api/v2/${firm.slug}/webhook`, started(bearerCall));
     expect(bearer.status, JSON.stringify(bearer.body)).toBe(200);
+    // The firm's API key, read before the outage: the read cache still answers for it.
+    const keyCall = `call_${rand()}`;
+    const byKey = await firm.client.post(`/api/v2/${firm.slug}/webhook`, started(keyCall));
+    expect(byKey.status, JSON.stringify(byKey.body)).toBe(200);
     expectError(
       await stack.admin.post(`/api/v2/no-firm-${rand(3)}/webhook`, started(bearerCall)),
       503,
@@ -115,7 +126,7 @@ describe('webhooks while MongoDB is unreachable', () => {
 
     // Nothing is applied while MongoDB is away; everything is once it is back.
     relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
-    for (const callId of [signedCall, bearerCall]) {
+    for (const callId of [signedCall, bearerCall, keyCall]) {
       await eventually(async () => {
         const call = await firm.client.get(`/api/v2/get-call/${callId}`);
         expect(call.status, JSON.stringify(call.body)).toBe(200);

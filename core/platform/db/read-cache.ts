@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import type { CollectionName } from './collections.js';
+import { isMongoUnavailable } from '../errors.js';
 
 // A process-local cache of the few small documents read on almost every request or job (API key
 // hashes, firms, agents, session revocations, widget keys), so a request or a job pays no
@@ -25,6 +26,11 @@ import type { CollectionName } from './collections.js';
 //
 // Out-of-order epochs (two requests' replies, or two jobs' GETs, arriving in the other order)
 // cost only a clear: an entry is kept only when nothing was observed while it was being read.
+//
+// An entry lives TTL_MS between reads from the database. While MongoDB is unreachable, an entry
+// past that is still answered, as long as the epoch it was read under is current: so a firm API
+// key used before an outage still authenticates a webhook delivery during it (whose job waits
+// for MongoDB in its queue: docs/webhooks.md#mongodb-outages).
 
 interface Entry {
   /** Frozen, all the way down: a shared read hands out this very value. */
@@ -76,7 +82,23 @@ export class ReadCache {
       return (options.shared === true ? hit.value : copyDocument(hit.value)) as T | null;
     }
     const generation = this.generation;
-    const value = await load();
+    let value: T | null;
+    try {
+      value = await load();
+    } catch (err) {
+      // MongoDB unreachable: an entry past its TTL is still what the database holds as long as
+      // the epoch it was read under is current (every change moves the epoch and drops it), so
+      // it answers rather than a 503; never without a known epoch (Redis down too).
+      if (
+        hit === undefined ||
+        !isMongoUnavailable(err) ||
+        this.epoch === null ||
+        generation !== this.generation
+      ) {
+        throw err;
+      }
+      return (options.shared === true ? hit.value : copyDocument(hit.value)) as T | null;
+    }
     // Only what was read wholly under the epoch still current is kept: an epoch observed while
     // it was read, even an older one arriving late, may mean a change was under way.
     if (
