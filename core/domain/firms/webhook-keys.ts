@@ -1,4 +1,3 @@
-import type { Db } from 'mongodb';
 import { isMongoUnavailable } from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
@@ -40,17 +39,15 @@ interface SealedCopy {
   keys: Partial<Record<KeyField, Sealed>>;
 }
 
-type KeysHome = Pick<Services, 'redis' | 'config'> & { mongo: { db: Db } };
-
 const PUBLISH = loadRedisScript(new URL('./publish-webhook-keys.lua', import.meta.url), {
   keys: ['copy'],
   args: ['value', 'version'],
 });
 
 const aad = (firm: string, field: KeyField) => `intake-service/webhook-keys/v1|${firm}|${field}`;
-const copyKey = (home: KeysHome, firm: string) => redisKeys(home.config).firmWebhookKeys(firm);
+const copyKey = (services: Services, firm: string) => redisKeys(services.config).firmWebhookKeys(firm);
 
-export function webhookKeysOf(firm: FirmDoc | Frozen<FirmDoc>): WebhookKeys {
+function webhookKeysOf(firm: FirmDoc | Frozen<FirmDoc>): WebhookKeys {
   const keys: WebhookKeys = { firm: firm._id };
   for (const field of FIELDS) {
     const value = firm.settings[field];
@@ -60,8 +57,8 @@ export function webhookKeysOf(firm: FirmDoc | Frozen<FirmDoc>): WebhookKeys {
 }
 
 /** Writes the firm's copy, unless the one held is from a later version of the firm. */
-export async function publishWebhookKeys(home: KeysHome, firm: FirmDoc | Frozen<FirmDoc>): Promise<void> {
-  const keyring = keyringOf(home.mongo.db);
+export async function publishWebhookKeys(services: Services, firm: FirmDoc | Frozen<FirmDoc>): Promise<void> {
+  const keyring = keyringOf(services.mongo.db);
   const keys = webhookKeysOf(firm);
   const copy: SealedCopy = { kid: keyring.current.id, keys: {} };
   for (const field of FIELDS) {
@@ -69,24 +66,24 @@ export async function publishWebhookKeys(home: KeysHome, firm: FirmDoc | Frozen<
     if (value !== undefined) copy.keys[field] = seal(keyring.current.key, value, aad(firm._id, field));
   }
   await PUBLISH.run(
-    home.redis,
-    { copy: copyKey(home, firm._id) },
+    services.redis,
+    { copy: copyKey(services, firm._id) },
     { value: JSON.stringify(copy), version: firm.updated_at.getTime() },
   );
 }
 
 /** Removes the firm's copy: before a change of the firm is written. */
-export async function withdrawWebhookKeys(home: KeysHome, firm: string): Promise<void> {
-  await home.redis.del(copyKey(home, firm));
+export async function withdrawWebhookKeys(services: Services, firm: string): Promise<void> {
+  await services.redis.del(copyKey(services, firm));
 }
 
 /** The firm's keys from its copy; null when there is none (or it does not open with our keys). */
-export async function copiedWebhookKeys(home: KeysHome, firm: string): Promise<WebhookKeys | null> {
-  const value = await home.redis.hget(copyKey(home, firm), 'value');
+export async function copiedWebhookKeys(services: Services, firm: string): Promise<WebhookKeys | null> {
+  const value = await services.redis.hget(copyKey(services, firm), 'value');
   if (value === null) return null;
   try {
     const copy = JSON.parse(value) as SealedCopy;
-    const master = keyringOf(home.mongo.db).all.get(copy.kid);
+    const master = keyringOf(services.mongo.db).all.get(copy.kid);
     if (master === undefined) return null;
     const keys: WebhookKeys = { firm, fromCopy: true };
     for (const field of FIELDS) {
@@ -142,10 +139,10 @@ export async function firmWebhookKeys(services: Services, slug: string): Promise
 }
 
 /** Writes every firm's copy (the hourly `copy-webhook-keys` job): from one cursor. Returns how many. */
-export async function publishEveryFirmsWebhookKeys(home: KeysHome): Promise<number> {
+export async function publishEveryFirmsWebhookKeys(services: Services): Promise<number> {
   let count = 0;
-  for await (const firm of everyFirm(home.mongo.db)) {
-    await publishWebhookKeys(home, firm);
+  for await (const firm of everyFirm(services.mongo.db)) {
+    await publishWebhookKeys(services, firm);
     count += 1;
   }
   return count;
