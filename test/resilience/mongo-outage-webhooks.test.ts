@@ -150,6 +150,18 @@ describe('webhooks while MongoDB is unreachable', () => {
     expect((await copiedWebhookKeys(stack.services, firm.slug))?.voice_webhook_secret).toBe(VOICE);
   });
 
+  it('a PATCH refused before its write (400) leaves the copy as it was', async () => {
+    const refused = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { voice_webhook_secret: OLD_VOICE, slack_webhook_url: 'http://169.254.169.254/hook' },
+    });
+    expectError(refused, 400, 'url_not_allowed');
+    expect(await copiedWebhookKeys(stack.services, firm.slug)).toEqual({
+      firm: firm.slug,
+      voice_webhook_secret: VOICE,
+      booking_webhook_secret: BOOKING,
+    });
+  });
+
   it('a lost copy is written again by the next delivery’s read, and by the hourly job for every firm', async () => {
     const copyKey = redisKeys(stack.config).firmWebhookKeys(firm.slug);
     const other = await createFirm(stack, { voice_webhook_secret: OLD_VOICE });
@@ -170,7 +182,6 @@ describe('webhooks while MongoDB is unreachable', () => {
         firm: firm.slug,
         voice_webhook_secret: VOICE,
         booking_webhook_secret: BOOKING,
-        fromCopy: true,
       });
       expect((await copiedWebhookKeys(stack.services, other.slug))?.voice_webhook_secret).toBe(OLD_VOICE);
     });

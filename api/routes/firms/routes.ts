@@ -7,6 +7,7 @@ import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
 import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
 import { publishWebhookKeys, withdrawWebhookKeys } from '../../../core/domain/firms/webhook-keys.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
+import { AppError } from '../../../core/platform/errors.js';
 import { defineRoute } from '../../route.js';
 import { firmView } from './present.js';
 import { CreateFirmBody, FirmParams, FirmResponse, PatchFirmBody } from './schema.js';
@@ -87,7 +88,13 @@ export const firmRoutes = [
       // The webhook keys' copy goes before the write and comes back after it, so a key replaced
       // here is never taken from it once this has answered (core/domain/firms/webhook-keys.ts).
       await withdrawWebhookKeys(services, firm._id);
-      const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config));
+      const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)).catch(
+        async (err: unknown) => {
+          // Refused before anything was written (a setting not taken, the firm gone): the copy as it was.
+          if (err instanceof AppError && err.status < 500) await publishWebhookKeys(services, firm);
+          throw err;
+        },
+      );
       await publishWebhookKeys(services, updated);
       // Leaving Clio's OAuth connection revokes its grant and deletes its tokens (docs/clio.md#disconnecting).
       await disconnectClioIfDropped(services, firm._id, firm.settings.crm, updated.settings.crm);

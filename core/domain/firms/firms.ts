@@ -53,7 +53,7 @@ const opened = async (db: Db, raw: FirmDoc): Promise<FirmDoc> => ({
   settings: withDefaults(await openSettings(db, raw._id, raw.settings)),
 });
 
-/** Every firm as `getFirm` reads it, by slug, from one cursor (release's passes over the firms). */
+/** Every firm as `getFirm` reads it, by slug, from one cursor (a pass over every firm). */
 export async function* everyFirm(db: Db): AsyncGenerator<FirmDoc> {
   for await (const raw of firms(db).find({}).sort({ _id: 1 })) yield await opened(db, raw);
 }

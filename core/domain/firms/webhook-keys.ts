@@ -6,6 +6,7 @@ import { isSealed, open, seal, type Sealed } from '../../platform/secrets/envelo
 import type { Services } from '../../wiring/services.js';
 import { everyFirm, peekFirm, type FirmDoc } from './firms.js';
 import type { Frozen } from '../../platform/db/read-cache.js';
+import { RecentMemo } from '../../platform/recent-memo.js';
 
 // The keys a firm's webhook deliveries are signed with, as webhook authentication reads them
 // (api/webhook-auth.ts): from the firm (the read cache, MongoDB), or, while MongoDB cannot be
@@ -15,9 +16,9 @@ import type { Frozen } from '../../platform/db/read-cache.js';
 // The copy is a HASH per firm: the keys sealed with the master key (SECRETS_KEY; the additional
 // data names the firm and the field, so a copy moved to another firm's key does not open), and the
 // firm's `updated_at` they are from. A change of the firm removes the copy before its write and
-// writes the new one after it; a reader writes the copy it read (at most every REPUBLISH_MS per
-// firm and process: a Redis that lost its data is filled again), and a copy from an earlier
-// version never replaces a later one. So a key replaced by a PATCH is never taken from the copy
+// writes the new one after it (the old one again when the change is refused); a reader writes the
+// copy it read once per version and process, and a copy from an earlier version never replaces a
+// later one. So a key replaced by a PATCH is never taken from the copy
 // once the PATCH has answered. An hourly maintenance job writes every firm's copy (firms from
 // before this version, a Redis that lost its data).
 
@@ -26,8 +27,6 @@ export interface WebhookKeys {
   firm: string;
   voice_webhook_secret?: string;
   booking_webhook_secret?: string;
-  /** Read from the Redis copy (MongoDB unreachable), not from the firm. */
-  fromCopy?: true;
 }
 
 type KeyField = 'voice_webhook_secret' | 'booking_webhook_secret';
@@ -85,7 +84,7 @@ export async function copiedWebhookKeys(services: Services, firm: string): Promi
     const copy = JSON.parse(value) as SealedCopy;
     const master = keyringOf(services.mongo.db).all.get(copy.kid);
     if (master === undefined) return null;
-    const keys: WebhookKeys = { firm, fromCopy: true };
+    const keys: WebhookKeys = { firm };
     for (const field of FIELDS) {
       const sealed = copy.keys[field];
       if (isSealed(sealed)) keys[field] = open(master.key, sealed, aad(firm, field)).toString('utf8');
@@ -96,23 +95,20 @@ export async function copiedWebhookKeys(services: Services, firm: string): Promi
   }
 }
 
-/** How often a process writes a firm's copy again from what it read (a Redis that lost it). */
-const REPUBLISH_MS = 10 * 60_000;
-const MAX_REMEMBERED = 10_000;
-/** Per process: when each firm's copy was last written from a read, and of which version. */
-const republished = new Map<string, { version: number; at: number }>();
+/**
+ * Per process: the version of each firm whose copy a read has written, kept while the firm's
+ * deliveries keep coming (RecentMemo): a read writes the copy once per version, and the hourly job
+ * fills a Redis that lost its data.
+ */
+const published = new RecentMemo<string, number>(10_000, 10 * 60_000);
 
-function republishLater(services: Services, firm: Frozen<FirmDoc>): void {
+function publishOnce(services: Services, firm: Frozen<FirmDoc>): void {
   // While Redis is down the delivery goes to the outbox; the copy is written on a later read.
   if (services.redis.status !== 'ready') return;
   const version = firm.updated_at.getTime();
-  const last = republished.get(firm._id);
-  if (last !== undefined && last.version === version && Date.now() - last.at < REPUBLISH_MS) return;
-  if (last === undefined && republished.size >= MAX_REMEMBERED) {
-    republished.delete(republished.keys().next().value!);
-  }
-  republished.set(firm._id, { version, at: Date.now() });
-  // A failure is tried again by a read REPUBLISH_MS later (one warning, not one per delivery).
+  if (published.get(firm._id) === version) return;
+  published.set(firm._id, version);
+  // A failure is left to the hourly job (one warning, not one per delivery).
   publishWebhookKeys(services, firm).catch((err: unknown) => {
     services.log.warn({ err, firm: firm._id }, 'the webhook keys copy could not be written');
   });
@@ -127,7 +123,7 @@ export async function firmWebhookKeys(services: Services, slug: string): Promise
   try {
     const firm = await peekFirm(services.mongo.db, slug);
     if (firm === null) return null;
-    republishLater(services, firm);
+    publishOnce(services, firm);
     return webhookKeysOf(firm);
   } catch (err) {
     if (!isMongoUnavailable(err)) throw err;
