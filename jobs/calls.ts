@@ -53,6 +53,11 @@ export interface CallEventJob {
   event: CallEventName;
   call: ProviderCallSnapshot;
   received_at: number;
+  /**
+   * Signed with the platform's key and taken while MongoDB was unreachable: the worker checks
+   * that the call is the firm's before it applies anything (core/domain/calls/call-owner.ts).
+   */
+  owner_unchecked?: true;
 }
 
 export const callJobs = {

@@ -3,7 +3,9 @@
 // back. The firm's keys come from their sealed copy in Redis (core/domain/firms/webhook-keys.ts),
 // which follows a PATCH of the keys; the firm is one this web process has not read since (the
 // PATCH cleared its read cache), and no delivery came before the outage. The firm's API key, used
-// once before, is still answered by the read cache (core/platform/db/read-cache.ts).
+// once before, is still answered by the read cache (core/platform/db/read-cache.ts). A delivery
+// signed with the platform's RETELL_API_KEY is taken too, and the worker checks whose call it is
+// before applying it (core/domain/calls/call-owner.ts): another firm's call is dropped.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
@@ -24,6 +26,10 @@ import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 const OLD_VOICE = `whsec_old_${rand(6)}`;
 const VOICE = `whsec_new_${rand(6)}`;
 const BOOKING = `calsec_${rand(6)}`;
+const RETELL_API_KEY = `key_outage_${rand(6)}`;
+/** The firm's line: an inbound call to it is the firm's (core/domain/calls/call-owner.ts). */
+const FIRM_LINE = `+1415555${String(1000 + Math.floor(Math.random() * 8999))}`;
+const OTHER_AGENT = `agent_${rand(6)}`;
 
 let relay: TcpRelay;
 let stack: Stack;
@@ -32,8 +38,24 @@ let firm: Awaited<ReturnType<typeof createFirm>>;
 beforeAll(async () => {
   // The service reaches MongoDB through a relay this test can cut.
   relay = await startTcpRelay(new URL(inject('mongodbUri')));
-  stack = await startStack({ env: { MONGODB_URI: relay.via(freshMongoUri()) }, workers: true });
-  firm = await createFirm(stack, { voice_webhook_secret: OLD_VOICE, booking_webhook_secret: BOOKING });
+  stack = await startStack({
+    env: { MONGODB_URI: relay.via(freshMongoUri()), RETELL_API_KEY },
+    workers: true,
+  });
+  firm = await createFirm(stack, {
+    voice_webhook_secret: OLD_VOICE,
+    booking_webhook_secret: BOOKING,
+    from_number: FIRM_LINE,
+  });
+  // Another firm, whose agent's calls a delivery to `firm` signed with the platform key is not for.
+  const other = await createFirm(stack);
+  const agent = await stack.admin.post('/api/v2/create-agent', {
+    firmSlug: other.slug,
+    agent_name: 'Intake',
+    voice_id: 'sim-en-us-ava',
+    provider_agent_id: OTHER_AGENT,
+  });
+  expect(agent.status, JSON.stringify(agent.body)).toBe(200);
   const patched = await firm.client.patch(`/api/firms/${firm.slug}`, {
     settings: { voice_webhook_secret: VOICE },
   });
@@ -61,10 +83,22 @@ function callWebhook(slug: string, body: unknown, secret: string) {
   });
 }
 
-const started = (callId: string) => ({
+const started = (callId: string, more: Record<string, unknown> = {}) => ({
   event: 'call_started',
-  call: { call_id: callId, call_status: 'ongoing', direction: 'inbound', from_number: '+14155550123' },
+  call: {
+    call_id: callId,
+    call_status: 'ongoing',
+    direction: 'inbound',
+    from_number: '+14155550123',
+    ...more,
+  },
 });
+
+/** The call-events job of a call_started delivery to `slug`. */
+const startedJob = (slug: string, callId: string) =>
+  stack.services.queues['call-events'].getJob(
+    JOBS.callEvent.id!({ firm: slug, event: 'call_started', call: { call_id: callId }, received_at: 0 }),
+  );
 
 describe('webhooks while MongoDB is unreachable', () => {
   it('the firm’s keys are copied to Redis sealed, never in the clear', async () => {
@@ -124,9 +158,33 @@ describe('webhooks while MongoDB is unreachable', () => {
       'unauthorized',
     );
 
+    // Signed with the platform's key: whose call it is cannot be read now, so the worker checks.
+    const sharedCall = `call_${rand()}`;
+    const notOurs = `call_${rand()}`;
+    const toFirm = await callWebhook(
+      firm.slug,
+      started(sharedCall, { to_number: FIRM_LINE }),
+      RETELL_API_KEY,
+    );
+    expect(toFirm.status, JSON.stringify(toFirm.body)).toBe(200);
+    const othersCall = started(notOurs, { to_number: '+14155550999', agent_id: OTHER_AGENT });
+    const toOther = await callWebhook(firm.slug, othersCall, RETELL_API_KEY);
+    expect(toOther.status, JSON.stringify(toOther.body)).toBe(200);
+    for (const callId of [sharedCall, notOurs]) {
+      expect((await startedJob(firm.slug, callId))?.data.owner_unchecked).toBe(true);
+    }
+    expect((await startedJob(firm.slug, signedCall))?.data.owner_unchecked).toBeUndefined();
+
     // Nothing is applied while MongoDB is away; everything is once it is back.
     relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
-    for (const callId of [signedCall, bearerCall, keyCall]) {
+    await eventually(async () => {
+      expect((await startedJob(firm.slug, notOurs))?.returnvalue).toEqual({ dropped: 'not_the_firms_call' });
+    }, 60_000);
+    expectError(await firm.client.get(`/api/v2/get-call/${notOurs}`), 404, 'call_not_found');
+    expect(
+      await stack.services.mongo.db.collection('calls').countDocuments({ provider_call_id: notOurs }),
+    ).toBe(0);
+    for (const callId of [signedCall, bearerCall, keyCall, sharedCall]) {
       await eventually(async () => {
         const call = await firm.client.get(`/api/v2/get-call/${callId}`);
         expect(call.status, JSON.stringify(call.body)).toBe(200);
@@ -185,6 +243,7 @@ describe('webhooks while MongoDB is unreachable', () => {
       });
       expect((await copiedWebhookKeys(stack.services, other.slug))?.voice_webhook_secret).toBe(OLD_VOICE);
     });
-    expect(await publishEveryFirmsWebhookKeys(stack.services)).toBe(2);
+    // This store's three firms: `firm`, the other agent's and `other`.
+    expect(await publishEveryFirmsWebhookKeys(stack.services)).toBe(3);
   });
 });

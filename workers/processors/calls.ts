@@ -24,6 +24,7 @@ import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js'
 import { clock } from '../../core/platform/clock.js';
 import { BusyUntilError } from '../../core/platform/busy-until.js';
 import { recordCallStarted } from '../../core/domain/calls/record-call-events.js';
+import { ownerRefusal } from '../../core/domain/calls/call-owner.js';
 
 const DEFAULT_RATE_LIMIT_MS = 5000;
 
@@ -113,6 +114,18 @@ async function applyEvent(services: Services, data: CallEventJob): Promise<Appli
  */
 export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) => {
   const data = job.data;
+  if (data.owner_unchecked === true) {
+    // Taken under the platform's key while MongoDB was down: applied only if the call is the
+    // firm's, as the receiver would have checked (a 403 then); another firm's is dropped.
+    const refusal = await ownerRefusal(services.mongo.db, data.firm, data.call);
+    if (refusal !== null) {
+      services.log.warn(
+        { firm: data.firm, provider_call_id: data.call.call_id, event: data.event, reason: refusal },
+        'call event dropped: signed with the platform key, taken while MongoDB was down, not the firm’s call',
+      );
+      return { dropped: 'not_the_firms_call' };
+    }
+  }
   const { call, advanced } = await applyEvent(services, data);
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
   // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).

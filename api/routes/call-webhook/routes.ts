@@ -1,7 +1,6 @@
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
-import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
+import { callOwnerAtReceipt } from '../../../core/domain/calls/call-owner.js';
 import { sharedVoiceWebhookSecrets, voiceWebhookSecrets } from '../../../core/domain/calls/webhook-secret.js';
-import { getFirm } from '../../../core/domain/firms/firms.js';
 import {
   RETELL_SIGNATURE_HEADER,
   isFreshRetellSignature,
@@ -9,7 +8,7 @@ import {
 } from '../../../core/integrations/voice/webhook-signature.js';
 import { isCallEvent } from '../../../jobs/calls.js';
 import { acceptDelivery } from '../../../core/domain/deliveries/delivery-outbox.js';
-import { invalidRequest, notFound } from '../../../core/platform/errors.js';
+import { invalidRequest } from '../../../core/platform/errors.js';
 import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { webhookAuthentication } from '../../webhook-auth.js';
 import { CallWebhookBody, CallWebhookParams, CallWebhookResponse } from './schema.js';
@@ -56,18 +55,17 @@ export const callWebhookRoutes = [
           ]);
         }
         const call = snapshotProviderCall(body.call);
-        // Signed with the key Retell signs every firm's calls with: 403 unless the call is this firm's.
-        if ((koa.state.webhook as WebhookCredentials).sharedKey === true) {
-          const firm = await getFirm(services.mongo.db, params.firm);
-          if (firm === null) throw notFound('firm');
-          await requireCallOfFirm(services.mongo.db, firm, call);
-        }
+        // Signed with the key Retell signs every firm's calls with: 403 unless the call is this
+        // firm's; while MongoDB is unreachable, taken and checked by the worker before it applies it.
+        const shared = (koa.state.webhook as WebhookCredentials).sharedKey === true;
+        const owner = shared ? await callOwnerAtReceipt(services.mongo.db, params.firm, call) : 'checked';
         // In the queue, or in the MongoDB outbox while Redis is down (docs/webhooks.md#redis-outages).
         await acceptDelivery(services, 'callEvent', params.firm, {
           firm: params.firm,
           event: body.event,
           call,
           received_at: Date.now(),
+          ...(owner === 'unchecked' ? { owner_unchecked: true as const } : {}),
         });
       }
       return { received: true as const };

@@ -1,9 +1,10 @@
 import type { Db } from 'mongodb';
 import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { forbidden, quote, type AppError } from '../../platform/errors.js';
+import { AppError, forbidden, isMongoUnavailable, quote } from '../../platform/errors.js';
+import { firmNotFound } from '../access/access.js';
 import type { AgentDoc } from '../agents/agents.js';
-import type { FirmDoc } from '../firms/firms.js';
+import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { callsCollection } from './calls.js';
 import { callIdForProviderCall, claimProviderCallOwner, providerCallOwner } from './call-keys.js';
 
@@ -65,5 +66,45 @@ export async function requireCallOfFirm(db: Db, firm: FirmDoc, call: ProviderCal
   }
   if ((await claimProviderCallOwner(db, firm._id, call.call_id)) !== firm._id) {
     throw notThisFirms(firm._id, 'another firm took it first');
+  }
+}
+
+/**
+ * A delivery signed with the platform's key, as the receiver takes it: `checked` once
+ * `requireCallOfFirm` passed (its 403, and 404 for no such firm, are thrown); `unchecked` while
+ * MongoDB is unreachable, where Redis alone still takes the delivery (CONTRACT §6.1: only with both
+ * stores down is the answer 503). The firm exists then (its sealed keys in Redis let the delivery in,
+ * api/webhook-auth.ts), and the worker checks the owner before it applies anything
+ * (`ownerRefusal`).
+ */
+export async function callOwnerAtReceipt(
+  db: Db,
+  slug: string,
+  call: ProviderCallSnapshot,
+): Promise<'checked' | 'unchecked'> {
+  try {
+    const firm = await getFirm(db, slug);
+    if (firm === null) throw firmNotFound(slug);
+    await requireCallOfFirm(db, firm, call);
+    return 'checked';
+  } catch (err) {
+    if (isMongoUnavailable(err)) return 'unchecked';
+    throw err;
+  }
+}
+
+/**
+ * Why a delivery taken unchecked (above) is not the firm's, as the receiver would have answered
+ * it (403, or no such firm); null when it is the firm's. MongoDB errors are thrown: the job retries.
+ */
+export async function ownerRefusal(db: Db, slug: string, call: ProviderCallSnapshot): Promise<string | null> {
+  const firm = await getFirm(db, slug);
+  if (firm === null) return `The firm ${quote(slug)} does not exist.`;
+  try {
+    await requireCallOfFirm(db, firm, call);
+    return null;
+  } catch (err) {
+    if (err instanceof AppError && err.status === 403) return err.message;
+    throw err;
   }
 }
