@@ -70,6 +70,32 @@ describe('GET /openapi.json', () => {
     }
     expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message']);
   });
+
+  it('a query parameter the service fills in when left out is not required', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    const wronglyRequired: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const p of (op.parameters ?? []) as Array<{
+          name: string;
+          in: string;
+          required: boolean;
+          schema: any;
+        }>) {
+          if (p.in === 'query' && p.required && p.schema.default !== undefined) {
+            wronglyRequired.push(`${method} ${path} ${p.name}`);
+          }
+        }
+      }
+    }
+    expect(wronglyRequired).toEqual([]);
+    // The export is answered without `format` (NDJSON), as the document now says.
+    const firm = await stack.admin.post('/api/firms', { slug: `oa-${Date.now().toString(36)}`, name: 'F' });
+    expect(firm.status).toBe(200);
+    const res = await stack.admin.get(`/api/compliance/decisions/export?firmSlug=${firm.body.slug}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+  });
 });
 
 describe("GET /openapi.json: a firm's settings", () => {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { E164_PATTERN } from '../../../core/domain/firms/firm-settings.js';
-import { Cursor, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
+import { Cursor, Defaulted, Limit, ListFirmSlug, Timestamp } from '../../schemas/common.js';
 
 const Filter = {
   firmSlug: ListFirmSlug,
@@ -17,10 +17,12 @@ export const ListDecisionsQuery = Type.Object({
 
 export const ExportDecisionsQuery = Type.Object({
   ...Filter,
-  format: Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], {
-    default: 'ndjson',
-    description: 'ndjson (one decision per line) or csv (a header row, then one decision per row)',
-  }),
+  format: Defaulted(
+    Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], {
+      default: 'ndjson',
+      description: 'ndjson (one decision per line) or csv (a header row, then one decision per row)',
+    }),
+  ),
 });
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
