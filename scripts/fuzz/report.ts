@@ -33,6 +33,23 @@ export interface ServerError {
   interaction: Recorded;
 }
 
+/**
+ * The codes of a 502 (core/platform/errors.ts `badGateway`): an outside system (Cal.com, OpenAI,
+ * Clio, RingCentral) refused us or could not be reached. The fuzzer may give a firm such a
+ * provider (a `settings.booking` with Cal.com's own base URL and a made-up key), which this machine
+ * cannot reach or which refuses the key: the service's answer is then right, and says nothing of a
+ * defect of ours. Reported beside the findings, never gated.
+ */
+export const OUTSIDE_SYSTEM_CODES = new Set([
+  'booking_provider_error',
+  'chat_engine_error',
+  'clio_unavailable',
+  'ringcentral_unavailable',
+]);
+
+/** What a `not_a_server_error` failure is counted under when it is such a 502 (not gated). */
+export const OUTSIDE_SYSTEM_CHECK = 'outside_system_error';
+
 export interface RunSummary {
   label: string;
   seconds: number;
@@ -42,6 +59,8 @@ export interface RunSummary {
   failuresByCheck: Record<string, number>;
   failureExamples: Map<string, string>;
   serverErrors: ServerError[];
+  /** 502s in the error shape with an outside system's code (OUTSIDE_SYSTEM_CODES). */
+  outsideSystemErrors: ServerError[];
   /** Errors that may be the service's (network errors, an invalid document, ...). */
   errors: string[];
   /** The tool's own crashes: an exception inside Schemathesis, Hypothesis or hooks.py. */
@@ -87,6 +106,7 @@ export async function readRun(r: RunResult, answered: Record<string, number>): P
     failuresByCheck: {},
     failureExamples: new Map(),
     serverErrors: [],
+    outsideSystemErrors: [],
     errors: [],
     toolCrashes: [],
     complete: false,
@@ -144,15 +164,20 @@ export async function readRun(r: RunResult, answered: Record<string, number>): P
       summary.requestsSent += 1;
       const status = interaction.response?.status_code ?? 0;
       if (status < 500) continue;
-      summary.serverErrors.push({ status, method: interaction.request.method, path, interaction });
+      const error = { status, method: interaction.request.method, path, interaction };
+      (outsideSystemAnswer(interaction) ? summary.outsideSystemErrors : summary.serverErrors).push(error);
     }
     for (const [caseId, checks] of Object.entries(recorder.checks ?? {})) {
       for (const check of checks) {
         if (check.status !== 'failure') continue;
-        summary.failuresByCheck[check.name] = (summary.failuresByCheck[check.name] ?? 0) + 1;
+        const name =
+          check.name === 'not_a_server_error' && outsideSystemAnswer(recorder.interactions?.[caseId])
+            ? OUTSIDE_SYSTEM_CHECK
+            : check.name;
+        summary.failuresByCheck[name] = (summary.failuresByCheck[name] ?? 0) + 1;
         const failure = check.failure_info?.failure;
         const answer = describeResponse(recorder.interactions?.[caseId]);
-        const key = `${check.name} ${recorder.label} -> ${answer}`;
+        const key = `${name} ${recorder.label} -> ${answer}`;
         if (!summary.failureExamples.has(key)) {
           const detail = (failure?.message ?? '').split('\n')[0] || failure?.title || '';
           summary.failureExamples.set(key, `${failure?.code ?? ''} ${detail}`.trim());
@@ -171,14 +196,23 @@ export async function readRun(r: RunResult, answered: Record<string, number>): P
   return summary;
 }
 
+/** The error code of a recorded response in the error shape, else ''. */
+function errorCode(i: Recorded): string {
+  try {
+    return (JSON.parse(decode(i.response?.content)) as { error?: { code?: string } }).error?.code ?? '';
+  } catch {
+    return ''; // not JSON
+  }
+}
+
+/** A 502 in the error shape naming an outside system (OUTSIDE_SYSTEM_CODES). */
+export function outsideSystemAnswer(i: Recorded | undefined): boolean {
+  return i?.response?.status_code === 502 && OUTSIDE_SYSTEM_CODES.has(errorCode(i));
+}
+
 /** "400 unknown_voice": the status and the error code of a recorded response. */
 function describeResponse(i: Recorded | undefined): string {
   if (i?.response == null) return 'no response';
-  let code = '';
-  try {
-    code = (JSON.parse(decode(i.response.content)) as { error?: { code?: string } }).error?.code ?? '';
-  } catch {
-    // not JSON
-  }
+  const code = errorCode(i);
   return `${i.response.status_code}${code === '' ? '' : ` ${code}`}`;
 }

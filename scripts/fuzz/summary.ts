@@ -6,7 +6,8 @@ import { outDir } from './settings.js';
 /**
  * The checks whose failures fail the run: a 5xx, and a response the document does not
  * describe (its status, content type, headers or body). The other checks (negative data
- * accepted, valid data rejected, auth, use after free, ...) are reported, not gated.
+ * accepted, valid data rejected, auth, use after free, ...) are reported, not gated, and so is a
+ * documented 502 of an outside system (report.ts OUTSIDE_SYSTEM_CODES).
  */
 const GATE = new Set([
   'not_a_server_error',
@@ -132,6 +133,17 @@ export function printSummary(
       for (const g of groups) {
         out.push(`    ${g.status} ${g.method} (${g.count}x) server: ${g.cause}`);
         out.push(`      paths: ${list([...g.paths].sort(), 6)}`);
+        out.push(`      ${curl(g.example, base)}`);
+      }
+    }
+    const outside = groupServerErrors(r.outsideSystemErrors, logIndex);
+    if (outside.length > 0) {
+      // Not gated: the service answered for a provider this machine cannot reach (report.ts).
+      out.push(
+        `  note 502 from outside systems: ${r.outsideSystemErrors.length}, in ${outside.length} groups`,
+      );
+      for (const g of outside) {
+        out.push(`    ${g.status} ${g.method} (${g.count}x) server: ${g.cause}`);
         out.push(`      ${curl(g.example, base)}`);
       }
     }
