@@ -73,9 +73,9 @@ export async function requireCallOfFirm(db: Db, firm: FirmDoc, call: ProviderCal
  * A delivery signed with the platform's key, as the receiver takes it: `checked` once
  * `requireCallOfFirm` passed (its 403, and 404 for no such firm, are thrown); `unchecked` while
  * MongoDB is unreachable, where Redis alone still takes the delivery (only with both stores down
- * is a delivery answered 503: docs/webhooks.md#mongodb-outages). The firm exists then (its sealed keys in Redis let the delivery in,
- * api/webhook-auth.ts), and the worker checks the owner before it applies anything
- * (`ownerRefusal`).
+ * is a delivery answered 503: docs/webhooks.md#mongodb-outages). The firm exists then (its sealed
+ * keys in Redis let the delivery in, api/webhook-auth.ts), and the worker checks the owner before
+ * it applies anything (`ownerRefusal`).
  */
 export async function callOwnerAtReceipt(
   db: Db,
