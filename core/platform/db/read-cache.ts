@@ -63,6 +63,10 @@ export type Frozen<T> = T extends Date
 const TTL_MS = 60_000;
 const MAX_ENTRIES = 20_000;
 
+/** An entry's value as a read gives it: itself to a shared read, else a copy the caller may change. */
+const valueOf = <T>(entry: Entry, options: ReadOptions): T | null =>
+  (options.shared === true ? entry.value : copyDocument(entry.value)) as T | null;
+
 export class ReadCache {
   private readonly entries = new Map<string, Entry>();
   /** The epoch the entries were read under; null: unknown (nothing cached is trusted). */
@@ -78,9 +82,7 @@ export class ReadCache {
   ): Promise<T | null> {
     const key = `${coll}\u0001${id}`;
     const hit = this.entries.get(key);
-    if (hit !== undefined && hit.expires > Date.now()) {
-      return (options.shared === true ? hit.value : copyDocument(hit.value)) as T | null;
-    }
+    if (hit !== undefined && hit.expires > Date.now()) return valueOf<T>(hit, options);
     const generation = this.generation;
     let value: T | null;
     try {
@@ -97,7 +99,7 @@ export class ReadCache {
       ) {
         throw err;
       }
-      return (options.shared === true ? hit.value : copyDocument(hit.value)) as T | null;
+      return valueOf<T>(hit, options);
     }
     // Only what was read wholly under the epoch still current is kept: an epoch observed while
     // it was read, even an older one arriving late, may mean a change was under way.
