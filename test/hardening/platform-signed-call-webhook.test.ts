@@ -163,3 +163,124 @@ describe('a call webhook signed with the platform RETELL_API_KEY', () => {
     expectError(await post(owner.slug), 409, 'booking_not_configured');
   });
 });
+
+// Whose agent a call is on is read by point reads: a key document per firm and provider agent id
+// (core/domain/agents/agent-keys.ts), never a query on every firm's agents (FerretDB scans the
+// table for it). A key may go stale (its agent deleted or given another id): it is checked
+// against the agent, and only then are the firm's agents asked.
+describe("a platform-signed call on a firm's agent, found by its key", () => {
+  const agentKeys = () => stack.services.mongo.db.collection<{ _id: string; agent?: string }>('agent_keys');
+  const agentsOf = () => stack.services.mongo.db.collection<AgentDoc>('agents');
+  /** An agent stored as a version before the keys stored it: no key document. */
+  const storedBefore = async (firm: string, providerAgentId: string) => {
+    const now = new Date();
+    const _id = `agent_${rand(12)}`;
+    await agentsOf().insertOne({
+      _id,
+      firm,
+      agent_name: 'Stored before the keys',
+      voice_id: 'sim-en-us-ava',
+      language: 'en-US',
+      prompt: '',
+      begin_message: 'Hello.',
+      intake_questions: [],
+      provider_agent_id: providerAgentId,
+      created_at: now,
+      updated_at: now,
+    });
+    return _id;
+  };
+  const takes = async (slug: string, providerAgentId: string) =>
+    (await deliver(slug, inbound(providerAgentId, '+14155550121').raw, RETELL_API_KEY)).status;
+
+  it('keys the agents a firm had before the keys existed, once, then believes an absent key', async () => {
+    const firm = await createFirm(stack);
+    const old = `agent_${rand(6)}`;
+    const oldAgent = await storedBefore(firm.slug, old);
+    expect(await agentKeys().findOne({ _id: `*|${firm.slug}` })).toBeNull();
+
+    expect(await takes(firm.slug, old)).toBe(200);
+    expect(await agentKeys().findOne({ _id: `${firm.slug}|${old}` })).toMatchObject({ agent: oldAgent });
+    expect(await agentKeys().findOne({ _id: `*|${firm.slug}` })).not.toBeNull();
+
+    // From now on the keys are the answer: an agent written past them (no key) is not found,
+    // which a query on the agents would have found.
+    const unkeyed = `agent_${rand(6)}`;
+    const unkeyedAgent = await storedBefore(firm.slug, unkeyed);
+    expectError(
+      await deliver(firm.slug, inbound(unkeyed, '+14155550122').raw, RETELL_API_KEY),
+      403,
+      'forbidden',
+    );
+    // The platform sending it its id again writes its key.
+    const again = await stack.admin.patch(`/api/v2/update-agent/${unkeyedAgent}`, {
+      provider_agent_id: unkeyed,
+    });
+    expect(again.status).toBe(200);
+    expect(await takes(firm.slug, unkeyed)).toBe(200);
+    // One made through the API is keyed before it is stored.
+    const made = `agent_${rand(6)}`;
+    const created = await stack.admin.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'Intake',
+      voice_id: 'sim-en-us-ava',
+      provider_agent_id: made,
+    });
+    expect(created.status).toBe(200);
+    expect(await agentKeys().findOne({ _id: `${firm.slug}|${made}` })).toMatchObject({
+      agent: created.body.agent_id,
+    });
+    expect(await takes(firm.slug, made)).toBe(200);
+  });
+
+  it("follows an agent's new provider agent id, and not its old one, nor a deleted agent's", async () => {
+    const first = `agent_${rand(6)}`;
+    const firm = await firmWithAgent(first);
+    const agentId = (await agentKeys().findOne({ _id: `${firm.slug}|${first}` }))!.agent!;
+    expect(await takes(firm.slug, first)).toBe(200);
+
+    const second = `agent_${rand(6)}`;
+    expect(
+      (await stack.admin.patch(`/api/v2/update-agent/${agentId}`, { provider_agent_id: second })).status,
+    ).toBe(200);
+    expect(await takes(firm.slug, second)).toBe(200);
+    // The old id's key is stale (its agent has another id now) and no other agent has it.
+    expectError(
+      await deliver(firm.slug, inbound(first, '+14155550123').raw, RETELL_API_KEY),
+      403,
+      'forbidden',
+    );
+
+    expect((await stack.admin.delete(`/api/v2/delete-agent/${agentId}`)).status).toBe(200);
+    expectError(
+      await deliver(firm.slug, inbound(second, '+14155550124').raw, RETELL_API_KEY),
+      403,
+      'forbidden',
+    );
+  });
+
+  it('finds the other agent of the firm that shares a provider agent id when the key names one that left it', async () => {
+    const shared = `agent_${rand(6)}`;
+    const firm = await firmWithAgent(shared);
+    const firstAgent = (await agentKeys().findOne({ _id: `${firm.slug}|${shared}` }))!.agent!;
+    const again = await stack.admin.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'Second desk',
+      voice_id: 'sim-en-us-ava',
+      provider_agent_id: shared,
+    });
+    expect(again.status).toBe(200);
+    // The key names the second agent now; that one moves to another id.
+    const secondAgent = again.body.agent_id as string;
+    expect(await agentKeys().findOne({ _id: `${firm.slug}|${shared}` })).toMatchObject({
+      agent: secondAgent,
+    });
+    const moved = `agent_${rand(6)}`;
+    expect(
+      (await stack.admin.patch(`/api/v2/update-agent/${secondAgent}`, { provider_agent_id: moved })).status,
+    ).toBe(200);
+
+    expect(await takes(firm.slug, shared)).toBe(200);
+    expect(await agentKeys().findOne({ _id: `${firm.slug}|${shared}` })).toMatchObject({ agent: firstAgent });
+  });
+});

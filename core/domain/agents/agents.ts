@@ -4,6 +4,7 @@ import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Services } from '../../wiring/services.js';
+import { agentKeyTarget, noteProviderAgent, repointAgentKey } from './agent-keys.js';
 import { findVoice } from './voices.js';
 
 export interface IntakeQuestion {
@@ -97,6 +98,8 @@ export async function createAgent(
     created_at: now,
     updated_at: now,
   };
+  // Its key first, so that an agent with a provider agent id never lacks one (agent-keys.ts).
+  await noteProviderAgent(services.mongo.db, doc);
   await agents(services.mongo.db).insertOne(doc);
   return doc;
 }
@@ -104,6 +107,18 @@ export async function createAgent(
 /** The agent with that id, whoever owns it; null when there is none. */
 export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | null> {
   return cachedRead(db, COLLECTIONS.agents, agentId, () => agents(db).findOne({ _id: agentId }));
+}
+
+/**
+ * Whether the firm has an agent whose provider agent id is `providerAgentId`, by point reads: its
+ * key, then the agent it names (agent-keys.ts).
+ */
+export async function firmHasProviderAgent(db: Db, firm: string, providerAgentId: string): Promise<boolean> {
+  const target = await agentKeyTarget(db, firm, providerAgentId);
+  if (target === null) return false;
+  const agent = await findAgent(db, target);
+  if (agent !== null && agent.firm === firm && agent.provider_agent_id === providerAgentId) return true;
+  return (await repointAgentKey(db, firm, providerAgentId)) !== null;
 }
 
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
@@ -123,6 +138,9 @@ export async function updateAgent(services: Services, agent: AgentDoc, input: Ag
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
   const next: AgentDoc = { ...agent, ...changes, updated_at: new Date() };
   const db = services.mongo.db;
+  // The key of the provider agent id sent first (written again when it is the same: an agent an
+  // earlier version stored may lack it); an old id's key is left to go stale (agent-keys.ts).
+  if (input.provider_agent_id !== undefined) await noteProviderAgent(db, next);
   const result = await changeCached(db, () => agents(db).replaceOne({ _id: agent._id }, next));
   if (result.matchedCount === 0) throw notFound('agent');
   return next;

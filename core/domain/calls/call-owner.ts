@@ -1,9 +1,8 @@
 import type { Db } from 'mongodb';
 import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { AppError, forbidden, isMongoUnavailable, quote } from '../../platform/errors.js';
 import { firmNotFound } from '../access/access.js';
-import type { AgentDoc } from '../agents/agents.js';
+import { firmHasProviderAgent } from '../agents/agents.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { callsCollection } from './calls.js';
 import { callIdForProviderCall, claimProviderCallOwner, providerCallOwner } from './call-keys.js';
@@ -34,11 +33,7 @@ async function ownsByAgentOrNumber(db: Db, firm: FirmDoc, call: ProviderCallSnap
   const number = firm.settings.from_number;
   if (number !== undefined && firmLines(call).includes(number)) return true;
   if (call.agent_id === undefined) return false;
-  const agent = await collection<AgentDoc>(db, COLLECTIONS.agents).findOne(
-    { firm: firm._id, provider_agent_id: call.agent_id },
-    { projection: { _id: 1 } },
-  );
-  return agent !== null;
+  return firmHasProviderAgent(db, firm._id, call.agent_id);
 }
 
 /** 403 unless `call` is `firm`'s (as above); claims it for the firm when it is by agent or number. */

@@ -18,6 +18,12 @@ export const COLLECTIONS = {
   /** Key documents: when a firm's session tokens were last revoked (`_id` = the firm slug). */
   sessionRevocations: 'session_revocations',
   agents: 'agents',
+  /**
+   * Key documents: an agent of a firm with a provider agent id (`<firm>|<provider agent id>`, possibly
+   * stale: checked against the agent), and a firm's marker that its keys are complete (`*|<firm>`)
+   * (core/domain/agents/agent-keys.ts).
+   */
+  agentKeys: 'agent_keys',
   calls: 'calls',
   /**
    * A call's effect records (`_id` = the call's): `effects.<name>` and the CRM's steps
@@ -77,10 +83,9 @@ export const COLLECTIONS = {
   /** Claims: a contacts sync's completion (`_id` = the sync's id) with its time, the first completer's. */
   contactSyncCompletions: 'contact_sync_completions',
   contactSyncPages: 'contact_sync_pages',
-  /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
-  /** A firm's RingCentral OAuth connection (`_id` = the firm), tokens sealed, and its webhook subscription. */
   /** Key documents: the contact a source's record became (`<firm>|<source>|<external_id>`). */
   contactExternalKeys: 'contact_external_keys',
+  /** A firm's RingCentral OAuth connection (`_id` = the firm), tokens sealed, and its webhook subscription. */
   ringcentralConnections: 'ringcentral_connections',
   /** Claims: a RingCentral connect state (`_id` = the state), single use, 10 minutes, with its PKCE verifier. */
   ringcentralOAuthStates: 'ringcentral_oauth_states',
@@ -92,6 +97,7 @@ export const COLLECTIONS = {
   missedCallCallbacks: 'missed_call_callbacks',
   /** Key documents: the last answered inbound call of a caller (`_id` = `<firm>|<caller>`). */
   inboundAnswers: 'inbound_answers',
+  /** A firm's Clio OAuth connection (`_id` = the firm slug): tokens, expiry, region, status. */
   clioConnections: 'clio_connections',
   /** Claims: a pending Clio connect (`_id` = the OAuth state), deleted when the callback uses it. */
   clioOAuthStates: 'clio_oauth_states',

@@ -12,6 +12,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.widgetKeyHashes]: [],
   [COLLECTIONS.sessionRevocations]: [],
   [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  [COLLECTIONS.agentKeys]: [],
   [COLLECTIONS.calls]: [
     // list-calls keyset: finished calls of a firm by end time then id, newest first.
     { key: { firm: 1, finished: 1, end_timestamp: -1, call_id: -1 }, name: 'firm_finished_end_id' },
