@@ -47,15 +47,21 @@ async function deliver(slug: string, raw: string, key: string) {
   });
 }
 
-async function firmWithAgent(providerAgentId: string, settings: Record<string, unknown> = {}) {
-  const firm = await createFirm(stack, settings);
+/** An agent of the firm on that provider agent, made by the platform; its id. */
+async function createAgentOn(slug: string, providerAgentId: string): Promise<string> {
   const agent = await stack.admin.post('/api/v2/create-agent', {
-    firmSlug: firm.slug,
+    firmSlug: slug,
     agent_name: 'Intake',
     voice_id: 'sim-en-us-ava',
     provider_agent_id: providerAgentId,
   });
   expect(agent.status).toBe(200);
+  return agent.body.agent_id as string;
+}
+
+async function firmWithAgent(providerAgentId: string, settings: Record<string, unknown> = {}) {
+  const firm = await createFirm(stack, settings);
+  await createAgentOn(firm.slug, providerAgentId);
   return firm;
 }
 
@@ -220,16 +226,8 @@ describe("a platform-signed call on a firm's agent, found by its key", () => {
     expect(await takes(firm.slug, unkeyed)).toBe(200);
     // One made through the API is keyed before it is stored.
     const made = `agent_${rand(6)}`;
-    const created = await stack.admin.post('/api/v2/create-agent', {
-      firmSlug: firm.slug,
-      agent_name: 'Intake',
-      voice_id: 'sim-en-us-ava',
-      provider_agent_id: made,
-    });
-    expect(created.status).toBe(200);
-    expect(await agentKeys().findOne({ _id: `${firm.slug}|${made}` })).toMatchObject({
-      agent: created.body.agent_id,
-    });
+    const madeAgent = await createAgentOn(firm.slug, made);
+    expect(await agentKeys().findOne({ _id: `${firm.slug}|${made}` })).toMatchObject({ agent: madeAgent });
     expect(await takes(firm.slug, made)).toBe(200);
   });
 
@@ -263,15 +261,8 @@ describe("a platform-signed call on a firm's agent, found by its key", () => {
     const shared = `agent_${rand(6)}`;
     const firm = await firmWithAgent(shared);
     const firstAgent = (await agentKeys().findOne({ _id: `${firm.slug}|${shared}` }))!.agent!;
-    const again = await stack.admin.post('/api/v2/create-agent', {
-      firmSlug: firm.slug,
-      agent_name: 'Second desk',
-      voice_id: 'sim-en-us-ava',
-      provider_agent_id: shared,
-    });
-    expect(again.status).toBe(200);
+    const secondAgent = await createAgentOn(firm.slug, shared);
     // The key names the second agent now; that one moves to another id.
-    const secondAgent = again.body.agent_id as string;
     expect(await agentKeys().findOne({ _id: `${firm.slug}|${shared}` })).toMatchObject({
       agent: secondAgent,
     });
