@@ -13,6 +13,8 @@ import type { AgentDoc } from './agents.js';
 // key another agent just wrote, FerretDB having no conditional delete to rely on). So it is a
 // pointer that may have gone stale: the agent it names is read (through the read cache) and
 // checked, and a stale key is followed by the one query on the firm's agents, which repoints it.
+// (A key that no agent of the firm has any more keeps costing that query: a call on an agent the
+// firm gave up, which the check then refuses.)
 //
 // Agents stored before the keys existed: a firm's marker `*|<firm>` says that its keys are
 // complete. Until it is written, an absent key is not believed either: the firm's agents are
