@@ -53,16 +53,24 @@ async function queryFirmAgent(db: Db, firm: string, providerAgentId: string): Pr
   return found?._id ?? null;
 }
 
-/** Writes a key for each of the firm's agents with a provider agent id, then the firm's marker. */
-async function completeFirmKeys(db: Db, firm: string): Promise<void> {
+/**
+ * Writes a key for each of the firm's agents with a provider agent id, then the firm's marker;
+ * returns the agent each key was written for, by provider agent id.
+ */
+async function completeFirmKeys(db: Db, firm: string): Promise<Map<string, string>> {
   const cursor = collection<AgentDoc>(db, COLLECTIONS.agents).find(
     { firm, provider_agent_id: { $exists: true } },
     { projection: { _id: 1, firm: 1, provider_agent_id: 1 } },
   );
-  for await (const agent of cursor) await noteProviderAgent(db, agent);
+  const written = new Map<string, string>();
+  for await (const agent of cursor) {
+    await noteProviderAgent(db, agent);
+    written.set(agent.provider_agent_id!, agent._id);
+  }
   const _id = markerOf(firm);
   const now = new Date();
   await agentKeys(db).replaceOne({ _id }, { completed_at: now, updated_at: now }, { upsert: true });
+  return written;
 }
 
 /**
@@ -74,8 +82,7 @@ export async function agentKeyTarget(db: Db, firm: string, providerAgentId: stri
   const key = await agentKeys(db).findOne({ _id: keyOf(firm, providerAgentId) });
   if (key !== null) return key.agent ?? null;
   if ((await agentKeys(db).findOne({ _id: markerOf(firm) })) !== null) return null;
-  await completeFirmKeys(db, firm);
-  return (await agentKeys(db).findOne({ _id: keyOf(firm, providerAgentId) }))?.agent ?? null;
+  return (await completeFirmKeys(db, firm)).get(providerAgentId) ?? null;
 }
 
 /**
