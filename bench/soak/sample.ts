@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Db } from 'mongodb';
 import { loadavg } from 'node:os';
 import { rssMiB } from '../lib/measure.js';
+import { rssParts } from './rss-parts.js';
 import type { QueueName } from '../../jobs/queues.js';
 import { classifyRedis, EVENTS_STREAM_BOUND, retentionBound } from './redis-classes.js';
 
@@ -119,6 +120,16 @@ async function countKeys(redis: Redis, pattern: string): Promise<number> {
   return n;
 }
 
+/** `<name>_rss_code_mb`, `_rss_v8_mb`, `_rss_malloc_mb`: the process's RSS by part. */
+function rssColumns(name: string, pid: number): Sample {
+  const parts = rssParts(pid);
+  return {
+    [`${name}_rss_code_mb`]: parts.code,
+    [`${name}_rss_v8_mb`]: parts.v8,
+    [`${name}_rss_malloc_mb`]: parts.malloc,
+  };
+}
+
 let sampleNo = 0;
 
 export async function takeSample(s: Sources, t: number): Promise<Sample> {
@@ -154,6 +165,10 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
     worker_native_mb: ((worker?.rss ?? NaN) - (worker?.heapTotal ?? NaN) - (worker?.external ?? NaN)) / MB,
     worker_new_space_mb: (worker?.spaces?.new_space ?? NaN) / MB,
     worker_old_space_mb: (worker?.spaces?.old_space ?? NaN) / MB,
+    // Each process's RSS by what holds it (bench/soak/rss-parts.ts): V8's code range, its heap's
+    // pages, glibc's arenas and large allocations.
+    ...rssColumns('web', s.webPid),
+    ...rssColumns('worker', s.workerPid),
     redis_used_mb: used / MB,
     redis_keys: keys,
     redis_clients_mb: infoField('mem_clients_normal') / MB,
