@@ -8,7 +8,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clioContactRow } from '../../core/domain/contacts/clio-contact-row.js';
-import { pageImportId } from '../../core/domain/contacts/contact-sync.js';
+import { contactSyncState, pageImportId } from '../../core/domain/contacts/contact-sync.js';
 import { runContactSync, SyncSliceEnded } from '../../core/domain/contacts/contact-sync-pages.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import { splitImportRows, stageImportRows } from '../../core/domain/contacts/import-staging.js';
@@ -21,6 +21,7 @@ import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 import { eventually } from '../helpers/eventually.js';
+import { readThen } from '../helpers/read-then.js';
 import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -367,6 +368,53 @@ describe('two runners of one sync at once', () => {
     expect(events.map((e) => [e.type, e.data])).toEqual([
       ['contacts.sync.completed', { job_id: jobId, status: 'completed', ...SERVED }],
     ]);
+    await stack.services.queues.contacts.remove(jobId);
+  });
+  it('a GET while a runner counts the last page and completes the sync answers running, then completed with every page; never completed without the last', async () => {
+    seedThreePages();
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    const jobId = await startSync(firm.client, firm.slug);
+    expect(await runHoldingTheJob({ syncId: jobId, firm: firm.slug })).toMatchObject({
+      status: 'completed',
+      ...SERVED,
+    });
+    // What the runner wrote for the last page and the completion, kept; the store then put back
+    // as it stood before it counted that page.
+    const db = stack.services.mongo.db;
+    const moves = db.collection<any>(COLLECTIONS.contactSyncPages);
+    const completions = db.collection<any>(COLLECTIONS.contactSyncCompletions);
+    const lastPage = `${jobId}|${SERVED.pages - 1}`;
+    const countedLast = await moves.findOne({ _id: lastPage });
+    const completion = await completions.findOne({ _id: jobId });
+    const completedRecord = await syncs().findOne({ _id: jobId });
+    const before = (await moves.findOne({ _id: `${jobId}|${SERVED.pages - 2}` })).moved;
+    expect(before).toMatchObject({ status: 'running', pages: SERVED.pages - 1 });
+    await moves.deleteOne({ _id: lastPage });
+    await completions.deleteOne({ _id: jobId });
+    await syncs().replaceOne({ _id: jobId }, before);
+
+    // GET reads the record and finds the last page not counted yet; the runner then counts it and
+    // completes the sync before GET's next read (what CI once saw: completed, 24 pages of 25).
+    const racing = readThen(db, COLLECTIONS.contactSyncPages, lastPage, async () => {
+      await moves.insertOne(countedLast);
+      await syncs().replaceOne({ _id: jobId }, countedLast.moved);
+      await completions.insertOne(completion);
+      await syncs().replaceOne({ _id: jobId }, completedRecord);
+    });
+    const seen = await contactSyncState(
+      { ...stack.services, mongo: { ...stack.services.mongo, db: racing } },
+      before,
+    );
+    // As it stood at one moment: running, the last page still to come.
+    expect(seen).toMatchObject({ status: 'running', pages: SERVED.pages - 1 });
+    expect(await moves.findOne({ _id: lastPage })).not.toBeNull();
+    // The next GET: completed, with every page.
+    expect((await firm.client.get(`/api/contacts/sync/${jobId}`)).body).toEqual({
+      job_id: jobId,
+      status: 'completed',
+      ...SERVED,
+    });
     await stack.services.queues.contacts.remove(jobId);
   });
   it('a page staged before pages were staged under a name of their own is imported from its rows on resume', async () => {

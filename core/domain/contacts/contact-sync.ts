@@ -95,8 +95,15 @@ const completions = (db: Db) => collection<{ _id: string; at: Date }>(db, COLLEC
  * that is conditional and atomic — and a runner can die between its claim and its write. The
  * claims are never undone, so GET, a resumed runner and the completion event read this. One
  * point read per page the record is behind (a miss when it is not), one more while it is running.
+ *
+ * The completion is read before the pages. A runner claims the last page, then the completion;
+ * so a completion read first has every page's claim behind it, and the walk finds them all.
+ * Read after the walk, a runner that counted the last page and completed the sync between the
+ * two reads made the answer "completed" with that page left out: a GET polled at that moment
+ * said completed with 24 of 25 pages, and completed is final.
  */
 export async function countedSync(db: Db, stored: ContactSyncDoc): Promise<ContactSyncDoc> {
+  const completed = stored.status === 'completed' ? null : await completions(db).findOne({ _id: stored._id });
   let sync = stored;
   for (;;) {
     const after = await syncPageMoves(db).findOne({ _id: `${stored._id}|${sync.pages}` });
@@ -106,7 +113,6 @@ export async function countedSync(db: Db, stored: ContactSyncDoc): Promise<Conta
   if (stored.status === 'completed') {
     return { ...sync, status: 'completed', completed_at: stored.completed_at, updated_at: stored.updated_at };
   }
-  const completed = await completions(db).findOne({ _id: stored._id });
   if (completed !== null) return { ...sync, status: 'completed', completed_at: completed.at };
   if (stored.status === 'failed') return { ...sync, status: 'failed', failure: stored.failure };
   return sync;
