@@ -370,7 +370,14 @@ describe('two runners of one sync at once', () => {
     ]);
     await stack.services.queues.contacts.remove(jobId);
   });
-  it('a GET while a runner counts the last page and completes the sync answers running, then completed with every page; never completed without the last', async () => {
+  /**
+   * A sync run to completion, then the store put back as it stood before its runner counted the
+   * last page: what the runner wrote for that page and the completion is replayed by the returned
+   * store's `between`, right after a reader's first read of the last page's claim (GET reads the
+   * record and finds that page not counted yet; the runner then counts it and completes the sync
+   * before GET's next read: what CI once saw answered completed, 24 pages of 25).
+   */
+  async function lastPageLandingMidRead() {
     seedThreePages();
     const firm = await createFirm(stack);
     await connectClio(stack, firm);
@@ -379,8 +386,6 @@ describe('two runners of one sync at once', () => {
       status: 'completed',
       ...SERVED,
     });
-    // What the runner wrote for the last page and the completion, kept; the store then put back
-    // as it stood before it counted that page.
     const db = stack.services.mongo.db;
     const moves = db.collection<any>(COLLECTIONS.contactSyncPages);
     const completions = db.collection<any>(COLLECTIONS.contactSyncCompletions);
@@ -393,19 +398,19 @@ describe('two runners of one sync at once', () => {
     await moves.deleteOne({ _id: lastPage });
     await completions.deleteOne({ _id: jobId });
     await syncs().replaceOne({ _id: jobId }, before);
-
-    // GET reads the record and finds the last page not counted yet; the runner then counts it and
-    // completes the sync before GET's next read (what CI once saw: completed, 24 pages of 25).
     const racing = readThen(db, COLLECTIONS.contactSyncPages, lastPage, async () => {
       await moves.insertOne(countedLast);
       await syncs().replaceOne({ _id: jobId }, countedLast.moved);
       await completions.insertOne(completion);
       await syncs().replaceOne({ _id: jobId }, completedRecord);
     });
-    const seen = await contactSyncState(
-      { ...stack.services, mongo: { ...stack.services.mongo, db: racing } },
-      before,
-    );
+    const services = { ...stack.services, mongo: { ...stack.services.mongo, db: racing } };
+    return { firm, jobId, before, services, lastPage, moves };
+  }
+
+  it('a GET while a runner counts the last page and completes the sync answers running, then completed with every page; never completed without the last', async () => {
+    const { firm, jobId, before, services, lastPage, moves } = await lastPageLandingMidRead();
+    const seen = await contactSyncState(services, before);
     // As it stood at one moment: running, the last page still to come.
     expect(seen).toMatchObject({ status: 'running', pages: SERVED.pages - 1 });
     expect(await moves.findOne({ _id: lastPage })).not.toBeNull();
@@ -416,6 +421,21 @@ describe('two runners of one sync at once', () => {
       ...SERVED,
     });
     await stack.services.queues.contacts.remove(jobId);
+  });
+
+  it('a GET that reads the sync running, and then finds its job gone because it completed and left BullMQ, answers completed', async () => {
+    const { firm, jobId, before, services } = await lastPageLandingMidRead();
+    // The job completed and left BullMQ's finished history (it keeps the last 20).
+    await stack.services.queues.contacts.remove(jobId);
+    expect(await contactSyncState(services, before)).toMatchObject({ status: 'completed', ...SERVED });
+    expect((await firm.client.get(`/api/contacts/sync/${jobId}`)).body).toEqual({
+      job_id: jobId,
+      status: 'completed',
+      ...SERVED,
+    });
+    // Nothing was rolled back: every page's import stands.
+    const pages = await importsOf(stack).find({ sync_id: jobId }).toArray();
+    expect(pages.map((p) => p.status)).toEqual(Array.from({ length: SERVED.pages }, () => 'completed'));
   });
   it('a page staged before pages were staged under a name of their own is imported from its rows on resume', async () => {
     seedThreePages();

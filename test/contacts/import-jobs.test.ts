@@ -6,8 +6,13 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
-import { failContactImport, settleAbandonedImports } from '../../core/domain/contacts/import-record.js';
+import {
+  failContactImport,
+  importsCollection,
+  settleAbandonedImports,
+} from '../../core/domain/contacts/import-record.js';
 import { runContactImport } from '../../core/domain/contacts/import-rows.js';
+import { contactImportState } from '../../core/domain/contacts/import-request.js';
 import { splitImportRows, stageImportRows } from '../../core/domain/contacts/import-staging.js';
 import { claimMany } from '../../core/platform/db/claim.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
@@ -117,6 +122,29 @@ describe('a job that is gone', () => {
       job_id: jobId,
       status: 'failed',
       message: expect.stringMatching(/no longer queued/),
+    });
+  });
+});
+
+describe('a job that completed and then left BullMQ', () => {
+  it('is completed for a GET that read the record while it was processing, and nothing is rolled back', async () => {
+    expect(workers).toBeUndefined();
+    const firm = await createFirm(stack);
+    const jobId = await accepted(firm.client, firm.slug, [person(4), person(5)]);
+    // A GET reads the record, processing.
+    const seenProcessing = (await importsCollection(stack.services.mongo.db).findOne({ _id: jobId }))!;
+    expect(seenProcessing).toMatchObject({ status: 'processing', result: null });
+    // Then the worker completes the import, and its job leaves the finished history (BullMQ keeps
+    // the last 20), before the GET asks BullMQ for the job.
+    await runContactImport(stack.services, { importId: jobId, firm: firm.slug, defaultCountry: 'US' });
+    await stack.services.queues.contacts.remove(jobId);
+    const answer = await contactImportState(stack.services, seenProcessing);
+    expect(answer).toMatchObject({ status: 'completed', result: { imported: 2, duplicates: 0, errors: 0 } });
+    expect(await contactsOf(stack).countDocuments({ import_id: jobId })).toBe(2);
+    expect((await firm.client.get(`/api/contacts/import/${jobId}`)).body).toMatchObject({
+      job_id: jobId,
+      status: 'completed',
+      imported: 2,
     });
   });
 });

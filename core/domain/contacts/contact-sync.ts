@@ -263,27 +263,32 @@ export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise
 /**
  * The sync failed for good (its job's last attempt, a refusal that cannot pass, or BullMQ gave
  * the job up): marked failed, the page it was importing rolled back (pages done stay: their
- * contacts are stored and counted), the claim let go. Best effort; safe to repeat.
+ * contacts are stored and counted), the claim let go. Best effort; safe to repeat. Returns the
+ * sync as it now stands: completed, and left so, when a runner completed it meanwhile (its job
+ * may then have left BullMQ's history before the caller asked for it), else failed.
  */
 export async function failContactSync(
   services: Services,
   sync: ContactSyncDoc,
   reason: string,
-): Promise<void> {
+): Promise<ContactSyncDoc> {
   const db = services.mongo.db;
   // As the claims say: a sync another runner completed is not failed by a late one, and the page
   // rolled back is the one after the newest counted.
   sync = await countedSync(db, sync);
-  if (sync.status === 'completed') return;
+  if (sync.status === 'completed') return sync;
+  const failed: ContactSyncDoc =
+    sync.status === 'failed' ? sync : { ...sync, status: 'failed', failure: reason.slice(0, 300) };
   if (sync.status === 'running') {
     await syncsCollection(db).updateOne(
       { _id: sync._id },
-      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
+      { $set: { status: 'failed', failure: failed.failure, updated_at: new Date() } },
     );
   }
   const page = await importsCollection(db).findOne({ _id: pageImportId(sync._id, sync.pages) });
   if (page !== null) await failContactImport(services, { importId: page._id, firm: page.firm }, reason);
   await releaseSyncClaim(db, sync.firm, sync._id, sync.source);
+  return failed;
 }
 
 /** The import that stores page `n` of a sync (its contacts' ids derive from it). */
@@ -292,13 +297,14 @@ export const pageImportId = (syncId: string, n: number): string =>
 
 /**
  * GET /api/contacts/sync/{job_id}: the sync as its claims say (countedSync); a running sync whose
- * job BullMQ gave up is failed here.
+ * job BullMQ gave up is failed here. The claims are read again after the job's state
+ * (failContactSync): a job that completed the sync and left BullMQ's history (it keeps the last
+ * 20) after they were first read is not gone.
  */
 export async function contactSyncState(services: Services, stored: ContactSyncDoc): Promise<ContactSyncDoc> {
   const sync = await countedSync(services.mongo.db, stored);
   if (sync.status !== 'running') return sync;
   const gone = await jobGaveUp(services, sync._id);
   if (gone === null) return sync;
-  await failContactSync(services, sync, gone);
-  return { ...sync, status: 'failed', failure: gone };
+  return failContactSync(services, sync, gone);
 }

@@ -117,27 +117,35 @@ export async function jobGaveUp(services: Services, jobId: string): Promise<stri
  * removed — its contacts, then the key documents it holds — so a later import of the same rows
  * finds them free. One delete each (by _id, or an equality on import_id); safe to repeat. Best
  * effort: the store may be what failed.
+ *
+ * Returns the record as it now stands, read here: a completed import is left as it is and
+ * returned completed (its job may have finished and left BullMQ's history after the caller read
+ * the record processing); null when there is no such import of `ref.firm`.
  */
 export async function failContactImport(
   services: Services,
   ref: { importId: string; firm: string },
   reason: string,
-): Promise<void> {
+): Promise<ContactImportDoc | null> {
   const db = services.mongo.db;
   const record = await importsCollection(db).findOne({ _id: ref.importId });
-  if (record === null || record.firm !== ref.firm || record.status === 'completed') return;
+  if (record === null || record.firm !== ref.firm) return null;
+  if (record.status === 'completed') return record;
   // The slot first, as a completed import frees it (import-rows.ts): once the import shows
   // failed, the firm may send the next one at once.
   await releaseImportSlot(services, record.firm, record._id);
+  const failed: ContactImportDoc =
+    record.status === 'failed' ? record : { ...record, status: 'failed', failure: reason.slice(0, 300) };
   if (record.status === 'processing') {
     await importsCollection(db).updateOne(
       { _id: record._id },
-      { $set: { status: 'failed', failure: reason.slice(0, 300), updated_at: new Date() } },
+      { $set: { status: 'failed', failure: failed.failure, updated_at: new Date() } },
     );
   }
   await discardImportRows(db, stagedAs(record), record.chunks ?? 0);
-  if (record.stage === 'queued') return;
+  if (record.stage === 'queued') return failed;
   // Contacts first: a key freed while its contact still stood could let another import add a twin.
   await contactsCollection(db).deleteMany({ import_id: record._id });
   await contactKeysCollection(db).deleteMany({ import_id: record._id });
+  return failed;
 }

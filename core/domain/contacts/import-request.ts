@@ -129,8 +129,10 @@ export async function contactImportState(
   if ((record.status === 'completed' && record.result !== null) || record.status === 'failed') return record;
   // A job that died without its processor running to the end (stalled too often, or removed)
   // leaves the record processing: BullMQ knows. Its writes are rolled back here (and by the sweep).
+  // The record is read again there, after the job's state: a job that completed the import and
+  // then left BullMQ's history (it keeps the last 20) once `record` was read is not gone.
   const gone = await jobGaveUp(services, record.sync_id ?? record._id);
   if (gone === null) return record;
-  await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
-  return { ...record, status: 'failed', failure: gone };
+  const now = await failContactImport(services, { importId: record._id, firm: record.firm }, gone);
+  return now ?? { ...record, status: 'failed', failure: gone };
 }
