@@ -11,7 +11,8 @@ import { recordAppointmentEvent } from './record-appointment-events.js';
 // is kept under the lead's id (leads of calls and chats have ids derived from them) and copied
 // onto the lead by whichever comes second: a write records the key document then updates the
 // lead; the lead's creation inserts the lead then reads the key document. Either order, one of
-// the two sees the other.
+// the two sees the other; and the creation reads the key document again after its copy, so an
+// event's write landing between its read and its copy is not undone (copyAppointmentToNewLead).
 //
 // Cal.com's events name a booking by uid: `booking_leads` maps `<firm>|<uid>` to the lead, written
 // when we book (and when a reschedule moves the booking to a new uid). The writes of one lead's
@@ -157,6 +158,30 @@ export async function followBookingEvent(
       new Date(event.event_at),
     );
   return moved?.leadId ?? null;
+}
+
+/** How many times a new lead copies its appointment when booking events keep moving it meanwhile. */
+const MAX_COPIES = 10;
+
+const sameAppointment = (a: LeadAppointment, b: LeadAppointment): boolean =>
+  a.booking_uid === b.booking_uid && a.start === b.start && a.status === b.status;
+
+/**
+ * Copies onto a lead just inserted the appointment recorded under its id, if any, and returns it.
+ * A booking event applied meanwhile writes the appointment, then the lead (`write`): when it lands
+ * between this read and this copy, the copy would put the older appointment back over the event's.
+ * So the appointment is read again after each copy until it stands as copied; a change after that
+ * read reaches the lead after the copy, by the event's own write.
+ */
+export async function copyAppointmentToNewLead(db: Db, leadId: string): Promise<LeadAppointment | null> {
+  let appointment = await appointmentOfLead(db, leadId);
+  for (let copies = 0; appointment !== null && copies < MAX_COPIES; copies++) {
+    await leads(db).updateOne({ _id: leadId }, { $set: { appointment } });
+    const now = await appointmentOfLead(db, leadId);
+    if (now === null || sameAppointment(now, appointment)) break;
+    appointment = now;
+  }
+  return appointment;
 }
 
 /** The appointment recorded for a lead id, if any (for a lead being created, or a conversation). */

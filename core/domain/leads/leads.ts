@@ -10,7 +10,7 @@ import { singleLine } from '../../platform/text.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { normalizeEmail } from '../contact-points/emails.js';
 import { toDialableE164, type CountryCode } from '../contact-points/phones.js';
-import { appointmentOfLead, type LeadAppointment } from '../appointments/lead-appointment.js';
+import { copyAppointmentToNewLead, type LeadAppointment } from '../appointments/lead-appointment.js';
 import { inquiryConsent, type Consent, type ConsentKind } from '../compliance/consent.js';
 
 // Leads: the people a firm may call back or put in a campaign. They come from the API, from
@@ -235,10 +235,8 @@ export async function ensureSubjectLead(
   };
   if (await claim(leadsCollection(db), lead)) {
     // An agent may have booked before the lead existed (lead-appointment.ts: the second one copies).
-    const appointment = await appointmentOfLead(db, lead._id);
-    if (appointment === null) return lead;
-    await leadsCollection(db).updateOne({ _id: lead._id }, { $set: { appointment } });
-    return { ...lead, appointment };
+    const appointment = await copyAppointmentToNewLead(db, lead._id);
+    return appointment === null ? lead : { ...lead, appointment };
   }
   const existing = await leadsCollection(db).findOne({ _id: lead._id });
   if (existing === null) throw new Error(`lead ${lead._id} was claimed but cannot be read`);
