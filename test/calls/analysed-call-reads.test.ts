@@ -10,7 +10,8 @@ import { eventually } from '../helpers/eventually.js';
 import { runCallEffects } from '../../core/domain/call-analysis/call-effects.js';
 import { finishedHere, onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { callsCollection } from '../../core/domain/calls/calls.js';
+import { callsCollection, withCallEffects } from '../../core/domain/calls/calls.js';
+import { callView } from '../../core/domain/calls/call-view.js';
 import { storeExtraction } from '../../core/domain/call-analysis/extraction.js';
 import {
   JANE,
@@ -285,5 +286,37 @@ describe("the extraction's store", () => {
     expect(stored).toEqual(first);
     expect(callCommands()).toEqual(['update', 'find']);
     expect((await calls.findOne({ _id: call._id }))?.extraction).toEqual(first);
+  });
+});
+
+describe("a call joined with its effects' records", () => {
+  it('read before its analysis was stored, and joined with the records written after: read again, so its caller data goes with its lead', async () => {
+    const { stack } = peers;
+    const { firm, callId, shownId } = await analysedCall();
+    const db = stack.services.mongo.db;
+    const stored = (await callsCollection(db).findOne({ _id: callId }))!;
+    expect(stored.extraction).toBeDefined();
+    // get-call read the call just before the analysis stored its extraction; the effects then ran
+    // and wrote their records, and get-call read those.
+    const { extraction: _extraction, ...readEarly } = stored;
+    commands = [];
+    const joined = await withCallEffects(db, readEarly);
+    const view = callView(joined);
+    expect(view.effects).toEqual(ALL_DONE);
+    expect(view.lead_id).toEqual(expect.any(String));
+    expect(view.caller_data).toMatchObject({ first_name: JANE.first_name });
+    expect(view.caller_data).toEqual(callView(stored).caller_data);
+    // The call, read once more.
+    expect(finds(COLLECTIONS.calls)).toEqual([callId]);
+    // Read as it is now, the call is joined with one read, of the records alone.
+    commands = [];
+    expect(callView(await withCallEffects(db, stored))).toEqual(view);
+    expect(finds(COLLECTIONS.calls)).toEqual([]);
+    expect(finds(COLLECTIONS.callEffects)).toEqual([callId]);
+    // And over the API.
+    expect((await firm.client.get(`/api/v2/get-call/${shownId}`)).body).toMatchObject({
+      lead_id: view.lead_id,
+      caller_data: view.caller_data,
+    });
   });
 });

@@ -15,6 +15,7 @@ import { claim } from '../../platform/db/claim.js';
 import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import type { CallerData } from '../intake/caller-data.js';
 import { inboundCallId, platformInboundCall } from './call-keys.js';
+import { callOutcome } from './call-outcome.js';
 
 // A call, outbound (create-outbound-call, campaigns) or inbound (first seen in a provider
 // webhook). The record's _id is our id for a call we create, and the API's `call_id`; an inbound
@@ -149,12 +150,28 @@ export const callEffectsCollection = (db: Db) => collection<CallEffectsDoc>(db, 
  * The call with its effects' records joined in, as get-call, list-calls and the call.* events
  * show them: one point read by `_id`, for a finished call only (effects run once the call is
  * analysed, and an analysed call is finished). The lead effect's lead is the call's `lead_id`.
+ *
+ * `call` was read before its records, and the analysis can land in between: it stores the
+ * extraction on the call (or the call_analysis that makes it voicemail came just before), then
+ * its effects write their records. Joined as read, that is a call with a lead and settled effects
+ * but no caller data, or a conversation whose effects were skipped as voicemail: a state that
+ * never was, and final for a client that reads until the effects settle. Records there while the
+ * call reads as an unextracted conversation mean exactly that, so the call is read once more
+ * (only then: the records of an analysed call come after what the analysis stored on it).
  */
 export async function withCallEffects(db: Db, call: CallDoc): Promise<CallDoc> {
   if (!call.finished) return call;
   const records = await callEffectsCollection(db).findOne({ _id: call._id }, { projection: { effects: 1 } });
   // None yet, or a call stored before the records moved (release moves them): the call's own.
   if (records?.effects === undefined) return call;
+  if (
+    call.extraction === undefined &&
+    callOutcome(call) === 'conversation' &&
+    Object.keys(records.effects).length > 0
+  ) {
+    const now = await callsCollection(db).findOne({ _id: call._id });
+    if (now !== null && now.finished) call = now;
+  }
   const lead = records.effects.lead?.state === 'done' ? records.effects.lead.result?.lead_id : undefined;
   return {
     ...call,
