@@ -428,6 +428,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'contacts-import', firm);
   }
 
+  /** The lock of one lead document: its writers take turns (core/domain/leads/lead-lock.ts). */
+  leadLock(firm: string, leadId: string): string {
+    return key(this.prefix, 'lock', 'lead', firm, leadId);
+  }
+
   /** The lock of one appointment record (its booking effect: core/domain/appointments/booking.ts). */
   appointmentLock(firm: string, appointmentId: string): string {
     return key(this.prefix, 'lock', 'appointment', firm, appointmentId);

@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { redisKeys } from '../../platform/redis-keys.js';
+import { leadLockKey } from '../leads/lead-lock.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { recordAppointmentEvent } from './record-appointment-events.js';
@@ -16,7 +16,7 @@ import { recordAppointmentEvent } from './record-appointment-events.js';
 //
 // Cal.com's events name a booking by uid: `booking_leads` maps `<firm>|<uid>` to the lead, written
 // when we book (and when a reschedule moves the booking to a new uid). The writes of one lead's
-// appointment take turns under a lock; an event older than the last one applied (Cal.com's
+// appointment take turns under the lead's lock (with the lead's other writers: lead-lock.ts); an event older than the last one applied (Cal.com's
 // createdAt) changes nothing, and an event of a booking the lead has moved away from neither.
 
 export type AppointmentStatus = 'booked' | 'requested' | 'rescheduled' | 'cancelled' | 'rejected';
@@ -81,8 +81,8 @@ async function write(db: Db, leadId: string, doc: LeadAppointmentDoc): Promise<v
   await leads(db).updateOne({ _id: leadId }, { $set: { appointment } });
 }
 
-const lockOf = (services: Services, firm: string, leadId: string) =>
-  redisKeys(services.config).appointmentLock(firm, `lead:${leadId}`);
+/** The lead's own lock: its appointment's writes take turns with every other writer of the lead. */
+const lockOf = leadLockKey;
 
 /**
  * Records the appointment we booked (or moved) for lead `leadId`, and shows it on the lead when

@@ -1,3 +1,4 @@
+import { withLeadLock } from '../leads/lead-lock.js';
 import { analysisDigest } from '../../../jobs/call-analysis.js';
 import type { Services } from '../../wiring/services.js';
 import { leadFieldsFrom } from '../intake/caller-data.js';
@@ -42,11 +43,15 @@ export async function reextract(services: Services, call: CallDoc, lastAttempt: 
   const { first_name, last_name, phone, email, case_type, summary, urgency } = fields;
   const next = { first_name, last_name, phone, email, case_type, summary, urgency };
   const leads = leadsCollection(services.mongo.db);
-  const lead = await leads.findOne({ _id: subjectLeadId('call', call._id) });
-  if (lead === null) return;
-  // lead.updated only when a field really changed (a re-analysis may say the same of the caller).
-  const changed = changedFields(lead, next);
-  if (changed.length === 0) return;
-  await leads.updateOne({ _id: lead._id }, { $set: next });
-  await recordLeadUpdated(services, { ...lead, ...next }, changed, stored.extracted_at);
+  const leadId = subjectLeadId('call', call._id);
+  // Under the lead's lock: its other writers (a workflow's update_lead, the appointment) take turns.
+  await withLeadLock(services, call.firm, leadId, async () => {
+    const lead = await leads.findOne({ _id: leadId });
+    if (lead === null) return;
+    // lead.updated only when a field really changed (a re-analysis may say the same of the caller).
+    const changed = changedFields(lead, next);
+    if (changed.length === 0) return;
+    await leads.updateOne({ _id: lead._id }, { $set: next });
+    await recordLeadUpdated(services, { ...lead, ...next }, changed, stored.extracted_at);
+  });
 }

@@ -1,3 +1,4 @@
+import { withLeadLock } from '../../leads/lead-lock.js';
 import type { Services } from '../../../wiring/services.js';
 import { CrmError } from '../../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../../integrations/team-chat/slack.js';
@@ -414,30 +415,13 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
       return input.lead === null ? { skip: 'The event is about no lead.', would } : { would };
     },
     async perform({ services, lead, would, step, context }) {
-      const current = lead!; // as read when this step began
-      const set: Pick<LeadDoc, 'workflow_status' | 'tags'> = {};
-      if (would.status !== undefined) set.workflow_status = would.status as string;
-      if (would.add_tags !== undefined)
-        set.tags = [...new Set([...(current.tags ?? []), ...(would.add_tags as string[])])];
-      // lead.updated when a field really changes, recorded before the change and keyed by the step:
-      // a step that dies between the two finds the change still to make and records the same event
-      // (nothing new); one that dies after both finds nothing to change. The workflow's own
-      // triggers do not start on it, so a graph that updates the lead it reacts to cannot loop.
-      const changed = changedFields(current, set);
-      if (changed.length > 0) {
-        await recordLeadUpdated(
-          services,
-          { ...current, ...set },
-          changed,
-          step.started_at ?? step.created_at,
-          {
-            key: `workflow|${step._id}`,
-            workflow: String(valueAt(context, 'workflow.id')),
-          },
-        );
-        await leadsCollection(services.mongo.db).updateOne({ _id: current._id }, { $set: set });
-      }
-      return { state: 'done', result: { lead_id: current._id, ...set, changed_fields: changed } };
+      // Under the lead's lock, the lead read again: another writer (a second workflow's step, a
+      // booking event, a re-analysis) may have changed it since this step began, and the tags are
+      // added to those it holds now, not to those read then (core/domain/leads/lead-lock.ts).
+      return withLeadLock(services, lead!.firm, lead!._id, async () => {
+        const current = (await leadsCollection(services.mongo.db).findOne({ _id: lead!._id })) ?? lead!;
+        return updateLead(services, current, would, step, context);
+      });
     },
   },
   webhook: {
@@ -493,6 +477,33 @@ class NoSuchEndpoint extends Error {
     super(`No webhook endpoint ${id} of this firm (it was deleted).`);
     this.name = 'NoSuchEndpoint';
   }
+}
+
+/** update_lead's change of `current` (the lead as it is now, read under its lock). */
+async function updateLead(
+  services: Services,
+  current: LeadDoc,
+  would: Result,
+  step: WorkflowStepDoc,
+  context: Context,
+): Promise<EffectOutcome<Result>> {
+  const set: Pick<LeadDoc, 'workflow_status' | 'tags'> = {};
+  if (would.status !== undefined) set.workflow_status = would.status as string;
+  if (would.add_tags !== undefined)
+    set.tags = [...new Set([...(current.tags ?? []), ...(would.add_tags as string[])])];
+  // lead.updated when a field really changes, recorded before the change and keyed by the step:
+  // a step that dies between the two finds the change still to make and records the same event
+  // (nothing new); one that dies after both finds nothing to change. The workflow's own
+  // triggers do not start on it, so a graph that updates the lead it reacts to cannot loop.
+  const changed = changedFields(current, set);
+  if (changed.length > 0) {
+    await recordLeadUpdated(services, { ...current, ...set }, changed, step.started_at ?? step.created_at, {
+      key: `workflow|${step._id}`,
+      workflow: String(valueAt(context, 'workflow.id')),
+    });
+    await leadsCollection(services.mongo.db).updateOne({ _id: current._id }, { $set: set });
+  }
+  return { state: 'done', result: { lead_id: current._id, ...set, changed_fields: changed } };
 }
 
 /** A failure no retry can fix (the step is then `failed`). */
