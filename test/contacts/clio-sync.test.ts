@@ -168,7 +168,7 @@ describe('answers around a sync', () => {
     const refused = await createFirm(stack);
     await connectClio(stack, refused);
     // What a refused refresh (invalid_grant) records (core/domain/crm/clio-connection.ts).
-    await setFirmCrm(stack.services.mongo.db, refused.slug, {
+    await setFirmCrm(stack.services, refused.slug, {
       provider: 'clio',
       oauth: { region: 'us', status: 'reconnect_required', connected_at: new Date().toISOString() },
     });

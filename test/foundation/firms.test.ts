@@ -1,6 +1,7 @@
 import { openSettings } from '../../core/domain/firms/firm-secrets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
+import { withFirmLock } from '../../core/domain/firms/firm-lock.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
 import { changeCached } from '../../core/platform/db/read-cache.js';
 import { documentedResponses } from '../helpers/documented-response.js';
@@ -338,7 +339,7 @@ describe('firm responses show exactly the documented settings', () => {
   it('a Clio connected with OAuth shows {provider, region, status, connected_at}, as documented', async () => {
     const firm = await createFirm(stack);
     const connectedAt = new Date().toISOString();
-    await setFirmCrm(stack.services.mongo.db, firm.slug, {
+    await setFirmCrm(stack.services, firm.slug, {
       provider: 'clio',
       oauth: { region: 'eu', status: 'reconnect_required', connected_at: connectedAt },
     });
@@ -347,6 +348,49 @@ describe('firm responses show exactly the documented settings', () => {
     expect(res.body.settings.crm).toEqual({
       provider: 'clio',
       region: 'eu',
+      status: 'reconnect_required',
+      connected_at: connectedAt,
+    });
+  });
+
+  it('PATCH and a change of its Clio connection take turns under the firm’s lock: neither undoes the other', async () => {
+    const firm = await createFirm(stack);
+    const connectedAt = new Date().toISOString();
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Both write the whole document: a PATCH built from the firm as read before Clio refused its
+    // refresh put `connected` back; a refusal built from the firm before a PATCH put its old
+    // settings back. While the firm's lock is held, neither writes.
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const holder = withFirmLock(stack.services, firm.slug, async () => {
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    const patch = firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { notification_emails: ['desk@turns.test'] },
+    });
+    const refused = setFirmCrm(stack.services, firm.slug, {
+      provider: 'clio',
+      oauth: { region: 'us', status: 'reconnect_required', connected_at: connectedAt },
+    });
+    // Two seconds: far longer than either write takes when nothing holds the firm.
+    const first = await Promise.race([
+      Promise.all([patch, refused]).then(() => 'landed'),
+      sleep(2_000).then(() => 'waiting'),
+    ]);
+    expect(first).toBe('waiting');
+    expect((await stored(firm.slug)).notification_emails).not.toEqual(['desk@turns.test']);
+    release();
+    await holder;
+    expect((await patch).status).toBe(200);
+    await refused;
+    const now = (await firm.client.get(`/api/firms/${firm.slug}`)).body.settings;
+    expect(now.notification_emails).toEqual(['desk@turns.test']);
+    expect(now.crm).toEqual({
+      provider: 'clio',
+      region: 'us',
       status: 'reconnect_required',
       connected_at: connectedAt,
     });

@@ -104,7 +104,7 @@ afterAll(async () => {
 
 async function firmWithClio(clio: EndlessClio) {
   const firm = await createFirm(stack);
-  await setFirmCrm(stack.services.mongo.db, firm.slug, {
+  await setFirmCrm(stack.services, firm.slug, {
     provider: 'clio',
     access_token: 'pasted_token_endless',
     base_url: clio.url,
@@ -183,7 +183,7 @@ describe('an endless Clio listing', () => {
       const clio = await startEndlessClio('slow', 0, 400);
       servers.push(clio);
       const firm = await createFirm(timed);
-      await setFirmCrm(timed.services.mongo.db, firm.slug, {
+      await setFirmCrm(timed.services, firm.slug, {
         provider: 'clio',
         access_token: 'pasted_token_endless',
         base_url: clio.url,

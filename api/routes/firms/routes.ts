@@ -4,7 +4,8 @@ import { invalidRequest, quote } from '../../../core/platform/errors.js';
 import { requireFirm } from '../../../core/domain/access/access.js';
 import { disconnectClioIfDropped } from '../../../core/domain/crm/clio-disconnect.js';
 import { refuseWidening } from '../../../core/domain/firms/firm-settings.js';
-import { createFirm, updateFirm } from '../../../core/domain/firms/firms.js';
+import { createFirm, loadFirm, updateFirm } from '../../../core/domain/firms/firms.js';
+import { withFirmLock } from '../../../core/domain/firms/firm-lock.js';
 import { publishWebhookKeys, withdrawWebhookKeys } from '../../../core/domain/firms/webhook-keys.js';
 import { urlPolicyOf } from '../../../core/platform/config.js';
 import { AppError } from '../../../core/platform/errors.js';
@@ -76,26 +77,32 @@ export const firmRoutes = [
     response: FirmResponse,
     errors: [403, 404],
     handler: async ({ services, principal, params, body }) => {
-      const firm = await requireFirm(services.mongo.db, principal, params.slug);
-      if (principal.kind !== 'platform' && body.settings !== undefined)
-        refuseWidening(firm.settings, body.settings, {
-          openaiDailyChars: services.config.openaiDailyCharsPerFirm,
-          widgetDailyBookings: services.config.widgetDailyBookingCap,
-        });
-      const callback = body.settings?.missed_call_callback;
-      if (callback?.enabled === true)
-        await requireCallbackAgent(services.mongo.db, firm._id, callback.agent_id);
-      // The webhook keys' copy goes before the write and comes back after it, so a key replaced
-      // here is never taken from it once this has answered (core/domain/firms/webhook-keys.ts).
-      await withdrawWebhookKeys(services, firm._id);
-      const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)).catch(
-        async (err: unknown) => {
-          // Refused before anything was written (a setting not taken, the firm gone): the copy as it was.
-          if (err instanceof AppError && err.status < 500) await publishWebhookKeys(services, firm);
-          throw err;
-        },
-      );
-      await publishWebhookKeys(services, updated);
+      const seen = await requireFirm(services.mongo.db, principal, params.slug);
+      // The firm's writers take turns, and this one merges the body into the firm as it is now,
+      // read inside the lock: the whole document is written (core/domain/firms/firm-lock.ts).
+      const { firm, updated } = await withFirmLock(services, seen._id, async () => {
+        const firm = (await loadFirm(services.mongo.db, seen._id)) ?? seen;
+        if (principal.kind !== 'platform' && body.settings !== undefined)
+          refuseWidening(firm.settings, body.settings, {
+            openaiDailyChars: services.config.openaiDailyCharsPerFirm,
+            widgetDailyBookings: services.config.widgetDailyBookingCap,
+          });
+        const callback = body.settings?.missed_call_callback;
+        if (callback?.enabled === true)
+          await requireCallbackAgent(services.mongo.db, firm._id, callback.agent_id);
+        // The webhook keys' copy goes before the write and comes back after it, so a key replaced
+        // here is never taken from it once this has answered (core/domain/firms/webhook-keys.ts).
+        await withdrawWebhookKeys(services, firm._id);
+        const updated = await updateFirm(services.mongo.db, firm, body, urlPolicyOf(services.config)).catch(
+          async (err: unknown) => {
+            // Refused before anything was written (a setting not taken, the firm gone): the copy as it was.
+            if (err instanceof AppError && err.status < 500) await publishWebhookKeys(services, firm);
+            throw err;
+          },
+        );
+        await publishWebhookKeys(services, updated);
+        return { firm, updated };
+      });
       // Leaving Clio's OAuth connection revokes its grant and deletes its tokens (docs/clio.md#disconnecting).
       await disconnectClioIfDropped(services, firm._id, firm.settings.crm, updated.settings.crm);
       return firmView(updated);

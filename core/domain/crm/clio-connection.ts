@@ -284,7 +284,7 @@ export async function confirmClioConnect(
   await withRecordLock(services.redis, redisKeys(services.config).clioTokenLock(pending.firm), () =>
     saveClioConnection(db, doc),
   );
-  await setFirmCrm(db, pending.firm, {
+  await setFirmCrm(services, pending.firm, {
     provider: 'clio',
     oauth: { region: pending.region, status: 'connected', connected_at: now.toISOString() },
   });
@@ -351,7 +351,7 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
       );
     }
     await saveClioConnection(db, { ...conn, status: 'reconnect_required', updated_at: new Date() });
-    await setFirmCrm(db, conn._id, {
+    await setFirmCrm(services, conn._id, {
       provider: 'clio',
       oauth: {
         region: conn.region,

@@ -12,6 +12,8 @@ import {
   type FirmSettingsInput,
 } from './firm-settings.js';
 import { openSettings, sealSettings } from './firm-secrets.js';
+import { withFirmLock } from './firm-lock.js';
+import type { Services } from '../../wiring/services.js';
 
 export interface FirmDoc {
   _id: string;
@@ -43,7 +45,8 @@ export async function peekFirm(db: Db, slug: string): Promise<Frozen<FirmDoc> | 
   return cachedReadShared(db, COLLECTIONS.firms, slug, () => loadFirm(db, slug));
 }
 
-async function loadFirm(db: Db, slug: string): Promise<FirmDoc | null> {
+/** The firm as stored now, its secrets opened: no read cache (for a writer holding its lock). */
+export async function loadFirm(db: Db, slug: string): Promise<FirmDoc | null> {
   const raw = await firms(db).findOne({ _id: slug });
   return raw === null ? null : opened(db, raw);
 }
@@ -77,6 +80,10 @@ export async function createFirm(
   return doc;
 }
 
+/**
+ * Writes `input` merged into `firm`: the firm read by the caller holding its lock (firm-lock.ts),
+ * since the whole document is replaced.
+ */
 export async function updateFirm(
   db: Db,
   firm: FirmDoc,
@@ -96,10 +103,20 @@ export async function updateFirm(
   return next;
 }
 
-/** Replaces the firm's settings.crm (the Clio OAuth callback and a refused refresh), read fresh (the other secrets stay sealed). */
-export async function setFirmCrm(db: Db, slug: string, crm: FirmSettings['crm']): Promise<void> {
-  const firm = await firms(db).findOne({ _id: slug });
-  if (firm === null) throw notFound('firm');
-  const next: FirmDoc = { ...firm, settings: { ...firm.settings, crm }, updated_at: new Date() };
-  await changeCached(db, () => firms(db).replaceOne({ _id: slug }, next));
+/**
+ * Replaces the firm's settings.crm (the Clio OAuth callback and a refused refresh), under the
+ * firm's lock and read fresh inside it (the other secrets stay sealed).
+ */
+export async function setFirmCrm(
+  services: Pick<Services, 'redis' | 'config' | 'mongo'>,
+  slug: string,
+  crm: FirmSettings['crm'],
+): Promise<void> {
+  const db = services.mongo.db;
+  await withFirmLock(services, slug, async () => {
+    const firm = await firms(db).findOne({ _id: slug });
+    if (firm === null) throw notFound('firm');
+    const next: FirmDoc = { ...firm, settings: { ...firm.settings, crm }, updated_at: new Date() };
+    await changeCached(db, () => firms(db).replaceOne({ _id: slug }, next));
+  });
 }
