@@ -462,6 +462,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'ringcentral-subscription', firm);
   }
 
+  /** The lock of one agent's document: its updates take turns (core/domain/agents/agents.ts). */
+  agentLock(agentId: string): string {
+    return key(this.prefix, 'lock', 'agent', agentId);
+  }
+
   /** The lock of one firm's document: its writers take turns (core/domain/firms/firm-lock.ts). */
   firmLock(firm: string): string {
     return key(this.prefix, 'lock', 'firm', firm);

@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
@@ -131,6 +133,40 @@ describe('agents', () => {
     expect(deleted.body).toEqual({ agent_id: agent.agent_id, deleted: true });
     expectError(await a.client.get(`/api/v2/get-agent/${agent.agent_id}`), 404, 'agent_not_found');
     expectError(await a.client.delete(`/api/v2/delete-agent/${agent.agent_id}`), 404, 'agent_not_found');
+  });
+});
+
+describe('two updates of one agent at once', () => {
+  it('take turns under the agent’s lock, each merged into the agent as it then is: both changes stand', async () => {
+    const agent = await createAgent(a);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Each replaces the whole document: one merged into the agent as its request first read it
+    // would put back the field the other changed. While the agent's lock is held, neither writes.
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const key = redisKeys(stack.services.config).agentLock(agent.agent_id);
+    const holder = withRecordLock(stack.services.redis, key, async () => {
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    const renamed = a.client.patch(`/api/v2/update-agent/${agent.agent_id}`, { agent_name: 'Weekend desk' });
+    const revoiced = a.client.patch(`/api/v2/update-agent/${agent.agent_id}`, {
+      voice_id: 'sim-en-gb-olivia',
+    });
+    // Two seconds: far longer than either update takes when nothing holds the agent.
+    const first = await Promise.race([
+      Promise.all([renamed, revoiced]).then(() => 'landed'),
+      sleep(2_000).then(() => 'waiting'),
+    ]);
+    expect(first).toBe('waiting');
+    release();
+    await holder;
+    expect((await renamed).status).toBe(200);
+    expect((await revoiced).status).toBe(200);
+    const now = await a.client.get(`/api/v2/get-agent/${agent.agent_id}`);
+    expect(now.body).toMatchObject({ agent_name: 'Weekend desk', voice_id: 'sim-en-gb-olivia' });
   });
 });
 

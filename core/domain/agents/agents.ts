@@ -3,6 +3,8 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import { redisKeys } from '../../platform/redis-keys.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { agentKeyTarget, noteProviderAgent, repointAgentKey } from './agent-keys.js';
 import { findVoice } from './voices.js';
@@ -132,18 +134,27 @@ export async function getFirmAgent(db: Db, firm: string, agentId: string): Promi
   return agent;
 }
 
+/**
+ * Writes `input` over the agent. The whole document is replaced, so two updates at once take
+ * turns under the agent's lock, each merging into the agent as read inside it: one built from the
+ * request's earlier read would put back what the other changed.
+ */
 export async function updateAgent(services: Services, agent: AgentDoc, input: AgentInput): Promise<AgentDoc> {
   assertUniqueKeys(input.intake_questions);
   if (input.voice_id !== undefined) await requireVoice(services, input.voice_id);
   const changes = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  const next: AgentDoc = { ...agent, ...changes, updated_at: new Date() };
   const db = services.mongo.db;
-  // The key of the provider agent id sent first (written again when it is the same: an agent an
-  // earlier version stored may lack it); an old id's key is left to go stale (agent-keys.ts).
-  if (input.provider_agent_id !== undefined) await noteProviderAgent(db, next);
-  const result = await changeCached(db, () => agents(db).replaceOne({ _id: agent._id }, next));
-  if (result.matchedCount === 0) throw notFound('agent');
-  return next;
+  return withRecordLock(services.redis, redisKeys(services.config).agentLock(agent._id), async () => {
+    const current = await agents(db).findOne({ _id: agent._id });
+    if (current === null || current.firm !== agent.firm) throw notFound('agent');
+    const next: AgentDoc = { ...current, ...changes, updated_at: new Date() };
+    // The key of the provider agent id sent first (written again when it is the same: an agent an
+    // earlier version stored may lack it); an old id's key is left to go stale (agent-keys.ts).
+    if (input.provider_agent_id !== undefined) await noteProviderAgent(db, next);
+    const result = await changeCached(db, () => agents(db).replaceOne({ _id: agent._id }, next));
+    if (result.matchedCount === 0) throw notFound('agent');
+    return next;
+  });
 }
 
 export async function deleteAgent(db: Db, agent: AgentDoc): Promise<void> {
