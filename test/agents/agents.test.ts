@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
-import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { expectError } from '../helpers/expect-error.js';
+import { holdLock, landsWithin } from '../helpers/held-lock.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -139,30 +139,19 @@ describe('agents', () => {
 describe('two updates of one agent at once', () => {
   it('take turns under the agent’s lock, each merged into the agent as it then is: both changes stand', async () => {
     const agent = await createAgent(a);
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     // Each replaces the whole document: one merged into the agent as its request first read it
     // would put back the field the other changed. While the agent's lock is held, neither writes.
-    let release!: () => void;
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    const key = redisKeys(stack.services.config).agentLock(agent.agent_id);
-    const holder = withRecordLock(stack.services.redis, key, async () => {
-      holding();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await held;
+    const lock = await holdLock(
+      stack.services.redis,
+      redisKeys(stack.services.config).agentLock(agent.agent_id),
+    );
     const renamed = a.client.patch(`/api/v2/update-agent/${agent.agent_id}`, { agent_name: 'Weekend desk' });
     const revoiced = a.client.patch(`/api/v2/update-agent/${agent.agent_id}`, {
       voice_id: 'sim-en-gb-olivia',
     });
     // Two seconds: far longer than either update takes when nothing holds the agent.
-    const first = await Promise.race([
-      Promise.all([renamed, revoiced]).then(() => 'landed'),
-      sleep(2_000).then(() => 'waiting'),
-    ]);
-    expect(first).toBe('waiting');
-    release();
-    await holder;
+    expect(await landsWithin([renamed, revoiced], 2_000)).toBe('waiting');
+    await lock.release();
     expect((await renamed).status).toBe(200);
     expect((await revoiced).status).toBe(200);
     const now = await a.client.get(`/api/v2/get-agent/${agent.agent_id}`);

@@ -1,9 +1,10 @@
 import { openSettings } from '../../core/domain/firms/firm-secrets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirmSettings } from '../../core/domain/firms/firm-settings.js';
-import { withFirmLock } from '../../core/domain/firms/firm-lock.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
 import { changeCached } from '../../core/platform/db/read-cache.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import { holdLock, landsWithin } from '../helpers/held-lock.js';
 import { documentedResponses } from '../helpers/documented-response.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -356,18 +357,10 @@ describe('firm responses show exactly the documented settings', () => {
   it('PATCH and a change of its Clio connection take turns under the firm’s lock: neither undoes the other', async () => {
     const firm = await createFirm(stack);
     const connectedAt = new Date().toISOString();
-    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     // Both write the whole document: a PATCH built from the firm as read before Clio refused its
     // refresh put `connected` back; a refusal built from the firm before a PATCH put its old
     // settings back. While the firm's lock is held, neither writes.
-    let release!: () => void;
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    const holder = withFirmLock(stack.services, firm.slug, async () => {
-      holding();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await held;
+    const lock = await holdLock(stack.services.redis, redisKeys(stack.services.config).firmLock(firm.slug));
     const patch = firm.client.patch(`/api/firms/${firm.slug}`, {
       settings: { notification_emails: ['desk@turns.test'] },
     });
@@ -376,14 +369,9 @@ describe('firm responses show exactly the documented settings', () => {
       oauth: { region: 'us', status: 'reconnect_required', connected_at: connectedAt },
     });
     // Two seconds: far longer than either write takes when nothing holds the firm.
-    const first = await Promise.race([
-      Promise.all([patch, refused]).then(() => 'landed'),
-      sleep(2_000).then(() => 'waiting'),
-    ]);
-    expect(first).toBe('waiting');
+    expect(await landsWithin([patch, refused], 2_000)).toBe('waiting');
     expect((await stored(firm.slug)).notification_emails).not.toEqual(['desk@turns.test']);
-    release();
-    await holder;
+    await lock.release();
     expect((await patch).status).toBe(200);
     await refused;
     const now = (await firm.client.get(`/api/firms/${firm.slug}`)).body.settings;

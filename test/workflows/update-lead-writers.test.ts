@@ -7,10 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachAppointment, followBookingEvent } from '../../core/domain/appointments/lead-appointment.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
-import { withLeadLock } from '../../core/domain/leads/lead-lock.js';
+import { leadLockKey } from '../../core/domain/leads/lead-lock.js';
 import { ensureSubjectLead, findLead, subjectLeadId } from '../../core/domain/leads/leads.js';
 import { ACTIONS } from '../../core/domain/workflows/runs/actions.js';
 import type { WorkflowStepDoc } from '../../core/domain/workflows/runs/run-store.js';
+import { holdLock, landsWithin } from '../helpers/held-lock.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -22,11 +23,18 @@ afterAll(async () => {
 });
 
 const START = '2026-12-04T16:00:00.000Z';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function leadOfACall(callId: string) {
+/** A call's lead; with `bookedFirst`, the agent booked that booking during the call, before it. */
+async function leadOfACall(callId: string, bookedFirst?: string) {
   const firm = await createFirm(stack);
   const db = stack.services.mongo.db;
+  if (bookedFirst !== undefined) {
+    await attachAppointment(stack.services, firm.slug, subjectLeadId('call', callId), {
+      booking_uid: bookedFirst,
+      start: START,
+      status: 'booked',
+    });
+  }
   const lead = await ensureSubjectLead(
     db,
     { source: 'call', id: callId, firm: firm.slug },
@@ -75,37 +83,11 @@ describe('the writers of one lead', () => {
   });
 
   it('take turns under the lead’s lock: a booking event and an update_lead step wait while it is held, then both land', async () => {
-    const callId = 'call_turns';
-    const leadId = subjectLeadId('call', callId);
-    const firm = await createFirm(stack);
-    // The agent booked during the call, before the lead was made.
-    await attachAppointment(stack.services, firm.slug, leadId, {
-      booking_uid: 'bk_turns',
-      start: START,
-      status: 'booked',
-    });
+    const { firm, lead, updateLead } = await leadOfACall('call_turns', 'bk_turns');
+    const leadId = lead._id;
     const db = stack.services.mongo.db;
-    const lead = await ensureSubjectLead(
-      db,
-      { source: 'call', id: callId, firm: firm.slug },
-      { first_name: 'Kit', phone: '+14155550167' },
-    );
     expect(lead.appointment?.status).toBe('booked');
-    const firmDoc = (await getFirm(db, firm.slug))!;
-    const step = {
-      _id: 'wfs_turns',
-      started_at: new Date(),
-      created_at: new Date(),
-    } as unknown as WorkflowStepDoc;
-
-    let release!: () => void;
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    const holder = withLeadLock(stack.services, firm.slug, leadId, async () => {
-      holding();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await held;
+    const lock = await holdLock(stack.services.redis, leadLockKey(stack.services, firm.slug, leadId));
     const cancel = followBookingEvent(stack.services, {
       firm: firm.slug,
       trigger: 'BOOKING_CANCELLED',
@@ -113,30 +95,14 @@ describe('the writers of one lead', () => {
       start_at: Date.parse(START),
       event_at: Date.now(),
     });
-    const tag = ACTIONS.update_lead.perform({
-      services: stack.services,
-      firm: firmDoc,
-      lead,
-      data: {},
-      context: { workflow: { id: 'wf_turns' } },
-      stepId: step._id,
-      step,
-      attempt: { lastAttempt: false },
-      would: { lead_id: leadId, add_tags: ['called'] },
-      signal: new AbortController().signal,
-    });
+    const tag = updateLead(3, lead, { add_tags: ['called'] });
     // Two seconds: far longer than either write takes when nothing holds the lead.
-    const first = await Promise.race([
-      Promise.all([cancel, tag]).then(() => 'landed'),
-      sleep(2_000).then(() => 'waiting'),
-    ]);
-    expect(first).toBe('waiting');
+    expect(await landsWithin([cancel, tag], 2_000)).toBe('waiting');
     const during = await findLead(db, leadId);
     expect(during?.appointment?.status).toBe('booked');
     expect(during?.tags ?? []).toEqual([]);
 
-    release();
-    await holder;
+    await lock.release();
     expect(await cancel).toBe(leadId);
     expect(await tag).toMatchObject({ state: 'done', result: { tags: ['called'] } });
     const after = await findLead(db, leadId);
