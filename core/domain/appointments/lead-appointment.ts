@@ -16,8 +16,9 @@ import { recordAppointmentEvent } from './record-appointment-events.js';
 //
 // Cal.com's events name a booking by uid: `booking_leads` maps `<firm>|<uid>` to the lead, written
 // when we book (and when a reschedule moves the booking to a new uid). The writes of one lead's
-// appointment take turns under the lead's lock (with the lead's other writers: lead-lock.ts); an event older than the last one applied (Cal.com's
-// createdAt) changes nothing, and an event of a booking the lead has moved away from neither.
+// appointment take turns under the lead's lock, with the lead's other writers (lead-lock.ts); an
+// event older than the last one applied (Cal.com's createdAt) changes nothing, and an event of a
+// booking the lead has moved away from neither.
 
 export type AppointmentStatus = 'booked' | 'requested' | 'rescheduled' | 'cancelled' | 'rejected';
 
@@ -81,9 +82,6 @@ async function write(db: Db, leadId: string, doc: LeadAppointmentDoc): Promise<v
   await leads(db).updateOne({ _id: leadId }, { $set: { appointment } });
 }
 
-/** The lead's own lock: its appointment's writes take turns with every other writer of the lead. */
-const lockOf = leadLockKey;
-
 /**
  * Records the appointment we booked (or moved) for lead `leadId`, and shows it on the lead when
  * the lead exists. A booking event of the same booking applied meanwhile (its webhook can arrive
@@ -97,7 +95,7 @@ export async function attachAppointment(
 ): Promise<void> {
   const db = services.mongo.db;
   await mapBooking(db, firm, appointment.booking_uid, leadId);
-  const written = await withRecordLock(services.redis, lockOf(services, firm, leadId), async () => {
+  const written = await withRecordLock(services.redis, leadLockKey(services, firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
     if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return false;
     await write(db, leadId, { _id: leadId, ...appointment });
@@ -132,7 +130,7 @@ export async function followBookingEvent(
   if (known === null || known.firm !== event.firm) return null;
   const leadId = known.lead_id;
   if (previous !== undefined) await mapBooking(db, event.firm, event.uid, leadId);
-  const moved = await withRecordLock(services.redis, lockOf(services, event.firm, leadId), async () => {
+  const moved = await withRecordLock(services.redis, leadLockKey(services, event.firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
     // The lead's booking now: this event's, or the one a reschedule moved from.
     const ours =
