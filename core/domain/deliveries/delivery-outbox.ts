@@ -120,6 +120,15 @@ export function watchOutboxGate(services: Services): void {
 
 const outbox = (services: Services) => collection<OutboxEntry>(services.mongo.db, COLLECTIONS.webhookOutbox);
 
+/** Whether the outbox holds no entry (one read of at most one `_id`). */
+async function outboxEmpty(services: Services): Promise<boolean> {
+  const first = await outbox(services)
+    .find({}, { projection: { _id: 1 } })
+    .limit(1)
+    .toArray();
+  return first.length === 0;
+}
+
 async function enqueueWithin<T>(services: Services, job: JobDefinition<T>, data: T): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -211,6 +220,10 @@ const DRAIN_BATCH = 100;
  */
 export async function drainOutbox(services: Services, signal?: AbortSignal): Promise<number> {
   if (services.redis.status !== 'ready') return 0;
+  // Empty, as it is but for a Redis outage: nothing to take the lock for. Every worker process
+  // looks every second, and took and released the lock each time: two Redis round trips a second
+  // a process, and a lock held at any instant by a process with nothing to do.
+  if (await outboxEmpty(services)) return 0;
   const lock = redisKeys(services.config).webhookOutboxLock();
   try {
     return await withRecordLock(services.redis, lock, () => moveAll(services, signal), {
