@@ -49,13 +49,22 @@ interface Lease {
 const HAND_ON_SHARE = 0.8;
 
 /**
- * A holder's token: unique to one acquisition (a random part per process, then a counter), so only
- * its holder releases a lock. Not a secret; drawn without a call into the random source each time
- * (it was one per attempt, of every lock: a measurable share of the worker's CPU).
+ * A holder's token: unique to one acquisition (the process id and a random part per process, then
+ * a counter), so only its holder releases a lock. Not a secret; drawn without a call into the
+ * random source each time (it was one per attempt, of every lock: a measurable share of the
+ * worker's CPU). The process id says which process holds a lock (lockHolderPid): one left behind
+ * by a process that was killed expires with its TTL, one of a live process is a leak.
  */
-const PROCESS_TOKEN = randomBytes(12).toString('base64url');
+const PROCESS_TOKEN = `${process.pid}.${randomBytes(12).toString('base64url')}`;
 let tokens = 0;
 const newToken = (): string => `${PROCESS_TOKEN}.${(tokens++).toString(36)}`;
+
+/** The id of the process holding a lock whose value is `token`; undefined for a named owner's lock. */
+export function lockHolderPid(token: string): number | undefined {
+  const [pid, random, counter] = token.split('.');
+  if (random === undefined || counter === undefined || !/^\d+$/.test(pid ?? '')) return undefined;
+  return Number(pid);
+}
 
 interface MutexOptions {
   ttlMs: number;

@@ -156,7 +156,9 @@ export class Faults {
     }
     this.say(`fault: SIGKILL worker ${worker + 1} (${active} jobs active)`);
     const at = Date.now();
+    const pid = this.cluster.workers[worker]!.process.pid;
     await this.cluster.signalWorker(worker, 'SIGKILL');
+    if (pid !== undefined) this.ledger.killedPids.push(pid);
     this.ledger.kills.push({ worker, activeAtKill: active, at });
     this.ledger.abruptEnds.push(at);
     await sleep(this.rng.int(500, 3000));
@@ -178,7 +180,9 @@ export class Faults {
     }
     this.say(`fault: SIGTERM worker ${worker + 1} (${active} jobs active, peak ${this.peakActive})`);
     const logBefore = (await this.cluster.workerLog(worker)).length;
+    const pid = this.cluster.workers[worker]!.process.pid;
     const result = await this.cluster.signalWorker(worker, 'SIGTERM', 40_000);
+    if (result.exitSignal === 'SIGKILL' && pid !== undefined) this.ledger.killedPids.push(pid);
     const lines = (await this.cluster.workerLog(worker)).slice(logBefore);
     const handedBack = lines
       .filter((l) => l.msg === 'handing back unfinished jobs')

@@ -127,6 +127,8 @@ export class Ledger {
     handedBack: number;
   }> = [];
   readonly kills: Array<{ worker: number; activeAtKill: number; at: number }> = [];
+  /** The process ids of the workers killed (SIGKILL): the record locks they held expire by themselves. */
+  readonly killedPids: number[] = [];
   /** When a worker process ended abruptly (SIGKILL) or handed jobs back (SIGTERM). */
   readonly abruptEnds: number[] = [];
   /** The MongoDB outages: from the stop until the service was ready again. */

@@ -3,7 +3,7 @@
 // a few milliseconds, and each would otherwise ask again every 10–50 ms (core/platform/redis-mutex.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
-import { RecordBusyError, withRecordLock } from '../../core/platform/redis-mutex.js';
+import { RecordBusyError, lockHolderPid, withRecordLock } from '../../core/platform/redis-mutex.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 
 let redis: PrivateRedis;
@@ -207,5 +207,17 @@ describe('callers of one record lock in one process', () => {
     await first;
     expect(await renewer).toBe(1);
     expect(await direct.exists(key)).toBe(0);
+  });
+});
+
+describe('a record lock in Redis', () => {
+  it('names the process holding it (its id first in the token), so a lock left behind can be traced', async () => {
+    const key = 'lock:call:holder';
+    const token = await withRecordLock(client, key, async () => direct.get(key));
+    expect(token).not.toBeNull();
+    expect(lockHolderPid(token!)).toBe(process.pid);
+    // Not a token of this form (a named owner's, or any other value): no holder.
+    expect(lockHolderPid('job-42')).toBeUndefined();
+    expect(lockHolderPid('abc.def.1')).toBeUndefined();
   });
 });

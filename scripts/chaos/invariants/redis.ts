@@ -1,5 +1,7 @@
 import { SLOTS_CACHE_MAX_BYTES_PER_FIRM } from '../../../core/domain/appointments/availability.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { scanAll } from '../../../core/platform/redis-cluster.js';
+import { lockHolderPid } from '../../../core/platform/redis-mutex.js';
 import type { Cluster } from '../cluster.js';
 import { usedMemory } from '../faults.js';
 import { row, type Row } from './rows.js';
@@ -11,7 +13,7 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
   const { callFirms } = facts;
   const rows: Row[] = [];
   const keys = cluster.keys;
-  const locks = await scanCount(cluster, keys.anyLock());
+  const locks = await leftoverLocks(cluster, keys.anyLock(), new Set(ledger.killedPids));
   let slots = 0;
   let waiting = 0;
   for (const firm of callFirms) {
@@ -19,12 +21,17 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
     waiting += await cluster.redis.zcard(keys.dialWaiters(firm));
     waiting += await cluster.redis.zcard(keys.dialWaking(firm));
   }
+  const ofKilled =
+    locks.ofKilled === 0
+      ? ''
+      : ` (+ ${locks.ofKilled} of a SIGKILLed worker, expiring within ${locks.expiringS} s)`;
   rows.push(
     row(
       'no record lock, dial slot or dial waiter left over',
       '0 locks, 0 slots, 0 waiters',
-      `${locks} locks, ${slots} slots, ${waiting} waiters`,
-      locks === 0 && slots === 0 && waiting === 0,
+      `${locks.left.length} locks${locks.left.length === 0 ? '' : `: ${locks.left.slice(0, 3).join(', ')}`}` +
+        `${ofKilled}, ${slots} slots, ${waiting} waiters`,
+      locks.left.length === 0 && slots === 0 && waiting === 0,
     ),
   );
   const end = await usedMemory(cluster);
@@ -59,6 +66,41 @@ export async function redisRows(ctx: CheckContext, facts: CallFacts): Promise<Ro
   return rows;
 }
 
-async function scanCount(cluster: Cluster, pattern: string): Promise<number> {
-  return (await scanAll(cluster.redis, pattern)).length;
+/** How long a live process's lock must stay held, by the same holder, to count as left over. */
+const HELD_FOR_MS = 3_000;
+
+/**
+ * The record locks still in Redis. A worker killed while it held one leaves it until its TTL runs
+ * out (that is how its next writer gets it back): such locks are counted apart, as long as they
+ * expire. A live process's lock is looked at again after HELD_FOR_MS: one taken for a moment by
+ * periodic work is gone or held by a new holder by then. Every other one is named (key, holder,
+ * expiry): a live process kept it, or it has no TTL.
+ */
+async function leftoverLocks(
+  cluster: Cluster,
+  pattern: string,
+  killedPids: ReadonlySet<number>,
+): Promise<{ left: string[]; ofKilled: number; expiringS: number }> {
+  const live = new Map<string, string>();
+  let ofKilled = 0;
+  let expiringMs = 0;
+  for (const key of await scanAll(cluster.redis, pattern)) {
+    const [token, ttlMs] = await Promise.all([cluster.redis.get(key), cluster.redis.pttl(key)]);
+    if (token === null) continue; // released (or expired) since the scan
+    const pid = lockHolderPid(token);
+    if (pid !== undefined && killedPids.has(pid) && ttlMs > 0) {
+      ofKilled++;
+      expiringMs = Math.max(expiringMs, ttlMs);
+    } else live.set(key, token);
+  }
+  if (live.size > 0) await sleep(HELD_FOR_MS);
+  const left: string[] = [];
+  for (const [key, token] of live) {
+    const [now, ttlMs] = await Promise.all([cluster.redis.get(key), cluster.redis.pttl(key)]);
+    if (now !== token) continue; // released, or taken afresh: not held all along
+    const name = key.slice(key.indexOf(':lock:') + 1);
+    const held = ttlMs > 0 ? `expires in ${(ttlMs / 1000).toFixed(1)} s` : 'no expiry';
+    left.push(`${name} (pid ${lockHolderPid(token) ?? '?'}, ${held})`);
+  }
+  return { left, ofKilled, expiringS: Math.ceil(expiringMs / 1000) };
 }
