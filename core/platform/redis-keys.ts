@@ -345,6 +345,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'webhook-endpoints', firm, endpoint);
   }
 
+  /** The lock of one webhook delivery's document: its writers take turns (core/domain/events/deliveries.ts). */
+  webhookDeliveryLock(delivery: string): string {
+    return key(this.prefix, 'lock', 'webhook-delivery', delivery);
+  }
+
   /** STRING: since when (ms) every delivery attempt to a webhook endpoint has failed; deleted on a success. */
   webhookFailingSince(endpoint: string): string {
     return key(this.prefix, 'webhooks', 'failing', endpoint);

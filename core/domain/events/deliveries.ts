@@ -6,6 +6,7 @@ import { claim, claimCoalesced } from '../../platform/db/claim.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { redisKeys } from '../../platform/redis-keys.js';
+import { withRecordLock } from '../../platform/redis-mutex.js';
 import { parseRetryAfter } from '../../platform/retry-after.js';
 import { UrlNotAllowedError } from '../../platform/url-policy.js';
 import { clock } from '../../platform/clock.js';
@@ -115,6 +116,15 @@ export const deliveriesCollection = (db: Db) => collection<DeliveryDoc>(db, COLL
 
 const RESPONSE_KEPT = 2048;
 const MAX_ATTEMPTS_KEPT = 50;
+
+/**
+ * The writers of one delivery's document take turns under its lock, each writing from a read
+ * inside it: its job recording an attempt, a fan-out's attempt joining the log of a delivery
+ * another run recorded, an operator's retry. FerretDB applies an update as a read and a write of
+ * the whole document, so two at once could put back what the other changed.
+ */
+const withDeliveryLock = <T>(services: Services, id: string, fn: () => Promise<T>): Promise<T> =>
+  withRecordLock(services.redis, redisKeys(services.config).webhookDeliveryLock(id), () => fn());
 /**
  * How long a waiting delivery sleeps at most before looking at its lane again. It is woken as soon
  * as what it waits for is done (the earlier delivery settled, the earlier event fanned out), and
@@ -517,23 +527,40 @@ export async function runDelivery(services: Services, job: WebhookDeliverJob): P
   if (due > Date.now()) return { kind: 'wait', until: due };
   const result = await send(services, endpoint, d);
   const verdict = judge(services, d.failures, result);
-  await deliveriesCollection(db).updateOne(
-    { _id: d._id },
-    {
-      $set: {
-        status: verdict.status,
-        reason: verdict.reason,
-        failures: verdict.failures,
-        out_of_order: d.out_of_order || held.outOfOrder,
-        next_attempt_at: verdict.attempt.next_retry_at,
-        attempts: [...d.attempts, verdict.attempt].slice(-MAX_ATTEMPTS_KEPT),
-        settled_at:
-          verdict.status === 'pending'
-            ? null
-            : new Date(verdict.attempt.at.getTime() + verdict.attempt.duration_ms),
+  const current = await withDeliveryLock(services, d._id, async () => {
+    const now = await deliveriesCollection(db).findOne({ _id: d._id });
+    if (now === null) return null;
+    const attempts = [...now.attempts, verdict.attempt].slice(-MAX_ATTEMPTS_KEPT);
+    if (now.status !== 'pending' || now.generation !== d.generation) {
+      // Settled by another run, or tried again as a new generation, while this attempt was under
+      // way: it joins the log, and the delivery stays as that left it.
+      await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: { attempts } });
+      return now;
+    }
+    await deliveriesCollection(db).updateOne(
+      { _id: d._id },
+      {
+        $set: {
+          status: verdict.status,
+          reason: verdict.reason,
+          failures: verdict.failures,
+          out_of_order: now.out_of_order || held.outOfOrder,
+          next_attempt_at: verdict.attempt.next_retry_at,
+          attempts,
+          settled_at:
+            verdict.status === 'pending'
+              ? null
+              : new Date(verdict.attempt.at.getTime() + verdict.attempt.duration_ms),
+        },
       },
-    },
-  );
+    );
+    return null;
+  });
+  if (current !== null) {
+    // This run's place in the lane is let go, as when its job finds the delivery settled.
+    await settled(services, job, d.endpoint, null);
+    return { kind: 'done', status: current.status };
+  }
   await afterAttempt(services, d, endpoint, verdict);
   if (verdict.status !== 'pending') return { kind: 'done', status: verdict.status };
   return { kind: 'wait', until: verdict.attempt.next_retry_at!.getTime() };
@@ -563,9 +590,15 @@ async function firstAttempt(
   };
   const coll = deliveriesCollection(services.mongo.db);
   if (!(await claimCoalesced(services.mongo.db, coll, record))) {
-    // Recorded meanwhile by another run of this fan-out: this attempt joins its log.
-    await coll.updateOne({ _id: doc._id }, { $push: { attempts: verdict.attempt } });
-    const current = await coll.findOne({ _id: doc._id });
+    // Recorded meanwhile by another run of this fan-out: this attempt joins its log, written from
+    // a read inside the delivery's lock (that run's retry job may be recording its own attempt).
+    const current = await withDeliveryLock(services, doc._id, async () => {
+      const now = await coll.findOne({ _id: doc._id });
+      if (now === null) return null;
+      const attempts = [...now.attempts, verdict.attempt].slice(-MAX_ATTEMPTS_KEPT);
+      await coll.updateOne({ _id: doc._id }, { $set: { attempts } });
+      return { ...now, attempts };
+    });
     if (current !== null) await ensureFollowUp(services, current);
     return;
   }
@@ -739,28 +772,36 @@ export async function failingSince(
 // --- the API's side -------------------------------------------------------------------------
 
 /** `POST …/deliveries/{id}/retry`: a pending one is tried now; a settled one is tried again (a new generation). */
-export async function retryDelivery(services: Services, d: DeliveryDoc): Promise<DeliveryDoc> {
+export async function retryDelivery(services: Services, seen: DeliveryDoc): Promise<DeliveryDoc> {
   const db = services.mongo.db;
   const now = new Date();
-  if (d.status === 'pending') {
-    await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: { next_attempt_at: now } });
-    await wake(services, { delivery: d._id, generation: d.generation });
-    return { ...d, next_attempt_at: now };
+  // Written from a read inside the delivery's lock: its job may be recording an attempt, and a
+  // write from the request's earlier read would put `pending` back over the status it settled.
+  const { d, pending } = await withDeliveryLock(services, seen._id, async () => {
+    const current = (await deliveriesCollection(db).findOne({ _id: seen._id })) ?? seen;
+    const next: Partial<DeliveryDoc> =
+      current.status === 'pending'
+        ? { next_attempt_at: now }
+        : {
+            status: 'pending',
+            reason: null,
+            generation: current.generation + 1,
+            failures: 0,
+            pending_since: now,
+            next_attempt_at: now,
+            settled_at: null,
+          };
+    await deliveriesCollection(db).updateOne({ _id: current._id }, { $set: next });
+    return { d: { ...current, ...next }, pending: current.status === 'pending' };
+  });
+  const job = { delivery: d._id, generation: d.generation };
+  if (pending) {
+    await wake(services, job);
+    return d;
   }
-  const next: Partial<DeliveryDoc> = {
-    status: 'pending',
-    reason: null,
-    generation: d.generation + 1,
-    failures: 0,
-    pending_since: now,
-    next_attempt_at: now,
-    settled_at: null,
-  };
-  await deliveriesCollection(db).updateOne({ _id: d._id }, { $set: next });
-  const job = { delivery: d._id, generation: d.generation + 1 };
   await joinLane(services, job);
   await enqueue(services.queues, JOBS.webhookDeliver, job);
-  return { ...d, ...next };
+  return d;
 }
 
 export function findDelivery(db: Db, id: string): Promise<DeliveryDoc | null> {
