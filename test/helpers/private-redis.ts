@@ -1,3 +1,4 @@
+import type { RedisClient } from '../../core/platform/redis.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,4 +38,13 @@ export async function startPrivateRedis(
     await removeDir();
     throw err;
   }
+}
+
+/**
+ * How many times Redis has run `command` (INFO commandstats): a count of this file's own only on a
+ * Redis of its own, as above. A record lock is taken with one SET.
+ */
+export async function commandCalls(redis: RedisClient, command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
 }

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { RecordBusyError, lockHolderPid, withRecordLock } from '../../core/platform/redis-mutex.js';
-import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
+import { commandCalls, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 
 let redis: PrivateRedis;
 let client: RedisClient;
@@ -21,11 +21,7 @@ afterAll(async () => {
   await redis?.remove();
 });
 
-/** How many SET commands Redis has run (INFO commandstats). */
-async function setsSoFar(): Promise<number> {
-  const info = await direct.info('commandstats');
-  return Number(/cmdstat_set:calls=(\d+)/.exec(info)?.[1] ?? 0);
-}
+const setsSoFar = (): Promise<number> => commandCalls(direct, 'set');
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { drainOutbox, type OutboxEntry } from '../../core/domain/deliveries/delivery-outbox.js';
-import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
+import { commandCalls, startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { rand, startStack, type Stack } from '../helpers/stack.js';
 
 let redis: PrivateRedis;
@@ -25,11 +25,7 @@ afterAll(async () => {
   await redis?.remove();
 });
 
-/** How many SET commands Redis has run (INFO commandstats): a record lock is taken with one. */
-async function setsSoFar(): Promise<number> {
-  const info = await direct.info('commandstats');
-  return Number(/cmdstat_set:calls=(\d+)/.exec(info)?.[1] ?? 0);
-}
+const setsSoFar = (): Promise<number> => commandCalls(direct, 'set');
 
 describe('the outbox drain', () => {
   it('takes no lock while the outbox is empty, and takes it to move an entry', async () => {
