@@ -21,36 +21,48 @@ function lastDueDuringRun(ledger: Ledger, offsets: number[]): number {
   return last;
 }
 
+/** BullMQ's keys of the states a job still to run is in: lists, then sorted sets (by id). */
+const LISTED_STATES = ['wait', 'paused', 'active'] as const;
+const SORTED_STATES = ['prioritized', 'waiting-children'] as const;
+
+/** A job scheduler's run (ids "repeat:..."): maintenance on a timer, not work anyone acknowledged. */
+const scheduled = (id: string): boolean => id.startsWith('repeat:');
+
 /**
  * Jobs still to run, by queue and state: everything waiting, active or prioritized, and delayed
  * jobs due within the next minute, or later but not reminders (a retry's backoff counts). Job
- * schedulers' next runs (ids "repeat:...") do not count.
+ * schedulers' runs (ids "repeat:...") do not count in any state: the dial slots' reaper runs every
+ * 30 s, and a check that caught one of its runs active would count it as work left.
  */
 export async function pendingJobs(cluster: Cluster): Promise<{ total: number; detail: string }> {
   let total = 0;
   const detail: string[] = [];
   const soon = (Date.now() + 60_000) * 0x1000; // BullMQ's delayed score: ms × 0x1000 + counter
+  const { redis } = cluster;
   for (const name of QUEUE_NAMES) {
-    const counts = await cluster.queues[name].getJobCounts(
-      'waiting',
-      'active',
-      'prioritized',
-      'waiting-children',
-    );
-    for (const [state, n] of Object.entries(counts)) {
+    const queue = cluster.queues[name];
+    const delayedKey = queue.toKey('delayed');
+    const byState: Array<[string, string[]]> = [
+      ...(await Promise.all(
+        LISTED_STATES.map(async (s) => [s, await redis.lrange(queue.toKey(s), 0, -1)] as [string, string[]]),
+      )),
+      ...(await Promise.all(
+        SORTED_STATES.map(
+          async (s) => [s, await redis.zrange(queue.toKey(s), '0', '-1')] as [string, string[]],
+        ),
+      )),
+      [
+        'delayed',
+        name === QUEUE.bookings
+          ? await redis.zrangebyscore(delayedKey, 0, String(soon))
+          : await redis.zrange(delayedKey, '0', '-1'),
+      ],
+    ];
+    for (const [state, ids] of byState) {
+      const n = ids.filter((id) => !scheduled(id)).length;
       if (n === 0) continue;
       total += n;
       detail.push(`${name} ${state} ${n}`);
-    }
-    const delayedKey = cluster.queues[name].toKey('delayed');
-    const ids =
-      name === QUEUE.bookings
-        ? await cluster.redis.zrangebyscore(delayedKey, 0, String(soon))
-        : await cluster.redis.zrange(delayedKey, '0', '-1');
-    const delayed = ids.filter((id) => !id.startsWith('repeat:')).length;
-    if (delayed > 0) {
-      total += delayed;
-      detail.push(`${name} delayed ${delayed}`);
     }
   }
   return { total, detail: detail.join(', ') };
@@ -69,6 +81,12 @@ export async function settle(ctx: CheckContext, deadlineMs: number): Promise<boo
     let campaignDone = false;
     try {
       ({ total: pending, detail } = await pendingJobs(cluster));
+      // Kept while Redis was down and not yet moved into the queues: work no queue shows yet.
+      const kept = await cluster.db.collection(COLLECTIONS.webhookOutbox).countDocuments({});
+      if (kept > 0) {
+        pending += kept;
+        detail = [detail, `webhook outbox ${kept}`].filter(Boolean).join(', ');
+      }
       const campaign = ledger.campaign
         ? await cluster.db.collection(COLLECTIONS.campaigns).findOne({ _id: ledger.campaign.id as never })
         : null;
