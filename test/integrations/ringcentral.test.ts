@@ -2,14 +2,12 @@
 // (test/fakes/ringcentral-server.ts: every request judged by RingCentral's own OpenAPI document):
 // the OAuth connection with PKCE, bound to the browser; the contacts sync (FSync over two pages with
 // a 429 and an expired token, counted as an import of the same rows; then ISync with changes and
-// deletions); the webhook subscription (the Validation-Token handshake, renewal before it lapses
-// across a worker restart, re-creation when dropped); missed calls called back by the firm's agent
-// through every rule a direct call obeys, and forged deliveries refused.
+// deletions); the webhook subscription made after the Validation-Token handshake (its renewal:
+// ringcentral-subscription.test.ts); missed calls called back by the firm's agent through every
+// rule a direct call obeys, and forged deliveries refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
 import { ringCentralContactRow } from '../../core/domain/contacts/ringcentral-contact-row.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
@@ -18,7 +16,7 @@ import { loadSpec } from '../fakes/spec/openapi-spec.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { FlowBrowser } from './clio-oauth-browser.js';
+import { connectRingCentral, workerServices } from './ringcentral-support.js';
 import { createAgent, simulatorCallsOf } from '../calls/support.js';
 import { contactsOf, expectNoTwins, importRows } from '../contacts/support.js';
 
@@ -33,10 +31,9 @@ beforeAll(async () => {
       RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
       RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
       RINGCENTRAL_SERVER: rc.url,
-      RINGCENTRAL_SUBSCRIPTION_CHECK_MS: '250',
     },
   });
-  workers = startInProcessWorkers();
+  workers = startWorkers(workerServices(stack), processors);
 });
 afterAll(async () => {
   await workers?.stop();
@@ -44,30 +41,8 @@ afterAll(async () => {
   await rc?.close();
 });
 
-const startInProcessWorkers = () =>
-  startWorkers(
-    createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker'),
-    processors,
-  );
 const db = () => stack.services.mongo.db;
 const SYNC_PATH = '/restapi/v1.0/account/~/extension/~/address-book-sync';
-
-/** Connects the firm's RingCentral as its staff's browser would: connect → RingCentral's authorize → our callback. */
-async function connectFully(firm: { slug: string; key: string }) {
-  const browser = new FlowBrowser().at(new URL(stack.baseUrl).origin);
-  const res = await fetch(`${stack.baseUrl}/api/integrations/ringcentral/connect`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${firm.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ firmSlug: firm.slug }),
-  });
-  expect(res.status).toBe(200);
-  const cookie = res.headers.getSetCookie()[0]!.split(';')[0]!;
-  const { authorize_url: authorize } = (await res.json()) as { authorize_url: string };
-  const approved = await browser.request(authorize);
-  expect(approved.status).toBe(302);
-  const back = await browser.request(approved.headers.get('location')!, { headers: { cookie } });
-  return { authorize, back, html: await back.text(), cookie, callback: approved.headers.get('location')! };
-}
 
 async function waitSync(client: Stack['admin'], jobId: string) {
   return eventually(
@@ -112,7 +87,7 @@ describe('connecting RingCentral', () => {
   it('PKCE and a state bound to the browser; tokens sealed; the subscription made after the handshake', async () => {
     const firm = await createFirm(stack);
     const subsBefore = rc.subscriptions.size;
-    const flow = await connectFully(firm);
+    const flow = await connectRingCentral(stack, firm);
     const url = new URL(flow.authorize);
     expect(url.origin + url.pathname).toBe(`${rc.url}/restapi/oauth/authorize`);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
@@ -163,14 +138,14 @@ describe('connecting RingCentral', () => {
   it('invalid_client alerts the operator only: 502 at the callback, the gauge set until a grant succeeds', async () => {
     const firm = await createFirm(stack);
     rc.oauth.refuseClient = true;
-    const refused = await connectFully(firm);
+    const refused = await connectRingCentral(stack, firm);
     rc.oauth.refuseClient = false;
     expect(refused.back.status).toBe(502);
     expect(refused.html).toContain('ringcentral_unavailable');
     expect((await stack.api.get('/metrics')).text).toMatch(/^ringcentral_oauth_client_refused 1$/m);
     const status = await firm.client.get(`/api/integrations/ringcentral/status?firmSlug=${firm.slug}`);
     expect(status.body.status).toBe('not_connected');
-    expect((await connectFully(firm)).back.status).toBe(200);
+    expect((await connectRingCentral(stack, firm)).back.status).toBe(200);
     expect((await stack.api.get('/metrics')).text).toMatch(/^ringcentral_oauth_client_refused 0$/m);
   });
 
@@ -237,7 +212,7 @@ describe('connecting RingCentral', () => {
 describe('the contacts sync', () => {
   it('FSync of 300 in 2 pages (a 429, an expired token) counts as an import; ISync applies changes and deletions', async () => {
     const firm = await createFirm(stack);
-    await connectFully(firm);
+    await connectRingCentral(stack, firm);
     const base = 70_000_000 + rc.contacts.size * 10;
     const pad = (n: number) => String(n).padStart(4, '0');
     for (let i = 0; i < 300; i++) {
@@ -329,7 +304,7 @@ describe('the contacts sync', () => {
 
   it('a refresh RingCentral refuses marks the connection reconnect_required', async () => {
     const firm = await createFirm(stack);
-    await connectFully(firm);
+    await connectRingCentral(stack, firm);
     rc.oauth.revokeRefreshTokens();
     rc.oauth.expireAccessTokens();
     const start = await firm.client.post('/api/contacts/sync', {
@@ -363,7 +338,7 @@ describe('missed calls called back', () => {
       },
     });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-    await connectFully(firm);
+    await connectRingCentral(stack, firm);
     const sub = [...rc.subscriptions.values()].find((s) => s.address.includes(`/${firm.slug}/`))!;
     const only = (s: { id: string }) => s.id === sub.id;
     const firmNumber = '+13125550000';
@@ -514,7 +489,7 @@ describe('missed calls called back', () => {
     await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { missed_call_callback: { enabled: true, agent_id: agentId, delay_seconds: 0 } },
     });
-    await connectFully(firm);
+    await connectRingCentral(stack, firm);
     const sub = [...rc.subscriptions.values()].find((s) => s.address.includes(`/${firm.slug}/`))!;
     await rc.deliver((s) =>
       s.id === sub.id
@@ -541,7 +516,7 @@ describe('one callback per caller per 4 hours', () => {
     await stack.admin.patch(`/api/firms/${firm.slug}`, {
       settings: { missed_call_callback: { enabled: true, agent_id: agentId, delay_seconds: 0 } },
     });
-    await connectFully(firm);
+    await connectRingCentral(stack, firm);
     const sub = [...rc.subscriptions.values()].find((x) => x.address.includes(`/${firm.slug}/`))!;
     const caller = '+13125553001';
     const FOUR_HOURS = 4 * 3600_000;
@@ -572,42 +547,5 @@ describe('one callback per caller per 4 hours', () => {
     } finally {
       clock.reset();
     }
-  });
-});
-
-describe('the subscription', () => {
-  it('is renewed before it lapses, across a worker restart, and made again when RingCentral drops it', async () => {
-    rc.maxSubscriptionSeconds = 2;
-    const firm = await createFirm(stack);
-    await connectFully(firm);
-    const ours = () => [...rc.subscriptions.values()].filter((s) => s.address.includes(`/${firm.slug}/`));
-    const first = ours()[0]!;
-    const renewals = () =>
-      rc.requests.filter(
-        (r) => r.method === 'POST' && r.path === `/restapi/v1.0/subscription/${first.id}/renew`,
-      ).length;
-    await eventually(async () => expect(renewals()).toBeGreaterThanOrEqual(2), 15_000, 100);
-    await workers!.stop();
-    workers = startInProcessWorkers();
-    const atRestart = renewals();
-    await eventually(async () => expect(renewals()).toBeGreaterThan(atRestart), 15_000, 100);
-    // Never lapsed: still the first subscription, alive.
-    expect(ours().map((s) => s.id)).toEqual([first.id]);
-    expect(rc.subscriptions.get(first.id)!.expiresAt).toBeGreaterThan(Date.now());
-    rc.subscriptions.delete(first.id);
-    const remade = await eventually(
-      async () => {
-        const now = ours();
-        expect(now).toHaveLength(1);
-        return now[0]!;
-      },
-      15_000,
-      100,
-    );
-    expect(remade.id).not.toBe(first.id);
-    rc.maxSubscriptionSeconds = 604_800;
-    console.log(
-      `subscription: lifetime 2 s, checked every 250 ms: ${renewals()} renewals (worker restarted after ${atRestart}); dropped → re-created`,
-    );
   });
 });
