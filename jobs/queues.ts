@@ -41,6 +41,12 @@ export const QUEUE = {
 export type QueueName = (typeof QUEUE)[keyof typeof QUEUE];
 export const QUEUE_NAMES: QueueName[] = Object.values(QUEUE);
 
+/**
+ * A job scheduler's run (a job declared with `everyMs`; BullMQ gives its runs the ids
+ * "repeat:<scheduler>:<time>"): housekeeping on a timer, not work anyone asked for.
+ */
+export const isScheduledRun = (jobId: string): boolean => jobId.startsWith('repeat:');
+
 interface QueueSettings {
   /** Jobs one worker process runs at once; default WORKER_CONCURRENCY. */
   concurrency?: number;

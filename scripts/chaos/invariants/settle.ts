@@ -1,7 +1,7 @@
 // The wait before the checks: until the service has done everything it acknowledged.
 import { COLLECTIONS } from '../../../core/platform/db/collections.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QUEUE, QUEUE_NAMES } from '../../../jobs/queues.js';
+import { isScheduledRun, QUEUE, QUEUE_NAMES } from '../../../jobs/queues.js';
 import type { Cluster } from '../cluster.js';
 import type { Ledger } from '../ledger.js';
 import type { CheckContext } from './context.js';
@@ -24,9 +24,6 @@ function lastDueDuringRun(ledger: Ledger, offsets: number[]): number {
 /** BullMQ's keys of the states a job still to run is in: lists, then sorted sets (by id). */
 const LISTED_STATES = ['wait', 'paused', 'active'] as const;
 const SORTED_STATES = ['prioritized', 'waiting-children'] as const;
-
-/** A job scheduler's run (ids "repeat:..."): maintenance on a timer, not work anyone acknowledged. */
-const scheduled = (id: string): boolean => id.startsWith('repeat:');
 
 /**
  * Jobs still to run, by queue and state: everything waiting, active or prioritized, and delayed
@@ -59,7 +56,7 @@ export async function pendingJobs(cluster: Cluster): Promise<{ total: number; de
       ],
     ];
     for (const [state, ids] of byState) {
-      const n = ids.filter((id) => !scheduled(id)).length;
+      const n = ids.filter((id) => !isScheduledRun(id)).length;
       if (n === 0) continue;
       total += n;
       detail.push(`${name} ${state} ${n}`);
