@@ -52,9 +52,14 @@ async function firmWithAgent(settings: Record<string, unknown> = {}) {
   return { ...firm, agentId: await createAgent(firm.client, firm.slug) };
 }
 
-/** Every call of the campaign has finished (none registered or ongoing). */
+/**
+ * Every call of the campaign has finished (none registered or ongoing), and no campaign job is
+ * running: one that had taken its last look before a pause places its call (a call in progress),
+ * and a loaded machine can take a while between that look and the call's record.
+ */
 async function settledCalls(campaignId: string) {
   return eventually(async () => {
+    expect(await stack.services.queues.campaigns.getActiveCount()).toBe(0);
     const calls = await campaignCalls(stack, campaignId);
     expect(calls.every((c) => c.finished)).toBe(true);
     return calls;

@@ -17,6 +17,7 @@ import { splitImportRows, stageImportRows } from '../../core/domain/contacts/imp
 import { claimMany } from '../../core/platform/db/claim.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
+import { JOBS } from '../../jobs/table.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -318,6 +319,15 @@ describe('an import that failed for good', () => {
 describe('the sweep', () => {
   it('rolls back an import left processing whose job BullMQ no longer runs, and leaves running ones', async () => {
     workers ??= startInProcessWorkers();
+    // The workers' scheduler runs the sweep at once when they start: that run over (the next is
+    // ten minutes off, and none is waiting or running), the sweeps below are this test's alone.
+    const queue = stack.services.queues.contacts;
+    await eventually(async () => {
+      const scheduler = await queue.getJobScheduler(JOBS.sweepContactImports.name);
+      expect(scheduler?.next ?? 0).toBeGreaterThan(Date.now() + 60_000);
+      const running = await queue.getJobs(['active', 'wait', 'prioritized']);
+      expect(running.filter((job) => job.name === JOBS.sweepContactImports.name)).toEqual([]);
+    });
     const firm = await createFirm(stack);
     const abandoned = await accepted(firm.client, firm.slug, [person(8100), person(8101)]);
     await resultOf(firm.client, abandoned);
