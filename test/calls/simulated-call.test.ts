@@ -39,6 +39,9 @@ const deliveriesFor = (callId: string) =>
 
 describe('a simulated call', () => {
   it('goes registered → ongoing → ended through signed webhooks and appears in list-calls', async () => {
+    // Each step waits at the proxy until the test has seen the one before (the simulator's ring
+    // is 100 ms here: a loaded machine's next request could come after it).
+    proxy.holdEvent('call_started');
     proxy.holdEvent('call_ended');
     const created = await signed.client.post('/api/v2/create-outbound-call', {
       toNumber: '+14155550123',
@@ -49,6 +52,7 @@ describe('a simulated call', () => {
     expect(created.body).toEqual({ call_id: expect.any(String), status: 'registered' });
     const callId = created.body.call_id;
     expect((await signed.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+    proxy.release('call_started');
 
     const ongoing = await waitForCall(signed.client, callId, (c) => c.status === 'ongoing');
     expect(ongoing.start_timestamp).toEqual(expect.any(Number));
