@@ -255,15 +255,27 @@ describe('a failing effect is retried alone', () => {
     expect((await postSigned(stack, firm.slug, SECRET, body)).status).toBe(200);
     const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
 
-    // While Slack fails, the other effects are done and team_chat shows pending.
-    const during = await eventually(async () => {
-      const call = (await firm.client.get(`/api/v2/get-call/${callId}`)).body;
-      expect(call.effects).toMatchObject({ lead: 'done', crm: 'done', email: 'done', team_chat: 'pending' });
-      expect(
-        slack.attempts.filter((a) => a.path === new URL(firm.slackUrl).pathname).length,
-      ).toBeGreaterThanOrEqual(1);
-      return call;
-    });
+    // While Slack fails, the other effects are done and team_chat shows pending. Slack's next
+    // answer is held meanwhile (its retry comes a second after the first 500), so a loaded
+    // machine's look cannot come after the retry that succeeds.
+    const slackAttempts = () => slack.attempts.filter((a) => a.path === new URL(firm.slackUrl).pathname);
+    await eventually(async () => expect(slackAttempts().length).toBeGreaterThanOrEqual(1));
+    slack.hold();
+    let during: any;
+    try {
+      during = await eventually(async () => {
+        const call = (await firm.client.get(`/api/v2/get-call/${callId}`)).body;
+        expect(call.effects).toMatchObject({
+          lead: 'done',
+          crm: 'done',
+          email: 'done',
+          team_chat: 'pending',
+        });
+        return call;
+      });
+    } finally {
+      slack.release();
+    }
     expect(during.effects.team_chat).toBe('pending');
 
     const call = await settledCall(firm.client, callId);
