@@ -38,7 +38,7 @@ beforeAll(async () => {
     workers: true,
     env: { SIM_CALL_MS: String(SIM_CALL_MS), CAMPAIGN_RETRY_DELAY_MS: String(RETRY_DELAY_MS) },
   });
-  // Launched first, so that the wait for its window (15 s ahead on the service's clock) goes on
+  // Launched first, so that the wait for its window (30 s ahead on the service's clock) goes on
   // while the other tests run; its test, last, checks what was seen here and the calls placed since.
   beforeWindow = await launchBeforeWindow();
 });
@@ -384,14 +384,15 @@ describe('calling windows', () => {
 });
 
 /**
- * A campaign whose firm's calling window opens in 15 s (so its calls are seen waiting first,
- * however busy the machine), launched; what was seen before the opening is returned. The window
+ * A campaign whose firm's calling window opens in 30 s (so its calls are seen waiting first,
+ * however busy the machine: a firm, an agent, a campaign and its launch take about 1 s on a quiet
+ * one), launched; what was seen before the opening is returned. The window
  * is whole minutes, so the service's clock (core/platform/clock.ts, which the dial gate reads) is
- * set to stand 15 s before the next full minute: no waiting for the wall clock's minute.
+ * set to stand 30 s before the next full minute: no waiting for the wall clock's minute.
  */
 async function launchBeforeWindow() {
   const opens = Math.ceil(Date.now() / 60_000) * 60_000 + 60_000;
-  clock.set(opens - 15_000);
+  clock.set(opens - 30_000);
   const window = { start: hhmm(opens), end: hhmm(opens + 2 * 3600_000), days: [1, 2, 3, 4, 5, 6, 7] };
   const firm = await firmWithAgent({ timezone: 'UTC', calling_window: window });
   const phones = usPhones(2, 600);

@@ -189,16 +189,17 @@ describe('callers of one record lock in one process', () => {
 
   it('hand the lock to a caller that renews it, which keeps it past its first time', async () => {
     const key = 'lock:call:to-a-renewer';
-    const first = withRecordLock(client, key, () => pause(20), { ttlMs: 1_200 });
+    const first = withRecordLock(client, key, () => pause(20), { ttlMs: 3_000 });
     const renewer = withRecordLock(
       client,
       key,
       async () => {
-        // Longer than the lock's 1.2 s: renewed every 400 ms, it is still held at the end.
-        await pause(1_800);
+        // Longer than the lock's 3 s: renewed every second, it is still held at the end. (A time
+        // to live of seconds: a loaded machine can hold this process back for most of a second.)
+        await pause(4_500);
         return direct.exists(key);
       },
-      { ttlMs: 1_200, renew: true, waitMs: 600 },
+      { ttlMs: 3_000, renew: true, waitMs: 1_500 },
     );
     await first;
     expect(await renewer).toBe(1);
