@@ -64,13 +64,22 @@ export const MAX_STALLS = 10;
 
 const isLastAttempt = (job: Job): boolean => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
+/** A job this process is running: its gate to the outside world, and when its processor ended. */
+interface InFlight {
+  key: string;
+  job: Job;
+  token: string | undefined;
+  gate: EffectGate;
+  ended: Promise<void>;
+}
+
 /** One BullMQ Worker per queue consumed by this process (WORKER_QUEUES), dispatching on job name. */
 export function startWorkers(
   services: Services,
   processors: ProcessorTable,
   queues: QueueName[] = selectQueues(services.config.workerQueues),
 ): Workers {
-  const inFlight = new Map<string, { key: string; job: Job; token: string | undefined; gate: EffectGate }>();
+  const inFlight = new Map<string, InFlight>();
   const byName = new Map<string, JobProcessor<unknown>>(
     (Object.keys(JOBS) as JobKey[]).map((key) => [JOBS[key].name, processors[key] as JobProcessor<unknown>]),
   );
@@ -90,7 +99,9 @@ export function startWorkers(
         const key = `${queue}/${job.id}`;
         if (tracingActive()) annotateSpan(spanSubjectOf(job.data));
         const gate = new EffectGate();
-        inFlight.set(key, { key, job, token, gate });
+        let end!: () => void;
+        const ended = new Promise<void>((resolve) => (end = resolve));
+        inFlight.set(key, { key, job, token, gate, ended });
         try {
           await observeChangeEpoch(db);
           return await process(job, {
@@ -106,6 +117,7 @@ export function startWorkers(
           throw err;
         } finally {
           inFlight.delete(key);
+          end();
         }
       },
       {
@@ -180,8 +192,11 @@ export function startWorkers(
           },
           'stop: grace over',
         );
-        const quiet = Promise.all(running.map((r) => r.gate.quiet())).then(() => true);
-        await byTime(Promise.race([graceful, quiet]), at.handBack, false);
+        // Each job ends (its effects under way recorded, its last writes made, its locks let go
+        // of) or parks with nothing under way; whatever is still running by the hand-back time
+        // is handed back as it stands.
+        const settled = Promise.all(running.map((r) => Promise.race([r.ended, r.gate.stopped()])));
+        await byTime(Promise.race([graceful, settled]), at.handBack, false);
         if (inFlight.size > 0) {
           // Hand unfinished jobs back to the wait list (their locks released) so another worker
           // takes them now rather than after their locks lapse; their effects are idempotent by

@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createServices } from '../../core/wiring/services.js';
 import type { OutboxEntry } from '../../core/domain/deliveries/delivery-outbox.js';
 import type { BookingEventJob } from '../../jobs/bookings.js';
@@ -129,6 +130,11 @@ describe('SIGTERM while the outbox drain waits and Slack posts are in flight', (
     ]);
     slack.release();
     const exited = await exit;
+    // Its jobs ended or were handed back with their calls' locks let go of: none is left for the
+    // next worker to wait out (CALL_LOCK_MS, 30 s). A job that had its effects recorded and its
+    // last writes to make was handed back while it made them, its lock then left behind.
+    const callLocks = callIds.map((id) => redisKeys(stack.config).callLock(firm.slug, id));
+    expect(await stack.services.redis.exists(...callLocks)).toBe(0);
 
     // Another worker finishes whatever was handed back (or, with the process gone, stalled).
     workers = startWorkers(

@@ -58,6 +58,31 @@ describe('EffectGate', () => {
     await gate.quiet();
   });
 
+  it('a job parked by one effect while another is under way has stopped only once that one is recorded', async () => {
+    const gate = new EffectGate();
+    const underWay = await gate.enter(); // one effect: its request sent
+    gate.close();
+    void gate.enter(); // its sibling, side by side: parked
+    let stopped = false;
+    let quiet = false;
+    void gate.stopped().then(() => (stopped = true));
+    void gate.quiet().then(() => (quiet = true));
+    await flush();
+    expect({ busy: gate.busy, stopped, quiet }).toEqual({ busy: true, stopped: false, quiet: false });
+    underWay();
+    await flush();
+    expect({ busy: gate.busy, stopped, quiet }).toEqual({ busy: false, stopped: true, quiet: true });
+  });
+
+  it('a job that never parks has not stopped (its worker waits for it to end)', async () => {
+    const gate = new EffectGate();
+    gate.close();
+    let stopped = false;
+    void gate.stopped().then(() => (stopped = true));
+    await flush();
+    expect(stopped).toBe(false);
+  });
+
   it('once closed, an effect never begins: runEffect neither marks nor performs it', async () => {
     const doc: Record<string, unknown> = { _id: 'call_1' };
     const subject = {
@@ -89,5 +114,6 @@ describe('EffectGate', () => {
     // The parked job has nothing under way: the worker need not wait for it.
     expect(gate.busy).toBe(false);
     await gate.quiet();
+    await gate.stopped();
   });
 });

@@ -13,6 +13,7 @@ export class EffectGate {
   private closed = false;
   private parked = false;
   private waiters: Array<() => void> = [];
+  private stoppers: Array<() => void> = [];
 
   /**
    * Lets an effect begin: resolves at once with its pass while the gate is open. Once closed it
@@ -48,19 +49,32 @@ export class EffectGate {
     this.closed = true;
   }
 
-  /** Whether an effect of this job is under way (sent, or about to be, and not yet recorded). */
+  /**
+   * Whether an effect of this job is under way (sent, or about to be, and not yet recorded). A
+   * job's effects run side by side: one may be under way while another has parked the job.
+   */
   get busy(): boolean {
-    return this.underWay > 0 && !this.parked;
+    return this.underWay > 0;
   }
 
-  /** Resolves once no effect of this job is under way (a parked job has none that will go on). */
+  /** Resolves once no effect of this job is under way. */
   quiet(): Promise<void> {
     if (!this.busy) return Promise.resolve();
     return new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
+  /**
+   * Resolves once the job is parked with no effect under way: it will do nothing more, and can be
+   * handed back. (A job that never parks ends instead: its worker waits for that.)
+   */
+  stopped(): Promise<void> {
+    if (this.parked && !this.busy) return Promise.resolve();
+    return new Promise<void>((resolve) => this.stoppers.push(resolve));
+  }
+
   private wake(): void {
     if (this.busy) return;
     for (const resolve of this.waiters.splice(0)) resolve();
+    if (this.parked) for (const resolve of this.stoppers.splice(0)) resolve();
   }
 }
