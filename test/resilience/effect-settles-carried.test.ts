@@ -92,10 +92,11 @@ describe('settles carried', () => {
   });
 
   it('a settle no write comes for is written on its own after lingerMs', async () => {
-    const subject = carryingSubject(150);
+    // Two seconds: the look right after the effect comes before it, however loaded the machine.
+    const subject = carryingSubject(2_000);
     await runEffect(subject, lead, attempt, done({ lead_id: 'lead_2' }));
     expect(await stateAt(subject, 'lead')).toBeUndefined();
-    await eventually(async () => expect(await stateAt(subject, 'lead')).toBe('done'), 5_000, 25);
+    await eventually(async () => expect(await stateAt(subject, 'lead')).toBe('done'), 10_000, 25);
     // Nothing is left for the job's end.
     expect(await updatesOf(() => flushCarried(subject))).toBe(0);
   });
