@@ -8,8 +8,8 @@ import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
 import { startFakeRingCentral, type FakeRingCentral } from '../fakes/ringcentral-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { connectRingCentral, workerServices } from './ringcentral-support.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
+import { connectRingCentral, startRingCentralStack, workerServices } from './ringcentral-support.js';
 
 /**
  * The lifetime RingCentral grants here. A subscription is renewed when a fifth of it has passed,
@@ -24,14 +24,7 @@ let workers: Workers | undefined;
 
 beforeAll(async () => {
   rc = await startFakeRingCentral();
-  stack = await startStack({
-    env: {
-      RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
-      RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
-      RINGCENTRAL_SERVER: rc.url,
-      RINGCENTRAL_SUBSCRIPTION_CHECK_MS: String(CHECK_MS),
-    },
-  });
+  stack = await startRingCentralStack(rc, { RINGCENTRAL_SUBSCRIPTION_CHECK_MS: String(CHECK_MS) });
   workers = startWorkers(workerServices(stack), processors);
 });
 afterAll(async () => {

@@ -1,10 +1,26 @@
-// What the RingCentral tests share: connecting a firm as its staff's browser would, and the
-// services of workers started in the test's own process (so a test can stop and start them).
+// What the RingCentral tests share: a stack on the fake RingCentral, connecting a firm as its
+// staff's browser would, and the services of workers started in the test's own process (so a
+// test can stop and start them).
 import { expect } from 'vitest';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices, type Services } from '../../core/wiring/services.js';
-import type { Stack } from '../helpers/stack.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import type { FakeRingCentral } from '../fakes/ringcentral-server.js';
 import { FlowBrowser } from './clio-oauth-browser.js';
+
+/** A stack whose RingCentral app is the spec-checked fake `rc`; `env` adds to it. */
+export const startRingCentralStack = (
+  rc: FakeRingCentral,
+  env: Record<string, string> = {},
+): Promise<Stack> =>
+  startStack({
+    env: {
+      RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
+      RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
+      RINGCENTRAL_SERVER: rc.url,
+      ...env,
+    },
+  });
 
 /** Services for workers started in this process (startWorkers), on the stack's Redis and database. */
 export const workerServices = (stack: Stack): Services =>

@@ -15,8 +15,8 @@ import { missedCallEvent, startFakeRingCentral, type FakeRingCentral } from '../
 import { loadSpec } from '../fakes/spec/openapi-spec.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { connectRingCentral, workerServices } from './ringcentral-support.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
+import { connectRingCentral, startRingCentralStack, workerServices } from './ringcentral-support.js';
 import { createAgent, simulatorCallsOf } from '../calls/support.js';
 import { contactsOf, expectNoTwins, importRows } from '../contacts/support.js';
 
@@ -26,13 +26,7 @@ let workers: Workers | undefined;
 
 beforeAll(async () => {
   rc = await startFakeRingCentral();
-  stack = await startStack({
-    env: {
-      RINGCENTRAL_CLIENT_ID: rc.oauth.clientId,
-      RINGCENTRAL_CLIENT_SECRET: rc.oauth.clientSecret,
-      RINGCENTRAL_SERVER: rc.url,
-    },
-  });
+  stack = await startRingCentralStack(rc);
   workers = startWorkers(workerServices(stack), processors);
 });
 afterAll(async () => {
