@@ -29,15 +29,11 @@ describe('EffectGate', () => {
     const gate = new EffectGate();
     const pass = await gate.enter();
     expect(gate.busy).toBe(true);
-    let quiet = false;
-    void gate.quiet().then(() => (quiet = true));
     gate.close();
     await flush();
-    expect(quiet).toBe(false); // the effect under way may finish
+    expect(gate.busy).toBe(true); // the effect under way may finish
     pass();
     pass(); // once
-    await flush();
-    expect(quiet).toBe(true);
     expect(gate.busy).toBe(false);
   });
 
@@ -55,7 +51,7 @@ describe('EffectGate', () => {
     void gate.enter().then(() => (entered = true));
     await flush();
     expect(entered).toBe(false);
-    await gate.quiet();
+    await gate.stopped();
   });
 
   it('a job parked by one effect while another is under way has stopped only once that one is recorded', async () => {
@@ -64,14 +60,12 @@ describe('EffectGate', () => {
     gate.close();
     void gate.enter(); // its sibling, side by side: parked
     let stopped = false;
-    let quiet = false;
     void gate.stopped().then(() => (stopped = true));
-    void gate.quiet().then(() => (quiet = true));
     await flush();
-    expect({ busy: gate.busy, stopped, quiet }).toEqual({ busy: true, stopped: false, quiet: false });
+    expect({ busy: gate.busy, stopped }).toEqual({ busy: true, stopped: false });
     underWay();
     await flush();
-    expect({ busy: gate.busy, stopped, quiet }).toEqual({ busy: false, stopped: true, quiet: true });
+    expect({ busy: gate.busy, stopped }).toEqual({ busy: false, stopped: true });
   });
 
   it('a job that never parks has not stopped (its worker waits for it to end)', async () => {
@@ -113,7 +107,6 @@ describe('EffectGate', () => {
     });
     // The parked job has nothing under way: the worker need not wait for it.
     expect(gate.busy).toBe(false);
-    await gate.quiet();
     await gate.stopped();
   });
 });

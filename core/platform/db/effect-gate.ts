@@ -12,7 +12,6 @@ export class EffectGate {
   private underWay = 0;
   private closed = false;
   private parked = false;
-  private waiters: Array<() => void> = [];
   private stoppers: Array<() => void> = [];
 
   /**
@@ -57,12 +56,6 @@ export class EffectGate {
     return this.underWay > 0;
   }
 
-  /** Resolves once no effect of this job is under way. */
-  quiet(): Promise<void> {
-    if (!this.busy) return Promise.resolve();
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
   /**
    * Resolves once the job is parked with no effect under way: it will do nothing more, and can be
    * handed back. (A job that never parks ends instead: its worker waits for that.)
@@ -73,8 +66,7 @@ export class EffectGate {
   }
 
   private wake(): void {
-    if (this.busy) return;
-    for (const resolve of this.waiters.splice(0)) resolve();
-    if (this.parked) for (const resolve of this.stoppers.splice(0)) resolve();
+    if (this.busy || !this.parked) return;
+    for (const resolve of this.stoppers.splice(0)) resolve();
   }
 }
