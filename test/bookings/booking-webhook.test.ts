@@ -3,15 +3,12 @@
 // reminders in Redis and schedules their sends. Bookings here start days ahead, so nothing is
 // mailed: test/bookings/reminder-delivery.test.ts covers the sends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { reminderField } from '../../core/domain/bookings/reminder-records.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import type { Workers } from '../../workers/runner.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
 import {
@@ -55,10 +52,7 @@ afterAll(async () => {
 });
 
 function startWorkersOnce(): void {
-  workers ??= startWorkers(
-    createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-    processors,
-  );
+  workers ??= startInProcessWorkers(stack);
 }
 
 const send = (body: unknown) => postSigned(stack, firm.slug, body, SECRET);

@@ -7,11 +7,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetellProvider } from '../../core/integrations/voice/retell.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import { freePort } from '../../scripts/local/services.js';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import type { Workers } from '../../workers/runner.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
 import { retellEnv, retellError, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
@@ -223,10 +220,7 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
       env: { ...retellEnv(fake) },
     });
     // A second worker process's worth of workers: the 429 pause must hold for both.
-    secondWorker = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    secondWorker = startInProcessWorkers(stack);
     // Every dial takes one of the firm's dial slots until the call's end event, and this Retell
     // fake never sends one: room for all the calls of this block.
     firm = await createFirm(stack, { from_number: '+14155550100', max_concurrent_calls: 1000 });

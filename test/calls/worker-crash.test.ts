@@ -4,11 +4,8 @@
 // records its id — Retell sees exactly one create-phone-call.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import type { Workers } from '../../workers/runner.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
@@ -67,10 +64,7 @@ describe('a worker killed between the dial mark and the provider answer', () => 
     expect((await exited).signal).toBe('SIGKILL');
     fake.release(); // nothing left to answer: the connection died with the worker
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     const recovered = await eventually(
       async () => {
         const call = await callsOf(stack).findOne({ _id: callId });

@@ -5,8 +5,6 @@
 // not yet applied. Here no worker runs until the test says so: the outbox waits as long as the
 // run's did, without stopping FerretDB.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServices } from '../../core/wiring/services.js';
-import { createLogger } from '../../core/platform/logger.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { drainOutbox } from '../../core/domain/deliveries/delivery-outbox.js';
@@ -21,13 +19,12 @@ import { storeBookingReminders } from '../../core/domain/bookings/reminder-sched
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import type { Workers } from '../../workers/runner.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { calBookingPayload, calCancelled } from '../fakes/calcom-fixtures.js';
 import { eventually } from '../helpers/eventually.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { postSigned } from '../bookings/support.js';
 
 const CAL_SECRET = 'whsec_reminder_outbox_secret';
@@ -121,10 +118,7 @@ describe('a reminder whose booking was cancelled while Redis was down', () => {
 
     // The reminder's job and a worker: the cancel is applied, and the job finds the reminder cancelled.
     await enqueue(stack.services.queues, JOBS.sendReminder, job);
-    workers = startWorkers(
-      createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     const queue = stack.services.queues.bookings;
     const id = JOBS.sendReminder.id!(job);
     await eventually(async () => expect(await queue.getJobState(id)).toBe('completed'), 30_000, 50);

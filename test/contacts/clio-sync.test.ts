@@ -14,17 +14,14 @@ import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import { splitImportRows, stageImportRows } from '../../core/domain/contacts/import-staging.js';
 import { setFirmCrm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
 import type { ClioListedContact } from '../../core/integrations/crm/clio.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import type { Workers } from '../../workers/runner.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { readThen } from '../helpers/read-then.js';
 import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { connectClio, finished, startSync } from './clio-support.js';
 import { contactKeysOf, contactsOf, expectNoTwins, importRows, importsOf } from './support.js';
@@ -54,9 +51,6 @@ afterAll(async () => {
   await stack?.stop();
   await clio?.close();
 });
-
-const startInProcessWorkers = () =>
-  startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
 
 /** Clio's contact listing, as our first request names it and as its paging links do. */
 const LISTING = /^\/api\/v4\/contacts(\.json)?$/;
@@ -517,7 +511,7 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     // The access token expires meanwhile: the resumed sync refreshes it once and goes on.
     const refreshes = clio.oauth.refreshCount();
     clio.oauth.expireAccessTokens();
-    workers = startInProcessWorkers();
+    workers = startInProcessWorkers(stack);
     const result = await finished(firm.client, jobId);
     expect(clio.oauth.refreshCount()).toBe(refreshes + 1);
     expect(listed).toBeGreaterThan(25);

@@ -4,8 +4,6 @@
 // left over), a re-run of a finished job, and the rollback of an import that failed for good.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
 import {
   failContactImport,
   importsCollection,
@@ -15,10 +13,9 @@ import { runContactImport } from '../../core/domain/contacts/import-rows.js';
 import { contactImportState } from '../../core/domain/contacts/import-request.js';
 import { splitImportRows, stageImportRows } from '../../core/domain/contacts/import-staging.js';
 import { claimMany } from '../../core/platform/db/claim.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import type { Workers } from '../../workers/runner.js';
 import { JOBS } from '../../jobs/table.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
@@ -47,9 +44,6 @@ afterAll(async () => {
   await workers?.stop();
   await stack?.stop();
 });
-
-const startInProcessWorkers = () =>
-  startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
 
 const pad = (n: number) => String(n).padStart(4, '0');
 const AREAS = ['212', '310', '415', '617'];
@@ -93,7 +87,7 @@ describe('the 202 path', () => {
     const other = await createFirm(stack);
     expectError(await other.client.get(`/api/contacts/import/${jobId}`), 404, 'import_job_not_found');
 
-    workers = startInProcessWorkers();
+    workers = startInProcessWorkers(stack);
     const done = await resultOf(firm.client, jobId);
     expect(done).toEqual({
       job_id: jobId,
@@ -178,7 +172,7 @@ describe('a worker killed mid-import', () => {
     expect(record?.status).toBe('processing');
     expect(await contactsOf(stack).countDocuments({ firm: firm.slug })).toBeLessThan(1960);
 
-    workers = startInProcessWorkers();
+    workers = startInProcessWorkers(stack);
     const done = await resultOf(firm.client, jobId);
     expect(done).toMatchObject({ imported: 1960, duplicates: 20, errors: 20 });
     const contacts = await expectNoTwins(stack, firm.slug);
@@ -193,7 +187,7 @@ describe('a worker killed mid-import', () => {
 
 describe('concurrent imports of overlapping rows', () => {
   it('never create two contacts with one phone or email, and count each person once', async () => {
-    workers ??= startInProcessWorkers();
+    workers ??= startInProcessWorkers(stack);
     const firm = await createFirm(stack);
     // Four imports over people 0..599, overlapping by half, some in reverse order; the last
     // also has people whose phone is one person's and email another's. (A firm's imports take
@@ -218,7 +212,7 @@ describe('concurrent imports of overlapping rows', () => {
   }, 180_000);
 
   it('also when the same batch is sent several times at once', async () => {
-    workers ??= startInProcessWorkers();
+    workers ??= startInProcessWorkers(stack);
     const firm = await createFirm(stack);
     const rows = Array.from({ length: 200 }, (_, i) => person(5000 + i));
     const jobIds = await Promise.all([1, 2, 3].map(() => accepted(firm.client, firm.slug, rows)));
@@ -260,7 +254,7 @@ describe('the claims themselves', () => {
 
 describe('a job run again', () => {
   it('gives the same summary when its contacts were half written, and restores them', async () => {
-    workers ??= startInProcessWorkers();
+    workers ??= startInProcessWorkers(stack);
     const firm = await createFirm(stack);
     const rows = [
       ...Array.from({ length: 300 }, (_, i) => person(7000 + i)),
@@ -292,7 +286,7 @@ describe('a job run again', () => {
 
 describe('an import that failed for good', () => {
   it('is rolled back (its contacts and claims removed, others kept) and reported failed', async () => {
-    workers ??= startInProcessWorkers();
+    workers ??= startInProcessWorkers(stack);
     const firm = await createFirm(stack);
     const before = [person(8000)];
     const beforeJob = await accepted(firm.client, firm.slug, before);
@@ -318,7 +312,7 @@ describe('an import that failed for good', () => {
 
 describe('the sweep', () => {
   it('rolls back an import left processing whose job BullMQ no longer runs, and leaves running ones', async () => {
-    workers ??= startInProcessWorkers();
+    workers ??= startInProcessWorkers(stack);
     // The workers' scheduler runs the sweep at once when they start: that run over (the next is
     // ten minutes off, and none is waiting or running), the sweeps below are this test's alone.
     const queue = stack.services.queues.contacts;

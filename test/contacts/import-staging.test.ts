@@ -14,16 +14,13 @@ import {
   stagedBytes,
   takeImportSlot,
 } from '../../core/domain/contacts/import-slots.js';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
 import {
   splitImportRows,
   stageImportRows,
   type ImportChunkDoc,
 } from '../../core/domain/contacts/import-staging.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import type { Workers } from '../../workers/runner.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
 import { expectNoTwins, pollJob } from './support.js';
@@ -80,10 +77,7 @@ describe('a large import waiting for a worker', () => {
     expect(Number(await stack.services.redis.memory('USAGE', jobKey))).toBeLessThan(64 * 1024);
     expect(JSON.stringify((await queue.getJob(jobId))?.data).length).toBeLessThan(64 * 1024);
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     const done = await pollJob(firm.client, jobId, 120_000);
     expect(done.body).toMatchObject({ status: 'completed', imported: 5000, duplicates: 0, errors: 0 });
     expect(await expectNoTwins(stack, firm.slug)).toHaveLength(5000);
@@ -101,10 +95,7 @@ describe('a large import waiting for a worker', () => {
     expect(staged.length).toBeGreaterThan(1);
     expect(staged.map((c) => c._id).sort()).toEqual(staged.map((_, n) => `${jobId}:${n}`).sort());
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     const done = await pollJob(firm.client, jobId, 120_000);
     expect(done.body).toMatchObject({ status: 'completed', imported: 5000 });
     // Deleted right after the record says completed (kept until then: a retry reads them).
@@ -194,10 +185,7 @@ describe('the per-firm limits on pending imports', () => {
     const small = await accepted(firm.client, firm.slug, [{ phone: '+13105580009' }]);
     await accepted(other.client, other.slug, c.rows);
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     for (const jobId of [first, second, small]) {
       expect((await pollJob(firm.client, jobId)).body).toMatchObject({ status: 'completed', imported: 1 });
     }
@@ -227,10 +215,7 @@ describe('the per-firm limits on pending imports', () => {
     expect(await importsOfFirm(firm.slug)).toBe(3);
     await accepted(other.client, other.slug, [person(5)]);
 
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     for (const jobId of [first, second, third]) {
       expect((await pollJob(firm.client, jobId)).body).toMatchObject({ status: 'completed', imported: 1 });
     }
@@ -244,10 +229,7 @@ describe('the per-firm limits on pending imports', () => {
     expect(workers).toBeUndefined();
     const firm = await createFirm(stack);
     const { statusOf, slotHeld } = importWatch(firm.slug);
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     // Watched as closely as the stores allow: the record first, then the slot. Held after the
     // record said completed, the slot would refuse a client that sends its next import at once.
     let looks = 0;

@@ -17,7 +17,7 @@ import { createServices } from '../../core/wiring/services.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
 import { processors } from '../../workers/processors/index.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { startSync } from '../contacts/clio-support.js';
 import { contactsOf, importsOf } from '../contacts/support.js';
 
@@ -94,7 +94,7 @@ beforeAll(async () => {
       CONTACTS_IMPORT_WAIT_MS: '0',
     },
   });
-  workers = startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors);
+  workers = startInProcessWorkers(stack);
 });
 afterAll(async () => {
   await workers?.stop();

@@ -7,6 +7,7 @@ import { ensureIndexes } from '../../core/platform/db/indexes.js';
 import { freePort } from '../../scripts/local/ports.js';
 import { startWeb, type Web } from '../../api/web.js';
 import { startWorkers, type Workers } from '../../workers/runner.js';
+import type { QueueName } from '../../jobs/queues.js';
 import { processors } from '../../workers/processors/index.js';
 import { ApiClient } from './client.js';
 import { warnIfComplianceWidened } from '../../core/domain/compliance/compliance-defaults.js';
@@ -116,4 +117,16 @@ export async function createFirm(
   if (key.status !== 200) throw new Error(`createApiKey: ${key.status} ${JSON.stringify(key.body)}`);
   const token = (key.body as { key: string }).key;
   return { slug, key: token, client: stack.api.withToken(token) };
+}
+
+/**
+ * Workers in this process on the stack's Redis and database, with services of their own: a test
+ * starts and stops them where it needs (after a kill, a second worker beside the first). `queues`:
+ * those it consumes (all by default).
+ */
+export function startInProcessWorkers(stack: Stack, queues?: QueueName[]): Workers {
+  const services = createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker');
+  return queues === undefined
+    ? startWorkers(services, processors)
+    : startWorkers(services, processors, queues);
 }

@@ -4,12 +4,11 @@
 // the check runs every 250 ms here, and that check refreshes every connected firm's token, which
 // would race the token tests of ringcentral.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import type { Workers } from '../../workers/runner.js';
 import { startFakeRingCentral, type FakeRingCentral } from '../fakes/ringcentral-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { connectRingCentral, startRingCentralStack, workerServices } from './ringcentral-support.js';
+import { createFirm, type Stack, startInProcessWorkers } from '../helpers/stack.js';
+import { connectRingCentral, startRingCentralStack } from './ringcentral-support.js';
 
 /**
  * The lifetime RingCentral grants here. A subscription is renewed when a fifth of it has passed,
@@ -25,7 +24,7 @@ let workers: Workers | undefined;
 beforeAll(async () => {
   rc = await startFakeRingCentral();
   stack = await startRingCentralStack(rc, { RINGCENTRAL_SUBSCRIPTION_CHECK_MS: String(CHECK_MS) });
-  workers = startWorkers(workerServices(stack), processors);
+  workers = startInProcessWorkers(stack);
 });
 afterAll(async () => {
   await workers?.stop();
@@ -46,7 +45,7 @@ describe('the subscription', () => {
       ).length;
     await eventually(async () => expect(renewals()).toBeGreaterThanOrEqual(2), 30_000, 100);
     await workers!.stop();
-    workers = startWorkers(workerServices(stack), processors);
+    workers = startInProcessWorkers(stack);
     const atRestart = renewals();
     await eventually(async () => expect(renewals()).toBeGreaterThan(atRestart), 30_000, 100);
     // Never lapsed: still the first subscription, alive.

@@ -1,9 +1,6 @@
-// What the RingCentral tests share: a stack on the fake RingCentral, connecting a firm as its
-// staff's browser would, and the services of workers started in the test's own process (so a
-// test can stop and start them).
+// What the RingCentral tests share: a stack on the fake RingCentral, and connecting a firm as its
+// staff's browser would.
 import { expect } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices, type Services } from '../../core/wiring/services.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import type { FakeRingCentral } from '../fakes/ringcentral-server.js';
 import { FlowBrowser } from './clio-oauth-browser.js';
@@ -21,10 +18,6 @@ export const startRingCentralStack = (
       ...env,
     },
   });
-
-/** Services for workers started in this process (startWorkers), on the stack's Redis and database. */
-export const workerServices = (stack: Stack): Services =>
-  createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker');
 
 /** Connects the firm's RingCentral as its staff's browser would: connect → RingCentral's authorize → our callback. */
 export async function connectRingCentral(stack: Stack, firm: { slug: string; key: string }) {

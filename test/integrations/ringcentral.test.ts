@@ -9,14 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { ringCentralContactRow } from '../../core/domain/contacts/ringcentral-contact-row.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import type { Workers } from '../../workers/runner.js';
 import { missedCallEvent, startFakeRingCentral, type FakeRingCentral } from '../fakes/ringcentral-server.js';
 import { loadSpec } from '../fakes/spec/openapi-spec.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { connectRingCentral, startRingCentralStack, workerServices } from './ringcentral-support.js';
+import { createFirm, type Stack, startInProcessWorkers } from '../helpers/stack.js';
+import { connectRingCentral, startRingCentralStack } from './ringcentral-support.js';
 import { createAgent, simulatorCallsOf } from '../calls/support.js';
 import { contactsOf, expectNoTwins, importRows } from '../contacts/support.js';
 
@@ -27,7 +26,7 @@ let workers: Workers | undefined;
 beforeAll(async () => {
   rc = await startFakeRingCentral();
   stack = await startRingCentralStack(rc);
-  workers = startWorkers(workerServices(stack), processors);
+  workers = startInProcessWorkers(stack);
 });
 afterAll(async () => {
   await workers?.stop();

@@ -7,17 +7,14 @@
 // nothing handed back, and every post in flight was posted again by the next worker.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
-import { createServices } from '../../core/wiring/services.js';
 import type { OutboxEntry } from '../../core/domain/deliveries/delivery-outbox.js';
 import type { BookingEventJob } from '../../jobs/bookings.js';
-import { processors } from '../../workers/processors/index.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
+import type { Workers } from '../../workers/runner.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, rand, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { callForProvider, storedCall, postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 
@@ -137,11 +134,7 @@ describe('SIGTERM while the outbox drain waits and Slack posts are in flight', (
     expect(await stack.services.redis.exists(...callLocks)).toBe(0);
 
     // Another worker finishes whatever was handed back (or, with the process gone, stalled).
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-      ['call-events', 'call-effects'],
-    );
+    workers = startInProcessWorkers(stack, ['call-events', 'call-effects']);
     for (const callId of callIds) {
       await eventually(
         async () => expect((await storedCall(stack, callId))?.effects?.team_chat?.state).toBe('done'),

@@ -4,13 +4,10 @@
 // another worker completes the job without dialling twice.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
-import { processors } from '../../workers/processors/index.js';
-import { startWorkers, type Workers } from '../../workers/runner.js';
+import type { Workers } from '../../workers/runner.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { eventually } from '../helpers/eventually.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
 import { callsOf, createAgent } from '../calls/support.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -97,10 +94,7 @@ describe('SIGTERM on a worker with a job in flight', () => {
     expect(['waiting', 'active', 'delayed']).toContain(state);
 
     fake.release();
-    workers = startWorkers(
-      createServices(stack.config, createLogger('silent', 'test'), 'worker'),
-      processors,
-    );
+    workers = startInProcessWorkers(stack);
     await eventually(
       async () =>
         expect(await (await stack.services.queues.calls.getJob(callId))?.getState()).toBe('completed'),

@@ -7,11 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSlack, type FakeSlack } from '../fakes/slack-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { createLogger } from '../../core/platform/logger.js';
-import { createServices } from '../../core/wiring/services.js';
-import { startWorkers } from '../../workers/runner.js';
-import { processors } from '../../workers/processors/index.js';
+import { startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { CRASH_ENV, exactlyOnce } from './exactly-once.js';
 
 let smtp: FakeSmtp;
@@ -41,8 +37,7 @@ describe('workflow runs when the worker is SIGKILLed mid-way', () => {
         clio,
         slack,
         // After the kill, workers in this process take over (no second process to start).
-        takeOver: async () =>
-          startWorkers(createServices(stack.config, createLogger('silent', 'test'), 'worker'), processors),
+        takeOver: async () => startInProcessWorkers(stack),
       },
       { leads: 20, kills: 1, timeoutMs: 90_000 },
     );
