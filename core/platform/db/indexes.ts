@@ -115,15 +115,45 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.workflowWaitResolutions]: [],
 };
 
-/** Creates every index; createIndexes is a no-op for ones that exist, so this is safe to re-run. */
+/**
+ * Creates every collection and index that is missing; safe to re-run (the release step runs on
+ * every deploy). An existing collection is asked only for the indexes it lacks: FerretDB 1.x
+ * drops the connection when one createIndexes names two or more indexes that already exist
+ * (FerretDB/FerretDB#3858, seen on 1.24.2), so re-sending the whole list failed every release
+ * after the first. An index of ours that exists under its name with another key is an error: a
+ * changed index needs a migration that drops the old one, not a silent keep.
+ */
 export async function ensureIndexes(db: Db): Promise<string[]> {
   const created: string[] = [];
   const existing = new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
   for (const [name, indexes] of Object.entries(INDEXES)) {
-    if (!existing.has(name)) await db.createCollection(name);
-    if (indexes.length === 0) continue;
-    const names = await db.collection(name).createIndexes(indexes);
+    const isNew = !existing.has(name);
+    if (isNew) await db.createCollection(name);
+    const missing = isNew ? indexes : await missingIndexes(db, name, indexes);
+    if (missing.length === 0) continue;
+    const names = await db.collection(name).createIndexes(missing);
     created.push(...names.map((n) => `${name}.${n}`));
   }
   return created;
+}
+
+async function missingIndexes(
+  db: Db,
+  collection: string,
+  wanted: IndexDescription[],
+): Promise<IndexDescription[]> {
+  if (wanted.length === 0) return [];
+  const have = new Map(
+    (await db.collection(collection).listIndexes().toArray()).map((i) => [String(i.name), i.key as unknown]),
+  );
+  return wanted.filter((index) => {
+    const key = have.get(index.name!);
+    if (key === undefined) return true;
+    if (JSON.stringify(key) !== JSON.stringify(index.key)) {
+      throw new Error(
+        `index ${collection}.${index.name} exists with key ${JSON.stringify(key)}, not ${JSON.stringify(index.key)}: drop it in a migration first`,
+      );
+    }
+    return false;
+  });
 }
