@@ -2,12 +2,12 @@
 // issues a challenge, solved here with altcha-lib as a browser would; the session succeeds only
 // with a solution, once. Missing, wrong, another key's, expired and replayed solutions are refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChallenge, solveChallenge } from 'altcha-lib/v1';
+import { createChallenge } from 'altcha-lib/v1';
 import { altchaHmacKey, CHALLENGE_MAX_NUMBER } from '../../core/domain/widget/altcha.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
-import { askSession, createWidgetKey, type WidgetKey } from './widget-key-helpers.js';
+import { askSession, createWidgetKey, solvedNumber, type WidgetKey } from './widget-key-helpers.js';
 
 let stack: Stack;
 let firm: Awaited<ReturnType<typeof createFirm>>;
@@ -37,19 +37,14 @@ const askChallenge = (key: string, origin: string | null = SITE) =>
 
 /** What an ALTCHA widget sends: base64 of the JSON of the challenge with the number found. */
 async function solve(challenge: Challenge): Promise<string> {
-  const found = await solveChallenge(
-    challenge.challenge,
-    challenge.salt,
-    challenge.algorithm,
-    challenge.maxnumber,
-  ).promise;
+  const found = solvedNumber(challenge);
   expect(found, 'the challenge has a solution').not.toBeNull();
   const { algorithm, salt, signature } = challenge;
   return Buffer.from(
     JSON.stringify({
       algorithm,
       challenge: challenge.challenge,
-      number: found!.number,
+      number: found!,
       salt,
       signature,
     }),

@@ -1,4 +1,5 @@
 // Shared steps of the widget-key suites: a key for a firm, and a session asked for from a page origin.
+import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
 import type { ApiClient, ApiResponse } from '../helpers/client.js';
 
@@ -37,4 +38,29 @@ export function askSession(
     ...(origin === undefined ? {} : { Origin: origin }),
     ...headers,
   });
+}
+
+/**
+ * The number an ALTCHA widget finds for a challenge: the one whose hash of salt and number is the
+ * challenge, tried from 0 up, as altcha-lib's solveChallenge does; null if none up to maxnumber.
+ * node:crypto in a loop: solveChallenge awaits WebCrypto for every number, 2–5 s of CPU a solve
+ * on this machine where this takes 0.1 s. (The browser test has Chromium solve it.)
+ */
+export function solvedNumber(c: {
+  challenge: string;
+  salt: string;
+  algorithm: string;
+  maxnumber?: number;
+}): number | null {
+  const algorithm = c.algorithm.replace('-', '').toLowerCase();
+  const max = c.maxnumber ?? 1_000_000;
+  for (let n = 0; n <= max; n++) {
+    if (
+      createHash(algorithm)
+        .update(c.salt + n)
+        .digest('hex') === c.challenge
+    )
+      return n;
+  }
+  return null;
 }
