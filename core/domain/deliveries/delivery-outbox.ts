@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { collection, COLLECTIONS } from '../../platform/db/collections.js';
-import { UnavailableError, isRedisOutOfMemory } from '../../platform/errors.js';
+import { UnavailableError, isMongoUnavailable, isRedisOutOfMemory } from '../../platform/errors.js';
 import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';
@@ -10,7 +10,7 @@ import { enqueue, type JobDefinition, type PayloadOf } from '../../../jobs/defin
 import { JOBS } from '../../../jobs/table.js';
 import type { QueueName } from '../../../jobs/queues.js';
 import { claimDelivery, outboxSpace, releaseDelivery } from './outbox-limits.js';
-import { noteOutboxBookingEvent } from './outbox-bookings.js';
+import { noteOutboxBookingEvent, noteQueuedBookingEvent } from './outbox-bookings.js';
 
 // Webhook senders that do not retry (Cal.com sends once; Retell three times in a few seconds)
 // must not lose an event because Redis is down (docs/webhooks.md#redis-outages). A delivery that
@@ -156,6 +156,8 @@ export async function acceptDelivery<K extends DeliveryJob>(
 ): Promise<'queued' | 'outbox'> {
   const gate = gateOf(services);
   if (!(await gate.mustQueueBehind().catch(() => true))) {
+    // The booking's reminders wait for this event until it is applied (outbox-bookings.ts).
+    if (key === 'bookingEvent') await noteQueued(services, data as PayloadOf<typeof JOBS.bookingEvent>);
     try {
       await enqueueWithin(services, JOBS[key] as unknown as JobDefinition<typeof data>, data);
       return 'queued';
@@ -197,6 +199,24 @@ export async function acceptDelivery<K extends DeliveryJob>(
   }
   space.kept(firm, payload.length);
   return 'outbox';
+}
+
+/**
+ * Notes a booking event before its add. While MongoDB is unreachable the event is queued all the
+ * same (the webhook needs only Redis, docs/webhooks.md#redis-outages): the reminders' own look
+ * fails then too, and a reminder job retries until MongoDB is back, by when the event is applied
+ * or its note written.
+ */
+async function noteQueued(services: Services, data: PayloadOf<typeof JOBS.bookingEvent>): Promise<void> {
+  try {
+    await noteQueuedBookingEvent(services, data, JOBS.bookingEvent.id!(data));
+  } catch (err) {
+    if (!isMongoUnavailable(err)) throw err;
+    services.log.warn(
+      { firm: data.firm, uid: data.uid },
+      'MongoDB unavailable: booking event queued without its note',
+    );
+  }
 }
 
 /** A call's provider id; a booking's uid and the uid it replaces (a reschedule touches both). */

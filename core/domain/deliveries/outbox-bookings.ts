@@ -4,26 +4,29 @@ import type { Services } from '../../wiring/services.js';
 import type { BookingEventJob } from '../../../jobs/bookings.js';
 import { QUEUE } from '../../../jobs/queues.js';
 
-// Which bookings have an event not yet applied that came through the webhook outbox
-// (delivery-outbox.ts). A Cal.com cancel or reschedule acknowledged while Redis was down waits
-// in MongoDB until a worker moves it into its queue; meanwhile the booking's reminders, already
-// scheduled in Redis, still fire when due. The chaos run (seed 42) mailed reminders of bookings
-// whose cancel had been acknowledged that way: Redis came back, FerretDB stopped before the
-// outbox drained, and the reminders came first. So a reminder is not sent while an event of its
-// booking waits (reminders.ts): it looks here first.
+// Which bookings have an event not yet applied: a Cal.com cancel or reschedule answered 200 and
+// not yet applied by its job leaves the booking's reminders, scheduled in Redis, due all the same.
+// The chaos run (seed 42) mailed reminders of bookings whose cancel had been acknowledged into the
+// webhook outbox (delivery-outbox.ts) while Redis was down: Redis came back, FerretDB stopped before
+// the outbox drained, and the reminders came first. The same race runs on the usual path, shorter:
+// a cancel waits in the bookings queue, then applies the lead's appointment first, while a reminder
+// due that moment is sent. So a reminder is not sent while an event of its booking waits
+// (reminders.ts): it looks here first.
 //
-// One key document per booking and delivery, `_id` = `<firm>|<booking uid>|<job id>`, inserted
-// before the delivery's outbox entry is written and deleted once its job has applied the event
-// (by insert and delete only). A booking's keys are read as one short _id range (its prefix).
-// A key is judged stale, and deleted by the reader, once its entry has left the outbox and its
-// job is no longer waiting, delayed or running (applied, given up, or removed) — or, for a key
-// whose entry was never written (the write failed after the key's), once it is older than
-// ORPHAN_KEY_MS.
+// One key document per booking and delivery, inserted before the 200 and deleted once its job has
+// applied the event (by insert and delete only): `<firm>|<booking uid>|<job id>` for a delivery kept
+// in the outbox (`entry` names its entry), `…|<job id>|queued` for one added to its queue (the
+// outbox's key is a document of its own, so a delivery that falls back to the outbox when its add
+// fails is still judged by its entry). A booking's keys are read as one short _id range (its
+// prefix). A key is judged stale, and deleted by the reader, once its entry (if any) has left the
+// outbox and its job is no longer waiting, delayed or running (applied, given up, or removed); a key
+// whose job is not there at all (its add or its entry's write may be under way, or failed) only
+// once it is older than ORPHAN_KEY_MS.
 
 export interface OutboxBookingDoc {
   _id: string;
-  /** The delivery's outbox entry (`webhook_outbox` `_id`). */
-  entry: string;
+  /** The delivery's outbox entry (`webhook_outbox` `_id`); none for a delivery added to its queue. */
+  entry?: string;
   /** The bookingEvent job the delivery becomes. */
   job: string;
   stored_at: Date;
@@ -63,18 +66,35 @@ export async function noteOutboxBookingEvent(
   }
 }
 
-/** Forgets a booking event's keys once its job has applied it (a no-op for one never kept). */
+/** Notes a booking event about to be added to its queue as job `job`. */
+export async function noteQueuedBookingEvent(
+  services: Services,
+  event: Pick<BookingEventJob, 'firm' | 'uid' | 'reschedule_uid'>,
+  job: string,
+): Promise<void> {
+  for (const uid of uidsOf(event)) {
+    await claim(keys(services), {
+      _id: `${prefixOf(event.firm, uid)}${job}|queued`,
+      job,
+      stored_at: new Date(),
+    });
+  }
+}
+
+/** Forgets a booking event's keys once its job has applied it (a no-op for one never noted). */
 export async function clearOutboxBookingEvent(
   services: Services,
   event: Pick<BookingEventJob, 'firm' | 'uid' | 'reschedule_uid'>,
   job: string,
 ): Promise<void> {
   for (const uid of uidsOf(event)) {
-    await keys(services).deleteOne({ _id: `${prefixOf(event.firm, uid)}${job}` });
+    const prefix = prefixOf(event.firm, uid);
+    await keys(services).deleteOne({ _id: `${prefix}${job}|queued` });
+    await keys(services).deleteOne({ _id: `${prefix}${job}` });
   }
 }
 
-/** Whether an event of the booking came through the outbox and is not applied yet. */
+/** Whether an event of the booking was answered and is not applied yet. */
 export async function bookingEventWaits(services: Services, firm: string, uid: string): Promise<boolean> {
   const prefix = prefixOf(firm, uid);
   // '|' + 1 is '}': the _id range of exactly this prefix.
@@ -84,13 +104,18 @@ export async function bookingEventWaits(services: Services, firm: string, uid: s
     .limit(20)
     .toArray();
   for (const key of found) {
-    const kept = await collection(services.mongo.db, COLLECTIONS.webhookOutbox).findOne(
-      { _id: key.entry as never },
-      { projection: { _id: 1 } },
-    );
-    if (kept !== null) return true;
-    if (PENDING.has(await services.queues[QUEUE.bookings].getJobState(key.job))) return true;
-    if (Date.now() - new Date(key.stored_at).getTime() < ORPHAN_KEY_MS) return true;
+    if (key.entry !== undefined) {
+      const kept = await collection(services.mongo.db, COLLECTIONS.webhookOutbox).findOne(
+        { _id: key.entry as never },
+        { projection: { _id: 1 } },
+      );
+      if (kept !== null) return true;
+    }
+    const state = await services.queues[QUEUE.bookings].getJobState(key.job);
+    if (PENDING.has(state)) return true;
+    // No such job yet: its add (or its entry's write) may be under way. A job found completed or
+    // failed is done with, however young its key (a delivery repeated after its job ran).
+    if (state === 'unknown' && Date.now() - new Date(key.stored_at).getTime() < ORPHAN_KEY_MS) return true;
     await keys(services).deleteOne({ _id: key._id });
   }
   return false;
