@@ -53,15 +53,19 @@ async function firmWithAgent(settings: Record<string, unknown> = {}) {
 }
 
 /**
- * Every call of the campaign has finished (none registered or ongoing), and no campaign job is
- * running: one that had taken its last look before a pause places its call (a call in progress),
- * and a loaded machine can take a while between that look and the call's record.
+ * No campaign job is running, and every call of the campaign has finished or is held undialled,
+ * its place-call job parked: a job that had taken its last look before a pause or cancel creates
+ * its call a moment after the answer (a loaded machine can take a while between that look and the
+ * call's record), and that call's own look before its dial holds it (cancelled: ends it).
  */
 async function settledCalls(campaignId: string) {
   return eventually(async () => {
     expect(await stack.services.queues.campaigns.getActiveCount()).toBe(0);
     const calls = await campaignCalls(stack, campaignId);
-    expect(calls.every((c) => c.finished)).toBe(true);
+    for (const call of calls.filter((c) => !c.finished)) {
+      expect(call.provider_call_id, `${call._id} was dialled after the pause`).toBeNull();
+      expect(await stack.services.queues.calls.getJobState(call._id)).toBe('delayed');
+    }
     return calls;
   }, 30_000);
 }

@@ -15,6 +15,7 @@ import { passDialTurn } from '../pacing/dial-slots.js';
 import { decideAtDial } from '../compliance/dial-gate.js';
 import { findDncEntry } from '../compliance/dnc-store.js';
 import { noteCampaignDial } from '../campaigns/kill-switch.js';
+import { findCampaign } from '../campaigns/campaign-store.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -31,12 +32,18 @@ type DialOutcome =
   /** The dial gate deferred it: the job waits until `deferredUntil` (the gate's clock). */
   | 'deferred'
   /** The dial gate blocked it: the call has ended (`error`, disconnection_reason `dial_blocked`). */
-  | 'blocked';
+  | 'blocked'
+  /** Its campaign is paused: the job parks among the campaign's parked jobs until a resume. */
+  | 'campaign_paused';
 
-/** What the dial came to; `deferredUntil` with 'deferred' (the gate's clock, core/platform/clock.ts). */
+/**
+ * What the dial came to; `deferredUntil` with 'deferred' (the gate's clock, core/platform/clock.ts),
+ * `campaignId` with 'campaign_paused'.
+ */
 export interface DialAttemptResult {
   outcome: DialOutcome;
   deferredUntil?: number;
+  campaignId?: string;
 }
 
 type DialResult = { provider_call_id: string };
@@ -76,6 +83,10 @@ export async function placeOutboundCall(
     return { outcome: 'already_placed' };
   }
   if (call.finished) return { outcome: 'already_finished' };
+  if (call.campaign_id !== undefined) {
+    const held = await campaignHoldsDial(services, call);
+    if (held !== null) return held;
+  }
   // The do-not-call read goes beside the firm's (the gate awaits it).
   const dnc = findDncEntry(services.mongo.db, call.firm, call.to_number ?? '');
   dnc.catch(() => undefined);
@@ -146,6 +157,35 @@ export async function placeOutboundCall(
   // they are learnt, count in place: kill-switch.ts).
   await noteCampaignDial(services, call);
   return { outcome };
+}
+
+/**
+ * A campaign's call is dialled only while its campaign runs. The campaign-call job looked before it
+ * created the call, but the dial can come later: a moment later for a job past its last look when
+ * the pause came, much later when the gate deferred it (the callee's hours closed, the number's
+ * daily attempts) or the provider refused for now and the job retried. A pause answered meanwhile
+ * holds the dial back (the job parks with the campaign's other parked jobs; a resume wakes it), and
+ * a cancel, or a campaign gone, ends the call undialled: `dial_blocked`, `dial_block_reason:
+ * "campaign_cancelled"`, its lead settled as any ended call's (docs/campaigns.md#pause-resume-cancel).
+ */
+async function campaignHoldsDial(services: Services, call: CallDoc): Promise<DialAttemptResult | null> {
+  const campaign = await findCampaign(services.mongo.db, call.campaign_id!);
+  if (campaign?.status === 'running') return null;
+  // (A draft has no calls: one found so waits as a paused campaign's does.)
+  if (campaign !== null && (campaign.status === 'paused' || campaign.status === 'draft')) {
+    await passDialTurn(services, call.firm, call._id);
+    return { outcome: 'campaign_paused', campaignId: campaign._id };
+  }
+  const status = campaign?.status ?? 'missing';
+  await markDialFailed(
+    services,
+    call.firm,
+    call._id,
+    `dial_blocked: campaign_${status}: the campaign ended before the call was dialled`,
+    'dial_blocked',
+    `campaign_${status}`,
+  );
+  return { outcome: 'blocked' };
 }
 
 /** What the provider needs besides the call record: the agent as it plays it, and where to report. */
