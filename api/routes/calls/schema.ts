@@ -74,7 +74,7 @@ export const CallRecord = Type.Object({
   dial_block_reason: Type.Optional(
     Type.String({
       description:
-        'The dial gate blocked the call before it was dialled (status error, disconnection_reason dial_blocked): the rule, e.g. dnc, country',
+        'The call ended before it was dialled (status error, disconnection_reason dial_blocked): the dial gate rule that blocked it, e.g. dnc, country; or campaign_cancelled, its campaign cancelled first',
     }),
   ),
   caller_data: Nullable(
