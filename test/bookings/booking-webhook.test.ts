@@ -7,6 +7,7 @@ import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js
 import { reminderField } from '../../core/domain/bookings/reminder-records.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
+import { bookingEventWaits } from '../../core/domain/deliveries/outbox-bookings.js';
 import type { Workers } from '../../workers/runner.js';
 import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
@@ -454,6 +455,11 @@ describe('without SMTP_URL', () => {
     const startMs = Math.floor((Date.now() + 3 * 24 * HOUR) / 1000) * 1000;
     await send(created(bookingUid, startMs));
     await remindersWhen(firm.client, firm.slug, bookingUid, (r) => expect(r.length).toBe(4));
+    // The booking's event applied to the end (its reminders are listed a moment before its job
+    // ends): until then a reminder waits for it (docs/webhooks.md#redis-outages).
+    await eventually(async () =>
+      expect(await bookingEventWaits(stack.services, firm.slug, bookingUid)).toBe(false),
+    );
     const job = {
       firm: firm.slug,
       booking_uid: bookingUid,

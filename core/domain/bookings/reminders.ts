@@ -73,14 +73,17 @@ export class ReminderBusyError extends BusyUntilError {
   }
 }
 
-/** How soon a reminder waiting for its booking's event in the outbox looks again (the drain runs every second). */
+/** How soon a reminder waiting for its booking's event looks again (the outbox drain runs every second). */
 const OUTBOX_RECHECK_MS = 2_000;
 
-/** An event of the reminder's booking waits in the webhook outbox: the reminder looks again at `until`. */
+/**
+ * An event of the reminder's booking was answered and is not applied yet (in its queue, or in the
+ * webhook outbox): the reminder looks again at `until`.
+ */
 export class BookingEventWaitsError extends BusyUntilError {
   constructor(field: string, until: number) {
     super(
-      `The reminder ${reminderIdPart(field)} waits for an event of its booking still in the webhook outbox.`,
+      `The reminder ${reminderIdPart(field)} waits for an event of its booking not yet applied (queued, or in the webhook outbox).`,
       until,
     );
     this.name = 'BookingEventWaitsError';
@@ -124,8 +127,8 @@ async function leaseAndSend(
 ): Promise<Record<string, unknown>> {
   const store = reminderStoreOf(services);
   const { firm, booking_uid: uid, reminder: field } = job;
-  // A cancel or reschedule of the booking acknowledged into the webhook outbox (while Redis was
-  // down) and not yet applied: the reminder waits for it rather than racing it.
+  // A cancel or reschedule of the booking answered and not yet applied (waiting in its queue, or
+  // kept in the webhook outbox while Redis was down): the reminder waits for it rather than racing it.
   if (await bookingEventWaits(services, firm, uid)) {
     throw new BookingEventWaitsError(field, Date.now() + OUTBOX_RECHECK_MS);
   }
