@@ -12,7 +12,8 @@ import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { snapshotBookingEvent } from '../../core/domain/bookings/booking-event.js';
 import type { BookingPayloadInput } from '../../core/domain/bookings/booking-event.js';
 import { JOBS } from '../../jobs/table.js';
-import type { JobDefinition } from '../../jobs/define.js';
+import type { JobDefinition, PayloadOf } from '../../jobs/define.js';
+import { noteQueuedBookingEvent } from '../../core/domain/deliveries/outbox-bookings.js';
 import { unlimitedLimiter } from '../lib/unlimited-limiter.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import {
@@ -115,6 +116,8 @@ interface Receiver {
   sign: (n: number, secret: string) => { raw: string; headers: Record<string, string> };
   /** The job the receiver enqueues for the same delivery, and its definition. */
   job: (n: number, slug: string) => { def: JobDefinition<never>; data: unknown };
+  /** What the route writes before the add, issued the same way by the direct baseline. */
+  beforeAdd?: (app: App, data: unknown) => Promise<void>;
   settings: (secret: string) => Record<string, unknown>;
 }
 
@@ -173,6 +176,11 @@ const RECEIVERS: Receiver[] = [
           receivedAt: Date.now(),
         }),
       };
+    },
+    // The booking's note, so its reminders wait for the event (core/domain/deliveries/outbox-bookings.ts).
+    beforeAdd: (app, data) => {
+      const event = data as PayloadOf<typeof JOBS.bookingEvent>;
+      return noteQueuedBookingEvent(app.db, event, JOBS.bookingEvent.id!(event));
     },
     settings: (secret) => ({ booking_webhook_secret: secret, notification_emails: ['desk@lawfirm.test'] }),
   },
@@ -242,6 +250,7 @@ export const webhooks: Scenario = {
           await limiter.checkWebhook(slug, false);
           await limiter.countWebhook(slug);
           const { def, data } = receiver.job(i, slug);
+          await receiver.beforeAdd?.(app, data);
           await add(app, def, data);
         };
         const bare = async (i: number): Promise<void> => {

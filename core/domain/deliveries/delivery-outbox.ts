@@ -209,7 +209,7 @@ export async function acceptDelivery<K extends DeliveryJob>(
  */
 async function noteQueued(services: Services, data: PayloadOf<typeof JOBS.bookingEvent>): Promise<void> {
   try {
-    await noteQueuedBookingEvent(services, data, JOBS.bookingEvent.id!(data));
+    await noteQueuedBookingEvent(services.mongo.db, data, JOBS.bookingEvent.id!(data));
   } catch (err) {
     if (!isMongoUnavailable(err)) throw err;
     services.log.warn(

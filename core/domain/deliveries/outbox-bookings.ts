@@ -1,3 +1,4 @@
+import type { Db } from 'mongodb';
 import { claim } from '../../platform/db/claim.js';
 import { collection, COLLECTIONS } from '../../platform/db/collections.js';
 import type { Services } from '../../wiring/services.js';
@@ -68,12 +69,13 @@ export async function noteOutboxBookingEvent(
 
 /** Notes a booking event about to be added to its queue as job `job`. */
 export async function noteQueuedBookingEvent(
-  services: Services,
+  db: Db,
   event: Pick<BookingEventJob, 'firm' | 'uid' | 'reschedule_uid'>,
   job: string,
 ): Promise<void> {
+  const keys = collection<OutboxBookingDoc>(db, COLLECTIONS.webhookOutboxBookings);
   for (const uid of uidsOf(event)) {
-    await claim(keys(services), {
+    await claim(keys, {
       _id: `${prefixOf(event.firm, uid)}${job}|queued`,
       job,
       stored_at: new Date(),
