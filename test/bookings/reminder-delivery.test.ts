@@ -9,13 +9,9 @@ import {
   readBookingReminders,
   reminderField,
   type BookingRecord,
-  type ReminderRecord,
   type ReminderStore,
 } from '../../core/domain/bookings/reminder-records.js';
-import {
-  cancelBookingReminders,
-  storeBookingReminders,
-} from '../../core/domain/bookings/reminder-schedule.js';
+import { cancelBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
 import { finishReminder, leaseReminder } from '../../core/domain/bookings/reminder-lease.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -31,6 +27,7 @@ import {
   remindersWhen,
   startMailingStack,
   stopMailingStack,
+  storeDueReminder,
   uid,
   type Attendee,
 } from './support.js';
@@ -251,38 +248,11 @@ describe('a cancel racing a send (the Redis record, atomically)', () => {
   const store = (): ReminderStore => ({ redis: stack.services.redis, keys: redisKeys(stack.config) });
   const raceFirm = `race-${rand(3)}`;
 
-  async function stored(): Promise<{ uid: string; field: string }> {
-    const bookingUid = uid();
-    const now = Date.now();
-    const startAt = now + 3600_000;
-    const booking: BookingRecord = {
-      state: 'active',
-      start_at: startAt,
-      end_at: startAt + 1800_000,
-      title: 'Race',
-      attendees: 'x@example.com',
-      firm_name: 'Race firm',
-      event_at: now,
-    };
-    const reminder: ReminderRecord = {
-      booking_uid: bookingUid,
-      due_at: now,
-      offset_minutes: 60,
-      channel: 'email',
-      to: 'x@example.com',
-      time_zone: 'UTC',
-      role: 'attendee',
-      status: 'scheduled',
-    };
-    await storeBookingReminders(store(), raceFirm, bookingUid, {
-      booking,
-      reminders: [reminder],
-      now,
-      expireAt: now + 3600_000 * 48,
+  const stored = () =>
+    storeDueReminder(store(), raceFirm, 'x@example.com', {
+      firmName: 'Race firm',
       maxDue: stack.config.bookingRemindersPerFirm,
     });
-    return { uid: bookingUid, field: reminderField(startAt, 60, 'x@example.com') };
-  }
   const cancel = (bookingUid: string) =>
     cancelBookingReminders(store(), raceFirm, bookingUid, {
       state: 'cancelled',

@@ -8,21 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Job } from 'bullmq';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
-import {
-  readBookingReminders,
-  reminderField,
-  type BookingRecord,
-  type ReminderRecord,
-  type ReminderStore,
-} from '../../core/domain/bookings/reminder-records.js';
-import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import { readBookingReminders, type ReminderStore } from '../../core/domain/bookings/reminder-records.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import type { BookingEventJob } from '../../jobs/bookings.js';
 import { bookingEvent } from '../../workers/processors/bookings.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { calBookingPayload, calCancelled, calRescheduled } from '../fakes/calcom-fixtures.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
-import { postSigned } from './support.js';
+import { postSigned, storeDueReminder } from './support.js';
 
 const CAL_SECRET = 'whsec_reminder_queued_secret';
 
@@ -41,40 +34,10 @@ afterAll(async () => {
 const store = (): ReminderStore => ({ redis: stack.services.redis, keys: redisKeys(stack.config) });
 const notes = () => stack.services.mongo.db.collection(COLLECTIONS.webhookOutboxBookings);
 
-/** A booking made earlier, its one reminder due now; what its sendReminder job carries. */
+/** A booking made earlier, its one reminder due now (storeDueReminder). */
 async function bookingWithDueReminder(firm: string) {
   const to = `client-${rand(4)}@example.com`;
-  const uid = `bk${rand(6)}`;
-  const now = Date.now();
-  const startAt = Math.ceil((now + 3600_000) / 60_000) * 60_000;
-  const booking: BookingRecord = {
-    state: 'active',
-    start_at: startAt,
-    end_at: startAt + 1800_000,
-    title: 'Consultation',
-    attendees: to,
-    firm_name: 'Queued LLP',
-    event_at: now - 60_000,
-  };
-  const reminder: ReminderRecord = {
-    booking_uid: uid,
-    due_at: now,
-    offset_minutes: 60,
-    channel: 'email',
-    to,
-    time_zone: 'UTC',
-    role: 'attendee',
-    status: 'scheduled',
-  };
-  await storeBookingReminders(store(), firm, uid, {
-    booking,
-    reminders: [reminder],
-    now,
-    expireAt: now + 48 * 3600_000,
-    maxDue: 10_000,
-  });
-  const job = { firm, booking_uid: uid, reminder: reminderField(startAt, 60, to), due_at: now };
-  return { to, uid, startAt, job };
+  return { to, ...(await storeDueReminder(store(), firm, to, { firmName: 'Queued LLP' })) };
 }
 
 /** The bookings queue's jobs for this booking's events, waiting (no worker runs). */

@@ -6,6 +6,14 @@ import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { CAL_ORGANIZER, calTime } from '../fakes/calcom-fixtures.js';
 import type { ApiClient } from '../helpers/client.js';
+import {
+  reminderField,
+  type BookingRecord,
+  type ReminderRecord,
+  type ReminderStore,
+} from '../../core/domain/bookings/reminder-records.js';
+import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import type { SendReminderJob } from '../../jobs/bookings.js';
 
 // Cal.com's webhook envelope as its webhook code sends it: {triggerEvent, createdAt, payload}
 // with the booking's uid, times in UTC ("...Z"), attendees with their time zones, the organizer,
@@ -165,3 +173,53 @@ export const reminderFirm = (stack: Stack, secret: string, desk: string, timezon
     timezone,
     reminder_offsets_minutes: [1],
   });
+
+/**
+ * A booking made earlier, stored as its booking-event job stores it, with one reminder to `to` due
+ * now: 60 minutes before a start an hour away (on a whole minute, as Cal.com sends times). Returns
+ * what the reminder's sendReminder job carries, and the booking's uid, start and reminder field.
+ */
+export async function storeDueReminder(
+  store: ReminderStore,
+  firm: string,
+  to: string,
+  options: { uid?: string; firmName?: string; maxDue?: number } = {},
+): Promise<{ uid: string; startAt: number; field: string; dueAt: number; job: SendReminderJob }> {
+  const bookingUid = options.uid ?? uid();
+  const now = Date.now();
+  const startAt = Math.ceil((now + 3600_000) / 60_000) * 60_000;
+  const booking: BookingRecord = {
+    state: 'active',
+    start_at: startAt,
+    end_at: startAt + 1800_000,
+    title: 'Consultation',
+    attendees: to,
+    firm_name: options.firmName ?? 'Reminder LLP',
+    event_at: now - 60_000,
+  };
+  const reminder: ReminderRecord = {
+    booking_uid: bookingUid,
+    due_at: now,
+    offset_minutes: 60,
+    channel: 'email',
+    to,
+    time_zone: 'UTC',
+    role: 'attendee',
+    status: 'scheduled',
+  };
+  await storeBookingReminders(store, firm, bookingUid, {
+    booking,
+    reminders: [reminder],
+    now,
+    expireAt: now + 48 * 3600_000,
+    maxDue: options.maxDue ?? 10_000,
+  });
+  const field = reminderField(startAt, 60, to);
+  return {
+    uid: bookingUid,
+    startAt,
+    field,
+    dueAt: now,
+    job: { firm, booking_uid: bookingUid, reminder: field, due_at: now },
+  };
+}

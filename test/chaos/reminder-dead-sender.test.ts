@@ -6,14 +6,7 @@
 // attempt. The dead attempt is left here as a SIGKILLed worker leaves it: its lease in Redis.
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  readBookingReminders,
-  reminderField,
-  type BookingRecord,
-  type ReminderRecord,
-  type ReminderStore,
-} from '../../core/domain/bookings/reminder-records.js';
-import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import { readBookingReminders, type ReminderStore } from '../../core/domain/bookings/reminder-records.js';
 import { leaseReminder, renewReminderLease } from '../../core/domain/bookings/reminder-lease.js';
 import { reminderRenewMs, sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { enqueue } from '../../jobs/define.js';
@@ -21,6 +14,7 @@ import { JOBS } from '../../jobs/table.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { rand, startStack, type Stack } from '../helpers/stack.js';
+import { storeDueReminder } from '../bookings/support.js';
 
 let smtp: FakeSmtp;
 let stack: Stack;
@@ -52,39 +46,8 @@ afterAll(async () => {
 
 const store = (): ReminderStore => ({ redis: stack.services.redis, keys: redisKeys(stack.config) });
 
-/** A booking in an hour with one reminder, due now, to `to`. */
-async function dueReminder(to: string): Promise<{ uid: string; field: string; dueAt: number }> {
-  const uid = `bk${rand(6)}`;
-  const now = Date.now();
-  const startAt = now + 3600_000;
-  const booking: BookingRecord = {
-    state: 'active',
-    start_at: startAt,
-    end_at: startAt + 1800_000,
-    title: 'Consultation',
-    attendees: to,
-    firm_name: 'Dead Sender LLP',
-    event_at: now,
-  };
-  const reminder: ReminderRecord = {
-    booking_uid: uid,
-    due_at: now,
-    offset_minutes: 60,
-    channel: 'email',
-    to,
-    time_zone: 'UTC',
-    role: 'attendee',
-    status: 'scheduled',
-  };
-  await storeBookingReminders(store(), firm, uid, {
-    booking,
-    reminders: [reminder],
-    now,
-    expireAt: now + 48 * 3600_000,
-    maxDue: 10_000,
-  });
-  return { uid, field: reminderField(startAt, 60, to), dueAt: now };
-}
+/** A booking in an hour with one reminder, due now, to `to` (storeDueReminder). */
+const dueReminder = (to: string) => storeDueReminder(store(), firm, to, { firmName: 'Dead Sender LLP' });
 
 const recordOf = async (uid: string) => (await readBookingReminders(store(), firm, uid)).reminders[0]!;
 

@@ -8,14 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { drainOutbox } from '../../core/domain/deliveries/delivery-outbox.js';
-import {
-  readBookingReminders,
-  reminderField,
-  type BookingRecord,
-  type ReminderRecord,
-  type ReminderStore,
-} from '../../core/domain/bookings/reminder-records.js';
-import { storeBookingReminders } from '../../core/domain/bookings/reminder-schedule.js';
+import { readBookingReminders, type ReminderStore } from '../../core/domain/bookings/reminder-records.js';
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import { enqueue } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
@@ -25,7 +18,7 @@ import { calBookingPayload, calCancelled } from '../fakes/calcom-fixtures.js';
 import { eventually } from '../helpers/eventually.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { createFirm, rand, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
-import { postSigned } from '../bookings/support.js';
+import { postSigned, storeDueReminder } from '../bookings/support.js';
 
 const CAL_SECRET = 'whsec_reminder_outbox_secret';
 
@@ -57,37 +50,8 @@ describe('a reminder whose booking was cancelled while Redis was down', () => {
   it('is not mailed while the cancel waits in the outbox or its queue, and is cancelled once it is applied', async () => {
     const firm = await createFirm(stack, { booking_webhook_secret: CAL_SECRET, timezone: 'UTC' });
     const to = `client-${rand(4)}@example.com`;
-    const uid = `bk${rand(6)}`;
-    const now = Date.now();
-    const startAt = Math.ceil((now + 3600_000) / 60_000) * 60_000;
     // The booking was made with Redis up: its reminder, due now, is scheduled.
-    const booking: BookingRecord = {
-      state: 'active',
-      start_at: startAt,
-      end_at: startAt + 1800_000,
-      title: 'Consultation',
-      attendees: to,
-      firm_name: 'Outbox LLP',
-      event_at: now - 60_000,
-    };
-    const reminder: ReminderRecord = {
-      booking_uid: uid,
-      due_at: now,
-      offset_minutes: 60,
-      channel: 'email',
-      to,
-      time_zone: 'UTC',
-      role: 'attendee',
-      status: 'scheduled',
-    };
-    await storeBookingReminders(store(), firm.slug, uid, {
-      booking,
-      reminders: [reminder],
-      now,
-      expireAt: now + 48 * 3600_000,
-      maxDue: 10_000,
-    });
-    const job = { firm: firm.slug, booking_uid: uid, reminder: reminderField(startAt, 60, to), due_at: now };
+    const { uid, startAt, job } = await storeDueReminder(store(), firm.slug, to, { firmName: 'Outbox LLP' });
 
     // Redis stops; Cal.com's cancel is acknowledged into the outbox.
     await redis.stop();
