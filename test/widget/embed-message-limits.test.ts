@@ -64,7 +64,13 @@ async function sendSeen(
   );
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
   await page.keyboard.press('Enter');
-  const response = await answer;
+  // A send whose session or chat the service refused never asks chat-completion: the widget then
+  // says why, and the failure says what the widget said (seen once in CI: a 60 s wait, no why).
+  const response = await answer.catch(async (err: unknown) => {
+    throw new Error(`no chat-completion answer to "${text}"; the widget says: "${await statusText(page)}"`, {
+      cause: err,
+    });
+  });
   const request = response.request();
   return {
     status: response.status(),
