@@ -203,9 +203,10 @@ export async function acceptDelivery<K extends DeliveryJob>(
 
 /**
  * Notes a booking event before its add. While MongoDB is unreachable the event is queued all the
- * same (the webhook needs only Redis, docs/webhooks.md#redis-outages): the reminders' own look
- * fails then too, and a reminder job retries until MongoDB is back, by when the event is applied
- * or its note written.
+ * same (the webhook needs only Redis, docs/webhooks.md#redis-outages), without its note: the
+ * reminders' own look fails then too and their jobs retry, and once MongoDB is back a reminder and
+ * that event (whose job also waited for MongoDB) race as they did before notes existed. Only an
+ * outage of MongoDB alone, during the event's delivery, leaves that window.
  */
 async function noteQueued(services: Services, data: PayloadOf<typeof JOBS.bookingEvent>): Promise<void> {
   try {
