@@ -1,5 +1,8 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from '../core/platform/logger.js';
+import type { Services } from '../core/wiring/services.js';
+import { findCampaign, pausedLot } from '../core/domain/campaigns/campaign-store.js';
+import { parkInLot, unparkOne } from '../core/domain/pacing/parking.js';
 
 // A job that cannot go on yet moves itself to BullMQ's delayed set (holding no worker slot)
 // until `until`; parked jobs (core/domain/pacing/parking.ts) are woken earlier by promotion.
@@ -29,3 +32,23 @@ export async function park(
 export const SLOT_WAIT_SAFETY_MS = 15 * 60_000;
 /** How long a job of a paused campaign sleeps if no resume wakes it. */
 export const PAUSE_SAFETY_MS = 60 * 60_000;
+
+/**
+ * Parks a job of a paused campaign in the campaign's lot (its resume or cancel wakes the lot);
+ * the second look unparks it at once if the campaign is no longer paused. Campaign-call jobs and
+ * the place-call jobs of campaign calls both wait so.
+ */
+export async function parkWhilePaused(
+  services: Services,
+  job: Job,
+  token: string | undefined,
+  campaignId: string,
+  waiter: string,
+): Promise<never> {
+  const lot = pausedLot(services, campaignId);
+  await parkInLot(services, lot, waiter);
+  return park(job, token, Date.now() + PAUSE_SAFETY_MS, services.log, async () => {
+    const campaign = await findCampaign(services.mongo.db, campaignId);
+    if (campaign?.status !== 'paused') await unparkOne(services, lot, waiter);
+  });
+}

@@ -18,9 +18,8 @@ import type { Services } from '../../core/wiring/services.js';
 import { callsCollection } from '../../core/domain/calls/calls.js';
 import { onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
-import { jobRef, parkInLot, unparkOne } from '../../core/domain/pacing/parking.js';
-import { findCampaign, pausedLot } from '../../core/domain/campaigns/campaign-store.js';
-import { PAUSE_SAFETY_MS, SLOT_WAIT_SAFETY_MS, park } from '../park.js';
+import { jobRef } from '../../core/domain/pacing/parking.js';
+import { SLOT_WAIT_SAFETY_MS, park, parkWhilePaused } from '../park.js';
 import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 import { clock } from '../../core/platform/clock.js';
 import { BusyUntilError } from '../../core/platform/busy-until.js';
@@ -41,13 +40,13 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
     }
     if (outcome === 'campaign_paused') {
       // Parked with the campaign's other jobs: its resume (or cancel) wakes them to look again.
-      const lot = pausedLot(services, dial.campaignId!);
-      const waiter = jobRef(QUEUE.calls, job.id ?? callId);
-      await parkInLot(services, lot, waiter);
-      return await park(job, token, Date.now() + PAUSE_SAFETY_MS, services.log, async () => {
-        const campaign = await findCampaign(services.mongo.db, dial.campaignId!);
-        if (campaign?.status !== 'paused') await unparkOne(services, lot, waiter);
-      });
+      return await parkWhilePaused(
+        services,
+        job,
+        token,
+        dial.campaignId!,
+        jobRef(QUEUE.calls, job.id ?? callId),
+      );
     }
     // Blocked: the call has ended (dial_blocked); its slot frees, its campaign lead settles.
     if (outcome === 'blocked') await afterDialFailed(services, callId);

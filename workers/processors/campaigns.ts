@@ -8,12 +8,12 @@ import type {
 import { QUEUE } from '../../jobs/queues.js';
 import { abandonCampaignCall, runCampaignCall } from '../../core/domain/campaigns/campaign-calls.js';
 import { fanOutCampaign } from '../../core/domain/campaigns/campaign-fanout.js';
-import { findCampaign, pausedLot } from '../../core/domain/campaigns/campaign-store.js';
+import { pausedLot } from '../../core/domain/campaigns/campaign-store.js';
 import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
-import { drainLot, jobRef, parkInLot, unparkOne } from '../../core/domain/pacing/parking.js';
+import { drainLot, jobRef } from '../../core/domain/pacing/parking.js';
 import type { JobProcessor } from '../runner.js';
 import { isFinalNoticeFailure, runPauseNotice } from '../../core/domain/campaigns/pause-notices.js';
-import { PAUSE_SAFETY_MS, SLOT_WAIT_SAFETY_MS, park } from '../park.js';
+import { SLOT_WAIT_SAFETY_MS, park, parkWhilePaused } from '../park.js';
 
 /** Adds one campaign-call job per distinct callable phone, resumable from its checkpoint. */
 export const campaignFanout: JobProcessor<CampaignFanoutJob> = async (job, { services }) =>
@@ -39,14 +39,8 @@ export const campaignCall: JobProcessor<CampaignCallJob> = async (job, { service
       return park(job, token, Date.now() + SLOT_WAIT_SAFETY_MS, services.log, () =>
         wakeDialWaiters(services, data.firm),
       );
-    case 'paused': {
-      const lot = pausedLot(services, data.campaignId);
-      await parkInLot(services, lot, waiter);
-      return park(job, token, Date.now() + PAUSE_SAFETY_MS, services.log, async () => {
-        const campaign = await findCampaign(services.mongo.db, data.campaignId);
-        if (campaign?.status !== 'paused') await unparkOne(services, lot, waiter);
-      });
-    }
+    case 'paused':
+      return parkWhilePaused(services, job, token, data.campaignId, waiter);
   }
 };
 
