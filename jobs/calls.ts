@@ -7,6 +7,11 @@ import { analysisDigest } from './call-analysis.js';
 export interface PlaceCallJob {
   callId: string;
   firm: string;
+  /**
+   * Added by the lost-dial sweep: the call's own job was gone before any dial
+   * (core/domain/calls/lost-dials.ts). A call not `repeatable` is then ended, not dialled.
+   */
+  lost?: true;
 }
 
 /** The provider events that change a call record; others are acknowledged and dropped. */

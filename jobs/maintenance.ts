@@ -43,6 +43,16 @@ export const maintenanceJobs = {
     options: SWEEP_RETENTION,
   }),
   /**
+   * Adds again the place-call job of calls never dialled whose job is gone (a Redis failover, a
+   * crash), every LOST_DIAL_SWEEP_MS (5 min; core/domain/calls/lost-dials.ts).
+   */
+  sweepLostDials: defineJob<Record<string, never>>({
+    queue: QUEUE.maintenance,
+    name: 'sweep-lost-dials',
+    everyMs: (config) => config.lostDialSweepMs,
+    options: SWEEP_RETENTION,
+  }),
+  /**
    * Streams a firm's do-not-call list into its Redis index and marks it ready for an hour
    * (core/domain/compliance/dnc-index.ts); asked for by the dial gate when the index is not ready.
    * One per firm at a time (its id); removed when done, so the next request can ask again.

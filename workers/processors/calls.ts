@@ -30,9 +30,15 @@ const DEFAULT_RATE_LIMIT_MS = 5000;
 
 /** Places one outbound call (job id = call_id). */
 export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, attempt, token }) => {
-  const { callId, firm } = job.data;
+  const { callId, firm, lost } = job.data;
   try {
-    const dial = await placeOutboundCall(services, callId, attempt, jobRef(QUEUE.calls, job.id ?? callId));
+    const dial = await placeOutboundCall(
+      services,
+      callId,
+      attempt,
+      jobRef(QUEUE.calls, job.id ?? callId),
+      lost === true,
+    );
     const outcome = dial.outcome;
     if (outcome === 'deferred') {
       // The dial gate: outside the callee's hours or the number's cap reached; wait until then.
@@ -48,8 +54,9 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
         jobRef(QUEUE.calls, job.id ?? callId),
       );
     }
-    // Blocked: the call has ended (dial_blocked); its slot frees, its campaign lead settles.
-    if (outcome === 'blocked') await afterDialFailed(services, callId);
+    // Blocked (dial_blocked) or lost (dial_failed): the call has ended; its slot frees, its
+    // campaign lead settles.
+    if (outcome === 'blocked' || outcome === 'lost') await afterDialFailed(services, callId);
     if (outcome === 'waiting_for_slot') {
       // The firm is at max_concurrent_calls: wait, parked, until a call of the firm ends.
       return await park(job, token, Date.now() + SLOT_WAIT_SAFETY_MS, services.log, () =>

@@ -8,6 +8,7 @@ import {
   pruneIdempotencyKeys,
   reapDialSlots,
   rebuildDncIndex,
+  sweepLostDials,
 } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
 import { dncSweep } from './compliance.js';
@@ -29,6 +30,7 @@ export const processors: ProcessorTable = {
   copyWebhookKeys,
   reapDialSlots,
   rebuildDncIndex,
+  sweepLostDials,
   campaignFanout,
   campaignCall,
   campaignWake,

@@ -34,7 +34,9 @@ type DialOutcome =
   /** The dial gate blocked it: the call has ended (`error`, disconnection_reason `dial_blocked`). */
   | 'blocked'
   /** Its campaign is paused: the job parks among the campaign's parked jobs until a resume. */
-  | 'campaign_paused';
+  | 'campaign_paused'
+  /** Its job was lost before any dial and a repeat of its request may have made another: ended. */
+  | 'lost';
 
 /**
  * What the dial came to; `deferredUntil` with 'deferred' (the gate's clock, core/platform/clock.ts),
@@ -47,6 +49,10 @@ export interface DialAttemptResult {
 }
 
 type DialResult = { provider_call_id: string };
+
+/** The error_message of a call ended undialled by the lost-dial sweep (docs/calls.md#a-lost-dial). */
+export const LOST_DIAL_MESSAGE =
+  'lost_dial: the job that places this call was lost before it dialled (a Redis failover, or a crash before the job was added); it was not dialled, since a repeat of the request without an Idempotency-Key may have made another call';
 
 /** The dial's outcome; the provider's id is linked to our call first, so it is findable once recorded. */
 async function placed(
@@ -74,6 +80,8 @@ export async function placeOutboundCall(
   callId: string,
   attempt: Attempt,
   waiter: string,
+  /** The lost-dial sweep added this job (PlaceCallJob.lost). */
+  lost = false,
 ): Promise<DialAttemptResult> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
   if (call === null) return { outcome: 'missing' }; // the request that created it rolled back
@@ -83,6 +91,12 @@ export async function placeOutboundCall(
     return { outcome: 'already_placed' };
   }
   if (call.finished) return { outcome: 'already_finished' };
+  // Never marked: no job of the call ever came to its dial, so whether the request that made it
+  // was answered is not known; one not repeatable may have been made again by its client.
+  if (lost && call.repeatable !== true && call.dial.attempts === 0) {
+    await markDialFailed(services, call.firm, call._id, LOST_DIAL_MESSAGE);
+    return { outcome: 'lost' };
+  }
   if (call.campaign_id !== undefined) {
     const held = await campaignHoldsDial(services, call);
     if (held !== null) return held;

@@ -121,6 +121,13 @@ export interface CallDoc {
   scheduled_for?: number;
   /** The dial gate blocked the call (`dnc`, `country`, `consent`, …): it ended `error`, disconnection_reason `dial_blocked`. */
   dial_block_reason?: string;
+  /**
+   * The request that made the call names it again when repeated (its id derived from business
+   * identity, or an Idempotency-Key): a place-call job lost before any dial is added again and the
+   * call placed; without it the call is ended instead, since a repeat may have made another
+   * (core/domain/calls/lost-dials.ts).
+   */
+  repeatable?: true;
   /** The lead of this call, once the lead effect is done. */
   lead_id?: string;
   error_message?: string;
@@ -346,6 +353,7 @@ export async function registerOutboundCall(
   }
   const db = services.mongo.db;
   const doc = newOutboundCall({ ...input, toNumber: destination.e164 }, services.voice.name, input.callId);
+  if (input.callId !== undefined || idempotencyKey !== undefined) doc.repeatable = true;
   if (input.callId !== undefined) return registerDerivedCall(services, doc);
   let status: 'registered' | 'scheduled' = 'registered';
   const create = async (): Promise<void> => {

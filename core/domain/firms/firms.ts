@@ -61,6 +61,14 @@ export async function* everyFirm(db: Db): AsyncGenerator<FirmDoc> {
   for await (const raw of firms(db).find({}).sort({ _id: 1 })) yield await opened(db, raw);
 }
 
+/** Every firm's slug, from one cursor (a pass over every firm that needs no more of it). */
+export async function* everyFirmSlug(db: Db): AsyncGenerator<string> {
+  for await (const raw of firms(db)
+    .find({}, { projection: { _id: 1 } })
+    .sort({ _id: 1 }))
+    yield raw._id;
+}
+
 export async function createFirm(
   db: Db,
   input: { slug: string; name: string; settings?: FirmSettingsInput },

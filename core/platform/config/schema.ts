@@ -552,6 +552,20 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how often the maintenance reaper frees dial slots whose lease (`DIAL_SLOT_LEASE_MS`) ran out and wakes the calls waiting for them',
   }),
+  lostDialSweepMs: integer('LOST_DIAL_SWEEP_MS', {
+    min: 1000,
+    max: 24 * HOUR_MS,
+    default: 300_000,
+    description:
+      "how often the maintenance sweep looks for outbound calls never dialled whose `place-call` job is gone (a Redis failover's lost writes, a crash between the call's record and its job) and adds it again (docs/calls.md#a-lost-dial)",
+  }),
+  lostDialAfterMs: integer('LOST_DIAL_AFTER_MS', {
+    min: 1000,
+    max: 7 * 24 * HOUR_MS,
+    default: 600_000,
+    description:
+      'how old an undialled call without a `place-call` job must be before the sweep (`LOST_DIAL_SWEEP_MS`) takes it for lost: longer than any request that creates a call takes',
+  }),
   contactsImportWaitMs: integer('CONTACTS_IMPORT_WAIT_MS', {
     min: 0,
     max: 60_000,
