@@ -8,8 +8,8 @@ export interface PlaceCallJob {
   callId: string;
   firm: string;
   /**
-   * Added by the lost-dial sweep: the call's own job was gone before any dial
-   * (core/domain/calls/lost-dials.ts). A call not `repeatable` is then ended, not dialled.
+   * Added by the lost-call sweep: the call's own job was gone before any dial
+   * (core/domain/calls/lost-calls.ts). A call not `repeatable` is then ended, not dialled.
    */
   lost?: true;
 }

@@ -43,13 +43,14 @@ export const maintenanceJobs = {
     options: SWEEP_RETENTION,
   }),
   /**
-   * Adds again the place-call job of calls never dialled whose job is gone (a Redis failover, a
-   * crash), every LOST_DIAL_SWEEP_MS (5 min; core/domain/calls/lost-dials.ts).
+   * Lost calls, every LOST_CALL_SWEEP_MS (5 min; core/domain/calls/lost-calls.ts): adds again the
+   * place-call job of calls never dialled whose job is gone (a Redis failover, a crash), and asks
+   * the voice provider about dialled calls whose events stopped.
    */
-  sweepLostDials: defineJob<Record<string, never>>({
+  sweepLostCalls: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,
-    name: 'sweep-lost-dials',
-    everyMs: (config) => config.lostDialSweepMs,
+    name: 'sweep-lost-calls',
+    everyMs: (config) => config.lostCallSweepMs,
     options: SWEEP_RETENTION,
   }),
   /**

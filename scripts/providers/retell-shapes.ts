@@ -7,6 +7,7 @@
 // args}`, or the args alone with "Payload: args only", the SDK's `args_at_root`). Types only:
 // nothing here runs.
 import type {
+  CallResponse,
   CallCreatePhoneCallParams,
   CallListParams,
   CallListResponse,
@@ -23,6 +24,8 @@ export type CreatePhoneCallBody = CallCreatePhoneCallParams;
 export type CreatePhoneCallAnswer = PhoneCallResponse;
 export type ListCallsBody = CallListParams;
 export type ListCallsAnswer = CallListResponse;
+/** GET /v2/get-call/{call_id}: the call as Retell has it now (the lost-call sweep asks). */
+export type GetCallAnswer = CallResponse;
 export type ListVoicesAnswer = VoiceListResponse;
 
 /** Retell's error body (its API reference: `{status: "error", message}` for 400, 401, 402, 422, 429, 500). */

@@ -19,6 +19,7 @@ const ROOTS = [
   'CreatePhoneCallAnswer',
   'ListCallsBody',
   'ListCallsAnswer',
+  'GetCallAnswer',
   'ListVoicesAnswer',
   'RetellError',
   'CallWebhook',
@@ -174,6 +175,12 @@ export function deriveRetell(root: string): JsonObject {
       },
       '/v3/list-calls': {
         post: operation('listCalls', ['200', 'ListCallsAnswer'], 'ListCallsBody', false),
+      },
+      '/v2/get-call/{call_id}': {
+        get: {
+          ...operation('getCall', ['200', 'GetCallAnswer']),
+          parameters: [{ name: 'call_id', in: 'path', required: true, schema: { type: 'string' } }],
+        },
       },
       '/list-voices': { get: operation('listVoices', ['200', 'ListVoicesAnswer']) },
     },

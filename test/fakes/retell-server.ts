@@ -16,12 +16,13 @@ import { loadSpec, SpecViolations } from './spec/openapi-spec.js';
 // keeps the calls it created, and can be told to answer with errors, to delay, or to hold
 // responses (the call is still created: "the provider got it").
 
-export type RetellEndpoint = 'create-phone-call' | 'list-calls' | 'list-voices';
+export type RetellEndpoint = 'create-phone-call' | 'list-calls' | 'get-call' | 'list-voices';
 
 const spec = loadSpec('retell');
 const ENDPOINTS: Record<string, RetellEndpoint> = {
   createPhoneCall: 'create-phone-call',
   listCalls: 'list-calls',
+  getCall: 'get-call',
   listVoices: 'list-voices',
 };
 
@@ -129,7 +130,11 @@ export async function startRetellFake(
     return true;
   }
 
-  function answer(endpoint: RetellEndpoint, body: any): { status: number; body: unknown } {
+  function answer(
+    endpoint: RetellEndpoint,
+    body: any,
+    params: Record<string, string>,
+  ): { status: number; body: unknown; judged?: false } {
     switch (endpoint) {
       case 'create-phone-call': {
         const call: FakeRetellCall = {
@@ -155,6 +160,13 @@ export async function startRetellFake(
           .reverse()
           .slice(0, Number(body?.limit ?? 50));
         return { status: 200, body: { items, has_more: false } };
+      }
+      case 'get-call': {
+        const call = calls.find((c) => c.call_id === params.call_id);
+        // Retell's document names no status for an id it does not know; a 404 with its error
+        // body, not judged by the document (the client reads any 404 as "no such call").
+        if (call === undefined) return { status: 404, body: retellError('Call not found'), judged: false };
+        return { status: 200, body: call };
       }
       case 'list-voices':
         return { status: 200, body: FAKE_VOICES };
@@ -215,12 +227,14 @@ export async function startRetellFake(
         else send(scripted.status, payload, scripted.headers);
         return;
       }
-      const result = answer(endpoint, body);
+      const result = answer(endpoint, body, verdict.match.params);
+      const respond = () =>
+        result.judged === false ? write(res, result.status, result.body) : send(result.status, result.body);
       if (holding.has(endpoint)) {
-        held.push(() => send(result.status, result.body));
+        held.push(respond);
         return;
       }
-      send(result.status, result.body);
+      respond();
     })().catch((err: unknown) => {
       violations.record([`the fake failed: ${(err as Error).message}`]);
       write(res, 500, retellError('fake failed'));

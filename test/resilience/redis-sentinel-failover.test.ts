@@ -68,10 +68,12 @@ beforeAll(async () => {
     JOB_LOCK_MS: '5000',
     EFFECT_LEASE_MS: '5000',
     EFFECT_LEASE_CLOCK_MARGIN_MS: '500',
-    // A call whose place-call job was lost is swept (its job added again) seconds after, not
-    // minutes: LOST_DIAL_AFTER_MS is longer than any create-call here takes.
-    LOST_DIAL_SWEEP_MS: '1000',
+    // A lost call is swept seconds after, not minutes (docs/calls.md#lost-calls): its place-call
+    // job added again (LOST_DIAL_AFTER_MS is longer than any create-call here takes), or the
+    // simulator asked about a dialled call whose events stopped (longer than a call here lasts).
+    LOST_CALL_SWEEP_MS: '1000',
     LOST_DIAL_AFTER_MS: '3000',
+    LOST_END_AFTER_MS: '3000',
   };
 });
 afterAll(async () => {
@@ -80,6 +82,19 @@ afterAll(async () => {
   await group?.stop();
   await rm(dir, { recursive: true, force: true });
 });
+
+/** The place-call jobs and call events the lost-call sweep added, from its log lines. */
+function sweptJobs(output: string): { lost_dials_readded: number; lost_call_events: number } {
+  let readded = 0;
+  let events = 0;
+  for (const line of output.split('\n')) {
+    if (!line.includes('lost calls: jobs added again')) continue;
+    const logged = JSON.parse(line) as { readded: number; events: number };
+    readded += logged.readded;
+    events += logged.events;
+  }
+  return { lost_dials_readded: readded, lost_call_events: events };
+}
 
 interface Request {
   key: string;
@@ -211,20 +226,18 @@ describe('Redis failover through Sentinel under load', () => {
       await eventually(drained, 90_000, 250);
       await sleep(DRAIN_INTERVAL_MS + 500);
       await eventually(drained, 90_000, 250);
-      // A call acknowledged and never dialled, its place-call job lost with the primary, is the
-      // lost-dial sweep's: its job is added again (every request here has a key: the call is
-      // placed). None is left registered without a provider call once the sweep has been by.
-      const undialled = async (): Promise<string[]> =>
+      // A call whose place-call job, simulator step or call event was lost with the primary is the
+      // lost-call sweep's: its place-call job added again (every request here has a key: the call
+      // is placed), or the simulator asked how it stands (it plays on a call that lost its step,
+      // and its end is applied from its record). None is left unfinished once the sweep has been by.
+      const unfinished = async (): Promise<string[]> =>
         (
           await mongo.db
             .collection<CallDoc>(COLLECTIONS.calls)
-            .find(
-              { firm: firm.slug, status: 'registered', provider_call_id: null },
-              { projection: { _id: 1 } },
-            )
+            .find({ firm: firm.slug, finished: false }, { projection: { _id: 1 } })
             .toArray()
         ).map((c) => c._id);
-      await eventually(async () => expect(await undialled()).toEqual([]), 60_000, 250);
+      await eventually(async () => expect(await unfinished()).toEqual([]), 60_000, 250);
       await eventually(drained, 90_000, 250);
       await sleep(DRAIN_INTERVAL_MS + 500);
       await eventually(drained, 90_000, 250);
@@ -251,12 +264,8 @@ describe('Redis failover through Sentinel under load', () => {
         ),
         doubled: doubled.length,
         dial_attempts_over_1: [...outcomes.values()].filter((o) => o.dialAttempts > 1).length,
-        // Calls whose place-call job the sweep added again (it logs each pass that found some).
-        lost_dials_readded: [
-          ...(await service.worker.output()).matchAll(
-            /"count":(\d+)[^\n]*lost dials: place-call added again/g,
-          ),
-        ].reduce((n, m) => n + Number(m[1]), 0),
+        // What the lost-call sweep added again (it logs each pass that added any).
+        ...sweptJobs(await service.worker.output()),
         // Webhooks the web kept in the MongoDB outbox (Redis away, or older ones still there).
         kept_in_outbox: (await service.web.output()).split('delivery kept in the MongoDB outbox').length - 1,
       };
@@ -282,8 +291,8 @@ describe('Redis failover through Sentinel under load', () => {
       expect(callRecords).toBe(acknowledged.length);
       expect(doubled).toEqual([]);
       // The held link did open a window: writes the primary acknowledged never reached the replica.
-      // Work acknowledged in it may be gone (a later job of the call's pipeline: its effects never
-      // run; a create-call's place-call job is added again by the sweep, checked above),
+      // Work acknowledged in it may be gone (the call_analyzed of an ended call, or a job of its
+      // effects: they never run; the sweep, checked above, takes up what an unfinished call lost),
       // unless its calls finished on the old primary first: whether any is lost is the timing's,
       // and both outcomes are checked below.
       expect(primaryOffsetAtKill - (promotedAt - 1)).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 // The simulator stands in for Retell (VOICE_PROVIDER=simulator): each webhook body it sends must be
 // one Retell could send, judged by the document derived from retell-sdk's types.
 import { describe, expect, it } from 'vitest';
-import { retellCallPayload } from '../../core/integrations/voice/simulator-engine.js';
+import { retellCallPayload } from '../../core/integrations/voice/simulator.js';
 import { retellCallObject, type SimulatorCallDoc } from '../../core/integrations/voice/simulator.js';
 import { loadSpec } from '../fakes/spec/openapi-spec.js';
 

@@ -8,7 +8,7 @@ import {
   pruneIdempotencyKeys,
   reapDialSlots,
   rebuildDncIndex,
-  sweepLostDials,
+  sweepLostCalls,
 } from './maintenance.js';
 import { campaignCall, campaignFanout, campaignPauseNotice, campaignWake } from './campaigns.js';
 import { dncSweep } from './compliance.js';
@@ -30,7 +30,7 @@ export const processors: ProcessorTable = {
   copyWebhookKeys,
   reapDialSlots,
   rebuildDncIndex,
-  sweepLostDials,
+  sweepLostCalls,
   campaignFanout,
   campaignCall,
   campaignWake,

@@ -5,7 +5,7 @@ import { reapDialSlots as reap } from '../../core/domain/pacing/dial-slots.js';
 import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js';
 import { rebuildDncIndex as rebuild } from '../../core/domain/compliance/dnc-index.js';
 import { publishEveryFirmsWebhookKeys } from '../../core/domain/firms/webhook-keys.js';
-import { sweepLostDials as sweepLost } from '../../core/domain/calls/lost-dials.js';
+import { sweepLostCalls as sweepLost } from '../../core/domain/calls/lost-calls.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
@@ -24,11 +24,14 @@ export const copyWebhookKeys: JobProcessor<Record<string, never>> = async (_job,
 export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, { services }) =>
   reap(services);
 
-export const SWEEP_LOST_DIALS = JOBS.sweepLostDials.name;
+export const SWEEP_LOST_CALLS = JOBS.sweepLostCalls.name;
 
-/** Adds again the place-call job of calls never dialled whose job is gone (every 5 min). */
-export const sweepLostDials: JobProcessor<Record<string, never>> = async (_job, { services }) =>
-  sweepLost(services, services.config.lostDialAfterMs);
+/** Lost dials and lost ends: their jobs added again (every 5 min; core/domain/calls/lost-calls.ts). */
+export const sweepLostCalls: JobProcessor<Record<string, never>> = async (_job, { services }) =>
+  sweepLost(services, {
+    dialAfterMs: services.config.lostDialAfterMs,
+    endAfterMs: services.config.lostEndAfterMs,
+  });
 
 /** Deletes Clio connect states that expired unused (hourly). */
 export const pruneClioOAuthStates: JobProcessor<Record<string, never>> = async (_job, { services }) => ({

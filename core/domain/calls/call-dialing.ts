@@ -50,7 +50,7 @@ export interface DialAttemptResult {
 
 type DialResult = { provider_call_id: string };
 
-/** The error_message of a call ended undialled by the lost-dial sweep (docs/calls.md#a-lost-dial). */
+/** The error_message of a call ended undialled by the lost-call sweep (docs/calls.md#lost-calls). */
 export const LOST_DIAL_MESSAGE =
   'lost_dial: the job that places this call was lost before it dialled (a Redis failover, or a crash before the job was added); it was not dialled, since a repeat of the request without an Idempotency-Key may have made another call';
 
@@ -80,7 +80,7 @@ export async function placeOutboundCall(
   callId: string,
   attempt: Attempt,
   waiter: string,
-  /** The lost-dial sweep added this job (PlaceCallJob.lost). */
+  /** The lost-call sweep added this job (PlaceCallJob.lost). */
   lost = false,
 ): Promise<DialAttemptResult> {
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });

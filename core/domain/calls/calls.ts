@@ -125,7 +125,7 @@ export interface CallDoc {
    * The request that made the call names it again when repeated (its id derived from business
    * identity, or an Idempotency-Key): a place-call job lost before any dial is added again and the
    * call placed; without it the call is ended instead, since a repeat may have made another
-   * (core/domain/calls/lost-dials.ts).
+   * (core/domain/calls/lost-calls.ts).
    */
   repeatable?: true;
   /** The lead of this call, once the lead effect is done. */

@@ -48,6 +48,9 @@ export interface WebhookTarget {
   secret: string;
 }
 
+/** Retell's `call` object: its id and whatever else the provider says of the call. */
+export type ProviderCallObject = Record<string, unknown> & { call_id: string };
+
 export interface ProviderCall {
   providerCallId: string;
   /** The provider's call status: registered, ongoing, ended, not_connected or error. */
@@ -95,6 +98,12 @@ export interface VoiceProvider {
   placeCall(request: PlaceCallRequest): Promise<ProviderCall>;
   /** The provider call carrying our call id in its metadata, if one was created. */
   findCall(callId: string, firm: string): Promise<ProviderCall | null>;
+  /**
+   * The provider's call as its own record has it now (Retell's `call` object, as get-call answers
+   * it and its webhooks carry it), by the provider's call id; null when it has no such call. The
+   * lost-call sweep asks it about a call whose events stopped (core/domain/calls/lost-calls.ts).
+   */
+  getCall(providerCallId: string): Promise<ProviderCallObject | null>;
 }
 
 /** Maps the many ways providers spell gender to ours. */

@@ -4,6 +4,7 @@ import {
   normaliseGender,
   type PlaceCallRequest,
   type ProviderCall,
+  type ProviderCallObject,
   type VoiceEntry,
   type VoiceProvider,
 } from './provider.js';
@@ -83,6 +84,16 @@ export class RetellProvider implements VoiceProvider {
       (c) => (c.metadata as { call_id?: unknown } | undefined)?.call_id === callId,
     );
     return match === undefined ? null : { providerCallId: match.call_id, status: match.call_status };
+  }
+
+  async getCall(providerCallId: string): Promise<ProviderCallObject | null> {
+    try {
+      const call = await this.call(() => this.client.call.retrieve(providerCallId));
+      return call as unknown as ProviderCallObject;
+    } catch (err) {
+      if (err instanceof ProviderError && err.status === 404) return null;
+      throw err;
+    }
   }
 
   /** Runs one SDK request and turns its failures into ProviderError kinds. */

@@ -4,11 +4,12 @@ import { simulateConversation } from './simulator-script.js';
 import { simulateVoicemail } from './simulator-voicemail.js';
 import { asksForAppointment, simulateBooking } from './simulator-tools.js';
 import {
-  retellCallObject,
+  retellCallPayload,
   simulatorCalls,
   simulatorWebhookSecret,
   type SimulatedCallStatus,
   type SimulatorCallDoc,
+  type SimulatorEvent,
 } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 import { tracedFetch } from '../../platform/telemetry/start.js';
@@ -25,8 +26,6 @@ interface SimulatorDeps {
   db: Db;
   config: Config;
 }
-
-type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
 
 const EVENTS_FOR: Record<SimulatedCallStatus, SimulatorEvent[]> = {
   registered: [],
@@ -165,19 +164,6 @@ async function transition(
   } as UpdateFilter<SimulatorCallDoc>);
   if (result.modifiedCount === 1) return { ...call, ...changes };
   return simulatorCalls(db).findOne({ _id: call._id });
-}
-
-/** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
-export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
-  const payload = retellCallObject(call, call.call_status);
-  if (event !== 'call_started') {
-    payload.end_timestamp = call.end_timestamp;
-    payload.duration_ms = call.duration_ms;
-    payload.disconnection_reason = call.disconnection_reason;
-    if (call.transcript !== null) payload.transcript = call.transcript;
-  }
-  if (event === 'call_analyzed' && call.call_analysis !== null) payload.call_analysis = call.call_analysis;
-  return payload;
 }
 
 async function deliverWebhook(

@@ -11,6 +11,7 @@ import {
   type CallAgentProfile,
   type PlaceCallRequest,
   type ProviderCall,
+  type ProviderCallObject,
   type VoiceEntry,
   type VoiceProvider,
 } from './provider.js';
@@ -199,6 +200,19 @@ export class SimulatorProvider implements VoiceProvider {
   }
 
   /**
+   * The simulator's call as a get-call would answer it: what its webhooks carried so far (the
+   * end's fields once it ended, the analysis once analysed). A call that lost its next step goes
+   * on playing (keepPlaying), as a provider's call does.
+   */
+  async getCall(providerCallId: string): Promise<ProviderCallObject | null> {
+    const doc = await simulatorCalls(this.options.db).findOne({ _id: providerCallId });
+    if (doc === null) return null;
+    await this.keepPlaying(doc);
+    const live = doc.call_status === 'registered' || doc.call_status === 'ongoing';
+    return retellCallPayload(doc, live ? 'call_started' : 'call_analyzed') as ProviderCallObject;
+  }
+
+  /**
    * A call the simulator holds goes on playing, as a provider's call does whatever happens to
    * its client: a process that died between recording the call and scheduling its step left it
    * without one. The step's job id derives from the call, so this adds nothing when it exists.
@@ -230,5 +244,20 @@ export function retellCallObject(call: SimulatorCallDoc, callStatus: string): Re
     retell_llm_dynamic_variables: call.retell_llm_dynamic_variables,
   };
   if (call.start_timestamp !== null) payload.start_timestamp = call.start_timestamp;
+  return payload;
+}
+
+export type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
+
+/** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
+export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
+  const payload = retellCallObject(call, call.call_status);
+  if (event !== 'call_started') {
+    payload.end_timestamp = call.end_timestamp;
+    payload.duration_ms = call.duration_ms;
+    payload.disconnection_reason = call.disconnection_reason;
+    if (call.transcript !== null) payload.transcript = call.transcript;
+  }
+  if (event === 'call_analyzed' && call.call_analysis !== null) payload.call_analysis = call.call_analysis;
   return payload;
 }

@@ -552,19 +552,26 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how often the maintenance reaper frees dial slots whose lease (`DIAL_SLOT_LEASE_MS`) ran out and wakes the calls waiting for them',
   }),
-  lostDialSweepMs: integer('LOST_DIAL_SWEEP_MS', {
+  lostCallSweepMs: integer('LOST_CALL_SWEEP_MS', {
     min: 1000,
     max: 24 * HOUR_MS,
     default: 300_000,
     description:
-      "how often the maintenance sweep looks for outbound calls never dialled whose `place-call` job is gone (a Redis failover's lost writes, a crash between the call's record and its job) and adds it again (docs/calls.md#a-lost-dial)",
+      "how often the maintenance sweep looks for lost calls (docs/calls.md#lost-calls): calls never dialled whose `place-call` job is gone (a Redis failover's lost writes, a crash between the call's record and its job), and dialled calls whose events stopped, which it asks the voice provider about",
   }),
   lostDialAfterMs: integer('LOST_DIAL_AFTER_MS', {
     min: 1000,
     max: 7 * 24 * HOUR_MS,
     default: 600_000,
     description:
-      'how old an undialled call without a `place-call` job must be before the sweep (`LOST_DIAL_SWEEP_MS`) takes it for lost: longer than any request that creates a call takes',
+      'how old an undialled call without a `place-call` job must be before the sweep (`LOST_CALL_SWEEP_MS`) takes it for lost: longer than any request that creates a call takes',
+  }),
+  lostEndAfterMs: integer('LOST_END_AFTER_MS', {
+    min: 1000,
+    max: 7 * 24 * HOUR_MS,
+    default: 600_000,
+    description:
+      'how long a dialled call may stay unfinished with its record unchanged before the sweep (`LOST_CALL_SWEEP_MS`) asks the voice provider how it stands, and applies the end the provider reports when its event never came',
   }),
   contactsImportWaitMs: integer('CONTACTS_IMPORT_WAIT_MS', {
     min: 0,

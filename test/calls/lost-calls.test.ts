@@ -1,16 +1,17 @@
 // A lost dial: an outbound call acknowledged (or half made) whose place-call job is gone from Redis
 // before it dialled (a failover's lost writes, a web process dying between the call's insert and
 // its job's add). It used to stay `registered` for ever. The sweep (maintenance, every
-// LOST_DIAL_SWEEP_MS) adds its job again, marked lost: a call whose request would name it again on
+// LOST_CALL_SWEEP_MS) adds its job again, marked lost: a call whose request would name it again on
 // a repeat (an Idempotency-Key, a campaign's derived id) is placed; any other ends `error` /
 // `dial_failed` undialled, since its client may have asked again without a key and had another.
 // The calls queue is held here (BullMQ's queue pause) so that a call exists undialled while its
 // job is taken away, as the failover takes it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sweepLostDials } from '../../core/domain/calls/lost-dials.js';
+import { sweepLostCalls } from '../../core/domain/calls/lost-calls.js';
 import { LOST_DIAL_MESSAGE } from '../../core/domain/calls/call-dialing.js';
-import { SWEEP_LOST_DIALS } from '../../workers/processors/maintenance.js';
+import { SWEEP_LOST_CALLS } from '../../workers/processors/maintenance.js';
+import { JOBS } from '../../jobs/table.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
@@ -24,6 +25,7 @@ import {
 } from '../campaigns/support.js';
 
 const SWEEP_MS = 1000;
+const SIM_CALL_MS = 200;
 // The worker's own sweep takes only calls this old: the tests' calls are younger unless one is
 // made to look older, so the direct sweeps below are the only ones that see them.
 const AFTER_MS = 120_000;
@@ -32,7 +34,11 @@ let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({
     workers: true,
-    env: { SIM_CALL_MS: '200', LOST_DIAL_SWEEP_MS: String(SWEEP_MS), LOST_DIAL_AFTER_MS: String(AFTER_MS) },
+    env: {
+      SIM_CALL_MS: String(SIM_CALL_MS),
+      LOST_CALL_SWEEP_MS: String(SWEEP_MS),
+      LOST_DIAL_AFTER_MS: String(AFTER_MS),
+    },
   });
 });
 afterAll(async () => {
@@ -41,6 +47,8 @@ afterAll(async () => {
 });
 
 const calls = () => stack.services.queues.calls;
+/** A direct sweep for lost dials only: no dialled call of these tests is old enough to be asked about. */
+const dialsOlderThan = (dialAfterMs: number) => ({ dialAfterMs, endAfterMs: 3_600_000 });
 
 /** Takes the call's place-call job out of Redis, as a failover that lost its add would. */
 async function lose(callId: string): Promise<void> {
@@ -78,11 +86,11 @@ describe('a call whose place-call job was lost before its dial', () => {
     await lose(unkeyed);
 
     // Younger than the sweep's age: possibly a request still between its insert and its add.
-    await sweepLostDials(stack.services, 60_000);
+    await sweepLostCalls(stack.services, dialsOlderThan(60_000));
     expect(await calls().getJobState(keyed)).toBe('unknown');
     expect(await calls().getJobState(unkeyed)).toBe('unknown');
 
-    const swept = await sweepLostDials(stack.services, 0);
+    const swept = await sweepLostCalls(stack.services, dialsOlderThan(0));
     expect(swept.readded).toBe(2);
     expect((await calls().getJob(keyed))?.data).toEqual({ callId: keyed, firm: firm.slug, lost: true });
     expect((await calls().getJob(unkeyed))?.data).toEqual({ callId: unkeyed, firm: firm.slug, lost: true });
@@ -105,7 +113,7 @@ describe('a call whose place-call job was lost before its dial', () => {
       [keyed, unkeyed, kept].sort(),
     );
     // Nothing left to sweep: every call has finished.
-    expect((await sweepLostDials(stack.services, 0)).readded).toBe(0);
+    expect((await sweepLostCalls(stack.services, dialsOlderThan(0))).readded).toBe(0);
   });
 
   it('is placed when it is a campaign call (its id derived from the lead), and the campaign completes', async () => {
@@ -127,18 +135,53 @@ describe('a call whose place-call job was lost before its dial', () => {
     expect(call!.repeatable).toBe(true);
     await lose(call!._id);
 
-    expect((await sweepLostDials(stack.services, 0)).readded).toBe(1);
+    expect((await sweepLostCalls(stack.services, dialsOlderThan(0))).readded).toBe(1);
     await calls().resume();
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_placed: 1, calls_completed: 1, calls_failed: 0 });
     expect((await simulatorDials(stack, phones)).map((d) => d.metadata.call_id)).toEqual([call!._id]);
   });
 
-  it('is found by the worker’s own sweep, scheduled every LOST_DIAL_SWEEP_MS, once older than LOST_DIAL_AFTER_MS', async () => {
+  it('goes on when it was dialled and its simulator step was lost: the sweep asks the simulator, which plays it on', async () => {
+    const firm = await createFirm(stack);
+    const agentId = await createAgent(firm.client, firm.slug);
+    const [to] = usPhones(1, 860);
+    const simulator = stack.services.queues.simulator;
+    await simulator.pause();
+    let callId: string;
+    try {
+      callId = await createCall(firm, agentId, to!);
+      const stepId = JOBS.simulatorStep.id!({ callId, providerCallId: '' });
+      // Due in SIM_CALL_MS / 2: delayed, or waiting in the paused queue once due.
+      await eventually(
+        async () => expect(['delayed', 'waiting', 'paused']).toContain(await simulator.getJobState(stepId)),
+        30_000,
+      );
+      await (await simulator.getJob(stepId))!.remove();
+    } finally {
+      await simulator.resume();
+    }
+    // Dialled, and nothing more will come of it by itself.
+    await sleep(SIM_CALL_MS * 4);
+    const stuck = await callsOf(stack).findOne({ _id: callId });
+    expect(stuck).toMatchObject({ status: 'registered', provider_call_id: expect.any(String) });
+
+    // Younger than LOST_END_AFTER_MS: not asked about.
+    expect(
+      (await sweepLostCalls(stack.services, { dialAfterMs: 3_600_000, endAfterMs: 3_600_000 })).asked,
+    ).toBe(0);
+    const swept = await sweepLostCalls(stack.services, { dialAfterMs: 3_600_000, endAfterMs: 0 });
+    expect(swept.asked).toBe(1);
+    const ended = await waitForCall(firm.client, callId, (c) => c.status === 'ended', 30_000);
+    expect(ended.transcript).toEqual(expect.any(String));
+    expect(await simulatorDials(stack, [to!])).toHaveLength(1);
+  });
+
+  it('is found by the worker’s own sweep, scheduled every LOST_CALL_SWEEP_MS, once older than LOST_DIAL_AFTER_MS', async () => {
     await eventually(async () => {
       const schedulers = await stack.services.queues.maintenance.getJobSchedulers();
       expect(schedulers).toEqual(
-        expect.arrayContaining([expect.objectContaining({ key: SWEEP_LOST_DIALS, every: SWEEP_MS })]),
+        expect.arrayContaining([expect.objectContaining({ key: SWEEP_LOST_CALLS, every: SWEEP_MS })]),
       );
     });
     const firm = await createFirm(stack);

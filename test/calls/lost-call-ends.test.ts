@@ -1,0 +1,139 @@
+// A lost end: a dialled call whose events stopped reaching its record (the web acknowledged
+// Retell's webhook, then a Redis failover lost its job; Retell does not send an acknowledged event
+// again). It stayed `ongoing` for ever: its dial slot held until the lease ran out, its intake never
+// taken. The lost-call sweep asks Retell how a call whose record has not changed for
+// LOST_END_AFTER_MS stands (GET /v2/get-call/{call_id}, judged by Retell's own document in the
+// fake), and applies what Retell reports as the webhooks would have: start, end, analysis.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PhoneCallResponse } from 'retell-sdk/resources/call';
+import { sweepLostCalls } from '../../core/domain/calls/lost-calls.js';
+import { dialSlotsInUse } from '../../core/domain/pacing/dial-slots.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
+import { SAMPLE_CALLER, conversationCall, ongoingCall } from '../fakes/retell-fixtures.js';
+import { callsOf, createAgent, waitForCall } from './support.js';
+
+const HOUR = 3_600_000;
+/** Every dialled call is asked about; no undialled one is old enough to be a lost dial. */
+const ASK_NOW = { dialAfterMs: HOUR, endAfterMs: 0 };
+
+let fake: RetellFake;
+let stack: Stack;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+let agentId: string;
+beforeAll(async () => {
+  fake = await startRetellFake();
+  stack = await startStack({ workers: true, env: { ...retellEnv(fake) } });
+  firm = await createFirm(stack, { from_number: '+14155550100', max_concurrent_calls: 5 });
+  agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');
+});
+afterAll(async () => {
+  await stack?.stop();
+  // Rejects when an answer of the fake was off Retell's document.
+  await fake?.close();
+});
+
+/** A call placed with the Retell fake: ours and Retell's record of it. */
+async function dialledCall(toNumber: string): Promise<{ callId: string; placed: PhoneCallResponse }> {
+  const res = await firm.client.post('/api/v2/create-outbound-call', {
+    toNumber,
+    agentId,
+    firmSlug: firm.slug,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const callId = res.body.call_id as string;
+  const call = await eventually(async () => {
+    const doc = await callsOf(stack).findOne({ _id: callId });
+    expect(doc?.provider_call_id).toEqual(expect.any(String));
+    return doc!;
+  });
+  const placed = fake.calls.find((c) => c.call_id === call.provider_call_id)!;
+  expect(placed.metadata).toMatchObject({ call_id: callId });
+  return { callId, placed };
+}
+
+/** Retell's record of the call becomes `call` (what Retell would have told the webhook). */
+function retellNowHas(placed: PhoneCallResponse, call: PhoneCallResponse): void {
+  const at = fake.calls.findIndex((c) => c.call_id === placed.call_id);
+  fake.calls[at] = {
+    ...call,
+    call_id: placed.call_id,
+    agent_id: placed.agent_id,
+    from_number: placed.from_number,
+    to_number: placed.to_number,
+    metadata: placed.metadata,
+  };
+}
+
+const getCallsFor = (placed: PhoneCallResponse) =>
+  fake.requestsTo('get-call').filter((r) => r.path === `/v2/get-call/${placed.call_id}`);
+
+describe('a dialled call whose events never came', () => {
+  it('is ended from what Retell reports, its analysis taken into a lead, and its dial slot freed', async () => {
+    const { callId, placed } = await dialledCall('+14155550142');
+    expect(await dialSlotsInUse(stack.services, firm.slug)).toContain(callId);
+    // The call happened at Retell; none of its webhooks reached the service.
+    retellNowHas(placed, conversationCall(SAMPLE_CALLER));
+
+    // A record changed within LOST_END_AFTER_MS is not asked about.
+    const recent = await sweepLostCalls(stack.services, { dialAfterMs: HOUR, endAfterMs: HOUR });
+    expect(recent.asked).toBe(0);
+    expect(getCallsFor(placed)).toEqual([]);
+
+    const swept = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(swept).toMatchObject({ asked: 1, events: 2 });
+    const [asked] = getCallsFor(placed);
+    expect(asked).toMatchObject({ method: 'GET', problems: [] });
+    expect(asked!.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+
+    const ended = await waitForCall(firm.client, callId, (c) => c.lead_id !== null, 30_000);
+    expect(ended).toMatchObject({
+      status: 'ended',
+      disconnection_reason: 'user_hangup',
+      outcome: 'conversation',
+      caller_data: { first_name: 'Pat', last_name: 'Rivera', email: 'pat@client.test' },
+    });
+    expect(ended.transcript).toContain('rear-ended at a red light');
+    expect(ended.call_analysis.call_summary).toBe(SAMPLE_CALLER.summary);
+    expect(await dialSlotsInUse(stack.services, firm.slug)).not.toContain(callId);
+    // Finished: no later pass asks about it again.
+    await sweepLostCalls(stack.services, ASK_NOW);
+    expect(getCallsFor(placed)).toHaveLength(1);
+  });
+
+  it('takes the start of a call still on at Retell, and leaves it on until Retell ends it', async () => {
+    const { callId, placed } = await dialledCall('+14155550143');
+    retellNowHas(placed, ongoingCall());
+    const first = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(first.events).toBe(1);
+    const ongoing = await waitForCall(firm.client, callId, (c) => c.status === 'ongoing', 30_000);
+    expect(ongoing.end_timestamp).toBeNull();
+
+    // Still on at Retell, and ongoing here: nothing to add.
+    const again = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(again.events).toBe(0);
+    expect(getCallsFor(placed)).toHaveLength(2);
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('ongoing');
+    expect(await dialSlotsInUse(stack.services, firm.slug)).toContain(callId);
+  });
+
+  it('leaves a call Retell does not know as it is, and goes on to the next', async () => {
+    const { callId, placed } = await dialledCall('+14155550144');
+    const other = await dialledCall('+14155550145');
+    // Retell has no record of the first any more; the second ended unanswered.
+    fake.calls.splice(
+      fake.calls.findIndex((c) => c.call_id === placed.call_id),
+      1,
+    );
+    retellNowHas(other.placed, {
+      ...ongoingCall(),
+      call_status: 'not_connected',
+      disconnection_reason: 'dial_no_answer',
+    });
+    await sweepLostCalls(stack.services, ASK_NOW);
+    await waitForCall(firm.client, other.callId, (c) => c.status === 'not_connected', 30_000);
+    expect(getCallsFor(placed)).toHaveLength(1);
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+  });
+});
