@@ -13,6 +13,7 @@ import { eventually } from '../helpers/eventually.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { SAMPLE_CALLER, conversationCall, ongoingCall } from '../fakes/retell-fixtures.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
+import { callForProvider, postSigned } from '../webhooks/support.js';
 
 const HOUR = 3_600_000;
 /** Every dialled call is asked about; no undialled one is old enough to be a lost dial. */
@@ -136,4 +137,38 @@ describe('a dialled call whose events never came', () => {
     expect(getCallsFor(placed)).toHaveLength(1);
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
+
+  it('ends an inbound call whose end never came from what Retell reports', async () => {
+    const secret = 'whsec_lost_call_ends';
+    const inbound = await createFirm(stack, { voice_webhook_secret: secret });
+    const providerCallId = `call_inbound_${inbound.slug}`;
+    const answered = retellNowHasInbound(providerCallId);
+    const started = await postSigned(stack, inbound.slug, secret, {
+      event: 'call_started',
+      call: ongoingCall({ callId: providerCallId, direction: 'inbound', toNumber: '+14155550100' }),
+    });
+    expect(started.status).toBe(200);
+    const call = await callForProvider(stack, inbound.slug, providerCallId);
+    await eventually(async () =>
+      expect((await callsOf(stack).findOne({ _id: call._id }))?.status).toBe('ongoing'),
+    );
+
+    const swept = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(swept.events).toBeGreaterThanOrEqual(2);
+    expect(answered()).toHaveLength(1);
+    const ended = await waitForCall(inbound.client, providerCallId, (c) => c.lead_id !== null, 30_000);
+    expect(ended).toMatchObject({ status: 'ended', direction: 'inbound', outcome: 'conversation' });
+  });
 });
+
+/** Retell's record of an inbound call that ended as a conversation; the get-calls asking for it. */
+function retellNowHasInbound(providerCallId: string): () => unknown[] {
+  fake.calls.push(
+    conversationCall(SAMPLE_CALLER, {
+      callId: providerCallId,
+      direction: 'inbound',
+      toNumber: '+14155550100',
+    }),
+  );
+  return () => fake.requestsTo('get-call').filter((r) => r.path === `/v2/get-call/${providerCallId}`);
+}

@@ -8,7 +8,7 @@ import { everyFirmSlug } from '../firms/firms.js';
 import { callsCollection, type CallDoc } from './calls.js';
 import { snapshotProviderCall } from './provider-call.js';
 
-// Lost calls (docs/calls.md#lost-calls): outbound calls the pipeline stopped carrying. Redis
+// Lost calls (docs/calls.md#lost-calls): calls the pipeline stopped carrying. Redis
 // replicates asynchronously, so a failover can lose jobs the service had added and answered for
 // (docs/redis.md#what-a-failover-can-lose), and a process that dies between a record's write and
 // its job's add leaves the record without its job. Left alone, such a call stays `registered` or
@@ -21,19 +21,23 @@ import { snapshotProviderCall } from './provider-call.js';
 //   (`repeatable`: a derived id, an Idempotency-Key) is placed, since a repeat cannot have made a
 //   second; any other that never came to its dial is ended `error`/`dial_failed`, since its client,
 //   never answered, may have asked again and had another.
-// - a lost end: dialled, its record unchanged for LOST_END_AFTER_MS. The provider is asked how the
-//   call stands (VoiceProvider.getCall), and what it reports that the call's record lacks is
-//   applied as the webhook would have brought it: its start, its end and its analysis, each as
-//   the call event job of its usual id (an event still in the queue is not added twice).
+// - a lost end: a call at the provider (dialled, or an inbound call), its record unchanged for
+//   LOST_END_AFTER_MS. The provider is asked how the call stands (VoiceProvider.getCall), and
+//   what it reports that the call's record lacks is applied as the webhook would have brought it:
+//   its start, its end and its analysis, each as the call event job of its usual id (an event
+//   still in the queue is not added twice).
 
 /** Ids asked of Redis in one go (one round trip of EXISTS, pipelined by ioredis). */
 const CHUNK = 200;
 
 /** What the sweep reads of a call. */
-type Seen = Pick<CallDoc, '_id' | 'firm' | 'status' | 'provider_call_id' | 'created_at' | 'updated_at'>;
+type Seen = Pick<
+  CallDoc,
+  '_id' | 'firm' | 'direction' | 'status' | 'provider_call_id' | 'created_at' | 'updated_at'
+>;
 
 export interface LostCallsSweep {
-  /** Unfinished outbound calls looked at. */
+  /** Unfinished calls looked at. */
   checked: number;
   /** Lost dials whose place-call job was added again. */
   readded: number;
@@ -46,7 +50,7 @@ export interface LostCallsSweep {
 const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
 
 /**
- * One pass over every firm's unfinished outbound calls: lost dials older than `dialAfterMs`, lost
+ * One pass over every firm's unfinished calls: lost dials older than `dialAfterMs`, lost
  * ends whose record is unchanged for `endAfterMs`. Reads each firm's unfinished calls by the
  * list-calls index's prefix (`firm`, `finished`): its calls in flight and waiting for their hours,
  * not its history.
@@ -64,14 +68,24 @@ export async function sweepLostCalls(
   let providerBusy = false;
   for await (const firm of everyFirmSlug(services.mongo.db)) {
     const cursor = callsCollection(services.mongo.db).find(
-      { firm, finished: false, direction: 'outbound' },
-      { projection: { _id: 1, firm: 1, status: 1, provider_call_id: 1, created_at: 1, updated_at: 1 } },
+      { firm, finished: false },
+      {
+        projection: {
+          _id: 1,
+          firm: 1,
+          direction: 1,
+          status: 1,
+          provider_call_id: 1,
+          created_at: 1,
+          updated_at: 1,
+        },
+      },
     );
     let undialled: Seen[] = [];
     for await (const call of cursor as AsyncIterable<Seen>) {
       sweep.checked += 1;
       if (call.provider_call_id === null) {
-        if (call.created_at.getTime() >= dialCutoff) continue;
+        if (call.direction !== 'outbound' || call.created_at.getTime() >= dialCutoff) continue;
         undialled.push(call);
         if (undialled.length === CHUNK) {
           await readdLostDials(services, undialled, sweep, named);
