@@ -12,6 +12,7 @@ import { sweepLostCalls } from '../../core/domain/calls/lost-calls.js';
 import { LOST_DIAL_MESSAGE } from '../../core/domain/calls/call-dialing.js';
 import { SWEEP_LOST_CALLS } from '../../workers/processors/maintenance.js';
 import { JOBS } from '../../jobs/table.js';
+import { analysisDigest } from '../../jobs/call-analysis.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
@@ -49,6 +50,8 @@ afterAll(async () => {
 const calls = () => stack.services.queues.calls;
 /** A direct sweep for lost dials only: no dialled call of these tests is old enough to be asked about. */
 const dialsOlderThan = (dialAfterMs: number) => ({ dialAfterMs, endAfterMs: 3_600_000 });
+/** A direct sweep for the ended calls of the last hour only (and no dialled call still on). */
+const ENDED_ONLY = { dialAfterMs: 3_600_000, endAfterMs: 0, analysisWindowMs: 3_600_000 };
 
 /** Takes the call's place-call job out of Redis, as a failover that lost its add would. */
 async function lose(callId: string): Promise<void> {
@@ -175,6 +178,82 @@ describe('a call whose place-call job was lost before its dial', () => {
     const ended = await waitForCall(firm.client, callId, (c) => c.status === 'ended', 30_000);
     expect(ended.transcript).toEqual(expect.any(String));
     expect(await simulatorDials(stack, [to!])).toHaveLength(1);
+  });
+
+  it('an ended conversation whose analyze-call job was lost has it run again, and makes its lead', async () => {
+    const firm = await createFirm(stack);
+    const agentId = await createAgent(firm.client, firm.slug);
+    const [to] = usPhones(1, 880);
+    const effects = stack.services.queues['call-effects'];
+    await effects.pause();
+    let callId: string;
+    try {
+      callId = await createCall(firm, agentId, to!);
+      // Ended and analysed; its pipeline's first job waits in the held queue. Its id is the one
+      // the sweep works out from the stored call (the analysis digest of what was stored).
+      const analysed = await eventually(async () => {
+        const doc = await callsOf(stack).findOne({ _id: callId });
+        expect(doc?.call_analysis).not.toBeNull();
+        const job = await effects.getJob(
+          JOBS.analyzeCall.id!({ firm: firm.slug, callId, analysis: analysisDigest(doc!) }),
+        );
+        expect(job).toBeDefined();
+        return job!;
+      }, 30_000);
+      // Waiting in its queue, it carries the call: nothing to run again.
+      expect((await sweepLostCalls(stack.services, ENDED_ONLY)).reanalysed).toBe(0);
+      await analysed.remove();
+    } finally {
+      await effects.resume();
+    }
+    await sleep(SIM_CALL_MS * 2);
+    expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body).toMatchObject({
+      status: 'ended',
+      lead_id: null,
+      effects: { lead: 'pending' },
+    });
+
+    // Ended less than LOST_END_AFTER_MS ago, or before the window: not looked at.
+    expect((await sweepLostCalls(stack.services, { ...ENDED_ONLY, endAfterMs: 3_600_000 })).reanalysed).toBe(
+      0,
+    );
+    const swept = await sweepLostCalls(stack.services, ENDED_ONLY);
+    expect(swept.reanalysed).toBe(1);
+    const ended = await waitForCall(firm.client, callId, (c) => c.lead_id !== null, 30_000);
+    expect(ended.effects.lead).toBe('done');
+    // Settled: the next pass leaves it.
+    expect((await sweepLostCalls(stack.services, ENDED_ONLY)).reanalysed).toBe(0);
+  });
+
+  it('an ended call whose call_analyzed event was lost is asked about, and its analysis makes its lead', async () => {
+    const firm = await createFirm(stack);
+    const agentId = await createAgent(firm.client, firm.slug);
+    const [to] = usPhones(1, 890);
+    const events = stack.services.queues['call-events'];
+    await events.pause();
+    let callId: string;
+    try {
+      callId = await createCall(firm, agentId, to!);
+      const analyzed = await eventually(async () => {
+        const held = await events.getJobs(['waiting', 'delayed']);
+        const job = held.find(
+          (j) => j.data.event === 'call_analyzed' && j.data.call.metadata?.call_id === callId,
+        );
+        expect(job).toBeDefined();
+        return job!;
+      }, 30_000);
+      await analyzed.remove();
+    } finally {
+      await events.resume();
+    }
+    await waitForCall(firm.client, callId, (c) => c.status === 'ended', 30_000);
+    await sleep(SIM_CALL_MS * 2);
+    expect((await callsOf(stack).findOne({ _id: callId }))?.call_analysis).toBeNull();
+
+    const swept = await sweepLostCalls(stack.services, ENDED_ONLY);
+    expect(swept).toMatchObject({ asked: 1, events: 1 });
+    const ended = await waitForCall(firm.client, callId, (c) => c.lead_id !== null, 30_000);
+    expect(ended.call_analysis).not.toBeNull();
   });
 
   it('is found by the worker’s own sweep, scheduled every LOST_CALL_SWEEP_MS, once older than LOST_DIAL_AFTER_MS', async () => {

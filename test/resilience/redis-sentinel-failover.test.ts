@@ -83,17 +83,23 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The place-call jobs and call events the lost-call sweep added, from its log lines. */
-function sweptJobs(output: string): { lost_dials_readded: number; lost_call_events: number } {
+/** The place-call jobs, call events and analyses the lost-call sweep added, from its log lines. */
+function sweptJobs(output: string): {
+  lost_dials_readded: number;
+  lost_call_events: number;
+  lost_analyses_rerun: number;
+} {
   let readded = 0;
   let events = 0;
+  let reanalysed = 0;
   for (const line of output.split('\n')) {
     if (!line.includes('lost calls: jobs added again')) continue;
-    const logged = JSON.parse(line) as { readded: number; events: number };
+    const logged = JSON.parse(line) as { readded: number; events: number; reanalysed: number };
     readded += logged.readded;
     events += logged.events;
+    reanalysed += logged.reanalysed;
   }
-  return { lost_dials_readded: readded, lost_call_events: events };
+  return { lost_dials_readded: readded, lost_call_events: events, lost_analyses_rerun: reanalysed };
 }
 
 interface Request {

@@ -26,11 +26,13 @@ export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, {
 
 export const SWEEP_LOST_CALLS = JOBS.sweepLostCalls.name;
 
-/** Lost dials and lost ends: their jobs added again (every 5 min; core/domain/calls/lost-calls.ts). */
+/** Lost dials, ends and analyses: their jobs added again (every 5 min; core/domain/calls/lost-calls.ts). */
 export const sweepLostCalls: JobProcessor<Record<string, never>> = async (_job, { services }) =>
   sweepLost(services, {
     dialAfterMs: services.config.lostDialAfterMs,
     endAfterMs: services.config.lostEndAfterMs,
+    // Each ended call is looked at in about three passes.
+    analysisWindowMs: 3 * services.config.lostCallSweepMs,
   });
 
 /** Deletes Clio connect states that expired unused (hourly). */

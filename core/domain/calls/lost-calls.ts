@@ -1,11 +1,13 @@
 import type { Services } from '../../wiring/services.js';
 import type { RedisClient } from '../../platform/redis.js';
 import { JOBS } from '../../../jobs/table.js';
-import { enqueue } from '../../../jobs/define.js';
 import type { CallEventName } from '../../../jobs/calls.js';
 import { ProviderError } from '../../integrations/voice/provider.js';
 import { everyFirmSlug } from '../firms/firms.js';
-import { callsCollection, type CallDoc } from './calls.js';
+import { callEffectsCollection, callsCollection, type CallDoc } from './calls.js';
+import { callOutcome } from './call-outcome.js';
+import { CALL_EFFECTS, analysisDigest } from '../../../jobs/call-analysis.js';
+import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { snapshotProviderCall } from './provider-call.js';
 
 // Lost calls (docs/calls.md#lost-calls): calls the pipeline stopped carrying. Redis
@@ -26,6 +28,12 @@ import { snapshotProviderCall } from './provider-call.js';
 //   what it reports that the call's record lacks is applied as the webhook would have brought it:
 //   its start, its end and its analysis, each as the call event job of its usual id (an event
 //   still in the queue is not added twice).
+// - a lost analysis: a call that ended (`ended`) between LOST_END_AFTER_MS and that plus
+//   `analysisWindowMs` ago, whose analysis never came (the provider is asked, as for a lost end)
+//   or whose conversation's effects are not all settled while no job of its pipeline waits or
+//   runs: its analyze-call job is run again (every step of it is idempotent: what was done is
+//   found done). The window is read by the list-calls index's range (`firm`, `finished`,
+//   `end_timestamp`), so each call is looked at in a few passes, not in every pass for ever.
 
 /** Ids asked of Redis in one go (one round trip of EXISTS, pipelined by ioredis). */
 const CHUNK = 200;
@@ -45,6 +53,8 @@ export interface LostCallsSweep {
   asked: number;
   /** Call events added from the provider's answers. */
   events: number;
+  /** Ended calls whose analysis or effects stopped, their analyze-call job run again. */
+  reanalysed: number;
 }
 
 const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
@@ -57,9 +67,9 @@ const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
  */
 export async function sweepLostCalls(
   services: Services,
-  ages: { dialAfterMs: number; endAfterMs: number },
+  ages: { dialAfterMs: number; endAfterMs: number; analysisWindowMs?: number },
 ): Promise<LostCallsSweep> {
-  const sweep: LostCallsSweep = { checked: 0, readded: 0, asked: 0, events: 0 };
+  const sweep: LostCallsSweep = { checked: 0, readded: 0, asked: 0, events: 0, reanalysed: 0 };
   const now = Date.now();
   const dialCutoff = now - ages.dialAfterMs;
   const endCutoff = now - ages.endAfterMs;
@@ -96,8 +106,11 @@ export async function sweepLostCalls(
       }
     }
     if (undialled.length > 0) await readdLostDials(services, undialled, sweep, named);
+    if (ages.analysisWindowMs !== undefined && !providerBusy) {
+      providerBusy = await sweepLostAnalyses(services, firm, endCutoff, ages.analysisWindowMs, sweep);
+    }
   }
-  if (sweep.readded > 0 || sweep.events > 0) {
+  if (sweep.readded > 0 || sweep.events > 0 || sweep.reanalysed > 0) {
     services.log.warn({ ...sweep, calls: named }, 'lost calls: jobs added again');
   }
   return sweep;
@@ -129,7 +142,11 @@ async function readdLostDials(
  * Asks the provider how a dialled call stands and adds the call events it reports that the record
  * lacks. True when the provider is rate limiting (the pass asks it nothing more).
  */
-async function askProvider(services: Services, call: Seen, sweep: LostCallsSweep): Promise<boolean> {
+async function askProvider(
+  services: Services,
+  call: Pick<CallDoc, '_id' | 'firm' | 'status' | 'provider_call_id'>,
+  sweep: LostCallsSweep,
+): Promise<boolean> {
   sweep.asked += 1;
   let found;
   try {
@@ -150,7 +167,8 @@ async function askProvider(services: Services, call: Seen, sweep: LostCallsSweep
   const events: CallEventName[] = [];
   if (status === 'ongoing' && call.status === 'registered') events.push('call_started');
   if (PROVIDER_FINISHED.has(status)) {
-    events.push('call_ended');
+    // An ended call asked about lacks only its analysis.
+    if (call.status !== 'ended') events.push('call_ended');
     if (snapshot.call_analysis !== undefined) events.push('call_analyzed');
   }
   for (const event of events) {
@@ -164,6 +182,83 @@ async function askProvider(services: Services, call: Seen, sweep: LostCallsSweep
       received_at: Date.now(),
     });
     sweep.events += 1;
+  }
+  return false;
+}
+
+/** The pipeline's jobs that carry a call while they wait or run (a finished job carries nothing). */
+const CARRYING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
+
+type Ended = Pick<CallDoc, '_id' | 'firm' | 'finished' | 'status' | 'disconnection_reason' | 'call_analysis'>;
+
+/**
+ * The firm's calls that ended in [endCutoff - windowMs, endCutoff): one whose analysis never came
+ * is asked about at the provider; an analysed conversation whose effects are not all settled,
+ * with no job of its pipeline waiting or running, has its analyze-call job run again. True when
+ * the provider is rate limiting.
+ */
+async function sweepLostAnalyses(
+  services: Services,
+  firm: string,
+  endCutoff: number,
+  windowMs: number,
+  sweep: LostCallsSweep,
+): Promise<boolean> {
+  const db = services.mongo.db;
+  const cursor = callsCollection(db).find(
+    { firm, finished: true, end_timestamp: { $gte: endCutoff - windowMs, $lt: endCutoff } },
+    {
+      projection: {
+        _id: 1,
+        firm: 1,
+        finished: 1,
+        status: 1,
+        disconnection_reason: 1,
+        call_analysis: 1,
+        provider_call_id: 1,
+      },
+    },
+  );
+  for await (const call of cursor as AsyncIterable<Ended & Pick<CallDoc, 'provider_call_id'>>) {
+    if (call.status !== 'ended') continue;
+    sweep.checked += 1;
+    if (call.call_analysis === null) {
+      if (call.provider_call_id === null) continue;
+      const busy = await askProvider(services, call, sweep);
+      if (busy) return true;
+      continue;
+    }
+    if (callOutcome(call) !== 'conversation') continue;
+    const records = await callEffectsCollection(db).findOne(
+      { _id: call._id },
+      { projection: { effects: 1 } },
+    );
+    const settled = CALL_EFFECTS.every((name) => {
+      const state = records?.effects?.[name]?.state;
+      return state !== undefined && state !== 'pending' && state !== 'running';
+    });
+    if (settled) continue;
+    const full = await callsCollection(db).findOne(
+      { _id: call._id },
+      { projection: { call_analysis: 1, transcript: 1 } },
+    );
+    if (full === null) continue;
+    const analyze = { firm: call.firm, callId: call._id, analysis: analysisDigest(full) };
+    const ids = [
+      [JOBS.analyzeCall.queue, JOBS.analyzeCall.id!(analyze)] as const,
+      ...CALL_EFFECTS.map(
+        (effect) =>
+          [
+            JOBS.callEffect.queue,
+            JOBS.callEffect.id!({ firm: call.firm, callId: call._id, effect }),
+          ] as const,
+      ),
+    ];
+    const states = await Promise.all(ids.map(([queue, id]) => services.queues[queue].getJobState(id)));
+    if (states.some((state) => CARRYING.has(state))) continue;
+    // A finished analyze-call job of this id is removed and added again: its run is what is lost.
+    await enqueueRun(services.queues, JOBS.analyzeCall, analyze);
+    sweep.reanalysed += 1;
   }
   return false;
 }
