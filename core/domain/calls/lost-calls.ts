@@ -45,7 +45,7 @@ type Seen = Pick<
 >;
 
 export interface LostCallsSweep {
-  /** Unfinished calls looked at. */
+  /** Calls looked at: unfinished ones, and ended ones in the analysis window. */
   checked: number;
   /** Lost dials whose place-call job was added again. */
   readded: number;
@@ -60,10 +60,10 @@ export interface LostCallsSweep {
 const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
 
 /**
- * One pass over every firm's unfinished calls: lost dials older than `dialAfterMs`, lost
- * ends whose record is unchanged for `endAfterMs`. Reads each firm's unfinished calls by the
- * list-calls index's prefix (`firm`, `finished`): its calls in flight and waiting for their hours,
- * not its history.
+ * One pass over every firm's calls: of its unfinished ones, lost dials older than `dialAfterMs`
+ * and lost ends whose record is unchanged for `endAfterMs` (read by the list-calls index's prefix,
+ * `firm` and `finished`: its calls in flight and waiting for their hours, not its history); with
+ * `analysisWindowMs`, lost analyses of the calls that ended in that window before `endAfterMs` ago.
  */
 export async function sweepLostCalls(
   services: Services,
