@@ -13,6 +13,7 @@ import { LOST_DIAL_MESSAGE } from '../../core/domain/calls/call-dialing.js';
 import { SWEEP_LOST_CALLS } from '../../workers/processors/maintenance.js';
 import { JOBS } from '../../jobs/table.js';
 import { analysisDigest } from '../../jobs/call-analysis.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { callsOf, createAgent, waitForCall } from './support.js';
@@ -213,11 +214,21 @@ describe('a call whose place-call job was lost before its dial', () => {
       effects: { lead: 'pending' },
     });
 
-    // Ended less than LOST_END_AFTER_MS ago, or before the window: not looked at.
-    expect((await sweepLostCalls(stack.services, { ...ENDED_ONLY, endAfterMs: 3_600_000 })).reanalysed).toBe(
-      0,
-    );
-    const swept = await sweepLostCalls(stack.services, ENDED_ONLY);
+    // Ended less than LOST_END_AFTER_MS ago: not looked at.
+    const young = await sweepLostCalls(stack.services, { ...ENDED_ONLY, endAfterMs: 3_600_000 });
+    expect(young.reanalysed).toBe(0);
+    // Each pass takes up where the firm's last one got to, less its window: a call that ended
+    // before that is not looked at again; one after it is, however long ago the last pass was.
+    const endedAt = (await callsOf(stack).findOne({ _id: callId }))!.end_timestamp!;
+    const place = (endedUntil: number) =>
+      stack.services.mongo.db
+        .collection<{ _id: string; ended_until: number }>(COLLECTIONS.lostCallSweeps)
+        .updateOne({ _id: firm.slug }, { $set: { ended_until: endedUntil } }, { upsert: true });
+    const narrow = { ...ENDED_ONLY, analysisWindowMs: 1000 };
+    await place(endedAt + 1001);
+    expect((await sweepLostCalls(stack.services, narrow)).reanalysed).toBe(0);
+    await place(endedAt - 1);
+    const swept = await sweepLostCalls(stack.services, narrow);
     expect(swept.reanalysed).toBe(1);
     const ended = await waitForCall(firm.client, callId, (c) => c.lead_id !== null, 30_000);
     expect(ended.effects.lead).toBe('done');

@@ -144,9 +144,9 @@ describe('Redis failover through Sentinel under load', () => {
     let stores: (() => Promise<void>) | undefined;
     try {
       // Room for every call at once: a call whose end was lost in the failover keeps its dial slot
-      // until DIAL_SLOT_LEASE_MS (docs/redis.md), and with the default 5 slots those would park
-      // every later call of the firm — a consequence of the loss, not a second one, so kept out
-      // of this count.
+      // until the lost-call sweep learns its end (docs/redis.md), and with the default 5 slots
+      // those would park later calls of the firm meanwhile — a consequence of the loss, not a
+      // second one, so kept out of this count.
       const firm = await firmWithAgent(service.baseUrl, env.ADMIN_API_KEY!, { max_concurrent_calls: 1000 });
       const requests: Request[] = [];
       const running: Promise<void>[] = [];

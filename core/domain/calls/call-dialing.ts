@@ -92,8 +92,10 @@ export async function placeOutboundCall(
   }
   if (call.finished) return { outcome: 'already_finished' };
   // Never marked: no job of the call ever came to its dial, so whether the request that made it
-  // was answered is not known; one not repeatable may have been made again by its client.
-  if (lost && call.repeatable !== true && call.dial.attempts === 0) {
+  // was answered is not known; one not repeatable may have been made again by its client. (A
+  // campaign call's id is derived from its lead, also when stored before `repeatable` was.)
+  const repeatable = call.repeatable === true || call.campaign_id !== undefined;
+  if (lost && !repeatable && call.dial.attempts === 0) {
     await markDialFailed(services, call.firm, call._id, LOST_DIAL_MESSAGE);
     return { outcome: 'lost' };
   }

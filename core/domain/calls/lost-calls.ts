@@ -1,13 +1,15 @@
 import type { Services } from '../../wiring/services.js';
 import type { RedisClient } from '../../platform/redis.js';
 import { JOBS } from '../../../jobs/table.js';
-import type { CallEventName } from '../../../jobs/calls.js';
+import type { CallEventName, ProviderCallSnapshot } from '../../../jobs/calls.js';
 import { ProviderError } from '../../integrations/voice/provider.js';
 import { everyFirmSlug } from '../firms/firms.js';
 import { callEffectsCollection, callsCollection, type CallDoc } from './calls.js';
 import { callOutcome } from './call-outcome.js';
 import { CALL_EFFECTS, analysisDigest } from '../../../jobs/call-analysis.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
+import type { QueueName } from '../../../jobs/queues.js';
+import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { snapshotProviderCall } from './provider-call.js';
 
 // Lost calls (docs/calls.md#lost-calls): calls the pipeline stopped carrying. Redis
@@ -28,17 +30,23 @@ import { snapshotProviderCall } from './provider-call.js';
 //   what it reports that the call's record lacks is applied as the webhook would have brought it:
 //   its start, its end and its analysis, each as the call event job of its usual id (an event
 //   still in the queue is not added twice).
-// - a lost analysis: a call that ended (`ended`) between LOST_END_AFTER_MS and that plus
-//   `analysisWindowMs` ago, whose analysis never came (the provider is asked, as for a lost end)
-//   or whose conversation's effects are not all settled while no job of its pipeline waits or
+// - a lost analysis: a call that ended (`ended`) more than LOST_END_AFTER_MS ago, whose analysis
+//   never came (the provider is asked, as for a lost end) or whose conversation's effects are not
+//   all settled while no job of its pipeline (its events, its analysis, its effects) waits or
 //   runs: its analyze-call job is run again (every step of it is idempotent: what was done is
-//   found done). The window is read by the list-calls index's range (`firm`, `finished`,
-//   `end_timestamp`), so each call is looked at in a few passes, not in every pass for ever.
+//   found done). Read by the list-calls index's range (`firm`, `finished`, `end_timestamp`) from
+//   where the last pass got to (the firm's `lost_call_sweeps` document) less `analysisWindowMs`:
+//   each ended call is looked at in the passes of that window, and a pass after a stretch with no
+//   worker takes up where the last one stopped.
 
 /** Ids asked of Redis in one go (one round trip of EXISTS, pipelined by ioredis). */
 const CHUNK = 200;
+/** Questions to the provider in one pass at most; the rest wait for the next. */
+const MAX_ASKS_PER_PASS = 200;
+/** Where a firm's first pass starts looking for lost analyses, before its window. */
+const FIRST_LOOK_BACK_MS = 3_600_000;
 
-/** What the sweep reads of a call. */
+/** What the sweep reads of an unfinished call. */
 type Seen = Pick<
   CallDoc,
   '_id' | 'firm' | 'direction' | 'status' | 'provider_call_id' | 'created_at' | 'updated_at'
@@ -47,69 +55,94 @@ type Seen = Pick<
 export interface LostCallsSweep {
   /** Calls looked at: unfinished ones, and ended ones in the analysis window. */
   checked: number;
-  /** Lost dials whose place-call job was added again. */
+  /** Lost dials whose place-call job was added again (or found added meanwhile). */
   readded: number;
-  /** Dialled calls the provider was asked about. */
+  /** Calls the provider was asked about. */
   asked: number;
-  /** Call events added from the provider's answers. */
+  /** Call events added from the provider's answers (or found in the queue meanwhile). */
   events: number;
   /** Ended calls whose analysis or effects stopped, their analyze-call job run again. */
   reanalysed: number;
 }
 
+/** The sweep's place in a firm's ended calls. */
+interface SweepPlace {
+  _id: string;
+  /** The end time (ms) up to which the last pass looked. */
+  ended_until: number;
+  updated_at: Date;
+}
+
+const places = (services: Services) => collection<SweepPlace>(services.mongo.db, COLLECTIONS.lostCallSweeps);
+
 const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
+
+/** One pass's running state: what it did, and how many questions the provider may still get. */
+interface Pass {
+  sweep: LostCallsSweep;
+  named: string[];
+  asksLeft: number;
+  /** The provider said 429: it is asked nothing more in this pass. */
+  providerBusy: boolean;
+}
+
+const mayAsk = (pass: Pass): boolean => !pass.providerBusy && pass.asksLeft > 0;
 
 /**
  * One pass over every firm's calls: of its unfinished ones, lost dials older than `dialAfterMs`
  * and lost ends whose record is unchanged for `endAfterMs` (read by the list-calls index's prefix,
  * `firm` and `finished`: its calls in flight and waiting for their hours, not its history); with
- * `analysisWindowMs`, lost analyses of the calls that ended in that window before `endAfterMs` ago.
+ * `analysisWindowMs`, lost analyses of the calls that ended more than `endAfterMs` ago, from where
+ * the last pass got to less that window.
  */
 export async function sweepLostCalls(
   services: Services,
   ages: { dialAfterMs: number; endAfterMs: number; analysisWindowMs?: number },
 ): Promise<LostCallsSweep> {
-  const sweep: LostCallsSweep = { checked: 0, readded: 0, asked: 0, events: 0, reanalysed: 0 };
+  const pass: Pass = {
+    sweep: { checked: 0, readded: 0, asked: 0, events: 0, reanalysed: 0 },
+    named: [],
+    asksLeft: MAX_ASKS_PER_PASS,
+    providerBusy: false,
+  };
   const now = Date.now();
   const dialCutoff = now - ages.dialAfterMs;
   const endCutoff = now - ages.endAfterMs;
-  const named: string[] = [];
-  // A provider saying 429 is asked nothing more this pass.
-  let providerBusy = false;
   for await (const firm of everyFirmSlug(services.mongo.db)) {
-    const cursor = callsCollection(services.mongo.db).find(
-      { firm, finished: false },
-      {
-        projection: {
-          _id: 1,
-          firm: 1,
-          direction: 1,
-          status: 1,
-          provider_call_id: 1,
-          created_at: 1,
-          updated_at: 1,
+    // Read whole before anything is asked of the provider: no cursor left open meanwhile.
+    const unfinished = (await callsCollection(services.mongo.db)
+      .find(
+        { firm, finished: false },
+        {
+          projection: {
+            _id: 1,
+            firm: 1,
+            direction: 1,
+            status: 1,
+            provider_call_id: 1,
+            created_at: 1,
+            updated_at: 1,
+          },
         },
-      },
+      )
+      .toArray()) as Seen[];
+    pass.sweep.checked += unfinished.length;
+    const undialled = unfinished.filter(
+      (c) => c.provider_call_id === null && c.direction === 'outbound' && c.created_at.getTime() < dialCutoff,
     );
-    let undialled: Seen[] = [];
-    for await (const call of cursor as AsyncIterable<Seen>) {
-      sweep.checked += 1;
-      if (call.provider_call_id === null) {
-        if (call.direction !== 'outbound' || call.created_at.getTime() >= dialCutoff) continue;
-        undialled.push(call);
-        if (undialled.length === CHUNK) {
-          await readdLostDials(services, undialled, sweep, named);
-          undialled = [];
-        }
-      } else if (!providerBusy && call.updated_at.getTime() < endCutoff) {
-        providerBusy = await askProvider(services, call, sweep);
-      }
+    for (let i = 0; i < undialled.length; i += CHUNK) {
+      await readdLostDials(services, undialled.slice(i, i + CHUNK), pass);
     }
-    if (undialled.length > 0) await readdLostDials(services, undialled, sweep, named);
-    if (ages.analysisWindowMs !== undefined && !providerBusy) {
-      providerBusy = await sweepLostAnalyses(services, firm, endCutoff, ages.analysisWindowMs, sweep);
+    for (const call of unfinished) {
+      if (call.provider_call_id === null || call.updated_at.getTime() >= endCutoff) continue;
+      if (!mayAsk(pass)) break;
+      await askProvider(services, call, pass);
+    }
+    if (ages.analysisWindowMs !== undefined) {
+      await sweepLostAnalyses(services, firm, endCutoff, ages.analysisWindowMs, pass);
     }
   }
+  const { sweep, named } = pass;
   if (sweep.readded > 0 || sweep.events > 0 || sweep.reanalysed > 0) {
     services.log.warn({ ...sweep, calls: named }, 'lost calls: jobs added again');
   }
@@ -117,12 +150,7 @@ export async function sweepLostCalls(
 }
 
 /** Adds a `lost` place-call job for each of these undialled calls that has no job of its id. */
-async function readdLostDials(
-  services: Services,
-  calls: Seen[],
-  sweep: LostCallsSweep,
-  named: string[],
-): Promise<void> {
+async function readdLostDials(services: Services, calls: Seen[], pass: Pass): Promise<void> {
   const queue = services.queues[JOBS.placeCall.queue];
   // The queue's own connection: its keys are where it keeps them (prefix, a cluster's slots).
   const redis = queue.opts.connection as RedisClient;
@@ -133,21 +161,24 @@ async function readdLostDials(
     if (present[i] !== 0) continue;
     // An add while a job of that id exists (one added since) adds nothing.
     await enqueue(services.queues, JOBS.placeCall, { callId: call._id, firm: call.firm, lost: true });
-    sweep.readded += 1;
-    if (named.length < 20) named.push(call._id);
+    pass.sweep.readded += 1;
+    if (pass.named.length < 20) pass.named.push(call._id);
   }
 }
 
 /**
- * Asks the provider how a dialled call stands and adds the call events it reports that the record
- * lacks. True when the provider is rate limiting (the pass asks it nothing more).
+ * Asks the provider how a call stands and adds the call events it reports that the record lacks,
+ * each under the id the webhook's would have: one still waiting is left as it is, one finished
+ * (a job that failed for good, kept a week) is added again (enqueueRun), since applying an event
+ * twice changes nothing.
  */
 async function askProvider(
   services: Services,
   call: Pick<CallDoc, '_id' | 'firm' | 'status' | 'provider_call_id'>,
-  sweep: LostCallsSweep,
-): Promise<boolean> {
-  sweep.asked += 1;
+  pass: Pass,
+): Promise<void> {
+  pass.sweep.asked += 1;
+  pass.asksLeft -= 1;
   let found;
   try {
     found = await services.voice.getCall(call.provider_call_id!);
@@ -156,11 +187,12 @@ async function askProvider(
       { err, call_id: call._id },
       'lost calls: the voice provider could not say how a call stands',
     );
-    return err instanceof ProviderError && err.kind === 'rate_limited';
+    if (err instanceof ProviderError && err.kind === 'rate_limited') pass.providerBusy = true;
+    return;
   }
   if (found === null) {
     services.log.warn({ call_id: call._id }, 'lost calls: the voice provider has no such call');
-    return false;
+    return;
   }
   const snapshot = snapshotProviderCall(found);
   const status = snapshot.call_status ?? '';
@@ -175,90 +207,136 @@ async function askProvider(
     // As Retell sends them: the analysis only on call_analyzed.
     const { call_analysis: analysis, ...rest } = snapshot;
     const carried = event === 'call_analyzed' ? { ...rest, call_analysis: analysis } : rest;
-    await enqueue(services.queues, JOBS.callEvent, {
+    await enqueueRun(services.queues, JOBS.callEvent, {
       firm: call.firm,
       event,
       call: carried,
       received_at: Date.now(),
     });
-    sweep.events += 1;
+    pass.sweep.events += 1;
   }
-  return false;
 }
 
 /** The pipeline's jobs that carry a call while they wait or run (a finished job carries nothing). */
 const CARRYING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
 
-type Ended = Pick<CallDoc, '_id' | 'firm' | 'finished' | 'status' | 'disconnection_reason' | 'call_analysis'>;
+type Ended = Pick<
+  CallDoc,
+  '_id' | 'firm' | 'finished' | 'status' | 'disconnection_reason' | 'call_analysis' | 'provider_call_id'
+> & { end_timestamp: number };
 
 /**
- * The firm's calls that ended in [endCutoff - windowMs, endCutoff): one whose analysis never came
- * is asked about at the provider; an analysed conversation whose effects are not all settled,
- * with no job of its pipeline waiting or running, has its analyze-call job run again. True when
- * the provider is rate limiting.
+ * The firm's calls that ended from where the last pass got to (less `windowMs`) up to `endCutoff`,
+ * oldest first: one whose analysis never came is asked about at the provider; an analysed
+ * conversation whose effects are not all settled, with no job of its pipeline waiting or running,
+ * has its analyze-call job run again. Where the pass stops (the provider's questions used up, or
+ * all looked at) is kept for the next.
  */
 async function sweepLostAnalyses(
   services: Services,
   firm: string,
   endCutoff: number,
   windowMs: number,
-  sweep: LostCallsSweep,
-): Promise<boolean> {
+  pass: Pass,
+): Promise<void> {
   const db = services.mongo.db;
-  const cursor = callsCollection(db).find(
-    { firm, finished: true, end_timestamp: { $gte: endCutoff - windowMs, $lt: endCutoff } },
-    {
-      projection: {
-        _id: 1,
-        firm: 1,
-        finished: 1,
-        status: 1,
-        disconnection_reason: 1,
-        call_analysis: 1,
-        provider_call_id: 1,
+  const place = await places(services).findOne({ _id: firm });
+  const from = (place?.ended_until ?? endCutoff - FIRST_LOOK_BACK_MS) - windowMs;
+  const ended = (await callsCollection(db)
+    .find(
+      { firm, finished: true, end_timestamp: { $gte: from, $lt: endCutoff } },
+      {
+        projection: {
+          _id: 1,
+          firm: 1,
+          finished: 1,
+          status: 1,
+          disconnection_reason: 1,
+          call_analysis: 1,
+          provider_call_id: 1,
+          end_timestamp: 1,
+        },
       },
-    },
-  );
-  for await (const call of cursor as AsyncIterable<Ended & Pick<CallDoc, 'provider_call_id'>>) {
+    )
+    .sort({ end_timestamp: 1 })
+    .toArray()) as Ended[];
+  let until = endCutoff;
+  for (const call of ended) {
     if (call.status !== 'ended') continue;
-    sweep.checked += 1;
+    pass.sweep.checked += 1;
     if (call.call_analysis === null) {
       if (call.provider_call_id === null) continue;
-      const busy = await askProvider(services, call, sweep);
-      if (busy) return true;
+      if (!mayAsk(pass)) {
+        until = call.end_timestamp;
+        break;
+      }
+      await askProvider(services, call, pass);
       continue;
     }
-    if (callOutcome(call) !== 'conversation') continue;
-    const records = await callEffectsCollection(db).findOne(
-      { _id: call._id },
-      { projection: { effects: 1 } },
-    );
-    const settled = CALL_EFFECTS.every((name) => {
-      const state = records?.effects?.[name]?.state;
-      return state !== undefined && state !== 'pending' && state !== 'running';
-    });
-    if (settled) continue;
-    const full = await callsCollection(db).findOne(
-      { _id: call._id },
-      { projection: { call_analysis: 1, transcript: 1 } },
-    );
-    if (full === null) continue;
-    const analyze = { firm: call.firm, callId: call._id, analysis: analysisDigest(full) };
-    const ids = [
-      [JOBS.analyzeCall.queue, JOBS.analyzeCall.id!(analyze)] as const,
-      ...CALL_EFFECTS.map(
-        (effect) =>
-          [
-            JOBS.callEffect.queue,
-            JOBS.callEffect.id!({ firm: call.firm, callId: call._id, effect }),
-          ] as const,
-      ),
-    ];
-    const states = await Promise.all(ids.map(([queue, id]) => services.queues[queue].getJobState(id)));
-    if (states.some((state) => CARRYING.has(state))) continue;
-    // A finished analyze-call job of this id is removed and added again: its run is what is lost.
-    await enqueueRun(services.queues, JOBS.analyzeCall, analyze);
-    sweep.reanalysed += 1;
+    const analysis = await lostAnalysis(services, call);
+    if (analysis !== null) {
+      // A finished analyze-call job of this id is removed and added again: its run is what is lost.
+      await enqueueRun(services.queues, JOBS.analyzeCall, { firm: call.firm, callId: call._id, analysis });
+      pass.sweep.reanalysed += 1;
+    }
   }
-  return false;
+  // Never back: a pass with a longer LOST_END_AFTER_MS, or one that stopped early, leaves the
+  // place another got to (two passes at once at worst look at some calls again).
+  await places(services).updateOne(
+    { _id: firm },
+    { $max: { ended_until: until }, $set: { updated_at: new Date() } },
+    { upsert: true },
+  );
+}
+
+/** What an analysed call's analysis digest is made of, as stored (its transcript read alone). */
+async function storedAnalysis(
+  services: Services,
+  call: Ended,
+): Promise<Pick<ProviderCallSnapshot, 'call_analysis' | 'transcript'>> {
+  const stored = await callsCollection(services.mongo.db).findOne(
+    { _id: call._id },
+    { projection: { transcript: 1 } },
+  );
+  return {
+    call_analysis: call.call_analysis as ProviderCallSnapshot['call_analysis'],
+    ...(stored?.transcript == null ? {} : { transcript: stored.transcript }),
+  };
+}
+
+/**
+ * The analysis digest of an analysed conversation whose effects are not all settled (`pending`,
+ * `running`, or none yet) while no job of its pipeline waits or runs: its call_ended and
+ * call_analyzed events, its analyze-call job, its effects' jobs. Null when nothing is lost.
+ */
+async function lostAnalysis(services: Services, call: Ended): Promise<string | null> {
+  if (callOutcome(call) !== 'conversation') return null;
+  const records = await callEffectsCollection(services.mongo.db).findOne(
+    { _id: call._id },
+    { projection: { effects: 1 } },
+  );
+  const settled = CALL_EFFECTS.every((name) => {
+    const state = records?.effects?.[name]?.state;
+    return state !== undefined && state !== 'pending' && state !== 'running';
+  });
+  if (settled) return null;
+  const source = await storedAnalysis(services, call);
+  const analysis = analysisDigest(source);
+  const ids: Array<readonly [QueueName, string]> = [
+    [JOBS.analyzeCall.queue, JOBS.analyzeCall.id!({ firm: call.firm, callId: call._id, analysis })],
+    ...CALL_EFFECTS.map(
+      (effect) =>
+        [JOBS.callEffect.queue, JOBS.callEffect.id!({ firm: call.firm, callId: call._id, effect })] as const,
+    ),
+  ];
+  if (call.provider_call_id !== null) {
+    // The webhook's events, by the provider's call id (a call_analyzed's id carries its digest).
+    for (const event of ['call_ended', 'call_analyzed'] as const) {
+      const snapshot = { call_id: call.provider_call_id, ...source };
+      const job = { firm: call.firm, event, call: snapshot, received_at: 0 };
+      ids.push([JOBS.callEvent.queue, JOBS.callEvent.id!(job)]);
+    }
+  }
+  const states = await Promise.all(ids.map(([queue, id]) => services.queues[queue].getJobState(id)));
+  return states.some((state) => CARRYING.has(state)) ? null : analysis;
 }

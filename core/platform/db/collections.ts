@@ -31,6 +31,11 @@ export const COLLECTIONS = {
    * (core/platform/db/effect-recorder.ts, `records`).
    */
   callEffects: 'call_effects',
+  /**
+   * The lost-call sweep's place in each firm's ended calls (`_id` = the firm): the end time up to
+   * which it has looked for lost analyses (core/domain/calls/lost-calls.ts).
+   */
+  lostCallSweeps: 'lost_call_sweeps',
   chats: 'chats',
   /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
   chatTurns: 'chat_turns',

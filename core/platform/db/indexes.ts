@@ -100,6 +100,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.webhookOutboxIds]: [],
   [COLLECTIONS.effectLeases]: [],
   [COLLECTIONS.callEffects]: [],
+  // Read and written by _id (the firm) only.
+  [COLLECTIONS.lostCallSweeps]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
   [COLLECTIONS.contactSyncCompletions]: [],
   [COLLECTIONS.contactSyncPages]: [],
