@@ -1,5 +1,4 @@
 import type { Services } from '../../wiring/services.js';
-import type { RedisClient } from '../../platform/redis.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { CallEventName, ProviderCallSnapshot } from '../../../jobs/calls.js';
 import { ProviderError } from '../../integrations/voice/provider.js';
@@ -39,7 +38,7 @@ import { snapshotProviderCall } from './provider-call.js';
 //   each ended call is looked at in the passes of that window, and a pass after a stretch with no
 //   worker takes up where the last one stopped.
 
-/** Ids asked of Redis in one go (one round trip of EXISTS, pipelined by ioredis). */
+/** Job states asked of Redis in one go (pipelined by ioredis). */
 const CHUNK = 200;
 /** Questions to the provider in one pass at most; the rest wait for the next. */
 const MAX_ASKS_PER_PASS = 200;
@@ -152,13 +151,11 @@ export async function sweepLostCalls(
 /** Adds a `lost` place-call job for each of these undialled calls that has no job of its id. */
 async function readdLostDials(services: Services, calls: Seen[], pass: Pass): Promise<void> {
   const queue = services.queues[JOBS.placeCall.queue];
-  // The queue's own connection: its keys are where it keeps them (prefix, a cluster's slots).
-  const redis = queue.opts.connection as RedisClient;
-  const present = await Promise.all(
-    calls.map((c) => redis.exists(queue.toKey(JOBS.placeCall.id!({ callId: c._id, firm: c.firm })))),
+  const states = await Promise.all(
+    calls.map((c) => queue.getJobState(JOBS.placeCall.id!({ callId: c._id, firm: c.firm }))),
   );
   for (const [i, call] of calls.entries()) {
-    if (present[i] !== 0) continue;
+    if (states[i] !== 'unknown') continue;
     // An add while a job of that id exists (one added since) adds nothing.
     await enqueue(services.queues, JOBS.placeCall, { callId: call._id, firm: call.firm, lost: true });
     pass.sweep.readded += 1;
