@@ -54,6 +54,13 @@ type DialResult = { provider_call_id: string };
 export const LOST_DIAL_MESSAGE =
   'lost_dial: the job that places this call was lost before it dialled (a Redis failover, or a crash before the job was added); it was not dialled, since a repeat of the request without an Idempotency-Key may have made another call';
 
+/**
+ * The error_message of a call whose dial was given up for good after its job's attempts (none
+ * counted for a job given up as stalled).
+ */
+export const gaveUpMessage = (attempts: number, why: string): string =>
+  attempts > 0 ? `Gave up after ${attempts} attempts: ${why}` : `Gave up: ${why}`;
+
 /** The dial's outcome; the provider's id is linked to our call first, so it is findable once recorded. */
 async function placed(
   services: Services,

@@ -5,6 +5,8 @@ import { ProviderError } from '../../integrations/voice/provider.js';
 import { everyFirmSlug } from '../firms/firms.js';
 import { callEffectsCollection, callsCollection, type CallDoc } from './calls.js';
 import { callOutcome } from './call-outcome.js';
+import { gaveUpMessage, markDialFailed } from './call-dialing.js';
+import { onCallFinished } from './call-finished.js';
 import { CALL_EFFECTS, analysisDigest } from '../../../jobs/call-analysis.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import type { QueueName } from '../../../jobs/queues.js';
@@ -23,7 +25,10 @@ import { snapshotProviderCall } from './provider-call.js';
 //   as it stands then (placeOutboundCall): a call its request names again on a repeat
 //   (`repeatable`: a derived id, an Idempotency-Key) is placed, since a repeat cannot have made a
 //   second; any other that never came to its dial is ended `error`/`dial_failed`, since its client,
-//   never answered, may have asked again and had another.
+//   never answered, may have asked again and had another. A never-dialled call whose job failed
+//   for good without ending it (the job's last attempt could not write the end; a job that killed
+//   its worker at every try, given up as stalled) is ended `dial_failed` as that attempt would
+//   have ended it.
 // - a lost end: a call at the provider (dialled, or an inbound call), its record unchanged for
 //   LOST_END_AFTER_MS. The provider is asked how the call stands (VoiceProvider.getCall), and
 //   what it reports that the call's record lacks is applied as the webhook would have brought it:
@@ -56,6 +61,8 @@ export interface LostCallsSweep {
   checked: number;
   /** Lost dials whose place-call job was added again (or found added meanwhile). */
   readded: number;
+  /** Undialled calls whose place-call job had failed for good without ending them: ended now. */
+  dialsEnded: number;
   /** Calls the provider was asked about. */
   asked: number;
   /** Call events added from the provider's answers (or found in the queue meanwhile). */
@@ -99,7 +106,7 @@ export async function sweepLostCalls(
   ages: { dialAfterMs: number; endAfterMs: number; analysisWindowMs?: number },
 ): Promise<LostCallsSweep> {
   const pass: Pass = {
-    sweep: { checked: 0, readded: 0, asked: 0, events: 0, reanalysed: 0 },
+    sweep: { checked: 0, readded: 0, dialsEnded: 0, asked: 0, events: 0, reanalysed: 0 },
     named: [],
     asksLeft: MAX_ASKS_PER_PASS,
     providerBusy: false,
@@ -142,25 +149,51 @@ export async function sweepLostCalls(
     }
   }
   const { sweep, named } = pass;
-  if (sweep.readded > 0 || sweep.events > 0 || sweep.reanalysed > 0) {
+  if (sweep.readded > 0 || sweep.dialsEnded > 0 || sweep.events > 0 || sweep.reanalysed > 0) {
     services.log.warn({ ...sweep, calls: named }, 'lost calls: jobs added again');
   }
   return sweep;
 }
 
-/** Adds a `lost` place-call job for each of these undialled calls that has no job of its id. */
+/**
+ * Adds a `lost` place-call job for each of these undialled calls that has no job of its id, and
+ * ends each whose job failed for good.
+ */
 async function readdLostDials(services: Services, calls: Seen[], pass: Pass): Promise<void> {
   const queue = services.queues[JOBS.placeCall.queue];
-  const states = await Promise.all(
-    calls.map((c) => queue.getJobState(JOBS.placeCall.id!({ callId: c._id, firm: c.firm }))),
-  );
+  const ids = calls.map((c) => JOBS.placeCall.id!({ callId: c._id, firm: c.firm }));
+  const states = await Promise.all(ids.map((id) => queue.getJobState(id)));
   for (const [i, call] of calls.entries()) {
+    if (states[i] === 'failed') {
+      await endGivenUpDial(services, call, ids[i]!, pass);
+      continue;
+    }
     if (states[i] !== 'unknown') continue;
     // An add while a job of that id exists (one added since) adds nothing.
     await enqueue(services.queues, JOBS.placeCall, { callId: call._id, firm: call.firm, lost: true });
     pass.sweep.readded += 1;
     if (pass.named.length < 20) pass.named.push(call._id);
   }
+}
+
+/**
+ * A call whose place-call job failed for good while the call stayed unfinished: the job's last
+ * attempt gives up by ending the call `dial_failed` (workers/processors/calls.ts), and this one's
+ * end was never written (its store down at that moment, or no attempt ran to its end: a job given
+ * up as stalled). That end now, with the job's reason, and what follows a finished call (its slot
+ * freed, call.ended, its campaign lead settled). A retry of the job from Bull Board then finds the
+ * call finished.
+ */
+async function endGivenUpDial(services: Services, call: Seen, jobId: string, pass: Pass): Promise<void> {
+  const job = await services.queues[JOBS.placeCall.queue].getJob(jobId);
+  if (job === undefined || (await job.getState()) !== 'failed') return; // retried meanwhile
+  const why = job.failedReason === '' ? 'its job failed' : job.failedReason;
+  await markDialFailed(services, call.firm, call._id, gaveUpMessage(job.attemptsMade, why));
+  const ended = await callsCollection(services.mongo.db).findOne({ _id: call._id });
+  if (ended === null || !ended.finished) return;
+  await onCallFinished(services, ended);
+  pass.sweep.dialsEnded += 1;
+  if (pass.named.length < 20) pass.named.push(call._id);
 }
 
 /**
