@@ -74,7 +74,7 @@ describe('a call whose place-call job failed for good without ending it', () => 
     const ended = await waitForCall(firm.client, callId, (c) => c.status === 'error', 10_000);
     expect(ended).toMatchObject({ disconnection_reason: 'dial_failed', outcome: 'not_connected' });
     expect((await callsOf(stack).findOne({ _id: callId }))?.error_message).toBe(
-      `Gave up after 1 attempts: ${WHY}`,
+      `Gave up after 1 attempt: ${WHY}`,
     );
     // Its job is the one that failed, not added again; the call was never dialled.
     expect(await calls().getJobState(callId)).toBe('failed');

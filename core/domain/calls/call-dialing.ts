@@ -59,7 +59,7 @@ export const LOST_DIAL_MESSAGE =
  * counted for a job given up as stalled).
  */
 export const gaveUpMessage = (attempts: number, why: string): string =>
-  attempts > 0 ? `Gave up after ${attempts} attempts: ${why}` : `Gave up: ${why}`;
+  attempts > 0 ? `Gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${why}` : `Gave up: ${why}`;
 
 /** The dial's outcome; the provider's id is linked to our call first, so it is findable once recorded. */
 async function placed(
