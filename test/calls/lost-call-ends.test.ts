@@ -138,6 +138,27 @@ describe('a dialled call whose events never came', () => {
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
 
+  it('asks about the most recently changed first: calls Retell does not know cannot keep a newly lost one waiting', async () => {
+    const unknown = await dialledCall('+14155550146');
+    fake.calls.splice(
+      fake.calls.findIndex((c) => c.call_id === unknown.placed.call_id),
+      1,
+    );
+    const lost = await dialledCall('+14155550147');
+    retellNowHas(lost.placed, {
+      ...ongoingCall(),
+      call_status: 'not_connected',
+      disconnection_reason: 'dial_no_answer',
+    });
+    // One question this pass: the newest of the stale calls gets it, not the ones Retell has
+    // forgotten (this one, and the one the test before left), which stay the oldest.
+    const swept = await sweepLostCalls(stack.services, { ...ASK_NOW, maxAsks: 1 });
+    expect(swept.asked).toBe(1);
+    await waitForCall(firm.client, lost.callId, (c) => c.status === 'not_connected', 30_000);
+    expect(getCallsFor(unknown.placed)).toHaveLength(0);
+    expect((await firm.client.get(`/api/v2/get-call/${unknown.callId}`)).body.status).toBe('registered');
+  });
+
   it('ends an inbound call whose end never came from what Retell reports', async () => {
     const secret = 'whsec_lost_call_ends';
     const inbound = await createFirm(stack, { voice_webhook_secret: secret });

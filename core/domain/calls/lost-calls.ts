@@ -103,12 +103,18 @@ const mayAsk = (pass: Pass): boolean => !pass.providerBusy && pass.asksLeft > 0;
  */
 export async function sweepLostCalls(
   services: Services,
-  ages: { dialAfterMs: number; endAfterMs: number; analysisWindowMs?: number },
+  ages: {
+    dialAfterMs: number;
+    endAfterMs: number;
+    analysisWindowMs?: number;
+    /** Questions to the provider in this pass at most (MAX_ASKS_PER_PASS). */
+    maxAsks?: number;
+  },
 ): Promise<LostCallsSweep> {
   const pass: Pass = {
     sweep: { checked: 0, readded: 0, dialsEnded: 0, asked: 0, events: 0, reanalysed: 0 },
     named: [],
-    asksLeft: MAX_ASKS_PER_PASS,
+    asksLeft: ages.maxAsks ?? MAX_ASKS_PER_PASS,
     providerBusy: false,
   };
   const now = Date.now();
@@ -139,8 +145,12 @@ export async function sweepLostCalls(
     for (let i = 0; i < undialled.length; i += CHUNK) {
       await readdLostDials(services, undialled.slice(i, i + CHUNK), pass);
     }
-    for (const call of unfinished) {
-      if (call.provider_call_id === null || call.updated_at.getTime() >= endCutoff) continue;
+    // Most recently changed first: a call the provider never answers for (one it has no record of
+    // is left as it is, and stays the oldest) cannot keep the newly lost from being asked about.
+    const stale = unfinished
+      .filter((c) => c.provider_call_id !== null && c.updated_at.getTime() < endCutoff)
+      .sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime());
+    for (const call of stale) {
       if (!mayAsk(pass)) break;
       await askProvider(services, call, pass);
     }
