@@ -44,8 +44,9 @@ export const maintenanceJobs = {
   }),
   /**
    * Lost calls, every LOST_CALL_SWEEP_MS (5 min; core/domain/calls/lost-calls.ts): adds again the
-   * place-call job of calls never dialled whose job is gone (a Redis failover, a crash), and asks
-   * the voice provider about dialled calls whose events stopped.
+   * place-call job of calls never dialled whose job is gone (a Redis failover, a crash), ends those
+   * whose job failed for good without ending them, asks the voice provider about dialled calls
+   * whose events stopped, and runs again the analysis of ended calls whose pipeline stopped.
    */
   sweepLostCalls: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,

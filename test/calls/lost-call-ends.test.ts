@@ -21,7 +21,7 @@ const ASK_NOW = { dialAfterMs: HOUR, endAfterMs: 0 };
 
 let fake: RetellFake;
 let stack: Stack;
-let firm: Awaited<ReturnType<typeof createFirm>>;
+let firm: Firm;
 let agentId: string;
 beforeAll(async () => {
   fake = await startRetellFake();
@@ -35,12 +35,22 @@ afterAll(async () => {
   await fake?.close();
 });
 
+type Firm = Awaited<ReturnType<typeof createFirm>>;
+/** Who places a call: a firm and its agent. */
+interface Caller {
+  firm: Firm;
+  agentId: string;
+}
+
 /** A call placed with the Retell fake: ours and Retell's record of it. */
-async function dialledCall(toNumber: string): Promise<{ callId: string; placed: PhoneCallResponse }> {
-  const res = await firm.client.post('/api/v2/create-outbound-call', {
+async function dialledCall(
+  toNumber: string,
+  by: Caller = { firm, agentId },
+): Promise<{ callId: string; placed: PhoneCallResponse }> {
+  const res = await by.firm.client.post('/api/v2/create-outbound-call', {
     toNumber,
-    agentId,
-    firmSlug: firm.slug,
+    agentId: by.agentId,
+    firmSlug: by.firm.slug,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   const callId = res.body.call_id as string;
@@ -138,25 +148,36 @@ describe('a dialled call whose events never came', () => {
     expect((await firm.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
   });
 
-  it('asks about the most recently changed first: calls Retell does not know cannot keep a newly lost one waiting', async () => {
-    const unknown = await dialledCall('+14155550146');
+  it('asks about the most recently changed first, whatever the firm: calls Retell does not know cannot keep a newly lost one waiting', async () => {
+    const other = await createFirm(stack, { from_number: '+14155550100', max_concurrent_calls: 5 });
+    const theOther: Caller = {
+      firm: other,
+      agentId: await createAgent(other.client, other.slug, '11labs-Adrian'),
+    };
+    const mine: Caller = { firm, agentId };
+    // The firm a pass reads first (firms go by slug) holds a call Retell has forgotten; the other,
+    // a call lost since.
+    const [first, second] = firm.slug < other.slug ? [mine, theOther] : [theOther, mine];
+    const unknown = await dialledCall('+14155550146', first);
     fake.calls.splice(
       fake.calls.findIndex((c) => c.call_id === unknown.placed.call_id),
       1,
     );
-    const lost = await dialledCall('+14155550147');
+    const lost = await dialledCall('+14155550147', second);
     retellNowHas(lost.placed, {
       ...ongoingCall(),
       call_status: 'not_connected',
       disconnection_reason: 'dial_no_answer',
     });
     // One question this pass: the newest of the stale calls gets it, not the ones Retell has
-    // forgotten (this one, and the one the test before left), which stay the oldest.
+    // forgotten (this one, and the one an earlier test left), which stay the oldest.
     const swept = await sweepLostCalls(stack.services, { ...ASK_NOW, maxAsks: 1 });
     expect(swept.asked).toBe(1);
-    await waitForCall(firm.client, lost.callId, (c) => c.status === 'not_connected', 30_000);
+    await waitForCall(second.firm.client, lost.callId, (c) => c.status === 'not_connected', 30_000);
     expect(getCallsFor(unknown.placed)).toHaveLength(0);
-    expect((await firm.client.get(`/api/v2/get-call/${unknown.callId}`)).body.status).toBe('registered');
+    expect((await first.firm.client.get(`/api/v2/get-call/${unknown.callId}`)).body.status).toBe(
+      'registered',
+    );
   });
 
   it('ends an inbound call whose end never came from what Retell reports', async () => {

@@ -93,7 +93,7 @@ function sweptJobs(output: string): {
   let events = 0;
   let reanalysed = 0;
   for (const line of output.split('\n')) {
-    if (!line.includes('lost calls: jobs added again')) continue;
+    if (!line.includes('lost calls: taken up')) continue;
     const logged = JSON.parse(line) as { readded: number; events: number; reanalysed: number };
     readded += logged.readded;
     events += logged.events;

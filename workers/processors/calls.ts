@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import { QUEUE } from '../../jobs/queues.js';
 import type { CallEventJob, PlaceCallJob } from '../../jobs/calls.js';
 import { analysisDigest } from '../../jobs/call-analysis.js';
-import { gaveUpMessage, markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
+import { markDialFailed, placeOutboundCall } from '../../core/domain/calls/call-dialing.js';
 import {
   applyCallEvent,
   applyNamedCallEvent,
@@ -85,7 +85,7 @@ export const placeCall: JobProcessor<PlaceCallJob> = async (job, { services, att
         services,
         firm,
         callId,
-        gaveUpMessage(job.attemptsMade + 1, (err as Error).message),
+        `Gave up after ${job.attemptsMade + 1} attempts: ${(err as Error).message}`,
       );
       await afterDialFailed(services, callId);
     }

@@ -54,13 +54,6 @@ type DialResult = { provider_call_id: string };
 export const LOST_DIAL_MESSAGE =
   'lost_dial: the job that places this call was lost before it dialled (a Redis failover, or a crash before the job was added); it was not dialled, since a repeat of the request without an Idempotency-Key may have made another call';
 
-/**
- * The error_message of a call whose dial was given up for good after its job's attempts (none
- * counted for a job given up as stalled).
- */
-export const gaveUpMessage = (attempts: number, why: string): string =>
-  attempts > 0 ? `Gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${why}` : `Gave up: ${why}`;
-
 /** The dial's outcome; the provider's id is linked to our call first, so it is findable once recorded. */
 async function placed(
   services: Services,
@@ -286,4 +279,51 @@ export async function markDialFailed(
       },
     ),
   );
+}
+
+/**
+ * Ends an undialled call whose place-call job failed for good without ending it (the lost-call
+ * sweep): `error` / `dial_failed`, and its dial record `skipped`, so that an attempt of that job
+ * taken up again (a retry from Bull Board) finds the dial settled and never marks it, whenever it
+ * read the call. Under the call's lock, which every mark of the dial takes: written only while
+ * `stillGivenUp()` says so and the dial's record is the version `seen` (no attempt marked it since).
+ * True when this wrote the end.
+ */
+export async function endGivenUpDial(
+  services: Services,
+  seen: Pick<CallDoc, '_id' | 'firm' | 'dial'>,
+  reason: string,
+  stillGivenUp: () => Promise<boolean>,
+): Promise<boolean> {
+  return withCallLock(services, seen.firm, seen._id, async () => {
+    if (!(await stillGivenUp())) return false;
+    const now = new Date();
+    const message = `given_up: the job that places this call failed for good without ending it (${reason}); it was not dialled`;
+    const written = await callsCollection(services.mongo.db).updateOne(
+      {
+        _id: seen._id,
+        provider_call_id: null,
+        status_rank: { $lt: FINISHED_RANK },
+        'dial.attempts': seen.dial.attempts,
+      },
+      {
+        $set: {
+          status: 'error',
+          status_rank: FINISHED_RANK,
+          finished: true,
+          end_timestamp: now.getTime(),
+          disconnection_reason: 'dial_failed',
+          error_message: message.slice(0, 500),
+          updated_at: now,
+          'dial.state': 'skipped',
+          'dial.finished_at': now,
+          'dial.last_error': message.slice(0, 500),
+          'dial.result': { reason: 'given_up' },
+          'dial.lease_token': null,
+          'dial.lease_until': null,
+        },
+      },
+    );
+    return written.modifiedCount === 1;
+  });
 }

@@ -5,7 +5,7 @@ import { ProviderError } from '../../integrations/voice/provider.js';
 import { everyFirmSlug } from '../firms/firms.js';
 import { callEffectsCollection, callsCollection, type CallDoc } from './calls.js';
 import { callOutcome } from './call-outcome.js';
-import { gaveUpMessage, markDialFailed } from './call-dialing.js';
+import { endGivenUpDial } from './call-dialing.js';
 import { onCallFinished } from './call-finished.js';
 import { CALL_EFFECTS, analysisDigest } from '../../../jobs/call-analysis.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
@@ -28,12 +28,12 @@ import { snapshotProviderCall } from './provider-call.js';
 //   never answered, may have asked again and had another. A never-dialled call whose job failed
 //   for good without ending it (the job's last attempt could not write the end; a job that killed
 //   its worker at every try, given up as stalled) is ended `dial_failed` as that attempt would
-//   have ended it.
+//   have ended it, unless a dial an attempt marked is found at the provider.
 // - a lost end: a call at the provider (dialled, or an inbound call), its record unchanged for
-//   LOST_END_AFTER_MS. The provider is asked how the call stands (VoiceProvider.getCall), and
-//   what it reports that the call's record lacks is applied as the webhook would have brought it:
-//   its start, its end and its analysis, each as the call event job of its usual id (an event
-//   still in the queue is not added twice).
+//   LOST_END_AFTER_MS, the most recently changed first across firms. The provider is asked how
+//   the call stands (VoiceProvider.getCall), and what it reports that the call's record lacks is
+//   applied as the webhook would have brought it: its start, its end and its analysis, each as
+//   the call event job of its usual id (an event still in the queue is not added twice).
 // - a lost analysis: a call that ended (`ended`) more than LOST_END_AFTER_MS ago, whose analysis
 //   never came (the provider is asked, as for a lost end) or whose conversation's effects are not
 //   all settled while no job of its pipeline (its events, its analysis, its effects) waits or
@@ -120,6 +120,7 @@ export async function sweepLostCalls(
   const now = Date.now();
   const dialCutoff = now - ages.dialAfterMs;
   const endCutoff = now - ages.endAfterMs;
+  const stale: Seen[] = [];
   for await (const firm of everyFirmSlug(services.mongo.db)) {
     // Read whole before anything is asked of the provider: no cursor left open meanwhile.
     const unfinished = (await callsCollection(services.mongo.db)
@@ -145,22 +146,26 @@ export async function sweepLostCalls(
     for (let i = 0; i < undialled.length; i += CHUNK) {
       await readdLostDials(services, undialled.slice(i, i + CHUNK), pass);
     }
-    // Most recently changed first: a call the provider never answers for (one it has no record of
-    // is left as it is, and stays the oldest) cannot keep the newly lost from being asked about.
-    const stale = unfinished
-      .filter((c) => c.provider_call_id !== null && c.updated_at.getTime() < endCutoff)
-      .sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime());
-    for (const call of stale) {
-      if (!mayAsk(pass)) break;
-      await askProvider(services, call, pass);
+    for (const call of unfinished) {
+      if (call.provider_call_id !== null && call.updated_at.getTime() < endCutoff) stale.push(call);
     }
-    if (ages.analysisWindowMs !== undefined) {
+  }
+  // Most recently changed first, whatever the firm: calls the provider never answers for (one it
+  // has no record of is left as it is, and stays among the oldest), however many and in whichever
+  // firms, cannot keep a call lost since from being asked about.
+  stale.sort((a, b) => b.updated_at.getTime() - a.updated_at.getTime());
+  for (const call of stale) {
+    if (!mayAsk(pass)) break;
+    await askProvider(services, call, pass);
+  }
+  if (ages.analysisWindowMs !== undefined) {
+    for await (const firm of everyFirmSlug(services.mongo.db)) {
       await sweepLostAnalyses(services, firm, endCutoff, ages.analysisWindowMs, pass);
     }
   }
   const { sweep, named } = pass;
   if (sweep.readded > 0 || sweep.dialsEnded > 0 || sweep.events > 0 || sweep.reanalysed > 0) {
-    services.log.warn({ ...sweep, calls: named }, 'lost calls: jobs added again');
+    services.log.warn({ ...sweep, calls: named }, 'lost calls: taken up');
   }
   return sweep;
 }
@@ -175,7 +180,7 @@ async function readdLostDials(services: Services, calls: Seen[], pass: Pass): Pr
   const states = await Promise.all(ids.map((id) => queue.getJobState(id)));
   for (const [i, call] of calls.entries()) {
     if (states[i] === 'failed') {
-      await endGivenUpDial(services, call, ids[i]!, pass);
+      await endLostGivenUpDial(services, ids[i]!, call._id, pass);
       continue;
     }
     if (states[i] !== 'unknown') continue;
@@ -190,20 +195,58 @@ async function readdLostDials(services: Services, calls: Seen[], pass: Pass): Pr
  * A call whose place-call job failed for good while the call stayed unfinished: the job's last
  * attempt gives up by ending the call `dial_failed` (workers/processors/calls.ts), and this one's
  * end was never written (its store down at that moment, or no attempt ran to its end: a job given
- * up as stalled). That end now, with the job's reason, and what follows a finished call (its slot
- * freed, call.ended, its campaign lead settled). A retry of the job from Bull Board then finds the
- * call finished.
+ * up as stalled). A dial one of its attempts marked may have reached the provider before that
+ * attempt died: the provider is asked for a call of ours first, as the next attempt would ask, and
+ * a call it has is left as it is (a retry of the job from Bull Board finds it there and links it).
+ * Otherwise that end now, with the job's reason, and what follows a finished call (its slot freed,
+ * call.ended, its campaign lead settled): written under the call's lock only while the job is
+ * still failed and no attempt marked the dial since (endGivenUpDial), and it leaves the dial
+ * settled, so a retry taken up afterwards never dials.
  */
-async function endGivenUpDial(services: Services, call: Seen, jobId: string, pass: Pass): Promise<void> {
-  const job = await services.queues[JOBS.placeCall.queue].getJob(jobId);
+async function endLostGivenUpDial(
+  services: Services,
+  jobId: string,
+  callId: string,
+  pass: Pass,
+): Promise<void> {
+  const queue = services.queues[JOBS.placeCall.queue];
+  const job = await queue.getJob(jobId);
   if (job === undefined || (await job.getState()) !== 'failed') return; // retried meanwhile
-  const why = job.failedReason === '' ? 'its job failed' : job.failedReason;
-  await markDialFailed(services, call.firm, call._id, gaveUpMessage(job.attemptsMade, why));
-  const ended = await callsCollection(services.mongo.db).findOne({ _id: call._id });
-  if (ended === null || !ended.finished) return;
+  const db = services.mongo.db;
+  const call = await callsCollection(db).findOne(
+    { _id: callId },
+    { projection: { _id: 1, firm: 1, dial: 1, finished: 1, provider_call_id: 1 } },
+  );
+  if (call === null || call.finished || call.provider_call_id !== null) return;
+  if (call.dial.attempts > 0) {
+    if (!mayAsk(pass)) return;
+    pass.sweep.asked += 1;
+    pass.asksLeft -= 1;
+    try {
+      if ((await services.voice.findCall(call._id, call.firm)) !== null) {
+        services.log.warn(
+          { call_id: call._id },
+          'lost calls: a call whose place-call job failed for good is at the voice provider; retry its job to take it up',
+        );
+        return;
+      }
+    } catch (err) {
+      services.log.warn(
+        { err, call_id: call._id },
+        'lost calls: the voice provider could not be asked for a call',
+      );
+      if (err instanceof ProviderError && err.kind === 'rate_limited') pass.providerBusy = true;
+      return;
+    }
+  }
+  const why = job.failedReason === '' ? 'no reason given' : job.failedReason;
+  const stillFailed = async () => (await queue.getJobState(jobId)) === 'failed';
+  if (!(await endGivenUpDial(services, call, why, stillFailed))) return;
+  const ended = await callsCollection(db).findOne({ _id: callId });
+  if (ended === null) return;
   await onCallFinished(services, ended);
   pass.sweep.dialsEnded += 1;
-  if (pass.named.length < 20) pass.named.push(call._id);
+  if (pass.named.length < 20) pass.named.push(callId);
 }
 
 /**

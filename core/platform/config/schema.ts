@@ -557,14 +557,14 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 24 * HOUR_MS,
     default: 300_000,
     description:
-      "how often the maintenance sweep looks for lost calls (docs/calls.md#lost-calls): calls never dialled whose `place-call` job is gone (a Redis failover's lost writes, a crash between the call's record and its job), and dialled calls whose events stopped, which it asks the voice provider about",
+      "how often the maintenance sweep looks for lost calls (docs/calls.md#lost-calls): calls never dialled whose `place-call` job is gone (a Redis failover's lost writes, a crash between the call's record and its job) or failed for good without ending them, dialled calls whose events stopped, which it asks the voice provider about, and ended calls whose analysis stopped",
   }),
   lostDialAfterMs: integer('LOST_DIAL_AFTER_MS', {
     min: 1000,
     max: 7 * 24 * HOUR_MS,
     default: 600_000,
     description:
-      'how old an undialled call without a `place-call` job must be before the sweep (`LOST_CALL_SWEEP_MS`) takes it for lost: longer than any request that creates a call takes',
+      'how old an undialled call without a `place-call` job (or with one that failed for good) must be before the sweep (`LOST_CALL_SWEEP_MS`) takes it for lost: longer than any request that creates a call takes',
   }),
   lostEndAfterMs: integer('LOST_END_AFTER_MS', {
     min: 1000,
