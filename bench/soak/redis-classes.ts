@@ -66,17 +66,25 @@ export async function classifyRedis(
 ): Promise<RedisClasses> {
   const finished = new Set<string>();
   const delayed = new Set<string>();
+  // Jobs waiting or running, by their ids: a job scheduler's job has an id of its own shape
+  // (`repeat:<scheduler>:<time>`), which the pattern of plain ids below does not take.
+  const underWay = new Set<string>();
   const queues: RedisClasses['queues'] = {};
   for (const queue of QUEUE_NAMES) {
     const base = `${prefix}:${queue}`;
-    const [completed, failed, later, events] = await Promise.all([
+    const [completed, failed, later, events, active, waiting, paused, prioritized] = await Promise.all([
       redis.zrange(`${base}:completed`, '0', '-1'),
       redis.zrange(`${base}:failed`, '0', '-1'),
       redis.zrange(`${base}:delayed`, '0', '-1'),
       redis.xlen(`${base}:events`),
+      redis.lrange(`${base}:active`, '0', '-1'),
+      redis.lrange(`${base}:wait`, '0', '-1'),
+      redis.lrange(`${base}:paused`, '0', '-1'),
+      redis.zrange(`${base}:prioritized`, '0', '-1'),
     ]);
     for (const id of [...completed, ...failed]) finished.add(`${base}:${id}`);
     for (const id of later) delayed.add(`${base}:${id}`);
+    for (const id of [...active, ...waiting, ...paused, ...prioritized]) underWay.add(`${base}:${id}`);
     queues[queue] = { completed: completed.length, failed: failed.length, events };
   }
   const keys: string[] = [];
@@ -111,6 +119,7 @@ export async function classifyRedis(
           : finished.has(record) || rest === 'completed' || rest === 'failed' || rest === 'events'
             ? 'retained'
             : inProgress ||
+                underWay.has(record) ||
                 (queue !== undefined &&
                   (IN_PROGRESS.has(rest) || (/^[^:]+(:logs)?$/.test(rest) && !STRUCTURE.has(rest))))
               ? 'inFlight'
