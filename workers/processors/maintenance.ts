@@ -31,7 +31,7 @@ export const sweepLostCalls: JobProcessor<Record<string, never>> = async (_job, 
   sweepLost(services, {
     dialAfterMs: services.config.lostDialAfterMs,
     endAfterMs: services.config.lostEndAfterMs,
-    // Each ended call is looked at in about three passes.
+    // Each ended call is looked at in about four passes (this window and the interval since the last).
     analysisWindowMs: 3 * services.config.lostCallSweepMs,
   });
 
