@@ -180,6 +180,30 @@ describe('a dialled call whose events never came', () => {
     );
   });
 
+  it('asks Retell nothing more in a pass once it answers 429, and asks again at the next pass', async () => {
+    const older = await dialledCall('+14155550148');
+    const newer = await dialledCall('+14155550149');
+    for (const { placed } of [older, newer]) {
+      retellNowHas(placed, {
+        ...ongoingCall(),
+        call_status: 'not_connected',
+        disconnection_reason: 'dial_busy',
+      });
+    }
+    fake.script('get-call', { status: 429, headers: { 'retry-after': '1' } });
+    const busy = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(busy).toMatchObject({ asked: 1, events: 0 });
+    // The newest was asked and refused; the older one not at all.
+    expect(getCallsFor(newer.placed)).toHaveLength(1);
+    expect(getCallsFor(older.placed)).toEqual([]);
+
+    const next = await sweepLostCalls(stack.services, ASK_NOW);
+    expect(next.events).toBeGreaterThanOrEqual(2);
+    for (const { callId } of [older, newer]) {
+      await waitForCall(firm.client, callId, (c) => c.status === 'not_connected', 30_000);
+    }
+  });
+
   it('ends an inbound call whose end never came from what Retell reports', async () => {
     const secret = 'whsec_lost_call_ends';
     const inbound = await createFirm(stack, { voice_webhook_secret: secret });

@@ -220,22 +220,13 @@ async function endLostGivenUpDial(
   if (call === null || call.finished || call.provider_call_id !== null) return;
   if (call.dial.attempts > 0) {
     if (!mayAsk(pass)) return;
-    pass.sweep.asked += 1;
-    pass.asksLeft -= 1;
-    try {
-      if ((await services.voice.findCall(call._id, call.firm)) !== null) {
-        services.log.warn(
-          { call_id: call._id },
-          'lost calls: a call whose place-call job failed for good is at the voice provider; retry its job to take it up',
-        );
-        return;
-      }
-    } catch (err) {
+    const found = await askOnce(services, pass, call._id, () => services.voice.findCall(call._id, call.firm));
+    if (found === undefined) return;
+    if (found !== null) {
       services.log.warn(
-        { err, call_id: call._id },
-        'lost calls: the voice provider could not be asked for a call',
+        { call_id: call._id },
+        'lost calls: a call whose place-call job failed for good is at the voice provider; retry its job to take it up',
       );
-      if (err instanceof ProviderError && err.kind === 'rate_limited') pass.providerBusy = true;
       return;
     }
   }
@@ -250,6 +241,30 @@ async function endLostGivenUpDial(
 }
 
 /**
+ * One question to the provider about a call, counted against the pass: its answer, or undefined
+ * when it could not answer (logged; a 429 ends the pass's questions).
+ */
+async function askOnce<T>(
+  services: Services,
+  pass: Pass,
+  callId: string,
+  question: () => Promise<T>,
+): Promise<T | undefined> {
+  pass.sweep.asked += 1;
+  pass.asksLeft -= 1;
+  try {
+    return await question();
+  } catch (err) {
+    services.log.warn(
+      { err, call_id: callId },
+      'lost calls: the voice provider could not be asked about a call',
+    );
+    if (err instanceof ProviderError && err.kind === 'rate_limited') pass.providerBusy = true;
+    return undefined;
+  }
+}
+
+/**
  * Asks the provider how a call stands and adds the call events it reports that the record lacks,
  * each under the id the webhook's would have: one still waiting is left as it is, one finished
  * (a job that failed for good, kept a week) is added again (enqueueRun), since applying an event
@@ -260,19 +275,8 @@ async function askProvider(
   call: Pick<CallDoc, '_id' | 'firm' | 'status' | 'provider_call_id'>,
   pass: Pass,
 ): Promise<void> {
-  pass.sweep.asked += 1;
-  pass.asksLeft -= 1;
-  let found;
-  try {
-    found = await services.voice.getCall(call.provider_call_id!);
-  } catch (err) {
-    services.log.warn(
-      { err, call_id: call._id },
-      'lost calls: the voice provider could not say how a call stands',
-    );
-    if (err instanceof ProviderError && err.kind === 'rate_limited') pass.providerBusy = true;
-    return;
-  }
+  const found = await askOnce(services, pass, call._id, () => services.voice.getCall(call.provider_call_id!));
+  if (found === undefined) return;
   if (found === null) {
     services.log.warn({ call_id: call._id }, 'lost calls: the voice provider has no such call');
     return;
