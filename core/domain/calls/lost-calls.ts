@@ -210,8 +210,9 @@ async function endLostGivenUpDial(
   pass: Pass,
 ): Promise<void> {
   const queue = services.queues[JOBS.placeCall.queue];
+  // Its state is looked at again under the call's lock, before the end is written.
   const job = await queue.getJob(jobId);
-  if (job === undefined || (await job.getState()) !== 'failed') return; // retried meanwhile
+  if (job === undefined) return;
   const db = services.mongo.db;
   const call = await callsCollection(db).findOne(
     { _id: callId },
