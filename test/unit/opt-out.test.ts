@@ -46,6 +46,22 @@ describe('transcripts: only the person’s turns count', () => {
     expect(detectOptOutInTranscript(transcript)).toEqual({ optOut: true, words: 'Please stop calling me' });
   });
 
+  it('finds an opt-out said at the end of a long call, past the first 20,000 characters', () => {
+    const turn = (i: number) =>
+      `Agent: Question ${i}, what happened next?\nUser: Then we went to the store and I waited for a while.\n`;
+    let transcript = '';
+    for (let i = 0; transcript.length < 150_000; i++) transcript += turn(i);
+    transcript += 'User: Please stop calling me.\nAgent: Understood, goodbye.\n';
+    expect(transcript.length).toBeGreaterThan(150_000);
+    expect(detectOptOutInTranscript(transcript)).toEqual({ optOut: true, words: 'Please stop calling me' });
+  });
+
+  it('finds an opt-out at the end of one long turn of the person', () => {
+    const transcript = `Agent: Tell me what happened.\nUser: ${'and then it rained '.repeat(3_000)}. Stop calling me.\n`;
+    expect(transcript.length).toBeGreaterThan(50_000);
+    expect(detectOptOutInTranscript(transcript)).toEqual({ optOut: true, words: 'Stop calling me' });
+  });
+
   it('ignores the same words said by the agent', () => {
     const transcript =
       'Agent: If you want us to stop calling you, say "stop calling me" or "take me off your list".\n' +

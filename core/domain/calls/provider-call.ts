@@ -8,7 +8,8 @@ import type { ProviderCallSnapshot } from '../../../jobs/calls.js';
 // byte budget, cut the same way for the same body (a call_analyzed job's id carries a digest of
 // the snapshot: jobs/call-analysis.ts).
 
-const TRANSCRIPT_MAX_CHARS = 200_000;
+/** The most of a transcript kept (and read: the opt-out rules read all of it). */
+export const TRANSCRIPT_MAX_CHARS = 200_000;
 const MAX_DEPTH = 4;
 const MAX_KEYS = 200;
 /** The summary and custom_analysis_data together, as UTF-8 JSON (the transcript has its own cap). */

@@ -1,5 +1,6 @@
 import { shorten } from '../../platform/text.js';
 import { parseTranscript } from '../intake/transcripts.js';
+import { TRANSCRIPT_MAX_CHARS } from '../calls/provider-call.js';
 
 // Opt-outs said or written by the person (docs/compliance.md#opt-outs): "stop calling me", "take
 // me off your list", "don't call me again", "remove my number", "unsubscribe", "do not call", …
@@ -17,8 +18,13 @@ import { parseTranscript } from '../intake/transcripts.js';
 
 export type OptOut = { optOut: true; words: string } | { optOut: false };
 
-/** How much of one text is read: an opt-out is said in a few words, a chat message is at most 4,000. */
-const MAX_TEXT_CHARS = 20_000;
+/**
+ * How much of one text is read: all of what the service keeps of it (a chat message is at most
+ * 4,000 characters, a call's transcript at most TRANSCRIPT_MAX_CHARS). Each rule is a walk over
+ * the words, so the time is linear; an opt-out is often said last ("…and stop calling me"), so
+ * nothing kept is left unread.
+ */
+const MAX_TEXT_CHARS = TRANSCRIPT_MAX_CHARS;
 /** The words kept as evidence: the clause that opted out, on one line. */
 const MAX_WORDS_CHARS = 200;
 
