@@ -373,6 +373,72 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect(fake.calls.filter((c) => (c.metadata as any)?.call_id === callId)).toHaveLength(1);
   });
 
+  const dialTo = (toNumber: string) =>
+    firm.client.post('/api/v2/create-outbound-call', { toNumber, agentId, firmSlug: firm.slug });
+  const lookupsFor = (callId: string) =>
+    fake.requestsTo('list-calls').filter((r) => r.body?.filter_criteria?.metadata?.[0]?.value === callId);
+  const decisionsOf = async (callId: string) =>
+    (
+      await stack.services.mongo.db
+        .collection('dial_decisions')
+        .find({ call_id: callId })
+        .sort({ at: 1, _id: 1 })
+        .toArray()
+    ).map((d) => [d._id, d.answer, d.reason]);
+  /** A call whose first dial fails with a 500 answered 4 s late: the number is listed meanwhile. */
+  async function failedDialThenListed(to: string, atRetell?: (callId: string) => void): Promise<string> {
+    fake.script('create-phone-call', { status: 500, delayMs: 4000 });
+    const created = await dialTo(to);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const callId = created.body.call_id as string;
+    await eventually(async () => expect(createRequestsFor(callId)).toHaveLength(1));
+    atRetell?.(callId);
+    const listed = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [to] });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    return callId;
+  }
+
+  it('a number put on the do-not-call list between a failed dial and its retry is not dialled by the retry', async () => {
+    const callId = await failedDialThenListed('+14155550124');
+    const call = await waitForCall(firm.client, callId, (c) => c.status === 'error');
+    expect(call.disconnection_reason).toBe('dial_blocked');
+    expect(await callsOf(stack).findOne({ _id: callId })).toMatchObject({
+      dial_block_reason: 'dnc',
+      provider_call_id: null,
+      dial: { state: 'skipped' },
+    });
+    // The retry asked Retell whether the failed dial had made a call (it had not), and dialled nothing.
+    expect(lookupsFor(callId)).toHaveLength(1);
+    expect(createRequestsFor(callId)).toHaveLength(1);
+    // The audit: the first attempt's allow, then the retry's block.
+    expect(await decisionsOf(callId)).toEqual([
+      [`${callId}:dial`, 'allow', null],
+      [`${callId}:dial:block`, 'block', 'dnc'],
+    ]);
+  });
+
+  it('a failed dial that had reached Retell goes on though its number was listed since: linked, not dialled again', async () => {
+    const callId = await failedDialThenListed('+14155550125', (ours) => {
+      // What Retell holds although it answered 500: a call carrying our call id.
+      const made = fake.calls.find((c) => (c.metadata as { call_id?: string } | undefined)?.call_id);
+      fake.calls.push({
+        ...made!,
+        call_id: `retell_${ours}`,
+        to_number: '+14155550125',
+        metadata: { call_id: ours, firm: firm.slug, agent_id: agentId },
+      });
+    });
+    await eventually(async () =>
+      expect((await callsOf(stack).findOne({ _id: callId }))?.provider_call_id).toBe(`retell_${callId}`),
+    );
+    const stored = await callsOf(stack).findOne({ _id: callId });
+    expect(stored).toMatchObject({ status: 'registered', dial: { state: 'done' } });
+    expect(stored?.dial_block_reason).toBeUndefined();
+    expect(lookupsFor(callId)).toHaveLength(1);
+    expect(createRequestsFor(callId)).toHaveLength(1);
+    expect(await decisionsOf(callId)).toEqual([[`${callId}:dial`, 'allow', null]]);
+  });
+
   it('a 4xx from Retell ends the call as error without retrying', async () => {
     fake.script('create-phone-call', { status: 422, body: retellError('to_number is not reachable') });
     const created = await createCall();

@@ -48,7 +48,14 @@ export interface DialAttemptResult {
   campaignId?: string;
 }
 
-type DialResult = { provider_call_id: string };
+/** The dial's result: the provider's call, or why it was held back (`heldBack`, below). */
+type DialResult = { provider_call_id: string } | HeldBackDial;
+
+/** A dial held back by a rule that blocked it after an earlier attempt's allow (its record's result). */
+interface HeldBackDial {
+  blocked: string;
+  message: string;
+}
 
 /** The error_message of a call ended undialled by the lost-call sweep (docs/calls.md#lost-calls). */
 export const LOST_DIAL_MESSAGE =
@@ -128,20 +135,21 @@ export async function placeOutboundCall(
     await passDialTurn(services, call.firm, call._id);
     return { outcome: 'deferred', deferredUntil: gate.decision.until };
   }
-  if (gate.decision.answer === 'block') {
-    await markDialFailed(
-      services,
-      call.firm,
-      call._id,
-      `dial_blocked: ${gate.decision.reason}: ${gate.decision.message}`,
-      'dial_blocked',
-      gate.decision.reason,
-    );
+  const decision = gate.decision;
+  if (decision.answer === 'block' && gate.blockAfterAllow === undefined) {
+    await markDialBlocked(services, call, { blocked: decision.reason, message: decision.message });
     return { outcome: 'blocked' };
   }
+  // Blocked now where an earlier attempt was allowed (its dial failed; the number was put on the
+  // do-not-call list since, or another rule blocks it): held back in the dial's place, so once
+  // only, unless that attempt's dial is found at the provider, where the call is under way.
+  const heldBack =
+    decision.answer === 'block'
+      ? { blocked: decision.reason, message: decision.message, record: gate.blockAfterAllow! }
+      : null;
 
   let outcome: DialOutcome = 'already_placed';
-  await runEffect(
+  const dial = await runEffect(
     callSubject(services, call),
     {
       path: 'dial',
@@ -149,6 +157,12 @@ export async function placeOutboundCall(
         const found = await services.voice.findCall(callId, call.firm);
         if (found === null) return null;
         outcome = 'found_at_provider';
+        if (heldBack !== null) {
+          services.log.warn(
+            { firm: call.firm, call_id: callId, rule: heldBack.blocked },
+            'dial: a rule blocks this call now, but the dial an earlier attempt was allowed is at the provider: the call goes on',
+          );
+        }
         return placed(services, call, found);
       },
       // A definite "no" from the provider (429, 4xx) clears the mark: the next attempt may dial at once.
@@ -156,7 +170,11 @@ export async function placeOutboundCall(
       isFinal: (err) => err instanceof ProviderError && err.kind === 'rejected',
     },
     attempt,
-    async () => {
+    async (): Promise<EffectOutcome<DialResult>> => {
+      if (heldBack !== null) {
+        await heldBack.record();
+        return { state: 'skipped', result: { blocked: heldBack.blocked, message: heldBack.message } };
+      }
       const request = await placeCallRequest(services, call);
       outcome = 'placed';
       try {
@@ -169,10 +187,30 @@ export async function placeOutboundCall(
       }
     },
   );
+  if (dial.state === 'skipped') {
+    // Held back, here or by an attempt that died before it ended the call. (A dial the lost-call
+    // sweep settled `skipped` ended its call in the same write: markDialBlocked finds it ended.)
+    const result = dial.result as Partial<HeldBackDial> | null;
+    if (result?.blocked === undefined) return { outcome: 'already_finished' };
+    await markDialBlocked(services, call, { blocked: result.blocked, message: result.message ?? '' });
+    return { outcome: 'blocked' };
+  }
   // A campaign's kill switch counts dial attempts by when they were placed (their failures, as
   // they are learnt, count in place: kill-switch.ts).
   await noteCampaignDial(services, call);
   return { outcome };
+}
+
+/** The dial gate blocked the call: it ends `error`, `dial_blocked`, the rule in dial_block_reason. */
+function markDialBlocked(services: Services, call: CallDoc, why: HeldBackDial): Promise<void> {
+  return markDialFailed(
+    services,
+    call.firm,
+    call._id,
+    `dial_blocked: ${why.blocked}: ${why.message}`,
+    'dial_blocked',
+    why.blocked,
+  );
 }
 
 /**

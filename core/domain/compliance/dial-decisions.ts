@@ -7,6 +7,9 @@ import type { ZoneCheck } from './calling-hours.js';
 // the dial request goes to the provider. Its _id derives from the call and the stage, so a
 // retried job writes its decision once (a claim by insert) and later runs read it back:
 //   `<call_id>:request`, `<call_id>:dial`       allow or block (once per call and stage)
+//   `<call_id>:dial:block`                      a block after the dial's allow: a retried job
+//                                               whose allowed dial failed, the number since put
+//                                               on the do-not-call list (or another rule)
 //   `<call_id>:<stage>:defer:<until ms>`        a deferral (one per distinct instant)
 // The dial attempts are exactly the records with stage `dial` and answer `allow`.
 
@@ -59,6 +62,9 @@ export function decisionId(
 ): string {
   return answer === 'defer' ? `${callId}:${stage}:defer:${until ?? 'none'}` : `${callId}:${stage}`;
 }
+
+/** The id of a block at the dial stage that came after that stage's allow (a retried job). */
+export const blockAfterAllowId = (callId: string): string => `${callId}:dial:block`;
 
 /**
  * Writes a decision once; when its _id is held already (a retried job) the first one stands

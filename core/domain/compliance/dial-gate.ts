@@ -7,7 +7,13 @@ import { findDncEntry, type DncEntry } from './dnc-store.js';
 import { peekAtRequest, type RequestPeek } from './dnc-index.js';
 import { isTimeZone } from '../../platform/time-zone.js';
 import { DAY_MS, takeSlotAndAttempt } from './frequency.js';
-import { decisionId, recordDecision, type DialDecisionDoc, type DialStage } from './dial-decisions.js';
+import {
+  blockAfterAllowId,
+  decisionId,
+  recordDecision,
+  type DialDecisionDoc,
+  type DialStage,
+} from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
 import { DEFAULT_INQUIRY_CONSENT_DAYS, judgeConsent, type CampaignPurpose, type Consent } from './consent.js';
 import type { DecisionConsent } from './dial-decisions.js';
@@ -53,6 +59,13 @@ export interface DialRequest {
 export interface Decided {
   decision: GateAnswer;
   record: DialDecisionDoc | null;
+  /**
+   * A block at the dial stage where this call's dial was allowed before (a retried job whose
+   * allowed dial failed, the number put on the do-not-call list since, or another rule): the
+   * caller holds the dial back unless that attempt's dial reached the provider (then the call is
+   * under way, and is linked), and records the block with this when it does hold it back.
+   */
+  blockAfterAllow?: () => Promise<DialDecisionDoc>;
 }
 
 /**
@@ -278,7 +291,9 @@ export type DialGateStep = Decided | { answer: 'no_slot' };
  * `no_slot`: the firm is at max_concurrent_calls (the waiter is in line), nothing recorded — the
  * call is decided when its turn comes. A call decided already at this stage (a retried job whose
  * attempt died after the record) keeps its terminal decision: the record's claim finds it, and
- * an `allow` goes on to the dial, whose effect record asks the provider before dialling again.
+ * an `allow` goes on to the dial, whose effect record asks the provider before dialling again —
+ * unless a rule blocks it now (`blockAfterAllow`): a number put on the do-not-call list between
+ * a failed dial and its retry is not dialled by the retry.
  */
 export async function decideAtDial(
   services: Services,
@@ -295,9 +310,16 @@ export async function decideAtDial(
   const dialReq = { ...req, stage: 'dial' as const, atMs };
   const judged = await decideDial(services, dialReq);
   if (judged.decision.answer === 'block') {
-    const record = await recordDecision(db, decisionDoc(dialReq, judged, atMs));
-    // An `allow` recorded earlier for this call (a retried job) stands: on to the slot and dial.
+    const blocked = decisionDoc(dialReq, judged, atMs);
+    const record = await recordDecision(db, blocked);
     if (record.answer === 'block') return { decision: answerOf(record), record };
+    // An `allow` recorded earlier for this call (a retried job): its slot and its attempt are
+    // held already; the caller finds out whether that dial reached the provider.
+    return {
+      decision: judged.decision,
+      record,
+      blockAfterAllow: () => recordDecision(db, { ...blocked, _id: blockAfterAllowId(req.callId) }),
+    };
   }
   if (judged.decision.answer === 'defer') {
     return {
