@@ -304,6 +304,11 @@ export class RedisKeys {
     return key(this.prefix, 'cache', 'voices', provider);
   }
 
+  /** STRING, JSON: the last list of voices the provider gave, kept a week, answered while it fails. */
+  voiceListLastGood(provider: string): string {
+    return key(this.prefix, 'cache', 'voices-last', provider);
+  }
+
   /**
    * ZSET: the firm's pending contacts imports, members `<job id>:<bytes of its staged rows>`,
    * scored by when the entry lapses (core/domain/contacts/import-slots.ts). Expires with its last

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RetellProvider } from '../../core/integrations/voice/retell.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import { freePort } from '../../scripts/local/services.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Workers } from '../../workers/runner.js';
 import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -255,6 +256,46 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     expect(second.body).toEqual(first.body);
     agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');
     expect(fake.requestsTo('list-voices').length).toBe(before + 1);
+  });
+
+  it('while Retell fails, list-voices answers the last list it gave, and without one names the failure as ours (never Retell’s own 401)', async () => {
+    const keys = redisKeys(stack.config);
+    const redis = stack.services.redis;
+    const ids = ['11labs-Adrian', 'openai-Alloy', 'cartesia-Lucia'];
+    await redis.del(keys.voiceList('retell'));
+    fake.script('list-voices', { status: 500 });
+    const stale = await firm.client.get('/api/v2/list-voices');
+    expect(stale.status, stale.text).toBe(200);
+    expect(stale.body.map((v: any) => v.voice_id)).toEqual(ids);
+
+    // No list kept: Retell refusing our key is a 502, its 429 and 500 a 503 with Retry-After.
+    await redis.del(keys.voiceListLastGood('retell'));
+    fake.script(
+      'list-voices',
+      { status: 401, body: retellError('API key is missing or invalid.') },
+      { status: 429, headers: { 'retry-after': '7' } },
+      { status: 500 },
+      { status: 500 },
+    );
+    expectError(await firm.client.get('/api/v2/list-voices'), 502, 'voice_provider_error');
+    const limited = await firm.client.get('/api/v2/list-voices');
+    expectError(limited, 503, 'unavailable');
+    expect(limited.headers.get('retry-after')).toBe('7');
+    const failing = await firm.client.get('/api/v2/list-voices');
+    expectError(failing, 503, 'unavailable');
+    expect(failing.headers.get('retry-after')).toBe('5');
+    // create-agent checks its voice against the same list.
+    const agent = await firm.client.post('/api/v2/create-agent', {
+      firmSlug: firm.slug,
+      agent_name: 'Intake',
+      voice_id: '11labs-Adrian',
+    });
+    expectError(agent, 503, 'unavailable');
+
+    // Retell answers again: the list, kept again for the next failure.
+    const back = await firm.client.get('/api/v2/list-voices');
+    expect(back.body.map((v: any) => v.voice_id)).toEqual(ids);
+    expect(JSON.parse((await redis.get(keys.voiceListLastGood('retell')))!)).toEqual(back.body);
   });
 
   it('a firm without from_number gets 409 from_number_missing and no call', async () => {

@@ -78,7 +78,7 @@ export const agentRoutes = [
     auth: { kind: 'token' },
     body: CreateAgentBody,
     response: AgentResponse,
-    errors: [403, 404],
+    errors: [403, 404, 502],
     handler: async ({ services, principal, body }) => {
       const { firmSlug, ...input } = body;
       const firm = await requireFirm(services.mongo.db, principal, firmSlug);
@@ -109,7 +109,7 @@ export const agentRoutes = [
     params: AgentParams,
     body: UpdateAgentBody,
     response: AgentResponse,
-    errors: [403, 404],
+    errors: [403, 404, 502],
     handler: async ({ services, principal, params, body }) => {
       const agent = await requireAgent(services, principal, params.agent_id);
       assertMaySetProviderAgentId(principal, body.provider_agent_id, agent);

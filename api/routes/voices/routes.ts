@@ -21,6 +21,8 @@ export const voiceRoutes = [
     tag: 'Voice & Chat',
     auth: { kind: 'token' },
     response: Type.Array(VoiceEntry),
+    // The provider refused our key (502); failing, with no list of its kept (503).
+    errors: [502],
     handler: async ({ services }) => listVoices(services),
   }),
 ];
