@@ -48,6 +48,14 @@ describe('firms', () => {
     expect(read.body).toEqual(res.body);
   });
 
+  it('refuses the name of an operation under /api/v2/ as a slug (its /api/v2/{firm}/ paths would be the operation’s)', async () => {
+    const res = await stack.admin.post('/api/firms', { slug: 'get-call', name: 'Shadowed Law' });
+    expect(expectError(res, 400, 'invalid_request')).toEqual([{ path: '/slug', message: 'is reserved' }]);
+    expect(
+      await stack.services.mongo.db.collection('firms').findOne({ _id: 'get-call' as never }),
+    ).toBeNull();
+  });
+
   it('a firm key reads and renames its own firm', async () => {
     const firm = await createFirm(stack);
     const patched = await firm.client.patch(`/api/firms/${firm.slug}`, { name: 'Renamed LLP' });

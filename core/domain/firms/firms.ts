@@ -13,6 +13,7 @@ import {
 } from './firm-settings.js';
 import { openSettings, sealSettings } from './firm-secrets.js';
 import { withFirmLock } from './firm-lock.js';
+import { refuseReservedSlug } from './reserved-slugs.js';
 import type { Services } from '../../wiring/services.js';
 
 export interface FirmDoc {
@@ -74,6 +75,7 @@ export async function createFirm(
   input: { slug: string; name: string; settings?: FirmSettingsInput },
   urlPolicy: UrlPolicy,
 ): Promise<FirmDoc> {
+  refuseReservedSlug(input.slug);
   const now = new Date();
   const doc: FirmDoc = {
     _id: input.slug,
