@@ -75,8 +75,9 @@ export const DynamicVariables = Type.Record(
 /** A keyset page's cursor (core/platform/db/keyset-cursor.ts): opaque, bound to its list and firm. */
 export const Cursor = (from = 'next_cursor of the previous page') =>
   Type.Optional(
+    // No maxLength here: a cursor too long to be one of ours is 400 invalid_cursor, as any other
+    // cursor not issued for the list (decodeCursor), not a schema's invalid_request.
     Type.String({
-      maxLength: 2048,
       description: `${from}; "" or absent for the first. A cursor this service did not issue for this list and firm is 400 invalid_cursor`,
     }),
   );

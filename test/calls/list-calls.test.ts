@@ -135,6 +135,8 @@ describe('list-calls', () => {
       payload,
       'not-a-cursor',
       `${cursor}.extra`,
+      // Longer than any cursor issued: invalid_cursor too, not the schema's invalid_request.
+      `${payload}${'A'.repeat(3000)}.${mac}`,
     ];
     for (const bad of tampered) {
       const res = await list(firmA.client, { firmSlug: firmA.slug, limit: 3, cursor: bad });

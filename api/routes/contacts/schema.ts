@@ -70,8 +70,8 @@ export const ListContactsQuery = Type.Object({
   ),
   limit: Limit(1000, 50),
   cursor: Type.Optional(
+    // Its length is decodeCursor's to judge (400 invalid_cursor), as common.ts's Cursor.
     Type.String({
-      maxLength: 2048,
       description:
         'next_cursor of the previous page; "" or absent for the first. Bound to the firm and q: another is 400 invalid_cursor',
     }),

@@ -9,6 +9,9 @@ import { safeEqual } from '../crypto.js';
 
 type KeysetPosition = Record<string, string | number>;
 
+/** The longest cursor read; the ones issued are a few hundred characters. */
+const MAX_CURSOR_CHARS = 2048;
+
 const cursorKey = (secret: string): Buffer =>
   createHmac('sha256', secret).update('intake-service/keyset-cursor/v1').digest();
 
@@ -29,6 +32,8 @@ export const invalidCursor = (): AppError =>
 
 /** The position inside a cursor issued for this scope and firm; 400 invalid_cursor otherwise. */
 export function decodeCursor(secret: string, scope: string, firm: string, cursor: string): KeysetPosition {
+  // Longer than any cursor issued (a position of a few keys): refused before it is split or MACed.
+  if (cursor.length > MAX_CURSOR_CHARS) throw invalidCursor();
   const [payload, signature, ...rest] = cursor.split('.');
   if (!payload || !signature || rest.length > 0 || !safeEqual(signature, mac(secret, payload))) {
     throw invalidCursor();
