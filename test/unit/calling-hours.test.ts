@@ -989,3 +989,40 @@ describe('the state rules table', () => {
     });
   });
 });
+
+describe('Texas, Washington, Connecticut and Mississippi’s hours (from secondary sources, included conservatively)', () => {
+  const judgeAt = (phone: string, atIso: string, stateRules = true) =>
+    judgeHours({ phone, firmTimeZone: 'UTC', atMs: at(atIso), hours: HOURS, stateRules });
+
+  it('Texas: 09:00-21:00, and on Sundays from noon', () => {
+    const austin = '+15125550100'; // 512: America/Chicago, US-TX; CST until 2027-03-14
+    const sunday = judgeAt(austin, '2027-03-07T16:00:00Z'); // Sunday 10:00 CST
+    expect(sunday).toMatchObject({ region: 'US-TX', allowed: false });
+    expect(sunday.limitedBy).toContain('state:US-TX');
+    expect(iso(sunday.nextAllowedMs)).toBe('2027-03-07T18:00Z'); // noon CST
+    const monday = judgeAt(austin, '2027-03-08T14:30:00Z'); // Monday 08:30 CST
+    expect(monday).toMatchObject({ allowed: false });
+    expect(iso(monday.nextAllowedMs)).toBe('2027-03-08T15:00Z'); // 09:00 CST
+    expect(judgeAt(austin, '2027-03-07T16:00:00Z', false)).toMatchObject({ allowed: true });
+  });
+
+  it('Washington closes at 20:00, Connecticut opens at 09:00 and closes at 20:00, Mississippi closes at 20:00', () => {
+    const seattle = judgeAt('+12065550100', '2027-06-11T03:30:00Z'); // Thursday 20:30 PDT
+    expect(seattle).toMatchObject({ region: 'US-WA', allowed: false });
+    expect(iso(seattle.nextAllowedMs)).toBe('2027-06-11T15:00Z'); // Friday 08:00 PDT
+    const hartford = judgeAt('+18605550100', '2027-06-10T12:30:00Z'); // Thursday 08:30 EDT
+    expect(hartford).toMatchObject({ region: 'US-CT', allowed: false });
+    expect(iso(hartford.nextAllowedMs)).toBe('2027-06-10T13:00Z'); // 09:00 EDT
+    expect(judgeAt('+18605550100', '2027-06-11T00:30:00Z')).toMatchObject({ allowed: false }); // 20:30 EDT
+    const jackson = judgeAt('+16015550100', '2027-06-11T01:30:00Z'); // Thursday 20:30 CDT
+    expect(jackson).toMatchObject({ region: 'US-MS', allowed: false });
+    expect(iso(jackson.nextAllowedMs)).toBe('2027-06-11T13:00Z'); // Friday 08:00 CDT
+    // The default alone (08:00-21:00) would have allowed each of them.
+    for (const [phone, when] of [
+      ['+12065550100', '2027-06-11T03:30:00Z'],
+      ['+18605550100', '2027-06-10T12:30:00Z'],
+      ['+16015550100', '2027-06-11T01:30:00Z'],
+    ] as const)
+      expect(judgeAt(phone, when, false)).toMatchObject({ allowed: true });
+  });
+});
