@@ -267,9 +267,14 @@ describe('VOICE_PROVIDER=retell through the API and the calls queue', () => {
     const stale = await firm.client.get('/api/v2/list-voices');
     expect(stale.status, stale.text).toBe(200);
     expect(stale.body.map((v: any) => v.voice_id)).toEqual(ids);
+    // For the next minute the failing Retell is not asked again: the last list stands in.
+    const asked = fake.requestsTo('list-voices').length;
+    expect((await firm.client.get('/api/v2/list-voices')).body).toEqual(stale.body);
+    expect(fake.requestsTo('list-voices').length).toBe(asked);
+    expect(await redis.ttl(keys.voiceList('retell'))).toBeLessThanOrEqual(60);
 
     // No list kept: Retell refusing our key is a 502, its 429 and 500 a 503 with Retry-After.
-    await redis.del(keys.voiceListLastGood('retell'));
+    await redis.del(keys.voiceList('retell'), keys.voiceListLastGood('retell'));
     fake.script(
       'list-voices',
       { status: 401, body: retellError('API key is missing or invalid.') },

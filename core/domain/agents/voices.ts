@@ -6,12 +6,15 @@ import { ProviderError, type VoiceEntry } from '../../integrations/voice/provide
 const CACHE_TTL_SECONDS = 3600;
 /** How long the last list the provider gave stands in for it while it fails. */
 const LAST_GOOD_TTL_SECONDS = 7 * 24 * 3600;
+/** While the provider fails, it is asked again at most this often (the last list answered meanwhile). */
+const FAILING_RETRY_SECONDS = 60;
 
 /**
  * All voices of the configured platform. The provider's list is cached in Redis for an hour
  * (Retell's list changes rarely and is slow); with Redis down it is fetched directly. While the
- * provider fails, the last list it gave (kept a week) is answered; with none, its failure is
- * ours to name (voiceProviderFailure), never its own status passed on.
+ * provider fails, the last list it gave (kept a week) is answered, and the provider asked again a
+ * minute later; with none, its failure is ours to name (voiceProviderFailure), never its own
+ * status passed on.
  */
 export async function listVoices(services: Services): Promise<VoiceEntry[]> {
   const keys = redisKeys(services.config);
@@ -29,6 +32,9 @@ export async function listVoices(services: Services): Promise<VoiceEntry[]> {
       { provider: services.voice.name, err: (err as Error).message },
       'list-voices: the provider failed; answered with the last list it gave',
     );
+    // Not every request of an outage waits on the failing provider: the last list stands in as
+    // the cached one for a minute.
+    await services.redis.set(key, JSON.stringify(stale), 'EX', FAILING_RETRY_SECONDS).catch(() => {});
     return stale;
   }
   if (services.redis.status === 'ready') {
