@@ -207,4 +207,56 @@ describe('firm isolation on agents', () => {
     expectError(await stack.admin.get('/api/v2/list-agents?firmSlug=no-such-firm'), 404, 'firm_not_found');
     expectError(await stack.admin.get('/api/v2/list-agents?firmSlug=Bad_Slug'), 400, 'invalid_request');
   });
+
+  it('list-agents pages: X-Next-Cursor continues a list longer than ?limit=, newest first, none repeated or left out', async () => {
+    const c = await createFirm(stack);
+    const made: string[] = [];
+    for (let i = 0; i < 5; i += 1) made.push((await createAgent(c, { agent_name: `Desk ${i}` })).agent_id);
+    const seen: Array<{ agent_id: string; created_at: string }> = [];
+    let url = '/api/v2/list-agents?limit=2';
+    for (let pages = 0; pages < 10; pages += 1) {
+      const res = await c.client.get(url);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body);
+      const next = res.headers.get('x-next-cursor');
+      if (next === null) break;
+      url = `/api/v2/list-agents?limit=2&cursor=${encodeURIComponent(next)}`;
+    }
+    expect(seen.map((x) => x.agent_id).sort()).toEqual([...made].sort());
+    const times = seen.map((x) => Date.parse(x.created_at));
+    expect(times).toEqual([...times].sort((x, y) => y - x));
+    // Without a limit the whole list comes in one page, with no cursor.
+    const whole = await c.client.get('/api/v2/list-agents');
+    expect(whole.body).toHaveLength(5);
+    expect(whole.headers.get('x-next-cursor')).toBeNull();
+
+    // The platform's every-firm list pages the same way.
+    const first = await stack.admin.get('/api/v2/list-agents?limit=1');
+    expect(first.body).toHaveLength(1);
+    const everyFirm = first.headers.get('x-next-cursor');
+    expect(everyFirm).not.toBeNull();
+    const second = await stack.admin.get(
+      `/api/v2/list-agents?limit=1&cursor=${encodeURIComponent(everyFirm!)}`,
+    );
+    expect(second.status).toBe(200);
+    expect(second.body[0].agent_id).not.toBe(first.body[0].agent_id);
+
+    // A cursor is bound to its list: firm c's is refused for firm a, the every-firm one for a filter.
+    const ofC = (await c.client.get('/api/v2/list-agents?limit=1')).headers.get('x-next-cursor')!;
+    expectError(
+      await a.client.get(`/api/v2/list-agents?cursor=${encodeURIComponent(ofC)}`),
+      400,
+      'invalid_cursor',
+    );
+    expectError(
+      await stack.admin.get(
+        `/api/v2/list-agents?firmSlug=${c.slug}&cursor=${encodeURIComponent(everyFirm!)}`,
+      ),
+      400,
+      'invalid_cursor',
+    );
+    expectError(await c.client.get('/api/v2/list-agents?limit=0'), 400, 'invalid_request');
+    expectError(await c.client.get('/api/v2/list-agents?limit=5001'), 400, 'invalid_request');
+  });
 });

@@ -53,19 +53,28 @@ export const agentRoutes = [
     method: 'GET',
     path: '/api/v2/list-agents',
     operationId: 'listAgents',
-    summary: 'List agents: all firms for the platform, its own for a firm token; ?firmSlug= filters',
+    summary:
+      'List agents, newest first: all firms for the platform, its own for a firm token; ?firmSlug= filters; X-Next-Cursor continues the list',
     tag,
     auth: { kind: 'token' },
     query: ListAgentsQuery,
     response: Type.Array(AgentListEntry),
+    responseHeaders: {
+      'X-Next-Cursor': {
+        description: 'Present when more agents follow: send it back as ?cursor= for the next page',
+        schema: Type.String(),
+      },
+    },
     errors: [403, 404],
-    handler: async ({ services, principal, query }) => {
+    handler: async ({ services, principal, query, koa }) => {
       const db = services.mongo.db;
       // Unlike the other lists, the platform without firmSlug sees every firm's agents
       // (docs/authentication.md#which-firm-a-list-is-for).
       const everyFirm = query.firmSlug === undefined && principal.kind === 'platform';
       const firm = everyFirm ? undefined : (await requireListFirm(db, principal, query.firmSlug))._id;
-      return (await listAgents(db, firm)).map(agentListEntry);
+      const page = await listAgents(services, firm, query.limit, query.cursor);
+      if (page.next_cursor !== '') koa.set('X-Next-Cursor', page.next_cursor);
+      return page.agents.map(agentListEntry);
     },
   }),
   defineRoute({

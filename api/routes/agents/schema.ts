@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Body, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
+import { Body, Cursor, FirmSlug, Id, Limit, Timestamp } from '../../schemas/common.js';
 
 const IntakeQuestions = Type.Array(
   Type.Object(
@@ -63,7 +63,11 @@ export const UpdateAgentBody = Body({
 });
 
 export const AgentParams = Type.Object({ agent_id: Id });
-export const ListAgentsQuery = Type.Object({ firmSlug: Type.Optional(FirmSlug) });
+export const ListAgentsQuery = Type.Object({
+  firmSlug: Type.Optional(FirmSlug),
+  limit: Limit(5000, 1000, 'At most this many agents; X-Next-Cursor is set when more follow'),
+  cursor: Cursor('The X-Next-Cursor header of the previous page'),
+});
 
 export const AgentListEntry = Type.Object({
   agent_id: Type.String(),

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -161,12 +162,26 @@ export async function deleteAgent(db: Db, agent: AgentDoc): Promise<void> {
   await changeCached(db, () => agents(db).deleteOne({ _id: agent._id }));
 }
 
-export async function listAgents(db: Db, firm: string | undefined): Promise<AgentDoc[]> {
-  return agents(db)
-    .find(firm === undefined ? {} : { firm })
-    .sort({ created_at: -1, _id: -1 })
-    .limit(5000)
-    .toArray();
+/**
+ * One page of agents, newest first: a firm's, or every firm's (`firm` undefined, the platform's
+ * list-agents). Keyset pages, so a list longer than a page is continued, never cut short unsaid.
+ */
+export async function listAgents(
+  services: Services,
+  firm: string | undefined,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ agents: AgentDoc[]; next_cursor: string }> {
+  const order = { primary: { field: 'created_at', kind: 'date' as const }, tie: '_id' };
+  const page = await keysetPage(
+    agents(services.mongo.db),
+    // Every firm's list is scoped '*', which no firm slug can be.
+    { secret: services.config.sessionSecret, scope: 'list-agents', firm: firm ?? '*', order },
+    firm === undefined ? {} : { firm },
+    limit,
+    cursor,
+  );
+  return { agents: page.rows, next_cursor: page.next_cursor };
 }
 
 /** A firm's agents by name, newest first, at most `limit` (the widget test page's agent picker). */

@@ -11,7 +11,11 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.widgetKeys]: [{ key: { firm: 1, created_at: -1, _id: -1 }, name: 'firm_created_id' }],
   [COLLECTIONS.widgetKeyHashes]: [],
   [COLLECTIONS.sessionRevocations]: [],
-  [COLLECTIONS.agents]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  // list-agents keyset: a firm's agents newest first; every firm's (the platform's list).
+  [COLLECTIONS.agents]: [
+    { key: { firm: 1, created_at: -1 }, name: 'firm_created' },
+    { key: { created_at: -1, _id: -1 }, name: 'created_id' },
+  ],
   [COLLECTIONS.agentKeys]: [],
   [COLLECTIONS.calls]: [
     // list-calls keyset: finished calls of a firm by end time then id, newest first.
