@@ -510,14 +510,15 @@ const MATRIX: Case[] = [
     expectAllowed: false,
     expectNext: '2026-11-01T06:30:00Z',
   },
-  // The lead's own zone narrows 701 to Central: 08:30 CDT is open although Mountain says 07:30.
+  // The lead's own zone does not narrow 701 to Central: the number may be in Mountain too (the
+  // contract's "every possible zone of the number"), where 08:30 CDT is 07:30: closed until 14:00Z.
   {
-    name: 'lead zone narrows 701 to Central',
+    name: 'lead zone does not narrow 701 to Central',
     phone: NUMBERS.northDakota,
     atIso: '2026-06-10T13:30:00Z',
     leadTimeZone: 'America/North_Dakota/Center',
-    expectAllowed: true,
-    expectNext: '2026-06-10T13:30:00Z',
+    expectAllowed: false,
+    expectNext: '2026-06-10T14:00:00Z',
   },
   {
     name: '701 without the lead zone',
@@ -545,9 +546,9 @@ const MATRIX: Case[] = [
     expectAllowed: true,
     expectNext: '2026-06-10T16:00:00Z',
   },
-  // The same zone under another name (libphonenumber's Asia/Calcutta, a lead's Asia/Kolkata) narrows.
+  // The same zone under another name (libphonenumber's Asia/Calcutta, a lead's Asia/Kolkata) is not added twice.
   {
-    name: 'lead zone alias narrows +91',
+    name: 'lead zone alias of +91',
     phone: NUMBERS.india,
     atIso: '2026-06-10T04:30:00Z',
     leadTimeZone: 'Asia/Kolkata',
@@ -648,15 +649,16 @@ describe('calling hours in every possible zone of the number', () => {
     expect(off).toMatchObject({ attemptsPer24h: null, limitedBy: ['default'], allowed: true });
     const window = judge(MATRIX.find((c) => c.name.startsWith('firm window narrows'))!);
     expect(window).toMatchObject({ limitedBy: ['default', 'firm_window'], closedBy: ['firm_window'] });
-    const lead = judge(MATRIX.find((c) => c.name.startsWith('lead zone'))!);
-    expect(lead).toMatchObject({ zoneSource: 'lead', limitedBy: ['default', 'lead_timezone'] });
-    expect(lead.zones.map((z) => z.zone)).toEqual(['America/North_Dakota/Center']);
+    const lead = judge(MATRIX.find((c) => c.name.startsWith('lead zone does not narrow'))!);
+    expect(lead).toMatchObject({ zoneSource: 'number', limitedBy: ['default', 'lead_timezone'] });
+    expect(lead.zones.map((z) => z.zone).sort()).toEqual(['America/Denver', 'America/North_Dakota/Center']);
+    expect(lead.closedBy).toEqual(['zone:America/Denver']);
     const outside = judge(MATRIX.find((c) => c.name.endsWith('adds to its zones (closed)'))!);
     expect(outside).toMatchObject({ zoneSource: 'number', limitedBy: ['default', 'lead_timezone'] });
     expect(outside.zones.map((z) => z.zone)).toEqual(['America/New_York', 'America/Los_Angeles']);
-    const alias = judge(MATRIX.find((c) => c.name === 'lead zone alias narrows +91')!);
-    expect(alias).toMatchObject({ zoneSource: 'lead' });
-    expect(alias.zones.map((z) => z.zone)).toEqual(['Asia/Kolkata']);
+    const alias = judge(MATRIX.find((c) => c.name === 'lead zone alias of +91')!);
+    expect(alias).toMatchObject({ zoneSource: 'number' });
+    expect(alias.zones.map((z) => z.zone)).toEqual(['Asia/Calcutta']);
   });
 
   it('formats each zone as "YYYY-MM-DD HH:mm (ddd)"', () => {

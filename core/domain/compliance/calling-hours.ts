@@ -616,7 +616,7 @@ function holidaysMet(
 /** Judges whether a number may be called at `atMs` and, if not, when it may next. */
 export function judgeHours(input: {
   phone: string; // E.164
-  leadTimeZone?: string | null; // narrows the number's zones to this one when it is one of them
+  leadTimeZone?: string | null; // added to the number's zones when it is not one of them
   firmTimeZone: string; // the firm's calling_window is read in this zone (as today)
   firmWindow?: CallingWindow | null;
   atMs: number;
@@ -629,15 +629,16 @@ export function judgeHours(input: {
   let zoneSource: 'lead' | 'number' | 'firm';
   const lead =
     typeof input.leadTimeZone === 'string' && knownZone(input.leadTimeZone) ? input.leadTimeZone : null;
-  if (lead !== null && (place.zones.length === 0 || place.zones.some((z) => sameZone(z, lead)))) {
-    // The lead's own zone narrows the number's possible zones to the one it is in.
+  if (lead !== null && place.zones.length === 0) {
+    // A number of no known zone: the lead's own is the only one known.
     zones = [lead];
     zoneSource = 'lead';
     limitedBy.push('lead_timezone');
   } else if (lead !== null) {
-    // A zone the number cannot be in only narrows the hours further (every zone of the number
-    // and the lead's must allow the call): a stated zone never widens what the number allows.
-    zones = [...place.zones, lead];
+    // Every possible zone of the number, and the lead's: the person may be in any of them (a
+    // mobile number travels; a stated zone may be stale), and the hours hold in each. A stated zone
+    // never widens what the number allows, nor narrows it to one of its zones.
+    zones = place.zones.some((z) => sameZone(z, lead)) ? place.zones : [...place.zones, lead];
     zoneSource = 'number';
     limitedBy.push('lead_timezone');
   } else if (place.zones.length > 0) {
