@@ -375,7 +375,26 @@ describe('missed calls called back', () => {
     expect(await post(hook, { 'validation-token': 'v' }).then((r) => r.headers.get('validation-token'))).toBe(
       'v',
     );
-    expect((await post('/api/v2/no-such-firm/phone-webhook', { 'validation-token': 'v' })).status).toBe(401);
+    // The handshake is answered alike whether the firm exists or not: it cannot list firms.
+    const unknownHandshake = await post('/api/v2/no-such-firm/phone-webhook', { 'validation-token': 'v' });
+    expect([unknownHandshake.status, unknownHandshake.headers.get('validation-token')]).toEqual([200, 'v']);
+    expect(
+      await db()
+        .collection(COLLECTIONS.firms)
+        .countDocuments({ _id: 'no-such-firm' as never }),
+    ).toBe(0);
+    // A delivery that carries both headers gets the Validation-Token back too (and is a delivery).
+    const both = await fetch(`${stack.baseUrl}${hook}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'validation-token': 'w',
+        'verification-token': sub.verificationToken!,
+      },
+      body: '{}',
+    });
+    expect([both.status, both.headers.get('validation-token')]).toEqual([200, 'w']);
+    expect((await post(hook, { 'validation-token': 'w', 'verification-token': 'guess' })).status).toBe(401);
     // Malformed bodies with the right token: the error shape, nothing recorded.
     const token = { 'verification-token': sub.verificationToken! };
     const raw = (body: string, type = 'application/json') =>

@@ -14,8 +14,11 @@ import { FirmSlug } from '../../schemas/common.js';
 // RingCentral proves a delivery with the `Verification-Token` header: the secret the service gave
 // it when it made the subscription, compared here in constant time (the SHA-256 of each, so the
 // lengths agree). Before it sends anything, RingCentral checks the address with a request carrying
-// a `Validation-Token` header, which the answer must carry back: answered for a firm with a
-// RingCentral connection only. An unknown firm, a missing or wrong token: 401, alike.
+// a `Validation-Token` header, which the answer must carry back (RingCentral: "must return a
+// Validation-Token header when it is presented with one"). That handshake proves nothing and does
+// nothing, so it is answered alike for every slug, known or not, connected or not: its answer
+// cannot tell which firms exist (as the contract asks of the webhook receivers). A delivery with a
+// missing or wrong token, or for an unknown firm: 401, alike.
 
 const VALIDATION = 'Validation-Token';
 const VERIFICATION = 'Verification-Token';
@@ -24,6 +27,8 @@ const HANDSHAKE = 'phone-webhook-validation';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 const sameToken = (given: string, expected: string) => timingSafeEqual(digest(given), digest(expected));
+/** Echoed back as a header: printable ASCII only. */
+const echoable = (token: string) => /^[\x21-\x7e]{1,512}$/.test(token);
 
 async function authenticatePhoneWebhook(ctx: Context, services: Services): Promise<WebhookCredentials> {
   const slug = String(ctx.params.firm ?? '');
@@ -32,10 +37,11 @@ async function authenticatePhoneWebhook(ctx: Context, services: Services): Promi
   const validation = ctx.get(VALIDATION);
   const token = ctx.get(VERIFICATION);
   if (validation === '' && token === '') throw refused();
-  const conn = new RegExp(FIRM_SLUG_PATTERN).test(slug)
-    ? await readRingCentralConnection(services.mongo.db, slug)
-    : null;
+  if (validation !== '' && !echoable(validation)) throw refused();
   if (token !== '') {
+    const conn = new RegExp(FIRM_SLUG_PATTERN).test(slug)
+      ? await readRingCentralConnection(services.mongo.db, slug)
+      : null;
     if (conn === null || !sameToken(token, conn.verification_token)) throw refused();
     return {
       principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: SUBJECT },
@@ -43,9 +49,7 @@ async function authenticatePhoneWebhook(ctx: Context, services: Services): Promi
       verifyBody: async () => 'signed',
     };
   }
-  // Echoed back as a header: printable ASCII only.
-  if (conn === null || !/^[\x21-\x7e]{1,512}$/.test(validation)) throw refused();
-  // The handshake: no body that does anything, counted against the sender's address.
+  // The handshake: nothing read, no body that does anything, counted against the sender's address.
   return {
     principal: { kind: 'firm', firm: slug, via: 'webhook_signature', subject: HANDSHAKE },
     firm: slug,
@@ -83,10 +87,9 @@ export const phoneWebhookRoutes = [
     response: Type.Object({ received: Type.Literal(true) }),
     errors: [401],
     handler: async ({ services, principal, params, body, koa }) => {
-      if (principal.subject === HANDSHAKE) {
-        koa.set(VALIDATION, koa.get(VALIDATION));
-        return { received: true as const };
-      }
+      // Carried back whenever it is presented, a delivery's too.
+      if (koa.get(VALIDATION) !== '') koa.set(VALIDATION, koa.get(VALIDATION));
+      if (principal.subject === HANDSHAKE) return { received: true as const };
       if (body?.body !== undefined) {
         await receivePhoneEvent(services, params.firm, body as ExtensionTelephonySessionsEvent);
       }
