@@ -395,6 +395,23 @@ describe('bounds and the dial gate', () => {
     });
   });
 
+  it('a trigger on a group two levels up (contacts.*) starts on contacts.import.completed', async () => {
+    const id = await activeWorkflow(firm.client, firm.slug, 'Every contacts event', {
+      nodes: [
+        { id: 'any', type: 'trigger.event', data: { event: 'contacts.*' } },
+        { id: 'tag', type: 'update_lead', data: { tags: ['imported'] } },
+      ],
+      edges: [{ id: 'c1', source: 'any', target: 'tag' }],
+    });
+    const imported = await firm.client.post('/api/contacts/import', {
+      firmSlug: firm.slug,
+      contacts: [{ first_name: 'Ira', email: `group.${rand(4)}@example.com` }],
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(200);
+    const run = await endedRun(firm.client, id);
+    expect(run.event).toMatchObject({ type: 'contacts.import.completed' });
+  });
+
   it("a run started past the firm's bound on runs under way ends at once, limited, and says so", async () => {
     const id = await activeWorkflow(other.client, other.slug, 'Long nurture', {
       nodes: [

@@ -4,6 +4,7 @@ import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 import { listEndpoints, matchesFilter } from './endpoints.js';
 import { triggerIndex, triggerKeyOf } from '../workflows/versions.js';
+import { patternsMatching } from '../workflows/vocabulary.js';
 
 // Who listens to a firm's events (docs/events.md#who-an-event-is-for): its enabled webhook
 // endpoints whose filter takes the type, its active workflows with a trigger on the type or its
@@ -111,8 +112,7 @@ async function routeOf(services: Services, firm: string, epoch: string | null): 
 }
 
 async function triggered(services: Services, route: Route, firm: string, type: string): Promise<boolean> {
-  const group = `${type.slice(0, type.lastIndexOf('.'))}.*`;
-  const keys = [triggerKeyOf(firm, type), triggerKeyOf(firm, group)];
+  const keys = patternsMatching(type).map((pattern) => triggerKeyOf(firm, pattern));
   const missing = keys.filter((k) => !route.triggers.has(k));
   if (missing.length > 0) {
     // Point reads by _id (FerretDB serves an `_id` `$in` by a scan of the collection).

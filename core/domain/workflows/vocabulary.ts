@@ -85,6 +85,19 @@ export function isEventPattern(value: unknown): value is string {
 export const eventMatches = (pattern: string, type: string): boolean =>
   pattern.endsWith('.*') ? type.startsWith(pattern.slice(0, -1)) : pattern === type;
 
+/**
+ * Every trigger pattern that matches `type`: the type itself and each group above it
+ * (`contacts.import.completed`: `contacts.import.*` and `contacts.*`), the keys a trigger index
+ * is looked up by.
+ */
+export function patternsMatching(type: string): string[] {
+  const patterns = [type];
+  for (let dot = type.lastIndexOf('.'); dot > 0; dot = type.lastIndexOf('.', dot - 1)) {
+    patterns.push(`${type.slice(0, dot)}.*`);
+  }
+  return patterns;
+}
+
 /** The milliseconds of a duration object, or null when it is not one (> 0, at most a year). */
 export function durationMs(value: unknown): number | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;

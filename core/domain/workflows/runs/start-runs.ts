@@ -5,7 +5,7 @@ import { claim } from '../../../platform/db/claim.js';
 import { redisKeys } from '../../../platform/redis-keys.js';
 import type { DomainEvent } from '../../events/event-types.js';
 import { conditionsHold } from '../expressions.js';
-import { dataOf, eventMatches, TRIGGER } from '../vocabulary.js';
+import { dataOf, eventMatches, patternsMatching, TRIGGER } from '../vocabulary.js';
 import { loadVersion, triggerEntries, triggerKeyOf } from '../versions.js';
 import { eventData, leadIdOf } from './context.js';
 import { newStep, runIdOf, runsCollection, stepsCollection, type WorkflowRunDoc } from './run-store.js';
@@ -47,11 +47,11 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
     }
   }
 
-  const group = `${event.type.slice(0, event.type.lastIndexOf('.'))}.*`;
-  const index = await triggerEntries(services, version, [
-    triggerKeyOf(event.firm, event.type),
-    triggerKeyOf(event.firm, group),
-  ]);
+  const index = await triggerEntries(
+    services,
+    version,
+    patternsMatching(event.type).map((pattern) => triggerKeyOf(event.firm, pattern)),
+  );
   const entries = new Map<string, string>();
   for (const list of index) for (const e of list) entries.set(e.workflow_id, e.version_id);
 
