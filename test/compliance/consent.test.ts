@@ -1,5 +1,5 @@
 // Consent (docs/compliance.md#consent): a marketing campaign dials only leads with written
-// consent or an inquiry no older than the firm's inquiry_consent_days; the others are skipped,
+// consent (an AI voice's telemarketing: 47 CFR 64.1200(a)(2)-(3)); the others are skipped,
 // each counted in skipped_by_reason and recorded as a dial decision block/consent, and no call is
 // created for them. An informational campaign dials them all. A lead made from an inbound call or
 // a chat carries inquiry consent from its start. Malformed consent and purpose are 400s.
@@ -84,7 +84,7 @@ const ZERO_SKIPS = {
 };
 
 describe('a marketing campaign', () => {
-  it('by default: dials only written consent and a recent inquiry; the others are skipped, counted and recorded', async () => {
+  it('by default: dials only written consent; an inquiry of any age, a client and none are skipped, counted and recorded', async () => {
     const firm = await firmWithAgent();
     const [written, inquiry, oldInquiry, client, none, listed] = usPhones(6, 100);
     const res = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [listed] });
@@ -102,23 +102,22 @@ describe('a marketing campaign', () => {
     expect(done.skipped_by_reason).toEqual({
       ...ZERO_SKIPS,
       no_consent: 1,
-      consent_expired: 1,
-      consent_not_for_marketing: 1,
+      consent_not_for_marketing: 3,
       dnc: 1,
     });
-    expect(done).toMatchObject({ calls_queued: 6, calls_completed: 2, calls_failed: 4 });
+    expect(done).toMatchObject({ calls_queued: 6, calls_completed: 1, calls_failed: 5 });
     // calls_queued counts every callable phone; a skipped one creates no call.
     const skipped = Object.values(done.skipped_by_reason as Record<string, number>).reduce((a, b) => a + b);
     const created = (await campaignCalls(stack, done.id)).map((c) => c.to_number).sort();
     console.log(
       `marketing campaign: calls_queued ${done.calls_queued}, skipped ${skipped}, calls created ${created.length}`,
     );
-    expect(created).toEqual([written, inquiry].sort());
+    expect(created).toEqual([written]);
     expect(created.length).toBe(done.calls_queued - skipped);
     const dialled = (await simulatorDials(stack, [written!, inquiry!, oldInquiry!, client!, none!, listed!]))
       .map((d) => d.to_number)
       .sort();
-    expect(dialled).toEqual([written, inquiry].sort());
+    expect(dialled).toEqual([written]);
 
     // Every field of the answers that show consent, purpose and skips is in /openapi.json.
     const expectDocumented = await documentedResponses(stack.api, { closed: true });
@@ -146,7 +145,8 @@ describe('a marketing campaign', () => {
       .sort();
     expect(blocks).toEqual(
       [
-        [oldInquiry, 'consent', 'consent_expired'],
+        [inquiry, 'consent', 'consent_not_for_marketing'],
+        [oldInquiry, 'consent', 'consent_not_for_marketing'],
         [client, 'consent', 'consent_not_for_marketing'],
         [none, 'consent', 'no_consent'],
         [listed, 'dnc', null],
@@ -159,23 +159,26 @@ describe('a marketing campaign', () => {
       obtained_at: null,
       skip: 'no_consent',
     });
-    const expired = decisions.find((d) => d.phone === oldInquiry);
-    expect(expired.consent).toMatchObject({ purpose: 'marketing', kind: 'inquiry', skip: 'consent_expired' });
-    expect(expired.message).toContain("firm's 90 days");
+    const recent = decisions.find((d) => d.phone === inquiry);
+    expect(recent.consent).toMatchObject({
+      purpose: 'marketing',
+      kind: 'inquiry',
+      skip: 'consent_not_for_marketing',
+    });
+    expect(recent.message).toContain('prior express written consent');
   });
 
-  it("skips an inquiry older than the firm's own inquiry_consent_days", async () => {
-    const firm = await firmWithAgent({ inquiry_consent_days: 30 });
-    const [recent, older] = usPhones(2, 200);
+  it('an inquiry of an hour ago is no consent to marketing, whatever inquiry_consent_days says (retired)', async () => {
+    const firm = await firmWithAgent({ inquiry_consent_days: 3650 });
+    const [fresh, signed] = usPhones(2, 200);
     const done = await runCampaign(firm, { purpose: 'marketing' }, [
-      { phone: recent, consent: consent('inquiry', daysAgo(10)) },
-      { phone: older, consent: consent('inquiry', daysAgo(45)) },
+      { phone: fresh, consent: consent('inquiry', new Date(Date.now() - 3600_000).toISOString()) },
+      { phone: signed, consent: consent('written', daysAgo(1)) },
     ]);
-    expect(done.skipped_by_reason).toEqual({ ...ZERO_SKIPS, consent_expired: 1 });
-    expect((await simulatorDials(stack, [recent!, older!])).map((d) => d.to_number)).toEqual([recent]);
+    expect(done.skipped_by_reason).toEqual({ ...ZERO_SKIPS, consent_not_for_marketing: 1 });
+    expect((await simulatorDials(stack, [fresh!, signed!])).map((d) => d.to_number)).toEqual([signed]);
     const blocks = (await decisionsOf(firm, done.id)).filter((d) => d.answer === 'block');
-    expect(blocks.map((d) => [d.phone, d.reason])).toEqual([[older, 'consent']]);
-    expect(blocks[0].message).toContain("firm's 30 days");
+    expect(blocks.map((d) => [d.phone, d.reason])).toEqual([[fresh, 'consent']]);
   });
 });
 

@@ -59,8 +59,8 @@ const Purpose = Type.Union(
     description:
       'Set at creation; without it the platform\'s CAMPAIGN_DEFAULT_PURPOSE ("marketing" unless the deployment ' +
       'widens it), and the record shows the purpose the campaign got. ' +
-      'A marketing campaign calls only leads with written consent, or inquiry ' +
-      "consent no older than the firm's inquiry_consent_days; an informational one calls every callable lead " +
+      'A marketing campaign calls only leads with written consent (its calls are telemarketing in an AI voice: ' +
+      '47 CFR 64.1200(a)(2)-(3)); an informational one calls every callable lead ' +
       '(docs/compliance.md#consent)',
   },
 );
@@ -179,8 +179,9 @@ export const CampaignRecord = Type.Object({
   skipped_by_reason: Type.Optional(
     Type.Object(Object.fromEntries(SKIP_REASONS.map((r) => [r, Type.Integer()])), {
       description:
-        'GET of one campaign only: its phones not called, by reason — no_consent, consent_expired, ' +
-        'consent_not_for_marketing (the consent rule), dnc, country, hours (the dial gate); each phone once. ' +
+        'GET of one campaign only: its phones not called, by reason — no_consent, consent_not_for_marketing ' +
+        '(the consent rule; consent_expired, no longer given, counts what was judged before 2026-12-02), ' +
+        'dnc, country, hours (the dial gate); each phone once. ' +
         'They are counted in calls_failed too, and get no call: the calls created are calls_queued minus their sum',
     }),
   ),

@@ -15,7 +15,7 @@ import {
   type DialStage,
 } from './dial-decisions.js';
 import { takeDialSlot } from '../pacing/dial-slots.js';
-import { DEFAULT_INQUIRY_CONSENT_DAYS, judgeConsent, type CampaignPurpose, type Consent } from './consent.js';
+import { judgeConsent, type CampaignPurpose, type Consent } from './consent.js';
 import type { DecisionConsent } from './dial-decisions.js';
 
 // The dial gate (docs/compliance.md#the-dial-gate): every call is decided when it is requested
@@ -86,18 +86,10 @@ function attemptsCap(services: Services, hours: HoursVerdict): number {
  * blocked with reason `consent` (details in `consent.skip`). It applies to campaign calls at the
  * request stage, where the campaign's purpose and the lead's consent are known.
  */
-function consentRule(
-  req: DialRequest,
-  atMs: number,
-): { answer: GateAnswer | null; used: DecisionConsent | null } {
+function consentRule(req: DialRequest): { answer: GateAnswer | null; used: DecisionConsent | null } {
   if (req.consent === undefined) return { answer: null, used: null };
   const { purpose, consent } = req.consent;
-  const verdict = judgeConsent({
-    purpose,
-    consent,
-    inquiryDays: req.firm.settings.inquiry_consent_days ?? DEFAULT_INQUIRY_CONSENT_DAYS,
-    atMs,
-  });
+  const verdict = judgeConsent({ purpose, consent });
   const used: DecisionConsent = {
     purpose,
     kind: consent?.kind ?? null,
@@ -139,7 +131,7 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
     stateRules: config.complianceStateRules,
   });
   const cap = attemptsCap(services, hours);
-  const consentJudged = consentRule(req, atMs);
+  const consentJudged = consentRule(req);
   const judged = (decision: GateAnswer, attempts: number | null = null): Judged => ({
     decision,
     consent: consentJudged.used,

@@ -189,13 +189,13 @@ export const FirmSettings = Type.Object(
     from_number: Type.Optional(Type.String({ pattern: E164_PATTERN })),
     max_concurrent_calls: Type.Integer({ minimum: 1, maximum: 1000 }),
     calling_window: Type.Optional(CallingWindow),
-    /** Absent: DEFAULT_INQUIRY_CONSENT_DAYS (90). */
+    /** Retired: accepted and kept, so firms that set it are not refused; it decides nothing. */
     inquiry_consent_days: Type.Optional(
       Type.Integer({
         minimum: 1,
         maximum: 3650,
         description:
-          "Days an inquiry (an inbound call or chat) counts as consent to the firm's marketing campaigns (default 90; docs/compliance.md#consent)",
+          'Retired (2026-12-02): an inquiry no longer counts as consent to marketing calls at any age, since a marketing call in an AI voice needs written consent; accepted and kept, it decides nothing (docs/compliance.md#consent)',
       }),
     ),
     reminder_offsets_minutes: Type.Array(Type.Integer({ minimum: 0, maximum: 60 * 24 * 60 }), {
