@@ -31,7 +31,7 @@ describe('takeSlotAndAttempt', () => {
   it('counts a repeated call once, trims attempts older than 24 h and expires the key', async () => {
     const firm = `f${rand()}`;
     expect(await take(firm, 'a', T0)).toEqual({ kind: 'taken', count: 1 });
-    expect(await take(firm, 'a', T0 + 5)).toEqual({ kind: 'taken', count: 1 });
+    expect(await take(firm, 'a', T0)).toEqual({ kind: 'taken', count: 1 });
     expect(await take(firm, 'b', T0 + 10)).toEqual({ kind: 'taken', count: 2 });
     expect(await take(firm, 'c', T0 + 20)).toEqual({ kind: 'taken', count: 3 });
     expect(await take(firm, 'd', T0 + DAY_MS - 1)).toEqual({ kind: 'capped', count: 3, oldestMs: T0 });
@@ -45,6 +45,26 @@ describe('takeSlotAndAttempt', () => {
     const ttl = await stack.services.redis.pttl(key);
     expect(ttl).toBeGreaterThan(DAY_MS - 60_000);
     expect(ttl).toBeLessThanOrEqual(DAY_MS);
+  });
+
+  it('a call dialled again later (a retry deferred overnight) counts once, at its latest dial', async () => {
+    // Florida's cap of 3: call a is allowed at 19:59:50 (its dial fails), deferred, and dialled
+    // again at 08:00 the next day; b and c follow. Until 24 h after a's second dial no fourth call
+    // to the number may go, where counting a at its first dial let one go at 19:59:51.
+    const firm = `f${rand()}`;
+    const first = T0;
+    const again = T0 + 12 * 3600_000;
+    expect(await take(firm, 'a', first)).toEqual({ kind: 'taken', count: 1 });
+    expect(await take(firm, 'a', again)).toEqual({ kind: 'taken', count: 1 });
+    expect(await take(firm, 'a', again - 60_000)).toEqual({ kind: 'taken', count: 1 }); // never moved back
+    expect(await take(firm, 'b', again + 3600_000)).toEqual({ kind: 'taken', count: 2 });
+    expect(await take(firm, 'c', again + 7200_000)).toEqual({ kind: 'taken', count: 3 });
+    expect(await take(firm, 'd', first + DAY_MS + 1000)).toEqual({
+      kind: 'capped',
+      count: 3,
+      oldestMs: again,
+    });
+    expect(await take(firm, 'd', again + DAY_MS)).toEqual({ kind: 'taken', count: 3 });
   });
 
   it('counts nothing when the firm has no free dial slot (the call waits in line)', async () => {

@@ -2,7 +2,8 @@
 -- attempts older than 24 h are trimmed; a call not yet counted, with `cap` attempts in the
 -- window already, takes nothing and returns {-1, oldest attempt's time, count}. Else the dial
 -- slot as take-dial-slot.lua: held → the attempt is counted (member = the call id, so a repeat
--- counts once), the key expires 24 h after it, {1, '', count}; no slot → the waiter joins the
+-- counts once, at the time of its latest dial), the key expires 24 h after it, {1, '', count};
+-- no slot → the waiter joins the
 -- line, nothing is counted, {0, '', count}.
 --! KEYS: slots waiters firms attempts
 --! ARGV: member now lease_end max waiter firm place attempt_now window_start cap ttl_ms
@@ -22,6 +23,10 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonu
   if not counted then
     redis.call('ZADD', KEYS[4], attempt_now, ARGV[1])
     count = count + 1
+  elseif attempt_now > tonumber(counted) then
+    -- The same call dialled again later (a retry after a failed dial, deferred meanwhile): it
+    -- counts once, at its latest dial, so it stays in the window for 24 h after that dial.
+    redis.call('ZADD', KEYS[4], attempt_now, ARGV[1])
   end
   redis.call('PEXPIRE', KEYS[4], ARGV[11])
   return {1, '', count}
