@@ -21,9 +21,37 @@ const textAjv = makeAjv(true);
 export type Validator = (value: unknown) => unknown;
 
 /** Compiles once (at start); the returned function throws 400 invalid_request with JSON-pointer details. */
+/**
+ * The first path or query value holding a NUL character, as a detail: such a value never reaches
+ * a query (PostgreSQL, under FerretDB, refuses it in a document and the lookup would fail as a
+ * 500); JSON bodies are checked for it as they are read (api/middleware/body.ts).
+ */
+function nulDetail(value: unknown, where: 'query' | 'params'): ErrorDetail | null {
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, v] of Object.entries(value)) {
+    const texts = Array.isArray(v) ? v : [v];
+    if (texts.some((t) => typeof t === 'string' && t.includes('\u0000'))) {
+      const path = `/${pointerToken(key)}`.slice(0, 100);
+      return {
+        path,
+        message: `must not contain a NUL character (in the ${where === 'query' ? 'query string' : 'path'})`,
+      };
+    }
+  }
+  return null;
+}
+
 export function compileValidator(schema: TSchema, where: 'body' | 'query' | 'params'): Validator {
   const validate: ValidateFunction = (where === 'body' ? bodyAjv : textAjv).compile(schema);
   return (value) => {
+    if (where !== 'body') {
+      const nul = nulDetail(value, where);
+      if (nul !== null)
+        throw invalidRequest(
+          `The ${where === 'query' ? 'query string' : 'path'} is invalid: ${nul.path} ${nul.message}.`,
+          [nul],
+        );
+    }
     if (validate(value)) return value;
     const details = toDetails(validate.errors ?? [], where, value);
     const what = where === 'body' ? 'request body' : where === 'query' ? 'query string' : 'path';

@@ -358,6 +358,22 @@ describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
     );
   });
 
+  it('in a path id or a query value (%00): 400 invalid_request naming it, never a 500 from the store', async () => {
+    const auth = { headers: { Authorization: `Bearer ${firm.key}` } };
+    for (const path of [
+      '/api/v2/get-call/x%00y',
+      '/api/v2/get-agent/a%00',
+      '/api/leads/%00lead',
+      '/api/leads/campaigns/c%00/launch',
+      `/api/leads?firmSlug=${firm.slug}&cursor=%00`,
+      `/api/contacts?firmSlug=${firm.slug}&q=a%00b`,
+    ]) {
+      const res = await send(path.endsWith('/launch') ? 'POST' : 'GET', path, auth);
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message, path).toMatch(/NUL character/);
+    }
+  });
+
   it('the six characters \\u0000 written as text (an escaped backslash) are ordinary text', async () => {
     const res = await post('/api/leads', `{"firmSlug":"${firm.slug}","notes":"path C:\\\\u0000x"}`);
     expect(res.status).toBe(200);
