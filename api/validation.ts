@@ -7,9 +7,19 @@ import { isTimeZone } from '../core/platform/time-zone.js';
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
+/**
+ * RFC 3339's date-time, as ajv-formats checks it, and a time JavaScript can hold: ajv-formats takes
+ * a leap second (`23:59:60Z`), which `new Date` makes an Invalid Date, so a handler's
+ * `toISOString()` threw (a 500) and a filter compared against it matched nothing (a 200 that lied).
+ */
+const rfc3339 = addFormats.get('date-time') as { validate: (text: string) => boolean };
+export const isDateTime = (text: string): boolean =>
+  rfc3339.validate(text) && Number.isFinite(Date.parse(text));
+
 function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, coerceTypes, useDefaults: true, strict: false });
-  addFormats(ajv, ['email', 'uri', 'date-time', 'uuid']);
+  addFormats(ajv, ['email', 'uri', 'uuid']);
+  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   ajv.addFormat('iana-time-zone', { type: 'string', validate: isTimeZone });
   return ajv;
 }

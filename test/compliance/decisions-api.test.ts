@@ -120,6 +120,9 @@ describe('GET /api/compliance/decisions', () => {
       'limit=abc',
       'phone=123',
       'from=yesterday',
+      // A leap second: RFC 3339 has it, JavaScript's Date does not (it filtered nothing, a 200).
+      'from=2026-06-30T23:59:60Z',
+      'to=2026-06-30T23:59:60Z',
       'cursor=forged.cursor',
       'format=xml',
     ]) {

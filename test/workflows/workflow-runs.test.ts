@@ -580,6 +580,12 @@ describe('activation and versions', () => {
     ]) {
       expectError(res, 404, 'workflow_not_found');
     }
+    // A leap second is RFC 3339 but no time JavaScript holds: 400 naming it (it was a 500).
+    const leap = await firm.client.post(`/api/workflows/${id}/dry-run`, {
+      event: { type: 'lead.created', occurred_at: '2026-06-30T23:59:60Z' },
+    });
+    expectError(leap, 400, 'invalid_request');
+    expect(JSON.stringify(leap.body.error.details)).toContain('/event/occurred_at');
     const runId = `wfr_${firm.slug}_${'0'.repeat(24)}`;
     expectError(await other.client.get(`/api/workflow-runs/${runId}`), 404, 'workflow_run_not_found');
     expectError(await firm.client.get(`/api/workflow-runs/${runId}`), 404, 'workflow_run_not_found');
