@@ -10,6 +10,8 @@ import { createAgent, waitForCall } from '../calls/support.js';
 import { createChat, createAgent as createChatAgent, say } from '../chat/chat-helpers.js';
 import { mintWidgetToken } from '../../core/domain/access/widget-token.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { eventsOf } from '../helpers/events.js';
+import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
 import { createCampaign, launch, simulatorDials, waitForCampaign } from '../campaigns/support.js';
 
 let stack: Stack;
@@ -76,7 +78,17 @@ describe('an opt-out in a call', () => {
     const toNumber = '+15555553333';
     const { callId, entry } = await optOutCall(toNumber);
     expect(entry).toMatchObject({ phone: toNumber, source: 'call', evidence: { call_id: callId } });
-    const removed = await stack.admin.delete(`/api/compliance/dnc/%2B15555553333?firmSlug=${firm.slug}`);
+    // The person's own opt-out: only they can take it back, so its removal says how (a reason).
+    const bare = await stack.admin.delete(`/api/compliance/dnc/%2B15555553333?firmSlug=${firm.slug}`);
+    expect(bare.status, JSON.stringify(bare.body)).toBe(400);
+    expect(bare.body.error.details).toEqual([
+      { path: '/reason', message: "is required to remove the person's own opt-out" },
+    ]);
+    expect(await entryFor(toNumber)).toEqual(entry);
+    const reason = encodeURIComponent('The caller asked to be called again, in writing (form 12)');
+    const removed = await stack.admin.delete(
+      `/api/compliance/dnc/%2B15555553333?firmSlug=${firm.slug}&reason=${reason}`,
+    );
     expect(removed.status, JSON.stringify(removed.body)).toBe(200);
     expect(removed.body).toMatchObject({ phone: toNumber, removed: true });
   });
@@ -182,6 +194,48 @@ describe('an opt-out in a call', () => {
     expect(
       await stack.services.mongo.db.collection(COLLECTIONS.dncEntries).countDocuments({ phone: from }),
     ).toBe(1);
+    // One dnc.added, though both deliveries' sweeps record it (the event is the entry's).
+    await eventually(async () => {
+      const added = (await eventsOf(stack, firm.slug, from)).filter((e) => e.type === 'dnc.added');
+      expect(added).toHaveLength(1);
+    });
+  });
+
+  it('an attempt that died after listing the opt-out: the next one records its dnc.added', async () => {
+    const from = '+13055553219';
+    const transcript = 'Agent: Hello.\nUser: Stop calling me.\nAgent: Understood.\n';
+    // What the dead attempt left: the entry, and no sweep, so no dnc.added.
+    await stack.services.mongo.db.collection(COLLECTIONS.dncEntries).insertOne({
+      _id: `${firm.slug}:${from}`,
+      firm: firm.slug,
+      phone: from,
+      source: 'call',
+      reason: 'Opt-out said in a call',
+      evidence: { call_id: 'prov_inbound_died', words: 'Stop calling me' },
+      added_at: new Date(),
+      added_by: 'opt_out',
+    } as never);
+    const delivered = await stack.admin.post(
+      `/api/v2/${firm.slug}/webhook`,
+      inbound('prov_inbound_died', 'call_ended', transcript, from),
+    );
+    expect(delivered.status).toBe(200);
+    await eventually(async () => {
+      const added = (await eventsOf(stack, firm.slug, from)).filter((e) => e.type === 'dnc.added');
+      expect(added).toHaveLength(1);
+      expect(added[0]!.data).toMatchObject({ phone: from, source: 'call' });
+    });
+    // The job once more (a retry of the whole job): its sweep records the same event, not a second.
+    const call = await stack.services.mongo.db
+      .collection(COLLECTIONS.calls)
+      .findOne({ firm: firm.slug, provider_call_id: 'prov_inbound_died' });
+    expect(await listCallOptOut(stack.services, call as never)).toBe('already_listed');
+    await eventually(async () => {
+      const sweeps = await stack.services.queues.campaigns.getJobs(['completed']);
+      expect(sweeps.filter((j) => j.name === 'dnc-sweep' && j.data.listed?.includes(from))).toHaveLength(2);
+    });
+    const added = (await eventsOf(stack, firm.slug, from)).filter((e) => e.type === 'dnc.added');
+    expect(added).toHaveLength(1);
   });
 
   it('does not read a call that reached voicemail: a machine was talking', async () => {

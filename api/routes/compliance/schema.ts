@@ -119,7 +119,8 @@ export const RemoveDncQuery = Type.Object({
     Type.String({
       minLength: 1,
       maxLength: 500,
-      description: "Why the number is removed: required with a firm's own token (its explicit request)",
+      description:
+        "Why the number is removed, kept with the removal: required to remove the person's own opt-out (added_by opt_out: only the person can take it back; say how they did), optional otherwise",
     }),
   ),
   defaultCountry: DefaultCountry,

@@ -3,6 +3,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 import { newId } from '../../platform/ids.js';
+import { invalidRequest } from '../../platform/errors.js';
 
 // A firm's do-not-call list (docs/compliance.md#do-not-call-list): one key document per number,
 // `_id` = `<firm>:<E.164>`, so the dial gate's question "is this number on the firm's list?" is
@@ -48,6 +49,9 @@ export interface DncRemoval {
 }
 
 export const dncId = (firm: string, phone: string): string => `${firm}:${phone}`;
+
+/** `added_by` of an entry the person made themselves (an opt-out heard in a call or a chat). */
+export const OPT_OUT_ADDER = 'opt_out';
 
 export const dncCollection = (db: Db) => collection<DncEntry>(db, COLLECTIONS.dncEntries);
 const entries = dncCollection;
@@ -170,6 +174,14 @@ export async function removeDncEntry(
 ): Promise<DncRemoval | null> {
   const entry = await findDncEntry(db, firm, phone);
   if (entry === null) return null;
+  // The person's own opt-out (heard in a call or a chat): only the person can take it back, so
+  // whoever removes it says how they did (47 CFR 64.1200(d)(3), (d)(6)); kept with the removal.
+  if (entry.added_by === OPT_OUT_ADDER && removal.reason === null) {
+    throw invalidRequest(
+      `${phone} is on the list because the person asked not to be called; say in reason how they took that back (for example their written consent) to remove it.`,
+      [{ path: '/reason', message: "is required to remove the person's own opt-out" }],
+    );
+  }
   const { _id, ...kept } = entry;
   const record: DncRemoval = {
     _id: newId('dncrm'),

@@ -222,8 +222,9 @@ export async function sweepQueuedCalls(services: Services, job: DncSweepJob): Pr
 /**
  * dnc.added for each number the addition listed (docs/events.md#event-types), CONCURRENCY at once,
  * by the addition's own sweep job (enqueued before the addition answered; its retry records the
- * same events): subject the number, key the addition's batch and the number, data the entry (a
- * number taken off the list meanwhile: none).
+ * same events): subject the number, key the entry (the number and when it was listed: one event
+ * per entry, whichever sweep records it, so a retried opt-out's second sweep records none), data
+ * the entry (a number taken off the list meanwhile: none).
  */
 async function recordDncAdditions(services: Services, job: DncSweepJob): Promise<void> {
   await inSlices(job.listed ?? [], async (phone) => {
@@ -233,7 +234,7 @@ async function recordDncAdditions(services: Services, job: DncSweepJob): Promise
       firm: job.firm,
       type: 'dnc.added',
       subject: phone,
-      key: `${job.batch}|${phone}`,
+      key: `${phone}|${entry.added_at.getTime()}`,
       occurred_at: entry.added_at,
       data: dncEntryView(entry),
     });

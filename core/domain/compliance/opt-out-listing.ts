@@ -2,7 +2,7 @@ import type { Services } from '../../wiring/services.js';
 import { toDialableE164 } from '../contact-points/phones.js';
 import { shownCallId, type CallDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
-import { addDncEntry, type DncSource } from './dnc-store.js';
+import { addDncEntry, findDncEntry, OPT_OUT_ADDER, type DncSource } from './dnc-store.js';
 import { detectOptOut, detectOptOutInTranscript, type OptOut } from './opt-out.js';
 import { afterListing } from './dnc-sweep.js';
 
@@ -38,12 +38,29 @@ async function list(
     source,
     reason: source === 'call' ? 'Opt-out said in a call' : 'Opt-out written in a chat',
     evidence: { ...subject, words: found.words },
-    added_by: 'opt_out',
+    added_by: OPT_OUT_ADDER,
   });
   if (added) log.info({ firm, ...subject, source }, 'opt-out: number put on the do-not-call list');
+  // Listed already by this same opt-out: an attempt that died after listing it, whose dnc.added
+  // this one records (the event's key takes it once), as a repeat heals the sweep (below).
+  const ours = added || (await isEntryOf(services, firm, e164, subject)) ? [e164] : ([] as string[]);
   // Even when listed already: a repeat heals what an outage left undone.
-  await afterListing(services, firm, [e164], added ? [e164] : []);
+  await afterListing(services, firm, [e164], ours);
   return added ? 'listed' : 'already_listed';
+}
+
+/** Whether the firm's entry for the number is this call's or this chat's opt-out. */
+async function isEntryOf(
+  services: Services,
+  firm: string,
+  e164: string,
+  subject: { call_id: string } | { chat_id: string },
+): Promise<boolean> {
+  const entry = await findDncEntry(services.mongo.db, firm, e164);
+  if (entry?.added_by !== OPT_OUT_ADDER || entry.evidence === undefined) return false;
+  return 'call_id' in subject
+    ? entry.evidence.call_id === subject.call_id
+    : entry.evidence.chat_id === subject.chat_id;
 }
 
 /**
