@@ -395,6 +395,38 @@ describe('bounds and the dial gate', () => {
     });
   });
 
+  it('deleting a workflow stops its runs under way at their next step: the wait ends, nothing after it runs', async () => {
+    const mine = { field: 'notes', operator: 'equals', value: 'deleted-under-way' };
+    const id = await activeWorkflow(firm.client, firm.slug, 'Tag after a day', {
+      nodes: [
+        { id: 'new', type: 'trigger.event', data: { event: 'lead.created', filter: mine } },
+        { id: 'day', type: 'wait', data: { duration: { days: 1 } } },
+        { id: 'tag', type: 'update_lead', data: { tags: ['a-day-later'] } },
+      ],
+      edges: [
+        { id: 'd1', source: 'new', target: 'day' },
+        { id: 'd2', source: 'day', target: 'tag' },
+      ],
+    });
+    const leadId = await newLead({ first_name: 'Noor', notes: 'deleted-under-way' });
+    const runId = await eventually(async () => {
+      const runs = await firm.client.get(`/api/workflows/${id}/runs`);
+      expect(runs.body.runs).toHaveLength(1);
+      return runs.body.runs[0].id as string;
+    });
+    expect((await firm.client.delete(`/api/workflows/${id}`)).status).toBe(200);
+    const run = await eventually(async () => {
+      const res = await firm.client.get(`/api/workflow-runs/${runId}`);
+      expect(res.status).toBe(200);
+      expect(res.body.status).not.toBe('running');
+      return res.body;
+    }, 30_000);
+    expect(run.status).toBe('cancelled');
+    expect(stepOf(run, 'tag').map((st) => st.status)).toEqual(['cancelled']);
+    expect(run.status_reason ?? run.reason ?? JSON.stringify(run)).toContain('deleted');
+    expect((await firm.client.get(`/api/leads/${leadId}`)).body.tags ?? []).not.toContain('a-day-later');
+  });
+
   it('a trigger on a group two levels up (contacts.*) starts on contacts.import.completed', async () => {
     const id = await activeWorkflow(firm.client, firm.slug, 'Every contacts event', {
       nodes: [

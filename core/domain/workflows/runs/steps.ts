@@ -20,6 +20,7 @@ import {
   type ActionType,
 } from '../vocabulary.js';
 import { loadVersion, type LoadedVersion } from '../versions.js';
+import { readMeta } from '../workflows.js';
 import { ACTIONS, isFinalActionFailure, matterOnPath, type MatterFrom } from './actions.js';
 import { contextOf, eventData, readLead, readRunLead } from './context.js';
 import {
@@ -286,6 +287,17 @@ export async function runWorkflowStep(
     await finishStep(services, version, step, {
       status: 'cancelled',
       result: { reason: `The run is ${run.status}.` },
+    });
+    return 'cancelled';
+  }
+  // A deleted workflow's runs under way stop at their next step (a day's wait included): nothing
+  // of a workflow the firm removed, and can no longer see, goes on calling or mailing.
+  if ((await readMeta(db, run.firm, run.workflow_id)) === null) {
+    const reason = 'The workflow was deleted: its runs under way stop.';
+    await finishStep(services, version, step, {
+      status: 'cancelled',
+      result: { reason },
+      endsRun: { status: 'cancelled', reason, limit: null },
     });
     return 'cancelled';
   }
