@@ -433,6 +433,30 @@ describe('disable, 410, rotation, replay, ping', () => {
     expect(receiver.at('/gone')).toHaveLength(1);
   });
 
+  it('two rotations at once: each secret shown signs (the second keeps the first beside it)', async () => {
+    const ep = await endpoint('/rotate-twice');
+    const [a, b] = await Promise.all([
+      firm.client.post(`/api/webhook-endpoints/${ep.id}/rotate-secret`),
+      firm.client.post(`/api/webhook-endpoints/${ep.id}/rotate-secret`),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    await listNumbers(phone());
+    const got = await arrived('/rotate-twice', 0);
+    // The last rotation's secret and the one before it: both shown, both verify; the first is gone.
+    const verifies = (secret: string) => {
+      try {
+        return Boolean(new Webhook(secret).verify(got.body, got.headers));
+      } catch {
+        return false;
+      }
+    };
+    expect([verifies(a.body.secret), verifies(b.body.secret), verifies(ep.secret)]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+  });
+
   it('after a rotation both secrets verify for 24 h, then only the new one', async () => {
     const ep = await endpoint('/rotate');
     const rotated = await firm.client.post(`/api/webhook-endpoints/${ep.id}/rotate-secret`);
@@ -457,6 +481,34 @@ describe('disable, 410, rotation, replay, ping', () => {
     expect(second.headers['webhook-signature']!.split(' ')).toHaveLength(1);
     expect(newWh.verify(second.body, second.headers)).toBeTruthy();
     expect(() => oldWh.verify(second.body, second.headers)).toThrow();
+  });
+
+  it('an event recorded again after an endpoint was made is not sent to it; the next event is', async () => {
+    const own = await createFirm(stack);
+    const record = (key: string) =>
+      recordEvent(stack.services, {
+        firm: own.slug,
+        type: 'lead.updated',
+        subject: 'lead_before',
+        key,
+        occurred_at: new Date(),
+        data: { id: 'lead_before', key },
+      });
+    // Recorded with nobody listening (no fan-out), then the endpoint made past the clocks' margin.
+    const before = await record('before');
+    await new Promise((r) => setTimeout(r, 2500));
+    const ep = await endpoint('/after-the-event', ['lead.*'], own.client, own.slug);
+    // A retried step records it again: its fan-out runs now, with the new endpoint listening.
+    expect(await record('before')).toBe(before);
+    const after = await record('after');
+    await eventually(async () => {
+      const job = await stack.services.queues.webhooks.getJob(`fanout|${before}`);
+      expect(await job?.getState()).toBe('completed');
+      expect(receiver.accepted('/after-the-event')).toHaveLength(1);
+    });
+    expect(receiver.at('/after-the-event').map((r) => r.headers['webhook-id'])).toEqual([after]);
+    const res = await own.client.get(`/api/webhook-endpoints/${ep.id}/deliveries?limit=100`);
+    expect(res.body.deliveries.map((d: any) => d.event_id)).toEqual([after]);
   });
 
   it('replays the events of a window in order, with their original ids', async () => {

@@ -14,7 +14,8 @@ import { format, type Options } from 'prettier';
 import prettierConfig from '../../.prettierrc.json' with { type: 'json' };
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { eventIdOf } from '../../core/domain/events/record-event.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import { eventIdOf, recordEvent } from '../../core/domain/events/record-event.js';
 import { createAgent } from '../calls/support.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
@@ -425,6 +426,101 @@ describe('bounds and the dial gate', () => {
     expect(stepOf(run, 'tag').map((st) => st.status)).toEqual(['cancelled']);
     expect(run.status_reason ?? run.reason ?? JSON.stringify(run)).toContain('deleted');
     expect((await firm.client.get(`/api/leads/${leadId}`)).body.tags ?? []).not.toContain('a-day-later');
+  });
+
+  it('an event recorded again starts no run of a workflow activated after it, nor a second run after an edit', async () => {
+    const notes = `rerecorded-${rand(4)}`;
+    const record = (key: string) =>
+      recordEvent(stack.services, {
+        firm: firm.slug,
+        type: 'lead.updated',
+        subject: `lead_rerecorded_${notes}`,
+        key,
+        occurred_at: new Date(),
+        data: { id: `lead_rerecorded_${notes}`, notes, changed_fields: ['notes'] },
+      });
+    const fannedOut = (eventId: string) =>
+      eventually(async () => {
+        const job = await stack.services.queues.webhooks.getJob(jobId('fanout', eventId));
+        expect(await job?.getState()).toBe('completed');
+      });
+    const before = await record('before');
+    await new Promise((r) => setTimeout(r, 2500));
+    const graph = (minutes: number) => ({
+      nodes: [
+        {
+          id: 'changed',
+          type: 'trigger.event',
+          data: { event: 'lead.updated', filter: { field: 'notes', operator: 'equals', value: notes } },
+        },
+        { id: 'pause', type: 'wait', data: { duration: { minutes } } },
+      ],
+      edges: [{ id: 'r1', source: 'changed', target: 'pause' }],
+    });
+    const id = await activeWorkflow(firm.client, firm.slug, 'Re-recorded events', graph(1));
+    // Recorded again by a retried step: fanned out now, to a workflow that was not listening then.
+    expect(await record('before')).toBe(before);
+    await fannedOut(before);
+    expect((await firm.client.get(`/api/workflows/${id}/runs`)).body.runs).toHaveLength(0);
+    const after = await record('after');
+    await eventually(async () => {
+      expect((await firm.client.get(`/api/workflows/${id}/runs`)).body.runs).toHaveLength(1);
+    });
+    // An edit while active (version 2), then the same event recorded again: still its one run.
+    const put = await firm.client.put(`/api/workflows/${id}`, { name: 'Re-recorded events', ...graph(2) });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await stack.services.queues.webhooks.getJob(jobId('fanout', after)).then((j) => j?.remove());
+    expect(await record('after')).toBe(after);
+    await fannedOut(after);
+    const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs;
+    expect(runs.map((r: any) => [r.event.id, r.version])).toEqual([[after, 1]]);
+  });
+
+  it('a trigger index entry its workflow no longer stands behind (a change that failed half-way) starts nothing', async () => {
+    const notes = `stale-${rand(4)}`;
+    const id = await activeWorkflow(firm.client, firm.slug, 'Stale entry', {
+      nodes: [
+        {
+          id: 'changed',
+          type: 'trigger.event',
+          data: { event: 'lead.updated', filter: { field: 'notes', operator: 'equals', value: notes } },
+        },
+        { id: 'pause', type: 'wait', data: { duration: { minutes: 1 } } },
+      ],
+      edges: [{ id: 's1', source: 'changed', target: 'pause' }],
+    });
+    // What a PUT that died between the index and the record leaves: the index names a version 2
+    // the record never took (saved, never the workflow's).
+    const db = stack.services.mongo.db;
+    const v1 = await db.collection('workflow_versions').findOne({ _id: `${id}:v1` as never });
+    await db.collection('workflow_versions').insertOne({ ...v1, _id: `${id}:v2` as never, version: 2 });
+    const key = `${firm.slug}|lead.updated`;
+    const entry = await db.collection(COLLECTIONS.workflowTriggers).findOne({ _id: key as never });
+    await db.collection(COLLECTIONS.workflowTriggers).updateOne(
+      { _id: key as never },
+      {
+        $set: {
+          entries: (entry!.entries as any[]).map((e) =>
+            e.workflow_id === id ? { ...e, version_id: `${id}:v2` } : e,
+          ),
+        },
+      },
+    );
+    await stack.services.redis.incr(redisKeys(stack.config).workflowTriggersVersion(firm.slug));
+    const eventId = await recordEvent(stack.services, {
+      firm: firm.slug,
+      type: 'lead.updated',
+      subject: `lead_${notes}`,
+      key: 'stale',
+      occurred_at: new Date(),
+      data: { id: `lead_${notes}`, notes, changed_fields: ['notes'] },
+    });
+    await eventually(async () => {
+      const job = await stack.services.queues.webhooks.getJob(jobId('fanout', eventId));
+      expect(await job?.getState()).toBe('completed');
+    });
+    expect((await firm.client.get(`/api/workflows/${id}/runs`)).body.runs).toHaveLength(0);
+    await firm.client.delete(`/api/workflows/${id}`);
   });
 
   it('a trigger on a group two levels up (contacts.*) starts on contacts.import.completed', async () => {

@@ -38,6 +38,7 @@ import {
 import {
   findEndpoint,
   firmEndpoints,
+  heardAt,
   matchesFilter,
   setOnEndpoint,
   signingSecrets,
@@ -236,8 +237,11 @@ export async function fanOutEvent(
   if (job.afterChange === true && (await listenersChanging(services, event.firm))) {
     throw new BusyUntilError("a change to the firm's event listeners is under way", Date.now() + 50);
   }
+  // Those listening when the event was recorded: one made or enabled since (an event recorded
+  // again by a retried step, fanned out again) does not get it; a replay sends it.
+  const recordedAt = event.recorded_at ?? event.occurred_at;
   const endpoints = (await firmEndpoints(services, event.firm)).filter(
-    (e) => e.enabled && matchesFilter(e.events, event.type),
+    (e) => e.enabled && matchesFilter(e.events, event.type) && heardAt(e, recordedAt),
   );
   const source = sourceOf(event);
   let todo = endpoints;

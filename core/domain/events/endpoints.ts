@@ -42,7 +42,20 @@ export interface WebhookEndpointDoc {
   previous_secret_until: Date | null;
   created_at: Date;
   updated_at: Date;
+  /**
+   * Since when it hears the firm's events: its creation, or its last enabling. An event recorded
+   * before then is not sent to it when fanned out again (a retried step records it again).
+   * Absent on endpoints stored before 2026-12-02: their `created_at`.
+   */
+  listening_since?: Date;
 }
+
+/** Whether the endpoint was listening when the event was recorded (processes' clocks apart by 2 s at most). */
+export function heardAt(endpoint: WebhookEndpointDoc, recordedAt: Date): boolean {
+  const since = endpoint.listening_since ?? endpoint.created_at;
+  return since.getTime() <= recordedAt.getTime() + LISTEN_CLOCK_MARGIN_MS;
+}
+const LISTEN_CLOCK_MARGIN_MS = 2000;
 
 export const endpointsCollection = (db: Db) =>
   collection<WebhookEndpointDoc>(db, COLLECTIONS.webhookEndpoints);
@@ -132,6 +145,7 @@ export async function createEndpoint(
     previous_secret_until: null,
     created_at: now,
     updated_at: now,
+    listening_since: now,
   };
   // A change to the firm's event listeners from here to its version's bump (listeners.ts): an
   // event recorded meanwhile is fanned out once it is done. The count and the insert under the
@@ -147,7 +161,15 @@ export async function createEndpoint(
       }
       await endpointsCollection(db).insertOne(doc);
     });
-    await bumpVersion(services, firm);
+    try {
+      await bumpVersion(services, firm);
+    } catch (err) {
+      // Not answered, so its secret was never shown: an endpoint no one can verify is taken back.
+      await endpointsCollection(db)
+        .deleteOne({ _id: doc._id })
+        .catch(() => undefined);
+      throw err;
+    }
   });
   return { endpoint: doc, secret };
 }
@@ -169,14 +191,16 @@ export function findEndpoint(db: Db, id: string): Promise<WebhookEndpointDoc | n
 export async function setOnEndpoint(
   services: Services,
   endpoint: Pick<WebhookEndpointDoc, '_id' | 'firm'>,
-  set: (current: WebhookEndpointDoc) => Partial<WebhookEndpointDoc> | null,
+  set: (
+    current: WebhookEndpointDoc,
+  ) => Partial<WebhookEndpointDoc> | null | Promise<Partial<WebhookEndpointDoc> | null>,
 ): Promise<WebhookEndpointDoc | null> {
   const coll = endpointsCollection(services.mongo.db);
   return changeListeners(services, endpoint.firm, () =>
     withRecordLock(services.redis, lockOf(services, endpoint.firm, endpoint._id), async () => {
       const current = await coll.findOne({ _id: endpoint._id });
       if (current === null) return null;
-      const changes = set(current);
+      const changes = await set(current);
       if (changes === null) return current;
       await coll.updateOne({ _id: endpoint._id }, { $set: changes });
       await bumpVersion(services, endpoint.firm);
@@ -200,7 +224,13 @@ export async function updateEndpoint(
     ...(input.enabled === undefined || input.enabled === current.enabled
       ? {}
       : input.enabled
-        ? { enabled: true, disabled_reason: null, disabled_at: null, failing_since: null }
+        ? {
+            enabled: true,
+            disabled_reason: null,
+            disabled_at: null,
+            failing_since: null,
+            listening_since: now,
+          }
         : { enabled: false, disabled_reason: 'manual' as const, disabled_at: now }),
     updated_at: now,
   }));
@@ -241,14 +271,15 @@ export async function rotateSecret(
   endpoint: WebhookEndpointDoc,
 ): Promise<{ endpoint: WebhookEndpointDoc; secret: string } | null> {
   const secret = newSigningSecret();
-  const sealed = await secretBox(services.mongo.db, endpoint.firm).seal(SECRET_FIELD, secret);
-  const now = clock.now();
   const box = secretBox(services.mongo.db, endpoint.firm);
-  // Re-sealed under the field it now lives in (a sealed value opens only under its own field's name).
-  const previous = await box.seal(PREVIOUS_FIELD, await box.open(SECRET_FIELD, endpoint.secret));
-  const updated = await setOnEndpoint(services, endpoint, () => ({
+  const sealed = await box.seal(SECRET_FIELD, secret);
+  const now = clock.now();
+  // The previous secret is the one stored when the lock is held: of two rotations at once, the
+  // second keeps the first's new secret signing beside its own, not the one both read before.
+  const updated = await setOnEndpoint(services, endpoint, async (current) => ({
     secret: sealed,
-    previous_secret: previous,
+    // Re-sealed under the field it now lives in (a sealed value opens only under its own field's name).
+    previous_secret: await box.seal(PREVIOUS_FIELD, await box.open(SECRET_FIELD, current.secret)),
     previous_secret_until: new Date(now + ROTATED_SECRET_VALID_MS),
     updated_at: new Date(now),
   }));

@@ -36,7 +36,12 @@ export interface WorkflowVersionDoc {
 export interface WorkflowTriggerIndexDoc {
   _id: string;
   firm: string;
-  entries: Array<{ workflow_id: string; version_id: string }>;
+  /**
+   * `since`: when the workflow began listening under this key (ms; its activation, kept through
+   * edits while active), so an event recorded before it starts no run of it when fanned out again
+   * (a retried step records it again). Absent on entries written before 2026-12-02: no bound.
+   */
+  entries: Array<{ workflow_id: string; version_id: string; since?: number }>;
 }
 
 export const versionsCollection = (db: Db) =>
@@ -106,8 +111,13 @@ async function setEntry(
   // A change to the firm's event listeners (core/domain/events/listeners.ts).
   await changeListeners(services, firm, async () => {
     const current = await index.findOne({ _id: key });
+    const own = current?.entries.find((e) => e.workflow_id === workflowId);
     const entries = (current?.entries ?? []).filter((e) => e.workflow_id !== workflowId);
-    if (versionId !== null) entries.push({ workflow_id: workflowId, version_id: versionId });
+    if (versionId !== null) {
+      // Listening since its activation: an edit while active keeps the time it began.
+      const since = own === undefined ? Date.now() : (own.since ?? 0);
+      entries.push({ workflow_id: workflowId, version_id: versionId, since });
+    }
     if (entries.length === 0) await index.deleteOne({ _id: key });
     else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
     await services.redis.incr(redisKeys(services.config).workflowTriggersVersion(firm));

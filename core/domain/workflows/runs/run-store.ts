@@ -98,9 +98,14 @@ export const stepsCollection = (db: Db) => collection<WorkflowStepDoc>(db, COLLE
 
 const digest = (text: string, n: number) => createHash('sha256').update(text).digest('hex').slice(0, n);
 
-/** The run of a version for an event: `wfr_<firm>_<digest>`, so a read by id knows its firm. */
-export const runIdOf = (firm: string, versionId: string, eventId: string): string =>
-  `wfr_${firm}_${digest(`${versionId}|${eventId}`, 24)}`;
+/**
+ * The run of a workflow for an event: `wfr_<firm>_<digest>`, so a read by id knows its firm. One
+ * per (workflow, event), whatever version is active when the event is fanned out: an event
+ * recorded again after an edit starts no second run. (Runs started before 2026-12-02 were keyed
+ * by the version.)
+ */
+export const runIdOf = (firm: string, workflowId: string, eventId: string): string =>
+  `wfr_${firm}_${digest(`${workflowId}|${eventId}`, 24)}`;
 
 /** The firm a run id names; undefined when the text is no run id. */
 export function firmOfRunId(id: string): string | undefined {

@@ -6,7 +6,8 @@ import { redisKeys } from '../../../platform/redis-keys.js';
 import type { DomainEvent } from '../../events/event-types.js';
 import { conditionsHold } from '../expressions.js';
 import { dataOf, eventMatches, patternsMatching, TRIGGER } from '../vocabulary.js';
-import { loadVersion, triggerEntries, triggerKeyOf } from '../versions.js';
+import { loadVersion, triggerEntries, triggerKeyOf, versionIdOf } from '../versions.js';
+import { readMeta } from '../workflows.js';
 import { eventData, leadIdOf } from './context.js';
 import { newStep, runIdOf, runsCollection, stepsCollection, type WorkflowRunDoc } from './run-store.js';
 import { endRun, resolveWaitFor } from './steps.js';
@@ -14,8 +15,15 @@ import { waitersOf } from './waits.js';
 
 // What an event starts (docs/workflows.md#runs): the `wait_for` steps waiting on an event of its
 // kind about its lead go on along their `matched` branch, and each active workflow of the firm
-// with a trigger on its type whose filter holds starts one run — one per (version, event): the
-// run's _id derives from the pair, so a retried trigger starts nothing twice.
+// with a trigger on its type whose filter holds starts one run — one per (workflow, event): the
+// run's _id derives from the pair, so a retried trigger starts nothing twice, nor an event
+// recorded again after an edit. A workflow that began listening after the event was recorded
+// starts none for it (an event recorded again by a retried step is fanned out again), nor one
+// whose record does not say it is active with the version the index lists (a change that failed
+// half-way, or one under way).
+
+/** How far apart two processes' clocks may be when an event's time is set against an activation's. */
+const CLOCK_MARGIN_MS = 2000;
 
 /** How much earlier than a `wait_for` step began an event it waits for may say it happened. */
 const EARLY_EVENT_MS = 60_000;
@@ -52,8 +60,14 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
     version,
     patternsMatching(event.type).map((pattern) => triggerKeyOf(event.firm, pattern)),
   );
+  const recordedMs = (event.recorded_at ?? event.occurred_at).getTime();
   const entries = new Map<string, string>();
-  for (const list of index) for (const e of list) entries.set(e.workflow_id, e.version_id);
+  for (const list of index) {
+    for (const e of list) {
+      if ((e.since ?? 0) > recordedMs + CLOCK_MARGIN_MS) continue;
+      entries.set(e.workflow_id, e.version_id);
+    }
+  }
 
   const started: string[] = [];
   for (const [workflowId, versionId] of entries) {
@@ -61,6 +75,8 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
     if (event.caused_by_workflow === workflowId) continue;
     const version = await loadVersion(services.mongo.db, versionId);
     if (version === null) continue;
+    const meta = await readMeta(services.mongo.db, event.firm, workflowId);
+    if (meta?.active !== true || versionIdOf(workflowId, meta.version ?? 0) !== versionId) continue;
     const trigger = version.graph.triggers.find((node) => {
       const d = dataOf(node);
       return (
@@ -85,7 +101,7 @@ async function startRun(
   triggerNode: string,
 ): Promise<string> {
   const now = new Date();
-  const runId = runIdOf(event.firm, versionId, event._id);
+  const runId = runIdOf(event.firm, workflowId, event._id);
   const first = newStep({ _id: runId, firm: event.firm }, triggerNode, TRIGGER, []);
   const run: WorkflowRunDoc = {
     _id: runId,
