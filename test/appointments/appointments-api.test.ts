@@ -194,6 +194,12 @@ describe('booking', () => {
       start: first.body.start,
       status: 'booked',
     });
+    // The lead gone since (as a store cleaned by hand would leave it): a repeat with the key still
+    // answers the booking it made, looked up before the lead is checked; without the key, 404.
+    await stack.services.mongo.db.collection('leads').deleteOne({ _id: lead.body.id });
+    const afterGone = await book(start, 'book-once-1', { lead_id: lead.body.id });
+    expect({ status: afterGone.status, body: afterGone.body }).toEqual({ status: 200, body: first.body });
+    expectError(await book(start, undefined, { lead_id: lead.body.id }), 404, 'lead_not_found');
   });
 
   it('our own booking for a lead records appointment.booked, once, with no webhook from Cal.com', async () => {

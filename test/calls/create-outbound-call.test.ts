@@ -232,6 +232,21 @@ describe('Idempotency-Key', () => {
     expect(await dialsFor(first.body.call_id)).toBe(1);
   });
 
+  it('a repeat after the agent was deleted still gets the same call_id (looked up before the checks)', async () => {
+    const agent = await createAgent(firmA.client, firmA.slug);
+    const headers = { 'Idempotency-Key': `gone-agent-${Date.now()}` };
+    const body = { ...valid(), agentId: agent };
+    const first = await firmA.client.post('/api/v2/create-outbound-call', body, headers);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect((await firmA.client.delete(`/api/v2/delete-agent/${agent}`)).status).toBe(200);
+    const repeat = await firmA.client.post('/api/v2/create-outbound-call', body, headers);
+    expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: first.body });
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    // Without the key the agent is gone: 404.
+    const fresh = await firmA.client.post('/api/v2/create-outbound-call', body);
+    expect(fresh.status).toBe(404);
+  });
+
   it('concurrent repeats with one key create one call and one provider dial', async () => {
     const before = await callsOf(stack).countDocuments({ firm: firmA.slug });
     const headers = { 'Idempotency-Key': `conc-${Date.now()}` };

@@ -1,6 +1,6 @@
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
-import { findCall, registerOutboundCall } from '../../../core/domain/calls/calls.js';
+import { findCall, registerOutboundCall, replayedOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
@@ -35,6 +35,12 @@ export const callRoutes = [
       if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
+      const replayed =
+        idempotencyKey === undefined ? null : await replayedOutboundCall(services, firm._id, idempotencyKey);
+      if (replayed !== null) {
+        koa.set('Idempotent-Replayed', 'true');
+        return { call_id: replayed.call_id, status: replayed.status };
+      }
       const gate = requestGate(services, firm, body.toNumber, body.when_allowed === true);
       const agent = await getFirmAgent(db, firm._id, body.agentId);
       const result = await registerOutboundCall(

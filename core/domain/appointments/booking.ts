@@ -7,7 +7,7 @@ import {
   type EffectSubject,
   type EffectSubjectDoc,
 } from '../../platform/db/effect-recorder.js';
-import { runIdempotent } from '../../platform/db/idempotency.js';
+import { doneIdempotent, runIdempotent } from '../../platform/db/idempotency.js';
 import { AppError, invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -142,9 +142,16 @@ export async function bookAppointment(
   request: AppointmentRequest,
   idempotencyKey?: string,
 ): Promise<{ result: AppointmentResult; repeated: boolean }> {
+  const db = services.mongo.db;
+  if (idempotencyKey !== undefined) {
+    // A repeat of a finished request answers what it got, before the request is checked again
+    // (its lead deleted, the firm's booking provider changed since).
+    const done = await doneIdempotent(db, { scope: 'appointment', firm: firm._id, key: idempotencyKey });
+    const earlier = done === null ? null : await resume(services, firm, done);
+    if (earlier !== null) return { result: earlier, repeated: true };
+  }
   const booking = bookingProviderOf(firm);
   const fields = normalise(request);
-  const db = services.mongo.db;
   if (request.leadId !== undefined) {
     const lead = await findLead(db, request.leadId);
     if (lead === null || lead.firm !== firm._id) throw notFound('lead');

@@ -8,7 +8,7 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { AgentDoc } from '../agents/agents.js';
 import type { FirmDoc } from '../firms/firms.js';
-import { runIdempotent } from '../../platform/db/idempotency.js';
+import { doneIdempotent, runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 import { parseDialable, type Dialable } from '../contact-points/phones.js';
 import { claim } from '../../platform/db/claim.js';
@@ -409,16 +409,35 @@ export async function registerOutboundCall(
     },
   );
   if (result.created) return { call_id: result.resourceId, status, repeated: false };
-  // A repeat answers as the first request did: `scheduled` for a call made to wait (when_allowed).
-  const first = await callsCollection(db).findOne(
-    { _id: result.resourceId },
-    { projection: { scheduled_for: 1 } },
-  );
+  return repeatedCall(db, result.resourceId);
+}
+
+/** A repeat answers as the first request did: `scheduled` for a call made to wait (when_allowed). */
+async function repeatedCall(
+  db: Db,
+  callId: string,
+): Promise<{ call_id: string; status: 'registered' | 'scheduled'; repeated: true }> {
+  const first = await callsCollection(db).findOne({ _id: callId }, { projection: { scheduled_for: 1 } });
   return {
-    call_id: result.resourceId,
+    call_id: callId,
     status: first?.scheduled_for != null ? 'scheduled' : 'registered',
     repeated: true,
   };
+}
+
+/**
+ * The call a finished create-outbound-call with this Idempotency-Key made within 24 h, answered as
+ * then; null when there is none. Looked up before the request is checked again: a repeat gets the
+ * same call_id although its agent was deleted or its destination refused since.
+ */
+export async function replayedOutboundCall(
+  services: Services,
+  firm: string,
+  idempotencyKey: string,
+): Promise<{ call_id: string; status: 'registered' | 'scheduled'; repeated: true } | null> {
+  const db = services.mongo.db;
+  const callId = await doneIdempotent(db, { scope: 'create-outbound-call', firm, key: idempotencyKey });
+  return callId === null ? null : repeatedCall(db, callId);
 }
 
 /**

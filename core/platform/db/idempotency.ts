@@ -40,6 +40,21 @@ export function assertValidIdempotencyKey(key: string): void {
 }
 
 /**
+ * The resource a finished request with this key made within 24 h, or null: read before a repeat
+ * is checked again, so a repeat answers what the first request got even when what the request
+ * names has changed since (its agent deleted, a country taken off the firm's list).
+ */
+export async function doneIdempotent(
+  db: Db,
+  id: { scope: string; firm: string; key: string },
+): Promise<string | null> {
+  const existing = await keys(db).findOne({ _id: `${id.scope}|${id.firm}|${id.key}` });
+  if (existing === null || existing.state !== 'done') return null;
+  if (existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS) return null;
+  return existing.resource_id;
+}
+
+/**
  * Runs `create` at most once per key within 24 h. `resourceId` is the id the resource gets if
  * this request wins; `recover` finishes a dead request's work (true) or reports that its
  * resource was never created (false), for keys left pending by a crash.
