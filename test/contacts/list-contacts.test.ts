@@ -72,8 +72,20 @@ describe('search', () => {
     expect(b.map((c) => c.last_name)).toEqual(['Other']);
   });
 
-  it('refuses an empty, too long or six-word query with 400', async () => {
-    for (const q of ['', 'x'.repeat(101), 'a b c d e f']) {
+  it('an empty or blank query lists every contact, as no query does (a search box left empty)', async () => {
+    const all = await firmA.client.get(`/api/contacts?firmSlug=${firmA.slug}&limit=1000`);
+    expect(all.status).toBe(200);
+    for (const q of ['', ' ']) {
+      const res = await firmA.client.get(
+        `/api/contacts?firmSlug=${firmA.slug}&limit=1000&q=${encodeURIComponent(q)}`,
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toEqual(all.body);
+    }
+  });
+
+  it('refuses a too long or six-word query with 400', async () => {
+    for (const q of ['x'.repeat(101), 'a b c d e f']) {
       const res = await firmA.client.get(`/api/contacts?firmSlug=${firmA.slug}&q=${encodeURIComponent(q)}`);
       expectError(res, 400, 'invalid_request');
       expect(detailPaths(res)).toContain('/q');

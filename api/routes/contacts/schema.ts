@@ -61,11 +61,11 @@ export const ListContactsQuery = Type.Object({
   firmSlug: ListFirmSlug,
   q: Type.Optional(
     Type.String({
-      minLength: 1,
       maxLength: 100,
       description:
         'Search: every word begins a word of the name, the email (or its local part or domain), or the ' +
-        "phone's digits (international or national); case- and accent-insensitive",
+        "phone's digits (international or national); case- and accent-insensitive. Empty or blank: no search (every contact), " +
+        'as a search box left empty sends it',
     }),
   ),
   limit: Limit(1000, 50),
