@@ -3,7 +3,8 @@ import type { Context, Middleware } from 'koa';
 import type { ApiPrincipal, Principal } from '../core/domain/access/principal.js';
 import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
-import { requirePlatform } from '../core/domain/access/access.js';
+import { mayActOn, requirePlatform } from '../core/domain/access/access.js';
+import { forbidden } from '../core/platform/errors.js';
 import { originNotAllowed } from '../core/domain/widget/origins.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
@@ -96,6 +97,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
           if (mustReread(before, epoch)) principal = await authenticate(ctx);
         }
         ctx.state.principal = principal;
+        // A firm token naming another firm in the query is refused as one naming it in the path
+        // or the body is, whether the route reads firmSlug from the query or not (contract §2).
+        const named = ctx.query.firmSlug;
+        if (typeof named === 'string' && named !== '' && !mayActOn(principal, named)) {
+          throw forbidden();
+        }
         await next();
       });
     }

@@ -160,6 +160,22 @@ describe('firm isolation', () => {
     expect(b.body.name).toBe(`Firm ${firmB.slug}`);
   });
 
+  it("firm A's key naming firm B in the query is 403 on every route, whether it reads firmSlug or not", async () => {
+    const lead = await firmA.client.post('/api/leads', { firmSlug: firmA.slug, first_name: 'Q' });
+    expect(lead.status).toBe(200);
+    for (const path of [
+      `/api/v2/${firmA.slug}/reminders?bookingUid=u1&firmSlug=${firmB.slug}`,
+      `/api/leads/${lead.body.id}?firmSlug=${firmB.slug}`,
+      `/api/firms/${firmA.slug}?firmSlug=${firmB.slug}`,
+      `/api/v2/list-voices?firmSlug=${firmB.slug}`,
+      `/api/leads?firmSlug=${firmB.slug}`,
+    ]) {
+      expectError(await firmA.client.get(path), 403, 'forbidden');
+    }
+    // Its own slug in the query is no trouble.
+    expect((await firmA.client.get(`/api/leads/${lead.body.id}?firmSlug=${firmA.slug}`)).status).toBe(200);
+  });
+
   it("a firm key naming a firm that does not exist is 403, not a hint that it doesn't", async () => {
     expectError(await firmA.client.get(`/api/firms/no-such-firm-${rand(3)}`), 403, 'forbidden');
   });
