@@ -130,6 +130,13 @@ function checkAgainstOracle(c: Case, v: HoursVerdict): void {
 }
 
 const FLORIDA_ORACLE = (): [number, number] => [8 * 60, 20 * 60];
+/** Canada: 09:30-20:00 on weekdays, 10:30-17:00 on Saturdays, 12:00-17:00 on Sundays. */
+const CANADA_ORACLE = (weekday: string): [number, number] =>
+  weekday === 'Sat'
+    ? [10 * 60 + 30, 17 * 60]
+    : weekday === 'Sun'
+      ? [12 * 60, 17 * 60]
+      : [9 * 60 + 30, 20 * 60];
 const NO_SUNDAY = (weekday: string): [number, number] | null =>
   weekday === 'Sun' ? null : [8 * 60, 21 * 60];
 
@@ -241,6 +248,7 @@ const MATRIX: Case[] = [
   // 08:15 but AST 07:45; opens at AST 08:00 = 12:00Z (St John's 08:30).
   {
     name: "709 (St John's -3:30 & AST), January",
+    stateRules: false, // the zones' mechanics under the default hours; Canada's rule below
     phone: NUMBERS.newfoundland,
     atIso: '2026-01-15T11:45:00Z',
     expectAllowed: false,
@@ -249,6 +257,7 @@ const MATRIX: Case[] = [
   // Summer: St John's closes at 21:00 NDT = 23:30Z; next AST 08:00 = 12:00Z (St John's 09:30).
   {
     name: "709 (St John's -2:30 & AST), July",
+    stateRules: false, // the zones' mechanics under the default hours; Canada's rule below
     phone: NUMBERS.newfoundland,
     atIso: '2026-07-15T23:40:00Z',
     expectAllowed: false,
@@ -257,6 +266,7 @@ const MATRIX: Case[] = [
   // Across the November change (St John's back to -3:30 at 04:30Z): 12:00Z is AST 08:00, NST 08:30.
   {
     name: '709, across the November change',
+    stateRules: false, // the zones' mechanics under the default hours; Canada's rule below
     phone: NUMBERS.newfoundland,
     atIso: '2026-10-31T23:45:00Z',
     expectAllowed: false,
@@ -774,6 +784,7 @@ describe('calling hours in every possible zone of the number', () => {
     const oracles = new Map([
       [NUMBERS.florida, FLORIDA_ORACLE],
       [NUMBERS.utah, UTAH_ORACLE],
+      [NUMBERS.newfoundland, CANADA_ORACLE],
     ]);
     for (let i = 0; i < 90; i++) {
       const phone = phones[i % phones.length]!;
@@ -1006,6 +1017,23 @@ describe('Texas, Washington, Connecticut and Mississippi’s hours (from seconda
     expect(monday).toMatchObject({ allowed: false });
     expect(iso(monday.nextAllowedMs)).toBe('2027-03-08T15:00Z'); // 09:00 CST
     expect(judgeAt(austin, '2027-03-07T16:00:00Z', false)).toMatchObject({ allowed: true });
+  });
+
+  it('Canada (any province): 09:30-20:00 on weekdays, 10:30-17:00 on Saturdays, noon-17:00 on Sundays', () => {
+    const toronto = '+14165550100'; // 416: America/Toronto, CA-ON; EDT in June 2027
+    const saturday = judgeAt(toronto, '2027-06-12T14:05:00Z'); // Saturday 10:05 EDT
+    expect(saturday).toMatchObject({ region: 'CA-ON', allowed: false });
+    expect(saturday.limitedBy).toContain('state:CA-ON');
+    expect(iso(saturday.nextAllowedMs)).toBe('2027-06-12T14:30Z'); // 10:30 EDT
+    const sunday = judgeAt(toronto, '2027-06-13T15:00:00Z'); // Sunday 11:00 EDT
+    expect(iso(sunday.nextAllowedMs)).toBe('2027-06-13T16:00Z'); // noon EDT
+    const weekday = judgeAt(toronto, '2027-06-10T00:30:00Z'); // Wednesday 20:30 EDT
+    expect(weekday).toMatchObject({ allowed: false });
+    expect(iso(weekday.nextAllowedMs)).toBe('2027-06-10T13:30Z'); // Thursday 09:30 EDT
+    expect(judgeAt(toronto, '2027-06-10T14:00:00Z')).toMatchObject({ allowed: true }); // 10:00 EDT
+    // The default alone (08:00-21:00) would have allowed each refused one.
+    for (const when of ['2027-06-12T14:05:00Z', '2027-06-13T15:00:00Z', '2027-06-10T00:30:00Z'])
+      expect(judgeAt(toronto, when, false)).toMatchObject({ allowed: true });
   });
 
   it('Washington closes at 20:00, Connecticut opens at 09:00 and closes at 20:00, Mississippi closes at 20:00', () => {
