@@ -5,6 +5,7 @@ import { authenticateBearer } from '../core/domain/access/authenticate.js';
 import { mustReread, readCacheOf } from '../core/platform/db/read-cache.js';
 import { mayActOn, requirePlatform } from '../core/domain/access/access.js';
 import { forbidden } from '../core/platform/errors.js';
+import { FIRM_SLUG_PATTERN } from '../core/domain/firms/firm-slug.js';
 import { originNotAllowed } from '../core/domain/widget/origins.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
@@ -15,6 +16,8 @@ import { LARGE_BODY_WAIT_MS, largeWebhookBody, verifyWebhookBody } from './middl
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type BodyProof, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
+
+const SLUG = new RegExp(FIRM_SLUG_PATTERN);
 
 /**
  * The principal of the request's Authorization header (401 when it has none valid). A widget
@@ -98,9 +101,10 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         }
         ctx.state.principal = principal;
         // A firm token naming another firm in the query is refused as one naming it in the path
-        // or the body is, whether the route reads firmSlug from the query or not (contract §2).
+        // or the body is, whether the route reads firmSlug from the query or not. A value that is
+        // no slug names no firm: the route's own validation answers it (400), or ignores it.
         const named = ctx.query.firmSlug;
-        if (typeof named === 'string' && named !== '' && !mayActOn(principal, named)) {
+        if (typeof named === 'string' && SLUG.test(named) && !mayActOn(principal, named)) {
           throw forbidden();
         }
         await next();
