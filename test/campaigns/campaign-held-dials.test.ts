@@ -105,4 +105,22 @@ describe('a campaign call not yet dialled', () => {
     expect(await stack.services.redis.zcard(redisKeys(stack.config).dialWaiters(firm.slug))).toBe(0);
     expect(await stack.services.redis.zcard(redisKeys(stack.config).campaignParked(id))).toBe(0);
   });
+
+  it('listed on the do-not-call list before its dial: blocked there, and counted in skipped_by_reason', async () => {
+    const phones = usPhones(2, 740);
+    const { firm, id } = await campaignWithCallsUndialled(phones);
+    const listed = await firm.client.post('/api/compliance/dnc', {
+      firmSlug: firm.slug,
+      phones: [phones[0]],
+    });
+    expect(listed.status).toBe(200);
+    await stack.services.queues.calls.resume();
+    const done = await waitForCampaign(firm.client, id, (c) => c.status === 'completed', 30_000);
+    const calls = await campaignCalls(stack, id);
+    const blocked = calls.find((c) => c.to_number === phones[0]);
+    expect([blocked?.disconnection_reason, blocked?.dial_block_reason]).toEqual(['dial_blocked', 'dnc']);
+    expect((await simulatorDials(stack, phones)).map((d) => d.to_number)).toEqual([phones[1]]);
+    const shown = await getCampaign(firm.client, id);
+    expect([done.calls_failed, shown.skipped_by_reason.dnc]).toEqual([1, 1]);
+  });
 });

@@ -240,6 +240,12 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
     );
     return;
   }
+  // Blocked by the gate at its dial (the number listed, its hours or country refused, after the
+  // call was made): a skip like a request-stage block, counted under the rule's reason.
+  const blocked = call.dial_block_reason;
+  if (blocked !== undefined && (SKIP_REASONS as readonly string[]).includes(blocked)) {
+    await recordSkip(services, campaignId, phone, blocked as SkipReason);
+  }
   const { counts } = await advanceLead(
     services,
     campaignId,
