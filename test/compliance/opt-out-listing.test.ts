@@ -311,20 +311,40 @@ describe('an opt-out in a chat', () => {
     });
   });
 
-  it('a chat without a phone number records nothing; a number given later is listed at end-chat', async () => {
+  it('a chat without a phone number records nothing; the number is listed as soon as it is given', async () => {
     const before = (await listed()).length;
     const chat = await createChat(firm.client, firm.slug, chatAgent);
     await say(firm.client, chat.chat_id, 'Stop contacting me.');
     expect((await listed()).length).toBe(before);
     await say(firm.client, chat.chat_id, 'Jane Roe');
-    await say(firm.client, chat.chat_id, '415 555 3003');
     expect((await listed()).length).toBe(before);
-    const ended = await firm.client.post('/api/v2/end-chat', { chatId: chat.chat_id });
-    expect(ended.status, JSON.stringify(ended.body)).toBe(200);
+    // The number, given later, in a chat that is never ended (the widget closed).
+    await say(firm.client, chat.chat_id, '415 555 3003');
     expect(await entryFor('+14155553003')).toMatchObject({
       source: 'chat',
       evidence: { chat_id: chat.chat_id, words: 'Stop contacting me' },
     });
+    const ended = await firm.client.post('/api/v2/end-chat', { chatId: chat.chat_id });
+    expect(ended.status, JSON.stringify(ended.body)).toBe(200);
+    expect((await listed()).filter((e) => e.phone === '+14155553003')).toHaveLength(1);
+  });
+
+  it('an end-chat that died after ending the chat: its repeat (409) still lists the opt-out', async () => {
+    const chat = await createChat(firm.client, firm.slug, chatAgent);
+    await say(firm.client, chat.chat_id, 'Nina Park');
+    await say(firm.client, chat.chat_id, 'Do not call me again. My number is 415 555 3014');
+    const phone = '+14155553014';
+    // What the dead request left: the chat ended, nothing listed.
+    await stack.services.mongo.db
+      .collection(COLLECTIONS.dncEntries)
+      .deleteOne({ _id: `${firm.slug}:${phone}` as never });
+    await stack.services.mongo.db
+      .collection(COLLECTIONS.chats)
+      .updateOne({ _id: chat.chat_id as never }, { $set: { status: 'ended', ended_at: new Date() } });
+    expect(await entryFor(phone)).toBeUndefined();
+    const again = await firm.client.post('/api/v2/end-chat', { chatId: chat.chat_id });
+    expect(again.status).toBe(409);
+    expect(await entryFor(phone)).toMatchObject({ source: 'chat', evidence: { chat_id: chat.chat_id } });
   });
 
   it('a chat with no number at all lists nothing, even at its end', async () => {

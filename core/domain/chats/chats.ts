@@ -291,7 +291,13 @@ export async function sendChatMessage(
       result: reply.message,
     };
   });
-  await listOptOut(services, changed.chat, [message], null);
+  // A message that gives a number looks again over what the person wrote before: an opt-out
+  // written before the number was known is listed now, not only if the chat is ever ended.
+  const scanned =
+    findPhone(message) === null
+      ? [message]
+      : changed.chat.messages.filter((m) => m.role === 'user').map((m) => m.content);
+  await listOptOut(services, changed.chat, scanned, null);
   return { chat: changed.chat, reply: changed.result };
 }
 
@@ -299,8 +305,8 @@ export async function sendChatMessage(
  * An opt-out the person wrote puts the chat's phone number on the firm's do-not-call list
  * (docs/compliance.md#opt-outs): the number the intake collected (`phone`, or the chat so far
  * when null) or the one the chat was opened with (dynamic variable phone / phone_number). A chat
- * with no number records nothing yet; end-chat looks again over every message with the
- * collected number, so an opt-out written before the number was given is listed then.
+ * with no number records nothing yet; the message that gives one, and end-chat, look again over
+ * every message, so an opt-out written before the number was given is listed then.
  */
 async function listOptOut(
   services: Services,
@@ -369,7 +375,16 @@ export async function endChat(
     });
   } catch (err) {
     if (err instanceof AppError && err.code === 'chat_not_active') {
-      await ensureChatLead(services, await rereadChat(db, chat._id));
+      // Ended by an earlier request that may have died before its lead or its opt-out listing:
+      // both made good here (each once, whoever makes it), then the 409.
+      const current = await rereadChat(db, chat._id);
+      await ensureChatLead(services, current);
+      await listOptOut(
+        services,
+        current,
+        current.messages.filter((m) => m.role === 'user').map((m) => m.content),
+        current.chat_analysis?.phone ?? null,
+      );
     }
     throw err;
   }
