@@ -101,7 +101,46 @@ function itemIdOnPath(value: unknown, instancePath: string): string | number | u
   return found;
 }
 
-function toDetails(errors: ErrorObject[], where: string, value: unknown): ErrorDetail[] {
+/**
+ * ajv reports every branch of a failed union (`anyOf`). Where one branch is plainly the one meant
+ * (no branch error says the value is of another type or names another literal: the `provider`
+ * the request gave), only its errors are kept, fewest first among such: a Clio CRM without its
+ * access_token is told that, not also that "none" was the other provider or that a null would do.
+ * A union none of whose branches fits that way (a union of literals) keeps every error. Inner
+ * unions first, so that a branch made of a union counts with what is left of it.
+ */
+function pruneUnionBranches(errors: ErrorObject[]): ErrorObject[] {
+  let kept = errors;
+  const unions = errors
+    .filter((e) => e.keyword === 'anyOf')
+    .sort((a, b) => b.schemaPath.length - a.schemaPath.length);
+  for (const union of unions) {
+    if (!kept.includes(union)) continue;
+    const prefix = `${union.schemaPath}/`;
+    const branches = new Map<string, ErrorObject[]>();
+    for (const e of kept) {
+      if (!e.schemaPath.startsWith(prefix)) continue;
+      const branch = e.schemaPath.slice(prefix.length).split('/')[0]!;
+      branches.set(branch, [...(branches.get(branch) ?? []), e]);
+    }
+    const meant = [...branches.values()]
+      .filter((list) =>
+        list.every(
+          (e) =>
+            e.keyword !== 'const' &&
+            e.keyword !== 'enum' &&
+            !(e.keyword === 'type' && e.instancePath === union.instancePath),
+        ),
+      )
+      .sort((a, b) => a.length - b.length)[0];
+    if (meant === undefined) continue;
+    kept = kept.filter((e) => e !== union && (!e.schemaPath.startsWith(prefix) || meant.includes(e)));
+  }
+  return kept;
+}
+
+function toDetails(all: ErrorObject[], where: string, value: unknown): ErrorDetail[] {
+  const errors = pruneUnionBranches(all);
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
   const choices = allowedChoices(errors);

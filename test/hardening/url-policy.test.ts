@@ -214,6 +214,21 @@ describe('firm settings: the Clio token goes only where it went before', () => {
       (await stack.services.mongo.db.collection('firms').findOne({ _id: slug as never }))!.settings,
     );
 
+  it("a union's details name only the branch meant: a Clio CRM without its token, a window with a bad start", async () => {
+    const firm = await createFirm(stack);
+    const noToken = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { crm: { provider: 'clio', base_url: 'https://eu.app.clio.com' } },
+    });
+    expect(expectError(noToken, 400, 'invalid_request')).toEqual([
+      { path: '/settings/crm/access_token', message: 'is required' },
+    ]);
+    const badStart = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { calling_window: { start: '9am', end: '17:00', days: [1, 2, 3, 4, 5] } },
+    });
+    const paths = expectError(badStart, 400, 'invalid_request').map((d) => d.path);
+    expect(paths).toEqual(['/settings/calling_window/start']);
+  });
+
   it('the mask with a new crm.base_url is a 400 at /settings/crm/access_token, and nothing changes', async () => {
     const token = 'clio-secret-token';
     const firm = await createFirm(stack, {
