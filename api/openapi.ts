@@ -81,7 +81,17 @@ export function buildOpenApiDocument(routes: AnyRoute[], serverUrl: string): Rec
       operationId: route.operationId,
       summary: route.summary,
       tags: [route.tag],
-      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      parameters: [
+        ...parameters(route.params, 'path'),
+        ...parameters(route.query, 'query'),
+        ...Object.entries(route.requestHeaders ?? {}).map(([name, h]) => ({
+          name,
+          in: 'header',
+          required: false,
+          description: h.description,
+          schema: plain(h.schema),
+        })),
+      ],
       responses,
       security: route.auth.kind === 'none' ? [] : [{ bearer: [] }],
     };

@@ -164,6 +164,8 @@ interface RouteDefinition<
   verbatimJson?: boolean;
   /** Headers of the 200 response, for the OpenAPI document (e.g. a next-page cursor). */
   responseHeaders?: Record<string, { description: string; schema: TSchema }>;
+  /** Optional request headers the route reads (e.g. Idempotency-Key), for the OpenAPI document. */
+  requestHeaders?: Record<string, { description: string; schema: TSchema }>;
   /**
    * CORS besides CORS_ORIGINS (api/middleware/cors.ts): `widgetKey`, the origins of the publishable
    * widget key the request names (?key= or the body's key); `public`, any origin (`*`: a file meant

@@ -81,3 +81,12 @@ export const Cursor = (from = 'next_cursor of the previous page') =>
       description: `${from}; "" or absent for the first. A cursor this service did not issue for this list and firm is 400 invalid_cursor`,
     }),
   );
+
+/** The optional Idempotency-Key request header (core/platform/db/idempotency.ts), as the OpenAPI document shows it. */
+export const IdempotencyKeyHeader = {
+  'Idempotency-Key': {
+    description:
+      'A repeat with the same key and firm within 24 h answers what the first request got (Idempotent-Replayed: true) and does nothing again; 1-255 printable ASCII characters without spaces',
+    schema: Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' }),
+  },
+};

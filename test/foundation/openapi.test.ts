@@ -58,6 +58,7 @@ describe('GET /openapi.json', () => {
         ...Object.keys((route.query as { properties?: object } | undefined)?.properties ?? {}).map(
           (n) => `query:${n}`,
         ),
+        ...Object.keys(route.requestHeaders ?? {}).map((n) => `header:${n}`),
       ];
       expect(params.sort()).toEqual(expected.sort());
       // Token routes declare the bearer scheme and their 401; open routes need no token.
@@ -69,6 +70,20 @@ describe('GET /openapi.json', () => {
       if (route.addressLimited === true) expect(op.responses['429'], route.path).toBeDefined();
     }
     expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message']);
+  });
+
+  it('declares the optional Idempotency-Key header where a route reads it, and the key the service accepts', async () => {
+    const doc = (await stack.api.get('/openapi.json')).body;
+    for (const path of ['/api/v2/create-outbound-call', '/api/appointments']) {
+      const header = (doc.paths[path].post.parameters as any[]).find((p) => p.in === 'header');
+      expect(header, path).toMatchObject({
+        name: 'Idempotency-Key',
+        required: false,
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      });
+      expect(new RegExp(header.schema.pattern).test('key-1')).toBe(true);
+      expect(new RegExp(header.schema.pattern).test('a key')).toBe(false);
+    }
   });
 
   it('a query parameter the service fills in when left out is not required', async () => {

@@ -8,6 +8,7 @@ import { freeSlots } from '../../../core/domain/appointments/availability.js';
 import { bookAppointment } from '../../../core/domain/appointments/booking.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute, type WebhookCredentials } from '../../route.js';
+import { IdempotencyKeyHeader } from '../../schemas/common.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
 import { requireCallOfFirm } from '../../../core/domain/calls/call-owner.js';
 import { snapshotProviderCall } from '../../../core/domain/calls/provider-call.js';
@@ -65,6 +66,7 @@ export const appointmentRoutes = [
     tag,
     auth: { kind: 'token' },
     body: CreateAppointmentBody,
+    requestHeaders: IdempotencyKeyHeader,
     response: AppointmentResponse,
     errors: [403, 404, 409, 502],
     handler: async ({ services, principal, body, koa }) => {

@@ -4,6 +4,7 @@ import { findCall, registerOutboundCall, replayedOutboundCall } from '../../../c
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
 import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
 import { defineRoute } from '../../route.js';
+import { IdempotencyKeyHeader } from '../../schemas/common.js';
 import { requestGate } from '../../../core/domain/calls/request-gate.js';
 import { callView } from './present.js';
 import {
@@ -27,6 +28,7 @@ export const callRoutes = [
     tag,
     auth: { kind: 'token' },
     body: CreateOutboundCallBody,
+    requestHeaders: IdempotencyKeyHeader,
     response: CreateOutboundCallResponse,
     errors: [403, 404, 409],
     handler: async ({ services, principal, body, koa }) => {
