@@ -16,6 +16,7 @@ import { QUEUE_NAMES } from '../../jobs/queues.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createRedis, warnUnlessNoEviction } from '../../core/platform/redis.js';
 import { scanAll } from '../../core/platform/redis-cluster.js';
+import { failingSince } from '../../core/domain/events/deliveries.js';
 import { capturingLogger } from '../helpers/capturing-logger.js';
 
 let dir: string | undefined;
@@ -215,6 +216,29 @@ describe('keyless commands on a cluster', () => {
       const slots = new Set(await Promise.all(names.map(slotOf)));
       expect(slots.size).toBeGreaterThan(20);
       expect((await scanAll(client, 'scan-test:*')).sort()).toEqual([...names].sort());
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('reads of several keys on a cluster', () => {
+  it("a firm's endpoints' failure streaks, in several slots, are read without CROSSSLOT", async () => {
+    const client = createRedis({ url: local!.url, cluster: true }, 'worker');
+    try {
+      const config = { queuePrefix: 'bull', redisCluster: true } as Parameters<
+        typeof failingSince
+      >[0]['config'];
+      const keys = redisKeys(config);
+      const ids = ['whep_a1', 'whep_b2', 'whep_c3', 'whep_d4'];
+      const slots = new Set(await Promise.all(ids.map((id) => slotOf(keys.webhookFailingSince(id)))));
+      expect(slots.size).toBeGreaterThan(1);
+      await client.set(keys.webhookFailingSince('whep_b2'), '1700000000000');
+      const since = await failingSince(
+        { redis: client, config },
+        ids.map((id) => ({ _id: id, enabled: true, failing_since: null })),
+      );
+      expect(since.map((d) => d?.getTime() ?? null)).toEqual([null, 1700000000000, null, null]);
     } finally {
       client.disconnect();
     }

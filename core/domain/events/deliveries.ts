@@ -765,7 +765,9 @@ export async function failingSince(
 ): Promise<Array<Date | null>> {
   if (endpoints.length === 0) return [];
   const keys = redisKeys(services.config);
-  const values = await services.redis.mget(...endpoints.map((e) => keys.webhookFailingSince(e._id)));
+  // One GET a key, not one MGET: the keys are the endpoints' own, in as many slots of a Redis
+  // Cluster, where a multi-key command across slots is refused (CROSSSLOT). At most 20 a firm.
+  const values = await Promise.all(endpoints.map((e) => services.redis.get(keys.webhookFailingSince(e._id))));
   return endpoints.map((e, i) => {
     if (!e.enabled) return e.failing_since;
     const since = Number(values[i]);
