@@ -198,6 +198,25 @@ describe('webhooks while MongoDB is unreachable', () => {
     }, 60_000);
   }, 180_000);
 
+  it('Redis reconnecting while MongoDB is away: deliveries are still queued (200), not refused', async () => {
+    await relay.close();
+    await eventually(async () => expect((await stack.admin.get('/readyz')).status).toBe(503), 30_000);
+    // The web's Redis connection drops and comes back: its outbox gate must look at MongoDB again,
+    // which cannot answer.
+    const redis = stack.services.redis;
+    const back = new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+    redis.disconnect(true);
+    await back;
+    const callId = `call_${rand()}`;
+    const res = await callWebhook(firm.slug, started(callId), VOICE);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
+    relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
+    await eventually(async () => {
+      const call = await firm.client.get(`/api/v2/get-call/${callId}`);
+      expect(call.status, JSON.stringify(call.body)).toBe(200);
+    }, 60_000);
+  }, 120_000);
+
   it('a copy from an older version of the firm never replaces a newer one', async () => {
     const current = (await getFirm(stack.services.mongo.db, firm.slug))!;
     await publishWebhookKeys(stack.services, {

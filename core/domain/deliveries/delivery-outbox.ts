@@ -155,7 +155,22 @@ export async function acceptDelivery<K extends DeliveryJob>(
   data: PayloadOf<(typeof JOBS)[K]>,
 ): Promise<'queued' | 'outbox'> {
   const gate = gateOf(services);
-  if (!(await gate.mustQueueBehind().catch(() => true))) {
+  const behind = await gate.mustQueueBehind().catch((err: unknown) => {
+    // MongoDB unreachable while Redis is up (a web process started, or Redis reconnected, during
+    // its outage): the outbox can be neither read nor written, so the queue takes the delivery
+    // rather than a 503 (only with both stores down is the answer 503). An older entry the outbox
+    // may hold is drained once MongoDB is back; its jobs' own rules order them (a call's status
+    // only rises, a booking's cancel outranks a late create).
+    if (isMongoUnavailable(err) && services.redis.status === 'ready') {
+      services.log.warn(
+        { job: key, firm },
+        'MongoDB unavailable: the outbox could not be looked at, delivery queued',
+      );
+      return false;
+    }
+    return true;
+  });
+  if (!behind) {
     // The booking's reminders wait for this event until it is applied (outbox-bookings.ts).
     if (key === 'bookingEvent') await noteQueued(services, data as PayloadOf<typeof JOBS.bookingEvent>);
     try {
