@@ -698,10 +698,25 @@ export async function startFakeClio(
       return done(201, { data: project(matterResource(matter), fields) });
     }
     if (match.template === '/matters.json' && method === 'GET') {
-      const rows = fake.matters.filter(
-        (m) => query.client_id === undefined || String(m.client_id) === query.client_id,
+      // As Clio pages: ordered by `order` (default id(asc)), at most `limit` (1-200) a page.
+      const rows = fake.matters
+        .filter((m) => query.client_id === undefined || String(m.client_id) === query.client_id)
+        .sort((a, b) => (query.order === 'id(desc)' ? b.id - a.id : a.id - b.id));
+      const limit = query.limit === undefined ? 200 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+        return refuse(400, 'ArgumentError', 'limit must be an integer from 1 to 200.');
+      const page = rows.slice(0, limit);
+      // A next link only to say more follow (our client reads the first page of its own order).
+      const next = new URL(`http://${req.headers.host}${basePath}/api/v4/matters`);
+      for (const [k, v] of Object.entries(query)) next.searchParams.set(k, v);
+      next.searchParams.set(
+        'page_token',
+        Buffer.from(String(page[page.length - 1]?.id ?? 0)).toString('base64url'),
       );
-      return done(200, { data: rows.map((m) => project(matterResource(m), fields)), meta: { paging: {} } });
+      return done(200, {
+        data: page.map((m) => project(matterResource(m), fields)),
+        meta: { paging: rows.length > limit ? { next: next.toString() } : {} },
+      });
     }
     if (match.template === '/tasks.json' && method === 'POST') {
       const data = body.data;

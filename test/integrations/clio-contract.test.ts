@@ -233,6 +233,33 @@ describe('matters', () => {
     expect(await client.findMatterByReference(clientId, 'call_other')).toBeNull();
     expect(clio.refusals).toEqual([]);
   });
+
+  it('finds the matter it made for a client of more than 200 matters (the newest first)', async () => {
+    clio.reset();
+    const client = clientOf(clio);
+    const clientId = await client.createPerson({
+      first_name: 'Many',
+      last_name: 'Matters',
+      email: 'many@example.com',
+      phone: null,
+    });
+    for (let i = 0; i < 201; i++) {
+      await client.createMatter({
+        clientId,
+        description: `Older ${i}`,
+        status: 'open',
+        reference: `old_${i}`,
+      });
+    }
+    const id = await client.createMatter({
+      clientId,
+      description: 'Personal Injury — Many (intake call)',
+      status: 'pending',
+      reference: 'call_newest',
+    });
+    expect(await client.findMatterByReference(clientId, 'call_newest')).toBe(id);
+    expect(clio.refusals).toEqual([]);
+  });
 });
 
 describe('tasks and notes', () => {

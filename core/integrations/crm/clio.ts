@@ -242,11 +242,16 @@ export class ClioClient {
     return this.idOf(await this.call('POST', `${API_PATH}/matters.json`, { data }), 'matter');
   }
 
-  /** The matter of this client that carries our reference, if one exists. */
+  /**
+   * The matter of this client that carries our reference, if one exists: among its 200 newest
+   * (a matter just made, whose answer was lost, has the highest id; Clio's default order, id(asc),
+   * would show a client of many matters only its oldest).
+   */
   async findMatterByReference(clientId: number, reference: string): Promise<number | null> {
     const params = new URLSearchParams({
       client_id: String(clientId),
       fields: 'id,client_reference',
+      order: 'id(desc)',
       limit: '200',
     });
     const body = await this.call('GET', `${API_PATH}/matters.json?${params}`);
