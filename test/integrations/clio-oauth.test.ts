@@ -303,6 +303,40 @@ describe('tokens in use', () => {
     expect(mails()).toHaveLength(1);
   });
 
+  it('a refused refresh whose mail could not be sent (SMTP down): the next attempt sends it, once', async () => {
+    const firm = await oauthFirm();
+    await connect(firm);
+    const to = (await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.notification_emails[0];
+    const mails = () =>
+      smtp.messages.filter((m) => m.to.includes(to) && /connected again/.test(m.header('subject') ?? ''));
+    clio.oauth.expireAccessTokens();
+    clio.oauth.revokeRefreshTokens();
+    const crmFailed = (callId: string) =>
+      eventually(async () => {
+        const call = await firm.client.get(`/api/v2/get-call/${callId}`);
+        expect(call.body.effects?.crm).toBe('failed');
+      }, 30_000);
+    smtp.failNext(1000);
+    try {
+      const first = await deliver(firm.slug);
+      await crmFailed(first);
+      expect(mails()).toHaveLength(0);
+      expect((await connections().findOne({ _id: firm.slug }))?.reconnect_noticed).toBe(false);
+    } finally {
+      smtp.failNext(0);
+    }
+    const second = await deliver(firm.slug);
+    await crmFailed(second);
+    await eventually(async () => expect(mails()).toHaveLength(1));
+    expect((await connections().findOne({ _id: firm.slug }))?.reconnect_noticed).toBe(true);
+    expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.crm).toMatchObject({
+      status: 'reconnect_required',
+    });
+    const third = await deliver(firm.slug);
+    await crmFailed(third);
+    expect(mails()).toHaveLength(1);
+  });
+
   it('a pasted crm.access_token keeps working', async () => {
     const firm = await createFirm(stack, {
       voice_webhook_secret: SECRET,

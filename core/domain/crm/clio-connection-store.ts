@@ -18,8 +18,23 @@ export interface ClioConnectionDoc {
   refresh_token: string;
   expires_at: Date;
   status: 'connected' | 'reconnect_required';
+  /**
+   * With `reconnect_required`: whether the firm was told (its settings' crm.status, the mail). false
+   * until both are done, so the next read of the connection tries again; absent (connections
+   * refused before 2026-12-02, or connected): nothing owed.
+   */
+  reconnect_noticed?: boolean;
   connected_at: Date;
   updated_at: Date;
+}
+
+/** Marks the firm told of its refused grant (one field; the tokens untouched). */
+export async function markReconnectNoticed(db: Db, firm: string, refreshToken: string): Promise<void> {
+  const current = await readClioConnection(db, firm);
+  // A connection made again since (its grant another) owes nothing and is left as it is.
+  if (current === null || current.status !== 'reconnect_required' || current.refresh_token !== refreshToken)
+    return;
+  await connections(db).updateOne({ _id: firm }, { $set: { reconnect_noticed: true } });
 }
 
 type StoredConnection = Omit<ClioConnectionDoc, 'access_token' | 'refresh_token'> & {

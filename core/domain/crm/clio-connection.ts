@@ -23,7 +23,12 @@ import { clearClioClientAlert, raiseClioClientAlert } from './clio-client-alert.
 import { CONNECT_FLOW_SECONDS, browserBinding, sameBrowser } from './connect-cookie.js';
 import { lockedTokenSource } from '../oauth/token-source.js';
 import { useConnectState } from '../oauth/connect-state.js';
-import { readClioConnection, saveClioConnection, type ClioConnectionDoc } from './clio-connection-store.js';
+import {
+  markReconnectNoticed,
+  readClioConnection,
+  saveClioConnection,
+  type ClioConnectionDoc,
+} from './clio-connection-store.js';
 import { secretBox } from '../../platform/secrets/data-keys.js';
 import type { Sealed } from '../../platform/secrets/envelope.js';
 import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
@@ -317,7 +322,11 @@ export function clioTokenSource(services: Services, firm: string): ClioTokenSour
       const conn = await readClioConnection(db, firm);
       if (conn === null)
         throw new CrmError(`The firm ${firm} has no Clio connection; connect Clio again.`, true, false);
-      if (conn.status === 'reconnect_required') throw reconnectRequired(firm);
+      if (conn.status === 'reconnect_required') {
+        // What the refusal owed the firm and did not get done then (its settings, the mail).
+        if (conn.reconnect_noticed === false) await noticeReconnect(services, conn);
+        throw reconnectRequired(firm);
+      }
       return conn;
     },
     refresh: (conn) => refreshNow(services, conn),
@@ -350,16 +359,14 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
         false,
       );
     }
-    await saveClioConnection(db, { ...conn, status: 'reconnect_required', updated_at: new Date() });
-    await setFirmCrm(services, conn._id, {
-      provider: 'clio',
-      oauth: {
-        region: conn.region,
-        status: 'reconnect_required',
-        connected_at: conn.connected_at.toISOString(),
-      },
-    });
-    await mailReconnect(services, conn);
+    const refused: ClioConnectionDoc = {
+      ...conn,
+      status: 'reconnect_required',
+      reconnect_noticed: false,
+      updated_at: new Date(),
+    };
+    await saveClioConnection(db, refused);
+    await noticeReconnect(services, refused);
     throw reconnectRequired(conn._id);
   }
   await clearClioClientAlert(db);
@@ -375,18 +382,48 @@ async function refreshNow(services: Services, conn: ClioConnectionDoc): Promise<
   return tokens.access_token;
 }
 
-/** Tells the firm once per refused refresh token (a claim on firm + the token's hash). */
-async function mailReconnect(services: Services, conn: ClioConnectionDoc): Promise<void> {
+/**
+ * Tells the firm its grant was refused: its settings' crm.status (while they still name this OAuth
+ * connection: a firm that chose another CRM meanwhile keeps its choice) and the mail, then marks
+ * the connection told. A step that fails (the firm's lock busy, SMTP down) is logged and left for
+ * the next read of the connection, which does it again (each step is idempotent; the mail a claim).
+ */
+async function noticeReconnect(services: Services, conn: ClioConnectionDoc): Promise<void> {
+  try {
+    const firm = await getFirm(services.mongo.db, conn._id);
+    const crm = firm?.settings?.crm;
+    if (crm?.provider === 'clio' && 'oauth' in crm && crm.oauth !== undefined) {
+      await setFirmCrm(services, conn._id, {
+        provider: 'clio',
+        oauth: {
+          region: conn.region,
+          status: 'reconnect_required',
+          connected_at: conn.connected_at.toISOString(),
+        },
+      });
+    }
+    if (!(await mailReconnect(services, conn))) return;
+    await markReconnectNoticed(services.mongo.db, conn._id, conn.refresh_token);
+  } catch (err) {
+    services.log.warn({ err, firm: conn._id }, 'the refused Clio grant was not yet told to the firm');
+  }
+}
+
+/**
+ * Tells the firm once per refused refresh token (a claim on firm + the token's hash); false when
+ * the mail could not be sent (the claim given back, for the next attempt).
+ */
+async function mailReconnect(services: Services, conn: ClioConnectionDoc): Promise<boolean> {
   const firm = await getFirm(services.mongo.db, conn._id);
   const to = firm?.settings?.notification_emails ?? [];
-  if (services.mailer === null || to.length === 0) return;
+  if (services.mailer === null || to.length === 0) return true;
   const tokenId = createHash('sha256').update(conn.refresh_token).digest('hex').slice(0, 32);
   const id = `${conn._id}|${tokenId}`;
   const notices = collection<{ _id: string; firm: string; created_at: Date }>(
     services.mongo.db,
     COLLECTIONS.clioReconnectNotices,
   );
-  if (!(await claim(notices, { _id: id, firm: conn._id, created_at: new Date() }))) return;
+  if (!(await claim(notices, { _id: id, firm: conn._id, created_at: new Date() }))) return true;
   const connect = `${services.config.publicBaseUrl.replace(/\/+$/, '')}/api/integrations/clio/connect?firmSlug=${encodeURIComponent(conn._id)}&region=${conn.region}`;
   try {
     await services.mailer.send({
@@ -398,8 +435,10 @@ async function mailReconnect(services: Services, conn: ClioConnectionDoc): Promi
       messageId: `<clio-reconnect.${tokenId}.${conn._id}@intake.invalid>`,
     });
   } catch (err) {
-    // Not sent: give the claim back so the next refused attempt tries again.
+    // Not sent: give the claim back so the next attempt tries again.
     await notices.deleteOne({ _id: id });
     services.log.warn({ err, firm: conn._id }, 'the Clio reconnect mail was not sent');
+    return false;
   }
+  return true;
 }
