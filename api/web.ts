@@ -28,14 +28,21 @@ export async function startWeb(services: Services, host = '0.0.0.0'): Promise<We
   const port = typeof address === 'object' && address !== null ? address.port : services.config.port;
   const stop = async (): Promise<void> => {
     app.lifecycle.shuttingDown = true;
-    // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
+    // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets. A request that
+    // still comes on an open keep-alive socket is answered with `Connection: close` (Node then
+    // closes the socket after it), and sockets whose request was in flight are dropped once idle:
+    // server.close() closes only the ones idle at its call, and the others took more requests
+    // until the deadline cut them mid-answer.
+    server.prependListener('request', (_req, res) => res.setHeader('Connection', 'close'));
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
     const deadline = setTimeout(
       () => server.closeAllConnections(),
       Math.max(1000, services.config.shutdownTimeoutMs - 5000),
     );
     await closed;
+    clearInterval(idle);
     clearTimeout(deadline);
     await services.close();
   };
