@@ -326,7 +326,7 @@ describe('settings.campaign_kill_switch', () => {
       [{ window_calls: 0 }, '/settings/campaign_kill_switch/window_calls'],
       [{ window_calls: 1001 }, '/settings/campaign_kill_switch/window_calls'],
       [{ window_dials: 2.5 }, '/settings/campaign_kill_switch/window_dials'],
-      [{ window_size: 10 }, '/settings/campaign_kill_switch'],
+      [{ window_size: 10 }, '/settings/campaign_kill_switch/window_size'],
       ['5%', '/settings/campaign_kill_switch'],
       [[0.05, 40], '/settings/campaign_kill_switch'],
     ];

@@ -208,9 +208,19 @@ describe('webhooks while MongoDB is unreachable', () => {
     redis.disconnect(true);
     await back;
     const callId = `call_${rand()}`;
-    const res = await callWebhook(firm.slug, started(callId), VOICE);
-    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
-    relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
+    let answers: number[];
+    try {
+      // The first right away (the gate's look at MongoDB may still be under way or just failed),
+      // then two more.
+      answers = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await callWebhook(firm.slug, started(i === 0 ? callId : `call_${rand()}`), VOICE);
+        answers.push(res.status);
+      }
+    } finally {
+      relay = await startTcpRelay(new URL(inject('mongodbUri')), relay.port);
+    }
+    expect(answers).toEqual([200, 200, 200]);
     await eventually(async () => {
       const call = await firm.client.get(`/api/v2/get-call/${callId}`);
       expect(call.status, JSON.stringify(call.body)).toBe(200);

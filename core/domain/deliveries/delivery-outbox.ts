@@ -67,6 +67,8 @@ class OutboxGate {
   private checking: Promise<boolean> | undefined;
   /** Counts the connection's drops: a check that saw one during its read does not open the gate. */
   private drops = 0;
+  /** The last check's failure to reach MongoDB, given again to the deliveries until the next check. */
+  private mongoAway: unknown;
 
   constructor(private readonly services: Services) {
     services.redis.on('close', () => {
@@ -83,7 +85,11 @@ class OutboxGate {
     if (!this.behind) return false;
     if (this.services.redis.status !== 'ready') return true;
     if (this.checking !== undefined) return this.checking;
-    if (Date.now() - this.checkedAt < EMPTY_CHECK_MS) return true;
+    if (Date.now() - this.checkedAt < EMPTY_CHECK_MS) {
+      // The check a moment ago could not reach MongoDB: its answer stands until the next one.
+      if (this.mongoAway !== undefined) throw this.mongoAway;
+      return true;
+    }
     this.checkedAt = Date.now();
     this.checking = this.check().finally(() => {
       this.checking = undefined;
@@ -93,7 +99,14 @@ class OutboxGate {
 
   private async check(): Promise<boolean> {
     const drops = this.drops;
-    const first = await outbox(this.services).findOne({}, { projection: { _id: 1 } });
+    let first;
+    try {
+      first = await outbox(this.services).findOne({}, { projection: { _id: 1 } });
+      this.mongoAway = undefined;
+    } catch (err) {
+      this.mongoAway = isMongoUnavailable(err) ? err : undefined;
+      throw err;
+    }
     if (first === null && drops === this.drops) this.behind = false;
     return this.behind;
   }
