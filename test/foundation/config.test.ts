@@ -38,6 +38,23 @@ describe('loadConfig', () => {
     });
   });
 
+  it('accepts a replica set of several hosts with ports, mongodb+srv, and MAIL_FROM with or without a name', () => {
+    for (const uri of [
+      'mongodb://h1.example.net:27017,h2.example.net:27017,h3.example.net:27017/intake?replicaSet=rs0&tls=true',
+      'mongodb://user:p%40ss@h1,h2/intake?authSource=admin',
+      'mongodb+srv://user:pw@c0.example.net/intake?retryWrites=true&w=majority',
+    ]) {
+      expect(loadConfig({ ...VALID, MONGODB_URI: uri }).mongodbUri).toBe(uri);
+    }
+    for (const from of ['no-reply@firm.example', 'Smith & Partners <intake@smith.example>']) {
+      expect(loadConfig({ ...VALID, MAIL_FROM: from }).mailFrom).toBe(from);
+    }
+    // The driver's reason, never the string (it may hold a password).
+    const [problem] = problems({ ...VALID, MONGODB_URI: 'mongodb+srv://u:secretpw@c0.example.net:27017/x' });
+    expect(problem).toContain('MONGODB_URI');
+    expect(problem).not.toContain('secretpw');
+  });
+
   it('accepts rediss:// (TLS) for REDIS_URL', () => {
     expect(loadConfig({ ...VALID, REDIS_URL: 'rediss://user:pw@redis.example.com:6380' }).redisUrl).toBe(
       'rediss://user:pw@redis.example.com:6380',
@@ -73,6 +90,21 @@ describe('loadConfig', () => {
     ['WORKER_QUEUES only commas', { WORKER_QUEUES: ',,' }, 'WORKER_QUEUES'],
     ['APP_ENV with markup', { APP_ENV: '<b>prod</b>' }, 'APP_ENV'],
     ['NODE_ENV (APP_ENV fallback) with markup', { NODE_ENV: 'prod env' }, 'APP_ENV'],
+    ['REDIS_URL with no host', { REDIS_URL: 'redis://' }, 'REDIS_URL'],
+    ['SMTP_URL with no host', { SMTP_URL: 'smtp://' }, 'SMTP_URL'],
+    [
+      'MONGODB_URI srv with a port',
+      { MONGODB_URI: 'mongodb+srv://c0.example.net:27017/intake' },
+      'MONGODB_URI',
+    ],
+    [
+      'MONGODB_URI with a bad option',
+      { MONGODB_URI: 'mongodb://h1/intake?retryWrites=maybe' },
+      'MONGODB_URI',
+    ],
+    ['MONGODB_URI with no host', { MONGODB_URI: 'mongodb://' }, 'MONGODB_URI'],
+    ['MAIL_FROM with no address', { MAIL_FROM: 'intake' }, 'MAIL_FROM'],
+    ['MAIL_FROM with an address of no domain', { MAIL_FROM: 'Intake <no-reply@localhost>' }, 'MAIL_FROM'],
     [
       'ADMIN_READONLY_API_KEY equal to ADMIN_API_KEY',
       { ADMIN_READONLY_API_KEY: VALID.ADMIN_API_KEY },

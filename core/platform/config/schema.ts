@@ -12,6 +12,7 @@ import {
   oneOf,
   optional,
   secret,
+  mongoUri,
   text,
   url,
 } from './variables.js';
@@ -59,8 +60,7 @@ export const CONFIG_SCHEMA = Type.Object({
       description: 'the name of the primary the Sentinels of `REDIS_SENTINELS` monitor',
     }),
   ),
-  mongodbUri: url('MONGODB_URI', {
-    protocols: ['mongodb:', 'mongodb+srv:'],
+  mongodbUri: mongoUri('MONGODB_URI', {
     local,
     description: "MongoDB; the database is the URI's path, else `intake`",
   }),
@@ -163,6 +163,8 @@ export const CONFIG_SCHEMA = Type.Object({
   }),
   mailFrom: text('MAIL_FROM', {
     default: 'Intake Service <no-reply@intake.invalid>',
+    pattern: '^(?:[^<>@]*<[^\\s<>@]+@[^\\s<>@]+\\.[^\\s<>@]+>|[^\\s<>@]+@[^\\s<>@]+\\.[^\\s<>@]+)$',
+    patternText: 'an email address, alone or as `Name <address>`',
     description: 'sender of notification and reminder emails',
   }),
   clioBaseUrl: url('CLIO_BASE_URL', {

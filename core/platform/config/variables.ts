@@ -4,6 +4,7 @@
 // need: the name, the meaning, how to read the raw string, the default and what `npm start` /
 // `npm test` do about it.
 import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
+import { MongoClient } from 'mongodb';
 
 /** A raw string read into its type, or refused; `got` is what a message may echo of it. */
 export type Read = { ok: true; value: unknown } | { ok: false; got?: string };
@@ -136,7 +137,31 @@ export function url(name: string, options: Common<string> & { protocols: string[
       return { ok: false };
     }
     if (!options.protocols.includes(parsed.protocol)) return { ok: false, got: `${parsed.protocol}//…` };
+    // WHATWG's URL takes `smtp://` or `redis://` with no host at all; the clients then go to
+    // localhost. A URL the service is to reach names its server.
+    if (parsed.hostname === '') return { ok: false, got: `${parsed.protocol}// with no host` };
     return { ok: true, value: options.base ? raw.replace(/\/+$/, '') : raw };
+  };
+  return Type.String(variable(name, options, expects, read, true));
+}
+
+/**
+ * A MongoDB connection string as the driver reads it (mongodb:// with one host or several, a
+ * replica set's `h1:27017,h2:27017`; mongodb+srv://; the options), checked by the driver's own
+ * parser at start, so a string it refuses stops the process naming the variable.
+ */
+export function mongoUri(name: string, options: Common<string>) {
+  const expects = 'a MongoDB connection string (mongodb:// or mongodb+srv://)';
+  const read = (raw: string): Read => {
+    if (!/^mongodb(\+srv)?:\/\/./.test(raw)) return { ok: false };
+    try {
+      // Parses and checks the string and its options; connects to nothing.
+      new MongoClient(raw);
+    } catch (err) {
+      // The driver's reason ("mongodb+srv URI cannot have port number"), never the string itself.
+      return { ok: false, got: err instanceof Error ? err.message.slice(0, 120) : undefined };
+    }
+    return { ok: true, value: raw };
   };
   return Type.String(variable(name, options, expects, read, true));
 }
