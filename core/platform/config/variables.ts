@@ -4,7 +4,6 @@
 // need: the name, the meaning, how to read the raw string, the default and what `npm start` /
 // `npm test` do about it.
 import { Type, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
-import { MongoClient } from 'mongodb';
 
 /** A raw string read into its type, or refused; `got` is what a message may echo of it. */
 export type Read = { ok: true; value: unknown } | { ok: false; got?: string };
@@ -146,20 +145,24 @@ export function url(name: string, options: Common<string> & { protocols: string[
 }
 
 /**
- * A MongoDB connection string as the driver reads it (mongodb:// with one host or several, a
- * replica set's `h1:27017,h2:27017`; mongodb+srv://; the options), checked by the driver's own
- * parser at start, so a string it refuses stops the process naming the variable.
+ * A MongoDB connection string's form: `mongodb://` with one host or several (a replica set's
+ * `h1:27017,h2:27017`, which WHATWG's URL refuses), or `mongodb+srv://` with one host and no port;
+ * then an optional path and options. Checked by form only: the driver is not loaded here (tracing
+ * must patch it before its first import, and configuration is read before tracing starts); its own
+ * parser judges the options when the client is made, and a string it refuses stops the process
+ * naming this variable too (core/platform/db/mongo.ts).
  */
 export function mongoUri(name: string, options: Common<string>) {
   const expects = 'a MongoDB connection string (mongodb:// or mongodb+srv://)';
+  const host = '(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9._%-]+)';
+  const form = new RegExp(
+    `^mongodb(\\+srv)?://(?:[^@/?#]+@)?(${host}(?::\\d{1,5})?(?:,${host}(?::\\d{1,5})?)*)(?:/[^?#]*)?(?:\\?[^#]*)?$`,
+  );
   const read = (raw: string): Read => {
-    if (!/^mongodb(\+srv)?:\/\/./.test(raw)) return { ok: false };
-    try {
-      // Parses and checks the string and its options; connects to nothing.
-      new MongoClient(raw);
-    } catch (err) {
-      // The driver's reason ("mongodb+srv URI cannot have port number"), never the string itself.
-      return { ok: false, got: err instanceof Error ? err.message.slice(0, 120) : undefined };
+    const m = form.exec(raw);
+    if (m === null) return { ok: false };
+    if (m[1] !== undefined && (m[2]!.includes(',') || /:\d+$/.test(m[2]!))) {
+      return { ok: false, got: 'mongodb+srv:// with a port or several hosts' };
     }
     return { ok: true, value: raw };
   };

@@ -1,4 +1,5 @@
-import { MongoClient, type Db } from 'mongodb';
+import { MongoClient, MongoInvalidArgumentError, MongoParseError, type Db } from 'mongodb';
+import { ConfigError } from '../config.js';
 import { watchHeartbeats, type HeartbeatWatchdog, type WatchdogLog } from './heartbeat-watchdog.js';
 
 export interface Mongo {
@@ -24,13 +25,25 @@ export interface MongoOptions {
 
 /** Connects lazily: a down server surfaces as errors on use (mapped to 503), not at start. */
 export function createMongo(uri: string, options: MongoOptions = {}): Mongo {
-  const client = new MongoClient(uri, {
-    serverSelectionTimeoutMS: 3000,
-    connectTimeoutMS: CONNECT_TIMEOUT_MS,
-    heartbeatFrequencyMS: HEARTBEAT_FREQUENCY_MS,
-    maxPoolSize: 20,
-    appName: 'intake-service',
-  });
+  let client: MongoClient;
+  try {
+    client = new MongoClient(uri, {
+      serverSelectionTimeoutMS: 3000,
+      connectTimeoutMS: CONNECT_TIMEOUT_MS,
+      heartbeatFrequencyMS: HEARTBEAT_FREQUENCY_MS,
+      maxPoolSize: 20,
+      appName: 'intake-service',
+    });
+  } catch (err) {
+    // The driver's own parser refused the string (an option it does not take, say): the process
+    // stops naming the variable, with the driver's reason and never the string (a password).
+    if (err instanceof MongoParseError || err instanceof MongoInvalidArgumentError) {
+      throw new ConfigError([
+        `MONGODB_URI must be a connection string the MongoDB driver takes (${err.message.slice(0, 160)})`,
+      ]);
+    }
+    throw err;
+  }
   const watchdog = watchHeartbeats(client, {
     stuckAfterMs: options.stuckHeartbeatMs ?? STUCK_HEARTBEAT_MS,
     ...(options.log === undefined ? {} : { log: options.log }),

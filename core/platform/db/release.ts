@@ -1,5 +1,5 @@
 // The Procfile's release process: prepares MongoDB for this version. Safe to run again.
-import { loadConfigOrExit } from '../config.js';
+import { exitOnConfigError, loadConfigOrExit } from '../config.js';
 import { createLogger } from '../logger.js';
 import { registerKeyring } from '../secrets/data-keys.js';
 import { createKeyring } from '../secrets/envelope.js';
@@ -11,7 +11,7 @@ import { createRedis, redisSettings } from '../redis.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel, 'release');
-const mongo = createMongo(config.mongodbUri, { log });
+const mongo = exitOnConfigError(() => createMongo(config.mongodbUri, { log }));
 try {
   const indexes = await ensureIndexes(mongo.db);
   log.info({ indexes }, 'indexes ensured');
