@@ -283,6 +283,10 @@ describe('tokens in use', () => {
       const record = (await storedCall(stack, id))!.effects!.crm as any;
       expect(record.last_error).toMatch(/reconnect_required/);
       expect(record.attempts).toBeLessThanOrEqual(2);
+      // The reason reaches the API, where the firm can act on it.
+      expect((await firm.client.get(`/api/v2/get-call/${id}`)).body.effect_reasons).toMatchObject({
+        crm: 'reconnect_required',
+      });
     }
     expect((await firm.client.get(`/api/firms/${firm.slug}`)).body.settings.crm).toMatchObject({
       provider: 'clio',

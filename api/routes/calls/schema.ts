@@ -121,7 +121,11 @@ export const CallRecord = Type.Object({
   ),
   effect_reasons: Type.Object(
     Object.fromEntries(CALL_EFFECTS.map((name) => [name, Type.Optional(Type.String())])),
-    { description: 'Why each skipped effect was skipped (only skipped effects appear)' },
+    {
+      description:
+        'Why each skipped effect was skipped, and why a failed one failed where the firm can act on it ' +
+        '(crm: reconnect_required, Clio refused to renew the grant: connect Clio again); no other effect appears',
+    },
   ),
   created_at: Timestamp,
 });
