@@ -1,5 +1,6 @@
 import { Type, type TOptional, type TSchema } from '@sinclair/typebox';
 import { FIRM_SLUG_PATTERN } from '../../core/domain/firms/firm-slug.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../core/platform/db/idempotency.js';
 
 export const FirmSlug = Type.String({ pattern: FIRM_SLUG_PATTERN, maxLength: 63, description: 'Firm slug' });
 export const Id = Type.String({ minLength: 1, maxLength: 128 });
@@ -87,6 +88,6 @@ export const IdempotencyKeyHeader = {
   'Idempotency-Key': {
     description:
       'A repeat with the same key and firm within 24 h answers what the first request got (Idempotent-Replayed: true) and does nothing again; 1-255 printable ASCII characters without spaces',
-    schema: Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' }),
+    schema: Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN }),
   },
 };

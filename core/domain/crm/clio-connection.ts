@@ -402,7 +402,15 @@ async function noticeReconnect(services: Services, conn: ClioConnectionDoc): Pro
         },
       });
     }
-    if (!(await mailReconnect(services, conn))) return;
+    if (
+      !(await mailReconnect(
+        services,
+        conn,
+        firm?.name ?? conn._id,
+        firm?.settings?.notification_emails ?? [],
+      ))
+    )
+      return;
     await markReconnectNoticed(services.mongo.db, conn._id, conn.refresh_token);
   } catch (err) {
     services.log.warn({ err, firm: conn._id }, 'the refused Clio grant was not yet told to the firm');
@@ -413,9 +421,12 @@ async function noticeReconnect(services: Services, conn: ClioConnectionDoc): Pro
  * Tells the firm once per refused refresh token (a claim on firm + the token's hash); false when
  * the mail could not be sent (the claim given back, for the next attempt).
  */
-async function mailReconnect(services: Services, conn: ClioConnectionDoc): Promise<boolean> {
-  const firm = await getFirm(services.mongo.db, conn._id);
-  const to = firm?.settings?.notification_emails ?? [];
+async function mailReconnect(
+  services: Services,
+  conn: ClioConnectionDoc,
+  firmName: string,
+  to: string[],
+): Promise<boolean> {
   if (services.mailer === null || to.length === 0) return true;
   const tokenId = createHash('sha256').update(conn.refresh_token).digest('hex').slice(0, 32);
   const id = `${conn._id}|${tokenId}`;
@@ -430,7 +441,7 @@ async function mailReconnect(services: Services, conn: ClioConnectionDoc): Promi
       to,
       subject: 'Clio needs to be connected again',
       text:
-        `Clio refused to renew the access of ${firm?.name ?? conn._id} to your Clio account, so new intakes ` +
+        `Clio refused to renew the access of ${firmName} to your Clio account, so new intakes ` +
         `are no longer added to Clio.\n\nConnect Clio again: ${connect}\n`,
       messageId: `<clio-reconnect.${tokenId}.${conn._id}@intake.invalid>`,
     });

@@ -30,8 +30,11 @@ interface IdempotencyKeyDoc {
 const keys = (db: Db) => collection<IdempotencyKeyDoc>(db, COLLECTIONS.idempotencyKeys);
 
 /** Printable ASCII, 1–255 characters (what Stripe and the IETF draft allow in practice). */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7e]{1,255}$';
+const KEY_FORM = new RegExp(IDEMPOTENCY_KEY_PATTERN);
+
 export function assertValidIdempotencyKey(key: string): void {
-  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+  if (!KEY_FORM.test(key)) {
     throw invalidRequest(
       'The Idempotency-Key header must be 1 to 255 printable ASCII characters without spaces.',
       [{ path: '/headers/idempotency-key', message: 'is not a valid idempotency key' }],
@@ -48,11 +51,17 @@ export async function doneIdempotent(
   db: Db,
   id: { scope: string; firm: string; key: string },
 ): Promise<string | null> {
-  const existing = await keys(db).findOne({ _id: `${id.scope}|${id.firm}|${id.key}` });
-  if (existing === null || existing.state !== 'done') return null;
-  if (existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS) return null;
-  return existing.resource_id;
+  const existing = await keys(db).findOne({ _id: keyIdOf(id) });
+  return existing !== null && !expired(existing) && existing.state === 'done' ? existing.resource_id : null;
 }
+
+/** A key document's _id: the (scope, firm, key) triple, so MongoDB's unique _id decides the race. */
+const keyIdOf = (id: { scope: string; firm: string; key: string }): string =>
+  `${id.scope}|${id.firm}|${id.key}`;
+
+/** A key older than the window names nothing any more: the next request with it starts afresh. */
+const expired = (doc: IdempotencyKeyDoc): boolean =>
+  doc.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS;
 
 /**
  * Runs `create` at most once per key within 24 h. `resourceId` is the id the resource gets if
@@ -66,7 +75,7 @@ export async function runIdempotent(
   create: () => Promise<void>,
   recover: (resourceId: string) => Promise<boolean>,
 ): Promise<{ resourceId: string; created: boolean }> {
-  const _id = `${id.scope}|${id.firm}|${id.key}`;
+  const _id = keyIdOf(id);
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (;;) {
     const now = new Date();
@@ -95,9 +104,9 @@ export async function runIdempotent(
     }
     const existing = await keys(db).findOne({ _id });
     if (existing === null) continue;
-    const expired = existing.created_at.getTime() <= Date.now() - IDEMPOTENCY_WINDOW_MS;
-    if (!expired && existing.state === 'done') return { resourceId: existing.resource_id, created: false };
-    if (!expired && existing.created_at.getTime() <= Date.now() - STALE_PENDING_MS) {
+    const old = expired(existing);
+    if (!old && existing.state === 'done') return { resourceId: existing.resource_id, created: false };
+    if (!old && existing.created_at.getTime() <= Date.now() - STALE_PENDING_MS) {
       if (await recover(existing.resource_id)) {
         await keys(db).updateOne(
           { _id, resource_id: existing.resource_id },
