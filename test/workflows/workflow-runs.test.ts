@@ -476,7 +476,7 @@ describe('bounds and the dial gate', () => {
     expect(runs.map((r: any) => [r.event.id, r.version])).toEqual([[after, 1]]);
   });
 
-  it('a trigger index entry its workflow no longer stands behind (a change that failed half-way) starts nothing', async () => {
+  it('an index entry a change left half-way: the workflow runs as its record says, and an inactive one not at all', async () => {
     const notes = `stale-${rand(4)}`;
     const id = await activeWorkflow(firm.client, firm.slug, 'Stale entry', {
       nodes: [
@@ -489,8 +489,23 @@ describe('bounds and the dial gate', () => {
       ],
       edges: [{ id: 's1', source: 'changed', target: 'pause' }],
     });
+    const record = async (key: string) => {
+      const eventId = await recordEvent(stack.services, {
+        firm: firm.slug,
+        type: 'lead.updated',
+        subject: `lead_${notes}`,
+        key,
+        occurred_at: new Date(),
+        data: { id: `lead_${notes}`, notes, changed_fields: ['notes'] },
+      });
+      await eventually(async () => {
+        const job = await stack.services.queues.webhooks.getJob(jobId('fanout', eventId));
+        expect(await job?.getState()).toBe('completed');
+      });
+      return eventId;
+    };
     // What a PUT that died between the index and the record leaves: the index names a version 2
-    // the record never took (saved, never the workflow's).
+    // the record never took (saved, never the workflow's). The workflow runs its version 1.
     const db = stack.services.mongo.db;
     const v1 = await db.collection('workflow_versions').findOne({ _id: `${id}:v1` as never });
     await db.collection('workflow_versions').insertOne({ ...v1, _id: `${id}:v2` as never, version: 2 });
@@ -507,19 +522,16 @@ describe('bounds and the dial gate', () => {
       },
     );
     await stack.services.redis.incr(redisKeys(stack.config).workflowTriggersVersion(firm.slug));
-    const eventId = await recordEvent(stack.services, {
-      firm: firm.slug,
-      type: 'lead.updated',
-      subject: `lead_${notes}`,
-      key: 'stale',
-      occurred_at: new Date(),
-      data: { id: `lead_${notes}`, notes, changed_fields: ['notes'] },
-    });
-    await eventually(async () => {
-      const job = await stack.services.queues.webhooks.getJob(jobId('fanout', eventId));
-      expect(await job?.getState()).toBe('completed');
-    });
-    expect((await firm.client.get(`/api/workflows/${id}/runs`)).body.runs).toHaveLength(0);
+    const first = await record('half-way-put');
+    const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs;
+    expect(runs.map((r: any) => [r.event.id, r.version])).toEqual([[first, 1]]);
+    // What an activation that died between the index and the record leaves: the entry, and a
+    // record that says inactive. Nothing runs.
+    await db
+      .collection(`workflows.${firm.slug}`)
+      .updateOne({ _id: id as never }, { $set: { active: false } });
+    await record('inactive');
+    expect((await firm.client.get(`/api/workflows/${id}/runs`)).body.runs).toHaveLength(1);
     await firm.client.delete(`/api/workflows/${id}`);
   });
 

@@ -50,12 +50,18 @@ export interface WebhookEndpointDoc {
   listening_since?: Date;
 }
 
-/** Whether the endpoint was listening when the event was recorded (processes' clocks apart by 2 s at most). */
+/**
+ * How far apart two processes' clocks may be when an event's recording is set against the moment
+ * a listener (an endpoint, a workflow) began listening: an event recorded up to this much earlier
+ * still reaches it.
+ */
+export const LISTENING_CLOCK_MARGIN_MS = 2000;
+
+/** Whether the endpoint was listening when the event was recorded. */
 export function heardAt(endpoint: WebhookEndpointDoc, recordedAt: Date): boolean {
   const since = endpoint.listening_since ?? endpoint.created_at;
-  return since.getTime() <= recordedAt.getTime() + LISTEN_CLOCK_MARGIN_MS;
+  return since.getTime() <= recordedAt.getTime() + LISTENING_CLOCK_MARGIN_MS;
 }
-const LISTEN_CLOCK_MARGIN_MS = 2000;
 
 export const endpointsCollection = (db: Db) =>
   collection<WebhookEndpointDoc>(db, COLLECTIONS.webhookEndpoints);

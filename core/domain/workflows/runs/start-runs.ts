@@ -8,6 +8,7 @@ import { conditionsHold } from '../expressions.js';
 import { dataOf, eventMatches, patternsMatching, TRIGGER } from '../vocabulary.js';
 import { loadVersion, triggerEntries, triggerKeyOf, versionIdOf } from '../versions.js';
 import { readMeta } from '../workflows.js';
+import { LISTENING_CLOCK_MARGIN_MS } from '../../events/endpoints.js';
 import { eventData, leadIdOf } from './context.js';
 import { newStep, runIdOf, runsCollection, stepsCollection, type WorkflowRunDoc } from './run-store.js';
 import { endRun, resolveWaitFor } from './steps.js';
@@ -18,12 +19,10 @@ import { waitersOf } from './waits.js';
 // with a trigger on its type whose filter holds starts one run — one per (workflow, event): the
 // run's _id derives from the pair, so a retried trigger starts nothing twice, nor an event
 // recorded again after an edit. A workflow that began listening after the event was recorded
-// starts none for it (an event recorded again by a retried step is fanned out again), nor one
-// whose record does not say it is active with the version the index lists (a change that failed
-// half-way, or one under way).
-
-/** How far apart two processes' clocks may be when an event's time is set against an activation's. */
-const CLOCK_MARGIN_MS = 2000;
+// starts none for it (an event recorded again by a retried step is fanned out again). The index
+// says which workflows to look at; each one's record says whether it runs and with which version:
+// an entry left by a change that failed half-way (or one under way) starts no run of a workflow
+// deleted or inactive, and no run of a version the workflow never took.
 
 /** How much earlier than a `wait_for` step began an event it waits for may say it happened. */
 const EARLY_EVENT_MS = 60_000;
@@ -61,22 +60,22 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
     patternsMatching(event.type).map((pattern) => triggerKeyOf(event.firm, pattern)),
   );
   const recordedMs = (event.recorded_at ?? event.occurred_at).getTime();
-  const entries = new Map<string, string>();
+  const listening = new Set<string>();
   for (const list of index) {
     for (const e of list) {
-      if ((e.since ?? 0) > recordedMs + CLOCK_MARGIN_MS) continue;
-      entries.set(e.workflow_id, e.version_id);
+      if ((e.since ?? 0) <= recordedMs + LISTENING_CLOCK_MARGIN_MS) listening.add(e.workflow_id);
     }
   }
 
   const started: string[] = [];
-  for (const [workflowId, versionId] of entries) {
+  for (const workflowId of listening) {
     // A change a workflow's own step made does not start that workflow again.
     if (event.caused_by_workflow === workflowId) continue;
+    const meta = await readMeta(services.mongo.db, event.firm, workflowId);
+    if (meta?.active !== true || meta.version === undefined) continue;
+    const versionId = versionIdOf(workflowId, meta.version);
     const version = await loadVersion(services.mongo.db, versionId);
     if (version === null) continue;
-    const meta = await readMeta(services.mongo.db, event.firm, workflowId);
-    if (meta?.active !== true || versionIdOf(workflowId, meta.version ?? 0) !== versionId) continue;
     const trigger = version.graph.triggers.find((node) => {
       const d = dataOf(node);
       return (
