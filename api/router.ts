@@ -12,6 +12,7 @@ import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import { widgetKeyCors } from './middleware/cors.js';
 import { FirmByteBudgets } from './middleware/body-budget.js';
+import { limitAddress } from '../core/platform/client-address.js';
 import { LARGE_BODY_WAIT_MS, largeWebhookBody, verifyWebhookBody } from './middleware/webhook-body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type BodyProof, type WebhookCredentials } from './route.js';
@@ -33,11 +34,16 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
   const cache = readCacheOf(services.mongo.db);
   // One budget for the large webhook bodies this process reads at once, each firm within its share
   // (api/middleware/body-budget.ts).
-  const { webhookBodyBudgetBytes, webhookBodyBudgetPerFirmBytes, webhookBodyMinBytesPerSecond } =
-    services.config;
+  const {
+    webhookBodyBudgetBytes,
+    webhookBodyBudgetPerFirmBytes,
+    webhookBodyBudgetUnprovenBytes,
+    webhookBodyMinBytesPerSecond,
+  } = services.config;
   const largeBodies = new FirmByteBudgets(
     webhookBodyBudgetBytes,
     webhookBodyBudgetPerFirmBytes,
+    webhookBodyBudgetUnprovenBytes,
     LARGE_BODY_WAIT_MS,
   );
   for (const route of routes) {
@@ -126,12 +132,15 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
-    // The delivery proved itself: a matching signature counts against the firm; one let in
-    // unsigned (Cal.com's PING) against the sender's address, like a 401.
+    // The delivery proved itself: a matching signature counts against the firm, and makes its
+    // sender's address a proven one for the firm's large bodies; one let in unsigned (Cal.com's
+    // PING) counts against the sender's address, like a 401.
     const countProof = async (ctx: Context): Promise<void> => {
       const proof = ctx.state.webhookProof as BodyProof | undefined;
       if (proof === 'signed') {
-        await limiter.countWebhook((ctx.state.webhook as WebhookCredentials).firm);
+        const { firm } = ctx.state.webhook as WebhookCredentials;
+        largeBodies.prove(firm, limitAddress(ctx.ip));
+        await limiter.countWebhook(firm);
       } else if (proof === 'unsigned') {
         const refused = await limiter.countUnauthenticated(ctx.ip);
         if (refused !== null) throw refused;

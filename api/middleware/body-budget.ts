@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { RecentMemo } from '../../core/platform/recent-memo.js';
 import { AppError, invalidRequest, payloadTooLarge, serviceUnavailable } from '../../core/platform/errors.js';
 
 /**
@@ -85,39 +86,73 @@ export class ByteBudget {
   }
 }
 
+/** How long a sender address stays proven for a firm after its last matching signature. */
+const PROVEN_FOR_MS = 24 * 3600 * 1000;
+/** The most (firm, address) pairs a process remembers as proven (oldest dropped first). */
+const PROVEN_KEPT = 10_000;
+
 /**
- * The process's byte budget shared by firms (docs/webhooks.md#large-bodies): a delivery reserves
- * in its firm's share first (`perFirm` bytes; a body larger than the share takes all of it), then
- * in the process's budget, each in arrival order, within one wait. One firm's deliveries, or
- * forgeries sent in its name, can hold at most its share, so with a process budget larger than
- * a share another firm's delivery still finds room. Shares of firms with nothing in flight are
- * dropped: the map holds only the firms being read now.
+ * The process's byte budget shared by firms (docs/webhooks.md#large-bodies). A delivery is
+ * *proven* when its headers proved it (a bearer token), or when it is signed and its sender's
+ * address delivered a matching signature to the same firm within the last 24 h (`prove`: Retell
+ * sends a call's small events before its large `call_analyzed`). A proven delivery reserves in its
+ * firm's share first (`perFirm` bytes; a body larger than the share takes all of it), then in the
+ * process's budget; an unproven one (a first delivery from a new address, or a forgery in any
+ * firm's name) reserves in one pool of `unproven` bytes that all of them share, then that much at
+ * most of the process's budget. Each in arrival order, within one wait. So forgeries, from any
+ * number of addresses and in any firms' names, hold at most the pool, and a proven sender always
+ * finds its firm's share in the rest; one firm's proven deliveries hold at most its share. Shares
+ * of firms with nothing in flight are dropped: the map holds only the firms being read now.
  */
 export class FirmByteBudgets {
   readonly process: ByteBudget;
+  readonly unprovenPool: ByteBudget;
   private readonly firms = new Map<string, ByteBudget>();
+  private readonly proven = new RecentMemo<string, true>(PROVEN_KEPT, PROVEN_FOR_MS);
 
   constructor(
     capacity: number,
     readonly perFirm: number,
+    unproven: number,
     private readonly waitMs: number,
   ) {
     this.process = new ByteBudget(capacity, waitMs);
+    this.unprovenPool = new ByteBudget(Math.min(unproven, capacity), waitMs);
   }
 
-  /** Reserves `bytes` for `firm`; resolves to the release function (503 after the wait). */
-  async reserve(firm: string, bytes: number, abandoned?: AbortSignal): Promise<() => void> {
+  /** `sender` delivered a matching signature to `firm`: its next deliveries to it are proven. */
+  prove(firm: string, sender: string): void {
+    this.proven.set(provenKey(firm, sender), true);
+  }
+
+  /**
+   * Reserves `bytes` for a delivery to `firm`; resolves to the release function (503 after the
+   * wait). `sender`: the client address of a delivery that only a signature over its body can
+   * prove; absent when its headers proved it.
+   */
+  async reserve(firm: string, bytes: number, abandoned?: AbortSignal, sender?: string): Promise<() => void> {
     const started = Date.now();
+    const rest = (): number => this.waitMs - (Date.now() - started);
+    if (sender !== undefined && this.proven.get(provenKey(firm, sender)) === undefined) {
+      const releasePool = await this.unprovenPool.reserve(bytes, abandoned);
+      try {
+        const amount = Math.min(bytes, this.unprovenPool.capacity);
+        const releaseProcess = await this.process.reserve(amount, abandoned, rest());
+        return () => {
+          releaseProcess();
+          releasePool();
+        };
+      } catch (err) {
+        releasePool();
+        throw err;
+      }
+    }
     let share = this.firms.get(firm);
     if (share === undefined) this.firms.set(firm, (share = new ByteBudget(this.perFirm, this.waitMs)));
     let releaseShare: (() => void) | undefined;
     try {
       releaseShare = await share.reserve(bytes, abandoned);
-      const releaseProcess = await this.process.reserve(
-        bytes,
-        abandoned,
-        this.waitMs - (Date.now() - started),
-      );
+      const releaseProcess = await this.process.reserve(bytes, abandoned, rest());
       return () => {
         releaseProcess();
         this.giveBack(firm, releaseShare!);
@@ -138,6 +173,8 @@ export class FirmByteBudgets {
     if (this.firms.get(firm)?.idle === true) this.firms.delete(firm);
   }
 }
+
+const provenKey = (firm: string, sender: string): string => `${firm}|${sender}`;
 
 /** A decimal byte count of a Content-Length header; undefined when absent or not a number. */
 export function declaredLength(req: IncomingMessage): number | undefined {

@@ -2,11 +2,14 @@ import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
 import type { RawBody, WebhookCredentials } from '../route.js';
 import { type FirmByteBudgets, declaredLength, readBody, tooLarge } from './body-budget.js';
+import { limitAddress } from '../../core/platform/client-address.js';
 import { handleNul, isJsonRequest, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
-// The bytes of large bodies a web process reads at once (WEBHOOK_BODY_BUDGET_BYTES, 48 MiB) and one
-// firm's share of them (WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES, 32 MiB: one body of the largest size),
-// so one firm, or forgeries in its name, leave room for the others: see FirmByteBudgets. The
+// The bytes of large bodies a web process reads at once (WEBHOOK_BODY_BUDGET_BYTES, 48 MiB), one
+// firm's share of them for its proven deliveries (WEBHOOK_BODY_BUDGET_PER_FIRM_BYTES, 32 MiB: one
+// body of the largest size), and the pool that unproven ones share (WEBHOOK_BODY_BUDGET_UNPROVEN_BYTES,
+// 16 MiB), so one firm leaves room for the others and forgeries in any name leave room for proven
+// senders: see FirmByteBudgets. The
 // process's peak grows by about four times the budget when it is all in use (bench/webhook-rss.ts).
 /** Bodies declared no larger than every other route's limit take no room: they never wait. */
 const SMALL_BODY_BYTES = 2 * 1024 * 1024;
@@ -72,7 +75,10 @@ export function largeWebhookBody(
       const onClose = (): void => gone.abort();
       ctx.req.once('close', onClose);
       try {
-        release = await budgets.reserve(credentials.firm, declared ?? limitBytes, gone.signal);
+        // A signed delivery is proven by its body: until its address has proven itself to the
+        // firm, it reads in the pool of unproven ones.
+        const sender = credentials.verifyBody === undefined ? undefined : limitAddress(ctx.ip);
+        release = await budgets.reserve(credentials.firm, declared ?? limitBytes, gone.signal, sender);
       } finally {
         ctx.req.off('close', onClose);
       }

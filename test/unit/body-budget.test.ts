@@ -63,7 +63,7 @@ describe('ByteBudget', () => {
 
 describe('FirmByteBudgets', () => {
   it("one firm holds at most its share: another firm's delivery finds room while the first firm's next waits", async () => {
-    const budgets = new FirmByteBudgets(150, 100, 5_000);
+    const budgets = new FirmByteBudgets(150, 100, 50, 5_000);
     const a1 = await budgets.reserve('a', 100);
     expect(budgets.process.reserved).toBe(100);
     const order: string[] = [];
@@ -84,11 +84,35 @@ describe('FirmByteBudgets', () => {
   });
 
   it("a firm's waiting delivery is a 503 after the wait, and gives its share back", async () => {
-    const budgets = new FirmByteBudgets(100, 100, 50);
+    const budgets = new FirmByteBudgets(100, 100, 50, 50);
     const held = await budgets.reserve('a', 100);
     await expect(budgets.reserve('b', 10)).rejects.toMatchObject({ status: 503 });
     held();
     (await budgets.reserve('b', 100))();
+    expect(budgets.process.reserved).toBe(0);
+  });
+
+  it("unproven signed deliveries, in any firm's name, share one pool: a sender proven to its firm still finds that firm's share", async () => {
+    const budgets = new FirmByteBudgets(150, 100, 50, 50);
+    // Forgeries in firm a's name from two addresses: the first takes the pool, the second waits
+    // and is a 503.
+    const forged = await budgets.reserve('a', 100, undefined, '203.0.113.7');
+    expect(budgets.unprovenPool.reserved).toBe(50);
+    expect(budgets.process.reserved).toBe(50);
+    await expect(budgets.reserve('b', 10, undefined, '203.0.113.8')).rejects.toMatchObject({ status: 503 });
+    // Retell's address proved itself to firm a (a small signed event): its large body reads in
+    // a's share, beside the forgery.
+    budgets.prove('a', '198.51.100.9');
+    const real = await budgets.reserve('a', 100, undefined, '198.51.100.9');
+    expect(budgets.process.reserved).toBe(150);
+    real();
+    // Proven to a, not to b: a delivery to b from the same address is unproven.
+    await expect(budgets.reserve('b', 10, undefined, '198.51.100.9')).rejects.toMatchObject({ status: 503 });
+    forged();
+    expect(budgets.unprovenPool.reserved).toBe(0);
+    // A delivery its headers proved (a bearer token: no sender) takes no room of the pool.
+    (await budgets.reserve('b', 100))();
+    expect(budgets.unprovenPool.reserved).toBe(0);
     expect(budgets.process.reserved).toBe(0);
   });
 });

@@ -301,7 +301,14 @@ export const CONFIG_SCHEMA = Type.Object({
     max: 2 ** 34,
     default: 32 * 1024 * 1024,
     description:
-      "one firm's share of `WEBHOOK_BODY_BUDGET_BYTES` (its deliveries, and forgeries in its name, hold no more; a body larger than the share takes all of it); keep it below the budget so other firms find room",
+      "one firm's share of `WEBHOOK_BODY_BUDGET_BYTES` for its proven deliveries (a bearer token, or a signature from an address that proved itself to the firm; they hold no more; a body larger than the share takes all of it); keep it below the budget so other firms find room",
+  }),
+  webhookBodyBudgetUnprovenBytes: integer('WEBHOOK_BODY_BUDGET_UNPROVEN_BYTES', {
+    min: 1024 * 1024,
+    max: 2 ** 34,
+    default: 16 * 1024 * 1024,
+    description:
+      "bytes of `WEBHOOK_BODY_BUDGET_BYTES` that unproven deliveries hold together: signed ones from an address that has not delivered a matching signature to that firm within 24 h (a forgery, or a sender's first delivery); keep it at most the budget less one firm's share, so a proven sender always finds its share",
   }),
   webhookBodyMinBytesPerSecond: integer('WEBHOOK_BODY_MIN_BYTES_PER_SECOND', {
     min: 1,
