@@ -6,7 +6,7 @@ import {
 } from '../../../core/domain/appointments/agent-tools.js';
 import { freeSlots } from '../../../core/domain/appointments/availability.js';
 import { bookAppointment } from '../../../core/domain/appointments/booking.js';
-import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
+import { idempotencyKeyOf } from '../../idempotency-header.js';
 import { defineRoute, type WebhookCredentials } from '../../route.js';
 import { IdempotencyKeyHeader } from '../../schemas/common.js';
 import { authenticateCallWebhook } from '../call-webhook/routes.js';
@@ -70,9 +70,7 @@ export const appointmentRoutes = [
     response: AppointmentResponse,
     errors: [403, 404, 409, 502],
     handler: async ({ services, principal, body, koa }) => {
-      const header = koa.get('Idempotency-Key');
-      const idempotencyKey = header === '' ? undefined : header;
-      if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
+      const idempotencyKey = idempotencyKeyOf(koa);
       const firm = await requireFirm(services.mongo.db, principal, body.firmSlug);
       const { result, repeated } = await bookAppointment(
         services,

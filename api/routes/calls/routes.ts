@@ -2,7 +2,7 @@ import { requireFirm, requireListFirm, requireRecord } from '../../../core/domai
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import { findCall, registerOutboundCall, replayedOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
-import { assertValidIdempotencyKey } from '../../../core/platform/db/idempotency.js';
+import { idempotencyKeyOf } from '../../idempotency-header.js';
 import { defineRoute } from '../../route.js';
 import { IdempotencyKeyHeader } from '../../schemas/common.js';
 import { requestGate } from '../../../core/domain/calls/request-gate.js';
@@ -32,9 +32,7 @@ export const callRoutes = [
     response: CreateOutboundCallResponse,
     errors: [403, 404, 409],
     handler: async ({ services, principal, body, koa }) => {
-      const header = koa.get('Idempotency-Key');
-      const idempotencyKey = header === '' ? undefined : header;
-      if (idempotencyKey !== undefined) assertValidIdempotencyKey(idempotencyKey);
+      const idempotencyKey = idempotencyKeyOf(koa);
       const db = services.mongo.db;
       const firm = await requireFirm(db, principal, body.firmSlug);
       const replayed =

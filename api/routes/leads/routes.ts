@@ -1,6 +1,8 @@
 import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
-import { createApiLead, findLead, listLeads } from '../../../core/domain/leads/leads.js';
-import { recordLeadCreated } from '../../../core/domain/leads/record-lead-events.js';
+import { registerApiLead, replayedApiLead } from '../../../core/domain/leads/create-api-lead.js';
+import { findLead, listLeads } from '../../../core/domain/leads/leads.js';
+import { idempotencyKeyOf } from '../../idempotency-header.js';
+import { IdempotencyKeyHeader } from '../../schemas/common.js';
 import { defineRoute } from '../../route.js';
 import { leadView } from './present.js';
 import { CreateLeadBody, LeadParams, LeadRecord, ListLeadsQuery, ListLeadsResponse } from './schema.js';
@@ -12,17 +14,27 @@ export const leadRoutes = [
     method: 'POST',
     path: '/api/leads',
     operationId: 'createLead',
-    summary: 'Create a lead (source "api"); phone stored in E.164',
+    summary:
+      'Create a lead (source "api"); phone stored in E.164. Optional Idempotency-Key header: a repeat within 24 h answers the same lead and makes none',
     tag,
     auth: { kind: 'token' },
     body: CreateLeadBody,
+    requestHeaders: IdempotencyKeyHeader,
     response: LeadRecord,
-    errors: [403, 404],
-    handler: async ({ services, principal, body }) => {
+    errors: [403, 404, 409],
+    handler: async ({ services, principal, body, koa }) => {
+      const idempotencyKey = idempotencyKeyOf(koa);
       const { firmSlug, ...fields } = body;
       const firm = await requireFirm(services.mongo.db, principal, firmSlug);
-      const lead = await createApiLead(services.mongo.db, firm._id, fields);
-      await recordLeadCreated(services, lead);
+      // A repeat answers before its body is checked again against what may have changed since.
+      const replayed =
+        idempotencyKey === undefined ? null : await replayedApiLead(services, firm._id, idempotencyKey);
+      if (replayed !== null) {
+        koa.set('Idempotent-Replayed', 'true');
+        return leadView(replayed);
+      }
+      const { lead, repeated } = await registerApiLead(services, firm._id, fields, idempotencyKey);
+      if (repeated) koa.set('Idempotent-Replayed', 'true');
       return leadView(lead);
     },
   }),

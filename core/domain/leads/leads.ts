@@ -169,8 +169,8 @@ export function normaliseLeadFields(
   };
 }
 
-/** POST /api/leads: a lead from the API; any field that cannot be normalised is a 400. */
-export async function createApiLead(db: Db, firm: string, input: LeadFields): Promise<LeadDoc> {
+/** A new lead of source `api` (POST /api/leads), not yet stored; 400 when a field is not valid. */
+export async function newApiLead(db: Db, firm: string, input: LeadFields): Promise<LeadDoc> {
   const { fields, problems } = normaliseLeadFields(input);
   if (problems.length > 0) throw invalidRequest('Some lead fields are not valid.', problems);
   const lead: LeadDoc = {
@@ -184,7 +184,6 @@ export async function createApiLead(db: Db, firm: string, input: LeadFields): Pr
     known_client: await findKnownClient(db, firm, fields),
     created_at: new Date(),
   };
-  await leadsCollection(db).insertOne(lead);
   return lead;
 }
 

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../platform/crypto.js';
 import type { Services } from '../../wiring/services.js';
-import { recordEvent } from '../events/record-event.js';
+import { eventIdOf, recordEvent } from '../events/record-event.js';
 import type { LeadDoc } from './leads.js';
 import { leadView } from './lead-view.js';
 
@@ -11,17 +11,17 @@ import { leadView } from './lead-view.js';
 /** How many leads' events are recorded at once (one insert each). */
 const CONCURRENCY = 16;
 
+/** Who a lead's lead.created is of: one per lead. */
+const createdOf = (lead: LeadDoc) =>
+  ({ firm: lead.firm, type: 'lead.created', subject: lead._id, key: 'created' }) as const;
+
 /** lead.created. */
 export function recordLeadCreated(services: Services, lead: LeadDoc): Promise<string> {
-  return recordEvent(services, {
-    firm: lead.firm,
-    type: 'lead.created',
-    subject: lead._id,
-    key: 'created',
-    occurred_at: lead.created_at,
-    data: leadView(lead),
-  });
+  return recordEvent(services, { ...createdOf(lead), occurred_at: lead.created_at, data: leadView(lead) });
 }
+
+/** The _id of a lead's lead.created event. */
+export const leadCreatedEventId = (lead: LeadDoc): string => eventIdOf(createdOf(lead));
 
 /** lead.created for many leads (a campaign's inline leads), CONCURRENCY at a time. */
 export async function recordLeadsCreated(services: Services, leads: readonly LeadDoc[]): Promise<void> {
