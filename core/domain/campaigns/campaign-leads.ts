@@ -24,7 +24,8 @@ import {
   type CampaignPhoneDoc,
 } from './campaign-store.js';
 import { newPhonePages } from './campaign-phone-pages.js';
-import { recordLeadsCreated } from '../leads/record-lead-events.js';
+import { leadCreatedEventId, recordLeadsCreated } from '../leads/record-lead-events.js';
+import { eventsCollection } from '../events/record-event.js';
 
 // Adding leads to a draft campaign: inline leads (created as leads with source "campaign") and
 // the firm's existing leads by id. Everything is checked before anything is written (a 400
@@ -189,12 +190,16 @@ export const notDraft = (campaign: CampaignDoc) =>
 /**
  * Adds prepared leads to a draft campaign as its one writer: returns how many leads joined
  * (a lead already in the campaign joins once) and the campaign's lead count after.
+ * `takeBackOnFailure` (a campaign being created, which no one else writes yet): should the inline
+ * leads' lead.created events fail to be recorded, what the add wrote is removed with the events
+ * already stored, so the campaign's removal leaves no leads behind.
  */
 export async function writeCampaignLeads(
   services: Services,
   campaignId: string,
   firm: FirmDoc,
   prepared: PreparedLeads,
+  options: { takeBackOnFailure?: boolean } = {},
 ): Promise<{ leads_added: number; leads_total: number }> {
   const db = services.mongo.db;
   const written = await withCampaignLock(services, campaignId, async () => {
@@ -203,7 +208,7 @@ export async function writeCampaignLeads(
     if (campaign.status !== 'draft' || launched !== null) throw notDraft(campaign);
     campaign = await cleanupUnfinishedAdd(db, campaign);
     if (prepared.inline.length === 0 && prepared.existing.length === 0) {
-      return { leads_added: 0, leads_total: campaign.leads_total, inline: [] };
+      return { leads_added: 0, leads_total: campaign.leads_total, inline: [], batch: null };
     }
 
     const batch = newId('batch', 9);
@@ -283,7 +288,7 @@ export async function writeCampaignLeads(
           },
         },
       );
-      return { leads_added: leadsAdded, leads_total: campaign.leads_total + leadsAdded, inline };
+      return { leads_added: leadsAdded, leads_total: campaign.leads_total + leadsAdded, inline, batch };
     } catch (err) {
       await cleanupOpenBatch(db, { ...campaign, open_batch: batch }).catch((e: unknown) =>
         services.log.error(
@@ -295,6 +300,41 @@ export async function writeCampaignLeads(
     }
   });
   // The inline leads are made: lead.created for each, once the add is whole.
-  await recordLeadsCreated(services, written.inline);
+  try {
+    await recordLeadsCreated(services, written.inline);
+  } catch (err) {
+    if (options.takeBackOnFailure === true && written.batch !== null) {
+      await takeBackAdd(services, campaignId, written.batch, written.inline).catch((e: unknown) =>
+        services.log.error(
+          { err: e, campaign_id: campaignId, batch: written.batch },
+          'could not undo an add of leads whose events failed',
+        ),
+      );
+    }
+    throw err;
+  }
   return { leads_added: written.leads_added, leads_total: written.leads_total };
+}
+
+/** How many stored events are removed at once (one point delete each). */
+const TAKE_BACK_CONCURRENCY = 16;
+
+/** Removes a whole add's records and the lead.created events its inline leads got. */
+async function takeBackAdd(
+  services: Services,
+  campaignId: string,
+  batch: string,
+  inline: readonly LeadDoc[],
+): Promise<void> {
+  const db = services.mongo.db;
+  const events = eventsCollection(db);
+  for (let i = 0; i < inline.length; i += TAKE_BACK_CONCURRENCY) {
+    await Promise.all(
+      inline
+        .slice(i, i + TAKE_BACK_CONCURRENCY)
+        .map((lead) => events.deleteOne({ _id: leadCreatedEventId(lead) })),
+    );
+  }
+  const campaign = await campaignsCollection(db).findOne({ _id: campaignId });
+  if (campaign !== null) await cleanupOpenBatch(db, { ...campaign, open_batch: batch });
 }

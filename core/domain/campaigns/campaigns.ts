@@ -79,10 +79,13 @@ export async function createCampaign(
   };
   await campaignsCollection(db).insertOne(campaign);
   try {
-    const added = await writeCampaignLeads(services, campaign._id, firm, prepared);
+    const added = await writeCampaignLeads(services, campaign._id, firm, prepared, {
+      takeBackOnFailure: true,
+    });
     return { ...campaign, leads_total: added.leads_total };
   } catch (err) {
-    // The leads were checked first, so this is an outage: leave no half-made campaign behind.
+    // The leads were checked first, so this is an outage: leave no half-made campaign behind (the
+    // add took back its own records).
     await campaignsCollection(db)
       .deleteOne({ _id: campaign._id })
       .catch((e: unknown) =>
