@@ -170,6 +170,59 @@ describe('Cal.com seated bookings share one uid', () => {
     });
   });
 
+  it("a seat's cancel that arrives before its booking's CREATEDs: the later seats get their reminders, the leaver none (and the firm only with a seat)", async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob] = ['Ann Vale', 'Bob Crane'].map(person);
+    // Cal.com made Ann's and Bob's seats, then Bob cancelled his; the cancel comes first.
+    expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(3)))).status).toBe(
+      200,
+    );
+    expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
+    await bookingEventsApplied();
+    // Bob left by a later event, and no one is on the booking: no reminder, the firm's neither.
+    expect(await reminders(firm.client, firm.slug, clinic)).toEqual([]);
+    expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({ [ann!.email]: 'scheduled', [desk]: 'scheduled' }),
+    );
+  });
+
+  it("a seat's cancel that arrives before that seat's CREATED, on a booking known: the late seat stays out", async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob] = ['Ann Reed', 'Bob Hale'].map(person);
+    expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) => expect(rows.length).toBe(2));
+    expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(2)))).status).toBe(
+      200,
+    );
+    expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
+    await bookingEventsApplied();
+    expect(byRecipient(await reminders(firm.client, firm.slug, clinic))).toEqual({
+      [ann!.email]: 'scheduled',
+      [desk]: 'scheduled',
+    });
+  });
+
+  it('a seated booking first seen by a cancel naming all its attendees is cancelled whole: its late seats get nothing', async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob] = ['Ann Moor', 'Bob Lark'].map(person);
+    const whole = calSeatPayload(clinic, start, ann!, 'seat-ann');
+    whole.attendees = [ann!, bob!].map(calAttendee);
+    expect((await send(calCancelled(whole, at(3)))).status).toBe(200);
+    expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
+    await bookingEventsApplied();
+    expect(await reminders(firm.client, firm.slug, clinic)).toEqual([]);
+  });
+
   it('an ordinary (unseated) booking cancelled is cancelled for everyone', async () => {
     const bookingUid = uid();
     const start = Date.now() + 3 * DAY;

@@ -2,12 +2,15 @@
 -- the new uid, or ''), or `booking_json` for a booking never seen. A seated booking (`seated`
 -- '1', or stored seated) whose event names (`named_json`: normalized emails) only some of its
 -- attendees loses only those: their reminders are cancelled, they are recorded as left at
--- `event_at`, and the booking stays active. Returns {outcome, reminders stopped}: outcome
--- cancelled | seats_cancelled | unchanged. Cancelled reminders leave the firm's count (`due`).
+-- `event_at` (also one not on it yet), and the booking stays active; so does a seated booking
+-- never seen whose cancel names one attendee (a seat's cancel), with no one on it yet. Returns
+-- {outcome, reminders stopped}: outcome cancelled | seats_cancelled | unchanged. Cancelled
+-- reminders leave the firm's count (`due`).
 --! KEYS: booking due
 --! ARGV: state booking_json now expire_at rescheduled_to seated named_json event_at
 local key, due_key = KEYS[1], KEYS[2]
 local now, expire_at = tonumber(ARGV[3]), tonumber(ARGV[4])
+local named, at = cjson.decode(ARGV[7]), tonumber(ARGV[8])
 local raw = redis.call('HGET', key, 'booking')
 local b
 if raw then
@@ -16,7 +19,6 @@ if raw then
     extend_expiry(key, now, expire_at)
     return {'unchanged', 0}
   end
-  local named = cjson.decode(ARGV[7])
   if (ARGV[6] == '1' or b.seated) and #named > 0 and type(b.people) == 'table' then
     local is_named = {}
     for _, email in ipairs(named) do is_named[email] = true end
@@ -24,21 +26,23 @@ if raw then
     for _, p in ipairs(b.people) do
       if not is_named[p.email] then table.insert(stay, p) end
     end
-    if #stay > 0 then
+    -- Some stay, or no one is known on it yet (a booking first seen by a seat's cancel) and the
+    -- event names one attendee.
+    if #stay > 0 or (#b.people == 0 and #named == 1) then
       -- Some seats leave; the booking goes on for the others (and the firm).
       local n = 0
       each_reminder(key, function(field, r)
         if r.role == 'attendee' and is_named[r.to] then n = n + cancel_one(key, field, r, now, due_key) end
       end)
-      if #stay < #b.people then
-        if type(b.left) ~= 'table' then b.left = {} end
-        for _, p in ipairs(b.people) do
-          if is_named[p.email] then b.left[p.email] = tonumber(ARGV[8]) end
-        end
-        b.people = stay
-        b.attendees = people_line(stay)
-        redis.call('HSET', key, 'booking', cjson.encode(b))
+      -- Each one named has left, also one whose seat's CREATED has not come yet (it stays out when
+      -- it arrives, being older).
+      if type(b.left) ~= 'table' then b.left = {} end
+      for _, email in ipairs(named) do
+        if b.left[email] == nil or b.left[email] < at then b.left[email] = at end
       end
+      b.people = stay
+      b.attendees = people_line(stay)
+      redis.call('HSET', key, 'booking', cjson.encode(b))
       extend_expiry(key, now, expire_at)
       return {'seats_cancelled', n}
     end
@@ -48,6 +52,19 @@ if raw then
   if ARGV[5] ~= '' then b.rescheduled_to = ARGV[5] end
 else
   b = cjson.decode(ARGV[2])
+  if ARGV[1] == 'cancelled' and ARGV[6] == '1' and #named == 1 then
+    -- A seated booking first seen by a cancel naming one attendee: Cal.com cancels a seat so (the
+    -- whole of a booking with other seats names them all). The booking stays active for the seats
+    -- whose CREATED is still to come, with no one on it yet, and this one has left.
+    b.state = 'active'
+    b.cancelled_at = nil
+    b.people = {}
+    b.attendees = ''
+    b.left = { [named[1]] = at }
+    redis.call('HSET', key, 'booking', cjson.encode(b))
+    extend_expiry(key, now, expire_at)
+    return {'seats_cancelled', 0}
+  end
 end
 redis.call('HSET', key, 'booking', cjson.encode(b))
 local n = cancel_pending(key, now, nil, due_key)

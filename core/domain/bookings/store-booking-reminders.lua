@@ -78,8 +78,9 @@ else
     -- One who left earlier and takes a seat again gets their reminders back.
     local rejoin = existing and r.role == 'attendee' and new[r.to]
       and cjson.decode(existing).status == 'cancelled'
-    -- An attendee not on the booking (a seat past max_people) gets none.
-    local seated = r.role ~= 'attendee' or on[r.to]
+    -- An attendee not on the booking (a seat past max_people) gets none; the firm's come with the
+    -- first one on it (a booking first seen by a seat's cancel has no one yet).
+    local seated = (r.role ~= 'attendee' and #b.people > 0) or on[r.to]
     if seated and ((not existing and not (r.role == 'attendee' and out(r.to))) or rejoin) then
       add(ARGV[i], ARGV[i + 1], r.due_at)
     end
