@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { connectClio, finished, startSync } from '../contacts/clio-support.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
+import { registerClioRedirect } from '../integrations/clio-oauth-browser.js';
 import { detailPaths, expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -56,6 +57,7 @@ beforeAll(async () => {
       SIM_CALL_MS: '200',
     },
   });
+  registerClioRedirect(clio, stack);
   firm = await createFirm(stack, { max_concurrent_calls: 5 });
   agentId = await createAgent(firm.client, firm.slug);
   const early = await firm.client.post('/api/leads', { firmSlug: firm.slug, phone: EARLY_CLIENT_PHONE });

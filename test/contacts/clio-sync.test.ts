@@ -17,6 +17,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { ClioListedContact } from '../../core/integrations/crm/clio.js';
 import type { Workers } from '../../workers/runner.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
+import { registerClioRedirect } from '../integrations/clio-oauth-browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { readThen } from '../helpers/read-then.js';
 import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
@@ -44,6 +45,7 @@ beforeAll(async () => {
       CONTACTS_IMPORT_LOCK_MS: '4000',
     },
   });
+  registerClioRedirect(clio, stack);
 });
 afterAll(async () => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

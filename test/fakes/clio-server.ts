@@ -25,15 +25,21 @@
 // Retry-After, 500, ...), before the write or after it (the write happened, the answer says
 // otherwise — what a crash or a lost answer looks like to the client).
 //
-// OAuth as Clio Manage does it (docs.developers.clio.com, "Authorization"): GET /oauth/authorize
+// OAuth as Clio Manage does it (docs.developers.clio.com, "Authorization"; Clio's server is
+// Doorkeeper, whose rules and words these are where Clio's pages say nothing): GET /oauth/authorize
 // (client_id, response_type=code, redirect_uri, state) sends the browser back to redirect_uri with
-// ?code=&state= (the user's approval is taken as given); POST /oauth/token, form-encoded, takes
-// grant_type=authorization_code (client_id, client_secret, redirect_uri, code) or
-// grant_type=refresh_token (client_id, client_secret, refresh_token) and answers
-// {access_token, token_type: "bearer", expires_in, refresh_token}; a refused grant is
-// 400 {"error": "invalid_grant", "error_description": ...}, a wrong client 401 invalid_client
-// (RFC 6749 §5.2). Access tokens it issues expire after `oauth.expiresIn` seconds; the API
-// answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
+// ?code=&state= (the user's approval is taken as given), only to a redirect_uri registered for the
+// app (`oauth.redirectUris`, as its settings in Clio's developer portal; none registered, none is
+// taken): any other gets Doorkeeper's invalid_redirect_uri error page and no redirect, so no code
+// ever goes to an address the app did not register. The code remembers its redirect_uri. POST
+// /oauth/token, form-encoded, takes grant_type=authorization_code (client_id, client_secret,
+// redirect_uri, code) or grant_type=refresh_token (client_id, client_secret, refresh_token) and
+// answers {access_token, token_type: "bearer", expires_in, refresh_token}; a code exchanged with a
+// redirect_uri other than its authorize request's is refused as an unknown or used code is, 400
+// {"error": "invalid_grant", "error_description": ...} (RFC 6749 sections 4.1.3 and 5.2; Doorkeeper's
+// AuthorizationCodeRequest), one without redirect_uri 400 invalid_request; a wrong client 401
+// invalid_client. Access tokens it issues expire after `oauth.expiresIn` seconds; the
+// API answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
 // POST /oauth/deauthorize (Clio's "Deauthorization"; outside the v4 document, checked here by
 // hand like /oauth/token) takes the access token as bearer and as the form's `token` and ends the
 // grant: that access token and its refresh token stop working (200); an unknown or expired bearer
@@ -147,6 +153,13 @@ export interface FakeClioOAuth {
   refreshTokens: Set<string>;
   /** Codes issued by /oauth/authorize and not yet exchanged, with their redirect_uri. */
   codes: Map<string, string>;
+  /**
+   * The redirect URIs registered for the app (its settings at Clio): /oauth/authorize refuses
+   * any other. Empty at start: a test registers its stack's callback (registerClioRedirect).
+   */
+  redirectUris: string[];
+  /** Every GET /oauth/authorize's query, in order (refused ones too). */
+  authorizeRequests: Array<Record<string, string>>;
   /** The user logged in at Clio who approves the next authorize requests. */
   approver: FakeClioUser;
   /** Whose each issued code, access token and refresh token is. */
@@ -213,6 +226,38 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 const errorBody = (type: string, message: string) => ({ error: { type, message } });
 
 const newToken = (prefix: string) => `${prefix}_${randomBytes(16).toString('hex')}`;
+
+const isLoopback = (url: URL) => /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])$/.test(url.hostname);
+
+/**
+ * Whether a redirect_uri asked for is the `registered` one, as Doorkeeper's URIChecker.matches?
+ * judges it (at the authorize request against the app's, at the code's exchange against the
+ * authorize request's): the same URI, its query aside unless the registered one has a query (then
+ * the same parameters, in any order), and, both on a loopback address, any port (RFC 8252 for
+ * native apps).
+ */
+function sameRedirect(asked: string, registered: string): boolean {
+  let url: URL;
+  let other: URL;
+  try {
+    url = new URL(asked);
+    other = new URL(registered);
+  } catch {
+    return false;
+  }
+  if (url.hash !== '') return false;
+  if (other.search !== '') {
+    const params = (u: URL) => u.search.slice(1).split('&').sort().join('&');
+    if (params(url) !== params(other)) return false;
+    other.search = '';
+  }
+  url.search = '';
+  if (isLoopback(url) && isLoopback(other)) {
+    url.port = '';
+    other.port = '';
+  }
+  return url.href === other.href;
+}
 
 const PHONE_NAMES = new Set(['Work', 'Personal', 'Other']);
 const MATTER_STATUS: Record<string, ClioMatterRecord['status']> = {
@@ -312,6 +357,8 @@ export async function startFakeClio(
     accessTokens: new Map(),
     refreshTokens: new Set(),
     codes: new Map(),
+    redirectUris: [],
+    authorizeRequests: [],
     approver: users[0]!,
     grantUser,
     grantsOf(userId) {
@@ -408,9 +455,18 @@ export async function startFakeClio(
     sendJson(res, status, { error, error_description: description });
 
   const authorize = (res: ServerResponse, query: Record<string, string>) => {
-    if (query.client_id !== oauth.clientId || query.response_type !== 'code' || !query.redirect_uri) {
+    oauth.authorizeRequests.push(query);
+    if (query.client_id !== oauth.clientId || query.response_type !== 'code') {
       res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
-      return res.end('The client_id, response_type=code or redirect_uri is wrong.');
+      return res.end('The client_id or response_type=code is wrong.');
+    }
+    if (
+      query.redirect_uri === undefined ||
+      !oauth.redirectUris.some((registered) => sameRedirect(query.redirect_uri!, registered))
+    ) {
+      // Never redirected (the address is what is in doubt): the error page, in Doorkeeper's words.
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' });
+      return res.end(`invalid_redirect_uri: ${INVALID_REDIRECT_URI}`);
     }
     const code = newToken('code');
     oauth.codes.set(code, query.redirect_uri);
@@ -424,7 +480,9 @@ export async function startFakeClio(
 
   const INVALID_GRANT =
     'The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client.';
-  const tokenGrant = (req: IncomingMessage, res: ServerResponse, text: string) => {
+  const INVALID_REDIRECT_URI =
+    "The requested redirect uri is malformed or doesn't match client redirect URI.";
+  const tokenGrant = async (req: IncomingMessage, res: ServerResponse, text: string) => {
     const form = (req.headers['content-type'] ?? '').includes('application/json')
       ? (JSON.parse(text) as Record<string, string>)
       : Object.fromEntries(new URLSearchParams(text));
@@ -433,8 +491,11 @@ export async function startFakeClio(
       return oauthError(res, 401, 'invalid_client', 'Client authentication failed.');
     }
     if (form.grant_type === 'authorization_code') {
+      if (!form.redirect_uri) {
+        return oauthError(res, 400, 'invalid_request', 'Missing required parameter: redirect_uri.');
+      }
       const redirect = form.code === undefined ? undefined : oauth.codes.get(form.code);
-      if (redirect === undefined || redirect !== form.redirect_uri) {
+      if (redirect === undefined || !sameRedirect(form.redirect_uri, redirect)) {
         return oauthError(res, 400, 'invalid_grant', INVALID_GRANT);
       }
       oauth.codes.delete(form.code!);
@@ -521,7 +582,11 @@ export async function startFakeClio(
     const path = url.pathname.slice(basePath.length);
     const query = Object.fromEntries(url.searchParams);
     if (path === '/oauth/authorize' && req.method === 'GET') return authorize(res, query);
-    if (path === '/oauth/token' && req.method === 'POST') return tokenGrant(req, res, text);
+    if (path === '/oauth/token' && req.method === 'POST') {
+      return void tokenGrant(req, res, text).catch((err: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, errorBody('InternalServerError', (err as Error).message));
+      });
+    }
     if (path === '/oauth/deauthorize' && req.method === 'POST') return deauthorize(req, res, text);
     const method = req.method ?? 'GET';
     let body: any;

@@ -11,7 +11,7 @@ import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-se
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { callForProvider, postSigned, retellCallAnalyzed, settledCall } from '../webhooks/support.js';
-import { connectClioInBrowser } from '../integrations/clio-oauth-browser.js';
+import { connectClioInBrowser, registerClioRedirect } from '../integrations/clio-oauth-browser.js';
 import { calBooking, calEvent, postSigned as postCalSigned, uid } from '../bookings/support.js';
 
 const CLIENT_ID = 'clio-client-id';
@@ -35,6 +35,7 @@ beforeAll(async () => {
     workers: true,
     env: { CLIO_CLIENT_ID: CLIENT_ID, CLIO_CLIENT_SECRET: CLIENT_SECRET, CLIO_BASE_URL: clio.url },
   });
+  registerClioRedirect(clio, stack);
 });
 afterAll(async () => {
   await stack?.stop();

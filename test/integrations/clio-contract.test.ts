@@ -445,6 +445,10 @@ describe('OAuth: the token endpoint and its refusals (RFC 6749 §5.2)', () => {
     return new URL(res.headers.get('location')!).searchParams.get('code')!;
   }
   const redirect = 'http://127.0.0.1:1/api/integrations/clio/callback';
+  // The app's redirect URI, as registered in Clio's developer portal.
+  beforeAll(() => {
+    clio.oauth.redirectUris.push(redirect);
+  });
 
   it('exchanges a code, refreshes (a new refresh token replaces the old), and uses the token', async () => {
     const tokens = (await grant({
@@ -513,6 +517,57 @@ describe('OAuth: the token endpoint and its refusals (RFC 6749 §5.2)', () => {
     const revoked = await grant({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token! });
     expect(revoked).toBeInstanceOf(ClioGrantRefusedError);
     expect((revoked as ClioGrantRefusedError).error).toBe('invalid_grant');
+  });
+
+  it('authorize refuses a redirect_uri the app did not register: an error page, no redirect, no code', async () => {
+    const issued = clio.oauth.codes.size;
+    for (const other of [
+      'https://attacker.test/api/integrations/clio/callback',
+      'http://127.0.0.1:1/api/integrations/clio/callback/other',
+      undefined,
+    ]) {
+      const params = new URLSearchParams({
+        response_type: 'code',
+        client_id: clio.oauth.clientId,
+        state: 's',
+      });
+      if (other !== undefined) params.set('redirect_uri', other);
+      const res = await fetch(`${clio.url}/oauth/authorize?${params}`, { redirect: 'manual' });
+      const page = await res.text();
+      console.log(`authorize with redirect_uri ${other ?? '(none)'} → ${res.status} ${page}`);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(page).toMatch(/^invalid_redirect_uri: /);
+    }
+    expect(clio.oauth.codes.size).toBe(issued);
+    // The registered one is taken, its query aside (Doorkeeper's rule).
+    expect(await codeFor(`${redirect}?from=clio`)).toMatch(/^code_/);
+  });
+
+  it('a code exchanged with another redirect_uri than its authorize request’s: 400 invalid_grant, the code kept', async () => {
+    const code = await codeFor(redirect);
+    const other = 'http://127.0.0.1:1/api/integrations/clio/elsewhere';
+    const refused = await grant({ grant_type: 'authorization_code', code, redirect_uri: other });
+    expect(refused).toBeInstanceOf(ClioGrantRefusedError);
+    expect((refused as ClioGrantRefusedError).error).toBe('invalid_grant');
+    expect((refused as ClioGrantRefusedError).description).toMatch(/does not match the redirection URI/);
+    // Without one at all: invalid_request (Doorkeeper asks for the missing parameter).
+    const missing = await fetch(`${clio.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        client_id: clio.oauth.clientId,
+        client_secret: clio.oauth.clientSecret,
+      }).toString(),
+    });
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ error: 'invalid_request' });
+    // A refused exchange does not use the code up: with the authorize request's redirect_uri it works.
+    expect(await grant({ grant_type: 'authorization_code', code, redirect_uri: redirect })).toMatchObject({
+      access_token: expect.any(String),
+    });
   });
 
   it('wrong client credentials: 401 invalid_client (the service’s own, not a firm’s)', async () => {

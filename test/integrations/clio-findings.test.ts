@@ -13,7 +13,7 @@ import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { capturingLogger } from '../helpers/capturing-logger.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { connectClio, finished, startSync } from '../contacts/clio-support.js';
-import { FlowBrowser } from './clio-oauth-browser.js';
+import { FlowBrowser, registerClioRedirect } from './clio-oauth-browser.js';
 import {
   JANE,
   callForProvider,
@@ -38,6 +38,7 @@ beforeAll(async () => {
       CLIO_BASE_URL: clio.url,
     },
   });
+  registerClioRedirect(clio, stack);
 });
 afterAll(async () => {
   await stack?.stop();

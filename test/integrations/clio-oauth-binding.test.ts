@@ -10,7 +10,7 @@ import { readClioConnection } from '../../core/domain/crm/clio-connection-store.
 import { startFakeClio, type FakeClio, type FakeClioUser } from '../fakes/clio-server.js';
 import { BROWSER_TEST_MS, launchChromium, openContext } from '../helpers/browser.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
-import { FlowBrowser, confirmationForm } from './clio-oauth-browser.js';
+import { FlowBrowser, confirmationForm, registerClioRedirect } from './clio-oauth-browser.js';
 
 const CLIENT_ID = 'clio-client-id';
 const CLIENT_SECRET = 'clio-client-secret';
@@ -25,6 +25,7 @@ beforeAll(async () => {
   stack = await startStack({
     env: { CLIO_CLIENT_ID: CLIENT_ID, CLIO_CLIENT_SECRET: CLIENT_SECRET, CLIO_BASE_URL: clio.url },
   });
+  registerClioRedirect(clio, stack);
 });
 afterAll(async () => {
   await stack?.stop();

@@ -1,6 +1,19 @@
 // A browser as far as the Clio connect flow needs one: its own cookie jar (what `connect` sets
 // comes back on the callback and the confirmation), redirects not followed, HTML asked for.
 import { expect } from 'vitest';
+import type { FakeClio } from '../fakes/clio-server.js';
+import type { Stack } from '../helpers/stack.js';
+
+/**
+ * Registers the stack's callback as the Clio app's redirect URI at the local Clio, which refuses
+ * to authorize for any other: the address docs/clio.md has the operator register,
+ * PUBLIC_BASE_URL/api/integrations/clio/callback, from the stack's own PUBLIC_BASE_URL.
+ */
+export function registerClioRedirect(clio: FakeClio, stack: Stack): void {
+  clio.oauth.redirectUris.push(
+    `${stack.env.PUBLIC_BASE_URL!.replace(/\/+$/, '')}/api/integrations/clio/callback`,
+  );
+}
 
 export class FlowBrowser {
   private readonly jar = new Map<string, string>();

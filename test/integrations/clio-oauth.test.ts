@@ -8,7 +8,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { BROWSER_TEST_MS, launchChromium, openContext } from '../helpers/browser.js';
-import { FlowBrowser, connectClioInBrowser } from './clio-oauth-browser.js';
+import { FlowBrowser, connectClioInBrowser, registerClioRedirect } from './clio-oauth-browser.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import {
@@ -42,6 +42,7 @@ beforeAll(async () => {
       WORKER_CONCURRENCY: '50',
     },
   });
+  registerClioRedirect(clio, stack);
 });
 afterAll(async () => {
   await stack?.stop();
@@ -145,6 +146,23 @@ describe('connect and callback', () => {
     expect(shown.text).not.toContain(stored.refresh_token);
     const exchange = clio.oauth.tokenRequests.find((r) => r.grant_type === 'authorization_code')!;
     expect(exchange.redirect_uri).toBe(`${stack.config.publicBaseUrl}/api/integrations/clio/callback`);
+  });
+
+  it('the code is exchanged with the very redirect_uri of its authorize request, the one registered at Clio', async () => {
+    const firm = await oauthFirm();
+    const browser = browserOf(firm);
+    const authorize = await connectRedirect(firm, undefined, browser);
+    const approved = await browser.request(authorize.toString());
+    expect(approved.status).toBe(302);
+    const code = new URL(approved.headers.get('location')!).searchParams.get('code')!;
+    expect((await browser.request(approved.headers.get('location')!)).status).toBe(200);
+    const exchanges = clio.oauth.tokenRequests.filter(
+      (r) => r.grant_type === 'authorization_code' && r.code === code,
+    );
+    expect(exchanges).toHaveLength(1);
+    // The same string, not merely one Clio would match (on a loopback address it ignores the port).
+    expect(exchanges[0]!.redirect_uri).toBe(authorize.searchParams.get('redirect_uri'));
+    expect(clio.oauth.redirectUris).toContain(exchanges[0]!.redirect_uri);
   });
 
   it('a used, unknown or expired state is 400 and stores nothing', async () => {
