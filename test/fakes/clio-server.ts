@@ -38,7 +38,8 @@
 // redirect_uri other than its authorize request's is refused as an unknown or used code is, 400
 // {"error": "invalid_grant", "error_description": ...} (RFC 6749 sections 4.1.3 and 5.2; Doorkeeper's
 // AuthorizationCodeRequest), one without redirect_uri 400 invalid_request; a wrong client 401
-// invalid_client. Access tokens it issues expire after `oauth.expiresIn` seconds; the
+// invalid_client. `oauth.tokenDelayMs` makes the token endpoint slow (each request waits that
+// long before it is judged). Access tokens it issues expire after `oauth.expiresIn` seconds; the
 // API answers 401 to an expired or unknown one. The static `token` (a pasted token) keeps working.
 // POST /oauth/deauthorize (Clio's "Deauthorization"; outside the v4 document, checked here by
 // hand like /oauth/token) takes the access token as bearer and as the form's `token` and ends the
@@ -54,6 +55,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { answerDelay, type Latency } from './latency.js';
 import { fieldProblems, parseFields, project, type FieldNode } from './clio/fields.js';
 import { loadSpec, SpecViolations, type SpecMatch } from './spec/openapi-spec.js';
@@ -160,6 +162,8 @@ export interface FakeClioOAuth {
   redirectUris: string[];
   /** Every GET /oauth/authorize's query, in order (refused ones too). */
   authorizeRequests: Array<Record<string, string>>;
+  /** How long each POST /oauth/token waits before it is judged (a slow token endpoint); 0 at start. */
+  tokenDelayMs: number;
   /** The user logged in at Clio who approves the next authorize requests. */
   approver: FakeClioUser;
   /** Whose each issued code, access token and refresh token is. */
@@ -359,6 +363,7 @@ export async function startFakeClio(
     codes: new Map(),
     redirectUris: [],
     authorizeRequests: [],
+    tokenDelayMs: 0,
     approver: users[0]!,
     grantUser,
     grantsOf(userId) {
@@ -487,6 +492,7 @@ export async function startFakeClio(
       ? (JSON.parse(text) as Record<string, string>)
       : Object.fromEntries(new URLSearchParams(text));
     oauth.tokenRequests.push(form);
+    if (oauth.tokenDelayMs > 0) await sleep(oauth.tokenDelayMs);
     if (form.client_id !== oauth.clientId || form.client_secret !== oauth.clientSecret) {
       return oauthError(res, 401, 'invalid_client', 'Client authentication failed.');
     }

@@ -3,7 +3,10 @@
 // tokens that expire: the connect redirect, the callback, single-use states, refresh before
 // expiry and once after a 401 (one refresh for many racing effects), and a refused refresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clioTokenSource } from '../../core/domain/crm/clio-connection.js';
 import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createServices } from '../../core/wiring/services.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
@@ -20,6 +23,7 @@ import {
 } from '../webhooks/support.js';
 
 const SECRET = 'whsec_clio_oauth_test';
+const TOKEN_LOCK_MS = 2000;
 const CLIENT_ID = 'clio-client-id';
 const CLIENT_SECRET = 'clio-client-secret';
 
@@ -40,6 +44,8 @@ beforeAll(async () => {
       SMTP_URL: smtp.url,
       // Every CRM effect of the racing calls below can run at once.
       WORKER_CONCURRENCY: '50',
+      // A refresh outlasts the firm's token lock within seconds (the fake's slow token endpoint).
+      OAUTH_TOKEN_LOCK_MS: String(TOKEN_LOCK_MS),
     },
   });
   registerClioRedirect(clio, stack);
@@ -287,6 +293,38 @@ describe('tokens in use', () => {
     }
     for (const id of callIds) expect((await settledCall(firm.client, id, 60_000)).effects.crm).toBe('done');
     expect(clio.oauth.refreshCount() - refreshes).toBe(1);
+  });
+
+  it('a refresh slower than the token lock: the lock is renewed, and no other worker refreshes with the same refresh token', async () => {
+    const firm = await oauthFirm();
+    clio.oauth.expiresIn = 60; // inside the refresh margin
+    try {
+      await connect(firm);
+    } finally {
+      clio.oauth.expiresIn = 2_592_000;
+    }
+    const before = await connections().findOne({ _id: firm.slug });
+    const refreshes = clio.oauth.refreshCount();
+    // Another worker process: services of its own, over a Redis connection of its own.
+    const other = createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker');
+    // Clio takes longer than the lock's TTL, several times over, to answer the refresh.
+    clio.oauth.tokenDelayMs = 2.5 * TOKEN_LOCK_MS;
+    try {
+      const first = clioTokenSource(stack.services, firm.slug).current();
+      await eventually(async () => expect(clio.oauth.refreshCount()).toBe(refreshes + 1), 30_000, 20);
+      // The first worker's refresh is at Clio; the other needs a token now.
+      const second = clioTokenSource(other, firm.slug).current();
+      const [a, b] = await Promise.all([first, second]);
+      expect(b).toBe(a);
+    } finally {
+      clio.oauth.tokenDelayMs = 0;
+      await other.close();
+    }
+    expect(clio.oauth.refreshCount() - refreshes).toBe(1);
+    const after = await connections().findOne({ _id: firm.slug });
+    expect(after.status).toBe('connected');
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    expect(clio.oauth.refreshTokens.has(after.refresh_token)).toBe(true);
   });
 
   it('a refused refresh (invalid_grant): reconnect_required, the effect failed with that reason, one mail', async () => {

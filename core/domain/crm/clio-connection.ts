@@ -317,6 +317,7 @@ export function clioTokenSource(services: Services, firm: string): ClioTokenSour
   return lockedTokenSource({
     redis: services.redis,
     lockKey: redisKeys(services.config).clioTokenLock(firm),
+    lockTtlMs: services.config.oauthTokenLockMs,
     marginMs: CLIO_REFRESH_MARGIN_MS,
     read: async () => {
       const conn = await readClioConnection(db, firm);

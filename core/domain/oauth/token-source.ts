@@ -6,7 +6,10 @@ import { withRecordLock } from '../../platform/redis-mutex.js';
 // connection again and refreshes only if that is still needed, so however many workers need a
 // token at once, one refresh happens and the others use its result (docs/clio.md#refresh,
 // docs/ringcentral.md#connection). What a refresh is, and what a refused one means, is the
-// provider's (`refresh`).
+// provider's (`refresh`). The lock is renewed while its holder works: a refresh may outlast its
+// TTL (the token request alone may take 20 s after its DNS lookup, a refused one is followed by
+// the firm's notice and its mail), and a second worker taking a lapsed lock would send the same
+// refresh token again, which the provider, having rotated it, refuses as invalid_grant.
 
 export interface OAuthTokenSource {
   /** A token to use now (refreshed first when it is about to expire). */
@@ -23,6 +26,8 @@ export interface RefreshableConnection {
 export function lockedTokenSource<C extends RefreshableConnection>(options: {
   redis: RedisClient;
   lockKey: string;
+  /** The lock's TTL (OAUTH_TOKEN_LOCK_MS), renewed every third of it while held. */
+  lockTtlMs: number;
   /** Refresh this long before the token expires. */
   marginMs: number;
   /** The connection as stored (throws when there is none, or it may not be used). */
@@ -41,7 +46,7 @@ export function lockedTokenSource<C extends RefreshableConnection>(options: {
         if (!needed(conn)) return conn.access_token;
         return options.refresh(conn);
       },
-      { waitMs: 60_000 },
+      { ttlMs: options.lockTtlMs, renew: true, waitMs: 60_000 },
     );
   return {
     async current() {

@@ -327,6 +327,7 @@ export function ringCentralTokenSource(services: Services, firm: string): RingCe
   return lockedTokenSource({
     redis: services.redis,
     lockKey: redisKeys(services.config).ringcentralTokenLock(firm),
+    lockTtlMs: services.config.oauthTokenLockMs,
     marginMs: RC_REFRESH_MARGIN_MS,
     read: async () => {
       const conn = await readRingCentralConnection(db, firm);

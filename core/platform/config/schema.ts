@@ -393,6 +393,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       "how long a call record's write lock (the place-call and call-event jobs take turns on a call) lasts unreleased: how soon a crashed worker's lock on a call frees itself; longer than any one write may take",
   }),
+  oauthTokenLockMs: integer('OAUTH_TOKEN_LOCK_MS', {
+    min: 1000,
+    max: 600_000,
+    default: 30_000,
+    description:
+      "a firm's OAuth token lock (Clio, RingCentral: one refresh at a time, as the provider rotates the refresh token), renewed every third of it while a refresh runs: how long it outlives a worker that died holding it",
+  }),
   effectLeaseMs: integer('EFFECT_LEASE_MS', {
     min: 3000,
     max: 600_000,
