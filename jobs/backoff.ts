@@ -1,4 +1,5 @@
 import type { BackoffStrategy } from 'bullmq';
+import { retryAfterOf } from '../core/platform/retry-after.js';
 
 // When a failed job runs again. BullMQ's `exponential` backoff doubles the wait with every failed
 // attempt, so a job that failed a few times in a row while the service's own MongoDB or Redis was
@@ -6,8 +7,12 @@ import type { BackoffStrategy } from 'bullmq';
 // (the `webhooks` queue's fan-outs, deliveries and replays: an endpoint's failures are waits in the
 // delivery's record, not job failures) uses CAPPED instead: the wait doubles from the definition's
 // `delay` up to CAPPED_MAX_MS and no further, jittered, and the job has CAPPED_ATTEMPTS attempts, so
-// it outlasts an outage of about an hour and runs within CAPPED_MAX_MS of its end. The strategy is
-// declared once, in the workers' settings (workers/runner.ts).
+// it outlasts an outage of about an hour and runs within CAPPED_MAX_MS of its end. A job whose
+// failures are an outside system's (an analysed call's effect: Clio, Slack) uses RETRY_AFTER:
+// exponential as BullMQ's, but never sooner than the Retry-After of a 429 it failed with (one
+// longer than the attempt would wait in itself: core/platform/retry-after.ts), so a system that
+// asked for 45 s is not asked again after 4. The strategy is declared once, in the workers'
+// settings (workers/runner.ts).
 
 /** The custom backoff type: `{ type: CAPPED, delay }`, delay the first retry's wait. */
 export const CAPPED = 'capped-exponential';
@@ -32,12 +37,26 @@ export function cappedDelay(failures: number, delayMs: number, random: number = 
   return Math.round(wait * (0.5 + 0.5 * random));
 }
 
+/** The custom backoff type: `{ type: RETRY_AFTER, delay }`, BullMQ's exponential from `delay`, honouring Retry-After. */
+export const RETRY_AFTER = 'exponential-retry-after';
+
 /**
- * The workers' `settings.backoffStrategy`: BullMQ calls it with the failed attempts so far for a
- * backoff type it does not know. CAPPED is the only such type here.
+ * The wait before the next attempt after `failures` failed ones of a RETRY_AFTER job:
+ * `delay × 2^(failures − 1)` (BullMQ's exponential), or the Retry-After `err` carries when longer.
  */
-export const backoffStrategy: BackoffStrategy = (attemptsMade, type, _err, job) => {
-  if (type !== CAPPED) throw new Error(`unknown backoff type ${String(type)}`);
+export function retryAfterDelay(failures: number, delayMs: number, err: unknown): number {
+  const exponential = Math.round(delayMs * 2 ** Math.max(0, failures - 1));
+  return Math.max(exponential, retryAfterOf(err) ?? 0);
+}
+
+/**
+ * The workers' `settings.backoffStrategy`: BullMQ calls it with the failed attempts so far and the
+ * error for a backoff type it does not know: CAPPED or RETRY_AFTER.
+ */
+export const backoffStrategy: BackoffStrategy = (attemptsMade, type, err, job) => {
   const backoff = job?.opts.backoff;
-  return cappedDelay(attemptsMade, typeof backoff === 'object' ? (backoff.delay ?? 1000) : 1000);
+  const delay = typeof backoff === 'object' ? (backoff.delay ?? 1000) : 1000;
+  if (type === CAPPED) return cappedDelay(attemptsMade, delay);
+  if (type === RETRY_AFTER) return retryAfterDelay(attemptsMade, delay, err);
+  throw new Error(`unknown backoff type ${String(type)}`);
 };

@@ -1,6 +1,7 @@
 import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { RETRY_AFTER } from './backoff.js';
 
 // The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline): one job extracts the caller
 // data once and stores it on the call, then each effect is its own job — with its own attempts and
@@ -51,7 +52,8 @@ export const callAnalysisJobs = {
     id: (job) => jobId('effect', job.firm, job.callId, job.effect),
     // About an hour of retries (2 s, 4 s, ... 68 min in all) before an effect is `failed`:
     // long enough to ride out a Slack or Clio outage, short enough to be noticed the same day.
-    // The first delay is CALL_EFFECT_RETRY_MS (2 s), given when the job is added.
-    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+    // The first delay is CALL_EFFECT_RETRY_MS (2 s), given when the job is added; no retry comes
+    // sooner than a 429's Retry-After (RETRY_AFTER).
+    options: { attempts: 12, backoff: { type: RETRY_AFTER, delay: 2000 } },
   }),
 };

@@ -1,6 +1,7 @@
 // Honouring an outside system's 429 + Retry-After inside one attempt: wait as asked, then send
 // the same request again, a bounded number of times and never longer than a bound per wait.
-// Past the bounds the attempt fails and the job's own backoff takes over.
+// Past the bounds the attempt fails and the job's own backoff takes over, which waits at least
+// the Retry-After too (retryAfterOf; jobs/backoff.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
@@ -23,6 +24,23 @@ export class RateLimitedError extends Error {
     );
     this.name = 'RateLimitedError';
   }
+}
+
+/** The longest Retry-After a job's next attempt waits for: a day. */
+export const RETRY_AFTER_CAP_MS = 86_400_000;
+
+/**
+ * The Retry-After of the RateLimitedError in `err` or its causes (a client's own error wraps the
+ * 429 it gave up on: CrmError, TeamChatError), at most RETRY_AFTER_CAP_MS; null when none asked.
+ */
+export function retryAfterOf(err: unknown): number | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; depth++) {
+    if (e instanceof RateLimitedError) {
+      return e.retryAfterMs === null ? null : Math.min(e.retryAfterMs, RETRY_AFTER_CAP_MS);
+    }
+    e = e.cause;
+  }
+  return null;
 }
 
 interface RetryAfterPolicy {

@@ -2,7 +2,17 @@
 // wait doubles from the definition's delay up to a few seconds and no further, jittered, with
 // attempts enough to outlast an outage of about an hour.
 import { describe, expect, it } from 'vitest';
-import { CAPPED, CAPPED_ATTEMPTS, CAPPED_MAX_MS, backoffStrategy, cappedDelay } from '../../jobs/backoff.js';
+import {
+  CAPPED,
+  CAPPED_ATTEMPTS,
+  CAPPED_MAX_MS,
+  RETRY_AFTER,
+  backoffStrategy,
+  cappedDelay,
+} from '../../jobs/backoff.js';
+import { CrmError } from '../../core/integrations/crm/clio.js';
+import { TeamChatError } from '../../core/integrations/team-chat/slack.js';
+import { RETRY_AFTER_CAP_MS, RateLimitedError } from '../../core/platform/retry-after.js';
 import { QUEUE } from '../../jobs/queues.js';
 import { JOBS } from '../../jobs/table.js';
 
@@ -51,5 +61,36 @@ describe('capped backoff', () => {
     }
     // The call event keeps its short retention.
     expect(JOBS.callEvent.options?.removeOnComplete).toEqual({ age: 3600, count: 100 });
+  });
+});
+
+describe('exponential backoff honouring Retry-After', () => {
+  const job = { opts: { backoff: { type: RETRY_AFTER, delay: 2000 } } } as never;
+  const limited = (seconds: number | null) =>
+    new CrmError('Clio answered 429. Still limited after waiting; trying later.', false, false, 429, {
+      cause: new RateLimitedError('Clio', seconds === null ? null : seconds * 1000),
+    });
+
+  it('is BullMQ’s exponential from the job’s delay when no Retry-After was asked', async () => {
+    const waits = await Promise.all(
+      [1, 2, 3, 11].map((n) => backoffStrategy(n, RETRY_AFTER, new Error('Clio answered 500'), job)),
+    );
+    expect(waits).toEqual([2000, 4000, 8000, 2_048_000]);
+    expect(await backoffStrategy(1, RETRY_AFTER, limited(null), job)).toBe(2000);
+  });
+
+  it('waits a 429’s Retry-After when longer, found through the client’s error (Clio’s, Slack’s)', async () => {
+    expect(await backoffStrategy(1, RETRY_AFTER, limited(45), job)).toBe(45_000);
+    expect(await backoffStrategy(6, RETRY_AFTER, limited(45), job)).toBe(64_000);
+    const slack = new TeamChatError('Slack answered 429.', false, false, {
+      cause: new RateLimitedError('Slack', 90_000),
+    });
+    expect(await backoffStrategy(2, RETRY_AFTER, slack, job)).toBe(90_000);
+    // At most a day, however long Clio asks for.
+    expect(await backoffStrategy(1, RETRY_AFTER, limited(10 * 86_400), job)).toBe(RETRY_AFTER_CAP_MS);
+  });
+
+  it('is the call effect’s backoff', () => {
+    expect(JOBS.callEffect.options?.backoff).toEqual({ type: RETRY_AFTER, delay: 2000 });
   });
 });

@@ -2,11 +2,12 @@
 // HTTP servers speaking Clio's and Slack's protocols, real Redis, FerretDB and workers. Each effect
 // happens once per call however often and however concurrently the event is delivered, and a
 // failing effect is retried alone.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, rand, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { decodeHeader, type FakeSmtp } from '../fakes/smtp-server.js';
-import type { FakeClio } from '../fakes/clio-server.js';
+import type { ClioFailure, FakeClio } from '../fakes/clio-server.js';
+import { RETRY_AFTER } from '../../jobs/backoff.js';
 import type { FakeSlack } from '../fakes/slack-server.js';
 import {
   JANE,
@@ -297,7 +298,7 @@ describe('a failing effect is retried alone', () => {
     const retried = await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`);
     expect(await retried?.getState()).toBe('completed');
     expect(retried?.opts.delay).toBe(1000);
-    expect(retried?.opts.backoff).toEqual({ type: 'exponential', delay: 1000 });
+    expect(retried?.opts.backoff).toEqual({ type: RETRY_AFTER, delay: 1000 });
     for (const effect of ['lead', 'crm', 'email']) {
       expect(await queue.getJob(`effect|${firm.slug}|${callId}|${effect}`), effect).toBeUndefined();
     }
@@ -323,6 +324,76 @@ describe('a failing effect is retried alone', () => {
     const stored = (await storedCall(stack, callId))!;
     expect(stored.crm_sync?.contact).toMatchObject({ state: 'done', attempts: 1 });
     expect(stored.effects?.crm).toMatchObject({ state: 'done', attempts: 1 });
+  });
+
+  describe('Clio answering 429 with a Retry-After longer than an attempt waits (45 s)', () => {
+    /** The effect's job, once it waits delayed with `attemptsMade` failed attempts, and when BullMQ runs it next. */
+    async function nextAttempt(firm: Firm, callId: string, attemptsMade: number) {
+      const queue = stack.services.queues['call-effects'];
+      const id = `effect|${firm.slug}|${callId}|crm`;
+      return eventually(async () => {
+        const job = await queue.getJob(id);
+        expect(await job?.getState()).toBe('delayed');
+        expect(job!.attemptsMade).toBe(attemptsMade);
+        // The delayed set's score: when it becomes due (ms) × 4096 + a counter.
+        const score = await stack.services.redis.zscore(queue.keys.delayed!, id);
+        return { job: job!, at: Math.floor(Number(score) / 0x1000) };
+      }, 30_000);
+    }
+    /** When the fake answered the `nth` search for the caller's email (the failures it was told to give). */
+    const searchedAt = (email: string, nth: number) =>
+      clio.requests.filter(
+        (r) => r.path === '/api/v4/contacts.json' && r.query.query?.toLowerCase() === email.toLowerCase(),
+      )[nth]!.at;
+
+    /** A call of a caller of its own, whose searches in Clio (by the email) get `failures`, in order. */
+    async function deliver(firm: Firm, tag: string, failures: ClioFailure[]) {
+      const caller = callerFor(tag);
+      const left = [...failures];
+      clio.injectFailure = (r) =>
+        r.method === 'GET' &&
+        r.path === '/api/v4/contacts.json' &&
+        r.query.query?.toLowerCase() === caller.email.toLowerCase()
+          ? left.shift()
+          : undefined;
+      const body = retellCallAnalyzed({ caller });
+      await postSigned(stack, firm.slug, SECRET, body);
+      const callId = (await callForProvider(stack, firm.slug, body.call.call_id))._id;
+      return { callId, email: caller.email };
+    }
+    afterEach(() => {
+      clio.injectFailure = undefined;
+    });
+
+    /** Not 45 s of this test: the wait is BullMQ's, seen above; promoted, the job writes the contact. */
+    async function finish(firm: Firm, callId: string, email: string, job: { promote(): Promise<void> }) {
+      await job.promote();
+      expect((await settledCall(firm.client, callId)).effects.crm).toBe('done');
+      expect(contactsWithEmail(email)).toHaveLength(1);
+    }
+
+    it('in the analysis job: the effect’s own job is first tried no sooner than 45 s after the 429', async () => {
+      const firm = await configuredFirm();
+      const { callId, email } = await deliver(firm, 'clio-429-45', [{ status: 429, retryAfter: '45' }]);
+      const { job, at } = await nextAttempt(firm, callId, 0);
+      expect(at - searchedAt(email, 0)).toBeGreaterThanOrEqual(45_000);
+      expect(job.opts.delay).toBeGreaterThanOrEqual(45_000);
+      await finish(firm, callId, email, job);
+    });
+
+    it('in the effect’s own job: its next attempt is no sooner than 45 s after the 429 (the backoff honours Retry-After)', async () => {
+      const firm = await configuredFirm();
+      // The analysis job meets a 500 and hands the effect to its job; that job's attempt the 429.
+      const { callId, email } = await deliver(firm, 'clio-429-45-job', [
+        { status: 500 },
+        { status: 429, retryAfter: '45' },
+      ]);
+      const { job, at } = await nextAttempt(firm, callId, 1);
+      expect(job.failedReason).toMatch(/429.*Retry-After 45 s/);
+      expect(at - searchedAt(email, 1)).toBeGreaterThanOrEqual(45_000);
+      expect(job.delay).toBeGreaterThanOrEqual(45_000);
+      await finish(firm, callId, email, job);
+    });
   });
 
   it('Slack answering 429 with Retry-After: 1: the message is posted after the wait, once, in the same attempt', async () => {

@@ -2,6 +2,7 @@ import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.j
 import { enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { BusyUntilError } from '../../platform/busy-until.js';
+import { retryAfterOf } from '../../platform/retry-after.js';
 import { inSpan } from '../../platform/telemetry/start.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
@@ -209,7 +210,8 @@ export async function runCallEffect(
  * Every effect of an analysed call, together, in the analysis job that has the call in hand (no
  * job, no read of the call per effect): what a call costs is mostly round trips, and four jobs
  * were a third of them. An effect that fails is handed to its own job (job id = firm + call +
- * effect), which retries it alone with backoff, its first try CALL_EFFECT_RETRY_MS later; one
+ * effect), which retries it alone with backoff, its first try CALL_EFFECT_RETRY_MS later (or
+ * the Retry-After of a 429 it failed with, when longer); one
  * under way in another attempt is handed over to look again when that attempt's lease ends; one
  * refused for good is recorded `failed` and left. Effects done are never repeated.
  */
@@ -242,7 +244,11 @@ export async function runCallEffects(
           if (isFinalEffectFailure(err)) return 'failed';
           const retryMs = services.config.callEffectRetryMs;
           // Under way in another attempt: look again when its lease ends (as workers/park.ts does).
-          const delay = err instanceof BusyUntilError ? err.until + 250 - Date.now() : retryMs;
+          // Refused with a 429 whose Retry-After was too long to wait here: not before it.
+          const delay =
+            err instanceof BusyUntilError
+              ? err.until + 250 - Date.now()
+              : Math.max(retryMs, retryAfterOf(err) ?? 0);
           services.log.info(
             { firm: call.firm, call_id: call._id, effect, err: (err as Error).message },
             'call effect handed to its own job',
