@@ -7,12 +7,13 @@ import { retryAfterOf } from '../core/platform/retry-after.js';
 // (the `webhooks` queue's fan-outs, deliveries and replays: an endpoint's failures are waits in the
 // delivery's record, not job failures) uses CAPPED instead: the wait doubles from the definition's
 // `delay` up to CAPPED_MAX_MS and no further, jittered, and the job has CAPPED_ATTEMPTS attempts, so
-// it outlasts an outage of about an hour and runs within CAPPED_MAX_MS of its end. A job whose
-// failures are an outside system's (an analysed call's effect: Clio, Slack) uses RETRY_AFTER:
+// it outlasts an outage of about an hour and runs within CAPPED_MAX_MS of its end. Every other job
+// (the queues' default, and each definition with a backoff of its own) uses RETRY_AFTER:
 // exponential as BullMQ's, but never sooner than the Retry-After of a 429 it failed with (one
-// longer than the attempt would wait in itself: core/platform/retry-after.ts), so a system that
-// asked for 45 s is not asked again after 4. The strategy is declared once, in the workers'
-// settings (workers/runner.ts).
+// longer than the attempt would wait in itself: core/platform/retry-after.ts), so an outside
+// system (Clio, Slack) that asked for 45 s is not asked again after 4: an analysed call's effect,
+// a workflow step, a contacts sync. The strategy is declared once, in the workers' settings
+// (workers/runner.ts).
 
 /** The custom backoff type: `{ type: CAPPED, delay }`, delay the first retry's wait. */
 export const CAPPED = 'capped-exponential';

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../core/platform/crypto.js';
 import { QUEUE } from './queues.js';
-import { capped } from './backoff.js';
+import { capped, RETRY_AFTER } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
 /**
@@ -103,6 +103,6 @@ export const bookingJobs = {
     id: (job) => jobId('reminder', job.firm, bookingIdPart(job.booking_uid), reminderIdPart(job.reminder)),
     // An SMTP outage is retried for about an hour (1 s, 2 s, ... 2048 s); the record in Redis
     // keeps a reminder accepted by SMTP from being sent again.
-    options: { attempts: 13, backoff: { type: 'exponential', delay: 1000 } },
+    options: { attempts: 13, backoff: { type: RETRY_AFTER, delay: 1000 } },
   }),
 };

@@ -1,4 +1,5 @@
 import { QUEUE } from './queues.js';
+import { RETRY_AFTER } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
 /** Fans a launched campaign out into one campaign-call job per distinct phone (job id = campaign). */
@@ -60,6 +61,6 @@ export const campaignJobs = {
     name: 'campaign-pause-notice',
     id: (job) => jobId('pause-notice', job.campaignId, String(job.pause), job.channel),
     // As a call's notices: about an hour of retries (the first delay CALL_EFFECT_RETRY_MS).
-    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+    options: { attempts: 12, backoff: { type: RETRY_AFTER, delay: 2000 } },
   }),
 };

@@ -1,4 +1,5 @@
 import { QUEUE } from './queues.js';
+import { RETRY_AFTER } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
 /**
@@ -67,7 +68,7 @@ export const maintenanceJobs = {
       removeOnComplete: true,
       removeOnFail: true,
       attempts: 3,
-      backoff: { type: 'exponential', delay: 1000 },
+      backoff: { type: RETRY_AFTER, delay: 1000 },
     },
   }),
 };

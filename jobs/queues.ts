@@ -1,4 +1,5 @@
 import { Queue, type DefaultJobOptions } from 'bullmq';
+import { RETRY_AFTER } from './backoff.js';
 import type { RedisClient } from '../core/platform/redis.js';
 import type { RedisKeys } from '../core/platform/redis-keys.js';
 import { queueTelemetry } from '../core/platform/telemetry/start.js';
@@ -76,7 +77,8 @@ export const QUEUE_SETTINGS: Record<QueueName, QueueSettings> = {
 
 export const DEFAULT_JOB_OPTIONS: DefaultJobOptions = {
   attempts: 8,
-  backoff: { type: 'exponential', delay: 1000 },
+  // BullMQ's exponential, never sooner than an outside system's Retry-After (jobs/backoff.ts).
+  backoff: { type: RETRY_AFTER, delay: 1000 },
   // Retention bounded by count on every queue (and by age): Redis must not grow without end.
   // A finished job's result is in MongoDB (the call, the lead, the effect records), so Bull Board
   // keeps the last hour's 100 completed jobs per queue for a look at what just ran; failures,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
-import { capped } from './backoff.js';
+import { capped, RETRY_AFTER } from './backoff.js';
 
 /** One recorded event, to be fanned out to its firm's subscribed endpoints (job id = the event id). */
 export interface WebhookFanoutJob {
@@ -89,8 +89,8 @@ export const webhookJobs = {
     name: 'webhook-notice',
     id: (job) => jobId('notice', job.endpoint, String(job.at)),
     // A mail, like the call_analyzed effects: its attempts are also the mail server's retry
-    // budget (the last one records the mail failed), so it keeps the exponential backoff; an
+    // budget (the last one records the mail failed), so it keeps the exponential backoff (RETRY_AFTER); an
     // outage it sleeps past delays only this mail, never a delivery.
-    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+    options: { attempts: 12, backoff: { type: RETRY_AFTER, delay: 2000 } },
   }),
 };

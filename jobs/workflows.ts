@@ -1,5 +1,6 @@
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { RETRY_AFTER } from './backoff.js';
 
 // Workflows (docs/workflows.md#runs): a domain event's fan-out (jobs/webhooks.ts) starts the runs of
 // the firm's active workflows it matches (and ends the `wait_for` steps waiting on it); each step of a run is a job
@@ -18,8 +19,9 @@ export const workflowJobs = {
     queue: QUEUE.workflows,
     name: 'workflow-step',
     id: (job) => jobId('wfs', job.stepId),
-    // As call effects: about an hour of retries before a step's action is `failed`.
-    options: { attempts: 12, backoff: { type: 'exponential', delay: 2000 } },
+    // As call effects: about an hour of retries before a step's action is `failed`, none sooner
+    // than a 429's Retry-After (Clio, Slack).
+    options: { attempts: 12, backoff: { type: RETRY_AFTER, delay: 2000 } },
   }),
   workflowWaitTimeout: defineJob<WorkflowStepJob>({
     queue: QUEUE.workflows,

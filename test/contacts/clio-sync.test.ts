@@ -640,3 +640,49 @@ describe('a sync of 2,500 Clio contacts whose worker is killed in the middle', (
     expect(walkIn.body.known_client).toBeNull();
   }, 400_000);
 });
+
+describe('Clio asking for a long wait', () => {
+  it('a 429 whose Retry-After (45 s) is longer than an attempt waits: the sync job runs again no sooner, then completes', async () => {
+    clio.reset();
+    for (let i = 0; i < 3; i++) {
+      clio.contacts.push({
+        id: 70_000 + i,
+        type: 'Person',
+        first_name: `Wait${i}`,
+        last_name: 'Client',
+        name: `Wait${i} Client`,
+        email_addresses: [{ name: 'Home', address: `wait${i}@example.com`, primary: true }],
+        phone_numbers: [],
+        updated_at: DAYS_AGO,
+      });
+    }
+    const firm = await createFirm(stack);
+    await connectClio(stack, firm);
+    let refused = false;
+    clio.injectFailure = (r) => {
+      if (refused || r.method !== 'GET' || !LISTING.test(r.path)) return undefined;
+      refused = true;
+      return { status: 429, retryAfter: '45' };
+    };
+    try {
+      workers ??= startInProcessWorkers(stack);
+      const syncId = await startSync(firm.client, firm.slug);
+      const queue = stack.services.queues.contacts;
+      const { job, at } = await eventually(async () => {
+        const found = await queue.getJob(syncId);
+        expect(await found?.getState()).toBe('delayed');
+        expect(found!.attemptsMade).toBe(1);
+        // The delayed set's score: when it becomes due (ms) × 4096 + a counter.
+        const score = await stack.services.redis.zscore(queue.keys.delayed!, syncId);
+        return { job: found!, at: Math.floor(Number(score) / 0x1000) };
+      }, 60_000);
+      const refusedAt = clio.requests.find((r) => r.method === 'GET' && LISTING.test(r.path))!.at;
+      expect(at - refusedAt).toBeGreaterThanOrEqual(45_000);
+      // Not 45 s of this test: promoted, the job reads the page Clio now gives.
+      await job.promote();
+      expect(await finished(firm.client, syncId)).toMatchObject({ status: 'completed', imported: 3 });
+    } finally {
+      clio.injectFailure = undefined;
+    }
+  });
+});

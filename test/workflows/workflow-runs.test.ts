@@ -1048,6 +1048,37 @@ describe('the Clio task and note actions', () => {
     expect(clio.refusals).toEqual([]);
   });
 
+  it('a 429 whose Retry-After (45 s) is longer than an attempt waits: the step runs again no sooner, then once', async () => {
+    const id = await activeWorkflow(
+      firm.client,
+      firm.slug,
+      'Clio follow-up, rate limited',
+      clioGraph('clio-429'),
+    );
+    const tasksBefore = clio.tasks.length;
+    clio.failNext.push({ status: 429, method: 'POST', path: '/api/v4/tasks.json', retryAfter: '45' });
+    await newLead({ first_name: 'Rhea', phone: '+14155550178', notes: 'clio-429' });
+    const queue = stack.services.queues.workflows;
+    const { job, at } = await eventually(async () => {
+      const delayed = await queue.getJobs(['delayed']);
+      const found = delayed.find((j) => j.name === 'workflow-step' && /429/.test(j.failedReason ?? ''));
+      expect(found).toBeDefined();
+      // The delayed set's score: when it becomes due (ms) × 4096 + a counter.
+      const score = await stack.services.redis.zscore(queue.keys.delayed!, found!.id!);
+      return { job: found!, at: Math.floor(Number(score) / 0x1000) };
+    });
+    expect(clio.failNext).toEqual([]);
+    const refusedAt = clio.requests
+      .filter((r) => r.method === 'POST' && r.path === '/api/v4/tasks.json')
+      .at(-1)!.at;
+    expect(at - refusedAt).toBeGreaterThanOrEqual(45_000);
+    // Not 45 s of this test: promoted, the step makes the task once.
+    await job.promote();
+    const run = await endedRun(firm.client, id);
+    expect(run.status, JSON.stringify(run)).toBe('completed');
+    expect(clio.tasks.length).toBe(tasksBefore + 1);
+  });
+
   it('refuses a malformed task or note at activation, naming the field', async () => {
     const graph = clioGraph('clio-bad');
     graph.nodes[2]!.data = { name: 'x', due_in_days: -1, assignee_id: 'dana' };
