@@ -4,6 +4,7 @@
 // expiry and once after a 401 (one refresh for many racing effects), and a refused refresh.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clioTokenSource } from '../../core/domain/crm/clio-connection.js';
+import { disconnectClio } from '../../core/domain/crm/clio-disconnect.js';
 import { readClioConnection } from '../../core/domain/crm/clio-connection-store.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createServices } from '../../core/wiring/services.js';
@@ -325,6 +326,32 @@ describe('tokens in use', () => {
     expect(after.status).toBe('connected');
     expect(after.refresh_token).not.toBe(before.refresh_token);
     expect(clio.oauth.refreshTokens.has(after.refresh_token)).toBe(true);
+  });
+
+  it('a disconnect whose refresh is slower than the token lock keeps the lock: no worker refreshes meanwhile, none gets a token after', async () => {
+    const firm = await oauthFirm();
+    await connect(firm);
+    // The access token has expired: ending the grant first asks Clio for a fresh one.
+    await stack.services.mongo.db
+      .collection(COLLECTIONS.clioConnections)
+      .updateOne({ _id: firm.slug as never }, { $set: { expires_at: new Date(Date.now() - 60_000) } });
+    const refreshes = clio.oauth.refreshCount();
+    const other = createServices(stack.config, createLogger(stack.config.logLevel, 'test'), 'worker');
+    clio.oauth.tokenDelayMs = 2.5 * TOKEN_LOCK_MS;
+    try {
+      const disconnecting = disconnectClio(stack.services, firm.slug);
+      await eventually(async () => expect(clio.oauth.refreshCount()).toBe(refreshes + 1), 30_000, 20);
+      // Another worker needs the firm's token while the disconnect's refresh is at Clio.
+      const wanted = clioTokenSource(other, firm.slug).current();
+      wanted.catch(() => {});
+      await disconnecting;
+      await expect(wanted).rejects.toThrow();
+    } finally {
+      clio.oauth.tokenDelayMs = 0;
+      await other.close();
+    }
+    expect(clio.oauth.refreshCount() - refreshes).toBe(1);
+    expect(await connections().findOne({ _id: firm.slug })).toBeNull();
   });
 
   it('a refused refresh (invalid_grant): reconnect_required, the effect failed with that reason, one mail', async () => {

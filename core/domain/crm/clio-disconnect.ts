@@ -47,7 +47,9 @@ export async function disconnectClio(services: Services, firm: string): Promise<
       }
       await deleteClioConnection(db, firm);
     },
-    { waitMs: 60_000 },
+    // The token source's lock, held as it holds it: renewed while Clio is slow (up to three
+    // requests of 20 s each), so no worker takes it meanwhile and refreshes with the same token.
+    { ttlMs: services.config.oauthTokenLockMs, renew: true, waitMs: 60_000 },
   );
 }
 
