@@ -89,6 +89,15 @@ async function callbackUrl(firm: { slug: string; key: string }, browser = browse
 
 /** The whole flow in the firm's browser, confirmed: the connected page. */
 const connect = (firm: { slug: string; key: string }) => connectClioInBrowser(stack.baseUrl, firm);
+/** Connects with an access token inside the refresh margin (60 s): its next use refreshes it. */
+async function connectExpiring(firm: { slug: string; key: string }): Promise<void> {
+  clio.oauth.expiresIn = 60;
+  try {
+    await connect(firm);
+  } finally {
+    clio.oauth.expiresIn = 2_592_000;
+  }
+}
 
 const oauthFirm = () =>
   createFirm(stack, { voice_webhook_secret: SECRET, notification_emails: [`desk-${rand(3)}@firm.test`] });
@@ -260,12 +269,7 @@ describe('in a browser', { timeout: BROWSER_TEST_MS }, () => {
 describe('tokens in use', () => {
   it('a token about to expire is refreshed before use, and the new refresh token replaces the old', async () => {
     const firm = await oauthFirm();
-    clio.oauth.expiresIn = 60; // inside the refresh margin
-    try {
-      await connect(firm);
-    } finally {
-      clio.oauth.expiresIn = 2_592_000;
-    }
+    await connectExpiring(firm);
     const before = await connections().findOne({ _id: firm.slug });
     const refreshes = clio.oauth.refreshCount();
     const callId = await deliver(firm.slug);
@@ -298,12 +302,7 @@ describe('tokens in use', () => {
 
   it('a refresh slower than the token lock: the lock is renewed, and no other worker refreshes with the same refresh token', async () => {
     const firm = await oauthFirm();
-    clio.oauth.expiresIn = 60; // inside the refresh margin
-    try {
-      await connect(firm);
-    } finally {
-      clio.oauth.expiresIn = 2_592_000;
-    }
+    await connectExpiring(firm);
     const before = await connections().findOne({ _id: firm.slug });
     const refreshes = clio.oauth.refreshCount();
     // Another worker process: services of its own, over a Redis connection of its own.
