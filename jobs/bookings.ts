@@ -39,6 +39,9 @@ export interface BookingEventJob {
   uid: string;
   /** BOOKING_RESCHEDULED: the uid of the booking this one replaces. */
   reschedule_uid?: string;
+  /** BOOKING_RESCHEDULED: the replaced booking's start and end (ms since epoch), when Cal.com sent them. */
+  reschedule_start_at?: number;
+  reschedule_end_at?: number;
   title: string;
   /** ms since epoch. */
   start_at: number;

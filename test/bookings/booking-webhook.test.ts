@@ -150,6 +150,8 @@ describe('booking webhook body', () => {
       ['/payload/startTime', { startTime: '2030-03-05T23:59:60Z' }],
       ['/payload/startTime', { startTime: 1_900_000_000_000 }],
       ['/payload/endTime', { endTime: '2030-03-05' }],
+      ['/payload/rescheduleStartTime', { rescheduleUid: uid(), rescheduleStartTime: '2030-03-05 10:00' }],
+      ['/payload/rescheduleEndTime', { rescheduleUid: uid(), rescheduleEndTime: 1_900_000_000_000 }],
       ['/payload/uid', { uid: '' }],
       ['/payload/uid', { uid: { $ne: null } }],
     ];

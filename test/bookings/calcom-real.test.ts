@@ -180,6 +180,7 @@ describe('Cal.com seated bookings share one uid', () => {
     expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(3)))).status).toBe(
       200,
     );
+    await bookingEventsApplied();
     expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
     await bookingEventsApplied();
     // Bob left by a later event, and no one is on the booking: no reminder, the firm's neither.
@@ -187,6 +188,36 @@ describe('Cal.com seated bookings share one uid', () => {
     expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
     await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
       expect(byRecipient(rows)).toEqual({ [ann!.email]: 'scheduled', [desk]: 'scheduled' }),
+    );
+  });
+
+  it("a seat's cancel applied after its own seat's CREATED and before another seat's: that seat still gets its reminders, and the firm's come back with it", async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob] = ['Ann Dorr', 'Bob Sime'].map(person);
+    // Cal.com made Ann's seat, then Bob's, then Bob cancelled his (a seat's cancel names him
+    // only); Bob's two events come in order, Ann's CREATED last.
+    expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({ [bob!.email]: 'scheduled', [desk]: 'scheduled' }),
+    );
+    expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(3)))).status).toBe(
+      200,
+    );
+    // No one is on it now: nothing is to be sent, the firm's reminder neither (as for a whole
+    // cancel of a booking with one seat, which names its one attendee too).
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({ [bob!.email]: 'cancelled', [desk]: 'cancelled' }),
+    );
+    expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) =>
+      expect(byRecipient(rows)).toEqual({
+        [ann!.email]: 'scheduled',
+        [bob!.email]: 'cancelled',
+        [desk]: 'scheduled',
+      }),
     );
   });
 
@@ -201,12 +232,58 @@ describe('Cal.com seated bookings share one uid', () => {
     expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(2)))).status).toBe(
       200,
     );
+    await bookingEventsApplied();
     expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
     await bookingEventsApplied();
     expect(byRecipient(await reminders(firm.client, firm.slug, clinic))).toEqual({
       [ann!.email]: 'scheduled',
       [desk]: 'scheduled',
     });
+  });
+
+  it("a seat's reschedule that arrives before its old booking's CREATEDs: the old booking's other seats get their reminders at its own time, the mover only at the new one", async () => {
+    const clinic = uid();
+    // A start about 70 s ahead: the one-minute reminders of the old booking are due in about 10 s.
+    const start = Math.ceil((Date.now() + 70_000) / 1000) * 1000;
+    const later = start + DAY;
+    const moved = uid();
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob] = ['Ann Quill', 'Bob Fenn'].map(person);
+    // Cal.com made Ann's and Bob's seats, then Bob moved his seat a day later (a new booking; Cal.com
+    // sends the old uid and the old booking's time with it). The reschedule comes first; its new
+    // booking has a video link of its own.
+    const bobMoved = calRescheduled(
+      clinic,
+      start,
+      calSeatPayload(moved, later, bob!, 'seat-bob', calVideoFields(moved)),
+      at(3),
+    );
+    expect(bobMoved.payload.rescheduleStartTime).toBe(new Date(start).toISOString().replace('.000Z', 'Z'));
+    expect((await send(bobMoved)).status).toBe(200);
+    await bookingEventsApplied();
+    expect((await send(calCreated(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(1)))).status).toBe(200);
+    await bookingEventsApplied();
+    // Bob left the old booking by a later event, and no one is on it yet: nothing there.
+    expect(await reminders(firm.client, firm.slug, clinic)).toEqual([]);
+    const annSeat = calSeatPayload(clinic, start, ann!, 'seat-ann', { location: 'Room 4, 1 Main St' });
+    expect((await send(calCreated(annSeat, at(0)))).status).toBe(200);
+    await remindersWhen(firm.client, firm.slug, clinic, (rows) => {
+      expect(byRecipient(rows)).toEqual({ [ann!.email]: 'scheduled', [desk]: 'scheduled' });
+      // At the old booking's own time, not the new one's.
+      expect(rows.every((r) => r.due_at === new Date(start - 60_000).toISOString())).toBe(true);
+    });
+    await remindersWhen(firm.client, firm.slug, moved, (rows) =>
+      expect(byRecipient(rows)).toEqual({ [bob!.email]: 'scheduled', [desk]: 'scheduled' }),
+    );
+    // Ann's reminder names her booking's place, not the link of the booking Bob moved to.
+    const annText = await eventually(async () => {
+      const mail = smtp.messages.find((m) => m.to.includes(ann!.email));
+      expect(mail).toBeDefined();
+      return bodyText(mail!);
+    }, 60_000);
+    expect(annText).toContain('Where: Room 4, 1 Main St');
+    expect(annText).not.toContain('Join:');
   });
 
   it('a seated booking first seen by a cancel naming all its attendees is cancelled whole: its late seats get nothing', async () => {
@@ -218,6 +295,7 @@ describe('Cal.com seated bookings share one uid', () => {
     const whole = calSeatPayload(clinic, start, ann!, 'seat-ann');
     whole.attendees = [ann!, bob!].map(calAttendee);
     expect((await send(calCancelled(whole, at(3)))).status).toBe(200);
+    await bookingEventsApplied();
     expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
     await bookingEventsApplied();
     expect(await reminders(firm.client, firm.slug, clinic)).toEqual([]);

@@ -32,6 +32,20 @@ export const BookingPayload = Type.Object(
         description: 'BOOKING_RESCHEDULED: the uid of the booking this one replaces',
       }),
     ),
+    rescheduleStartTime: OrNull(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: "BOOKING_RESCHEDULED: the replaced booking's start",
+      }),
+    ),
+    rescheduleEndTime: OrNull(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: "BOOKING_RESCHEDULED: the replaced booking's end",
+      }),
+    ),
     attendees: Type.Optional(Type.Array(Person, { maxItems: 100 })),
     organizer: Type.Optional(Person),
   },

@@ -33,9 +33,9 @@ import { followBookingEvent } from '../appointments/lead-appointment.js';
 //
 // Seated events (docs/bookings.md#seats) share one uid: a CREATED for a known uid and start adds the new
 // attendees' reminders (the firm's exist already: one field per recipient); a CANCELLED, or the
-// old side of a RESCHEDULED, of a seated booking that names only some of its attendees cancels
-// only theirs and leaves the booking active. One naming them all, or any on an ordinary booking,
-// cancels the whole booking.
+// old side of a RESCHEDULED, of a seated booking that names only some of its attendees, or one,
+// cancels only theirs and leaves the booking active. One naming two or more and all those known,
+// or any on an ordinary booking, cancels the whole booking.
 
 /** What the webhook validated of Cal.com's payload (api/routes/bookings/schema.ts). */
 export interface BookingPayloadInput {
@@ -45,6 +45,9 @@ export interface BookingPayloadInput {
   title?: string | null;
   location?: string | null;
   rescheduleUid?: string | null;
+  /** BOOKING_RESCHEDULED: the replaced booking's start and end. */
+  rescheduleStartTime?: string | null;
+  rescheduleEndTime?: string | null;
   attendees?: Array<{ email?: string | null; name?: string | null; timeZone?: string | null }>;
   organizer?: { name?: string | null; email?: string | null };
   /** Cal.com's CalendarEvent fields read as they come (unvalidated: checked here). */
@@ -62,6 +65,9 @@ function parseTime(value: string, path: string, problems: ErrorDetail[]): number
   if (!Number.isFinite(ms)) problems.push({ path, message: 'is not a valid date-time' });
   return ms;
 }
+
+const timeOf = (value: string | null | undefined): number | undefined =>
+  typeof value === 'string' ? Date.parse(value) : undefined;
 
 const text = (value: unknown, max: number): string | undefined =>
   typeof value === 'string' && value.trim() !== '' ? shorten(value, max) : undefined;
@@ -141,11 +147,18 @@ export function snapshotBookingEvent(input: {
     typeof payload.rescheduleUid === 'string' && payload.rescheduleUid !== ''
       ? payload.rescheduleUid
       : undefined;
+  // The replaced booking's time, when Cal.com sent it (the schema checked its form).
+  const oldStart = rescheduleUid === undefined ? undefined : timeOf(payload.rescheduleStartTime);
+  const oldEnd = oldStart === undefined ? undefined : timeOf(payload.rescheduleEndTime);
   return {
     firm: input.firm,
     trigger: input.trigger,
     uid: payload.uid,
     ...(rescheduleUid === undefined ? {} : { reschedule_uid: rescheduleUid }),
+    ...(oldStart === undefined ? {} : { reschedule_start_at: oldStart }),
+    ...(oldEnd === undefined || oldStart === undefined || oldEnd < oldStart
+      ? {}
+      : { reschedule_end_at: oldEnd }),
     title: text(payload.title, 200) ?? 'Appointment',
     start_at: start,
     ...(end === undefined || end < start ? {} : { end_at: end }),
@@ -202,17 +215,20 @@ export async function applyBookingEvent(
   if (event.trigger === 'BOOKING_RESCHEDULED' && event.reschedule_uid !== undefined) {
     // Rescheduling the booking onto its own uid is a new time for it: the store handles that.
     if (event.reschedule_uid !== event.uid) {
+      const replaced = replacedBooking(booking, event);
       const old = await cancelBookingReminders(reminderStoreOf(services), firm._id, event.reschedule_uid, {
         state: 'rescheduled',
-        // The old booking's time is unknown here; its tombstone expires with the new booking.
-        tombstone: { ...booking, state: 'rescheduled', cancelled_at: now, rescheduled_to: event.uid },
+        tombstone: { ...replaced, state: 'rescheduled', cancelled_at: now, rescheduled_to: event.uid },
+        // With its own time, a seated booking never seen stays open for its other seats.
+        ownTime: event.reschedule_start_at !== undefined,
         rescheduledTo: event.uid,
         // A seat moved to another time leaves the old booking; the others stay on it.
         named: namedEmails(event),
         seated: event.seated === true,
         eventAt: event.event_at,
         now,
-        expireAt,
+        // Kept as long as the later of the two bookings.
+        expireAt: Math.max(expireAt, bookingExpiry(replaced.end_at ?? replaced.start_at, now)),
       });
       previous = { previous: { uid: event.reschedule_uid, ...old } };
     }
@@ -255,6 +271,22 @@ export async function applyBookingEvent(
     ...limited,
     ...previous,
     ...followed,
+  };
+}
+
+/**
+ * The booking a BOOKING_RESCHEDULED replaces, as far as the event tells it: at its own time when
+ * Cal.com sent it (rescheduleStartTime), else at the new one's. Its place and join link are the
+ * new booking's, not its own: left out, they come with its other seats' events.
+ */
+function replacedBooking(booking: BookingRecord, event: BookingEventJob): BookingRecord {
+  const start = event.reschedule_start_at;
+  if (start === undefined) return booking;
+  const { location: _location, join_url: _joinUrl, end_at: _endAt, ...rest } = booking;
+  return {
+    ...rest,
+    start_at: start,
+    ...(event.reschedule_end_at === undefined ? {} : { end_at: event.reschedule_end_at }),
   };
 }
 

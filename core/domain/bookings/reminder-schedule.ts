@@ -18,7 +18,17 @@ const STORE = loadRedisScript(new URL('./store-booking-reminders.lua', import.me
 });
 const CANCEL = loadRedisScript(new URL('./cancel-booking-reminders.lua', import.meta.url), {
   keys: ['booking', 'due'],
-  args: ['state', 'booking_json', 'now', 'expire_at', 'rescheduled_to', 'seated', 'named_json', 'event_at'],
+  args: [
+    'state',
+    'booking_json',
+    'now',
+    'expire_at',
+    'rescheduled_to',
+    'seated',
+    'named_json',
+    'event_at',
+    'own_time',
+  ],
   include: [FUNCTIONS],
 });
 
@@ -90,6 +100,11 @@ export async function cancelBookingReminders(
     state: 'cancelled' | 'rescheduled';
     tombstone: BookingRecord;
     rescheduledTo?: string;
+    /**
+     * The tombstone has the booking's own time (a cancel's; a reschedule's when Cal.com sent the
+     * old time): a seated booking never seen may then stay open for its other seats.
+     */
+    ownTime?: boolean;
     /** The attendees the event names; [] names none (the whole booking). */
     named?: string[];
     /** The event says the booking is seated (the stored booking may say so too). */
@@ -113,6 +128,7 @@ export async function cancelBookingReminders(
       seated: input.seated === true ? '1' : '',
       named_json: JSON.stringify(input.named ?? []),
       event_at: input.eventAt ?? input.now,
+      own_time: input.state === 'cancelled' || input.ownTime === true ? '1' : '',
     },
   )) as [string, number];
   return { outcome: outcome as 'cancelled' | 'seats_cancelled' | 'unchanged', stopped: Number(stopped) };

@@ -60,6 +60,8 @@ else
   local out = function(email) return left[email] ~= nil and left[email] >= event_at end
   local nb = cjson.decode(ARGV[1])
   if type(b.people) ~= 'table' then b.people = {} end
+  -- No one on it: the firm's reminders wait for a seat (those cancelled when the last one left too).
+  local was_empty = #b.people == 0
   local on = {}
   for _, p in ipairs(b.people) do on[p.email] = true end
   local joined, new = 0, {}
@@ -75,9 +77,10 @@ else
   for i = PAIRS, #ARGV, 2 do
     local r = cjson.decode(ARGV[i + 1])
     local existing = redis.call('HGET', key, ARGV[i])
-    -- One who left earlier and takes a seat again gets their reminders back.
-    local rejoin = existing and r.role == 'attendee' and new[r.to]
-      and cjson.decode(existing).status == 'cancelled'
+    -- One who left earlier and takes a seat again gets their reminders back; so does the firm
+    -- when a seat comes to a booking its last seat had left.
+    local rejoin = existing and cjson.decode(existing).status == 'cancelled'
+      and ((r.role == 'attendee' and new[r.to]) or (r.role ~= 'attendee' and was_empty and joined > 0))
     -- An attendee not on the booking (a seat past max_people) gets none; the firm's come with the
     -- first one on it (a booking first seen by a seat's cancel has no one yet).
     local seated = (r.role ~= 'attendee' and #b.people > 0) or on[r.to]
@@ -90,6 +93,9 @@ else
     b.left = left
     b.attendees = people_line(b.people)
     if nb.seated then b.seated = true end
+    -- A booking first seen by a seat's reschedule knows its time, not its place: its seats tell.
+    if b.location == nil then b.location = nb.location end
+    if b.join_url == nil then b.join_url = nb.join_url end
     redis.call('HSET', key, 'booking', cjson.encode(b))
   end
 end
