@@ -2,7 +2,9 @@
 // built as Cal.com builds them (test/fakes/calcom-fixtures.ts): seated bookings sharing one uid, the "Ping
 // test" signed "no-secret-provided", and video meetings whose join link is in metadata.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachAppointment } from '../../core/domain/appointments/lead-appointment.js';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { bodyText, type FakeSmtp } from '../fakes/smtp-server.js';
 import {
   CAL_NO_SECRET,
@@ -313,6 +315,97 @@ describe('Cal.com seated bookings share one uid', () => {
     await remindersWhen(firm.client, firm.slug, bookingUid, (rows) =>
       expect(rows.map((r) => r.status)).toEqual(['cancelled', 'cancelled', 'cancelled']),
     );
+  });
+});
+
+describe('Cal.com seated bookings: each lead follows its own seat', () => {
+  it("two leads booked into one seated slot share its uid: a seat's cancel or reschedule moves only that seat's lead, a whole cancel every lead still on it", async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const t0 = Date.now();
+    const at = (s: number) => new Date(t0 + s * 1000);
+    const [ann, bob, cy] = ['Ann Lowe', 'Bob Marsh', 'Cy Penn'].map(person);
+    const lead = async (p: CalPerson) => {
+      const [first_name, last_name] = p.name.split(' ');
+      const res = await firm.client.post('/api/leads', {
+        firmSlug: firm.slug,
+        first_name,
+        last_name,
+        email: p.email,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.id as string;
+    };
+    const [annLead, bobLead, cyLead] = [await lead(ann!), await lead(bob!), await lead(cy!)];
+    // We booked each of them into the same session (Cal.com answers every seat with the one
+    // booking uid and a seatUid of its own), Ann first; the attendee's address as we sent it.
+    const booked = { booking_uid: clinic, start: new Date(start).toISOString(), status: 'booked' as const };
+    await attachAppointment(stack.services, firm.slug, annLead, booked, ann!.email);
+    await attachAppointment(stack.services, firm.slug, bobLead, booked, bob!.email.toUpperCase());
+    await attachAppointment(stack.services, firm.slug, cyLead, booked, cy!.email);
+    const appointmentOf = async (leadId: string) =>
+      (await firm.client.get(`/api/leads/${leadId}`)).body.appointment as Record<string, unknown>;
+
+    // Ann cancels her seat: Cal.com's seat cancel names her only.
+    expect((await send(calCancelled(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(1)))).status).toBe(
+      200,
+    );
+    await bookingEventsApplied();
+    expect(await appointmentOf(annLead)).toMatchObject({ booking_uid: clinic, status: 'cancelled' });
+    expect(await appointmentOf(bobLead)).toMatchObject({ booking_uid: clinic, status: 'booked' });
+    expect(await appointmentOf(cyLead)).toMatchObject({ booking_uid: clinic, status: 'booked' });
+
+    // Bob moves his seat a day later: a new booking for him; Cy stays.
+    const moved = uid();
+    const bobMoved = calRescheduled(
+      clinic,
+      start,
+      calSeatPayload(moved, start + DAY, bob!, 'seat-bob'),
+      at(2),
+    );
+    expect((await send(bobMoved)).status).toBe(200);
+    await bookingEventsApplied();
+    expect(await appointmentOf(bobLead)).toMatchObject({ booking_uid: moved, status: 'rescheduled' });
+    expect(await appointmentOf(cyLead)).toMatchObject({ booking_uid: clinic, status: 'booked' });
+    // Bob's new booking is his: its cancel reaches him.
+    const bobOut = calCancelled(calSeatPayload(moved, start + DAY, bob!, 'seat-bob'), at(3));
+    expect((await send(bobOut)).status).toBe(200);
+    await bookingEventsApplied();
+    expect(await appointmentOf(bobLead)).toMatchObject({ booking_uid: moved, status: 'cancelled' });
+
+    // The host cancels the session: Cal.com names every attendee left.
+    const whole = calSeatPayload(clinic, start, cy!, 'seat-cy');
+    whole.attendees = [cy!, person('Dee Walk')].map(calAttendee);
+    expect((await send(calCancelled(whole, at(4)))).status).toBe(200);
+    await bookingEventsApplied();
+    expect(await appointmentOf(cyLead)).toMatchObject({ booking_uid: clinic, status: 'cancelled' });
+    expect(await appointmentOf(annLead)).toMatchObject({ booking_uid: clinic, status: 'cancelled' });
+  });
+  it('a seated booking mapped to its lead by an earlier release (no attendee on the mapping) is followed as before', async () => {
+    const clinic = uid();
+    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const eve = person('Eve Holt');
+    const made = await firm.client.post('/api/leads', {
+      firmSlug: firm.slug,
+      first_name: 'Eve',
+      email: eve.email,
+    });
+    const leadId = made.body.id as string;
+    await attachAppointment(stack.services, firm.slug, leadId, {
+      booking_uid: clinic,
+      start: new Date(start).toISOString(),
+      status: 'booked',
+    });
+    // As the release before seats wrote it: the uid alone.
+    await stack.services.mongo.db
+      .collection(COLLECTIONS.bookingLeads)
+      .replaceOne({ _id: `${firm.slug}|${clinic}` as never }, { firm: firm.slug, lead_id: leadId });
+    expect((await send(calCancelled(calSeatPayload(clinic, start, eve, 'seat-eve')))).status).toBe(200);
+    await bookingEventsApplied();
+    expect((await firm.client.get(`/api/leads/${leadId}`)).body.appointment).toMatchObject({
+      booking_uid: clinic,
+      status: 'cancelled',
+    });
   });
 });
 

@@ -103,7 +103,7 @@ describe('the writers of one lead', () => {
     expect(during?.tags ?? []).toEqual([]);
 
     await lock.release();
-    expect(await cancel).toBe(leadId);
+    expect(await cancel).toEqual([leadId]);
     expect(await tag).toMatchObject({ state: 'done', result: { tags: ['called'] } });
     const after = await findLead(db, leadId);
     expect(after?.appointment).toEqual({ booking_uid: 'bk_turns', start: START, status: 'cancelled' });

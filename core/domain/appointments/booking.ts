@@ -298,11 +298,17 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
   }
   const result = record.result!;
   if (doc.lead_id !== null) {
-    await attachAppointment(services, firm._id, doc.lead_id, {
-      booking_uid: result.booking_uid,
-      start: result.start,
-      status: doc.reschedule_of != null ? 'rescheduled' : statusOfCalBooking(result.status),
-    });
+    await attachAppointment(
+      services,
+      firm._id,
+      doc.lead_id,
+      {
+        booking_uid: result.booking_uid,
+        start: result.start,
+        status: doc.reschedule_of != null ? 'rescheduled' : statusOfCalBooking(result.status),
+      },
+      doc.attendee.email,
+    );
   }
   return result;
 }

@@ -4,6 +4,7 @@ import { leadLockKey } from '../leads/lead-lock.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { recordAppointmentEvent } from './record-appointment-events.js';
+import { normalizeEmail } from '../contact-points/emails.js';
 
 // The appointment a lead shows (docs/appointments.md#the-lead): the booking it is for now, its
 // start and status, following every booking event. A booking can come before its lead exists (an
@@ -38,6 +39,8 @@ interface BookingLeadDoc {
   _id: string;
   firm: string;
   lead_id: string;
+  /** The attendee we booked for the lead (normalized); absent on documents from before seats. */
+  email?: string;
 }
 
 /** The triggers that move a lead's appointment (Cal.com's webhook events). */
@@ -56,18 +59,27 @@ const links = (db: Db) => collection<LeadAppointmentDoc>(db, COLLECTIONS.leadApp
 const bookingLeads = (db: Db) => collection<BookingLeadDoc>(db, COLLECTIONS.bookingLeads);
 const leads = (db: Db) => db.collection<{ _id: string; appointment?: LeadAppointment }>(COLLECTIONS.leads);
 const bookingKey = (firm: string, uid: string) => `${firm}|${uid}`;
+/** One seat of a booking: seated events share one uid, so a seat is known by its attendee. */
+const seatKey = (firm: string, uid: string, email: string) => `${firm}|${uid}|seat|${email}`;
 
 /** Our status of a booking Cal.com answered: `pending` (confirmation required) is a request. */
 export function statusOfCalBooking(calStatus: string): 'booked' | 'requested' {
   return calStatus === 'pending' ? 'requested' : 'booked';
 }
 
-async function mapBooking(db: Db, firm: string, uid: string, leadId: string): Promise<void> {
-  await bookingLeads(db).replaceOne(
-    { _id: bookingKey(firm, uid) },
-    { firm, lead_id: leadId },
-    { upsert: true },
-  );
+/** Booking `uid` is lead `leadId`'s, and so is its seat of `email` (when known). */
+async function mapBooking(
+  db: Db,
+  firm: string,
+  uid: string,
+  leadId: string,
+  email: string | undefined,
+): Promise<void> {
+  const doc = { firm, lead_id: leadId, ...(email === undefined ? {} : { email }) };
+  await bookingLeads(db).replaceOne({ _id: bookingKey(firm, uid) }, doc, { upsert: true });
+  if (email !== undefined) {
+    await bookingLeads(db).replaceOne({ _id: seatKey(firm, uid, email) }, doc, { upsert: true });
+  }
 }
 
 async function write(db: Db, leadId: string, doc: LeadAppointmentDoc): Promise<void> {
@@ -92,9 +104,12 @@ export async function attachAppointment(
   firm: string,
   leadId: string,
   appointment: LeadAppointment,
+  /** The attendee booked: on a seated event, the lead's seat is theirs. */
+  attendeeEmail?: string,
 ): Promise<void> {
   const db = services.mongo.db;
-  await mapBooking(db, firm, appointment.booking_uid, leadId);
+  const email = attendeeEmail === undefined ? undefined : (normalizeEmail(attendeeEmail) ?? undefined);
+  await mapBooking(db, firm, appointment.booking_uid, leadId, email);
   const written = await withRecordLock(services.redis, leadLockKey(services, firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
     if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return false;
@@ -106,8 +121,9 @@ export async function attachAppointment(
 }
 
 /**
- * Moves the appointment of the lead a booking event names (by its uid, or a reschedule's old
- * uid); an event of no lead's booking changes nothing. Returns the lead moved, if any.
+ * Moves the appointment of each lead a booking event names (by its uid, or a reschedule's old
+ * uid; on a seated event, by the seats of the attendees it names, since every seat shares the
+ * uid); an event of no lead's booking changes nothing. Returns the leads moved.
  */
 export async function followBookingEvent(
   services: Services,
@@ -118,44 +134,84 @@ export async function followBookingEvent(
     reschedule_uid?: string;
     start_at: number;
     event_at: number;
+    /** Cal.com's seatsPerTimeSlot was set: the attendees named are the seats the event is about. */
+    seated?: boolean;
+    attendees?: ReadonlyArray<{ email: string }>;
   },
-): Promise<string | null> {
+): Promise<string[]> {
   const db = services.mongo.db;
   const previous = event.trigger === 'BOOKING_RESCHEDULED' ? event.reschedule_uid : undefined;
-  const known =
-    (previous === undefined
-      ? null
-      : await bookingLeads(db).findOne({ _id: bookingKey(event.firm, previous) })) ??
-    (await bookingLeads(db).findOne({ _id: bookingKey(event.firm, event.uid) }));
-  if (known === null || known.firm !== event.firm) return null;
-  const leadId = known.lead_id;
-  if (previous !== undefined) await mapBooking(db, event.firm, event.uid, leadId);
-  const moved = await withRecordLock(services.redis, leadLockKey(services, event.firm, leadId), async () => {
-    const current = await links(db).findOne({ _id: leadId });
-    // The lead's booking now: this event's, or the one a reschedule moved from.
-    const ours =
-      current === null ||
-      current.booking_uid === event.uid ||
-      (previous !== undefined && current.booking_uid === previous);
-    if (!ours || (current?.event_at !== undefined && current.event_at > event.event_at)) return null;
-    const appointment: LeadAppointment = {
-      booking_uid: event.uid,
-      start: new Date(event.start_at).toISOString(),
-      status: APPOINTMENT_STATUS_OF[event.trigger],
-    };
-    await write(db, leadId, { _id: leadId, ...appointment, event_at: event.event_at });
-    return { leadId, appointment };
-  });
-  // appointment.<status> (a retried job re-applies the event: the same key, nothing new).
-  if (moved !== null)
-    await recordAppointmentEvent(
-      services,
-      event.firm,
-      moved.leadId,
-      moved.appointment,
-      new Date(event.event_at),
+  const moved: string[] = [];
+  for (const { leadId, email } of await leadsOf(db, event, previous)) {
+    if (previous !== undefined) await mapBooking(db, event.firm, event.uid, leadId, email);
+    const appointment = await withRecordLock(
+      services.redis,
+      leadLockKey(services, event.firm, leadId),
+      async () => {
+        const current = await links(db).findOne({ _id: leadId });
+        // The lead's booking now: this event's, or the one a reschedule moved from.
+        const ours =
+          current === null ||
+          current.booking_uid === event.uid ||
+          (previous !== undefined && current.booking_uid === previous);
+        if (!ours || (current?.event_at !== undefined && current.event_at > event.event_at)) return null;
+        const now: LeadAppointment = {
+          booking_uid: event.uid,
+          start: new Date(event.start_at).toISOString(),
+          status: APPOINTMENT_STATUS_OF[event.trigger],
+        };
+        await write(db, leadId, { _id: leadId, ...now, event_at: event.event_at });
+        return now;
+      },
     );
-  return moved?.leadId ?? null;
+    if (appointment === null) continue;
+    // appointment.<status> (a retried job re-applies the event: the same key, nothing new).
+    await recordAppointmentEvent(services, event.firm, leadId, appointment, new Date(event.event_at));
+    moved.push(leadId);
+  }
+  return moved;
+}
+
+/**
+ * The leads a booking event is about, each with the attendee it booked. An ordinary booking is one
+ * lead's (its uid's document). A seated event's seats share the uid, so its leads are the seats of
+ * the attendees it names (Cal.com names the one seat a seat's event is about, and every attendee
+ * in a whole cancel); a uid mapped before seats were told apart (no attendee on its document) is
+ * followed as before.
+ */
+async function leadsOf(
+  db: Db,
+  event: { firm: string; uid: string; seated?: boolean; attendees?: ReadonlyArray<{ email: string }> },
+  previous: string | undefined,
+): Promise<Array<{ leadId: string; email: string | undefined }>> {
+  const uids = previous === undefined ? [event.uid] : [previous, event.uid];
+  const ofFirm = (doc: BookingLeadDoc | null) => (doc !== null && doc.firm === event.firm ? doc : null);
+  let byUid: BookingLeadDoc | null = null;
+  for (const uid of uids) {
+    byUid = ofFirm(await bookingLeads(db).findOne({ _id: bookingKey(event.firm, uid) }));
+    if (byUid !== null) break;
+  }
+  if (byUid === null) return [];
+  if (event.seated !== true || byUid.email === undefined)
+    return [{ leadId: byUid.lead_id, email: byUid.email }];
+  const named = new Set<string>();
+  for (const a of event.attendees ?? []) {
+    const email = normalizeEmail(a.email);
+    if (email !== null) named.add(email);
+  }
+  // An event naming no one is about the booking as a whole: its uid's lead, as before seats.
+  if (named.size === 0) return [{ leadId: byUid.lead_id, email: byUid.email }];
+  const found = new Map<string, string>();
+  for (const email of named) {
+    for (const uid of uids) {
+      const seat = ofFirm(await bookingLeads(db).findOne({ _id: seatKey(event.firm, uid, email) }));
+      if (seat !== null) {
+        if (!found.has(seat.lead_id)) found.set(seat.lead_id, email);
+        break;
+      }
+    }
+  }
+  return [...found].map(([leadId, email]) => ({ leadId, email }));
 }
 
 /** How many times a new lead copies its appointment when booking events keep moving it meanwhile. */

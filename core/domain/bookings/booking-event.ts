@@ -190,8 +190,8 @@ export async function applyBookingEvent(
   const firm = await getFirm(services.mongo.db, event.firm);
   if (firm === null) return { outcome: 'firm_not_found' };
   // The lead whose appointment this booking is follows it (docs/appointments.md#the-lead).
-  const lead = await followBookingEvent(services, event);
-  const followed = lead === null ? {} : { lead };
+  const leads = await followBookingEvent(services, event);
+  const followed = leads.length === 0 ? {} : { leads };
   if (event.trigger === 'BOOKING_REQUESTED' || event.trigger === 'BOOKING_REJECTED') {
     // A request has no reminders until the host accepts (Cal.com then sends BOOKING_CREATED).
     return { uid: event.uid, outcome: 'no_reminders', ...followed };
