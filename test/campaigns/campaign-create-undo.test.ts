@@ -24,8 +24,12 @@ describe('a campaign create whose events fail', () => {
     const body = {
       firmSlug: firm.slug,
       agentId,
+      // Enough that their events are more than one round of writes: every one is taken back.
       leads: [
-        { first_name: 'Ann', phone: '+12125550101' },
+        ...Array.from({ length: 38 }, (_, i) => ({
+          first_name: `Lead ${i}`,
+          phone: `+1212555${String(1000 + i).padStart(4, '0')}`,
+        })),
         { first_name: 'Bo', phone: '+12125550102' },
         { first_name: 'Cy', email: 'cy@example.com' },
       ],
@@ -44,8 +48,8 @@ describe('a campaign create whose events fail', () => {
 
     await stack.services.redis.del(epoch);
     const made = await createCampaign(firm.client, body);
-    expect(made.leads_total).toBe(3);
-    expect(await count(COLLECTIONS.leads, { firm: firm.slug })).toBe(3);
-    expect(await count(COLLECTIONS.events, { firm: firm.slug, type: 'lead.created' })).toBe(3);
+    expect(made.leads_total).toBe(40);
+    expect(await count(COLLECTIONS.leads, { firm: firm.slug })).toBe(40);
+    expect(await count(COLLECTIONS.events, { firm: firm.slug, type: 'lead.created' })).toBe(40);
   });
 });

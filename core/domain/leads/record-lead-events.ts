@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../platform/crypto.js';
 import type { Services } from '../../wiring/services.js';
-import { eventIdOf, recordEvent } from '../events/record-event.js';
+import { eventIdOf, recordEvent, recordEvents } from '../events/record-event.js';
 import type { LeadDoc } from './leads.js';
 import { leadView } from './lead-view.js';
 
@@ -8,25 +8,35 @@ import { leadView } from './lead-view.js';
 // a retried step that finds its lead made records nothing new); an update is an event only when
 // a field really changed, keyed by what changed and when.
 
-/** How many leads' events are recorded at once (one insert each). */
-const CONCURRENCY = 16;
+/**
+ * How many leads' events are recorded in one round: one insert of them all, then their fan-outs.
+ * One command, so a failure leaves no insert of the round still on its way (a caller taking the
+ * events back after a failure finds every one that was stored).
+ */
+const ROUND = 500;
 
 /** Who a lead's lead.created is of: one per lead. */
 const createdOf = (lead: LeadDoc) =>
   ({ firm: lead.firm, type: 'lead.created', subject: lead._id, key: 'created' }) as const;
 
+const createdEvent = (lead: LeadDoc) => ({
+  ...createdOf(lead),
+  occurred_at: lead.created_at,
+  data: leadView(lead),
+});
+
 /** lead.created. */
 export function recordLeadCreated(services: Services, lead: LeadDoc): Promise<string> {
-  return recordEvent(services, { ...createdOf(lead), occurred_at: lead.created_at, data: leadView(lead) });
+  return recordEvent(services, createdEvent(lead));
 }
 
 /** The _id of a lead's lead.created event. */
 export const leadCreatedEventId = (lead: LeadDoc): string => eventIdOf(createdOf(lead));
 
-/** lead.created for many leads (a campaign's inline leads), CONCURRENCY at a time. */
+/** lead.created for many leads (a campaign's inline leads), ROUND at a time. */
 export async function recordLeadsCreated(services: Services, leads: readonly LeadDoc[]): Promise<void> {
-  for (let i = 0; i < leads.length; i += CONCURRENCY) {
-    await Promise.all(leads.slice(i, i + CONCURRENCY).map((lead) => recordLeadCreated(services, lead)));
+  for (let i = 0; i < leads.length; i += ROUND) {
+    await recordEvents(services, leads.slice(i, i + ROUND).map(createdEvent));
   }
 }
 
