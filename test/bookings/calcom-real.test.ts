@@ -55,6 +55,15 @@ const person = (name: string): CalPerson => ({
   email: `${name.toLowerCase().replace(/ /g, '.')}@example.com`,
   timeZone: 'Europe/Berlin',
 });
+/** A seated session `inMs` ahead (on a whole second, as Cal.com sends times), and event times from now. */
+function seatedSession(inMs: number) {
+  const t0 = Date.now();
+  return {
+    clinic: uid(),
+    start: Math.ceil((t0 + inMs) / 1000) * 1000,
+    at: (s: number) => new Date(t0 + s * 1000),
+  };
+}
 /** status by recipient, one reminder each (one offset). */
 const byRecipient = (rows: ReminderRow[]) => Object.fromEntries(rows.map((r) => [r.to, r.status]));
 /** No booking event waits or runs (reminders days ahead stay delayed meanwhile). */
@@ -70,10 +79,7 @@ const bookingEventCount = async () =>
 
 describe('Cal.com seated bookings share one uid', () => {
   it('a new seat adds its attendee’s reminders (the firm’s not doubled); a seat cancel cancels only the leaver’s and leaves the uid open; a seat reschedule moves only that seat; a whole cancel cancels all; repeats change nothing', async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob, cem, dee, eve] = ['Ann Lee', 'Bob Stone', 'Cem Kaya', 'Dee Park', 'Eve Moss'].map(
       person,
     );
@@ -173,10 +179,7 @@ describe('Cal.com seated bookings share one uid', () => {
   });
 
   it("a seat's cancel that arrives before its booking's CREATEDs: the later seats get their reminders, the leaver none (and the firm only with a seat)", async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob] = ['Ann Vale', 'Bob Crane'].map(person);
     // Cal.com made Ann's and Bob's seats, then Bob cancelled his; the cancel comes first.
     expect((await send(calCancelled(calSeatPayload(clinic, start, bob!, 'seat-bob'), at(3)))).status).toBe(
@@ -194,10 +197,7 @@ describe('Cal.com seated bookings share one uid', () => {
   });
 
   it("a seat's cancel applied after its own seat's CREATED and before another seat's: that seat still gets its reminders, and the firm's come back with it", async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob] = ['Ann Dorr', 'Bob Sime'].map(person);
     // Cal.com made Ann's seat, then Bob's, then Bob cancelled his (a seat's cancel names him
     // only); Bob's two events come in order, Ann's CREATED last.
@@ -224,10 +224,7 @@ describe('Cal.com seated bookings share one uid', () => {
   });
 
   it("a seat's cancel that arrives before that seat's CREATED, on a booking known: the late seat stays out", async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob] = ['Ann Reed', 'Bob Hale'].map(person);
     expect((await send(calCreated(calSeatPayload(clinic, start, ann!, 'seat-ann'), at(0)))).status).toBe(200);
     await remindersWhen(firm.client, firm.slug, clinic, (rows) => expect(rows.length).toBe(2));
@@ -244,13 +241,10 @@ describe('Cal.com seated bookings share one uid', () => {
   });
 
   it("a seat's reschedule that arrives before its old booking's CREATEDs: the old booking's other seats get their reminders at its own time, the mover only at the new one", async () => {
-    const clinic = uid();
     // A start about 70 s ahead: the one-minute reminders of the old booking are due in about 10 s.
-    const start = Math.ceil((Date.now() + 70_000) / 1000) * 1000;
+    const { clinic, start, at } = seatedSession(70_000);
     const later = start + DAY;
     const moved = uid();
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
     const [ann, bob] = ['Ann Quill', 'Bob Fenn'].map(person);
     // Cal.com made Ann's and Bob's seats, then Bob moved his seat a day later (a new booking; Cal.com
     // sends the old uid and the old booking's time with it). The reschedule comes first; its new
@@ -289,10 +283,7 @@ describe('Cal.com seated bookings share one uid', () => {
   });
 
   it('a seated booking first seen by a cancel naming all its attendees is cancelled whole: its late seats get nothing', async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob] = ['Ann Moor', 'Bob Lark'].map(person);
     const whole = calSeatPayload(clinic, start, ann!, 'seat-ann');
     whole.attendees = [ann!, bob!].map(calAttendee);
@@ -320,10 +311,7 @@ describe('Cal.com seated bookings share one uid', () => {
 
 describe('Cal.com seated bookings: each lead follows its own seat', () => {
   it("two leads booked into one seated slot share its uid: a seat's cancel or reschedule moves only that seat's lead, a whole cancel every lead still on it", async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
-    const t0 = Date.now();
-    const at = (s: number) => new Date(t0 + s * 1000);
+    const { clinic, start, at } = seatedSession(3 * DAY);
     const [ann, bob, cy] = ['Ann Lowe', 'Bob Marsh', 'Cy Penn'].map(person);
     const lead = async (p: CalPerson) => {
       const [first_name, last_name] = p.name.split(' ');
@@ -382,8 +370,7 @@ describe('Cal.com seated bookings: each lead follows its own seat', () => {
     expect(await appointmentOf(annLead)).toMatchObject({ booking_uid: clinic, status: 'cancelled' });
   });
   it('a seated booking mapped to its lead by an earlier release (no attendee on the mapping) is followed as before', async () => {
-    const clinic = uid();
-    const start = Math.ceil((Date.now() + 3 * DAY) / 1000) * 1000;
+    const { clinic, start } = seatedSession(3 * DAY);
     const eve = person('Eve Holt');
     const made = await firm.client.post('/api/leads', {
       firmSlug: firm.slug,
