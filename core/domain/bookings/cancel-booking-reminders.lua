@@ -3,12 +3,11 @@
 -- '1', or stored seated) whose event names (`named_json`: normalized emails) only some of its
 -- attendees, or one, loses only those: their reminders are cancelled (the firm's too when no one
 -- is left on it), they are recorded as left at `event_at` (also one not on it yet), and the
--- booking stays active; so does a seated booking
--- never seen whose cancel, or reschedule, names one attendee (a seat's), with no one on it yet,
--- when `booking_json` has its own time (`own_time` '1': a reschedule's when Cal.com sent the old
--- time). Returns
--- {outcome, reminders stopped}: outcome cancelled | seats_cancelled | unchanged. Cancelled
--- reminders leave the firm's count (`due`).
+-- booking stays active. So does a seated booking never seen whose cancel or reschedule names one
+-- attendee (a seat's), with no one on it yet, when `booking_json` has the booking's own time
+-- (`own_time` '1': a cancel's; a reschedule's when Cal.com sent the old time). Returns {outcome,
+-- reminders stopped}: outcome cancelled | seats_cancelled | unchanged. Cancelled reminders leave
+-- the firm's count (`due`).
 --! KEYS: booking due
 --! ARGV: state booking_json now expire_at rescheduled_to seated named_json event_at own_time
 local key, due_key = KEYS[1], KEYS[2]
