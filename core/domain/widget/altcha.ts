@@ -68,6 +68,14 @@ function parsePayload(altcha: string): Payload | null {
   };
 }
 
+/** 400 altcha_required: a session of a key with a challenge came without a solution. */
+export const altchaRequired = (): AppError =>
+  refused(
+    400,
+    'altcha_required',
+    'This widget key requires a solved ALTCHA challenge (GET /api/widget/challenge?key=) in altcha.',
+  );
+
 /**
  * Checks and uses up the session's ALTCHA solution: 400 altcha_required (none), altcha_invalid
  * (not a solution of a challenge this service issued for this key), altcha_expired; 409
@@ -78,13 +86,7 @@ export async function spendSolution(
   doc: WidgetKeyDoc,
   altcha: string | undefined,
 ): Promise<void> {
-  if (altcha === undefined) {
-    throw refused(
-      400,
-      'altcha_required',
-      'This widget key requires a solved ALTCHA challenge (GET /api/widget/challenge?key=) in altcha.',
-    );
-  }
+  if (altcha === undefined) throw altchaRequired();
   const payload = parsePayload(altcha);
   if (payload === null) throw altchaInvalid();
   if (!(await verifySolution(payload, altchaHmacKey(services.config.sessionSecret), false)))

@@ -2,15 +2,16 @@
 // the page asking becomes a one-hour widget token bound to that origin and one agent of the firm.
 // Everything is checked before a token is minted: the key exists (401 otherwise, counted against
 // the address like any bad credential), the page's origin is one the key allows (403
-// origin_not_allowed), the address is within its sessions per hour with this key (429), a key
-// with `challenge: "altcha"` has its solved challenge, used once (400/409: core/domain/widget/
-// altcha.ts), and the agent belongs to the key's firm (404).
+// origin_not_allowed), a key with `challenge: "altcha"` has a solution (400 altcha_required, not
+// counted as a session), the address is within its sessions per hour with this key (429), the
+// solution is a solved challenge, used once (400/409: core/domain/widget/altcha.ts), and the agent
+// belongs to the key's firm (404).
 import { getFirmAgent, listFirmAgentNames } from '../agents/agents.js';
 import { mintWidgetToken } from '../access/widget-token.js';
 import { notFound, quote, unauthorized } from '../../platform/errors.js';
 import type { Services } from '../../wiring/services.js';
 import { MAX_CHAT_MESSAGES } from '../chats/chat-limits.js';
-import { spendSolution } from './altcha.js';
+import { altchaRequired, spendSolution } from './altcha.js';
 import { originNotAllowed } from './origins.js';
 import { countWidgetSession } from './widget-limits.js';
 import { observeChangeEpoch } from '../../platform/db/read-cache.js';
@@ -82,6 +83,9 @@ export async function keyForChallenge(
 export async function openKeySession(services: Services, request: KeySessionRequest): Promise<KeySession> {
   await observeChangeEpoch(services.mongo.db);
   const { doc, origin } = await requireKeyForOrigin(services, request.key, request.origin);
+  // The widget asks first without a solution, to learn whether the key wants one: that answer is
+  // no session, so it does not count against the address's sessions of the hour.
+  if (doc.challenge === 'altcha' && request.altcha === undefined) throw altchaRequired();
   await countWidgetSession(services, doc._id, request.address);
   if (doc.challenge === 'altcha') await spendSolution(services, doc, request.altcha);
   const agent = await sessionAgent(services, doc, request.agentId);
