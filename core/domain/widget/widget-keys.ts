@@ -112,16 +112,22 @@ export async function listWidgetKeys(
   return { keys: page.rows, next_cursor: page.next_cursor };
 }
 
-/** The key with these fields replaced (read fresh, written whole by _id). */
+/**
+ * The key with these fields replaced: only they are written (by _id), so a PATCH of one field
+ * running beside a PATCH of another does not write back the value it read before the other's
+ * (an origin removed meanwhile stays removed). Returns the key as stored after the write.
+ */
 export async function updateWidgetKey(
   db: Db,
   current: WidgetKeyDoc,
   changes: Partial<WidgetKeyInput>,
 ): Promise<WidgetKeyDoc> {
-  const next: WidgetKeyDoc = { ...current, ...changes, updated_at: new Date() };
-  const result = await changeCached(db, () => widgetKeys(db).replaceOne({ _id: current._id }, next));
+  const set: Partial<WidgetKeyDoc> = { ...changes, updated_at: new Date() };
+  const result = await changeCached(db, () => widgetKeys(db).updateOne({ _id: current._id }, { $set: set }));
   if (result.matchedCount === 0) throw notFound('widget_key');
-  return next;
+  const stored = await widgetKeys(db).findOne({ _id: current._id });
+  if (stored === null) throw notFound('widget_key');
+  return stored;
 }
 
 /** Deletion removes the hash's key document first: the key stops working on the very next request. */
