@@ -89,7 +89,9 @@ export const chatRoutes = [
         principal.kind === 'widget'
           ? {
               address: koa.ip,
-              ...(principal.binding === undefined ? {} : { key: principal.binding.key }),
+              ...(principal.binding === undefined
+                ? {}
+                : { key: principal.binding.key, altcha: principal.binding.altcha }),
             }
           : undefined;
       const { reply } = await sendChatMessage(services, chat, body.message, visitor);

@@ -18,10 +18,11 @@ export interface WidgetPrincipal {
   /**
    * A widget key's token (POST /api/widget/session): the key (the token works while the key
    * exists and still allows the origin), the page origin it was issued to (the only Origin the
-   * chat routes take it from, and answer CORS for) and the agent it chats with. Absent for the
-   * test page's tokens.
+   * chat routes take it from, and answer CORS for), the agent it chats with, and whether its
+   * session solved an ALTCHA challenge (only then may its chats book). Absent for the test page's
+   * tokens.
    */
-  binding?: { key: string; origin: string; agent: string };
+  binding?: { key: string; origin: string; agent: string; altcha: boolean };
 }
 
 export type Principal = ApiPrincipal | WidgetPrincipal;

@@ -33,6 +33,8 @@ export interface WidgetTokenBinding {
   key: string;
   origin: string;
   agent: string;
+  /** The session brought a solved ALTCHA challenge (claim `pow`): its chats may book. */
+  altcha?: boolean;
 }
 
 /** A widget token for `firm`'s chat routes, valid for WIDGET_TOKEN_TTL_SECONDS. */
@@ -65,7 +67,12 @@ export async function signWidgetToken(
   const bound =
     claims.binding === undefined
       ? {}
-      : { wk: claims.binding.key, origin: claims.binding.origin, agent: claims.binding.agent };
+      : {
+          wk: claims.binding.key,
+          origin: claims.binding.origin,
+          agent: claims.binding.agent,
+          ...(claims.binding.altcha === true ? { pow: true } : {}),
+        };
   const jwt = await new SignJWT({ typ: 'widget', firm: claims.firm, ...bound })
     .setProtectedHeader({ alg: ALG })
     .setSubject(claims.subject)
@@ -91,7 +98,7 @@ export async function verifyWidgetToken(
       audience: AUDIENCE,
       requiredClaims: ['exp', 'iat', 'sub', 'firm', 'typ'],
     });
-    const { typ, firm, sub, iat, exp, wk, origin, agent } = payload;
+    const { typ, firm, sub, iat, exp, wk, origin, agent, pow } = payload;
     if (typ !== 'widget' || typeof firm !== 'string' || !slugRe.test(firm)) return null;
     if (typeof sub !== 'string' || typeof iat !== 'number' || typeof exp !== 'number') return null;
     if (iat > Date.now() / 1000 + MAX_IAT_SKEW_SECONDS) return null;
@@ -100,7 +107,8 @@ export async function verifyWidgetToken(
     if (wk !== undefined || origin !== undefined || agent !== undefined) {
       // Bound by a widget key: all three claims, or the token is not one this service made.
       if (typeof wk !== 'string' || typeof origin !== 'string' || typeof agent !== 'string') return null;
-      principal.binding = { key: wk, origin, agent };
+      if (pow !== undefined && pow !== true) return null;
+      principal.binding = { key: wk, origin, agent, altcha: pow === true };
     }
     return { principal, issuedAt: iat };
   } catch (err) {

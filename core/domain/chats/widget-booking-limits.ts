@@ -1,9 +1,10 @@
 // What a widget chat may book (docs/widget.md#bookings): the visitor is anonymous and the email
 // they give is anyone's (Cal.com mails it; reminders follow), so a booking from a widget chat
 // needs, besides one booking per chat (conversation-booking.ts):
-// - a proof of work before the booking step: the chat's widget key asks for ALTCHA (the session
-//   was opened with a solved challenge, core/domain/widget/altcha.ts); a key without one has the
-//   chat offer no times (the intake goes on, the firm calls back). The test page's tokens (minted
+// - a proof of work before the booking step: the chat's widget key asks for ALTCHA and the session
+//   was opened with a solved challenge (core/domain/widget/altcha.ts; the token says so); a key
+//   without one, or a session opened before the key asked for one, has the chat offer no times
+//   (the intake goes on, the firm calls back). The test page's tokens (minted
 //   for a signed-in firm user or the platform) have no key and need none;
 // - one booking per visitor address (its IPv6 /64) per firm per UTC day, all chats together: the
 //   address is claimed for the chat that books (Redis SET NX), so that chat may move its booking
@@ -23,13 +24,19 @@ export interface ChatVisitor {
   address: string;
   /** The widget key's id (a key session's token); absent for the test page's tokens. */
   key?: string;
+  /** Whether the key session solved an ALTCHA challenge when it was opened. */
+  altcha?: boolean;
 }
 
 const DAY_MS = 86_400_000;
 
-/** Whether the visitor's chat may offer and book times: its key asks for ALTCHA, or it has no key. */
+/**
+ * Whether the visitor's chat may offer and book times: it has no key, or its key asks for ALTCHA
+ * and its session solved a challenge (a session opened before the key asked for one solved none).
+ */
 export async function visitorMayBook(services: Services, visitor: ChatVisitor): Promise<boolean> {
   if (visitor.key === undefined) return true;
+  if (visitor.altcha !== true) return false;
   const key = await findWidgetKey(services.mongo.db, visitor.key);
   return key?.challenge === 'altcha';
 }

@@ -93,6 +93,8 @@ export async function openKeySession(services: Services, request: KeySessionRequ
     key: doc._id,
     origin,
     agent: agent.agent_id,
+    // The solution was spent above: this session's chats may book (widget-booking-limits.ts).
+    altcha: doc.challenge === 'altcha',
   });
   return {
     token: minted.token,
