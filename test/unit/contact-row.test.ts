@@ -62,6 +62,16 @@ describe('a row that parses', () => {
     expect(fields({ phone: PHONE, custom: 'str' }).custom).toEqual([{ key: 'custom', value: 'str' }]);
   });
 
+  it('drops a blank field whatever its name: a column left without a header, or with a long one', () => {
+    // A CSV whose header line ends in a comma gives every row a field named "", its cell empty.
+    expect(fields({ phone: PHONE, '': '', ' ': '  ', ['k'.repeat(101)]: '' }).custom).toEqual([]);
+    expect(fields({ email: 'ann@x.com', '': '', company: 'Acme' })).toMatchObject({
+      email: 'ann@x.com',
+      company: 'Acme',
+      custom: [],
+    });
+  });
+
   it('treats keys named like Object.prototype members as ordinary custom fields', () => {
     const row = JSON.parse(`{"phone":"${PHONE}","__proto__":"p","constructor":"c"}`) as unknown;
     expect(fields(row).custom).toEqual([

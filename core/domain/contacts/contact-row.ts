@@ -116,12 +116,13 @@ function readCustom(key: string, value: unknown, custom: CustomField[], problems
     problems.push(`custom field ${quote(key)} must be a string, not ${typeName(value)}`);
     return;
   }
+  // Blank is not given, whatever the name (a CSV column left without a header, its cells empty).
+  const text = value.trim();
+  if (text === '') return;
   if (key.trim() === '' || key.length > MAX_CUSTOM_KEY) {
     problems.push(`a custom field name must be 1 to ${MAX_CUSTOM_KEY} characters (${quote(key)})`);
     return;
   }
-  const text = value.trim();
-  if (text === '') return;
   if (text.length > MAX_CUSTOM_VALUE) {
     problems.push(`custom field ${quote(key)} is longer than ${MAX_CUSTOM_VALUE} characters`);
     return;
