@@ -27,6 +27,7 @@ const TABLE: Array<[string, unknown, Outcome]> = [
   ['the same email, lower-case', { email: 'ann@x.com' }, 'duplicate'],
   ['phone only', { phone: '(415) 555-0101' }, 'imported'],
   ['email only', { email: 'bob@example.com' }, 'imported'],
+  ['an email with an apostrophe', { email: "Sean.O'Brien@example.com" }, 'imported'],
   [
     'invalid phone with a valid email',
     { phone: '12345', email: 'carl@example.com' },

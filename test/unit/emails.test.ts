@@ -26,6 +26,12 @@ describe('normalizeEmail (an address given on its own)', () => {
     expect(normalizeEmail('a+tag@sub.example.co.uk')).toBe('a+tag@sub.example.co.uk');
   });
 
+  it("takes every character a local part may have unquoted, such as an apostrophe (o'brien@)", () => {
+    expect(normalizeEmail(" Sean.O'Brien@Example.com")).toBe("sean.o'brien@example.com");
+    expect(normalizeEmail("d'angelo@x.com")).toBe("d'angelo@x.com");
+    expect(normalizeEmail('a!#$%&*/=?^_`{|}~-b@x.com')).toBe('a!#$%&*/=?^_`{|}~-b@x.com');
+  });
+
   it.each([
     ['empty', ''],
     ['no domain dot', 'jane@example'],
@@ -37,6 +43,9 @@ describe('normalizeEmail (an address given on its own)', () => {
     ['text around it', 'mail: jane@example.com'],
     ['no local part', '@example.com'],
     ['no @', 'jane.example.com'],
+    ['a space in the local part', 'jane doe@example.com'],
+    ['a quoted local part', '"jane"@example.com'],
+    ['an apostrophe in the domain', "jane@o'brien.com"],
   ])('is null for %s', (_what, text) => {
     expect(normalizeEmail(text)).toBeNull();
   });

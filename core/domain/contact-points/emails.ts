@@ -35,7 +35,11 @@ export function readEmailAnswer(text: string): string | null {
 /** The longest address SMTP carries (RFC 5321: 254 characters in a path, 64 in the local part). */
 const MAX_EMAIL = 254;
 const MAX_LOCAL_PART = 64;
-const WHOLE_EMAIL = new RegExp(`^${EMAIL.source}$`);
+/**
+ * One whole address: a local part of any characters RFC 5322 allows unquoted (o'brien@, not
+ * only the letters, digits and ._%+- that EMAIL looks for in free text), then EMAIL's domain.
+ */
+const WHOLE_EMAIL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$/;
 
 /**
  * An email address given on its own (a form field, a CSV cell): trimmed and lower-cased, and
