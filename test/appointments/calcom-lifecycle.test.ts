@@ -5,7 +5,7 @@
 // is a new booking (new uid) with BOOKING_RESCHEDULED naming the old one; a cancel is
 // BOOKING_CANCELLED (test/fakes/calcom-server.ts, signed to the firm's booking webhook).
 import { describe, expect, it } from 'vitest';
-import { createAgent, createChat, say } from '../chat/chat-helpers.js';
+import { createAgent, createChat, say, INTAKE_ANSWERS } from '../chat/chat-helpers.js';
 import { dailySlots } from '../fakes/calcom-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { eventsOf, rerunCompleted } from '../helpers/events.js';
@@ -16,7 +16,6 @@ const EVENT_TYPE = 6161;
 const BOOKING_SECRET = 'whsec_lifecycle_booking_secret';
 const VOICE_SECRET = 'voice_secret_lifecycle_0123';
 const DAY = 24 * 3600_000;
-const ANSWERS = ['Jane Doe', '+1 415 555 0134', 'jane.doe@example.com', 'car accident', 'I was rear-ended.'];
 
 const slots = dailySlots(Date.now() + DAY, 6, 6);
 const booking = useCalcomFirm({
@@ -185,7 +184,7 @@ describe('an event type that requires confirmation is a request, never said as b
       const agent = await createAgent(booking.firm.client, booking.firm.slug);
       const chat = await createChat(booking.firm.client, booking.firm.slug, agent.agent_id);
       let offer = '';
-      for (const answer of ANSWERS) offer = await say(booking.firm.client, chat.chat_id, answer);
+      for (const answer of INTAKE_ANSWERS) offer = await say(booking.firm.client, chat.chat_id, answer);
       expect(offer).toContain('Would you like a free consultation?');
       const reply = await say(booking.firm.client, chat.chat_id, '1');
       expect(reply).toMatch(/^Your consultation is requested for .*the firm will confirm/);

@@ -4,13 +4,12 @@
 // visitor's chat-completion, ending the conversation because the firm's calendar was down.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { createAgent, createChat, getChat, say } from '../chat/chat-helpers.js';
+import { createAgent, createChat, getChat, say, INTAKE_ANSWERS } from '../chat/chat-helpers.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
 
 const API_KEY = 'cal_live_chat_down_0123456789';
 const EVENT_TYPE = 4242;
 const DAY = 86_400_000;
-const ANSWERS = ['Jane Doe', '+1 415 555 0134', 'jane.doe@example.com', 'car accident', 'I was rear-ended.'];
 
 let stack: Stack;
 let cal: FakeCalcom;
@@ -41,7 +40,7 @@ describe('the chat agent when Cal.com fails', () => {
   it('cannot be reached when the questions are answered: no offer, the intake answers kept', async () => {
     const { firm, chatId } = await chatFor('http://127.0.0.1:1');
     let last = '';
-    for (const answer of ANSWERS) last = await say(firm.client, chatId, answer);
+    for (const answer of INTAKE_ANSWERS) last = await say(firm.client, chatId, answer);
     expect(last).not.toContain('Would you like a free consultation?');
     const chat = await getChat(firm.client, chatId);
     expect(chat.status).toBe('ongoing');
@@ -51,7 +50,7 @@ describe('the chat agent when Cal.com fails', () => {
   it('fails as the visitor picks a time: an apology, nothing booked, and the pick works once it is back', async () => {
     const { firm, chatId } = await chatFor(cal.url);
     let offer = '';
-    for (const answer of ANSWERS) offer = await say(firm.client, chatId, answer);
+    for (const answer of INTAKE_ANSWERS) offer = await say(firm.client, chatId, answer);
     expect(offer).toContain('Would you like a free consultation?');
     // Every booking attempt of this request fails (the booking retries within the request).
     cal.failBookings(100);

@@ -48,3 +48,12 @@ export async function getChat(client: ApiClient, chatId: string): Promise<any> {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 }
+
+/** What a person answers the built-in intake agent's questions, in order, up to its offer of times. */
+export const INTAKE_ANSWERS = [
+  'Jane Doe',
+  '+1 415 555 0134',
+  'jane.doe@example.com',
+  'car accident',
+  'I was rear-ended.',
+];

@@ -6,7 +6,7 @@
 // `widget_daily_booking_cap` times per firm per UTC day (default WIDGET_DAILY_BOOKING_CAP). One
 // booking per chat was already so. Behind TRUST_PROXY each visitor plays its own address.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgent } from '../chat/chat-helpers.js';
+import { createAgent, INTAKE_ANSWERS } from '../chat/chat-helpers.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
 import type { ApiClient } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -17,7 +17,6 @@ const SITE = 'https://firm.example';
 const API_KEY = 'cal_live_widget_booking_limits_0123';
 const EVENT_TYPE = 5151;
 const DAY = 86_400_000;
-const ANSWERS = ['Jane Doe', '+1 415 555 0134', 'jane.doe@example.com', 'car accident', 'I was rear-ended.'];
 
 let stack: Stack;
 /** One Cal.com per firm: each firm's visitors pick from its own free times. */
@@ -88,7 +87,7 @@ async function bookingFirm(settings: Record<string, unknown> = {}) {
       return res.body.message as string;
     };
     let offer = '';
-    for (const answer of ANSWERS) offer = await say(answer);
+    for (const answer of INTAKE_ANSWERS) offer = await say(answer);
     return { offer, picked: await say(pick), say };
   };
   return { firm, cal, visit };

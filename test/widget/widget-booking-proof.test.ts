@@ -3,7 +3,7 @@
 // nothing, also once the firm turns the key's challenge on: the token lives an hour, and tokens
 // gathered before the switch would otherwise book without any proof of work.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createAgent } from '../chat/chat-helpers.js';
+import { createAgent, INTAKE_ANSWERS } from '../chat/chat-helpers.js';
 import { dailySlots, startFakeCalcom, type FakeCalcom } from '../fakes/calcom-server.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { askSession, createWidgetKey } from './widget-key-helpers.js';
@@ -12,7 +12,6 @@ const SITE = 'https://firm.example';
 const API_KEY = 'cal_live_widget_booking_proof_0123';
 const EVENT_TYPE = 5152;
 const DAY = 86_400_000;
-const ANSWERS = ['Jane Doe', '+1 415 555 0134', 'jane.doe@example.com', 'car accident', 'I was rear-ended.'];
 
 let stack: Stack;
 let cal: FakeCalcom | undefined;
@@ -56,7 +55,7 @@ it('a token opened without a proof of work books nothing after the key turns ALT
     return res.body.message as string;
   };
   let offer = '';
-  for (const answer of ANSWERS) offer = await say(answer);
+  for (const answer of INTAKE_ANSWERS) offer = await say(answer);
   const picked = await say('1');
   expect(cal.bookings).toEqual([]);
   expect(picked).not.toMatch(/^Your consultation is booked for /);
