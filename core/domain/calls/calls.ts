@@ -372,7 +372,11 @@ export async function registerOutboundCall(
     }
     const scheduled = pass?.scheduled ?? null;
     try {
-      await Promise.all([inserted, pass?.record()]);
+      // Both settle before either's failure is acted on: a take-back sent while the insert is
+      // still on its way would find nothing, and the insert would then land, a call left behind.
+      const [insert, record] = await Promise.allSettled([inserted, pass?.record()]);
+      if (insert.status === 'rejected') throw insert.reason;
+      if (record.status === 'rejected') throw record.reason;
       if (scheduled !== null) {
         doc.scheduled_for = scheduled.at;
         status = 'scheduled';
