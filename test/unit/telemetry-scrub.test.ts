@@ -62,6 +62,12 @@ describe('span scrubbing', () => {
       'reminder|firm-a|bk-1|r|1764600000000|60|[email]',
     );
     expect(maskEmails('to Ann.Lee@Example.com, bob@b.example')).toBe('to [email], [email]');
+    // What an address may carry unquoted is part of it, nothing of the local part left behind;
+    // the separators of ids and URLs are not.
+    expect(maskEmails("call Sean.O'Brien@example.com or a!b{d}~e@x.io")).toBe('call [email] or [email]');
+    expect(maskEmails('/leads?email=ann@example.com&x=1#bob@example.com')).toBe(
+      '/leads?email=[email]&x=1#[email]',
+    );
     // No @, or no domain with a dot: not an address.
     expect(maskEmails('user@localhost and a@b')).toBe('user@localhost and a@b');
     expect(maskPersonal('send-reminder r|1|60|ann@example.com +14155550123')).toBe(

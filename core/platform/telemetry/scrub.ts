@@ -13,9 +13,12 @@ const QUERY_KEYS = new Set(['url.query']);
 // E.164 (+ and up to 15 digits) or a bare run of 7+ digits, standing alone (ids made of
 // base64url characters never match: their digits touch letters).
 const PHONE = /(?<![A-Za-z0-9])\+?\d{7,15}(?![A-Za-z0-9])/g;
-// local@domain.tld: a domain with a dot, so `user@localhost` and `a@b` are left alone. Linear: the
-// local part and each label are runs of characters the next part cannot start with.
-const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}/g;
+// local@domain.tld: a domain with a dot, so `user@localhost` and `a@b` are left alone. The local
+// part takes what an address may carry unquoted (o'brien@ masked whole, not from the b) except
+// the characters that separate the parts of job ids and URLs (| / ? # & =), so the id or URL
+// around an address keeps its other parts. Linear: the local part and each label are runs of
+// characters the next part cannot start with.
+const EMAIL = /(?<![A-Za-z0-9!$%'*+^_`{}~.-])[A-Za-z0-9!$%'*+^_`{}~.-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}/g;
 const TOKEN_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
 /** Paths that are secrets whatever their length: a Slack incoming webhook's /services/T…/B…/<secret>. */
 const SECRET_PATHS: [RegExp, string][] = [
