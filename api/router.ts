@@ -54,9 +54,27 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     };
     const chain: Middleware[] = [];
     if (route.addressLimited === true) {
+      // A key route's refusal waits for its key (the body's, read further down), so that a page on
+      // one of the key's origins gets the CORS headers and can read Retry-After; anything that
+      // fails before then (an unreadable body) is answered with the refusal, without them.
+      const waitForKey = route.cors === 'widgetKey';
       chain.push(async (ctx, next) => {
-        await limiter.checkOpenRoute(ctx.ip);
-        await next();
+        let refusal: unknown;
+        try {
+          await limiter.checkOpenRoute(ctx.ip);
+        } catch (err) {
+          if (!waitForKey) throw err;
+          refusal = err;
+        }
+        if (refusal === undefined) return next();
+        ctx.state.addressRefusal = refusal;
+        try {
+          await next();
+        } catch {
+          // The refusal itself (with the CORS headers when the key allows the origin), or what
+          // failed before it was thrown: the refusal stands.
+        }
+        throw refusal;
       });
     }
     // Path parameters first: a malformed one is a 400 whatever the credentials, before any lookup.
@@ -176,7 +194,14 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
       }
     }
     // A key route's CORS needs the key, so it is answered once the body is read.
-    if (route.cors === 'widgetKey') chain.push(widgetKeyCors(services));
+    if (route.cors === 'widgetKey') {
+      chain.push(widgetKeyCors(services));
+      // An address over its limit (counted first, above) is refused here, inside the key's CORS.
+      chain.push(async (ctx, next) => {
+        if (ctx.state.addressRefusal !== undefined) throw ctx.state.addressRefusal;
+        await next();
+      });
+    }
     chain.push(handle(route, services, validators));
     router.register(koaPath(route.path), [route.method], chain, { name: route.operationId });
   }

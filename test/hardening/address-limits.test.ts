@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { askSession, createWidgetKey } from '../widget/widget-key-helpers.js';
+import { createAgent } from '../chat/chat-helpers.js';
 
 const BAD_ATTEMPTS = 5;
 const OPEN_LIMIT = 6;
@@ -81,6 +82,51 @@ describe('the routes that take no token are limited per address', () => {
       (await askSession(stack.api, 'https://elsewhere.example', { key: key.key }, from(nextAddress())))
         .status,
     ).toBe(403);
+  });
+
+  it("the widget's 429 is readable from the key's origins (its Retry-After exposed), from no other", async () => {
+    const firm = await createFirm(stack);
+    await createAgent(firm.client, firm.slug);
+    const key = await createWidgetKey(firm.client, firm.slug);
+    const site = 'https://firm.example';
+    const address = nextAddress();
+    for (let i = 0; i < OPEN_LIMIT; i++) {
+      expect((await askSession(stack.api, site, { key: key.key }, from(address))).status).toBe(200);
+    }
+    const cors = (res: { headers: Headers }) => ({
+      origin: res.headers.get('access-control-allow-origin'),
+      exposed: res.headers.get('access-control-expose-headers'),
+    });
+    const readable = { origin: site, exposed: 'Retry-After,X-Next-Cursor,X-Request-Id' };
+    const unreadable = { origin: null, exposed: null };
+    const session = await askSession(stack.api, site, { key: key.key }, from(address));
+    expectError(session, 429, 'rate_limited');
+    expect(Number(session.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(cors(session)).toEqual(readable);
+    const challenge = await stack.api.get(`/api/widget/challenge?key=${key.key}`, {
+      Origin: site,
+      ...from(address),
+    });
+    expectError(challenge, 429, 'rate_limited');
+    expect(cors(challenge)).toEqual(readable);
+    // Another origin, an unknown key, a body that is no JSON: still 429, and nothing to read.
+    const elsewhere = await askSession(
+      stack.api,
+      'https://elsewhere.example',
+      { key: key.key },
+      from(address),
+    );
+    expectError(elsewhere, 429, 'rate_limited');
+    expect(cors(elsewhere)).toEqual(unreadable);
+    const unknown = await askSession(stack.api, site, { key: 'iwpk_unknown' }, from(address));
+    expectError(unknown, 429, 'rate_limited');
+    expect(cors(unknown)).toEqual(unreadable);
+    const garbled = await stack.api.request('POST', '/api/widget/session', {
+      rawBody: '{"key":',
+      headers: { 'Content-Type': 'application/json', Origin: site, ...from(address) },
+    });
+    expectError(garbled, 429, 'rate_limited');
+    expect(cors(garbled)).toEqual(unreadable);
   });
 
   it('the Clio callback: past the limit 429; another address is still answered', async () => {
