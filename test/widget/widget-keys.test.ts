@@ -275,6 +275,19 @@ describe('POST /api/widget/session', () => {
     expectError(await askSession(stack.api, SITE, { key: { $ne: null } }), 400, 'invalid_request');
   });
 
+  it('a session body over 8 KiB: 413 payload_too_large; the largest the schema allows is read', async () => {
+    const key = await createWidgetKey(firmA.client, firmA.slug);
+    const largest = await askSession(stack.api, SITE, {
+      key: key.key,
+      agent_id: 'a'.repeat(128),
+      altcha: 'x'.repeat(4096),
+    });
+    expectError(largest, 404, 'agent_not_found');
+    const over = await askSession(stack.api, SITE, { key: key.key, altcha: 'x'.repeat(8200) });
+    expectError(over, 413, 'payload_too_large');
+    expect(over.text).not.toContain('iwt_');
+  });
+
   it('a PATCH of allowed_origins and a DELETE take effect on the next request', async () => {
     const key = await createWidgetKey(firmA.client, firmA.slug);
     expect((await askSession(stack.api, SITE, { key: key.key })).status).toBe(200);

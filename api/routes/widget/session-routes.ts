@@ -26,6 +26,9 @@ export const widgetSessionRoutes = [
     auth: { kind: 'none' },
     addressLimited: true,
     cors: 'widgetKey',
+    // The largest body the schema allows is under 5 KiB; an address over its limit is refused
+    // only once the body is read (for the key's CORS), so that read stays small.
+    bodyLimit: '8kb',
     body: WidgetSessionBody,
     response: WidgetSessionResponse,
     // 400 also for a missing, invalid or expired altcha; 409 for a replayed one; 429 past the
