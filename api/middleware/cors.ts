@@ -1,7 +1,7 @@
 import koaCors from '@koa/cors';
 import type { Context, Middleware } from 'koa';
 import { bearerToken } from '../../core/domain/access/authenticate.js';
-import { verifyWidgetToken } from '../../core/domain/access/widget-token.js';
+import { widgetTokenOrigin } from '../../core/domain/access/widget-token.js';
 import { findWidgetKeyByKey } from '../../core/domain/widget/widget-keys.js';
 import { observeChangeEpoch } from '../../core/platform/db/read-cache.js';
 import type { Services } from '../../core/wiring/services.js';
@@ -56,11 +56,11 @@ function table(routes: AnyRoute[]): Entry[] {
 }
 
 /** The page origin a widget key's token was issued to (a signature check, no lookup), if any. */
-async function tokenOrigin(ctx: Context, services: Services): Promise<string | undefined> {
+function tokenOrigin(ctx: Context, services: Services): Promise<string | undefined> {
   const token = bearerToken(ctx.get('Authorization') || undefined);
-  if (token === null) return undefined;
-  const verified = await verifyWidgetToken(token, services.config.sessionSecret);
-  return verified?.principal.binding?.origin;
+  return token === null
+    ? Promise.resolve(undefined)
+    : widgetTokenOrigin(token, services.config.sessionSecret);
 }
 
 /** The app-wide CORS middleware (api/app.ts). */

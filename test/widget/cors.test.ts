@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandStartedEvent } from 'mongodb';
 import { SignJWT } from 'jose';
 import { signSessionToken } from '../../core/domain/access/session.js';
+import { signWidgetToken } from '../../core/domain/access/widget-token.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent } from '../chat/chat-helpers.js';
@@ -174,6 +175,41 @@ describe('the widget routes', () => {
     });
     expect(fromPage.status).toBe(200);
     expect(corsHeaders(fromPage)).toEqual({ vary: 'Origin' });
+  });
+
+  it("an expired key token's 401 is readable from its origin (the widget renews on it), from no other", async () => {
+    const key = await createWidgetKey(firm.client, firm.slug, { agent_id: firm.agentId });
+    const now = Math.floor(Date.now() / 1000);
+    const expiredFor = (seconds: number, secret = stack.config.sessionSecret) =>
+      signWidgetToken(
+        {
+          firm: firm.slug,
+          subject: 'wgt_expired',
+          issuedAt: now - seconds - 3600,
+          expiresAt: now - seconds,
+          binding: { key: key.key, origin: SITE, agent: firm.agentId },
+        },
+        secret,
+      );
+    const chat = { firmSlug: firm.slug, agentId: firm.agentId };
+    const create = async (token: string, origin: string) => {
+      const res = await send(stack.baseUrl, 'POST', '/api/v2/create-chat', origin, {
+        headers: { Authorization: `Bearer ${token}` },
+        body: chat,
+      });
+      expect(res.status).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+      return corsHeaders(res);
+    };
+    // An hour past its expiry, and the most of the week after it.
+    expect(await create(await expiredFor(3600), SITE)).toEqual(ALLOWED_RESPONSE(SITE));
+    expect(await create(await expiredFor(6 * 86_400), SITE)).toEqual(ALLOWED_RESPONSE(SITE));
+    // Another origin, a token older than that, one signed with another secret: no CORS headers.
+    expect(await create(await expiredFor(3600), ELSEWHERE)).toEqual({ vary: 'Origin' });
+    expect(await create(await expiredFor(8 * 86_400), SITE)).toEqual({ vary: 'Origin' });
+    expect(await create(await expiredFor(3600, 'another-secret-of-32-characters!!'), SITE)).toEqual({
+      vary: 'Origin',
+    });
   });
 
   it('a 429 from a widget route carries the origin and exposes Retry-After, so the widget can read it', async () => {

@@ -116,3 +116,27 @@ export async function verifyWidgetToken(
     throw err;
   }
 }
+
+/** How long after its expiry a token's origin still gets CORS headers (its `401` readable). */
+const CORS_AFTER_EXPIRY_SECONDS = 7 * 24 * 60 * 60;
+
+/**
+ * The page origin a key's widget token was issued to, from its signature alone (no lookup), for
+ * CORS: a token expired within the last week counts too, so the page can read its `401` and
+ * renew the token (a tab that slept past the hour). Whether it may do anything is the route's to
+ * judge; this only says whose page may read the answer.
+ */
+export async function widgetTokenOrigin(token: string, sessionSecret: string): Promise<string | undefined> {
+  if (!token.startsWith(WIDGET_TOKEN_PREFIX)) return undefined;
+  try {
+    const { payload } = await jwtVerify(token.slice(WIDGET_TOKEN_PREFIX.length), signingKey(sessionSecret), {
+      algorithms: [ALG],
+      audience: AUDIENCE,
+      clockTolerance: CORS_AFTER_EXPIRY_SECONDS,
+    });
+    return payload.typ === 'widget' && typeof payload.origin === 'string' ? payload.origin : undefined;
+  } catch (err) {
+    if (err instanceof joseErrors.JOSEError) return undefined;
+    throw err;
+  }
+}
