@@ -132,8 +132,16 @@ export async function placeOutboundCall(
   );
   if ('answer' in gate) return { outcome: 'waiting_for_slot' };
   if (gate.decision.answer === 'defer') {
-    await passDialTurn(services, call.firm, call._id);
-    return { outcome: 'deferred', deferredUntil: gate.decision.until };
+    const until = gate.decision.until;
+    await Promise.all([
+      passDialTurn(services, call.firm, call._id),
+      // The call says when it will be dialled (get-call's scheduled_for), as one made to wait at
+      // its request does: a call accepted to be dialled now is not left looking as if it were.
+      call.scheduled_for === until
+        ? undefined
+        : callsCollection(services.mongo.db).updateOne({ _id: call._id }, { $set: { scheduled_for: until } }),
+    ]);
+    return { outcome: 'deferred', deferredUntil: until };
   }
   const decision = gate.decision;
   if (decision.answer === 'block' && gate.blockAfterAllow === undefined) {

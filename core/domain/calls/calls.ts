@@ -117,7 +117,7 @@ export interface CallDoc {
   crm_sync?: { contact?: EffectRecord; matter?: EffectRecord };
   /** A campaign lead's own time zone, which the dial gate reads the callee's hours in. */
   lead_timezone?: string;
-  /** A call asked for `when_allowed` outside the callee's hours: when it is scheduled to be dialled (ms). */
+  /** When the call is to be dialled (ms): asked for `when_allowed` outside the callee's hours, or deferred by the gate at its dial. */
   scheduled_for?: number;
   /** The dial gate blocked the call (`dnc`, `country`, `consent`, …): it ended `error`, disconnection_reason `dial_blocked`. */
   dial_block_reason?: string;
@@ -416,7 +416,7 @@ export async function registerOutboundCall(
   return repeatedCall(db, result.resourceId);
 }
 
-/** A repeat answers as the first request did: `scheduled` for a call made to wait (when_allowed). */
+/** A repeat answers `scheduled` for a call made to wait (when_allowed, or deferred at its dial since). */
 async function repeatedCall(
   db: Db,
   callId: string,
