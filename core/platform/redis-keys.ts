@@ -433,6 +433,14 @@ export class RedisKeys {
     return key(this.prefix, 'workflow', 'steps', firm, day);
   }
 
+  /**
+   * The firm's contacts import that began claiming phones and emails last (its job_id): a later
+   * import waits while it is unfinished (core/domain/contacts/import-rows.ts).
+   */
+  contactsImportClaiming(firm: string): string {
+    return key(this.prefix, 'contacts-import', 'claiming', firm);
+  }
+
   /** The lock of a firm's contact imports (one import runs at a time per firm). */
   contactsImportLock(firm: string): string {
     return key(this.prefix, 'lock', 'contacts-import', firm);

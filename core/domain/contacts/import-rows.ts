@@ -36,11 +36,19 @@
 // can still be under way in the store for a moment after it died; a retry that claimed,
 // classified and released keys meanwhile would have one of those late claims land after its
 // release, a key left naming a contact never written.
+//
+// Another import may take the firm's turn between a failed or killed attempt and its retry (the
+// retry waits for its backoff, or for the dead attempt's lock to lapse). The unfinished import
+// still holds claims, among them some for its duplicate rows that its retry will release: counted
+// against those, the other import's rows would be duplicates of no contact at all. So each import
+// names itself the firm's claiming import (in Redis) before it claims, and one that finds another
+// import named there, unfinished, steps aside until that one's retry has run — or, when its job
+// was given up, rolls it back (import-record.ts) and goes on.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { claimMany } from '../../platform/db/claim.js';
-import { withRecordLock } from '../../platform/redis-mutex.js';
+import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import type { ImportContactsJob } from '../../../jobs/contacts.js';
 import { isKnownCountry, type CountryCode } from '../contact-points/phones.js';
 import { discardImportRows, readImportRows } from './import-staging.js';
@@ -55,7 +63,9 @@ import {
   type ContactKeyKind,
 } from './contacts.js';
 import {
+  failContactImport,
   importsCollection,
+  jobGaveUp,
   stagedAs,
   type ContactImportDoc,
   type ImportErrorRow,
@@ -67,6 +77,8 @@ import { contactSearchTerms } from './search-terms.js';
 const MAX_ERROR_ROWS = 100;
 /** Key documents per insertMany; their releases are deleted batch by batch. */
 const CLAIM_BATCH = 500;
+/** How long the name of the firm's claiming import is kept (a week, as failed jobs are). */
+const CLAIMING_TTL_MS = 7 * 24 * 3600_000;
 
 /** The job cannot run: its record is gone, belongs elsewhere or was given up (the job must not retry). */
 export class ImportNotRunnableError extends Error {
@@ -218,6 +230,7 @@ export async function runContactImport(services: Services, job: ImportContactsJo
       // Read again inside the firm's turn: an earlier attempt may have finished meanwhile.
       const record = await runnableRecord(db, job);
       if (record.status === 'completed' && record.result !== null) return record.result;
+      await settleEarlierImport(services, record);
       return applyPlan(services, record, plan);
     },
     // No owner: a retry waits for the attempt before it (see the top of this file).
@@ -225,6 +238,31 @@ export async function runContactImport(services: Services, job: ImportContactsJo
   );
   await letGo(services, first);
   return result;
+}
+
+/**
+ * In the firm's turn, before `record` claims: the import named the firm's claiming import, when
+ * it is another one still claiming (an attempt failed or was killed, its retry to come), is waited
+ * for (RecordBusyError: the caller steps aside), or rolled back when its job was given up. Then
+ * `record` is named there.
+ */
+async function settleEarlierImport(services: Services, record: ContactImportDoc): Promise<void> {
+  const key = redisKeys(services.config).contactsImportClaiming(record.firm);
+  const named = await services.redis.get(key);
+  if (named !== null && named !== record._id) {
+    const earlier = await importsCollection(services.mongo.db).findOne({ _id: named });
+    if (
+      earlier !== null &&
+      earlier.firm === record.firm &&
+      earlier.status === 'processing' &&
+      earlier.stage === 'claiming'
+    ) {
+      const gone = await jobGaveUp(services, earlier.sync_id ?? earlier._id);
+      if (gone === null) throw new RecordBusyError(key);
+      await failContactImport(services, { importId: earlier._id, firm: earlier.firm }, gone);
+    }
+  }
+  await services.redis.set(key, record._id, 'PX', CLAIMING_TTL_MS);
 }
 
 async function applyPlan(
