@@ -2,23 +2,46 @@
 // duplicate rows) still holds those claims until its retry runs. Another import of the firm that
 // takes the firm's turn in between must not count its rows duplicates of claims no contact will
 // ever hold: it waits for the unfinished import, as a worker waits for the firm's turn.
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Collection } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+//
+// The failures are real ones. A failed attempt runs in a worker of its own whose link to the
+// database goes through a TCP relay, closed right before that attempt releases the claims of its
+// duplicate rows (test/helpers/before-call.ts: the real call, made once the relay is down); the
+// store itself stays up for everyone else. A killed attempt is a worker process's, SIGKILLed
+// while it claims.
+import type { ChildProcess } from 'node:child_process';
+import { MongoError } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runContactImport } from '../../core/domain/contacts/import-rows.js';
-import type { ImportResult } from '../../core/domain/contacts/import-record.js';
+import { contactKeyId } from '../../core/domain/contacts/contacts.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { RecordBusyError } from '../../core/platform/redis-mutex.js';
-import { createFirm, startStack, type Stack } from '../helpers/stack.js';
-import { contactKeysOf, contactsOf, expectNoTwins } from './support.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import { createServices } from '../../core/wiring/services.js';
+import type { Workers } from '../../workers/runner.js';
+import { beforeCall } from '../helpers/before-call.js';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, startInProcessWorkers, startStack, type Stack } from '../helpers/stack.js';
+import { startTcpRelay } from '../helpers/tcp-relay.js';
+import { exitOf, startWorkerProcess } from '../helpers/worker-process.js';
+import { contactKeysOf, contactsOf, expectNoTwins, importsOf, pollJob } from './support.js';
 
 let stack: Stack;
+let child: ChildProcess | undefined;
+let workers: Workers | undefined;
 
 beforeAll(async () => {
-  // No workers: the test runs each import's job itself. Every import answers 202.
-  stack = await startStack({ env: { CONTACTS_IMPORT_WAIT_MS: '0' } });
+  // No workers until a test starts them: the test runs each import's job itself. Every import
+  // answers 202. A dead worker's job is taken over after 2 s, the firm's turn it held lapses after 4 s.
+  stack = await startStack({
+    env: { CONTACTS_IMPORT_WAIT_MS: '0', JOB_LOCK_MS: '2000', CONTACTS_IMPORT_LOCK_MS: '4000' },
+  });
 });
-afterAll(async () => stack?.stop());
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await workers?.stop();
+  await stack?.stop();
+});
 
 type Firm = Awaited<ReturnType<typeof createFirm>>;
 
@@ -28,36 +51,29 @@ async function accepted(firm: Firm, contacts: unknown[]): Promise<string> {
   return res.body.job_id as string;
 }
 
-const run = (firm: Firm, importId: string) =>
-  runContactImport(stack.services, { importId, firm: firm.slug, defaultCountry: 'US' });
+const jobOf = (firm: Firm, importId: string) => ({ importId, firm: firm.slug, defaultCountry: 'US' });
+const run = (firm: Firm, importId: string) => runContactImport(stack.services, jobOf(firm, importId));
 
-/** Runs an import's job as the worker does: while the firm's turn is busy it steps aside and tries again. */
-async function runAsWorker(firm: Firm, importId: string): Promise<ImportResult> {
-  for (;;) {
-    try {
-      return await run(firm, importId);
-    } catch (err) {
-      if (!(err instanceof RecordBusyError)) throw err;
-      await sleep(100);
-    }
-  }
-}
-
-/** Runs the import's job once with the release of its duplicate rows' claims failing (the store failed). */
-async function failAfterClaiming(firm: Firm, importId: string): Promise<void> {
-  const deleteMany = Collection.prototype.deleteMany;
-  const spy = vi.spyOn(Collection.prototype, 'deleteMany').mockImplementation(function (
-    this: Collection,
-    ...args: Parameters<Collection['deleteMany']>
-  ) {
-    if (this.collectionName === COLLECTIONS.contactKeys) throw new Error('connection reset');
-    return deleteMany.apply(this, args);
-  });
+/**
+ * Runs the import's job once in a worker of its own that loses the database as it goes to release
+ * the claims of its duplicate rows: the attempt fails holding them (its retry is still to come).
+ */
+async function failAsItReleases(firm: Firm, importId: string): Promise<void> {
+  const relay = await startTcpRelay(new URL(stack.config.mongodbUri));
+  const config = { ...stack.config, mongodbUri: relay.via(stack.config.mongodbUri) };
+  const worker = createServices(config, createLogger(config.logLevel, 'test'), 'worker');
+  const cut = beforeCall(worker.mongo.db, COLLECTIONS.contactKeys, 'deleteMany', () => relay.close());
   try {
-    await expect(run(firm, importId)).rejects.toThrow('connection reset');
+    await expect(
+      runContactImport({ ...worker, mongo: { ...worker.mongo, db: cut } }, jobOf(firm, importId)),
+    ).rejects.toBeInstanceOf(MongoError);
   } finally {
-    spy.mockRestore();
+    await worker.close();
   }
+  expect(await importsOf(stack).findOne({ _id: importId })).toMatchObject({
+    status: 'processing',
+    stage: 'claiming',
+  });
   expect(await contactKeysOf(stack).countDocuments({ import_id: importId })).toBe(1);
 }
 
@@ -68,17 +84,21 @@ describe('an import whose attempt failed after claiming', () => {
     expect(await run(firm, existing)).toMatchObject({ imported: 1 });
 
     // A duplicate of that contact by its phone, with a new email: the attempt claims the email,
-    // then the store fails as the claims of its duplicate rows are released.
+    // then loses the database as it releases the claims of its duplicate rows.
     const a = await accepted(firm, [{ phone: '+1 212 555 0171', email: 'second@example.com' }]);
-    await failAfterClaiming(firm, a);
+    await failAsItReleases(firm, a);
 
-    // While its retry waits for its backoff, another import of the firm with that email alone.
+    // While its retry waits for its backoff, another import of the firm with that email alone
+    // takes the firm's turn: it steps aside, claiming nothing.
     const b = await accepted(firm, [{ email: 'Second@example.com' }]);
-    const second = runAsWorker(firm, b);
-    await sleep(1000);
-    // The first import's retry.
-    expect(await runAsWorker(firm, a)).toMatchObject({ imported: 0, duplicates: 1, errors: 0 });
-    expect(await second).toMatchObject({ imported: 1, duplicates: 0, errors: 0 });
+    await expect(run(firm, b)).rejects.toBeInstanceOf(RecordBusyError);
+    expect(await importsOf(stack).findOne({ _id: b })).toMatchObject({
+      status: 'processing',
+      stage: 'queued',
+    });
+    // The first import's retry, then the second's.
+    expect(await run(firm, a)).toMatchObject({ imported: 0, duplicates: 1, errors: 0 });
+    expect(await run(firm, b)).toMatchObject({ imported: 1, duplicates: 0, errors: 0 });
 
     const contacts = await expectNoTwins(stack, firm.slug);
     expect(contacts.map((c) => c.email).sort()).toEqual(['first@example.com', 'second@example.com']);
@@ -90,7 +110,7 @@ describe('an import whose attempt failed after claiming', () => {
     const existing = await accepted(firm, [{ phone: '+12125550172', email: 'third@example.com' }]);
     expect(await run(firm, existing)).toMatchObject({ imported: 1 });
     const a = await accepted(firm, [{ phone: '+12125550172', email: 'fourth@example.com' }]);
-    await failAfterClaiming(firm, a);
+    await failAsItReleases(firm, a);
     // As when BullMQ gives the job up without another attempt (it stalled too often).
     await stack.services.queues.contacts.remove(a);
 
@@ -101,4 +121,59 @@ describe('an import whose attempt failed after claiming', () => {
     const contacts = await expectNoTwins(stack, firm.slug);
     expect(contacts.map((c) => c.email).sort()).toEqual(['fourth@example.com', 'third@example.com']);
   });
+});
+
+describe('an import whose worker was killed while it claimed', () => {
+  it('holds up the firm’s next import until another worker has retried it', async () => {
+    const firm = await createFirm(stack);
+    const existing = await accepted(firm, [{ phone: '+12125550173', email: 'fifth@example.com' }]);
+    expect(await run(firm, existing)).toMatchObject({ imported: 1 });
+
+    // First a duplicate of that contact by its phone, with a new email; then 1,999 new people:
+    // their keys are claimed in 8 batches, the duplicate row's released only after the last.
+    const people = Array.from({ length: 1999 }, (_, i) => ({
+      phone: `+1310555${String(i).padStart(4, '0')}`,
+      email: `person${i}@example.com`,
+    }));
+    const email = contactKeyId(firm.slug, 'email', 'sixth@example.com');
+    child = startWorkerProcess({ ...stack.env, WORKER_QUEUES: 'contacts' });
+    const a = await accepted(firm, [{ phone: '+12125550173', email: 'sixth@example.com' }, ...people]);
+    // Killed once it holds the duplicate row's email.
+    await eventually(
+      async () => expect(await contactKeysOf(stack).findOne({ _id: email })).not.toBeNull(),
+      60_000,
+      5,
+    );
+    child.kill('SIGKILL');
+    await exitOf(child);
+    expect(await contactKeysOf(stack).findOne({ _id: email })).toMatchObject({ import_id: a });
+    expect(await importsOf(stack).findOne({ _id: a })).toMatchObject({
+      status: 'processing',
+      stage: 'claiming',
+    });
+
+    // Once the dead worker's turn has lapsed, and before any worker has taken its job over, another
+    // import of the firm with that email alone takes the firm's turn: it steps aside.
+    const b = await accepted(firm, [{ email: 'sixth@example.com' }]);
+    const turn = redisKeys(stack.config).contactsImportLock(firm.slug);
+    await eventually(async () => expect(await stack.services.redis.exists(turn)).toBe(0), 30_000);
+    await expect(run(firm, b)).rejects.toBeInstanceOf(RecordBusyError);
+    expect(await contactKeysOf(stack).countDocuments({ import_id: b })).toBe(0);
+
+    // Workers take the killed job over; the other import's job waits for it, then imports the email.
+    workers = startInProcessWorkers(stack, ['contacts']);
+    expect((await pollJob(firm.client, a, 120_000)).body).toMatchObject({
+      status: 'completed',
+      imported: 1999,
+      duplicates: 1,
+      errors: 0,
+    });
+    expect((await pollJob(firm.client, b, 60_000)).body).toMatchObject({
+      status: 'completed',
+      imported: 1,
+      duplicates: 0,
+    });
+    await expectNoTwins(stack, firm.slug);
+    expect(await contactsOf(stack).countDocuments({ firm: firm.slug, email: 'sixth@example.com' })).toBe(1);
+  }, 180_000);
 });
