@@ -55,8 +55,9 @@ const jobOf = (firm: Firm, importId: string) => ({ importId, firm: firm.slug, de
 const run = (firm: Firm, importId: string) => runContactImport(stack.services, jobOf(firm, importId));
 
 /**
- * Runs the import's job once in a worker of its own that loses the database as it goes to release
- * the claims of its duplicate rows: the attempt fails holding them (its retry is still to come).
+ * Runs the import's job once in a worker of its own that loses the database as it first deletes
+ * key documents (releasing the claims of its duplicate rows, or rolling back an import given up):
+ * the attempt fails there.
  */
 async function failAsItReleases(firm: Firm, importId: string): Promise<void> {
   const relay = await startTcpRelay(new URL(stack.config.mongodbUri));
@@ -70,11 +71,18 @@ async function failAsItReleases(firm: Firm, importId: string): Promise<void> {
   } finally {
     await worker.close();
   }
+}
+
+/** A duplicate of the firm's contact by its phone with a new email, its attempt failed holding that email. */
+async function failedHoldingEmail(firm: Firm, phone: string, email: string): Promise<string> {
+  const importId = await accepted(firm, [{ phone, email }]);
+  await failAsItReleases(firm, importId);
   expect(await importsOf(stack).findOne({ _id: importId })).toMatchObject({
     status: 'processing',
     stage: 'claiming',
   });
   expect(await contactKeysOf(stack).countDocuments({ import_id: importId })).toBe(1);
+  return importId;
 }
 
 describe('an import whose attempt failed after claiming', () => {
@@ -85,8 +93,7 @@ describe('an import whose attempt failed after claiming', () => {
 
     // A duplicate of that contact by its phone, with a new email: the attempt claims the email,
     // then loses the database as it releases the claims of its duplicate rows.
-    const a = await accepted(firm, [{ phone: '+1 212 555 0171', email: 'second@example.com' }]);
-    await failAsItReleases(firm, a);
+    const a = await failedHoldingEmail(firm, '+1 212 555 0171', 'second@example.com');
 
     // While its retry waits for its backoff, another import of the firm with that email alone
     // takes the firm's turn: it steps aside, claiming nothing.
@@ -109,8 +116,7 @@ describe('an import whose attempt failed after claiming', () => {
     const firm = await createFirm(stack);
     const existing = await accepted(firm, [{ phone: '+12125550172', email: 'third@example.com' }]);
     expect(await run(firm, existing)).toMatchObject({ imported: 1 });
-    const a = await accepted(firm, [{ phone: '+12125550172', email: 'fourth@example.com' }]);
-    await failAsItReleases(firm, a);
+    const a = await failedHoldingEmail(firm, '+12125550172', 'fourth@example.com');
     // As when BullMQ gives the job up without another attempt (it stalled too often).
     await stack.services.queues.contacts.remove(a);
 
@@ -120,6 +126,28 @@ describe('an import whose attempt failed after claiming', () => {
     expect(await contactKeysOf(stack).countDocuments({ import_id: a })).toBe(0);
     const contacts = await expectNoTwins(stack, firm.slug);
     expect(contacts.map((c) => c.email).sort()).toEqual(['fourth@example.com', 'third@example.com']);
+  });
+});
+
+describe('an import given up whose rollback was cut short', () => {
+  it('is rolled back again by the firm’s next import: its claims do not outlive it', async () => {
+    const firm = await createFirm(stack);
+    const existing = await accepted(firm, [{ phone: '+12125550174', email: 'seventh@example.com' }]);
+    expect(await run(firm, existing)).toMatchObject({ imported: 1 });
+    const a = await failedHoldingEmail(firm, '+12125550174', 'eighth@example.com');
+    await stack.services.queues.contacts.remove(a);
+
+    // The next import rolls it back, and loses the database as it deletes its claims.
+    const b = await accepted(firm, [{ email: 'eighth@example.com' }]);
+    await failAsItReleases(firm, b);
+    expect(await importsOf(stack).findOne({ _id: a })).toMatchObject({ status: 'failed' });
+    expect(await contactKeysOf(stack).countDocuments({ import_id: a })).toBe(1);
+
+    // Its retry, or any later import of the firm, finishes the rollback first.
+    expect(await run(firm, b)).toMatchObject({ imported: 1, duplicates: 0, errors: 0 });
+    expect(await contactKeysOf(stack).countDocuments({ import_id: a })).toBe(0);
+    const contacts = await expectNoTwins(stack, firm.slug);
+    expect(contacts.map((c) => c.email).sort()).toEqual(['eighth@example.com', 'seventh@example.com']);
   });
 });
 

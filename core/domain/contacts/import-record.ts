@@ -116,7 +116,7 @@ export async function jobGaveUp(services: Services, jobId: string): Promise<stri
  * marked failed, its staged rows deleted and its pending slot freed, then what it wrote is
  * removed — its contacts, then the key documents it holds — so a later import of the same rows
  * finds them free. One delete each (by _id, or an equality on import_id); safe to repeat. Best
- * effort: the store may be what failed.
+ * effort: the store may be what failed (the firm's next import repeats it: import-rows.ts).
  *
  * Returns the record as it now stands, read here: a completed import is left as it is and
  * returned completed (its job may have finished and left BullMQ's history after the caller read

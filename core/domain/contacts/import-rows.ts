@@ -43,7 +43,8 @@
 // against those, the other import's rows would be duplicates of no contact at all. So each import
 // names itself the firm's claiming import (in Redis) before it claims, and one that finds another
 // import named there, unfinished, steps aside until that one's retry has run — or, when its job
-// was given up, rolls it back (import-record.ts) and goes on.
+// was given up, rolls it back (import-record.ts) and goes on. A named import that failed is rolled
+// back again (safe to repeat): a rollback cut short would otherwise leave its claims for good.
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -243,23 +244,25 @@ export async function runContactImport(services: Services, job: ImportContactsJo
 /**
  * In the firm's turn, before `record` claims: the import named the firm's claiming import, when
  * it is another one still claiming (an attempt failed or was killed, its retry to come), is waited
- * for (RecordBusyError: the caller steps aside), or rolled back when its job was given up. Then
- * `record` is named there.
+ * for (RecordBusyError: the caller steps aside), or rolled back when its job was given up. One
+ * that failed is rolled back again: its rollback may have been cut short (the store failed, or the
+ * worker was killed, during it), its claims left with no one to remove them. Then `record` is
+ * named there.
  */
 async function settleEarlierImport(services: Services, record: ContactImportDoc): Promise<void> {
   const key = redisKeys(services.config).contactsImportClaiming(record.firm);
   const named = await services.redis.get(key);
   if (named !== null && named !== record._id) {
     const earlier = await importsCollection(services.mongo.db).findOne({ _id: named });
-    if (
-      earlier !== null &&
-      earlier.firm === record.firm &&
-      earlier.status === 'processing' &&
-      earlier.stage === 'claiming'
-    ) {
-      const gone = await jobGaveUp(services, earlier.sync_id ?? earlier._id);
-      if (gone === null) throw new RecordBusyError(key);
-      await failContactImport(services, { importId: earlier._id, firm: earlier.firm }, gone);
+    if (earlier !== null && earlier.firm === record.firm && earlier.stage === 'claiming') {
+      const ref = { importId: earlier._id, firm: earlier.firm };
+      if (earlier.status === 'failed') {
+        await failContactImport(services, ref, earlier.failure ?? 'failed');
+      } else if (earlier.status === 'processing') {
+        const gone = await jobGaveUp(services, earlier.sync_id ?? earlier._id);
+        if (gone === null) throw new RecordBusyError(key);
+        await failContactImport(services, ref, gone);
+      }
     }
   }
   await services.redis.set(key, record._id, 'PX', CLAIMING_TTL_MS);
