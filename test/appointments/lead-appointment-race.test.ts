@@ -11,7 +11,7 @@ import {
 } from '../../core/domain/appointments/lead-appointment.js';
 import { ensureSubjectLead, findLead, subjectLeadId } from '../../core/domain/leads/leads.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { readThen } from '../helpers/read-then.js';
+import { readThen } from '../helpers/store-timing.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;

@@ -1,13 +1,14 @@
 // create-outbound-call's take-back when the gate's record fails beside the call's insert
 // (core/domain/calls/calls.ts, registerOutboundCall): the record is removed only once its insert
 // has answered, so a refused request leaves no call behind whichever of the two answers first.
-import type { Collection, Db, Document } from 'mongodb';
+import type { Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findAgent } from '../../core/domain/agents/agents.js';
 import { registerOutboundCall } from '../../core/domain/calls/calls.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { aroundCalls } from '../helpers/store-timing.js';
 import { callsOf, createAgent } from './support.js';
 
 let stack: Stack;
@@ -18,46 +19,33 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 /**
- * `db` itself (every command goes to the real store), except that the calls collection's
- * insertOne is sent only once the collection's deleteOne has been answered, or else `wait` has
- * settled: the race's worst order, made to happen every time. `landed` settles once the insert has.
+ * `db`, except that the calls collection's insertOne is sent only once its deleteOne has been
+ * answered, or else `wait` has settled: the race's worst order, made to happen every time.
+ * `landed` settles once the insert has.
  */
 function insertLate(db: Db, wait: () => Promise<unknown>): { db: Db; landed: Promise<unknown> } {
   let deleted!: () => void;
   const deleteAnswered = new Promise<void>((resolve) => (deleted = resolve));
   let landedNow!: (v: unknown) => void;
   const landed = new Promise((resolve) => (landedNow = resolve));
-  const late = <T extends Document>(real: Collection<T>): Collection<T> =>
-    new Proxy(real, {
-      get(target, prop, receiver) {
-        if (prop === 'insertOne') {
-          return async (...args: unknown[]) => {
-            await Promise.race([deleteAnswered, wait()]);
-            const inserting = (target.insertOne as (...a: unknown[]) => Promise<unknown>)(...args);
-            inserting.then(landedNow, landedNow);
-            return inserting;
-          };
-        }
-        if (prop === 'deleteOne') {
-          return async (...args: unknown[]) => {
-            const answer = await (target.deleteOne as (...a: unknown[]) => Promise<unknown>)(...args);
-            deleted();
-            return answer;
-          };
-        }
-        return Reflect.get(target, prop, receiver) as unknown;
+  const late = aroundCalls(db, COLLECTIONS.calls, {
+    insertOne:
+      (real) =>
+      async (...args) => {
+        await Promise.race([deleteAnswered, wait()]);
+        const inserting = real(...args);
+        inserting.then(landedNow, landedNow);
+        return inserting;
       },
-    });
-  const proxied = new Proxy(db, {
-    get(target, prop, receiver) {
-      if (prop !== 'collection') return Reflect.get(target, prop, receiver) as unknown;
-      return (name: string, ...rest: unknown[]) => {
-        const real = (target.collection as (...args: unknown[]) => Collection)(name, ...rest);
-        return name === COLLECTIONS.calls ? late(real) : real;
-      };
-    },
+    deleteOne:
+      (real) =>
+      async (...args) => {
+        const answer = await real(...args);
+        deleted();
+        return answer;
+      },
   });
-  return { db: proxied, landed };
+  return { db: late, landed };
 }
 
 describe('create-outbound-call: the gate’s record fails while the call is being inserted', () => {

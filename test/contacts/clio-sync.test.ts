@@ -19,7 +19,7 @@ import type { Workers } from '../../workers/runner.js';
 import { startFakeClio, type ClioContactRecord, type FakeClio } from '../fakes/clio-server.js';
 import { registerClioRedirect } from '../integrations/clio-oauth-browser.js';
 import { eventually } from '../helpers/eventually.js';
-import { readThen } from '../helpers/read-then.js';
+import { readThen } from '../helpers/store-timing.js';
 import { eventDocs, eventsOf, rerunCompleted } from '../helpers/events.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, startStack, type Stack, startInProcessWorkers } from '../helpers/stack.js';

@@ -5,7 +5,7 @@
 //
 // The failures are real ones. A failed attempt runs in a worker of its own whose link to the
 // database goes through a TCP relay, closed right before that attempt releases the claims of its
-// duplicate rows (test/helpers/before-call.ts: the real call, made once the relay is down); the
+// duplicate rows (test/helpers/store-timing.ts: the real call, made once the relay is down); the
 // store itself stays up for everyone else. A killed attempt is a worker process's, SIGKILLed
 // while it claims.
 import type { ChildProcess } from 'node:child_process';
@@ -19,7 +19,7 @@ import { RecordBusyError } from '../../core/platform/redis-mutex.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createServices } from '../../core/wiring/services.js';
 import type { Workers } from '../../workers/runner.js';
-import { beforeCall } from '../helpers/before-call.js';
+import { beforeCall } from '../helpers/store-timing.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startInProcessWorkers, startStack, type Stack } from '../helpers/stack.js';
 import { startTcpRelay } from '../helpers/tcp-relay.js';
