@@ -94,7 +94,11 @@ describe("Cal.com's document", () => {
       createdAt: '2026-11-28T00:00:00.000Z',
       updatedAt: null,
       metadata: { intake_appointment_id: 'appt_1', firm: 'f' },
-      attendees: [],
+      // With no attendee a booking would fit a seated booking's branch too (Cal.com's branches
+      // are open): a booking always has its attendee.
+      attendees: [
+        { name: 'A', email: 'a@example.com', displayEmail: 'a@example.com', timeZone: 'UTC', absent: false },
+      ],
       bookingFieldsResponses: { notes: 'n' },
     };
     expect(cal.checkResponse(match, 200, { status: 'success', data: booking })).toEqual([]);
