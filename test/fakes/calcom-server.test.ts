@@ -112,3 +112,117 @@ describe('the Cal.com fake refuses what Cal.com refuses', () => {
     await expect(fake.stop()).rejects.toThrow(/answered off its provider's document/);
   });
 });
+
+describe('the Cal.com fake seats several people into one booking, as Cal.com does', () => {
+  const v = { 'cal-api-version': '2024-08-13', 'content-type': 'application/json' };
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${cal!.url}${path}`, { method: 'POST', headers: v, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const seatIn = (startMs: number, name: string) =>
+    post('/v2/bookings', {
+      start: new Date(startMs).toISOString(),
+      eventTypeId: EVENT_TYPE,
+      attendee: { name, email: `${name.toLowerCase()}@example.com`, timeZone: 'UTC', language: 'en' },
+      metadata: { who: name },
+    });
+  const seated = () => startFakeCalcom({ apiKey: API_KEY, eventTypeId: EVENT_TYPE, slots, seats: 3 });
+
+  it('seats share one uid, each answered with its own seatUid; the booking lists every seat; a full time is refused', async () => {
+    cal = await seated();
+    const ann = await seatIn(slots[30]!, 'Ann');
+    const bob = await seatIn(slots[30]!, 'Bob');
+    expect([ann.status, bob.status], JSON.stringify(bob.body)).toEqual([201, 201]);
+    expect(bob.body.data.uid).toBe(ann.body.data.uid);
+    expect(ann.body.data.seatUid).toEqual(expect.any(String));
+    expect(bob.body.data.seatUid).not.toBe(ann.body.data.seatUid);
+    expect(bob.body.data.bookingFieldsResponses).toBeUndefined();
+    const read = await get(`/v2/bookings/${ann.body.data.uid}`, v);
+    expect(read.body.data.seatUid).toBeUndefined();
+    expect(read.body.data.attendees.map((a: any) => [a.email, a.seatUid])).toEqual([
+      ['ann@example.com', ann.body.data.seatUid],
+      ['bob@example.com', bob.body.data.seatUid],
+    ]);
+    expect((await seatIn(slots[30]!, 'Bob')).body.error.message).toBe(
+      'already_signed_up_for_this_booking_error',
+    );
+    expect((await seatIn(slots[30]!, 'Cem')).status).toBe(201);
+    const full = await seatIn(slots[30]!, 'Dee');
+    expect([full.status, full.body.error.message]).toEqual([400, 'booking_seats_full_error']);
+  });
+
+  it("a reschedule with a seatUid moves that seat alone; without one, the owner's, the whole booking", async () => {
+    cal = await seated();
+    const ann = (await seatIn(slots[31]!, 'Ann')).body.data;
+    const bob = (await seatIn(slots[31]!, 'Bob')).body.data;
+    const moved = await post(`/v2/bookings/${ann.uid}/reschedule`, {
+      start: new Date(slots[40]!).toISOString(),
+      seatUid: bob.seatUid,
+    });
+    expect(moved.status).toBe(201);
+    expect(moved.body.data.uid).not.toBe(ann.uid);
+    expect(moved.body.data.attendees.map((a: any) => a.email)).toEqual(['bob@example.com']);
+    expect(moved.body.data.seatUid).toBe(moved.body.data.attendees[0].seatUid);
+    const left = cal.bookings.find((b) => b.uid === ann.uid)!;
+    expect([left.status, left.start, left.seats!.map((s) => s.attendee.email)]).toEqual([
+      'accepted',
+      new Date(slots[31]!).toISOString(),
+      ['ann@example.com'],
+    ]);
+
+    // Cal.com's pipe refuses what a seat's body does not have, and a seat it does not know.
+    const reason = await post(`/v2/bookings/${ann.uid}/reschedule`, {
+      start: new Date(slots[41]!).toISOString(),
+      seatUid: ann.seatUid,
+      reschedulingReason: 'Another time suits',
+    });
+    expect([reason.status, reason.body.error.message]).toEqual([
+      400,
+      'reschedulingReason property is wrong,property reschedulingReason should not exist ',
+    ]);
+    const unknown = await post(`/v2/bookings/${ann.uid}/reschedule`, {
+      start: new Date(slots[41]!).toISOString(),
+      seatUid: 'no-such-seat',
+    });
+    expect([unknown.status, unknown.body.error.message]).toEqual([
+      404,
+      'Seat with uid=no-such-seat does not exist.',
+    ]);
+
+    // Without a seatUid every seat moves with the booking, which keeps its uid.
+    await seatIn(slots[31]!, 'Cem');
+    const whole = await post(`/v2/bookings/${ann.uid}/reschedule`, {
+      start: new Date(slots[42]!).toISOString(),
+    });
+    expect(whole.status).toBe(201);
+    expect(whole.body.data.uid).toBe(ann.uid);
+    expect(whole.body.data.attendees.map((a: any) => a.email)).toEqual([
+      'ann@example.com',
+      'cem@example.com',
+    ]);
+    expect(cal.bookings.find((b) => b.uid === ann.uid)!.start).toBe(new Date(slots[42]!).toISOString());
+  });
+
+  it('a cancel with a seatUid takes that seat alone; with a reason too it is refused; a seat not on it is refused', async () => {
+    cal = await seated();
+    const ann = (await seatIn(slots[32]!, 'Ann')).body.data;
+    const bob = (await seatIn(slots[32]!, 'Bob')).body.data;
+    const both = await post(`/v2/bookings/${ann.uid}/cancel`, {
+      seatUid: bob.seatUid,
+      cancellationReason: 'x',
+    });
+    expect([both.status, both.body.error.message]).toEqual([
+      400,
+      'cancellationReason property is wrong,property cancellationReason should not exist ',
+    ]);
+    const stranger = await post(`/v2/bookings/${ann.uid}/cancel`, { seatUid: 'no-such-seat' });
+    expect([stranger.status, stranger.body.error.message]).toEqual([400, 'User not a part of this booking']);
+    const out = await post(`/v2/bookings/${ann.uid}/cancel`, { seatUid: bob.seatUid });
+    expect(out.status).toBe(200);
+    expect(out.body.data).toMatchObject({ uid: ann.uid, status: 'accepted' });
+    expect(out.body.data.attendees.map((a: any) => a.email)).toEqual(['ann@example.com']);
+    // The last seat's cancel cancels the booking (Cal.com's cancelAttendeeSeat leaves it whole).
+    const last = await post(`/v2/bookings/${ann.uid}/cancel`, { seatUid: ann.seatUid });
+    expect(last.body.data).toMatchObject({ status: 'cancelled', attendees: [] });
+  });
+});

@@ -21,6 +21,10 @@
 //   confirmation books `pending` and sends BOOKING_REQUESTED; the host's decline is
 //   BOOKING_REJECTED, a reschedule a new booking (new uid) with BOOKING_RESCHEDULED naming the old
 //   one in rescheduleUid, a cancel BOOKING_CANCELLED — each signed to the webhook it is given.
+// - An event type with seats (`seats`, Cal.com's seatsPerTimeSlot) books every seat of one time
+//   into one booking (one uid), each seat with its seatUid; a seat is moved or cancelled alone
+//   with its seatUid, the whole booking without (test/fakes/calcom-seats.ts). Each seat's event
+//   names only its attendee (attendeeSeatId), a whole booking's every attendee.
 // - Errors are {status: "error", timestamp, path, error: {code, message}} (http-exception.filter.ts;
 //   ErrorWithCode adds a top-level message: error-with-code-exception.filter.ts). The document
 //   lists success answers only, so error bodies are checked against that shape here.
@@ -35,6 +39,15 @@ import {
   calRescheduled,
   type CalBookingPayload,
 } from './calcom-fixtures.js';
+import {
+  isSeatBody,
+  newSeat,
+  nonWhitelisted,
+  SEAT_MESSAGES,
+  seatedAttendees,
+  type FakeCalAttendee,
+  type FakeCalSeat,
+} from './calcom-seats.js';
 import { loadSpec, SpecViolations, type SpecMatch } from './spec/openapi-spec.js';
 
 export type FakeCalStatus = 'accepted' | 'pending' | 'cancelled' | 'rejected';
@@ -46,9 +59,12 @@ export interface FakeCalBooking {
   end: string;
   status: FakeCalStatus;
   eventTypeId: number;
-  attendee: { name: string; email: string; timeZone: string; phoneNumber: string | null };
+  /** The attendee who made it (on a seated booking, the first seat's). */
+  attendee: FakeCalAttendee;
   metadata: Record<string, string>;
   notes: string | null;
+  /** A seated event type's booking: the seats on it now (every attendee). */
+  seats?: FakeCalSeat[];
   createdAt: string;
   rescheduledFromUid?: string;
   rescheduledToUid?: string;
@@ -65,6 +81,8 @@ export interface FakeEventTypeRules {
   requirePhone?: boolean;
   /** "Limit number of upcoming bookings per booker". */
   bookerActiveBookingsLimit?: number;
+  /** Seats per time slot (Cal.com's seatsPerTimeSlot); unset: one booking per time. */
+  seats?: number;
 }
 
 export interface FakeCalcomOptions extends FakeEventTypeRules {
@@ -231,6 +249,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     ...(options.bookerActiveBookingsLimit === undefined
       ? {}
       : { bookerActiveBookingsLimit: options.bookerActiveBookingsLimit }),
+    ...(options.seats === undefined ? {} : { seats: options.seats }),
   };
   const taken = new Set<number>();
   const bookings: FakeCalBooking[] = [];
@@ -244,13 +263,26 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
 
   const active = (b: FakeCalBooking) => b.status === 'accepted' || b.status === 'pending';
   const noticeMs = () => (rules.minimumNoticeMinutes ?? 0) * 60_000;
-  /** Free: a slot of the event type, not taken, not held by an active booking (but `except`'s own). */
+  /** A booking filling its time: an ordinary one, or a seated one with no seat left. */
+  const fills = (b: FakeCalBooking) => b.seats === undefined || b.seats.length >= (rules.seats ?? 1);
+  /** Free: a slot of the event type, not taken, not filled by an active booking (but `except`'s own). */
   const isUnheld = (ms: number, except?: FakeCalBooking) =>
-    !taken.has(ms) && !bookings.some((b) => b !== except && active(b) && Date.parse(b.start) === ms);
+    !taken.has(ms) &&
+    !bookings.some((b) => b !== except && active(b) && fills(b) && Date.parse(b.start) === ms);
   const isFree = (ms: number, except?: FakeCalBooking) => options.slots.includes(ms) && isUnheld(ms, except);
   const find = (uid: string) => bookings.find((b) => b.uid === uid);
+  /** The active seated booking of a time, whose seats a new one joins. */
+  const sessionAt = (ms: number, except?: FakeCalBooking) =>
+    bookings.find((b) => b !== except && b.seats !== undefined && active(b) && Date.parse(b.start) === ms);
+  const emailsOf = (b: FakeCalBooking) => b.seats?.map((s) => s.attendee.email) ?? [b.attendee.email];
 
-  const deliver = (trigger: string, booking: FakeCalBooking, from?: FakeCalBooking): void => {
+  /** Sends `trigger` of `booking`, naming `seat` alone when it is one seat's event. */
+  const deliver = (
+    trigger: string,
+    booking: FakeCalBooking,
+    from?: FakeCalBooking,
+    seat?: FakeCalSeat,
+  ): void => {
     if (webhook === null) return;
     const target = webhook;
     const startMs = Date.parse(booking.start);
@@ -262,16 +294,20 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
           : booking.status === 'rejected'
             ? 'REJECTED'
             : 'ACCEPTED';
+    const people =
+      seat !== undefined ? [seat.attendee] : (booking.seats?.map((s) => s.attendee) ?? [booking.attendee]);
     const payload = calBookingPayload(
       booking.uid,
       startMs,
-      [{ name: booking.attendee.name, email: booking.attendee.email, timeZone: booking.attendee.timeZone }],
+      people.map(({ name, email, timeZone }) => ({ name, email, timeZone })),
       {
         eventTypeId: booking.eventTypeId,
         metadata: booking.metadata,
         status,
         requiresConfirmation: rules.requiresConfirmation === true,
         endTime: new Date(Date.parse(booking.end)).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        ...(booking.seats === undefined ? {} : { seatsPerTimeSlot: rules.seats ?? 1 }),
+        ...(seat === undefined ? {} : { attendeeSeatId: seat.seatUid }),
       },
     );
     const envelope =
@@ -353,7 +389,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
         (b) =>
           b !== except &&
           active(b) &&
-          b.attendee.email === attendee.email &&
+          emailsOf(b).includes(attendee.email) &&
           Date.parse(b.start) > Date.now(),
       ).length >= limit
     )
@@ -463,12 +499,24 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       const timeZone = q.get('timeZone') ?? 'UTC';
       const from = calSlotsBound(start, 'start');
       const to = calSlotsBound(end, 'end');
-      const data: Record<string, Array<{ start: string }>> = {};
+      const data: Record<string, Array<Record<string, unknown>>> = {};
       for (const ms of [...options.slots].sort((a, b) => a - b)) {
         // A slot of the event type already (the list is options.slots): only whether it is held.
         if (ms < from || ms > to || !isUnheld(ms) || ms < Date.now() + noticeMs()) continue;
         const iso = isoInZone(ms, timeZone);
-        (data[iso.slice(0, 10)] ??= []).push({ start: iso });
+        const session = rules.seats === undefined ? undefined : sessionAt(ms);
+        const booked = session?.seats?.length ?? 0;
+        (data[iso.slice(0, 10)] ??= []).push(
+          rules.seats === undefined
+            ? { start: iso }
+            : {
+                start: iso,
+                seatsBooked: booked,
+                seatsRemaining: rules.seats - booked,
+                seatsTotal: rules.seats,
+                ...(session === undefined ? {} : { bookingUid: session.uid }),
+              },
+        );
       }
       return send(200, { status: 'success', data });
     }
@@ -484,12 +532,12 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       const before = Date.parse(q.get('beforeEnd') ?? '');
       const found = bookings.filter(
         (b) =>
-          (email === null || b.attendee.email === email) &&
+          (email === null || emailsOf(b).includes(email)) &&
           (eventTypeId === null || String(b.eventTypeId) === eventTypeId) &&
           (!Number.isFinite(after) || Date.parse(b.start) >= after) &&
           (!Number.isFinite(before) || Date.parse(b.end) <= before),
       );
-      return send(200, { status: 'success', data: found.map(view) });
+      return send(200, { status: 'success', data: found.map((b) => view(b)) });
     }
 
     if (match.template === '/v2/bookings/{bookingUid}') {
@@ -513,30 +561,56 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       if (input.eventTypeId !== options.eventTypeId)
         return fail(404, 'NotFoundException', `Event type with id ${input.eventTypeId} not found.`);
       const startMs = Date.parse(input.start);
+      const attendee: FakeCalAttendee = {
+        name: input.attendee.name,
+        email: input.attendee.email,
+        timeZone: input.attendee.timeZone,
+        phoneNumber: input.attendee.phoneNumber ?? null,
+      };
+      const metadata = input.metadata ?? {};
+      const notes =
+        typeof input.bookingFieldsResponses?.notes === 'string' ? input.bookingFieldsResponses.notes : null;
+      const session = rules.seats === undefined ? undefined : sessionAt(startMs);
+      if (session !== undefined && session.seats!.some((s) => s.attendee.email === attendee.email))
+        return fail(400, 'BadRequestException', SEAT_MESSAGES.alreadySeated);
       const refused = refusal(startMs, input.attendee);
-      if (refused !== null) return fail(400, refused.code, refused.message, refused.withCode);
-      const booking = newBooking({
-        start: new Date(startMs).toISOString(),
-        status: rules.requiresConfirmation === true ? 'pending' : 'accepted',
-        eventTypeId: input.eventTypeId,
-        attendee: {
-          name: input.attendee.name,
-          email: input.attendee.email,
-          timeZone: input.attendee.timeZone,
-          phoneNumber: input.attendee.phoneNumber ?? null,
-        },
-        metadata: input.metadata ?? {},
-        notes:
-          typeof input.bookingFieldsResponses?.notes === 'string' ? input.bookingFieldsResponses.notes : null,
-      });
-      deliver(booking.status === 'pending' ? 'BOOKING_REQUESTED' : 'BOOKING_CREATED', booking);
+      if (refused !== null) {
+        const full = session !== undefined && refused.message === CAL_MESSAGES.slotTaken;
+        return full
+          ? fail(400, 'BadRequestException', SEAT_MESSAGES.full)
+          : fail(400, refused.code, refused.message, refused.withCode);
+      }
+      const seat = rules.seats === undefined ? undefined : newSeat(attendee, metadata, notes);
+      const booking =
+        session ??
+        newBooking({
+          start: new Date(startMs).toISOString(),
+          status: rules.requiresConfirmation === true ? 'pending' : 'accepted',
+          eventTypeId: input.eventTypeId,
+          attendee,
+          metadata,
+          notes,
+          ...(seat === undefined ? {} : { seats: [] }),
+        });
+      if (seat !== undefined) booking.seats!.push(seat);
+      deliver(
+        booking.status === 'pending' ? 'BOOKING_REQUESTED' : 'BOOKING_CREATED',
+        booking,
+        undefined,
+        seat,
+      );
       if (loseAnswer) {
         loseAnswer = false;
         req.socket.destroy();
         return;
       }
-      return send(201, { status: 'success', data: view(booking) });
+      return send(201, { status: 'success', data: view(booking, seat?.seatUid) });
     }
+
+    if (match.template === '/v2/bookings/{bookingUid}/reschedule' && isSeatBody(body))
+      return rescheduleSeat(match.params.bookingUid ?? '', body, send, fail);
+    if (match.template === '/v2/bookings/{bookingUid}/cancel' && isSeatBody(body))
+      return cancelSeat(match.params.bookingUid ?? '', body, send, fail);
 
     if (match.template === '/v2/bookings/{bookingUid}/reschedule') {
       const old = find(match.params.bookingUid ?? '');
@@ -546,6 +620,14 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       const startMs = Date.parse(input.start);
       const refused = refusal(startMs, old.attendee, old);
       if (refused !== null) return fail(400, refused.code, refused.message, refused.withCode);
+      if (old.seats !== undefined) {
+        // The owner's reschedule of a seated booking: every seat moves, the booking keeps its uid.
+        const from = { ...old };
+        old.start = new Date(startMs).toISOString();
+        old.end = new Date(startMs + lengthMs).toISOString();
+        deliver('BOOKING_RESCHEDULED', old, from);
+        return send(201, { status: 'success', data: view(old, '') });
+      }
       const moved = moveBooking(old, startMs, input.reschedulingReason);
       return send(201, { status: 'success', data: view(moved) });
     }
@@ -558,9 +640,76 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       booking.status = 'cancelled';
       booking.cancellationReason = (body as { cancellationReason?: string }).cancellationReason ?? '';
       deliver('BOOKING_CANCELLED', booking);
+      // A whole seated booking cancelled shows no attendee left (seated-bookings.e2e-spec.ts).
+      if (booking.seats !== undefined) booking.seats.length = 0;
       return send(200, { status: 'success', data: view(booking) });
     }
     return fail(404, 'NotFoundException', `Cannot ${req.method} ${url.pathname}`);
+  };
+
+  /** POST /v2/bookings/{uid}/reschedule with a seatUid: that seat alone moves. */
+  const rescheduleSeat = (uid: string, body: { seatUid: unknown }, send: Send, fail: Fail): void => {
+    const extra = nonWhitelisted(body, ['start', 'seatUid', 'rescheduledBy']);
+    if (extra !== null) return fail(400, 'BadRequestException', extra);
+    const input = body as { start: string; seatUid: string };
+    const old = find(uid);
+    if (old === undefined) return fail(404, 'NotFoundException', SEAT_MESSAGES.bookingNotFound(uid));
+    const seat = bookings.flatMap((b) => b.seats ?? []).find((s) => s.seatUid === input.seatUid);
+    if (seat === undefined) return fail(404, 'NotFoundException', SEAT_MESSAGES.seatUnknown(input.seatUid));
+    if (!old.seats?.includes(seat))
+      return fail(
+        404,
+        'NotFoundException',
+        SEAT_MESSAGES.attendeeNotOn(seat.attendee.email, uid, input.seatUid),
+      );
+    if (!active(old)) return fail(400, 'BadRequestException', 'cancelled_bookings_cannot_be_rescheduled');
+    const startMs = Date.parse(input.start);
+    const refused = refusal(startMs, seat.attendee, old);
+    if (refused !== null) return fail(400, refused.code, refused.message, refused.withCode);
+    old.seats.splice(old.seats.indexOf(seat), 1);
+    if (old.seats.length === 0) old.status = 'cancelled';
+    // It joins the session at the new time (the same seat), or a new booking with a new seat.
+    const session = sessionAt(startMs, old);
+    const moved =
+      session ??
+      newBooking({
+        start: new Date(startMs).toISOString(),
+        status: rules.requiresConfirmation === true ? 'pending' : 'accepted',
+        eventTypeId: old.eventTypeId,
+        attendee: seat.attendee,
+        metadata: old.metadata,
+        notes: seat.notes,
+        seats: [],
+        rescheduledFromUid: old.uid,
+      });
+    const now = session === undefined ? { ...seat, seatUid: newSeat(seat.attendee, {}, null).seatUid } : seat;
+    moved.seats!.push(now);
+    deliver('BOOKING_RESCHEDULED', moved, old, now);
+    return send(201, { status: 'success', data: view(moved, now.seatUid) });
+  };
+
+  /** POST /v2/bookings/{uid}/cancel with a seatUid: that seat alone leaves. */
+  const cancelSeat = (uid: string, body: { seatUid: unknown }, send: Send, fail: Fail): void => {
+    const extra = nonWhitelisted(body, ['seatUid']);
+    if (extra !== null) return fail(400, 'BadRequestException', extra);
+    const booking = find(uid);
+    if (booking === undefined) return fail(404, 'NotFoundException', SEAT_MESSAGES.bookingNotFound(uid));
+    if (booking.status === 'cancelled')
+      return fail(400, 'BadRequestException', 'This booking has already been cancelled.');
+    const seats = booking.seats ?? [];
+    if (seats.length < 2) {
+      // Cal.com cancels a booking of one attendee whole, whichever seatUid was sent.
+      booking.status = 'cancelled';
+      booking.cancellationReason = '';
+      deliver('BOOKING_CANCELLED', booking);
+      seats.length = 0;
+      return send(200, { status: 'success', data: view(booking) });
+    }
+    const seat = seats.find((s) => s.seatUid === (body as { seatUid: string }).seatUid);
+    if (seat === undefined) return fail(400, 'BadRequestException', SEAT_MESSAGES.notPartOf);
+    seats.splice(seats.indexOf(seat), 1);
+    deliver('BOOKING_CANCELLED', booking, undefined, seat);
+    return send(200, { status: 'success', data: view(booking) });
   };
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -623,9 +772,13 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   };
 }
 
-/** A booking as API v2 (2024-08-13) shows one (BookingOutput_2024_08_13). */
-function view(b: FakeCalBooking): Record<string, unknown> {
-  return {
+/**
+ * A booking as API v2 (2024-08-13) shows one: BookingOutput_2024_08_13, or for a seated one
+ * GetSeatedBookingOutput_2024_08_13, with `seatUid` (CreateSeatedBookingOutput_2024_08_13) when
+ * answering a seat's create or move.
+ */
+function view(b: FakeCalBooking, seatUid?: string): Record<string, unknown> {
+  const common = {
     id: b.id,
     uid: b.uid,
     title: `Consultation between ${HOST.name} and ${b.attendee.name}`,
@@ -645,6 +798,16 @@ function view(b: FakeCalBooking): Record<string, unknown> {
     createdAt: b.createdAt,
     updatedAt: null,
     metadata: b.metadata,
+  };
+  if (b.seats !== undefined) {
+    return {
+      ...common,
+      ...(seatUid === undefined ? {} : { seatUid }),
+      attendees: seatedAttendees(b.seats),
+    };
+  }
+  return {
+    ...common,
     attendees: [
       {
         name: b.attendee.name,
