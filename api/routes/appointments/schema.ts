@@ -112,6 +112,7 @@ export const ToolResponse = Type.Object({
         Type.Literal('too_soon_or_far'),
         Type.Literal('phone_required'),
         Type.Literal('booking_limit_reached'),
+        Type.Literal('cannot_move'),
       ],
       { description: 'Why nothing was booked, when the calendar refused' },
     ),

@@ -111,7 +111,7 @@ export interface ToolAnswer {
   booked?: boolean;
   status?: 'booked' | 'requested' | 'rescheduled';
   /** Why nothing was booked, when Cal.com refused. */
-  reason?: 'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit_reached';
+  reason?: 'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit_reached' | 'cannot_move';
   booking_uid?: string;
   start?: string;
   spoken?: string;
@@ -235,6 +235,13 @@ function toolAnswer(
         reason: 'phone_required',
         message:
           "The firm's calendar needs the caller's phone number to book. Ask for it, then call book_appointment again with phone.",
+      };
+    case 'cannot_move':
+      return {
+        booked: false,
+        reason: 'cannot_move',
+        message:
+          "The appointment could not be moved: it is a seat in a group session and the firm's calendar no longer shows this caller's seat on it, so nothing was changed. Offer to have someone from the firm call back to set a new time.",
       };
     case 'booking_limit_reached':
       return {

@@ -33,6 +33,14 @@ import { attachAppointment, statusOfCalBooking } from './lead-appointment.js';
 // which makes a new booking with a new uid); a lost answer is then found by reading the old
 // booking, which names the booking it became.
 //
+// On a seated event type the booking is shared by every seat of its time, and a move by uid alone
+// moves all of them: the record moves the lead's seat alone (`reschedule_seat`, Cal.com's
+// seatUid) when it is known; a booking recorded before seats were kept is read from Cal.com first
+// and the attendee's seat found by the address we booked with, and a seated booking holding no
+// seat of theirs is refused (409 seat_not_found) rather than moved whole
+// (docs/appointments.md#moving-a-seat). A seat's move leaves the old booking unmarked, so its
+// lost answer is found as the attendee's seat at the new time.
+//
 // Cal.com's refusals are answered as what they are (docs/appointments.md#refusals): a slot taken
 // (409 slot_unavailable) or not bookable then (409 slot_not_bookable: minimum notice, booking
 // window), each with the next free slots; a phone number the event type requires (400
@@ -52,6 +60,7 @@ export const REFUSED = new Set([
   'slot_not_bookable',
   'attendee_phone_required',
   'booking_limit_reached',
+  'seat_not_found',
 ]);
 
 export interface AppointmentRequest {
@@ -64,6 +73,8 @@ export interface AppointmentRequest {
   conversationLeadId?: string;
   /** Move this booking (its uid) to `start` instead of booking anew. */
   rescheduleOf?: string;
+  /** The attendee's seat on `rescheduleOf` (lead-appointment.ts SeatUid): absent, Cal.com is asked. */
+  rescheduleSeat?: string | null;
 }
 
 export interface AppointmentResult {
@@ -71,6 +82,8 @@ export interface AppointmentResult {
   start: string;
   end: string;
   status: string;
+  /** The seat booked or moved, on a seated event type (Cal.com's seatUid). */
+  seat_uid?: string;
 }
 
 interface AppointmentDoc {
@@ -83,6 +96,8 @@ interface AppointmentDoc {
   lead_id: string | null;
   /** The booking this record moves (Cal.com uid); null: a new booking. */
   reschedule_of?: string | null;
+  /** The seat of it to move: a seatUid; null: the whole booking (no seat); absent: ask Cal.com. */
+  reschedule_seat?: string | null;
   booking: EffectRecord<AppointmentResult>;
   created_at: Date;
 }
@@ -162,6 +177,9 @@ export async function bookAppointment(
     event_type_id: booking.event_type_id,
     ...fields,
     reschedule_of: request.rescheduleOf ?? null,
+    ...(request.rescheduleOf === undefined || request.rescheduleSeat === undefined
+      ? {}
+      : { reschedule_seat: request.rescheduleSeat }),
     booking: newEffectRecord<AppointmentResult>(),
     created_at: new Date(),
   };
@@ -220,18 +238,36 @@ async function resume(services: Services, firm: FirmDoc, id: string): Promise<Ap
   }
 }
 
-const resultOf = (b: { uid: string; start: string; end: string; status: string }): AppointmentResult => ({
+const resultOf = (b: {
+  uid: string;
+  start: string;
+  end: string;
+  status: string;
+  seatUid?: string;
+}): AppointmentResult => ({
   booking_uid: b.uid,
   start: b.start,
   end: b.end,
   status: b.status,
+  ...(b.seatUid === undefined ? {} : { seat_uid: b.seatUid }),
 });
 
 /** The booking an earlier attempt of the record made, if it made one (Cal.com is asked). */
 async function madeBefore(calcom: CalcomClient, doc: AppointmentDoc): Promise<AppointmentResult | null> {
   if (doc.reschedule_of != null) {
     const old = await calcom.getBooking(doc.reschedule_of);
-    if (old.rescheduledToUid === undefined) return null;
+    if (old.rescheduledToUid === undefined) {
+      // A seat's move leaves its booking as it was, less that seat: the seat is at the new time.
+      if (old.seats === undefined) return null;
+      const email = doc.attendee.email.toLowerCase();
+      if (old.seats.some((s) => s.email.toLowerCase() === email)) return null;
+      const seat = await calcom.findBooking({
+        eventTypeId: doc.event_type_id,
+        attendeeEmail: doc.attendee.email,
+        start: doc.start,
+      });
+      return seat === null ? null : resultOf(seat);
+    }
     const moved = await calcom.getBooking(old.rescheduledToUid);
     return Date.parse(moved.start) === Date.parse(doc.start) ? resultOf(moved) : null;
   }
@@ -266,9 +302,13 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
       { lastAttempt: false },
       async () => {
         if (doc.reschedule_of != null) {
+          const seatUid =
+            doc.reschedule_seat !== undefined
+              ? doc.reschedule_seat
+              : await calcom.seatOf(doc.reschedule_of, doc.attendee.email);
           const moved = await calcom.rescheduleBooking(doc.reschedule_of, {
             start: doc.start,
-            reason: 'The client asked for another time.',
+            ...(seatUid === null ? { reason: 'The client asked for another time.' } : { seatUid }),
           });
           return { state: 'done', result: resultOf(moved) };
         }
@@ -308,6 +348,7 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
         status: doc.reschedule_of != null ? 'rescheduled' : statusOfCalBooking(result.status),
       },
       doc.attendee.email,
+      result.seat_uid ?? null,
     );
   }
   return result;
@@ -347,6 +388,12 @@ async function refusalAnswer(
         409,
         'booking_limit_reached',
         'This person already has as many upcoming appointments with the firm as its calendar allows.',
+      );
+    case 'seat_not_found':
+      return new AppError(
+        409,
+        'seat_not_found',
+        "The booking to move is a seat of a group session and the firm's calendar no longer shows this person's seat on it; nothing was moved (moving the whole session would move everyone on it).",
       );
     default:
       return providerFailure(err);

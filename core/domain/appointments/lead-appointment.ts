@@ -20,6 +20,11 @@ import { normalizeEmail } from '../contact-points/emails.js';
 // appointment take turns under the lead's lock, with the lead's other writers (lead-lock.ts); an
 // event older than the last one applied (Cal.com's createdAt) changes nothing, and an event of a
 // booking the lead has moved away from neither.
+//
+// On a seated event type the lead's booking is one seat of a shared booking: the key document
+// also keeps the seat's uid (`seat_uid`, from Cal.com's answer), so a later move of the lead's
+// appointment moves that seat alone (booking.ts). It is kept while the booking stays the same
+// uid; a move by Cal.com to another booking makes it unknown again (a seated event) or null.
 
 export type AppointmentStatus = 'booked' | 'requested' | 'rescheduled' | 'cancelled' | 'rejected';
 
@@ -29,10 +34,18 @@ export interface LeadAppointment {
   status: AppointmentStatus;
 }
 
+/**
+ * The lead's seat on its booking: a seatUid; null when the booking is no seat (an ordinary event
+ * type); absent when unknown (booked by an earlier release, or moved by Cal.com to a seated
+ * booking whose seat we were not told).
+ */
+export type SeatUid = string | null | undefined;
+
 interface LeadAppointmentDoc extends LeadAppointment {
   _id: string;
   /** When the last booking event applied to it was made (ms); absent: none yet. */
   event_at?: number;
+  seat_uid?: string | null;
 }
 
 interface BookingLeadDoc {
@@ -83,10 +96,14 @@ async function mapBooking(
 }
 
 async function write(db: Db, leadId: string, doc: LeadAppointmentDoc): Promise<void> {
-  const { _id, event_at, ...appointment } = doc;
+  const { _id, event_at, seat_uid, ...appointment } = doc;
   await links(db).replaceOne(
     { _id },
-    { ...appointment, ...(event_at === undefined ? {} : { event_at }) },
+    {
+      ...appointment,
+      ...(event_at === undefined ? {} : { event_at }),
+      ...(seat_uid === undefined ? {} : { seat_uid }),
+    },
     {
       upsert: true,
     },
@@ -106,14 +123,21 @@ export async function attachAppointment(
   appointment: LeadAppointment,
   /** The attendee booked: on a seated event, the lead's seat is theirs. */
   attendeeEmail?: string,
+  /** Cal.com's seatUid of that seat (null: the booking is no seat). */
+  seatUid?: SeatUid,
 ): Promise<void> {
   const db = services.mongo.db;
   const email = attendeeEmail === undefined ? undefined : (normalizeEmail(attendeeEmail) ?? undefined);
   await mapBooking(db, firm, appointment.booking_uid, leadId, email);
   const written = await withRecordLock(services.redis, leadLockKey(services, firm, leadId), async () => {
     const current = await links(db).findOne({ _id: leadId });
-    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) return false;
-    await write(db, leadId, { _id: leadId, ...appointment });
+    if (current?.booking_uid === appointment.booking_uid && current.event_at !== undefined) {
+      // The booking's event came first and is kept; the seat is known only from our answer.
+      if (seatUid !== undefined && current.seat_uid !== seatUid)
+        await links(db).replaceOne({ _id: leadId }, { ...current, seat_uid: seatUid });
+      return false;
+    }
+    await write(db, leadId, { _id: leadId, ...appointment, seat_uid: seatUid });
     return true;
   });
   // appointment.<status>; Cal.com's event of this booking, when it comes, is the same one (its key).
@@ -160,7 +184,10 @@ export async function followBookingEvent(
           start: new Date(event.start_at).toISOString(),
           status: APPOINTMENT_STATUS_OF[event.trigger],
         };
-        await write(db, leadId, { _id: leadId, ...now, event_at: event.event_at });
+        // The same booking keeps the lead's seat; another one's seat is not named by the event.
+        const seat: SeatUid =
+          current?.booking_uid === event.uid ? current.seat_uid : event.seated === true ? undefined : null;
+        await write(db, leadId, { _id: leadId, ...now, event_at: event.event_at, seat_uid: seat });
         return now;
       },
     );
@@ -240,8 +267,20 @@ export async function copyAppointmentToNewLead(db: Db, leadId: string): Promise<
 
 /** The appointment recorded for a lead id, if any (for a lead being created, or a conversation). */
 export async function appointmentOfLead(db: Db, leadId: string): Promise<LeadAppointment | null> {
+  const found = await appointmentAndSeatOfLead(db, leadId);
+  return found === null ? null : found.appointment;
+}
+
+/** The appointment recorded for a lead id and the lead's seat on its booking (to move it). */
+export async function appointmentAndSeatOfLead(
+  db: Db,
+  leadId: string,
+): Promise<{ appointment: LeadAppointment; seat_uid: SeatUid } | null> {
   const link = await links(db).findOne({ _id: leadId });
   return link === null
     ? null
-    : { booking_uid: link.booking_uid, start: link.start, status: link.status ?? 'booked' };
+    : {
+        appointment: { booking_uid: link.booking_uid, start: link.start, status: link.status ?? 'booked' },
+        seat_uid: link.seat_uid,
+      };
 }

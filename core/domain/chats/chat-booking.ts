@@ -178,6 +178,12 @@ export async function withBookingStep(
           "Sorry, the firm's calendar needs a phone number to book, so nothing was booked; the firm will call you back to set a time.",
         progress: after,
       };
+    case 'cannot_move':
+      return {
+        message:
+          'Sorry, your consultation could not be moved to that time, so nothing was changed; the firm will call you back to set a new time.',
+        progress: after,
+      };
     case 'booking_limit_reached':
       return {
         message:

@@ -14,13 +14,23 @@ import { guardedRequest, HttpRequestError, type GuardedResponse } from '../http/
 // Cal.com refuses a booking with a 400 whose message says why (errors.service.ts,
 // bookings.service.ts): each reason we can say something about is told apart as `refusal`.
 // Requests go through guardedRequest: the firm chose the base URL (URL policy, no redirects).
+//
+// A seated event type (docs/appointments.md#moving-a-seat) answers every seat of one time with one
+// booking uid; a seat's own uid is `seatUid` (CreateSeatedBookingOutput_2024_08_13 on a create or
+// a seat's move, each attendee's on a read). A move or cancel with the uid alone is the whole
+// booking's, every seat with it; with `seatUid` it is that seat's, and its body may hold nothing
+// else (Cal.com refuses a reschedulingReason or cancellationReason beside it).
 
 export const CALCOM_DEFAULT_BASE_URL = 'https://api.cal.com';
 export const CAL_SLOTS_API_VERSION = '2024-09-04';
 export const CAL_BOOKINGS_API_VERSION = '2024-08-13';
 
-/** Why Cal.com refused a booking, where we can say something about it. */
-export type CalRefusal = 'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit';
+/**
+ * Why Cal.com refused a booking, where we can say something about it; `seat_not_found`: the
+ * seated booking to move no longer holds the attendee's seat (so no seat of theirs can move).
+ */
+export type CalRefusal =
+  'slot_taken' | 'too_soon_or_far' | 'phone_required' | 'booking_limit' | 'seat_not_found';
 
 /**
  * Cal.com's refusals by their words (errors.service.ts handleBookingError, bookings.service.ts
@@ -51,6 +61,10 @@ export interface CalBooking {
   metadata: Record<string, unknown>;
   /** A booking moved elsewhere: the uid of the booking it became. */
   rescheduledToUid?: string;
+  /** The seat this answer booked or moved (a seated event type's create or seat move). */
+  seatUid?: string;
+  /** A seated booking's seats: each attendee's address and seatUid. */
+  seats?: Array<{ email: string; seatUid: string }>;
 }
 
 export class CalcomError extends Error {
@@ -155,12 +169,21 @@ export class CalcomClient {
     );
   }
 
-  /** Moves a booking to `start` (UTC ISO): Cal.com makes a new booking (a new uid) and cancels the old. */
-  async rescheduleBooking(uid: string, input: { start: string; reason?: string }): Promise<CalBooking> {
-    const body = {
-      start: input.start,
-      ...(input.reason === undefined ? {} : { reschedulingReason: input.reason }),
-    };
+  /**
+   * Moves a booking to `start` (UTC ISO): Cal.com makes a new booking (a new uid) and cancels the
+   * old. With `seatUid`, only that seat of a seated booking moves (no reason can go with it).
+   */
+  async rescheduleBooking(
+    uid: string,
+    input: { start: string; reason?: string; seatUid?: string },
+  ): Promise<CalBooking> {
+    const body =
+      input.seatUid !== undefined
+        ? { start: input.start, seatUid: input.seatUid }
+        : {
+            start: input.start,
+            ...(input.reason === undefined ? {} : { reschedulingReason: input.reason }),
+          };
     return bookingOf(
       await this.call(
         'POST',
@@ -171,12 +194,37 @@ export class CalcomClient {
     );
   }
 
-  /** Cancels a booking (Cal.com requires a reason). */
-  async cancelBooking(uid: string, reason: string): Promise<CalBooking> {
+  /**
+   * Cancels a booking (Cal.com requires a reason), or with `seatUid` only that seat of a seated
+   * booking (Cal.com takes no reason with a seat).
+   */
+  async cancelBooking(uid: string, reason: string, seatUid?: string): Promise<CalBooking> {
     return bookingOf(
-      await this.call('POST', `/v2/bookings/${encodeURIComponent(uid)}/cancel`, CAL_BOOKINGS_API_VERSION, {
-        cancellationReason: reason,
-      }),
+      await this.call(
+        'POST',
+        `/v2/bookings/${encodeURIComponent(uid)}/cancel`,
+        CAL_BOOKINGS_API_VERSION,
+        seatUid === undefined ? { cancellationReason: reason } : { seatUid },
+      ),
+    );
+  }
+
+  /**
+   * The attendee's seat on seated booking `uid`, by the address they booked with (compared
+   * without case): its seatUid; null when the booking is not seated. A seated booking that has no
+   * seat of theirs is refused (`seat_not_found`): moving it whole would move everyone on it.
+   */
+  async seatOf(uid: string, attendeeEmail: string): Promise<string | null> {
+    const booking = await this.getBooking(uid);
+    if (booking.seats === undefined) return null;
+    const email = attendeeEmail.toLowerCase();
+    const seat = booking.seats.find((s) => s.email.toLowerCase() === email);
+    if (seat !== undefined) return seat.seatUid;
+    throw new CalcomError(
+      `Cal.com's seated booking ${uid} holds no seat of the attendee.`,
+      409,
+      'seat_not_found',
+      'seat_not_found',
     );
   }
 
@@ -188,8 +236,9 @@ export class CalcomClient {
     eventTypeId: number;
     attendeeEmail: string;
     start: string;
-    key: string;
-    value: string;
+    /** Without a key: the attendee's seat on a seated booking starting at `start` (seatUid set). */
+    key?: string;
+    value?: string;
   }): Promise<CalBooking | null> {
     const startMs = Date.parse(query.start);
     const params = new URLSearchParams({
@@ -201,8 +250,15 @@ export class CalcomClient {
     const data = await this.call('GET', `/v2/bookings?${params}`, CAL_BOOKINGS_API_VERSION);
     if (!Array.isArray(data)) return null;
     for (const item of data) {
-      if (isObject(item) && isObject(item.metadata) && item.metadata[query.key] === query.value)
-        return bookingOf(item);
+      if (!isObject(item)) continue;
+      if (query.key === undefined) {
+        // A seat moved keeps its booking's metadata, not ours: the attendee's seat at `start`.
+        const found = bookingOf(item);
+        const email = query.attendeeEmail.toLowerCase();
+        const seat = found.seats?.find((s) => s.email.toLowerCase() === email);
+        if (seat !== undefined && Date.parse(found.start) === startMs && found.status !== 'cancelled')
+          return { ...found, seatUid: seat.seatUid };
+      } else if (isObject(item.metadata) && item.metadata[query.key] === query.value) return bookingOf(item);
     }
     return null;
   }
@@ -266,7 +322,21 @@ function bookingOf(data: unknown): CalBooking {
     status: typeof data.status === 'string' ? data.status : 'accepted',
     metadata: isObject(data.metadata) ? data.metadata : {},
     ...(typeof data.rescheduledToUid === 'string' ? { rescheduledToUid: data.rescheduledToUid } : {}),
+    // An owner's move of a whole seated booking answers seatUid "" (no seat was asked for).
+    ...(typeof data.seatUid === 'string' && data.seatUid !== '' ? { seatUid: data.seatUid } : {}),
+    ...seatsOf(data.attendees),
   };
+}
+
+/** A seated booking's attendees with their seatUid; nothing for an ordinary booking's. */
+function seatsOf(attendees: unknown): { seats?: Array<{ email: string; seatUid: string }> } {
+  if (!Array.isArray(attendees)) return {};
+  const seats: Array<{ email: string; seatUid: string }> = [];
+  for (const a of attendees) {
+    if (isObject(a) && typeof a.email === 'string' && typeof a.seatUid === 'string' && a.seatUid !== '')
+      seats.push({ email: a.email, seatUid: a.seatUid });
+  }
+  return seats.length === 0 ? {} : { seats };
 }
 
 /** Whether a failed booking request may have booked (then the next attempt asks Cal.com first). */
