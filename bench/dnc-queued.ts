@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     SIM_CALL_MS: '200',
     WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
     CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+    INFORMATIONAL_CONSENT: 'false',
   });
   app.startWorkers();
   const { services, admin } = app;

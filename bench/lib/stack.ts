@@ -289,6 +289,7 @@ export function freshEnvironment(
       CALLING_HOURS: '00:00-24:00',
       DIAL_ATTEMPTS_PER_DAY: '1000000',
       COMPLIANCE_STATE_RULES: 'false',
+      INFORMATIONAL_CONSENT: 'false',
       ...(stores.redisCluster === true ? { REDIS_CLUSTER: 'true' } : {}),
       ...env,
     },

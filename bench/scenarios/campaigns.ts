@@ -49,7 +49,8 @@ export async function makeCampaign(
     firmSlug: slug,
     name,
     agentId,
-    // Its leads carry no consent: an informational campaign calls them all.
+    // Its leads carry no consent: an informational campaign calls them all on this stack
+    // (INFORMATIONAL_CONSENT=false).
     purpose: 'informational',
     leads: leads(0, first),
   });

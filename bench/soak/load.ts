@@ -141,7 +141,8 @@ export class MixedLoad {
       firmSlug: t.slug,
       name: `soak ${c}`,
       agentId: t.agentId,
-      // Its leads carry no consent: an informational campaign calls them all.
+      // Its leads carry no consent: an informational campaign calls them all on this stack
+      // (INFORMATIONAL_CONSENT=false).
       purpose: 'informational',
       leads,
     });

@@ -79,6 +79,7 @@ export async function startStack(onStarted: (stop: () => Promise<void>) => void)
     DIAL_ATTEMPTS_PER_DAY: '1000000',
     COMPLIANCE_STATE_RULES: 'false',
     CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+    INFORMATIONAL_CONSENT: 'false',
     LOG_LEVEL: settings.logLevel,
     // The fuzzer is one client sending thousands of requests a minute.
     RATE_LIMIT_PER_MINUTE: '1000000',

@@ -131,6 +131,7 @@ async function main(): Promise<void> {
           DIAL_ATTEMPTS_PER_DAY: env.DIAL_ATTEMPTS_PER_DAY ?? '1000',
           COMPLIANCE_STATE_RULES: env.COMPLIANCE_STATE_RULES ?? 'false',
           CAMPAIGN_DEFAULT_PURPOSE: env.CAMPAIGN_DEFAULT_PURPOSE ?? 'informational',
+          INFORMATIONAL_CONSENT: env.INFORMATIONAL_CONSENT ?? 'false',
         }
       : {}),
   };

@@ -1,10 +1,12 @@
 // Consent (docs/compliance.md#consent): a marketing campaign dials only leads with written
 // consent (an AI voice's telemarketing: 47 CFR 64.1200(a)(2)-(3)); the others are skipped,
 // each counted in skipped_by_reason and recorded as a dial decision block/consent, and no call is
-// created for them. An informational campaign dials them all. A lead made from an inbound call or
-// a chat carries inquiry consent from its start. Malformed consent and purpose are 400s.
-// The stack has the production default CAMPAIGN_DEFAULT_PURPOSE=marketing (the test stack's is
-// informational): a campaign created without a purpose is a marketing one here.
+// created for them. An informational campaign dials every lead with consent of any kind, and
+// skips a lead with none (an AI voice's call to a possibly mobile number: 47 U.S.C.
+// 227(b)(1)(A)(iii)). A lead made from an inbound call or a chat carries inquiry consent from its
+// start. Malformed consent and purpose are 400s. The stack has the production defaults
+// CAMPAIGN_DEFAULT_PURPOSE=marketing and INFORMATIONAL_CONSENT=true (the test stack's are
+// informational and false): a campaign created without a purpose is a marketing one here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
@@ -21,7 +23,7 @@ let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({
     workers: true,
-    env: { SIM_CALL_MS: '200', CAMPAIGN_DEFAULT_PURPOSE: 'marketing' },
+    env: { SIM_CALL_MS: '200', CAMPAIGN_DEFAULT_PURPOSE: 'marketing', INFORMATIONAL_CONSENT: 'true' },
   });
 });
 afterAll(async () => {
@@ -183,7 +185,7 @@ describe('a marketing campaign', () => {
 });
 
 describe('an informational campaign', () => {
-  it('dials every consent kind and none, and skips nothing', async () => {
+  it('dials every consent kind, and skips a lead with none: counted, recorded, not dialled', async () => {
     const firm = await firmWithAgent();
     const phones = usPhones(5, 300);
     const done = await runCampaign(firm, { purpose: 'informational' }, [
@@ -194,11 +196,15 @@ describe('an informational campaign', () => {
       { phone: phones[4] },
     ]);
     expect(done.purpose).toBe('informational');
-    expect(done.skipped_by_reason).toEqual(ZERO_SKIPS);
-    expect(done).toMatchObject({ calls_completed: 5, calls_failed: 0 });
-    expect((await simulatorDials(stack, phones)).map((d) => d.to_number).sort()).toEqual([...phones].sort());
-    const decisions = await decisionsOf(firm, done.id);
-    expect(decisions.filter((d) => d.answer === 'block')).toEqual([]);
+    expect(done.skipped_by_reason).toEqual({ ...ZERO_SKIPS, no_consent: 1 });
+    expect(done).toMatchObject({ calls_completed: 4, calls_failed: 1 });
+    const consented = phones.slice(0, 4);
+    expect((await simulatorDials(stack, phones)).map((d) => d.to_number).sort()).toEqual(consented.sort());
+    const blocks = (await decisionsOf(firm, done.id)).filter((d) => d.answer === 'block');
+    expect(blocks.map((d) => [d.phone, d.reason, d.consent?.skip])).toEqual([
+      [phones[4], 'consent', 'no_consent'],
+    ]);
+    expect(blocks[0].message).toContain('227(b)(1)(A)(iii)');
   });
 });
 

@@ -82,6 +82,7 @@ export const TEST_COMPLIANCE_ENV: Readonly<Record<string, string>> = {
   DIAL_ATTEMPTS_PER_DAY: '1000',
   COMPLIANCE_STATE_RULES: 'false',
   CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+  INFORMATIONAL_CONSENT: 'false',
 };
 
 /**

@@ -25,6 +25,7 @@ describe('the compliance defaults', () => {
     expect(config.dialAttemptsPerDay).toBe(3);
     expect(config.complianceStateRules).toBe(true);
     expect(config.campaignDefaultPurpose).toBe('marketing');
+    expect(config.informationalConsent).toBe(true);
     expect(warnings({})).toEqual([]);
     expect(warnings({ CALLING_HOURS: '09:00-20:00', DIAL_ATTEMPTS_PER_DAY: '2' })).toEqual([]);
     expect(warnings({ CAMPAIGN_DEFAULT_PURPOSE: 'marketing' })).toEqual([]);
@@ -36,12 +37,14 @@ describe('the compliance defaults', () => {
       DIAL_ATTEMPTS_PER_DAY: '1000',
       COMPLIANCE_STATE_RULES: 'false',
       CAMPAIGN_DEFAULT_PURPOSE: 'informational',
+      INFORMATIONAL_CONSENT: 'false',
     });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('CALLING_HOURS=00:00-24:00');
     expect(lines[0]).toContain('DIAL_ATTEMPTS_PER_DAY=1000');
     expect(lines[0]).toContain('COMPLIANCE_STATE_RULES=false');
     expect(lines[0]).toContain('CAMPAIGN_DEFAULT_PURPOSE=informational');
+    expect(lines[0]).toContain('INFORMATIONAL_CONSENT=false');
     expect(warnings({ CALLING_HOURS: '07:30-21:00' })).toHaveLength(1);
     expect(warnings({ CAMPAIGN_DEFAULT_PURPOSE: 'informational' })).toEqual([
       expect.stringContaining('CAMPAIGN_DEFAULT_PURPOSE=informational'),

@@ -60,7 +60,8 @@ const Purpose = Type.Union(
       'Set at creation; without it the platform\'s CAMPAIGN_DEFAULT_PURPOSE ("marketing" unless the deployment ' +
       'widens it), and the record shows the purpose the campaign got. ' +
       'A marketing campaign calls only leads with written consent (its calls are telemarketing in an AI voice: ' +
-      '47 CFR 64.1200(a)(2)-(3)); an informational one calls every callable lead ' +
+      '47 CFR 64.1200(a)(2)-(3)); an informational one calls every lead with consent of any kind (an AI ' +
+      "voice's call to a possibly mobile number needs prior express consent: 47 U.S.C. 227(b)(1)(A)(iii)) " +
       '(docs/compliance.md#consent)',
   },
 );

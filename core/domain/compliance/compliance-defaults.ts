@@ -2,7 +2,7 @@ import type { Config } from '../../platform/config.js';
 import type { Logger } from '../../platform/logger.js';
 
 // The platform's compliance defaults (CALLING_HOURS, DIAL_ATTEMPTS_PER_DAY,
-// COMPLIANCE_STATE_RULES, CAMPAIGN_DEFAULT_PURPOSE): a process whose values are wider than the
+// COMPLIANCE_STATE_RULES, CAMPAIGN_DEFAULT_PURPOSE, INFORMATIONAL_CONSENT): a process whose values are wider than the
 // safe defaults says so in one `warn` line at start (a test stack, `npm start` with the simulator).
 
 export const DEFAULT_CALLING_HOURS = { start: '08:00', end: '21:00' } as const;
@@ -23,6 +23,7 @@ export function widerThanDefaults(config: Config): string[] {
   if (config.campaignDefaultPurpose !== DEFAULT_CAMPAIGN_PURPOSE) {
     wider.push(`CAMPAIGN_DEFAULT_PURPOSE=${config.campaignDefaultPurpose}`);
   }
+  if (!config.informationalConsent) wider.push('INFORMATIONAL_CONSENT=false');
   return wider;
 }
 
@@ -32,6 +33,6 @@ export function warnIfComplianceWidened(config: Config, log: Logger): void {
   if (wider.length === 0) return;
   log.warn(
     { compliance_widened: wider },
-    `compliance defaults widened (${wider.join(', ')}): calls may be dialled outside ${DEFAULT_CALLING_HOURS.start}-${DEFAULT_CALLING_HOURS.end} callee time, more than ${DEFAULT_DIAL_ATTEMPTS_PER_DAY} times a day, without state rules, or by a campaign created without a purpose to leads without consent; never in production`,
+    `compliance defaults widened (${wider.join(', ')}): calls may be dialled outside ${DEFAULT_CALLING_HOURS.start}-${DEFAULT_CALLING_HOURS.end} callee time, more than ${DEFAULT_DIAL_ATTEMPTS_PER_DAY} times a day, without state rules, or by a campaign to leads without consent; never in production`,
   );
 }

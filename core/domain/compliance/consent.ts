@@ -1,10 +1,12 @@
 // Consent (docs/compliance.md#consent): what a lead agreed to, and whether a campaign of a given
-// purpose may call on it. A marketing campaign calls only on written consent: its calls are
-// telemarketing in an artificial voice (an AI agent's, FCC 24-17, 2024), which 47 CFR
-// 64.1200(a)(2)-(3) allows only with the called party's prior express written consent. An inquiry
-// (the person called or chatted first) or an existing client's relationship is consent to be
-// called about their matter, not that: such leads get informational calls only. An informational
-// campaign calls any lead.
+// purpose may call on it. An AI agent's voice is an artificial voice (FCC 24-17, 2024). A marketing
+// campaign calls only on written consent: 47 CFR 64.1200(a)(2)-(3) allows telemarketing in an
+// artificial voice only with the called party's prior express written consent. An informational
+// campaign calls on any consent (written, an inquiry, an existing client): an artificial-voice call
+// to a mobile number needs the called party's prior express consent whatever its purpose (47
+// U.S.C. 227(b)(1)(A)(iii), 64.1200(a)(1)(iii)), and a +1 number does not tell whether it is one.
+// A deployment that dials no one (INFORMATIONAL_CONSENT=false) lets informational campaigns call
+// leads without consent.
 
 export const CONSENT_KINDS = ['written', 'inquiry', 'existing_client'] as const;
 export type ConsentKind = (typeof CONSENT_KINDS)[number];
@@ -50,9 +52,18 @@ export function inquiryConsent(source: 'call' | 'chat', at: Date): Consent {
 export function judgeConsent(input: {
   purpose: CampaignPurpose;
   consent: Consent | null;
+  /** INFORMATIONAL_CONSENT: an informational call needs consent of some kind (the default). */
+  informationalNeedsConsent: boolean;
 }): { skip: ConsentSkip; message: string } | null {
-  if (input.purpose === 'informational') return null;
   const consent = input.consent;
+  if (input.purpose === 'informational') {
+    if (consent !== null || !input.informationalNeedsConsent) return null;
+    return {
+      skip: 'no_consent',
+      message:
+        "A call in an AI agent's voice to a number that may be a mobile one needs the person's prior express consent, whatever its purpose (47 U.S.C. 227(b)(1)(A)(iii), 47 CFR 64.1200(a)(1)(iii)); the lead has none.",
+    };
+  }
   if (consent === null) {
     return {
       skip: 'no_consent',

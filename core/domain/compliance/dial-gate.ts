@@ -82,14 +82,21 @@ function attemptsCap(services: Services, hours: HoursVerdict): number {
 }
 
 /**
- * The consent rule: a marketing campaign's call to a lead without the consent it needs is
- * blocked with reason `consent` (details in `consent.skip`). It applies to campaign calls at the
+ * The consent rule: a campaign's call to a lead without the consent its purpose needs (written
+ * for marketing, any for informational) is blocked with reason `consent` (details in `consent.skip`). It applies to campaign calls at the
  * request stage, where the campaign's purpose and the lead's consent are known.
  */
-function consentRule(req: DialRequest): { answer: GateAnswer | null; used: DecisionConsent | null } {
+function consentRule(
+  services: Services,
+  req: DialRequest,
+): { answer: GateAnswer | null; used: DecisionConsent | null } {
   if (req.consent === undefined) return { answer: null, used: null };
   const { purpose, consent } = req.consent;
-  const verdict = judgeConsent({ purpose, consent });
+  const verdict = judgeConsent({
+    purpose,
+    consent,
+    informationalNeedsConsent: services.config.informationalConsent,
+  });
   const used: DecisionConsent = {
     purpose,
     kind: consent?.kind ?? null,
@@ -131,7 +138,7 @@ export async function decideDial(services: Services, req: DialRequest): Promise<
     stateRules: config.complianceStateRules,
   });
   const cap = attemptsCap(services, hours);
-  const consentJudged = consentRule(req);
+  const consentJudged = consentRule(services, req);
   const judged = (decision: GateAnswer, attempts: number | null = null): Judged => ({
     decision,
     consent: consentJudged.used,

@@ -559,7 +559,13 @@ export const CONFIG_SCHEMA = Type.Object({
     default: 'marketing',
     local: { start: '`informational` with the simulator', test: '`informational`' },
     description:
-      'the `purpose` of a campaign created without one (an explicit `purpose` always wins): a marketing campaign calls only leads with written consent or a recent inquiry (docs/compliance.md#consent); `informational`: a `warn` line at start',
+      'the `purpose` of a campaign created without one (an explicit `purpose` always wins): a marketing campaign calls only leads with written consent (docs/compliance.md#consent); `informational`: a `warn` line at start',
+  }),
+  informationalConsent: boolean('INFORMATIONAL_CONSENT', {
+    default: true,
+    local: { start: '`false` with the simulator', test: '`false`' },
+    description:
+      "an informational campaign calls only leads with consent of some kind (written, an inquiry, an existing client): an AI voice's call to a number that may be a mobile one needs the person's prior express consent (docs/compliance.md#consent); `false`: a `warn` line at start",
   }),
   dialSlotReapMs: integer('DIAL_SLOT_REAP_MS', {
     min: 1000,
