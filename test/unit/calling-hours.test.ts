@@ -972,7 +972,13 @@ describe('the state rules table', () => {
 
   it('gives every holiday a name, one kind of rule and a citation, and each list its statute', () => {
     const withHolidays = Object.entries(file.regions).filter(([, r]) => r.holidays !== undefined);
-    expect(withHolidays.map(([region]) => region).sort()).toEqual(['US-LA', 'US-RI', 'US-UT']);
+    expect(withHolidays.map(([region]) => region).sort()).toEqual([
+      'US-AL',
+      'US-LA',
+      'US-PA',
+      'US-RI',
+      'US-UT',
+    ]);
     for (const [region, { holidays }] of withHolidays) {
       expect(holidays!.statute.cite.length > 10 && /^https?:\/\//.test(holidays!.statute.url), region).toBe(
         true,
@@ -1054,5 +1060,50 @@ describe('Texas, Washington, Connecticut and Mississippi’s hours (from seconda
       ['+16015550100', '2027-06-11T01:30:00Z'],
     ] as const)
       expect(judgeAt(phone, when, false)).toMatchObject({ allowed: true });
+  });
+});
+
+describe('the states missing from the table until 2026-12-03', () => {
+  const judgeAt = (phone: string, atIso: string, stateRules = true) =>
+    judgeHours({ phone, firmTimeZone: 'UTC', atMs: at(atIso), hours: HOURS, stateRules });
+  // [state, number, instant refused, the next opening]; each allowed by the default hours alone.
+  const REFUSED = [
+    ['US-KY', '+15025550100', '2027-06-09T13:30:00Z', '2027-06-09T14:00Z'], // Wed 09:30 EDT → 10:00
+    ['US-MA', '+16175550100', '2027-06-10T00:30:00Z', '2027-06-10T12:00Z'], // Wed 20:30 EDT → Thu 08:00
+    ['US-MI', '+13135550100', '2027-06-09T12:30:00Z', '2027-06-09T13:00Z'], // Wed 08:30 EDT → 09:00
+    ['US-MN', '+16125550100', '2027-06-09T13:30:00Z', '2027-06-09T14:00Z'], // Wed 08:30 CDT → 09:00
+    ['US-NV', '+17025550100', '2027-06-10T03:30:00Z', '2027-06-10T16:00Z'], // Wed 20:30 PDT → Thu 09:00
+    ['US-NM', '+15055550100', '2027-06-09T14:30:00Z', '2027-06-09T15:00Z'], // Wed 08:30 MDT → 09:00
+    ['US-IL', '+13125550100', '2027-06-09T13:30:00Z', '2027-06-09T14:00Z'], // Wed 08:30 CDT → 09:00
+    ['US-NE', '+14025550100', '2027-06-13T17:00:00Z', '2027-06-13T18:00Z'], // Sun 12:00 CDT → 13:00
+    ['US-AL', '+12055550100', '2027-06-13T17:00:00Z', '2027-06-14T13:00Z'], // Sun 12:00 CDT → Mon 08:00
+    ['US-AL', '+12055550100', '2027-06-10T01:30:00Z', '2027-06-10T13:00Z'], // Wed 20:30 CDT → Thu 08:00
+    ['US-AL', '+12055550100', '2027-04-26T17:00:00Z', '2027-04-27T13:00Z'], // Confederate Memorial Day
+    ['US-PA', '+12155550100', '2027-06-12T17:00:00Z', '2027-06-13T12:00Z'], // Sat 13:00 EDT → Sun 08:00
+    ['US-PA', '+12155550100', '2027-06-14T16:00:00Z', '2027-06-15T12:00Z'], // Flag Day (Mon) → Tue 08:00
+  ] as const;
+
+  it('refuses each state at its own hours, days and holidays, and opens at its next opening', () => {
+    for (const [region, phone, when, next] of REFUSED) {
+      const v = judgeAt(phone, when);
+      expect(v, `${region} ${when}`).toMatchObject({ region, allowed: false });
+      expect(v.limitedBy, `${region} ${when}`).toContain(`state:${region}`);
+      expect(iso(v.nextAllowedMs), `${region} ${when}`).toBe(next);
+      expect(judgeAt(phone, when, false), `${region} ${when} without state rules`).toMatchObject({
+        allowed: true,
+      });
+    }
+    expect(judgeAt('+12055550100', '2027-04-26T17:00:00Z').limitedBy).toContain(
+      'holiday:US-AL:Confederate Memorial Day',
+    );
+    expect(judgeAt('+12155550100', '2027-06-14T16:00:00Z').limitedBy).toContain('holiday:US-PA:Flag Day');
+    // Saturday morning in Pennsylvania is open; the half holiday starts at noon.
+    expect(judgeAt('+12155550100', '2027-06-12T14:00:00Z')).toMatchObject({ allowed: true });
+  });
+
+  it("Maine's one automated call per 8 hours: one attempt per rolling 24 h", () => {
+    const portland = judgeAt('+12075550100', '2027-06-09T16:00:00Z'); // Wed 12:00 EDT
+    expect(portland).toMatchObject({ region: 'US-ME', allowed: true, attemptsPer24h: 1 });
+    expect(judgeAt('+12075550100', '2027-06-09T16:00:00Z', false).attemptsPer24h).toBeNull();
   });
 });
