@@ -1052,7 +1052,7 @@ describe('Texas, Washington, Connecticut and Mississippi’s hours (from seconda
     expect(judgeAt('+18605550100', '2027-06-11T00:30:00Z')).toMatchObject({ allowed: false }); // 20:30 EDT
     const jackson = judgeAt('+16015550100', '2027-06-11T01:30:00Z'); // Thursday 20:30 CDT
     expect(jackson).toMatchObject({ region: 'US-MS', allowed: false });
-    expect(iso(jackson.nextAllowedMs)).toBe('2027-06-11T13:00Z'); // Friday 08:00 CDT
+    expect(iso(jackson.nextAllowedMs)).toBe('2027-06-11T14:00Z'); // Friday 09:00 CDT = 08:00 CST
     // The default alone (08:00-21:00) would have allowed each of them.
     for (const [phone, when] of [
       ['+12065550100', '2027-06-11T03:30:00Z'],
@@ -1099,6 +1099,21 @@ describe('the states missing from the table until 2026-12-03', () => {
     expect(judgeAt('+12155550100', '2027-06-14T16:00:00Z').limitedBy).toContain('holiday:US-PA:Flag Day');
     // Saturday morning in Pennsylvania is open; the half holiday starts at noon.
     expect(judgeAt('+12155550100', '2027-06-12T14:00:00Z')).toMatchObject({ allowed: true });
+  });
+
+  it('Mississippi on Central Standard Time: 08:00-20:00 local and 08:00-20:00 CST, so 09:00 in summer', () => {
+    const jackson = '+16015550100'; // 601: America/Chicago, US-MS
+    const summer = judgeAt(jackson, '2027-06-09T13:30:00Z'); // Wednesday 08:30 CDT = 07:30 CST
+    expect(summer).toMatchObject({ region: 'US-MS', allowed: false, closedBy: ['clock:Etc/GMT+6'] });
+    expect(iso(summer.nextAllowedMs)).toBe('2027-06-09T14:00Z'); // 09:00 CDT = 08:00 CST
+    expect(judgeAt(jackson, '2027-06-09T13:30:00Z', false)).toMatchObject({ allowed: true });
+    // In winter the two clocks agree: 08:00 CST opens.
+    const winter = judgeAt(jackson, '2027-01-13T13:30:00Z'); // Wednesday 07:30 CST
+    expect(iso(winter.nextAllowedMs)).toBe('2027-01-13T14:00Z');
+    expect(judgeAt(jackson, '2027-01-13T14:00:00Z')).toMatchObject({ allowed: true });
+    // The evening end: local 20:00 is the narrower one in summer (21:00 CDT is 20:00 CST).
+    expect(judgeAt(jackson, '2027-06-10T01:00:00Z')).toMatchObject({ allowed: false }); // 20:00 CDT
+    expect(judgeAt(jackson, '2027-06-10T00:59:00Z')).toMatchObject({ allowed: true }); // 19:59 CDT
   });
 
   it("Maine's one automated call per 8 hours: one attempt per rolling 24 h", () => {

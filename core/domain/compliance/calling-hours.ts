@@ -50,7 +50,10 @@ export interface HoursVerdict {
    * zone for what is no number of a country.
    */
   zoneSource?: 'lead' | 'number' | 'firm';
-  /** Of limitedBy, what is closed at atMs ("zone:<zone>" for a zone outside its hours, "firm_window"). */
+  /**
+   * Of limitedBy, what is closed at atMs ("zone:<zone>" for a zone outside its hours, "clock:<zone>"
+   * for a state's fixed clock, "firm_window").
+   */
   closedBy?: string[];
   /** The version of the zone and region data (libphonenumber's, through its package). */
   zoneDataVersion?: string;
@@ -75,6 +78,11 @@ interface RegionRule {
   /** ISO weekday ("1" … "7") → that day's hours, or null: no calls that day. */
   weekday_hours?: Record<string, RuleHours | null>;
   attempts_per_24h?: number;
+  /**
+   * Hours that must hold on a fixed clock as well (a statute naming "Central Standard Time":
+   * zone Etc/GMT+6), whatever the callee's own zone shows.
+   */
+  clock_hours?: RuleHours & { zone: string };
   /** The state's legal holidays, on which no call is made (holidays.ts). */
   holidays?: HolidayRules;
   sources: { cite: string; url: string }[];
@@ -653,6 +661,12 @@ export function judgeHours(input: {
   const policy = intervalsOf(input.hours);
   const ruleKey = `${input.hours.start}-${input.hours.end}|${rule === null ? '' : place.region}`;
   const constraints = zones.map((zone) => zoneConstraint(zone, policy, rule, ruleKey));
+  const clock = rule?.clock_hours;
+  if (clock !== undefined) {
+    const hours = intervalsOf(clock);
+    const key = `clock|${clock.start}-${clock.end}`;
+    constraints.push({ ...zoneConstraint(clock.zone, hours, null, key), name: `clock:${clock.zone}` });
+  }
   if (input.firmWindow) {
     constraints.push(windowConstraint(input.firmWindow, input.firmTimeZone));
     limitedBy.push('firm_window');
