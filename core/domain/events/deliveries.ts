@@ -282,7 +282,11 @@ const sourceOf = (event: DomainEvent, kind: DeliveryDoc['kind'] = 'event'): Deli
   data_json: event.data_json,
 });
 
-/** `POST …/test`: a `ping` to the endpoint, delivered like an event (its own lane). */
+/**
+ * `POST …/test`: a `ping` to the endpoint, delivered like an event. Each ping is its own subject,
+ * so its own lane: a ping sent after fixing a receiver is not held behind an earlier one that is
+ * waiting for its retry (pings have no order to keep).
+ */
 export function sendPing(services: Services, endpoint: WebhookEndpointDoc): Promise<DeliveryDoc> {
   const id = newId('ping', 12);
   const at = new Date();
@@ -290,7 +294,7 @@ export function sendPing(services: Services, endpoint: WebhookEndpointDoc): Prom
     kind: 'ping',
     event_id: id,
     type: 'ping',
-    subject: 'ping',
+    subject: id,
     occurred_at: at,
     data_json: JSON.stringify({ endpoint_id: endpoint._id, message: 'A test delivery from the service.' }),
   });

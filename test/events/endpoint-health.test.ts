@@ -1,0 +1,66 @@
+// An endpoint's test pings (docs/events.md#endpoints): a ping is a test message of its own, never
+// held behind an earlier ping still being retried.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../fakes/webhook-receiver.js';
+
+let stack: Stack;
+let receiver: WebhookReceiver;
+let firm: Awaited<ReturnType<typeof createFirm>>;
+/** How each path of the receiver answers now (200 "ok" when unset). */
+const answers = new Map<string, () => Answer>();
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  receiver.answer = (path) => answers.get(path)?.() ?? { status: 200, body: 'ok' };
+  stack = await startStack({
+    workers: true,
+    env: { WEBHOOK_RETRY_SCHEDULE: '100ms', WEBHOOK_ORDER_WAIT_MS: '600000' },
+  });
+  firm = await createFirm(stack);
+});
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+});
+
+async function endpoint(url: string): Promise<string> {
+  const res = await firm.client.post('/api/webhook-endpoints', { firmSlug: firm.slug, url, events: ['*'] });
+  expect(res.status).toBe(200);
+  return res.body.id as string;
+}
+
+const ping = async (id: string) => {
+  const res = await firm.client.post(`/api/webhook-endpoints/${id}/test`);
+  expect(res.status).toBe(200);
+  return res.body as { id: string; event_id: string };
+};
+
+const delivery = async (id: string, deliveryId: string) => {
+  const res = await firm.client.get(`/api/webhook-endpoints/${id}/deliveries?limit=100`);
+  expect(res.status).toBe(200);
+  return (res.body.deliveries as Array<Record<string, any>>).find((d) => d.id === deliveryId)!;
+};
+
+it('a test ping goes at once while an earlier ping to the endpoint waits for its retry', async () => {
+  let fixed = false;
+  // Down, asking to be tried again in an hour; then fixed.
+  answers.set('/pings', () =>
+    fixed ? { status: 200 } : { status: 503, headers: { 'retry-after': '3600' } },
+  );
+  const id = await endpoint(receiver.url('/pings'));
+  const first = await ping(id);
+  await eventually(async () => expect((await delivery(id, first.id)).attempts).toHaveLength(1));
+  fixed = true;
+  const second = await ping(id);
+  const got = await eventually(async () => {
+    const accepted = receiver.accepted('/pings');
+    expect(accepted).toHaveLength(1);
+    return accepted[0]!;
+  });
+  expect(got.headers['webhook-id']).toBe(second.event_id);
+  expect(await delivery(id, second.id)).toMatchObject({ status: 'delivered', out_of_order: false });
+  // The first keeps its own retry time.
+  expect(await delivery(id, first.id)).toMatchObject({ status: 'pending' });
+});
