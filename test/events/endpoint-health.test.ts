@@ -1,6 +1,9 @@
-// An endpoint's test pings (docs/events.md#endpoints): a ping is a test message of its own, never
-// held behind an earlier ping still being retried.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+// An endpoint's health and its test pings (docs/events.md#endpoints): a ping is a test message of
+// its own, never held behind an earlier ping still being retried; enabling an endpoint again
+// starts its failing streak afresh, so failures from before it was disabled neither show as
+// `failing_since` nor disable it at its first failure after.
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { clock } from '../../core/platform/clock.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../fakes/webhook-receiver.js';
@@ -24,6 +27,7 @@ afterAll(async () => {
   await stack?.stop();
   await receiver?.close();
 });
+afterEach(() => clock.reset());
 
 async function endpoint(url: string): Promise<string> {
   const res = await firm.client.post('/api/webhook-endpoints', { firmSlug: firm.slug, url, events: ['*'] });
@@ -63,4 +67,25 @@ it('a test ping goes at once while an earlier ping to the endpoint waits for its
   expect(await delivery(id, second.id)).toMatchObject({ status: 'delivered', out_of_order: false });
   // The first keeps its own retry time.
   expect(await delivery(id, first.id)).toMatchObject({ status: 'pending' });
+});
+
+it('enabling an endpoint again starts its failing streak afresh', async () => {
+  answers.set('/streak', () => ({ status: 500 }));
+  const id = await endpoint(receiver.url('/streak'));
+  const first = await ping(id);
+  await eventually(async () => expect((await delivery(id, first.id)).status).toBe('failed'));
+  const read = async () => (await firm.client.get(`/api/webhook-endpoints/${id}`)).body;
+  expect((await read()).failing_since).not.toBeNull();
+  // Disabled by the firm while it fixes its receiver; enabled again a week later.
+  expect((await firm.client.patch(`/api/webhook-endpoints/${id}`, { enabled: false })).status).toBe(200);
+  clock.shift(7 * 86_400_000);
+  const enabled = await firm.client.patch(`/api/webhook-endpoints/${id}`, { enabled: true });
+  expect(enabled.body).toMatchObject({ enabled: true, failing_since: null });
+  expect((await read()).failing_since).toBeNull();
+  // Its first failure after: a streak of its own, not one 7 days long.
+  const second = await ping(id);
+  await eventually(async () => expect((await delivery(id, second.id)).attempts.length).toBeGreaterThan(0));
+  const after = await read();
+  expect(after).toMatchObject({ enabled: true, disabled_reason: null });
+  expect(Date.parse(after.failing_since)).toBeGreaterThanOrEqual(clock.now() - 60_000);
 });

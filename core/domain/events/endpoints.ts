@@ -223,23 +223,35 @@ export async function updateEndpoint(
 ): Promise<WebhookEndpointDoc | null> {
   checkInput(services, input);
   const now = new Date(clock.now());
-  return setOnEndpoint(services, endpoint, (current) => ({
-    ...(input.url === undefined ? {} : { url: input.url }),
-    ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
-    ...(input.description === undefined ? {} : { description: input.description }),
-    ...(input.enabled === undefined || input.enabled === current.enabled
-      ? {}
-      : input.enabled
-        ? {
-            enabled: true,
-            disabled_reason: null,
-            disabled_at: null,
-            failing_since: null,
-            listening_since: now,
-          }
-        : { enabled: false, disabled_reason: 'manual' as const, disabled_at: now }),
-    updated_at: now,
-  }));
+  return setOnEndpoint(services, endpoint, async (current) => {
+    if (input.enabled === true && !current.enabled) await restartFailingStreak(services, current._id);
+    return {
+      ...(input.url === undefined ? {} : { url: input.url }),
+      ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
+      ...(input.description === undefined ? {} : { description: input.description }),
+      ...(input.enabled === undefined || input.enabled === current.enabled
+        ? {}
+        : input.enabled
+          ? {
+              enabled: true,
+              disabled_reason: null,
+              disabled_at: null,
+              failing_since: null,
+              listening_since: now,
+            }
+          : { enabled: false, disabled_reason: 'manual' as const, disabled_at: now }),
+      updated_at: now,
+    };
+  });
+}
+
+/**
+ * An endpoint enabled again starts its failing streak afresh: the streak is kept in Redis while
+ * the endpoint is enabled (deliveries.ts), and one left from before it was disabled (by the firm,
+ * or by a 410) would show as its failing_since and disable it at its first failure after.
+ */
+async function restartFailingStreak(services: Services, endpoint: string): Promise<void> {
+  await services.redis.del(redisKeys(services.config).webhookFailingSince(endpoint));
 }
 
 export async function deleteEndpoint(services: Services, endpoint: WebhookEndpointDoc): Promise<void> {
