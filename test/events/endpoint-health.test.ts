@@ -1,7 +1,10 @@
 // An endpoint's health and its test pings (docs/events.md#endpoints): a ping is a test message of
 // its own, never held behind an earlier ping still being retried; enabling an endpoint again
 // starts its failing streak afresh, so failures from before it was disabled neither show as
-// `failing_since` nor disable it at its first failure after.
+// `failing_since` nor disable it at its first failure after; an answer whose body never ends is
+// judged by its status, cut off at what the log keeps.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { eventually } from '../helpers/eventually.js';
@@ -19,7 +22,7 @@ beforeAll(async () => {
   receiver.answer = (path) => answers.get(path)?.() ?? { status: 200, body: 'ok' };
   stack = await startStack({
     workers: true,
-    env: { WEBHOOK_RETRY_SCHEDULE: '100ms', WEBHOOK_ORDER_WAIT_MS: '600000' },
+    env: { WEBHOOK_RETRY_SCHEDULE: '100ms', WEBHOOK_ORDER_WAIT_MS: '600000', WEBHOOK_TIMEOUT_MS: '3000' },
   });
   firm = await createFirm(stack);
 });
@@ -88,4 +91,31 @@ it('enabling an endpoint again starts its failing streak afresh', async () => {
   const after = await read();
   expect(after).toMatchObject({ enabled: true, disabled_reason: null });
   expect(Date.parse(after.failing_since)).toBeGreaterThanOrEqual(clock.now() - 60_000);
+});
+
+it('a 2xx whose body never ends is delivered, its first 2 KB kept', async () => {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const drip = setInterval(() => res.write('x'.repeat(1024)), 20);
+      res.on('close', () => clearInterval(drip));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const id = await endpoint(`http://127.0.0.1:${(server.address() as AddressInfo).port}/stream`);
+    const sent = await ping(id);
+    const d = await eventually(async () => {
+      const found = await delivery(id, sent.id);
+      expect(found.attempts).toHaveLength(1);
+      return found;
+    });
+    expect(d.status).toBe('delivered');
+    expect(d.attempts[0]).toMatchObject({ status_code: 200, error: null });
+    expect(d.attempts[0].response_body).toBe('x'.repeat(2048));
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });

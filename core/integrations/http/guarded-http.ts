@@ -19,7 +19,7 @@ export interface GuardedRequest {
   policy: UrlPolicy;
   /** The whole exchange, connection to last byte (default 15 s). */
   timeoutMs?: number;
-  /** Responses longer than this are cut off (default 1 MiB): we only read ids and errors. */
+  /** Responses longer than this are cut off, the rest not read (default 1 MiB): we only read ids and errors. */
   maxResponseBytes?: number;
   /** Abandons the exchange (the request destroyed) when aborted; aborted already: nothing is sent. */
   signal?: AbortSignal;
@@ -104,13 +104,7 @@ export async function guardedRequest(url: string, options: GuardedRequest): Prom
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size >= limit) return;
-          size += chunk.length;
-          chunks.push(chunk);
-        });
-        res.on('error', fail);
-        res.on('end', () => {
+        const answered = () => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
@@ -119,7 +113,20 @@ export async function guardedRequest(url: string, options: GuardedRequest): Prom
             headers: flatHeaders(res.headers),
             body: Buffer.concat(chunks).toString('utf8').slice(0, limit),
           });
+        };
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          chunks.push(chunk);
+          // Enough read: the answer is what was read so far. The rest is not waited for (a body
+          // that never ends would otherwise turn an answer into a timeout) and the connection
+          // is dropped rather than drained.
+          if (size >= limit) {
+            answered();
+            res.destroy();
+          }
         });
+        res.on('error', fail);
+        res.on('end', answered);
       },
     );
     const timer = setTimeout(() => {
