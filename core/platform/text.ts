@@ -24,3 +24,11 @@ const BREAKS_AND_CONTROLS = /[\p{Cc}\p{Zl}\p{Zp}]+/gu;
 export function singleLine(text: string): string {
   return text.replace(BREAKS_AND_CONTROLS, ' ');
 }
+
+/**
+ * `text` with each NUL character as U+FFFD: text from outside (an answer's body) that is stored,
+ * since PostgreSQL-backed stores refuse a document holding NUL.
+ */
+export function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}

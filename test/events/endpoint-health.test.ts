@@ -2,7 +2,8 @@
 // its own, never held behind an earlier ping still being retried; enabling an endpoint again
 // starts its failing streak afresh, so failures from before it was disabled neither show as
 // `failing_since` nor disable it at its first failure after; an answer whose body never ends is
-// judged by its status, cut off at what the log keeps.
+// judged by its status, cut off at what the log keeps; an answer the store could not keep as it
+// came (NUL) is recorded, not sent again and again.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -118,4 +119,17 @@ it('a 2xx whose body never ends is delivered, its first 2 KB kept', async () => 
     server.closeAllConnections();
     server.close();
   }
+});
+
+it('an answer holding the NUL character is recorded (as U+FFFD) and not sent again', async () => {
+  answers.set('/nul', () => ({ status: 200, body: 'ok\u0000done' }));
+  const id = await endpoint(receiver.url('/nul'));
+  const sent = await ping(id);
+  const d = await eventually(async () => {
+    const found = await delivery(id, sent.id);
+    expect(found.status).toBe('delivered');
+    return found;
+  });
+  expect(d.attempts).toEqual([expect.objectContaining({ status_code: 200, response_body: 'ok\uFFFDdone' })]);
+  expect(receiver.at('/nul')).toHaveLength(1);
 });

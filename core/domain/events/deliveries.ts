@@ -11,6 +11,7 @@ import { parseRetryAfter } from '../../platform/retry-after.js';
 import { UrlNotAllowedError } from '../../platform/url-policy.js';
 import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
+import { storableText } from '../../platform/text.js';
 import { guardedRequest, type GuardedResponse } from '../../integrations/http/guarded-http.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
@@ -657,8 +658,10 @@ async function send(
     at: new Date(started),
     status_code: answer?.status ?? null,
     duration_ms: Date.now() - started,
-    response_body: answer === null ? null : answer.body.slice(0, RESPONSE_KEPT),
-    error,
+    // Stored as the answer came, but for NUL (the store refuses it: the attempt's record would
+    // fail, and its job send the delivery again and again).
+    response_body: answer === null ? null : storableText(answer.body.slice(0, RESPONSE_KEPT)),
+    error: error === null ? null : storableText(error),
     next_retry_at: null,
     retryAfter: answer === null ? null : parseRetryAfter(answer.headers['retry-after']),
   };
