@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
+import { storableText } from '../../core/platform/text.js';
 
 const DEFAULT_BODY_LIMIT = '2mb';
 /**
@@ -40,7 +41,7 @@ export function handleNul(value: unknown, replace: boolean): boolean {
   const fix = (text: string): string => {
     if (!text.includes('\u0000')) return text;
     found = true;
-    return replace ? text.replaceAll('\u0000', '\uFFFD') : text;
+    return replace ? storableText(text) : text;
   };
   const pending: unknown[] = [value];
   for (let node = pending.pop(); node !== undefined || pending.length > 0; node = pending.pop()) {

@@ -177,3 +177,19 @@ describe('an effect that cannot be asked about afterwards', () => {
     expect(slack.attempts.filter((a) => a.body?.text === 'x')).toHaveLength(0);
   });
 });
+
+describe('an effect whose error holds the NUL character (an answer from a firm-chosen server)', () => {
+  it('is recorded with U+FFFD in its place: a last attempt ends failed, not left running', async () => {
+    const id = `clio_${rand()}`;
+    await subjects().insertOne({ _id: id });
+    const failing = runEffect(subjectOf(id), { path: 'effect' }, { lastAttempt: true }, () =>
+      Promise.reject(new Error('Clio answered 500 (bad\u0000byte).')),
+    );
+    await expect(failing).rejects.toThrow(/Clio answered 500/);
+    const record = (await subjects().findOne({ _id: id })) as unknown as {
+      effect: { state: string; last_error: string };
+    };
+    expect(record.effect.state).toBe('failed');
+    expect(record.effect.last_error).toBe('Clio answered 500 (bad\uFFFDbyte).');
+  });
+});

@@ -16,6 +16,7 @@ import { decideAtDial } from '../compliance/dial-gate.js';
 import { findDncEntry } from '../compliance/dnc-store.js';
 import { noteCampaignDial } from '../campaigns/kill-switch.js';
 import { findCampaign } from '../campaigns/campaign-store.js';
+import { storableText } from '../../platform/text.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -359,11 +360,11 @@ export async function endGivenUpDial(
           finished: true,
           end_timestamp: now.getTime(),
           disconnection_reason: 'dial_failed',
-          error_message: message.slice(0, 500),
+          error_message: storableText(message.slice(0, 500)),
           updated_at: now,
           'dial.state': 'skipped',
           'dial.finished_at': now,
-          'dial.last_error': message.slice(0, 500),
+          'dial.last_error': storableText(message.slice(0, 500)),
           'dial.result': { reason: 'given_up' },
           'dial.lease_token': null,
           'dial.lease_until': null,

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
 import type { EffectGate, EffectPass } from './effect-gate.js';
 import type { HeldLock } from '../redis-mutex.js';
+import { storableText } from '../text.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -580,7 +581,8 @@ export async function runEffect<R>(
         ...marked,
         // Unmarked, nothing is left `running`: the next attempt repeats it, which is harmless.
         state: wasMarked ? state : final ? 'failed' : 'pending',
-        last_error: message.slice(0, 500),
+        // As it came, but for NUL, which the store refuses (the failure would go unrecorded).
+        last_error: storableText(message.slice(0, 500)),
         ...(final ? { finished_at: new Date() } : {}),
         ...LEASE_ENDED,
       };
