@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { MailMessage } from '../../integrations/mail/mailer.js';
-import type { SlackMessage } from '../../integrations/team-chat/slack.js';
+import { slackEscape, type SlackMessage } from '../../integrations/team-chat/slack.js';
 import { escapeHtml } from '../../platform/html.js';
 import { shorten, singleLine } from '../../platform/text.js';
 import { readableTime } from '../../platform/time-zone.js';
@@ -150,10 +150,6 @@ export function callNotificationEmail(raw: NotificationInput, to: string[]): Mai
     messageId: notificationMessageId(call._id, input.publicBaseUrl),
   };
 }
-
-/** Slack mrkdwn: &, < and > are control characters and must be escaped in caller text. */
-const slackEscape = (text: string): string =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function callNotificationSlack(raw: NotificationInput): SlackMessage {
   const input = oneLine(raw);

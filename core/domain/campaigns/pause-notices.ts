@@ -13,7 +13,12 @@ import { urlPolicyOf } from '../../platform/config.js';
 import { shorten, singleLine } from '../../platform/text.js';
 import { readableTime } from '../../platform/time-zone.js';
 import type { MailMessage } from '../../integrations/mail/mailer.js';
-import { TeamChatError, postToSlack, type SlackMessage } from '../../integrations/team-chat/slack.js';
+import {
+  TeamChatError,
+  postToSlack,
+  slackEscape,
+  type SlackMessage,
+} from '../../integrations/team-chat/slack.js';
 import { smtpCode } from '../call-analysis/call-effects.js';
 import { getFirm } from '../firms/firms.js';
 import { findCampaign, withCampaignLock, type PausedReason } from './campaign-store.js';
@@ -96,10 +101,6 @@ export function pauseNoticeEmail(input: NoticeInput, to: string[], pauseId: stri
     messageId: messageId(pauseId, input.publicBaseUrl),
   };
 }
-
-/** Slack mrkdwn: &, < and > are control characters and must be escaped in the firm's own text. */
-const slackEscape = (text: string): string =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function pauseNoticeSlack(input: NoticeInput): SlackMessage {
   const body = lines(input);

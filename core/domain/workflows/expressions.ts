@@ -101,12 +101,17 @@ export function conditionsHold(
 
 const TEMPLATE = /\{\{\s*([A-Za-z0-9_.]+)\s*\}\}/g;
 
-/** `{{event.data.name}}` replaced by its value (text; objects as JSON; missing: empty). */
-export function render(template: unknown, root: unknown): string {
+/**
+ * `{{event.data.name}}` replaced by its value (text; objects as JSON; missing: empty). `escape`,
+ * when given, is applied to each value inserted, not to the template's own text: a lead's name
+ * or a caller's words cannot become markup of the medium (a Slack mention), the firm's can.
+ */
+export function render(template: unknown, root: unknown, escape?: (text: string) => string): string {
   if (typeof template !== 'string') return '';
   return template.replace(TEMPLATE, (_, path: string) => {
     const v = valueAt(root, path);
     if (v === undefined || v === null) return '';
-    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+    const text = typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return escape === undefined ? text : escape(text);
   });
 }

@@ -16,6 +16,15 @@ import {
 
 export type SlackMessage = Pick<IncomingWebhookSendArguments, 'text' | 'blocks' | 'unfurl_links'>;
 
+/**
+ * Text made safe to insert into Slack mrkdwn: &, < and > are its control characters (a mention
+ * such as `<!channel>`, a link `<https://…|label>`), escaped as Slack asks
+ * (https://api.slack.com/reference/surfaces/formatting#escaping). For values a message inserts:
+ * text written as mrkdwn on purpose keeps its markup.
+ */
+export const slackEscape = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
 /** Why a Slack post failed. `final`: retrying cannot help (the webhook was revoked, the URL refused). */
 export class TeamChatError extends Error {
   constructor(

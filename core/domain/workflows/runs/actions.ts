@@ -1,7 +1,7 @@
 import { withLeadLock } from '../../leads/lead-lock.js';
 import type { Services } from '../../../wiring/services.js';
 import { CrmError } from '../../../integrations/crm/clio.js';
-import { TeamChatError, postToSlack } from '../../../integrations/team-chat/slack.js';
+import { TeamChatError, postToSlack, slackEscape } from '../../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../../platform/config.js';
 import {
   runEffect,
@@ -202,7 +202,9 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
     },
     boundMs: (config) => config.slackTimeoutMs,
     async preview(input) {
-      const would = { text: render(input.data.text, input.context) };
+      // The values a template inserts are escaped for Slack's mrkdwn (a lead named `<!channel>`
+      // mentions no one); the firm's own text around them keeps its markup.
+      const would = { text: render(input.data.text, input.context, slackEscape) };
       return input.firm.settings.slack_webhook_url === undefined
         ? { skip: 'The firm has no slack_webhook_url.', would }
         : { would };
