@@ -413,7 +413,10 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'workflow-run', runId);
   }
 
-  /** STRING: a counter bumped by every change to a firm's workflow trigger index (workers' caches compare it). */
+  /**
+   * STRING: a random value written anew by every change to a firm's workflow trigger index
+   * (workers' caches compare it); never a counter, which a Redis that lost its data restarts.
+   */
   workflowTriggersVersion(firm: string): string {
     return key(this.prefix, 'workflows', 'triggers-version', firm);
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
@@ -120,7 +121,9 @@ async function setEntry(
     }
     if (entries.length === 0) await index.deleteOne({ _id: key });
     else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
-    await services.redis.incr(redisKeys(services.config).workflowTriggersVersion(firm));
+    // A fresh random version, not a counter: a Redis that lost its data would count again from
+    // a value already used, and a cache entry made under it would pass for current.
+    await services.redis.set(redisKeys(services.config).workflowTriggersVersion(firm), randomUUID());
   });
 }
 
@@ -129,9 +132,9 @@ const cachedTriggers = new Map<string, { version: string | null; entries: Trigge
 
 /**
  * The index's entries under `keys` (all of one firm), as each event's fan-out reads them: cached
- * per process, read again (a point read per key) whenever the firm's counter (`version`, read by the caller
- * from workflowTriggersVersion), bumped after every write of its index, has changed, so an
- * activation applies to the next event without a read for each.
+ * per process, read again (a point read per key) whenever the firm's version (`version`, read by
+ * the caller from workflowTriggersVersion), a new random value after every write of its index,
+ * has changed, so an activation applies to the next event without a read for each.
  */
 export async function triggerEntries(
   services: Services,

@@ -31,7 +31,7 @@ const EARLY_EVENT_MS = 60_000;
 export async function startWorkflowRuns(services: Services, event: DomainEvent): Promise<string[]> {
   const data = eventData(event);
   const leadId = leadIdOf({ subject: event.subject, data });
-  // Sent together, what decides the reads: the firm's trigger index counter, and whether it
+  // Sent together, what decides the reads: the firm's trigger index version, and whether it
   // has runs under way at all (a `wait_for` waiter belongs to a run under way, added to that set
   // before its first step): a firm without one has no waiter to read.
   const keys = redisKeys(services.config);
