@@ -17,6 +17,8 @@ export interface WebhookFanoutJob {
     occurred_at: string;
     recorded_at: string;
     data_json: string;
+    caused_by_workflows?: string[];
+    /** Jobs added before the chain was kept name the last workflow alone. */
     caused_by_workflow?: string;
   };
   /** Added again to finish an earlier run's work: it looks for the deliveries that run made. */

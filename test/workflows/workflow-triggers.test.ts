@@ -1,10 +1,12 @@
 // Which workflows an event starts (docs/workflows.md#runs), on real peers (the API, the workers,
 // Redis, FerretDB): the per-process cache of a firm's trigger index is kept under a version that
-// a Redis which lost its data cannot hand out again.
+// a Redis which lost its data cannot hand out again; a change a workflow's step made starts none of
+// the workflows whose runs led to it (no ping-pong between two workflows, nor a workflow with itself).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventIdOf } from '../../core/domain/events/record-event.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { jobId } from '../../jobs/define.js';
+import { eventsOf } from '../helpers/events.js';
 import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -76,5 +78,108 @@ describe('the trigger index cache', () => {
     expect(await runsOf(firm.client, first)).toHaveLength(2);
     // The cached list from before, had the change's version been one already used, lacked it.
     expect(await runsOf(firm.client, second)).toHaveLength(1);
+  });
+});
+
+const onlyLead = (notes: string) => ({ field: 'notes', operator: 'equals', value: notes });
+const statusIs = (status: string) => ({ field: 'workflow_status', operator: 'equals', value: status });
+
+/** Every lead.updated of the lead, once `count` of them are recorded and fanned out. */
+async function settledUpdates(firm: string, leadId: string, count: number) {
+  const updates = await eventually(async () => {
+    const found = (await eventsOf(stack, firm, leadId)).filter((e) => e.type === 'lead.updated');
+    expect(found.length).toBeGreaterThanOrEqual(count);
+    return found;
+  }, 30_000);
+  for (const e of updates) {
+    await eventually(async () => {
+      const job = await stack.services.queues.webhooks.getJob(jobId('fanout', e.id));
+      expect(await job?.getState()).toBe('completed');
+    }, 30_000);
+  }
+  return updates;
+}
+
+/** The workflow's runs once none is under way. */
+const endedRuns = (client: ApiClient, workflowId: string) =>
+  eventually(async () => {
+    const runs = (await runsOf(client, workflowId)) as Array<{ status: string }>;
+    expect(runs.filter((r) => r.status === 'running')).toEqual([]);
+    return runs;
+  }, 30_000);
+
+describe('workflows that react to changes workflows made', () => {
+  it('two workflows that trigger each other run once each, not back and forth', async () => {
+    const firm = await createFirm(stack);
+    const notes = `ping-pong-${rand(3)}`;
+    // Ping sets the status on a new lead and again whenever Pong has set it; Pong answers each.
+    const ping = await activeWorkflow(
+      firm.client,
+      firm.slug,
+      'Ping',
+      [
+        { id: 'new', type: 'trigger.event', data: { event: 'lead.created', filter: onlyLead(notes) } },
+        {
+          id: 'ponged',
+          type: 'trigger.event',
+          data: { event: 'lead.updated', filter: [onlyLead(notes), statusIs('pong')] },
+        },
+        { id: 'set', type: 'update_lead', data: { status: 'ping' } },
+      ],
+      [
+        { id: 'p1', source: 'new', target: 'set' },
+        { id: 'p2', source: 'ponged', target: 'set' },
+      ],
+    );
+    const pong = await activeWorkflow(
+      firm.client,
+      firm.slug,
+      'Pong',
+      [
+        {
+          id: 'pinged',
+          type: 'trigger.event',
+          data: { event: 'lead.updated', filter: [onlyLead(notes), statusIs('ping')] },
+        },
+        { id: 'set', type: 'update_lead', data: { status: 'pong' } },
+      ],
+      [{ id: 'q1', source: 'pinged', target: 'set' }],
+    );
+    const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Pat', notes });
+    expect(lead.status, JSON.stringify(lead.body)).toBe(200);
+
+    // Ping's change, then Pong's; each fanned out (Pong's would start Ping again).
+    const updates = await settledUpdates(firm.slug, lead.body.id, 2);
+    expect(updates.map((e) => e.data.workflow_status)).toEqual(['ping', 'pong']);
+    const [pings, pongs] = await Promise.all([endedRuns(firm.client, ping), endedRuns(firm.client, pong)]);
+    expect(pings.map((r) => r.status)).toEqual(['completed']);
+    expect(pongs.map((r) => r.status)).toEqual(['completed']);
+    expect((await firm.client.get(`/api/leads/${lead.body.id}`)).body.workflow_status).toBe('pong');
+  });
+
+  it('a workflow whose change it reacts to itself runs once', async () => {
+    const firm = await createFirm(stack);
+    const notes = `self-${rand(3)}`;
+    // Each run tags the lead with the event it reacted to: its own lead.updated, were it to start
+    // it again, would add a tag of its own.
+    const mark = await activeWorkflow(
+      firm.client,
+      firm.slug,
+      'Mark every change',
+      [
+        { id: 'new', type: 'trigger.event', data: { event: 'lead.created', filter: onlyLead(notes) } },
+        { id: 'changed', type: 'trigger.event', data: { event: 'lead.updated', filter: onlyLead(notes) } },
+        { id: 'tag', type: 'update_lead', data: { tags: ['{{event.type}}'] } },
+      ],
+      [
+        { id: 'm1', source: 'new', target: 'tag' },
+        { id: 'm2', source: 'changed', target: 'tag' },
+      ],
+    );
+    const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Sol', notes });
+    expect(lead.status, JSON.stringify(lead.body)).toBe(200);
+    await settledUpdates(firm.slug, lead.body.id, 1);
+    expect((await endedRuns(firm.client, mark)).map((r) => r.status)).toEqual(['completed']);
+    expect((await firm.client.get(`/api/leads/${lead.body.id}`)).body.tags).toEqual(['lead.created']);
   });
 });

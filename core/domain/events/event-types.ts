@@ -37,8 +37,19 @@ export interface DomainEvent {
   recorded_at?: Date;
   /** The public shape of the record as the API's presenters return it, as JSON text (provider data may hold keys MongoDB will not store). Never secrets. */
   data_json: string;
-  /** The workflow whose step made the change: that workflow's triggers do not start on it (no self-loop). */
+  /**
+   * The workflows whose runs led to this change, in order, the last one's step having made it:
+   * none of them starts a run on it (no workflow loops, through itself or through others).
+   */
+  caused_by_workflows?: string[];
+  /** The one workflow whose step made the change, on events recorded before the chain was kept. */
   caused_by_workflow?: string;
+}
+
+/** The workflows whose runs led to an event (an older event names only the last one). */
+export function causedByWorkflows(event: Pick<DomainEvent, 'caused_by_workflows' | 'caused_by_workflow'>): string[] {
+  if (event.caused_by_workflows !== undefined) return event.caused_by_workflows;
+  return event.caused_by_workflow === undefined ? [] : [event.caused_by_workflow];
 }
 
 export interface EventInput {
@@ -49,6 +60,6 @@ export interface EventInput {
   key: string;
   occurred_at: Date;
   data: Record<string, unknown>;
-  /** See DomainEvent.caused_by_workflow. */
-  caused_by_workflow?: string;
+  /** See DomainEvent.caused_by_workflows. */
+  caused_by_workflows?: string[];
 }

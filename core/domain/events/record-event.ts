@@ -70,7 +70,7 @@ function eventDoc(input: EventInput, now: Date): DomainEvent {
     occurred_at: input.occurred_at,
     recorded_at: now,
     data_json: JSON.stringify(input.data),
-    ...(input.caused_by_workflow === undefined ? {} : { caused_by_workflow: input.caused_by_workflow }),
+    ...(input.caused_by_workflows === undefined ? {} : { caused_by_workflows: input.caused_by_workflows }),
   };
 }
 
@@ -91,7 +91,7 @@ function fanoutOf(e: DomainEvent, inserted: boolean): WebhookFanoutJob {
       occurred_at: e.occurred_at.toISOString(),
       recorded_at: (e.recorded_at ?? e.occurred_at).toISOString(),
       data_json: e.data_json,
-      ...(e.caused_by_workflow === undefined ? {} : { caused_by_workflow: e.caused_by_workflow }),
+      ...(e.caused_by_workflows === undefined ? {} : { caused_by_workflows: e.caused_by_workflows }),
     },
   };
 }
@@ -108,6 +108,8 @@ export function carriedEvent(job: WebhookFanoutJob): DomainEvent | null {
     occurred_at: new Date(e.occurred_at),
     recorded_at: new Date(e.recorded_at),
     data_json: e.data_json,
+    ...(e.caused_by_workflows === undefined ? {} : { caused_by_workflows: e.caused_by_workflows }),
+    // A job added by the release before the chain was kept.
     ...(e.caused_by_workflow === undefined ? {} : { caused_by_workflow: e.caused_by_workflow }),
   };
 }

@@ -51,14 +51,15 @@ export function changedFields<T extends object>(before: T, after: Partial<T>): s
 /**
  * lead.updated, for a change of `changed` (field names, non-empty) at `at` to the lead as it is
  * now; the key is a digest of the fields' new values and the change's time, unless the change
- * has an identity of its own (`key`: a workflow step's id).
+ * has an identity of its own (`key`: a workflow step's id). `workflows`: the chain of workflows
+ * whose runs led to the change (DomainEvent.caused_by_workflows).
  */
 export function recordLeadUpdated(
   services: Services,
   lead: LeadDoc,
   changed: readonly string[],
   at: Date,
-  by: { key?: string; workflow?: string } = {},
+  by: { key?: string; workflows?: string[] } = {},
 ): Promise<string> {
   const view = leadView(lead);
   const values = Object.fromEntries(changed.map((f) => [f, (lead as unknown as Record<string, unknown>)[f]]));
@@ -69,6 +70,6 @@ export function recordLeadUpdated(
     key: by.key ?? `updated|${sha256Hex(JSON.stringify(values))}|${at.toISOString()}`,
     occurred_at: at,
     data: { ...view, changed_fields: [...changed] },
-    ...(by.workflow === undefined ? {} : { caused_by_workflow: by.workflow }),
+    ...(by.workflows === undefined ? {} : { caused_by_workflows: by.workflows }),
   });
 }

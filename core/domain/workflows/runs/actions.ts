@@ -48,6 +48,11 @@ export interface ActionInput {
   stepId: string;
   /** The latest `clio.create_matter` on the step's path, if any. */
   matterFrom?: MatterFrom;
+  /**
+   * The workflows whose runs led to the run's event (DomainEvent.caused_by_workflows): an event
+   * the step records names them and the run's own workflow after them.
+   */
+  causedBy?: readonly string[];
 }
 
 interface ActionDefinition {
@@ -416,13 +421,15 @@ export const ACTIONS: Record<ActionType, ActionDefinition> = {
         would.add_tags = input.data.tags.map((t) => render(t, input.context));
       return input.lead === null ? { skip: 'The event is about no lead.', would } : { would };
     },
-    async perform({ services, lead, would, step, context }) {
+    async perform({ services, lead, would, step, context, causedBy }) {
       // Under the lead's lock, the lead read again: another writer (a second workflow's step, a
       // booking event, a re-analysis) may have changed it since this step began, and the tags are
       // added to those it holds now, not to those read then (core/domain/leads/lead-lock.ts).
       return withLeadLock(services, lead!.firm, lead!._id, async () => {
         const current = (await leadsCollection(services.mongo.db).findOne({ _id: lead!._id })) ?? lead!;
-        return updateLead(services, current, would, step, context);
+        const workflowId = String(valueAt(context, 'workflow.id'));
+        const chain = [...new Set([...(causedBy ?? []), workflowId])];
+        return updateLead(services, current, would, step, chain);
       });
     },
   },
@@ -481,13 +488,16 @@ class NoSuchEndpoint extends Error {
   }
 }
 
-/** update_lead's change of `current` (the lead as it is now, read under its lock). */
+/**
+ * update_lead's change of `current` (the lead as it is now, read under its lock); `chain`: the
+ * workflows whose runs led to it, the step's own last.
+ */
 async function updateLead(
   services: Services,
   current: LeadDoc,
   would: Result,
   step: WorkflowStepDoc,
-  context: Context,
+  chain: string[],
 ): Promise<EffectOutcome<Result>> {
   const set: Pick<LeadDoc, 'workflow_status' | 'tags'> = {};
   if (would.status !== undefined) set.workflow_status = would.status as string;
@@ -495,13 +505,14 @@ async function updateLead(
     set.tags = [...new Set([...(current.tags ?? []), ...(would.add_tags as string[])])];
   // lead.updated when a field really changes, recorded before the change and keyed by the step:
   // a step that dies between the two finds the change still to make and records the same event
-  // (nothing new); one that dies after both finds nothing to change. The workflow's own
-  // triggers do not start on it, so a graph that updates the lead it reacts to cannot loop.
+  // (nothing new); one that dies after both finds nothing to change. It names the chain of
+  // workflows that led to it, none of which starts on it: a graph that updates the lead it reacts
+  // to cannot loop, nor can two that react to each other's changes.
   const changed = changedFields(current, set);
   if (changed.length > 0) {
     await recordLeadUpdated(services, { ...current, ...set }, changed, step.started_at ?? step.created_at, {
       key: `workflow|${step._id}`,
-      workflow: String(valueAt(context, 'workflow.id')),
+      workflows: chain,
     });
     await leadsCollection(services.mongo.db).updateOne({ _id: current._id }, { $set: set });
   }

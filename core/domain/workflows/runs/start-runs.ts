@@ -3,7 +3,7 @@ import { enqueue } from '../../../../jobs/define.js';
 import { JOBS } from '../../../../jobs/table.js';
 import { claim } from '../../../platform/db/claim.js';
 import { redisKeys } from '../../../platform/redis-keys.js';
-import type { DomainEvent } from '../../events/event-types.js';
+import { causedByWorkflows, type DomainEvent } from '../../events/event-types.js';
 import { conditionsHold } from '../expressions.js';
 import { dataOf, eventMatches, patternsMatching, TRIGGER } from '../vocabulary.js';
 import { loadVersion, triggerEntries, triggerKeyOf, versionIdOf } from '../versions.js';
@@ -68,9 +68,11 @@ export async function startWorkflowRuns(services: Services, event: DomainEvent):
   }
 
   const started: string[] = [];
+  // A change a workflow's step made starts none of the workflows whose runs led to it, that one
+  // included: two workflows that each change what the other reacts to run once each, not forever.
+  const chain = new Set(causedByWorkflows(event));
   for (const workflowId of listening) {
-    // A change a workflow's own step made does not start that workflow again.
-    if (event.caused_by_workflow === workflowId) continue;
+    if (chain.has(workflowId)) continue;
     const meta = await readMeta(services.mongo.db, event.firm, workflowId);
     if (meta?.active !== true || meta.version === undefined) continue;
     const versionId = versionIdOf(workflowId, meta.version);

@@ -9,6 +9,7 @@ import { clock } from '../../../platform/clock.js';
 import { localTime, zonedTimeToUtc } from '../../../platform/time-zone.js';
 import { getFirm, type FirmDoc } from '../../firms/firms.js';
 import { eventsCollection } from '../../events/record-event.js';
+import { causedByWorkflows } from '../../events/event-types.js';
 import { conditionsHold } from '../expressions.js';
 import {
   clockMinutes,
@@ -377,7 +378,14 @@ export async function runWorkflowStep(
     run,
     step,
     type,
-    { firm, lead, data, context, ...(matterFrom === null ? {} : { matterFrom }) },
+    {
+      firm,
+      lead,
+      data,
+      context,
+      causedBy: causedByWorkflows(event),
+      ...(matterFrom === null ? {} : { matterFrom }),
+    },
     attempt,
   );
 }
@@ -488,6 +496,7 @@ async function runAction(
     data: Record<string, unknown>;
     context: ReturnType<typeof contextOf>;
     matterFrom?: MatterFrom;
+    causedBy?: readonly string[];
   },
   attempt: Attempt,
 ): Promise<StepRunOutcome> {
