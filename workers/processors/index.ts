@@ -15,7 +15,7 @@ import { dncSweep } from './compliance.js';
 import { importContacts, sweepContactImports, syncContacts } from './contacts.js';
 import { simulatorStep } from './simulator.js';
 import { webhookDeliver, webhookFanout, webhookNotice, webhookReplay } from './webhooks.js';
-import { workflowStep, workflowWaitTimeout } from './workflows.js';
+import { workflowCancelRuns, workflowStep, workflowWaitTimeout } from './workflows.js';
 import { maintainRingCentralSubscriptions, missedCallback, pruneRingCentralOAuthStates } from './phone.js';
 
 /** The processor of every job in jobs/table.ts; the worker process runs those of its queues. */
@@ -47,6 +47,7 @@ export const processors: ProcessorTable = {
   webhookNotice,
   workflowStep,
   workflowWaitTimeout,
+  workflowCancelRuns,
   missedCallback,
   maintainRingCentralSubscriptions,
   pruneRingCentralOAuthStates,

@@ -1,5 +1,6 @@
-import type { WorkflowStepJob } from '../../jobs/workflows.js';
+import type { WorkflowCancelRunsJob, WorkflowStepJob } from '../../jobs/workflows.js';
 import { resolveWaitFor, runWorkflowStep } from '../../core/domain/workflows/runs/steps.js';
+import { cancelDeletedWorkflowRuns } from '../../core/domain/workflows/runs/cancel-runs.js';
 import type { JobProcessor } from '../runner.js';
 
 /** One step of a workflow run (job id = the step). */
@@ -12,3 +13,8 @@ export const workflowWaitTimeout: JobProcessor<WorkflowStepJob> = async (job, { 
   await resolveWaitFor(services, job.data, 'timeout', null);
   return { resolved: true };
 };
+
+/** A deleted workflow's runs under way are cancelled, those parked in a wait included. */
+export const workflowCancelRuns: JobProcessor<WorkflowCancelRunsJob> = async (job, { services }) => ({
+  cancelled: await cancelDeletedWorkflowRuns(services, job.data),
+});

@@ -19,6 +19,8 @@ import { dryRunWorkflow } from '../../../core/domain/workflows/runs/dry-run.js';
 import { getFirm } from '../../../core/domain/firms/firms.js';
 import type { WorkflowEdge, WorkflowNode } from '../../../core/domain/workflows/graph.js';
 import { defineRoute } from '../../route.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
 import { createdWorkflowView, runSummaryView, runView, workflowJson, workflowListJson } from './present.js';
 import {
   CreateWorkflowBody,
@@ -158,6 +160,11 @@ export const workflowRoutes = [
         params.id,
       );
       await deleteWorkflow(services, workflow);
+      // Its runs under way end cancelled now, those parked in a wait too (not at their timer).
+      await enqueue(services.queues, JOBS.workflowCancelRuns, {
+        firm: workflow.firm,
+        workflowId: workflow._id,
+      });
       return { id: workflow._id, deleted: true };
     },
   }),

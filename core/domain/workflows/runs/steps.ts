@@ -39,6 +39,7 @@ import {
   type WorkflowStepDoc,
 } from './run-store.js';
 import { registerWaiter, unregisterWaiter } from './waits.js';
+import { DELETED_REASON } from './cancel-runs.js';
 
 // One step of a run (the workflowStep job): the node's work, then — under the run's lock — the
 // next steps created and the step finished, then the next steps' jobs added (a `wait`'s with its
@@ -292,9 +293,10 @@ export async function runWorkflowStep(
     return 'cancelled';
   }
   // A deleted workflow's runs under way stop at their next step (a day's wait included): nothing
-  // of a workflow the firm removed, and can no longer see, goes on calling or mailing.
+  // of a workflow the firm removed, and can no longer see, goes on calling or mailing. (The
+  // DELETE's own job cancels them at once, cancel-runs.ts; this stops one it has not reached.)
   if ((await readMeta(db, run.firm, run.workflow_id)) === null) {
-    const reason = 'The workflow was deleted: its runs under way stop.';
+    const reason = DELETED_REASON;
     await finishStep(services, version, step, {
       status: 'cancelled',
       result: { reason },
