@@ -1,5 +1,5 @@
 import { QUEUE } from './queues.js';
-import { RETRY_AFTER } from './backoff.js';
+import { RETRY_AFTER, capped } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
 /** Fans a launched campaign out into one campaign-call job per distinct phone (job id = campaign). */
@@ -43,18 +43,26 @@ export const campaignJobs = {
     queue: QUEUE.campaigns,
     name: 'campaign-fanout',
     id: (job) => jobId('fanout', job.campaignId),
+    // Its failures are the service's own (MongoDB, Redis down): retried within seconds of their
+    // end for about an hour (jobs/backoff.ts). With the default 8 attempts (about 2 minutes) a
+    // longer outage failed it for good and left the campaign running with nothing to call.
+    options: capped(),
   }),
   campaignCall: defineJob<CampaignCallJob>({
     queue: QUEUE.campaigns,
     name: 'campaign-call',
     id: (job) => jobId('cc', job.campaignId, job.phone, String(job.attempt)),
     // Tens of thousands per campaign: the queue's short history (jobs/queues.ts) is enough, the
-    // calls are the durable record.
+    // calls are the durable record. Its failures are the service's own too (a refusal of the
+    // call settles the lead instead): an outage of up to about an hour neither settles its lead
+    // uncalled nor, with the store still down at the last attempt, leaves it never settled.
+    options: capped(),
   }),
   campaignWake: defineJob<CampaignWakeJob>({
     queue: QUEUE.campaigns,
     name: 'campaign-wake',
     id: (job) => jobId('wake', job.campaignId, String(job.at)),
+    options: capped(),
   }),
   campaignPauseNotice: defineJob<CampaignPauseNoticeJob>({
     queue: QUEUE.campaigns,

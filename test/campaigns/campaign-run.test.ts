@@ -11,6 +11,7 @@ import { eventually } from '../helpers/eventually.js';
 import { nextCallTime } from '../../core/domain/pacing/calling-window.js';
 import { enqueue, jobId } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
+import { CAPPED, CAPPED_ATTEMPTS, CAPPED_MAX_MS } from '../../jobs/backoff.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import {
   callsOf,
@@ -272,6 +273,42 @@ describe('a launched campaign', () => {
     await enqueue(stack.services.queues, JOBS.campaignFanout, { campaignId: created.id, firm: firm.slug });
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_completed: 2, launched_at: expect.any(String) });
+  });
+
+  it("a fan-out failing on the service's own side is tried again at most 5 s apart (for about an hour), and the campaign is called once it succeeds", async () => {
+    const firm = await firmWithAgent();
+    const phones = usPhones(2, 860);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: firm.agentId,
+      leads: phones.map((phone) => ({ phone })),
+    });
+    // The campaign's only phone page taken away: the fan-out fails reading it, as it fails while
+    // MongoDB is down.
+    const pages = stack.services.mongo.db.collection<{ _id: string }>(COLLECTIONS.campaignPhonePages);
+    const page = await pages.findOne({ _id: `${created.id}#0` });
+    expect(page).not.toBeNull();
+    await pages.deleteOne({ _id: page!._id });
+    expect(await launch(firm.client, created.id)).toBe(2);
+
+    const queue = stack.services.queues[JOBS.campaignFanout.queue];
+    const id = JOBS.campaignFanout.id!({ campaignId: created.id, firm: firm.slug });
+    // Five failures in a row: BullMQ's exponential backoff would wait 16 s now, and give the job up
+    // for good after 8 attempts (about 2 minutes), the campaign left running with nothing to call.
+    const failing = await eventually(async () => {
+      const job = await queue.getJob(id);
+      expect(job?.attemptsMade).toBeGreaterThanOrEqual(5);
+      return job!;
+    }, 60_000);
+    expect(failing.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
+    expect(await failing.getState()).not.toBe('failed');
+    expect(failing.delay).toBeLessThanOrEqual(CAPPED_MAX_MS);
+    expect(await getCampaign(firm.client, created.id)).toMatchObject({ status: 'running', calls_placed: 0 });
+
+    await pages.insertOne(page!);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
+    expect((await simulatorDials(stack, phones)).length).toBe(2);
   });
 
   it('pause freezes calls_placed (calls in progress finish), resume completes it', async () => {
