@@ -375,7 +375,11 @@ export class RedisKeys {
     return key(this.prefix, 'webhooks', 'due', firm, this.tag(subject));
   }
 
-  /** STRING: a counter bumped by every change to a firm's webhook endpoints (workers' caches compare it). */
+  /**
+   * STRING: a random value written anew by every change to a firm's webhook endpoints (workers'
+   * caches compare it; core/platform/cache-version.ts); never a counter, which a Redis that lost
+   * its data restarts.
+   */
   webhookEndpointsVersion(firm: string): string {
     return key(this.prefix, 'webhooks', 'endpoints-version', firm);
   }

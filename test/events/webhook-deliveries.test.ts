@@ -655,4 +655,40 @@ describe('who an event is for', () => {
     expect(JSON.parse(got!.body).data.phone).toBe(number);
     expect(await redis.zcard(keys.eventsListenersChanging(firm.slug))).toBe(0);
   });
+
+  it("an endpoint made after Redis lost the endpoints' cache version gets the next event", async () => {
+    const firm = await createFirm(stack);
+    const first = await firm.client.post('/api/webhook-endpoints', {
+      firmSlug: firm.slug,
+      url: receiver.url('/version-first'),
+      events: ['dnc.added'],
+    });
+    expect(first.status).toBe(200);
+    // Delivered: the worker keeps the firm's endpoints under the version of now.
+    await listedEvent(firm, phone());
+    await eventually(async () => expect(receiver.accepted('/version-first')).toHaveLength(1));
+    // Redis lost it (a restart without persistence), then a second endpoint is made.
+    const version = redisKeys(stack.services.config).webhookEndpointsVersion(firm.slug);
+    expect(await stack.services.redis.del(version)).toBe(1);
+    const second = await firm.client.post('/api/webhook-endpoints', {
+      firmSlug: firm.slug,
+      url: receiver.url('/version-second'),
+      events: ['dnc.added'],
+    });
+    expect(second.status).toBe(200);
+    const number = phone();
+    const eventId = await listedEvent(firm, number);
+    await eventually(async () => expect(receiver.accepted('/version-first')).toHaveLength(2));
+    const [got] = await eventually(async () => {
+      const accepted = receiver.accepted('/version-second');
+      expect(accepted).toHaveLength(1);
+      return accepted;
+    });
+    expect(got!.headers['webhook-id']).toBe(eventId);
+    expect(JSON.parse(got!.body).data.phone).toBe(number);
+    // An earlier release's bump (INCR) still works on it, during a rolling deploy.
+    const before = await stack.services.redis.get(version);
+    await stack.services.redis.incr(version);
+    expect(await stack.services.redis.get(version)).toBe(String(BigInt(before!) + 1n));
+  });
 });

@@ -14,6 +14,7 @@ import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { EVENT_TYPES, type EventType } from './event-types.js';
 import { changeListeners } from './listeners.js';
+import { bumpCacheVersion } from '../../platform/cache-version.js';
 
 // A firm's webhook endpoints (docs/events.md#endpoints): where its events are delivered, which
 // ones (a filter of types and wildcards), and the signing secret, sealed with the firm's data key
@@ -265,8 +266,8 @@ export async function deleteEndpoint(services: Services, endpoint: WebhookEndpoi
 
 /**
  * The firm's endpoints as the workers use them: cached per process, read again whenever the
- * firm's version counter (bumped after every write) has changed, so a change applies to the next
- * event or delivery without a MongoDB read for each.
+ * firm's version (a new random value after every write) has changed, so a change applies to the
+ * next event or delivery without a MongoDB read for each.
  */
 const cached = new Map<string, { version: string | null; endpoints: WebhookEndpointDoc[] }>();
 export async function firmEndpoints(services: Services, firm: string): Promise<WebhookEndpointDoc[]> {
@@ -279,8 +280,9 @@ export async function firmEndpoints(services: Services, firm: string): Promise<W
   return endpoints;
 }
 
+/** A fresh random version, not a counter (core/platform/cache-version.ts). */
 async function bumpVersion(services: Services, firm: string): Promise<void> {
-  await services.redis.incr(redisKeys(services.config).webhookEndpointsVersion(firm));
+  await bumpCacheVersion(services.redis, redisKeys(services.config).webhookEndpointsVersion(firm));
 }
 
 /** A new secret; the current one keeps signing beside it for 24 h. Returns the new secret, shown once. */

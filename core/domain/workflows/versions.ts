@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
+import { bumpCacheVersion } from '../../platform/cache-version.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { firmEndpoints } from '../events/endpoints.js';
@@ -121,9 +121,8 @@ async function setEntry(
     }
     if (entries.length === 0) await index.deleteOne({ _id: key });
     else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
-    // A fresh random version, not a counter: a Redis that lost its data would count again from
-    // a value already used, and a cache entry made under it would pass for current.
-    await services.redis.set(redisKeys(services.config).workflowTriggersVersion(firm), randomUUID());
+    // A fresh random version, not a counter (core/platform/cache-version.ts).
+    await bumpCacheVersion(services.redis, redisKeys(services.config).workflowTriggersVersion(firm));
   });
 }
 
