@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { startWebhookReceiver, type Answer, type WebhookReceiver } from '../fakes/webhook-receiver.js';
@@ -92,6 +93,17 @@ it('enabling an endpoint again starts its failing streak afresh', async () => {
   const after = await read();
   expect(after).toMatchObject({ enabled: true, disabled_reason: null });
   expect(Date.parse(after.failing_since)).toBeGreaterThanOrEqual(clock.now() - 60_000);
+});
+
+it('deleting an endpoint removes its failing streak from Redis', async () => {
+  answers.set('/streak-deleted', () => ({ status: 500 }));
+  const id = await endpoint(receiver.url('/streak-deleted'));
+  const first = await ping(id);
+  await eventually(async () => expect((await delivery(id, first.id)).status).toBe('failed'));
+  const streak = redisKeys(stack.services.config).webhookFailingSince(id);
+  expect(await stack.services.redis.exists(streak)).toBe(1);
+  expect((await firm.client.delete(`/api/webhook-endpoints/${id}`)).body).toEqual({ id, deleted: true });
+  expect(await stack.services.redis.exists(streak)).toBe(0);
 });
 
 it('a 2xx whose body never ends is delivered, its first 2 KB kept', async () => {

@@ -225,7 +225,7 @@ export async function updateEndpoint(
   checkInput(services, input);
   const now = new Date(clock.now());
   return setOnEndpoint(services, endpoint, async (current) => {
-    if (input.enabled === true && !current.enabled) await restartFailingStreak(services, current._id);
+    if (input.enabled === true && !current.enabled) await forgetFailingStreak(services, current._id);
     return {
       ...(input.url === undefined ? {} : { url: input.url }),
       ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }),
@@ -247,11 +247,12 @@ export async function updateEndpoint(
 }
 
 /**
- * An endpoint enabled again starts its failing streak afresh: the streak is kept in Redis while
- * the endpoint is enabled (deliveries.ts), and one left from before it was disabled (by the firm,
- * or by a 410) would show as its failing_since and disable it at its first failure after.
+ * Forgets the endpoint's failing streak, kept in Redis while the endpoint is enabled
+ * (deliveries.ts), with no expiry. An endpoint enabled again starts it afresh: one left from
+ * before it was disabled (by the firm, or by a 410) would show as its failing_since and disable
+ * it at its first failure after. A deleted endpoint's would stay in Redis for good.
  */
-async function restartFailingStreak(services: Services, endpoint: string): Promise<void> {
+async function forgetFailingStreak(services: Services, endpoint: string): Promise<void> {
   await services.redis.del(redisKeys(services.config).webhookFailingSince(endpoint));
 }
 
@@ -262,6 +263,7 @@ export async function deleteEndpoint(services: Services, endpoint: WebhookEndpoi
     );
     await bumpVersion(services, endpoint.firm);
   });
+  await forgetFailingStreak(services, endpoint._id);
 }
 
 /**
