@@ -9,7 +9,14 @@ import type { Services } from '../core/wiring/services.js';
 import { deliveryOutcomes } from '../core/domain/events/deliveries.js';
 
 export interface HttpMetrics {
+  /** What `/metrics` shows anyone (the contract: no token). */
   registry: Registry;
+  /**
+   * Series labelled by firm, shown to the platform only: to anyone they would list the firms'
+   * slugs, which the service otherwise never lets an outsider enumerate
+   * (docs/webhooks.md#authentication-before-the-body), with how busy each firm is.
+   */
+  firmRegistry: Registry;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
 }
 
@@ -23,6 +30,7 @@ export function createMetrics(
   spend: Pick<Services, 'redis' | 'config'>,
 ): HttpMetrics {
   const registry = new Registry();
+  const firmRegistry = new Registry();
   collectDefaultMetrics({ register: registry });
   const httpDuration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -125,7 +133,7 @@ export function createMetrics(
       name,
       help,
       labelNames: ['firm'] as const,
-      registers: [registry],
+      registers: [firmRegistry],
       async collect() {
         this.reset();
         // Redis down: no figures rather than a failed scrape.
@@ -147,5 +155,5 @@ export function createMetrics(
     'Extractions of each firm answered by the deterministic extractor today (UTC) because its OpenAI budget was spent',
     'refused',
   );
-  return { registry, httpDuration };
+  return { registry, firmRegistry, httpDuration };
 }

@@ -3,7 +3,8 @@
 // extraction counts its prompt against the firm's budget before the request is made; one that
 // would pass it is not made, and the deterministic extractor answers instead — for
 // POST /api/utils/extract and for the call_analyzed pipeline alike. The spend and the refusals
-// are in /metrics per firm. Twenty extracts used to be twenty OpenAI calls, whatever their size.
+// are in /metrics per firm, for the platform's eyes only. Twenty extracts used to be twenty
+// OpenAI calls, whatever their size.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-server.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -52,8 +53,9 @@ const NOTE = `My name is Jane Doe, call me at (415) 555-0123. ${'I was rear-ende
 
 const structured = () => openai.requests.filter((r) => r.body.response_format?.type === 'json_schema').length;
 
+/** A series of /metrics as the platform sees it (the series per firm are the platform's only). */
 async function metric(name: string, firm: string): Promise<number | null> {
-  const text = (await stack.api.get('/metrics')).text as string;
+  const text = (await stack.admin.get('/metrics')).text as string;
   const line = text.split('\n').find((l) => l.startsWith(`${name}{firm="${firm}"}`));
   return line === undefined ? null : Number(line.split(' ').at(-1));
 }
@@ -90,6 +92,14 @@ describe("a firm's daily OpenAI budget", () => {
     expect(spent).toBeLessThanOrEqual(BUDGET);
     expect(await metric('openai_budget_fallbacks_today', firm.slug)).toBe(3);
     expect(await metric('openai_budget_fallbacks_today', other.slug)).toBe(0);
+    // Without a token (or with a firm's key) /metrics names no firm: slugs are not enumerable.
+    for (const client of [stack.api, firm.client]) {
+      const seen = await client.get('/metrics');
+      expect(seen.status).toBe(200);
+      expect(seen.text).toContain('http_request_duration_seconds');
+      expect(seen.text).not.toContain('openai_chars_today');
+      expect(seen.text).not.toContain(firm.slug);
+    }
   });
 
   it("a firm's own setting lowers its budget; only the platform may raise it above the default", async () => {

@@ -130,11 +130,16 @@ export function opsRoutes(deps: { metrics: HttpMetrics; lifecycle: Lifecycle; al
       method: 'GET',
       path: '/metrics',
       operationId: 'metrics',
-      summary: 'Prometheus metrics: HTTP latency, queue depth, job outcomes per queue',
+      summary:
+        'Prometheus metrics: HTTP latency, queue depth, job outcomes per queue; with the platform key, also the series per firm (OpenAI spend today)',
       responseContentType: 'text/plain',
-      handler: async ({ koa }) => {
+      handler: async ({ services, koa }) => {
         koa.type = deps.metrics.registry.contentType;
-        koa.body = await deps.metrics.registry.metrics();
+        const shown = await deps.metrics.registry.metrics();
+        // The series per firm name the firms: the platform's only (HttpMetrics.firmRegistry).
+        koa.body = (await isPlatform(koa, services))
+          ? shown + (await deps.metrics.firmRegistry.metrics())
+          : shown;
         return undefined;
       },
     }),
