@@ -186,6 +186,15 @@ export class RedisKeys {
   }
 
   /**
+   * ZSET: a campaign's phones the dial gate holds (member: the phone; score: when it may be called,
+   * ms on the service's clock), until the lead moves (advance-lead.lua removes it). Expires 9 days
+   * after the last hold (a hold is at most 8 days), and is deleted when the campaign ends.
+   */
+  campaignWaiting(campaignId: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'waiting');
+  }
+
+  /**
    * HASH: the kill switch's marks of a campaign's calls (call id → flags: dialled, dial failed,
    * ended, opted out), so a call counts once however often its events come
    * (core/domain/campaigns/kill-switch-windows.ts). Expires 30 days after its last call.

@@ -401,7 +401,13 @@ describe('calling windows', () => {
     const expected = nextCallTime(window, 'Etc/GMT+6', clock.now())!;
     expect(Math.abs(dueAt - clock.wallTimeOf(expected))).toBeLessThan(2000);
     expect(expected).toBeGreaterThan(clock.now() + 3600_000);
-    expect((await getCampaign(firm.client, created.id)).status).toBe('running');
+    // The campaign says a lead waits for its hours, and until when.
+    expect(await getCampaign(firm.client, created.id)).toMatchObject({
+      status: 'running',
+      calls_placed: 1,
+      calls_waiting: 1,
+      next_allowed_at: new Date(expected).toISOString(),
+    });
   });
 
   it('a window opening in the next minute gets its calls then', async () => {
@@ -414,8 +420,15 @@ describe('calling windows', () => {
     expect(seenWaitingAt).toBeLessThan(opens);
     expect(dueAt).toEqual(phones.map(() => clock.wallTimeOf(opens)));
     expect(callsWhileWaiting).toBe(0);
+    // Running with nothing placed: it says both leads wait for the window, until its opening.
+    expect(beforeWindow.viewWhileWaiting).toMatchObject({
+      status: 'running',
+      calls_placed: 0,
+      calls_waiting: 2,
+      next_allowed_at: new Date(opens).toISOString(),
+    });
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed', 100_000);
-    expect(done.calls_completed).toBe(2);
+    expect(done).toMatchObject({ calls_completed: 2, calls_waiting: 0, next_allowed_at: null });
     const calls = await campaignCalls(stack, created.id);
     expect(calls.map((c) => c.to_number).sort()).toEqual([...phones].sort());
     for (const call of calls) {
@@ -460,5 +473,7 @@ async function launchBeforeWindow() {
   } while (states.some((s) => s !== 'delayed') && clock.now() < opens - 2000);
   const seenWaitingAt = clock.now();
   const callsWhileWaiting = (await campaignCalls(stack, created.id)).length;
-  return { firm, created, opens, phones, launched, states, dueAt, seenWaitingAt, callsWhileWaiting };
+  const viewWhileWaiting = await getCampaign(firm.client, created.id);
+  const seen = { states, dueAt, seenWaitingAt, callsWhileWaiting, viewWhileWaiting };
+  return { firm, created, opens, phones, launched, ...seen };
 }

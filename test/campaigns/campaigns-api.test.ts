@@ -87,6 +87,9 @@ describe('creating a campaign', () => {
         country: 0,
         hours: 0,
       },
+      // A draft: nothing held by the dial gate.
+      calls_waiting: 0,
+      next_allowed_at: null,
       known_clients_skipped: 0,
       paused_reason: null,
       launched_at: null,

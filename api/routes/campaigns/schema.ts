@@ -186,6 +186,19 @@ export const CampaignRecord = Type.Object({
         'They are counted in calls_failed too, and get no call: the calls created are calls_queued minus their sum',
     }),
   ),
+  calls_waiting: Type.Optional(
+    Type.Integer({
+      description:
+        'GET of one campaign only: leads the dial gate holds until a later time — the callee’s hours, the firm’s ' +
+        'calling_window, the number’s attempts in 24 h (docs/campaigns.md#waiting-leads); 0 once the campaign has ended',
+    }),
+  ),
+  next_allowed_at: Type.Optional(
+    Type.Union([Timestamp, Type.Null()], {
+      description:
+        'GET of one campaign only: the earliest time one of those leads may be called; null when none',
+    }),
+  ),
   known_clients_skipped: Type.Integer({
     description:
       'Leads with a callable phone not called because they were known clients when they joined (skip_known_clients)',

@@ -1,9 +1,11 @@
 -- Moves one lead (a distinct phone) of a campaign forward: a state only moves forward
 -- (placed -> completed | failed), and the counts move with it, so a repeated event never counts
 -- twice. call_placed = '1': a call was placed for it (a lead that settles without ever being
--- 'placed' still counts as placed then). Returns {changed, placed, completed, failed}.
---! KEYS: leads counts
+-- 'placed' still counts as placed then). A lead that moves, or is placed again (a retry), is no
+-- longer held by the dial gate: it leaves `waiting`. Returns {changed, placed, completed, failed}.
+--! KEYS: leads counts waiting
 --! ARGV: phone to call_placed
+redis.call('ZREM', KEYS[3], ARGV[1])
 local rank = { placed = 1, completed = 2, failed = 2 }
 local from = redis.call('HGET', KEYS[1], ARGV[1])
 local fromRank = 0

@@ -10,7 +10,7 @@ import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slot
 import { decideAtRequest } from '../compliance/dial-gate.js';
 import { peekAtRequest } from '../compliance/dnc-index.js';
 import { clock } from '../../platform/clock.js';
-import { advanceLead, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
+import { advanceLead, noteWaiting, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import {
@@ -134,7 +134,11 @@ export async function runCampaignCall(
     consent: { purpose: first.purpose ?? 'marketing', consent: lead.consent ?? null },
   });
   if (gate.decision.answer === 'defer') {
-    await passDialTurn(services, firm._id, callId);
+    // The campaign says how many of its leads wait so, and until when (its GET).
+    await Promise.all([
+      passDialTurn(services, firm._id, callId),
+      noteWaiting(services, job.campaignId, job.phone, gate.decision.until),
+    ]);
     return { kind: 'wait_until', at: clock.wallTimeOf(gate.decision.until) };
   }
   if (gate.decision.answer === 'block') {

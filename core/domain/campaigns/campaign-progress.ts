@@ -23,8 +23,11 @@ const leadsKey = (services: Services, campaignId: string) =>
 const countsKey = (services: Services, campaignId: string) =>
   redisKeys(services.config).campaignCounts(campaignId);
 
+const waitingKey = (services: Services, campaignId: string) =>
+  redisKeys(services.config).campaignWaiting(campaignId);
+
 const ADVANCE = loadRedisScript(new URL('./advance-lead.lua', import.meta.url), {
-  keys: ['leads', 'counts'],
+  keys: ['leads', 'counts', 'waiting'],
   args: ['phone', 'to', 'call_placed'],
 });
 
@@ -38,7 +41,11 @@ export async function advanceLead(
 ): Promise<{ changed: boolean; counts: CampaignCounts }> {
   const reply = (await ADVANCE.run(
     services.redis,
-    { leads: leadsKey(services, campaignId), counts: countsKey(services, campaignId) },
+    {
+      leads: leadsKey(services, campaignId),
+      counts: countsKey(services, campaignId),
+      waiting: waitingKey(services, campaignId),
+    },
     { phone, to, call_placed: callPlaced ? '1' : '0' },
   )) as number[];
   return {
@@ -76,6 +83,48 @@ export async function readCounts(
       calls_failed: Number(failed ?? 0),
     };
   });
+}
+
+/** A hold lasts at most 8 days (the gate blocks beyond): the set outlives its last hold by 9. */
+const WAITING_TTL_MS = 9 * 86_400_000;
+
+/**
+ * The dial gate holds the campaign's phone until `untilMs` (the service's clock): the callee's
+ * hours, the firm's calling window or the number's attempts. The GET shows how many are held and
+ * the earliest end (readWaiting); the lead leaves the set when it moves (advanceLead).
+ */
+export async function noteWaiting(
+  services: Services,
+  campaignId: string,
+  phone: string,
+  untilMs: number,
+): Promise<void> {
+  const key = waitingKey(services, campaignId);
+  await services.redis.multi().zadd(key, untilMs, phone).pexpire(key, WAITING_TTL_MS).exec();
+}
+
+export interface CampaignWaiting {
+  /** Leads the dial gate holds until a later time. */
+  calls_waiting: number;
+  /** The earliest time one of them may be called (ISO 8601); null when none is held. */
+  next_allowed_at: string | null;
+}
+
+/** The campaign's leads held by the dial gate beyond `nowMs` (the service's clock). */
+export async function readWaiting(
+  services: Services,
+  campaignId: string,
+  nowMs: number,
+): Promise<CampaignWaiting> {
+  const key = waitingKey(services, campaignId);
+  const [count, first] = await Promise.all([
+    services.redis.zcount(key, `(${nowMs}`, '+inf'),
+    services.redis.zrangebyscore(key, `(${nowMs}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 1),
+  ]);
+  return {
+    calls_waiting: count,
+    next_allowed_at: first[1] === undefined ? null : new Date(Number(first[1])).toISOString(),
+  };
 }
 
 /**
@@ -122,6 +171,8 @@ export async function retainCountsAfterEnd(services: Services, campaignId: strin
     .multi()
     .expire(leadsKey(services, campaignId), RETAIN_AFTER_END_S)
     .expire(countsKey(services, campaignId), RETAIN_AFTER_END_S)
+    // Nothing is held any more: an ended campaign calls no one.
+    .del(waitingKey(services, campaignId))
     .exec();
   await Promise.all(
     SKIP_REASONS.map((reason) =>

@@ -1,4 +1,11 @@
-import { readSkipped, type CampaignCounts, type SkippedByReason } from './campaign-progress.js';
+import {
+  readSkipped,
+  readWaiting,
+  type CampaignCounts,
+  type CampaignWaiting,
+  type SkippedByReason,
+} from './campaign-progress.js';
+import { clock } from '../../platform/clock.js';
 import { countsOf, type CampaignDoc } from './campaign-store.js';
 import { retryOn } from './campaign-retry.js';
 import type { Services } from '../../wiring/services.js';
@@ -53,4 +60,20 @@ export async function viewWithCounts(services: Services, campaign: CampaignDoc) 
   // Redis keeps the skips 30 days after the end; the campaign keeps a copy.
   const anyLive = Object.values(live).some((n) => n > 0);
   return campaignView(campaign, counts!, anyLive ? live : (campaign.final_skipped ?? live));
+}
+
+/**
+ * GET of one campaign: the record with its live counters, and its leads the dial gate holds until
+ * a later time (the callee's hours, the firm's calling window, the number's attempts), with the
+ * earliest: a running campaign with nothing placed yet says why. None once it has ended.
+ */
+export async function viewWithWaiting(services: Services, campaign: CampaignDoc) {
+  const live = campaign.status === 'running' || campaign.status === 'paused';
+  const [view, waiting] = await Promise.all([
+    viewWithCounts(services, campaign),
+    live
+      ? readWaiting(services, campaign._id, clock.now())
+      : Promise.resolve<CampaignWaiting>({ calls_waiting: 0, next_allowed_at: null }),
+  ]);
+  return { ...view, ...waiting };
 }
