@@ -34,6 +34,10 @@ export const workflowJobs = {
     queue: QUEUE.workflows,
     name: 'workflow-wait-timeout',
     id: (job) => jobId('wfto', job.stepId),
+    // Its failures are the service's own (MongoDB, Redis down): retried within seconds of their
+    // end for about an hour. With the default 8 attempts (about 2 minutes) a longer outage at
+    // its time failed it for good, and the run waited for its event, `running`, for ever.
+    options: capped(),
   }),
   workflowCancelRuns: defineJob<WorkflowCancelRunsJob>({
     queue: QUEUE.workflows,

@@ -25,6 +25,8 @@ import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import { eventsOf } from '../helpers/events.js';
 import { jobId } from '../../jobs/define.js';
+import { JOBS } from '../../jobs/table.js';
+import { CAPPED, CAPPED_ATTEMPTS } from '../../jobs/backoff.js';
 import { expectError } from '../helpers/expect-error.js';
 import { documentedResponses } from '../helpers/documented-response.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -267,11 +269,20 @@ describe('wait_for: an event about the same lead within a time', () => {
     const email = `booker.${rand(3)}@example.com`;
     const leadId = await newLead({ first_name: 'Bo', last_name: 'Oker', email, notes: 'booked' });
     // The run waits before the booking is made.
-    await eventually(async () => {
+    const waiting = await eventually(async () => {
       const runs = await firm.client.get(`/api/workflows/${workflowId}/runs`);
       const run = await firm.client.get(`/api/workflow-runs/${runs.body.runs[0].id}`);
-      expect(stepOf(run.body, 'booked-in-time')[0]?.status).toBe('waiting');
+      const step = stepOf(run.body, 'booked-in-time')[0];
+      expect(step?.status).toBe('waiting');
+      return { runId: run.body.id as string, stepId: step.id as string };
     });
+    // Its timeout, parked for three weeks, outlasts an outage of the stores at its time: retried
+    // at most 5 s apart for about an hour, not given up after 8 attempts (about 2 minutes).
+    const timeout = await stack.services.queues.workflows.getJob(
+      JOBS.workflowWaitTimeout.id!({ firm: firm.slug, ...waiting }),
+    );
+    expect(await timeout?.getState()).toBe('delayed');
+    expect(timeout!.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
     const booked = await firm.client.post('/api/appointments', {
       firmSlug: firm.slug,
       start: new Date(slots[0]!).toISOString(),
