@@ -1,5 +1,6 @@
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
+import { capped } from './backoff.js';
 
 /**
  * Numbers just put on a firm's do-not-call list (by the API, a CSV import or an opt-out): the
@@ -29,5 +30,9 @@ export const complianceJobs = {
     // The queue's own retention: BullMQ trims a queue's whole finished set to the count of the
     // job that just finished, so a shorter one here cut the campaign calls' history to 20
     // completed (and their week of failures to 100) after each sweep.
+    // Its failures are the service's own (MongoDB, Redis down): retried within seconds of their
+    // end for about an hour. With the default 8 attempts (about 2 minutes) a longer outage failed
+    // it for good, and its dnc.added events were never recorded (no webhook, no workflow).
+    options: capped(),
   }),
 };

@@ -8,6 +8,7 @@
 // queued in another campaign, and the call it was said in still counts as a conversation.
 import { jobId } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
+import { CAPPED, CAPPED_ATTEMPTS } from '../../jobs/backoff.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
@@ -120,6 +121,14 @@ describe('a do-not-call addition and the calls queued for its numbers', () => {
     ).toBe(true);
     // The two additions' sweeps done: each recorded its blocks, then settled their leads.
     await sweepsDone(firm.slug, 2);
+    // A sweep's failures are the service's own: it outlasts an outage of about an hour (retried at
+    // most 5 s apart), not given up after 8 attempts (about 2 minutes), its dnc.added events lost.
+    const sweeps = (await stack.services.queues.campaigns.getCompleted()).filter(
+      (j) => j.name === JOBS.dncSweep.name && j.data.firm === firm.slug,
+    );
+    for (const sweep of sweeps) {
+      expect(sweep.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
+    }
     expect(await stack.services.queues.campaigns.getDelayedCount()).toBe(QUEUED);
     expect(await campaignCalls(stack, created.id)).toEqual([]);
     const counted = await getCampaign(firm.client, created.id);
