@@ -76,6 +76,7 @@ describe('Redis Cluster keys', () => {
     const campaign = [
       keys.campaignLeads('cmp_1'),
       keys.campaignCounts('cmp_1'),
+      keys.campaignWaiting('cmp_1'),
       keys.campaignParked('cmp_1'),
       keys.campaignKillMarks('cmp_1'),
       keys.campaignKillCalls('cmp_1'),
@@ -152,7 +153,11 @@ describe('every Lua script of the service', () => {
         keys.bookingReminders('f', 'u'),
         keys.firmRemindersDue('f'),
       ],
-      'core/domain/campaigns/advance-lead.lua': [keys.campaignLeads('c'), keys.campaignCounts('c')],
+      'core/domain/campaigns/advance-lead.lua': [
+        keys.campaignLeads('c'),
+        keys.campaignCounts('c'),
+        keys.campaignWaiting('c'),
+      ],
       'core/domain/campaigns/kill-switch.lua': [
         keys.campaignKillMarks('c'),
         keys.campaignKillCalls('c'),

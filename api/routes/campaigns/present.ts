@@ -4,7 +4,6 @@ import type { CampaignDoc } from '../../../core/domain/campaigns/campaign-store.
 import {
   campaignView as publicCampaign,
   viewWithCounts as publicCampaignWithCounts,
-  viewWithWaiting as publicCampaignWithWaiting,
 } from '../../../core/domain/campaigns/campaign-view.js';
 import type { Services } from '../../../core/wiring/services.js';
 import type { AddCampaignLeadsResponse, CampaignRecord, CreateCampaignResponse } from './schema.js';
@@ -21,12 +20,6 @@ export const viewWithCounts: (
   services: Services,
   campaign: CampaignDoc,
 ) => Promise<Static<typeof CampaignRecord>> = publicCampaignWithCounts;
-
-/** GET of one campaign: with its live counters and the leads the dial gate holds. */
-export const viewWithWaiting: (
-  services: Services,
-  campaign: CampaignDoc,
-) => Promise<Static<typeof CampaignRecord>> = publicCampaignWithWaiting;
 
 /** A draft campaign, as creating it (and adding leads to it, with `leads_added`) answers. */
 export function draftCampaignView(campaign: CampaignDoc): Static<typeof CreateCampaignResponse>;

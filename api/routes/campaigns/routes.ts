@@ -12,7 +12,7 @@ import {
 import { findCampaign, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
-import { campaignView, draftCampaignView, viewWithCounts, viewWithWaiting } from './present.js';
+import { campaignView, draftCampaignView, viewWithCounts } from './present.js';
 import {
   AddCampaignLeadsBody,
   AddCampaignLeadsResponse,
@@ -99,7 +99,7 @@ export const campaignRoutes = [
     response: CampaignRecord,
     errors: [404],
     handler: async ({ services, principal, params }) =>
-      viewWithWaiting(services, await requireCampaign(services, principal, params.id)),
+      viewWithCounts(services, await requireCampaign(services, principal, params.id)),
   }),
   defineRoute({
     method: 'POST',

@@ -189,14 +189,14 @@ export const CampaignRecord = Type.Object({
   calls_waiting: Type.Optional(
     Type.Integer({
       description:
-        'GET of one campaign only: leads the dial gate holds until a later time — the callee’s hours, the firm’s ' +
+        "One campaign's record only (not the list): leads the dial gate holds until a later time — the callee’s hours, the firm’s " +
         'calling_window, the number’s attempts in 24 h (docs/campaigns.md#waiting-leads); 0 once the campaign has ended',
     }),
   ),
   next_allowed_at: Type.Optional(
     Type.Union([Timestamp, Type.Null()], {
       description:
-        'GET of one campaign only: the earliest time one of those leads may be called; null when none',
+        "One campaign's record only (not the list): the earliest time one of those leads may be called; null when none",
     }),
   ),
   known_clients_skipped: Type.Integer({

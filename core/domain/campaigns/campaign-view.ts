@@ -51,29 +51,25 @@ export function campaignView(campaign: CampaignDoc, counts: CampaignCounts, skip
   };
 }
 
-/** The record with its live counters. */
+/**
+ * The record with its live counters (GET of one campaign, the campaign.* events), and its leads
+ * the dial gate holds until a later time (the callee's hours, the firm's calling window, the
+ * number's attempts) with the earliest: a running campaign with nothing placed yet says why. None
+ * held once it has ended.
+ */
 export async function viewWithCounts(services: Services, campaign: CampaignDoc) {
-  const [[counts], live] = await Promise.all([
+  const live = campaign.status === 'running' || campaign.status === 'paused';
+  const [[counts], skipped, waiting] = await Promise.all([
     countsOf(services, [campaign]),
     readSkipped(services, campaign._id),
-  ]);
-  // Redis keeps the skips 30 days after the end; the campaign keeps a copy.
-  const anyLive = Object.values(live).some((n) => n > 0);
-  return campaignView(campaign, counts!, anyLive ? live : (campaign.final_skipped ?? live));
-}
-
-/**
- * GET of one campaign: the record with its live counters, and its leads the dial gate holds until
- * a later time (the callee's hours, the firm's calling window, the number's attempts), with the
- * earliest: a running campaign with nothing placed yet says why. None once it has ended.
- */
-export async function viewWithWaiting(services: Services, campaign: CampaignDoc) {
-  const live = campaign.status === 'running' || campaign.status === 'paused';
-  const [view, waiting] = await Promise.all([
-    viewWithCounts(services, campaign),
     live
       ? readWaiting(services, campaign._id, clock.now())
       : Promise.resolve<CampaignWaiting>({ calls_waiting: 0, next_allowed_at: null }),
   ]);
-  return { ...view, ...waiting };
+  // Redis keeps the skips 30 days after the end; the campaign keeps a copy.
+  const anyLive = Object.values(skipped).some((n) => n > 0);
+  return {
+    ...campaignView(campaign, counts!, anyLive ? skipped : (campaign.final_skipped ?? skipped)),
+    ...waiting,
+  };
 }
