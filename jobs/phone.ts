@@ -1,6 +1,7 @@
 import { QUEUE } from './queues.js';
 import { defineJob, jobId } from './define.js';
 import { SWEEP_RETENTION } from './maintenance.js';
+import { capped } from './backoff.js';
 
 /** A missed call on a firm's phone system, to be called back (core/domain/phone/missed-calls.ts). */
 export interface MissedCallbackJob {
@@ -18,6 +19,10 @@ export const phoneJobs = {
     queue: QUEUE.calls,
     name: 'missed-call-callback',
     id: (job) => jobId('missed', job.missedCallId),
+    // A refusal decides the missed call; its failures are the service's own (MongoDB, Redis
+    // down): retried within seconds of their end for about an hour. With the default 8 attempts
+    // (about 2 minutes) a longer outage left the missed call `pending`, never called back.
+    options: capped(),
   }),
   /**
    * Checks every connected firm's RingCentral webhook subscription: renewed before it lapses,

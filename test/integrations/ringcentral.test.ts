@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
+import { JOBS } from '../../jobs/table.js';
+import { CAPPED, CAPPED_ATTEMPTS } from '../../jobs/backoff.js';
 import { ringCentralContactRow } from '../../core/domain/contacts/ringcentral-contact-row.js';
 import type { Workers } from '../../workers/runner.js';
 import { missedCallEvent, startFakeRingCentral, type FakeRingCentral } from '../fakes/ringcentral-server.js';
@@ -518,6 +520,12 @@ describe('missed calls called back', () => {
     expect(await simulatorCallsOf(stack).countDocuments({ 'metadata.call_id': doc.callback_call_id })).toBe(
       0,
     );
+    // The callback job's failures are the service's own: it outlasts an outage of about an hour
+    // (retried at most 5 s apart), not given up after 8 attempts with the missed call `pending`.
+    const job = await stack.services.queues[JOBS.missedCallback.queue].getJob(
+      JOBS.missedCallback.id!({ firm: firm.slug, missedCallId: doc._id }),
+    );
+    expect(job?.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
   });
 });
 
