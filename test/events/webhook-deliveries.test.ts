@@ -658,24 +658,14 @@ describe('who an event is for', () => {
 
   it("an endpoint made after Redis lost the endpoints' cache version gets the next event", async () => {
     const firm = await createFirm(stack);
-    const first = await firm.client.post('/api/webhook-endpoints', {
-      firmSlug: firm.slug,
-      url: receiver.url('/version-first'),
-      events: ['dnc.added'],
-    });
-    expect(first.status).toBe(200);
+    await endpoint('/version-first', ['dnc.added'], firm.client, firm.slug);
     // Delivered: the worker keeps the firm's endpoints under the version of now.
     await listedEvent(firm, phone());
     await eventually(async () => expect(receiver.accepted('/version-first')).toHaveLength(1));
     // Redis lost it (a restart without persistence), then a second endpoint is made.
     const version = redisKeys(stack.services.config).webhookEndpointsVersion(firm.slug);
     expect(await stack.services.redis.del(version)).toBe(1);
-    const second = await firm.client.post('/api/webhook-endpoints', {
-      firmSlug: firm.slug,
-      url: receiver.url('/version-second'),
-      events: ['dnc.added'],
-    });
-    expect(second.status).toBe(200);
+    await endpoint('/version-second', ['dnc.added'], firm.client, firm.slug);
     const number = phone();
     const eventId = await listedEvent(firm, number);
     await eventually(async () => expect(receiver.accepted('/version-first')).toHaveLength(2));
