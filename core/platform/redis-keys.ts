@@ -364,7 +364,10 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'webhook-delivery', delivery);
   }
 
-  /** STRING: since when (ms) every delivery attempt to a webhook endpoint has failed; deleted on a success. */
+  /**
+   * STRING: since when (ms) every delivery attempt to a webhook endpoint has failed; no expiry:
+   * deleted on a success, when the endpoint is enabled again and when it is deleted.
+   */
   webhookFailingSince(endpoint: string): string {
     return key(this.prefix, 'webhooks', 'failing', endpoint);
   }

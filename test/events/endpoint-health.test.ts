@@ -1,12 +1,14 @@
 // An endpoint's health and its test pings (docs/events.md#endpoints): a ping is a test message of
 // its own, never held behind an earlier ping still being retried; enabling an endpoint again
 // starts its failing streak afresh, so failures from before it was disabled neither show as
-// `failing_since` nor disable it at its first failure after; an answer whose body never ends is
+// `failing_since` nor disable it at its first failure after; deleting it leaves no streak in Redis,
+// not even one that an attempt under way at the delete begins; an answer whose body never ends is
 // judged by its status, cut off at what the log keeps; an answer the store could not keep as it
 // came (NUL) is recorded, not sent again and again.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { deliveriesCollection, deliveryIdOf } from '../../core/domain/events/deliveries.js';
 import { clock } from '../../core/platform/clock.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { eventually } from '../helpers/eventually.js';
@@ -103,6 +105,31 @@ it('deleting an endpoint removes its failing streak from Redis', async () => {
   const streak = redisKeys(stack.services.config).webhookFailingSince(id);
   expect(await stack.services.redis.exists(streak)).toBe(1);
   expect((await firm.client.delete(`/api/webhook-endpoints/${id}`)).body).toEqual({ id, deleted: true });
+  expect(await stack.services.redis.exists(streak)).toBe(0);
+});
+
+it('an attempt under way as its endpoint is deleted leaves no failing streak behind', async () => {
+  let arrived = false;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  // The receiver holds the ping until the endpoint is deleted, then fails it.
+  answers.set('/streak-in-flight', () => {
+    arrived = true;
+    return { status: 500, until: released };
+  });
+  const id = await endpoint(receiver.url('/streak-in-flight'));
+  const sent = await ping(id);
+  await eventually(async () => expect(arrived).toBe(true));
+  expect((await firm.client.delete(`/api/webhook-endpoints/${id}`)).body).toEqual({ id, deleted: true });
+  release();
+  // Its attempt recorded as failed (the streak's moment), then the delivery skipped as deleted.
+  const recorded = await eventually(async () => {
+    const d = await deliveriesCollection(stack.services.mongo.db).findOne({ _id: deliveryIdOf(sent.id)! });
+    expect(d).toMatchObject({ status: 'skipped', reason: 'endpoint_deleted' });
+    return d!;
+  });
+  expect(recorded.attempts.map((a) => a.status_code)).toEqual([500]);
+  const streak = redisKeys(stack.services.config).webhookFailingSince(id);
   expect(await stack.services.redis.exists(streak)).toBe(0);
 });
 

@@ -719,8 +719,9 @@ async function afterAttempt(
 /**
  * After a failed attempt: a 410 disables the endpoint; a streak of failures past
  * WEBHOOK_DISABLE_AFTER_MS disables it and mails the firm. The streak's start is a Redis key
- * (set if absent on a failure, deleted on a success when the delivery settles): a flaky endpoint's
- * every answer would otherwise be a locked write of its record.
+ * (set if absent on a failure, deleted on a success when the delivery settles, when the endpoint
+ * is enabled again or deleted): a flaky endpoint's every answer would otherwise be a locked write
+ * of its record.
  */
 async function endpointHealth(
   services: Services,
@@ -737,7 +738,15 @@ async function endpointHealth(
     );
     return;
   }
-  await services.redis.set(streak, String(now), 'NX');
+  const began = await services.redis.set(streak, String(now), 'NX');
+  // A streak this failure began, of an endpoint deleted while the attempt was under way: the
+  // delete removed the streak before this set it, and nothing would remove it after. One point
+  // read at the start of a streak (an endpoint still there when read is deleted after: its delete
+  // then removes the key this set).
+  if (began === 'OK' && (await findEndpoint(services.mongo.db, endpoint._id)) === null) {
+    await services.redis.del(streak);
+    return;
+  }
   const since = Number(await services.redis.get(streak));
   if (!(since > 0) || now - since < services.config.webhookDisableAfterMs) return;
   const disabled = await setOnEndpoint(services, endpoint, (current) =>
