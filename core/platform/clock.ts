@@ -1,5 +1,6 @@
 // The service's clock for decisions that depend on the time of day and on rolling windows (the
-// dial gate: calling hours, frequency caps, the audit's `at`). It is the wall clock; tests shift
+// dial gate: calling hours, frequency caps, the audit's `at`; the age of a per-process cache's
+// copy, core/platform/cache-version.ts). It is the wall clock; tests shift
 // it (`clock.shift(ms)`, `clock.reset()`) to stand at a chosen hour or 24 h later without
 // sleeping. Only in-process tests may shift it: nothing in the service does.
 // BullMQ delays stay on the wall clock: a deferral until `at` on this clock waits

@@ -13,6 +13,7 @@ import { CAPPED, CAPPED_ATTEMPTS } from '../../jobs/backoff.js';
 import { JOBS } from '../../jobs/table.js';
 import { deliverJobId } from '../../jobs/webhooks.js';
 import { recordEvent } from '../../core/domain/events/record-event.js';
+import { CACHE_COPY_MAX_AGE_MS } from '../../core/platform/cache-version.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { eventsOf } from '../helpers/events.js';
@@ -680,5 +681,27 @@ describe('who an event is for', () => {
     const before = await stack.services.redis.get(version);
     await stack.services.redis.incr(version);
     expect(await stack.services.redis.get(version)).toBe(String(BigInt(before!) + 1n));
+  });
+
+  it('an endpoint made while Redis lost the change of version reaches the events of a minute later', async () => {
+    const firm = await createFirm(stack);
+    await endpoint('/bound-first', ['dnc.added'], firm.client, firm.slug);
+    // Delivered: the worker keeps the firm's endpoints under the version of now.
+    await listedEvent(firm, phone());
+    await eventually(async () => expect(receiver.accepted('/bound-first')).toHaveLength(1));
+    const version = redisKeys(stack.services.config).webhookEndpointsVersion(firm.slug);
+    const before = await stack.services.redis.get(version);
+    await endpoint('/bound-second', ['dnc.added'], firm.client, firm.slug);
+    // A failover to a replica that lacks the creation's bump: the version from before it is back.
+    await stack.services.redis.set(version, before!);
+    clock.shift(CACHE_COPY_MAX_AGE_MS + 1000);
+    const eventId = await listedEvent(firm, phone());
+    await eventually(async () => expect(receiver.accepted('/bound-first')).toHaveLength(2));
+    const [got] = await eventually(async () => {
+      const accepted = receiver.accepted('/bound-second');
+      expect(accepted).toHaveLength(1);
+      return accepted;
+    });
+    expect(got!.headers['webhook-id']).toBe(eventId);
   });
 });

@@ -2,8 +2,10 @@
 // Redis, FerretDB): the per-process cache of a firm's trigger index is kept under a version that
 // a Redis which lost its data cannot hand out again; a change a workflow's step made starts none of
 // the workflows whose runs led to it (no ping-pong between two workflows, nor a workflow with itself).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventIdOf } from '../../core/domain/events/record-event.js';
+import { CACHE_COPY_MAX_AGE_MS } from '../../core/platform/cache-version.js';
+import { clock } from '../../core/platform/clock.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { jobId } from '../../jobs/define.js';
 import { eventsOf } from '../helpers/events.js';
@@ -18,6 +20,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
 });
+afterEach(() => clock.reset());
 
 async function activeWorkflow(
   client: ApiClient,
@@ -77,6 +80,22 @@ describe('the trigger index cache', () => {
     await newLeadFannedOut(firm);
     expect(await runsOf(firm.client, first)).toHaveLength(2);
     // The cached list from before, had the change's version been one already used, lacked it.
+    expect(await runsOf(firm.client, second)).toHaveLength(1);
+  });
+
+  it('a workflow activated while Redis lost the change of version starts runs a minute later', async () => {
+    const firm = await createFirm(stack);
+    const first = await tagger(firm.client, firm.slug, 'first');
+    // The fan-out caches the firm's lead.created workflows under the version of now.
+    await newLeadFannedOut(firm);
+    const version = redisKeys(stack.config).workflowTriggersVersion(firm.slug);
+    const before = await stack.services.redis.get(version);
+    const second = await tagger(firm.client, firm.slug, 'second');
+    // A failover to a replica that lacks the activation's bump: the version from before it is back.
+    await stack.services.redis.set(version, before!);
+    clock.shift(CACHE_COPY_MAX_AGE_MS + 1000);
+    await newLeadFannedOut(firm);
+    expect(await runsOf(firm.client, first)).toHaveLength(2);
     expect(await runsOf(firm.client, second)).toHaveLength(1);
   });
 });

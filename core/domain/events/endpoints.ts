@@ -14,7 +14,7 @@ import { clock } from '../../platform/clock.js';
 import { newId } from '../../platform/ids.js';
 import { EVENT_TYPES, type EventType } from './event-types.js';
 import { changeListeners } from './listeners.js';
-import { bumpCacheVersion } from '../../platform/cache-version.js';
+import { bumpCacheVersion, copyIsCurrent, copyStamp, type CopyStamp } from '../../platform/cache-version.js';
 
 // A firm's webhook endpoints (docs/events.md#endpoints): where its events are delivered, which
 // ones (a filter of types and wildcards), and the signing secret, sealed with the firm's data key
@@ -268,17 +268,19 @@ export async function deleteEndpoint(services: Services, endpoint: WebhookEndpoi
 
 /**
  * The firm's endpoints as the workers use them: cached per process, read again whenever the
- * firm's version (a new random value after every write) has changed, so a change applies to the
- * next event or delivery without a MongoDB read for each.
+ * firm's version (a new random value after every write) has changed, and at least once a minute
+ * (core/platform/cache-version.ts), so a change applies to the next event or delivery without a
+ * MongoDB read for each.
  */
-const cached = new Map<string, { version: string | null; endpoints: WebhookEndpointDoc[] }>();
+const cached = new Map<string, { stamp: CopyStamp; endpoints: WebhookEndpointDoc[] }>();
 export async function firmEndpoints(services: Services, firm: string): Promise<WebhookEndpointDoc[]> {
   const version = await services.redis.get(redisKeys(services.config).webhookEndpointsVersion(firm));
   const known = cached.get(firm);
-  if (known !== undefined && known.version === version) return known.endpoints;
+  if (known !== undefined && copyIsCurrent(known.stamp, version)) return known.endpoints;
   const endpoints = await listEndpoints(services.mongo.db, firm);
+  cached.delete(firm);
   if (cached.size >= 10_000) cached.delete(cached.keys().next().value!);
-  cached.set(firm, { version, endpoints });
+  cached.set(firm, { stamp: copyStamp(version), endpoints });
   return endpoints;
 }
 

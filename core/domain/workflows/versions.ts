@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
-import { bumpCacheVersion } from '../../platform/cache-version.js';
+import { bumpCacheVersion, copyIsCurrent, copyStamp, type CopyStamp } from '../../platform/cache-version.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { firmEndpoints } from '../events/endpoints.js';
@@ -127,27 +127,29 @@ async function setEntry(
 }
 
 type TriggerEntries = WorkflowTriggerIndexDoc['entries'];
-const cachedTriggers = new Map<string, { version: string | null; entries: TriggerEntries }>();
+const cachedTriggers = new Map<string, { stamp: CopyStamp; entries: TriggerEntries }>();
 
 /**
  * The index's entries under `keys` (all of one firm), as each event's fan-out reads them: cached
  * per process, read again (a point read per key) whenever the firm's version (`version`, read by
  * the caller from workflowTriggersVersion), a new random value after every write of its index,
- * has changed, so an activation applies to the next event without a read for each.
+ * has changed, and at least once a minute (core/platform/cache-version.ts), so an activation
+ * applies to the next event without a read for each.
  */
 export async function triggerEntries(
   services: Services,
   version: string | null,
   keys: string[],
 ): Promise<TriggerEntries[]> {
-  const missing = keys.filter((k) => cachedTriggers.get(k)?.version !== version);
+  const missing = keys.filter((k) => !copyIsCurrent(cachedTriggers.get(k)?.stamp, version));
   if (missing.length > 0) {
     // Point reads by _id (FerretDB serves an `_id` `$in` by a scan of the collection).
     const index = triggerIndex(services.mongo.db);
     const docs = await Promise.all(missing.map((k) => index.findOne({ _id: k })));
     missing.forEach((k, i) => {
+      cachedTriggers.delete(k);
       if (cachedTriggers.size >= 10_000) cachedTriggers.delete(cachedTriggers.keys().next().value!);
-      cachedTriggers.set(k, { version, entries: docs[i]?.entries ?? [] });
+      cachedTriggers.set(k, { stamp: copyStamp(version), entries: docs[i]?.entries ?? [] });
     });
   }
   return keys.map((k) => cachedTriggers.get(k)?.entries ?? []);
