@@ -1,7 +1,9 @@
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { Transform } from 'node:stream';
 
 // A TCP relay in front of a server (the run's database): a test can end every connection at
-// once, as a stopping server does, or open the relay on a port that refused connections before.
+// once, as a stopping server does, or open the relay on a port that refused connections before,
+// or lose the answers to one request that did reach the server (loseRepliesAfter).
 
 export interface TcpRelay {
   port: number;
@@ -9,16 +11,55 @@ export interface TcpRelay {
   open: Set<Socket>;
   /** `url` with its port replaced by the relay's. */
   via(url: string): string;
+  /**
+   * The next request whose bytes hold `marker` reaches the server, but nothing the server sends
+   * on that connection from then on reaches the client: a partition right after the request. The
+   * connection is ended `forMs` later (the client then reconnects). Resolves when it is ended.
+   */
+  loseRepliesAfter(marker: string, forMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+interface ReplyLoss {
+  marker: Buffer;
+  forMs: number;
+  done: () => void;
 }
 
 /** Relays 127.0.0.1:`port` (0: any free port) to `target`'s host and port. */
 export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
   const open = new Set<Socket>();
+  let armed: ReplyLoss | null = null;
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    let losing = false;
+    // The end of the previous chunk, so that a marker split across two chunks is still seen.
+    let tail = Buffer.alloc(0);
+    const requests = new Transform({
+      transform(chunk: Buffer, _enc, next) {
+        const loss = armed;
+        if (loss !== null) {
+          const seen = Buffer.concat([tail, chunk]);
+          if (seen.includes(loss.marker)) {
+            armed = null;
+            losing = true;
+            setTimeout(() => {
+              drop();
+              loss.done();
+            }, loss.forMs);
+          }
+          tail = seen.subarray(Math.max(0, seen.length - loss.marker.length + 1));
+        }
+        next(null, chunk);
+      },
+    });
+    const replies = new Transform({
+      transform(chunk: Buffer, _enc, next) {
+        next(null, losing ? undefined : chunk);
+      },
+    });
+    client.pipe(requests).pipe(upstream);
+    upstream.pipe(replies).pipe(client);
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -37,6 +78,11 @@ export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
       const u = new URL(url);
       u.port = String(bound);
       return u.toString();
+    },
+    loseRepliesAfter(marker, forMs) {
+      return new Promise<void>((resolve) => {
+        armed = { marker: Buffer.from(marker), forMs, done: resolve };
+      });
     },
     async close() {
       for (const s of open) s.destroy();

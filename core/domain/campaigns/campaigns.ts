@@ -4,7 +4,7 @@ import { claim } from '../../platform/db/claim.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
 import { conflict } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
-import { enqueue } from '../../../jobs/define.js';
+import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { getFirmAgent } from '../agents/agents.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
@@ -134,7 +134,8 @@ async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Pro
  * launch, however concurrent, finds the campaign running or the claim taken: 409
  * campaign_already_launched), the fan-out job, then draft → running. A launch that died after
  * its claim (the campaign still draft, under the lock) is finished by the next launch or by the
- * fan-out job. If the fan-out cannot be enqueued, the claim is withdrawn: a 503 changes nothing.
+ * fan-out job. If the fan-out cannot be enqueued, the claim is withdrawn: a 503 changes nothing
+ * (a fan-out job that reached Redis all the same finds no launch and ends; the retry runs it again).
  */
 export async function launchCampaign(
   services: Services,
@@ -154,7 +155,10 @@ export async function launchCampaign(
     });
     campaign = await cleanupUnfinishedAdd(db, campaign);
     try {
-      await enqueue(services.queues, JOBS.campaignFanout, { campaignId, firm: campaign.firm });
+      // enqueueRun, not a plain add: an earlier launch answered 503 whose fan-out job reached
+      // Redis all the same left that job behind, finished ("not launched"), and BullMQ ignores an
+      // add of a job id it still keeps: this launch would be running with nothing to call.
+      await enqueueRun(services.queues, JOBS.campaignFanout, { campaignId, firm: campaign.firm });
     } catch (err) {
       if (claimed) await campaignLaunchesCollection(db).deleteOne({ _id: launchClaimId(campaignId) });
       throw err;

@@ -1,0 +1,70 @@
+// A launch whose fan-out job reached Redis but whose answer was lost (a partition right after the
+// request: the web gives up after PRODUCER_COMMAND_TIMEOUT_MS and answers 503, withdrawing its
+// launch claim) leaves a fan-out job behind that runs, finds no launch and ends. The client's
+// retry of the launch must still get its fan-out run: the campaign calls its leads and completes,
+// instead of staying `running` with calls_placed 0 for good.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { PRODUCER_COMMAND_TIMEOUT_MS } from '../../core/platform/redis.js';
+import { JOBS } from '../../jobs/table.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { eventually } from '../helpers/eventually.js';
+import { expectError } from '../helpers/expect-error.js';
+import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+import {
+  createAgent,
+  createCampaign,
+  getCampaign,
+  launch,
+  simulatorDials,
+  usPhones,
+  waitForCampaign,
+} from './support.js';
+
+let relay: TcpRelay;
+let stack: Stack;
+
+beforeAll(async () => {
+  const redisUrl = inject('redisUrl');
+  relay = await startTcpRelay(new URL(redisUrl));
+  stack = await startStack({ workers: true, env: { REDIS_URL: relay.via(redisUrl), SIM_CALL_MS: '200' } });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await relay?.close();
+});
+
+describe('a launch answered 503 after its fan-out job reached Redis', () => {
+  it('is launched by the retry, whose campaign calls its leads and completes', async () => {
+    const firm = await createFirm(stack);
+    const agentId = await createAgent(firm.client, firm.slug);
+    const phones = usPhones(2, 940);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId,
+      leads: phones.map((phone) => ({ phone })),
+    });
+    const fanoutId = JOBS.campaignFanout.id!({ campaignId: created.id, firm: firm.slug });
+
+    // The fan-out job's add reaches Redis; its answer (and every later one on that connection)
+    // is lost until the connection is cut, after the web has given up on it.
+    const cut = relay.loseRepliesAfter(fanoutId, PRODUCER_COMMAND_TIMEOUT_MS + 3_000);
+    const refused = await firm.client.post(`/api/leads/campaigns/${created.id}/launch`);
+    expectError(refused, 503, 'unavailable');
+    await cut;
+
+    // That job ran: the launch withdrawn, it found nothing to launch.
+    const queue = stack.services.queues[JOBS.campaignFanout.queue];
+    await eventually(async () => {
+      const job = await queue.getJob(fanoutId);
+      expect(await job?.getState()).toBe('completed');
+      expect(job?.returnvalue).toMatchObject({ outcome: 'not_launched' });
+    }, 60_000);
+    expect(await getCampaign(firm.client, created.id)).toMatchObject({ status: 'draft', calls_queued: 0 });
+
+    // The client's retry.
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
+    expect((await simulatorDials(stack, phones)).length).toBe(2);
+  }, 180_000);
+});
