@@ -10,7 +10,15 @@ import { passDialTurn, releaseDialSlot, takeDialSlot } from '../pacing/dial-slot
 import { decideAtRequest } from '../compliance/dial-gate.js';
 import { peekAtRequest } from '../compliance/dnc-index.js';
 import { clock } from '../../platform/clock.js';
-import { advanceLead, noteWaiting, recordSkip, SKIP_REASONS, type SkipReason } from './campaign-progress.js';
+import {
+  advanceLead,
+  leadState,
+  noteWaiting,
+  recordSkip,
+  SKIP_REASONS,
+  type LeadProgress,
+  type SkipReason,
+} from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import {
@@ -64,6 +72,9 @@ async function lookAtCampaign(
 
 const isStep = (value: CampaignDoc | CampaignCallStep): value is CampaignCallStep => 'kind' in value;
 
+/** A lead settles once: completed or failed, it is called no more. */
+const isSettled = (state: LeadProgress | null): boolean => state === 'completed' || state === 'failed';
+
 /** The lead can never be called (its call refused, the agent gone): it settles as failed. */
 async function failLead(services: Services, job: CampaignCallJob, callId: string): Promise<void> {
   await releaseDialSlot(services, job.firm, callId);
@@ -105,9 +116,10 @@ export async function runCampaignCall(
   const atMs = clock.now();
   const peek = peekAtRequest(services, job.firm, job.phone, callId, atMs);
   peek.catch(() => undefined);
-  const [lead, firm] = await Promise.all([
+  const [lead, firm, state] = await Promise.all([
     campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(job.campaignId, job.phone) }),
     getFirm(db, job.firm),
+    leadState(services, job.campaignId, job.phone),
   ]);
   if (lead === null) return done('not_in_campaign');
   if (lead.blocked !== undefined && lead.blocked !== null) {
@@ -117,6 +129,13 @@ export async function runCampaignCall(
     await settleRefusedLead(services, job.campaignId, job.phone, job.attempt, lead.blocked.reason);
     await failLead(services, job, callId);
     return done(`blocked:${lead.blocked.reason}`);
+  }
+  if (isSettled(state)) {
+    // A retry queued after a call that a later analysis of it found to be a conversation (or
+    // any job of a lead settled since it was added): the lead is done with, so no call; a dial
+    // turn it may have been woken for goes on.
+    await passDialTurn(services, job.firm, callId);
+    return done('lead_settled');
   }
   if (firm === null) return done('firm_missing');
 
@@ -234,6 +253,9 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
   const attempt = call.campaign_attempt ?? 1;
   if (settlesOnAnalysis(call)) return;
   if (isRetriedOutcome(campaign, call) && attempt < MAX_CALL_ATTEMPTS && campaign.status !== 'cancelled') {
+    // A lead settles once: an analysis of its call sent again later that now says voicemail
+    // (the lead completed on the first) calls the person no second time.
+    if (isSettled(await leadState(services, campaignId, phone))) return;
     await advanceLead(services, campaignId, phone, 'placed', true);
     const due = (call.end_timestamp ?? Date.now()) + services.config.campaignRetryDelayMs;
     await enqueue(
