@@ -4,10 +4,10 @@
 // voicemail into a conversation lets the retry already queued for that lead go without a call.
 // The re-analysis comes minutes later (the service clock moved on), as a provider's does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sign as retellSign } from 'retell-sdk';
 import type { PhoneCallResponse } from 'retell-sdk/resources/call';
 import { clock } from '../../core/platform/clock.js';
 import { QUEUE, type QueueName } from '../../jobs/queues.js';
+import type { ApiClient } from '../helpers/client.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
@@ -18,6 +18,7 @@ import {
   createCampaign,
   getCampaign,
   launch,
+  postRetellSigned,
   waitForCampaign,
 } from './support.js';
 
@@ -34,14 +35,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function post(slug: string, body: unknown) {
-  const raw = JSON.stringify(body);
-  const res = await stack.api.request('POST', `/api/v2/${slug}/webhook`, {
-    rawBody: raw,
-    headers: { 'Content-Type': 'application/json', 'x-retell-signature': await retellSign(raw, fake.apiKey) },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-}
+const post = (slug: string, body: unknown) => postRetellSigned(stack, fake.apiKey, slug, body);
 
 /** The Retell call the service placed for `phone`'s call `attempt` of the campaign. */
 async function placedCall(campaignId: string, phone: string, attempt: number) {
@@ -100,6 +94,29 @@ async function campaignOfTwo(phones: [string, string]) {
   return { firm, id: created.id };
 }
 
+/**
+ * The campaign's other lead's call, held open so far, ends as a conversation: the campaign
+ * completes, both leads called once, and `phone` was dialled at Retell once.
+ */
+async function endOpenCallAndComplete(
+  firm: { slug: string; client: ApiClient },
+  id: string,
+  open: string,
+  held: { ourCallId: string; providerCallId: string },
+  phone: string,
+) {
+  const other = conversationCall(caller(open), {
+    callId: held.providerCallId,
+    ourCallId: held.ourCallId,
+    toNumber: open,
+  });
+  await post(firm.slug, callWebhook('call_ended', { ...other, call_analysis: undefined }));
+  await post(firm.slug, callWebhook('call_analyzed', other));
+  const done = await waitForCampaign(firm.client, id, (c) => c.status === 'completed');
+  expect(done).toMatchObject({ calls_placed: 2, calls_completed: 2, calls_failed: 0 });
+  expect(fake.requestsTo('create-phone-call').filter((r) => r.body?.to_number === phone)).toHaveLength(1);
+}
+
 describe('a campaign call analysed again', () => {
   it('as a voicemail after its conversation settled the lead: no second call to that lead', async () => {
     // The second lead's call stays open: the campaign is still running when the re-analysis comes.
@@ -124,16 +141,7 @@ describe('a campaign call analysed again', () => {
     expect(await getCampaign(firm.client, id)).toMatchObject({ status: 'running', calls_completed: 1 });
 
     // The open call ends: the campaign completes, each lead called once.
-    const other = conversationCall(caller(open), {
-      callId: held.providerCallId,
-      ourCallId: held.ourCallId,
-      toNumber: open,
-    });
-    await post(firm.slug, callWebhook('call_ended', { ...other, call_analysis: undefined }));
-    await post(firm.slug, callWebhook('call_analyzed', other));
-    const done = await waitForCampaign(firm.client, id, (c) => c.status === 'completed');
-    expect(done).toMatchObject({ calls_placed: 2, calls_completed: 2, calls_failed: 0 });
-    expect(fake.requestsTo('create-phone-call').filter((r) => r.body?.to_number === phone)).toHaveLength(1);
+    await endOpenCallAndComplete(firm, id, open, held, phone);
   });
 
   it('as a conversation after its voicemail queued a retry: the retry makes no call', async () => {
@@ -166,15 +174,6 @@ describe('a campaign call analysed again', () => {
     await settledQueues([QUEUE.callEvents, QUEUE.campaigns]);
     expect((await callsTo(id, phone)).map((c) => c.campaign_attempt)).toEqual([1]);
 
-    const other = conversationCall(caller(open), {
-      callId: held.providerCallId,
-      ourCallId: held.ourCallId,
-      toNumber: open,
-    });
-    await post(firm.slug, callWebhook('call_ended', { ...other, call_analysis: undefined }));
-    await post(firm.slug, callWebhook('call_analyzed', other));
-    const done = await waitForCampaign(firm.client, id, (c) => c.status === 'completed');
-    expect(done).toMatchObject({ calls_placed: 2, calls_completed: 2, calls_failed: 0 });
-    expect(fake.requestsTo('create-phone-call').filter((r) => r.body?.to_number === phone)).toHaveLength(1);
+    await endOpenCallAndComplete(firm, id, open, held, phone);
   });
 });

@@ -3,13 +3,19 @@
 // it was a voicemail (call_analysis.in_voicemail). The lead is retried all the same; the
 // events are signed with the account's API key, as Retell signs them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sign as retellSign } from 'retell-sdk';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { retellEnv, startRetellFake, type RetellFake } from '../fakes/retell-server.js';
 import { callWebhook, conversationCall, ivrCall, voicemailCall } from '../fakes/retell-fixtures.js';
 import type { PhoneCallResponse } from 'retell-sdk/resources/call';
-import { campaignCalls, createAgent, createCampaign, launch, waitForCampaign } from './support.js';
+import {
+  campaignCalls,
+  createAgent,
+  createCampaign,
+  launch,
+  postRetellSigned,
+  waitForCampaign,
+} from './support.js';
 
 let fake: RetellFake;
 let stack: Stack;
@@ -23,14 +29,7 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function post(slug: string, body: unknown) {
-  const raw = JSON.stringify(body);
-  const res = await stack.api.request('POST', `/api/v2/${slug}/webhook`, {
-    rawBody: raw,
-    headers: { 'Content-Type': 'application/json', 'x-retell-signature': await retellSign(raw, fake.apiKey) },
-  });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-}
+const post = (slug: string, body: unknown) => postRetellSigned(stack, fake.apiKey, slug, body);
 
 /** The Retell call the service placed for our call `attempt` of the campaign. */
 async function placedCall(campaignId: string, attempt: number) {

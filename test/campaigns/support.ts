@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { sign as retellSign } from 'retell-sdk';
 import type { ApiClient } from '../helpers/client.js';
 import { eventually } from '../helpers/eventually.js';
 import type { Stack } from '../helpers/stack.js';
@@ -6,6 +7,16 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import type { CallDoc } from '../../core/domain/calls/calls.js';
 
 export { createAgent } from '../calls/support.js';
+
+/** Posts a call webhook to the firm signed as Retell signs it (its SDK) with `apiKey`: 200 expected. */
+export async function postRetellSigned(stack: Stack, apiKey: string, slug: string, body: unknown) {
+  const raw = JSON.stringify(body);
+  const res = await stack.api.request('POST', `/api/v2/${slug}/webhook`, {
+    rawBody: raw,
+    headers: { 'Content-Type': 'application/json', 'x-retell-signature': await retellSign(raw, apiKey) },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
 
 /** `count` distinct answered US numbers (+1 212 555 01xx style), starting at `from`. */
 export function usPhones(count: number, from = 0, prefix = '+1212'): string[] {
