@@ -11,7 +11,7 @@ import {
 } from '../../core/domain/appointments/lead-appointment.js';
 import { ensureSubjectLead, findLead, subjectLeadId } from '../../core/domain/leads/leads.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { readThen } from '../helpers/store-timing.js';
+import { readThen, writesMeet } from '../helpers/store-timing.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 
 let stack: Stack;
@@ -94,5 +94,66 @@ describe('a booking event while the lead is being made', () => {
     });
     expect(await cancelled(firm.slug, uid)).toEqual([leadId]);
     expect((await findLead(db, leadId))?.appointment).toMatchObject({ status: 'cancelled' });
+  });
+});
+
+describe('our answer of a move and Cal.com’s event of it, written at the same moment', () => {
+  it('both succeed, and each lead shows the booking it moved to', async () => {
+    // The agent's move of a booking: Cal.com sends BOOKING_RESCHEDULED as it answers, so the
+    // event's job and the request record the new booking's keys at once (upsert.ts).
+    const firm = await createFirm(stack);
+    const moves = Array.from({ length: 10 }, (_, i) => ({
+      leadId: subjectLeadId('call', `call_move_${i}`),
+      from: `bk_from_${i}`,
+      to: `bk_to_${i}`,
+      email: `move${i}@example.com`,
+    }));
+    for (const m of moves) {
+      await attachAppointment(
+        stack.services,
+        firm.slug,
+        m.leadId,
+        { booking_uid: m.from, start: START, status: 'booked' },
+        m.email,
+        null,
+      );
+    }
+    const moved = '2026-12-04T15:00:00.000Z';
+    // Both writers' first write of each new booking key goes to the store at the same moment.
+    const meeting = {
+      ...stack.services,
+      mongo: {
+        ...stack.services.mongo,
+        db: writesMeet(stack.services.mongo.db, COLLECTIONS.bookingLeads, 'replaceOne'),
+      },
+    };
+    const results = await Promise.allSettled(
+      moves.flatMap((m) => [
+        attachAppointment(
+          meeting,
+          firm.slug,
+          m.leadId,
+          { booking_uid: m.to, start: moved, status: 'rescheduled' },
+          m.email,
+          null,
+        ),
+        followBookingEvent(meeting, {
+          firm: firm.slug,
+          trigger: 'BOOKING_RESCHEDULED',
+          uid: m.to,
+          reschedule_uid: m.from,
+          start_at: Date.parse(moved),
+          event_at: Date.now(),
+        }),
+      ]),
+    );
+    expect(results.filter((r) => r.status === 'rejected').map((r) => String(r.reason))).toEqual([]);
+    for (const m of moves) {
+      expect(await appointmentOfLead(stack.services.mongo.db, m.leadId)).toEqual({
+        booking_uid: m.to,
+        start: moved,
+        status: 'rescheduled',
+      });
+    }
   });
 });

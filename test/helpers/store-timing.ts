@@ -79,3 +79,31 @@ export function readThen(db: Db, collectionName: string, id: string, between: ()
       },
   });
 }
+
+/**
+ * Writers of one document meeting in the store: the first `method` calls on `collectionName` for
+ * one `{_id}` wait until `parties` of them have been made, then all go to the store at once; later
+ * calls for it (a write made again) go straight on.
+ */
+export function writesMeet(db: Db, collectionName: string, method: keyof Collection, parties = 2): Db {
+  const waiting = new Map<unknown, Array<() => void>>();
+  const met = new Set<unknown>();
+  return aroundCalls(db, collectionName, {
+    [method]:
+      (real: Method) =>
+      async (...args: unknown[]) => {
+        const id = (args[0] as { _id?: unknown } | undefined)?._id;
+        if (!met.has(id)) {
+          const arrived = waiting.get(id) ?? [];
+          waiting.set(id, arrived);
+          if (arrived.length + 1 < parties) await new Promise<void>((go) => arrived.push(go));
+          else {
+            met.add(id);
+            waiting.delete(id);
+            for (const go of arrived) go();
+          }
+        }
+        return real(...args);
+      },
+  });
+}

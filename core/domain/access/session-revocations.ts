@@ -5,6 +5,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
 import { UnavailableError } from '../../platform/errors.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
+import { updateById } from '../../platform/db/upsert.js';
 
 // POST /api/auth/revoke-sessions: every session token of a firm issued before the call stops
 // working. A key document per firm (`_id` = the slug) holds the time from which its session
@@ -36,7 +37,7 @@ export async function revokeSessions(services: Services, firm: string): Promise<
     const revokedBefore = new Date((Math.floor(Date.now() / 1000) + 1) * 1000);
     const docs = revocations(services.mongo.db);
     await changeCached(services.mongo.db, () =>
-      docs.updateOne({ _id: firm }, { $max: { revoked_before: revokedBefore } }, { upsert: true }),
+      updateById(docs, firm, { $max: { revoked_before: revokedBefore } }),
     );
     const stored = await docs.findOne({ _id: firm });
     return stored?.revoked_before ?? revokedBefore;

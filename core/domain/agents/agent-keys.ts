@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import type { AgentDoc } from './agents.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Whether a firm has an agent with a provider agent id (a delivery signed with the platform's
 // RETELL_API_KEY is the firm's when its call is on one: docs/webhooks.md#whose-call), by point
@@ -41,7 +42,7 @@ export async function noteProviderAgent(
 ): Promise<void> {
   if (agent.provider_agent_id === undefined) return;
   const _id = keyOf(agent.firm, agent.provider_agent_id);
-  await agentKeys(db).replaceOne({ _id }, { agent: agent._id, updated_at: new Date() }, { upsert: true });
+  await replaceById(agentKeys(db), _id, { agent: agent._id, updated_at: new Date() });
 }
 
 /** The query the keys stand in for: an agent of the firm with that provider agent id (a scan on FerretDB). */
@@ -69,7 +70,7 @@ async function completeFirmKeys(db: Db, firm: string): Promise<Map<string, strin
   }
   const _id = markerOf(firm);
   const now = new Date();
-  await agentKeys(db).replaceOne({ _id }, { completed_at: now, updated_at: now }, { upsert: true });
+  await replaceById(agentKeys(db), _id, { completed_at: now, updated_at: now });
   return written;
 }
 

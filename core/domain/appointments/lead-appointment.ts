@@ -5,6 +5,7 @@ import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';
 import { recordAppointmentEvent } from './record-appointment-events.js';
 import { normalizeEmail } from '../contact-points/emails.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // The appointment a lead shows (docs/appointments.md#the-lead): the booking it is for now, its
 // start and status, following every booking event. A booking can come before its lead exists (an
@@ -89,25 +90,18 @@ async function mapBooking(
   email: string | undefined,
 ): Promise<void> {
   const doc = { firm, lead_id: leadId, ...(email === undefined ? {} : { email }) };
-  await bookingLeads(db).replaceOne({ _id: bookingKey(firm, uid) }, doc, { upsert: true });
-  if (email !== undefined) {
-    await bookingLeads(db).replaceOne({ _id: seatKey(firm, uid, email) }, doc, { upsert: true });
-  }
+  // Our answer and Cal.com's event of the same booking write these at once (FerretDB: upsert.ts).
+  await replaceById(bookingLeads(db), bookingKey(firm, uid), doc);
+  if (email !== undefined) await replaceById(bookingLeads(db), seatKey(firm, uid, email), doc);
 }
 
 async function write(db: Db, leadId: string, doc: LeadAppointmentDoc): Promise<void> {
   const { _id, event_at, seat_uid, ...appointment } = doc;
-  await links(db).replaceOne(
-    { _id },
-    {
-      ...appointment,
-      ...(event_at === undefined ? {} : { event_at }),
-      ...(seat_uid === undefined ? {} : { seat_uid }),
-    },
-    {
-      upsert: true,
-    },
-  );
+  await replaceById(links(db), _id, {
+    ...appointment,
+    ...(event_at === undefined ? {} : { event_at }),
+    ...(seat_uid === undefined ? {} : { seat_uid }),
+  });
   await leads(db).updateOne({ _id: leadId }, { $set: { appointment } });
 }
 

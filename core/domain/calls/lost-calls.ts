@@ -12,6 +12,7 @@ import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import type { QueueName } from '../../../jobs/queues.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { snapshotProviderCall } from './provider-call.js';
+import { updateById } from '../../platform/db/upsert.js';
 
 // Lost calls (docs/calls.md#lost-calls): calls the pipeline stopped carrying. Redis
 // replicates asynchronously, so a failover can lose jobs the service had added and answered for
@@ -370,11 +371,10 @@ async function sweepLostAnalyses(
   }
   // Never back: a pass with a longer LOST_END_AFTER_MS, or one that stopped early, leaves the
   // place another got to (two passes at once at worst look at some calls again).
-  await places(services).updateOne(
-    { _id: firm },
-    { $max: { ended_until: until }, $set: { updated_at: new Date() } },
-    { upsert: true },
-  );
+  await updateById(places(services), firm, {
+    $max: { ended_until: until },
+    $set: { updated_at: new Date() },
+  });
 }
 
 /** What an analysed call's analysis digest is made of, as stored (its transcript read alone). */

@@ -6,6 +6,7 @@ import { finishLaunch } from './campaigns.js';
 import { recordCampaignLaunched } from './record-campaign-events.js';
 import { campaignFanoutsCollection, completeIfSettled, findCampaign } from './campaign-store.js';
 import { phonePageCount, phonesFrom } from './campaign-phone-pages.js';
+import { updateById } from '../../platform/db/upsert.js';
 
 // The launch's fan-out, in a worker: the campaign's phone pages (campaign-phone-pages.ts), read
 // by _id a page ahead, added in chunks through addBulk as one campaign-call job per phone (job
@@ -44,11 +45,7 @@ export async function fanOutCampaign(
     const pageCount = await phonePageCount(db, campaign);
     let chunks = 0;
     const checkpoint = new Checkpoint((count, done) =>
-      fanouts.updateOne(
-        { _id: campaignId },
-        { $set: { added: count, done, updated_at: new Date() } },
-        { upsert: true },
-      ),
+      updateById(fanouts, campaignId, { $set: { added: count, done, updated_at: new Date() } }),
     );
     for await (const phones of phonesFrom(db, campaignId, pageCount, added)) {
       for (let i = 0; i < phones.length; i += chunkSize) {

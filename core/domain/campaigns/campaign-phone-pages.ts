@@ -7,6 +7,7 @@ import {
   type CampaignDoc,
   type CampaignPhonePageDoc,
 } from './campaign-store.js';
+import { replaceById, updateById } from '../../platform/db/upsert.js';
 
 // A campaign's callable phones as pages in the order they were added (`<campaign>#<n>`), each
 // page knowing the position of its first phone. An add of leads writes them beside its phone
@@ -66,7 +67,7 @@ export async function phonePageCount(db: Db, campaign: CampaignDoc): Promise<num
       first: count * PHONE_PAGE_SIZE,
       phones,
     };
-    await pages.replaceOne({ _id: page._id }, page, { upsert: true });
+    await replaceById(pages, page._id, page);
     count += 1;
     phones = [];
   };
@@ -79,12 +80,8 @@ export async function phonePageCount(db: Db, campaign: CampaignDoc): Promise<num
   } finally {
     await cursor.close().catch(() => undefined);
   }
-  await fanouts.updateOne(
-    { _id: campaign._id },
-    // `added` (if an older fan-out left one) counts positions in this same order: it stands.
-    { $set: { pages: count, updated_at: new Date() } },
-    { upsert: true },
-  );
+  // `added` (if an older fan-out left one) counts positions in this same order: it stands.
+  await updateById(fanouts, campaign._id, { $set: { pages: count, updated_at: new Date() } });
   return count;
 }
 

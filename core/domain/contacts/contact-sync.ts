@@ -16,6 +16,7 @@ import type { FirmDoc } from '../firms/firms.js';
 import { clioConnected } from '../crm/firm-clio-client.js';
 import { readRingCentralConnection } from '../phone/ringcentral-connection.js';
 import { failContactImport, importsCollection, jobGaveUp } from './import-record.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 export type SyncStatus = 'running' | 'completed' | 'failed';
 export type SyncSource = 'clio' | 'ringcentral';
@@ -248,15 +249,11 @@ export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise
       { ...sync, status: 'completed', completed_at: at, updated_at: now },
     );
   }
-  await marks(db).replaceOne(
-    { _id: claimId(sync.firm, sync.source) },
-    {
-      sync_id: sync._id,
-      started_at: sync.started_at,
-      ...(sync.source === 'ringcentral' ? { sync_token: sync.sync_token ?? null } : {}),
-    },
-    { upsert: true },
-  );
+  await replaceById(marks(db), claimId(sync.firm, sync.source), {
+    sync_id: sync._id,
+    started_at: sync.started_at,
+    ...(sync.source === 'ringcentral' ? { sync_token: sync.sync_token ?? null } : {}),
+  });
   await releaseSyncClaim(db, sync.firm, sync._id, sync.source);
 }
 

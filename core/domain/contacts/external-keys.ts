@@ -2,6 +2,7 @@ import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { contactsCollection } from './contacts.js';
 import { contactIdOf } from './import-rows.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Which contact of a firm a source's record became: key documents `<firm>|<source>|<external_id>`
 // → the contact's id, written as a synced page is staged (point reads only). A later sync that hears the record changed or removed finds the
@@ -50,16 +51,12 @@ export async function planExternalKeys(
     const externalId = row.external_id;
     if (typeof source !== 'string' || typeof externalId !== 'string') continue;
     if ((await contactOfExternal(db, firm, source, externalId)) !== null) continue;
-    const filter = { _id: keyId(firm, source, externalId) };
-    const doc = { firm, contact_id: contactIdOf(importId, index), created_at: new Date() };
-    try {
-      await keys(db).replaceOne(filter, doc, { upsert: true });
-    } catch (err) {
-      // Another runner of the same sync upserted this key at the same moment (an upsert's
-      // insert lost the race): the key is there now, and is replaced.
-      if ((err as { code?: unknown }).code !== 11000) throw err;
-      await keys(db).replaceOne(filter, doc);
-    }
+    // Another runner of the same sync may write this key at the same moment: replaced either way.
+    await replaceById(keys(db), keyId(firm, source, externalId), {
+      firm,
+      contact_id: contactIdOf(importId, index),
+      created_at: new Date(),
+    });
   }
 }
 

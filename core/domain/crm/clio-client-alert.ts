@@ -1,6 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import type { Services } from '../../wiring/services.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Clio refusing the service's own OAuth client (CLIO_CLIENT_ID / CLIO_CLIENT_SECRET), RFC 6749
 // §5.2: `invalid_client` (the credentials are wrong, revoked or rotated at Clio) or another
@@ -34,16 +35,12 @@ export async function raiseClioClientAlert(
     `Clio refused the service's own OAuth client credentials (${refusal.error}): check CLIO_CLIENT_ID and CLIO_CLIENT_SECRET; firms stay connected`,
   );
   const held = await alerts(services.mongo.db).findOne({ _id: 'clio_client' });
-  await alerts(services.mongo.db).replaceOne(
-    { _id: 'clio_client' },
-    {
-      error: refusal.error,
-      description: refusal.description,
-      since: held?.since ?? now,
-      last_at: now,
-    },
-    { upsert: true },
-  );
+  await replaceById(alerts(services.mongo.db), 'clio_client', {
+    error: refusal.error,
+    description: refusal.description,
+    since: held?.since ?? now,
+    last_at: now,
+  });
 }
 
 /** Clio accepted a grant: the client credentials work again. */

@@ -4,6 +4,7 @@ import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { secretBox } from '../../platform/secrets/data-keys.js';
 import type { Sealed } from '../../platform/secrets/envelope.js';
 import { sealedFieldName } from '../../platform/secrets/sealed-fields.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Where a firm's Clio OAuth connection is kept (clio_connections, `_id` = the firm): its access
 // and refresh tokens sealed with the firm's data key (docs/operations.md#secrets-at-rest), never in
@@ -68,7 +69,7 @@ async function sealed(db: Db, conn: ClioConnectionDoc): Promise<StoredConnection
 
 /** Writes the connection (replacing the firm's, or making it), its tokens sealed. */
 export async function saveClioConnection(db: Db, conn: ClioConnectionDoc): Promise<void> {
-  await connections(db).replaceOne({ _id: conn._id }, await sealed(db, conn), { upsert: true });
+  await replaceById(connections(db), conn._id, await sealed(db, conn));
 }
 
 export async function deleteClioConnection(db: Db, firm: string): Promise<void> {

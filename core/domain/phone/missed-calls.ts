@@ -14,6 +14,7 @@ import { requestGate } from '../calls/request-gate.js';
 import { parseDialable } from '../contact-points/phones.js';
 import { contactKeyId, contactKeysCollection, contactsCollection } from '../contacts/contacts.js';
 import { getFirm } from '../firms/firms.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Missed calls on a firm's phone system, called back by the firm's agent
 // (docs/ringcentral.md#missed-call-callbacks). A telephony-sessions event whose inbound party is
@@ -121,7 +122,7 @@ export async function receivePhoneEvent(
       const id = `${firm}|${caller}`;
       const held = await inboundAnswers(db).findOne({ _id: id });
       if (held === null || held.at < at) {
-        await inboundAnswers(db).replaceOne({ _id: id }, { firm, at }, { upsert: true });
+        await replaceById(inboundAnswers(db), id, { firm, at });
       }
       result.answered += 1;
       continue;

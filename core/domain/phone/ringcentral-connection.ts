@@ -23,6 +23,7 @@ import { getFirm } from '../firms/firms.js';
 import { CONNECT_FLOW_SECONDS, browserBinding } from '../crm/connect-cookie.js';
 import { lockedTokenSource } from '../oauth/token-source.js';
 import { useConnectState } from '../oauth/connect-state.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // A firm's RingCentral connected with OAuth (docs/ringcentral.md#connection): the authorization
 // code flow with PKCE (S256), the state claimed for the firm and bound to the browser that started
@@ -101,7 +102,7 @@ export async function saveRingCentralConnection(db: Db, conn: RingCentralConnect
   const box = secretBox(db, conn._id);
   const stored = { ...conn } as unknown as Stored;
   for (const name of SEALED) stored[name] = await box.seal(field(name), conn[name]);
-  await connections(db).replaceOne({ _id: conn._id }, stored, { upsert: true });
+  await replaceById(connections(db), conn._id, stored);
 }
 
 /** Changes a connection under the firm's token lock, read again inside it. */
@@ -204,11 +205,12 @@ export async function raiseRingCentralClientAlert(
     last_at: Date;
   }>(services.mongo.db, COLLECTIONS.clioClientAlerts);
   const held = await alerts.findOne({ _id: 'ringcentral_client' });
-  await alerts.replaceOne(
-    { _id: 'ringcentral_client' },
-    { error: refusal.error, description: refusal.description, since: held?.since ?? now, last_at: now },
-    { upsert: true },
-  );
+  await replaceById(alerts, 'ringcentral_client', {
+    error: refusal.error,
+    description: refusal.description,
+    since: held?.since ?? now,
+    last_at: now,
+  });
 }
 
 /** RingCentral's refusal of the service's own credentials, while no grant has succeeded since; null otherwise. */

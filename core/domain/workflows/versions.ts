@@ -15,6 +15,7 @@ import {
   type WorkflowDoc,
   type WorkflowMeta,
 } from './workflows.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Activation and versions (docs/workflows.md#activation). Activating a workflow checks that it
 // can run, saves its graph as a version (`<workflow id>:v<n>`, never changed afterwards) and lists
@@ -85,19 +86,15 @@ export async function assertRunnable(
 /** Saves the workflow's graph as its next version; returns the version's number. */
 export async function saveVersion(services: Services, doc: WorkflowDoc): Promise<number> {
   const version = (doc.version ?? 0) + 1;
-  await versionsCollection(services.mongo.db).replaceOne(
-    { _id: versionIdOf(doc._id, version) },
-    {
-      firm: doc.firm,
-      workflow_id: doc._id,
-      version,
-      name: doc.name,
-      nodes_json: doc.nodes_json,
-      edges_json: doc.edges_json,
-      created_at: new Date(),
-    },
-    { upsert: true },
-  );
+  await replaceById(versionsCollection(services.mongo.db), versionIdOf(doc._id, version), {
+    firm: doc.firm,
+    workflow_id: doc._id,
+    version,
+    name: doc.name,
+    nodes_json: doc.nodes_json,
+    edges_json: doc.edges_json,
+    created_at: new Date(),
+  });
   return version;
 }
 
@@ -120,7 +117,7 @@ async function setEntry(
       entries.push({ workflow_id: workflowId, version_id: versionId, since });
     }
     if (entries.length === 0) await index.deleteOne({ _id: key });
-    else await index.replaceOne({ _id: key }, { firm, entries }, { upsert: true });
+    else await replaceById(index, key, { firm, entries });
     // A fresh random version, not a counter (core/platform/cache-version.ts).
     await bumpCacheVersion(services.redis, redisKeys(services.config).workflowTriggersVersion(firm));
   });

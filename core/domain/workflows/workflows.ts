@@ -9,6 +9,7 @@ import { RecordBusyError, withRecordLock } from '../../platform/redis-mutex.js';
 import { FIRM_SLUG_PATTERN } from '../firms/firm-slug.js';
 import { assertValidGraph, type WorkflowEdge, type WorkflowNode } from './graph.js';
 import { assertRunnable, indexTriggers, saveVersion, unindexTriggers } from './versions.js';
+import { replaceById } from '../../platform/db/upsert.js';
 
 // Workflows: a firm's flow-builder graphs (docs/workflows.md).
 //
@@ -113,7 +114,7 @@ async function readEntries(db: Db, firm: string): Promise<DirectoryEntry[]> {
 }
 
 async function writeEntries(db: Db, firm: string, entries: DirectoryEntry[]): Promise<void> {
-  await directories(db).replaceOne({ _id: firm }, { entries, updated_at: new Date() }, { upsert: true });
+  await replaceById(directories(db), firm, { entries, updated_at: new Date() });
 }
 
 /** The writers of one firm's workflows take turns (see above); busy for 10 s: 503, retry. */

@@ -13,7 +13,7 @@ import {
 // reminder's send attempt holds a lease, a dial holds a slot.)
 
 /** MongoDB's duplicate-key error (E11000): an insert lost the race for its _id. */
-function isDuplicateKey(err: unknown): boolean {
+export function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 }
 
@@ -62,7 +62,7 @@ export async function claimMany<T extends Document & { _id: string }>(
 }
 
 /** The batch positions of an unordered insert's write errors when every one is a duplicate key; else null. */
-function duplicateKeyIndexes(err: unknown): number[] | null {
+export function duplicateKeyIndexes(err: unknown): number[] | null {
   if (!(err instanceof MongoBulkWriteError)) return null;
   const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
   if (errors.length === 0 || errors.some((e) => e.code !== 11000)) return null;

@@ -5,6 +5,7 @@ import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
 import type { EffectGate, EffectPass } from './effect-gate.js';
 import type { HeldLock } from '../redis-mutex.js';
 import { storableText } from '../text.js';
+import { replaceById, updateById } from './upsert.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
 export interface EffectSubjectDoc {
@@ -553,9 +554,9 @@ export async function runEffect<R>(
       // not the effect's failure.
       renewal = setInterval(() => {
         renewed = true;
-        lease.collection
-          .replaceOne({ _id: leaseId }, { token, until: new Date(Date.now() + lease.ms) }, { upsert: true })
-          .catch(() => undefined);
+        replaceById(lease.collection, leaseId, { token, until: new Date(Date.now() + lease.ms) }).catch(
+          () => undefined,
+        );
       }, leaseRenewMs(lease.ms));
     }
 
@@ -687,7 +688,7 @@ async function writeRecords(
     ...sets,
   };
   try {
-    await records.updateOne({ _id: subject.id }, { $set: written }, { upsert: true });
+    await updateById(records, subject.id, { $set: written });
   } catch (err) {
     // Written or not: unknown, so not kept; the carried settles stay for the next write.
     memo?.delete(memoKey);

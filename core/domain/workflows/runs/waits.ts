@@ -2,6 +2,7 @@ import type { Services } from '../../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../../platform/db/collections.js';
 import { redisKeys } from '../../../platform/redis-keys.js';
 import { withRecordLock } from '../../../platform/redis-mutex.js';
+import { replaceById } from '../../../platform/db/upsert.js';
 
 // The `wait_for` steps waiting on events about a lead: one key document per lead (`_id` =
 // `<firm>|<lead id>`), read by _id for each event about that lead, written under the lead's lock.
@@ -39,12 +40,7 @@ async function change(
       const after = edit(before);
       if (after === before) return;
       if (after.length === 0) await waits(services).deleteOne({ _id: keyOf(firm, leadId) });
-      else
-        await waits(services).replaceOne(
-          { _id: keyOf(firm, leadId) },
-          { firm, waiters: after },
-          { upsert: true },
-        );
+      else await replaceById(waits(services), keyOf(firm, leadId), { firm, waiters: after });
     },
   );
 }

@@ -3,6 +3,7 @@ import { COLLECTIONS } from '../collections.js';
 import type { RedisClient } from '../../redis.js';
 import { redisKeys } from '../../redis-keys.js';
 import { withRecordLock } from '../../redis-mutex.js';
+import { updateById } from '../upsert.js';
 
 // Effect records that older versions kept on their subject document, moved to the subject's
 // records document (core/platform/db/effect-recorder.ts, `records`): for calls, `effects.*` and
@@ -62,7 +63,7 @@ export async function moveCallEffectRecords(db: Db, exclusive: CallExclusive): P
         unset[field] = '';
       }
       if (Object.keys(set).length > 0) {
-        await records.updateOne({ _id: call._id }, { $set: set }, { upsert: true });
+        await updateById(records, call._id, { $set: set });
         out.records += Object.keys(set).length;
       }
       await calls.updateOne({ _id: call._id }, { $unset: unset });
