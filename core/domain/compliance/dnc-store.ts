@@ -1,6 +1,6 @@
-import { MongoBulkWriteError, type Db } from 'mongodb';
+import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { claim } from '../../platform/db/claim.js';
+import { claim, duplicateKeyIndexes } from '../../platform/db/claim.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
 import { newId } from '../../platform/ids.js';
 import { invalidRequest } from '../../platform/errors.js';
@@ -117,14 +117,6 @@ export async function addDncEntries(
   const already: string[] = [];
   unique.forEach((phone, i) => (taken.has(i) ? already : added).push(phone));
   return { added, already_listed: already };
-}
-
-/** The batch positions of an unordered insert's write errors when every one is a duplicate key; else null. */
-function duplicateKeyIndexes(err: unknown): number[] | null {
-  if (!(err instanceof MongoBulkWriteError)) return null;
-  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-  if (errors.length === 0 || errors.some((e) => e.code !== 11000)) return null;
-  return errors.map((e) => e.index);
 }
 
 const LIST_SCOPE = 'dnc_entries';

@@ -8,6 +8,7 @@ import type { WebhookFanoutJob } from '../../../jobs/webhooks.js';
 import type { DomainEvent, EventInput } from './event-types.js';
 import { clearDue, markDue } from './lanes.js';
 import { audiences } from './listeners.js';
+import { isDuplicateKey } from '../../platform/db/claim.js';
 
 // Domain events (docs/events.md): recorded once, in the same step as the change they tell of.
 // The event's `_id` is derived from the change, so a retried step records it again as a no-op
@@ -113,9 +114,6 @@ export function carriedEvent(job: WebhookFanoutJob): DomainEvent | null {
     ...(e.caused_by_workflow === undefined ? {} : { caused_by_workflow: e.caused_by_workflow }),
   };
 }
-
-const isDuplicateKey = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000;
 
 /**
  * Inserts documents, unordered; a duplicate `_id` (a retried step) is success. Returns, for each
