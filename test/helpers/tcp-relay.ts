@@ -3,7 +3,8 @@ import { Transform } from 'node:stream';
 
 // A TCP relay in front of a server (the run's database): a test can end every connection at
 // once, as a stopping server does, or open the relay on a port that refused connections before,
-// or lose the answers to one request that did reach the server (loseRepliesAfter).
+// or lose the answers to one request that did reach the server (loseRepliesAfter), or hold one
+// request back from the server until the test lets it go (holdRequest).
 
 export interface TcpRelay {
   port: number;
@@ -17,7 +18,20 @@ export interface TcpRelay {
    * connection is ended `forMs` later (the client then reconnects). Resolves when it is ended.
    */
   loseRepliesAfter(marker: string, forMs: number): Promise<void>;
+  /**
+   * The next request whose bytes hold `marker`, and whatever follows it on that connection, is
+   * held back from the server until `release()`; `seen` resolves when it is held.
+   */
+  holdRequest(marker: string): { seen: Promise<void>; release(): void };
   close(): Promise<void>;
+}
+
+interface RequestHold {
+  marker: Buffer;
+  seen: () => void;
+  /** Set when it holds a connection: sends what it held, and lets the rest through. */
+  release?: () => void;
+  released: boolean;
 }
 
 interface ReplyLoss {
@@ -30,13 +44,35 @@ interface ReplyLoss {
 export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
   const open = new Set<Socket>();
   let armed: ReplyLoss | null = null;
+  let armedHold: RequestHold | null = null;
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
     let losing = false;
+    let held: Buffer[] | null = null;
     // The end of the previous chunk, so that a marker split across two chunks is still seen.
     let tail = Buffer.alloc(0);
     const requests = new Transform({
       transform(chunk: Buffer, _enc, next) {
+        if (held !== null) {
+          held.push(chunk);
+          next();
+          return;
+        }
+        const hold = armedHold;
+        if (hold !== null && chunk.includes(hold.marker)) {
+          armedHold = null;
+          const queue: Buffer[] = [chunk];
+          held = queue;
+          hold.release = () => {
+            if (held !== queue) return;
+            held = null;
+            for (const c of queue) requests.push(c);
+          };
+          if (hold.released) hold.release();
+          hold.seen();
+          next();
+          return;
+        }
         const loss = armed;
         if (loss !== null) {
           const seen = Buffer.concat([tail, chunk]);
@@ -83,6 +119,23 @@ export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
       return new Promise<void>((resolve) => {
         armed = { marker: Buffer.from(marker), forMs, done: resolve };
       });
+    },
+    holdRequest(marker) {
+      let seen!: () => void;
+      const hold: RequestHold = {
+        marker: Buffer.from(marker),
+        seen: () => seen(),
+        released: false,
+      };
+      const seenPromise = new Promise<void>((resolve) => (seen = resolve));
+      armedHold = hold;
+      return {
+        seen: seenPromise,
+        release() {
+          hold.released = true;
+          hold.release?.();
+        },
+      };
     },
     async close() {
       for (const s of open) s.destroy();

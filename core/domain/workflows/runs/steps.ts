@@ -42,9 +42,11 @@ import { registerWaiter, unregisterWaiter } from './waits.js';
 import { DELETED_REASON } from './cancel-runs.js';
 
 // One step of a run (the workflowStep job): the node's work, then — under the run's lock — the
-// next steps created and the step finished, then the next steps' jobs added (a `wait`'s with its
+// next steps created, the step finished and the next steps' jobs added (a `wait`'s with its
 // delay). A retried job finds its step finished and only adds the next jobs again (BullMQ knows
-// them by id: nothing new). A run ends `completed` when its last open step finishes, or earlier
+// them by id: nothing new). Every job parked for a run (a step's, a `wait_for`'s timeout) is added
+// under the run's lock while the run is under way: a cancel (cancel-runs.ts) takes the same lock,
+// so it either comes first, and nothing is added, or after, and removes what was. A run ends `completed` when its last open step finishes, or earlier
 // with `limited` (a bound), `failed` (an action failed for good) or `cancelled`.
 
 export interface WaitResolutionDoc {
@@ -80,7 +82,10 @@ async function readRun(services: Services, runId: string): Promise<WorkflowRunDo
   return runsCollection(services.mongo.db).findOne({ _id: runId });
 }
 
-/** Adds the jobs of a finished step's next steps (a repeat adds nothing BullMQ still knows). */
+/**
+ * Adds the jobs of a finished step's next steps (a repeat adds nothing BullMQ still knows); the
+ * caller holds the run's lock and has seen the run under way.
+ */
 async function enqueueNext(services: Services, step: WorkflowStepDoc): Promise<void> {
   const delay =
     step.due_at === null || step.node_type !== 'wait' ? undefined : step.due_at.getTime() - Date.now();
@@ -128,6 +133,14 @@ export async function endRun(
   await services.redis.srem(redisKeys(services.config).workflowRunsActive(run.firm), run._id);
 }
 
+/** A finished step's next jobs added again (a retried job), under the run's lock, if the run is under way. */
+async function enqueueNextAgain(services: Services, step: WorkflowStepDoc): Promise<void> {
+  if (step.next.length === 0) return;
+  await withRunLock(services, step.run_id, async () => {
+    if ((await readRun(services, step.run_id))?.status === 'running') await enqueueNext(services, step);
+  });
+}
+
 /** A run whose every step has finished is completed. */
 async function settleRun(services: Services, runId: string): Promise<void> {
   let ended: WorkflowRunDoc | null = null;
@@ -156,8 +169,9 @@ async function settleRun(services: Services, runId: string): Promise<void> {
 
 /**
  * Finishes a step: under the run's lock its next steps are created (each a claim on its id) and
- * listed on the run, and the step records how it ended; then their jobs are added. A step found
- * finished already (a retried job, a `wait_for` resolved twice) keeps how it ended.
+ * listed on the run, the step records how it ended, and their jobs are added while the run is
+ * under way. A step found finished already (a retried job, a `wait_for` resolved twice) keeps how
+ * it ended, and its next jobs are added again.
  */
 async function finishStep(
   services: Services,
@@ -177,7 +191,11 @@ async function finishStep(
   const finished = await withRunLock(services, seen.run_id, async () => {
     const step = await stepsCollection(db).findOne({ _id: seen._id });
     if (step === null) throw new Error(`The workflow step ${seen._id} is missing.`);
-    if (FINISHED_STEP.has(step.status)) return step;
+    if (FINISHED_STEP.has(step.status)) {
+      if (step.next.length > 0 && (await readRun(services, step.run_id))?.status === 'running')
+        await enqueueNext(services, step);
+      return step;
+    }
     const node = version.graph.nodes.get(step.node_id);
     const goesOn = outcome.status === 'done' || outcome.status === 'skipped';
     const edges = node === undefined || !goesOn ? [] : nextEdges(version.graph, node, outcome.branch ?? null);
@@ -194,8 +212,9 @@ async function finishStep(
     // Two edges to one node make one step (a join of parallel branches runs once per visit).
     const unique = [...new Map(children.map((c) => [c._id, c])).values()];
     for (const child of unique) await claim(stepsCollection(db), child);
+    let run: WorkflowRunDoc | null = null;
     if (unique.length > 0) {
-      const run = await readRun(services, step.run_id);
+      run = await readRun(services, step.run_id);
       const ids = new Set(run?.step_ids ?? []);
       for (const c of unique) ids.add(c._id);
       await runsCollection(db).updateOne(
@@ -222,12 +241,13 @@ async function finishStep(
         { $set: { status, status_reason: reason, limit, finished_at: now, updated_at: now } },
       );
     }
-    return { ...step, ...changes };
+    const done = { ...step, ...changes };
+    if (outcome.endsRun === undefined && run?.status === 'running') await enqueueNext(services, done);
+    return done;
   });
   if (outcome.endsRun !== undefined) {
     await services.redis.srem(redisKeys(services.config).workflowRunsActive(seen.firm), seen.run_id);
   }
-  await enqueueNext(services, finished);
   if (finished.next.length === 0) await settleRun(services, finished.run_id);
   return finished;
 }
@@ -281,7 +301,7 @@ export async function runWorkflowStep(
   const version = await loadVersion(db, run.version_id);
   if (version === null) return 'missing';
   if (FINISHED_STEP.has(step.status)) {
-    await enqueueNext(services, step);
+    await enqueueNextAgain(services, step);
     if (step.next.length === 0) await settleRun(services, run._id);
     return step.status;
   }
@@ -316,10 +336,7 @@ export async function runWorkflowStep(
   }
   if (step.status === 'waiting') {
     // A wait_for step's job ran again (a crash after it registered): its timeout is ensured.
-    await enqueue(services.queues, JOBS.workflowWaitTimeout, job, {
-      delay: (step.due_at?.getTime() ?? Date.now()) - Date.now(),
-    });
-    return 'waiting';
+    return (await ensureWaitTimeout(services, step)) ?? 'missing';
   }
   const bound = await boundHit(services, step);
   if (bound !== null) {
@@ -424,8 +441,8 @@ async function startWaitFor(
       since: new Date(),
     });
   }
-  await withRunLock(services, run._id, () =>
-    stepsCollection(services.mongo.db).updateOne(
+  const now = await withRunLock(services, run._id, async () => {
+    await stepsCollection(services.mongo.db).updateOne(
       { _id: step._id, status: 'pending' },
       {
         $set: {
@@ -435,15 +452,34 @@ async function startWaitFor(
           result: { waiting_for: String(data.event), until: new Date(clock.now() + within).toISOString() },
         },
       },
-    ),
-  );
+    );
+    return addWaitTimeout(services, step._id);
+  });
+  if (now === 'waiting') return 'waiting';
+  // Ended before it began to wait (its run cancelled meanwhile): it waits on its lead no more.
+  if (run.lead_id !== null) await unregisterWaiter(services, run.firm, run.lead_id, step._id);
+  return now ?? 'missing';
+}
+
+/**
+ * A waiting `wait_for`'s timeout job, added under the run's lock while the step waits (a cancel
+ * then removes it, or came first: nothing added). Returns the step's status (null: missing).
+ */
+function ensureWaitTimeout(services: Services, step: WorkflowStepDoc): Promise<StepStatus | null> {
+  return withRunLock(services, step.run_id, () => addWaitTimeout(services, step._id));
+}
+
+/** ensureWaitTimeout's work, for a caller holding the run's lock. */
+async function addWaitTimeout(services: Services, stepId: string): Promise<StepStatus | null> {
+  const step = await stepsCollection(services.mongo.db).findOne({ _id: stepId });
+  if (step === null || step.status !== 'waiting') return step?.status ?? null;
   await enqueue(
     services.queues,
     JOBS.workflowWaitTimeout,
-    { firm: run.firm, runId: run._id, stepId: step._id },
-    { delay: deadline.getTime() - Date.now() },
+    { firm: step.firm, runId: step.run_id, stepId: step._id },
+    { delay: (step.due_at?.getTime() ?? Date.now()) - Date.now() },
   );
-  return 'waiting';
+  return step.status;
 }
 
 /**
@@ -468,7 +504,7 @@ export async function resolveWaitFor(
   const version = await loadVersion(db, run.version_id);
   if (version === null) return;
   if (FINISHED_STEP.has(step.status)) {
-    await enqueueNext(services, step);
+    await enqueueNextAgain(services, step);
     if (step.next.length === 0) await settleRun(services, run._id);
     return;
   }
