@@ -37,115 +37,109 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('a run cancelled while a step parks its next step’s job', () => {
-  it('leaves no job behind: the cancel comes after the add and removes it', async () => {
+type Firm = Awaited<ReturnType<typeof createFirm>>;
+
+/**
+ * A workflow run by each new lead whose notes are its own, its first nodes after the trigger
+ * given; a lead made while the add holding `marker` is held back on its way to Redis; its run
+ * cancelled right then (given time to finish before the add lands, if it can), then the add let
+ * go. Returns the run's id once the cancel has answered.
+ */
+async function cancelledWhileAdding(
+  firm: Firm,
+  marker: string,
+  nodes: unknown[],
+  edges: unknown[],
+): Promise<string> {
+  const notes = `parking-${rand(3)}`;
+  const trigger = {
+    id: 'new',
+    type: 'trigger.event',
+    data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: notes } },
+  };
+  const created = await firm.client.post('/api/workflows', {
+    firmSlug: firm.slug,
+    name: `Parks a job ${notes}`,
+    nodes: [trigger, ...nodes],
+    edges,
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const id = created.body.id as string;
+  expect((await firm.client.post(`/api/workflows/${id}/activate`, {})).status).toBe(200);
+
+  const hold = relay.holdRequest(marker);
+  const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Pat', notes });
+  expect(lead.status, JSON.stringify(lead.body)).toBe(200);
+  await hold.seen;
+  const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs as Array<{ id: string }>;
+  expect(runs).toHaveLength(1);
+  const runId = runs[0]!.id;
+  const cancelling = cancelRun(stack.services, runId, 'The workflow was deleted.');
+  await Promise.race([cancelling, sleep(1_000)]);
+  hold.release();
+  expect(await cancelling).toBe(true);
+  return runId;
+}
+
+const queue = () => stack.services.queues[JOBS.workflowStep.queue];
+const stepJob = (firm: Firm, runId: string, node: string) =>
+  JOBS.workflowStep.id!({ firm: firm.slug, runId, stepId: stepIdOf(runId, node, 1) });
+
+/** The run, cancelled, with each node's step status. */
+async function expectCancelled(firm: Firm, runId: string, steps: Record<string, string>) {
+  const run = (await firm.client.get(`/api/workflow-runs/${runId}`)).body;
+  expect(run.status).toBe('cancelled');
+  expect(Object.fromEntries(run.steps.map((s: any) => [s.node_id, s.status]))).toEqual(steps);
+}
+
+describe('a run cancelled while a step parks a job', () => {
+  it('a wait finished: its next step’s job is not left behind', async () => {
     const firm = await createFirm(stack);
-    const notes = `parking-${rand(3)}`;
     const next = `tag_${rand(4)}`;
-    const created = await firm.client.post('/api/workflows', {
-      firmSlug: firm.slug,
-      name: 'Chase in a month',
-      nodes: [
-        {
-          id: 'new',
-          type: 'trigger.event',
-          data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: notes } },
-        },
+    // The add of the next step's job (its id holds the node's) is held.
+    const runId = await cancelledWhileAdding(
+      firm,
+      `|${next}|1`,
+      [
         { id: 'month', type: 'wait', data: { duration: { days: 30 } } },
         { id: next, type: 'update_lead', data: { tags: ['a-month-later'] } },
       ],
-      edges: [
+      [
         { id: 'e1', source: 'new', target: 'month' },
         { id: 'e2', source: 'month', target: next },
       ],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const id = created.body.id as string;
-    expect((await firm.client.post(`/api/workflows/${id}/activate`, {})).status).toBe(200);
-
-    // The add of the next step's job (its id holds the node's) is held back on its way to Redis.
-    const hold = relay.holdRequest(`|${next}|1`);
-    const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Pat', notes });
-    expect(lead.status, JSON.stringify(lead.body)).toBe(200);
-    await hold.seen;
-    const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs as Array<{ id: string }>;
-    expect(runs).toHaveLength(1);
-    const runId = runs[0]!.id;
-
-    // The cancel, while the add is held: given time to finish before the add lands, if it can.
-    const cancelling = cancelRun(stack.services, runId, 'The workflow was deleted.');
-    await Promise.race([cancelling, sleep(1_000)]);
-    hold.release();
-    expect(await cancelling).toBe(true);
-
-    const queue = stack.services.queues[JOBS.workflowStep.queue];
-    const month = JOBS.workflowStep.id!({ firm: firm.slug, runId, stepId: stepIdOf(runId, 'month', 1) });
-    await eventually(async () => expect(await (await queue.getJob(month))?.getState()).toBe('completed'));
-    const parked = JOBS.workflowStep.id!({ firm: firm.slug, runId, stepId: stepIdOf(runId, next, 1) });
-    expect(await queue.getJob(parked)).toBeUndefined();
-    const run = (await firm.client.get(`/api/workflow-runs/${runId}`)).body;
-    expect(run.status).toBe('cancelled');
-    expect(Object.fromEntries(run.steps.map((s: any) => [s.node_id, s.status]))).toEqual({
-      new: 'done',
-      month: 'done',
-      [next]: 'cancelled',
-    });
+    );
+    const month = stepJob(firm, runId, 'month');
+    await eventually(async () => expect(await (await queue().getJob(month))?.getState()).toBe('completed'));
+    expect(await queue().getJob(stepJob(firm, runId, next))).toBeUndefined();
+    await expectCancelled(firm, runId, { new: 'done', month: 'done', [next]: 'cancelled' });
   });
 
   it('a wait_for begun: no timeout job behind, and it no longer waits on its lead', async () => {
     const firm = await createFirm(stack);
-    const notes = `waitfor-${rand(3)}`;
-    const created = await firm.client.post('/api/workflows', {
-      firmSlug: firm.slug,
-      name: 'Booked within a month',
-      nodes: [
-        {
-          id: 'new',
-          type: 'trigger.event',
-          data: { event: 'lead.created', filter: { field: 'notes', operator: 'equals', value: notes } },
-        },
+    // The add of the timeout's job (its name) is held.
+    const runId = await cancelledWhileAdding(
+      firm,
+      JOBS.workflowWaitTimeout.name,
+      [
         { id: 'booked', type: 'wait_for', data: { event: 'appointment.booked', within: { days: 30 } } },
         { id: 'seen', type: 'update_lead', data: { tags: ['booked'] } },
       ],
-      edges: [
+      [
         { id: 'e1', source: 'new', target: 'booked' },
         { id: 'e2', source: 'booked', target: 'seen', sourceHandle: 'matched' },
       ],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const id = created.body.id as string;
-    expect((await firm.client.post(`/api/workflows/${id}/activate`, {})).status).toBe(200);
-
-    // The add of the timeout's job (its name) is held back on its way to Redis.
-    const hold = relay.holdRequest(JOBS.workflowWaitTimeout.name);
-    const lead = await firm.client.post('/api/leads', { firmSlug: firm.slug, first_name: 'Sam', notes });
-    expect(lead.status, JSON.stringify(lead.body)).toBe(200);
-    await hold.seen;
-    const runs = (await firm.client.get(`/api/workflows/${id}/runs`)).body.runs as Array<{ id: string }>;
-    expect(runs).toHaveLength(1);
-    const runId = runs[0]!.id;
-
-    const cancelling = cancelRun(stack.services, runId, 'The workflow was deleted.');
-    await Promise.race([cancelling, sleep(1_000)]);
-    hold.release();
-    expect(await cancelling).toBe(true);
-
-    const queue = stack.services.queues[JOBS.workflowStep.queue];
-    const stepId = stepIdOf(runId, 'booked', 1);
-    const booked = JOBS.workflowStep.id!({ firm: firm.slug, runId, stepId });
-    // The step's job has ended (the cancel removes a finished one).
-    await eventually(async () =>
-      expect([undefined, 'completed']).toContain(await (await queue.getJob(booked))?.getState()),
     );
+    // The step's job has ended (the cancel removes a finished one).
+    const booked = stepJob(firm, runId, 'booked');
+    await eventually(async () =>
+      expect([undefined, 'completed']).toContain(await (await queue().getJob(booked))?.getState()),
+    );
+    const stepId = stepIdOf(runId, 'booked', 1);
     expect(
-      await queue.getJob(JOBS.workflowWaitTimeout.id!({ firm: firm.slug, runId, stepId })),
+      await queue().getJob(JOBS.workflowWaitTimeout.id!({ firm: firm.slug, runId, stepId })),
     ).toBeUndefined();
-    const run = (await firm.client.get(`/api/workflow-runs/${runId}`)).body;
-    expect(run.status).toBe('cancelled');
-    expect(Object.fromEntries(run.steps.map((s: any) => [s.node_id, s.status]))).toEqual({
-      new: 'done',
-      booked: 'cancelled',
-    });
+    await expectCancelled(firm, runId, { new: 'done', booked: 'cancelled' });
     const waits = await stack.services.mongo.db
       .collection<{ _id: string; waiters: Array<{ step_id: string }> }>(COLLECTIONS.workflowWaits)
       .find({})
