@@ -2,10 +2,19 @@ import { QUEUE } from './queues.js';
 import { RETRY_AFTER, capped } from './backoff.js';
 import { defineJob, jobId } from './define.js';
 
-/** Fans a launched campaign out into one campaign-call job per distinct phone (job id = campaign). */
+/**
+ * Fans a launched campaign out into one campaign-call job per distinct phone (job id = campaign +
+ * launch).
+ */
 export interface CampaignFanoutJob {
   campaignId: string;
   firm: string;
+  /**
+   * The launch it carries on: its claim's time (ms). Each launch its own job: a launch retried
+   * while the fan-out of one withdrawn is still running (to end "not launched") is not folded
+   * into that job. Absent on a job of an earlier release (the campaign's id alone).
+   */
+  launch?: string;
 }
 
 /**
@@ -42,7 +51,10 @@ export const campaignJobs = {
   campaignFanout: defineJob<CampaignFanoutJob>({
     queue: QUEUE.campaigns,
     name: 'campaign-fanout',
-    id: (job) => jobId('fanout', job.campaignId),
+    id: (job) =>
+      job.launch === undefined
+        ? jobId('fanout', job.campaignId)
+        : jobId('fanout', job.campaignId, job.launch),
     // Its failures are the service's own (MongoDB, Redis down): retried within seconds of their
     // end for about an hour (jobs/backoff.ts). With the default 8 attempts (about 2 minutes) a
     // longer outage failed it for good and left the campaign running with nothing to call.

@@ -7,7 +7,6 @@
 //       options) in chunks of the same size on the same Redis, alternated with it.
 //   (c) the worker's RSS as each fan-out starts and its peak during it.
 // The firm's calling window is closed, so no call is dialled: only the fan-out is measured.
-import { jobId } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import {
@@ -21,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, rand, type App } from '../lib/stack.js';
+import { launchFanoutJob } from '../../core/domain/campaigns/campaigns.js';
 
 const PER_REQUEST = 5000;
 const CHUNK = 500; // CAMPAIGN_FANOUT_CHUNK's default
@@ -235,7 +235,7 @@ export const campaigns: Scenario = {
         });
         const sampler = new RssSampler(worker.pid, 20);
         let startRss = NaN;
-        const fanoutJob = jobId('fanout', campaignId);
+        const fanoutJob = JOBS.campaignFanout.id!((await launchFanoutJob(app.db, campaignId, t.slug))!);
         const fanouts = app.db.collection<{ _id: string; added?: number }>(COLLECTIONS.campaignFanouts);
         // RSS at each quarter of the fan-out (by its checkpoint): flat if memory does not grow with the leads.
         const quarters: string[] = [];

@@ -1,11 +1,13 @@
 // A launch whose fan-out job reached Redis but whose answer was lost (a partition right after the
 // request: the web gives up after PRODUCER_COMMAND_TIMEOUT_MS and answers 503, withdrawing its
 // launch claim) leaves a fan-out job behind that runs, finds no launch and ends. The client's
-// retry of the launch must still get its fan-out run: the campaign calls its leads and completes,
-// instead of staying `running` with calls_placed 0 for good.
+// retry of the launch must still get its fan-out run, whether that job has ended or is still
+// running: the campaign calls its leads and completes, instead of staying `running` with
+// calls_placed 0 for good.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PRODUCER_COMMAND_TIMEOUT_MS } from '../../core/platform/redis.js';
 import { JOBS } from '../../jobs/table.js';
+import { jobId } from '../../jobs/define.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectError } from '../helpers/expect-error.js';
@@ -33,6 +35,26 @@ afterAll(async () => {
   await relay?.close();
 });
 
+type Firm = Awaited<ReturnType<typeof createFirm>>;
+
+/** The campaign's fan-out jobs, however they stand. */
+async function fanoutJobs(campaignId: string) {
+  const queue = stack.services.queues[JOBS.campaignFanout.queue];
+  const jobs = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized', 'completed', 'failed']);
+  return jobs.filter((j) => j?.name === JOBS.campaignFanout.name && j.data.campaignId === campaignId);
+}
+
+/**
+ * The launch's fan-out job add reaches Redis; its answer (and every later one on that connection)
+ * is lost until the connection is cut, after the web has given up on it and answered 503.
+ */
+async function launchAnswered503(firm: Firm, campaignId: string) {
+  const cut = relay.loseRepliesAfter(jobId('fanout', campaignId), PRODUCER_COMMAND_TIMEOUT_MS + 3_000);
+  const refused = await firm.client.post(`/api/leads/campaigns/${campaignId}/launch`);
+  expectError(refused, 503, 'unavailable');
+  await cut;
+}
+
 describe('a launch answered 503 after its fan-out job reached Redis', () => {
   it('is launched by the retry, whose campaign calls its leads and completes', async () => {
     const firm = await createFirm(stack);
@@ -43,19 +65,11 @@ describe('a launch answered 503 after its fan-out job reached Redis', () => {
       agentId,
       leads: phones.map((phone) => ({ phone })),
     });
-    const fanoutId = JOBS.campaignFanout.id!({ campaignId: created.id, firm: firm.slug });
-
-    // The fan-out job's add reaches Redis; its answer (and every later one on that connection)
-    // is lost until the connection is cut, after the web has given up on it.
-    const cut = relay.loseRepliesAfter(fanoutId, PRODUCER_COMMAND_TIMEOUT_MS + 3_000);
-    const refused = await firm.client.post(`/api/leads/campaigns/${created.id}/launch`);
-    expectError(refused, 503, 'unavailable');
-    await cut;
+    await launchAnswered503(firm, created.id);
 
     // That job ran: the launch withdrawn, it found nothing to launch.
-    const queue = stack.services.queues[JOBS.campaignFanout.queue];
     await eventually(async () => {
-      const job = await queue.getJob(fanoutId);
+      const [job] = await fanoutJobs(created.id);
       expect(await job?.getState()).toBe('completed');
       expect(job?.returnvalue).toMatchObject({ outcome: 'not_launched' });
     }, 60_000);
@@ -66,5 +80,31 @@ describe('a launch answered 503 after its fan-out job reached Redis', () => {
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
     expect((await simulatorDials(stack, phones)).length).toBe(2);
+  }, 180_000);
+
+  it('is launched by a retry made while that job is still running, to end "not launched"', async () => {
+    const firm = await createFirm(stack);
+    const agentId = await createAgent(firm.client, firm.slug);
+    const phones = usPhones(2, 950);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId,
+      leads: phones.map((phone) => ({ phone })),
+    });
+    // The left-behind job's end (its "not launched" outcome on its way to Redis) is held back:
+    // the retry comes while it is still running.
+    const ending = relay.holdRequest('not_launched');
+    await launchAnswered503(firm, created.id);
+    await ending.seen;
+    const [orphan] = await fanoutJobs(created.id);
+    expect(await orphan?.getState()).toBe('active');
+
+    expect(await launch(firm.client, created.id)).toBe(2);
+    ending.release();
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
+    expect((await simulatorDials(stack, phones)).length).toBe(2);
+    const outcomes = await Promise.all((await fanoutJobs(created.id)).map((j) => j.returnvalue?.outcome));
+    expect(outcomes.sort()).toEqual(['fanned_out', 'not_launched']);
   }, 180_000);
 });

@@ -26,6 +26,7 @@ import {
   waitForCampaign,
 } from './support.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { launchFanoutJob } from '../../core/domain/campaigns/campaigns.js';
 
 const SIM_CALL_MS = 300;
 const RETRY_DELAY_MS = 700;
@@ -270,7 +271,8 @@ describe('a launched campaign', () => {
     await stack.services.mongo.db
       .collection(COLLECTIONS.campaignClaims)
       .insertOne({ _id: `launch:${created.id}` as any, launch_of: created.id, created_at: new Date() });
-    await enqueue(stack.services.queues, JOBS.campaignFanout, { campaignId: created.id, firm: firm.slug });
+    const job = await launchFanoutJob(stack.services.mongo.db, created.id, firm.slug);
+    await enqueue(stack.services.queues, JOBS.campaignFanout, job!);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_completed: 2, launched_at: expect.any(String) });
   });
@@ -292,7 +294,9 @@ describe('a launched campaign', () => {
     expect(await launch(firm.client, created.id)).toBe(2);
 
     const queue = stack.services.queues[JOBS.campaignFanout.queue];
-    const id = JOBS.campaignFanout.id!({ campaignId: created.id, firm: firm.slug });
+    const id = JOBS.campaignFanout.id!(
+      (await launchFanoutJob(stack.services.mongo.db, created.id, firm.slug))!,
+    );
     // Five failures in a row: BullMQ's exponential backoff would wait 16 s now, and give the job up
     // for good after 8 attempts (about 2 minutes), the campaign left running with nothing to call.
     const failing = await eventually(async () => {

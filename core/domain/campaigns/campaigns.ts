@@ -6,6 +6,7 @@ import { conflict } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
+import type { CampaignFanoutJob } from '../../../jobs/campaigns.js';
 import { getFirmAgent } from '../agents/agents.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
@@ -153,12 +154,18 @@ export async function launchCampaign(
       launch_of: campaignId,
       created_at: launchedAt,
     });
+    // The launch's own fan-out job: a launch that claimed and died before its state change may
+    // have added it already (it then finishes that launch, or this one's add finds it).
+    const fanout = claimed
+      ? { campaignId, firm: campaign.firm, launch: String(launchedAt.getTime()) }
+      : ((await launchFanoutJob(db, campaignId, campaign.firm)) ?? { campaignId, firm: campaign.firm });
     campaign = await cleanupUnfinishedAdd(db, campaign);
     try {
-      // enqueueRun, not a plain add: an earlier launch answered 503 whose fan-out job reached
-      // Redis all the same left that job behind, finished ("not launched"), and BullMQ ignores an
-      // add of a job id it still keeps: this launch would be running with nothing to call.
-      await enqueueRun(services.queues, JOBS.campaignFanout, { campaignId, firm: campaign.firm });
+      // An earlier launch answered 503 whose fan-out job reached Redis all the same left that job
+      // behind, to end "not launched": this launch's job has an id of its own (the launch's time),
+      // so it is added even while that one still runs. enqueueRun, not a plain add: a job of this
+      // launch that failed for good is run again.
+      await enqueueRun(services.queues, JOBS.campaignFanout, fanout);
     } catch (err) {
       if (claimed) await campaignLaunchesCollection(db).deleteOne({ _id: launchClaimId(campaignId) });
       throw err;
@@ -166,6 +173,16 @@ export async function launchCampaign(
     const running = await markRunning(db, campaign, launchedAt);
     return { launched: true as const, calls_queued: running.calls_queued };
   });
+}
+
+/** The fan-out job of the campaign's launch (named by its claim's time); null before any launch. */
+export async function launchFanoutJob(
+  db: Db,
+  campaignId: string,
+  firm: string,
+): Promise<CampaignFanoutJob | null> {
+  const launch = await campaignLaunchesCollection(db).findOne({ _id: launchClaimId(campaignId) });
+  return launch === null ? null : { campaignId, firm, launch: String(launch.created_at.getTime()) };
 }
 
 /**
