@@ -55,16 +55,29 @@ async function launchAnswered503(firm: Firm, campaignId: string) {
   await cut;
 }
 
+/** A firm's draft campaign of two leads (phones from `first`). */
+async function draftOfTwo(first: number) {
+  const firm = await createFirm(stack);
+  const agentId = await createAgent(firm.client, firm.slug);
+  const phones = usPhones(2, first);
+  const created = await createCampaign(firm.client, {
+    firmSlug: firm.slug,
+    agentId,
+    leads: phones.map((phone) => ({ phone })),
+  });
+  return { firm, phones, created };
+}
+
+/** The campaign completes, each of its phones dialled once. */
+async function calledOnceEach(firm: Firm, campaignId: string, phones: string[]) {
+  const done = await waitForCampaign(firm.client, campaignId, (c) => c.status === 'completed');
+  expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
+  expect((await simulatorDials(stack, phones)).length).toBe(2);
+}
+
 describe('a launch answered 503 after its fan-out job reached Redis', () => {
   it('is launched by the retry, whose campaign calls its leads and completes', async () => {
-    const firm = await createFirm(stack);
-    const agentId = await createAgent(firm.client, firm.slug);
-    const phones = usPhones(2, 940);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId,
-      leads: phones.map((phone) => ({ phone })),
-    });
+    const { firm, phones, created } = await draftOfTwo(940);
     await launchAnswered503(firm, created.id);
 
     // That job ran: the launch withdrawn, it found nothing to launch.
@@ -77,20 +90,11 @@ describe('a launch answered 503 after its fan-out job reached Redis', () => {
 
     // The client's retry.
     expect(await launch(firm.client, created.id)).toBe(2);
-    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
-    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
-    expect((await simulatorDials(stack, phones)).length).toBe(2);
+    await calledOnceEach(firm, created.id, phones);
   }, 180_000);
 
   it('is launched by a retry made while that job is still running, to end "not launched"', async () => {
-    const firm = await createFirm(stack);
-    const agentId = await createAgent(firm.client, firm.slug);
-    const phones = usPhones(2, 950);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId,
-      leads: phones.map((phone) => ({ phone })),
-    });
+    const { firm, phones, created } = await draftOfTwo(950);
     // The left-behind job's end (its "not launched" outcome on its way to Redis) is held back:
     // the retry comes while it is still running.
     const ending = relay.holdRequest('not_launched');
@@ -101,9 +105,7 @@ describe('a launch answered 503 after its fan-out job reached Redis', () => {
 
     expect(await launch(firm.client, created.id)).toBe(2);
     ending.release();
-    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
-    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
-    expect((await simulatorDials(stack, phones)).length).toBe(2);
+    await calledOnceEach(firm, created.id, phones);
     const outcomes = await Promise.all((await fanoutJobs(created.id)).map((j) => j.returnvalue?.outcome));
     expect(outcomes.sort()).toEqual(['fanned_out', 'not_launched']);
   }, 180_000);

@@ -46,8 +46,9 @@ import { DELETED_REASON } from './cancel-runs.js';
 // delay). A retried job finds its step finished and only adds the next jobs again (BullMQ knows
 // them by id: nothing new). Every job parked for a run (a step's, a `wait_for`'s timeout) is added
 // under the run's lock while the run is under way: a cancel (cancel-runs.ts) takes the same lock,
-// so it either comes first, and nothing is added, or after, and removes what was. A run ends `completed` when its last open step finishes, or earlier
-// with `limited` (a bound), `failed` (an action failed for good) or `cancelled`.
+// so it either comes first, and nothing is added, or after, and removes what was. A run ends
+// `completed` when its last open step finishes, or earlier with `limited` (a bound), `failed` (an
+// action failed for good) or `cancelled`.
 
 export interface WaitResolutionDoc {
   _id: string;
@@ -133,12 +134,16 @@ export async function endRun(
   await services.redis.srem(redisKeys(services.config).workflowRunsActive(run.firm), run._id);
 }
 
-/** A finished step's next jobs added again (a retried job), under the run's lock, if the run is under way. */
+/** A finished step's next jobs added again (a retried job), if the run is under way; the caller holds the run's lock. */
+async function enqueueNextIfRunning(services: Services, step: WorkflowStepDoc): Promise<void> {
+  if (step.next.length > 0 && (await readRun(services, step.run_id))?.status === 'running')
+    await enqueueNext(services, step);
+}
+
+/** enqueueNextIfRunning, taking the run's lock. */
 async function enqueueNextAgain(services: Services, step: WorkflowStepDoc): Promise<void> {
   if (step.next.length === 0) return;
-  await withRunLock(services, step.run_id, async () => {
-    if ((await readRun(services, step.run_id))?.status === 'running') await enqueueNext(services, step);
-  });
+  await withRunLock(services, step.run_id, () => enqueueNextIfRunning(services, step));
 }
 
 /** A run whose every step has finished is completed. */
@@ -192,8 +197,7 @@ async function finishStep(
     const step = await stepsCollection(db).findOne({ _id: seen._id });
     if (step === null) throw new Error(`The workflow step ${seen._id} is missing.`);
     if (FINISHED_STEP.has(step.status)) {
-      if (step.next.length > 0 && (await readRun(services, step.run_id))?.status === 'running')
-        await enqueueNext(services, step);
+      await enqueueNextIfRunning(services, step);
       return step;
     }
     const node = version.graph.nodes.get(step.node_id);
