@@ -3,6 +3,7 @@
 // parked jobs and is dialled after the resume; cancelled, the call ends undialled
 // (dial_blocked: campaign_cancelled) and its lead settles. Before, such a call was dialled whenever
 // its job ran: a moment after the answer, or hours later when the dial gate had deferred it.
+// Such a call places no lead: calls_placed counts the leads dialled, not the calls created.
 // The calls queue is held here (BullMQ's queue pause) so that the call exists undialled for as
 // long as the test needs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,8 @@ describe('a campaign call not yet dialled', () => {
     await sleep(SIM_CALL_MS * 6);
     expect(await simulatorDials(stack, phones)).toEqual([]);
     expect((await campaignCalls(stack, id)).map((c) => c.status)).toEqual(['registered', 'registered']);
+    // Created, not dialled: no lead is placed yet.
+    expect(await getCampaign(firm.client, id)).toMatchObject({ status: 'paused', calls_placed: 0 });
     // Parked among the campaign's jobs: the resume wakes them.
     const lot = await stack.services.redis.zrange(redisKeys(stack.config).campaignParked(id), '0', '-1');
     expect(lot.sort()).toEqual(calls.map((c) => `calls\t${c._id}`).sort());
@@ -99,7 +102,11 @@ describe('a campaign call not yet dialled', () => {
     await sleep(SIM_CALL_MS * 4);
     expect(await simulatorDials(stack, phones)).toEqual([]);
     await eventually(async () =>
-      expect(await getCampaign(firm.client, id)).toMatchObject({ status: 'cancelled', calls_failed: 2 }),
+      expect(await getCampaign(firm.client, id)).toMatchObject({
+        status: 'cancelled',
+        calls_failed: 2,
+        calls_placed: 0,
+      }),
     );
     // Nothing of it waits for a dial slot or a resume.
     expect(await stack.services.redis.zcard(redisKeys(stack.config).dialWaiters(firm.slug))).toBe(0);
@@ -122,5 +129,7 @@ describe('a campaign call not yet dialled', () => {
     expect((await simulatorDials(stack, phones)).map((d) => d.to_number)).toEqual([phones[1]]);
     const shown = await getCampaign(firm.client, id);
     expect([done.calls_failed, shown.skipped_by_reason.dnc]).toEqual([1, 1]);
+    // The blocked lead was never dialled: skipped, not placed.
+    expect(done).toMatchObject({ calls_placed: 1, calls_completed: 1 });
   });
 });

@@ -17,6 +17,7 @@ import { findDncEntry } from '../compliance/dnc-store.js';
 import { noteCampaignDial } from '../campaigns/kill-switch.js';
 import { findCampaign } from '../campaigns/campaign-store.js';
 import { storableText } from '../../platform/text.js';
+import { countLeadDialled } from '../campaigns/campaign-progress.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -94,8 +95,8 @@ export async function placeOutboundCall(
   const call = await callsCollection(services.mongo.db).findOne({ _id: callId });
   if (call === null) return { outcome: 'missing' }; // the request that created it rolled back
   if (call.provider_call_id !== null) {
-    // A run that died after the dial: the campaign's window of dial attempts still gets it (once).
-    await noteCampaignDial(services, call);
+    // A run that died after the dial: the campaign still learns of it (once).
+    await campaignLearnsOfDial(services, call);
     return { outcome: 'already_placed' };
   }
   if (call.finished) return { outcome: 'already_finished' };
@@ -204,10 +205,18 @@ export async function placeOutboundCall(
     await markDialBlocked(services, call, { blocked: result.blocked, message: result.message ?? '' });
     return { outcome: 'blocked' };
   }
-  // A campaign's kill switch counts dial attempts by when they were placed (their failures, as
-  // they are learnt, count in place: kill-switch.ts).
-  await noteCampaignDial(services, call);
+  await campaignLearnsOfDial(services, call);
   return { outcome };
+}
+
+/**
+ * A campaign call was dialled (its provider call exists): its kill switch counts the dial attempt
+ * by when it was placed (its failure, as it is learnt, counts in place: kill-switch.ts), and its
+ * lead counts in `calls_placed`, once. A call created but never dialled (blocked, cancelled) is
+ * not placed.
+ */
+async function campaignLearnsOfDial(services: Services, call: CallDoc): Promise<void> {
+  await Promise.all([noteCampaignDial(services, call), countLeadDialled(services, call)]);
 }
 
 /** The dial gate blocked the call: it ends `error`, `dial_blocked`, the rule in dial_block_reason. */

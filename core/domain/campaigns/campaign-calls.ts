@@ -174,7 +174,6 @@ export async function runCampaignCall(
   // A repeated job (a fan-out resumed, a crash after the call was created) finds its call.
   const existing = await callsCollection(db).findOne({ _id: callId });
   if (existing !== null) {
-    await advanceLead(services, job.campaignId, job.phone, 'placed', true);
     if (existing.finished) {
       await releaseDialSlot(services, firm._id, callId);
       await settleCampaignCall(services, existing);
@@ -212,7 +211,8 @@ export async function runCampaignCall(
     }
     throw err;
   }
-  await advanceLead(services, job.campaignId, job.phone, 'placed', true);
+  // Its lead counts as placed once the call is dialled (call-dialing.ts), not before: the dial
+  // may still be blocked or the campaign cancelled first.
   return done('registered');
 }
 
@@ -272,12 +272,15 @@ export async function settleCampaignCall(services: Services, call: CallDoc): Pro
   if (blocked !== undefined && (SKIP_REASONS as readonly string[]).includes(blocked)) {
     await recordSkip(services, campaignId, phone, blocked as SkipReason);
   }
+  // A call ended before its dial (blocked, its campaign cancelled) placed nothing; an earlier
+  // attempt was dialled. (A dial the provider refused counts as placed: it was tried.)
+  const dialled = call.disconnection_reason !== 'dial_blocked' || attempt > 1;
   const { counts } = await advanceLead(
     services,
     campaignId,
     phone,
     callOutcome(call) === 'conversation' ? 'completed' : 'failed',
-    true,
+    dialled,
   );
   await completeIfSettled(services, campaignId, counts);
 }

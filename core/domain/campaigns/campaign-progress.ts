@@ -1,11 +1,13 @@
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
+import type { CallDoc } from '../calls/calls.js';
 
 // A running campaign's counters, kept in Redis because FerretDB loses concurrent $incs: a hash
 // of each lead's (distinct phone's) state and a hash of counts, moved together by one script,
 // so a repeated event (a retried job, a redelivered webhook) never counts twice. Counts are per
-// lead: calls_placed = leads called at least once; calls_completed = leads with whom a
+// lead: calls_placed = leads dialled at least once (counted at the dial, so a call created and
+// then blocked or cancelled before it is not); calls_completed = leads with whom a
 // conversation took place; calls_failed = leads that were never reached (not_connected or
 // voicemail after the last attempt, an error, or a call that could not be made). completed +
 // failed = settled leads.
@@ -52,6 +54,15 @@ export async function advanceLead(
     changed: reply[0] === 1,
     counts: { calls_placed: reply[1] ?? 0, calls_completed: reply[2] ?? 0, calls_failed: reply[3] ?? 0 },
   };
+}
+
+/** A campaign call was dialled: its lead is placed (counted once, whatever the attempt). */
+export async function countLeadDialled(
+  services: Services,
+  call: Pick<CallDoc, 'campaign_id' | 'to_number'>,
+): Promise<void> {
+  if (call.campaign_id === undefined || call.to_number === null) return;
+  await advanceLead(services, call.campaign_id, call.to_number, 'placed', true);
 }
 
 /** Where one lead stands: null before it is placed (or after its counters expired). */
