@@ -26,6 +26,7 @@ import { ApiClient } from '../test/helpers/client.js';
 import { atExit, deadline, freshEnvironment, rand, startStores, runScript } from './lib/stack.js';
 import { knob, loadAverage, loop, median, say, stackCpuSeconds } from './lib/measure.js';
 import { formatOps, opsPerCall } from './lib/ops.js';
+import { rebuildFirmAttempts } from '../core/domain/compliance/frequency.js';
 
 const CALLS = knob('BENCH_GATE_CALLS', 300, 1000);
 const ROUNDS = knob('BENCH_GATE_ROUNDS', 5, 20);
@@ -79,9 +80,10 @@ async function main(): Promise<void> {
     await admin.post('/api/firms', { slug, name: 'Bench', settings: { max_concurrent_calls: 1000 } }),
     'firm',
   );
-  // The firm's do-not-call index, as a worker builds it on the first request (dnc-index.ts):
-  // the steady state is measured, not its first seconds.
+  // The firm's do-not-call index and its dial attempts' mark, as a worker makes them on the first
+  // request (dnc-index.ts, frequency.ts): the steady state is measured, not its first seconds.
   await rebuildDncIndex(services, slug);
+  await rebuildFirmAttempts(services, slug);
   const agentId = ok(
     await admin.post('/api/v2/create-agent', {
       firmSlug: slug,

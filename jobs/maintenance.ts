@@ -71,4 +71,20 @@ export const maintenanceJobs = {
       backoff: { type: RETRY_AFTER, delay: 1000 },
     },
   }),
+  /**
+   * Puts a firm's dial attempts of the last 24 h back into Redis from its dial decisions and
+   * marks them complete (core/domain/compliance/frequency.ts); asked for by the dial gate when
+   * the mark is missing (Redis lost its data). One per firm at a time (its id).
+   */
+  rebuildDialAttempts: defineJob<{ firm: string }>({
+    queue: QUEUE.maintenance,
+    name: 'rebuild-dial-attempts',
+    id: ({ firm }) => jobId('dial-attempts', firm),
+    options: {
+      removeOnComplete: true,
+      removeOnFail: true,
+      attempts: 3,
+      backoff: { type: RETRY_AFTER, delay: 1000 },
+    },
+  }),
 };

@@ -37,6 +37,7 @@ import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { createApp, makeTenant, type Web } from '../lib/stack.js';
 import { bareInWebEnv, setUpBareInWeb, startBareHttp } from '../lib/bare-http.js';
+import { rebuildFirmAttempts } from '../../core/domain/compliance/frequency.js';
 
 export const createCall: Scenario = {
   name: 'create-call',
@@ -64,14 +65,14 @@ export const createCall: Scenario = {
       // The firm's do-not-call index, as a worker builds it when the first request asks for it
       // (core/domain/compliance/dnc-index.ts; no worker runs here): the steady state is measured,
       // where the gate's request step answers "not listed" from Redis without a database read.
-      await rebuildDncIndex(
-        {
-          config: { queuePrefix: app.prefix, redisCluster: false },
-          redis: app.redis,
-          mongo: { db: app.db },
-        } as unknown as Services,
-        tenant.slug,
-      );
+      // Its dial attempts marked complete too (frequency.ts), as the same first request asks.
+      const services = {
+        config: { queuePrefix: app.prefix, redisCluster: false },
+        redis: app.redis,
+        mongo: { db: app.db },
+      } as unknown as Services;
+      await rebuildDncIndex(services, tenant.slug);
+      await rebuildFirmAttempts(services, tenant.slug);
       bare = await startBareHttp(app, tenant);
       await setUpBareInWeb(inWeb.base, web, tenant);
       const firm = (await getFirm(app.db, tenant.slug))!;

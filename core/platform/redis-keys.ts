@@ -142,6 +142,15 @@ export class RedisKeys {
   }
 
   /**
+   * STRING: present while the firm's `dialAttempts` keys hold every attempt its dial decisions
+   * record (set by their rebuild after Redis lost its data: core/domain/compliance/frequency.ts).
+   * No expiry: it goes only with the data it vouches for.
+   */
+  dialAttemptsReady(firm: string): string {
+    return this.pacing(firm, 'attempts-ready');
+  }
+
+  /**
    * SET: the numbers of the firm's do-not-call list, a copy of its MongoDB key documents that
    * lets the request stage of the dial gate say "not listed" without a database read
    * (core/domain/compliance/dnc-index.ts). No expiry; numbers taken off leave when next seen.

@@ -9,6 +9,7 @@ import { addDncEntry } from '../../core/domain/compliance/dnc-store.js';
 import { indexListed } from '../../core/domain/compliance/dnc-index.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
 import { zonedTimeToUtc } from '../../core/platform/time-zone.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
 
 // The dial gate on a real stack with the platform's defaults (08:00-21:00 callee time, 3 dial
 // attempts per number per rolling 24 h, state rules on) and the gate's clock set to chosen
@@ -305,5 +306,60 @@ describe('frequency caps', () => {
     expect(dials).toHaveLength(4);
     expect(allowed.map((d) => d.call_id).sort()).toEqual(dials.map((d) => d.metadata.call_id).sort());
     expect(allowed.map((d) => d.attempts)).toEqual([1, 2, 3, 3]);
+  });
+
+  it('after Redis lost its data, the attempts are rebuilt from the dial decisions: a 4th attempt within 24 h is still deferred at its dial and refused at its request', async () => {
+    const start = nyAt(10 * 60);
+    clock.set(start);
+    const firm = await firmWithAgent();
+    const number = phone();
+    const body = { firmSlug: firm.slug, agentId: firm.agentId, toNumber: number };
+    for (let i = 0; i < 3; i++) {
+      const made = await firm.client.post('/api/v2/create-outbound-call', body);
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      await waitForCall(firm.client, made.body.call_id, (c) => c.status === 'ended');
+      clock.shift(60_000);
+    }
+    const scheduled = await firm.client.post('/api/v2/create-outbound-call', { ...body, when_allowed: true });
+    expect(scheduled.body.status).toBe('scheduled');
+    const dialled = (await decisionsOf(firm.slug, number)).filter((d) => d.stage === 'dial');
+    expect(dialled.map((d) => d.answer)).toEqual(['allow', 'allow', 'allow']);
+    const keys = redisKeys(stack.config);
+    /** What a Redis restarted without its data, or a new instance, holds of the firm: nothing. */
+    const loseRedisData = () =>
+      stack.services.redis.del(keys.dialAttempts(firm.slug, number), keys.dialAttemptsReady(firm.slug));
+
+    // The dial stage: a minute before the first attempt ages out, the scheduled call is deferred.
+    await loseRedisData();
+    clock.set(dialled[0]!.at.getTime() + 86_400_000 - 60_000);
+    await promoteDeferred(scheduled.body.call_id);
+    expect(await simulatorDials(stack, [number])).toHaveLength(3);
+    const deferral = (await decisionsOf(firm.slug, number)).at(-1)!;
+    expect([deferral.call_id, deferral.stage, deferral.answer, deferral.reason]).toEqual([
+      scheduled.body.call_id,
+      'dial',
+      'defer',
+      'frequency',
+    ]);
+
+    // The request stage: a direct call is refused, naming the rule.
+    await loseRedisData();
+    const again = await firm.client.post('/api/v2/create-outbound-call', body);
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
+    expect(again.body.error.details[0].message).toMatch(/^frequency: /);
+    expect(await simulatorDials(stack, [number])).toHaveLength(3);
+
+    // The firm's rebuild, asked for by the gate (at most every 5 s per process) and run by a
+    // worker, marks its attempts complete; each refused request meanwhile asks again.
+    await eventually(
+      async () => {
+        expect((await firm.client.post('/api/v2/create-outbound-call', body)).status).toBe(409);
+        expect(await stack.services.redis.exists(keys.dialAttemptsReady(firm.slug))).toBe(1);
+      },
+      30_000,
+      1000,
+    );
+    const members = await stack.services.redis.zrange(keys.dialAttempts(firm.slug, number), '0', '-1');
+    expect(members.sort()).toEqual(dialled.map((d) => d.call_id).sort());
   });
 });

@@ -12,6 +12,7 @@ import { rebuildDncIndex } from '../../core/domain/compliance/dnc-index.js';
 import { jobId } from '../../jobs/define.js';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
+import { rebuildFirmAttempts } from '../../core/domain/compliance/frequency.js';
 
 const SECRET = 'whsec_request_paths_test_secret';
 
@@ -44,10 +45,11 @@ async function mongoCommands(work: () => Promise<unknown>): Promise<string[]> {
 const rebuildJob = (slug: string) => stack.services.queues.maintenance.getJob(jobId('dnc-index', slug));
 
 describe('create-outbound-call', () => {
-  it('with the do-not-call index ready, a warm request inserts the call and reads nothing', async () => {
+  it('with the do-not-call index and the dial attempts ready, a warm request inserts the call and reads nothing', async () => {
     const firm = await createFirm(stack);
     const agentId = await createAgent(firm.client, firm.slug);
     await rebuildDncIndex(stack.services, firm.slug);
+    await rebuildFirmAttempts(stack.services, firm.slug);
     for (let i = 0; i < 2; i++) expect((await call(firm.client, firm.slug, agentId)).status).toBe(200);
     const commands = await mongoCommands(async () =>
       expect((await call(firm.client, firm.slug, agentId)).status).toBe(200),

@@ -52,6 +52,7 @@ describe('Redis Cluster keys', () => {
         keys.dialWaking(firm),
         keys.pacingFirms(firm),
         keys.dialAttempts(firm, '+13055550100'),
+        keys.dialAttemptsReady(firm),
         // request-peek.lua
         keys.dncIndexReady(firm),
         keys.dncListed(firm),
@@ -168,6 +169,7 @@ describe('every Lua script of the service', () => {
         keys.dialWaiters('f'),
         keys.pacingFirms('f'),
         keys.dialAttempts('f', '+13055550100'),
+        keys.dialAttemptsReady('f'),
       ],
       'core/domain/events/begin-delivery.lua': [keys.eventsDue('f', 'abc'), keys.webhookLane('we_1|abc')],
       'core/domain/events/listeners-end.lua': [
@@ -188,6 +190,7 @@ describe('every Lua script of the service', () => {
         keys.dncIndexReady('f'),
         keys.dncListed('f'),
         keys.dialAttempts('f', '+13055550100'),
+        keys.dialAttemptsReady('f'),
       ],
     };
     const scripts = await luaScripts();

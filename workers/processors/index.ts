@@ -7,6 +7,7 @@ import {
   pruneClioOAuthStates,
   pruneIdempotencyKeys,
   reapDialSlots,
+  rebuildDialAttempts,
   rebuildDncIndex,
   sweepLostCalls,
 } from './maintenance.js';
@@ -30,6 +31,7 @@ export const processors: ProcessorTable = {
   copyWebhookKeys,
   reapDialSlots,
   rebuildDncIndex,
+  rebuildDialAttempts,
   sweepLostCalls,
   campaignFanout,
   campaignCall,

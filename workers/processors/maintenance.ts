@@ -6,6 +6,7 @@ import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js
 import { rebuildDncIndex as rebuild } from '../../core/domain/compliance/dnc-index.js';
 import { publishEveryFirmsWebhookKeys } from '../../core/domain/firms/webhook-keys.js';
 import { sweepLostCalls as sweepLost } from '../../core/domain/calls/lost-calls.js';
+import { rebuildFirmAttempts } from '../../core/domain/compliance/frequency.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
 export const PRUNE_CLIO_OAUTH_STATES = JOBS.pruneClioOAuthStates.name;
@@ -43,3 +44,7 @@ export const pruneClioOAuthStates: JobProcessor<Record<string, never>> = async (
 /** Streams a firm's do-not-call list into its Redis index (core/domain/compliance/dnc-index.ts). */
 export const rebuildDncIndex: JobProcessor<{ firm: string }> = async (job, { services }) =>
   rebuild(services, job.data.firm);
+
+/** Puts a firm's dial attempts back into Redis from its decisions (core/domain/compliance/frequency.ts). */
+export const rebuildDialAttempts: JobProcessor<{ firm: string }> = async (job, { services }) =>
+  rebuildFirmAttempts(services, job.data.firm);

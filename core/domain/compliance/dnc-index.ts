@@ -5,7 +5,15 @@ import { loadRedisScript } from '../../platform/redis-script.js';
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import { dncCollection, findDncEntry, type DncEntry } from './dnc-store.js';
-import { DAY_MS, attemptCountOf, type AttemptCount } from './frequency.js';
+import {
+  DAY_MS,
+  askForAttemptsRebuild,
+  attemptCountOf,
+  peekAttempts,
+  rebuildNumberAttempts,
+  type AttemptCount,
+} from './frequency.js';
+import { askForRebuild } from './rebuild-asks.js';
 
 // The firm's do-not-call list in Redis (a SET of its numbers beside the MongoDB key documents),
 // so that the dial gate's request stage — create-outbound-call and each campaign call — can say
@@ -27,7 +35,7 @@ export const DNC_INDEX_TTL_S = 3600;
 const REBUILD_BATCH = 1000;
 
 const PEEK = loadRedisScript(new URL('./request-peek.lua', import.meta.url), {
-  keys: ['ready', 'listed', 'attempts'],
+  keys: ['ready', 'listed', 'attempts', 'attempts_ready'],
   args: ['phone', 'window_start'],
 });
 
@@ -37,8 +45,11 @@ export interface RequestPeek {
   seen: AttemptCount;
 }
 
-/** request-peek.lua's answer: the index is ready (1|0), the number is in it (1|0), its attempts. */
-export type IndexPeek = [ready: number, member: number, attempts: string[]];
+/**
+ * request-peek.lua's answer: the index is ready (1|0), the number is in it (1|0), its attempts,
+ * the firm's attempts are known to be complete (1|0).
+ */
+export type IndexPeek = [ready: number, member: number, attempts: string[], attemptsReady: number];
 
 /**
  * The request stage's one Redis step (request-peek.lua), nothing else: whether the firm's index
@@ -57,6 +68,7 @@ export function peekIndex(
       ready: keys.dncIndexReady(firm),
       listed: keys.dncListed(firm),
       attempts: keys.dialAttempts(firm, phone),
+      attempts_ready: keys.dialAttemptsReady(firm),
     },
     { phone, window_start: windowStart },
   ) as Promise<IndexPeek>;
@@ -75,8 +87,18 @@ export async function peekAtRequest(
   atMs: number,
 ): Promise<RequestPeek> {
   const keys = redisKeys(services.config);
-  const [ready, member, rows] = await peekIndex(services.redis, keys, firm, phone, atMs - DAY_MS);
-  const seen = attemptCountOf(rows, callId);
+  const [ready, member, rows, attemptsReady] = await peekIndex(
+    services.redis,
+    keys,
+    firm,
+    phone,
+    atMs - DAY_MS,
+  );
+  // Attempts Redis may have lost (frequency.ts): the number's are rebuilt from its records first.
+  const seen =
+    attemptsReady === 1
+      ? attemptCountOf(rows, callId)
+      : await rebuiltAttempts(services, firm, phone, callId, atMs);
   if (ready === 1 && member === 0) return { dnc: null, seen };
   const dnc = await findDncEntry(services.mongo.db, firm, phone);
   if (dnc === null && member === 1 && ready === 1) {
@@ -86,26 +108,26 @@ export async function peekAtRequest(
   return { dnc, seen };
 }
 
-/**
- * How long this process waits before asking again for a firm's rebuild it asked for: the job is
- * one per firm anyway (its id), so asking on every request while the index is being rebuilt
- * would only add a Redis round trip to each.
- */
-const REBUILD_ASKED_MS = 5_000;
-/** Firms (under their queue prefix) whose rebuild this process asked for, and when. */
-const rebuildAsked = new Map<string, number>();
+/** The number's attempts after its rebuild from its records; the firm's rebuild is asked for. */
+async function rebuiltAttempts(
+  services: Services,
+  firm: string,
+  phone: string,
+  callId: string,
+  atMs: number,
+): Promise<AttemptCount> {
+  await rebuildNumberAttempts(services, firm, phone, atMs);
+  askForAttemptsRebuild(services, firm);
+  return peekAttempts(services, firm, phone, callId, atMs);
+}
 
 function requestRebuild(services: Services, keys: RedisKeys, firm: string): void {
-  const key = keys.dncIndexReady(firm);
-  const now = Date.now();
-  const asked = rebuildAsked.get(key);
-  if (asked !== undefined && now - asked < REBUILD_ASKED_MS) return;
-  if (rebuildAsked.size >= 10_000) rebuildAsked.clear();
-  rebuildAsked.set(key, now);
-  enqueue(services.queues, JOBS.rebuildDncIndex, { firm }).catch((err: unknown) => {
-    rebuildAsked.delete(key);
-    services.log.warn({ err, firm }, 'could not ask for the do-not-call index rebuild');
-  });
+  askForRebuild(
+    services,
+    keys.dncIndexReady(firm),
+    () => enqueue(services.queues, JOBS.rebuildDncIndex, { firm }),
+    'the do-not-call index',
+  );
 }
 
 /** After numbers were added to the list in MongoDB: into the index (best effort, see above). */

@@ -2,17 +2,31 @@ import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 import { FIRST_IN_LINE_MS } from '../pacing/dial-slots.js';
+import { clock } from '../../platform/clock.js';
+import { enqueue } from '../../../jobs/define.js';
+import { JOBS } from '../../../jobs/table.js';
+import { dialDecisionsCollection } from './dial-decisions.js';
+import { askForRebuild } from './rebuild-asks.js';
 
 // Frequency caps: at most N dial attempts per number per firm per rolling 24 h, over campaigns,
 // retries and direct calls (docs/compliance.md#frequency-caps). A sorted set per firm + number
 // holds the attempts' call ids scored by when they were dialled (the gate's clock); the dial
 // stage counts an attempt in the same script that takes the firm's dial slot, so a call is
 // counted exactly when it is about to be dialled, once (a retried job finds its member).
+//
+// Redis can lose its data (a restart without persistence, a new instance, a flush): the counts
+// would then start again from nothing, and a number could be dialled up to the cap again within
+// its 24 h. Every dial attempt is also a `dial_decisions` record in MongoDB (stage `dial`, answer
+// `allow`, written before the dial), so the attempts are rebuilt from those: a firm's ready mark
+// (dialAttemptsReady, no expiry) goes with the data; without it the gate first rebuilds the
+// number's key from its records (one indexed read of the number's last 24 h), then counts, and
+// asks for the firm's rebuild (rebuildFirmAttempts), which sets the mark.
 
 export const DAY_MS = 86_400_000;
+const REBUILD_BATCH = 1000;
 
 const TAKE = loadRedisScript(new URL('./take-slot-and-attempt.lua', import.meta.url), {
-  keys: ['slots', 'waiters', 'firms', 'attempts'],
+  keys: ['slots', 'waiters', 'firms', 'attempts', 'ready'],
   args: [
     'member',
     'now',
@@ -25,6 +39,7 @@ const TAKE = loadRedisScript(new URL('./take-slot-and-attempt.lua', import.meta.
     'window_start',
     'cap',
     'ttl_ms',
+    'check_ready',
   ],
 });
 
@@ -86,16 +101,35 @@ export async function takeSlotAndAttempt(
     cap: number;
   },
 ): Promise<SlotAndAttempt> {
+  let reply = await take(services, input, true);
+  if (reply[0] === -2) {
+    // The firm's attempts are not known to be complete (Redis lost them): this number's first.
+    await rebuildNumberAttempts(services, input.firm, input.phone, input.atMs);
+    askForAttemptsRebuild(services, input.firm);
+    reply = await take(services, input, false);
+  }
+  const [kind, oldest, count] = reply;
+  if (kind === 1) return { kind: 'taken', count };
+  if (kind === 0) return { kind: 'no_slot', count };
+  return { kind: 'capped', count, oldestMs: Number(oldest) };
+}
+
+async function take(
+  services: Services,
+  input: Parameters<typeof takeSlotAndAttempt>[1],
+  checkReady: boolean,
+): Promise<[number, string | null, number]> {
   const keys = redisKeys(services.config);
   const now = Date.now();
   const max = input.max;
-  const [kind, oldest, count] = (await TAKE.run(
+  return (await TAKE.run(
     services.redis,
     {
       slots: keys.dialSlots(input.firm),
       waiters: keys.dialWaiters(input.firm),
       firms: keys.pacingFirms(input.firm),
       attempts: keys.dialAttempts(input.firm, input.phone),
+      ready: keys.dialAttemptsReady(input.firm),
     },
     {
       member: input.callId,
@@ -110,9 +144,86 @@ export async function takeSlotAndAttempt(
       window_start: input.atMs - DAY_MS,
       cap: input.cap,
       ttl_ms: DAY_MS,
+      check_ready: checkReady ? '1' : '0',
     },
   )) as [number, string | null, number];
-  if (kind === 1) return { kind: 'taken', count };
-  if (kind === 0) return { kind: 'no_slot', count };
-  return { kind: 'capped', count, oldestMs: Number(oldest) };
+}
+
+/** The dial attempts a firm's decisions record since `sinceMs` (stage `dial`, answer `allow`). */
+function recordedAttempts(services: Services, filter: { firm: string; phone?: string }, sinceMs: number) {
+  return dialDecisionsCollection(services.mongo.db)
+    .find(
+      { ...filter, at: { $gt: new Date(sinceMs) }, stage: 'dial', answer: 'allow' },
+      { projection: { phone: 1, call_id: 1, at: 1 } },
+    )
+    .batchSize(REBUILD_BATCH);
+}
+
+/**
+ * Adds attempts to a number's key: a member already there keeps the later of its two times
+ * (GT: a call dialled again later is scored by that dial, which its record does not hold).
+ */
+async function addAttempts(
+  services: Services,
+  firm: string,
+  phone: string,
+  attempts: ReadonlyArray<{ call_id: string; at: Date }>,
+): Promise<void> {
+  if (attempts.length === 0) return;
+  const key = redisKeys(services.config).dialAttempts(firm, phone);
+  const scored = attempts.flatMap((a) => [a.at.getTime(), a.call_id]);
+  await services.redis
+    .multi()
+    .zadd(key, 'GT', ...scored)
+    .pexpire(key, DAY_MS)
+    .exec();
+}
+
+/** Puts the number's recorded attempts of the 24 h before `atMs` back into its key. */
+export async function rebuildNumberAttempts(
+  services: Services,
+  firm: string,
+  phone: string,
+  atMs: number,
+): Promise<void> {
+  await addAttempts(
+    services,
+    firm,
+    phone,
+    await recordedAttempts(services, { firm, phone }, atMs - DAY_MS).toArray(),
+  );
+}
+
+/**
+ * Puts every attempt the firm's decisions record for the last 24 h back into Redis (one cursor
+ * over the firm's decisions of that day, by its index), then sets the firm's ready mark. Attempts
+ * counted meanwhile by the gate are in their keys already; what this adds only joins them.
+ */
+export async function rebuildFirmAttempts(services: Services, firm: string): Promise<{ attempts: number }> {
+  const byPhone = new Map<string, Array<{ call_id: string; at: Date }>>();
+  let attempts = 0;
+  const flush = async () => {
+    for (const [phone, list] of byPhone) await addAttempts(services, firm, phone, list);
+    byPhone.clear();
+  };
+  for await (const d of recordedAttempts(services, { firm }, clock.now() - DAY_MS)) {
+    const list = byPhone.get(d.phone) ?? [];
+    list.push({ call_id: d.call_id, at: d.at });
+    byPhone.set(d.phone, list);
+    attempts += 1;
+    if (attempts % REBUILD_BATCH === 0) await flush();
+  }
+  await flush();
+  await services.redis.set(redisKeys(services.config).dialAttemptsReady(firm), new Date().toISOString());
+  return { attempts };
+}
+
+/** Asks a worker for the firm's rebuild (rebuild-asks.ts: once in a while per process). */
+export function askForAttemptsRebuild(services: Services, firm: string): void {
+  askForRebuild(
+    services,
+    redisKeys(services.config).dialAttemptsReady(firm),
+    () => enqueue(services.queues, JOBS.rebuildDialAttempts, { firm }),
+    'the dial attempts',
+  );
 }
