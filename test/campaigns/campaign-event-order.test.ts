@@ -103,13 +103,20 @@ describe('campaign.launched comes first', () => {
     expect(bodies.map((b) => b.type)).toEqual(['campaign.launched', 'campaign.completed']);
     expect(bodies[0]!.data).toMatchObject({ id, status: 'running' });
     expect(bodies[1]!.data).toMatchObject({ id, status: 'completed', skipped_by_reason: { dnc: 2 } });
-    // The fan-out ran after: its launch recorded nothing new.
-    await eventually(async () => {
+    // The fan-out ran after: its launch recorded nothing new, and it added no call job for the
+    // leads the sweep had settled.
+    const fanout = await eventually(async () => {
       const fanouts = (await stack.services.queues.campaigns.getCompleted()).filter(
         (j) => j.name === JOBS.campaignFanout.name && j.data.campaignId === id,
       );
       expect(fanouts).toHaveLength(1);
+      return fanouts[0]!;
     }, 30_000);
+    expect(fanout.returnvalue).toMatchObject({ outcome: 'completed', added: 0 });
+    const callJobs = (
+      await stack.services.queues.campaigns.getJobs(['completed', 'waiting', 'prioritized', 'delayed'])
+    ).filter((j) => j.name === JOBS.campaignCall.name && j.data.campaignId === id);
+    expect(callJobs).toEqual([]);
     expect(receiver.accepted('/completed').map((r) => JSON.parse(r.body).type)).toEqual([
       'campaign.launched',
       'campaign.completed',

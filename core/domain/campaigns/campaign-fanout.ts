@@ -36,6 +36,8 @@ export async function fanOutCampaign(
   // campaign.launched: the launch enqueued this job before its state change, so every launch
   // runs it after the change; a retry of it records nothing new.
   await recordCampaignLaunched(services, campaign);
+  // Every lead settled before this job ran (a do-not-call sweep blocked them all): nothing to add.
+  if (campaign.status === 'completed') return { outcome: 'completed', added: 0 };
 
   const fanouts = campaignFanoutsCollection(db);
   const progress = await fanouts.findOne({ _id: campaignId });
