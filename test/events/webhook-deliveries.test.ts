@@ -683,6 +683,30 @@ describe('who an event is for', () => {
     expect(await stack.services.redis.get(version)).toBe(String(BigInt(before!) + 1n));
   });
 
+  it("an endpoint made after Redis lost the firm's listeners epoch gets the next event", async () => {
+    const firm = await createFirm(stack);
+    await endpoint('/epoch-other', ['lead.*'], firm.client, firm.slug);
+    // Nobody takes dnc.added: not fanned out; the process keeps the firm's listeners under the
+    // epoch of now.
+    expect(await fanoutJob(await listedEvent(firm, phone()))).toBeUndefined();
+    // Redis lost the epoch (a restart without persistence), then an endpoint taking it is made.
+    const epoch = redisKeys(stack.services.config).eventsListenersEpoch(firm.slug);
+    expect(await stack.services.redis.del(epoch)).toBe(1);
+    await endpoint('/epoch-taker', ['dnc.*'], firm.client, firm.slug);
+    const eventId = await listedEvent(firm, phone());
+    expect(await fanoutJob(eventId)).toBeDefined();
+    const [got] = await eventually(async () => {
+      const accepted = receiver.accepted('/epoch-taker');
+      expect(accepted).toHaveLength(1);
+      return accepted;
+    });
+    expect(got!.headers['webhook-id']).toBe(eventId);
+    // An earlier release's change (INCR) still works on it, during a rolling deploy.
+    const before = await stack.services.redis.get(epoch);
+    await stack.services.redis.incr(epoch);
+    expect(await stack.services.redis.get(epoch)).toBe(String(BigInt(before!) + 1n));
+  });
+
   it('an endpoint made while Redis lost the change of version reaches the events of a minute later', async () => {
     const firm = await createFirm(stack);
     await endpoint('/bound-first', ['dnc.added'], firm.client, firm.slug);

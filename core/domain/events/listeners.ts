@@ -5,6 +5,7 @@ import { loadRedisScript } from '../../platform/redis-script.js';
 import { listEndpoints, matchesFilter } from './endpoints.js';
 import { triggerIndex, triggerKeyOf } from '../workflows/versions.js';
 import { patternsMatching } from '../workflows/vocabulary.js';
+import { freshCacheVersion } from '../../platform/cache-version.js';
 
 // Who listens to a firm's events (docs/events.md#who-an-event-is-for): its enabled webhook
 // endpoints whose filter takes the type, its active workflows with a trigger on the type or its
@@ -24,8 +25,12 @@ import { patternsMatching } from '../workflows/vocabulary.js';
 //   none, the cache read under that epoch decides — any change that began later began after the
 //   event was stored, and an event stored before an endpoint existed is not sent to it (a replay
 //   sends it).
-// The cache also lapses after ROUTE_TTL_MS, so a process of the release before this one (which
-// changes listeners without the epoch) is followed within seconds during a rolling deploy.
+// The epoch is a fresh random value at each change (core/platform/cache-version.ts), not a
+// counter: after Redis lost its data a counter would start again at a value a process's cache was
+// made under, and that cache (nobody listening to a type) would pass for current while a new
+// endpoint missed events. The cache also lapses after ROUTE_TTL_MS, so a process of the release
+// before this one (which changes listeners without the epoch) is followed within seconds during a
+// rolling deploy.
 
 const CHANGE_LAPSE_MS = 30_000;
 const ROUTE_TTL_MS = 10_000;
@@ -36,7 +41,7 @@ const BEGIN = loadRedisScript(new URL('./listeners-begin.lua', import.meta.url),
 });
 const END = loadRedisScript(new URL('./listeners-end.lua', import.meta.url), {
   keys: ['changing', 'epoch'],
-  args: ['token'],
+  args: ['token', 'epoch'],
 });
 const READ = loadRedisScript(new URL('./listeners-read.lua', import.meta.url), {
   keys: ['changing', 'epoch'],
@@ -65,7 +70,7 @@ export async function changeListeners<T>(
     return await write();
   } finally {
     // Should Redis fail here, the mark lapses by itself: events are fanned out meanwhile.
-    await END.run(services.redis, keys, { token }).catch(() => undefined);
+    await END.run(services.redis, keys, { token, epoch: freshCacheVersion() }).catch(() => undefined);
   }
 }
 
