@@ -95,9 +95,18 @@ const CLIENT_ERRORS = new Map<string, ClientErrorAnswer>([
 /**
  * What Node's HTTP parser refuses before Koa sees it (a method that is not HTTP, oversized
  * headers, garbage) is answered in the error shape too; Node alone would answer it bare.
+ * The answer is written unless a response on the socket is being written (Node's own rule): on a
+ * keep-alive connection the earlier answers were written whole, so bytes already written say
+ * nothing (fetch and browsers reuse connections, and got a reset instead of the 501).
  */
 function answerClientError(err: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable || socket.bytesWritten > 0 || err.code === 'ECONNRESET') {
+  // The response Node is writing on this socket (null once finished), what Node's default reads:
+  // one begun and not yet ended would have this answer cut into it.
+  const inFlight = (
+    socket as Socket & { _httpMessage?: { headersSent: boolean; writableEnded: boolean } | null }
+  )._httpMessage;
+  const midAnswer = inFlight?.headersSent === true && !inFlight.writableEnded;
+  if (!socket.writable || midAnswer || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }

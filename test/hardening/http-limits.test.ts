@@ -49,6 +49,34 @@ describe('a method a route does not have is 405 with Allow (unknown too), never 
     });
   });
 
+  it('the same on a keep-alive connection that has already been answered (as fetch and browsers reuse them)', async () => {
+    const replies = await new Promise<string[]>((resolve, reject) => {
+      const socket = connect(stack.web.port, '127.0.0.1', () => {
+        socket.write(`GET /api/workflows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${firm.key}\r\n\r\n`);
+      });
+      let data = '';
+      let first: string | undefined;
+      socket.on('data', (c: Buffer) => {
+        data += c.toString('utf8');
+        if (first !== undefined) return;
+        // The first answer whole (its Content-Length read), then the unparseable request.
+        const headEnd = data.indexOf('\r\n\r\n');
+        const length = /\r\ncontent-length: (\d+)/i.exec(data)?.[1];
+        if (headEnd < 0 || length === undefined || data.length < headEnd + 4 + Number(length)) return;
+        first = data.slice(0, headEnd + 4 + Number(length));
+        data = data.slice(first.length);
+        socket.write('FROBNICATE /api/workflows HTTP/1.1\r\nHost: x\r\n\r\n');
+      });
+      socket.on('close', () => resolve([first ?? '', data]));
+      socket.on('error', reject);
+    });
+    expect(replies[0]).toMatch(/^HTTP\/1\.1 200 /);
+    expect(replies[1]).toMatch(/^HTTP\/1\.1 501 /);
+    expect(JSON.parse(replies[1]!.slice(replies[1]!.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { code: 'not_implemented', message: expect.any(String) },
+    });
+  });
+
   it('POST, PUT, PATCH, DELETE on /healthz: 405 method_not_allowed with Allow: GET, HEAD', async () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
       const res = await send(method, '/healthz');
