@@ -205,8 +205,13 @@ export function findCampaign(db: Db, id: string): Promise<CampaignDoc | null> {
   return campaignsCollection(db).findOne({ _id: id });
 }
 
-/** How long one writer may hold a campaign (an add of 5,000 leads takes a few seconds). */
-export const CAMPAIGN_LOCK_TTL_MS = 120_000;
+/**
+ * A campaign writer's lease: renewed every third of it while the writer works (an add of 5,000
+ * leads takes seconds, longer on a loaded store), so a live writer keeps the campaign however
+ * long it takes, and one that died (a crash mid-add) holds it no longer than this: a pause asked
+ * for then waits at most this long, not minutes.
+ */
+export const CAMPAIGN_LOCK_TTL_MS = 30_000;
 
 /**
  * Runs `fn` as the campaign's one writer: adds of leads, the launch, pause, resume, cancel and
@@ -223,6 +228,7 @@ export async function withCampaignLock<T>(
     return await withRecordLock(services.redis, redisKeys(services.config).campaignLock(campaignId), fn, {
       ttlMs: CAMPAIGN_LOCK_TTL_MS,
       waitMs,
+      renew: true,
     });
   } catch (err) {
     if (err instanceof RecordBusyError) {
