@@ -6,6 +6,7 @@ import { finishLaunch } from './campaigns.js';
 import { recordCampaignLaunched } from './record-campaign-events.js';
 import { campaignFanoutsCollection, completeIfSettled, findCampaign } from './campaign-store.js';
 import { phonePageCount, phonesFrom } from './campaign-phone-pages.js';
+import { queuedAtLaunch } from './campaign-destinations.js';
 import { updateById } from '../../platform/db/upsert.js';
 
 // The launch's fan-out, in a worker: the campaign's phone pages (campaign-phone-pages.ts), read
@@ -53,15 +54,19 @@ export async function fanOutCampaign(
       for (let i = 0; i < phones.length; i += chunkSize) {
         const chunk = phones.slice(i, i + chunkSize);
         // Each job's priority is its place in the campaign: jobs of several campaigns (and
-        // firms) interleave instead of one campaign's thousands going first.
-        await enqueueBulk(
-          services.queues,
-          JOBS.campaignCall,
-          chunk.map((phone, j) => ({
-            data: { campaignId, firm: campaign!.firm, phone, attempt: 1 } satisfies CampaignCallJob,
-            priority: Math.min(added + j + 1, MAX_PRIORITY),
-          })),
+        // firms) interleave instead of one campaign's thousands going first. Only the phones of
+        // the destinations the firm allowed at launch are queued: calls_queued counted those.
+        const jobs = chunk.flatMap((phone, j) =>
+          queuedAtLaunch(campaign!.launch_destinations, phone)
+            ? [
+                {
+                  data: { campaignId, firm: campaign!.firm, phone, attempt: 1 } satisfies CampaignCallJob,
+                  priority: Math.min(added + j + 1, MAX_PRIORITY),
+                },
+              ]
+            : [],
         );
+        if (jobs.length > 0) await enqueueBulk(services.queues, JOBS.campaignCall, jobs);
         added += chunk.length;
         checkpoint.note(added);
         chunks += 1;

@@ -24,6 +24,8 @@ import {
   type CampaignPhoneDoc,
 } from './campaign-store.js';
 import { newPhonePages } from './campaign-phone-pages.js';
+import { destinationKey, dialableLeadPhone } from './campaign-destinations.js';
+import { parseDialable } from '../contact-points/phones.js';
 import { leadCreatedEventId, recordLeadsCreated } from '../leads/record-lead-events.js';
 import { eventsCollection } from '../events/record-event.js';
 
@@ -146,6 +148,23 @@ function callablePhone(firm: FirmDoc, lead: Pick<LeadDoc, 'phone' | 'do_not_call
   return allowedDestination(firm, lead.phone)?.e164 ?? null;
 }
 
+/** The campaign's phones by destination, with the phones this add claimed. */
+function countedByDestination(
+  before: Readonly<Record<string, number>>,
+  phones: ReadonlyMap<string, CampaignPhoneDoc>,
+  claimed: ReadonlySet<string>,
+): Record<string, number> {
+  const counts = { ...before };
+  for (const doc of phones.values()) {
+    if (!claimed.has(doc._id)) continue;
+    const dialable = parseDialable(doc.phone);
+    if (dialable === null) continue;
+    const key = destinationKey(dialable);
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
 /** A lead the campaign would call but does not: it skips known clients and this is one. */
 function skippedAsClient(campaign: CampaignDoc, prepared: PreparedLeads, lead: LeadDoc): boolean {
   if (campaign.skip_known_clients !== true) return false;
@@ -236,14 +255,22 @@ export async function writeCampaignLeads(
       }));
       const joined = await claimMany(campaignLeadsCollection(db), members);
 
-      // One campaign phone per distinct callable phone among the leads that joined now; a known
-      // client is not called when the campaign skips them (counted instead).
+      // One campaign phone per distinct phone among the leads that joined now: every number the
+      // service may dial, counted by destination, so the launch queues those the firm allows
+      // then (a campaign made before the count was kept: those callable now). A known client is
+      // not called when the campaign skips them (counted instead, when callable now).
+      const byDestination = campaign.callable_by_destination;
       const phones = new Map<string, CampaignPhoneDoc>();
       let skipped = 0;
       leads.forEach((lead, i) => {
-        const phone = joined.has(members[i]!._id) ? callablePhone(firm, lead) : null;
+        const member = joined.has(members[i]!._id);
+        const phone = !member
+          ? null
+          : byDestination === undefined
+            ? callablePhone(firm, lead)
+            : (dialableLeadPhone(lead)?.e164 ?? null);
         if (phone !== null && skippedAsClient(campaign, prepared, lead)) {
-          skipped += 1;
+          if (byDestination === undefined || callablePhone(firm, lead) !== null) skipped += 1;
           return;
         }
         if (phone === null || phones.has(phone)) return;
@@ -275,12 +302,15 @@ export async function writeCampaignLeads(
 
       const leadsAdded = joined.size;
       const callableAdded = added.size;
+      const destinations =
+        byDestination === undefined ? undefined : countedByDestination(byDestination, phones, added);
       await campaignsCollection(db).updateOne(
         { _id: campaignId },
         {
           $set: {
             leads_total: campaign.leads_total + leadsAdded,
             callable: campaign.callable + callableAdded,
+            ...(destinations === undefined ? {} : { callable_by_destination: destinations }),
             ...(paged ? { phone_pages: (campaign.phone_pages ?? 0) + pages.length } : {}),
             known_clients_skipped: (campaign.known_clients_skipped ?? 0) + skipped,
             open_batch: null,

@@ -14,6 +14,7 @@ import {
 } from './campaign-progress.js';
 import type { CampaignPurpose, Consent } from '../compliance/consent.js';
 import type { RetryableOutcome } from './campaign-retry.js';
+import type { LaunchDestinations } from './campaign-destinations.js';
 import { recordCampaignCompleted } from './record-campaign-events.js';
 
 // What a campaign is made of, in MongoDB, and how its writers take turns. Nothing here grows
@@ -38,8 +39,19 @@ export interface CampaignDoc {
   retry_on?: RetryableOutcome[];
   /** Leads in the campaign (each lead once). */
   leads_total: number;
-  /** Distinct callable phones added so far: calls_queued when it launches. */
+  /**
+   * Distinct phones added so far (each a page position). Without callable_by_destination (a
+   * campaign made before it was kept): the phones callable when they joined, calls_queued at launch.
+   */
   callable: number;
+  /**
+   * The same phones counted by destination (campaign-destinations.ts: the country, `:costly` for a
+   * premium-rate or shared-cost number), every phone the service may dial somewhere: the launch
+   * queues those of the destinations the firm allows when it launches.
+   */
+  callable_by_destination?: Record<string, number>;
+  /** Set at launch with callable_by_destination: the destinations allowed then, which the fan-out queues. */
+  launch_destinations?: LaunchDestinations;
   /**
    * Pages of phones written so far (CampaignPhonePageDoc `<campaign>#0` …). Absent on campaigns
    * whose phones were added before pages were kept: their fan-out pages the claims once.

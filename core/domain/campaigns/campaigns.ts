@@ -12,6 +12,7 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import type { RetryableOutcome } from './campaign-retry.js';
 import { resetKillWindows } from './kill-switch-windows.js';
+import { countAllowed, launchDestinations } from './campaign-destinations.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -65,6 +66,7 @@ export async function createCampaign(
     ...(input.retry_on === undefined ? {} : { retry_on: [...new Set(input.retry_on)] }),
     leads_total: 0,
     callable: 0,
+    callable_by_destination: {},
     phone_pages: 0,
     skip_known_clients: skipKnownClients,
     known_clients_skipped: 0,
@@ -118,12 +120,21 @@ const alreadyLaunched = (campaign: CampaignDoc) =>
     `The campaign was launched already (it is ${campaign.status}); a campaign is launched once.`,
   );
 
-/** The state change of a launch, as the campaign's writer: running, with its calls_queued. */
+/**
+ * The state change of a launch, as the campaign's writer: running, with its calls_queued — the
+ * phones of the destinations the firm allows now (campaign-destinations.ts), kept for the fan-out.
+ */
 async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Promise<CampaignDoc> {
+  const firm = campaign.callable_by_destination === undefined ? null : await getFirm(db, campaign.firm);
+  const allowed = firm === null ? undefined : launchDestinations(firm);
   const changes = {
     status: 'running' as const,
     launched_at: launchedAt,
-    calls_queued: campaign.callable,
+    calls_queued:
+      allowed === undefined
+        ? campaign.callable
+        : countAllowed(campaign.callable_by_destination, campaign.callable, allowed),
+    ...(allowed === undefined ? {} : { launch_destinations: allowed }),
     updated_at: new Date(),
   };
   await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: changes });

@@ -19,6 +19,7 @@ import {
   type CampaignPhoneDoc,
 } from '../campaigns/campaign-store.js';
 import { phonesFrom } from '../campaigns/campaign-phone-pages.js';
+import { queuedAtLaunch } from '../campaigns/campaign-destinations.js';
 import { leadState, readCounts } from '../campaigns/campaign-progress.js';
 import { settleRefusedLead } from '../campaigns/campaign-calls.js';
 import { decideAtRequest } from './dial-gate.js';
@@ -94,7 +95,10 @@ export interface SweepResult {
   in_flight: number;
 }
 
-type SweptCampaign = Pick<CampaignDoc, '_id' | 'phone_pages' | 'purpose' | 'status' | 'retry_on'>;
+type SweptCampaign = Pick<
+  CampaignDoc,
+  '_id' | 'phone_pages' | 'purpose' | 'status' | 'retry_on' | 'launch_destinations'
+>;
 
 /** The campaign phones of `campaign` among `phones`: by page when that is fewer reads. */
 async function phonesHeld(
@@ -116,7 +120,10 @@ async function phonesHeld(
   const docs = await inSlices(candidates, (phone) =>
     campaignPhonesCollection(db).findOne({ _id: campaignPhoneId(campaign._id, phone) }),
   );
-  return docs.filter((doc): doc is CampaignPhoneDoc => doc !== null);
+  // A phone of a destination the launch did not allow was never queued: it has no call to block.
+  return docs.filter(
+    (doc): doc is CampaignPhoneDoc => doc !== null && queuedAtLaunch(campaign.launch_destinations, doc.phone),
+  );
 }
 
 /**
@@ -199,7 +206,7 @@ export async function sweepQueuedCalls(services: Services, job: DncSweepJob): Pr
   const campaigns = await campaignsCollection(db)
     .find(
       { firm: firm._id, status: { $in: ['running', 'paused'] } },
-      { projection: { _id: 1, phone_pages: 1, purpose: 1, status: 1, retry_on: 1 } },
+      { projection: { _id: 1, phone_pages: 1, purpose: 1, status: 1, retry_on: 1, launch_destinations: 1 } },
     )
     .toArray();
   for (const campaign of campaigns) {

@@ -1,0 +1,122 @@
+// A launch counts and calls the leads that are callable when it launches: a firm's
+// allowed_call_countries changed while the campaign was a draft (narrowed by its own token,
+// widened by the platform) decide calls_queued, and exactly that many calls are created; a
+// phone the launch left out is not touched by a later do-not-call addition either.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clock } from '../../core/platform/clock.js';
+import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
+import { campaignCallId } from '../../core/domain/campaigns/campaign-store.js';
+import { JOBS } from '../../jobs/table.js';
+import { eventually } from '../helpers/eventually.js';
+import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import {
+  campaignCalls,
+  createAgent,
+  createCampaign,
+  getCampaign,
+  launch,
+  waitForCampaign,
+} from './support.js';
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: true });
+});
+afterAll(async () => {
+  clock.reset();
+  await stack?.stop();
+});
+
+const US = '+12125550101';
+const CA = '+14165550123';
+const GB = '+442071234567';
+
+describe('allowed_call_countries changed between the campaign’s creation and its launch', () => {
+  it('narrowed (CA taken out): calls_queued leaves the CA lead out and one call is created', async () => {
+    const firm = await createFirm(stack); // US and CA by default
+    const agent = await createAgent(firm.client, firm.slug);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: agent,
+      leads: [{ phone: US }, { phone: CA }],
+    });
+    const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: ['US'] },
+    });
+    expect(narrowed.status, narrowed.text).toBe(200);
+
+    expect(await launch(firm.client, created.id)).toBe(1);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 1, calls_placed: 1, calls_completed: 1 });
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number)).toEqual([US]);
+  });
+
+  it('widened (GB added by the platform): calls_queued counts the GB lead and it is called', async () => {
+    const firm = await createFirm(stack); // US and CA by default
+    const agent = await createAgent(firm.client, firm.slug);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: agent,
+      leads: [{ phone: US }, { phone: GB }],
+    });
+    const widened = await stack.admin.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: ['US', 'CA', 'GB'] },
+    });
+    expect(widened.status, widened.text).toBe(200);
+
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([US, GB].sort());
+  });
+});
+
+describe('a do-not-call addition after such a launch', () => {
+  it('blocks the queued call of the counted phone only: the phone left out stays out of the counts', async () => {
+    // The service's clock stands at 06:00 UTC today and the firm calls 09:00–11:00 UTC: the
+    // queued call waits (delayed) while the numbers are listed.
+    const sixAm = new Date(new Date().toISOString().slice(0, 10) + 'T06:00:00Z').getTime();
+    clock.set(sixAm);
+    try {
+      const firm = await createFirm(stack, {
+        timezone: 'UTC',
+        calling_window: { start: '09:00', end: '11:00', days: [1, 2, 3, 4, 5, 6, 7] },
+      });
+      const agent = await createAgent(firm.client, firm.slug);
+      const created = await createCampaign(firm.client, {
+        firmSlug: firm.slug,
+        agentId: agent,
+        leads: [{ phone: US }, { phone: CA }],
+      });
+      const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
+        settings: { allowed_call_countries: ['US'] },
+      });
+      expect(narrowed.status, narrowed.text).toBe(200);
+      expect(await launch(firm.client, created.id)).toBe(1);
+      const decisions = () => dialDecisionsCollection(stack.services.mongo.db);
+      await eventually(async () => {
+        expect(await decisions().countDocuments({ campaign_id: created.id, answer: 'defer' })).toBe(1);
+      }, 30_000);
+
+      const listed = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [US, CA] });
+      expect(listed.status, listed.text).toBe(200);
+      // The firm's sweep has run to its end (it records its blocks before it settles the leads).
+      await eventually(async () => {
+        const queue = stack.services.queues.campaigns;
+        const ofFirm = (jobs: Array<{ name: string; data: { firm?: string } } | undefined>) =>
+          jobs.filter((j) => j?.name === JOBS.dncSweep.name && j.data.firm === firm.slug);
+        expect(ofFirm(await queue.getJobs(['active', 'waiting', 'prioritized', 'delayed']))).toEqual([]);
+        expect(ofFirm(await queue.getCompleted()).length).toBeGreaterThanOrEqual(1);
+      }, 30_000);
+
+      const blocks = await decisions().find({ campaign_id: created.id, answer: 'block' }).toArray();
+      expect(blocks.map((d) => d.call_id)).toEqual([campaignCallId(created.id, US, 1)]);
+      const campaign = await getCampaign(firm.client, created.id);
+      expect(campaign).toMatchObject({ status: 'completed', calls_queued: 1, calls_failed: 1 });
+      expect(campaign.skipped_by_reason).toMatchObject({ dnc: 1, country: 0 });
+    } finally {
+      clock.reset();
+    }
+  });
+});
