@@ -42,6 +42,15 @@ export function countAllowed(
   return total;
 }
 
+/** Whether some phone counted by destination is of a destination `allowed` does not take. */
+export function leavesOut(
+  byDestination: Readonly<Record<string, number>> | undefined,
+  allowed: LaunchDestinations,
+): boolean {
+  if (byDestination === undefined) return false;
+  return Object.entries(byDestination).some(([key, count]) => count > 0 && !keyAllowed(key, allowed));
+}
+
 /** Whether the fan-out queues this phone: allowed at launch (always, for a launch that kept none). */
 export function queuedAtLaunch(allowed: LaunchDestinations | null | undefined, phone: string): boolean {
   if (allowed === undefined || allowed === null) return true;

@@ -12,7 +12,7 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import type { RetryableOutcome } from './campaign-retry.js';
 import { resetKillWindows } from './kill-switch-windows.js';
-import { countAllowed, launchDestinations } from './campaign-destinations.js';
+import { countAllowed, launchDestinations, leavesOut } from './campaign-destinations.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -134,7 +134,11 @@ async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Pro
       allowed === undefined
         ? campaign.callable
         : countAllowed(campaign.callable_by_destination, campaign.callable, allowed),
-    ...(allowed === undefined ? {} : { launch_destinations: allowed }),
+    // Kept only when it leaves some phone out: otherwise the fan-out queues every phone without
+    // parsing each one again (and the do-not-call sweep has nothing to pass over).
+    ...(allowed === undefined || !leavesOut(campaign.callable_by_destination, allowed)
+      ? {}
+      : { launch_destinations: allowed }),
     updated_at: new Date(),
   };
   await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: changes });

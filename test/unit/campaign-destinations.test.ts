@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import {
+  countAllowed,
+  leavesOut,
+  queuedAtLaunch,
+} from '../../core/domain/campaigns/campaign-destinations.js';
+
+// What a launch counts and queues (docs/campaigns.md#what-a-launch-counts): the phones of the
+// destinations the firm allows when it launches, counted from the campaign's count by destination.
+
+const US_CA = { countries: ['US', 'CA'], premium: false };
+const byDestination = { US: 3, CA: 2, GB: 1, 'US:costly': 1 };
+
+describe('a launch', () => {
+  it('counts the phones of the destinations allowed, a premium-rate one only when premium is allowed', () => {
+    expect(countAllowed(byDestination, 99, US_CA)).toBe(5);
+    expect(countAllowed(byDestination, 99, { countries: ['US'], premium: true })).toBe(4);
+    expect(countAllowed(byDestination, 99, { countries: ['US', 'CA', 'GB'], premium: true })).toBe(7);
+    // A campaign made before the count was kept: its own count.
+    expect(countAllowed(undefined, 99, US_CA)).toBe(99);
+  });
+
+  it('leaves phones out only when a counted destination is not allowed', () => {
+    expect(leavesOut(byDestination, US_CA)).toBe(true);
+    expect(leavesOut({ US: 3, CA: 2 }, US_CA)).toBe(false);
+    expect(leavesOut({ US: 3, GB: 0 }, US_CA)).toBe(false);
+    expect(leavesOut({ 'US:costly': 1 }, US_CA)).toBe(true);
+    expect(leavesOut(undefined, US_CA)).toBe(false);
+  });
+
+  it('queues a phone of an allowed destination, and every phone when it kept none', () => {
+    expect(queuedAtLaunch(US_CA, '+12125550101')).toBe(true);
+    expect(queuedAtLaunch(US_CA, '+14165550123')).toBe(true);
+    expect(queuedAtLaunch(US_CA, '+442071234567')).toBe(false);
+    expect(queuedAtLaunch(undefined, '+442071234567')).toBe(true);
+    expect(queuedAtLaunch(null, '+442071234567')).toBe(true);
+  });
+});
