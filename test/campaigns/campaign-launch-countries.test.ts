@@ -32,20 +32,34 @@ const US = '+12125550101';
 const CA = '+14165550123';
 const GB = '+442071234567';
 
+/**
+ * A draft campaign of one US lead and one lead of `other`, then the firm's countries changed
+ * (by `by`, to `countries`) before anything is launched.
+ */
+async function draftThenCountries(
+  other: string,
+  countries: string[],
+  by: 'firm' | 'platform',
+  settings: Record<string, unknown> = {},
+) {
+  const firm = await createFirm(stack, settings); // US and CA by default
+  const agent = await createAgent(firm.client, firm.slug);
+  const created = await createCampaign(firm.client, {
+    firmSlug: firm.slug,
+    agentId: agent,
+    leads: [{ phone: US }, { phone: other }],
+  });
+  const client = by === 'firm' ? firm.client : stack.admin;
+  const changed = await client.patch(`/api/firms/${firm.slug}`, {
+    settings: { allowed_call_countries: countries },
+  });
+  expect(changed.status, changed.text).toBe(200);
+  return { firm, created };
+}
+
 describe('allowed_call_countries changed between the campaign’s creation and its launch', () => {
   it('narrowed (CA taken out): calls_queued leaves the CA lead out and one call is created', async () => {
-    const firm = await createFirm(stack); // US and CA by default
-    const agent = await createAgent(firm.client, firm.slug);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId: agent,
-      leads: [{ phone: US }, { phone: CA }],
-    });
-    const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
-      settings: { allowed_call_countries: ['US'] },
-    });
-    expect(narrowed.status, narrowed.text).toBe(200);
-
+    const { firm, created } = await draftThenCountries(CA, ['US'], 'firm');
     expect(await launch(firm.client, created.id)).toBe(1);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 1, calls_placed: 1, calls_completed: 1 });
@@ -53,18 +67,7 @@ describe('allowed_call_countries changed between the campaign’s creation and i
   });
 
   it('widened (GB added by the platform): calls_queued counts the GB lead and it is called', async () => {
-    const firm = await createFirm(stack); // US and CA by default
-    const agent = await createAgent(firm.client, firm.slug);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId: agent,
-      leads: [{ phone: US }, { phone: GB }],
-    });
-    const widened = await stack.admin.patch(`/api/firms/${firm.slug}`, {
-      settings: { allowed_call_countries: ['US', 'CA', 'GB'] },
-    });
-    expect(widened.status, widened.text).toBe(200);
-
+    const { firm, created } = await draftThenCountries(GB, ['US', 'CA', 'GB'], 'platform');
     expect(await launch(firm.client, created.id)).toBe(2);
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
@@ -79,20 +82,10 @@ describe('a do-not-call addition after such a launch', () => {
     const sixAm = new Date(new Date().toISOString().slice(0, 10) + 'T06:00:00Z').getTime();
     clock.set(sixAm);
     try {
-      const firm = await createFirm(stack, {
+      const { firm, created } = await draftThenCountries(CA, ['US'], 'firm', {
         timezone: 'UTC',
         calling_window: { start: '09:00', end: '11:00', days: [1, 2, 3, 4, 5, 6, 7] },
       });
-      const agent = await createAgent(firm.client, firm.slug);
-      const created = await createCampaign(firm.client, {
-        firmSlug: firm.slug,
-        agentId: agent,
-        leads: [{ phone: US }, { phone: CA }],
-      });
-      const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
-        settings: { allowed_call_countries: ['US'] },
-      });
-      expect(narrowed.status, narrowed.text).toBe(200);
       expect(await launch(firm.client, created.id)).toBe(1);
       const decisions = () => dialDecisionsCollection(stack.services.mongo.db);
       await eventually(async () => {
