@@ -131,6 +131,9 @@ describe('availability', () => {
     // Found by the fuzzer: a date of the right shape that is no date at all was a 500.
     const zero = await availability(firm.client, { start: '0000-00-00', end: '0000-00-00' });
     expect(expectError(zero, 400, 'invalid_request').map((d) => d.path)).toEqual(['/start', '/end']);
+    // The last day of year 9999: the day after it, where its end is asked for, is no YYYY-MM-DD.
+    const last = await availability(firm.client, { start: '9999-12-31', end: '9999-12-31' });
+    expect(expectError(last, 400, 'invalid_request').map((d) => d.path)).toEqual(['/end']);
     expectError(await availability(firm.client, { timeZone: 'Mars/Olympus' }), 400, 'invalid_request');
     expectError(await availability(firm.client, { end: isoDate(slots[0]! - DAY) }), 400, 'invalid_request');
     expectError(await availability(other.client), 403, 'forbidden');

@@ -73,6 +73,12 @@ export function calcomOf(services: Services, booking: BookingProviderSettings): 
 
 const dayNumber = (date: string): number => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 
+/** The next day of a YYYY-MM-DD date (after 9999-12-31 no longer of that form). */
+const nextDate = (date: string): string =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+/** The last day an availability request may end on: the day after it is still YYYY-MM-DD. */
+const LAST_END = '9999-12-30';
+
 /** 400 naming each field that is not a real date, a time zone, or a range of 1 to MAX_DAYS days. */
 export function checkAvailabilityQuery(query: AvailabilityQuery): void {
   const problems: ErrorDetail[] = [];
@@ -90,6 +96,10 @@ export function checkAvailabilityQuery(query: AvailabilityQuery): void {
     if (days < 1) problems.push({ path: '/end', message: 'is before start' });
     else if (days > MAX_DAYS)
       problems.push({ path: '/end', message: `is more than ${MAX_DAYS} days after start` });
+    // The end is asked for as the start of the next day (utcBoundsOf): after 9999-12-31 there is
+    // no YYYY-MM-DD day, and computing one was a 500.
+    else if (!DATE.test(nextDate(query.end)))
+      problems.push({ path: '/end', message: `is after ${LAST_END}, the last day that can be asked for` });
   }
   if (problems.length > 0) throw invalidRequest('The availability query is not valid.', problems);
 }
@@ -112,10 +122,6 @@ export function providerFailure(err: unknown): AppError {
   }
   throw err;
 }
-
-/** The next day of a YYYY-MM-DD date. */
-const nextDate = (date: string): string =>
-  new Date(Date.parse(`${date}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
 
 /** Cal.com's text for an instant: UTC, whole seconds. */
 const calInstant = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
