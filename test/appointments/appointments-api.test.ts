@@ -489,6 +489,12 @@ describe('agent tools (Retell custom functions)', () => {
       '/args/email',
     ]);
     expectError(await tool('delete_everything', {}, 'c5'), 400, 'invalid_request');
+    // A day so far ahead that the week from it runs past 9999-12-30 names the argument, not a
+    // field of the availability query the tool makes of it.
+    for (const date of ['9999-12-28', '9999-12-31']) {
+      const far = await tool('check_availability', { date }, 'c6');
+      expect(expectError(far, 400, 'invalid_request').map((d) => d.path)).toEqual(['/args/date']);
+    }
     // No call object: with "Payload: args only" that is the args, and nothing says which call it
     // is from. A 400 would be silence on the line: the agent gets words to say instead
     // (test/appointments/agent-tools-payload.test.ts).

@@ -2,7 +2,7 @@ import { AppError, invalidRequest, type ErrorDetail } from '../../platform/error
 import { isTimeZone } from '../../platform/time-zone.js';
 import type { Services } from '../../wiring/services.js';
 import type { FirmDoc } from '../firms/firms.js';
-import { daysFrom, daysFromDate, freeSlots } from './availability.js';
+import { daysFrom, daysFromDate, freeSlots, isAskableEnd } from './availability.js';
 import { toE164 } from '../contact-points/phones.js';
 import { bookInConversation, type ConversationOutcome } from './conversation-booking.js';
 
@@ -132,6 +132,11 @@ export async function runTool(services: Services, firm: FirmDoc, tool: ToolCall)
         ]);
       const today = daysFrom(Date.now(), 1, timeZone).start;
       fromDate = date > today ? date : undefined;
+      // The week looked at from that day must end on a day Cal.com can be asked for.
+      if (fromDate !== undefined && !isAskableEnd(daysFromDate(fromDate, LOOKAHEAD_DAYS, timeZone).end))
+        throw invalidRequest('args.date is too far ahead.', [
+          { path: '/args/date', message: 'is too far ahead: the week from it must end by 9999-12-30' },
+        ]);
     }
     const slots = await offerSlots(services, firm, timeZone, fromDate);
     return {

@@ -79,6 +79,9 @@ const nextDate = (date: string): string =>
 /** The last day an availability request may end on: the day after it is still YYYY-MM-DD. */
 const LAST_END = '9999-12-30';
 
+/** True for a YYYY-MM-DD day an availability request may end on (LAST_END at the latest). */
+export const isAskableEnd = (date: string): boolean => DATE.test(date) && date <= LAST_END;
+
 /** 400 naming each field that is not a real date, a time zone, or a range of 1 to MAX_DAYS days. */
 export function checkAvailabilityQuery(query: AvailabilityQuery): void {
   const problems: ErrorDetail[] = [];
@@ -98,7 +101,7 @@ export function checkAvailabilityQuery(query: AvailabilityQuery): void {
       problems.push({ path: '/end', message: `is more than ${MAX_DAYS} days after start` });
     // The end is asked for as the start of the next day (utcBoundsOf): after 9999-12-31 there is
     // no YYYY-MM-DD day, and computing one was a 500.
-    else if (!DATE.test(nextDate(query.end)))
+    else if (!isAskableEnd(query.end))
       problems.push({ path: '/end', message: `is after ${LAST_END}, the last day that can be asked for` });
   }
   if (problems.length > 0) throw invalidRequest('The availability query is not valid.', problems);
