@@ -100,6 +100,11 @@ function toAppError(err: unknown, clientGone = false): AppError {
       return payloadTooLarge();
     }
     if (status === 400 && (e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? ''))) {
+      // The parser takes an object or an array only: a string, a number or null is JSON, but
+      // not a request body, and saying "not valid JSON" of it misleads.
+      if (/only supports object and array/.test(e.message ?? '')) {
+        return invalidRequest('The request body must be a JSON object.');
+      }
       return invalidRequest('The request body is not valid JSON.');
     }
     const code = CODE_BY_STATUS[status] ?? 'invalid_request';

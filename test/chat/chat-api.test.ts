@@ -178,6 +178,18 @@ describe('validation', () => {
       headers: { 'Content-Type': 'application/json' },
     });
     expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toBe('The request body is not valid JSON.');
+  });
+
+  it('rejects a JSON body that is not an object, saying so', async () => {
+    for (const rawBody of ['"hello"', 'null', '42']) {
+      const res = await a.client.request('POST', '/api/v2/chat-completion', {
+        rawBody,
+        headers: { 'Content-Type': 'application/json' },
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message, rawBody).toBe('The request body must be a JSON object.');
+    }
   });
 });
 
