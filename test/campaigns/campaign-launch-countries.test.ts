@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
-import { campaignCallId } from '../../core/domain/campaigns/campaign-store.js';
+import { campaignCallId, campaignsCollection } from '../../core/domain/campaigns/campaign-store.js';
 import { JOBS } from '../../jobs/table.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
@@ -72,6 +72,30 @@ describe('allowed_call_countries changed between the campaign’s creation and i
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
     expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([US, GB].sort());
+  });
+});
+
+describe('a rolling deploy: leads added by the release before this one', () => {
+  it('a launch counts the phones an older release added (which kept no count by destination)', async () => {
+    const firm = await createFirm(stack); // US and CA by default
+    const agent = await createAgent(firm.client, firm.slug);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: agent,
+      leads: [{ phone: US }, { phone: CA }],
+    });
+    // What the campaign holds when this release made it (an empty count by destination) and the
+    // release before added its leads: their phones, pages and `callable`, and no count by
+    // destination (that release does not know the field and leaves it as it was).
+    await campaignsCollection(stack.services.mongo.db).updateOne(
+      { _id: created.id },
+      { $set: { callable_by_destination: {} } },
+    );
+
+    expect(await launch(firm.client, created.id)).toBe(2);
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([US, CA].sort());
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  completeCount,
   countAllowed,
   leavesOut,
   queuedAtLaunch,
@@ -34,5 +35,14 @@ describe('a launch', () => {
     expect(queuedAtLaunch(US_CA, '+442071234567')).toBe(false);
     expect(queuedAtLaunch(undefined, '+442071234567')).toBe(true);
     expect(queuedAtLaunch(null, '+442071234567')).toBe(true);
+  });
+
+  it('uses its count by destination only when the count holds every phone of the campaign', () => {
+    expect(completeCount(byDestination, 7)).toBe(byDestination);
+    // Phones an older release added (a rolling deploy): in `callable`, not in the count.
+    expect(completeCount(byDestination, 10)).toBeUndefined();
+    expect(completeCount({}, 2)).toBeUndefined();
+    expect(completeCount({}, 0)).toEqual({});
+    expect(completeCount(undefined, 2)).toBeUndefined();
   });
 });

@@ -30,6 +30,22 @@ function keyAllowed(key: string, allowed: LaunchDestinations): boolean {
   return allowed.countries.includes(country!) && (costly === undefined || allowed.premium);
 }
 
+/**
+ * The campaign's count by destination when it holds every phone of the campaign (`callable`), else
+ * undefined: a campaign made before the count was kept, or one whose leads a release before it
+ * added during a rolling deploy (that release adds to `callable` and its pages, not to the count).
+ * Without it the launch queues every phone, as before the count was kept, and counts them all.
+ */
+export function completeCount(
+  byDestination: Readonly<Record<string, number>> | undefined,
+  callable: number,
+): Readonly<Record<string, number>> | undefined {
+  if (byDestination === undefined) return undefined;
+  let total = 0;
+  for (const count of Object.values(byDestination)) total += count;
+  return total === callable ? byDestination : undefined;
+}
+
 /** The phones a launch queues: those of the destinations allowed (every phone kept, for older campaigns). */
 export function countAllowed(
   byDestination: Readonly<Record<string, number>> | undefined,

@@ -12,7 +12,7 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import type { RetryableOutcome } from './campaign-retry.js';
 import { resetKillWindows } from './kill-switch-windows.js';
-import { countAllowed, launchDestinations, leavesOut } from './campaign-destinations.js';
+import { completeCount, countAllowed, launchDestinations, leavesOut } from './campaign-destinations.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -125,20 +125,18 @@ const alreadyLaunched = (campaign: CampaignDoc) =>
  * phones of the destinations the firm allows now (campaign-destinations.ts), kept for the fan-out.
  */
 async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Promise<CampaignDoc> {
-  const firm = campaign.callable_by_destination === undefined ? null : await getFirm(db, campaign.firm);
+  // Only a count that holds every phone decides (an older release's add kept none for its own).
+  const byDestination = completeCount(campaign.callable_by_destination, campaign.callable);
+  const firm = byDestination === undefined ? null : await getFirm(db, campaign.firm);
   const allowed = firm === null ? undefined : launchDestinations(firm);
   const changes = {
     status: 'running' as const,
     launched_at: launchedAt,
     calls_queued:
-      allowed === undefined
-        ? campaign.callable
-        : countAllowed(campaign.callable_by_destination, campaign.callable, allowed),
+      allowed === undefined ? campaign.callable : countAllowed(byDestination, campaign.callable, allowed),
     // Kept only when it leaves some phone out: otherwise the fan-out queues every phone without
     // parsing each one again (and the do-not-call sweep has nothing to pass over).
-    ...(allowed === undefined || !leavesOut(campaign.callable_by_destination, allowed)
-      ? {}
-      : { launch_destinations: allowed }),
+    ...(allowed === undefined || !leavesOut(byDestination, allowed) ? {} : { launch_destinations: allowed }),
     updated_at: new Date(),
   };
   await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: changes });
