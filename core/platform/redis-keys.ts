@@ -151,6 +151,14 @@ export class RedisKeys {
   }
 
   /**
+   * STRING: the token of the firm's rebuild of its dial attempts under way (expires after an
+   * hour): the rebuild sets the ready mark only if it is still there (Redis kept its data).
+   */
+  dialAttemptsRebuilding(firm: string): string {
+    return this.pacing(firm, 'attempts-rebuilding');
+  }
+
+  /**
    * SET: the numbers of the firm's do-not-call list, a copy of its MongoDB key documents that
    * lets the request stage of the dial gate say "not listed" without a database read
    * (core/domain/compliance/dnc-index.ts). No expiry; numbers taken off leave when next seen.

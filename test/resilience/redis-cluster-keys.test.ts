@@ -53,6 +53,8 @@ describe('Redis Cluster keys', () => {
         keys.pacingFirms(firm),
         keys.dialAttempts(firm, '+13055550100'),
         keys.dialAttemptsReady(firm),
+        // attempts-rebuilt.lua
+        keys.dialAttemptsRebuilding(firm),
         // request-peek.lua
         keys.dncIndexReady(firm),
         keys.dncListed(firm),
@@ -170,6 +172,10 @@ describe('every Lua script of the service', () => {
         keys.pacingFirms('f'),
         keys.dialAttempts('f', '+13055550100'),
         keys.dialAttemptsReady('f'),
+      ],
+      'core/domain/compliance/attempts-rebuilt.lua': [
+        keys.dialAttemptsReady('f'),
+        keys.dialAttemptsRebuilding('f'),
       ],
       'core/domain/events/begin-delivery.lua': [keys.eventsDue('f', 'abc'), keys.webhookLane('we_1|abc')],
       'core/domain/events/listeners-end.lua': [

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
@@ -24,6 +25,8 @@ import { askForRebuild } from './rebuild-asks.js';
 
 export const DAY_MS = 86_400_000;
 const REBUILD_BATCH = 1000;
+/** How long a rebuild's token lasts: a rebuild that runs longer does not mark, and runs again. */
+const REBUILDING_TTL_MS = 3_600_000;
 
 const TAKE = loadRedisScript(new URL('./take-slot-and-attempt.lua', import.meta.url), {
   keys: ['slots', 'waiters', 'firms', 'attempts', 'ready'],
@@ -41,6 +44,11 @@ const TAKE = loadRedisScript(new URL('./take-slot-and-attempt.lua', import.meta.
     'ttl_ms',
     'check_ready',
   ],
+});
+
+const REBUILT = loadRedisScript(new URL('./attempts-rebuilt.lua', import.meta.url), {
+  keys: ['ready', 'rebuilding'],
+  args: ['token', 'at'],
 });
 
 export interface AttemptCount {
@@ -197,9 +205,14 @@ export async function rebuildNumberAttempts(
 /**
  * Puts every attempt the firm's decisions record for the last 24 h back into Redis (one cursor
  * over the firm's decisions of that day, by its index), then sets the firm's ready mark. Attempts
- * counted meanwhile by the gate are in their keys already; what this adds only joins them.
+ * counted meanwhile by the gate are in their keys already; what this adds only joins them. The
+ * mark is set only if Redis kept its data while this ran (its token, attempts-rebuilt.lua): after a
+ * loss meanwhile the attempts put back before it are gone, and the rebuild fails, to run again.
  */
 export async function rebuildFirmAttempts(services: Services, firm: string): Promise<{ attempts: number }> {
+  const keys = redisKeys(services.config);
+  const token = randomUUID();
+  await services.redis.set(keys.dialAttemptsRebuilding(firm), token, 'PX', REBUILDING_TTL_MS);
   const byPhone = new Map<string, Array<{ call_id: string; at: Date }>>();
   let attempts = 0;
   const flush = async () => {
@@ -214,7 +227,16 @@ export async function rebuildFirmAttempts(services: Services, firm: string): Pro
     if (attempts % REBUILD_BATCH === 0) await flush();
   }
   await flush();
-  await services.redis.set(redisKeys(services.config).dialAttemptsReady(firm), new Date().toISOString());
+  const marked = await REBUILT.run(
+    services.redis,
+    { ready: keys.dialAttemptsReady(firm), rebuilding: keys.dialAttemptsRebuilding(firm) },
+    { token, at: new Date().toISOString() },
+  );
+  if (marked !== 1) {
+    throw new Error(
+      `Redis lost its data while the dial attempts of ${firm} were rebuilt (or another rebuild began): not marked complete`,
+    );
+  }
   return { attempts };
 }
 
