@@ -7,6 +7,7 @@ import { clock } from '../../core/platform/clock.js';
 import { dialDecisionsCollection } from '../../core/domain/compliance/dial-decisions.js';
 import { campaignCallId, campaignsCollection } from '../../core/domain/campaigns/campaign-store.js';
 import { JOBS } from '../../jobs/table.js';
+import { enqueue } from '../../jobs/define.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import {
@@ -96,6 +97,34 @@ describe('a rolling deploy: leads added by the release before this one', () => {
     const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
     expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2 });
     expect((await campaignCalls(stack, created.id)).map((c) => c.to_number).sort()).toEqual([US, CA].sort());
+  });
+
+  it('a phone the launch left out, queued all the same by an older release’s fan-out, is neither called nor counted', async () => {
+    const firm = await createFirm(stack); // US and CA by default
+    const agent = await createAgent(firm.client, firm.slug);
+    const created = await createCampaign(firm.client, {
+      firmSlug: firm.slug,
+      agentId: agent,
+      leads: [{ phone: US }, { phone: CA }],
+    });
+    const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
+      settings: { allowed_call_countries: ['US'] },
+    });
+    expect(narrowed.status, narrowed.text).toBe(200);
+    expect(await launch(firm.client, created.id)).toBe(1);
+    // The release before this one fans out every phone of the pages (it knows no
+    // launch_destinations): the CA phone's campaign-call job too, as its fan-out adds it.
+    await enqueue(stack.services.queues, JOBS.campaignCall, {
+      campaignId: created.id,
+      firm: firm.slug,
+      phone: CA,
+      attempt: 1,
+    });
+
+    const done = await waitForCampaign(firm.client, created.id, (c) => c.status === 'completed');
+    expect(done).toMatchObject({ calls_queued: 1, calls_placed: 1, calls_completed: 1, calls_failed: 0 });
+    expect(done.skipped_by_reason).toMatchObject({ country: 0 });
+    expect((await campaignCalls(stack, created.id)).map((c) => c.to_number)).toEqual([US]);
   });
 });
 

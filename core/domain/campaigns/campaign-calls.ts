@@ -20,6 +20,7 @@ import {
   type SkipReason,
 } from './campaign-progress.js';
 import { isRetriedOutcome } from './campaign-retry.js';
+import { queuedAtLaunch } from './campaign-destinations.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import {
   MAX_CALL_ATTEMPTS,
@@ -111,6 +112,14 @@ export async function runCampaignCall(
   const callId = campaignCallId(job.campaignId, job.phone, job.attempt);
   const first = await lookAtCampaign(services, job, callId);
   if (isStep(first)) return first;
+  // A phone of a destination the launch left out is not in calls_queued: no call and no settle
+  // (the campaign would complete before its counted leads). Only a fan-out of the release before
+  // launch_destinations were kept adds its job (a rolling deploy); a launch that left nothing out
+  // kept none, and nothing is parsed here then.
+  if (!queuedAtLaunch(first.launch_destinations, job.phone)) {
+    await passDialTurn(services, job.firm, callId);
+    return done('not_queued_at_launch');
+  }
   // The gate's Redis read (do-not-call index, attempts) goes beside the lead's and the firm's
   // (the gate below awaits it), at the instant the gate judges.
   const atMs = clock.now();
