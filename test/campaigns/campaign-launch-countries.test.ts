@@ -33,16 +33,8 @@ const US = '+12125550101';
 const CA = '+14165550123';
 const GB = '+442071234567';
 
-/**
- * A draft campaign of one US lead and one lead of `other`, then the firm's countries changed
- * (by `by`, to `countries`) before anything is launched.
- */
-async function draftThenCountries(
-  other: string,
-  countries: string[],
-  by: 'firm' | 'platform',
-  settings: Record<string, unknown> = {},
-) {
+/** A draft campaign of one US lead and one lead of `other`, its firm's `settings` given. */
+async function draftOf(other: string, settings: Record<string, unknown> = {}) {
   const firm = await createFirm(stack, settings); // US and CA by default
   const agent = await createAgent(firm.client, firm.slug);
   const created = await createCampaign(firm.client, {
@@ -50,6 +42,17 @@ async function draftThenCountries(
     agentId: agent,
     leads: [{ phone: US }, { phone: other }],
   });
+  return { firm, created };
+}
+
+/** draftOf, then the firm's countries changed (by `by`, to `countries`) before anything is launched. */
+async function draftThenCountries(
+  other: string,
+  countries: string[],
+  by: 'firm' | 'platform',
+  settings: Record<string, unknown> = {},
+) {
+  const { firm, created } = await draftOf(other, settings);
   const client = by === 'firm' ? firm.client : stack.admin;
   const changed = await client.patch(`/api/firms/${firm.slug}`, {
     settings: { allowed_call_countries: countries },
@@ -78,13 +81,7 @@ describe('allowed_call_countries changed between the campaign’s creation and i
 
 describe('a rolling deploy: leads added by the release before this one', () => {
   it('a launch counts the phones an older release added (which kept no count by destination)', async () => {
-    const firm = await createFirm(stack); // US and CA by default
-    const agent = await createAgent(firm.client, firm.slug);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId: agent,
-      leads: [{ phone: US }, { phone: CA }],
-    });
+    const { firm, created } = await draftOf(CA);
     // What the campaign holds when this release made it (an empty count by destination) and the
     // release before added its leads: their phones, pages and `callable`, and no count by
     // destination (that release does not know the field and leaves it as it was).
@@ -100,17 +97,7 @@ describe('a rolling deploy: leads added by the release before this one', () => {
   });
 
   it('a phone the launch left out, queued all the same by an older release’s fan-out, is neither called nor counted', async () => {
-    const firm = await createFirm(stack); // US and CA by default
-    const agent = await createAgent(firm.client, firm.slug);
-    const created = await createCampaign(firm.client, {
-      firmSlug: firm.slug,
-      agentId: agent,
-      leads: [{ phone: US }, { phone: CA }],
-    });
-    const narrowed = await firm.client.patch(`/api/firms/${firm.slug}`, {
-      settings: { allowed_call_countries: ['US'] },
-    });
-    expect(narrowed.status, narrowed.text).toBe(200);
+    const { firm, created } = await draftThenCountries(CA, ['US'], 'firm');
     expect(await launch(firm.client, created.id)).toBe(1);
     // The release before this one fans out every phone of the pages (it knows no
     // launch_destinations): the CA phone's campaign-call job too, as its fan-out adds it.
