@@ -46,13 +46,11 @@ export function completeCount(
   return total === callable ? byDestination : undefined;
 }
 
-/** The phones a launch queues: those of the destinations allowed (every phone kept, for older campaigns). */
+/** The phones a launch queues: those of the destinations allowed. */
 export function countAllowed(
-  byDestination: Readonly<Record<string, number>> | undefined,
-  fallback: number,
+  byDestination: Readonly<Record<string, number>>,
   allowed: LaunchDestinations,
 ): number {
-  if (byDestination === undefined) return fallback;
   let total = 0;
   for (const [key, count] of Object.entries(byDestination)) if (keyAllowed(key, allowed)) total += count;
   return total;
@@ -60,10 +58,9 @@ export function countAllowed(
 
 /** Whether some phone counted by destination is of a destination `allowed` does not take. */
 export function leavesOut(
-  byDestination: Readonly<Record<string, number>> | undefined,
+  byDestination: Readonly<Record<string, number>>,
   allowed: LaunchDestinations,
 ): boolean {
-  if (byDestination === undefined) return false;
   return Object.entries(byDestination).some(([key, count]) => count > 0 && !keyAllowed(key, allowed));
 }
 

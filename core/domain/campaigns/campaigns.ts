@@ -12,7 +12,13 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 import type { CampaignCounts } from './campaign-progress.js';
 import type { RetryableOutcome } from './campaign-retry.js';
 import { resetKillWindows } from './kill-switch-windows.js';
-import { completeCount, countAllowed, launchDestinations, leavesOut } from './campaign-destinations.js';
+import {
+  completeCount,
+  countAllowed,
+  launchDestinations,
+  leavesOut,
+  type LaunchDestinations,
+} from './campaign-destinations.js';
 import {
   cleanupUnfinishedAdd,
   notDraft,
@@ -121,22 +127,34 @@ const alreadyLaunched = (campaign: CampaignDoc) =>
   );
 
 /**
+ * What a launch queues: the phones of the destinations the firm allows now, with those
+ * destinations when they leave some phone out (otherwise the fan-out queues every phone without
+ * parsing each one again, and the do-not-call sweep has nothing to pass over). Every phone when
+ * the campaign's count by destination does not hold them all (an older release's add kept none).
+ */
+async function launchCount(
+  db: Db,
+  campaign: CampaignDoc,
+): Promise<{ calls_queued: number; launch_destinations?: LaunchDestinations }> {
+  const byDestination = completeCount(campaign.callable_by_destination, campaign.callable);
+  const firm = byDestination === undefined ? null : await getFirm(db, campaign.firm);
+  if (byDestination === undefined || firm === null) return { calls_queued: campaign.callable };
+  const allowed = launchDestinations(firm);
+  return {
+    calls_queued: countAllowed(byDestination, allowed),
+    ...(leavesOut(byDestination, allowed) ? { launch_destinations: allowed } : {}),
+  };
+}
+
+/**
  * The state change of a launch, as the campaign's writer: running, with its calls_queued — the
  * phones of the destinations the firm allows now (campaign-destinations.ts), kept for the fan-out.
  */
 async function markRunning(db: Db, campaign: CampaignDoc, launchedAt: Date): Promise<CampaignDoc> {
-  // Only a count that holds every phone decides (an older release's add kept none for its own).
-  const byDestination = completeCount(campaign.callable_by_destination, campaign.callable);
-  const firm = byDestination === undefined ? null : await getFirm(db, campaign.firm);
-  const allowed = firm === null ? undefined : launchDestinations(firm);
   const changes = {
     status: 'running' as const,
     launched_at: launchedAt,
-    calls_queued:
-      allowed === undefined ? campaign.callable : countAllowed(byDestination, campaign.callable, allowed),
-    // Kept only when it leaves some phone out: otherwise the fan-out queues every phone without
-    // parsing each one again (and the do-not-call sweep has nothing to pass over).
-    ...(allowed === undefined || !leavesOut(byDestination, allowed) ? {} : { launch_destinations: allowed }),
+    ...(await launchCount(db, campaign)),
     updated_at: new Date(),
   };
   await campaignsCollection(db).updateOne({ _id: campaign._id }, { $set: changes });
