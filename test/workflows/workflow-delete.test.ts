@@ -83,13 +83,17 @@ describe('deleting a workflow', () => {
       expect(run.finished_at).not.toBeNull();
       const byNode = Object.fromEntries(run.steps.map((s: any) => [s.node_id, s.status]));
       expect(byNode).toEqual({ new: 'done', month: 'done', tag: 'cancelled', booked: 'cancelled' });
-      // Nothing left parked for a month: the delayed step and the wait_for's timeout are gone.
+      // Nothing left parked for a month: the delayed step and the wait_for's timeout are gone. The
+      // cancel removes them just after the run shows `cancelled` (outside the run's lock), so look
+      // until they are; on code that did not remove them they stay for the month.
       const tag = run.steps.find((s: any) => s.node_id === 'tag');
       const booked = run.steps.find((s: any) => s.node_id === 'booked');
       const queue = stack.services.queues.workflows;
       const job = (stepId: string) => ({ firm: firm.slug, runId, stepId });
-      expect(await queue.getJob(JOBS.workflowStep.id!(job(tag.id)))).toBeUndefined();
-      expect(await queue.getJob(JOBS.workflowWaitTimeout.id!(job(booked.id)))).toBeUndefined();
+      await eventually(async () => {
+        expect(await queue.getJob(JOBS.workflowStep.id!(job(tag.id)))).toBeUndefined();
+        expect(await queue.getJob(JOBS.workflowWaitTimeout.id!(job(booked.id)))).toBeUndefined();
+      }, 10_000);
     }
   });
 });
