@@ -333,3 +333,41 @@ it('an event recorded again after its fan-out ran holds back no later event of i
   expect(log.body.deliveries.map((d: { out_of_order: boolean }) => d.out_of_order)).toEqual([false, false]);
   expect(await dueMarks()).toBe(0);
 });
+
+it('an event recorded again while its fan-out is still sending holds back no later event at the other endpoint', async () => {
+  // The fan-out takes its event off `due` once each delivery holds its lane, then waits on the
+  // endpoints' answers; the event recorded again in that time (a later provider event of the
+  // call records call.ended again) must not be marked due again with nobody left to clear it.
+  let release!: () => void;
+  const stall = new Promise<void>((resolve) => (release = resolve));
+  let arrived = 0; // requests to the stalled endpoint, counted as they arrive (not as answered)
+  receiver.answer = (path) => {
+    if (path !== '/sending-stalled') return { status: 200, body: 'ok' };
+    arrived += 1;
+    return { status: 200, body: 'ok', until: stall };
+  };
+  const firm = await createFirm(stack);
+  await subscribe(firm, '/sending-stalled');
+  await subscribe(firm, '/sending-beside');
+  const subject = 'lead_recorded_while_sending';
+  const dueMarks = () =>
+    stack.services.redis.zcard(redisKeys(stack.services.config).eventsDue(firm.slug, subjectKey(subject)));
+  const at = Date.now();
+  try {
+    const first = await recordEvent(stack.services, leadEvent(firm.slug, subject, 0, new Date(at)));
+    const fanout = () => stack.services.queues[JOBS.webhookFanout.queue].getJob(`fanout|${first}`);
+    // Its fan-out is sending: the stalled endpoint has the request, the event is no longer due.
+    await eventually(async () => {
+      expect(arrived).toBe(1);
+      expect(await dueMarks()).toBe(0);
+      expect(await (await fanout())?.getState()).toBe('active');
+    });
+    await recordEvent(stack.services, leadEvent(firm.slug, subject, 0, new Date(at)));
+    expect(await dueMarks()).toBe(0);
+    await recordEvent(stack.services, leadEvent(firm.slug, subject, 1, new Date(at + 1)));
+    await eventually(async () => expect(versionsAt('/sending-beside')).toEqual([0, 1]));
+  } finally {
+    release();
+  }
+  await eventually(async () => expect(versionsAt('/sending-stalled')).toEqual([0, 1]));
+});

@@ -139,23 +139,49 @@ async function insertIgnoringDuplicates<T extends { _id: string }>(
   }
 }
 
+/** The state of an event's fan-out job as BullMQ keeps it; undefined when it keeps none. */
+async function fanoutState(services: Services, eventId: string): Promise<string | undefined> {
+  const job = await services.queues[JOBS.webhookFanout.queue].getJob(JOBS.webhookFanout.id!({ eventId }));
+  return job?.getState();
+}
+
 /**
- * An event recorded before (a retried step, or a finished call's call.ended recorded again by each
- * later event of the call) was marked due again just now, and BullMQ ignores the fan-out's add
- * while it keeps that job: when its fan-out has completed, the mark is taken back (every delivery
- * it makes exists); when it failed for good, it runs again. Otherwise the job is still to run, or
- * was just added (BullMQ had forgotten it), and clears the mark itself.
+ * Of the events recorded before (a retried step, or a finished call's call.ended recorded again by
+ * each later event of the call), those whose fan-out is running or has run: they are not marked
+ * due again. A running fan-out takes the event off `due` as soon as its deliveries hold their
+ * lanes, then goes on sending (a slow endpoint keeps it running): a mark set again in that time
+ * would be left with nobody to take it back, and would hold every later event of the subject, at
+ * every endpoint, until a held delivery looks again (LANE_SAFETY_MS). The mark it was added with
+ * covers it until then. True for each event to mark and (re)add.
+ */
+async function toMark(
+  services: Services,
+  docs: readonly DomainEvent[],
+  inserted: readonly boolean[],
+): Promise<boolean[]> {
+  return Promise.all(
+    docs.map(async (e, i) => {
+      if (inserted[i]) return true;
+      const state = await fanoutState(services, e._id);
+      return state !== 'active' && state !== 'completed';
+    }),
+  );
+}
+
+/**
+ * An event recorded before was marked due again just now, and BullMQ ignores the fan-out's add
+ * while it keeps that job: when its fan-out has completed meanwhile, the mark is taken back (every
+ * delivery it makes exists); when it failed for good, it runs again. Otherwise the job is still to
+ * run, or was just added (BullMQ had forgotten it), and clears the mark itself.
  */
 async function settleRepeated(
   services: Services,
   docs: readonly DomainEvent[],
   inserted: boolean[],
 ): Promise<void> {
-  const queue = services.queues[JOBS.webhookFanout.queue];
   for (const [i, e] of docs.entries()) {
     if (inserted[i]) continue;
-    const job = await queue.getJob(JOBS.webhookFanout.id!({ eventId: e._id }));
-    const state = await job?.getState();
+    const state = await fanoutState(services, e._id);
     if (state === 'completed') await clearDue(services, e);
     else if (state === 'failed') await enqueueRun(services.queues, JOBS.webhookFanout, { eventId: e._id });
   }
@@ -183,7 +209,13 @@ export async function recordEvents(services: Services, inputs: readonly EventInp
   // Whom each goes to, decided now that it is stored (listeners.ts): an event nobody listens to
   // has no fan-out and no due mark.
   const heard = await audiences(services, docs);
-  const fanned = docs.flatMap((e, i) => (heard[i] === 'none' ? [] : [i]));
+  const listened = docs.flatMap((e, i) => (heard[i] === 'none' ? [] : [i]));
+  const marking = await toMark(
+    services,
+    listened.map((i) => docs[i]!),
+    listened.map((i) => inserted[i]!),
+  );
+  const fanned = listened.filter((_, k) => marking[k]);
   if (fanned.length > 0) {
     await markDue(
       services,
