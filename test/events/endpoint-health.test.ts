@@ -95,7 +95,12 @@ it('enabling an endpoint again starts its failing streak afresh', async () => {
   // Its first failure after: a streak of its own, not one 7 days long.
   const second = await ping(id);
   await eventually(async () => expect((await delivery(id, second.id)).attempts.length).toBeGreaterThan(0));
-  const after = await read();
+  // The streak is set just after the failed attempt is recorded: look until it shows.
+  const after = await eventually(async () => {
+    const now = await read();
+    expect(now.failing_since).not.toBeNull();
+    return now;
+  });
   expect(after).toMatchObject({ enabled: true, disabled_reason: null });
   expect(Date.parse(after.failing_since)).toBeGreaterThanOrEqual(clock.now() - 60_000);
 });
