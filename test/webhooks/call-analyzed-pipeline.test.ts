@@ -97,10 +97,14 @@ describe('the same call_analyzed delivered 10 times at once and 5 times later', 
     for (const effect of ['lead', 'crm', 'email', 'team_chat']) {
       expect(await queue.getJob(`effect|${firm.slug}|${callId}|${effect}`), effect).toBeUndefined();
     }
-    const analyses = (await queue.getJobs(['completed'])).filter(
-      (j) => j.name === 'analyze-call' && j.data.callId === callId,
-    );
-    expect(analyses).toHaveLength(1);
+    // The job completes a moment after its last effect is recorded (what settledCall saw).
+    const analyses = await eventually(async () => {
+      const found = (await queue.getJobs(['completed'])).filter(
+        (j) => j.name === 'analyze-call' && j.data.callId === callId,
+      );
+      expect(found).toHaveLength(1);
+      return found;
+    });
     expect(analyses[0]!.returnvalue).toEqual({
       outcome: 'extracted',
       effects: { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' },
@@ -295,8 +299,12 @@ describe('a failing effect is retried alone', () => {
     // The analysis job tried Slack first and handed it to a job of its own, which retried it alone,
     // waiting CALL_EFFECT_RETRY_MS first, then doubling; the effects that succeeded have no job.
     const queue = stack.services.queues['call-effects'];
-    const retried = await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`);
-    expect(await retried?.getState()).toBe('completed');
+    // Completed a moment after it recorded the effect done (what settledCall saw).
+    const retried = await eventually(async () => {
+      const job = await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`);
+      expect(await job?.getState()).toBe('completed');
+      return job;
+    });
     expect(retried?.opts.delay).toBe(1000);
     expect(retried?.opts.backoff).toEqual({ type: RETRY_AFTER, delay: 1000 });
     for (const effect of ['lead', 'crm', 'email']) {
@@ -540,10 +548,15 @@ describe('a failing effect is retried alone', () => {
     // Refused for good in the analysis job: no job of its own retries it, and the analysis says so.
     const queue = stack.services.queues['call-effects'];
     expect(await queue.getJob(`effect|${firm.slug}|${callId}|team_chat`)).toBeUndefined();
-    const [analysis] = (await queue.getJobs(['completed'])).filter(
-      (j) => j.name === 'analyze-call' && j.data.callId === callId,
-    );
-    expect(analysis?.returnvalue.effects).toEqual({
+    // The job completes a moment after its last effect is recorded (what settledCall saw).
+    const analysis = await eventually(async () => {
+      const [found] = (await queue.getJobs(['completed'])).filter(
+        (j) => j.name === 'analyze-call' && j.data.callId === callId,
+      );
+      expect(found).toBeDefined();
+      return found!;
+    });
+    expect(analysis.returnvalue.effects).toEqual({
       lead: 'done',
       crm: 'done',
       email: 'done',
