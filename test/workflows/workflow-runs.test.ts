@@ -268,21 +268,22 @@ describe('wait_for: an event about the same lead within a time', () => {
   it('takes its "matched" branch when the booking webhook arrives in time', async () => {
     const email = `booker.${rand(3)}@example.com`;
     const leadId = await newLead({ first_name: 'Bo', last_name: 'Oker', email, notes: 'booked' });
-    // The run waits before the booking is made.
-    const waiting = await eventually(async () => {
+    // The run waits before the booking is made, its timeout parked. The step shows `waiting` a
+    // moment before the timeout's job is added (both under the run's lock): look until both are.
+    const timeout = await eventually(async () => {
       const runs = await firm.client.get(`/api/workflows/${workflowId}/runs`);
       const run = await firm.client.get(`/api/workflow-runs/${runs.body.runs[0].id}`);
       const step = stepOf(run.body, 'booked-in-time')[0];
       expect(step?.status).toBe('waiting');
-      return { runId: run.body.id as string, stepId: step.id as string };
+      const job = await stack.services.queues.workflows.getJob(
+        JOBS.workflowWaitTimeout.id!({ firm: firm.slug, runId: run.body.id, stepId: step.id }),
+      );
+      expect(await job?.getState()).toBe('delayed');
+      return job!;
     });
-    // Its timeout, parked for three weeks, outlasts an outage of the stores at its time: retried
-    // at most 5 s apart for about an hour, not given up after 8 attempts (about 2 minutes).
-    const timeout = await stack.services.queues.workflows.getJob(
-      JOBS.workflowWaitTimeout.id!({ firm: firm.slug, ...waiting }),
-    );
-    expect(await timeout?.getState()).toBe('delayed');
-    expect(timeout!.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
+    // Parked for three weeks, it outlasts an outage of the stores at its time: retried at most
+    // 5 s apart for about an hour, not given up after 8 attempts (about 2 minutes).
+    expect(timeout.opts).toMatchObject({ attempts: CAPPED_ATTEMPTS, backoff: { type: CAPPED } });
     const booked = await firm.client.post('/api/appointments', {
       firmSlug: firm.slug,
       start: new Date(slots[0]!).toISOString(),
