@@ -410,10 +410,12 @@ describe('bounds and the dial gate', () => {
 
   it('deleting a workflow stops its runs under way at their next step: the wait ends, nothing after it runs', async () => {
     const mine = { field: 'notes', operator: 'equals', value: 'deleted-under-way' };
-    const id = await activeWorkflow(firm.client, firm.slug, 'Tag after a day', {
+    // Three days of workflow time: 9 s of wall time for the test to see the run parked and delete
+    // the workflow before the step after the wait comes due.
+    const id = await activeWorkflow(firm.client, firm.slug, 'Tag after three days', {
       nodes: [
         { id: 'new', type: 'trigger.event', data: { event: 'lead.created', filter: mine } },
-        { id: 'day', type: 'wait', data: { duration: { days: 1 } } },
+        { id: 'day', type: 'wait', data: { duration: { days: 3 } } },
         { id: 'tag', type: 'update_lead', data: { tags: ['a-day-later'] } },
       ],
       edges: [
@@ -422,10 +424,18 @@ describe('bounds and the dial gate', () => {
       ],
     });
     const leadId = await newLead({ first_name: 'Noor', notes: 'deleted-under-way' });
+    // Under way in its wait: the wait's step done, the step after it made and parked. (Deleted
+    // sooner, the run would end before its `tag` step exists.)
     const runId = await eventually(async () => {
       const runs = await firm.client.get(`/api/workflows/${id}/runs`);
       expect(runs.body.runs).toHaveLength(1);
-      return runs.body.runs[0].id as string;
+      const run = (await firm.client.get(`/api/workflow-runs/${runs.body.runs[0].id}`)).body;
+      expect(run.steps.map((s: any) => [s.node_id, s.status])).toEqual([
+        ['new', 'done'],
+        ['day', 'done'],
+        ['tag', 'pending'],
+      ]);
+      return run.id as string;
     });
     expect((await firm.client.delete(`/api/workflows/${id}`)).status).toBe(200);
     const run = await eventually(async () => {
