@@ -178,8 +178,11 @@ describe('a simulated call', () => {
       expect(call.start_timestamp).toBeNull();
       expect(call.end_timestamp).toEqual(expect.any(Number));
       expect(deliveriesFor(callId).map((d) => d.body.event)).toEqual(['call_ended']);
-      const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
-      expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+      // The call's list entry is added after its status is written (onCallFinished).
+      await eventually(async () => {
+        const list = await bearer.client.post('/api/v2/list-calls', { firmSlug: bearer.slug });
+        expect(list.body.calls.map((c: any) => c.call_id)).toContain(callId);
+      });
     },
   );
 
