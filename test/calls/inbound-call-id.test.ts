@@ -66,11 +66,18 @@ const shownWith = (firm: Firm, callId: string, transcript: string) =>
     return res.body;
   });
 
-async function listed(firm: Firm, callId: string) {
-  const res = await firm.client.post('/api/v2/list-calls', { firmSlug: firm.slug, limit: 1000 });
-  expect(res.status).toBe(200);
-  return (res.body.calls as Array<{ call_id: string }>).filter((c) => c.call_id === callId);
-}
+/**
+ * The firm's list-calls rows of `callId`, once there is one: the job that finishes a call adds its
+ * list entry after it writes the call (onCallFinished), so get-call can show it ended first.
+ */
+const listed = (firm: Firm, callId: string) =>
+  eventually(async () => {
+    const res = await firm.client.post('/api/v2/list-calls', { firmSlug: firm.slug, limit: 1000 });
+    expect(res.status).toBe(200);
+    const rows = (res.body.calls as Array<{ call_id: string }>).filter((c) => c.call_id === callId);
+    expect(rows, `${callId} in list-calls`).not.toEqual([]);
+    return rows;
+  });
 
 async function createOutbound(): Promise<string> {
   const res = await firmA.client.post('/api/v2/create-outbound-call', {
