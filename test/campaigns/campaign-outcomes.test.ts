@@ -112,13 +112,17 @@ describe('a simulated campaign over voicemail, no-answer and ordinary numbers', 
     expect(shown.effect_reasons.crm).toMatch(/voicemail/);
     expect(shown.transcript).toMatch(/leave a message/);
 
-    // The conversations, and only they, reached every peer.
+    // The conversations, and only they, reached every peer. A conversation settles its lead once
+    // its analysis is in, before the analysis job runs its effects: the campaign can complete
+    // while they are under way.
     const conversations = calls.filter((c) => answered.includes(c.to_number!));
     for (const call of conversations) {
-      const view = (await firm.client.get(`/api/v2/get-call/${call._id}`)).body;
-      expect(view).toMatchObject({
-        outcome: 'conversation',
-        effects: { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' },
+      await eventually(async () => {
+        const view = (await firm.client.get(`/api/v2/get-call/${call._id}`)).body;
+        expect(view).toMatchObject({
+          outcome: 'conversation',
+          effects: { lead: 'done', crm: 'done', email: 'done', team_chat: 'done' },
+        });
       });
     }
     const leads = await callLeads(firm.slug);
