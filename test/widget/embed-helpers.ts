@@ -183,10 +183,15 @@ export async function waitForMessage(page: Page, role: 'agent' | 'user', text: s
   );
 }
 
-/** The widget's status line once it says something. */
+/**
+ * The widget's status line once it says something. Polled for a browser step's time: expect.poll's
+ * own default (1 s) is shorter than a loaded machine's renderer can take to act on an answer.
+ */
 export async function statusText(page: Page): Promise<string> {
   const status = widgetPart(page, '.iw-status');
-  await expect.poll(async () => (await status.textContent()) ?? '').not.toBe('');
+  await expect
+    .poll(async () => (await status.textContent()) ?? '', { timeout: BROWSER_STEP_MS })
+    .not.toBe('');
   return (await status.textContent()) ?? '';
 }
 

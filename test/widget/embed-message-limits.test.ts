@@ -5,7 +5,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHAT_MESSAGES } from '../../core/domain/chats/chat-limits.js';
-import { BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
+import { BROWSER_STEP_MS, BROWSER_TEST_MS, launchChromium } from '../helpers/browser.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { createAgent, say } from '../chat/chat-helpers.js';
 import { createWidgetKey } from './widget-key-helpers.js';
@@ -92,9 +92,10 @@ describe('message limits, as the visitor sees them', { timeout: BROWSER_TEST_MS 
       expect(await send(page, 'Jane Doe')).toBe(200);
       expect(await send(page, '+1 415 555 0134')).toBe(200);
       expect(await send(page, 'jane.doe@example.com')).toBe(429);
-      // The widget shows the refusal once it has read the answer (until then: "typing").
+      // The widget shows the refusal once it has read the answer (until then: "typing"), which a
+      // loaded machine's renderer can take longer than expect.poll's default second to do.
       await expect
-        .poll(() => statusText(page))
+        .poll(() => statusText(page), { timeout: BROWSER_STEP_MS })
         .toMatch(/^Too many requests right now\. Please try again in \d+ min\./);
       await seenOnWire(wire, `429 POST ${stack.baseUrl}/api/v2/chat-completion`);
     } finally {
@@ -121,7 +122,7 @@ describe('message limits, as the visitor sees them', { timeout: BROWSER_TEST_MS 
       expect(await send(page, 'one more')).toBe(429);
       // The widget shows the refusal once it has read the answer (until then: "typing").
       await expect
-        .poll(() => statusText(page))
+        .poll(() => statusText(page), { timeout: BROWSER_STEP_MS })
         .toMatch(new RegExp(`^Too many requests right now\\..*limit of ${MAX_CHAT_MESSAGES} messages`));
     } finally {
       await context.close();
