@@ -88,8 +88,14 @@ describe('a simulated call', () => {
       },
     });
 
-    // On the wire: Retell's envelope, in order, each signed with the firm's secret.
-    const sent = deliveriesFor(callId);
+    // On the wire: Retell's envelope, in order, each signed with the firm's secret. The proxy notes
+    // a delivery's status once the service's answer is back, which can come after the worker has
+    // applied the event (the webhook answers after queueing it).
+    const sent = await eventually(async () => {
+      const found = deliveriesFor(callId);
+      expect(found.map((d) => d.status)).not.toContain(undefined);
+      return found;
+    });
     expect(sent.map((d) => d.body.event)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
     for (const d of sent) {
       expect(d.path).toBe(`/api/v2/${signed.slug}/webhook`);
