@@ -165,10 +165,15 @@ describe('a call whose place-call job was lost before its dial', () => {
     } finally {
       await simulator.resume();
     }
-    // Dialled, and nothing more will come of it by itself.
+    // Dialled (its provider id is stored after the simulator has scheduled its step, so it can
+    // come after the step was seen), and nothing more will come of it by itself.
     await sleep(SIM_CALL_MS * 4);
-    const stuck = await callsOf(stack).findOne({ _id: callId });
-    expect(stuck).toMatchObject({ status: 'registered', provider_call_id: expect.any(String) });
+    await eventually(async () =>
+      expect(await callsOf(stack).findOne({ _id: callId })).toMatchObject({
+        status: 'registered',
+        provider_call_id: expect.any(String),
+      }),
+    );
 
     // Younger than LOST_END_AFTER_MS: not asked about.
     expect(
