@@ -185,10 +185,17 @@ describe('an opt-out in a call', () => {
     );
     // The evidence names the call as the API shows it: the inbound call's provider call id.
     expect(entry.evidence.call_id).toBe('prov_inbound_1');
+    expect((await stack.admin.get(`/api/v2/get-call/${entry.evidence.call_id}`)).status).toBe(200);
+    // The repeat applied (its call event carries no analysis, so the call shows no change): no
+    // call event is left to run.
     await eventually(async () => {
-      const call = await stack.admin.get(`/api/v2/get-call/${entry.evidence.call_id}`);
-      expect(call.status).toBe(200);
-      expect(call.body.call_analysis).toBeDefined();
+      const counts = await stack.services.queues['call-events'].getJobCounts(
+        'waiting',
+        'active',
+        'delayed',
+        'prioritized',
+      );
+      expect(counts).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
     });
     expect(await entryFor(from)).toEqual(entry);
     expect(
