@@ -133,6 +133,22 @@ describe('list-calls index: written by the job that ends a call', () => {
     expect((await callsOf(stack).findOne({ _id: crashed._id }))?.end_timestamp).toBe(T0 + 2_000);
   });
 
+  it('a call get-call shows finished is in list-calls from then on, before its ending job adds its place', async () => {
+    const firm = await firmWithAgent();
+    const listed = await storedCall(firm, T0);
+    expect((await list(firm, 10)).body.calls.map((c: any) => c.call_id)).toEqual([listed._id]);
+    // The ending job's state between the call's write and its place's add: ended in MongoDB, no place.
+    const ending = await storedCall(firm, T0 + 1_000);
+    const shown = await firm.client.get(`/api/v2/get-call/${ending._id}`);
+    expect(shown.status).toBe(200);
+    expect(shown.body.status).toBe('ended');
+    expect((await list(firm, 10)).body.calls.map((c: any) => c.call_id)).toEqual([ending._id, listed._id]);
+    // A call not finished is not listed by being read.
+    const ongoing = await storedCall(firm, null);
+    expect((await firm.client.get(`/api/v2/get-call/${ongoing._id}`)).body.status).toBe('registered');
+    expect(await stack.services.redis.zcard(listKey(firm))).toBe(3); // two calls and the ready mark
+  });
+
   it("a place-call job that finds its call failed already (an attempt died after marking it) adds the call's place", async () => {
     const firm = await firmWithAgent();
     const listed = await storedCall(firm, T0);

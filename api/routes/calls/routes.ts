@@ -2,6 +2,7 @@ import { requireFirm, requireListFirm, requireRecord } from '../../../core/domai
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import { findCall, registerOutboundCall, replayedOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
+import { ensureListed } from '../../../core/domain/calls/call-list-index.js';
 import { idempotencyKeyOf } from '../../idempotency-header.js';
 import { defineRoute } from '../../route.js';
 import { IdempotencyKeyHeader } from '../../schemas/common.js';
@@ -72,8 +73,10 @@ export const callRoutes = [
     handler: async ({ services, principal, params }) => {
       // A firm's token finds its own inbound call by the provider's id; the platform's, any firm's.
       const firm = principal.kind === 'platform' ? null : principal.firm;
-      const call = await findCall(services.mongo.db, params.call_id, firm);
-      return callView(requireRecord(principal, call, 'call'));
+      const call = requireRecord(principal, await findCall(services.mongo.db, params.call_id, firm), 'call');
+      // Shown finished here, so in list-calls from now on (its ending job adds it just after).
+      await ensureListed(services, call);
+      return callView(call);
     },
   }),
   defineRoute({

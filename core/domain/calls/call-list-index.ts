@@ -81,6 +81,27 @@ export async function recordFinishedCall(
 }
 
 /**
+ * A finished call's place, made sure of by a reader that shows the call finished (get-call). The
+ * job that ends a call adds the place a moment after the call's write (after its opt-out check,
+ * under load a second or more), so a client that saw the call ended there and listed at once did
+ * not find it. Best effort: with Redis not ready, or failing, the job's own add stays the one.
+ */
+export async function ensureListed(
+  services: Services,
+  call: Pick<CallDoc, '_id' | 'call_id' | 'firm' | 'end_timestamp' | 'finished'>,
+): Promise<void> {
+  if (!call.finished || services.redis.status !== 'ready') return;
+  try {
+    await recordFinishedCall(services, call);
+  } catch (err) {
+    services.log.warn(
+      { err, firm: call.firm, call_id: call._id },
+      "could not make sure of a finished call's list place",
+    );
+  }
+}
+
+/**
  * Up to `count` positions after `after` (the first page when null), newest first; null when
  * the firm's set is not complete (then rebuildCallList).
  */
