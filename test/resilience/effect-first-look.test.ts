@@ -70,8 +70,8 @@ describe('one effect record', () => {
     let record: unknown;
     const cost = await costOf(async () => {
       record = await runEffect(subjectOf(id), mail, { lastAttempt: false }, sent('<m1@test>'));
-      // The answer's document is dropped without waiting for it.
-      await eventually(async () => expect(commands.at(-1)).toBe('delete effect_leases'), 5000, 10);
+      // The answer's document is dropped without waiting for it: its delete is sent a moment later.
+      await eventually(async () => expect(commands.at(-1)).toBe('delete effect_leases'), 15_000, 10);
     });
     console.log('commands for a new record:', JSON.stringify(cost));
     expect(record).toMatchObject({ state: 'done', attempts: 1, result: { message_id: '<m1@test>' } });
@@ -120,7 +120,8 @@ describe('one effect record', () => {
       }),
     );
     // The three that came after the winner's turn of the lock find its live lease and wait for it.
-    await eventually(async () => expect(failures).toHaveLength(3), 10_000, 10);
+    // (Within the lease's 30 s: after it, an attempt would take the record over.)
+    await eventually(async () => expect(failures).toHaveLength(3), 20_000, 10);
     for (const err of failures) expect(err).toBeInstanceOf(EffectBusyError);
     expect(performed).toBe(1);
     expect(await recordOf(id)).toMatchObject({ state: 'running', attempts: 1 });
@@ -218,11 +219,11 @@ describe('one effect record', () => {
     });
     const second = runEffect(subjectOf(id), lead, { lastAttempt: false }, async () => {
       performing++;
-      await eventually(async () => expect(performing).toBe(2), 5000, 5);
+      await eventually(async () => expect(performing).toBe(2), 15_000, 5);
       return { state: 'done', result: { lead_id: 'lead_1' } };
     });
     // Both under way at once, and nothing recorded yet: no `running` record kept the second out.
-    await eventually(async () => expect(performing).toBe(2), 5000, 5);
+    await eventually(async () => expect(performing).toBe(2), 15_000, 5);
     expect(await second).toMatchObject({ state: 'done', attempts: 1 });
     // The first fails on its job's last attempt after the second settled: the settle stands.
     release();
@@ -254,11 +255,11 @@ describe('one effect record', () => {
       return { state: 'done', result: { message_id: '<m1@test>' } };
     }).then(() => (returned = true));
     // It read the record under the lock; parked, it has nothing under way, and the subject's lock
-    // is free for its other writers (not held until its expiry, 30 s).
-    await eventually(async () => expect(commands.slice(from)).toContain('find subject_effects'), 5000, 10);
+    // is free for its other writers (not held until its expiry, 30 s: the wait stays well short of it).
+    await eventually(async () => expect(commands.slice(from)).toContain('find subject_effects'), 15_000, 10);
     await eventually(
       async () => expect(await withRecordLock(redis, lockOf(id), async () => true, { waitMs: 0 })).toBe(true),
-      5000,
+      15_000,
       20,
     );
     expect(gate.busy).toBe(false);
