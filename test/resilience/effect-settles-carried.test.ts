@@ -92,11 +92,12 @@ describe('settles carried', () => {
   });
 
   it('a settle no write comes for is written on its own after lingerMs', async () => {
-    // Two seconds: the look right after the effect comes before it, however loaded the machine.
-    const subject = carryingSubject(2_000);
+    // Five seconds: the look right after the effect (one read of FerretDB) comes before it, however
+    // loaded the machine.
+    const subject = carryingSubject(5_000);
     await runEffect(subject, lead, attempt, done({ lead_id: 'lead_2' }));
     expect(await stateAt(subject, 'lead')).toBeUndefined();
-    await eventually(async () => expect(await stateAt(subject, 'lead')).toBe('done'), 10_000, 25);
+    await eventually(async () => expect(await stateAt(subject, 'lead')).toBe('done'), 20_000, 25);
     // Nothing is left for the job's end.
     expect(await updatesOf(() => flushCarried(subject))).toBe(0);
   });
@@ -113,7 +114,8 @@ describe('settles carried', () => {
     expect(stored).toEqual([{ state: 'done', result: { message_id: 'm_1' } }]);
     expect(await updatesOf(() => flushCarried(subject))).toBe(1);
     expect(await stateAt(subject, 'mail')).toBe('done');
-    await eventually(async () => expect(await answersOf(subject)).toEqual([]), 5_000, 25);
+    // Its delete is sent after the write, without being waited for.
+    await eventually(async () => expect(await answersOf(subject)).toEqual([]), 15_000, 25);
   });
 
   it('a carried mail lost with its process: the next attempt records the stored answer and sends nothing', async () => {
@@ -139,7 +141,7 @@ describe('settles carried', () => {
     expect(sent).toBe(1);
     expect(record).toMatchObject({ state: 'done', result: { message_id: 'm_2' } });
     expect(await stateAt(next, 'mail')).toBe('done');
-    await eventually(async () => expect(await answersOf(next)).toEqual([]), 5_000, 25);
+    await eventually(async () => expect(await answersOf(next)).toEqual([]), 15_000, 25);
   });
 
   it("a mail's settle is written at once when its answer could not be stored", async () => {
