@@ -21,6 +21,7 @@ import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { startWorkerProcess } from '../helpers/worker-process.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { createAgent, waitForCall } from '../calls/support.js';
+import { QUEUE_NAMES } from '../../jobs/queues.js';
 
 let smtp: FakeSmtp;
 let stack: Stack;
@@ -45,6 +46,16 @@ beforeAll(async () => {
       MONGODB_LOG_MAX_DOCUMENT_LENGTH: '120',
     },
     { file: log },
+  );
+  // The child consumes every queue before the first call is made: under tsx it takes seconds of
+  // CPU to start, tens of seconds on a loaded machine, which the call's own wait is not for.
+  await eventually(
+    async () => {
+      for (const name of QUEUE_NAMES)
+        expect((await stack.services.queues[name].getWorkers()).length).toBeGreaterThan(0);
+    },
+    90_000,
+    200,
   );
   firm = await createFirm(stack, { notification_emails: ['before@lawfirm.test'] });
   agentId = await createAgent(firm.client, firm.slug);
@@ -78,7 +89,7 @@ async function callToTheEnd(): Promise<{ call: any; mailsFrom: number }> {
     (c) =>
       ['lead', 'crm', 'email', 'team_chat'].every((e) => SETTLED.includes(c.effects?.[e])) &&
       c.effects.email === 'done',
-    30_000,
+    60_000,
   );
   return { call, mailsFrom };
 }
