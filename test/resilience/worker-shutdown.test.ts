@@ -48,6 +48,13 @@ async function callInFlight(
   const agentId = await createAgent(firm.client, firm.slug, '11labs-Adrian');
   fake.hold('create-phone-call');
   child = startWorkerProcess({ ...stack.env, ...env });
+  // The child consumes the calls queue before the call is made: under tsx it takes seconds of CPU
+  // to start, tens of seconds on a loaded machine, which the wait for the dial below is not for.
+  await eventually(
+    async () => expect((await stack.services.queues.calls.getWorkers()).length).toBeGreaterThan(0),
+    90_000,
+    100,
+  );
   const created = await firm.client.post('/api/v2/create-outbound-call', {
     toNumber: '+14155550123',
     agentId,
@@ -80,7 +87,7 @@ describe('SIGTERM on a worker with a job in flight', () => {
     const call = await callsOf(stack).findOne({ _id: callId });
     expect(call?.provider_call_id).toBeTruthy();
     expect(creates()).toHaveLength(1);
-  });
+  }, 240_000);
 
   it('hands back a job that outlasts the grace period; another worker completes it without a second dial', async () => {
     // SHUTDOWN_TIMEOUT_MS 6000 leaves the worker 1 s of grace before it hands jobs back.
@@ -106,5 +113,5 @@ describe('SIGTERM on a worker with a job in flight', () => {
     expect(fake.calls.filter((c) => (c.metadata as { call_id?: string })?.call_id === callId)).toHaveLength(
       1,
     );
-  });
+  }, 240_000);
 });
