@@ -88,7 +88,8 @@ describe('a reminder whose sender died mid-send', () => {
     expect(mails).toHaveLength(1);
     // Not before the dead attempt's lease ended: never two senders under one lease.
     expect(mails[0]!.at).toBeGreaterThanOrEqual(leasedAt + REMINDER_LEASE_MS);
-    await eventually(async () => expect(await queue.getJobState(job.id)).toBe('completed'), 10_000);
+    // The job completes once its processor has returned, a moment after the reminder shows sent.
+    await eventually(async () => expect(await queue.getJobState(job.id)).toBe('completed'), 30_000);
     const done = await queue.getJob(job.id);
     expect(done?.failedReason ?? null).toBeNull();
     expect(done?.attemptsMade).toBeLessThanOrEqual(1);
