@@ -15,7 +15,7 @@ describe('npm start', () => {
   // The two runs share nothing (each its own folder, ports and stores): side by side.
   it.concurrent.for(['SIGINT', 'SIGTERM'] as const)(
     '%s to its process group: exit 0, no stack trace, no temporary folder left',
-    { timeout: 150_000 },
+    { timeout: 300_000 },
     async (signal, { expect, onTestFinished }) => {
       const started: { run?: Launched } = {};
       const dir = await mkdtemp(join(tmpdir(), 'npm-start-'));
@@ -49,7 +49,10 @@ describe('npm start', () => {
         // As a terminal's foreground job: the signal goes to every process of the group.
         ownGroup: true,
         ready: { probe: async () => (await output()).includes('Intake Service is running.') },
-        readyTimeoutMs: 90_000,
+        // PostgreSQL, FerretDB and Redis, then the web and worker under tsx, twice side by side:
+        // about 12 s on an idle two-core machine, several times that on a loaded one. Only a hang
+        // guard.
+        readyTimeoutMs: 180_000,
       });
       started.run = run;
       await run.ready;
