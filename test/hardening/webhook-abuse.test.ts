@@ -8,7 +8,7 @@ import { signRetellWebhook } from '../../core/integrations/voice/webhook-signatu
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { expectError } from '../helpers/expect-error.js';
 import { eventually } from '../helpers/eventually.js';
-import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
+import { deliveredCallEvents, expectOutboxEmpty } from '../helpers/webhook-outbox.js';
 import { jobsHeldBytes, redisUsedMemory } from '../helpers/redis-memory.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 
@@ -34,30 +34,6 @@ const event = (callId: string, fields: Record<string, unknown> = {}) => ({
   event: 'call_started',
   call: { call_id: callId, call_status: 'ongoing', direction: 'inbound', ...fields },
 });
-
-/**
- * The call-events data of the given calls' deliveries, wherever each was made durable: its job in
- * the queue, or, when the add took longer than ENQUEUE_TIMEOUT_MS (a loaded machine), its entry in
- * the webhook outbox, which nothing drains here (no workers). `jobs` are the queued ones.
- */
-async function deliveredData(stack: Stack, callIds: string[]) {
-  const wanted = new Set(callIds);
-  const jobs = (await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active'])).filter(
-    (j) => wanted.has(j.data.call.call_id),
-  );
-  const kept = (
-    await stack.services.mongo.db
-      .collection<{ payload: string }>(COLLECTIONS.webhookOutbox)
-      .find({ job: 'callEvent' })
-      .toArray()
-  )
-    .map((entry) => ({ payload: entry.payload, data: JSON.parse(entry.payload) }))
-    .filter((entry) => wanted.has(entry.data.call.call_id));
-  const byCall = new Map<string, any>();
-  for (const entry of kept) byCall.set(entry.data.call.call_id, entry.data);
-  for (const job of jobs) byCall.set(job.data.call.call_id, job.data);
-  return { jobs, kept, byCall };
-}
 
 /** Runs `task` over `items` with at most `limit` at a time. */
 async function pool<T>(items: T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {
@@ -91,7 +67,7 @@ describe('a firm key cannot fill Redis through the call webhook', () => {
       }),
     );
     expect(res.status).toBe(200);
-    const data = (await deliveredData(stack, [callId])).byCall.get(callId);
+    const data = (await deliveredCallEvents(stack, [callId])).byCall.get(callId);
     expect(data).toBeDefined();
     expect(data.call.transcript).toHaveLength(200_000);
     expect(Object.keys(data.call).sort()).toEqual(
@@ -136,7 +112,7 @@ describe('a firm key cannot fill Redis through the call webhook', () => {
     // all (the whole bodies). Now each job holds the transcript at its 200,000-character cap.
     // Every delivery is a job, or (an add slower than ENQUEUE_TIMEOUT_MS on a loaded machine) an
     // outbox entry of the same data, held to the same cap, and nothing in Redis.
-    const { jobs: mine, kept, byCall } = await deliveredData(stack, ids);
+    const { jobs: mine, kept, byCall } = await deliveredCallEvents(stack, ids);
     expect(byCall.size).toBe(100);
     const held = await jobsHeldBytes(stack, 'call-events', mine);
     console.log(

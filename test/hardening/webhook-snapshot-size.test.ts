@@ -7,6 +7,7 @@ import { snapshotProviderCall } from '../../core/domain/calls/provider-call.js';
 import { jobsHeldBytes, redisUsedMemory } from '../helpers/redis-memory.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { postSigned } from '../webhooks/support.js';
+import { deliveredCallEvents } from '../helpers/webhook-outbox.js';
 
 const SECRET = 'whsec_snapshot_budget_secret';
 
@@ -57,11 +58,12 @@ describe('a call webhook snapshot has a byte budget', () => {
     console.log(
       `[snapshot budget] Redis used_memory after 25 hostile call_analyzed deliveries: ${(before / 1e6).toFixed(2)} MB → ${(after / 1e6).toFixed(2)} MB (+${((after - before) / 1e6).toFixed(2)} MB)`,
     );
-    const jobs = await stack.services.queues['call-events'].getJobs(['waiting', 'delayed', 'active']);
-    const mine = jobs.filter((j) => ids.includes(j.data.call.call_id));
-    expect(mine).toHaveLength(25);
-    for (const job of mine) {
-      const analysis = job.data.call.call_analysis!;
+    // Each delivery is a job, or (an add slower than ENQUEUE_TIMEOUT_MS on a loaded machine) an
+    // outbox entry of the same data: the snapshot's budget holds for either.
+    const { jobs: mine, byCall } = await deliveredCallEvents(stack, ids);
+    expect(byCall.size).toBe(25);
+    for (const data of byCall.values()) {
+      const analysis = data.call.call_analysis!;
       // The analysis data and the summary: 16 KiB together, whatever the body held.
       expect(
         Buffer.byteLength(JSON.stringify([analysis.call_summary, analysis.custom_analysis_data])),
@@ -72,14 +74,17 @@ describe('a call webhook snapshot has a byte budget', () => {
         caller_email: 'dana@example.com',
       });
       // The transcript (200,000 characters) plus the 16 KiB, and little else.
-      expect(Buffer.byteLength(JSON.stringify(job.data))).toBeLessThan(220_000);
+      expect(Buffer.byteLength(JSON.stringify(data))).toBeLessThan(220_000);
     }
     // What the 25 jobs hold in Redis, key by key (used_memory above is the whole server's, which
     // the test files running beside this one change too): 25 jobs of at most 220 kB each and
     // Redis's own overhead; before the change, about 2 MB a job and 56 MB in all.
     const held = await jobsHeldBytes(stack, 'call-events', mine);
-    console.log(`[snapshot budget] the 25 jobs' keys: ${(held / 1e6).toFixed(2)} MB`);
-    expect(held).toBeGreaterThan(25 * 200_000);
+    console.log(
+      `[snapshot budget] the ${mine.length} jobs' keys: ${(held / 1e6).toFixed(2)} MB` +
+        (mine.length < 25 ? ` (${25 - mine.length} deliveries kept in the outbox instead)` : ''),
+    );
+    expect(held).toBeGreaterThanOrEqual(mine.length * 200_000);
     expect(held).toBeLessThan(8_000_000);
   }, 120_000);
 
