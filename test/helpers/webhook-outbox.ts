@@ -29,7 +29,7 @@ export async function deliveredCallEvents(
   const wanted = new Set(callIds);
   const states = ['waiting', 'delayed', 'active', ...(options.completed === true ? ['completed'] : [])];
   const jobs = (await stack.services.queues['call-events'].getJobs(states as never)).filter((j) =>
-    wanted.has(j.data.call.call_id),
+    wanted.has(j.data.call?.call_id),
   );
   const kept = (
     await stack.services.mongo.db
