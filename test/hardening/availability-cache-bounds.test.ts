@@ -112,12 +112,16 @@ describe('the availability cache under a flood of 1 MiB answers', () => {
     expect(cache.keys).toBeLessThanOrEqual(1);
     expect(after - before).toBeLessThan(HEADROOM / 4);
 
-    // Another firm's deliveries go to the queue as ever.
+    // Another firm's deliveries are taken, and Redis still takes writes: full (noeviction past
+    // maxmemory) it would refuse them, and the deliveries would go to the outbox. Whether one went
+    // there anyway is not asserted: an add slower than ENQUEUE_TIMEOUT_MS on a loaded machine
+    // sends it there too (and the web's later ones after it), with Redis as roomy as ever.
     for (let i = 0; i < 5; i++) {
       const res = await deliver(other.slug);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
     }
-    expect(await keptFor(other.slug)).toBe(0);
+    expect(await admin.set(`probe:${rand(4)}`, 'x'.repeat(64 * 1024))).toBe('OK');
+    console.log(`another firm's 5 deliveries: ${await keptFor(other.slug)} kept in the outbox`);
   }, 300_000);
 
   it('Redis refusing writes (OOM): a delivery is kept in the MongoDB outbox, never a 500', async () => {
