@@ -52,6 +52,13 @@ describe('a voicemail told only by call_analyzed', () => {
 
     // Attempt 1: the agent talked to a voicemail box and hung up; the analysis says so.
     const first = await placedCall(created.id, 1);
+    // Dialled and not ended: its lead counts as placed already (at the dial, not at its end).
+    await waitForCampaign(
+      firm.client,
+      created.id,
+      (c) => c.status === 'running' && c.calls_placed === 1 && c.calls_completed === 0,
+      15_000,
+    );
     const undetected: PhoneCallResponse = {
       ...voicemailCall({ callId: first.providerCallId, ourCallId: first.ourCallId, toNumber: phone }),
       disconnection_reason: 'agent_hangup',
