@@ -15,12 +15,16 @@ import { startCallAnalysis } from '../../core/domain/call-analysis/pipeline.js';
 import { ProviderError } from '../../core/integrations/voice/provider.js';
 import type { JobProcessor } from '../runner.js';
 import type { Services } from '../../core/wiring/services.js';
-import { callsCollection } from '../../core/domain/calls/calls.js';
+import { callsCollection, type CallDoc } from '../../core/domain/calls/calls.js';
 import { onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { wakeDialWaiters } from '../../core/domain/pacing/dial-slots.js';
 import { jobRef } from '../../core/domain/pacing/parking.js';
 import { SLOT_WAIT_SAFETY_MS, park, parkWhilePaused } from '../park.js';
-import { listCallOptOut } from '../../core/domain/compliance/opt-out-listing.js';
+import {
+  listCallOptOut,
+  scanTranscript,
+  type OptOutListing,
+} from '../../core/domain/compliance/opt-out-listing.js';
 import { clock } from '../../core/platform/clock.js';
 import { BusyUntilError } from '../../core/platform/busy-until.js';
 import { recordCallStarted } from '../../core/domain/calls/record-call-events.js';
@@ -103,22 +107,32 @@ async function afterDialFailed(services: Services, callId: string): Promise<void
  * The event applied under its call's lock: to the call its metadata names (ours when we placed
  * it), in one command in the usual case, else read once under the lock; else to the one the
  * provider's id leads to, or a new inbound call (core/domain/calls/call-events.ts).
+ * `beforeWrite`: runs with the call as it is about to be written, before its write; the call is
+ * then always read first (not written in one command).
  */
-async function applyEvent(services: Services, data: CallEventJob): Promise<AppliedCallEvent> {
+async function applyEvent(
+  services: Services,
+  data: CallEventJob,
+  beforeWrite?: (next: CallDoc) => Promise<void>,
+): Promise<AppliedCallEvent> {
   const { db } = services.mongo;
   const named = data.call.metadata?.call_id;
   if (named !== undefined) {
     const applied = await withCallLock(services, data.firm, named, async () => {
       // The usual case in one command; the rest from a read of the call, as before.
-      const written = await applyNamedCallEvent(db, data, named);
-      if (written !== null) return written;
+      if (beforeWrite === undefined) {
+        const written = await applyNamedCallEvent(db, data, named);
+        if (written !== null) return written;
+      }
       const read = await callNamedByEvent(db, data.firm, data.call);
-      return read === null ? null : applyCallEvent(db, data, named, read);
+      return read === null ? null : applyCallEvent(db, data, named, read, beforeWrite);
     });
     if (applied !== null) return applied;
   }
   const callId = await callIdByProvider(db, data.firm, data.call);
-  return withCallLock(services, data.firm, callId, () => applyCallEvent(db, data, callId));
+  return withCallLock(services, data.firm, callId, () =>
+    applyCallEvent(db, data, callId, undefined, beforeWrite),
+  );
 }
 
 /**
@@ -143,10 +157,26 @@ export const callEvent: JobProcessor<CallEventJob> = async (job, { services }) =
       return { dropped: 'not_the_firms_call' };
     }
   }
-  const { call, advanced } = await applyEvent(services, data);
   // An opt-out in the person's turns puts their number on the firm's do-not-call list (the
-  // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it).
-  const optOut = data.event === 'call_started' ? undefined : await listCallOptOut(services, call);
+  // entry's _id is the claim: call_ended and call_analyzed both look, the first lists it). When
+  // the event's own transcript holds one, it is listed before the call's write: a client that
+  // sees the call ended in get-call finds the number on the list, and a new call to it refused.
+  const scanned =
+    data.event === 'call_started' || data.call.transcript === undefined
+      ? undefined
+      : scanTranscript(data.call.transcript);
+  const first: { listing?: OptOutListing } = {};
+  const beforeWrite =
+    scanned?.found.optOut === true
+      ? async (next: CallDoc) => {
+          first.listing = await listCallOptOut(services, next, scanned);
+        }
+      : undefined;
+  const { call, advanced } = await applyEvent(services, data, beforeWrite);
+  const optOut =
+    data.event === 'call_started'
+      ? undefined
+      : (first.listing ?? (await listCallOptOut(services, call, scanned)));
   // call.started whenever this is the provider's call_started (its key makes a repeat a no-op).
   if (data.event === 'call_started') await recordCallStarted(services, call, data.received_at);
   // Whenever the call is finished (not only when this event finished it): the hook is

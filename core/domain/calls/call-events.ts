@@ -27,13 +27,16 @@ export interface AppliedCallEvent {
 
 /**
  * Applies the event to the call `callId` (see resolveCallId); the caller holds that call's lock.
- * `read`: the call as the caller read it under that lock (one read, not two).
+ * `read`: the call as the caller read it under that lock (one read, not two). `beforeWrite`: runs
+ * with the call as it is about to be written, before the write (only when there is one), so what
+ * must be true once a reader sees the call so (an opt-out listed) is true first.
  */
 export async function applyCallEvent(
   db: Db,
   job: CallEventJob,
   callId: string,
   read?: CallDoc,
+  beforeWrite?: (next: CallDoc) => Promise<void>,
 ): Promise<AppliedCallEvent> {
   const payload = job.call;
   const call = await findOrCreateCall(db, job.firm, callId, payload, read);
@@ -48,8 +51,10 @@ export async function applyCallEvent(
   }
   if (Object.keys(changes).length === 0) return { call, advanced: false };
   changes.updated_at = new Date();
+  const next = { ...call, ...changes };
+  await beforeWrite?.(next);
   await callsCollection(db).updateOne({ _id: call._id }, { $set: changes });
-  return { call: { ...call, ...changes }, advanced };
+  return { call: next, advanced };
 }
 
 /**

@@ -63,16 +63,33 @@ async function isEntryOf(
     : entry.evidence.chat_id === subject.chat_id;
 }
 
+/** A transcript already read for an opt-out, and what was found: not read again. */
+export interface ScannedTranscript {
+  transcript: string;
+  found: OptOut;
+}
+
+/** What a transcript holds: read once (detectOptOutInTranscript), for listCallOptOut to reuse. */
+export const scanTranscript = (transcript: string): ScannedTranscript => ({
+  transcript,
+  found: detectOptOutInTranscript(transcript),
+});
+
 /**
  * The person's opt-out in a call's transcript (their turns only), onto the firm's list; not in a
- * call that reached voicemail or a phone menu.
+ * call that reached voicemail or a phone menu. `scanned`: that transcript read already.
  */
-export async function listCallOptOut(services: Services, call: CallDoc): Promise<OptOutListing> {
+export async function listCallOptOut(
+  services: Services,
+  call: CallDoc,
+  scanned?: ScannedTranscript,
+): Promise<OptOutListing> {
   if (call.transcript === null || call.transcript === '') return 'no_opt_out';
   // A voicemail greeting or a phone menu is a machine talking, not the person.
   const outcome = callOutcome(call);
   if (outcome === 'voicemail' || outcome === 'ivr') return 'no_opt_out';
-  const found = detectOptOutInTranscript(call.transcript);
+  const found =
+    scanned?.transcript === call.transcript ? scanned.found : detectOptOutInTranscript(call.transcript);
   if (!found.optOut) return 'no_opt_out';
   return list(services, call.firm, () => personOfCall(call), found, 'call', { call_id: shownCallId(call) });
 }
