@@ -23,23 +23,34 @@ export function isStaleExtraction(call: CallDoc): boolean {
   return made !== undefined && made !== currentAnalysisDigest(call);
 }
 
-/** Extracts again from the call's current analysis; replaces the extraction and the lead's fields. */
+/**
+ * Extracts again from the call's current analysis; gives the call's lead the new caller data, then
+ * replaces the call's extraction. The lead first: a client that sees the new caller data in
+ * get-call finds the lead with it too, and a job that dies between the two writes (the call's
+ * extraction still the old one, so still stale) makes both again when it runs again.
+ */
 export async function reextract(services: Services, call: CallDoc, lastAttempt: boolean): Promise<void> {
   const digest = currentAnalysisDigest(call);
+  const calls = callsCollection(services.mongo.db);
+  const extractedFrom = async () =>
+    (await calls.findOne({ _id: call._id }, { projection: { extraction: 1 } }))?.extraction?.analysis_digest;
   const extraction = await extractCallerData(services, call, lastAttempt);
-  const stored = await withCallLock(services, call.firm, call._id, async () => {
-    const calls = callsCollection(services.mongo.db);
-    const current = await calls.findOne({ _id: call._id }, { projection: { extraction: 1 } });
-    // Another job extracted from this same analysis meanwhile: its copy stands.
-    if (current?.extraction?.analysis_digest === digest) return null;
-    const next: CallExtraction = { ...extraction, analysis_digest: digest, extracted_at: new Date() };
+  // Another job extracted from this same analysis meanwhile: its copy stands, and its lead.
+  if ((await extractedFrom()) === digest) return;
+  const next: CallExtraction = { ...extraction, analysis_digest: digest, extracted_at: new Date() };
+  await updateCallLead(services, call, next);
+  await withCallLock(services, call.firm, call._id, async () => {
+    if ((await extractedFrom()) === digest) return;
     await calls.updateOne({ _id: call._id }, { $set: { extraction: next, updated_at: new Date() } });
-    return next;
   });
-  if (stored === null) return;
-  // The lead's id derives from the call: a point write, nothing when the lead is not made yet
-  // (its effect then reads the new extraction).
-  const { fields } = normaliseLeadFields(leadFieldsFrom(stored));
+}
+
+/**
+ * The call's lead takes the caller data of `extraction`: a point write, nothing when the lead is
+ * not made yet (its effect then reads the new extraction), nor when no field changed.
+ */
+async function updateCallLead(services: Services, call: CallDoc, extraction: CallExtraction): Promise<void> {
+  const { fields } = normaliseLeadFields(leadFieldsFrom(extraction));
   const { first_name, last_name, phone, email, case_type, summary, urgency } = fields;
   const next = { first_name, last_name, phone, email, case_type, summary, urgency };
   const leads = leadsCollection(services.mongo.db);
@@ -52,6 +63,6 @@ export async function reextract(services: Services, call: CallDoc, lastAttempt: 
     const changed = changedFields(lead, next);
     if (changed.length === 0) return;
     await leads.updateOne({ _id: lead._id }, { $set: next });
-    await recordLeadUpdated(services, { ...lead, ...next }, changed, stored.extracted_at);
+    await recordLeadUpdated(services, { ...lead, ...next }, changed, extraction.extracted_at);
   });
 }
