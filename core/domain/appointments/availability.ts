@@ -192,6 +192,15 @@ export async function freeSlots(
 }
 
 /**
+ * Drops the firm's cached answers, after a booking made through the service: a client (or an
+ * agent) that books a slot and asks again at once is not offered the slot it just took. Best
+ * effort: Redis failing here leaves the answers to lapse within their 30 s.
+ */
+export async function forgetSlots(services: Services, firm: string): Promise<void> {
+  await services.redis.del(redisKeys(services.config).appointmentSlots(firm)).catch(() => 0);
+}
+
+/**
  * The slots we answer with: those in the query's days, in their time zone (whatever else Cal.com
  * includes), at most MAX_SLOTS_PER_DAY a day (the earliest), each a short date-time.
  */

@@ -19,7 +19,14 @@ import { normalizeEmail } from '../contact-points/emails.js';
 import { toE164 } from '../contact-points/phones.js';
 import type { FirmDoc } from '../firms/firms.js';
 import { findLead } from '../leads/leads.js';
-import { bookingProviderOf, calcomOf, daysFrom, freeSlots, providerFailure } from './availability.js';
+import {
+  bookingProviderOf,
+  calcomOf,
+  daysFrom,
+  forgetSlots,
+  freeSlots,
+  providerFailure,
+} from './availability.js';
 import { attachAppointment, statusOfCalBooking } from './lead-appointment.js';
 
 // A booking through the firm's provider (docs/appointments.md#booking). The request becomes an
@@ -337,6 +344,8 @@ async function book(services: Services, firm: FirmDoc, doc: AppointmentDoc): Pro
     throw await refusalAnswer(services, firm, doc, err);
   }
   const result = record.result!;
+  // The cached availability offered the slot taken now (and not one a reschedule freed).
+  await forgetSlots(services, firm._id);
   if (doc.lead_id !== null) {
     await attachAppointment(
       services,
