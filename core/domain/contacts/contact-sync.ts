@@ -236,6 +236,14 @@ export async function startContactSync(
  * updated_since, the claim let go.
  */
 export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise<void> {
+  // The mark first: once GET shows the sync completed (its completion claim), a sync started at
+  // once reads changes since this one. Every page is counted by now, so a mark written by a runner
+  // that dies before the claim is still true; its retry completes the sync.
+  await replaceById(marks(db), claimId(sync.firm, sync.source), {
+    sync_id: sync._id,
+    started_at: sync.started_at,
+    ...(sync.source === 'ringcentral' ? { sync_token: sync.sync_token ?? null } : {}),
+  });
   if (sync.status !== 'completed') {
     const now = new Date();
     // Two workers can finish the same sync (a job taken over from a killed one): the completion is
@@ -249,11 +257,6 @@ export async function completeContactSync(db: Db, sync: ContactSyncDoc): Promise
       { ...sync, status: 'completed', completed_at: at, updated_at: now },
     );
   }
-  await replaceById(marks(db), claimId(sync.firm, sync.source), {
-    sync_id: sync._id,
-    started_at: sync.started_at,
-    ...(sync.source === 'ringcentral' ? { sync_token: sync.sync_token ?? null } : {}),
-  });
   await releaseSyncClaim(db, sync.firm, sync._id, sync.source);
 }
 
