@@ -18,14 +18,18 @@ export async function expectOutboxEmpty(stack: Stack): Promise<void> {
  * the queue (waiting, delayed, active or, with `completed`, done), or its entry in the webhook
  * outbox, where a delivery goes when its add takes longer than ENQUEUE_TIMEOUT_MS (a loaded
  * machine) and, the web's outbox gate then closed, the stack's later deliveries too until a
- * worker's drain empties it. `jobs`: the queued ones; `kept`: the outbox's, with their payloads;
- * `byCall`: each call's data, from either.
+ * worker's drain empties it. `jobs`: the queued ones; `kept`: the outbox's, with their payloads
+ * and their job ids (`delivery`); `byCall`: each call's data, from either.
  */
 export async function deliveredCallEvents(
   stack: Stack,
   callIds: string[],
   options: { completed?: boolean } = {},
-): Promise<{ jobs: Job[]; kept: Array<{ payload: string; data: any }>; byCall: Map<string, any> }> {
+): Promise<{
+  jobs: Job[];
+  kept: Array<{ payload: string; data: any; delivery?: string }>;
+  byCall: Map<string, any>;
+}> {
   const wanted = new Set(callIds);
   const states = ['waiting', 'delayed', 'active', ...(options.completed === true ? ['completed'] : [])];
   const jobs = (await stack.services.queues['call-events'].getJobs(states as never)).filter((j) =>
@@ -33,11 +37,11 @@ export async function deliveredCallEvents(
   );
   const kept = (
     await stack.services.mongo.db
-      .collection<{ payload: string }>(COLLECTIONS.webhookOutbox)
+      .collection<{ payload: string; delivery?: string }>(COLLECTIONS.webhookOutbox)
       .find({ job: 'callEvent' })
       .toArray()
   )
-    .map((entry) => ({ payload: entry.payload, data: JSON.parse(entry.payload) }))
+    .map((entry) => ({ payload: entry.payload, data: JSON.parse(entry.payload), delivery: entry.delivery }))
     .filter((entry) => wanted.has(entry.data.call?.call_id));
   const byCall = new Map<string, any>();
   for (const entry of kept) byCall.set(entry.data.call.call_id, entry.data);
