@@ -170,6 +170,8 @@ describe('a 200 only for a delivery kept durably', () => {
   it('while Redis is down a delivery (signed or bearer) is kept in the MongoDB outbox and answered 200; once it is back, straight to the queue', async () => {
     const outbox = outage.services.mongo.db.collection(COLLECTIONS.webhookOutbox);
     expect((await postSigned(outage, firm.slug, SECRET_A, retellCallAnalyzed())).status).toBe(200);
+    // Kept there already if its add took longer than ENQUEUE_TIMEOUT_MS (a loaded machine).
+    const before = await outbox.countDocuments({});
     await redis.stop();
     await eventually(async () => expect(outage.services.redis.status).not.toBe('ready'));
 
@@ -177,11 +179,11 @@ describe('a 200 only for a delivery kept durably', () => {
     expect(signed.status).toBe(200);
     const bearer = await firm.client.post(`/api/v2/${firm.slug}/webhook`, retellCallAnalyzed());
     expect(bearer.status).toBe(200);
-    expect(await outbox.countDocuments({ firm: firm.slug })).toBe(2);
+    expect(await outbox.countDocuments({ firm: firm.slug })).toBe(before + 2);
     // A refused delivery is not kept.
     const forged = await postSigned(outage, firm.slug, SECRET_B, retellCallAnalyzed());
     expectError(forged, 401, 'unauthorized');
-    expect(await outbox.countDocuments({})).toBe(2);
+    expect(await outbox.countDocuments({})).toBe(before + 2);
 
     await redis.start();
     await eventually(async () => expect((await outage.api.get('/readyz')).status).toBe(200), 20_000);
@@ -189,8 +191,13 @@ describe('a 200 only for a delivery kept durably', () => {
     await sleep(600);
     const body = retellCallAnalyzed();
     expect((await postSigned(outage, firm.slug, SECRET_A, body)).status).toBe(200);
-    const jobs = await outage.services.queues['call-events'].getJobs(['waiting']);
-    expect(jobs.some((j) => j.data.call.call_id === body.call.call_id)).toBe(true);
+    // Its add was made: its job is in the queue, if late. An add slower than ENQUEUE_TIMEOUT_MS (a
+    // loaded machine) also keeps a copy in the outbox, but still lands; a gate left shut makes no
+    // add at all, and no worker here would move the outbox's entry.
+    await eventually(async () => {
+      const jobs = await outage.services.queues['call-events'].getJobs(['waiting']);
+      expect(jobs.some((j) => j.data.call.call_id === body.call.call_id)).toBe(true);
+    });
   });
 });
 
@@ -199,6 +206,8 @@ describe('a web process that has just started', () => {
 
   /** A web process's services, new (its outbox gate shut, as at a start), connected to Redis. */
   async function withNewProcess(run: (fresh: ReturnType<typeof createServices>) => Promise<void>) {
+    // Deliveries an earlier test's slow add left there would keep the new gate shut.
+    await outbox().deleteMany({}); // what a worker's drain would do
     const fresh = createServices(stack.config, createLogger('silent', 'test'), 'producer');
     try {
       await fresh.redis.ping(); // connected: what a web process is before it listens
@@ -224,9 +233,14 @@ describe('a web process that has just started', () => {
     await withNewProcess(async (fresh) => {
       const ids = Array.from({ length: 20 }, () => `burst_${rand()}`);
       const where = await Promise.all(ids.map((id) => deliver(fresh, id)));
-      expect(where).toEqual(ids.map(() => 'queued'));
-      expect(await outbox().countDocuments({})).toBe(0);
-      for (const id of ids) expect(await jobsOf(id)).toHaveLength(1);
+      // Each one's add was made: its job is in the queue. One answered 'outbox' had an add slower
+      // than ENQUEUE_TIMEOUT_MS (a loaded machine), which lands all the same; one held behind the
+      // gate is kept in the outbox with no add at all, and no worker here moves it.
+      await eventually(async () => {
+        for (const id of ids) expect(await jobsOf(id), id).toHaveLength(1);
+      });
+      // Only those slow adds were kept.
+      expect(await outbox().countDocuments({})).toBe(where.filter((w) => w === 'outbox').length);
     });
   });
 
