@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { signCalWebhook } from '../../core/integrations/booking/cal-signature.js';
 import { eventually } from '../helpers/eventually.js';
 import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { CAL_ORGANIZER, calTime } from '../fakes/calcom-fixtures.js';
@@ -123,6 +124,47 @@ export async function bookingJobs(
 ) {
   return stack.services.queues.bookings.getJobs(states);
 }
+
+/**
+ * The booking-event deliveries of a booking, wherever each was made durable: its job in the
+ * bookings queue (in any state), or its entry in the webhook outbox, where a delivery goes when its
+ * add takes longer than ENQUEUE_TIMEOUT_MS (a loaded machine) and, the web's outbox gate then
+ * closed, the stack's later deliveries too until a worker's drain empties it. `ids`: the job ids,
+ * each once (a delivery whose slow add landed after its entry was kept is in both, with one id);
+ * `data`: each one's job data, by job id.
+ */
+export async function bookingDeliveries(
+  stack: Stack,
+  bookingUid: string,
+): Promise<{ ids: string[]; data: Map<string, any> }> {
+  const data = new Map<string, any>();
+  const kept = await stack.services.mongo.db
+    .collection<{ payload: string; delivery?: string }>(COLLECTIONS.webhookOutbox)
+    .find({ job: 'bookingEvent' })
+    .toArray();
+  for (const entry of kept) {
+    const payload = JSON.parse(entry.payload);
+    if (payload.uid === bookingUid) data.set(entry.delivery!, payload);
+  }
+  for (const job of await bookingJobs(stack)) {
+    if (job.name === 'booking-event' && job.data.uid === bookingUid) data.set(job.id!, job.data);
+  }
+  return { ids: [...data.keys()], data };
+}
+
+/**
+ * Waits until no booking event waits or runs, in the bookings queue or in the webhook outbox
+ * (a delivery kept there is applied once a worker's drain has moved it). Reminders days ahead
+ * stay delayed meanwhile.
+ */
+export const bookingEventsApplied = (stack: Stack) =>
+  eventually(async () => {
+    await expectOutboxEmpty(stack);
+    const pending = (await bookingJobs(stack, ['waiting', 'active', 'prioritized'])).filter(
+      (j) => j.name === 'booking-event',
+    );
+    expect(pending).toEqual([]);
+  });
 
 /** Waits until the bookings queue has nothing waiting, running or delayed, and the webhook outbox nothing. */
 export const bookingsDrained = (stack: Stack, timeoutMs = 30_000) =>
