@@ -12,6 +12,7 @@ import { readBookingReminders, type ReminderStore } from '../../core/domain/book
 import { sendBookingReminder } from '../../core/domain/bookings/reminders.js';
 import type { BookingEventJob } from '../../jobs/bookings.js';
 import { bookingEvent } from '../../workers/processors/bookings.js';
+import { drainOutbox } from '../../core/domain/deliveries/delivery-outbox.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { calBookingPayload, calCancelled, calRescheduled } from '../fakes/calcom-fixtures.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
@@ -40,8 +41,14 @@ async function bookingWithDueReminder(firm: string) {
   return { to, ...(await storeDueReminder(store(), firm, to, { firmName: 'Queued LLP' })) };
 }
 
-/** The bookings queue's jobs for this booking's events, waiting (no worker runs). */
+/**
+ * The bookings queue's jobs for this booking's events, waiting (no worker runs). A delivery whose
+ * add took longer than ENQUEUE_TIMEOUT_MS (a loaded machine) was kept in the webhook outbox
+ * instead, and, the web's gate then closed, so were later ones: the outbox is first moved into the
+ * queue, as a worker's drain would, so the event waits in its queue either way.
+ */
 async function waitingEvents(uid: string): Promise<Job<BookingEventJob>[]> {
+  await drainOutbox(stack.services);
   const jobs = (await stack.services.queues.bookings.getJobs(['waiting'])) as Job<BookingEventJob>[];
   return jobs.filter((j) => j.data.uid === uid || j.data.reschedule_uid === uid);
 }
