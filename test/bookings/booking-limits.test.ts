@@ -8,6 +8,7 @@ import { redisKeys } from '../../core/platform/redis-keys.js';
 import { bodyText, startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';
 import { eventually } from '../helpers/eventually.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
+import { expectOutboxEmpty } from '../helpers/webhook-outbox.js';
 import { bookingJobs, calBooking, calEvent, postSigned, reminders, uid, type Attendee } from './support.js';
 
 const SECRET = 'whsec_booking_limits_secret';
@@ -47,8 +48,11 @@ const people = (n: number, tag: string): Attendee[] =>
 async function deliver(slug: string, trigger: string, payload: Record<string, unknown>): Promise<void> {
   const res = await postSigned(stack, slug, calEvent(trigger, payload), SECRET);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
-  // Applied: nothing waiting or running (the reminders' own jobs stay delayed).
+  // Applied: nothing waiting or running (the reminders' own jobs stay delayed), and nothing kept
+  // in the webhook outbox, where an add slower than ENQUEUE_TIMEOUT_MS (a loaded machine) sends a
+  // delivery, and the stack's later ones too, until the workers' drain moves them to the queue.
   await eventually(async () => {
+    await expectOutboxEmpty(stack);
     const counts = await stack.services.queues.bookings.getJobCounts('waiting', 'active', 'prioritized');
     expect(counts).toEqual({ waiting: 0, active: 0, prioritized: 0 });
   });
