@@ -26,7 +26,9 @@ export function startServiceProcess(
       name: entry,
       output: { file: logFile },
       ...(options.readyUrl === undefined ? {} : { ready: { url: options.readyUrl } }),
-      readyTimeoutMs: 60_000,
+      // Loading the service through tsx takes seconds on an idle machine, several times that on
+      // the loaded two-core CI machine (npm-start-stop.test.ts waits 180 s too).
+      readyTimeoutMs: 180_000,
     },
   );
   return {

@@ -139,6 +139,9 @@ async function replicationOffset(port: number, field: string): Promise<number> {
 }
 
 describe('Redis failover through Sentinel under load', () => {
+  // 480 s: about 20 s on an idle two-core machine; on the loaded CI machine the processes' start
+  // alone may take minutes (their readiness wait is 180 s), and each phase after it several
+  // times its idle time.
   it('follows the new primary without a restart; only work written to the primary and not replicated is lost', async () => {
     const service = await startServiceProcesses(env, dir, 'sentinel');
     let stores: (() => Promise<void>) | undefined;
@@ -344,5 +347,5 @@ describe('Redis failover through Sentinel under load', () => {
       await stores?.();
       await service.stop();
     }
-  }, 240_000);
+  }, 480_000);
 });
