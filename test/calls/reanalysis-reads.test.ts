@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
-import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+import { startTcpRelay, updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
 import { eventually } from '../helpers/eventually.js';
 import { callWebhook, conversationCall, type RetellCaller } from '../fakes/retell-fixtures.js';
 import { callForProvider, postSigned, settledCall } from '../webhooks/support.js';
@@ -25,13 +25,6 @@ afterAll(async () => {
   await stack?.stop();
   await relay?.close();
 });
-
-/** The bytes of an `update` command on a collection, as the driver sends it (BSON). */
-const updateCommandOn = (collection: string): string => {
-  const length = Buffer.alloc(4);
-  length.writeInt32LE(collection.length + 1);
-  return `\u0002update\u0000${length.toString('latin1')}${collection}\u0000`;
-};
 
 describe('a re-analysis, read through get-call and the leads routes', () => {
   it("the call's lead has the new caller data by the time get-call shows it", async () => {

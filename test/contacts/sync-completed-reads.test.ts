@@ -8,7 +8,7 @@ import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { UPDATED_SINCE_MARGIN_MS } from '../../core/domain/contacts/contact-sync.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
-import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+import { startTcpRelay, updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
 import { finished, startSync } from './clio-support.js';
 
 let clio: FakeClio;
@@ -26,13 +26,6 @@ afterAll(async () => {
   await relay?.close();
   await clio?.close();
 });
-
-/** The bytes of an `update` command on a collection, as the driver sends it (BSON). */
-const updateCommandOn = (collection: string): string => {
-  const length = Buffer.alloc(4);
-  length.writeInt32LE(collection.length + 1);
-  return `\u0002update\u0000${length.toString('latin1')}${collection}\u0000`;
-};
 
 const LISTING = /^\/api\/v4\/contacts(\.json)?$/;
 
