@@ -5,25 +5,25 @@
 // reading between the job's writes would see.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
-import { startTcpRelay, updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
+import { updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
+import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { callWebhook, conversationCall, type RetellCaller } from '../fakes/retell-fixtures.js';
 import { callForProvider, postSigned, settledCall } from '../webhooks/support.js';
 
 const SECRET = 'whsec_reanalysis_reads';
 
+let relayed: RelayedStack;
 let relay: TcpRelay;
 let stack: Stack;
 
 beforeAll(async () => {
-  const mongoUri = freshMongoUri();
-  relay = await startTcpRelay(new URL(mongoUri));
-  stack = await startStack({ workers: true, env: { MONGODB_URI: relay.via(mongoUri) } });
+  relayed = await startStackBehindMongoRelay();
+  ({ stack, relay } = relayed);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await relay?.close();
+  await relayed?.stop();
 });
 
 describe('a re-analysis, read through get-call and the leads routes', () => {

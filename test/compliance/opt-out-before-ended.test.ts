@@ -9,25 +9,25 @@ import type { AgentDoc } from '../../core/domain/agents/agents.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
-import { createFirm, freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
-import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
+import { createFirm, rand, type Stack } from '../helpers/stack.js';
+import type { TcpRelay } from '../helpers/tcp-relay.js';
+import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { callsOf, createAgent, waitForCall } from '../calls/support.js';
 
 const SECRET = 'whsec_opt_out_before_ended';
 const PHONE = '+14155550163';
 
+let relayed: RelayedStack;
 let relay: TcpRelay;
 let stack: Stack;
 
 beforeAll(async () => {
-  const mongoUri = freshMongoUri();
-  relay = await startTcpRelay(new URL(mongoUri));
-  stack = await startStack({ workers: true, env: { MONGODB_URI: relay.via(mongoUri) } });
+  relayed = await startStackBehindMongoRelay();
+  ({ stack, relay } = relayed);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await relay?.close();
+  await relayed?.stop();
 });
 
 /** One of our outbound calls to PHONE as stored before the provider's events: registered. */

@@ -7,23 +7,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { UPDATED_SINCE_MARGIN_MS } from '../../core/domain/contacts/contact-sync.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { createFirm, freshMongoUri, startStack, type Stack } from '../helpers/stack.js';
-import { startTcpRelay, updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
+import { createFirm, type Stack } from '../helpers/stack.js';
+import { updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
+import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
 import { finished, startSync } from './clio-support.js';
 
 let clio: FakeClio;
+let relayed: RelayedStack;
 let relay: TcpRelay;
 let stack: Stack;
 
 beforeAll(async () => {
   clio = await startFakeClio();
-  const mongoUri = freshMongoUri();
-  relay = await startTcpRelay(new URL(mongoUri));
-  stack = await startStack({ workers: true, env: { MONGODB_URI: relay.via(mongoUri) } });
+  relayed = await startStackBehindMongoRelay();
+  ({ stack, relay } = relayed);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await relay?.close();
+  await relayed?.stop();
   await clio?.close();
 });
 
