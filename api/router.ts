@@ -125,12 +125,12 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         }
         ctx.state.principal = principal;
         // A firm token naming another firm in the query is refused as one naming it in the path
-        // or the body is, whether the route reads firmSlug from the query or not. A value that is
-        // no slug names no firm: the route's own validation answers it (400), or ignores it.
+        // or the body is, whether the route reads firmSlug from the query or not, and however
+        // often firmSlug is repeated (?firmSlug=a&firmSlug=b names both). A value that is no slug
+        // names no firm: the route's own validation answers it (400), or ignores it.
         const named = ctx.query.firmSlug;
-        if (typeof named === 'string' && SLUG.test(named) && !mayActOn(principal, named)) {
-          throw forbidden();
-        }
+        const names = named === undefined ? [] : typeof named === 'string' ? [named] : named;
+        if (names.some((slug) => SLUG.test(slug) && !mayActOn(principal, slug))) throw forbidden();
         await next();
       });
     }

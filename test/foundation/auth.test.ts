@@ -176,6 +176,29 @@ describe('firm isolation', () => {
     expect((await firmA.client.get(`/api/leads/${lead.body.id}?firmSlug=${firmA.slug}`)).status).toBe(200);
   });
 
+  it("firm A's key naming firm B in a repeated firmSlug query parameter is 403 too, on every route", async () => {
+    const lead = await firmA.client.post('/api/leads', { firmSlug: firmA.slug, first_name: 'Q' });
+    expect(lead.status).toBe(200);
+    for (const path of [
+      `/api/leads/${lead.body.id}`,
+      `/api/firms/${firmA.slug}`,
+      '/api/v2/list-voices',
+      '/api/leads',
+    ]) {
+      for (const query of [
+        `firmSlug=${firmB.slug}&firmSlug=${firmB.slug}`,
+        `firmSlug=${firmA.slug}&firmSlug=${firmB.slug}`,
+        `firmSlug=${firmB.slug}&firmSlug=${firmA.slug}`,
+      ]) {
+        expectError(await firmA.client.get(`${path}?${query}`), 403, 'forbidden');
+      }
+    }
+    // Its own slug repeated names no other firm: the route answers as before.
+    const own = `firmSlug=${firmA.slug}&firmSlug=${firmA.slug}`;
+    expect((await firmA.client.get(`/api/leads/${lead.body.id}?${own}`)).status).toBe(200);
+    expectError(await firmA.client.get(`/api/leads?${own}`), 400, 'invalid_request');
+  });
+
   it("a firm key naming a firm that does not exist is 403, not a hint that it doesn't", async () => {
     expectError(await firmA.client.get(`/api/firms/no-such-firm-${rand(3)}`), 403, 'forbidden');
   });
