@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
+import { clip, invalidRequest, unsupportedMediaType } from '../../core/platform/errors.js';
 import { storableText } from '../../core/platform/text.js';
 
 const DEFAULT_BODY_LIMIT = '2mb';
@@ -117,28 +117,47 @@ export function jsonBody(
     if (['POST', 'PUT', 'PATCH'].includes(ctx.method) && hasBody(ctx.req.headers) && !isJsonRequest(ctx)) {
       throw unsupportedMediaType('Send the body as JSON with Content-Type: application/json.');
     }
-    await parse(ctx, async () => {
-      // Right after parsing, before anything (validation, webhook authentication) walks the body.
-      if (nestedDeeperThan((ctx.request as { body?: unknown }).body, MAX_JSON_DEPTH)) {
+    let read = false;
+    try {
+      await parse(ctx, async () => {
+        read = true;
+        // Right after parsing, before anything (validation, webhook authentication) walks the body.
+        if (nestedDeeperThan((ctx.request as { body?: unknown }).body, MAX_JSON_DEPTH)) {
+          throw invalidRequest(
+            `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
+          );
+        }
+        // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): our own bodies
+        // get a 400, not a 500; a webhook sender's text keeps the rest, with U+FFFD in its place.
+        // (A route that keeps the JSON as text says so, `verbatimJson`, and keeps NULs as sent.)
+        const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
+        const replace = options.nul === 'replace';
+        if (
+          !options.verbatimJson &&
+          /\\u0000/i.test(raw) &&
+          handleNul((ctx.request as { body?: unknown }).body, replace)
+        ) {
+          if (!replace) {
+            throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
+          }
+        }
+        await next();
+      });
+    } catch (err) {
+      // A body that does not decompress as its Content-Encoding says fails in zlib, with no HTTP
+      // status: the client's mistake (400), not ours (500).
+      if (!read && compressed(ctx) && typeof (err as { status?: unknown }).status !== 'number') {
         throw invalidRequest(
-          `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels; send flatter data.`,
+          `The request body is not valid ${clip(ctx.get('Content-Encoding'))} data; send it compressed as its Content-Encoding says, or without Content-Encoding.`,
         );
       }
-      // The NUL character cannot be stored (PostgreSQL-backed stores refuse it): our own bodies
-      // get a 400, not a 500; a webhook sender's text keeps the rest, with U+FFFD in its place.
-      // (A route that keeps the JSON as text says so, `verbatimJson`, and keeps NULs as sent.)
-      const raw = (ctx.request as { rawBody?: string }).rawBody ?? '';
-      const replace = options.nul === 'replace';
-      if (
-        !options.verbatimJson &&
-        /\\u0000/i.test(raw) &&
-        handleNul((ctx.request as { body?: unknown }).body, replace)
-      ) {
-        if (!replace) {
-          throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
-        }
-      }
-      await next();
-    });
+      throw err;
+    }
   };
+}
+
+/** Whether the request says its body is compressed (a Content-Encoding other than identity). */
+function compressed(ctx: Context): boolean {
+  const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
+  return encoding !== '' && encoding !== 'identity';
 }

@@ -2,6 +2,7 @@
 // asset names, deeply nested JSON, huge lists of problems, and request values echoed in errors.
 // Each answer is a clear 4xx/501 in the error shape (docs/errors.md), never a 500.
 import { connect } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowOf, sendAnyMethod } from '../helpers/any-method.js';
 import type { ApiResponse } from '../helpers/client.js';
@@ -419,5 +420,51 @@ describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
     // Its job, or its outbox entry when the add took longer than ENQUEUE_TIMEOUT_MS (a loaded machine).
     const { byCall } = await deliveredCallEvents(stack, [callId], { completed: true });
     expect(byCall.get(callId)?.call.transcript).toBe('Agent: Hi\uFFFDthere');
+  });
+});
+
+describe('compressed bodies (Content-Encoding)', () => {
+  const postLead = (body: Buffer | string, encoding: string) =>
+    stack.api.request('POST', '/api/leads', {
+      rawBody: body,
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': encoding,
+        Authorization: `Bearer ${firm.key}`,
+      },
+    });
+  const lead = (name: string) => JSON.stringify({ firmSlug: firm.slug, first_name: name });
+
+  it('gzip, deflate and br bodies are read', async () => {
+    for (const [encoding, compress] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
+    ] as const) {
+      const res = await postLead(compress(Buffer.from(lead(`Z ${encoding}`))), encoding);
+      expect({ status: res.status, name: res.body.first_name }).toEqual({
+        status: 200,
+        name: `Z ${encoding}`,
+      });
+    }
+  });
+
+  it('a body that does not decompress as its Content-Encoding says: 400 invalid_request, never a 500', async () => {
+    const before = await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug });
+    const truncated = gzipSync(Buffer.from(lead('Cut'))).subarray(0, 12);
+    for (const [body, encoding] of [
+      [lead('Plain'), 'gzip'],
+      [lead('Plain'), 'deflate'],
+      [lead('Plain'), 'br'],
+      [truncated, 'gzip'],
+    ] as const) {
+      const res = await postLead(body, encoding);
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message, encoding).toMatch(/Content-Encoding/);
+    }
+    expect(await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug })).toBe(
+      before,
+    );
+    expect((await stack.api.get('/healthz')).status).toBe(200);
   });
 });
