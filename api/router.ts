@@ -27,6 +27,18 @@ const SLUG = new RegExp(FIRM_SLUG_PATTERN);
 export const authenticateRequest = (ctx: Context, services: Services): Promise<ApiPrincipal> =>
   authenticateBearer(ctx.get('Authorization') || undefined, services.config, services.mongo.db);
 
+/**
+ * A firm token naming another firm in the query is refused (403) as one naming it in the path or
+ * the body is, whether the route reads firmSlug from the query or not, and however often firmSlug
+ * is repeated (?firmSlug=a&firmSlug=b names both). A value that is no slug names no firm: the
+ * route's own validation answers it (400), or ignores it.
+ */
+export function refuseOtherFirmInQuery(ctx: Context, principal: Principal): void {
+  const named = ctx.query.firmSlug;
+  const names = named === undefined ? [] : typeof named === 'string' ? [named] : named;
+  if (names.some((slug) => SLUG.test(slug) && !mayActOn(principal, slug))) throw forbidden();
+}
+
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
   const router = new Router();
   // The web process's read cache (API keys, firms, agents), checked against the change epoch
@@ -124,13 +136,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
           if (mustReread(before, epoch)) principal = await authenticate(ctx);
         }
         ctx.state.principal = principal;
-        // A firm token naming another firm in the query is refused as one naming it in the path
-        // or the body is, whether the route reads firmSlug from the query or not, and however
-        // often firmSlug is repeated (?firmSlug=a&firmSlug=b names both). A value that is no slug
-        // names no firm: the route's own validation answers it (400), or ignores it.
-        const named = ctx.query.firmSlug;
-        const names = named === undefined ? [] : typeof named === 'string' ? [named] : named;
-        if (names.some((slug) => SLUG.test(slug) && !mayActOn(principal, slug))) throw forbidden();
+        refuseOtherFirmInQuery(ctx, principal);
         await next();
       });
     }

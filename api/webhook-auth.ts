@@ -5,7 +5,7 @@ import { firmWebhookKeys, type WebhookKeys } from '../core/domain/firms/webhook-
 import { forbidden, isMongoUnavailable, unauthorized } from '../core/platform/errors.js';
 import type { Services } from '../core/wiring/services.js';
 import type { RawBody, WebhookCredentials } from './route.js';
-import { authenticateRequest } from './router.js';
+import { authenticateRequest, refuseOtherFirmInQuery } from './router.js';
 
 /** How one sender signs its deliveries (Retell, Cal.com). */
 export interface SenderSignature {
@@ -52,6 +52,7 @@ export function webhookAuthentication(
     if (ctx.get('Authorization') !== '') {
       const principal = await authenticateRequest(ctx, services);
       if (!mayActOn(principal, slug)) throw forbidden();
+      refuseOtherFirmInQuery(ctx, principal);
       // The firm's keys stand for the firm: while MongoDB is down, their copy says it exists.
       if ((await firmWebhookKeys(services, slug)) === null) throw firmNotFound(slug);
       return { principal, firm: slug };

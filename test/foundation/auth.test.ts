@@ -5,6 +5,7 @@ import { signSessionToken } from '../../core/domain/access/session.js';
 import type { ApiClient, ApiResponse } from '../helpers/client.js';
 import { expectError } from '../helpers/expect-error.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';
+import { deliveredCallEvents } from '../helpers/webhook-outbox.js';
 
 let stack: Stack;
 let firmA: Awaited<ReturnType<typeof createFirm>>;
@@ -197,6 +198,26 @@ describe('firm isolation', () => {
     const own = `firmSlug=${firmA.slug}&firmSlug=${firmA.slug}`;
     expect((await firmA.client.get(`/api/leads/${lead.body.id}?${own}`)).status).toBe(200);
     expectError(await firmA.client.get(`/api/leads?${own}`), 400, 'invalid_request');
+  });
+
+  it("firm A's bearer key on its own webhook receivers naming firm B in the query is 403, and nothing is enqueued", async () => {
+    const callId = `q_${rand()}`;
+    const receivers: Array<[string, unknown]> = [
+      [`/api/v2/${firmA.slug}/webhook`, { event: 'call_started', call: { call_id: callId } }],
+      [`/api/v2/${firmA.slug}/booking-webhook`, { triggerEvent: 'PING', payload: {} }],
+    ];
+    for (const [path, body] of receivers) {
+      for (const query of [`firmSlug=${firmB.slug}`, `firmSlug=${firmA.slug}&firmSlug=${firmB.slug}`]) {
+        expectError(await firmA.client.post(`${path}?${query}`, body), 403, 'forbidden');
+      }
+    }
+    const refused = await deliveredCallEvents(stack, [callId], { completed: true });
+    expect(refused.byCall.size).toBe(0);
+    // Its own slug in the query is no trouble.
+    for (const [path, body] of receivers) {
+      const res = await firmA.client.post(`${path}?firmSlug=${firmA.slug}`, body);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
+    }
   });
 
   it("a firm key naming a firm that does not exist is 403, not a hint that it doesn't", async () => {
