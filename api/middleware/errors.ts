@@ -99,6 +99,12 @@ function toAppError(err: unknown, clientGone = false): AppError {
     if (status === 413) {
       return payloadTooLarge();
     }
+    if (status === 400 && /forbidden prototype property/.test(e.message ?? '')) {
+      // The JSON parser refuses a "__proto__" key (prototype poisoning), at any depth.
+      return invalidRequest(
+        'The request body may not contain a "__proto__" key; rename or remove that field.',
+      );
+    }
     if (status === 400 && (e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? ''))) {
       // The parser takes an object or an array only: a string, a number or null is JSON, but
       // not a request body, and saying "not valid JSON" of it misleads.

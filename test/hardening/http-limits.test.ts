@@ -423,6 +423,32 @@ describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
   });
 });
 
+describe('a "__proto__" key in a body (refused by the JSON parser)', () => {
+  it('is a 400 invalid_request that says which key, at the top or nested, and nothing is stored', async () => {
+    const before = await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug });
+    for (const rawBody of [
+      `{"firmSlug":"${firm.slug}","__proto__":{"first_name":"x"}}`,
+      `{"firmSlug":"${firm.slug}","first_name":"A","notes":"n","__proto__":"x"}`,
+    ]) {
+      const res = await send('POST', '/api/leads', {
+        body: rawBody,
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${firm.key}` },
+      });
+      expectError(res, 400, 'invalid_request');
+      expect(res.body.error.message).toMatch(/"__proto__"/);
+    }
+    const nested = await send('POST', '/api/firms', {
+      body: `{"slug":"f-${rand(4)}","name":"P","settings":{"__proto__":{"timezone":"UTC"}}}`,
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${stack.config.adminApiKey}` },
+    });
+    expectError(nested, 400, 'invalid_request');
+    expect(nested.body.error.message).toMatch(/"__proto__"/);
+    expect(await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug })).toBe(
+      before,
+    );
+  });
+});
+
 describe('compressed bodies (Content-Encoding)', () => {
   const postLead = (body: Buffer | string, encoding: string) =>
     stack.api.request('POST', '/api/leads', {
