@@ -58,7 +58,7 @@ export function createApp(services: Services): App {
   });
   koa.use(bullBoard(services));
   // After Bull Board, which answers its own paths: it never gets CORS headers.
-  koa.use(apiCors(routes, services));
+  koa.use(apiCors(routes, services, (path) => router.match(path, 'GET').path.length > 0));
   koa.use(router.routes());
   koa.use(allowedMethods(router));
   return { koa, routes, metrics, lifecycle };

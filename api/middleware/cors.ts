@@ -63,13 +63,21 @@ function tokenOrigin(ctx: Context, services: Services): Promise<string | undefin
     : widgetTokenOrigin(token, services.config.sessionSecret);
 }
 
-/** The app-wide CORS middleware (api/app.ts). */
-export function apiCors(routes: AnyRoute[], services: Services): Middleware {
+/**
+ * The app-wide CORS middleware (api/app.ts). `routed` says whether any route has a path (as the
+ * router matches it): a path no route has gets no CORS answer, so its preflight is the 404 every
+ * other method on it gets.
+ */
+export function apiCors(
+  routes: AnyRoute[],
+  services: Services,
+  routed: (path: string) => boolean,
+): Middleware {
   const entries = table(routes);
   const dashboards = new Set(services.config.corsOrigins ?? []);
   return corsWith(async (ctx) => {
     const origin = ctx.get('Origin');
-    if (origin === '') return '';
+    if (origin === '' || !routed(ctx.path)) return '';
     const requested = ctx.get('Access-Control-Request-Method').toUpperCase();
     const preflight = ctx.method === 'OPTIONS' && requested !== '';
     const method = preflight ? requested : ctx.method === 'HEAD' ? 'GET' : ctx.method;

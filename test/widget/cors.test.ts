@@ -255,6 +255,20 @@ describe('every other route: CORS_ORIGINS', () => {
     expect(corsHeaders(unauthorized)).toEqual(ALLOWED_RESPONSE(DASHBOARD));
   });
 
+  it('a preflight from a dashboard origin to a path no route has: 404 route_not_found, without CORS headers', async () => {
+    for (const path of ['/no/such/path', '/api/no-such-thing', '/api/v2/no-such-operation']) {
+      for (const method of ['GET', 'POST']) {
+        const res = await preflight(stack.baseUrl, path, DASHBOARD, method);
+        expect(res.status, `${method} ${path}`).toBe(404);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('route_not_found');
+        expect(res.headers.get('access-control-allow-origin')).toBeNull();
+        expect(res.headers.get('access-control-allow-methods')).toBeNull();
+      }
+    }
+    // A path a route has is answered as before.
+    expect((await preflight(stack.baseUrl, '/api/leads', DASHBOARD, 'GET')).status).toBe(204);
+  });
+
   it('another origin: no CORS headers on the preflight nor on the call', async () => {
     const res = await preflight(stack.baseUrl, '/api/leads', ELSEWHERE, 'GET');
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
