@@ -40,15 +40,21 @@ interface ReplyLoss {
   done: () => void;
 }
 
+/** The bytes of a `command` on a collection, as the driver sends it (BSON): its first element. */
+const commandOn = (command: string, collection: string): string => {
+  const length = Buffer.alloc(4);
+  length.writeInt32LE(collection.length + 1);
+  return `\u0002${command}\u0000${length.toString('latin1')}${collection}\u0000`;
+};
+
 /**
  * The bytes of an `update` command on a collection, as the driver sends it (BSON): a marker for
  * holdRequest that holds a write to that collection.
  */
-export const updateCommandOn = (collection: string): string => {
-  const length = Buffer.alloc(4);
-  length.writeInt32LE(collection.length + 1);
-  return `\u0002update\u0000${length.toString('latin1')}${collection}\u0000`;
-};
+export const updateCommandOn = (collection: string): string => commandOn('update', collection);
+
+/** The bytes of an `insert` command on a collection: a marker for holdRequest that holds an insert. */
+export const insertCommandOn = (collection: string): string => commandOn('insert', collection);
 
 /** Relays 127.0.0.1:`port` (0: any free port) to `target`'s host and port. */
 export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {

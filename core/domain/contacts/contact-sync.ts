@@ -131,7 +131,11 @@ const syncRunning = (syncId: string) =>
     `A contacts sync of this firm is running already (job_id ${syncId}); wait for it to finish (GET /api/contacts/sync/${syncId}).`,
   );
 
-/** Claims the firm's sync for `syncId`; a claim left by a sync that has ended is taken over once. */
+/**
+ * Claims the firm's sync for `syncId`, whose record is stored already; a claim left by a sync that
+ * has ended is taken over once. A claim always names a stored record (the record is written
+ * before its claim): one whose record is missing was let go by a start that failed.
+ */
 async function claimSync(db: Db, firm: string, source: SyncSource, syncId: string): Promise<void> {
   const doc = { _id: claimId(firm, source), sync_id: syncId, created_at: new Date() };
   if (await claim(claims(db), doc)) return;
@@ -197,35 +201,47 @@ export async function startContactSync(
   await requireSource(services, firm, source);
   const db = services.mongo.db;
   const syncId = newId('csy');
-  await claimSync(db, firm._id, source, syncId);
+  const mark = await marks(db).findOne({ _id: claimId(firm._id, source) });
+  const now = new Date();
+  // The record before the claim: a request that finds the firm's turn taken reads the holder's
+  // record to tell a running sync from one that ended. Claimed first, a sync whose record was
+  // still on its way looked ended, and a second request started at the same moment took the turn
+  // over: two syncs of one firm ran, both answered 202.
+  await syncsCollection(db).insertOne({
+    _id: syncId,
+    firm: firm._id,
+    source,
+    status: 'running',
+    default_country: country,
+    updated_since: mark === null ? null : new Date(mark.started_at.getTime() - UPDATED_SINCE_MARGIN_MS),
+    page_url: null,
+    ...(source === 'ringcentral' ? { sync_token: mark?.sync_token ?? null, deleted: 0, updated: 0 } : {}),
+    pages: 0,
+    imported: 0,
+    duplicates: 0,
+    errors: 0,
+    failure: null,
+    started_at: now,
+    updated_at: now,
+    completed_at: null,
+  });
   try {
-    const mark = await marks(db).findOne({ _id: claimId(firm._id, source) });
-    const now = new Date();
-    await syncsCollection(db).insertOne({
-      _id: syncId,
-      firm: firm._id,
-      source,
-      status: 'running',
-      default_country: country,
-      updated_since: mark === null ? null : new Date(mark.started_at.getTime() - UPDATED_SINCE_MARGIN_MS),
-      page_url: null,
-      ...(source === 'ringcentral' ? { sync_token: mark?.sync_token ?? null, deleted: 0, updated: 0 } : {}),
-      pages: 0,
-      imported: 0,
-      duplicates: 0,
-      errors: 0,
-      failure: null,
-      started_at: now,
-      updated_at: now,
-      completed_at: null,
-    });
-    await enqueue(services.queues, JOBS.syncContacts, { syncId, firm: firm._id });
+    await claimSync(db, firm._id, source, syncId);
   } catch (err) {
-    // Not accepted (503): neither the record nor the claim may stay.
+    // Refused (409) or not claimed (503): a record no claim names, that no job runs, is not kept.
     await syncsCollection(db)
       .deleteOne({ _id: syncId })
       .catch(() => {});
+    throw err;
+  }
+  try {
+    await enqueue(services.queues, JOBS.syncContacts, { syncId, firm: firm._id });
+  } catch (err) {
+    // Not accepted (503): neither the claim nor the record may stay.
     await releaseSyncClaim(db, firm._id, syncId, source).catch(() => {});
+    await syncsCollection(db)
+      .deleteOne({ _id: syncId })
+      .catch(() => {});
     throw err;
   }
   return syncId;
