@@ -56,6 +56,9 @@ export const updateCommandOn = (collection: string): string => commandOn('update
 /** The bytes of an `insert` command on a collection: a marker for holdRequest that holds an insert. */
 export const insertCommandOn = (collection: string): string => commandOn('insert', collection);
 
+/** The bytes of a `delete` command on a collection: a marker for holdRequest that holds a delete. */
+export const deleteCommandOn = (collection: string): string => commandOn('delete', collection);
+
 /** Relays 127.0.0.1:`port` (0: any free port) to `target`'s host and port. */
 export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
   const open = new Set<Socket>();

@@ -1,8 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim, duplicateKeyIndexes } from '../../platform/db/claim.js';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/db/keyset-cursor.js';
-import { newId } from '../../platform/ids.js';
 import { invalidRequest } from '../../platform/errors.js';
 
 // A firm's do-not-call list (docs/compliance.md#do-not-call-list): one key document per number,
@@ -154,9 +154,17 @@ export async function listDncEntries(
 }
 
 /**
+ * The id of the removal of one entry: derived from the entry (its _id and when it was added), so
+ * that an entry is removed once, however many requests take it off at the same moment.
+ */
+const removalIdOf = (entry: DncEntry): string =>
+  `dncrm_${createHash('sha256').update(`${entry._id}|${entry.added_at.getTime()}`).digest('base64url').slice(0, 20)}`;
+
+/**
  * Removes a number from the firm's list, recording the removal first (a removal is never lost:
- * a crash between the two writes leaves the number listed, and the retried request records it
- * again). Null when the number is not on the list.
+ * a crash between the two writes leaves the number listed, and the retried request finishes it).
+ * The record is a claim on the entry: of concurrent removals one records it, the others answer
+ * that record (the number was taken off once). Null when the number is not on the list.
  */
 export async function removeDncEntry(
   db: Db,
@@ -175,15 +183,20 @@ export async function removeDncEntry(
     );
   }
   const { _id, ...kept } = entry;
-  const record: DncRemoval = {
-    _id: newId('dncrm'),
+  let record: DncRemoval | null = {
+    _id: removalIdOf(entry),
     firm,
     phone,
     entry: kept,
     removed_at: new Date(),
     ...removal,
   };
-  await removals(db).insertOne(record);
-  await entries(db).deleteOne({ _id });
+  if (!(await claim(removals(db), record))) {
+    // Another request removed this very entry (or one that died before the entry's delete).
+    record = await removals(db).findOne({ _id: record._id });
+    if (record === null) return null;
+  }
+  // This entry only: a number listed again since is another entry, with a removal of its own.
+  await entries(db).deleteOne({ _id, added_at: entry.added_at });
   return record;
 }
