@@ -110,7 +110,8 @@ export function pauseNoticeSlack(input: NoticeInput): SlackMessage {
     blocks: [
       {
         type: 'header',
-        text: { type: 'plain_text', text: `:octagonal_sign: ${headline(input)}`, emoji: true },
+        // Block Kit's header holds at most 150 characters (Slack refuses the message otherwise).
+        text: { type: 'plain_text', text: shorten(`:octagonal_sign: ${headline(input)}`, 150), emoji: true },
       },
       { type: 'section', text: { type: 'mrkdwn', text: shorten(slackEscape(body.join('\n')), 3000) } },
     ],
