@@ -1,6 +1,13 @@
 // A small stand-in for the OpenAI API on 127.0.0.1: POST /v1/chat/completions with the real
 // request and response JSON shapes. It checks the bearer key, records every request, and can
-// be told to answer with errors (429 with Retry-After, 500) once or for every request.
+// be told to answer with errors (429 with Retry-After, 500) once or for every request. It
+// refuses, with OpenAI's 400 invalid_request_error and the offending `param`, what the API
+// refuses (openai-node's ChatCompletionCreateParams, platform.openai.com/docs/api-reference/chat
+// and the structured-outputs guide): a parameter the API does not have, no model, no messages or
+// none, a message of an unknown role or without the content its role needs, a temperature
+// outside 0 to 2, a response_format of an unknown type, a json_schema whose name is not
+// [a-zA-Z0-9_-]{1,64} or, when strict, an object schema anywhere in it that does not list every
+// property as required and set additionalProperties: false.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -62,6 +69,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
+/** OpenAI's 400 for a request it refuses, naming the parameter. */
+function sendInvalid(res: ServerResponse, refusal: Refusal) {
+  sendJson(res, 400, {
+    error: { message: refusal.message, type: 'invalid_request_error', param: refusal.param, code: null },
+  });
+}
+
 function sendError(res: ServerResponse, status: number) {
   const error = ERRORS[status] ?? { message: `Error ${status}.`, type: 'server_error', code: null };
   // OpenAI's 429s carry retry headers; a short one keeps the SDK's retry quick in tests.
@@ -84,19 +98,180 @@ function nullFields(body: any): Record<string, unknown> {
   return Object.fromEntries(Object.keys(properties).map((k) => [k, null]));
 }
 
-/** A structured-output request that is malformed as OpenAI would judge it (null when fine). */
-function structuredProblem(body: any): string | null {
-  const format = body.response_format;
-  if (format?.type !== 'json_schema') return null;
-  const schema = format.json_schema?.schema;
-  if (typeof format.json_schema?.name !== 'string' || typeof schema !== 'object' || schema === null) {
-    return 'response_format.json_schema needs a name and a schema.';
+/** The parameters of a chat completion request (openai-node's ChatCompletionCreateParamsBase). */
+const PARAMETERS = new Set([
+  'messages',
+  'model',
+  'audio',
+  'frequency_penalty',
+  'function_call',
+  'functions',
+  'logit_bias',
+  'logprobs',
+  'max_completion_tokens',
+  'max_tokens',
+  'metadata',
+  'modalities',
+  'n',
+  'parallel_tool_calls',
+  'prediction',
+  'presence_penalty',
+  'prompt_cache_key',
+  'reasoning_effort',
+  'response_format',
+  'safety_identifier',
+  'seed',
+  'service_tier',
+  'stop',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'user',
+  'verbosity',
+  'web_search_options',
+]);
+const ROLES = ['system', 'assistant', 'user', 'function', 'tool', 'developer'];
+
+/** What OpenAI refuses in a request: its message and the parameter it names; null when fine. */
+interface Refusal {
+  message: string;
+  param: string | null;
+}
+
+const isObject = (v: unknown): v is Record<string, any> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A strict json_schema's object schemas, each closed and fully required (recursively). */
+function strictSchemaProblem(schema: unknown, where: string): string | null {
+  if (Array.isArray(schema)) {
+    for (const [i, item] of schema.entries()) {
+      const problem = strictSchemaProblem(item, `${where}[${i}]`);
+      if (problem !== null) return problem;
+    }
+    return null;
   }
-  if (format.json_schema.strict === true) {
-    const keys = Object.keys(schema.properties ?? {}).sort();
-    const required = [...(schema.required ?? [])].sort();
-    if (schema.additionalProperties !== false || JSON.stringify(keys) !== JSON.stringify(required)) {
-      return 'A strict json_schema must list every property as required and set additionalProperties: false.';
+  if (!isObject(schema)) return null;
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes('object') || isObject(schema.properties)) {
+    const keys = Object.keys(schema.properties ?? {});
+    const required: unknown[] = Array.isArray(schema.required) ? schema.required : [];
+    const missing = keys.filter((k) => !required.includes(k));
+    if (missing.length > 0) {
+      return `In context=${where}, 'required' is required to be supplied and to be an array including every key in properties. Missing '${missing[0]}'.`;
+    }
+    if (schema.additionalProperties !== false) {
+      return `In context=${where}, 'additionalProperties' is required to be supplied and to be false.`;
+    }
+  }
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'enum' || key === 'const' || key === 'required') continue;
+    const problem = strictSchemaProblem(value, `${where}.${key}`);
+    if (problem !== null) return problem;
+  }
+  return null;
+}
+
+/** A message's content as its role needs it (a string, or an array of parts; null only for some). */
+function contentProblem(message: Record<string, any>, at: string): Refusal | null {
+  const content = message.content;
+  const param = `${at}.content`;
+  if (content === undefined || content === null) {
+    const mayBeNull =
+      message.role === 'assistant' &&
+      (Array.isArray(message.tool_calls) || isObject(message.function_call) || 'refusal' in message);
+    return mayBeNull || message.role === 'function'
+      ? null
+      : { message: `Missing required parameter: '${param}'.`, param };
+  }
+  if (typeof content === 'string') return null;
+  if (Array.isArray(content) && content.every((part) => isObject(part) && typeof part.type === 'string'))
+    return null;
+  return {
+    message: `Invalid type for '${param}': expected one of a string or an array of objects, but got ${typeof content} instead.`,
+    param,
+  };
+}
+
+/** What OpenAI would refuse in a chat completion request (null when it takes it). */
+function requestProblem(body: unknown): Refusal | null {
+  if (!isObject(body)) return { message: 'The request body must be a JSON object.', param: null };
+  const unknown = Object.keys(body).find((k) => !PARAMETERS.has(k));
+  if (unknown !== undefined)
+    return { message: `Unrecognized request argument supplied: ${unknown}`, param: null };
+  if (typeof body.model !== 'string' || body.model === '')
+    return { message: "Missing required parameter: 'model'.", param: 'model' };
+  if (!Array.isArray(body.messages))
+    return { message: "Missing required parameter: 'messages'.", param: 'messages' };
+  if (body.messages.length === 0) return { message: "[] is too short - 'messages'", param: 'messages' };
+  for (const [i, message] of (body.messages as unknown[]).entries()) {
+    const at = `messages[${i}]`;
+    if (!isObject(message)) {
+      return {
+        message: `Invalid type for '${at}': expected an object, but got ${typeof message} instead.`,
+        param: at,
+      };
+    }
+    if (!ROLES.includes(message.role)) {
+      return {
+        message: `Invalid value: '${String(message.role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+        param: `${at}.role`,
+      };
+    }
+    const problem = contentProblem(message, at);
+    if (problem !== null) return problem;
+    if (message.role === 'tool' && typeof message.tool_call_id !== 'string') {
+      return { message: `Missing required parameter: '${at}.tool_call_id'.`, param: `${at}.tool_call_id` };
+    }
+  }
+  const temperature = body.temperature;
+  if (temperature !== undefined && temperature !== null) {
+    if (typeof temperature !== 'number' || temperature < 0 || temperature > 2) {
+      return {
+        message: `Invalid 'temperature': expected a number from 0 to 2, but got ${JSON.stringify(temperature)} instead.`,
+        param: 'temperature',
+      };
+    }
+  }
+  const format = body.response_format;
+  if (format === undefined || format === null) return null;
+  if (!isObject(format) || !['text', 'json_object', 'json_schema'].includes(format.type)) {
+    return {
+      message:
+        "Invalid value for 'response_format.type': supported values are 'text', 'json_object' and 'json_schema'.",
+      param: 'response_format.type',
+    };
+  }
+  if (format.type !== 'json_schema') return null;
+  const jsonSchema = format.json_schema;
+  if (!isObject(jsonSchema) || typeof jsonSchema.name !== 'string') {
+    return {
+      message: "Missing required parameter: 'response_format.json_schema.name'.",
+      param: 'response_format.json_schema.name',
+    };
+  }
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(jsonSchema.name)) {
+    return {
+      message: `Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+      param: 'response_format.json_schema.name',
+    };
+  }
+  if (jsonSchema.strict === true) {
+    const schema = jsonSchema.schema;
+    const problem = !isObject(schema)
+      ? 'A strict json_schema needs a schema.'
+      : schema.type !== 'object'
+        ? 'In context=(), schema must be a JSON Schema of \'type: "object"\'.'
+        : strictSchemaProblem(schema, '()');
+    if (problem !== null) {
+      return {
+        message: `Invalid schema for response_format '${jsonSchema.name}': ${problem}`,
+        param: 'response_format',
+      };
     }
   }
   return null;
@@ -147,8 +322,8 @@ export async function startFakeOpenAi(apiKey = 'sk-test'): Promise<FakeOpenAi> {
       if (req.headers.authorization !== `Bearer ${fake.apiKey}`) return sendError(res, 401);
       const failure = fake.failNext.shift() ?? fake.failAlways;
       if (failure !== null && failure !== undefined) return sendError(res, failure);
-      if (typeof body.model !== 'string' || !Array.isArray(body.messages)) return sendError(res, 400);
-      if (structuredProblem(body) !== null) return sendError(res, 400);
+      const refusal = requestProblem(body);
+      if (refusal !== null) return sendInvalid(res, refusal);
       const content =
         body.response_format?.type === 'json_schema'
           ? JSON.stringify(fake.respondStructured(body))
