@@ -197,6 +197,16 @@ export class RedisKeys {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'skipped', reason);
   }
 
+  /**
+   * ZSET: a campaign's calls whose dial is under way (member: the call id; score: the time, ms on
+   * the service's clock, by which that attempt is over at the latest), so that a pause or cancel
+   * answers only once they are (core/domain/campaigns/campaign-dials.ts). Expires with its latest
+   * member.
+   */
+  campaignDialling(campaignId: string): string {
+    return key(this.prefix, 'campaign', this.tag(campaignId), 'dialling');
+  }
+
   /** HASH: a campaign's counts (placed, completed, failed) of its leads. */
   campaignCounts(campaignId: string): string {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'counts');

@@ -10,6 +10,7 @@ import {
   resumeCampaign,
 } from '../../../core/domain/campaigns/campaigns.js';
 import { findCampaign, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
+import { dialsSettled } from '../../../core/domain/campaigns/campaign-dials.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
 import { campaignView, draftCampaignView, viewWithCounts } from './present.js';
@@ -47,8 +48,13 @@ const stateChange = (action: 'pause' | 'resume' | 'cancel', summary: string, run
     body: NoBody,
     response: CampaignRecord,
     errors: [404, 409],
-    handler: async ({ services, principal, params }) =>
-      viewWithCounts(services, await run(services, await requireCampaign(services, principal, params.id))),
+    handler: async ({ services, principal, params }) => {
+      const campaign = await run(services, await requireCampaign(services, principal, params.id));
+      // "No call is dialled from now on": the dials under way when the state changed end first
+      // (counted in calls_placed when they dialled). A resume has nothing to wait for.
+      if (action !== 'resume' && campaign.status !== 'running') await dialsSettled(services, campaign._id);
+      return viewWithCounts(services, campaign);
+    },
   });
 
 export const campaignRoutes = [

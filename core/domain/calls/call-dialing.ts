@@ -18,6 +18,7 @@ import { noteCampaignDial } from '../campaigns/kill-switch.js';
 import { findCampaign } from '../campaigns/campaign-store.js';
 import { storableText } from '../../platform/text.js';
 import { countLeadDialled } from '../campaigns/campaign-progress.js';
+import { dialOver, dialStarting } from '../campaigns/campaign-dials.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -108,10 +109,28 @@ export async function placeOutboundCall(
     await markDialFailed(services, call.firm, call._id, LOST_DIAL_MESSAGE);
     return { outcome: 'lost' };
   }
-  if (call.campaign_id !== undefined) {
+  if (call.campaign_id === undefined) return dial(services, call, attempt, waiter);
+  // Registered before its campaign is looked at, until the dial is over: a pause or cancel answers
+  // only once the dials under way are (core/domain/campaigns/campaign-dials.ts).
+  const campaignId = call.campaign_id;
+  await dialStarting(services, campaignId, call._id);
+  try {
     const held = await campaignHoldsDial(services, call);
     if (held !== null) return held;
+    return await dial(services, call, attempt, waiter);
+  } finally {
+    await dialOver(services, campaignId, call._id);
   }
+}
+
+/** The gate's decision at the dial, then the dial itself (once per call), for a call allowed so far. */
+async function dial(
+  services: Services,
+  call: CallDoc,
+  attempt: Attempt,
+  waiter: string,
+): Promise<DialAttemptResult> {
+  const callId = call._id;
   // The do-not-call read goes beside the firm's (the gate awaits it).
   const dnc = findDncEntry(services.mongo.db, call.firm, call.to_number ?? '');
   dnc.catch(() => undefined);
