@@ -1,4 +1,4 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from 'mongodb';
 import type { Queues } from '../jobs/queues.js';
 import { countKeptDeliveries } from '../core/domain/deliveries/delivery-outbox.js';
@@ -61,21 +61,25 @@ export function createMetrics(
       );
     },
   });
-  new Gauge({
+  // Counts that only grow (reset when their store is emptied): counters, as their `_total` names
+  // say, so `rate()` and `promtool check metrics` take them. Read whole at each scrape.
+  new Counter({
     name: 'bullmq_jobs_finished_total',
     help: 'Jobs finished by each queue since metrics began, by outcome (completed, failed)',
     labelNames: ['queue', 'outcome'] as const,
     registers: [registry],
     async collect() {
-      this.reset();
-      await Promise.all(
+      const counts = await Promise.all(
         Object.values(queues).flatMap((queue) =>
           (['completed', 'failed'] as const).map(async (outcome) => {
             const metrics = await queue.getMetrics(outcome, 0, 0);
-            this.set({ queue: queue.name, outcome }, metrics.meta.count);
+            return { labels: { queue: queue.name, outcome }, n: metrics.meta.count };
           }),
         ),
       );
+      // Reset and filled with no await between: two scrapes at once cannot add up their reads.
+      this.reset();
+      for (const { labels, n } of counts) this.inc(labels, n);
     },
   });
   new Gauge({
@@ -90,18 +94,18 @@ export function createMetrics(
       );
     },
   });
-  new Gauge({
+  new Counter({
     name: 'webhook_delivery_attempts_total',
     help: "Attempts to deliver events to firms' webhook endpoints since the counters began, by outcome: delivered, retrying (failed, a retry follows), failed (retries spent), gone (410: endpoint disabled), skipped (endpoint disabled or deleted)",
     labelNames: ['outcome'] as const,
     registers: [registry],
     async collect() {
-      this.reset();
       // Redis down: no figures rather than a failed scrape.
       const counts = await deliveryOutcomes(spend).catch(() => null);
+      this.reset();
       if (counts === null) return;
       for (const outcome of ['delivered', 'retrying', 'failed', 'gone', 'skipped']) {
-        this.set({ outcome }, counts[outcome] ?? 0);
+        this.inc({ outcome }, counts[outcome] ?? 0);
       }
     },
   });
