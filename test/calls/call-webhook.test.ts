@@ -356,6 +356,52 @@ describe('applying call events', () => {
     expectError(await other.client.get(`/api/v2/get-call/${row._id}`), 404, 'call_not_found');
   });
 
+  it('an inbound call on an agent by its provider agent id shows our agent_id, the one get-agent reads', async () => {
+    const mapped = await createAgent(firm.client, firm.slug);
+    const providerAgentId = `agent_retell_${rand()}`;
+    const patched = await stack.admin.patch(`/api/v2/update-agent/${mapped}`, {
+      provider_agent_id: providerAgentId,
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    const pid = `inbound_${rand()}`;
+    await send({
+      event: 'call_started',
+      call: {
+        ...providerCall(undefined, pid),
+        agent_id: providerAgentId,
+        direction: 'inbound',
+        from_number: '+14155557771',
+        to_number: '+14155550100',
+        call_status: 'ongoing',
+        start_timestamp: 1_700_000_000_000,
+      },
+    });
+    const call = await eventually(async () => {
+      const res = await firm.client.get(`/api/v2/get-call/${pid}`);
+      expect(res.status).toBe(200);
+      return res.body;
+    });
+    expect(call.agent_id).toBe(mapped);
+    expect((await firm.client.get(`/api/v2/get-agent/${call.agent_id}`)).body.agent_id).toBe(mapped);
+    // An agent id the firm has no agent for is kept as the sender named it.
+    const unknown = `inbound_${rand()}`;
+    await send({
+      event: 'call_started',
+      call: {
+        ...providerCall(undefined, unknown),
+        agent_id: 'agent_nobody_has',
+        direction: 'inbound',
+        call_status: 'ongoing',
+      },
+    });
+    const kept = await eventually(async () => {
+      const res = await firm.client.get(`/api/v2/get-call/${unknown}`);
+      expect(res.status).toBe(200);
+      return res.body;
+    });
+    expect(kept.agent_id).toBe('agent_nobody_has');
+  });
+
   it("metadata naming another firm's call does not touch that call", async () => {
     const db = stack.services.mongo.db;
     const otherFirm = (await getFirm(db, other.slug))!;

@@ -117,11 +117,23 @@ export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | nul
  * key, then the agent it names (agent-keys.ts).
  */
 export async function firmHasProviderAgent(db: Db, firm: string, providerAgentId: string): Promise<boolean> {
+  return (await firmProviderAgentId(db, firm, providerAgentId)) !== null;
+}
+
+/**
+ * Our id of the firm's agent whose provider agent id is `providerAgentId` (the agent a provider's
+ * call names), by the same point reads; null when the firm has none.
+ */
+export async function firmProviderAgentId(
+  db: Db,
+  firm: string,
+  providerAgentId: string,
+): Promise<string | null> {
   const target = await agentKeyTarget(db, firm, providerAgentId);
-  if (target === null) return false;
+  if (target === null) return null;
   const agent = await findAgent(db, target);
-  if (agent !== null && agent.firm === firm && agent.provider_agent_id === providerAgentId) return true;
-  return (await repointAgentKey(db, firm, providerAgentId)) !== null;
+  if (agent !== null && agent.firm === firm && agent.provider_agent_id === providerAgentId) return agent._id;
+  return repointAgentKey(db, firm, providerAgentId);
 }
 
 /** The agent, which must belong to `firm` (create-outbound-call, create-chat). */

@@ -9,6 +9,7 @@ import {
   type CallDoc,
   type CallStatus,
 } from './calls.js';
+import { firmProviderAgentId } from '../agents/agents.js';
 import { isDialFailure } from './call-outcome.js';
 import { callIdForProviderCall, inboundCallId, linkProviderCall, noteInboundCall } from './call-keys.js';
 
@@ -219,11 +220,17 @@ async function createInboundCall(
   payload: ProviderCallSnapshot,
 ): Promise<CallDoc> {
   await noteInboundCall(db, { _id: id, firm }, payload.call_id);
+  // The provider names its own agent id: the call shows ours (the one list-agents gives, whose
+  // intake questions the analysis asks), else the id as sent.
+  const agentId =
+    payload.agent_id === undefined
+      ? null
+      : ((await firmProviderAgentId(db, firm, payload.agent_id)) ?? payload.agent_id);
   const doc = newCallRecord({
     callId: id,
     shownId: payload.call_id,
     firm,
-    agent_id: payload.agent_id ?? null,
+    agent_id: agentId,
     direction: payload.direction === 'outbound' ? 'outbound' : 'inbound',
     from_number: payload.from_number ?? null,
     to_number: payload.to_number ?? null,
