@@ -72,6 +72,35 @@ describe('round trip', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it('an edge’s label and handles are other fields of the edge: any JSON value is stored as given', async () => {
+    // Only id, source and target are the edge's own; builders put labels with their styling, or
+    // numeric handle ids, there.
+    const nodes = [{ id: 'a' }, { id: 'b' }];
+    const edges = [
+      { id: 'e1', source: 'a', target: 'b', label: { text: 'Yes', style: { color: '#0a0' } } },
+      { id: 'e2', source: 'b', target: 'a', label: true, sourceHandle: 1, targetHandle: { side: 'left' } },
+      {
+        id: 'e3',
+        source: 'a',
+        target: 'a',
+        label: ['two', 'lines'],
+        sourceHandle: 'true',
+        targetHandle: null,
+      },
+    ];
+    const res = await post({ nodes, edges });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const read = await firm.client.get(`/api/workflows/${res.body.id}`);
+    expect(exactly(read.body.edges)).toBe(exactly(edges));
+    const put = await firm.client.put(`/api/workflows/${res.body.id}`, {
+      name: 'Graph',
+      nodes,
+      edges: [{ ...edges[1], label: 42.5 }],
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.edges).toStrictEqual([{ ...edges[1], label: 42.5 }]);
+  });
+
   it('a 1.8 MiB graph is accepted and comes back whole', async () => {
     const padding = 'x'.repeat(3340);
     const graph = {
@@ -196,7 +225,7 @@ describe('broken graphs: 400 invalid_request with details, nothing written', () 
       [{ nodes: [flowNode(0, { data: 'text' })], edges: [] }, '/nodes/0/data', /"n0"/],
       [{ nodes: [flowNode(0, { type: 3 })], edges: [] }, '/nodes/0/type', /"n0"/],
       [{ nodes: nodes(), edges: [flowEdge(0, 3, { source: 1 })] }, '/edges/0/source', /"e0"/],
-      [{ nodes: nodes(), edges: [flowEdge(4, 3, { sourceHandle: 5 })] }, '/edges/0/sourceHandle', /"e4"/],
+      [{ nodes: nodes(), edges: [flowEdge(4, 3, { target: 5 })] }, '/edges/0/target', /"e4"/],
       [{ nodes: nodes(), edges: [flowEdge(0, 3, { target: null })] }, '/edges/0/target', /"e0"/],
       [{ nodes: nodes(), edges: [null] }, '/edges/0'],
       [{ name: 42, nodes: nodes(), edges: [] }, '/name'],

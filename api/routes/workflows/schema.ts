@@ -38,9 +38,15 @@ export const WorkflowEdge = Type.Object(
     id: Type.String({ minLength: 1, maxLength: 256, description: 'Unique among the edges of the workflow' }),
     source: NodeRef,
     target: NodeRef,
-    sourceHandle: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    targetHandle: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    label: Type.Optional(Type.Union([Type.String(), Type.Number(), Type.Null()])),
+    // Other fields of the edge, stored as given whatever their JSON value: a condition's branch
+    // is the edge whose sourceHandle is the string "true" or "false" (checked on activation).
+    sourceHandle: Type.Optional(
+      Type.Unknown({ description: 'The handle the edge leaves from; any JSON value, kept as sent' }),
+    ),
+    targetHandle: Type.Optional(
+      Type.Unknown({ description: 'The handle the edge enters; any JSON value, kept as sent' }),
+    ),
+    label: Type.Optional(Type.Unknown({ description: "The edge's label; any JSON value, kept as sent" })),
   },
   {
     additionalProperties: true,
