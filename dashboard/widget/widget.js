@@ -27,12 +27,20 @@
     position: 'right',
   };
   var COLOR = /^#[0-9a-fA-F]{6}$/;
+  /** A message's most characters, counted as the service counts them: code points (an emoji is one). */
   var MAX_MESSAGE = 4000;
   var SVG = 'http://www.w3.org/2000/svg';
   /** A token is renewed this long before it expires, so a request never carries a stale one. */
   var RENEW_MARGIN_MS = 60 * 1000;
   var counter = 0;
   var sheet = null;
+
+  /** The text's first MAX_MESSAGE characters (code points: never half of a surrogate pair). */
+  function clipMessage(text) {
+    if (text.length <= MAX_MESSAGE) return text;
+    var chars = Array.from(text);
+    return chars.length <= MAX_MESSAGE ? text : chars.slice(0, MAX_MESSAGE).join('');
+  }
 
   /** The widget's stylesheet, constructed once and shared by every widget on the page. */
   function adoptStyles(shadow) {
@@ -332,7 +340,10 @@
     input.id = id + '-input';
     input.type = 'text';
     input.autocomplete = 'off';
-    input.maxLength = MAX_MESSAGE;
+    // maxLength counts UTF-16 code units (an emoji is two), which would stop a message of emoji
+    // at half the characters the service takes; it only bounds a paste, and clipMessage keeps the
+    // text at MAX_MESSAGE characters as it is typed or pasted.
+    input.maxLength = 2 * MAX_MESSAGE;
     input.placeholder = 'Type your message\u2026';
     var sendButton = el('button', 'iw-send', 'Send');
     sendButton.type = 'submit';
@@ -516,12 +527,16 @@
         close();
       }
     });
+    input.addEventListener('input', function () {
+      var clipped = clipMessage(input.value);
+      if (clipped !== input.value) input.value = clipped;
+    });
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       var text = input.value.trim();
       if (text === '' || sending) return;
       input.value = '';
-      send(text.slice(0, MAX_MESSAGE));
+      send(clipMessage(text));
     });
 
     resetConversation();

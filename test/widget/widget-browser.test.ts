@@ -262,6 +262,27 @@ describe('the page in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
     );
   });
 
+  it('a message of 4,000 characters outside the BMP (emoji) is sent whole, as the service counts characters; the 4,001st is cut', async () => {
+    // The service counts a message's characters as code points (an emoji is one); the input's
+    // maxLength counts UTF-16 code units (an emoji is two), which cut such a message in half.
+    const { context, page } = await openPage({ agentId: firmA.agentId });
+    try {
+      await page.getByRole('button', { name: 'Open chat: Chat with us' }).click();
+      await waitForMessage(page, 'agent', `${GREETING_MESSAGE} ${DEFAULT_INTAKE_QUESTIONS[0]!.question}`);
+      const whole = '\u{1F600}'.repeat(4000);
+      await messageBox(page).fill(`${whole}\u{1F601}`);
+      const completion = page.waitForResponse((r) => r.url().endsWith('/api/v2/chat-completion'));
+      await page.keyboard.press('Enter');
+      const response = await completion;
+      const sent = (JSON.parse(response.request().postData()!) as { message: string }).message;
+      expect(Array.from(sent).length).toBe(4000);
+      expect(sent).toBe(whole);
+      expect(response.status()).toBe(200);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a firm with no widget key still gets the snippet, naming a placeholder, and it follows the panel', async () => {
     const { context, page, problems } = await openPage({ firmSlug: firmB.slug }, firmB.key);
     try {
