@@ -109,6 +109,41 @@ describe('widget limits', () => {
     expect(lowered.body.settings.widget_daily_message_cap).toBe(5);
   }, 180_000);
 
+  it("a message the chat refuses (ended: 409; full: 429) reaches no engine and does not count against the firm's daily cap", async () => {
+    await clearOfPeriodEdge(86_400_000);
+    const cap = MAX_CHAT_MESSAGES + 2;
+    const { firm, agentId, visitor } = await visitorOf({ widget_daily_message_cap: cap });
+    // A full chat: its 100 messages count; the ones past them are refused and do not.
+    const full = await createChat(visitor, firm.slug, agentId);
+    for (let i = 0; i < MAX_CHAT_MESSAGES; i++) await say(visitor, full.chat_id, `note ${i}`);
+    for (let i = 0; i < 3; i++) {
+      const refused = await visitor.post('/api/v2/chat-completion', {
+        chatId: full.chat_id,
+        message: 'more',
+      });
+      expectError(refused, 429, 'rate_limited');
+      expect(refused.body.error.message).toContain(`limit of ${MAX_CHAT_MESSAGES} messages`);
+    }
+    // An ended chat: every message refused, none counted.
+    expect((await visitor.post('/api/v2/end-chat', { chatId: full.chat_id })).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      expectError(
+        await visitor.post('/api/v2/chat-completion', { chatId: full.chat_id, message: 'still there?' }),
+        409,
+        'chat_not_active',
+      );
+    }
+    // The firm's cap has room for exactly the two messages not yet sent.
+    const next = await createChat(visitor, firm.slug, agentId);
+    await say(visitor, next.chat_id, 'one');
+    await say(visitor, next.chat_id, 'two');
+    expectError(
+      await visitor.post('/api/v2/chat-completion', { chatId: next.chat_id, message: 'three' }),
+      429,
+      'rate_limited',
+    );
+  }, 180_000);
+
   it('the cap is an integer from 1 to 10,000,000', async () => {
     const firm = await createFirm(stack);
     for (const cap of [0, -1, 1.5, 10_000_001, '5']) {

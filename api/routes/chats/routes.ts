@@ -3,6 +3,7 @@ import type { Principal } from '../../../core/domain/access/principal.js';
 import { forbidden, quote } from '../../../core/platform/errors.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import {
+  assertChatTakesMessage,
   createChat,
   currentChat,
   endChat,
@@ -82,8 +83,12 @@ export const chatRoutes = [
     errors: [404, 409, 502],
     handler: async ({ services, principal, body, koa }) => {
       const chat = await requireChat(services, principal, body.chatId);
-      // The firm's widget visitors share a daily cap, each within its own share (docs/widget.md#limits).
-      if (principal.kind === 'widget') await countWidgetMessage(services, principal, koa.ip);
+      // The firm's widget visitors share a daily cap, each within its own share (docs/widget.md#limits);
+      // a message the chat refuses (ended, full) is answered before it is counted.
+      if (principal.kind === 'widget') {
+        assertChatTakesMessage(chat);
+        await countWidgetMessage(services, principal, koa.ip);
+      }
       // A widget visitor books within the widget's limits (docs/widget.md#bookings).
       const visitor =
         principal.kind === 'widget'
