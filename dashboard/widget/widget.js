@@ -35,11 +35,18 @@
   var counter = 0;
   var sheet = null;
 
-  /** The text's first MAX_MESSAGE characters (code points: never half of a surrogate pair). */
-  function clipMessage(text) {
-    if (text.length <= MAX_MESSAGE) return text;
+  /**
+   * The text's first `max` characters, counted as the service counts them: code points (an emoji
+   * is one), never half of a surrogate pair.
+   */
+  function clip(text, max) {
+    if (text.length <= max) return text;
     var chars = Array.from(text);
-    return chars.length <= MAX_MESSAGE ? text : chars.slice(0, MAX_MESSAGE).join('');
+    return chars.length <= max ? text : chars.slice(0, max).join('');
+  }
+
+  function clipMessage(text) {
+    return clip(text, MAX_MESSAGE);
   }
 
   /** The widget's stylesheet, constructed once and shared by every widget on the page. */
@@ -96,7 +103,7 @@
   function clean(settings) {
     var s = settings || {};
     var text = function (value, fallback, max) {
-      return typeof value === 'string' && value.trim() !== '' ? value.slice(0, max) : fallback;
+      return typeof value === 'string' && value.trim() !== '' ? clip(value, max) : fallback;
     };
     return {
       firmSlug: typeof s.firmSlug === 'string' ? s.firmSlug : '',

@@ -283,6 +283,26 @@ describe('the page in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
     }
   });
 
+  it('a title and greeting of emoji within their limits (100 and 1,000 characters) are shown whole', async () => {
+    // The service takes up to 100 characters of title, counted as code points; the widget cut it
+    // at 100 UTF-16 code units, half an emoji title, and through the middle of an emoji.
+    const title = `a${'\u{1F600}'.repeat(99)}`;
+    const greeting = `b${'\u{1F44B}'.repeat(999)}`;
+    const { context, page } = await openPage({ agentId: firmA.agentId, title, greeting });
+    try {
+      await launcher(page).waitFor();
+      const shown = await launcher(page).getAttribute('aria-label');
+      // Compared as code points, so that a difference reads as characters.
+      expect(Array.from(shown!.replace(/^Open chat: /, '')).length).toBe(100);
+      expect(shown).toBe(`Open chat: ${title}`);
+      await launcher(page).click();
+      await page.getByRole('dialog', { name: title }).waitFor({ state: 'visible' });
+      await waitForMessage(page, 'agent', greeting);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a firm with no widget key still gets the snippet, naming a placeholder, and it follows the panel', async () => {
     const { context, page, problems } = await openPage({ firmSlug: firmB.slug }, firmB.key);
     try {
