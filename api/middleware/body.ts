@@ -74,6 +74,33 @@ export function handleNul(value: unknown, replace: boolean): boolean {
   return found;
 }
 
+/**
+ * The JSON pointer of the first string or key (in document order) of parsed JSON that holds the
+ * NUL character, at most 100 characters, a NUL in a key shown as U+FFFD; null when none, or when
+ * the whole body is such a string (no field to name).
+ */
+export function firstNulPointer(value: unknown): string | null {
+  const token = (key: string): string => storableText(key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  const pending: Array<[unknown, string]> = [[value, '']];
+  for (let entry = pending.pop(); entry !== undefined; entry = pending.pop()) {
+    const [node, path] = entry;
+    if (typeof node === 'string') {
+      if (node.includes('\u0000')) return path === '' ? null : path.slice(0, 100);
+      continue;
+    }
+    if (typeof node !== 'object' || node === null) continue;
+    const keys = Object.keys(node);
+    // Pushed last first, so that the first field comes off the stack first.
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      pending.push([(node as Record<string, unknown>)[key], `${path}/${token(key)}`]);
+    }
+    const own = Array.isArray(node) ? undefined : keys.find((key) => key.includes('\u0000'));
+    if (own !== undefined) return `${path}/${token(own)}`.slice(0, 100);
+  }
+  return null;
+}
+
 /** The Content-Type headers clients send nearly always, known to be JSON without parsing them. */
 const PLAIN_JSON = new Set([
   'application/json',
@@ -138,7 +165,14 @@ export function jsonBody(
           handleNul((ctx.request as { body?: unknown }).body, replace)
         ) {
           if (!replace) {
-            throw invalidRequest('Text in the JSON body may not contain the NUL character (\\u0000).');
+            const path = firstNulPointer((ctx.request as { body?: unknown }).body);
+            const message = 'must not contain the NUL character (\\u0000)';
+            throw invalidRequest(
+              path === null
+                ? 'Text in the JSON body may not contain the NUL character (\\u0000).'
+                : `Text in the JSON body may not contain the NUL character (\\u0000): ${path} ${message}.`,
+              path === null ? undefined : [{ path, message }],
+            );
           }
         }
         await next();

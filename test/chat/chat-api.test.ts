@@ -107,6 +107,7 @@ describe('validation', () => {
     ['an unknown field', () => ({ chatId, message: 'hi', chat_id: chatId }), ['/chat_id']],
     ['wrong types', () => ({ chatId: 123, message: ['hi'] }), ['/chatId', '/message']],
     ['an operator for the chat id', () => ({ chatId: { $ne: null }, message: 'hi' }), ['/chatId']],
+    ['a message holding the NUL character', () => ({ chatId, message: 'Jane\u0000Doe' }), ['/message']],
   ])('rejects %s on chat-completion', async (_what, body, paths) => {
     const before = (await getChat(a.client, chatId)).messages.length;
     const res = await completion(body());

@@ -375,12 +375,12 @@ describe('the NUL character (PostgreSQL-backed stores cannot hold it)', () => {
 
   it('in our own bodies, in a value or a key: 400 invalid_request that names it, nothing stored', async () => {
     const before = await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug });
-    for (const body of [
-      `{"firmSlug":"${firm.slug}","first_name":"A\\u0000B"}`,
-      `{"firmSlug":"${firm.slug}","first_name":"ok","\\u0000":"x"}`,
-    ]) {
+    for (const [body, path] of [
+      [`{"firmSlug":"${firm.slug}","first_name":"A\\u0000B"}`, '/first_name'],
+      [`{"firmSlug":"${firm.slug}","first_name":"ok","\\u0000":"x"}`, '/\ufffd'],
+    ] as const) {
       const res = await post('/api/leads', body);
-      expectError(res, 400, 'invalid_request');
+      expect(expectError(res, 400, 'invalid_request').map((d) => d.path)).toEqual([path]);
       expect(res.body.error.message).toMatch(/NUL character/);
     }
     expect(await stack.services.mongo.db.collection('leads').countDocuments({ firm: firm.slug })).toBe(
