@@ -28,6 +28,28 @@
       .replace(/>/g, '&gt;');
   }
 
+  /**
+   * The text's first `max` characters, counted as the service counts them: code points (an emoji
+   * is one). A field's maxlength counts UTF-16 code units (an emoji is two), so the title's and the
+   * greeting's are twice their limits and only bound a paste; this keeps them at their limits.
+   */
+  function clip(text, max) {
+    if (text.length <= max) return text;
+    var chars = Array.from(text);
+    return chars.length <= max ? text : chars.slice(0, max).join('');
+  }
+
+  [
+    [title, 100],
+    [greeting, 1000],
+  ].forEach(function (pair) {
+    // On the field itself, so before the form's listener renders the change.
+    pair[0].addEventListener('input', function () {
+      var clipped = clip(pair[0].value, pair[1]);
+      if (clipped !== pair[0].value) pair[0].value = clipped;
+    });
+  });
+
   function settings() {
     var position = form.querySelector('input[name="position"]:checked');
     return {

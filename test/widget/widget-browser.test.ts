@@ -303,6 +303,33 @@ describe('the page in headless Chromium', { timeout: BROWSER_TEST_MS }, () => {
     }
   });
 
+  it("the panel's title and greeting take 100 and 1,000 characters of emoji, as the service does, and no more", async () => {
+    // The fields' maxlength counted UTF-16 code units (an emoji is two): half the characters the
+    // service, the snippet and the widget take.
+    const { context, page } = await openPage({ agentId: firmA.agentId });
+    try {
+      const title = `a${'\u{1F600}'.repeat(99)}`;
+      const greeting = `b${'\u{1F44B}'.repeat(999)}`;
+      await page.getByLabel('Title').fill(`${title}\u{1F601}`);
+      await page.getByLabel('Greeting').fill(`${greeting}\u{1F601}`);
+      expect(Array.from(await page.getByLabel('Title').inputValue()).length).toBe(100);
+      expect(await page.getByLabel('Title').inputValue()).toBe(title);
+      expect(await page.getByLabel('Greeting').inputValue()).toBe(greeting);
+      const snippet = (await page.locator('#tw-snippet').textContent()) ?? '';
+      expect(snippet).toContain(`data-title="${title}"`);
+      expect(snippet).toContain(`data-greeting="${greeting}"`);
+      expect(await launcher(page).getAttribute('aria-label')).toBe(`Open chat: ${title}`);
+      // The link to this configuration is one the service accepts.
+      const href = await page.locator('#tw-link').getAttribute('href');
+      const linked = await firmA.client.get(
+        new URL(href!, stack.baseUrl).pathname + new URL(href!, stack.baseUrl).search,
+      );
+      expect(linked.status).toBe(200);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a firm with no widget key still gets the snippet, naming a placeholder, and it follows the panel', async () => {
     const { context, page, problems } = await openPage({ firmSlug: firmB.slug }, firmB.key);
     try {
