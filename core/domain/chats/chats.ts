@@ -250,10 +250,6 @@ async function changeChat<R>(
 }
 
 /**
- * chat-completion: the agent's reply to `message`, stored with it on the chat; 429 once the
- * person has sent MAX_CHAT_MESSAGES.
- */
-/**
  * Throws what sendChatMessage would answer a chat as read that takes no more messages: 409
  * chat_not_active once ended, 429 once full. A chat only ends and grows, so a chat read earlier
  * that says so is so now; one that does not is checked again by sendChatMessage. For a widget
@@ -265,6 +261,10 @@ export function assertChatTakesMessage(chat: ChatDoc): void {
   if (sentMessages(chat.messages) >= MAX_CHAT_MESSAGES) throw chatFull();
 }
 
+/**
+ * chat-completion: the agent's reply to `message`, stored with it on the chat; 429 once the
+ * person has sent MAX_CHAT_MESSAGES.
+ */
 export async function sendChatMessage(
   services: Services,
   chat: ChatDoc,
