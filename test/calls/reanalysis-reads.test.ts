@@ -3,32 +3,22 @@
 // reads the call's lead at once, finds the lead with the same data. The job's write of the lead
 // is held back at the database (a relay in front of FerretDB), so the test sees what a client
 // reading between the job's writes would see.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { createFirm } from '../helpers/stack.js';
+import { updateCommandOn } from '../helpers/tcp-relay.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { callWebhook, conversationCall, type RetellCaller } from '../fakes/retell-fixtures.js';
 import { callForProvider, postSigned, settledCall } from '../webhooks/support.js';
 
 const SECRET = 'whsec_reanalysis_reads';
 
-let relayed: RelayedStack;
-let relay: TcpRelay;
-let stack: Stack;
-
-beforeAll(async () => {
-  relayed = await startStackBehindMongoRelay();
-  ({ stack, relay } = relayed);
-});
-afterAll(async () => {
-  await relayed?.stop();
-});
+const relayed = useStackBehindMongoRelay();
 
 describe('a re-analysis, read through get-call and the leads routes', () => {
   it("the call's lead has the new caller data by the time get-call shows it", async () => {
-    const firm = await createFirm(stack, { voice_webhook_secret: SECRET });
+    const firm = await createFirm(relayed.stack, { voice_webhook_secret: SECRET });
     const person: RetellCaller = {
       first_name: 'Maria',
       last_name: 'Lopez',
@@ -38,10 +28,10 @@ describe('a re-analysis, read through get-call and the leads routes', () => {
       summary: 'Rear-ended at a red light.',
     };
     const talked = conversationCall(person, { direction: 'inbound', fromNumber: person.phone });
-    expect((await postSigned(stack, firm.slug, SECRET, callWebhook('call_analyzed', talked))).status).toBe(
-      200,
-    );
-    const callId = (await callForProvider(stack, firm.slug, talked.call_id))._id;
+    expect(
+      (await postSigned(relayed.stack, firm.slug, SECRET, callWebhook('call_analyzed', talked))).status,
+    ).toBe(200);
+    const callId = (await callForProvider(relayed.stack, firm.slug, talked.call_id))._id;
     const first = await settledCall(firm.client, callId);
     expect(first.effects.lead).toBe('done');
     const leadOf = async () => {
@@ -56,11 +46,11 @@ describe('a re-analysis, read through get-call and the leads routes', () => {
       { callId: talked.call_id, direction: 'inbound', fromNumber: person.phone },
     );
     // The re-analysis's write of the lead is held at the database.
-    const held = relay.holdRequest(updateCommandOn(COLLECTIONS.leads));
+    const held = relayed.relay.holdRequest(updateCommandOn(COLLECTIONS.leads));
     try {
-      expect((await postSigned(stack, firm.slug, SECRET, callWebhook('call_analyzed', revised))).status).toBe(
-        200,
-      );
+      expect(
+        (await postSigned(relayed.stack, firm.slug, SECRET, callWebhook('call_analyzed', revised))).status,
+      ).toBe(200);
       await held.seen;
       // The lead has the old data still, and so does get-call.
       expect(await leadOf()).toMatchObject({ case_type: 'Personal Injury' });

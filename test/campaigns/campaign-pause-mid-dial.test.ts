@@ -4,28 +4,21 @@
 // dial under way is in the answer's calls_placed. Before, the answer came at once and the dial
 // followed it. The dial is held here at the simulator's write of its call (a relay in front of
 // FerretDB).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { insertCommandOn } from '../helpers/tcp-relay.js';
 import { createFirm } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { campaignCalls, createAgent, createCampaign, launch, simulatorDials, usPhones } from './support.js';
 
-let relayed: RelayedStack;
-beforeAll(async () => {
-  relayed = await startStackBehindMongoRelay();
-});
-afterAll(async () => {
-  await relayed?.stop();
-});
+const relayed = useStackBehindMongoRelay();
 
 describe.each(['pause', 'cancel'] as const)('a %s while a campaign call is being dialled', (action) => {
   it('answers once that dial is over, counted, and no call is dialled after the answer', async () => {
-    const { stack, relay } = relayed;
     // One call at a time: the second lead waits for the first call's slot.
-    const firm = await createFirm(stack, { max_concurrent_calls: 1 });
+    const firm = await createFirm(relayed.stack, { max_concurrent_calls: 1 });
     const agentId = await createAgent(firm.client, firm.slug);
     const phones = usPhones(2, action === 'pause' ? 810 : 820);
     const created = await createCampaign(firm.client, {
@@ -34,7 +27,7 @@ describe.each(['pause', 'cancel'] as const)('a %s while a campaign call is being
       leads: phones.map((phone) => ({ phone })),
     });
 
-    const dialling = relay.holdRequest(insertCommandOn(COLLECTIONS.simulatorCalls));
+    const dialling = relayed.relay.holdRequest(insertCommandOn(COLLECTIONS.simulatorCalls));
     await launch(firm.client, created.id);
     await dialling.seen;
 
@@ -55,11 +48,11 @@ describe.each(['pause', 'cancel'] as const)('a %s while a campaign call is being
     // The held dial went on (a call in progress finishes) and ended; the other lead's call is not
     // dialled, though the first call's slot is free again.
     await eventually(async () => {
-      const calls = await campaignCalls(stack, created.id);
+      const calls = await campaignCalls(relayed.stack, created.id);
       const first = calls.find((c) => c.provider_call_id !== null);
       expect(first?.finished).toBe(true);
     }, 60_000);
     await sleep(1_000);
-    expect(await simulatorDials(stack, phones)).toHaveLength(1);
+    expect(await simulatorDials(relayed.stack, phones)).toHaveLength(1);
   });
 });

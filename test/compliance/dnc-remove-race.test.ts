@@ -2,36 +2,26 @@
 // removed once, with one removal record, and each request is told of that record. The first
 // request's delete of the entry is held back at the database (a relay in front of FerretDB), so
 // the second comes while the number is still listed and its removal already recorded.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { deleteCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { createFirm } from '../helpers/stack.js';
+import { deleteCommandOn } from '../helpers/tcp-relay.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 
-let relayed: RelayedStack;
-let relay: TcpRelay;
-let stack: Stack;
+const relayed = useStackBehindMongoRelay();
 
-beforeAll(async () => {
-  relayed = await startStackBehindMongoRelay();
-  ({ stack, relay } = relayed);
-});
-afterAll(async () => {
-  await relayed?.stop();
-});
-
-const removals = () => stack.services.mongo.db.collection(COLLECTIONS.dncRemovals);
+const removals = () => relayed.stack.services.mongo.db.collection(COLLECTIONS.dncRemovals);
 
 describe('a number taken off the do-not-call list by two requests at once', () => {
   it('is removed once: one removal record, which both requests answer', async () => {
-    const firm = await createFirm(stack);
+    const firm = await createFirm(relayed.stack);
     const phone = '+13125550177';
     const added = await firm.client.post('/api/compliance/dnc', { firmSlug: firm.slug, phones: [phone] });
     expect(added.body).toMatchObject({ added: 1 });
     const path = `/api/compliance/dnc/${encodeURIComponent(phone)}?firmSlug=${firm.slug}`;
 
     // The first request's delete of the entry is held at the database.
-    const held = relay.holdRequest(deleteCommandOn(COLLECTIONS.dncEntries));
+    const held = relayed.relay.holdRequest(deleteCommandOn(COLLECTIONS.dncEntries));
     const first = firm.client.delete(`${path}&reason=first`);
     let second;
     try {

@@ -3,40 +3,29 @@
 // the person again at once, finds the number listed and the call refused (409 dial_blocked).
 // The job's write of the entry is held back at the database (a relay in front of FerretDB), so
 // the test sees what a client reading between the job's writes would see.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newOutboundCall, type CallDoc } from '../../core/domain/calls/calls.js';
 import type { AgentDoc } from '../../core/domain/agents/agents.js';
 import { getFirm } from '../../core/domain/firms/firms.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { signRetellWebhook } from '../../core/integrations/voice/webhook-signature.js';
-import { createFirm, rand, type Stack } from '../helpers/stack.js';
-import type { TcpRelay } from '../helpers/tcp-relay.js';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { createFirm, rand } from '../helpers/stack.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import { callsOf, createAgent, waitForCall } from '../calls/support.js';
 
 const SECRET = 'whsec_opt_out_before_ended';
 const PHONE = '+14155550163';
 
-let relayed: RelayedStack;
-let relay: TcpRelay;
-let stack: Stack;
-
-beforeAll(async () => {
-  relayed = await startStackBehindMongoRelay();
-  ({ stack, relay } = relayed);
-});
-afterAll(async () => {
-  await relayed?.stop();
-});
+const relayed = useStackBehindMongoRelay();
 
 /** One of our outbound calls to PHONE as stored before the provider's events: registered. */
 async function registeredCall(slug: string, agentId: string): Promise<CallDoc> {
-  const db = stack.services.mongo.db;
+  const db = relayed.stack.services.mongo.db;
   const firm = (await getFirm(db, slug))!;
   const agent = (await db.collection<AgentDoc>(COLLECTIONS.agents).findOne({ _id: agentId }))!;
   const call = newOutboundCall({ firm, agent, toNumber: PHONE }, 'retell');
-  await callsOf(stack).insertOne(call);
+  await callsOf(relayed.stack).insertOne(call);
   return call;
 }
 
@@ -58,7 +47,7 @@ async function deliverOptOutCallEnded(slug: string, callId: string) {
       metadata: { call_id: callId },
     },
   });
-  const res = await stack.api.request('POST', `/api/v2/${slug}/webhook`, {
+  const res = await relayed.stack.api.request('POST', `/api/v2/${slug}/webhook`, {
     rawBody: raw,
     headers: { 'Content-Type': 'application/json', 'x-retell-signature': signRetellWebhook(raw, SECRET) },
   });
@@ -67,7 +56,7 @@ async function deliverOptOutCallEnded(slug: string, callId: string) {
 
 describe('an opt-out heard in a call, read through other routes', () => {
   it('is listed, and refuses a new call to the number, by the time get-call shows the call ended', async () => {
-    const firm = await createFirm(stack, { voice_webhook_secret: SECRET });
+    const firm = await createFirm(relayed.stack, { voice_webhook_secret: SECRET });
     const agentId = await createAgent(firm.client, firm.slug);
     const call = await registeredCall(firm.slug, agentId);
     const listedPhones = async () => {
@@ -77,7 +66,7 @@ describe('an opt-out heard in a call, read through other routes', () => {
     };
 
     // The job's write of the do-not-call entry (its reason names it) is held at the database.
-    const held = relay.holdRequest('Opt-out said in a call');
+    const held = relayed.relay.holdRequest('Opt-out said in a call');
     try {
       await deliverOptOutCallEnded(firm.slug, call._id);
       await held.seen;

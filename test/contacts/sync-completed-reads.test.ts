@@ -7,23 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { UPDATED_SINCE_MARGIN_MS } from '../../core/domain/contacts/contact-sync.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { updateCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { createFirm } from '../helpers/stack.js';
+import { updateCommandOn } from '../helpers/tcp-relay.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { finished, startSync } from './clio-support.js';
 
 let clio: FakeClio;
-let relayed: RelayedStack;
-let relay: TcpRelay;
-let stack: Stack;
 
+const relayed = useStackBehindMongoRelay();
 beforeAll(async () => {
   clio = await startFakeClio();
-  relayed = await startStackBehindMongoRelay();
-  ({ stack, relay } = relayed);
 });
 afterAll(async () => {
-  await relayed?.stop();
   await clio?.close();
 });
 
@@ -31,7 +26,7 @@ const LISTING = /^\/api\/v4\/contacts(\.json)?$/;
 
 describe('a contacts sync shown completed, and the next one', () => {
   it('the next sync started at once reads only what changed since the completed one', async () => {
-    const firm = await createFirm(stack, {
+    const firm = await createFirm(relayed.stack, {
       crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },
     });
     for (let i = 0; i < 3; i++) {
@@ -47,7 +42,7 @@ describe('a contacts sync shown completed, and the next one', () => {
       });
     }
     // The first sync's write of the firm's last-completed mark is held at the database.
-    const held = relay.holdRequest(updateCommandOn(COLLECTIONS.contactSyncMarks));
+    const held = relayed.relay.holdRequest(updateCommandOn(COLLECTIONS.contactSyncMarks));
     const first = await startSync(firm.client, firm.slug);
     try {
       await held.seen;
@@ -59,7 +54,7 @@ describe('a contacts sync shown completed, and the next one', () => {
       held.release();
     }
     expect(await finished(firm.client, first)).toMatchObject({ status: 'completed', imported: 3 });
-    const started = (await stack.services.mongo.db
+    const started = (await relayed.stack.services.mongo.db
       .collection<{ _id: string; started_at: Date }>(COLLECTIONS.contactSyncs)
       .findOne({ _id: first }))!.started_at;
 

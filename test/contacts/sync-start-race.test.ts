@@ -6,29 +6,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { startFakeClio, type FakeClio } from '../fakes/clio-server.js';
 import { expectError } from '../helpers/expect-error.js';
-import { createFirm, type Stack } from '../helpers/stack.js';
-import { insertCommandOn, type TcpRelay } from '../helpers/tcp-relay.js';
-import { startStackBehindMongoRelay, type RelayedStack } from '../helpers/mongo-relay-stack.js';
+import { createFirm } from '../helpers/stack.js';
+import { insertCommandOn } from '../helpers/tcp-relay.js';
+import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { finished } from './clio-support.js';
 
 let clio: FakeClio;
-let relayed: RelayedStack;
-let relay: TcpRelay;
-let stack: Stack;
 
+const relayed = useStackBehindMongoRelay();
 beforeAll(async () => {
   clio = await startFakeClio();
-  relayed = await startStackBehindMongoRelay();
-  ({ stack, relay } = relayed);
 });
 afterAll(async () => {
-  await relayed?.stop();
   await clio?.close();
 });
 
 describe('two contacts syncs of one firm started at once', () => {
   it('one runs and the other is refused with 409 sync_running', async () => {
-    const firm = await createFirm(stack, {
+    const firm = await createFirm(relayed.stack, {
       crm: { provider: 'clio', access_token: clio.token, base_url: clio.url },
     });
     clio.contacts.push({
@@ -43,7 +38,7 @@ describe('two contacts syncs of one firm started at once', () => {
     });
     const body = { firmSlug: firm.slug, source: 'clio' };
     // The first request's write of its sync's record is held at the database.
-    const held = relay.holdRequest(insertCommandOn(COLLECTIONS.contactSyncs));
+    const held = relayed.relay.holdRequest(insertCommandOn(COLLECTIONS.contactSyncs));
     const first = firm.client.post('/api/contacts/sync', body);
     let second;
     try {

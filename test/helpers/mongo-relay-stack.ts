@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { freshMongoUri, startStack, type Stack } from './stack.js';
 import { startTcpRelay, type TcpRelay } from './tcp-relay.js';
 
@@ -22,6 +23,32 @@ export async function startStackBehindMongoRelay(): Promise<RelayedStack> {
     stop: async () => {
       await stack.stop();
       await relay.close();
+    },
+  };
+}
+
+/**
+ * The file's stack behind a MongoDB relay: started before its tests, stopped after them. Read
+ * `stack` and `relay` inside the tests (they throw before the start).
+ */
+export function useStackBehindMongoRelay(): { readonly stack: Stack; readonly relay: TcpRelay } {
+  let relayed: RelayedStack | undefined;
+  beforeAll(async () => {
+    relayed = await startStackBehindMongoRelay();
+  });
+  afterAll(async () => {
+    await relayed?.stop();
+  });
+  const started = (): RelayedStack => {
+    if (relayed === undefined) throw new Error('the stack behind the MongoDB relay is not started yet');
+    return relayed;
+  };
+  return {
+    get stack() {
+      return started().stack;
+    },
+    get relay() {
+      return started().relay;
     },
   };
 }
