@@ -19,11 +19,17 @@ const POLL_MS = 20;
 /** Registers one campaign call's dial attempt (before the job looks at its campaign). */
 export async function dialStarting(services: Services, campaignId: string, callId: string): Promise<void> {
   const key = redisKeys(services.config).campaignDialling(campaignId);
-  await services.redis
+  const replies = await services.redis
     .multi()
     .zadd(key, Date.now() + DIAL_ATTEMPT_MAX_MS, callId)
     .pexpire(key, DIAL_ATTEMPT_MAX_MS)
     .exec();
+  // A MULTI answers each command's error in its replies: an attempt not registered is not dialled.
+  const failed =
+    replies === null
+      ? new Error('the dial registration was not applied')
+      : replies.find(([err]) => err !== null)?.[0];
+  if (failed) throw failed;
 }
 
 /** The attempt is over (dialled and counted, or not dialled). Best effort: the deadline ends it too. */
