@@ -231,17 +231,36 @@ export interface Restartable {
   stop(): Promise<void>;
 }
 
-/** Not launched yet: `start` launches it (and waits until ready), `stop` sends SIGTERM and waits. */
+/**
+ * Not launched yet: `start` launches it (and waits until ready), `stop` sends SIGTERM and waits.
+ * A start again after a stop (an outage) that exits at once is tried again twice, a second and
+ * two seconds later, as a supervisor restarts a service that failed: its port, which it must
+ * have again, may be held for a moment. The error names the last attempt's reason.
+ */
 export function restartable(options: LaunchOptions): Restartable {
   let server: Launched | undefined;
+  let started = false;
   return {
     stop: async () => {
       await server?.stop('SIGTERM');
     },
     start: async () => {
       if (server?.running()) return;
-      server = launch(options);
-      await server.ready;
+      const attempts = started ? 3 : 1;
+      for (let attempt = 1; ; attempt++) {
+        server = launch(options);
+        try {
+          await server.ready;
+          started = true;
+          return;
+        } catch (err) {
+          if (attempt >= attempts || !(err instanceof LaunchError) || !/ at start/.test(err.message)) {
+            if (attempt > 1 && err instanceof Error) err.message += ` (attempt ${attempt} of ${attempts})`;
+            throw err;
+          }
+          await sleep(1_000 * attempt);
+        }
+      }
     },
   };
 }

@@ -35,12 +35,28 @@ function tryPort(port: number): Promise<number | null> {
   });
 }
 
+/**
+ * Test forks (vitest's VITEST_POOL_ID, 1 to maxWorkers) choose in slices of their own: a server a
+ * test stops and starts again (a Redis outage) comes back on its port, and while it is down the
+ * port looks free; another fork's server could take it then. Within a fork, files run one at a
+ * time. Outside the tests, the whole range.
+ */
+const SLICES = 8;
+
+function rangeOf(floor: number, ceiling: number): { low: number; size: number } {
+  const pool = Number(process.env.VITEST_POOL_ID);
+  if (!Number.isInteger(pool) || pool < 1) return { low: floor, size: ceiling - floor };
+  const size = Math.floor((ceiling - floor) / SLICES);
+  return { low: floor + ((pool - 1) % SLICES) * size, size };
+}
+
 /** A TCP port free on this machine now, below the ephemeral range where it can. */
 export async function freePort(): Promise<number> {
   const ceiling = ephemeralStart();
   if (ceiling !== null && ceiling - FLOOR >= 2_000) {
+    const { low, size } = rangeOf(FLOOR, ceiling);
     for (let attempt = 0; attempt < 50; attempt++) {
-      const port = await tryPort(FLOOR + Math.floor(Math.random() * (ceiling - FLOOR)));
+      const port = await tryPort(low + Math.floor(Math.random() * size));
       if (port !== null) return port;
     }
   }

@@ -1,5 +1,6 @@
 // A local redis-server: found on PATH or installed from Debian's package, started on a free
 // 127.0.0.1 port with its data in a folder we give it.
+import { join } from 'node:path';
 import { restartable, startOnFreePorts } from './launcher.js';
 import { aptInstall, LocalServiceError, which, type Say } from './install.js';
 import { freePort } from './ports.js';
@@ -66,6 +67,9 @@ async function startRedisOnce(bin: string, dir: string, options: RedisOptions): 
     command: bin,
     args,
     ownGroup: options.ownGroup ?? false,
+    // Its log (warnings and up) in its folder: a start that fails says why (a port another process
+    // took, an append-only file it cannot load), in the launcher's error.
+    output: { file: join(dir, `redis-${port}.log`) },
     ready: { port },
     readyTimeoutMs: 30_000,
   });
