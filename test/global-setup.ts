@@ -1,12 +1,16 @@
 // Starts the real Redis and FerretDB once for the whole run (or uses REDIS_URL / MONGODB_URI),
-// and makes sure Chromium is there for the browser tests.
+// makes sure Chromium is there for the browser tests, and compiles the service once for the
+// child processes tests start (scripts/local/compiled.ts).
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { MongoClient } from 'mongodb';
 import type { TestProject } from 'vitest/node';
+import { COMPILED_DIR_ENV, compileSources, compiledDirFor } from '../scripts/local/compiled.js';
 import { startLocalServices, type LocalServices } from '../scripts/local/services.js';
 import { ensureChromium } from './helpers/chromium.js';
 
 let local: LocalServices | undefined;
+let compiledDir: string | undefined;
 /** Every database the run's stacks make starts with this (test/helpers/stack.ts freshMongoUri). */
 const databasePrefix = `t_${randomBytes(3).toString('hex')}_`;
 
@@ -22,10 +26,17 @@ declare module 'vitest' {
 }
 
 export async function setup(project: TestProject): Promise<void> {
+  // The forks, started after this, inherit the variable: their children run the compiled copy.
+  compiledDir = await compiledDirFor(`run-${process.pid}-${randomBytes(3).toString('hex')}`);
+  const compiled = compileSources(compiledDir).then(() => {
+    process.env[COMPILED_DIR_ENV] = compiledDir;
+  });
+  compiled.catch(() => {}); // awaited below, once the stores are up
   local = await startLocalServices(
     { redisUrl: process.env.REDIS_URL, mongodbUri: process.env.MONGODB_URI },
     (l) => process.stderr.write(`[test setup] ${l}\n`),
   );
+  await compiled;
   project.provide('redisUrl', local.redisUrl);
   project.provide('mongodbUri', local.mongodbUri);
   project.provide('localRedisPort', local.redis?.port ?? 0);
@@ -38,6 +49,7 @@ export async function teardown(): Promise<void> {
   // the next one (test/helpers/stack.ts), and any a test did not drop. Ours goes with its folder.
   if (local !== undefined && local.ferretdb === undefined) await dropRunDatabases(local.mongodbUri);
   await local?.stop();
+  if (compiledDir !== undefined) await rm(compiledDir, { recursive: true, force: true });
 }
 
 async function dropRunDatabases(mongodbUri: string): Promise<void> {

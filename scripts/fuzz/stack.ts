@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { entryArgs } from '../local/compiled.js';
 import { launch, type Launched } from '../local/launcher.js';
 import { freePort, startLocalServices, type LocalServices } from '../local/services.js';
 import { outDir, root, say, settings } from './settings.js';
@@ -24,7 +25,7 @@ async function startProc(entry: string, env: NodeJS.ProcessEnv, name: string, re
   const proc = launch({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', join(root, entry)],
+    args: entryArgs(entry),
     cwd: root,
     env,
     output: { file: logFile },

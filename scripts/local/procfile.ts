@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compiledScript } from './compiled.js';
 import { launch, type Launched, type LaunchOptions } from './launcher.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -63,9 +64,10 @@ export function procfileLaunch(type: 'web' | 'worker'): ProcfileLaunch {
 }
 
 /**
- * Launches `type` from its TypeScript through tsx as its Procfile line runs the compiled script:
- * the line's node flags before the loader and the `.ts` entry, and the variables it assigns laid
- * over `env` (the whole environment the child gets), from the repository's folder.
+ * Launches `type` as its Procfile line runs the compiled script: the line's node flags, the
+ * variables it assigns laid over `env` (the whole environment the child gets), from the
+ * repository's folder. The script is the test run's compiled copy when there is one
+ * (scripts/local/compiled.ts), else its TypeScript through tsx.
  */
 export function launchAsProcfile(
   type: 'web' | 'worker',
@@ -76,10 +78,16 @@ export function launchAsProcfile(
   return launch({
     ...options,
     command: process.execPath,
-    args: tsxArgs(declared),
+    args: nodeArgsOf(declared),
     cwd: root,
     env: { ...env, ...declared.env },
   });
+}
+
+/** node's arguments for a line: its flags and the compiled script, or its TypeScript through tsx. */
+export function nodeArgsOf(declared: ProcfileLaunch): string[] {
+  const compiled = compiledScript(declared.script);
+  return compiled === null ? tsxArgs(declared) : [...declared.nodeArgs, compiled];
 }
 
 /** node's arguments for a line's TypeScript entry: its flags, the tsx loader, the `.ts` script. */

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
+import { entryArgs } from '../../scripts/local/compiled.js';
 import { DECLARED } from '../../core/platform/config/parse.js';
 import { createMongo } from '../../core/platform/db/mongo.js';
 
@@ -204,7 +205,7 @@ describe('loadConfig', () => {
   });
 });
 
-/** Runs a process entry as the Procfile would (through tsx), with exactly the given environment. */
+/** Runs a process entry as the Procfile would (compiled, or through tsx), with exactly the given environment. */
 function runEntry(
   entry: string,
   env: Record<string, string>,
@@ -212,14 +213,14 @@ function runEntry(
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', entry],
+      entryArgs(entry),
       { cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeout: 80_000 },
       (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
     );
   });
 }
 
-// Each spawn loads TypeScript through tsx: a few seconds on a busy 2-core machine.
+// Each spawn loads the service: a few seconds on a busy 2-core machine.
 describe('process entries stop on a bad environment', () => {
   const { REDIS_URL: _omitted, ...withoutRedis } = VALID;
 

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EJSON } from 'bson';
 import { MongoClient } from 'mongodb';
+import { entryArgs } from '../../scripts/local/compiled.js';
 import { freshMongoUri, rand, startStack, type Stack } from '../helpers/stack.js';
 import { postSigned, retellCallAnalyzed } from '../webhooks/support.js';
 
@@ -22,7 +23,7 @@ const newKey = () => randomBytes(32).toString('base64');
 /** Runs `npm run release`'s script (as the Procfile's release process) with this environment. */
 function release(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'core/platform/db/release.ts')], {
+    const child = spawn(process.execPath, entryArgs('core/platform/db/release.ts'), {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'vitest';
+import { COMPILED_DIR_ENV } from '../../scripts/local/compiled.js';
 import { launch, type Launched } from '../../scripts/local/launcher.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,7 +37,9 @@ describe('npm start', () => {
       for (const d of [dir, temp]) await chmod(d, 0o711);
       const logFile = join(dir, 'output.log');
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', TMPDIR: temp };
-      for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'NODE_OPTIONS'] as const)
+      // As a user's shell has it: no stores, no key, and no compiled copy of the test run's
+      // (npm start runs the TypeScript through tsx).
+      for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'NODE_OPTIONS', COMPILED_DIR_ENV])
         delete env[name];
       const output = (): Promise<string> => readFile(logFile, 'utf8').catch(() => '');
       const run = launch({
