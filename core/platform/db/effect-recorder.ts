@@ -469,6 +469,8 @@ export async function runEffect<R>(
   let pass: EffectPass | undefined;
   let renewal: NodeJS.Timeout | undefined;
   let renewed = false;
+  /** The last renewal's write: the lease document is deleted only after it. */
+  let renewing: Promise<unknown> = Promise.resolve();
   try {
     // The first look. With a lease, under the lock: a record new, pending or failed is marked
     // there and then, from the version just read (one read; an attempt racing it finds it
@@ -554,9 +556,10 @@ export async function runEffect<R>(
       // not the effect's failure.
       renewal = setInterval(() => {
         renewed = true;
-        replaceById(lease.collection, leaseId, { token, until: new Date(Date.now() + lease.ms) }).catch(
-          () => undefined,
-        );
+        renewing = replaceById(lease.collection, leaseId, {
+          token,
+          until: new Date(Date.now() + lease.ms),
+        }).catch(() => undefined);
       }, leaseRenewMs(lease.ms));
     }
 
@@ -663,6 +666,8 @@ export async function runEffect<R>(
     // stopping worker does not wait for this: a renewal left behind names a token no record
     // holds any more). Most attempts end before their first renewal: nothing to delete.
     if (renewed) {
+      // After the last renewal's write: one still under way would put the document back.
+      await renewing;
       await lease?.collection.deleteOne({ _id: leaseId, token }).catch(() => undefined);
     }
   }
