@@ -200,11 +200,21 @@ export class RedisKeys {
   /**
    * ZSET: a campaign's calls whose dial is under way (member: the call id; score: the time, ms on
    * the service's clock, by which that attempt is over at the latest), so that a pause or cancel
-   * answers only once they are (core/domain/campaigns/campaign-dials.ts). Expires with its latest
+   * answers only once they are (core/domain/calls/dials-under-way.ts). Expires with its latest
    * member.
    */
   campaignDialling(campaignId: string): string {
     return key(this.prefix, 'campaign', this.tag(campaignId), 'dialling');
+  }
+
+  /**
+   * ZSET: a firm's outbound dials under way (member: the number and the call id, `<e164>|<call>`;
+   * score: the time by which that attempt is over at the latest), so that a do-not-call addition
+   * answers only once those to its numbers are (core/domain/calls/dials-under-way.ts). Expires
+   * with its latest member.
+   */
+  firmDialling(firm: string): string {
+    return key(this.prefix, 'firm', firm, 'dialling');
   }
 
   /** HASH: a campaign's counts (placed, completed, failed) of its leads. */

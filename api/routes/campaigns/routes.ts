@@ -10,7 +10,7 @@ import {
   resumeCampaign,
 } from '../../../core/domain/campaigns/campaigns.js';
 import { findCampaign, type CampaignDoc } from '../../../core/domain/campaigns/campaign-store.js';
-import { dialsSettled } from '../../../core/domain/campaigns/campaign-dials.js';
+import { dialsSettled } from '../../../core/domain/calls/dials-under-way.js';
 import type { Services } from '../../../core/wiring/services.js';
 import { defineRoute } from '../../route.js';
 import { campaignView, draftCampaignView, viewWithCounts } from './present.js';

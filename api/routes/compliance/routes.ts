@@ -6,6 +6,7 @@ import {
   type InvalidPhone,
 } from '../../../core/domain/compliance/dnc-input.js';
 import { addDncEntries, listDncEntries, removeDncEntry } from '../../../core/domain/compliance/dnc-store.js';
+import { numberDialsSettled } from '../../../core/domain/calls/dials-under-way.js';
 import { afterListing } from '../../../core/domain/compliance/dnc-sweep.js';
 import {
   isKnownCountry,
@@ -71,6 +72,9 @@ export const complianceRoutes = [
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
       // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
       await afterListing(services, firm._id, phones, added);
+      // A dial to one of them under way since before the entries were written is over first: no
+      // call to a listed number is dialled after this answer.
+      await numberDialsSettled(services, firm._id, phones);
       return {
         added: added.length,
         already_listed: phones.length - added.length,
@@ -102,6 +106,9 @@ export const complianceRoutes = [
       // The gate's index, and queued campaign calls to these numbers blocked now, not when their
       // jobs come due: every number asked, listed before or not; dnc.added for those listed now (by the sweep).
       await afterListing(services, firm._id, phones, added);
+      // A dial to one of them under way since before the entries were written is over first: no
+      // call to a listed number is dialled after this answer.
+      await numberDialsSettled(services, firm._id, phones);
       return {
         rows,
         added: added.length,

@@ -18,7 +18,7 @@ import { noteCampaignDial } from '../campaigns/kill-switch.js';
 import { findCampaign } from '../campaigns/campaign-store.js';
 import { storableText } from '../../platform/text.js';
 import { countLeadDialled } from '../campaigns/campaign-progress.js';
-import { dialOver, dialStarting } from '../campaigns/campaign-dials.js';
+import { dialOver, dialStarting, numberDialOver, numberDialStarting } from './dials-under-way.js';
 
 // Placing an outbound call with the provider, at most once per call_id: the dial is an effect
 // on the call (core/platform/db/effect-recorder.ts). It is marked before the provider is called; when a
@@ -111,7 +111,7 @@ export async function placeOutboundCall(
   }
   if (call.campaign_id === undefined) return dial(services, call, attempt, waiter);
   // Registered before its campaign is looked at, until the dial is over: a pause or cancel answers
-  // only once the dials under way are (core/domain/campaigns/campaign-dials.ts).
+  // only once the dials under way are (core/domain/calls/dials-under-way.ts).
   const campaignId = call.campaign_id;
   await dialStarting(services, campaignId, call._id);
   try {
@@ -123,8 +123,28 @@ export async function placeOutboundCall(
   }
 }
 
-/** The gate's decision at the dial, then the dial itself (once per call), for a call allowed so far. */
+/**
+ * The dial attempt, registered under its number from before its do-not-call read until it is
+ * over: a do-not-call addition answers only once the attempts to its numbers are
+ * (core/domain/calls/dials-under-way.ts).
+ */
 async function dial(
+  services: Services,
+  call: CallDoc,
+  attempt: Attempt,
+  waiter: string,
+): Promise<DialAttemptResult> {
+  const phone = call.to_number ?? '';
+  await numberDialStarting(services, call.firm, phone, call._id);
+  try {
+    return await dialOnce(services, call, attempt, waiter);
+  } finally {
+    await numberDialOver(services, call.firm, phone, call._id);
+  }
+}
+
+/** The gate's decision at the dial, then the dial itself (once per call), for a call allowed so far. */
+async function dialOnce(
   services: Services,
   call: CallDoc,
   attempt: Attempt,
