@@ -1,194 +1,54 @@
-import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
+import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import { enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import { BusyUntilError } from '../../platform/busy-until.js';
-import { retryAfterOf } from '../../platform/retry-after.js';
-import { inSpan } from '../../platform/telemetry/start.js';
-import { CrmError } from '../../integrations/crm/clio.js';
-import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
-import { urlPolicyOf } from '../../platform/config.js';
-import {
-  flushCarried,
-  newSettleCarry,
-  runEffect,
-  type Attempt,
-  type Effect,
-  type EffectOutcome,
-  type EffectRecord,
-  type EffectSubject,
-} from '../../platform/db/effect-recorder.js';
+import type { Attempt } from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
-import { getFirm, type FirmDoc } from '../firms/firms.js';
-import { ensureSubjectLead } from '../leads/leads.js';
-import { recordLeadCreated } from '../leads/record-lead-events.js';
-import { hasContact, leadFieldsFrom } from '../intake/caller-data.js';
-import { callsCollection, shownCallId, type CallDoc, type CallExtraction } from '../calls/calls.js';
+import { callsCollection, shownCallId, type CallDoc } from '../calls/calls.js';
 import { callEffectsSubject } from '../calls/call-lock.js';
 import { callOutcome, notAConversation } from '../calls/call-outcome.js';
-import { firmClioClient } from '../crm/firm-clio-client.js';
-import { findKnownClient, type KnownClientReads } from '../contacts/known-clients.js';
-import { syncToClio } from './crm-sync.js';
-import { callNotificationEmail, callNotificationSlack } from './notifications.js';
+import { runIntakeEffect, runIntakeEffects, type EffectInJob, type Intake } from './intake-effects.js';
 
-// The effects of an analysed call (docs/webhooks.md#the-effects), run together by the analysis job
-// (a failing one then by its own job), each through the effect recorder
-// (core/platform/db/effect-recorder.ts) with its record at `effects.<name>` in the call's effects
-// document (CallEffectsDoc: no effect rewrites the call and its transcript):
-// a done or skipped effect is never repeated, whichever job or delivery comes next; a failing one
-// is retried by its own job with backoff; the job's last attempt, or a refusal that retrying
-// cannot fix, leaves it `failed`. Unconfigured effects are `skipped` with the reason.
+export { SETTLE_LINGER_MS, isFinalEffectFailure, smtpCode } from './intake-effects.js';
 
-type Result = Record<string, unknown>;
+// The effects of an analysed call (docs/webhooks.md#the-effects): the intake effects
+// (intake-effects.ts) of the call, with their records in the call's effects document
+// (CallEffectsDoc: no effect rewrites the call and its transcript), a failing one retried by its
+// call-effect job.
 
-const skipped = (reason: string): EffectOutcome<Result> => ({ state: 'skipped', result: { reason } });
-
-/** SMTP's answer to the message: 5xx is permanent (every recipient refused), 4xx is "try later". */
-export const smtpCode = (err: unknown): number | null => {
-  const code = (err as { responseCode?: unknown } | null)?.responseCode;
-  return typeof code === 'number' ? code : null;
-};
-
-/** A failure no retry can fix: the job should stop (the record is already `failed`). */
-export function isFinalEffectFailure(err: unknown): boolean {
-  if (err instanceof CrmError || err instanceof TeamChatError) return err.final;
-  const code = smtpCode(err);
-  return code !== null && code >= 500;
+/** Why an analysed call runs no effect: it did not connect, or no conversation took place. */
+function idleReason(call: CallDoc): string | null {
+  const outcome = callOutcome(call);
+  if (outcome === null) return `The call did not connect (status ${call.status}).`;
+  return outcome === 'conversation' ? null : notAConversation(outcome);
 }
 
-interface EffectContext {
-  services: Services;
-  call: CallDoc;
-  data: CallExtraction;
-  firm: FirmDoc;
-  attempt: Attempt;
-  /** The call's effects document as the recorder writes it (the CRM's steps are recorded there too). */
-  subject: EffectSubject;
-  /** Aborted when the effect's bound is reached (Effect.boundMs). */
-  signal: AbortSignal;
-  /** The job's known-client lookups: the lead and the CRM ask about the same phone and email. */
-  knownClients: KnownClientReads;
+/** A call as the subject of the intake effects. */
+export function callIntake(services: Services, call: CallDoc): Intake {
+  return {
+    kind: 'call',
+    id: call._id,
+    firm: call.firm,
+    records: callEffectsSubject(services, call),
+    idle: idleReason(call),
+    data: call.extraction,
+    lead: {
+      source: 'call',
+      id: call._id,
+      shownId: shownCallId(call),
+      firm: call.firm,
+      campaign_id: call.campaign_id ?? null,
+      // A caller who rang the firm made an inquiry: consent to be called back about it.
+      ...(call.direction === 'inbound'
+        ? { inquiryAt: new Date(call.start_timestamp ?? call.created_at.getTime()) }
+        : {}),
+    },
+    notice: { kind: 'call', call },
+    retry: (effect, options) =>
+      enqueueRun(services.queues, JOBS.callEffect, { firm: call.firm, callId: call._id, effect }, options),
+  };
 }
 
-const EFFECTS: Record<
-  CallEffectName,
-  {
-    effect: Omit<Effect<Result>, 'path' | 'boundMs'>;
-    /** The longest its request may be out (Effect.boundMs): for what cannot be asked about afterwards. */
-    boundMs?: (config: Services['config']) => number;
-    perform: (ctx: EffectContext) => Promise<EffectOutcome<Result>>;
-  }
-> = {
-  lead: {
-    // The lead is a claim on an id derived from the call, and lead.created is recorded once under
-    // its own key: repeating it is harmless, so no answer is stored before its record.
-    effect: { repeatable: true },
-    async perform({ services, call, data, knownClients }) {
-      if (!hasContact(data)) return skipped('No phone number or email address was collected.');
-      const lead = await ensureSubjectLead(
-        services.mongo.db,
-        {
-          source: 'call',
-          id: call._id,
-          shownId: shownCallId(call),
-          firm: call.firm,
-          campaign_id: call.campaign_id ?? null,
-          // A caller who rang the firm made an inquiry: consent to be called back about it.
-          ...(call.direction === 'inbound'
-            ? { inquiryAt: new Date(call.start_timestamp ?? call.created_at.getTime()) }
-            : {}),
-        },
-        leadFieldsFrom(data),
-        { knownClients },
-      );
-      // Made now or by an earlier attempt: its key records lead.created once.
-      await recordLeadCreated(services, lead);
-      // The call's lead_id is this result (withCallEffects): the call document is not rewritten for it.
-      return { state: 'done', result: { lead_id: lead._id } };
-    },
-  },
-  crm: {
-    // Its Clio writes are steps recorded on their own (crm-sync.ts): a repeat finds them done and
-    // writes nothing twice, so no answer is stored before its record.
-    effect: { isFinal: (err) => err instanceof CrmError && err.final, repeatable: true },
-    async perform({ services, call, data, firm, attempt, subject, knownClients }) {
-      const crm = firm.settings.crm;
-      if (crm.provider !== 'clio') return skipped('The firm has no CRM configured (settings.crm).');
-      if (!hasContact(data)) return skipped('No phone number or email address was collected.');
-      const client = await firmClioClient(services, firm);
-      if (client === null) return skipped('The firm has no CRM configured (settings.crm).');
-      const syncedId = async () => {
-        const known = await findKnownClient(
-          services.mongo.db,
-          call.firm,
-          { phone: data.phone, email: data.email },
-          knownClients,
-        );
-        const id = Number(known?.external_id ?? NaN);
-        return Number.isSafeInteger(id) && id > 0 ? id : null;
-      };
-      const synced = await syncToClio(client, subject, call, data, attempt, syncedId);
-      return { state: 'done', result: { provider: 'clio', ...synced } };
-    },
-  },
-  email: {
-    effect: {
-      // The server refused the message (an SMTP reply code): it was not sent.
-      mayHaveHappened: (err) => smtpCode(err) === null,
-      isFinal: (err) => (smtpCode(err) ?? 0) >= 500,
-    },
-    boundMs: (config) => config.smtpSendTimeoutMs,
-    async perform({ services, call, data, firm, signal }) {
-      if (services.mailer === null) return skipped('Email is not configured for the service (SMTP_URL).');
-      const to = firm.settings.notification_emails;
-      if (to.length === 0) return skipped('The firm has no notification_emails.');
-      const message = callNotificationEmail(
-        {
-          call,
-          data,
-          firmName: firm.name,
-          timeZone: firm.settings.timezone,
-          publicBaseUrl: services.config.publicBaseUrl,
-        },
-        to,
-      );
-      const sent = await services.mailer.send({ ...message, signal });
-      return { state: 'done', result: { message_id: sent.messageId, accepted: sent.accepted } };
-    },
-  },
-  team_chat: {
-    effect: {
-      mayHaveHappened: (err) => !(err instanceof TeamChatError) || err.mayHaveBeenSent,
-      isFinal: (err) => err instanceof TeamChatError && err.final,
-    },
-    boundMs: (config) => config.slackTimeoutMs,
-    async perform({ services, call, data, firm, signal }) {
-      const url = firm.settings.slack_webhook_url;
-      if (url === undefined) return skipped('The firm has no slack_webhook_url.');
-      await postToSlack(
-        url,
-        callNotificationSlack({
-          call,
-          data,
-          firmName: firm.name,
-          timeZone: firm.settings.timezone,
-          publicBaseUrl: services.config.publicBaseUrl,
-        }),
-        { policy: urlPolicyOf(services.config), timeoutMs: services.config.slackTimeoutMs, signal },
-      );
-      return { state: 'done', result: { channel: 'slack' } };
-    },
-  },
-};
-
-/**
- * The longest an effect done waits for another write to go with (get-call shows it pending until
- * then): a slow Slack post or mail does not hold back the lead's `done` and `lead_id`.
- */
-export const SETTLE_LINGER_MS = 250;
-
-type EffectRunOutcome = 'missing' | EffectRecord['state'];
-/** What the analysis job did of an effect: its state, or that its own job now retries it. */
-type EffectInJob = EffectRecord['state'] | 'retried_by_its_job';
+type EffectRunOutcome = 'missing' | Awaited<ReturnType<typeof runIntakeEffect>>['state'];
 
 /** Runs one effect of an analysed call (the callEffect job, a retry); its state after this attempt. */
 export async function runCallEffect(
@@ -202,103 +62,18 @@ export async function runCallEffect(
     { projection: { transcript: 0, dial: 0, dynamic_variables: 0, effects: 0, crm_sync: 0 } },
   )) as CallDoc | null;
   if (call === null || call.firm !== job.firm) return 'missing';
-  const subject = callEffectsSubject(services, call);
-  return (await runEffectOfCall(services, call, subject, job.effect, attempt, new Map())).state;
+  return (await runIntakeEffect(services, callIntake(services, call), job.effect, attempt)).state;
 }
 
 /**
- * Every effect of an analysed call, together, in the analysis job that has the call in hand (no
- * job, no read of the call per effect): what a call costs is mostly round trips, and four jobs
- * were a third of them. An effect that fails is handed to its own job (job id = firm + call +
- * effect), which retries it alone with backoff, its first try CALL_EFFECT_RETRY_MS later (or
- * the Retry-After of a 429 it failed with, when longer); one
- * under way in another attempt is handed over to look again when that attempt's lease ends; one
- * refused for good is recorded `failed` and left. Effects done are never repeated.
+ * Every effect of an analysed call, together, in the analysis job that has the call in hand
+ * (runIntakeEffects); a failing one is handed to its call-effect job (job id = firm + call +
+ * effect).
  */
-export async function runCallEffects(
+export function runCallEffects(
   services: Services,
   call: CallDoc,
   attempt: Attempt,
 ): Promise<Record<CallEffectName, EffectInJob>> {
-  // An attempt of the analysis is not the effect's last: its own job has attempts of its own.
-  const first: Attempt = {
-    lastAttempt: false,
-    ...(attempt.gate === undefined ? {} : { gate: attempt.gate }),
-  };
-  // The lead and the CRM look up the same known client: once for both.
-  const knownClients: KnownClientReads = new Map();
-  // The settles of the lead, the CRM and its steps go with the effects' next write (the recorder's
-  // "settles carried"), on their own after SETTLE_LINGER_MS without one, and what is left in one
-  // write at the end: a lost one is repeated or asked about by the next attempt.
-  const subject: EffectSubject = {
-    ...callEffectsSubject(services, call),
-    carry: newSettleCarry(SETTLE_LINGER_MS),
-  };
-  const running = Promise.all(
-    CALL_EFFECTS.map((effect) =>
-      inSpan(`call effect ${effect}`, { firm: call.firm, callId: call._id }, () =>
-        runEffectOfCall(services, call, subject, effect, first, knownClients),
-      ).then(
-        (record) => record.state,
-        async (err: unknown): Promise<EffectInJob> => {
-          if (isFinalEffectFailure(err)) return 'failed';
-          const retryMs = services.config.callEffectRetryMs;
-          // Under way in another attempt: look again when its lease ends (as workers/park.ts does).
-          // Refused with a 429 whose Retry-After was too long to wait here: not before it.
-          const delay =
-            err instanceof BusyUntilError
-              ? err.until + 250 - Date.now()
-              : Math.max(retryMs, retryAfterOf(err) ?? 0);
-          services.log.info(
-            { firm: call.firm, call_id: call._id, effect, err: (err as Error).message },
-            'call effect handed to its own job',
-          );
-          await enqueueRun(
-            services.queues,
-            JOBS.callEffect,
-            { firm: call.firm, callId: call._id, effect },
-            { delay, retryDelayMs: retryMs },
-          );
-          return 'retried_by_its_job';
-        },
-      ),
-    ),
-  );
-  const states = await running.catch(async (err: unknown) => {
-    // What is known is still written; the retry repeats or asks about the rest.
-    await flushCarried(subject).catch(() => undefined);
-    throw err;
-  });
-  await flushCarried(subject);
-  return Object.fromEntries(CALL_EFFECTS.map((effect, i) => [effect, states[i]!])) as Record<
-    CallEffectName,
-    EffectInJob
-  >;
-}
-
-async function runEffectOfCall(
-  services: Services,
-  call: CallDoc,
-  subject: EffectSubject,
-  name: CallEffectName,
-  attempt: Attempt,
-  knownClients: KnownClientReads,
-): Promise<EffectRecord<Result>> {
-  const { effect, perform, boundMs: boundOf } = EFFECTS[name];
-  const boundMs = boundOf?.(services.config);
-  return runEffect<Result>(
-    subject,
-    { ...effect, path: `effects.${name}`, ...(boundMs === undefined ? {} : { boundMs }) },
-    attempt,
-    async (signal) => {
-      const outcome = callOutcome(call);
-      if (outcome === null) return skipped(`The call did not connect (status ${call.status}).`);
-      if (outcome !== 'conversation') return skipped(notAConversation(outcome));
-      const firm = await getFirm(services.mongo.db, call.firm);
-      if (firm === null) return skipped('The firm no longer exists.');
-      // The analyze-call job stores the extraction before any effect runs.
-      if (call.extraction === undefined) throw new Error(`The call ${call._id} has no extraction yet.`);
-      return perform({ services, call, data: call.extraction, firm, attempt, subject, signal, knownClients });
-    },
-  );
+  return runIntakeEffects(services, callIntake(services, call), attempt);
 }

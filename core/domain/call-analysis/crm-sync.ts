@@ -7,17 +7,18 @@ import {
 } from '../../platform/db/effect-recorder.js';
 import { shorten } from '../../platform/text.js';
 import { countryOf, nationalForms, toE164 } from '../contact-points/phones.js';
-import type { CallDoc, CallExtraction } from '../calls/calls.js';
-import { displayName } from '../intake/caller-data.js';
+import type { CallExtraction } from '../calls/calls.js';
+import { displayName, type CallerData } from '../intake/caller-data.js';
+import type { NotifiedIntake } from './notifications.js';
 
-// The CRM effect for Clio, in two recorded steps on the call (crm_sync.contact, crm_sync.matter):
+// The CRM effect for Clio, in two recorded steps on the call or chat (crm_sync.contact, crm_sync.matter):
 // 1. the contact: an existing Person is reused — first the firm's synced Clio contact holding the
 //    caller's phone or email (its Clio id, read back to be sure it is still there), then Clio's
 //    search: by the email, else (no email) by the phone in the forms a person types it, as
 //    Clio's `query` finds only text as it was typed ("(212) 555-0142" is not found by
 //    "+12125550142"); otherwise a Person is created. Its id is recorded before step 2 starts, so a retry
 //    after a crash between the steps never creates a second contact.
-// 2. the matter for that contact, with our call id as Clio's client_reference; an attempt whose
+// 2. the matter for that contact, with our call (or chat) id as Clio's client_reference; an attempt whose
 //    outcome was lost (a crash, a 5xx, a timeout) first looks for a matter with that reference.
 
 export interface CrmSyncResult {
@@ -83,20 +84,27 @@ export function personName(data: Pick<CallExtraction, 'first_name' | 'last_name'
   return { first_name: null, last_name: data.phone ?? data.email };
 }
 
-function matterDescription(data: CallExtraction): string {
+/** The matter's description: the case, who, where the intake came from (a call, a web chat), and its summary. */
+function matterDescription(data: CallerData, source: NotifiedIntake['kind']): string {
   const who = displayName(data) ?? data.phone ?? data.email ?? 'unknown caller';
-  return shorten(`${data.case_type ?? 'New intake'} — ${who} (intake call): ${data.summary}`, 255);
+  const from = source === 'call' ? 'intake call' : 'web chat';
+  return shorten(`${data.case_type ?? 'New intake'} — ${who} (${from}): ${data.summary}`, 255);
 }
+
+/** Our id of the call or chat: the matter's client_reference. */
+const referenceOf = (intake: NotifiedIntake): string =>
+  intake.kind === 'call' ? intake.call._id : intake.chat.chat_id;
 
 export async function syncToClio(
   client: ClioClient,
   subject: EffectSubject,
-  call: CallDoc,
-  data: CallExtraction,
+  intake: NotifiedIntake,
+  data: CallerData,
   attempt: Attempt,
   synced: SyncedClioId = async () => null,
 ): Promise<CrmSyncResult> {
   type ContactResult = { contact_id: number; reused: boolean };
+  const reference = referenceOf(intake);
   const contactFound = (contact: ClioContact, reused: boolean): EffectOutcome<ContactResult> => ({
     state: 'done',
     result: { contact_id: contact.id, reused },
@@ -125,7 +133,7 @@ export async function syncToClio(
     {
       ...crmEffect('crm_sync.matter'),
       reconcile: async () => {
-        const id = await client.findMatterByReference(contactId, call._id);
+        const id = await client.findMatterByReference(contactId, reference);
         return id === null ? null : { state: 'done', result: { matter_id: id } };
       },
     },
@@ -135,10 +143,10 @@ export async function syncToClio(
       result: {
         matter_id: await client.createMatter({
           clientId: contactId,
-          description: matterDescription(data),
+          description: matterDescription(data, intake.kind),
           // An intake is not yet an engaged client: the firm opens the matter once it takes the case.
           status: 'pending',
-          reference: call._id,
+          reference,
         }),
       },
     }),
