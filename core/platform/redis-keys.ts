@@ -381,6 +381,11 @@ export class RedisKeys {
     return key(this.prefix, 'lock', 'call', firm, call);
   }
 
+  /** The lock of one chat's effect records (core/domain/chats/chat-effects.ts). */
+  chatLock(firm: string, chat: string): string {
+    return key(this.prefix, 'lock', 'chat', firm, chat);
+  }
+
   /** The lock of one campaign (its adds of leads, launch, pause, resume, cancel, completion). */
   campaignLock(campaignId: string): string {
     return key(this.prefix, 'lock', 'campaign', campaignId);

@@ -1,8 +1,10 @@
 // Leads from ended chats (docs/webhooks.md#chats): end-chat runs the same intake analysis as a call and
-// creates the chat's lead through the same function (one per chat: a claim on an id derived
-// from the chat) before it answers 200 — a 200 means the lead exists.
+// creates the chat's lead through the same lead effect (one per chat: a claim on an id derived
+// from the chat) before it answers 200 — a 200 means the lead exists; the chat's other effects
+// are a job's (test/webhooks/chat-effects.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjectLeadId } from '../../core/domain/leads/leads.js';
+import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { expectError } from '../helpers/expect-error.js';
 import type { ApiClient } from '../helpers/client.js';
@@ -77,13 +79,23 @@ describe('an ended chat with contact data', () => {
     expect(await chatLeads(chatId)).toBe(1);
   });
 
-  it('a lead lost after the chat ended (a request that died between the writes) is made by the retry', async () => {
+  it('a lead and effects job lost after the chat ended (a request that died between the writes) are made by the retry', async () => {
     const chatId = await intakeChat(FULL_INTAKE.slice(0, 3));
     expect((await firm.client.post('/api/v2/end-chat', { chatId })).status).toBe(200);
+    // What a request that died right after the chat's end leaves: no lead, no effect record, no job.
+    const job = `chat-effects|${firm.slug}|${chatId}`;
+    const queue = stack.services.queues['call-effects'];
+    expect(await queue.getJob(job)).toBeDefined();
+    await queue.remove(job);
     await leadsOf(stack).deleteOne({ _id: subjectLeadId('chat', chatId) });
+    await stack.services.mongo.db
+      .collection<{ _id: string }>(COLLECTIONS.chatEffects)
+      .deleteOne({ _id: chatId });
     expect(await chatLeads(chatId)).toBe(0);
+    expect(await queue.getJob(job)).toBeUndefined();
     expectError(await firm.client.post('/api/v2/end-chat', { chatId }), 409, 'chat_not_active');
     expect(await chatLeads(chatId)).toBe(1);
+    expect(await queue.getJob(job)).toBeDefined();
   });
 });
 

@@ -1,6 +1,6 @@
 import type { ProcessorTable } from '../runner.js';
 import { bookingEvent, sendReminder } from './bookings.js';
-import { analyzeCall, callEffect } from './call-analysis.js';
+import { analyzeCall, callEffect, chatEffect, chatEffects } from './call-analysis.js';
 import { callEvent, placeCall } from './calls.js';
 import {
   copyWebhookKeys,
@@ -25,6 +25,8 @@ export const processors: ProcessorTable = {
   callEvent,
   analyzeCall,
   callEffect,
+  chatEffects,
+  chatEffect,
   simulatorStep,
   pruneIdempotencyKeys,
   pruneClioOAuthStates,

@@ -33,7 +33,8 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => T
 
 const CallStatusSchema = Type.Union(CALL_STATUSES.map((s) => Type.Literal(s)));
 
-const EffectState = Type.Union([
+/** An effect's state as clients see it (a call's, an ended chat's). */
+export const EffectState = Type.Union([
   Type.Literal('pending'),
   Type.Literal('done'),
   Type.Literal('skipped'),

@@ -12,6 +12,7 @@ import {
   type ChatDoc,
 } from '../../../core/domain/chats/chats.js';
 import type { Services } from '../../../core/wiring/services.js';
+import { chatEffectsCollection } from '../../../core/domain/chats/chat-effects.js';
 import { defineRoute } from '../../route.js';
 import { chatView, openedChatView } from './present.js';
 import {
@@ -107,7 +108,8 @@ export const chatRoutes = [
     method: 'POST',
     path: '/api/v2/end-chat',
     operationId: 'endChat',
-    summary: 'End a chat and store its intake analysis',
+    summary:
+      'End a chat: store its intake analysis and run its effects as a call’s (the lead before answering; CRM, email and Slack by a job)',
     tag,
     auth: { kind: 'token', acceptWidget: true },
     body: EndChatBody,
@@ -122,13 +124,21 @@ export const chatRoutes = [
     method: 'GET',
     path: '/api/v2/get-chat/{chat_id}',
     operationId: 'getChat',
-    summary: 'Read a chat with its messages (and its analysis once ended)',
+    summary: 'Read a chat with its messages (and its analysis once ended) and its effects',
     tag,
     auth: { kind: 'token', acceptWidget: true },
     params: ChatParams,
     response: ChatResponse,
     errors: [404],
-    handler: async ({ services, principal, params }) =>
-      chatView(await currentChat(services.mongo.db, await requireChat(services, principal, params.chat_id))),
+    handler: async ({ services, principal, params }) => {
+      const db = services.mongo.db;
+      const chat = await currentChat(db, await requireChat(services, principal, params.chat_id));
+      // Its effects' records (one point read): only an ended chat has any.
+      const records =
+        chat.status === 'ended'
+          ? await chatEffectsCollection(db).findOne({ _id: chat._id }, { projection: { effects: 1 } })
+          : null;
+      return chatView(chat, records?.effects);
+    },
   }),
 ];

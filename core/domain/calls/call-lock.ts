@@ -39,11 +39,16 @@ export function callSubject(services: Services, call: { _id: string; firm: strin
     collection: services.mongo.db.collection<EffectSubjectDoc>(COLLECTIONS.calls),
     id: call._id,
     exclusive: (write) => withCallLock(services, call.firm, call._id, write, { keepsMemo: true }),
-    lease: {
-      collection: services.mongo.db.collection<EffectLeaseDoc>(COLLECTIONS.effectLeases),
-      ms: services.config.effectLeaseMs,
-      clockMarginMs: services.config.effectLeaseClockMarginMs,
-    },
+    lease: effectLease(services),
+  };
+}
+
+/** The lease a running effect holds (EFFECT_LEASE_MS), renewed in effect_leases: a call's, a chat's. */
+export function effectLease(services: Services): NonNullable<EffectSubject['lease']> {
+  return {
+    collection: services.mongo.db.collection<EffectLeaseDoc>(COLLECTIONS.effectLeases),
+    ms: services.config.effectLeaseMs,
+    clockMarginMs: services.config.effectLeaseClockMarginMs,
   };
 }
 

@@ -33,10 +33,8 @@ import type {
 import { intakeAgent } from '../intake/intake-agent.js';
 import type { AgentDoc } from '../agents/agents.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
-import { leadFieldsFrom } from '../intake/caller-data.js';
-import { ensureSubjectLead } from '../leads/leads.js';
-import { recordLeadCreated } from '../leads/record-lead-events.js';
 import { withBookingStep } from './chat-booking.js';
+import { startChatEffects } from './chat-effects.js';
 import type { ChatVisitor } from './widget-booking-limits.js';
 import { MAX_CHAT_MESSAGES, chatFull, sentMessages } from './chat-limits.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -337,7 +335,7 @@ async function listOptOut(
 }
 
 /** The intake analysis of a chat: the same function the call pipeline uses. */
-function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
+export function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
   return analyseIntake({
     intakeQuestions: chat.agent.intake_questions,
     messages: chat.messages,
@@ -346,30 +344,13 @@ function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variabl
 }
 
 /**
- * The lead of an ended chat in which the person wrote and whose intake collected a phone or an
- * email: one per chat, however often this runs (a claim on an id derived from the chat: leads.ts
- * ensureSubjectLead). A chat nobody wrote in is no enquiry, whatever its dynamic variables say
- * (docs/widget.md#limits).
- */
-async function ensureChatLead(services: Services, chat: ChatDoc): Promise<void> {
-  const analysis = chat.chat_analysis;
-  if (chat.status !== 'ended' || analysis === null || !analysis.contact_collected) return;
-  if (sentMessages(chat.messages) === 0) return;
-  const lead = await ensureSubjectLead(
-    services.mongo.db,
-    // The person wrote to the firm: an inquiry, consent to be called about it.
-    { source: 'chat', id: chat._id, firm: chat.firm, inquiryAt: chat.created_at },
-    leadFieldsFrom(analysis),
-  );
-  // Made now or by an earlier request: its key records lead.created once.
-  await recordLeadCreated(services, lead);
-}
-
-/**
- * end-chat: stores the analysis and closes the chat, then creates the chat's lead when contact
- * data was collected — before answering, so a 200 means the lead exists. A request that failed
- * between the two writes is repaired by the client's retry: end-chat on an ended chat still
- * answers 409 chat_not_active, but makes sure the lead exists first.
+ * end-chat: stores the analysis and closes the chat, then starts the chat's effects, as a call's
+ * (chat-effects.ts): the job that runs them is added, and the lead — one per chat, made when the
+ * person wrote and a phone or an email was collected — is made before answering, so a 200 means
+ * the lead exists. A chat nobody wrote in is no enquiry, whatever its dynamic variables say
+ * (docs/widget.md#limits): its effects are all skipped. A request that failed between the writes
+ * is repaired by the client's retry: end-chat on an ended chat still answers 409
+ * chat_not_active, but first makes sure the job is added and the lead exists.
  */
 export async function endChat(
   services: Services,
@@ -387,25 +368,26 @@ export async function endChat(
     });
   } catch (err) {
     if (err instanceof AppError && err.code === 'chat_not_active') {
-      // Ended by an earlier request that may have died before its lead or its opt-out listing:
-      // both made good here (each once, whoever makes it), then the 409.
+      // Ended by an earlier request that may have died before its effects' job, its lead or its
+      // opt-out listing: each made good here (each once, whoever makes it), then the 409.
       const current = await rereadChat(db, chat._id);
-      await ensureChatLead(services, current);
       await listOptOut(
         services,
         current,
         current.messages.filter((m) => m.role === 'user').map((m) => m.content),
         current.chat_analysis?.phone ?? null,
       );
+      await startChatEffects(services, current, true);
     }
     throw err;
   }
-  await ensureChatLead(services, ended.chat);
+  // The opt-out first: a do-not-call listing does not wait on the effects.
   await listOptOut(
     services,
     ended.chat,
     ended.chat.messages.filter((m) => m.role === 'user').map((m) => m.content),
     ended.result.phone,
   );
+  await startChatEffects(services, ended.chat, false);
   return { chat: ended.chat, analysis: ended.result };
 }

@@ -39,6 +39,11 @@ export const COLLECTIONS = {
   chats: 'chats',
   /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
   chatTurns: 'chat_turns',
+  /**
+   * An ended chat's effect records (`_id` = the chat's), as a call's are in call_effects: apart
+   * from the chat, so no effect rewrites it (core/domain/chats/chat-effects.ts).
+   */
+  chatEffects: 'chat_effects',
   /** Key documents: our call id for a provider's call id (`provider|<firm>|<id>`). */
   callKeys: 'call_keys',
   idempotencyKeys: 'idempotency_keys',

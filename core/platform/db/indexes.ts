@@ -24,6 +24,8 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   // Keyed by _id `<chat_id>:<version>`: the unique _id is the concurrency control.
   [COLLECTIONS.chatTurns]: [],
+  // Read and written by _id only.
+  [COLLECTIONS.chatEffects]: [],
   [COLLECTIONS.callKeys]: [],
   [COLLECTIONS.idempotencyKeys]: [{ key: { created_at: 1 }, name: 'created_at' }],
   // Keyed by _id, derived from our call id (the simulator's findCall is a point read).
