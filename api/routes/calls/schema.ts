@@ -41,6 +41,16 @@ export const EffectState = Type.Union([
   Type.Literal('failed'),
 ]);
 
+/** The four intake effects' states, as get-call and get-chat show them. */
+export const IntakeEffects = (description: string) =>
+  Type.Object(
+    Object.fromEntries(CALL_EFFECTS.map((name) => [name, EffectState])) as Record<
+      (typeof CALL_EFFECTS)[number],
+      typeof EffectState
+    >,
+    { description },
+  );
+
 export const CallRecord = Type.Object({
   call_id: Type.String(),
   agent_id: Nullable(Type.String()),
@@ -95,17 +105,10 @@ export const CallRecord = Type.Object({
       },
     ),
   ),
-  effects: Type.Object(
-    Object.fromEntries(CALL_EFFECTS.map((name) => [name, EffectState])) as Record<
-      (typeof CALL_EFFECTS)[number],
-      typeof EffectState
-    >,
-    {
-      description:
-        'The call_analyzed effects. pending: not happened yet (also while an attempt runs or is retried with ' +
-        'backoff); done; skipped: not configured for the firm, nothing to act on, or the call did not connect; ' +
-        'failed: gave up after the last attempt, or refused for good by the outside system',
-    },
+  effects: IntakeEffects(
+    'The call_analyzed effects. pending: not happened yet (also while an attempt runs or is retried with ' +
+      'backoff); done; skipped: not configured for the firm, nothing to act on, or the call did not connect; ' +
+      'failed: gave up after the last attempt, or refused for good by the outside system',
   ),
   lead_id: Nullable(
     Type.String({ description: 'The lead created from this call, once the lead effect is done' }),

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
 import { Body, DynamicVariables, FirmSlug, Id, Timestamp } from '../../schemas/common.js';
-import { EffectState } from '../calls/schema.js';
+import { IntakeEffects } from '../calls/schema.js';
 
 export const CreateChatBody = Body({
   agentId: Id,
@@ -67,19 +66,12 @@ export const ChatResponse = Type.Object({
   ),
   dynamic_variables: Type.Record(Type.String(), Type.String()),
   chat_analysis: Type.Optional(ChatAnalysis),
-  effects: Type.Object(
-    Object.fromEntries(CALL_EFFECTS.map((name) => [name, EffectState])) as Record<
-      (typeof CALL_EFFECTS)[number],
-      typeof EffectState
-    >,
-    {
-      description:
-        "The ended chat's effects, a call's (get-call): lead, crm (Clio), email (notification_emails), " +
-        'team_chat (slack_webhook_url). pending: not happened yet (also while the chat is ongoing, while an ' +
-        'attempt runs or is retried with backoff); done; skipped: not configured for the firm, nothing to act ' +
-        'on (no phone or email: lead and crm), or the visitor wrote no message; failed: gave up after the last ' +
-        'attempt, or refused for good by the outside system',
-    },
+  effects: IntakeEffects(
+    "The ended chat's effects, a call's (get-call): lead, crm (Clio), email (notification_emails), " +
+      'team_chat (slack_webhook_url). pending: not happened yet (also while the chat is ongoing, while an ' +
+      'attempt runs or is retried with backoff); done; skipped: not configured for the firm, nothing to act ' +
+      'on (no phone or email: lead and crm), or the visitor wrote no message; failed: gave up after the last ' +
+      'attempt, or refused for good by the outside system',
   ),
   created_at: Timestamp,
   ended_at: Nullable(Timestamp),
