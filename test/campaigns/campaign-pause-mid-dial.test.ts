@@ -10,6 +10,7 @@ import { useStackBehindMongoRelay } from '../helpers/mongo-relay-stack.js';
 import { insertCommandOn } from '../helpers/tcp-relay.js';
 import { createFirm } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
+import { landsWithin } from '../helpers/held-lock.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { campaignCalls, createAgent, createCampaign, launch, simulatorDials, usPhones } from './support.js';
 
@@ -31,19 +32,13 @@ describe.each(['pause', 'cancel'] as const)('a %s while a campaign call is being
     await launch(firm.client, created.id);
     await dialling.seen;
 
-    let answered = false;
-    const answer = firm.client.post(`/api/leads/campaigns/${created.id}/${action}`, {}).then((res) => {
-      answered = true;
-      return res;
-    });
+    const answer = firm.client.post(`/api/leads/campaigns/${created.id}/${action}`, {});
     // The dial stays held for a while: the answer waits for it.
-    await sleep(1_500);
-    const answeredWhileHeld = answered;
+    expect(await landsWithin([answer], 1_500)).toBe('waiting');
     dialling.release();
     const res = await answer;
 
     expect(res.status).toBe(200);
-    expect(answeredWhileHeld).toBe(false);
     expect(res.body).toMatchObject({ status: action === 'pause' ? 'paused' : 'cancelled', calls_placed: 1 });
     // The held dial went on (a call in progress finishes) and ended; the other lead's call is not
     // dialled, though the first call's slot is free again.

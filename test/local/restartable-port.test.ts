@@ -4,11 +4,11 @@
 // forks choose ports in slices of their own, a restart that exits at once is tried again, and the
 // local Redis's log is quoted in the error.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createConnection, createServer, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { restartable } from '../../scripts/local/launcher.js';
+import { portAnswers, restartable } from '../../scripts/local/launcher.js';
 import { freePort } from '../../scripts/local/ports.js';
 import { ensureRedisServer, startRedis } from '../../scripts/local/redis.js';
 
@@ -71,7 +71,7 @@ describe('a server started again on its port', () => {
     await server.start();
     await released;
     // It is the restarted child that answers: the stranger is gone.
-    expect(await answers(port)).toBe(true);
+    expect(await portAnswers(port)).toBe(true);
   });
 
   it("the local Redis's error quotes its log when its port stays taken", async () => {
@@ -90,14 +90,3 @@ describe('a server started again on its port', () => {
     expect(String(error)).toMatch(/attempt 3 of 3/);
   });
 });
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
