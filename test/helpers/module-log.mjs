@@ -1,5 +1,15 @@
 // Preloaded with `--import` (NODE_OPTIONS) into a child process: writes the URL of every module
-// the process resolves through the ESM loader to the file named by MODULE_LOG, one a line.
-import { register } from 'node:module';
+// the process resolves to the file named by MODULE_LOG, one a line. Synchronous hooks
+// (module.registerHooks), so a package's own `require`s are listed as well as `import`s.
+import { appendFileSync } from 'node:fs';
+import { registerHooks } from 'node:module';
 
-register('./module-log-hooks.mjs', import.meta.url, { data: { file: process.env.MODULE_LOG } });
+const file = process.env.MODULE_LOG;
+
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    const resolved = nextResolve(specifier, context);
+    appendFileSync(file, `${resolved.url}\n`);
+    return resolved;
+  },
+});
