@@ -37,6 +37,9 @@ export async function compiledDirFor(name: string): Promise<string> {
   return dir;
 }
 
+/** Where the node processes of a run with the compiled copy `dir` keep V8's code cache (NODE_COMPILE_CACHE). */
+export const compileCacheDirOf = (dir: string): string => join(dir, '.node-compile-cache');
+
 /** Compiles the service's sources into `outDir` (dist/'s layout) and copies their assets beside them. */
 export async function compileSources(outDir: string): Promise<void> {
   const { build } = await import('esbuild');

@@ -1,9 +1,9 @@
 // The test run's children (web, worker) run the service compiled once by the global setup, from
 // the Procfile's dist/ script, as the platform does; a process without the compiled copy (npm
 // start, the fault matrix's command) runs the TypeScript through tsx.
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { COMPILED_DIR_ENV } from '../../scripts/local/compiled.js';
+import { COMPILED_DIR_ENV, compileCacheDirOf } from '../../scripts/local/compiled.js';
 import { nodeArgsOf, procfileLaunch, tsxArgs } from '../../scripts/local/procfile.js';
 import { startStack } from '../helpers/stack.js';
 import { startWebProcess } from '../helpers/web-process.js';
@@ -23,6 +23,9 @@ describe('the children of the test run', () => {
         const cmdline = (await readFile(`/proc/${child.child.pid}/cmdline`, 'utf8')).split('\0');
         expect(cmdline).toContain(`${dir}/api/server.js`);
         expect(cmdline).not.toContain('tsx');
+        // With V8's code cache of the run, inside its copy.
+        const environ = (await readFile(`/proc/${child.child.pid}/environ`, 'utf8')).split('\0');
+        expect(environ).toContain(`NODE_COMPILE_CACHE=${compileCacheDirOf(dir!)}`);
         // The compiled process started (its modules read their Lua scripts and the compliance
         // data as they load) and answers as the in-process service does.
         expect((await fetch(`${child.baseUrl}/readyz`)).status).toBe(200);
@@ -33,6 +36,9 @@ describe('the children of the test run', () => {
       } finally {
         await child.stop();
       }
+      // A child that exited has written its modules' code to the cache (or found them there).
+      const cached = await readdir(compileCacheDirOf(dir!), { recursive: true, withFileTypes: true });
+      expect(cached.filter((entry) => entry.isFile()).length).toBeGreaterThan(100);
     } finally {
       await stack.stop();
     }

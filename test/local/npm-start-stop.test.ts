@@ -39,7 +39,14 @@ describe('npm start', () => {
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', TMPDIR: temp };
       // As a user's shell has it: no stores, no key, and no compiled copy of the test run's
       // (npm start runs the TypeScript through tsx).
-      for (const name of ['REDIS_URL', 'MONGODB_URI', 'ADMIN_API_KEY', 'NODE_OPTIONS', COMPILED_DIR_ENV])
+      for (const name of [
+        'REDIS_URL',
+        'MONGODB_URI',
+        'ADMIN_API_KEY',
+        'NODE_OPTIONS',
+        COMPILED_DIR_ENV,
+        'NODE_COMPILE_CACHE',
+      ])
         delete env[name];
       const output = (): Promise<string> => readFile(logFile, 'utf8').catch(() => '');
       const run = launch({
