@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { removeAbandoned, stampOwner } from './abandoned.js';
 import { promisify } from 'node:util';
 
 export const COMPILED_DIR_ENV = 'INTAKE_COMPILED_DIR';
@@ -32,8 +33,12 @@ async function sourcesIn(dir: string): Promise<string[]> {
  * imports (koa, bullmq) resolve to the repository's packages as dist/'s do.
  */
 export async function compiledDirFor(name: string): Promise<string> {
-  const dir = join(root, 'node_modules', '.cache', 'intake-compiled', name);
+  const parent = join(root, 'node_modules', '.cache', 'intake-compiled');
+  // The copies of runs that ended without removing theirs (scripts/local/abandoned.ts).
+  await removeAbandoned(parent, '');
+  const dir = join(parent, name);
   await mkdir(dir, { recursive: true });
+  await stampOwner(dir);
   return dir;
 }
 

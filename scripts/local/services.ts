@@ -6,6 +6,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { removeAbandoned, stampOwner } from './abandoned.js';
 import { ensureFerretDb, startFerretDb } from './ferretdb.js';
 import { LocalServiceError, type Say } from './install.js';
 import { ensurePostgres, startPostgres } from './postgres.js';
@@ -16,6 +17,9 @@ export { ensurePostgres, POSTGRES_DATABASE } from './postgres.js';
 export { ensureRedisServer, startRedis, type LocalRedis, type RedisOptions } from './redis.js';
 export { freePort } from './ports.js';
 export { LocalServiceError };
+
+/** The stores' folder of a run, in the temporary directory. */
+const FOLDER_PREFIX = 'intake-local-';
 
 export interface LocalServices {
   redisUrl: string;
@@ -85,7 +89,11 @@ export async function startLocalServices(
   say: Say = (line) => process.stderr.write(`[local] ${line}\n`),
   options: { redis?: RedisOptions; ownGroups?: boolean } = {},
 ): Promise<LocalServices> {
-  const dir = await mkdtemp(join(tmpdir(), 'intake-local-'));
+  // The folders of earlier runs that ended without removing theirs (scripts/local/abandoned.ts).
+  for (const left of await removeAbandoned(tmpdir(), FOLDER_PREFIX))
+    say(`removed ${left}, left by a run that ended`);
+  const dir = await mkdtemp(join(tmpdir(), FOLDER_PREFIX));
+  await stampOwner(dir);
   let redis: LocalRedis | undefined;
   let ferretdb: LocalFerretDb | undefined;
   let stopped: Promise<void> | undefined;
