@@ -163,6 +163,43 @@ describe("Cal.com's refusals", () => {
     expectError(booked, 502, 'booking_provider_error');
     expect(cal.bookings.length).toBe(before);
   });
+
+  it("Cal.com's rate limiter (429) is a 503 with the wait Cal.com asked for as Retry-After, and books nothing", async () => {
+    const limited = await createFirm(stack, {
+      booking: { provider: 'calcom', api_key: API_KEY, event_type_id: EVENT_TYPE, base_url: cal.url },
+    });
+    const ask = (timeZone: string) => availability(limited.client, { firmSlug: limited.slug, timeZone });
+    // Its Retry-After.
+    cal.limitRequests(1, { 'Retry-After': '17' });
+    const byRetryAfter = await ask('America/Chicago');
+    expectError(byRetryAfter, 503, 'unavailable');
+    expect(byRetryAfter.headers.get('retry-after')).toBe('17');
+    expect(byRetryAfter.body.error.message).toContain('limiting');
+    // No Retry-After: its throttler's reset, the Unix time its window ends.
+    const resetAt = Math.floor(Date.now() / 1000) + 42;
+    cal.limitRequests(1, {
+      'X-RateLimit-Limit-Default': '120',
+      'X-RateLimit-Remaining-Default': '0',
+      'X-RateLimit-Reset-Default': String(resetAt),
+    });
+    const byReset = await ask('Europe/Berlin');
+    expectError(byReset, 503, 'unavailable');
+    expect(Number(byReset.headers.get('retry-after'))).toBeGreaterThanOrEqual(40);
+    expect(Number(byReset.headers.get('retry-after'))).toBeLessThanOrEqual(42);
+    // Neither: the limiter's window of 60 s. A booking refused so books nothing.
+    const before = cal.bookings.length;
+    cal.limitRequests(1, {});
+    const booked = await limited.client.post('/api/appointments', {
+      firmSlug: limited.slug,
+      start: new Date(slots[28]!).toISOString(),
+      attendee: person,
+    });
+    expectError(booked, 503, 'unavailable');
+    expect(booked.headers.get('retry-after')).toBe('60');
+    expect(cal.bookings.length).toBe(before);
+    // Once the limiter lets requests through, the same firm is answered.
+    expect((await ask('Asia/Tokyo')).status).toBe(200);
+  });
 });
 
 describe('booking', () => {

@@ -129,6 +129,11 @@ export interface FakeCalcom {
   failSearches(count: number): void;
   /** The next `count` bookings (POST /v2/bookings) answer 500 and book nothing. */
   failBookings(count: number): void;
+  /**
+   * The next `count` requests are refused by Cal.com's rate limiter (its throttler guard, before
+   * any handler): 429 with ThrottlerException's error body and `headers` (its rate-limit headers).
+   */
+  limitRequests(count: number, headers: Record<string, string>): void;
   /** Resolves when every webhook delivery started so far has been answered. */
   settled(): Promise<void>;
   /** What the fake answered off the document (stop() rejects when there is any). */
@@ -260,6 +265,7 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
   let loseAnswer = false;
   let failingSearches = 0;
   let failingBookings = 0;
+  let limited: { count: number; headers: Record<string, string> } = { count: 0, headers: {} };
 
   const active = (b: FakeCalBooking) => b.status === 'accepted' || b.status === 'pending';
   const noticeMs = () => (rules.minimumNoticeMinutes ?? 0) * 60_000;
@@ -432,16 +438,28 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
       requests.push(request);
       const match = verdict.match;
 
-      const send = (status: number, answer: Record<string, unknown>): void => {
+      const send = (
+        status: number,
+        answer: Record<string, unknown>,
+        headers: Record<string, string> = {},
+      ): void => {
         if (status >= 400) violations.record(errorShapeProblems(answer));
         else if (match !== null) violations.record(spec.checkResponse(match, status, answer));
-        res.writeHead(status, { 'Content-Type': 'application/json' });
+        res.writeHead(status, { ...headers, 'Content-Type': 'application/json' });
         res.end(JSON.stringify(answer));
       };
       const fail = (status: number, code: string, message: string, withCode = false) =>
         send(status, errorBody(at, code, message, withCode));
 
       if (match === null) return fail(404, 'NotFoundException', `Cannot ${req.method} ${path}`);
+      if (limited.count > 0) {
+        limited.count -= 1;
+        return send(
+          429,
+          errorBody(at, 'ThrottlerException', 'ThrottlerException: Too Many Requests'),
+          limited.headers,
+        );
+      }
       const auth = req.headers.authorization;
       const needsKey = match.operationId === 'BookingsController_2024_08_13_getBookings';
       if ((auth !== undefined || needsKey) && auth !== `Bearer ${options.apiKey}`)
@@ -754,6 +772,9 @@ export async function startFakeCalcom(options: FakeCalcomOptions): Promise<FakeC
     },
     loseNextAnswer: () => {
       loseAnswer = true;
+    },
+    limitRequests: (count, headers) => {
+      limited = { count, headers };
     },
     failBookings: (count) => {
       failingBookings = count;

@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import { urlPolicyOf } from '../../platform/config.js';
-import { AppError, badGateway, conflict, invalidRequest, type ErrorDetail } from '../../platform/errors.js';
+import {
+  AppError,
+  badGateway,
+  conflict,
+  invalidRequest,
+  serviceUnavailable,
+  type ErrorDetail,
+} from '../../platform/errors.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { loadRedisScript } from '../../platform/redis-script.js';
 import { dateIn, isTimeZone, startOfDayIn } from '../../platform/time-zone.js';
@@ -107,9 +114,26 @@ export function checkAvailabilityQuery(query: AvailabilityQuery): void {
   if (problems.length > 0) throw invalidRequest('The availability query is not valid.', problems);
 }
 
-/** A Cal.com failure as the API answers it: 502 booking_provider_error (a 401 says the key is wrong). */
+/** The wait a Cal.com 429 is answered with when Cal.com said none: its rate limiter's window. */
+const CAL_LIMIT_WINDOW_S = 60;
+
+/**
+ * A Cal.com failure as the API answers it: 502 booking_provider_error (a 401 says the key is
+ * wrong); Cal.com's rate limiter refusing the firm's key (429) is 503 unavailable with the wait it
+ * asked for as Retry-After, as a saturated voice provider or chat model is.
+ */
 export function providerFailure(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof CalcomError && err.status === 429) {
+    const seconds =
+      err.retryAfterMs === null
+        ? CAL_LIMIT_WINDOW_S
+        : Math.min(3600, Math.max(1, Math.ceil(err.retryAfterMs / 1000)));
+    return serviceUnavailable(
+      `The booking provider is limiting this firm's requests (429); retry in ${seconds} s.`,
+      seconds,
+    );
+  }
   if (err instanceof CalcomError) {
     const hint = err.status === 401 ? ' Check settings.booking.api_key.' : '';
     return badGateway(

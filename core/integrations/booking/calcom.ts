@@ -1,5 +1,6 @@
 import type { UrlPolicy } from '../../platform/url-policy.js';
 import { guardedRequest, HttpRequestError, type GuardedResponse } from '../http/guarded-http.js';
+import { parseRetryAfter } from '../../platform/retry-after.js';
 
 // Cal.com's API v2 (docs/appointments.md#calcom), as its document says (apps/api/v2/swagger/
 // documentation.json in calcom/cal.com; the part we call is test/fakes/spec/calcom-v2.json): free
@@ -76,6 +77,8 @@ export class CalcomError extends Error {
     readonly refusal: CalRefusal | null,
     /** Cal.com's own words (for the log). */
     readonly calMessage: string = message,
+    /** For a 429: how long Cal.com asked us to wait (ms), from its headers; null when it did not say. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'CalcomError';
@@ -309,7 +312,24 @@ function dataOf(res: GuardedResponse): unknown {
     code,
     refusal,
     message,
+    res.status === 429 ? rateLimitWaitOf(res.headers) : null,
   );
+}
+
+/**
+ * How long a 429 of Cal.com's rate limiter asks us to wait (ms): its Retry-After (seconds or a
+ * date), else the reset its rate-limit headers name (X-RateLimit-Reset, or per throttler
+ * X-RateLimit-Reset-<name>: the Unix time the window ends, or seconds until then); null when
+ * neither says.
+ */
+function rateLimitWaitOf(headers: Record<string, string>, now = Date.now()): number | null {
+  const retryAfter = parseRetryAfter(headers['retry-after'], now);
+  if (retryAfter !== null) return retryAfter;
+  const resets = Object.entries(headers)
+    .filter(([name, value]) => name.startsWith('x-ratelimit-reset') && /^\d{1,12}$/.test(value.trim()))
+    .map(([, value]) => Number(value.trim()))
+    .map((n) => (n > 1e9 ? Math.max(0, n * 1000 - now) : n * 1000));
+  return resets.length === 0 ? null : Math.max(...resets);
 }
 
 function bookingOf(data: unknown): CalBooking {
