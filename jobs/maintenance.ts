@@ -47,7 +47,9 @@ export const maintenanceJobs = {
    * Lost calls, every LOST_CALL_SWEEP_MS (5 min; core/domain/calls/lost-calls.ts): adds again the
    * place-call job of calls never dialled whose job is gone (a Redis failover, a crash), ends those
    * whose job failed for good without ending them, asks the voice provider about dialled calls
-   * whose events stopped, and runs again the analysis of ended calls whose pipeline stopped.
+   * whose events stopped, and runs again the analysis of ended calls whose pipeline stopped; and
+   * adds again the chat-effects job of ended chats whose effects stopped unsettled with no job
+   * (core/domain/chats/lost-chats.ts).
    */
   sweepLostCalls: defineJob<Record<string, never>>({
     queue: QUEUE.maintenance,

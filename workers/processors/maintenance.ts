@@ -6,6 +6,7 @@ import { pruneExpiredClioStates } from '../../core/domain/crm/clio-connection.js
 import { rebuildDncIndex as rebuild } from '../../core/domain/compliance/dnc-index.js';
 import { publishEveryFirmsWebhookKeys } from '../../core/domain/firms/webhook-keys.js';
 import { sweepLostCalls as sweepLost } from '../../core/domain/calls/lost-calls.js';
+import { sweepLostChats } from '../../core/domain/chats/lost-chats.js';
 import { rebuildFirmAttempts } from '../../core/domain/compliance/frequency.js';
 
 export const PRUNE_IDEMPOTENCY_KEYS = JOBS.pruneIdempotencyKeys.name;
@@ -27,14 +28,21 @@ export const reapDialSlots: JobProcessor<Record<string, never>> = async (_job, {
 
 export const SWEEP_LOST_CALLS = JOBS.sweepLostCalls.name;
 
-/** Lost dials, ends and analyses: their jobs added again (every 5 min; core/domain/calls/lost-calls.ts). */
-export const sweepLostCalls: JobProcessor<Record<string, never>> = async (_job, { services }) =>
-  sweepLost(services, {
+/**
+ * Lost dials, ends and analyses, and ended chats' lost effects: their jobs added again (every 5 min;
+ * core/domain/calls/lost-calls.ts, core/domain/chats/lost-chats.ts).
+ */
+export const sweepLostCalls: JobProcessor<Record<string, never>> = async (_job, { services }) => {
+  // Each ended call and chat is looked at in about four passes (this window and the interval since the last).
+  const windowMs = 3 * services.config.lostCallSweepMs;
+  const calls = await sweepLost(services, {
     dialAfterMs: services.config.lostDialAfterMs,
     endAfterMs: services.config.lostEndAfterMs,
-    // Each ended call is looked at in about four passes (this window and the interval since the last).
-    analysisWindowMs: 3 * services.config.lostCallSweepMs,
+    analysisWindowMs: windowMs,
   });
+  const chats = await sweepLostChats(services, { endAfterMs: services.config.lostEndAfterMs, windowMs });
+  return { ...calls, chatsChecked: chats.checked, chatEffectsRerun: chats.rerun };
+};
 
 /** Deletes Clio connect states that expired unused (hourly). */
 export const pruneClioOAuthStates: JobProcessor<Record<string, never>> = async (_job, { services }) => ({

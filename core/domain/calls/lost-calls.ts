@@ -10,9 +10,9 @@ import { onCallFinished } from './call-finished.js';
 import { CALL_EFFECTS, analysisDigest } from '../../../jobs/call-analysis.js';
 import { enqueue, enqueueRun } from '../../../jobs/define.js';
 import type { QueueName } from '../../../jobs/queues.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { COLLECTIONS } from '../../platform/db/collections.js';
 import { snapshotProviderCall } from './provider-call.js';
-import { updateById } from '../../platform/db/upsert.js';
+import { CARRYING, effectsSettled, sweepPlaces } from '../call-analysis/lost-effects.js';
 
 // Lost calls (docs/calls.md#lost-calls): calls the pipeline stopped carrying. Redis
 // replicates asynchronously, so a failover can lose jobs the service had added and answered for
@@ -48,8 +48,6 @@ import { updateById } from '../../platform/db/upsert.js';
 const CHUNK = 200;
 /** Questions to the provider in one pass at most; the rest wait for the next. */
 const MAX_ASKS_PER_PASS = 200;
-/** Where a firm's first pass starts looking for lost analyses, before its window. */
-const FIRST_LOOK_BACK_MS = 3_600_000;
 
 /** What the sweep reads of an unfinished call. */
 type Seen = Pick<
@@ -72,15 +70,7 @@ export interface LostCallsSweep {
   reanalysed: number;
 }
 
-/** The sweep's place in a firm's ended calls. */
-interface SweepPlace {
-  _id: string;
-  /** The end time (ms) up to which the last pass looked. */
-  ended_until: number;
-  updated_at: Date;
-}
-
-const places = (services: Services) => collection<SweepPlace>(services.mongo.db, COLLECTIONS.lostCallSweeps);
+const places = (services: Services) => sweepPlaces(services, COLLECTIONS.lostCallSweeps);
 
 const PROVIDER_FINISHED = new Set(['ended', 'not_connected', 'error']);
 
@@ -306,9 +296,6 @@ async function askProvider(
   }
 }
 
-/** The pipeline's jobs that carry a call while they wait or run (a finished job carries nothing). */
-const CARRYING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
-
 type Ended = Pick<
   CallDoc,
   '_id' | 'firm' | 'finished' | 'status' | 'disconnection_reason' | 'call_analysis' | 'provider_call_id'
@@ -329,8 +316,7 @@ async function sweepLostAnalyses(
   pass: Pass,
 ): Promise<void> {
   const db = services.mongo.db;
-  const place = await places(services).findOne({ _id: firm });
-  const from = (place?.ended_until ?? endCutoff - FIRST_LOOK_BACK_MS) - windowMs;
+  const from = await places(services).from(firm, endCutoff, windowMs);
   const ended = (await callsCollection(db)
     .find(
       { firm, finished: true, end_timestamp: { $gte: from, $lt: endCutoff } },
@@ -369,12 +355,7 @@ async function sweepLostAnalyses(
       pass.sweep.reanalysed += 1;
     }
   }
-  // Never back: a pass with a longer LOST_END_AFTER_MS, or one that stopped early, leaves the
-  // place another got to (two passes at once at worst look at some calls again).
-  await updateById(places(services), firm, {
-    $max: { ended_until: until },
-    $set: { updated_at: new Date() },
-  });
+  await places(services).keep(firm, until);
 }
 
 /** What an analysed call's analysis digest is made of, as stored (its transcript read alone). */
@@ -403,11 +384,7 @@ async function lostAnalysis(services: Services, call: Ended): Promise<string | n
     { _id: call._id },
     { projection: { effects: 1 } },
   );
-  const settled = CALL_EFFECTS.every((name) => {
-    const state = records?.effects?.[name]?.state;
-    return state !== undefined && state !== 'pending' && state !== 'running';
-  });
-  if (settled) return null;
+  if (effectsSettled(records?.effects)) return null;
   const source = await storedAnalysis(services, call);
   const analysis = analysisDigest(source);
   const ids: Array<readonly [QueueName, string]> = [

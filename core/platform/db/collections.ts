@@ -36,6 +36,11 @@ export const COLLECTIONS = {
    * which it has looked for lost analyses (core/domain/calls/lost-calls.ts).
    */
   lostCallSweeps: 'lost_call_sweeps',
+  /**
+   * The same sweep's place in each firm's ended chats (`_id` = the firm): the end time up to which
+   * it has looked for chats whose effects' job was lost (core/domain/chats/lost-chats.ts).
+   */
+  lostChatSweeps: 'lost_chat_sweeps',
   chats: 'chats',
   /** Each chat's exchange log, one document per version (`<chat_id>:<version>`): see core/domain/chats.ts. */
   chatTurns: 'chat_turns',

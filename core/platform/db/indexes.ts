@@ -21,7 +21,11 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
     // list-calls keyset: finished calls of a firm by end time then id, newest first.
     { key: { firm: 1, finished: 1, end_timestamp: -1, call_id: -1 }, name: 'firm_finished_end_id' },
   ],
-  [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
+  [COLLECTIONS.chats]: [
+    { key: { firm: 1, created_at: -1 }, name: 'firm_created' },
+    // The lost-chats sweep: a firm's ended chats by end time, a range from its last pass's place.
+    { key: { firm: 1, status: 1, ended_at: 1, _id: 1 }, name: 'firm_status_ended_id' },
+  ],
   // Keyed by _id `<chat_id>:<version>`: the unique _id is the concurrency control.
   [COLLECTIONS.chatTurns]: [],
   // Read and written by _id only.
@@ -108,6 +112,7 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.callEffects]: [],
   // Read and written by _id (the firm) only.
   [COLLECTIONS.lostCallSweeps]: [],
+  [COLLECTIONS.lostChatSweeps]: [],
   [COLLECTIONS.webhookOutboxBookings]: [],
   [COLLECTIONS.contactSyncCompletions]: [],
   [COLLECTIONS.contactSyncPages]: [],
