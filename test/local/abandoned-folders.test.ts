@@ -79,27 +79,40 @@ describe('folders left by runs that ended without their clean-up', () => {
           setInterval(() => {}, 60_000);
         });`,
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      // A process group of its own, so that whatever fails below, the group (the run and its Redis)
+      // is killed at the end; the test itself kills the run alone, as a crash would end it.
+      { stdio: ['ignore', 'pipe', 'inherit'], detached: true },
     );
-    const url = await new Promise<string>((resolve, reject) => {
-      run.stdout!.on('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-      run.on('exit', (code) => reject(new Error(`the run exited with ${code} before its Redis was up`)));
-    });
-    const port = Number(new URL(url).port);
-    const [folder] = foldersOf(run.pid!);
-    expect(folder, 'the run stamped its folder').toBeDefined();
-    run.kill('SIGKILL');
-    await eventually(async () => expect(alive(run.pid!)).toBe(false));
-    expect(await redisAnswers(port), 'its Redis outlives it').toBe(true);
+    let folder: string | undefined;
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        run.stdout!.on('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+        run.on('exit', (code) => reject(new Error(`the run exited with ${code} before its Redis was up`)));
+      });
+      const port = Number(new URL(url).port);
+      [folder] = foldersOf(run.pid!);
+      expect(folder, 'the run stamped its folder').toBeDefined();
+      run.kill('SIGKILL');
+      await eventually(async () => expect(alive(run.pid!)).toBe(false));
+      expect(await redisAnswers(port), 'its Redis outlives it').toBe(true);
 
-    // The next run to start local stores (here one of its own Redis, stopped again).
-    const next = await startLocalServices({ mongodbUri: 'mongodb://127.0.0.1:9/x' }, () => {});
-    await next.stop();
+      // The next run to start local stores (here one of its own Redis, stopped again).
+      const next = await startLocalServices({ mongodbUri: 'mongodb://127.0.0.1:9/x' }, () => {});
+      await next.stop();
 
-    expect(existsSync(folder!)).toBe(false);
-    expect(await redisAnswers(port)).toBe(false);
-    // This test run's own stores (their owner, vitest, runs) answer as before.
-    expect(await redisAnswers(Number(new URL(inject('redisUrl')).port))).toBe(true);
+      expect(existsSync(folder!)).toBe(false);
+      expect(await redisAnswers(port)).toBe(false);
+      // This test run's own stores (their owner, vitest, runs) answer as before.
+      expect(await redisAnswers(Number(new URL(inject('redisUrl')).port))).toBe(true);
+    } finally {
+      // Whatever failed above, the run of its own and its Redis do not outlive the test.
+      try {
+        process.kill(-run.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it('removes a folder whose owner is gone or whose pid now names another process; keeps the rest', async () => {
