@@ -160,8 +160,8 @@ export const CAL_MESSAGES = {
 /** One formatter per time zone (making one per slot made a month of minutes take seconds). */
 const FORMATS = new Map<string, Intl.DateTimeFormat>();
 
-/** `ms` as ISO 8601 with the offset `timeZone` has then, as Cal.com writes slot starts. */
-export function isoInZone(ms: number, timeZone: string): string {
+/** The offset (whole minutes) `timeZone` has at `ms`, from the zone's own local time then. */
+function offsetMinutes(ms: number, timeZone: string): number {
   let format = FORMATS.get(timeZone);
   if (format === undefined) {
     format = new Intl.DateTimeFormat('en-US', {
@@ -187,11 +187,39 @@ export function isoInZone(ms: number, timeZone: string): string {
     +parts.minute!,
     +parts.second!,
   );
-  const offset = Math.round((local - ms) / 60_000);
+  return Math.round((local - Math.floor(ms / 1000) * 1000) / 60_000);
+}
+
+/**
+ * Offsets by quarter hour: a zone changes its offset at most once in 15 minutes, so an offset
+ * that is the same at a quarter's first and last millisecond holds for all of it. The slots come
+ * in order, so the zone's last quarter is the one asked again. A 14-day answer of a slot every
+ * minute made 20,160 formatToParts calls: 10 s of a test's 21 s of CPU.
+ */
+const QUARTER_MS = 15 * 60_000;
+const LAST_QUARTER = new Map<string, { quarter: number; offset: number | null }>();
+
+function offsetInQuarter(ms: number, timeZone: string): number {
+  const quarter = Math.floor(ms / QUARTER_MS);
+  let last = LAST_QUARTER.get(timeZone);
+  if (last === undefined || last.quarter !== quarter) {
+    const first = offsetMinutes(quarter * QUARTER_MS, timeZone);
+    const end = offsetMinutes((quarter + 1) * QUARTER_MS - 1, timeZone);
+    last = { quarter, offset: first === end ? first : null };
+    LAST_QUARTER.set(timeZone, last);
+  }
+  return last.offset ?? offsetMinutes(ms, timeZone);
+}
+
+/** `ms` as ISO 8601 with the offset `timeZone` has then, as Cal.com writes slot starts. */
+export function isoInZone(ms: number, timeZone: string): string {
+  const offset = offsetInQuarter(ms, timeZone);
+  // The zone's local time then, read off a UTC date shifted by the offset.
+  const local = new Date(Math.floor(ms / 1000) * 1000 + offset * 60_000).toISOString().slice(0, 19);
   const sign = offset < 0 ? '-' : '+';
   const hh = String(Math.floor(Math.abs(offset) / 60)).padStart(2, '0');
   const mm = String(Math.abs(offset) % 60).padStart(2, '0');
-  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}.000${sign}${hh}:${mm}`;
+  return `${local}.000${sign}${hh}:${mm}`;
 }
 
 /**
