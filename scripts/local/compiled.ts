@@ -1,9 +1,10 @@
-// The tests' web, worker and release children run compiled JavaScript, as the platform runs
-// `dist/` (Procfile), not the TypeScript through tsx: a child loaded through tsx spent about a
-// second more CPU starting (2.0–2.3 s against 1.1–1.3 s for the same modules compiled, measured
-// on 2026-12-04), and the tests start dozens. The test run's global setup compiles the sources
-// once into a folder of its own (a concurrent run has its own) and names it in
-// INTAKE_COMPILED_DIR; launchAsProcfile then runs a line's script from there.
+// The web, worker and release children of `npm test` and of `npm start` run compiled
+// JavaScript, as the platform runs `dist/` (Procfile), not the TypeScript through tsx: a child
+// loaded through tsx spent about a second more CPU starting (2.0–2.3 s against 1.1–1.3 s for the
+// same modules compiled, measured on 2026-12-04), and the tests start dozens; one npm start's web
+// took 5.3 s of CPU through tsx on a loaded machine. Each run compiles the sources once into a
+// folder of its own (a concurrent run has its own) and names it in INTAKE_COMPILED_DIR;
+// launchAsProcfile then runs a line's script from there.
 //
 // esbuild, as tsx does, one module per source file: the same layout as `npm run build`'s tsc
 // output, with the same assets copied beside it (scripts/build/copy-assets.mjs).
@@ -45,8 +46,12 @@ export async function compiledDirFor(name: string): Promise<string> {
 /** Where the node processes of a run with the compiled copy `dir` keep V8's code cache (NODE_COMPILE_CACHE). */
 export const compileCacheDirOf = (dir: string): string => join(dir, '.node-compile-cache');
 
-/** Compiles the service's sources into `outDir` (dist/'s layout) and copies their assets beside them. */
-export async function compileSources(outDir: string): Promise<void> {
+/**
+ * Compiles the service's sources into `outDir` (dist/'s layout) and copies their assets beside
+ * them. `sourceMaps`: a map beside each module, for processes run with --enable-source-maps, whose
+ * stack traces then name the TypeScript's files and lines (npm start: tsx did the same).
+ */
+export async function compileSources(outDir: string, options: { sourceMaps?: boolean } = {}): Promise<void> {
   const { build } = await import('esbuild');
   const entryPoints = (await Promise.all(SOURCE_DIRS.map(sourcesIn))).flat();
   await build({
@@ -58,6 +63,7 @@ export async function compileSources(outDir: string): Promise<void> {
     target: 'node24',
     tsconfig: join(root, 'tsconfig.json'),
     logLevel: 'warning',
+    ...(options.sourceMaps === true ? { sourcemap: 'linked' as const, sourcesContent: false } : {}),
   });
   await promisify(execFile)(process.execPath, [join(root, 'scripts', 'build', 'copy-assets.mjs'), outDir]);
 }

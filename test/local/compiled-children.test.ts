@@ -1,6 +1,7 @@
 // The test run's children (web, worker) run the service compiled once by the global setup, from
-// the Procfile's dist/ script, as the platform does; a process without the compiled copy (npm
-// start, the fault matrix's command) runs the TypeScript through tsx.
+// the Procfile's dist/ script, as the platform does (npm start compiles its own copy:
+// npm-start-stop.test.ts); a process without a compiled copy (the fault matrix's command) runs
+// the TypeScript through tsx.
 import { readFile, readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { COMPILED_DIR_ENV, compileCacheDirOf } from '../../scripts/local/compiled.js';
