@@ -28,7 +28,8 @@ export function freshMongoUri(): string {
 /**
  * The databases of this fork's stopped stacks, each with every collection and index, for the
  * next stack to empty and take. A fresh one costs FerretDB and PostgreSQL about 0.8 s of CPU (66
- * tables and their indexes); emptying one about 0.2 s. Files of a fork run one after another, and
+ * tables and their indexes); emptying one 0.08–0.10 s (ten reused stacks, three times, on
+ * 2026-12-04). Files of a fork run one after another, and
  * a stack takes a database only once its stack is stopped, so none is ever shared.
  */
 const stoppedDatabases: string[] = [];
