@@ -10,7 +10,7 @@
 // output, with the same assets copied beside it (scripts/build/copy-assets.mjs).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { removeAbandoned, stampOwner } from './abandoned.js';
@@ -66,6 +66,26 @@ export async function compileSources(outDir: string, options: { sourceMaps?: boo
     ...(options.sourceMaps === true ? { sourcemap: 'linked' as const, sourcesContent: false } : {}),
   });
   await promisify(execFile)(process.execPath, [join(root, 'scripts', 'build', 'copy-assets.mjs'), outDir]);
+}
+
+/**
+ * A compiled copy for the run `name`, used by this process from now on: its folder (stamped, so a
+ * run that dies leaves it to the next run's clean-up), the sources compiled into it, and the
+ * variables that make this process's launches and its children use it: INTAKE_COMPILED_DIR, and
+ * NODE_COMPILE_CACHE inside the copy (unless set), V8's code cache for every node process that
+ * loads its modules. The folder goes if the compile fails. The caller removes it at its end.
+ */
+export async function useCompiledCopy(name: string, options: { sourceMaps?: boolean } = {}): Promise<string> {
+  const dir = await compiledDirFor(name);
+  try {
+    await compileSources(dir, options);
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  process.env[COMPILED_DIR_ENV] = dir;
+  process.env.NODE_COMPILE_CACHE ??= compileCacheDirOf(dir);
+  return dir;
 }
 
 /**

@@ -10,13 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../core/platform/config.js';
 import { redisSettings } from '../../core/platform/redis.js';
-import {
-  COMPILED_DIR_ENV,
-  compileCacheDirOf,
-  compiledDirFor,
-  compileSources,
-  entryArgs,
-} from './compiled.js';
+import { COMPILED_DIR_ENV, entryArgs, useCompiledCopy } from './compiled.js';
 import { launch, type Launched } from './launcher.js';
 import { launchAsProcfile } from './procfile.js';
 import { freePort, startLocalServices, type LocalServices } from './services.js';
@@ -76,21 +70,12 @@ function runEntry(entry: string, env: NodeJS.ProcessEnv, name: string): Launched
 }
 
 /**
- * The service compiled into a folder of this run's (as the tests' children run it: compiled.ts),
- * with source maps, so that a stack trace still names the TypeScript; named in this process's
- * INTAKE_COMPILED_DIR, which the launches below read. A copy given by the caller is used as it is.
+ * The service compiled for this run (compiled.ts), with source maps, so that a stack trace still
+ * names the TypeScript. A copy given by the caller (INTAKE_COMPILED_DIR) is used as it is.
  */
 async function compileForRun(): Promise<string | undefined> {
   if (process.env[COMPILED_DIR_ENV]) return undefined;
-  const dir = await compiledDirFor(`start-${process.pid}-${randomBytes(3).toString('hex')}`);
-  try {
-    await compileSources(dir, { sourceMaps: true });
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-  process.env[COMPILED_DIR_ENV] = dir;
-  return dir;
+  return useCompiledCopy(`start-${process.pid}-${randomBytes(3).toString('hex')}`, { sourceMaps: true });
 }
 
 /** Runs the web or the worker, compiled, with its Procfile line's variables and node flags. */
@@ -158,9 +143,7 @@ async function main(): Promise<void> {
     SECRETS_KEY: await localSecretsKey(env),
     PORT: port,
     PUBLIC_BASE_URL: env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${port}`,
-    // The compiled copy's modules, cached by V8 for the three processes that load them; stack
-    // traces through its source maps.
-    NODE_COMPILE_CACHE: env.NODE_COMPILE_CACHE ?? compileCacheDirOf(env[COMPILED_DIR_ENV]!),
+    // Stack traces through the compiled copy's source maps.
     NODE_OPTIONS: [env.NODE_OPTIONS, '--enable-source-maps'].filter(Boolean).join(' '),
     VOICE_PROVIDER: env.VOICE_PROVIDER ?? 'simulator',
     // Local fakes (Slack, Clio) listen on 127.0.0.1; production leaves this unset (false).
