@@ -18,8 +18,9 @@ export interface JobDefinition<T> {
   id?: (data: T) => string;
   options?: Omit<JobsOptions, 'jobId' | 'delay'>;
   /**
-   * Run every `everyMs` by a job scheduler that each worker process upserts at start; a function
-   * when the interval is a configuration variable.
+   * Run every `everyMs` by a job scheduler that each worker process upserts at start, and again
+   * when its next run was lost (workers/job-schedules.ts); a function when the interval is a
+   * configuration variable.
    */
   everyMs?: number | ((config: Config) => number);
   /** The payload type, carried for the compiler only. */

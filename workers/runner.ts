@@ -17,6 +17,7 @@ import { byTime, stopSchedule } from './stop-schedule.js';
 import { maskPersonal } from '../core/platform/telemetry/scrub.js';
 import { BusyUntilError } from '../core/platform/busy-until.js';
 import { park } from './park.js';
+import { keepJobSchedules } from './job-schedules.js';
 
 interface ProcessorContext {
   services: Services;
@@ -151,23 +152,8 @@ export function startWorkers(
     return { worker, connection };
   });
 
-  for (const definition of Object.values(JOBS)) {
-    if (definition.everyMs === undefined || !queues.includes(definition.queue)) continue;
-    services.queues[definition.queue]
-      .upsertJobScheduler(
-        definition.name,
-        {
-          every:
-            typeof definition.everyMs === 'function'
-              ? definition.everyMs(services.config)
-              : definition.everyMs,
-        },
-        { name: definition.name, ...(definition.options === undefined ? {} : { opts: definition.options }) },
-      )
-      .catch((err: unknown) =>
-        services.log.error({ err, schedule: definition.name }, 'could not schedule job'),
-      );
-  }
+  // Each scheduler's next run is looked at from here on: a failover can lose it (job-schedules.ts).
+  const schedules = keepJobSchedules(services, queues);
 
   // Webhook deliveries kept in MongoDB while Redis was down go to their queues from here.
   const drain = startOutboxDrain(services);
@@ -175,6 +161,7 @@ export function startWorkers(
   return {
     async stop(deadline = Date.now() + services.config.shutdownTimeoutMs) {
       const at = stopSchedule(deadline, services.config.shutdownTimeoutMs);
+      schedules.stop();
       // From the signal on: the drain ends after the entry it is moving, and close() stops
       // fetching at once and resolves when the active jobs have finished.
       const drained = drain.stop();

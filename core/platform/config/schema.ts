@@ -574,6 +574,13 @@ export const CONFIG_SCHEMA = Type.Object({
     description:
       'how often the maintenance reaper frees dial slots whose lease (`DIAL_SLOT_LEASE_MS`) ran out and wakes the calls waiting for them',
   }),
+  jobSchedulesCheckMs: integer('JOB_SCHEDULES_CHECK_MS', {
+    min: 1000,
+    max: HOUR_MS,
+    default: 60_000,
+    description:
+      "how often each worker process looks at its queues' job schedulers (the maintenance sweeps) and adds again a scheduler's next run when none is pending: a Redis failover can lose it, and the sweep would never run again (docs/redis.md#what-a-failover-can-lose)",
+  }),
   lostCallSweepMs: integer('LOST_CALL_SWEEP_MS', {
     min: 1000,
     max: 24 * HOUR_MS,
