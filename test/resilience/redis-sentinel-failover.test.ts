@@ -25,7 +25,7 @@ import { closeQueues, createQueues } from '../../jobs/queues.js';
 import { DRAIN_INTERVAL_MS } from '../../core/domain/deliveries/delivery-outbox.js';
 import type { CallDoc } from '../../core/domain/calls/calls.js';
 import { simulatorCalls } from '../../core/integrations/voice/simulator.js';
-import { jobId } from '../../jobs/define.js';
+import { jobId, type JobDefinition } from '../../jobs/define.js';
 import { JOBS } from '../../jobs/table.js';
 import { TEST_COMPLIANCE_ENV, freshMongoUri, rand } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
@@ -74,6 +74,8 @@ beforeAll(async () => {
     LOST_CALL_SWEEP_MS: '1000',
     LOST_DIAL_AFTER_MS: '3000',
     LOST_END_AFTER_MS: '3000',
+    // A scheduler's next run lost with the primary is added again within a second.
+    JOB_SCHEDULES_CHECK_MS: '1000',
   };
 });
 afterAll(async () => {
@@ -246,7 +248,60 @@ describe('Redis failover through Sentinel under load', () => {
             .find({ firm: firm.slug, finished: false }, { projection: { _id: 1 } })
             .toArray()
         ).map((c) => c._id);
-      await eventually(async () => expect(await unfinished()).toEqual([]), 60_000, 250);
+      // Every job scheduler has a next run pending on the new primary: a next run added in the held
+      // window was lost with it, and the worker adds it again (workers/job-schedules.ts); without
+      // that the lost-call sweep never ran again and the calls below stayed unfinished.
+      await eventually(
+        async () => {
+          for (const definition of Object.values(JOBS) as JobDefinition<unknown>[]) {
+            if (definition.everyMs === undefined) continue;
+            const queue = queues[definition.queue];
+            const next = (await queue.getJobScheduler(definition.name))?.next;
+            const state =
+              next == null ? 'no scheduler' : await queue.getJobState(`repeat:${definition.name}:${next}`);
+            expect(
+              ['delayed', 'waiting', 'prioritized', 'active'],
+              `${definition.name}'s next run`,
+            ).toContain(state);
+          }
+        },
+        30_000,
+        250,
+      );
+      // A call left unfinished, or lost after the kill, is named in the failure itself with
+      // everything known of it: its answers, its record, the simulator's, and where its jobs are
+      // on the new primary.
+      const describeLoss = async (r: Request): Promise<Record<string, unknown>> => {
+        const call = await mongo.db.collection<CallDoc>(COLLECTIONS.calls).findOne({ _id: r.callId! });
+        const played = await simulatorCalls(mongo.db).findOne(
+          { 'metadata.call_id': r.callId! },
+          { projection: { call_status: 1, delivered: 1 } },
+        );
+        return {
+          call_id: r.callId,
+          sent_after_kill_ms: r.sentAt - killAt!,
+          answers: r.answers,
+          acknowledged_after_kill_ms: r.ackAt! - killAt!,
+          status: call?.status,
+          dial: call?.dial,
+          updated_after_kill_ms: call === null ? null : call.updated_at.getTime() - killAt!,
+          simulator: played,
+          jobs: {
+            place_call: await queues.calls.getJobState(
+              JOBS.placeCall.id!({ callId: r.callId!, firm: firm.slug }),
+            ),
+            simulator_step: await queues.simulator.getJobState(jobId('sim', r.callId!)),
+          },
+          outbox: await outbox.countDocuments(),
+        };
+      };
+      await eventually(async () => expect(await unfinished()).toEqual([]), 60_000, 250).catch(async (err) => {
+        const left = await unfinished();
+        expect(
+          await Promise.all(left.map((id) => describeLoss(requests.find((r) => r.callId === id)!))),
+        ).toEqual([]);
+        throw err;
+      });
       await eventually(drained, 90_000, 250);
       await sleep(DRAIN_INTERVAL_MS + 500);
       await eventually(drained, 90_000, 250);
@@ -275,6 +330,9 @@ describe('Redis failover through Sentinel under load', () => {
         dial_attempts_over_1: [...outcomes.values()].filter((o) => o.dialAttempts > 1).length,
         // What the lost-call sweep added again (it logs each pass that added any).
         ...sweptJobs(await service.worker.output()),
+        // Job schedulers whose next run was lost and which the worker scheduled again.
+        schedulers_rescheduled:
+          (await service.worker.output()).split('a scheduler had no next run').length - 1,
         // Webhooks the web kept in the MongoDB outbox (Redis away, or older ones still there).
         kept_in_outbox: (await service.web.output()).split('delivery kept in the MongoDB outbox').length - 1,
       };
@@ -309,32 +367,6 @@ describe('Redis failover through Sentinel under load', () => {
       // only; its answer may arrive just after the kill). The lines printed show each one's last
       // write inside the held window, or after the kill when a worker finished a job it had
       // taken from the dead primary.
-      // A loss after the kill names everything known of the call in the failure itself: its answers,
-      // its record, the simulator's, and where its jobs are on the new primary.
-      const describeLoss = async (r: Request): Promise<Record<string, unknown>> => {
-        const call = await mongo.db.collection<CallDoc>(COLLECTIONS.calls).findOne({ _id: r.callId! });
-        const played = await simulatorCalls(mongo.db).findOne(
-          { 'metadata.call_id': r.callId! },
-          { projection: { call_status: 1, delivered: 1 } },
-        );
-        return {
-          call_id: r.callId,
-          sent_after_kill_ms: r.sentAt - killAt!,
-          answers: r.answers,
-          acknowledged_after_kill_ms: r.ackAt! - killAt!,
-          status: call?.status,
-          dial: call?.dial,
-          updated_after_kill_ms: call === null ? null : call.updated_at.getTime() - killAt!,
-          simulator: played,
-          jobs: {
-            place_call: await queues.calls.getJobState(
-              JOBS.placeCall.id!({ callId: r.callId!, firm: firm.slug }),
-            ),
-            simulator_step: await queues.simulator.getJobState(jobId('sim', r.callId!)),
-          },
-          outbox: await outbox.countDocuments(),
-        };
-      };
       const lostAfterKill = await Promise.all(lost.filter((r) => r.sentAt >= killAt!).map(describeLoss));
       expect(lostAfterKill).toEqual([]);
       // Everything acknowledged after the kill reached its lead: the workers follow the new primary.
