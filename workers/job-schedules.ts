@@ -8,8 +8,8 @@ import type { JobDefinition } from '../jobs/define.js';
 // write of its own just after the take. A Redis failover can lose that write and keep the take
 // (replication is asynchronous: the replica had the take, not what followed), and a Redis away
 // for longer than the worker retries it loses it too. The scheduler then has no next run and
-// never runs again: after a failover under load the lost-call sweep stopped, and the calls it
-// was there to take up stayed unfinished (docs/redis.md#what-a-failover-can-lose). So each worker
+// never runs again: the lost-call sweep among them, and the calls it is there to take up would
+// stay unfinished (docs/redis.md#what-a-failover-can-lose). So each worker
 // process upserts its schedulers at start, and then looks every JOB_SCHEDULES_CHECK_MS at each
 // one's next run: when that run is not pending it upserts the scheduler again, and BullMQ adds
 // the next run (the upsert of a scheduler whose next run is pending leaves that run as it is).
