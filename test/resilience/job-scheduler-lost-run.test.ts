@@ -1,9 +1,9 @@
 // A job scheduler whose next run was lost runs again. BullMQ adds a scheduler's next run from the
 // worker that took the current one, in a write of its own after the take; a Redis failover can
 // keep the take and lose that write (replication is asynchronous), and the scheduler then never
-// runs again: the lost-call sweep stopped in a failover test, and the calls it takes up stayed
-// unfinished. Here Redis is put in that state by hand (the scheduler's mark back on the run
-// taken, its next run gone), as the promoted replica would hold it.
+// runs again: the lost-call sweep among them, and the calls it takes up would stay unfinished.
+// Here Redis is put in that state by hand (the scheduler's mark back on the run taken, its next
+// run gone), as the promoted replica would hold it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queue } from 'bullmq';
 import { JOBS } from '../../jobs/table.js';
@@ -60,7 +60,6 @@ describe('a job scheduler whose next run was lost', () => {
       expect(answer).not.toBeNull();
       lost = Number(answer);
     });
-    expect((await runsOf(REAP, ['delayed', 'waiting', 'prioritized'])).map((j) => j.id)).toEqual([]);
 
     // A run later than the one lost completes: the schedule goes on.
     await eventually(
