@@ -98,8 +98,8 @@ export interface LocalFerretDbProcess {
  * collection each time the heap doubles) it collects several times a second under load. With
  * `GODEBUG=gctrace=1` over one intake-cost bench (2026-12-05): 485 collections and 4.3 s of
  * collector CPU at 100, 100 collections and 1.1 s at 400, its heap goal at most 15 and 38 MB.
- * Alternated with the default in the same bench, FerretDB's CPU per call fell by about a tenth
- * (docs/performance.md), its largest resident size rose from 47 MB to 72-79 MB; 800 saved no
+ * Alternated with the default in the same bench, FerretDB's CPU per call fell by a tenth to a
+ * fifth (docs/performance.md), its largest resident size rose from 47 MB to 72-79 MB; 800 saved no
  * more and took 110 MB.
  */
 export const FERRETDB_GOGC = '400';

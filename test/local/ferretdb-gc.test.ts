@@ -1,10 +1,11 @@
 // The FerretDB that npm start, npm test, the benchmarks and the chaos run start collects its
 // garbage less often than Go's default (GOGC=400, measured in docs/performance.md), unless the
 // person running it chose a GOGC of their own. Read from the started process's environment.
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { descendants } from '../../bench/lib/measure.js';
 import { ensureFerretDb, FERRETDB_GOGC, startFerretDb } from '../../scripts/local/ferretdb.js';
 
 const cleanup: Array<() => Promise<unknown>> = [];
@@ -12,27 +13,17 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** Our child processes whose command is `ferretdb`. */
-async function ferretChildren(): Promise<number[]> {
-  const pids: number[] = [];
-  for (const task of await readdir(`/proc/${process.pid}/task`)) {
-    const children = await readFile(`/proc/${process.pid}/task/${task}/children`, 'utf8').catch(() => '');
-    for (const child of children.trim().split(/\s+/).filter(Boolean)) {
-      const comm = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
-      if (comm.trim() === 'ferretdb') pids.push(Number(child));
-    }
-  }
-  return pids;
-}
+/** Our descendants whose command is `ferretdb`. */
+const ferretPids = () => [...descendants()].filter(([, name]) => name === 'ferretdb').map(([pid]) => pid);
 
 /** GOGC in the environment of the FerretDB this test starts (no PostgreSQL: it listens first). */
 async function gogcOfStarted(): Promise<string | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'ferretdb-gc-'));
   cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  const before = new Set(await ferretChildren());
+  const before = new Set(ferretPids());
   const ferret = await startFerretDb(await ensureFerretDb(() => {}), dir, 'postgres://127.0.0.1:1/none');
   cleanup.push(() => ferret.stop());
-  const started = (await ferretChildren()).filter((pid) => !before.has(pid));
+  const started = ferretPids().filter((pid) => !before.has(pid));
   expect(started).toHaveLength(1);
   const environ = await readFile(`/proc/${started[0]}/environ`, 'utf8');
   const entry = environ.split('\0').find((e) => e.startsWith('GOGC='));
