@@ -8,6 +8,7 @@ import type { CommandStartedEvent, Db, Document } from 'mongodb';
 import { createFirm, freshMongoUri, rand } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { runCallEffects } from '../../core/domain/call-analysis/call-effects.js';
+import { analyseCall } from '../../core/domain/call-analysis/pipeline.js';
 import { finishedHere, onCallFinished } from '../../core/domain/calls/call-finished.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { callsCollection, withCallEffects } from '../../core/domain/calls/calls.js';
@@ -123,6 +124,26 @@ describe("an analysed call's effects", () => {
     expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual(
       ALL_DONE,
     );
+  });
+
+  it('are run by the analysis job from the effects document it read once for call.analyzed: no other read of it', async () => {
+    const { stack } = peers;
+    const { firm, callId } = await analysedCall();
+    const db = stack.services.mongo.db;
+    await db.collection<{ _id: string }>(COLLECTIONS.callEffects).deleteOne({ _id: callId });
+    await leadsOf(stack).deleteMany({ firm: firm.slug });
+    commands = [];
+    expect(await analyseCall(stack.services, { firm: firm.slug, callId }, { lastAttempt: false })).toEqual({
+      outcome: 'already_extracted',
+      effects: ALL_DONE,
+    });
+    // The one read: call.analyzed's (a repeat its key refused) and the six records' first looks.
+    expect(finds(COLLECTIONS.callEffects)).toEqual([callId]);
+    const stored = await effectsDocOf(db, callId);
+    expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual(
+      ALL_DONE,
+    );
+    expect(stored?.crm_sync?.matter?.state).toBe('done');
   });
 
   it("write every settle with the effects' next write: five writes, not ten", async () => {

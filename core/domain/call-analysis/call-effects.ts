@@ -1,7 +1,7 @@
 import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import { enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import type { Attempt } from '../../platform/db/effect-recorder.js';
+import type { Attempt, EffectSubject } from '../../platform/db/effect-recorder.js';
 import type { Services } from '../../wiring/services.js';
 import { callsCollection, shownCallId, type CallDoc } from '../calls/calls.js';
 import { callEffectsSubject } from '../calls/call-lock.js';
@@ -22,13 +22,16 @@ function idleReason(call: CallDoc): string | null {
   return outcome === 'conversation' ? null : notAConversation(outcome);
 }
 
-/** A call as the subject of the intake effects. */
-export function callIntake(services: Services, call: CallDoc): Intake {
+/**
+ * A call as the subject of the intake effects; `seen`: its effects document as read before they
+ * began (EffectSubject.seen).
+ */
+export function callIntake(services: Services, call: CallDoc, seen?: EffectSubject['seen']): Intake {
   return {
     kind: 'call',
     id: call._id,
     firm: call.firm,
-    records: callEffectsSubject(services, call),
+    records: { ...callEffectsSubject(services, call), ...(seen === undefined ? {} : { seen }) },
     idle: idleReason(call),
     data: call.extraction,
     lead: {
@@ -67,13 +70,14 @@ export async function runCallEffect(
 
 /**
  * Every effect of an analysed call, together, in the analysis job that has the call in hand
- * (runIntakeEffects); a failing one is handed to its call-effect job (job id = firm + call +
- * effect).
+ * (runIntakeEffects), their first looks from `seen` when the job read the effects document; a
+ * failing one is handed to its call-effect job (job id = firm + call + effect).
  */
 export function runCallEffects(
   services: Services,
   call: CallDoc,
   attempt: Attempt,
+  seen?: EffectSubject['seen'],
 ): Promise<Record<CallEffectName, EffectInJob>> {
-  return runIntakeEffects(services, callIntake(services, call), attempt);
+  return runIntakeEffects(services, callIntake(services, call, seen), attempt);
 }

@@ -1,7 +1,7 @@
 import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { Services } from '../../wiring/services.js';
-import { callsCollection, type CallDoc } from '../calls/calls.js';
+import { callEffectsCollection, callsCollection, type CallDoc, type CallEffectsDoc } from '../calls/calls.js';
 import { callOutcome } from '../calls/call-outcome.js';
 import { extractCallerData, storeExtraction } from './extraction.js';
 import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analysis.js';
@@ -73,9 +73,17 @@ export async function analyseCall(
     outcome = 'extracted';
   }
   if (analysed === null) return { outcome };
-  await announceAnalysis(services, analysed);
+  // The call's effects document, read once: call.analyzed shows it, and each effect's first look
+  // starts from it (the recorder's "from what was seen").
+  const read = analysed.finished
+    ? { records: await callEffectsCollection(services.mongo.db).findOne({ _id: analysed._id }) }
+    : undefined;
+  await announceAnalysis(services, analysed, read);
   // The effects, with the call in hand; a failing one is retried by a job of its own.
-  return { outcome, effects: await runCallEffects(services, analysed, attempt) };
+  return {
+    outcome,
+    effects: await runCallEffects(services, analysed, attempt, read && { doc: read.records }),
+  };
 }
 
 /**
@@ -83,9 +91,13 @@ export async function analyseCall(
  * `lead_id` is the lead the call's lead effect makes (its id derives from the call), so that
  * what follows about that lead can be matched to the call.
  */
-async function announceAnalysis(services: Services, call: CallDoc): Promise<void> {
+async function announceAnalysis(
+  services: Services,
+  call: CallDoc,
+  read: { records: CallEffectsDoc | null } | undefined,
+): Promise<void> {
   const makesLead =
     callOutcome(call) === 'conversation' && call.extraction !== undefined && hasContact(call.extraction);
   const leadId = call.lead_id ?? (makesLead ? subjectLeadId('call', call._id) : null);
-  await recordCallAnalyzed(services, call, currentAnalysisDigest(call), leadId);
+  await recordCallAnalyzed(services, call, currentAnalysisDigest(call), leadId, read);
 }

@@ -165,10 +165,18 @@ export const callEffectsCollection = (db: Db) => collection<CallEffectsDoc>(db, 
  * never was, and final for a client that reads until the effects settle. Records there while the
  * call reads as an unextracted conversation mean exactly that, so the call is read once more
  * (only then: the records of an analysed call come after what the analysis stored on it).
+ * `read`: the call's effects document as the caller read it just now (then none is read here).
  */
-export async function withCallEffects(db: Db, call: CallDoc): Promise<CallDoc> {
+export async function withCallEffects(
+  db: Db,
+  call: CallDoc,
+  read?: { records: CallEffectsDoc | null },
+): Promise<CallDoc> {
   if (!call.finished) return call;
-  const records = await callEffectsCollection(db).findOne({ _id: call._id }, { projection: { effects: 1 } });
+  const records =
+    read === undefined
+      ? await callEffectsCollection(db).findOne({ _id: call._id }, { projection: { effects: 1 } })
+      : read.records;
   // None yet, or a call stored before the records moved (release moves them): the call's own.
   if (records?.effects === undefined) return call;
   if (

@@ -1,6 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import { recordEvent } from '../events/record-event.js';
-import { shownCallId, withCallEffects, type CallDoc } from './calls.js';
+import { shownCallId, withCallEffects, type CallDoc, type CallEffectsDoc } from './calls.js';
 import { callView } from './call-view.js';
 
 // The call.* domain events (docs/events.md#event-types), recorded by the step that made the
@@ -45,13 +45,15 @@ export async function recordCallEnded(services: Services, call: CallDoc): Promis
 /**
  * call.analyzed: the provider's analysis is in and the caller data extracted (once per
  * analysis: a re-analysis that says something else is another event). `leadId`: the lead the
- * call makes (its lead effect creates it next), or null when it makes none.
+ * call makes (its lead effect creates it next), or null when it makes none. `read`: the call's
+ * effects document as the caller read it just now.
  */
 export async function recordCallAnalyzed(
   services: Services,
   call: CallDoc,
   analysisDigest: string,
   leadId: string | null,
+  read?: { records: CallEffectsDoc | null },
 ): Promise<string> {
   return recordEvent(services, {
     firm: call.firm,
@@ -59,6 +61,6 @@ export async function recordCallAnalyzed(
     subject: shownCallId(call),
     key: `analyzed|${analysisDigest}`,
     occurred_at: call.extraction?.extracted_at ?? call.updated_at,
-    data: { ...callView(await withCallEffects(services.mongo.db, call)), lead_id: leadId },
+    data: { ...callView(await withCallEffects(services.mongo.db, call, read)), lead_id: leadId },
   });
 }

@@ -5,6 +5,7 @@ import { BusyUntilError, leaseRenewMs } from '../busy-until.js';
 import type { EffectGate, EffectPass } from './effect-gate.js';
 import type { HeldLock } from '../redis-mutex.js';
 import { storableText } from '../text.js';
+import { isDuplicateKey } from './claim.js';
 import { replaceById, updateById } from './upsert.js';
 
 /** A document effects can be recorded on: any document with a string _id. */
@@ -99,6 +100,16 @@ export interface EffectSubjectDoc {
 // `running` beside its stored answer, and the next attempt records that answer and sends nothing
 // (as for a process that died between the answer and the record). One whose answer could not be
 // stored (MongoDB away) writes its settle at once, retried through the outage.
+//
+// From what was seen. A job that read the records document before its effects began (`seen`: the
+// analysis job reads it for call.analyzed) takes each effect's first look from that version, not
+// from a read under the lock. A record settled there is final: returned, no lock taken. One of a
+// repeatable effect not begun goes unmarked, no lock taken (two attempts at once are what
+// `repeatable` allows). One new, pending or failed is marked under the lock by a write whose
+// filter is the record as seen (its state and attempts, or its absence): under the lock no other
+// writer is between the filter and the write, so the filter tells only whether another attempt
+// wrote the record since it was seen; then, and for a record seen `running`, it is read under
+// the lock and decided as above.
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -169,6 +180,12 @@ export interface EffectSubject {
    * only with `records`. Whoever gives it writes what is left with flushCarried.
    */
   carry?: SettleCarry;
+  /**
+   * The records document as read before the effects began, outside the lock (null: there was
+   * none); only with `records` and `lease`. Each effect's first look starts from it (see "From
+   * what was seen" above).
+   */
+  seen?: { doc: Document | null };
 }
 
 /** A settle carried: its record, and what follows its write (its stored answer let go). */
@@ -329,12 +346,17 @@ function withValueAt(doc: Document, path: string, value: unknown): Document {
   };
 }
 
-function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
+/** The value at the dotted `path` of `doc`; undefined when there is none. */
+function valueAt(doc: Document | null | undefined, path: string): unknown {
   let value: unknown = doc;
   for (const key of path.split('.')) {
     value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
   }
-  return (value as EffectRecord<R> | undefined) ?? newEffectRecord<R>();
+  return value;
+}
+
+function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
+  return (valueAt(doc, path) as EffectRecord<R> | undefined) ?? newEffectRecord<R>();
 }
 
 /** How long an outcome that is known (the effect happened) is retried into its record. */
@@ -441,10 +463,10 @@ export async function runEffect<R>(
     });
 
   const token = randomBytes(9).toString('base64url');
-  /** The mark: `current`, just read under the subject's lock, becomes this attempt's `running` record. */
-  const mark = async (current: EffectRecord<R>, held: HeldLock | undefined): Promise<EffectRecord<R>> => {
+  /** `current` as this attempt's `running` record. */
+  const runningFrom = (current: EffectRecord<R>): EffectRecord<R> => {
     const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
-    const next: EffectRecord<R> = {
+    return {
       ...current,
       state: 'running',
       attempts: current.attempts + 1,
@@ -452,8 +474,36 @@ export async function runEffect<R>(
       finished_at: null,
       ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
     };
+  };
+  /** The mark: `current`, just read under the subject's lock, becomes this attempt's `running` record. */
+  const mark = async (current: EffectRecord<R>, held: HeldLock | undefined): Promise<EffectRecord<R>> => {
+    const next = runningFrom(current);
     await store(next, {}, held);
     return next;
+  };
+  // The record as the job saw it before its effects began (EffectSubject.seen), for the first look.
+  const seenDoc = records === undefined || lease === undefined ? undefined : subject.seen;
+  const seenValue = seenDoc === undefined ? undefined : valueAt(seenDoc.doc, effect.path);
+  const seenRecord = seenDoc === undefined ? undefined : effectRecordAt<R>(seenDoc.doc, effect.path);
+  /**
+   * The mark from the record as seen, the caller holding the lock: written only if the record is
+   * still as seen (its state and attempts; or still none); null when another attempt wrote it since.
+   */
+  const markAsSeen = async (
+    seen: EffectRecord<R>,
+    held: HeldLock | undefined,
+  ): Promise<EffectRecord<R> | null> => {
+    const next = runningFrom(seen);
+    const unchanged =
+      seenValue === undefined
+        ? { [effect.path]: { $exists: false } }
+        : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
+    // No document was seen: the mark makes it, unless another write made it since.
+    const written = await writeRecords(subject, records!, { [effect.path]: next }, memoOf(held), {
+      unchanged,
+      makes: seenDoc!.doc === null,
+    });
+    return written ? next : null;
   };
   // A `running` record left by an attempt that held a lease, or of an effect that can be asked
   // about, is looked into without the lock (the answer its attempt stored, its lease, the outside
@@ -477,26 +527,56 @@ export async function runEffect<R>(
     // `running` under a live lease, or done). Without a lease, nothing tells a racing attempt
     // from a dead one: the record is read first, and the mark below moves it on only from the
     // version read.
-    const first:
+    type FirstLook =
       | { seen: EffectRecord<R> }
       | { marked: EffectRecord<R>; pass: EffectPass | undefined }
-      | { unmarked: EffectRecord<R> } =
-      lease === undefined
-        ? { seen: await read() }
-        : await subject.exclusive(async (held) => {
-            const current = await read(held);
-            if (settled(current) || mustLookFirst(current)) return { seen: current };
-            if (goesUnmarked(current)) return { unmarked: current };
-            // A stopping worker's closed gate: the lock is let go of, and the job parked below.
-            const entered = attempt.gate?.enterNow();
-            if (entered === null) return { seen: current };
-            try {
-              return { marked: await mark(current, held), pass: entered };
-            } catch (err) {
-              entered?.();
-              throw err;
-            }
-          });
+      | { unmarked: EffectRecord<R> };
+    // From the version the job saw (EffectSubject.seen): settled is final, and a repeatable
+    // effect not begun goes unmarked, neither with the lock; one to mark is marked if unchanged.
+    const fromSeen: FirstLook | undefined =
+      seenRecord === undefined
+        ? undefined
+        : settled(seenRecord)
+          ? { seen: seenRecord }
+          : goesUnmarked(seenRecord)
+            ? { unmarked: seenRecord }
+            : undefined;
+    const first: FirstLook =
+      fromSeen !== undefined
+        ? fromSeen
+        : lease === undefined
+          ? { seen: await read() }
+          : await subject.exclusive(async (held): Promise<FirstLook> => {
+              if (
+                seenRecord !== undefined &&
+                seenRecord.state !== 'running' &&
+                !memoOf(held)?.has(memoKey!)
+              ) {
+                const entered = attempt.gate?.enterNow();
+                if (entered === null) return { seen: seenRecord };
+                try {
+                  const marked = await markAsSeen(seenRecord, held);
+                  if (marked !== null) return { marked, pass: entered };
+                } catch (err) {
+                  entered?.();
+                  throw err;
+                }
+                // Written since it was seen: read, and decided as any record read under the lock.
+                entered?.();
+              }
+              const current = await read(held);
+              if (settled(current) || mustLookFirst(current)) return { seen: current };
+              if (goesUnmarked(current)) return { unmarked: current };
+              // A stopping worker's closed gate: the lock is let go of, and the job parked below.
+              const entered = attempt.gate?.enterNow();
+              if (entered === null) return { seen: current };
+              try {
+                return { marked: await mark(current, held), pass: entered };
+              } catch (err) {
+                entered?.();
+                throw err;
+              }
+            });
     let marked: EffectRecord<R>;
     // Whether this attempt's `running` record was written (not for a repeatable effect's).
     let wasMarked = true;
@@ -685,7 +765,8 @@ async function writeRecords(
   records: Collection<EffectSubjectDoc>,
   sets: Record<string, EffectRecord<unknown>>,
   memo: Map<string, unknown> | undefined,
-): Promise<void> {
+  only?: { unchanged: Document; makes: boolean },
+): Promise<boolean> {
   const memoKey = `${records.collectionName}|${subject.id}`;
   const carried = [...(subject.carry?.pending ?? [])];
   const written: Record<string, EffectRecord<unknown>> = {
@@ -693,7 +774,20 @@ async function writeRecords(
     ...sets,
   };
   try {
-    await updateById(records, subject.id, { $set: written });
+    if (only === undefined) {
+      await updateById(records, subject.id, { $set: written });
+    } else {
+      // Only if `unchanged` still holds (the caller holds the lock: no writer in between); the
+      // document made when `makes` and there is none. One there that fails the filter: its
+      // insert fails on the _id, which is the answer "changed".
+      const result = await records
+        .updateOne({ _id: subject.id, ...only.unchanged }, { $set: written }, { upsert: only.makes })
+        .catch((err: unknown) => {
+          if (only.makes && isDuplicateKey(err)) return null;
+          throw err;
+        });
+      if (result === null || result.matchedCount + result.upsertedCount === 0) return false;
+    }
   } catch (err) {
     // Written or not: unknown, so not kept; the carried settles stay for the next write.
     memo?.delete(memoKey);
@@ -710,6 +804,7 @@ async function writeRecords(
     for (const [path, record] of Object.entries(written)) doc = withValueAt(doc, path, record);
     memo.set(memoKey, doc);
   }
+  return true;
 }
 
 /**
