@@ -12,50 +12,21 @@ import {
   EffectRaceError,
   runEffect,
   type Effect,
-  type EffectLeaseDoc,
-  type EffectSubject,
-  type EffectSubjectDoc,
 } from '../../core/platform/db/effect-recorder.js';
 import { EffectGate } from '../../core/platform/db/effect-gate.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { eventually } from '../helpers/eventually.js';
-import { rand } from '../helpers/stack.js';
-import { loggedStoresWithRedis } from '../helpers/command-log.js';
+import {
+  RECORDER_LEASE_MS as LEASE_MS,
+  fourAttemptsAtOnce,
+  recorderStores,
+} from '../helpers/recorder-stores.js';
 import { runningLeftByDeadAttempt } from '../helpers/effect-records.js';
 
-const LEASE_MS = 30_000;
-
-// `commands`: every command this file's client sent, as `<command> <collection>`.
-const { client, commands, redis } = loggedStoresWithRedis();
-
-const subjects = () => client.db().collection<EffectSubjectDoc>('subjects');
-const records = () => client.db().collection<EffectSubjectDoc>('subject_effects');
-const leases = () => client.db().collection<EffectLeaseDoc>('effect_leases');
-const lockOf = (id: string) => `test:effect-first-look:${id}`;
-
-/** As a call's effects are wired: the lock in Redis, a lease, the records in a document of their own. */
-const subjectOf = (id: string): EffectSubject => ({
-  collection: subjects(),
-  id,
-  exclusive: (write) => withRecordLock(redis, lockOf(id), write, { ttlMs: 30_000 }),
-  lease: { collection: leases(), ms: LEASE_MS, clockMarginMs: 0 },
-  records: records(),
-});
-
-async function newSubject(): Promise<string> {
-  const id = `call_${rand(4)}`;
-  await subjects().insertOne({ _id: id });
-  return id;
-}
-
-/** The commands `run` sends, counted by kind and collection. */
-async function costOf(run: () => Promise<unknown>): Promise<Record<string, number>> {
-  const from = commands.length;
-  await run();
-  const counts: Record<string, number> = {};
-  for (const command of commands.slice(from)) counts[command] = (counts[command] ?? 0) + 1;
-  return counts;
-}
+// `commands`: every command this file's client sent, as `<command> <collection>`; `subjectOf`: as
+// a call's effects are wired (the lock in Redis, a lease, the records in a document of their own).
+const { commands, redis, records, leases, lockOf, subjectOf, newSubject, costOf } =
+  recorderStores('test:effect-first-look');
 
 const recordOf = async (id: string) =>
   ((await records().findOne({ _id: id })) as { effects?: Record<string, Record<string, unknown>> } | null)
@@ -105,30 +76,16 @@ describe('one effect record', () => {
 
   it('attempts racing a new record: exactly one marks and sends, the others find it under way', async () => {
     const id = await newSubject();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let performed = 0;
-    const failures: unknown[] = [];
-    const attempts = Array.from({ length: 4 }, () =>
-      runEffect(subjectOf(id), mail, { lastAttempt: false }, async () => {
-        performed++;
-        await held;
-        return { state: 'done', result: { message_id: `<m${performed}@test>` } };
-      }).catch((err: unknown) => {
-        failures.push(err);
-        return null;
-      }),
-    );
+    const race = fourAttemptsAtOnce(() => subjectOf(id), mail);
     // The three that came after the winner's turn of the lock find its live lease and wait for it.
     // (Within the lease's 30 s: after it, an attempt would take the record over.)
-    await eventually(async () => expect(failures).toHaveLength(3), 20_000, 10);
-    for (const err of failures) expect(err).toBeInstanceOf(EffectBusyError);
-    expect(performed).toBe(1);
+    await eventually(async () => expect(race.failures).toHaveLength(3), 20_000, 10);
+    for (const err of race.failures) expect(err).toBeInstanceOf(EffectBusyError);
+    expect(race.performed).toBe(1);
     expect(await recordOf(id)).toMatchObject({ state: 'running', attempts: 1 });
-    release();
-    const done = (await Promise.all(attempts)).filter((r) => r !== null);
-    expect(done).toEqual([expect.objectContaining({ state: 'done', attempts: 1 })]);
-    expect(performed).toBe(1);
+    race.release();
+    expect(await race.settled()).toEqual([expect.objectContaining({ state: 'done', attempts: 1 })]);
+    expect(race.performed).toBe(1);
   });
 
   it('a record left running is looked into without the lock, and marked only from the version first read', async () => {

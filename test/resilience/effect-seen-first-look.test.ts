@@ -12,53 +12,29 @@ import {
   EffectBusyError,
   runEffect,
   type Effect,
-  type EffectLeaseDoc,
   type EffectRecord,
   type EffectSubject,
-  type EffectSubjectDoc,
 } from '../../core/platform/db/effect-recorder.js';
-import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { eventually } from '../helpers/eventually.js';
-import { rand } from '../helpers/stack.js';
-import { loggedStoresWithRedis } from '../helpers/command-log.js';
+import {
+  RECORDER_LEASE_MS as LEASE_MS,
+  fourAttemptsAtOnce,
+  recorderStores,
+} from '../helpers/recorder-stores.js';
 
-const LEASE_MS = 30_000;
+const stores = recorderStores('test:effect-seen');
+const { commands, records, newSubject, costOf } = stores;
 
-const { client, commands, redis } = loggedStoresWithRedis();
-
-const subjects = () => client.db().collection<EffectSubjectDoc>('subjects');
-const records = () => client.db().collection<EffectSubjectDoc>('subject_effects');
-const leases = () => client.db().collection<EffectLeaseDoc>('effect_leases');
-
-/** As a call's effects are wired (lock, lease, records of their own), with what the job saw; `turns` counts the lock's. */
+/** As a call's effects are wired, with what the job saw; `turns` counts the lock's. */
 function subjectOf(id: string, seen: Document | null): EffectSubject & { turns: () => number } {
+  const subject = stores.subjectOf(id);
   let turns = 0;
   return {
-    collection: subjects(),
-    id,
-    exclusive: (write) => {
-      turns++;
-      return withRecordLock(redis, `test:effect-seen:${id}`, write, { ttlMs: 30_000 });
-    },
-    lease: { collection: leases(), ms: LEASE_MS, clockMarginMs: 0 },
-    records: records(),
+    ...subject,
+    exclusive: (write) => (turns++, subject.exclusive(write)),
     seen: { doc: seen },
     turns: () => turns,
   };
-}
-
-async function newSubject(): Promise<string> {
-  const id = `call_${rand(4)}`;
-  await subjects().insertOne({ _id: id });
-  return id;
-}
-
-async function costOf(run: () => Promise<unknown>): Promise<Record<string, number>> {
-  const from = commands.length;
-  await run();
-  const counts: Record<string, number> = {};
-  for (const command of commands.slice(from)) counts[command] = (counts[command] ?? 0) + 1;
-  return counts;
 }
 
 type Stored = { effects?: Record<string, EffectRecord> } | null;
@@ -233,33 +209,19 @@ describe('the first look from what the job saw', () => {
 
   it('attempts racing from the same stale version: exactly one marks and sends, the others find it under way', async () => {
     const id = await newSubject();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let performed = 0;
-    const failures: unknown[] = [];
     const from = commands.length;
     // Each saw no records document; each is its own job (its own subject, its own lock turns).
-    const attempts = Array.from({ length: 4 }, () =>
-      runEffect(subjectOf(id, null), mail, { lastAttempt: false }, async () => {
-        performed++;
-        await held;
-        return { state: 'done', result: { message_id: `<m${performed}@test>` } };
-      }).catch((err: unknown) => {
-        failures.push(err);
-        return null;
-      }),
-    );
-    await eventually(async () => expect(failures).toHaveLength(3), 20_000, 10);
-    for (const err of failures) expect(err).toBeInstanceOf(EffectBusyError);
-    expect(performed).toBe(1);
+    const race = fourAttemptsAtOnce(() => subjectOf(id, null), mail);
+    await eventually(async () => expect(race.failures).toHaveLength(3), 20_000, 10);
+    for (const err of race.failures) expect(err).toBeInstanceOf(EffectBusyError);
+    expect(race.performed).toBe(1);
     // Four marks from what was seen, one written and three refused; the three then read.
     const sent = commands.slice(from);
     expect(sent.filter((c) => c === 'update subject_effects')).toHaveLength(4);
     expect(sent.filter((c) => c === 'find subject_effects')).toHaveLength(3);
     expect((await stored(id))?.effects?.mail).toMatchObject({ state: 'running', attempts: 1 });
-    release();
-    const settled = (await Promise.all(attempts)).filter((r) => r !== null);
-    expect(settled).toEqual([expect.objectContaining({ state: 'done', attempts: 1 })]);
-    expect(performed).toBe(1);
+    race.release();
+    expect(await race.settled()).toEqual([expect.objectContaining({ state: 'done', attempts: 1 })]);
+    expect(race.performed).toBe(1);
   });
 });
