@@ -23,7 +23,7 @@ import {
 } from '../helpers/recorder-stores.js';
 
 const stores = recorderStores('test:effect-seen');
-const { commands, records, newSubject, costOf } = stores;
+const { commands, records, subjects, newSubject, costOf } = stores;
 
 /** As a call's effects are wired, with what the job saw; `turns` counts the lock's. */
 function subjectOf(id: string, seen: Document | null): EffectSubject & { turns: () => number } {
@@ -205,6 +205,31 @@ describe('the first look from what the job saw', () => {
       attempts: 2,
       result: { message_id: '<m1@test>' },
     });
+  });
+
+  it('on the subject itself (as a call holds its dial): marked from the subject as seen with no read; marked since by another attempt, refused and read', async () => {
+    const id = await newSubject();
+    const onSubject = (seen: Document): EffectSubject => {
+      const { records: _records, ...subject } = stores.subjectOf(id);
+      return { ...subject, seen: { doc: seen } };
+    };
+    const dial: Effect<{ message_id: string }> = { path: 'dial' };
+    const seen = { _id: id, dial: { ...done({}), state: 'pending', attempts: 0, result: null } };
+    await subjects().updateOne({ _id: id }, { $set: { dial: seen.dial } });
+    const mails = sender();
+    const cost = await costOf(() => runEffect(onSubject(seen), dial, { lastAttempt: false }, mails.perform));
+    expect(mails.performed()).toBe(1);
+    // The mark and the settle, and no read of the subject.
+    expect(cost['update subjects']).toBe(2);
+    expect(cost['find subjects'] ?? 0).toBe(0);
+    const marked = (await subjects().findOne({ _id: id }))?.dial;
+    expect(marked).toMatchObject({ state: 'done', attempts: 1, result: { message_id: '<m1@test>' } });
+    // The same version seen again: the record moved on since, so the write is refused and read.
+    const again = await costOf(() => runEffect(onSubject(seen), dial, { lastAttempt: false }, mails.perform));
+    expect(mails.performed()).toBe(1);
+    expect(again['update subjects']).toBe(1);
+    expect(again['find subjects']).toBe(1);
+    expect((await subjects().findOne({ _id: id }))?.dial).toEqual(marked);
   });
 
   it('attempts racing from the same stale version: exactly one marks and sends, the others find it under way', async () => {

@@ -199,7 +199,9 @@ async function dialOnce(
 
   let outcome: DialOutcome = 'already_placed';
   const dial = await runEffect(
-    callSubject(services, call),
+    // Its first look from the call as this job read it: the mark is a write whose filter is the
+    // dial as read (the recorder's "from what was seen"), and no read of the call under its lock.
+    { ...callSubject(services, call), seen: { doc: call } },
     {
       path: 'dial',
       reconcile: async () => {

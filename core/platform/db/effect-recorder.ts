@@ -101,8 +101,9 @@ export interface EffectSubjectDoc {
 // (as for a process that died between the answer and the record). One whose answer could not be
 // stored (MongoDB away) writes its settle at once, retried through the outage.
 //
-// From what was seen. A job that read the records document before its effects began (`seen`: the
-// analysis job reads it for call.analyzed) takes each effect's first look from that version, not
+// From what was seen. A job that read the document holding the records before its effects began
+// (`seen`: the analysis job reads the call's effects document for call.analyzed; the place-call job
+// reads the call, which holds its dial) takes each effect's first look from that version, not
 // from a read under the lock. A record settled there is final: returned, no lock taken. One of a
 // repeatable effect not begun goes unmarked, no lock taken (two attempts at once are what
 // `repeatable` allows). One new, pending or failed is marked under the lock by a write whose
@@ -181,9 +182,9 @@ export interface EffectSubject {
    */
   carry?: SettleCarry;
   /**
-   * The records document as read before the effects began, outside the lock (null: there was
-   * none); only with `records` and `lease`. Each effect's first look starts from it (see "From
-   * what was seen" above).
+   * The document that holds the records (`records`' document, else the subject's) as read before
+   * the effects began, outside the lock (null: there was none); only with `lease`. Each effect's
+   * first look starts from it (see "From what was seen" above).
    */
   seen?: { doc: Document | null };
 }
@@ -482,7 +483,7 @@ export async function runEffect<R>(
     return next;
   };
   // The record as the job saw it before its effects began (EffectSubject.seen), for the first look.
-  const seenDoc = records === undefined || lease === undefined ? undefined : subject.seen;
+  const seenDoc = lease === undefined ? undefined : subject.seen;
   const seenValue = seenDoc === undefined ? undefined : valueAt(seenDoc.doc, effect.path);
   const seenRecord = seenDoc === undefined ? undefined : effectRecordAt<R>(seenDoc.doc, effect.path);
   /**
@@ -498,8 +499,16 @@ export async function runEffect<R>(
       seenValue === undefined
         ? { [effect.path]: { $exists: false } }
         : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
-    // No document was seen: the mark makes it, unless another write made it since.
-    const written = await writeRecords(subject, records!, { [effect.path]: next }, memoOf(held), {
+    if (records === undefined) {
+      // On the subject itself, which exists (none: nothing matches, and the read says so).
+      const result = await subject.collection.updateOne(
+        { _id: subject.id, ...unchanged },
+        { $set: { [effect.path]: next } },
+      );
+      return result.matchedCount > 0 ? next : null;
+    }
+    // No records document was seen: the mark makes it, unless another write made it since.
+    const written = await writeRecords(subject, records, { [effect.path]: next }, memoOf(held), {
       unchanged,
       makes: seenDoc!.doc === null,
     });
