@@ -485,7 +485,8 @@ export async function runEffect<R>(
   // The record as the job saw it before its effects began (EffectSubject.seen), for the first look.
   const seenDoc = lease === undefined ? undefined : subject.seen;
   const seenValue = seenDoc === undefined ? undefined : valueAt(seenDoc.doc, effect.path);
-  const seenRecord = seenDoc === undefined ? undefined : effectRecordAt<R>(seenDoc.doc, effect.path);
+  const seenRecord =
+    seenDoc === undefined ? undefined : ((seenValue as EffectRecord<R> | undefined) ?? newEffectRecord<R>());
   /**
    * The mark from the record as seen, the caller holding the lock: written only if the record is
    * still as seen (its state and attempts; or still none); null when another attempt wrote it since.
@@ -556,35 +557,27 @@ export async function runEffect<R>(
         : lease === undefined
           ? { seen: await read() }
           : await subject.exclusive(async (held): Promise<FirstLook> => {
-              if (
-                seenRecord !== undefined &&
-                seenRecord.state !== 'running' &&
-                !memoOf(held)?.has(memoKey!)
-              ) {
+              /** The look at `current`; null when it was seen and has been written since. */
+              const look = async (current: EffectRecord<R>, asSeen: boolean): Promise<FirstLook | null> => {
+                if (settled(current) || mustLookFirst(current)) return { seen: current };
+                if (goesUnmarked(current)) return { unmarked: current };
+                // A stopping worker's closed gate: the lock is let go of, and the job parked below.
                 const entered = attempt.gate?.enterNow();
-                if (entered === null) return { seen: seenRecord };
+                if (entered === null) return { seen: current };
                 try {
-                  const marked = await markAsSeen(seenRecord, held);
-                  if (marked !== null) return { marked, pass: entered };
+                  const marked = asSeen ? await markAsSeen(current, held) : await mark(current, held);
+                  if (marked === null) entered?.();
+                  return marked === null ? null : { marked, pass: entered };
                 } catch (err) {
                   entered?.();
                   throw err;
                 }
-                // Written since it was seen: read, and decided as any record read under the lock.
-                entered?.();
-              }
-              const current = await read(held);
-              if (settled(current) || mustLookFirst(current)) return { seen: current };
-              if (goesUnmarked(current)) return { unmarked: current };
-              // A stopping worker's closed gate: the lock is let go of, and the job parked below.
-              const entered = attempt.gate?.enterNow();
-              if (entered === null) return { seen: current };
-              try {
-                return { marked: await mark(current, held), pass: entered };
-              } catch (err) {
-                entered?.();
-                throw err;
-              }
+              };
+              // From the version seen, unless this holder was handed the document as last written
+              // (the lock's memo) or it was `running`; written since it was seen: read, and looked at.
+              const asSeen =
+                seenRecord !== undefined && seenRecord.state !== 'running' && !memoOf(held)?.has(memoKey!);
+              return (asSeen ? await look(seenRecord, true) : null) ?? (await look(await read(held), false))!;
             });
     let marked: EffectRecord<R>;
     // Whether this attempt's `running` record was written (not for a repeatable effect's).
