@@ -126,7 +126,7 @@ describe("an analysed call's effects", () => {
     );
   });
 
-  it('are run by the analysis job from the effects document it read once for call.analyzed: no other read of it', async () => {
+  it('are run by the analysis job from the effects document it read once for call.analyzed: no other read of it, their first marks in one write', async () => {
     const { stack } = peers;
     const { firm, callId } = await analysedCall();
     const db = stack.services.mongo.db;
@@ -139,6 +139,14 @@ describe("an analysed call's effects", () => {
     });
     // The one read: call.analyzed's (a repeat its key refused) and the six records' first looks.
     expect(finds(COLLECTIONS.callEffects)).toEqual([callId]);
+    // The mail's and Slack's marks from that read in one write (with the CRM's contact step's when
+    // it asks in time), the matter's mark, and the settles left at the end: three or four writes.
+    const updates = commands
+      .filter((c) => c.name === 'update' && c.collection === COLLECTIONS.callEffects)
+      .map((c) => Object.keys((c.command.updates as Array<{ u: { $set: Document } }>)[0]!.u.$set));
+    expect(updates[0]).toEqual(expect.arrayContaining(['effects.email', 'effects.team_chat']));
+    expect(updates.length).toBeGreaterThanOrEqual(3);
+    expect(updates.length).toBeLessThanOrEqual(4);
     const stored = await effectsDocOf(db, callId);
     expect(Object.fromEntries(Object.entries(stored?.effects ?? {}).map(([k, v]) => [k, v.state]))).toEqual(
       ALL_DONE,

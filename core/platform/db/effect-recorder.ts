@@ -111,6 +111,16 @@ export interface EffectSubjectDoc {
 // writer is between the filter and the write, so the filter tells only whether another attempt
 // wrote the record since it was seen; then, and for a record seen `running`, it is read under
 // the lock and decided as above.
+//
+// Marks gathered. Effects run together from one version seen (the analysis job's mail, Slack and
+// the CRM's steps, with a `gather`) each register their mark before they ask for the lock, and the
+// first of them to hold it writes every mark registered by then in one write, its filter every
+// record as seen; the others, in their turns, find theirs written and write nothing. Each mark
+// passes its own attempt's gate as the write is made (one whose gate is closed is left to its
+// owner, which parks). Refused (a record written since it was seen), every mark of that write is
+// read under the lock by its owner and decided as above; a write whose fate is unknown (MongoDB
+// away) leaves the others to write their own, from the same version (one that landed is then
+// found `running` under this attempt's lease, and waited for).
 
 export type EffectState = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -187,7 +197,33 @@ export interface EffectSubject {
    * first look starts from it (see "From what was seen" above).
    */
   seen?: { doc: Document | null };
+  /**
+   * Marks from `seen` gathered into one write (see "Marks gathered" above); only with `records`
+   * and `seen`. Whoever runs effects together on this subject gives it (newMarkGathering).
+   */
+  gather?: MarkGathering;
 }
+
+/** A mark from the version seen, waiting for a holder of the lock to write it (EffectSubject.gather). */
+interface GatheredMark {
+  path: string;
+  /** The attempt's `running` record. */
+  next: EffectRecord<unknown>;
+  /** The filter that holds while the record is as seen. */
+  unchanged: Document;
+  gate: EffectGate | undefined;
+  /** Decided by a holder's write: written (with the pass it entered the gate with), or refused. */
+  decided?: MarkDecision;
+}
+
+type MarkDecision = { written: true; pass: EffectPass | undefined } | { written: false };
+
+/** The marks from a version seen not yet written (EffectSubject.gather). */
+export interface MarkGathering {
+  waiting: Set<GatheredMark>;
+}
+
+export const newMarkGathering = (): MarkGathering => ({ waiting: new Set() });
 
 /** A settle carried: its record, and what follows its write (its stored answer let go). */
 interface CarriedSettle {
@@ -487,6 +523,11 @@ export async function runEffect<R>(
   const seenValue = seenDoc === undefined ? undefined : valueAt(seenDoc.doc, effect.path);
   const seenRecord =
     seenDoc === undefined ? undefined : ((seenValue as EffectRecord<R> | undefined) ?? newEffectRecord<R>());
+  /** The filter that holds while the record is as seen: its state and attempts, or still none. */
+  const unchangedAsSeen = (seen: EffectRecord<R>): Document =>
+    seenValue === undefined
+      ? { [effect.path]: { $exists: false } }
+      : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
   /**
    * The mark from the record as seen, the caller holding the lock: written only if the record is
    * still as seen (its state and attempts; or still none); null when another attempt wrote it since.
@@ -496,10 +537,7 @@ export async function runEffect<R>(
     held: HeldLock | undefined,
   ): Promise<EffectRecord<R> | null> => {
     const next = runningFrom(seen);
-    const unchanged =
-      seenValue === undefined
-        ? { [effect.path]: { $exists: false } }
-        : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
+    const unchanged = unchangedAsSeen(seen);
     if (records === undefined) {
       // On the subject itself, which exists (none: nothing matches, and the read says so).
       const result = await subject.collection.updateOne(
@@ -551,34 +589,77 @@ export async function runEffect<R>(
           : goesUnmarked(seenRecord)
             ? { unmarked: seenRecord }
             : undefined;
+    // To mark from the version seen, with others run together: registered before the lock is
+    // asked for, so that the first holder writes it with theirs ("Marks gathered").
+    const gathered: GatheredMark | undefined =
+      fromSeen === undefined &&
+      subject.gather !== undefined &&
+      records !== undefined &&
+      seenRecord !== undefined &&
+      seenRecord.state !== 'running'
+        ? {
+            path: effect.path,
+            next: runningFrom(seenRecord),
+            unchanged: unchangedAsSeen(seenRecord),
+            gate: attempt.gate,
+          }
+        : undefined;
+    if (gathered !== undefined) subject.gather!.waiting.add(gathered);
     const first: FirstLook =
       fromSeen !== undefined
         ? fromSeen
         : lease === undefined
           ? { seen: await read() }
-          : await subject.exclusive(async (held): Promise<FirstLook> => {
-              /** The look at `current`; null when it was seen and has been written since. */
-              const look = async (current: EffectRecord<R>, asSeen: boolean): Promise<FirstLook | null> => {
-                if (settled(current) || mustLookFirst(current)) return { seen: current };
-                if (goesUnmarked(current)) return { unmarked: current };
-                // A stopping worker's closed gate: the lock is let go of, and the job parked below.
-                const entered = attempt.gate?.enterNow();
-                if (entered === null) return { seen: current };
-                try {
-                  const marked = asSeen ? await markAsSeen(current, held) : await mark(current, held);
-                  if (marked === null) entered?.();
-                  return marked === null ? null : { marked, pass: entered };
-                } catch (err) {
-                  entered?.();
-                  throw err;
+          : await subject
+              .exclusive(async (held): Promise<FirstLook> => {
+                /** The look at `current`; null when it was seen and has been written since. */
+                const look = async (current: EffectRecord<R>, asSeen: boolean): Promise<FirstLook | null> => {
+                  if (settled(current) || mustLookFirst(current)) return { seen: current };
+                  if (goesUnmarked(current)) return { unmarked: current };
+                  // A stopping worker's closed gate: the lock is let go of, and the job parked below.
+                  const entered = attempt.gate?.enterNow();
+                  if (entered === null) return { seen: current };
+                  try {
+                    const marked = asSeen ? await markAsSeen(current, held) : await mark(current, held);
+                    if (marked === null) entered?.();
+                    return marked === null ? null : { marked, pass: entered };
+                  } catch (err) {
+                    entered?.();
+                    throw err;
+                  }
+                };
+                if (gathered !== undefined) {
+                  // Written with others' by an earlier holder, or now by this one with those waiting.
+                  const decided =
+                    gathered.decided ??
+                    (await writeGathered(subject, records!, gathered, seenDoc!.doc === null, memoOf(held)));
+                  // This attempt's gate is closed: nothing written, the job parks below.
+                  if (decided === null) {
+                    subject.gather!.waiting.delete(gathered);
+                    return { seen: seenRecord! };
+                  }
+                  if (decided.written)
+                    return { marked: gathered.next as EffectRecord<R>, pass: decided.pass };
+                  return (await look(await read(held), false))!;
                 }
-              };
-              // From the version seen, unless this holder was handed the document as last written
-              // (the lock's memo) or it was `running`; written since it was seen: read, and looked at.
-              const asSeen =
-                seenRecord !== undefined && seenRecord.state !== 'running' && !memoOf(held)?.has(memoKey!);
-              return (asSeen ? await look(seenRecord, true) : null) ?? (await look(await read(held), false))!;
-            });
+                // From the version seen, unless this holder was handed the document as last written
+                // (the lock's memo) or it was `running`; written since it was seen: read, and looked at.
+                const asSeen =
+                  seenRecord !== undefined && seenRecord.state !== 'running' && !memoOf(held)?.has(memoKey!);
+                return (
+                  (asSeen ? await look(seenRecord, true) : null) ?? (await look(await read(held), false))!
+                );
+              })
+              .catch((err: unknown) => {
+                // Without its turn (the lock busy too long), or its write failed: not waiting any
+                // more; one written for it by another holder is left `running` under its lease (the
+                // next attempt waits for that lease, then repeats it: nothing was sent).
+                if (gathered !== undefined) {
+                  subject.gather!.waiting.delete(gathered);
+                  if (gathered.decided?.written === true) gathered.decided.pass?.();
+                }
+                throw err;
+              });
     let marked: EffectRecord<R>;
     // Whether this attempt's `running` record was written (not for a repeatable effect's).
     let wasMarked = true;
@@ -756,6 +837,49 @@ export async function runEffect<R>(
 }
 
 const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
+
+/**
+ * Writes the marks gathered by now, `mine` among them, in one write of the records document whose
+ * filter is every record as seen; the caller holds the lock. Each mark passes its attempt's gate
+ * first (one closed is left to its owner). Null: `mine`'s gate is closed, nothing written. A
+ * write that fails leaves the others waiting, to write their own in their turns.
+ */
+async function writeGathered(
+  subject: EffectSubject,
+  records: Collection<EffectSubjectDoc>,
+  mine: GatheredMark,
+  makes: boolean,
+  memo: Map<string, unknown> | undefined,
+): Promise<MarkDecision | null> {
+  const waiting = subject.gather!.waiting;
+  const entered = mine.gate?.enterNow();
+  if (entered === null) return null;
+  const going: Array<{ mark: GatheredMark; pass: EffectPass | undefined }> = [{ mark: mine, pass: entered }];
+  for (const mark of waiting) {
+    if (mark === mine) continue;
+    const pass = mark.gate?.enterNow();
+    if (pass !== null) going.push({ mark, pass });
+  }
+  let written: boolean;
+  try {
+    written = await writeRecords(
+      subject,
+      records,
+      Object.fromEntries(going.map(({ mark }) => [mark.path, mark.next])),
+      memo,
+      { unchanged: Object.assign({}, ...going.map(({ mark }) => mark.unchanged)) as Document, makes },
+    );
+  } catch (err) {
+    for (const { pass } of going) pass?.();
+    throw err;
+  }
+  for (const { mark, pass } of going) {
+    waiting.delete(mark);
+    if (!written) pass?.();
+    mark.decided = written ? { written: true, pass } : { written: false };
+  }
+  return mine.decided!;
+}
 
 /**
  * Writes `sets` (records by path) to the subject's records document, with the settles its carry
