@@ -1,4 +1,4 @@
-import type { Collection } from 'mongodb';
+import type { Collection, Document } from 'mongodb';
 import {
   runEffect,
   type Effect,
@@ -27,6 +27,13 @@ export function recorderStores(lockPrefix: string) {
     client.db().collection<EffectSubjectDoc>('subject_effects');
   const leases = (): Collection<EffectLeaseDoc> => client.db().collection<EffectLeaseDoc>('effect_leases');
   const lockOf = (id: string) => `${lockPrefix}:${id}`;
+  const subjectOf = (id: string): EffectSubject => ({
+    collection: subjects(),
+    id,
+    exclusive: (write) => withRecordLock(redis, lockOf(id), write, { ttlMs: 30_000 }),
+    lease: { collection: leases(), ms: RECORDER_LEASE_MS, clockMarginMs: 0 },
+    records: records(),
+  });
   return {
     client,
     commands,
@@ -35,13 +42,26 @@ export function recorderStores(lockPrefix: string) {
     records,
     leases,
     lockOf,
-    subjectOf: (id: string): EffectSubject => ({
-      collection: subjects(),
-      id,
-      exclusive: (write) => withRecordLock(redis, lockOf(id), write, { ttlMs: 30_000 }),
-      lease: { collection: leases(), ms: RECORDER_LEASE_MS, clockMarginMs: 0 },
-      records: records(),
-    }),
+    subjectOf,
+    /**
+     * As a subject whose job read its records document before its effects began (`seen`), with
+     * `extra` (a gathering); `turns` counts its lock's turns.
+     */
+    seenSubjectOf(
+      id: string,
+      seen: Document | null,
+      extra: Partial<EffectSubject> = {},
+    ): EffectSubject & { turns: () => number } {
+      const subject = subjectOf(id);
+      let turns = 0;
+      return {
+        ...subject,
+        ...extra,
+        exclusive: (write) => (turns++, subject.exclusive(write)),
+        seen: { doc: seen },
+        turns: () => turns,
+      };
+    },
     /** A new subject document; its id. */
     async newSubject(): Promise<string> {
       const id = `call_${rand(4)}`;

@@ -25,17 +25,8 @@ const stores = recorderStores('test:effect-gathered');
 const { commands, records, newSubject } = stores;
 
 /** As the analysis job wires its effects: what it saw, and a gathering; `turns` counts the lock's. */
-function subjectOf(id: string, seen: Document | null): EffectSubject & { turns: () => number } {
-  const subject = stores.subjectOf(id);
-  let turns = 0;
-  return {
-    ...subject,
-    exclusive: (write) => (turns++, subject.exclusive(write)),
-    seen: { doc: seen },
-    gather: newMarkGathering(),
-    turns: () => turns,
-  };
-}
+const subjectOf = (id: string, seen: Document | null) =>
+  stores.seenSubjectOf(id, seen, { gather: newMarkGathering() });
 
 type Stored = { effects?: Record<string, EffectRecord> } | null;
 const stored = async (id: string) => (await records().findOne({ _id: id })) as Stored;

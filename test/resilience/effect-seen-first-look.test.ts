@@ -26,16 +26,7 @@ const stores = recorderStores('test:effect-seen');
 const { commands, records, subjects, newSubject, costOf } = stores;
 
 /** As a call's effects are wired, with what the job saw; `turns` counts the lock's. */
-function subjectOf(id: string, seen: Document | null): EffectSubject & { turns: () => number } {
-  const subject = stores.subjectOf(id);
-  let turns = 0;
-  return {
-    ...subject,
-    exclusive: (write) => (turns++, subject.exclusive(write)),
-    seen: { doc: seen },
-    turns: () => turns,
-  };
-}
+const subjectOf = (id: string, seen: Document | null) => stores.seenSubjectOf(id, seen);
 
 type Stored = { effects?: Record<string, EffectRecord> } | null;
 const stored = async (id: string) => (await records().findOne({ _id: id })) as Stored;
