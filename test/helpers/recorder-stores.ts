@@ -44,19 +44,14 @@ export function recorderStores(lockPrefix: string) {
     lockOf,
     subjectOf,
     /**
-     * As a subject whose job read its records document before its effects began (`seen`), with
-     * `extra` (a gathering); `turns` counts its lock's turns.
+     * As a subject whose job read its records document before its effects began (`seen`: effects
+     * given this one subject gather their marks); `turns` counts its lock's turns.
      */
-    seenSubjectOf(
-      id: string,
-      seen: Document | null,
-      extra: Partial<EffectSubject> = {},
-    ): EffectSubject & { turns: () => number } {
+    seenSubjectOf(id: string, seen: Document | null): EffectSubject & { turns: () => number } {
       const subject = subjectOf(id);
       let turns = 0;
       return {
         ...subject,
-        ...extra,
         exclusive: (write) => (turns++, subject.exclusive(write)),
         seen: { doc: seen },
         turns: () => turns,

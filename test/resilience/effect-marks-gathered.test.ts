@@ -1,5 +1,5 @@
 // Marks gathered (the effect recorder's "marks gathered"): effects run together from one version
-// of their records document as the job read it (EffectSubject.seen, with a `gather`: the analysis
+// of their records document as the job read it (one EffectSubject.seen for all: the analysis
 // job's mail, Slack and the CRM's steps) are marked in one write, its filter every record as
 // seen; the others find theirs written when their turn of the lock comes. A write refused
 // because one record moved on since it was seen leaves each to be read and decided on its own;
@@ -10,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import type { Document } from 'mongodb';
 import {
   EffectBusyError,
-  newMarkGathering,
   runEffect,
   type Attempt,
   type Effect,
@@ -24,9 +23,8 @@ import { RECORDER_LEASE_MS as LEASE_MS, recorderStores } from '../helpers/record
 const stores = recorderStores('test:effect-gathered');
 const { commands, records, newSubject } = stores;
 
-/** As the analysis job wires its effects: what it saw, and a gathering; `turns` counts the lock's. */
-const subjectOf = (id: string, seen: Document | null) =>
-  stores.seenSubjectOf(id, seen, { gather: newMarkGathering() });
+/** As the analysis job wires its effects, with what it saw; `turns` counts the lock's. */
+const subjectOf = (id: string, seen: Document | null) => stores.seenSubjectOf(id, seen);
 
 type Stored = { effects?: Record<string, EffectRecord> } | null;
 const stored = async (id: string) => (await records().findOne({ _id: id })) as Stored;

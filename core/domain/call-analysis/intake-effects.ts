@@ -7,7 +7,6 @@ import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.j
 import { urlPolicyOf } from '../../platform/config.js';
 import {
   flushCarried,
-  newMarkGathering,
   newSettleCarry,
   runEffect,
   type Attempt,
@@ -223,13 +222,9 @@ export async function runIntakeEffects(
   // The settles of the lead, the CRM and its steps go with the effects' next write (the recorder's
   // "settles carried"), on their own after SETTLE_LINGER_MS without one, and what is left in one
   // write at the end: a lost one is repeated or asked about by the next attempt.
-  // Their marks from the version the job read (a call's: call.analyzed's read) go in one write
-  // (the recorder's "marks gathered").
-  const subject: EffectSubject = {
-    ...intake.records,
-    carry: newSettleCarry(SETTLE_LINGER_MS),
-    ...(intake.records.seen === undefined ? {} : { gather: newMarkGathering() }),
-  };
+  // Their marks from the version the job read (a call's: call.analyzed's read, one `seen` for all)
+  // go in one write (the recorder's "marks gathered").
+  const subject: EffectSubject = { ...intake.records, carry: newSettleCarry(SETTLE_LINGER_MS) };
   const carried: Intake = { ...intake, records: subject };
   // A trace names the call (a chat: its firm only).
   const spanSubject = intake.kind === 'call' ? { callId: intake.id } : {};

@@ -112,10 +112,11 @@ export interface EffectSubjectDoc {
 // wrote the record since it was seen; then, and for a record seen `running`, it is read under
 // the lock and decided as above.
 //
-// Marks gathered. Effects run together from one version seen (the analysis job's mail, Slack and
-// the CRM's steps, with a `gather`) each register their mark before they ask for the lock, and the
-// first of them to hold it writes every mark registered by then in one write, its filter every
-// record as seen; the others, in their turns, find theirs written and write nothing. Each mark
+// Marks gathered. Effects given the same version seen of a records document (one `seen`: the
+// analysis job's mail, Slack and the CRM's steps) each register their mark before they ask for the
+// lock, and the first of them to hold it writes every mark registered by then in one write, its
+// filter every record as seen; the others, in their turns, find theirs written and write nothing
+// (an effect alone is one such write). Each mark
 // passes its own attempt's gate as the write is made (one whose gate is closed is left to its
 // owner, which parks). Refused (a record written since it was seen), every mark of that write is
 // read under the lock by its owner and decided as above; a write whose fate is unknown (MongoDB
@@ -197,14 +198,9 @@ export interface EffectSubject {
    * first look starts from it (see "From what was seen" above).
    */
   seen?: { doc: Document | null };
-  /**
-   * Marks from `seen` gathered into one write (see "Marks gathered" above); only with `records`
-   * and `seen`. Whoever runs effects together on this subject gives it (newMarkGathering).
-   */
-  gather?: MarkGathering;
 }
 
-/** A mark from the version seen, waiting for a holder of the lock to write it (EffectSubject.gather). */
+/** A mark from the version seen, waiting for a holder of the lock to write it ("Marks gathered"). */
 interface GatheredMark {
   path: string;
   /** The attempt's `running` record. */
@@ -218,12 +214,14 @@ interface GatheredMark {
 
 type MarkDecision = { written: true; pass: EffectPass | undefined } | { written: false };
 
-/** The marks from a version seen not yet written (EffectSubject.gather). */
-export interface MarkGathering {
-  waiting: Set<GatheredMark>;
-}
+/** The marks not yet written, by the version seen they were made from (EffectSubject.seen). */
+const marksWaiting = new WeakMap<object, Set<GatheredMark>>();
 
-export const newMarkGathering = (): MarkGathering => ({ waiting: new Set() });
+function marksWaitingOn(seen: object): Set<GatheredMark> {
+  let waiting = marksWaiting.get(seen);
+  if (waiting === undefined) marksWaiting.set(seen, (waiting = new Set()));
+  return waiting;
+}
 
 /** A settle carried: its record, and what follows its write (its stored answer let go). */
 interface CarriedSettle {
@@ -529,29 +527,18 @@ export async function runEffect<R>(
       ? { [effect.path]: { $exists: false } }
       : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
   /**
-   * The mark from the record as seen, the caller holding the lock: written only if the record is
-   * still as seen (its state and attempts; or still none); null when another attempt wrote it since.
+   * The mark from the record as seen on the subject itself (a records document's marks are
+   * gathered), the caller holding the lock: written only if the record is still as seen (its state
+   * and attempts; or still none); null when another attempt wrote it since.
    */
-  const markAsSeen = async (
-    seen: EffectRecord<R>,
-    held: HeldLock | undefined,
-  ): Promise<EffectRecord<R> | null> => {
+  const markAsSeen = async (seen: EffectRecord<R>): Promise<EffectRecord<R> | null> => {
     const next = runningFrom(seen);
-    const unchanged = unchangedAsSeen(seen);
-    if (records === undefined) {
-      // On the subject itself, which exists (none: nothing matches, and the read says so).
-      const result = await subject.collection.updateOne(
-        { _id: subject.id, ...unchanged },
-        { $set: { [effect.path]: next } },
-      );
-      return result.matchedCount > 0 ? next : null;
-    }
-    // No records document was seen: the mark makes it, unless another write made it since.
-    const written = await writeRecords(subject, records, { [effect.path]: next }, memoOf(held), {
-      unchanged,
-      makes: seenDoc!.doc === null,
-    });
-    return written ? next : null;
+    // The subject exists (none: nothing matches, and the read says so).
+    const result = await subject.collection.updateOne(
+      { _id: subject.id, ...unchangedAsSeen(seen) },
+      { $set: { [effect.path]: next } },
+    );
+    return result.matchedCount > 0 ? next : null;
   };
   // A `running` record left by an attempt that held a lease, or of an effect that can be asked
   // about, is looked into without the lock (the answer its attempt stored, its lease, the outside
@@ -589,11 +576,10 @@ export async function runEffect<R>(
           : goesUnmarked(seenRecord)
             ? { unmarked: seenRecord }
             : undefined;
-    // To mark from the version seen, with others run together: registered before the lock is
-    // asked for, so that the first holder writes it with theirs ("Marks gathered").
+    // To mark in the records document from the version seen: registered before the lock is asked
+    // for, so that the first holder writes it with the others' from that version ("Marks gathered").
     const gathered: GatheredMark | undefined =
       fromSeen === undefined &&
-      subject.gather !== undefined &&
       records !== undefined &&
       seenRecord !== undefined &&
       seenRecord.state !== 'running'
@@ -604,7 +590,7 @@ export async function runEffect<R>(
             gate: attempt.gate,
           }
         : undefined;
-    if (gathered !== undefined) subject.gather!.waiting.add(gathered);
+    if (gathered !== undefined) marksWaitingOn(seenDoc!).add(gathered);
     const first: FirstLook =
       fromSeen !== undefined
         ? fromSeen
@@ -620,7 +606,7 @@ export async function runEffect<R>(
                   const entered = attempt.gate?.enterNow();
                   if (entered === null) return { seen: current };
                   try {
-                    const marked = asSeen ? await markAsSeen(current, held) : await mark(current, held);
+                    const marked = asSeen ? await markAsSeen(current) : await mark(current, held);
                     if (marked === null) entered?.();
                     return marked === null ? null : { marked, pass: entered };
                   } catch (err) {
@@ -632,20 +618,19 @@ export async function runEffect<R>(
                   // Written with others' by an earlier holder, or now by this one with those waiting.
                   const decided =
                     gathered.decided ??
-                    (await writeGathered(subject, records!, gathered, seenDoc!.doc === null, memoOf(held)));
+                    (await writeGathered(subject, records!, gathered, seenDoc!, memoOf(held)));
                   // This attempt's gate is closed: nothing written, the job parks below.
                   if (decided === null) {
-                    subject.gather!.waiting.delete(gathered);
+                    marksWaitingOn(seenDoc!).delete(gathered);
                     return { seen: seenRecord! };
                   }
                   if (decided.written)
                     return { marked: gathered.next as EffectRecord<R>, pass: decided.pass };
                   return (await look(await read(held), false))!;
                 }
-                // From the version seen, unless this holder was handed the document as last written
-                // (the lock's memo) or it was `running`; written since it was seen: read, and looked at.
-                const asSeen =
-                  seenRecord !== undefined && seenRecord.state !== 'running' && !memoOf(held)?.has(memoKey!);
+                // On the subject itself, from the version seen unless it was `running`; written since it
+                // was seen: read, and looked at.
+                const asSeen = seenRecord !== undefined && seenRecord.state !== 'running';
                 return (
                   (asSeen ? await look(seenRecord, true) : null) ?? (await look(await read(held), false))!
                 );
@@ -655,7 +640,7 @@ export async function runEffect<R>(
                 // more; one written for it by another holder is left `running` under its lease (the
                 // next attempt waits for that lease, then repeats it: nothing was sent).
                 if (gathered !== undefined) {
-                  subject.gather!.waiting.delete(gathered);
+                  marksWaitingOn(seenDoc!).delete(gathered);
                   if (gathered.decided?.written === true) gathered.decided.pass?.();
                 }
                 throw err;
@@ -848,10 +833,10 @@ async function writeGathered(
   subject: EffectSubject,
   records: Collection<EffectSubjectDoc>,
   mine: GatheredMark,
-  makes: boolean,
+  seen: NonNullable<EffectSubject['seen']>,
   memo: Map<string, unknown> | undefined,
 ): Promise<MarkDecision | null> {
-  const waiting = subject.gather!.waiting;
+  const waiting = marksWaitingOn(seen);
   const entered = mine.gate?.enterNow();
   if (entered === null) return null;
   const going: Array<{ mark: GatheredMark; pass: EffectPass | undefined }> = [{ mark: mine, pass: entered }];
@@ -867,7 +852,11 @@ async function writeGathered(
       records,
       Object.fromEntries(going.map(({ mark }) => [mark.path, mark.next])),
       memo,
-      { unchanged: Object.assign({}, ...going.map(({ mark }) => mark.unchanged)) as Document, makes },
+      // No records document was seen: the write makes it, unless another write made it since.
+      {
+        unchanged: Object.assign({}, ...going.map(({ mark }) => mark.unchanged)) as Document,
+        makes: seen.doc === null,
+      },
     );
   } catch (err) {
     for (const { pass } of going) pass?.();
