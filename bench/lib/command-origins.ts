@@ -1,7 +1,7 @@
 // The bench's side of bench/lib/command-origins.mjs: the environment that preloads it into the
 // web and worker processes, a snapshot of their counts (SIGUSR2, then the files they write), and
-// the table of a round's MongoDB calls per analysed call by process, method, collection and
-// origin in the service's code.
+// the table of a round's MongoDB calls and Redis commands per analysed call by process, method,
+// collection and origin in the service's code.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,10 +59,21 @@ export function originsTable(before: OriginCounts, after: OriginCounts, calls: n
     .map(([key, n]) => [key.split('\t'), (n - (before.get(key) ?? 0)) / calls] as const)
     .filter(([, n]) => n >= 0.005)
     .sort((a, b) => b[1] - a[1]);
-  const total = rows.reduce((a, [, n]) => a + n, 0);
-  const lines = rows.map(
-    ([[name, method, collection, origin], n]) =>
-      `    ${n.toFixed(2).padStart(5)}  ${name!.padEnd(7)} ${method!.padEnd(16)} ${collection!.padEnd(18)} ${origin}`,
-  );
-  return [`  MongoDB calls per call by origin: ${total.toFixed(1)}`, ...lines].join('\n');
+  const line = ([[name, method, collection, origin], n]: (typeof rows)[number]): string =>
+    `    ${n.toFixed(2).padStart(5)}  ${name!.padEnd(7)} ${method!.padEnd(16)} ${collection!.padEnd(18)} ${origin}`;
+  const isRedis = ([[, method]]: (typeof rows)[number]): boolean => method!.startsWith('redis.');
+  const section = (title: string, of: (typeof rows)[number][]): string[] => [
+    `  ${title}: ${of.reduce((a, [, n]) => a + n, 0).toFixed(1)}`,
+    ...of.map(line),
+  ];
+  return [
+    ...section(
+      'MongoDB calls per call by origin',
+      rows.filter((r) => !isRedis(r)),
+    ),
+    ...section(
+      "Redis commands per call by origin (BullMQ's own included; a pipelined one shares its write)",
+      rows.filter(isRedis),
+    ),
+  ].join('\n');
 }

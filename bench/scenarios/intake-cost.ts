@@ -23,8 +23,9 @@
 // from PostgreSQL's pg_stat_user_tables mapped to collection names by FerretDB's
 // _ferretdb_database_metadata, with the collection's mean row size (what an update rewrites).
 // With an external MONGODB_URI those rows are not printed. BENCH_COST_ORIGINS=1 also prints each
-// round's MongoDB calls per call by where in the service they are made (bench/lib/command-origins.mjs,
-// preloaded into the web and worker; its stack captures add CPU, so such a run is for the map).
+// round's MongoDB calls and Redis commands (BullMQ's included) per call by where in the service
+// (or in BullMQ) they are made (bench/lib/command-origins.mjs, preloaded into the web and worker;
+// its stack captures add CPU, so such a run is for the map).
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -66,7 +67,7 @@ const REPLAY_CONCURRENCY = knob('BENCH_COST_REPLAY_CONCURRENCY', 20, 500);
  * 200k characters) instead of the default agent's few lines: what an update of the call rewrites.
  */
 const LONG_TRANSCRIPT = process.env.BENCH_COST_LONG_TRANSCRIPT === '1';
-/** BENCH_COST_ORIGINS=1: the MongoDB calls of each round by origin (bench/lib/command-origins.ts). */
+/** BENCH_COST_ORIGINS=1: the MongoDB calls and Redis commands of each round by origin (bench/lib/command-origins.ts). */
 const ORIGINS = process.env.BENCH_COST_ORIGINS === '1';
 
 /** A recorded figure from the environment; NaN when none was given. */
