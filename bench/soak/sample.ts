@@ -196,8 +196,11 @@ export async function takeSample(s: Sources, t: number): Promise<Sample> {
       JSON.stringify({ t, usedMb: used / MB, keys: Object.fromEntries(kept) }),
     );
   }
-  // What Redis keeps: all but what is scheduled and what is in flight (which follows the load).
-  out.redis_keys_kept = keys - classes.keys.scheduled - classes.keys.inFlight;
+  // What Redis keeps: all but what is scheduled and what is in flight (which follows the load),
+  // counted in the one pass that classified the keys. Not DBSIZE less those classes: DBSIZE is
+  // read before the pass, and keys made or gone in between (a campaign launched at that moment)
+  // would move the difference by dozens of keys while the kept keys stay where they are.
+  out.redis_keys_kept = classes.keys.retained + classes.keys.other;
   out.redis_keys_other = classes.keys.other;
   const overhead = await memoryStats(s.redis);
   out.redis_used_kept_mb =
