@@ -29,6 +29,7 @@ import {
   type LocalServices,
 } from '../../scripts/local/services.js';
 import { startRedisCluster } from '../../scripts/local/redis-cluster.js';
+import { FERRETDB_GOGC } from '../../scripts/local/ferretdb.js';
 import { launch } from '../../scripts/local/launcher.js';
 import { procfileLaunch } from '../../scripts/local/procfile.js';
 import { interruption, rssMiB, say } from './measure.js';
@@ -139,8 +140,12 @@ export async function startStores(options: { redis?: RedisMode } = {}): Promise<
       const mongo = new MongoClient(local.mongodbUri, { serverSelectionTimeoutMS: 5000 });
       try {
         const info = await mongo.db('admin').command({ buildInfo: 1 });
+        // The collector setting of a FerretDB we started: a comparison with another checkout must
+        // give both the same (GOGC exported), or it measures the collector, not the service.
+        const started = process.env.MONGODB_URI === undefined;
         out.mongodb = info.ferretdbVersion
-          ? `FerretDB ${String(info.ferretdbVersion)} (MongoDB ${String(info.version)} wire)`
+          ? `FerretDB ${String(info.ferretdbVersion)} (MongoDB ${String(info.version)} wire)` +
+            (started ? `, GOGC=${process.env.GOGC ?? FERRETDB_GOGC}` : '')
           : `MongoDB ${String(info.version)}`;
       } finally {
         await mongo.close();
