@@ -7,6 +7,7 @@ import { ringCentralClientAlert } from '../core/domain/phone/ringcentral-connect
 import { openAiSpendToday } from '../core/domain/intake/openai-budget.js';
 import type { Services } from '../core/wiring/services.js';
 import { deliveryOutcomes } from '../core/domain/events/deliveries.js';
+import { registerEventLoopDelay } from './event-loop-delay.js';
 
 export interface HttpMetrics {
   /** What `/metrics` shows anyone (the contract: no token). */
@@ -32,6 +33,7 @@ export function createMetrics(
   const registry = new Registry();
   const firmRegistry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerEventLoopDelay(registry);
   const httpDuration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request latency by method, route and status',

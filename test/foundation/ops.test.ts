@@ -120,6 +120,34 @@ describe('operations endpoints need no token', () => {
     }
   });
 
+  it('GET /metrics: event-loop delay is a number at every scrape, even scrapes too close for a new sample', async () => {
+    // The delay is sampled every 10 ms and each scrape starts a new window: scrapes at once
+    // leave a window with no sample, whose mean and deviation are not numbers and whose least
+    // delay is the histogram's empty-value sentinel (2^63 ns), unless the last window is kept.
+    const names = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map(
+      (part) => `nodejs_eventloop_lag_${part}_seconds`,
+    );
+    for (let round = 0; round < 3; round++) {
+      const texts = await Promise.all(
+        Array.from({ length: 6 }, async () => (await stack.api.get('/metrics')).text),
+      );
+      for (const text of texts) {
+        const values = new Map<string, number>();
+        for (const line of text.split('\n')) {
+          const [name, value] = line.split(' ');
+          if (names.includes(name!)) values.set(name!, Number(value));
+        }
+        expect([...values.keys()].sort()).toEqual([...names].sort());
+        for (const [name, value] of values) {
+          expect(Number.isFinite(value) && value >= 0 && value < 60, `${name} ${value}`).toBe(true);
+        }
+        expect(values.get('nodejs_eventloop_lag_min_seconds')!).toBeLessThanOrEqual(
+          values.get('nodejs_eventloop_lag_max_seconds')!,
+        );
+      }
+    }
+  });
+
   it('queue depth in /metrics follows the queue', async () => {
     const queue = stack.services.queues[QUEUE_NAMES[0]!];
     await queue.add('metrics-probe', {}, { delay: 60 * 60 * 1000, jobId: 'metrics-probe' });
