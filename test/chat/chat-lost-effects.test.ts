@@ -15,6 +15,7 @@ import type { FakeSmtp } from '../fakes/smtp-server.js';
 import type { FakeClio } from '../fakes/clio-server.js';
 import type { FakeSlack } from '../fakes/slack-server.js';
 import { createAgent, createChat, say } from './chat-helpers.js';
+import { analyseChat, type ChatDoc } from '../../core/domain/chats/chats.js';
 import { queuesIdle, startPeerStack, stopPeerStack } from '../webhooks/support.js';
 
 let smtp: FakeSmtp;
@@ -139,6 +140,55 @@ describe('an ended chat whose chat-effects job was lost', () => {
   });
 });
 
+describe('a chat whose end was logged and whose writer stopped before writing the chat', () => {
+  it('is found by the sweep from the log: caught up, its lead made, its mail, Slack message and Clio matter sent once', async () => {
+    const firm = await configuredFirm();
+    const email = `dana.${rand(3)}@example.org`;
+    const { chat_id: chatId } = await createChat(firm.client, firm.slug, firm.agentId);
+    for (const answer of [
+      'Dana Whitfield',
+      '(312) 555-0187',
+      email,
+      'I slipped and fell in a grocery store',
+      'The floor was wet and there was no sign; I hurt my wrist.',
+    ]) {
+      await say(firm.client, chatId, answer);
+    }
+    // end-chat's first write, as it makes it (the log's next version, its _id the claim), and
+    // nothing after: the process stopped there, so the client saw no answer and did not retry.
+    const db = stack.services.mongo.db;
+    const chat = (await db.collection<ChatDoc>(COLLECTIONS.chats).findOne({ _id: chatId }))!;
+    const endedAt = new Date();
+    await db.collection(COLLECTIONS.chatTurns).insertOne({
+      _id: `${chatId}:${chat.version + 1}` as never,
+      chat_id: chatId,
+      firm: firm.slug,
+      version: chat.version + 1,
+      kind: 'end',
+      append: [],
+      end: { ended_at: endedAt, chat_analysis: analyseChat(chat) },
+      created_at: endedAt,
+    });
+    expect((await db.collection<ChatDoc>(COLLECTIONS.chats).findOne({ _id: chatId }))!.status).toBe(
+      'ongoing',
+    );
+
+    const swept = await sweepLostChats(stack.services, ENDED_ONLY);
+    expect(swept.rerun).toBe(1);
+    await eventually(async () => expect(await effectsOf(firm, chatId)).toEqual(ALL_DONE), 30_000, 100);
+    await queuesIdle(stack);
+    const stored = (await firm.client.get(`/api/v2/get-chat/${chatId}`)).body;
+    expect(stored.status).toBe('ended');
+    expect(clio.contacts.filter((c) => c.email_addresses.some((e) => e.address === email))).toHaveLength(1);
+    expect(clio.matters.filter((m) => m.client_reference === chatId)).toHaveLength(1);
+    expect(mailsTo(firm.inbox)).toHaveLength(1);
+    expect(slack.messages(firm.slackUrl)).toHaveLength(1);
+    // Settled now: the next pass adds nothing.
+    await effectsQueue().clean(0, 10_000, 'completed');
+    expect((await sweepLostChats(stack.services, ENDED_ONLY)).rerun).toBe(0);
+  });
+});
+
 describe('an ended chat whose job was lost long before the sweep first looked', () => {
   it('is not taken up: its firm is not told of a chat that ended hours ago', async () => {
     const firm = await configuredFirm();
@@ -147,9 +197,17 @@ describe('an ended chat whose job was lost long before the sweep first looked', 
     await lose(jobId);
     await effectsQueue().resume();
     // Ended three hours ago: before the firm's first pass's look-back (an hour) and its window.
-    await stack.services.mongo.db
+    const db = stack.services.mongo.db;
+    const threeHoursAgo = new Date(Date.now() - 3 * 3_600_000);
+    await db
       .collection<{ _id: string; ended_at: Date }>(COLLECTIONS.chats)
-      .updateOne({ _id: chatId }, { $set: { ended_at: new Date(Date.now() - 3 * 3_600_000) } });
+      .updateOne({ _id: chatId }, { $set: { ended_at: threeHoursAgo } });
+    const end = await db
+      .collection<{ _id: string }>(COLLECTIONS.chatTurns)
+      .findOne({ chat_id: chatId, kind: 'end' });
+    await db
+      .collection<{ _id: string; created_at: Date }>(COLLECTIONS.chatTurns)
+      .updateOne({ _id: end!._id }, { $set: { created_at: threeHoursAgo } });
     const swept = await sweepLostChats(stack.services, { ...ENDED_ONLY, windowMs: 1000 });
     expect(swept.rerun).toBe(0);
     expect(await effectsQueue().getJobState(jobId)).toBe('unknown');

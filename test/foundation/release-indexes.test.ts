@@ -4,7 +4,7 @@
 // and an index of ours found under its name with another key stops the release.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoClient, type Db } from 'mongodb';
-import { ensureIndexes } from '../../core/platform/db/indexes.js';
+import { dropRetiredIndexes, ensureIndexes } from '../../core/platform/db/indexes.js';
 import { freshMongoUri } from '../helpers/stack.js';
 
 let client: MongoClient;
@@ -52,5 +52,24 @@ describe('ensureIndexes over a database that has them', () => {
     await expect(ensureIndexes(db)).rejects.toThrow(
       /index leads\.firm_created_id exists with key .*"firm":1}, not/,
     );
+  });
+
+  it('an index an earlier version made and no query uses is dropped by the release, once, and not made again', async () => {
+    // The test before left leads' index under another key.
+    await db
+      .collection('leads')
+      .dropIndex('firm_created_id')
+      .catch(() => undefined);
+    await ensureIndexes(db);
+    // The lost-chats sweep's index on the chat documents, as the versions before made it.
+    await db
+      .collection('chats')
+      .createIndex({ firm: 1, status: 1, ended_at: 1, _id: 1 }, { name: 'firm_status_ended_id' });
+    expect(await dropRetiredIndexes(db)).toEqual(['chats.firm_status_ended_id']);
+    expect(await indexNames('chats')).toEqual(['_id_', 'firm_created']);
+    expect(await dropRetiredIndexes(db)).toEqual([]);
+    expect(await ensureIndexes(db)).toEqual([]);
+    // The sweep reads the ends from the log now.
+    expect(await indexNames('chat_turns')).toEqual(['_id_', 'firm_kind_created_id']);
   });
 });

@@ -158,6 +158,7 @@ describe('release seals what was stored in plaintext', { timeout: 180_000 }, () 
     const second = await release({ ...stack.env, SECRETS_KEY: key });
     expect(second.code, second.output).toBe(0);
     expect(logged(second.output, 'indexes ensured').indexes).toEqual([]);
+    expect(logged(second.output, 'retired indexes dropped').indexes).toEqual([]);
     expect(logged(second.output, 'stored secrets sealed with SECRETS_KEY')).toMatchObject({
       rewrapped: 0,
       sealed: {

@@ -156,6 +156,26 @@ export function findChat(db: Db, chatId: string): Promise<ChatDoc | null> {
   return chats(db).findOne({ _id: chatId });
 }
 
+/**
+ * The firm's chats that ended in `[from, to)`, by the end's entry in the log, oldest first (one
+ * streaming cursor): a chat whose writer stopped between logging its end and writing the chat
+ * document is among them, though its document still says `ongoing`.
+ */
+export async function* chatsEndedBetween(
+  db: Db,
+  firm: string,
+  from: Date,
+  to: Date,
+): AsyncGenerator<{ _id: string; firm: string; ended_at: Date }> {
+  const cursor = turns(db)
+    .find(
+      { firm, kind: 'end', created_at: { $gte: from, $lt: to } },
+      { projection: { _id: 0, chat_id: 1, firm: 1, created_at: 1 } },
+    )
+    .sort({ created_at: 1, _id: 1 });
+  for await (const end of cursor) yield { _id: end.chat_id, firm: end.firm, ended_at: end.created_at };
+}
+
 /** The stored chat up to date with its log (a writer may have stopped between the two). */
 export const currentChat = (db: Db, stored: ChatDoc): Promise<ChatDoc> => catchUp(db, stored);
 
@@ -350,7 +370,9 @@ export function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_
  * the lead exists. A chat nobody wrote in is no enquiry, whatever its dynamic variables say
  * (docs/widget.md#limits): its effects are all skipped. A request that failed between the writes
  * is repaired by the client's retry: end-chat on an ended chat still answers 409
- * chat_not_active, but first makes sure the job is added and the lead exists.
+ * chat_not_active, but first makes sure the job is added and the lead exists. Without a retry,
+ * the lost-chats sweep finds the end in the log (chatsEndedBetween) and adds the job, which
+ * brings the chat up to date and makes the lead.
  */
 export async function endChat(
   services: Services,

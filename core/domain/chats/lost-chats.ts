@@ -1,20 +1,22 @@
 import { JOBS } from '../../../jobs/table.js';
 import { CALL_EFFECTS } from '../../../jobs/call-analysis.js';
 import { enqueueRun } from '../../../jobs/define.js';
-import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { COLLECTIONS } from '../../platform/db/collections.js';
 import type { Services } from '../../wiring/services.js';
 import { CARRYING, effectsSettled, sweepPlaces } from '../call-analysis/lost-effects.js';
 import { everyFirmSlug } from '../firms/firms.js';
 import { chatEffectsCollection } from './chat-effects.js';
-import type { ChatDoc } from './chats.js';
+import { chatsEndedBetween, type ChatDoc } from './chats.js';
 
 // Lost chat effects (docs/webhooks.md#chats): end-chat runs the lead and adds the chat-effects
 // job before it answers; a Redis failover can lose that add after the answer, and a process that
 // dies between the chat's end and the add leaves the chat without its job. The firm then never
 // gets its Clio matter, its mail or its Slack message, and get-chat shows them `pending` for ever.
 // The lost-calls sweep (every LOST_CALL_SWEEP_MS) also looks at each firm's chats that ended more
-// than `endAfterMs` ago, read by an index range (`firm`, `status`, `ended_at`) from where the last
-// pass got to (the firm's `lost_chat_sweeps` document) less `windowMs`, as it looks at ended calls
+// than `endAfterMs` ago, read from the ends in the chats' log by an index range (`firm`, `kind`,
+// `created_at`) from where the last pass got to (the firm's `lost_chat_sweeps` document) less
+// `windowMs` — the log, so that a chat whose writer stopped after logging its end and before
+// writing the chat document, which still says `ongoing`, is among them —, as it looks at ended calls
 // for a lost analysis: a chat whose effects are not all settled (no effects document at all — its
 // job was never added —, or one `pending` or `running`) while no chat-effects or chat-effect job of
 // it waits, is delayed or runs has its chat-effects job added again (each effect is idempotent
@@ -48,15 +50,14 @@ export async function sweepLostChats(
   const places = sweepPlaces(services, COLLECTIONS.lostChatSweeps);
   for await (const firm of everyFirmSlug(services.mongo.db)) {
     const from = await places.from(firm, endCutoff, ages.windowMs);
-    const cursor = collection<ChatDoc>(services.mongo.db, COLLECTIONS.chats)
-      .find(
-        { firm, status: 'ended', ended_at: { $gte: new Date(from), $lt: new Date(endCutoff) } },
-        { projection: { _id: 1, firm: 1, ended_at: 1 } },
-      )
-      .sort({ ended_at: 1, _id: 1 });
     let batch: Ended[] = [];
-    for await (const chat of cursor) {
-      batch.push(chat as Ended);
+    for await (const chat of chatsEndedBetween(
+      services.mongo.db,
+      firm,
+      new Date(from),
+      new Date(endCutoff),
+    )) {
+      batch.push(chat);
       if (batch.length < CHUNK) continue;
       await rerunLost(services, batch, sweep, named);
       batch = [];

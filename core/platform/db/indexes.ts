@@ -21,13 +21,13 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
     // list-calls keyset: finished calls of a firm by end time then id, newest first.
     { key: { firm: 1, finished: 1, end_timestamp: -1, call_id: -1 }, name: 'firm_finished_end_id' },
   ],
-  [COLLECTIONS.chats]: [
-    { key: { firm: 1, created_at: -1 }, name: 'firm_created' },
-    // The lost-chats sweep: a firm's ended chats by end time, a range from its last pass's place.
-    { key: { firm: 1, status: 1, ended_at: 1, _id: 1 }, name: 'firm_status_ended_id' },
-  ],
+  [COLLECTIONS.chats]: [{ key: { firm: 1, created_at: -1 }, name: 'firm_created' }],
   // Keyed by _id `<chat_id>:<version>`: the unique _id is the concurrency control.
-  [COLLECTIONS.chatTurns]: [],
+  // The lost-chats sweep: a firm's chat ends by the time they were logged, a range from its last
+  // pass's place (the log, not the chat document, which a writer may not have caught up).
+  [COLLECTIONS.chatTurns]: [
+    { key: { firm: 1, kind: 1, created_at: 1, _id: 1 }, name: 'firm_kind_created_id' },
+  ],
   // Read and written by _id only.
   [COLLECTIONS.chatEffects]: [],
   [COLLECTIONS.callKeys]: [],
@@ -127,6 +127,33 @@ const INDEXES: Record<CollectionName, IndexDescription[]> = {
   [COLLECTIONS.workflowWaits]: [],
   [COLLECTIONS.workflowWaitResolutions]: [],
 };
+
+/**
+ * Indexes of earlier versions that no query uses any more, by collection: dropped by the release
+ * step (`dropRetiredIndexes`), so the writes stop paying for them. Until it runs, processes of the
+ * earlier version still use them; after, a query of theirs that did scans its collection for the
+ * minutes of a rolling deploy.
+ */
+const RETIRED_INDEXES: Partial<Record<CollectionName, string[]>> = {
+  // The lost-chats sweep read the chats that ended from the chat documents; it reads the log's ends now.
+  [COLLECTIONS.chats]: ['firm_status_ended_id'],
+};
+
+/** Drops the retired indexes still present; their `<collection>.<index>` names. Safe to re-run. */
+export async function dropRetiredIndexes(db: Db): Promise<string[]> {
+  const dropped: string[] = [];
+  const existing = new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+  for (const [name, retired] of Object.entries(RETIRED_INDEXES)) {
+    if (!existing.has(name)) continue;
+    const have = new Set((await db.collection(name).listIndexes().toArray()).map((i) => String(i.name)));
+    for (const index of retired) {
+      if (!have.has(index)) continue;
+      await db.collection(name).dropIndex(index);
+      dropped.push(`${name}.${index}`);
+    }
+  }
+  return dropped;
+}
 
 /**
  * Creates every collection and index that is missing; safe to re-run (the release step runs on

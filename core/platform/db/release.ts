@@ -5,7 +5,7 @@ import { registerKeyring } from '../secrets/data-keys.js';
 import { createKeyring } from '../secrets/envelope.js';
 import { releaseSecrets } from '../secrets/sealed-fields.js';
 import { createMongo } from './mongo.js';
-import { ensureIndexes } from './indexes.js';
+import { dropRetiredIndexes, ensureIndexes } from './indexes.js';
 import { releaseCallEffectRecords } from './migrations/effect-records.js';
 import { createRedis, redisSettings } from '../redis.js';
 
@@ -15,6 +15,8 @@ const mongo = exitOnConfigError(() => createMongo(config.mongodbUri, { log }));
 try {
   const indexes = await ensureIndexes(mongo.db);
   log.info({ indexes }, 'indexes ensured');
+  const retired = await dropRetiredIndexes(mongo.db);
+  log.info({ indexes: retired }, 'retired indexes dropped');
   // Stored secrets: data keys wrapped with SECRETS_KEY, plaintext left by older versions sealed.
   registerKeyring(mongo.db, createKeyring(config.secretsKey, config.secretsKeyPrevious));
   const secrets = await releaseSecrets(mongo.db);
