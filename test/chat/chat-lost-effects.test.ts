@@ -51,8 +51,8 @@ async function configuredFirm() {
 }
 type Firm = Awaited<ReturnType<typeof configuredFirm>>;
 
-/** A chat with the intake's answers, ended (200) while the effects queue is held. */
-async function endedChat(firm: Firm): Promise<{ chatId: string; email: string; jobId: string }> {
+/** A chat with the intake's answers (a phone and an email among them), not ended. */
+async function answeredChat(firm: Firm): Promise<{ chatId: string; email: string }> {
   const email = `dana.${rand(3)}@example.org`;
   const { chat_id: chatId } = await createChat(firm.client, firm.slug, firm.agentId);
   for (const answer of [
@@ -64,6 +64,12 @@ async function endedChat(firm: Firm): Promise<{ chatId: string; email: string; j
   ]) {
     await say(firm.client, chatId, answer);
   }
+  return { chatId, email };
+}
+
+/** A chat with the intake's answers, ended (200) while the effects queue is held. */
+async function endedChat(firm: Firm): Promise<{ chatId: string; email: string; jobId: string }> {
+  const { chatId, email } = await answeredChat(firm);
   expect((await firm.client.post('/api/v2/end-chat', { chatId })).status).toBe(200);
   return { chatId, email, jobId: JOBS.chatEffects.id!({ firm: firm.slug, chatId }) };
 }
@@ -143,17 +149,7 @@ describe('an ended chat whose chat-effects job was lost', () => {
 describe('a chat whose end was logged and whose writer stopped before writing the chat', () => {
   it('is found by the sweep from the log: caught up, its lead made, its mail, Slack message and Clio matter sent once', async () => {
     const firm = await configuredFirm();
-    const email = `dana.${rand(3)}@example.org`;
-    const { chat_id: chatId } = await createChat(firm.client, firm.slug, firm.agentId);
-    for (const answer of [
-      'Dana Whitfield',
-      '(312) 555-0187',
-      email,
-      'I slipped and fell in a grocery store',
-      'The floor was wet and there was no sign; I hurt my wrist.',
-    ]) {
-      await say(firm.client, chatId, answer);
-    }
+    const { chatId, email } = await answeredChat(firm);
     // end-chat's first write, as it makes it (the log's next version, its _id the claim), and
     // nothing after: the process stopped there, so the client saw no answer and did not retry.
     const db = stack.services.mongo.db;
