@@ -12,10 +12,8 @@ const PARTS = {
 } as const;
 type Part = keyof typeof PARTS;
 
-/** The names prom-client's default metrics give the same figures; replaced by `registerEventLoopDelay`. */
-export const EVENT_LOOP_DELAY_METRICS = Object.keys(PARTS).map(
-  (part) => `nodejs_eventloop_lag_${part}_seconds`,
-);
+/** The names prom-client's default metrics give the same figures, replaced here. */
+const EVENT_LOOP_DELAY_METRICS = Object.keys(PARTS).map((part) => `nodejs_eventloop_lag_${part}_seconds`);
 
 /**
  * Event-loop delay over the window since the previous scrape, in seconds, under prom-client's
