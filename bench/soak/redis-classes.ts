@@ -5,7 +5,7 @@
 //   - retained: what BullMQ keeps of finished jobs (their records and logs, the completed and
 //     failed sets, the event stream), bounded per queue by count (jobs/queues.ts);
 //   - in flight: what comes and goes with the work in progress: the records of jobs waiting or
-//     running, a queue's lists and markers that exist only while it has such jobs, a firm's dial
+//     running, a queue's lists, delayed set and markers that exist only while it has such jobs, a firm's dial
 //     slots while it has calls up, a campaign's lead hashes and counts until it ends (then they
 //     expire: scheduled), parked campaign jobs, contacts imports waiting for their turn;
 //   - other: everything else, which must not grow at all.
@@ -135,9 +135,14 @@ export async function classifyRedis(
 /** Our keys (core/platform/redis-keys.ts) that exist only while their work is in progress. */
 const IN_PROGRESS_PREFIXES = ['pacing', 'campaign:', 'contacts-import:pending:'];
 
-/** A queue's keys that exist only while it has jobs waiting, running or limited. */
+/**
+ * A queue's keys that exist only while it has jobs waiting, running, limited or delayed: the
+ * delayed set goes with its queue's last delayed job (a simulator's step, a parked job), as the
+ * wait list goes with its last waiting one.
+ */
 const IN_PROGRESS = new Set([
   'wait',
+  'delayed',
   'active',
   'prioritized',
   'paused',
