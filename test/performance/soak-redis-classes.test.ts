@@ -14,10 +14,14 @@ let redis: Redis;
 let queues: Queues;
 
 beforeAll(async () => {
-  // A plain single-node client, as the soak's sampler reads its Redis with.
-  redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  // A plain single-node client, as the soak's sampler reads its Redis with, on a logical database
+  // of its own: the classes count every key (SCAN), and other test files use database 0 meanwhile.
+  const url = new URL(inject('redisUrl'));
+  url.pathname = '/11';
+  redis = new Redis(url.toString(), { maxRetriesPerRequest: null });
   queues = createQueues(redis, redisKeys({ queuePrefix: prefix, redisCluster: false }), () => {});
   await queues[QUEUE.callEffects].waitUntilReady();
+  expect(redis.options.db).toBe(11);
 });
 
 afterAll(async () => {
