@@ -156,6 +156,9 @@ export function findChat(db: Db, chatId: string): Promise<ChatDoc | null> {
   return chats(db).findOne({ _id: chatId });
 }
 
+/** A chat's end as its log records it: the chat, its firm, when the end was logged. */
+export type ChatEnd = Pick<ChatDoc, '_id' | 'firm'> & { ended_at: Date };
+
 /**
  * The firm's chats that ended in `[from, to)`, by the end's entry in the log, oldest first (one
  * streaming cursor): a chat whose writer stopped between logging its end and writing the chat
@@ -166,7 +169,7 @@ export async function* chatsEndedBetween(
   firm: string,
   from: Date,
   to: Date,
-): AsyncGenerator<{ _id: string; firm: string; ended_at: Date }> {
+): AsyncGenerator<ChatEnd> {
   const cursor = turns(db)
     .find(
       { firm, kind: 'end', created_at: { $gte: from, $lt: to } },

@@ -6,7 +6,7 @@ import type { Services } from '../../wiring/services.js';
 import { CARRYING, effectsSettled, sweepPlaces } from '../call-analysis/lost-effects.js';
 import { everyFirmSlug } from '../firms/firms.js';
 import { chatEffectsCollection } from './chat-effects.js';
-import { chatsEndedBetween, type ChatDoc } from './chats.js';
+import { chatsEndedBetween, type ChatEnd } from './chats.js';
 
 // Lost chat effects (docs/webhooks.md#chats): end-chat runs the lead and adds the chat-effects
 // job before it answers; a Redis failover can lose that add after the answer, and a process that
@@ -34,8 +34,6 @@ export interface LostChatsSweep {
   rerun: number;
 }
 
-type Ended = Pick<ChatDoc, '_id' | 'firm'> & { ended_at: Date };
-
 /**
  * One pass over every firm's chats ended from where its last pass got to (less `windowMs`) up to
  * `endAfterMs` ago.
@@ -50,7 +48,7 @@ export async function sweepLostChats(
   const places = sweepPlaces(services, COLLECTIONS.lostChatSweeps);
   for await (const firm of everyFirmSlug(services.mongo.db)) {
     const from = await places.from(firm, endCutoff, ages.windowMs);
-    let batch: Ended[] = [];
+    let batch: ChatEnd[] = [];
     for await (const chat of chatsEndedBetween(
       services.mongo.db,
       firm,
@@ -72,7 +70,7 @@ export async function sweepLostChats(
 /** Adds again the chat-effects job of each of these chats whose effects stopped unsettled. */
 async function rerunLost(
   services: Services,
-  chats: Ended[],
+  chats: ChatEnd[],
   sweep: LostChatsSweep,
   named: string[],
 ): Promise<void> {
