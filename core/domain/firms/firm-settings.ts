@@ -480,36 +480,22 @@ export function refuseWidening(
       message: 'only the platform may allow premium-rate and shared-cost numbers',
     });
   }
-  // The cap bounds what the widget's visitors make the chat engine (the platform's LLM) do.
-  if (input.widget_daily_message_cap !== undefined) {
-    const next = input.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
-    const now = current.widget_daily_message_cap ?? DEFAULT_WIDGET_DAILY_MESSAGE_CAP;
+  // Each bounds what others make the platform do for the firm: its widget's visitors the chat
+  // engine (the platform's LLM), anonymous visitors its calendar (and Cal.com's mail), the firm
+  // itself what the platform spends at OpenAI.
+  const lowerOnly = [
+    ['widget_daily_message_cap', DEFAULT_WIDGET_DAILY_MESSAGE_CAP, 'cap'],
+    ['widget_daily_booking_cap', defaults.widgetDailyBookings, 'cap'],
+    ['openai_daily_char_budget', defaults.openaiDailyChars, 'budget'],
+  ] as const;
+  for (const [name, fallback, noun] of lowerOnly) {
+    if (input[name] === undefined) continue;
+    const next = input[name] ?? fallback;
+    const now = current[name] ?? fallback;
     if (next > now) {
       details.push({
-        path: '/settings/widget_daily_message_cap',
-        message: `raises the cap from ${now}; only the platform may raise it`,
-      });
-    }
-  }
-  // The cap bounds what anonymous visitors make the firm's calendar (and Cal.com's mail) do.
-  if (input.widget_daily_booking_cap !== undefined) {
-    const next = input.widget_daily_booking_cap ?? defaults.widgetDailyBookings;
-    const now = current.widget_daily_booking_cap ?? defaults.widgetDailyBookings;
-    if (next > now) {
-      details.push({
-        path: '/settings/widget_daily_booking_cap',
-        message: `raises the cap from ${now}; only the platform may raise it`,
-      });
-    }
-  }
-  // The budget bounds what the firm makes the platform spend at OpenAI.
-  if (input.openai_daily_char_budget !== undefined) {
-    const next = input.openai_daily_char_budget ?? defaults.openaiDailyChars;
-    const now = current.openai_daily_char_budget ?? defaults.openaiDailyChars;
-    if (next > now) {
-      details.push({
-        path: '/settings/openai_daily_char_budget',
-        message: `raises the budget from ${now}; only the platform may raise it`,
+        path: `/settings/${name}`,
+        message: `raises the ${noun} from ${now}; only the platform may raise it`,
       });
     }
   }
