@@ -189,7 +189,6 @@ async function main(): Promise<void> {
     reminder_offsets_minutes: [2, 1],
   };
   const direct = await tenant(app, web.base, { ...common, max_concurrent_calls: 1000 });
-  const campaignFirm = await tenant(app, web.base, { ...common, max_concurrent_calls: 4 });
 
   let callsPerSecond = num('SOAK_CALLS_PER_S', NaN);
   if (!Number.isFinite(callsPerSecond)) {
@@ -210,7 +209,18 @@ async function main(): Promise<void> {
     importRows: 200,
     clioConnectEverySeconds: 60,
   };
-  say(`soak: plan ${JSON.stringify(plan)}`);
+  // The campaign firm's dial slots: a call holds one for its SIM_CALL_MS and a little more, so
+  // with twice the slots the campaigns' rate needs they are half busy on average and still keep
+  // up, while each launch's burst (every lead at once) parks on them. With a fixed 4, a campaign
+  // rate above ~1.8 calls a second (capacity over ~13.5) could not be carried: the campaigns'
+  // backlog grew all hour and the drain at the end neared its limit (2026-12-06: 9.6 minutes
+  // of 10 at capacity 15.5).
+  const campaignSlots = Math.max(
+    4,
+    Math.ceil((2 * plan.campaignLeads * SIM_CALL_MS) / (plan.campaignEverySeconds * 1000)),
+  );
+  const campaignFirm = await tenant(app, web.base, { ...common, max_concurrent_calls: campaignSlots });
+  say(`soak: plan ${JSON.stringify({ ...plan, campaignSlots })}`);
 
   // The soak's own stores are one local Redis: its INFO, DBSIZE and SCAN see the whole data set.
   if (isCluster(app.redis)) throw new Error('the soak samples a single Redis, not a cluster');
