@@ -5,9 +5,10 @@
 //   - retained: what BullMQ keeps of finished jobs (their records and logs, the completed and
 //     failed sets, the event stream), bounded per queue by count (jobs/queues.ts);
 //   - in flight: what comes and goes with the work in progress: the records of jobs waiting or
-//     running, a queue's lists, delayed set and markers that exist only while it has such jobs, a firm's dial
-//     slots while it has calls up, a campaign's lead hashes and counts until it ends (then they
-//     expire: scheduled), parked campaign jobs, contacts imports waiting for their turn;
+//     running, a queue's lists, delayed set and markers that exist only while it has such jobs,
+//     a firm's dial slots while it has calls up, a campaign's lead hashes and counts until it
+//     ends (then they expire: scheduled), parked campaign jobs, contacts imports waiting for
+//     their turn;
 //   - other: everything else, which must not grow at all.
 import type { Redis } from 'ioredis';
 import { JOBS } from '../../jobs/table.js';
