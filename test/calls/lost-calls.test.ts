@@ -230,10 +230,22 @@ describe('a call whose place-call job was lost before its dial', () => {
         .collection<{ _id: string; ended_until: number }>(COLLECTIONS.lostCallSweeps)
         .updateOne({ _id: firm.slug }, { $set: { ended_until: endedUntil } }, { upsert: true });
     const narrow = { ...ENDED_ONLY, analysisWindowMs: 1000 };
-    await place(endedAt + 1001);
-    expect((await sweepLostCalls(stack.services, narrow)).reanalysed).toBe(0);
-    await place(endedAt - 1);
-    const swept = await sweepLostCalls(stack.services, narrow);
+    // The worker's own sweep (every second here) keeps the firm's place too, with a `$max` that
+    // FerretDB applies as a read and a write: one that read before the `$set` below and wrote
+    // after it would put back a later place, and the direct sweep would not reach the call. So
+    // the maintenance queue is held, its running sweep let finish, while the place is set by hand.
+    const maintenance = stack.services.queues.maintenance;
+    await maintenance.pause();
+    let swept: Awaited<ReturnType<typeof sweepLostCalls>>;
+    try {
+      await eventually(async () => expect(await maintenance.getActiveCount()).toBe(0), 10_000);
+      await place(endedAt + 1001);
+      expect((await sweepLostCalls(stack.services, narrow)).reanalysed).toBe(0);
+      await place(endedAt - 1);
+      swept = await sweepLostCalls(stack.services, narrow);
+    } finally {
+      await maintenance.resume();
+    }
     expect(swept.reanalysed).toBe(1);
     const ended = await waitForCall(firm.client, callId, (c) => c.lead_id !== null, 30_000);
     expect(ended.effects.lead).toBe('done');
