@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { stepDigest } from '../core/domain/workflows/runs/run-store.js';
-import type { EffectTiming } from '../core/platform/db/effect-recorder.js';
+import type { EffectTiming } from '../core/platform/db/effect-records.js';
 import type { FakeSmtp } from '../test/fakes/smtp-server.js';
 
 const LEADS = knob('BENCH_WF_LEADS', 200, 5000);

@@ -3,7 +3,7 @@ import type { Services } from '../core/wiring/services.js';
 import { ConfigError } from '../core/platform/config.js';
 import { createRedis, redisSettings } from '../core/platform/redis.js';
 import { redisKeys } from '../core/platform/redis-keys.js';
-import type { Attempt } from '../core/platform/db/effect-recorder.js';
+import type { Attempt } from '../core/platform/db/effect-records.js';
 import type { PayloadOf } from '../jobs/define.js';
 import { QUEUE_NAMES, QUEUE_SETTINGS, type QueueName } from '../jobs/queues.js';
 import { JOBS, type JobKey } from '../jobs/table.js';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCallAnalysis } from '../../core/domain/call-analysis/pipeline.js';
 import { newCallRecord, STATUS_RANK, type CallDoc } from '../../core/domain/calls/calls.js';
-import { newEffectRecord } from '../../core/platform/db/effect-recorder.js';
+import { newEffectRecord } from '../../core/platform/db/effect-records.js';
 import { COLLECTIONS } from '../../core/platform/db/collections.js';
 import { releaseCallEffectRecords } from '../../core/platform/db/migrations/effect-records.js';
 import { createFirm, rand, startStack, type Stack } from '../helpers/stack.js';

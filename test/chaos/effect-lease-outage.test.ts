@@ -9,12 +9,8 @@
 // relay that stays cut after the restart, as A's retry pause outlasts the restart in the run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
-import {
-  leaseIdOf,
-  runEffect,
-  type EffectLeaseDoc,
-  type EffectSubject,
-} from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import { leaseIdOf, type EffectLeaseDoc, type EffectSubject } from '../../core/platform/db/effect-records.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { createRedis, type RedisClient } from '../../core/platform/redis.js';
 import { eventually } from '../helpers/eventually.js';

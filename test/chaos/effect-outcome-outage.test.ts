@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
-import { runEffect, type EffectSubject } from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import type { EffectSubject } from '../../core/platform/db/effect-records.js';
 import { startLocalServices, type LocalServices } from '../../scripts/local/services.js';
 
 let local: LocalServices;

@@ -1,4 +1,4 @@
-import type { EffectRecord } from '../../core/platform/db/effect-recorder.js';
+import type { EffectRecord } from '../../core/platform/db/effect-records.js';
 
 /**
  * An effect record as a worker killed mid-request leaves it: `running`, marked an hour ago under a

@@ -1,12 +1,12 @@
 import type { Collection, Document } from 'mongodb';
-import {
-  runEffect,
-  type Effect,
-  type EffectLeaseDoc,
-  type EffectRecord,
-  type EffectSubject,
-  type EffectSubjectDoc,
-} from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import type {
+  Effect,
+  EffectLeaseDoc,
+  EffectRecord,
+  EffectSubject,
+  EffectSubjectDoc,
+} from '../../core/platform/db/effect-records.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { loggedStoresWithRedis } from './command-log.js';
 import { rand } from './stack.js';

@@ -7,12 +7,8 @@
 // counted by the MongoDB driver's own command monitoring of a real FerretDB; the lock is the
 // service's Redis lock.
 import { describe, expect, it } from 'vitest';
-import {
-  EffectBusyError,
-  EffectRaceError,
-  runEffect,
-  type Effect,
-} from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import { EffectBusyError, EffectRaceError, type Effect } from '../../core/platform/db/effect-records.js';
 import { EffectGate } from '../../core/platform/db/effect-gate.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { eventually } from '../helpers/eventually.js';

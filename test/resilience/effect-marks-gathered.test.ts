@@ -8,14 +8,14 @@
 // the service's Redis lock.
 import { describe, expect, it } from 'vitest';
 import type { Document } from 'mongodb';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
 import {
   EffectBusyError,
-  runEffect,
   type Attempt,
   type Effect,
   type EffectRecord,
   type EffectSubject,
-} from '../../core/platform/db/effect-recorder.js';
+} from '../../core/platform/db/effect-records.js';
 import { EffectGate } from '../../core/platform/db/effect-gate.js';
 import { eventually } from '../helpers/eventually.js';
 import { RECORDER_LEASE_MS as LEASE_MS, recorderStores } from '../helpers/recorder-stores.js';

@@ -8,13 +8,13 @@
 // FerretDB; the lock is the service's Redis lock, its turns counted.
 import { describe, expect, it } from 'vitest';
 import type { Document } from 'mongodb';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
 import {
   EffectBusyError,
-  runEffect,
   type Effect,
   type EffectRecord,
   type EffectSubject,
-} from '../../core/platform/db/effect-recorder.js';
+} from '../../core/platform/db/effect-records.js';
 import { eventually } from '../helpers/eventually.js';
 import {
   RECORDER_LEASE_MS as LEASE_MS,

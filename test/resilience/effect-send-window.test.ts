@@ -5,14 +5,14 @@
 // of the renewals, and is abandoned at that bound — the mailer and the Slack post honour it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMongo, type Mongo } from '../../core/platform/db/mongo.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
 import {
   EffectBoundError,
   EffectBusyError,
-  runEffect,
   type EffectLeaseDoc,
   type EffectSubject,
   type EffectSubjectDoc,
-} from '../../core/platform/db/effect-recorder.js';
+} from '../../core/platform/db/effect-records.js';
 import { SmtpMailer } from '../../core/integrations/mail/mailer.js';
 import { TeamChatError, postToSlack } from '../../core/integrations/team-chat/slack.js';
 import { startFakeSmtp, type FakeSmtp } from '../fakes/smtp-server.js';

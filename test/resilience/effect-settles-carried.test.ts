@@ -6,15 +6,14 @@
 // for the next attempt, which records it and sends nothing. Against a real FerretDB (commands
 // counted by the driver's own monitoring) and the service's Redis lock.
 import { describe, expect, it } from 'vitest';
+import { flushCarried, runEffect } from '../../core/platform/db/effect-recorder.js';
 import {
-  flushCarried,
   newSettleCarry,
-  runEffect,
   type Effect,
   type EffectLeaseDoc,
   type EffectSubject,
   type EffectSubjectDoc,
-} from '../../core/platform/db/effect-recorder.js';
+} from '../../core/platform/db/effect-records.js';
 import { withRecordLock } from '../../core/platform/redis-mutex.js';
 import { eventually } from '../helpers/eventually.js';
 import { rand } from '../helpers/stack.js';

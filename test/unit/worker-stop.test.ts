@@ -3,7 +3,8 @@
 // begins while one under way may finish and record (core/platform/db/effect-gate.ts).
 import { describe, expect, it } from 'vitest';
 import { EffectGate } from '../../core/platform/db/effect-gate.js';
-import { runEffect, type EffectSubject } from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import type { EffectSubject } from '../../core/platform/db/effect-records.js';
 import { stopSchedule } from '../../workers/stop-schedule.js';
 
 const flush = () => new Promise((resolve) => setTimeout(resolve, 10));

@@ -1,12 +1,12 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
 import {
   newEffectRecord,
-  runEffect,
   type EffectRecord,
   type EffectSubject,
   type EffectSubjectDoc,
-} from '../../platform/db/effect-recorder.js';
+} from '../../platform/db/effect-records.js';
 import { doneIdempotent, runIdempotent } from '../../platform/db/idempotency.js';
 import { AppError, invalidRequest, notFound, type ErrorDetail } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Attempt } from '../../platform/db/effect-recorder.js';
+import type { Attempt } from '../../platform/db/effect-records.js';
 import { BusyUntilError, leaseRenewMs } from '../../platform/busy-until.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import type { Services } from '../../wiring/services.js';

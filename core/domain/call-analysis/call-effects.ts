@@ -1,7 +1,7 @@
 import type { CallEffectName } from '../../../jobs/call-analysis.js';
 import { enqueueRun } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
-import type { Attempt, EffectSubject } from '../../platform/db/effect-recorder.js';
+import type { Attempt, EffectSubject } from '../../platform/db/effect-records.js';
 import type { Services } from '../../wiring/services.js';
 import { callsCollection, shownCallId, type CallDoc } from '../calls/calls.js';
 import { callEffectsSubject } from '../calls/call-lock.js';

@@ -1,10 +1,6 @@
 import { ClioClient, CrmError, type ClioContact } from '../../integrations/crm/clio.js';
-import {
-  runEffect,
-  type Attempt,
-  type EffectOutcome,
-  type EffectSubject,
-} from '../../platform/db/effect-recorder.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
+import type { Attempt, EffectOutcome, EffectSubject } from '../../platform/db/effect-records.js';
 import { shorten } from '../../platform/text.js';
 import { countryOf, nationalForms, toE164 } from '../contact-points/phones.js';
 import type { CallExtraction } from '../calls/calls.js';

@@ -5,16 +5,15 @@ import { inSpan } from '../../platform/telemetry/start.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../platform/config.js';
+import { flushCarried, runEffect } from '../../platform/db/effect-recorder.js';
 import {
-  flushCarried,
   newSettleCarry,
-  runEffect,
   type Attempt,
   type Effect,
   type EffectOutcome,
   type EffectRecord,
   type EffectSubject,
-} from '../../platform/db/effect-recorder.js';
+} from '../../platform/db/effect-records.js';
 import type { Services } from '../../wiring/services.js';
 import { getFirm, type FirmDoc } from '../firms/firms.js';
 import { ensureSubjectLead } from '../leads/leads.js';

@@ -1,6 +1,6 @@
 import type { JobState } from 'bullmq';
 import { CALL_EFFECTS, type CallEffectName } from '../../../jobs/call-analysis.js';
-import type { EffectRecord } from '../../platform/db/effect-recorder.js';
+import type { EffectRecord } from '../../platform/db/effect-records.js';
 import { collection, type CollectionName } from '../../platform/db/collections.js';
 import { updateById } from '../../platform/db/upsert.js';
 import type { Services } from '../../wiring/services.js';

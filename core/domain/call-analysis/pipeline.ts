@@ -8,7 +8,7 @@ import { currentAnalysisDigest, isStaleExtraction, reextract } from './re-analys
 import { hasContact } from '../intake/caller-data.js';
 import { subjectLeadId } from '../leads/leads.js';
 import { recordCallAnalyzed } from '../calls/record-call-events.js';
-import type { Attempt } from '../../platform/db/effect-recorder.js';
+import type { Attempt } from '../../platform/db/effect-records.js';
 import { runCallEffects } from './call-effects.js';
 
 // The call_analyzed pipeline (docs/webhooks.md#the-call_analyzed-pipeline), started by the call-event job

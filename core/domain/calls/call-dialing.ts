@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
-import { runEffect, type Attempt, type EffectOutcome } from '../../platform/db/effect-recorder.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
+import type { Attempt, EffectOutcome } from '../../platform/db/effect-records.js';
 import {
   ProviderError,
   type PlaceCallRequest,

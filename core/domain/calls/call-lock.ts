@@ -2,7 +2,7 @@ import type { Collection } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock, type HeldLock } from '../../platform/redis-mutex.js';
-import type { EffectLeaseDoc, EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-recorder.js';
+import type { EffectLeaseDoc, EffectSubject, EffectSubjectDoc } from '../../platform/db/effect-records.js';
 import { COLLECTIONS } from '../../platform/db/collections.js';
 import { callEffectsCollection } from './calls.js';
 

@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { conflict, invalidRequest } from '../../platform/errors.js';
-import { newEffectRecord, type EffectRecord } from '../../platform/db/effect-recorder.js';
+import { newEffectRecord, type EffectRecord } from '../../platform/db/effect-records.js';
 import { newId } from '../../platform/ids.js';
 import type { Services } from '../../wiring/services.js';
 import { enqueue } from '../../../jobs/define.js';

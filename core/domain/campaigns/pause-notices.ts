@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import {
-  runEffect,
-  type Attempt,
-  type EffectOutcome,
-  type EffectRecord,
-  type EffectSubjectDoc,
-} from '../../platform/db/effect-recorder.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
+import type {
+  Attempt,
+  EffectOutcome,
+  EffectRecord,
+  EffectSubjectDoc,
+} from '../../platform/db/effect-records.js';
 import { urlPolicyOf } from '../../platform/config.js';
 import { shorten, singleLine } from '../../platform/text.js';
 import { readableTime } from '../../platform/time-zone.js';

@@ -8,7 +8,7 @@ import type {
   EffectRecord,
   EffectSubject,
   EffectSubjectDoc,
-} from '../../platform/db/effect-recorder.js';
+} from '../../platform/db/effect-records.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import type { Services } from '../../wiring/services.js';

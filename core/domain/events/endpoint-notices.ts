@@ -2,12 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Services } from '../../wiring/services.js';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { claim } from '../../platform/db/claim.js';
-import {
-  runEffect,
-  newEffectRecord,
-  type Attempt,
-  type EffectSubjectDoc,
-} from '../../platform/db/effect-recorder.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
+import { newEffectRecord, type Attempt, type EffectSubjectDoc } from '../../platform/db/effect-records.js';
 import { withRecordLock } from '../../platform/redis-mutex.js';
 import { redisKeys } from '../../platform/redis-keys.js';
 import { readableTime } from '../../platform/time-zone.js';

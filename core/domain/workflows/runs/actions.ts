@@ -3,12 +3,8 @@ import type { Services } from '../../../wiring/services.js';
 import { CrmError } from '../../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack, slackEscape } from '../../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../../platform/config.js';
-import {
-  runEffect,
-  type Attempt,
-  type Effect,
-  type EffectOutcome,
-} from '../../../platform/db/effect-recorder.js';
+import { runEffect } from '../../../platform/db/effect-recorder.js';
+import type { Attempt, Effect, EffectOutcome } from '../../../platform/db/effect-records.js';
 import { shorten } from '../../../platform/text.js';
 import { clock } from '../../../platform/clock.js';
 import type { FirmDoc } from '../../firms/firms.js';

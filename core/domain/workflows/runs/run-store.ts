@@ -9,7 +9,7 @@ import type {
   EffectSubject,
   EffectSubjectDoc,
   EffectTiming,
-} from '../../../platform/db/effect-recorder.js';
+} from '../../../platform/db/effect-records.js';
 import { redisKeys } from '../../../platform/redis-keys.js';
 import { withRecordLock } from '../../../platform/redis-mutex.js';
 
