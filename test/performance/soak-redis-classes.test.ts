@@ -4,9 +4,11 @@
 // `redis_keys_other` at its last sample, taken once the backlog had drained, 48 against 51.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { Worker } from 'bullmq';
 import { redisKeys } from '../../core/platform/redis-keys.js';
 import { createQueues, QUEUE, type Queues } from '../../jobs/queues.js';
 import { classifyRedis } from '../../bench/soak/redis-classes.js';
+import { eventually } from '../helpers/eventually.js';
 import { rand } from '../helpers/stack.js';
 
 const prefix = `soakclasses${rand(4)}`;
@@ -57,5 +59,29 @@ describe('the soak’s classes of Redis keys', () => {
     expect(await redis.exists(delayedSet)).toBe(0);
     const after = await classifyRedis(redis, prefix, new Map());
     expect(after.keys).toEqual(idle.keys);
+  });
+
+  it('counts a job that finished during the pass as retained, as a pass after it does', async () => {
+    const queue = queues[QUEUE.callEffects];
+    const job = await queue.add('soak-classes', {}, { jobId: `raced-${rand(3)}` });
+    const record = `${prefix}:${QUEUE.callEffects}:${job.id}`;
+    const kept = new Map<string, number>();
+    // The job waits when the queues' sets are first read, and is finished before its key is looked at.
+    const raced = await classifyRedis(redis, prefix, kept, async () => {
+      const worker = new Worker(queue.name, async () => 'done', {
+        connection: redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix: queue.opts.prefix,
+      });
+      try {
+        await eventually(async () => expect(await queue.getJobState(job.id!)).toBe('completed'));
+      } finally {
+        await worker.close();
+      }
+    });
+    expect(await queue.getJobState(job.id!)).toBe('completed');
+    expect(kept.has(record), 'the finished job among the kept keys').toBe(true);
+    const after = await classifyRedis(redis, prefix, new Map());
+    expect(raced.keys.retained).toBe(after.keys.retained);
+    expect(raced.keys.inFlight).toBe(after.keys.inFlight);
   });
 });
