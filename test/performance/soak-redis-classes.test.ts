@@ -69,7 +69,7 @@ describe('the soak’s classes of Redis keys', () => {
     // The job waits when the queues' sets are first read, and is finished before its key is looked at.
     const raced = await classifyRedis(redis, prefix, kept, async () => {
       const worker = new Worker(queue.name, async () => 'done', {
-        connection: redis.duplicate({ maxRetriesPerRequest: null }),
+        connection: redis,
         prefix: queue.opts.prefix,
       });
       try {
