@@ -1,7 +1,8 @@
 // The workflow node vocabulary (core/domain/workflows/vocabulary.ts, expressions.ts): what makes an
 // active graph unrunnable, structured conditions, templates, durations, local times. Pure.
 import { describe, expect, it } from 'vitest';
-import { conditionsHold, holds, render, valueAt } from '../../core/domain/workflows/expressions.js';
+import { conditionsHold, holds, render } from '../../core/domain/workflows/expressions.js';
+import { valueAt } from '../../core/platform/own.js';
 import {
   durationMs,
   eventMatches,

@@ -1,3 +1,4 @@
+import { valueAt } from '../../platform/own.js';
 import { conditionsOf, matchModeOf, type Condition } from './vocabulary.js';
 
 // What a node reads: values by dotted path from the run's context ({event, lead, firm}), the
@@ -5,17 +6,6 @@ import { conditionsOf, matchModeOf, type Condition } from './vocabulary.js';
 // ever evaluated: a path is split on dots and walked through own properties only.
 
 export type Context = Record<string, unknown>;
-
-/** The value at a dotted path (`event.data.case_type`); undefined when any step is missing. */
-export function valueAt(root: unknown, path: string): unknown {
-  let value: unknown = root;
-  for (const key of path.split('.')) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    if (!Object.prototype.hasOwnProperty.call(value, key)) return undefined;
-    value = (value as Record<string, unknown>)[key];
-  }
-  return value;
-}
 
 const comparable = (v: unknown): string | number | null =>
   typeof v === 'number'

@@ -5,6 +5,7 @@ import { leaseRenewMs } from '../busy-until.js';
 import type { EffectGate, EffectPass } from './effect-gate.js';
 import type { HeldLock } from '../redis-mutex.js';
 import { storableText } from '../text.js';
+import { valueAt } from '../own.js';
 import { isDuplicateKey } from './claim.js';
 import { replaceById, updateById } from './upsert.js';
 import {
@@ -17,7 +18,6 @@ import {
   newEffectRecord,
   outcomeIdOf,
   settled,
-  valueAt,
   withValueAt,
   type Attempt,
   type Effect,

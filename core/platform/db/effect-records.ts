@@ -1,5 +1,6 @@
 import type { Collection, Document } from 'mongodb';
 import { BusyUntilError } from '../busy-until.js';
+import { valueAt } from '../own.js';
 import type { EffectGate } from './effect-gate.js';
 import type { HeldLock } from '../redis-mutex.js';
 
@@ -226,15 +227,6 @@ export function withValueAt(doc: Document, path: string, value: unknown): Docume
             value,
           ),
   };
-}
-
-/** The value at the dotted `path` of `doc`; undefined when there is none. */
-export function valueAt(doc: Document | null | undefined, path: string): unknown {
-  let value: unknown = doc;
-  for (const key of path.split('.')) {
-    value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
-  }
-  return value;
 }
 
 export function effectRecordAt<R>(doc: Document | null | undefined, path: string): EffectRecord<R> {
