@@ -1,6 +1,6 @@
 // What the chaos run sent and what the service acknowledged: the checks at the end hold the
 // service to every 200 it answered, and to every fault it was put through.
-import { KNOWN_OUTCOME_RETRY_MS } from '../../core/platform/db/effect-recorder.js';
+import { KNOWN_OUTCOME_RETRY_MS } from '../../core/platform/db/effect-record-writes.js';
 
 export type FaultWindow = 'redis' | 'mongodb' | null;
 

@@ -6,7 +6,8 @@
 // for the next attempt, which records it and sends nothing. Against a real FerretDB (commands
 // counted by the driver's own monitoring) and the service's Redis lock.
 import { describe, expect, it } from 'vitest';
-import { flushCarried, runEffect } from '../../core/platform/db/effect-recorder.js';
+import { runEffect } from '../../core/platform/db/effect-recorder.js';
+import { flushCarried } from '../../core/platform/db/effect-record-writes.js';
 import {
   newSettleCarry,
   type Effect,

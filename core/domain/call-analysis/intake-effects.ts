@@ -5,7 +5,8 @@ import { inSpan } from '../../platform/telemetry/start.js';
 import { CrmError } from '../../integrations/crm/clio.js';
 import { TeamChatError, postToSlack } from '../../integrations/team-chat/slack.js';
 import { urlPolicyOf } from '../../platform/config.js';
-import { flushCarried, runEffect } from '../../platform/db/effect-recorder.js';
+import { runEffect } from '../../platform/db/effect-recorder.js';
+import { flushCarried } from '../../platform/db/effect-record-writes.js';
 import {
   newSettleCarry,
   type Attempt,

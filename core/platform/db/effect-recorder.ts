@@ -1,32 +1,20 @@
-import type { Collection, Document } from 'mongodb';
-import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { leaseRenewMs } from '../busy-until.js';
-import type { EffectGate, EffectPass } from './effect-gate.js';
-import type { HeldLock } from '../redis-mutex.js';
+import type { EffectPass } from './effect-gate.js';
+import { EffectAttempt } from './effect-attempt.js';
+import { lingerThenFlush, marksWaitingOn, writeGathered, type GatheredMark } from './effect-record-writes.js';
 import { storableText } from '../text.js';
-import { valueAt } from '../own.js';
-import { isDuplicateKey } from './claim.js';
-import { replaceById, updateById } from './upsert.js';
 import {
   EffectBoundError,
   EffectBusyError,
   EffectRaceError,
-  EffectSubjectMissingError,
-  effectRecordAt,
-  leaseIdOf,
-  newEffectRecord,
-  outcomeIdOf,
+  LEASE_ENDED,
   settled,
-  withValueAt,
+  settledRecord,
   type Attempt,
   type Effect,
-  type EffectLeaseDoc,
   type EffectOutcome,
   type EffectRecord,
   type EffectState,
   type EffectSubject,
-  type EffectSubjectDoc,
 } from './effect-records.js';
 
 // The effect recorder: every effect on the outside world (a dial, a CRM write, an email, a
@@ -138,71 +126,6 @@ import {
 // away) leaves the others to write their own, from the same version (one that landed is then
 // found `running` under this attempt's lease, and waited for).
 
-/** A mark from the version seen, waiting for a holder of the lock to write it ("Marks gathered"). */
-interface GatheredMark {
-  path: string;
-  /** The attempt's `running` record. */
-  next: EffectRecord<unknown>;
-  /** The filter that holds while the record is as seen. */
-  unchanged: Document;
-  gate: EffectGate | undefined;
-  /** Decided by a holder's write: written (with the pass it entered the gate with), or refused. */
-  decided?: MarkDecision;
-}
-
-type MarkDecision = { written: true; pass: EffectPass | undefined } | { written: false };
-
-/** The marks not yet written, by the version seen they were made from (EffectSubject.seen). */
-const marksWaiting = new WeakMap<object, Set<GatheredMark>>();
-
-function marksWaitingOn(seen: object): Set<GatheredMark> {
-  let waiting = marksWaiting.get(seen);
-  if (waiting === undefined) marksWaiting.set(seen, (waiting = new Set()));
-  return waiting;
-}
-
-/** Writes what the carry holds `lingerMs` from now unless a write takes it first; its failure is left to the next write. */
-function lingerThenFlush(subject: EffectSubject): void {
-  const carry = subject.carry!;
-  if (carry.timer !== undefined) return;
-  carry.timer = setTimeout(() => {
-    carry.timer = undefined;
-    const records = subject.records!;
-    const writing = subject
-      .exclusive(async (held) => {
-        if (carry.pending.size > 0) await writeRecords(subject, records, {}, held?.memo);
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        if (carry.writing === writing) carry.writing = undefined;
-      });
-    carry.writing = writing;
-  }, carry.lingerMs);
-  carry.timer.unref();
-}
-
-/** How long an outcome that is known (the effect happened) is retried into its record. */
-export const KNOWN_OUTCOME_RETRY_MS = 60_000;
-
-/**
- * Records an outcome this process knows, through a database outage of up to
- * KNOWN_OUTCOME_RETRY_MS: given up at once, the record would stay `running` and the next attempt
- * would repeat an effect that cannot be asked about (a mail, a Slack message) although it is
- * known to have happened. Only a process that dies meanwhile leaves it unknown.
- */
-async function writeKnownOutcome(write: () => Promise<unknown>): Promise<void> {
-  const until = Date.now() + KNOWN_OUTCOME_RETRY_MS;
-  for (let pause = 250; ; pause = Math.min(pause * 2, 5000)) {
-    try {
-      await write();
-      return;
-    } catch (err) {
-      if (Date.now() + pause > until) throw err;
-      await sleep(pause);
-    }
-  }
-}
-
 /** Runs `perform` unless the effect is already done or skipped, recording each step on the subject. */
 export async function runEffect<R>(
   subject: EffectSubject,
@@ -210,555 +133,287 @@ export async function runEffect<R>(
   attempt: Attempt,
   perform: (signal: AbortSignal) => Promise<EffectOutcome<R>>,
 ): Promise<EffectRecord<R>> {
-  const records = subject.records;
-  // A records document is written by the recorder alone, under the subject's lock: while this
-  // process holds the lock without a break, the document as last read or written here is the
-  // document (see `exclusive`).
-  const memoKey = records === undefined ? undefined : `${records.collectionName}|${subject.id}`;
-  const memoOf = (held: HeldLock | undefined) => (memoKey === undefined ? undefined : held?.memo);
-  const read = async (held?: HeldLock): Promise<EffectRecord<R>> => {
-    const memo = memoOf(held);
-    if (memo?.has(memoKey!)) return effectRecordAt<R>(memo.get(memoKey!) as Document | null, effect.path);
-    const doc = await (records ?? subject.collection).findOne(
-      { _id: subject.id },
-      // Kept for the next holder: the whole records document (the records of a call, a few KB).
-      memo === undefined ? { projection: { [effect.path]: 1 } } : {},
-    );
-    // A subject's records document is made by its first mark: none yet, nothing recorded.
-    if (doc === null && records === undefined) throw new EffectSubjectMissingError(subject.id);
-    memo?.set(memoKey!, doc);
-    return effectRecordAt<R>(doc, effect.path);
-  };
-  /** Writes the record (and `alsoSet` on the subject); the caller holds the subject's lock. */
-  const store = async (
-    record: EffectRecord<R>,
-    alsoSet: Record<string, unknown> = {},
-    held?: HeldLock,
-  ): Promise<void> => {
-    if (records === undefined) {
-      await subject.collection.updateOne(
-        { _id: subject.id },
-        { $set: { ...alsoSet, [effect.path]: record } },
-      );
-      return;
-    }
-    if (Object.keys(alsoSet).length > 0) {
-      await subject.collection.updateOne({ _id: subject.id }, { $set: alsoSet });
-    }
-    await writeRecords(subject, records, { [effect.path]: record }, memoOf(held));
-  };
-  const write = (record: EffectRecord<R>, alsoSet: Record<string, unknown> = {}) =>
-    subject.exclusive((held) => store(record, alsoSet, held));
-  const settle = async (
-    from: EffectRecord<R>,
-    outcome: EffectOutcome<R>,
-    finishedAt = new Date(),
-  ): Promise<EffectRecord<R>> => {
-    const record = settledRecord(from, outcome, finishedAt);
-    await writeKnownOutcome(() => write(record, outcome.alsoSet));
-    return record;
-  };
-  const lease = subject.lease;
-  const leaseId = leaseIdOf(subject, effect.path);
-  // Only an effect that can be neither asked about afterwards nor repeated harmlessly stores its
-  // outcome before its record.
-  const outcomes =
-    effect.reconcile === undefined && effect.repeatable !== true ? lease?.collection : undefined;
-  const storedOutcome = async (record: EffectRecord<R>): Promise<EffectLeaseDoc | null> =>
-    outcomes === undefined || record.state !== 'running' || !record.lease_token
-      ? null
-      : outcomes.findOne({ _id: outcomeIdOf(leaseId, record.lease_token), outcome: { $exists: true } });
-  const dropOutcome = (token: string) =>
-    outcomes?.deleteOne({ _id: outcomeIdOf(leaseId, token) }).catch(() => undefined);
-  const recovered = (stored: EffectLeaseDoc, attempt: number) =>
-    subject.observe?.({
-      kind: 'recovered',
-      subject: subject.id,
-      path: effect.path,
-      attempt,
-      token: stored.token,
-      marked_at: null,
-      sent_at: null,
-      answered_at: new Date(stored.until).getTime(),
-      outcome_stored_at: null,
-      recorded_at: Date.now(),
-    });
-
-  const token = randomBytes(9).toString('base64url');
-  /** `current` as this attempt's `running` record. */
-  const runningFrom = (current: EffectRecord<R>): EffectRecord<R> => {
-    const leaseMs = lease === undefined ? 0 : lease.ms + (effect.boundMs ?? 0);
-    return {
-      ...current,
-      state: 'running',
-      attempts: current.attempts + 1,
-      started_at: new Date(),
-      finished_at: null,
-      ...(lease === undefined ? {} : { lease_token: token, lease_until: new Date(Date.now() + leaseMs) }),
-    };
-  };
-  /** The mark: `current`, just read under the subject's lock, becomes this attempt's `running` record. */
-  const mark = async (current: EffectRecord<R>, held: HeldLock | undefined): Promise<EffectRecord<R>> => {
-    const next = runningFrom(current);
-    await store(next, {}, held);
-    return next;
-  };
-  // The record as the job saw it before its effects began (EffectSubject.seen), for the first look.
-  const seenDoc = lease === undefined ? undefined : subject.seen;
-  const seenValue = seenDoc === undefined ? undefined : valueAt(seenDoc.doc, effect.path);
-  const seenRecord =
-    seenDoc === undefined ? undefined : ((seenValue as EffectRecord<R> | undefined) ?? newEffectRecord<R>());
-  /** The filter that holds while the record is as seen: its state and attempts, or still none. */
-  const unchangedAsSeen = (seen: EffectRecord<R>): Document =>
-    seenValue === undefined
-      ? { [effect.path]: { $exists: false } }
-      : { [`${effect.path}.state`]: seen.state, [`${effect.path}.attempts`]: seen.attempts };
-  /**
-   * The mark from the record as seen on the subject itself (a records document's marks are
-   * gathered), the caller holding the lock: written only if the record is still as seen (its state
-   * and attempts; or still none); null when another attempt wrote it since.
-   */
-  const markAsSeen = async (seen: EffectRecord<R>): Promise<EffectRecord<R> | null> => {
-    const next = runningFrom(seen);
-    // The subject exists (none: nothing matches, and the read says so).
-    const result = await subject.collection.updateOne(
-      { _id: subject.id, ...unchangedAsSeen(seen) },
-      { $set: { [effect.path]: next } },
-    );
-    return result.matchedCount > 0 ? next : null;
-  };
-  // A `running` record left by an attempt that held a lease, or of an effect that can be asked
-  // about, is looked into without the lock (the answer its attempt stored, its lease, the outside
-  // world); one with neither is repeated.
-  const mustLookFirst = (record: EffectRecord<R>): boolean =>
-    record.state === 'running' && (Boolean(record.lease_token) || effect.reconcile !== undefined);
-  // A repeatable effect is not marked: two attempts at once do nothing twice (its own claim, or its
-  // steps' records), so no `running` record keeps others out, and its record is written once, at
-  // the settle. One a past attempt left `running` goes the old way.
-  const goesUnmarked = (record: EffectRecord<R>): boolean =>
-    effect.repeatable === true && !settled(record) && record.state !== 'running';
-
-  let pass: EffectPass | undefined;
-  let renewal: NodeJS.Timeout | undefined;
-  let renewed = false;
-  /** The last renewal's write: the lease document is deleted only after it. */
-  let renewing: Promise<unknown> = Promise.resolve();
+  const run = new EffectAttempt(subject, effect, attempt);
   try {
-    // The first look. With a lease, under the lock: a record new, pending or failed is marked
-    // there and then, from the version just read (one read; an attempt racing it finds it
-    // `running` under a live lease, or done). Without a lease, nothing tells a racing attempt
-    // from a dead one: the record is read first, and the mark below moves it on only from the
-    // version read.
-    type FirstLook =
-      | { seen: EffectRecord<R> }
-      | { marked: EffectRecord<R>; pass: EffectPass | undefined }
-      | { unmarked: EffectRecord<R> };
-    // From the version the job saw (EffectSubject.seen): settled is final, and a repeatable
-    // effect not begun goes unmarked, neither with the lock; one to mark is marked if unchanged.
-    const fromSeen: FirstLook | undefined =
-      seenRecord === undefined
-        ? undefined
-        : settled(seenRecord)
-          ? { seen: seenRecord }
-          : goesUnmarked(seenRecord)
-            ? { unmarked: seenRecord }
-            : undefined;
-    // To mark in the records document from the version seen: registered before the lock is asked
-    // for, so that the first holder writes it with the others' from that version ("Marks gathered").
-    const gathered: GatheredMark | undefined =
-      fromSeen === undefined &&
-      records !== undefined &&
-      seenRecord !== undefined &&
-      seenRecord.state !== 'running'
-        ? {
-            path: effect.path,
-            next: runningFrom(seenRecord),
-            unchanged: unchangedAsSeen(seenRecord),
-            gate: attempt.gate,
-          }
-        : undefined;
-    if (gathered !== undefined) marksWaitingOn(seenDoc!).add(gathered);
-    const first: FirstLook =
-      fromSeen !== undefined
-        ? fromSeen
-        : lease === undefined
-          ? { seen: await read() }
-          : await subject
-              .exclusive(async (held): Promise<FirstLook> => {
-                /** The look at `current`; null when it was seen and has been written since. */
-                const look = async (current: EffectRecord<R>, asSeen: boolean): Promise<FirstLook | null> => {
-                  if (settled(current) || mustLookFirst(current)) return { seen: current };
-                  if (goesUnmarked(current)) return { unmarked: current };
-                  // A stopping worker's closed gate: the lock is let go of, and the job parked below.
-                  const entered = attempt.gate?.enterNow();
-                  if (entered === null) return { seen: current };
-                  try {
-                    const marked = asSeen ? await markAsSeen(current) : await mark(current, held);
-                    if (marked === null) entered?.();
-                    return marked === null ? null : { marked, pass: entered };
-                  } catch (err) {
-                    entered?.();
-                    throw err;
-                  }
-                };
-                if (gathered !== undefined) {
-                  // Written with others' by an earlier holder, or now by this one with those waiting.
-                  const decided =
-                    gathered.decided ??
-                    (await writeGathered(subject, records!, gathered, seenDoc!, memoOf(held)));
-                  // This attempt's gate is closed: nothing written, the job parks below.
-                  if (decided === null) {
-                    marksWaitingOn(seenDoc!).delete(gathered);
-                    return { seen: seenRecord! };
-                  }
-                  if (decided.written)
-                    return { marked: gathered.next as EffectRecord<R>, pass: decided.pass };
-                  return (await look(await read(held), false))!;
-                }
-                // On the subject itself, from the version seen unless it was `running`; written since it
-                // was seen: read, and looked at.
-                const asSeen = seenRecord !== undefined && seenRecord.state !== 'running';
-                return (
-                  (asSeen ? await look(seenRecord, true) : null) ?? (await look(await read(held), false))!
-                );
-              })
-              .catch((err: unknown) => {
-                // Without its turn (the lock busy too long), or its write failed: not waiting any
-                // more; one written for it by another holder is left `running` under its lease (the
-                // next attempt waits for that lease, then repeats it: nothing was sent).
-                if (gathered !== undefined) {
-                  marksWaitingOn(seenDoc!).delete(gathered);
-                  if (gathered.decided?.written === true) gathered.decided.pass?.();
-                }
-                throw err;
-              });
-    let marked: EffectRecord<R>;
-    // Whether this attempt's `running` record was written (not for a repeatable effect's).
-    let wasMarked = true;
-    if ('marked' in first) {
-      marked = first.marked;
-      pass = first.pass;
-    } else if ('unmarked' in first || goesUnmarked(first.seen)) {
-      // Neither settled nor `running` (goesUnmarked): nothing to return or look into first.
-      const current = 'unmarked' in first ? first.unmarked : first.seen;
-      // A stopping worker lets it begin no more (its job is parked and handed back).
-      pass = await attempt.gate?.enter();
-      wasMarked = false;
-      marked = { ...current, attempts: current.attempts + 1, started_at: new Date(), finished_at: null };
-    } else {
-      const seen = first.seen;
-      if (settled(seen)) return seen;
-      // The attempt that marked it got its answer and died before writing the record: recorded now.
-      const known = await storedOutcome(seen);
-      if (known !== null) {
-        const record = await settle(seen, known.outcome as EffectOutcome<R>, known.until);
-        recovered(known, seen.attempts);
-        await dropOutcome(known.token);
-        return record;
-      }
-      if (lease !== undefined) {
-        const busyUntil = await liveLeaseEnd(lease, leaseId, seen);
-        if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
-      }
-      if (seen.state === 'running' && effect.reconcile !== undefined) {
-        const found = await effect.reconcile(seen);
-        if (found !== null) return await settle(seen, found);
-      }
-
-      // A stopping worker lets no effect begin from here (its job is parked and handed back); one
-      // that has begun is counted until its outcome is recorded (effect-gate.ts).
-      pass = await attempt.gate?.enter();
-      // The mark: only one attempt can move the record on from the version it read.
-      marked = await subject.exclusive(async (held) => {
-        const current = await read(held);
-        if (settled(current)) return current;
-        if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
-        const late = await storedOutcome(current);
-        if (late !== null) {
-          const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
-          await store(record, late.outcome!.alsoSet, held);
-          recovered(late, current.attempts);
-          void dropOutcome(late.token);
-          return record;
-        }
-        return mark(current, held);
-      });
-      if (settled(marked)) return marked;
-    }
+    const begun = await begin(run);
+    if ('ended' in begun) return begun.ended;
+    const { marked, wasMarked } = begun;
     const markedAt = Date.now();
-    if (lease !== undefined && wasMarked) {
-      // Renewed while the effect and its outcome write run; a failed renewal (MongoDB away) is
-      // not the effect's failure.
-      renewal = setInterval(() => {
-        renewed = true;
-        renewing = replaceById(lease.collection, leaseId, {
-          token,
-          until: new Date(Date.now() + lease.ms),
-        }).catch(() => undefined);
-      }, leaseRenewMs(lease.ms));
-    }
-
-    let outcome: EffectOutcome<R>;
+    if (wasMarked) run.renewLease();
     const sentAt = Date.now();
-    const abort = new AbortController();
-    const bound =
-      effect.boundMs === undefined
-        ? undefined
-        : setTimeout(
-            () => abort.abort(new EffectBoundError(effect.path, subject.id, effect.boundMs!)),
-            effect.boundMs,
-          );
-    try {
-      outcome = await perform(abort.signal);
-    } catch (err) {
-      clearTimeout(bound);
-      const final = attempt.lastAttempt || (effect.isFinal?.(err) ?? false);
-      const happened = effect.mayHaveHappened?.(err) ?? true;
-      const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
-      const message = err instanceof Error ? err.message : String(err);
-      const failed: EffectRecord<R> = {
-        ...marked,
-        // Unmarked, nothing is left `running`: the next attempt repeats it, which is harmless.
-        state: wasMarked ? state : final ? 'failed' : 'pending',
-        // As it came, but for NUL, which the store refuses (the failure would go unrecorded).
-        last_error: storableText(message.slice(0, 500)),
-        ...(final ? { finished_at: new Date() } : {}),
-        ...LEASE_ENDED,
-      };
-      await (
-        wasMarked
-          ? write(failed)
-          : // No lease kept other attempts out: one may have settled it meanwhile, which stands.
-            subject.exclusive(async (held) => {
-              if (!settled(await read(held))) await store(failed, {}, held);
-            })
-      ).catch(() => {
-        // Left `running` (or unwritten): the next attempt reconciles or repeats, which is the safe side.
-      });
-      throw err;
-    }
-    clearTimeout(bound);
-    // Nothing between the answer and this insert: it is what a worker dying now would lose.
-    const answeredAt = new Date();
-    let outcomeStoredAt: number | null = null;
-    if (outcomes !== undefined) {
-      await outcomes
-        .insertOne({
-          _id: outcomeIdOf(leaseId, token),
-          token,
-          until: answeredAt,
-          outcome: {
-            state: outcome.state,
-            result: outcome.result,
-            ...(outcome.alsoSet === undefined ? {} : { alsoSet: outcome.alsoSet }),
-          },
-        })
-        .then(
-          () => (outcomeStoredAt = Date.now()),
-          // MongoDB away: the record's write below retries through the outage.
-          () => undefined,
-        );
-    }
-    const carry = records === undefined ? undefined : subject.carry;
-    // Carried: a settle whose loss costs a look or a repeat, or one whose answer is stored (the
-    // next attempt records that answer); never one with fields of the subject to set.
-    const carried =
-      carry !== undefined &&
-      (effect.reconcile !== undefined || effect.repeatable === true || outcomeStoredAt !== null) &&
-      Object.keys(outcome.alsoSet ?? {}).length === 0;
-    let record: EffectRecord<R>;
-    if (carried) {
-      record = settledRecord(marked, outcome, answeredAt);
-      // The stored answer stays until the record that holds it is written.
-      carry.pending.set(effect.path, {
-        record,
-        ...(outcomeStoredAt === null ? {} : { written: () => void dropOutcome(token) }),
-      });
-      lingerThenFlush(subject);
-    } else {
-      record = await settle(marked, outcome, answeredAt);
-    }
-    subject.observe?.({
-      kind: 'recorded',
-      subject: subject.id,
-      path: effect.path,
-      attempt: marked.attempts,
-      token,
-      marked_at: wasMarked ? markedAt : null,
-      sent_at: sentAt,
-      answered_at: answeredAt.getTime(),
-      outcome_stored_at: outcomeStoredAt,
-      recorded_at: Date.now(),
-    });
-    // The record holds it now (a carried one: once written, see writeRecords); a document left
-    // behind (the delete lost) names a token no record holds.
-    if (outcomeStoredAt !== null && !carried) void dropOutcome(token);
-    return record;
+    const outcome = await performOrRecordFailure(run, marked, wasMarked, perform);
+    return await recordOutcome(run, marked, outcome, { markedAt: wasMarked ? markedAt : null, sentAt });
   } finally {
-    clearInterval(renewal);
-    pass?.();
-    // The record says the lease ended; its renewal document, if one was written, goes too (a
-    // stopping worker does not wait for this: a renewal left behind names a token no record
-    // holds any more). Most attempts end before their first renewal: nothing to delete.
-    if (renewed) {
-      // After the last renewal's write: one still under way would put the document back.
-      await renewing;
-      await lease?.collection.deleteOne({ _id: leaseId, token }).catch(() => undefined);
-    }
+    await run.end();
   }
 }
 
-const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
-
 /**
- * Writes the marks gathered by now, `mine` among them, in one write of the records document whose
- * filter is every record as seen; the caller holds the lock. Each mark passes its attempt's gate
- * first (one closed is left to its owner). Null: `mine`'s gate is closed, nothing written. A
- * write that fails leaves the others waiting, to write their own in their turns.
+ * Where an attempt stands after its first look: ended (the record settled, before it or by it
+ * from an answer found), or begun (its `running` record written, or, for a repeatable effect, not:
+ * `wasMarked` false).
  */
-async function writeGathered(
-  subject: EffectSubject,
-  records: Collection<EffectSubjectDoc>,
-  mine: GatheredMark,
-  seen: NonNullable<EffectSubject['seen']>,
-  memo: Map<string, unknown> | undefined,
-): Promise<MarkDecision | null> {
-  const waiting = marksWaitingOn(seen);
-  const entered = mine.gate?.enterNow();
-  if (entered === null) return null;
-  const going: Array<{ mark: GatheredMark; pass: EffectPass | undefined }> = [{ mark: mine, pass: entered }];
-  for (const mark of waiting) {
-    if (mark === mine) continue;
-    const pass = mark.gate?.enterNow();
-    if (pass !== null) going.push({ mark, pass });
+type Begun<R> = { ended: EffectRecord<R> } | { marked: EffectRecord<R>; wasMarked: boolean };
+
+/** The first look, then a record `running` or read without a lease looked into and marked. */
+async function begin<R>(run: EffectAttempt<R>): Promise<Begun<R>> {
+  const first = await firstLook(run);
+  if ('marked' in first) {
+    run.pass = first.pass;
+    return { marked: first.marked, wasMarked: true };
   }
-  let written: boolean;
-  try {
-    written = await writeRecords(
-      subject,
-      records,
-      Object.fromEntries(going.map(({ mark }) => [mark.path, mark.next])),
-      memo,
-      // No records document was seen: the write makes it, unless another write made it since.
-      {
-        unchanged: Object.assign({}, ...going.map(({ mark }) => mark.unchanged)) as Document,
-        makes: seen.doc === null,
-      },
-    );
-  } catch (err) {
-    for (const { pass } of going) pass?.();
-    throw err;
+  if ('unmarked' in first || run.goesUnmarked(first.seen)) {
+    // Neither settled nor `running` (goesUnmarked): nothing to return or look into first.
+    const current = 'unmarked' in first ? first.unmarked : first.seen;
+    // A stopping worker lets it begin no more (its job is parked and handed back).
+    run.pass = await run.attempt.gate?.enter();
+    return {
+      marked: { ...current, attempts: current.attempts + 1, started_at: new Date(), finished_at: null },
+      wasMarked: false,
+    };
   }
-  for (const { mark, pass } of going) {
-    waiting.delete(mark);
-    if (!written) pass?.();
-    mark.decided = written ? { written: true, pass } : { written: false };
-  }
-  return mine.decided!;
+  return lookInto(run, first.seen);
 }
 
+type FirstLook<R> =
+  | { seen: EffectRecord<R> }
+  | { marked: EffectRecord<R>; pass: EffectPass | undefined }
+  | { unmarked: EffectRecord<R> };
+
 /**
- * Writes `sets` (records by path) to the subject's records document, with the settles its carry
- * holds, in one upsert; the caller holds the subject's lock. `memo`: the held lock's, kept true to
- * what was written (dropped when the write's fate is unknown).
+ * The first look. With a lease, under the lock: a record new, pending or failed is marked there
+ * and then, from the version just read (one read; an attempt racing it finds it `running` under a
+ * live lease, or done). Without a lease, nothing tells a racing attempt from a dead one: the record
+ * is read first, and the mark (lookInto) moves it on only from the version read.
  */
-async function writeRecords(
-  subject: EffectSubject,
-  records: Collection<EffectSubjectDoc>,
-  sets: Record<string, EffectRecord<unknown>>,
-  memo: Map<string, unknown> | undefined,
-  only?: { unchanged: Document; makes: boolean },
-): Promise<boolean> {
-  const memoKey = `${records.collectionName}|${subject.id}`;
-  const carried = [...(subject.carry?.pending ?? [])];
-  const written: Record<string, EffectRecord<unknown>> = {
-    ...Object.fromEntries(carried.map(([path, settle]) => [path, settle.record])),
-    ...sets,
-  };
-  try {
-    if (only === undefined) {
-      await updateById(records, subject.id, { $set: written });
-    } else {
-      // Only if `unchanged` still holds (the caller holds the lock: no writer in between); the
-      // document made when `makes` and there is none. One there that fails the filter: its
-      // insert fails on the _id, which is the answer "changed".
-      const result = await records
-        .updateOne({ _id: subject.id, ...only.unchanged }, { $set: written }, { upsert: only.makes })
-        .catch((err: unknown) => {
-          if (only.makes && isDuplicateKey(err)) return null;
+async function firstLook<R>(run: EffectAttempt<R>): Promise<FirstLook<R>> {
+  const { subject, effect, attempt, records, lease, seenDoc, seenRecord } = run;
+  // From the version the job saw (EffectSubject.seen): settled is final, and a repeatable
+  // effect not begun goes unmarked, neither with the lock; one to mark is marked if unchanged.
+  const fromSeen: FirstLook<R> | undefined =
+    seenRecord === undefined
+      ? undefined
+      : settled(seenRecord)
+        ? { seen: seenRecord }
+        : run.goesUnmarked(seenRecord)
+          ? { unmarked: seenRecord }
+          : undefined;
+  if (fromSeen !== undefined) return fromSeen;
+  if (lease === undefined) return { seen: await run.read() };
+  // To mark in the records document from the version seen: registered before the lock is asked
+  // for, so that the first holder writes it with the others' from that version ("Marks gathered").
+  const gathered: GatheredMark | undefined =
+    records !== undefined && seenRecord !== undefined && seenRecord.state !== 'running'
+      ? {
+          path: effect.path,
+          next: run.runningFrom(seenRecord),
+          unchanged: run.unchangedAsSeen(seenRecord),
+          gate: attempt.gate,
+        }
+      : undefined;
+  if (gathered !== undefined) marksWaitingOn(seenDoc!).add(gathered);
+  return subject
+    .exclusive(async (held): Promise<FirstLook<R>> => {
+      /** The look at `current`; null when it was seen and has been written since. */
+      const look = async (current: EffectRecord<R>, asSeen: boolean): Promise<FirstLook<R> | null> => {
+        if (settled(current) || run.mustLookFirst(current)) return { seen: current };
+        if (run.goesUnmarked(current)) return { unmarked: current };
+        // A stopping worker's closed gate: the lock is let go of, and the job parked (begin).
+        const entered = attempt.gate?.enterNow();
+        if (entered === null) return { seen: current };
+        try {
+          const marked = asSeen ? await run.markAsSeen(current) : await run.mark(current, held);
+          if (marked === null) entered?.();
+          return marked === null ? null : { marked, pass: entered };
+        } catch (err) {
+          entered?.();
           throw err;
-        });
-      if (result === null || result.matchedCount + result.upsertedCount === 0) return false;
-    }
-  } catch (err) {
-    // Written or not: unknown, so not kept; the carried settles stay for the next write.
-    memo?.delete(memoKey);
-    throw err;
-  }
-  for (const [path, settle] of carried) {
-    if (subject.carry!.pending.get(path) === settle) subject.carry!.pending.delete(path);
-    // Written as carried (not replaced by a newer record of the same path in `sets`): what waited on it.
-    if (written[path] === settle.record) settle.written?.();
-  }
-  for (const path of Object.keys(sets)) subject.carry?.pending.delete(path);
-  if (memo?.has(memoKey)) {
-    let doc = (memo.get(memoKey) as Document | null) ?? { _id: subject.id };
-    for (const [path, record] of Object.entries(written)) doc = withValueAt(doc, path, record);
-    memo.set(memoKey, doc);
-  }
-  return true;
+        }
+      };
+      if (gathered !== undefined) {
+        // Written with others' by an earlier holder, or now by this one with those waiting.
+        const decided =
+          gathered.decided ?? (await writeGathered(subject, records!, gathered, seenDoc!, run.memoOf(held)));
+        // This attempt's gate is closed: nothing written, the job parks (begin).
+        if (decided === null) {
+          marksWaitingOn(seenDoc!).delete(gathered);
+          return { seen: seenRecord! };
+        }
+        if (decided.written) return { marked: gathered.next as EffectRecord<R>, pass: decided.pass };
+        return (await look(await run.read(held), false))!;
+      }
+      // On the subject itself, from the version seen unless it was `running`; written since it
+      // was seen: read, and looked at.
+      const asSeen = seenRecord !== undefined && seenRecord.state !== 'running';
+      return (asSeen ? await look(seenRecord, true) : null) ?? (await look(await run.read(held), false))!;
+    })
+    .catch((err: unknown) => {
+      // Without its turn (the lock busy too long), or its write failed: not waiting any
+      // more; one written for it by another holder is left `running` under its lease (the
+      // next attempt waits for that lease, then repeats it: nothing was sent).
+      if (gathered !== undefined) {
+        marksWaitingOn(seenDoc!).delete(gathered);
+        if (gathered.decided?.written === true) gathered.decided.pass?.();
+      }
+      throw err;
+    });
 }
 
 /**
- * Writes the settles the subject's carry still holds, in one write under its lock (retried through
- * a database outage as any known outcome is); nothing when none are left.
+ * A record seen settled is returned; one `running` is looked into without the lock (the answer its
+ * attempt stored, its lease, the outside world); then the mark, under the lock, moves it on only
+ * from the version read (else EffectRaceError).
  */
-export async function flushCarried(subject: EffectSubject): Promise<void> {
-  const records = subject.records;
-  const carry = subject.carry;
-  if (records === undefined || carry === undefined) return;
-  clearTimeout(carry.timer);
-  carry.timer = undefined;
-  // A write the timer began ends first: what it wrote is no longer held, what it failed to is.
-  await carry.writing;
-  if (carry.pending.size === 0) return;
-  await writeKnownOutcome(() =>
-    subject.exclusive(async (held) => {
-      if (carry.pending.size === 0) return;
-      await writeRecords(subject, records, {}, held?.memo);
-    }),
-  );
+async function lookInto<R>(run: EffectAttempt<R>, seen: EffectRecord<R>): Promise<Begun<R>> {
+  const { subject, effect, attempt } = run;
+  if (settled(seen)) return { ended: seen };
+  // The attempt that marked it got its answer and died before writing the record: recorded now.
+  const known = await run.storedOutcome(seen);
+  if (known !== null) {
+    const record = await run.settle(seen, known.outcome as EffectOutcome<R>, known.until);
+    run.recovered(known, seen.attempts);
+    await run.dropOutcome(known.token);
+    return { ended: record };
+  }
+  const busyUntil = await run.liveLeaseEnd(seen);
+  if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
+  if (seen.state === 'running' && effect.reconcile !== undefined) {
+    const found = await effect.reconcile(seen);
+    if (found !== null) return { ended: await run.settle(seen, found) };
+  }
+
+  // A stopping worker lets no effect begin from here (its job is parked and handed back); one
+  // that has begun is counted until its outcome is recorded (effect-gate.ts).
+  run.pass = await attempt.gate?.enter();
+  // The mark: only one attempt can move the record on from the version it read.
+  const marked = await subject.exclusive(async (held) => {
+    const current = await run.read(held);
+    if (settled(current)) return current;
+    if (current.attempts !== seen.attempts) throw new EffectRaceError(effect.path, subject.id);
+    const late = await run.storedOutcome(current);
+    if (late !== null) {
+      const record = settledRecord(current, late.outcome as EffectOutcome<R>, late.until);
+      await run.store(record, late.outcome!.alsoSet, held);
+      run.recovered(late, current.attempts);
+      void run.dropOutcome(late.token);
+      return record;
+    }
+    return run.mark(current, held);
+  });
+  return settled(marked) ? { ended: marked } : { marked, wasMarked: true };
 }
 
-function settledRecord<R>(
-  from: EffectRecord<R>,
-  outcome: EffectOutcome<R>,
-  finishedAt: Date,
-): EffectRecord<R> {
-  return {
-    ...from,
-    state: outcome.state,
-    result: outcome.result,
-    finished_at: finishedAt,
+/** Runs `perform`, aborted at the effect's `boundMs`; a failure is recorded, then thrown. */
+async function performOrRecordFailure<R>(
+  run: EffectAttempt<R>,
+  marked: EffectRecord<R>,
+  wasMarked: boolean,
+  perform: (signal: AbortSignal) => Promise<EffectOutcome<R>>,
+): Promise<EffectOutcome<R>> {
+  const { subject, effect } = run;
+  const abort = new AbortController();
+  const bound =
+    effect.boundMs === undefined
+      ? undefined
+      : setTimeout(
+          () => abort.abort(new EffectBoundError(effect.path, subject.id, effect.boundMs!)),
+          effect.boundMs,
+        );
+  let outcome: EffectOutcome<R>;
+  try {
+    outcome = await perform(abort.signal);
+  } catch (err) {
+    clearTimeout(bound);
+    await recordFailure(run, marked, wasMarked, err);
+    throw err;
+  }
+  clearTimeout(bound);
+  return outcome;
+}
+
+/**
+ * The record of a failed `perform`: `failed` when final, else `running` when it may have happened
+ * (the next attempt reconciles or repeats) or `pending`. Not written is the safe side too.
+ */
+async function recordFailure<R>(
+  run: EffectAttempt<R>,
+  marked: EffectRecord<R>,
+  wasMarked: boolean,
+  err: unknown,
+): Promise<void> {
+  const { subject, effect, attempt } = run;
+  const final = attempt.lastAttempt || (effect.isFinal?.(err) ?? false);
+  const happened = effect.mayHaveHappened?.(err) ?? true;
+  const state: EffectState = final ? 'failed' : happened ? 'running' : 'pending';
+  const message = err instanceof Error ? err.message : String(err);
+  const failed: EffectRecord<R> = {
+    ...marked,
+    // Unmarked, nothing is left `running`: the next attempt repeats it, which is harmless.
+    state: wasMarked ? state : final ? 'failed' : 'pending',
+    // As it came, but for NUL, which the store refuses (the failure would go unrecorded).
+    last_error: storableText(message.slice(0, 500)),
+    ...(final ? { finished_at: new Date() } : {}),
     ...LEASE_ENDED,
   };
+  await (
+    wasMarked
+      ? run.write(failed)
+      : // No lease kept other attempts out: one may have settled it meanwhile, which stands.
+        subject.exclusive(async (held) => {
+          if (!settled(await run.read(held))) await run.store(failed, {}, held);
+        })
+  ).catch(() => {
+    // Left `running` (or unwritten): the next attempt reconciles or repeats, which is the safe side.
+  });
 }
 
 /**
- * When the lease of a `running` record ends (its mark's end, or a later renewal by the same
- * attempt), with the clock margin; null when it has ended or the record holds none.
+ * The outcome of a `perform` that returned: its answer stored first where it cannot be asked
+ * about afterwards, then its settle carried or written.
  */
-async function liveLeaseEnd(
-  lease: NonNullable<EffectSubject['lease']>,
-  leaseId: string,
-  record: EffectRecord<unknown>,
-): Promise<number | null> {
-  if (record.state !== 'running' || !record.lease_token || !record.lease_until) return null;
-  let until = new Date(record.lease_until).getTime();
-  const renewed = await lease.collection.findOne({ _id: leaseId });
-  if (renewed !== null && renewed.token === record.lease_token) {
-    until = Math.max(until, new Date(renewed.until).getTime());
+async function recordOutcome<R>(
+  run: EffectAttempt<R>,
+  marked: EffectRecord<R>,
+  outcome: EffectOutcome<R>,
+  timing: { markedAt: number | null; sentAt: number },
+): Promise<EffectRecord<R>> {
+  const { subject, effect } = run;
+  // Nothing between the answer and this insert: it is what a worker dying now would lose.
+  const answeredAt = new Date();
+  const outcomeStoredAt = await run.storeOutcome(outcome, answeredAt);
+  const carry = run.records === undefined ? undefined : subject.carry;
+  // Carried: a settle whose loss costs a look or a repeat, or one whose answer is stored (the
+  // next attempt records that answer); never one with fields of the subject to set.
+  const carried =
+    carry !== undefined &&
+    (effect.reconcile !== undefined || effect.repeatable === true || outcomeStoredAt !== null) &&
+    Object.keys(outcome.alsoSet ?? {}).length === 0;
+  let record: EffectRecord<R>;
+  if (carried) {
+    record = settledRecord(marked, outcome, answeredAt);
+    // The stored answer stays until the record that holds it is written.
+    carry.pending.set(effect.path, {
+      record,
+      ...(outcomeStoredAt === null ? {} : { written: () => void run.dropOutcome(run.token) }),
+    });
+    lingerThenFlush(subject);
+  } else {
+    record = await run.settle(marked, outcome, answeredAt);
   }
-  const end = until + lease.clockMarginMs;
-  return end > Date.now() ? end : null;
+  subject.observe?.({
+    kind: 'recorded',
+    subject: subject.id,
+    path: effect.path,
+    attempt: marked.attempts,
+    token: run.token,
+    marked_at: timing.markedAt,
+    sent_at: timing.sentAt,
+    answered_at: answeredAt.getTime(),
+    outcome_stored_at: outcomeStoredAt,
+    recorded_at: Date.now(),
+  });
+  // The record holds it now (a carried one: once written, see writeRecords); a document left
+  // behind (the delete lost) names a token no record holds.
+  if (outcomeStoredAt !== null && !carried) void run.dropOutcome(run.token);
+  return record;
 }

@@ -212,6 +212,24 @@ export class EffectSubjectMissingError extends Error {
 
 export const settled = (r: EffectRecord<unknown>): boolean => r.state === 'done' || r.state === 'skipped';
 
+/** What a record holds once its attempt ended: no lease. */
+export const LEASE_ENDED = { lease_token: null, lease_until: null } as const;
+
+/** `from` settled with `outcome` at `finishedAt`. */
+export function settledRecord<R>(
+  from: EffectRecord<R>,
+  outcome: EffectOutcome<R>,
+  finishedAt: Date,
+): EffectRecord<R> {
+  return {
+    ...from,
+    state: outcome.state,
+    result: outcome.result,
+    finished_at: finishedAt,
+    ...LEASE_ENDED,
+  };
+}
+
 /** `doc` with `value` at the dotted `path`, `doc` itself unchanged. */
 export function withValueAt(doc: Document, path: string, value: unknown): Document {
   const [head, ...rest] = path.split('.');
