@@ -86,6 +86,28 @@ const effectsOf = async (firm: Firm, chatId: string) =>
   (await firm.client.get(`/api/v2/get-chat/${chatId}`)).body.effects as Record<string, string>;
 const mailsTo = (inbox: string) => smtp.messages.filter((m) => m.to.includes(inbox));
 
+/**
+ * A change of the chat logged as its request logs it (the log's version after `chat`'s, plus
+ * `ahead`; its _id the claim), and nothing after it: the request stopped there.
+ */
+async function logTurn(
+  firm: Firm,
+  chat: ChatDoc,
+  ahead: number,
+  turn: { kind: 'exchange' | 'end'; append: ChatDoc['messages']; progress?: unknown; end: unknown },
+  at: Date,
+): Promise<void> {
+  const version = chat.version + ahead;
+  await stack.services.mongo.db.collection(COLLECTIONS.chatTurns).insertOne({
+    _id: `${chat._id}:${version}` as never,
+    chat_id: chat._id,
+    firm: firm.slug,
+    version,
+    ...turn,
+    created_at: at,
+  });
+}
+
 describe('an ended chat whose chat-effects job was lost', () => {
   let firm: Firm;
   let chatId: string;
@@ -155,16 +177,8 @@ describe('a chat whose end was logged and whose writer stopped before writing th
     const db = stack.services.mongo.db;
     const chat = (await db.collection<ChatDoc>(COLLECTIONS.chats).findOne({ _id: chatId }))!;
     const endedAt = new Date();
-    await db.collection(COLLECTIONS.chatTurns).insertOne({
-      _id: `${chatId}:${chat.version + 1}` as never,
-      chat_id: chatId,
-      firm: firm.slug,
-      version: chat.version + 1,
-      kind: 'end',
-      append: [],
-      end: { ended_at: endedAt, chat_analysis: analyseChat(chat) },
-      created_at: endedAt,
-    });
+    const end = { ended_at: endedAt, chat_analysis: analyseChat(chat) };
+    await logTurn(firm, chat, 1, { kind: 'end', append: [], end }, endedAt);
     expect((await db.collection<ChatDoc>(COLLECTIONS.chats).findOne({ _id: chatId }))!.status).toBe(
       'ongoing',
     );
@@ -211,5 +225,53 @@ describe('an ended chat whose job was lost long before the sweep first looked', 
     expect((await effectsOf(firm, chatId)).email).toBe('pending');
     expect(mailsTo(firm.inbox)).toHaveLength(0);
     expect(slack.messages(firm.slackUrl)).toHaveLength(0);
+  });
+});
+
+describe('a chat whose opt-out and end were logged by writers that stopped before listing it', () => {
+  it('has the number put on the do-not-call list by its effects job, which the sweep adds', async () => {
+    const firm = await configuredFirm();
+    const { chatId } = await answeredChat(firm);
+    const db = stack.services.mongo.db;
+    const chat = (await db.collection<ChatDoc>(COLLECTIONS.chats).findOne({ _id: chatId }))!;
+    // chat-message's write of the person's opt-out and end-chat's first write, each as its
+    // request makes it (the log's next version), and nothing after either: neither listed it.
+    const at = new Date();
+    const append = [
+      { role: 'user' as const, content: 'Please stop calling me.', created_at: at },
+      { role: 'agent' as const, content: 'Understood.', created_at: at },
+    ];
+    await logTurn(
+      firm,
+      chat,
+      1,
+      { kind: 'exchange', append, progress: chat.intake_progress ?? null, end: null },
+      at,
+    );
+    const analysis = analyseChat({ ...chat, messages: [...chat.messages, ...append] });
+    expect(analysis.phone).not.toBeNull();
+    await logTurn(
+      firm,
+      chat,
+      2,
+      { kind: 'end', append: [], end: { ended_at: at, chat_analysis: analysis } },
+      at,
+    );
+    const listed = async () =>
+      (await firm.client.get(`/api/compliance/dnc?firmSlug=${firm.slug}&limit=10`)).body.entries as Array<{
+        phone: string;
+      }>;
+    expect(await listed()).toEqual([]);
+
+    expect((await sweepLostChats(stack.services, ENDED_ONLY)).rerun).toBe(1);
+    await eventually(
+      async () => expect((await listed()).map((e) => e.phone)).toEqual(['+13125550187']),
+      30_000,
+      100,
+    );
+    await queuesIdle(stack);
+    const entry = (await listed())[0] as unknown as { source: string; evidence?: { chat_id?: string } };
+    expect(entry.source).toBe('chat');
+    expect(entry.evidence?.chat_id).toBe(chatId);
   });
 });

@@ -20,7 +20,7 @@ import {
   type Intake,
 } from '../call-analysis/intake-effects.js';
 import { sentMessages } from './chat-limits.js';
-import { analyseChat, currentChat, findChat, type ChatDoc } from './chats.js';
+import { analyseChat, currentChat, findChat, listEndedChatOptOut, type ChatDoc } from './chats.js';
 
 // The effects of an ended chat (docs/webhooks.md#chats): the same four as an analysed call's —
 // lead, crm, email, team_chat — defined once (core/domain/call-analysis/intake-effects.ts) and run
@@ -118,7 +118,11 @@ async function endedChat(services: Services, job: { firm: string; chatId: string
   return chat.status === 'ended' ? chat : null;
 }
 
-/** The chat-effects job: every effect of an ended chat, together (runIntakeEffects). */
+/**
+ * The chat-effects job: the person's opt-out listed (again: end-chat listed it unless it stopped
+ * first, and the listing is made once), then every effect of the ended chat, together
+ * (runIntakeEffects).
+ */
 export async function runChatEffects(
   services: Services,
   job: { firm: string; chatId: string },
@@ -126,6 +130,7 @@ export async function runChatEffects(
 ): Promise<{ outcome: 'missing' } | { outcome: 'ran'; effects: Record<CallEffectName, EffectInJob> }> {
   const chat = await endedChat(services, job);
   if (chat === null) return { outcome: 'missing' };
+  await listEndedChatOptOut(services, chat);
   return { outcome: 'ran', effects: await runIntakeEffects(services, chatIntake(services, chat), attempt) };
 }
 

@@ -357,6 +357,21 @@ async function listOptOut(
   await listChatOptOut(services, chat, messages, phone);
 }
 
+/**
+ * An opt-out among every message the person wrote in an ended chat, listed with the number its
+ * analysis collected (listOptOut): by end-chat, and again by the chat's effects job, so that one
+ * an end-chat that stopped before listing it left undone is listed when the client retries, or
+ * when the lost-chats sweep adds the job (the listing's claim makes each once).
+ */
+export function listEndedChatOptOut(services: Services, chat: ChatDoc): Promise<void> {
+  return listOptOut(
+    services,
+    chat,
+    chat.messages.filter((m) => m.role === 'user').map((m) => m.content),
+    chat.chat_analysis?.phone ?? null,
+  );
+}
+
 /** The intake analysis of a chat: the same function the call pipeline uses. */
 export function analyseChat(chat: Pick<ChatDoc, 'agent' | 'messages' | 'dynamic_variables'>): ChatAnalysis {
   return analyseIntake({
@@ -396,23 +411,13 @@ export async function endChat(
       // Ended by an earlier request that may have died before its effects' job, its lead or its
       // opt-out listing: each made good here (each once, whoever makes it), then the 409.
       const current = await rereadChat(db, chat._id);
-      await listOptOut(
-        services,
-        current,
-        current.messages.filter((m) => m.role === 'user').map((m) => m.content),
-        current.chat_analysis?.phone ?? null,
-      );
+      await listEndedChatOptOut(services, current);
       await startChatEffects(services, current, true);
     }
     throw err;
   }
   // The opt-out first: a do-not-call listing does not wait on the effects.
-  await listOptOut(
-    services,
-    ended.chat,
-    ended.chat.messages.filter((m) => m.role === 'user').map((m) => m.content),
-    ended.result.phone,
-  );
+  await listEndedChatOptOut(services, ended.chat);
   await startChatEffects(services, ended.chat, false);
   return { chat: ended.chat, analysis: ended.result };
 }
