@@ -275,8 +275,10 @@ async function lookInto<R>(run: EffectAttempt<R>, seen: EffectRecord<R>): Promis
     await run.dropOutcome(known.token);
     return { ended: record };
   }
-  const busyUntil = await run.liveLeaseEnd(seen);
-  if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
+  if (run.lease !== undefined) {
+    const busyUntil = await run.liveLeaseEnd(seen);
+    if (busyUntil !== null) throw new EffectBusyError(effect.path, subject.id, busyUntil);
+  }
   if (seen.state === 'running' && effect.reconcile !== undefined) {
     const found = await effect.reconcile(seen);
     if (found !== null) return { ended: await run.settle(seen, found) };
@@ -380,7 +382,8 @@ async function recordOutcome<R>(
   const { subject, effect } = run;
   // Nothing between the answer and this insert: it is what a worker dying now would lose.
   const answeredAt = new Date();
-  const outcomeStoredAt = await run.storeOutcome(outcome, answeredAt);
+  // Only an effect with `outcomes` waits for a store: the others' settles are carried at once.
+  const outcomeStoredAt = run.outcomes === undefined ? null : await run.storeOutcome(outcome, answeredAt);
   const carry = run.records === undefined ? undefined : subject.carry;
   // Carried: a settle whose loss costs a look or a repeat, or one whose answer is stored (the
   // next attempt records that answer); never one with fields of the subject to set.
