@@ -27,7 +27,7 @@ export interface GatheredMark {
   decided?: MarkDecision;
 }
 
-export type MarkDecision = { written: true; pass: EffectPass | undefined } | { written: false };
+type MarkDecision = { written: true; pass: EffectPass | undefined } | { written: false };
 
 /** The marks not yet written, by the version seen they were made from (EffectSubject.seen). */
 const marksWaiting = new WeakMap<object, Set<GatheredMark>>();
