@@ -189,11 +189,20 @@ function printProfiles(scenario: string): void {
 }
 const printed = new Set<string>();
 
+/** An error with its causes (fetch's "fetch failed" says what failed only in its cause). */
+function described(err: unknown, depth = 0): string {
+  if (!(err instanceof Error)) return String(err);
+  const own = err.stack ?? err.message;
+  return err.cause === undefined || depth >= 3
+    ? own
+    : `${own}\n  caused by: ${described(err.cause, depth + 1)}`;
+}
+
 main()
   .then(() => cleanup())
   .then(() => process.exit(0))
   .catch(async (err: unknown) => {
-    say(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    say(`failed: ${described(err)}`);
     await cleanup();
     process.exit(1);
   });
