@@ -15,7 +15,7 @@
 // requests wait, both again once every request has answered (and the VmRSS 30 s after that),
 // and the largest job's data.
 // Uses REDIS_URL / MONGODB_URI when set, else starts the local Redis and FerretDB.
-import { knob, loadAverage, RssSampler, rssMiB, say } from './lib/measure.js';
+import { described, knob, loadAverage, RssSampler, rssMiB, say } from './lib/measure.js';
 import { cleanup, createApp, deadline, makeTenant, startStores } from './lib/stack.js';
 
 process.env.BENCH_RUNTIME ??= 'tsx';
@@ -122,7 +122,7 @@ async function main(): Promise<void> {
 
 main()
   .catch((error: unknown) => {
-    say(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    say(`failed: ${described(error)}`);
     process.exitCode = 2;
   })
   .finally(() => cleanup());

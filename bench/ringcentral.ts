@@ -20,7 +20,7 @@ import { missedCallEvent, startFakeRingCentral } from '../test/fakes/ringcentral
 import { exitOf, startWorkerProcess } from '../test/helpers/worker-process.js';
 import { atExit, cleanup, deadline, rand, startStores } from './lib/stack.js';
 import { startInProcessApp } from './lib/in-process.js';
-import { knob, percentile, say } from './lib/measure.js';
+import { described, knob, percentile, say } from './lib/measure.js';
 
 const CONTACTS = knob('BENCH_RC_CONTACTS', 3000, 100_000);
 const MISSED = knob('BENCH_RC_MISSED', 50, 5000);
@@ -248,6 +248,6 @@ async function main(): Promise<void> {
 main()
   .catch((err: unknown) => {
     process.exitCode = 1;
-    say(`failed: ${(err as Error).stack ?? String(err)}`);
+    say(`failed: ${described(err)}`);
   })
   .finally(() => cleanup().then(() => process.exit()));

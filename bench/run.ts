@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { knob, loadAverage, say } from './lib/measure.js';
+import { described, knob, loadAverage, say } from './lib/measure.js';
 import { formatTable, passes, writeJson, type Row } from './lib/report.js';
 import type { Scenario } from './lib/scenario.js';
 import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores, type RedisMode } from './lib/stack.js';
@@ -188,15 +188,6 @@ function printProfiles(scenario: string): void {
   }
 }
 const printed = new Set<string>();
-
-/** An error with its causes (fetch's "fetch failed" says what failed only in its cause). */
-function described(err: unknown, depth = 0): string {
-  if (!(err instanceof Error)) return String(err);
-  const own = err.stack ?? err.message;
-  return err.cause === undefined || depth >= 3
-    ? own
-    : `${own}\n  caused by: ${described(err.cause, depth + 1)}`;
-}
 
 main()
   .then(() => cleanup())

@@ -22,7 +22,7 @@ import { callsCollection, newOutboundCall } from '../core/domain/calls/calls.js'
 import { applyCallEvent } from '../core/domain/calls/call-events.js';
 import type { AgentDoc } from '../core/domain/agents/agents.js';
 import type { FirmDoc } from '../core/domain/firms/firms.js';
-import { checkInterrupted, interruption, knob, loop, type Rate } from './lib/measure.js';
+import { checkInterrupted, described, interruption, knob, loop, type Rate } from './lib/measure.js';
 import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
 import { seedEndedCalls } from './lib/seed.js';
 
@@ -221,8 +221,7 @@ main().then(
     process.exit(0);
   },
   async (err: unknown) => {
-    if (!interruption.interrupted)
-      process.stderr.write(`scale bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    if (!interruption.interrupted) process.stderr.write(`scale bench failed: ${described(err)}\n`);
     await cleanup();
     process.exit(interruption.interrupted ? 130 : 1);
   },

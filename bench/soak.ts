@@ -29,7 +29,7 @@ import { QUEUE, QUEUE_NAMES } from '../jobs/queues.js';
 import { startFakeClio } from '../test/fakes/clio-server.js';
 import { startFakeSlack } from '../test/fakes/slack-server.js';
 import { startFakeSmtp } from '../test/fakes/smtp-server.js';
-import { interruption, loadAverage, loop, say } from './lib/measure.js';
+import { described, interruption, loadAverage, loop, say } from './lib/measure.js';
 import {
   api,
   atExit,
@@ -386,7 +386,7 @@ main()
   .then(() => cleanup())
   .then(() => process.exit(process.exitCode ?? 0))
   .catch(async (err: unknown) => {
-    say(`soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    say(`soak failed: ${described(err)}`);
     await cleanup();
     process.exit(1);
   });

@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { signRetellWebhook } from '../core/integrations/voice/webhook-signature.js';
 import { longCallAnalyzed } from '../test/calls/long-call-fixture.js';
-import { knob, loadAverage, RssSampler, say } from './lib/measure.js';
+import { described, knob, loadAverage, RssSampler, say } from './lib/measure.js';
 import { cleanup, createApp, deadline, makeTenant, rand, startStores } from './lib/stack.js';
 
 process.env.BENCH_RUNTIME ??= 'tsx';
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
 
 main()
   .catch((error: unknown) => {
-    say(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    say(`failed: ${described(error)}`);
     process.exitCode = 2;
   })
   .finally(() => cleanup());

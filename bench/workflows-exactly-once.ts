@@ -22,7 +22,7 @@ import { startFakeClio } from '../test/fakes/clio-server.js';
 import { startFakeSlack } from '../test/fakes/slack-server.js';
 import { CRASH_ENV, exactlyOnce, type ExactlyOnceFigures } from '../test/workflows/exactly-once.js';
 import { atExit, cleanup, deadline, freshEnvironment, startStores } from './lib/stack.js';
-import { knob, loadAverage, percentile, say } from './lib/measure.js';
+import { described, knob, loadAverage, percentile, say } from './lib/measure.js';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,7 +143,7 @@ async function windows(file: string, smtp: FakeSmtp, figures: ExactlyOnceFigures
 
 main()
   .catch((err: unknown) => {
-    say(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    say(`failed: ${described(err)}`);
     process.exitCode = 1;
   })
   .finally(() => cleanup());

@@ -18,7 +18,7 @@ import { ensureIndexes } from '../core/platform/db/indexes.js';
 import type { WorkflowDoc } from '../core/domain/workflows/workflows.js';
 import { startWeb } from '../api/web.js';
 import { cleanup, freshEnvironment, rand, startStores } from './lib/stack.js';
-import { knob, loop, type Rate } from './lib/measure.js';
+import { described, knob, loop, type Rate } from './lib/measure.js';
 
 const OTHER_WORKFLOWS = knob('BENCH_OTHER_WORKFLOWS', 500, 20_000);
 const GRAPH_KB = knob('BENCH_GRAPH_KB', 100, 1900);
@@ -166,7 +166,7 @@ main()
   .then(
     () => process.exit(0),
     async (err: unknown) => {
-      process.stderr.write(`workflows-list bench failed: ${(err as Error).stack ?? String(err)}\n`);
+      process.stderr.write(`workflows-list bench failed: ${described(err)}\n`);
       await cleanup();
       process.exit(1);
     },

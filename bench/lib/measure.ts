@@ -7,6 +7,15 @@ import autocannon from 'autocannon';
 
 export const say = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
 
+/** An error for a failed run's last line, with its causes (fetch's "fetch failed" says why only in its cause). */
+export function described(err: unknown, depth = 0): string {
+  if (!(err instanceof Error)) return String(err);
+  const own = err.stack ?? err.message;
+  return err.cause === undefined || depth >= 3
+    ? own
+    : `${own}\n  caused by: ${described(err.cause, depth + 1)}`;
+}
+
 /** Set on a signal or the deadline (bench/lib/stack.ts): loops give up at their next step. */
 export const interruption = { interrupted: false };
 export function checkInterrupted(): void {
