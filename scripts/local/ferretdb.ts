@@ -104,6 +104,25 @@ export interface LocalFerretDbProcess {
  */
 export const FERRETDB_GOGC = '400';
 
+/**
+ * Where the FerretDB we start serves Go's profiles (`/debug/pprof/`, its metrics and its debug
+ * archive): `FERRETDB_DEBUG_ADDR` (host:port, on the loopback only: they show its memory and
+ * its queries' parameters), else nowhere. For a look at where its CPU goes under a bench, as in
+ * docs/performance.md: `go tool pprof -top http://127.0.0.1:<port>/debug/pprof/profile?seconds=15`.
+ */
+export function ferretDebugAddr(env: NodeJS.ProcessEnv = process.env): string {
+  const asked = env.FERRETDB_DEBUG_ADDR;
+  if (asked === undefined || asked === '' || asked === '-') return '-';
+  const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(asked);
+  if (match === null || Number(match[2]) > 65_535) {
+    throw new LocalServiceError(
+      `FERRETDB_DEBUG_ADDR must be a loopback host:port (127.0.0.1:6060, localhost:6060 or [::1]:6060), not ${JSON.stringify(asked)}: ` +
+        "FerretDB's debug handler shows its memory and its queries to whoever reaches it.",
+    );
+  }
+  return asked;
+}
+
 /** `ownGroup`: a process group of its own (npm start: a terminal's Ctrl-C then leaves it to us). */
 export async function startFerretDb(
   bin: string,
@@ -112,6 +131,7 @@ export async function startFerretDb(
   ownGroup = false,
 ): Promise<LocalFerretDbProcess> {
   const port = await freePort();
+  const debugAddr = ferretDebugAddr();
   const { start, stop } = restartable({
     name: 'ferretdb',
     command: bin,
@@ -120,7 +140,7 @@ export async function startFerretDb(
       `--postgresql-url=${postgresUrl}`,
       `--listen-addr=127.0.0.1:${port}`,
       '--telemetry=disable',
-      '--debug-addr=-',
+      `--debug-addr=${debugAddr}`,
       `--state-dir=${dir}`,
       '--log-level=error',
     ],
