@@ -1,13 +1,11 @@
 // The FerretDB that npm start, npm test and the benchmarks start serves Go's profiles only when
 // asked (FERRETDB_DEBUG_ADDR), and only on the loopback: its debug handler shows its memory and
 // its queries to whoever reaches it. Read from the started process's command line and its port.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { descendants } from '../../bench/lib/measure.js';
-import { ensureFerretDb, ferretDebugAddr, startFerretDb } from '../../scripts/local/ferretdb.js';
+import { ferretDebugAddr } from '../../scripts/local/ferretdb.js';
 import { freePort } from '../../scripts/local/ports.js';
+import { startedFerretDbPid } from '../helpers/started-ferretdb.js';
 
 const cleanup: Array<() => Promise<unknown>> = [];
 const given = process.env.FERRETDB_DEBUG_ADDR;
@@ -17,19 +15,10 @@ afterEach(async () => {
   else process.env.FERRETDB_DEBUG_ADDR = given;
 });
 
-/** Our descendants whose command is `ferretdb`. */
-const ferretPids = () => [...descendants()].filter(([, name]) => name === 'ferretdb').map(([pid]) => pid);
-
-/** Starts a FerretDB (no PostgreSQL: it listens first); its command line's arguments. */
+/** Starts a FerretDB; its command line's arguments. */
 async function startedArgs(): Promise<string[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'ferretdb-debug-'));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  const before = new Set(ferretPids());
-  const ferret = await startFerretDb(await ensureFerretDb(() => {}), dir, 'postgres://127.0.0.1:1/none');
-  cleanup.push(() => ferret.stop());
-  const started = ferretPids().filter((pid) => !before.has(pid));
-  expect(started).toHaveLength(1);
-  return (await readFile(`/proc/${started[0]}/cmdline`, 'utf8')).split('\0');
+  const pid = await startedFerretDbPid(cleanup);
+  return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
 }
 
 describe("the local FerretDB's debug handler", () => {
