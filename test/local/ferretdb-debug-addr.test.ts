@@ -27,7 +27,7 @@ describe("the local FerretDB's debug handler", () => {
     expect(await startedArgs()).toContain('--debug-addr=-');
   });
 
-  it("serves Go's CPU profile at FERRETDB_DEBUG_ADDR", async () => {
+  it("serves Go's pprof handler at FERRETDB_DEBUG_ADDR", async () => {
     const addr = `127.0.0.1:${await freePort()}`;
     process.env.FERRETDB_DEBUG_ADDR = addr;
     expect(await startedArgs()).toContain(`--debug-addr=${addr}`);
