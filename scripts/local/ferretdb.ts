@@ -109,14 +109,18 @@ export const FERRETDB_GOGC = '400';
  * archive): `FERRETDB_DEBUG_ADDR` (host:port, on the loopback only: they show its memory and
  * its queries' parameters), else nowhere. For a look at where its CPU goes under a bench, as in
  * docs/performance.md: `go tool pprof -top http://127.0.0.1:<port>/debug/pprof/profile?seconds=15`.
+ * A fixed port (0 would be one nobody is told), so for a run that starts one FerretDB, as a bench
+ * does: a second one started with the same address exits, its debug port taken (npm test starts
+ * several).
  */
 export function ferretDebugAddr(env: NodeJS.ProcessEnv = process.env): string {
   const asked = env.FERRETDB_DEBUG_ADDR;
   if (asked === undefined || asked === '' || asked === '-') return '-';
   const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(asked);
-  if (match === null || Number(match[2]) > 65_535) {
+  const port = Number(match?.[2]);
+  if (match === null || port < 1 || port > 65_535) {
     throw new LocalServiceError(
-      `FERRETDB_DEBUG_ADDR must be a loopback host:port (127.0.0.1:6060, localhost:6060 or [::1]:6060), not ${JSON.stringify(asked)}: ` +
+      `FERRETDB_DEBUG_ADDR must be a loopback host:port, port 1-65535 (127.0.0.1:6060, localhost:6060 or [::1]:6060), not ${JSON.stringify(asked)}: ` +
         "FerretDB's debug handler shows its memory and its queries to whoever reaches it.",
     );
   }

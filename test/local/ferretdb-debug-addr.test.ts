@@ -52,6 +52,7 @@ describe("the local FerretDB's debug handler", () => {
       'example.com:6060',
       '127.0.0.1',
       '127.0.0.1:99999',
+      '127.0.0.1:0',
     ]) {
       expect(() => ferretDebugAddr({ FERRETDB_DEBUG_ADDR: bad }), bad).toThrow(/loopback host:port/);
     }
