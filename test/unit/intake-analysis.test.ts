@@ -150,3 +150,25 @@ describe('what the analysis reads (docs/webhooks.md#what-the-analysis-reads)', (
     expect(analyseIntake({ messages, intakeQuestions: Q }).email).toBe('jane@example.com');
   });
 });
+
+describe("the intake questions' texts", () => {
+  it('are read once an analysis, however many agent turns ask them', () => {
+    // Each question's text counts its reads: the analysis matches every agent turn against all
+    // of them, and an agent may have 50 questions of 500 characters over a long call.
+    let reads = 0;
+    const questions = Q.map((q) => ({
+      key: q.key,
+      get question() {
+        reads += 1;
+        return q.question;
+      },
+    }));
+    const turns = Array.from({ length: 40 }, (_, i) =>
+      [`Agent: ${Q[i % Q.length]!.question}`, `User: answer ${i}`].join('\n'),
+    ).join('\n');
+    const result = analyseIntake({ transcript: turns, intakeQuestions: questions });
+    // The turns were matched: the last description asked is paired with its answer.
+    expect(result.answers.description).toBe('answer 39');
+    expect(reads).toBe(Q.length);
+  });
+});

@@ -10,7 +10,7 @@ import type { IntakeQuestion } from '../agents/agents.js';
 import { classifyCaseType, classifyUrgency, urgencyValue, type Urgency } from './case-type.js';
 import { extractName, splitName } from './names.js';
 import { DESCRIPTION_KEY, questionKind, readAnswer, type QuestionKind } from './question-kinds.js';
-import { mergeTurns, parseTranscript, questionAsked, type Turn } from './transcripts.js';
+import { mergeTurns, parseTranscript, questionMatcher, type Turn } from './transcripts.js';
 import { own } from '../../platform/own.js';
 
 interface IntakeAnalysisInput {
@@ -152,10 +152,11 @@ export function analyseIntake(input: IntakeAnalysisInput): IntakeAnalysis {
   // ("constructor" is a valid key): Maps and own-property reads only.
   const paired = new Map<string, string>();
   const answeredTurns = new Set<number>();
+  const questionAsked = questionMatcher(questions);
   turns.forEach((turn, i) => {
     const next = turns[i + 1];
     if (turn.role !== 'agent' || next === undefined || next.role !== 'user') return;
-    const question = questionAsked(turn.content, questions);
+    const question = questionAsked(turn.content);
     if (question === null) return;
     const kind = questionKind(question.key);
     const value = readAnswer(kind, next.content, country);

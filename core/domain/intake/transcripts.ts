@@ -41,22 +41,36 @@ const normaliseText = (s: string): string =>
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim();
 
+/**
+ * Which intake question an agent turn asks, for one set of questions: each question's text is
+ * normalised once here, not once per turn (an analysis asks this of every agent turn, and an
+ * agent can have 50 questions of 500 characters).
+ */
+export function questionMatcher(
+  questions: readonly IntakeQuestion[],
+): (agentText: string) => IntakeQuestion | null {
+  const needles = questions
+    .map((q) => ({ q, needle: normaliseText(q.question) }))
+    .filter(({ needle }) => needle !== '');
+  return (agentText) => {
+    const text = normaliseText(agentText);
+    let best: IntakeQuestion | null = null;
+    let bestAt = -1;
+    for (const { q, needle } of needles) {
+      const at = text.lastIndexOf(needle);
+      if (at > bestAt) {
+        best = q;
+        bestAt = at;
+      }
+    }
+    return best;
+  };
+}
+
 /** The intake question an agent turn asks: the one whose text appears last in it, if any. */
 export function questionAsked(
   agentText: string,
   questions: readonly IntakeQuestion[],
 ): IntakeQuestion | null {
-  const text = normaliseText(agentText);
-  let best: IntakeQuestion | null = null;
-  let bestAt = -1;
-  for (const q of questions) {
-    const needle = normaliseText(q.question);
-    if (needle === '') continue;
-    const at = text.lastIndexOf(needle);
-    if (at > bestAt) {
-      best = q;
-      bestAt = at;
-    }
-  }
-  return best;
+  return questionMatcher(questions)(agentText);
 }
