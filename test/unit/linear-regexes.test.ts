@@ -24,7 +24,7 @@ import { analyseIntake } from '../../core/domain/intake/analysis.js';
 import { classifyCaseType, classifyUrgency, urgencyValue } from '../../core/domain/intake/case-type.js';
 import { extractName, splitName } from '../../core/domain/intake/names.js';
 import { questionKind, readAnswer } from '../../core/domain/intake/question-kinds.js';
-import { parseTranscript, questionAsked } from '../../core/domain/intake/transcripts.js';
+import { parseTranscript, questionMatcher } from '../../core/domain/intake/transcripts.js';
 import { detectOptOut, detectOptOutInTranscript } from '../../core/domain/compliance/opt-out.js';
 import { workflowOwner } from '../../core/domain/workflows/workflows.js';
 import { isCalSignatureForm } from '../../core/integrations/booking/cal-signature.js';
@@ -129,7 +129,7 @@ const FUNCTIONS: Array<[string, (text: string) => unknown]> = [
   ['classifyUrgency', classifyUrgency],
   ['urgencyValue', urgencyValue],
   ['parseTranscript', parseTranscript],
-  ['questionAsked', (t) => questionAsked(t, DEFAULT_INTAKE_QUESTIONS)],
+  ['questionMatcher', (t) => questionMatcher(DEFAULT_INTAKE_QUESTIONS)(t)],
   ['questionKind', questionKind],
   [
     'readAnswer of each kind',

@@ -2,9 +2,10 @@
 // one role merged, and which intake question an agent turn asks.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_INTAKE_QUESTIONS } from '../../core/domain/agents/agents.js';
-import { mergeTurns, parseTranscript, questionAsked } from '../../core/domain/intake/transcripts.js';
+import { mergeTurns, parseTranscript, questionMatcher } from '../../core/domain/intake/transcripts.js';
 
 const Q = DEFAULT_INTAKE_QUESTIONS;
+const questionAsked = questionMatcher(Q);
 
 describe('parseTranscript', () => {
   it('parses transcripts with other role labels and continuation lines', () => {
@@ -50,19 +51,19 @@ describe('mergeTurns', () => {
   });
 });
 
-describe('questionAsked', () => {
+describe('questionMatcher', () => {
   it('finds the question in an agent turn, ignoring case and punctuation', () => {
-    expect(questionAsked('Thanks! What is your email address?', Q)?.key).toBe('email');
-    expect(questionAsked('WHAT IS YOUR EMAIL ADDRESS', Q)?.key).toBe('email');
+    expect(questionAsked('Thanks! What is your email address?')?.key).toBe('email');
+    expect(questionAsked('WHAT IS YOUR EMAIL ADDRESS')?.key).toBe('email');
   });
 
   it('takes the question asked last when a turn holds two', () => {
     const turn = 'May I have your full name, please? And what is the best phone number to reach you?';
-    expect(questionAsked(turn, Q)?.key).toBe('phone');
+    expect(questionAsked(turn)?.key).toBe('phone');
   });
 
   it('is null when no question is asked, and never matches a question with no words', () => {
-    expect(questionAsked('Hello there', Q)).toBeNull();
-    expect(questionAsked('?!', [{ key: 'odd', question: '?!' }])).toBeNull();
+    expect(questionAsked('Hello there')).toBeNull();
+    expect(questionMatcher([{ key: 'odd', question: '?!' }])('?!')).toBeNull();
   });
 });

@@ -42,9 +42,9 @@ const normaliseText = (s: string): string =>
     .trim();
 
 /**
- * Which intake question an agent turn asks, for one set of questions: each question's text is
- * normalised once here, not once per turn (an analysis asks this of every agent turn, and an
- * agent can have 50 questions of 500 characters).
+ * Which intake question an agent turn asks (the one whose text appears last in it, if any), for
+ * one set of questions: each question's text is normalised once here, not once per turn (an
+ * analysis asks this of every agent turn, and an agent can have 50 questions of 500 characters).
  */
 export function questionMatcher(
   questions: readonly IntakeQuestion[],
@@ -65,12 +65,4 @@ export function questionMatcher(
     }
     return best;
   };
-}
-
-/** The intake question an agent turn asks: the one whose text appears last in it, if any. */
-export function questionAsked(
-  agentText: string,
-  questions: readonly IntakeQuestion[],
-): IntakeQuestion | null {
-  return questionMatcher(questions)(agentText);
 }
