@@ -9,6 +9,7 @@ import { eventually } from '../helpers/eventually.js';
 import { voiceWebhookSecret } from '../../core/domain/calls/webhook-secret.js';
 import { subjectLeadId } from '../../core/domain/leads/leads.js';
 import { startWebhookProxy, type WebhookProxy } from '../fakes/webhook-proxy.js';
+import { JOBS } from '../../jobs/table.js';
 import { callsOf, createAgent, simulatorCallsOf, waitForCall } from './support.js';
 
 const SECRET = 'whsec_simulated_calls_test';
@@ -57,6 +58,20 @@ describe('a simulated call', () => {
     const ongoing = await waitForCall(signed.client, callId, (c) => c.status === 'ongoing');
     expect(ongoing.start_timestamp).toEqual(expect.any(Number));
     expect(ongoing.end_timestamp).toBeNull();
+    // The simulator's job carries the call as answered: the hang-up starts from it, not from a read.
+    const carried = await eventually(async () => {
+      const job = await stack.services.queues.simulator.getJob(
+        JOBS.simulatorStep.id!({ callId, providerCallId: '' }),
+      );
+      expect(job?.data.call?.call_status).toBe('ongoing');
+      return job!.data.call!;
+    });
+    expect(carried).toMatchObject({
+      _id: expect.stringMatching(/^sim_/),
+      delivered: ['call_started'],
+      start_timestamp: ongoing.start_timestamp,
+      metadata: { call_id: callId, firm: signed.slug },
+    });
     proxy.release('call_ended');
 
     const ended = await waitForCall(

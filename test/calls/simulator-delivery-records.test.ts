@@ -10,7 +10,11 @@ import type { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../core/platform/config.js';
 import { advanceSimulatedCall } from '../../core/integrations/voice/simulator-engine.js';
-import { simulatorCalls, type SimulatorCallDoc } from '../../core/integrations/voice/simulator.js';
+import {
+  carriedCall,
+  simulatorCalls,
+  type SimulatorCallDoc,
+} from '../../core/integrations/voice/simulator.js';
 import { rand } from '../helpers/stack.js';
 import { commandLoggingClient } from '../helpers/command-log.js';
 
@@ -23,11 +27,12 @@ const received: string[] = [];
 const refuse = new Set<string>();
 /** The collections this file's client sent updates to, in order (from `commandsFrom` on). */
 let commandsFrom = 0;
-const updates = () =>
+const sent = (command: string) =>
   logging.commands
     .slice(commandsFrom)
-    .filter((c) => c.startsWith('update '))
-    .map((c) => c.slice('update '.length));
+    .filter((c) => c.startsWith(`${command} `))
+    .map((c) => c.slice(command.length + 1));
+const updates = () => sent('update');
 
 beforeAll(async () => {
   logging = commandLoggingClient();
@@ -152,5 +157,47 @@ describe("the simulator's delivery records", () => {
     expect(await advanceSimulatedCall(deps(), id)).toEqual({ status: 'ended' });
     expect(received).toEqual(['call_ended', 'call_analyzed', 'call_analyzed']);
     expect(await deliveredOf(id)).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+  });
+
+  it('a call carried from step to step plays through without being read back: two writes, no read', async () => {
+    const id = await placedCall();
+    const placed = carriedCall((await stored(id))!);
+    received.length = 0;
+    commandsFrom = logging.commands.length;
+    const answered = await advanceSimulatedCall(deps(), id, placed);
+    expect(answered.status).toBe('ongoing');
+    expect(answered.waitUntil).toEqual(expect.any(Number));
+    // The hang-up's step starts from the call as the answer left it (its job carries it).
+    const carried = answered.waitUntil === undefined ? undefined : answered.call;
+    expect(carried?.call_status).toBe('ongoing');
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, answered.waitUntil! - Date.now() + 5)));
+    expect(await advanceSimulatedCall(deps(), id, carried)).toEqual({ status: 'ended' });
+    expect(received).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+    expect(sent('find')).toEqual([]);
+    expect(updates()).toEqual(['simulator_calls', 'simulator_calls']);
+    const call = await stored(id);
+    expect(call?.call_status).toBe('ended');
+    expect(call?.start_timestamp).toBe(carried?.start_timestamp);
+    expect(call?.delivered).toEqual(['call_started', 'call_ended', 'call_analyzed']);
+  });
+
+  it('a carried call that moved on since: its write matches nothing, the call is read, and what is stored stands', async () => {
+    const id = await placedCall();
+    const placed = carriedCall((await stored(id))!);
+    const first = await advanceSimulatedCall(deps(), id);
+    expect(first.status).toBe('ongoing');
+    const answered = await stored(id);
+    received.length = 0;
+    commandsFrom = logging.commands.length;
+    // The call as placed, though it was answered since: the step's event may go again (a
+    // provider's webhook can arrive twice), its write finds the call moved on and reads it.
+    const again = await advanceSimulatedCall(deps(), id, placed);
+    expect(again.status).toBe('ongoing');
+    expect(again.waitUntil).toBe(answered?.hangup_at);
+    expect(sent('find')).toEqual(['simulator_calls']);
+    const call = await stored(id);
+    expect(call?.start_timestamp).toBe(answered?.start_timestamp);
+    expect(call?.hangup_at).toBe(answered?.hangup_at);
+    expect(call?.delivered).toEqual(['call_started']);
   });
 });

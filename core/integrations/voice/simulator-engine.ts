@@ -7,6 +7,7 @@ import {
   retellCallPayload,
   simulatorCalls,
   simulatorWebhookSecret,
+  type SimulatedCall,
   type SimulatedCallStatus,
   type SimulatorCallDoc,
   type SimulatorEvent,
@@ -20,7 +21,9 @@ import { tracedFetch } from '../../platform/telemetry/start.js';
 // for the simulator: core/domain/calls/webhook-secret.ts). A failed delivery
 // throws, so the simulator job retries; events already delivered are not sent again. A step's
 // events go out before it is written, and the step and its deliveries are one write: a call is
-// three writes (placed, answered, hung up), not five.
+// three writes (placed, answered, hung up), not five. Each step starts from the call as the step
+// before left it, carried by its job (the place's insert, then the answer's write), so a call
+// that plays through is never read back; a step whose write finds the call moved on since reads it.
 
 interface SimulatorDeps {
   db: Db;
@@ -34,12 +37,23 @@ const EVENTS_FOR: Record<SimulatedCallStatus, SimulatorEvent[]> = {
   not_connected: ['call_ended'],
 };
 
-/** Runs the call as far as it can go now; `waitUntil` says when to come back (the hang-up). */
+/** Where a run of the call got to: `waitUntil` says when to come back (the hang-up), with the call as it left it. */
+export type SimulatedStep =
+  | { status: SimulatedCallStatus | 'gone'; waitUntil?: undefined }
+  | { status: 'ongoing'; waitUntil: number; call: SimulatedCall };
+
+/**
+ * Runs the call as far as it can go now. `known`: the call as the step before left it (its job
+ * carries it), so it is not read back; a step that finds the call moved on since (its write
+ * matches nothing) reads it then.
+ */
 export async function advanceSimulatedCall(
   deps: SimulatorDeps,
   providerCallId: string,
-): Promise<{ status: SimulatedCallStatus | 'gone'; waitUntil?: number }> {
-  let call = await simulatorCalls(deps.db).findOne({ _id: providerCallId });
+  known?: SimulatedCall,
+): Promise<SimulatedStep> {
+  let call: SimulatedCall | null =
+    known?._id === providerCallId ? known : await simulatorCalls(deps.db).findOne({ _id: providerCallId });
   for (;;) {
     if (call === null) return { status: 'gone' };
     call = await deliverDue(deps, call);
@@ -63,7 +77,7 @@ export async function advanceSimulatedCall(
     }
     if (call.call_status === 'ongoing') {
       const hangupAt = call.hangup_at ?? now;
-      if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt };
+      if (now < hangupAt) return { status: 'ongoing', waitUntil: hangupAt, call };
       const start = call.start_timestamp ?? now;
       const voicemail = call.outcome === 'voicemail';
       let booking = call.booking ?? null;
@@ -98,7 +112,7 @@ export async function advanceSimulatedCall(
 /** Sends the events `call`'s status calls for that were not sent yet, in order, until one fails. */
 async function sendDue(
   deps: SimulatorDeps,
-  call: SimulatorCallDoc,
+  call: SimulatedCall,
 ): Promise<{ sent: SimulatorEvent[]; failure?: unknown }> {
   const sent: SimulatorEvent[] = [];
   try {
@@ -118,7 +132,7 @@ async function sendDue(
  * and records them sent in one write; when one fails, those sent before it are still recorded, so
  * a retry sends only what is left.
  */
-async function deliverDue(deps: SimulatorDeps, call: SimulatorCallDoc): Promise<SimulatorCallDoc> {
+async function deliverDue(deps: SimulatorDeps, call: SimulatedCall): Promise<SimulatedCall> {
   const { sent, failure } = await sendDue(deps, call);
   if (sent.length > 0) {
     const record = simulatorCalls(deps.db).updateOne(
@@ -140,9 +154,9 @@ async function deliverDue(deps: SimulatorDeps, call: SimulatorCallDoc): Promise<
  */
 async function step(
   deps: SimulatorDeps,
-  call: SimulatorCallDoc,
-  changes: Partial<SimulatorCallDoc>,
-): Promise<SimulatorCallDoc | null> {
+  call: SimulatedCall,
+  changes: Partial<SimulatedCall>,
+): Promise<SimulatedCall | null> {
   const { sent, failure } = await sendDue(deps, { ...call, ...changes });
   if (failure !== undefined && sent.length === 0) throw failure;
   const written = await transition(deps.db, call, { ...changes, delivered: [...call.delivered, ...sent] });
@@ -156,9 +170,9 @@ async function step(
  */
 async function transition(
   db: Db,
-  call: SimulatorCallDoc,
-  changes: Partial<SimulatorCallDoc>,
-): Promise<SimulatorCallDoc | null> {
+  call: SimulatedCall,
+  changes: Partial<SimulatedCall>,
+): Promise<SimulatedCall | null> {
   const result = await simulatorCalls(db).updateOne({ _id: call._id, call_status: call.call_status }, {
     $set: changes,
   } as UpdateFilter<SimulatorCallDoc>);
@@ -168,7 +182,7 @@ async function transition(
 
 async function deliverWebhook(
   deps: SimulatorDeps,
-  call: SimulatorCallDoc,
+  call: SimulatedCall,
   event: SimulatorEvent,
 ): Promise<void> {
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });

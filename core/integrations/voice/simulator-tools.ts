@@ -1,6 +1,6 @@
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 import type { Db } from 'mongodb';
-import { retellCallObject, simulatorWebhookSecret, type SimulatorCallDoc } from './simulator.js';
+import { retellCallObject, simulatorWebhookSecret, type SimulatedCall } from './simulator.js';
 import { tracedFetch } from '../../platform/telemetry/start.js';
 
 // The caller of a number ending 2222 asks for a consultation (docs/appointments.md#the-simulator):
@@ -24,7 +24,7 @@ const toolUrl = (webhookUrl: string, name: string): string =>
 
 async function callTool(
   db: Db,
-  call: SimulatorCallDoc,
+  call: SimulatedCall,
   name: string,
   args: Record<string, unknown>,
 ): Promise<Record<string, unknown>> {
@@ -56,7 +56,7 @@ async function callTool(
 /** Checks availability, books the first free slot for the caller; what was said, for the transcript. */
 export async function simulateBooking(
   db: Db,
-  call: SimulatorCallDoc,
+  call: SimulatedCall,
   caller: { name: string; email: string },
 ): Promise<SimulatedBooking> {
   const check = await callTool(db, call, 'check_availability', {});

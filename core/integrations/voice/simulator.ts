@@ -29,8 +29,11 @@ import type { SimulatedBooking } from './simulator-tools.js';
 
 export type SimulatedCallStatus = 'registered' | 'ongoing' | 'ended' | 'not_connected';
 
-/** A provider-side call, shaped like Retell's call object. */
-export interface SimulatorCallDoc {
+/**
+ * A provider-side call, shaped like Retell's call object, as its steps play it: what a step job
+ * carries (JSON, so no dates; the steps read none).
+ */
+export interface SimulatedCall {
   /** The provider's call id (what Retell calls call_id). */
   _id: string;
   agent_id: string;
@@ -58,7 +61,17 @@ export interface SimulatorCallDoc {
   delivered: string[];
   /** A 2222 caller's booking, once the tools answered (simulator-tools.ts); absent before. */
   booking?: SimulatedBooking | null;
+}
+
+/** A provider-side call as the simulator keeps it (simulator_calls). */
+export interface SimulatorCallDoc extends SimulatedCall {
   created_at: Date;
+}
+
+/** The call as a step job carries it: all but its creation date. */
+export function carriedCall(doc: SimulatedCall & { created_at?: unknown }): SimulatedCall {
+  const { created_at: _created, ...call } = doc;
+  return call;
 }
 
 /** The field the webhook secret is sealed as. */
@@ -72,7 +85,7 @@ const SIMULATOR_WEBHOOK_SECRET = sealedFieldName(COLLECTIONS.simulatorCalls, 'we
  */
 export const openedSecrets = new RecentMemo<string, string>(10_000, 60_000);
 
-export async function simulatorWebhookSecret(db: Db, call: SimulatorCallDoc): Promise<string> {
+export async function simulatorWebhookSecret(db: Db, call: SimulatedCall): Promise<string> {
   const stored = call.webhook.secret;
   if (typeof stored === 'string') return stored;
   const memo = `${call.metadata.firm}|${stored.iv}|${stored.data}|${stored.tag}`;
@@ -93,9 +106,12 @@ const simulatorRules = {
   failsAtProvider: (toNumber: string): boolean => toNumber.endsWith('9999'),
 };
 
-/** Plays one placed call on (the simulator queue's job, enqueued by whoever wires the simulator). */
+/**
+ * Plays one placed call on (the simulator queue's job, enqueued by whoever wires the simulator),
+ * with the call as placed, so its first step need not read it back.
+ */
 type ScheduleSimulatorStep = (
-  step: { callId: string; providerCallId: string },
+  step: { callId: string; providerCallId: string; call: SimulatedCall },
   delayMs: number,
 ) => Promise<void>;
 
@@ -172,7 +188,7 @@ export class SimulatorProvider implements VoiceProvider {
     try {
       // It rings for half of SIM_CALL_MS, then talks for the other half.
       await this.options.schedule(
-        { callId: request.callId, providerCallId: doc._id },
+        { callId: request.callId, providerCallId: doc._id, call: carriedCall(doc) },
         Math.floor(this.options.simCallMs / 2),
       );
     } catch (err) {
@@ -220,7 +236,10 @@ export class SimulatorProvider implements VoiceProvider {
   private async keepPlaying(doc: SimulatorCallDoc): Promise<void> {
     if (doc.call_status !== 'registered' && doc.call_status !== 'ongoing') return;
     const due = doc.created_at.getTime() + Math.floor(this.options.simCallMs / 2);
-    await this.options.schedule({ callId: doc.metadata.call_id, providerCallId: doc._id }, due - Date.now());
+    await this.options.schedule(
+      { callId: doc.metadata.call_id, providerCallId: doc._id, call: carriedCall(doc) },
+      due - Date.now(),
+    );
   }
 }
 
@@ -229,7 +248,7 @@ export class SimulatorProvider implements VoiceProvider {
  * webhook events add their own fields (simulator-engine.ts), the custom-function calls send it
  * as it is while the call is on (simulator-tools.ts).
  */
-export function retellCallObject(call: SimulatorCallDoc, callStatus: string): Record<string, unknown> {
+export function retellCallObject(call: SimulatedCall, callStatus: string): Record<string, unknown> {
   const payload: Record<string, unknown> = {
     call_id: call._id,
     call_type: call.call_type,
@@ -250,7 +269,7 @@ export function retellCallObject(call: SimulatorCallDoc, callStatus: string): Re
 export type SimulatorEvent = 'call_started' | 'call_ended' | 'call_analyzed';
 
 /** Retell's `call` object for an event (call_analysis only on call_analyzed, as Retell sends it). */
-export function retellCallPayload(call: SimulatorCallDoc, event: SimulatorEvent): Record<string, unknown> {
+export function retellCallPayload(call: SimulatedCall, event: SimulatorEvent): Record<string, unknown> {
   const payload = retellCallObject(call, call.call_status);
   if (event !== 'call_started') {
     payload.end_timestamp = call.end_timestamp;
