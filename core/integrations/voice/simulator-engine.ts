@@ -13,7 +13,7 @@ import {
   type SimulatorEvent,
 } from './simulator.js';
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
-import { tracedFetch } from '../../platform/telemetry/start.js';
+import { postJson } from './simulator-http.js';
 
 // Plays a simulated call out, as the provider would: it is answered (or not), talks, hangs up,
 // and each change is reported to the firm's public call webhook over HTTP, signed as Retell
@@ -186,15 +186,13 @@ async function deliverWebhook(
   event: SimulatorEvent,
 ): Promise<void> {
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
-  const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-  headers[RETELL_SIGNATURE_HEADER] = signRetellWebhook(body, await simulatorWebhookSecret(deps.db, call));
+  const secret = await simulatorWebhookSecret(deps.db, call);
   // With tracing on, the webhook's handling joins this call's trace (traceparent).
-  const res = await tracedFetch(call.webhook.url, {
-    method: 'POST',
-    headers,
+  const res = await postJson(
+    call.webhook.url,
+    { [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, secret) },
     body,
-    signal: AbortSignal.timeout(10_000),
-  });
-  await res.arrayBuffer().catch(() => undefined);
+    10_000,
+  );
   if (!res.ok) throw new Error(`The call webhook answered ${res.status} to ${event} for ${call._id}.`);
 }

@@ -1,7 +1,7 @@
 import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 import type { Db } from 'mongodb';
 import { retellCallObject, simulatorWebhookSecret, type SimulatedCall } from './simulator.js';
-import { tracedFetch } from '../../platform/telemetry/start.js';
+import { postJson } from './simulator-http.js';
 
 // The caller of a number ending 2222 asks for a consultation (docs/appointments.md#the-simulator):
 // during the call the simulated agent calls the firm's Retell custom functions check_availability
@@ -33,16 +33,14 @@ async function callTool(
     call: retellCallObject(call, 'ongoing'),
     args,
   });
-  const res = await tracedFetch(toolUrl(call.webhook.url, name), {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, await simulatorWebhookSecret(db, call)),
-    },
+  const secret = await simulatorWebhookSecret(db, call);
+  const res = await postJson(
+    toolUrl(call.webhook.url, name),
+    { [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, secret) },
     body,
-    signal: AbortSignal.timeout(20_000),
-  });
-  const text = await res.text();
+    20_000,
+  );
+  const text = res.text;
   // A 4xx is an answer the agent reads out (no provider, a bad slot); a 5xx is retried by the job.
   if (res.status >= 500) throw new Error(`The ${name} tool answered ${res.status}.`);
   try {

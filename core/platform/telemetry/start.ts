@@ -57,7 +57,7 @@ export function inSpan<T>(name: string, subject: SpanSubject, fn: () => Promise<
 
 /**
  * `fetch` as a traced HTTP client call (a client span, the trace passed on in `traceparent`),
- * for code calling out with fetch (the Retell SDK, the simulator's webhooks): Node's fetch is
+ * for code calling out with fetch (the Retell SDK): Node's fetch is
  * not node:http, which the HTTP instrumentation patches. Plain fetch when tracing is off.
  */
 export const tracedFetch: typeof fetch = (input, init) =>
