@@ -53,25 +53,28 @@ describe('a simulated call', () => {
     expect(created.body).toEqual({ call_id: expect.any(String), status: 'registered' });
     const callId = created.body.call_id;
     expect((await signed.client.get(`/api/v2/get-call/${callId}`)).body.status).toBe('registered');
+    // The simulator's job carries the call as placed (its answer, held above, has not been
+    // written): the answer starts from it, not from a read.
+    const carried = await eventually(async () => {
+      const job = await stack.services.queues.simulator.getJob(
+        JOBS.simulatorStep.id!({ callId, providerCallId: '' }),
+      );
+      expect(job?.data.call).toBeDefined();
+      return job!.data.call!;
+    });
+    expect(carried).toMatchObject({
+      _id: expect.stringMatching(/^sim_/),
+      call_status: 'registered',
+      delivered: [],
+      metadata: { call_id: callId, firm: signed.slug },
+      retell_llm_dynamic_variables: { full_name: 'Maria Lopez' },
+    });
+    expect(carried).not.toHaveProperty('created_at');
     proxy.release('call_started');
 
     const ongoing = await waitForCall(signed.client, callId, (c) => c.status === 'ongoing');
     expect(ongoing.start_timestamp).toEqual(expect.any(Number));
     expect(ongoing.end_timestamp).toBeNull();
-    // The simulator's job carries the call as answered: the hang-up starts from it, not from a read.
-    const carried = await eventually(async () => {
-      const job = await stack.services.queues.simulator.getJob(
-        JOBS.simulatorStep.id!({ callId, providerCallId: '' }),
-      );
-      expect(job?.data.call?.call_status).toBe('ongoing');
-      return job!.data.call!;
-    });
-    expect(carried).toMatchObject({
-      _id: expect.stringMatching(/^sim_/),
-      delivered: ['call_started'],
-      start_timestamp: ongoing.start_timestamp,
-      metadata: { call_id: callId, firm: signed.slug },
-    });
     proxy.release('call_ended');
 
     const ended = await waitForCall(
