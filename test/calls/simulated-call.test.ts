@@ -3,7 +3,7 @@
 // (or with the platform key as bearer). A proxy in front of the service records what went over
 // the wire and holds call_ended so the test can see the call ongoing without sleeping.
 import { verify as retellVerify } from 'retell-sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFirm, startStack, type Stack } from '../helpers/stack.js';
 import { eventually } from '../helpers/eventually.js';
 import { voiceWebhookSecret } from '../../core/domain/calls/webhook-secret.js';
@@ -30,6 +30,8 @@ beforeAll(async () => {
   signedAgent = await createAgent(signed.client, signed.slug);
   bearerAgent = await createAgent(bearer.client, bearer.slug);
 });
+// A test that failed midway must not leave its held events holding the next test's calls.
+afterEach(() => proxy?.releaseAll());
 afterAll(async () => {
   await stack?.stop();
   await proxy?.close();
