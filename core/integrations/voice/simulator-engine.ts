@@ -12,8 +12,7 @@ import {
   type SimulatorCallDoc,
   type SimulatorEvent,
 } from './simulator.js';
-import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
-import { postJson } from './simulator-http.js';
+import { simulatorPost } from './simulator-http.js';
 
 // Plays a simulated call out, as the provider would: it is answered (or not), talks, hangs up,
 // and each change is reported to the firm's public call webhook over HTTP, signed as Retell
@@ -188,11 +187,7 @@ async function deliverWebhook(
   const body = JSON.stringify({ event, call: retellCallPayload(call, event) });
   const secret = await simulatorWebhookSecret(deps.db, call);
   // With tracing on, the webhook's handling joins this call's trace (traceparent).
-  const res = await postJson(
-    call.webhook.url,
-    { [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, secret) },
-    body,
-    10_000,
-  );
-  if (!res.ok) throw new Error(`The call webhook answered ${res.status} to ${event} for ${call._id}.`);
+  const res = await simulatorPost(call.webhook.url, body, secret, 10_000);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`The call webhook answered ${res.status} to ${event} for ${call._id}.`);
 }

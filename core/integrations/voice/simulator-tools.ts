@@ -1,7 +1,6 @@
-import { RETELL_SIGNATURE_HEADER, signRetellWebhook } from './webhook-signature.js';
 import type { Db } from 'mongodb';
 import { retellCallObject, simulatorWebhookSecret, type SimulatedCall } from './simulator.js';
-import { postJson } from './simulator-http.js';
+import { simulatorPost } from './simulator-http.js';
 
 // The caller of a number ending 2222 asks for a consultation (docs/appointments.md#the-simulator):
 // during the call the simulated agent calls the firm's Retell custom functions check_availability
@@ -34,18 +33,14 @@ async function callTool(
     args,
   });
   const secret = await simulatorWebhookSecret(db, call);
-  const res = await postJson(
-    toolUrl(call.webhook.url, name),
-    { [RETELL_SIGNATURE_HEADER]: signRetellWebhook(body, secret) },
-    body,
-    20_000,
-  );
-  const text = res.text;
+  const res = await simulatorPost(toolUrl(call.webhook.url, name), body, secret, 20_000);
+  const text = res.body;
+  const ok = res.status >= 200 && res.status <= 299;
   // A 4xx is an answer the agent reads out (no provider, a bad slot); a 5xx is retried by the job.
   if (res.status >= 500) throw new Error(`The ${name} tool answered ${res.status}.`);
   try {
     const parsed = JSON.parse(text) as Record<string, unknown>;
-    return res.ok ? parsed : { message: 'I could not do that just now.', error: parsed };
+    return ok ? parsed : { message: 'I could not do that just now.', error: parsed };
   } catch {
     return { message: 'I could not do that just now.' };
   }
