@@ -53,6 +53,9 @@ export async function startBareHttp(
       await child.stop('SIGTERM', 10_000);
     },
   };
+  // Stopped with the scenario's app, or at the bench's exit should the scenario end first: a
+  // server left up would run beside every scenario after it (and, unnamed, add its CPU to theirs).
+  app.adopt(web);
   atExit(() => web.stop());
   await child.ready;
   return web;

@@ -230,6 +230,47 @@ export function processCpuSeconds(pid: number): number {
   }
 }
 
+/** The stores' servers, counted as the stack's besides the processes a scenario names. */
+const STORE_PROCESS = /^(redis-server|ferretdb|postgres)/;
+
+/**
+ * How a process under the bench is counted: one of `named` (the web, the workers) under its name,
+ * a store's server (Redis, FerretDB, PostgreSQL with its backends together) under its command's,
+ * both the stack's; any other (tsx's esbuild, a process a scenario left running) by its command's
+ * name, not the stack's. A Node process is `MainThread` by name since Node 24 (it was `node`), so
+ * no name tells which Node process is the bench's own: only being named does.
+ */
+function groupOf(
+  named: ReadonlyMap<number, string>,
+  pid: number,
+  name: string,
+): { group: string; stack: boolean } {
+  const own = named.get(pid);
+  if (own !== undefined) return { group: own, stack: true };
+  if (!STORE_PROCESS.test(name)) return { group: name, stack: false };
+  return { group: name.startsWith('postgres') ? 'postgres' : name, stack: true };
+}
+
+/** CPU seconds so far of the processes under this one, by group: the stack's, and the others. */
+export interface CpuByGroup {
+  stack: Map<string, number>;
+  others: Map<string, number>;
+}
+
+export function cpuByGroup(named: ReadonlyMap<number, string>, root = process.pid): CpuByGroup {
+  const out: CpuByGroup = { stack: new Map(), others: new Map() };
+  const all = descendants(root);
+  for (const [pid, name] of named) all.set(pid, name);
+  for (const [pid, name] of all) {
+    const used = processCpuSeconds(pid);
+    if (!Number.isFinite(used)) continue;
+    const { group, stack } = groupOf(named, pid, name);
+    const into = stack ? out.stack : out.others;
+    into.set(group, (into.get(group) ?? 0) + used);
+  }
+  return out;
+}
+
 /** This process's descendants (Linux /proc): pid → command name. */
 export function descendants(root = process.pid): Map<number, string> {
   const parent = new Map<number, number>();
@@ -269,12 +310,8 @@ export function descendants(root = process.pid): Map<number, string> {
  * counted, so read it around work whose processes stay up.
  */
 export function stackCpuSeconds(): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [pid, name] of descendants()) {
-    const used = processCpuSeconds(pid);
-    const group = name.startsWith('postgres') ? 'postgres' : name;
-    if (Number.isFinite(used)) out[group] = (out[group] ?? 0) + used;
-  }
+  const { stack, others } = cpuByGroup(new Map());
+  const out: Record<string, number> = Object.fromEntries([...others, ...stack]);
   const own = process.cpuUsage();
   out.bench = (own.user + own.system) / 1e6;
   return out;
@@ -300,7 +337,8 @@ export class StackCpu {
     const all = descendants();
     for (const [pid, name] of this.named) all.set(pid, name);
     for (const [pid, name] of all) {
-      const group = this.named.get(pid) ?? (name === 'node' ? 'other node' : name);
+      const { group: label, stack } = groupOf(this.named, pid, name);
+      const group = stack ? label : `other ${label}`;
       const used = processCpuSeconds(pid) - (this.before.get(pid) ?? 0);
       if (Number.isFinite(used)) groups.set(group, (groups.get(group) ?? 0) + used / seconds);
     }

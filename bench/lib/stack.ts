@@ -256,6 +256,8 @@ export interface App {
   startWeb(env?: Record<string, string>): Promise<Web>;
   /** A worker process (env WORKER_QUEUES: its queues); resolves once it takes jobs. */
   startWorker(name: string, env?: Record<string, string>, nodeArgs?: string[]): Promise<Proc>;
+  /** A process of the scenario's own beside the app's (a bare server): stopped with them by `close`. */
+  adopt(proc: Proc): void;
   /** Removes the queues' keys and the database, and stops the app's processes. */
   close(): Promise<void>;
 }
@@ -360,6 +362,9 @@ export async function createApp(
       procs.push(proc);
       await proc.ready;
       return proc;
+    },
+    adopt(proc) {
+      procs.push(proc);
     },
     async close() {
       if (closed) return;

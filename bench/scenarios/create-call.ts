@@ -342,7 +342,6 @@ export const createCall: Scenario = {
       say(`create-call: median route ${median(of(rates.route)).toFixed(0)} req/s`);
       return rows;
     } finally {
-      await bare?.stop();
       await app.close();
     }
   },

@@ -37,15 +37,7 @@ import { startFakeClio } from '../../test/fakes/clio-server.js';
 import { startFakeSlack } from '../../test/fakes/slack-server.js';
 import { startFakeSmtp } from '../../test/fakes/smtp-server.js';
 import { api, atExit, createApp, makeTenant, type App, type Tenant } from '../lib/stack.js';
-import {
-  checkInterrupted,
-  descendants,
-  knob,
-  loadAverage,
-  loop,
-  processCpuSeconds,
-  say,
-} from '../lib/measure.js';
+import { checkInterrupted, knob, loadAverage, loop, cpuByGroup, say } from '../lib/measure.js';
 import { mongoCounters } from '../lib/ops.js';
 import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
@@ -87,20 +79,6 @@ async function backlog(app: App): Promise<number> {
     left += c.waiting! + c.active! + c.prioritized! + delayed;
   }
   return left;
-}
-
-/** CPU seconds so far of the stack's processes, by group: the named ones, then by command. */
-function stackCpu(named: Map<number, string>): Map<string, number> {
-  const out = new Map<string, number>();
-  const all = descendants();
-  for (const [pid, name] of named) all.set(pid, name);
-  for (const [pid, name] of all) {
-    const group = named.get(pid) ?? (name.startsWith('postgres') ? 'postgres' : name);
-    if (group === 'node' || group === 'esbuild') continue; // the bench's own (tsx's esbuild)
-    const used = processCpuSeconds(pid);
-    if (Number.isFinite(used)) out.set(group, (out.get(group) ?? 0) + used);
-  }
-  return out;
 }
 
 /** Redis commands so far, by command (INFO commandstats; EVALSHA is each script run, not its calls). */
@@ -239,7 +217,7 @@ async function burst(
   const tablesBefore = await collectionStats(app, pg.psql, pg.url);
   const originsBefore = originsDir === undefined ? null : await snapshotOrigins(originsDir, named);
   const mongoBefore = await mongoCommands(pg.admin);
-  const before = stackCpu(named);
+  const before = cpuByGroup(named);
   // The bench's own process (its HTTP client, the Clio, Slack and SMTP fakes, the polls): not the
   // stack's, but it runs on the same cores, so shown beside it.
   const benchBefore = process.cpuUsage();
@@ -265,12 +243,14 @@ async function burst(
     await sleep(100);
   }
   const seconds = (performance.now() - started) / 1000;
-  const after = stackCpu(named);
+  const after = cpuByGroup(named);
   const benchUsed = process.cpuUsage(benchBefore);
   const shares = busy.stop();
   const originsAfter = originsDir === undefined ? null : await snapshotOrigins(originsDir, named);
-  const per = new Map<string, number>();
-  for (const [group, used] of after) per.set(group, (used - (before.get(group) ?? 0)) / CALLS);
+  const perCall = (now: Map<string, number>, then: Map<string, number>) =>
+    new Map([...now].map(([group, used]) => [group, (used - (then.get(group) ?? 0)) / CALLS] as const));
+  const per = perCall(after.stack, before.stack);
+  const others = [...perCall(after.others, before.others)].filter(([, s]) => s >= 0.00005);
   const total = [...per.values()].reduce((a, b) => a + b, 0);
   const commandsAfter = await redisCommands(app);
   // What one poll of the backlog costs, read on the idle queues (each reading is one INFO more).
@@ -313,7 +293,11 @@ async function burst(
     capacity: CALLS / seconds,
     breakdown:
       `CPU per call, ms: ${breakdown}; the bench itself (client, fakes, polls; not counted) ` +
-      `${((benchUsed.user + benchUsed.system) / 1000 / CALLS).toFixed(1)}; ${commands}; ${await jobs.perCall(CALLS)}`,
+      `${((benchUsed.user + benchUsed.system) / 1000 / CALLS).toFixed(1)}` +
+      (others.length === 0
+        ? ''
+        : `; other processes under the bench (not counted): ${others.map(([g, s]) => `${g} ${(s * 1000).toFixed(1)}`).join(', ')}`) +
+      `; ${commands}; ${await jobs.perCall(CALLS)}`,
     database,
     recipe,
   };
@@ -457,7 +441,7 @@ export const intakeCost: Scenario = {
           recipe: r.recipe,
           calls: CALLS,
           concurrency: REPLAY_CONCURRENCY,
-          cpuSeconds: () => [...stackCpu(named).values()].reduce((a, b) => a + b, 0),
+          cpuSeconds: () => [...cpuByGroup(named).stack.values()].reduce((a, b) => a + b, 0),
         });
         say(
           `intake-cost round ${round}: the stores alone, the round's commands a call replayed ` +

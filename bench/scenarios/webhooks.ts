@@ -438,7 +438,6 @@ export const webhooks: Scenario = {
       }
       return rows;
     } finally {
-      await bareServer?.stop();
       await app.close();
     }
   },
