@@ -8,7 +8,7 @@ import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { cpuByGroup } from '../../bench/lib/measure.js';
+import { cpuByGroup, processCpuSeconds } from '../../bench/lib/measure.js';
 import { createApp, type Proc, type Stores } from '../../bench/lib/stack.js';
 import { launch } from '../../scripts/local/launcher.js';
 
@@ -49,13 +49,9 @@ async function runs(pid: number, name: string): Promise<void> {
 
 /** Waits until `pid` has used at least `seconds` of CPU. */
 async function usedAtLeast(pid: number, seconds: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if ((Number(fields[11]) + Number(fields[12])) / 100 >= seconds) return;
+  for (let i = 0; i < 200 && !(processCpuSeconds(pid) >= seconds); i++)
     await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`process ${pid} never used ${seconds} s of CPU`);
+  if (!(processCpuSeconds(pid) >= seconds)) throw new Error(`process ${pid} never used ${seconds} s of CPU`);
 }
 
 beforeAll(async () => {
