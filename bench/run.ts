@@ -5,7 +5,9 @@
 // Knobs (environment): BENCH_ROUNDS=3 (alternations of target and baseline), BENCH_SECONDS=4
 // (about how long each measured step of a round runs), BENCH_CONNECTIONS=10, BENCH_PROFILE=1
 // (--cpu-prof on every web and worker process, profiles in bench/results/profiles, their top
-// frames printed), and the scenarios' own sizes (see docs/performance.md).
+// frames printed, and the web's cut by step where a scenario compares the route with the bare
+// handler in the same process: bench/lib/phases.ts), and the scenarios' own sizes (see
+// docs/performance.md).
 // Uses REDIS_URL / MONGODB_URI when set, else starts a local Redis and FerretDB on PostgreSQL.
 //   npm run bench -- --redis=cluster --only=scale-effects   (or BENCH_REDIS=cluster)
 //                                         on a Redis Cluster: a local one of three masters (or the
@@ -20,7 +22,8 @@ import { described, knob, loadAverage, say } from './lib/measure.js';
 import { formatTable, passes, writeJson, type Row } from './lib/report.js';
 import type { Scenario } from './lib/scenario.js';
 import { cleanup, deadline, PROFILE_DIR, root, runtime, startStores, type RedisMode } from './lib/stack.js';
-import { busiestProfile, summariseProfile } from './lib/profile.js';
+import { busiestProfile, comparePhases, summariseProfile } from './lib/profile.js';
+import { readPhases } from './lib/phases.js';
 import { createCall } from './scenarios/create-call.js';
 import { webhooks } from './scenarios/webhooks.js';
 import { webhookBodies } from './scenarios/webhook-bodies.js';
@@ -184,7 +187,14 @@ function printProfiles(scenario: string): void {
   for (const d of dirs) {
     printed.add(d);
     const profile = busiestProfile(join(PROFILE_DIR, d));
-    if (profile !== undefined) process.stderr.write(`${d}: ${summariseProfile(profile)}\n`);
+    if (profile === undefined) continue;
+    process.stderr.write(`${d}: ${summariseProfile(profile)}\n`);
+    // The scenario's steps served by this process, compared pair by pair (bench/lib/phases.ts).
+    const phases = readPhases(scenario)?.phases.filter((p) => d.startsWith(`${p.process}-`)) ?? [];
+    for (const [a, b] of readPhases(scenario)?.compare ?? []) {
+      if (phases.some((p) => p.label === a))
+        process.stderr.write(`${d}: ${comparePhases(profile, phases, a, b)}\n`);
+    }
   }
 }
 const printed = new Set<string>();

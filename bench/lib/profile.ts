@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Phase } from './phases.js';
 
 interface ProfileNode {
   id: number;
@@ -27,6 +28,15 @@ function area(url: string, fn: string): string {
   const ours = /\/(api|core\/[^/]+|jobs|workers|dashboard|scripts|bench)\//.exec(url);
   if (ours) return ours[1]!;
   return url.split('/').slice(-2).join('/');
+}
+
+/** A function as the summaries name it: its name, file (from the package or our folder) and line. */
+function frameKey(functionName: string, url: string, lineNumber: number): string {
+  const where =
+    url === ''
+      ? ''
+      : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(api|core|jobs|workers|bench)\//, '$1/')}:${lineNumber + 1}`;
+  return `${functionName || '(anonymous)'}${where}`;
 }
 
 /** Busy (non-idle) microseconds of a profile. */
@@ -64,11 +74,7 @@ export function summariseProfile(path: string, top = 12): string {
       continue;
     }
     areas.set(a, (areas.get(a) ?? 0) + us);
-    const where =
-      url === ''
-        ? ''
-        : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(api|core|jobs|workers|bench)\//, '$1/')}:${lineNumber + 1}`;
-    const key = `${functionName || '(anonymous)'}${where}`;
+    const key = frameKey(functionName, url, lineNumber);
     fns.set(key, (fns.get(key) ?? 0) + us);
   }
   // Node's internals and native code, charged to the first frame above them that is a package
@@ -100,6 +106,85 @@ export function summariseProfile(path: string, top = 12): string {
     ...sorted(owners).map(([k, v]) => `   ${pct(v)}  ${k}`),
     '  busiest functions (self):',
     ...sorted(fns).map(([k, v]) => `   ${pct(v)}  ${k.slice(0, 140)}`),
+  ].join('\n');
+}
+
+interface PhaseTotals {
+  units: number;
+  busy: number;
+  areas: Map<string, number>;
+  fns: Map<string, number>;
+}
+
+/**
+ * The busy time of each phase of a profiled process (bench/lib/phases.ts): its samples cut by the
+ * phases' times, summed by area and by function (self), with the units the phase answered.
+ */
+export function phaseTotals(
+  profile: CpuProfile & { startTime: number },
+  phases: Phase[],
+): Map<string, PhaseTotals> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const totals = new Map<string, PhaseTotals>();
+  for (const p of phases) {
+    const t = totals.get(p.label) ?? { units: 0, busy: 0, areas: new Map(), fns: new Map() };
+    t.units += p.units;
+    totals.set(p.label, t);
+  }
+  const ordered = [...phases].sort((a, b) => a.start - b.start);
+  let at = profile.startTime;
+  let next = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const us = profile.timeDeltas[i] ?? 0;
+    at += us;
+    while (next < ordered.length && ordered[next]!.end < at) next++;
+    const phase = ordered[next];
+    if (phase === undefined) break;
+    if (at < phase.start) continue;
+    const { functionName, url, lineNumber } = byId.get(profile.samples[i]!)!.callFrame;
+    const a = area(url, functionName);
+    if (a === '(idle)') continue;
+    const t = totals.get(phase.label)!;
+    t.busy += us;
+    t.areas.set(a, (t.areas.get(a) ?? 0) + us);
+    const key = frameKey(functionName, url, lineNumber);
+    t.fns.set(key, (t.fns.get(key) ?? 0) + us);
+  }
+  return totals;
+}
+
+/**
+ * Phase `a` against phase `b` of one profiled process: the busy microseconds a unit of each, and
+ * by area and by function the difference a unit, largest first (a profiled process runs slower
+ * than an unprofiled one, for both alike: the sizes are relative).
+ */
+export function comparePhases(path: string, phases: Phase[], a: string, b: string, top = 20): string {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile & { startTime: number };
+  const totals = phaseTotals(profile, phases);
+  const ta = totals.get(a);
+  const tb = totals.get(b);
+  if (ta === undefined || tb === undefined || ta.units === 0 || tb.units === 0) {
+    return `phases ${a} / ${b}: not both in this profile`;
+  }
+  const perUnit = (us: number, t: PhaseTotals) => us / t.units;
+  const table = (what: string, ma: Map<string, number>, mb: Map<string, number>): string[] => {
+    const rows = [...new Set([...ma.keys(), ...mb.keys()])].map((k) => {
+      const va = perUnit(ma.get(k) ?? 0, ta);
+      const vb = perUnit(mb.get(k) ?? 0, tb);
+      return { k, va, vb, d: va - vb };
+    });
+    rows.sort((x, y) => Math.abs(y.d) - Math.abs(x.d));
+    const f = (n: number) => n.toFixed(1).padStart(8);
+    return [
+      `  ${what}, µs a unit: ${'step'.padStart(8)} ${'baseline'.padStart(8)}  difference (step: "${a}", baseline: "${b}")`,
+      ...rows.slice(0, top).map((r) => `    ${f(r.va)} ${f(r.vb)} ${f(r.d)}  ${r.k.slice(0, 120)}`),
+    ];
+  };
+  return [
+    `phases "${a}" (${ta.units} units, ${perUnit(ta.busy, ta).toFixed(1)} µs busy a unit) against "${b}" (${tb.units}, ${perUnit(tb.busy, tb).toFixed(1)} µs): ` +
+      `${(perUnit(ta.busy, ta) - perUnit(tb.busy, tb)).toFixed(1)} µs a unit more`,
+    ...table('by area (self)', ta.areas, tb.areas),
+    ...table('by function (self)', ta.fns, tb.fns),
   ].join('\n');
 }
 

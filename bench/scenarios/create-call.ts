@@ -37,6 +37,7 @@ import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { createApp, makeTenant, type Web } from '../lib/stack.js';
 import { bareInWebEnv, setUpBareInWeb, startBareHttp } from '../lib/bare-http.js';
+import { PhaseLog } from '../lib/phases.js';
 import { rebuildFirmAttempts } from '../../core/domain/compliance/frequency.js';
 
 export const createCall: Scenario = {
@@ -151,6 +152,8 @@ export const createCall: Scenario = {
       const bareCpu: number[] = [];
       const koaCpu: number[] = [];
       const inWebCpu: number[] = [];
+      // Profiled, the web's samples are cut by step: the route against the bare handler it serves.
+      const phases = PhaseLog.of('create-call', [['route', 'bare in the web']]);
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -160,7 +163,7 @@ export const createCall: Scenario = {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(named);
             try {
-              const r = await cannon(request, n);
+              const r = await phases.time('route', web.name, () => cannon(request, n));
               webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
               routeCores = stack.read();
               return r;
@@ -193,7 +196,9 @@ export const createCall: Scenario = {
           },
           inWeb: async (n) => {
             const c0 = processCpuSeconds(web.pid);
-            const r = await cannon({ ...request, url: `${inWeb.base}/create` }, n);
+            const r = await phases.time('bare in the web', web.name, () =>
+              cannon({ ...request, url: `${inWeb.base}/create` }, n),
+            );
             inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;
           },

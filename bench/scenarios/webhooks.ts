@@ -31,6 +31,7 @@ import { ratioRow, type Row } from '../lib/report.js';
 import type { Scenario } from '../lib/scenario.js';
 import { api, createApp, makeTenant, rand, type App, type Web } from '../lib/stack.js';
 import { bareInWebEnv, setUpBareInWeb, startBareHttp } from '../lib/bare-http.js';
+import { PhaseLog } from '../lib/phases.js';
 
 /** A call_analyzed body as Retell sends it (about 3 KB), for a fresh call id. */
 function callAnalyzed(n: number) {
@@ -211,6 +212,8 @@ export const webhooks: Scenario = {
     const app = await createApp(ctx.stores, 'webhooks');
     const rows: Row[] = [];
     let bareServer: Web | undefined;
+    // Profiled, the web's samples are cut by step: the route against the bare handler it serves.
+    const phases = PhaseLog.of('webhooks', [['webhook route', 'webhook bare in the web']]);
     try {
       const inWeb = await bareInWebEnv();
       const web = await app.startWeb(inWeb.env);
@@ -291,7 +294,9 @@ export const webhooks: Scenario = {
           route: async (amount: number) => {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(new Map([[web.pid, 'web']]));
-            const r = await signedCannon(web.base, receiver.path(slug))(amount);
+            const r = await phases.time(`${receiver.id} route`, web.name, () =>
+              signedCannon(web.base, receiver.path(slug))(amount),
+            );
             webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             routeCores = stack.read();
             return r;
@@ -337,7 +342,9 @@ export const webhooks: Scenario = {
                   },
                   inWeb: async (amount: number) => {
                     const c0 = processCpuSeconds(web.pid);
-                    const r = await signedCannon(inWeb.base, '/webhook')(amount);
+                    const r = await phases.time(`${receiver.id} bare in the web`, web.name, () =>
+                      signedCannon(inWeb.base, '/webhook')(amount),
+                    );
                     inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
                     return r;
                   },

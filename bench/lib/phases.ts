@@ -1,0 +1,63 @@
+// When each measured step of a profiled scenario ran (BENCH_PROFILE=1), so that a process's one
+// V8 profile can be cut by step: the route's samples apart from those of the bare handler served
+// by the same process. The times are on the monotonic clock (process.hrtime), in microseconds,
+// which is the clock V8's profiles stamp their samples with. The bench prints, for each pair a
+// scenario compares, the busy time a unit (request, delivery) of each step by area and by
+// function, and the difference (bench/lib/profile.ts: comparePhases).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { PROFILE_DIR } from './stack.js';
+
+export interface Phase {
+  /** The step, e.g. "route" or "bare in the web". */
+  label: string;
+  /** The process it ran in: the start of its profile folder's name (e.g. "webhooks-web"). */
+  process: string;
+  start: number;
+  end: number;
+  /** Requests or deliveries answered in it. */
+  units: number;
+}
+
+export interface PhaseFile {
+  phases: Phase[];
+  /** Pairs of labels to compare: [the step, its baseline]. */
+  compare: [string, string][];
+}
+
+const nowMicros = (): number => Number(process.hrtime.bigint() / 1000n);
+
+export const phaseFileOf = (scenario: string, dir = PROFILE_DIR): string =>
+  join(dir, `${scenario}.phases.json`);
+
+export function readPhases(scenario: string, dir = PROFILE_DIR): PhaseFile | undefined {
+  const file = phaseFileOf(scenario, dir);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as PhaseFile) : undefined;
+}
+
+/** A scenario's phases, written as they end (nothing is timed or written unless BENCH_PROFILE=1). */
+export class PhaseLog {
+  private readonly file: PhaseFile = { phases: [], compare: [] };
+
+  constructor(
+    private readonly path: string | undefined,
+    compare: [string, string][],
+  ) {
+    this.file.compare = compare;
+  }
+
+  static of(scenario: string, compare: [string, string][]): PhaseLog {
+    return new PhaseLog(process.env.BENCH_PROFILE === '1' ? phaseFileOf(scenario) : undefined, compare);
+  }
+
+  /** Runs `step`, noting when it ran and how many units it answered (`ok` of its result). */
+  async time<T extends { ok: number }>(label: string, proc: string, step: () => Promise<T>): Promise<T> {
+    if (this.path === undefined) return step();
+    const start = nowMicros();
+    const result = await step();
+    this.file.phases.push({ label, process: proc, start, end: nowMicros(), units: result.ok });
+    mkdirSync(dirname(this.path), { recursive: true });
+    writeFileSync(this.path, JSON.stringify(this.file));
+    return result;
+  }
+}

@@ -1,0 +1,77 @@
+// A profiled bench scenario cuts its web process's one V8 profile by step (bench/lib/phases.ts):
+// the route's samples apart from those of the bare handler served by the same process, each
+// divided by the units that step answered. A profile built by hand, whose samples fall before,
+// in, between and after two phases, checks the cut.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PhaseLog, readPhases, type Phase } from '../../bench/lib/phases.js';
+import { comparePhases, phaseTotals } from '../../bench/lib/profile.js';
+
+const frame = (functionName: string, url: string) => ({ functionName, url, lineNumber: 9 });
+const profile = {
+  startTime: 1_000,
+  nodes: [
+    { id: 1, callFrame: frame('(root)', ''), children: [2, 3, 4] },
+    { id: 2, callFrame: frame('(idle)', '') },
+    { id: 3, callFrame: frame('dispatch', 'file:///x/node_modules/koa-compose/index.js') },
+    { id: 4, callFrame: frame('handler', 'file:///x/main/dist/api/router.js') },
+  ],
+  // Sample i is at startTime plus the deltas up to and including its own, and counts its own delta.
+  // times:   1010 1020 1030(idle) 1040 1050 1060 1070 1080 1090
+  samples: [3, 4, 2, 3, 4, 4, 3, 4, 3],
+  timeDeltas: [10, 10, 10, 10, 10, 10, 10, 10, 10],
+};
+// The route from 1015 to 1045 (its samples at 1020, 1030 idle, 1040), the bare handler from
+// 1055 to 1075 (1060, 1070); the samples at 1010, 1050, 1080 and 1090 are in no phase.
+const phases: Phase[] = [
+  { label: 'route', process: 'web', start: 1_015, end: 1_045, units: 2 },
+  { label: 'bare', process: 'web', start: 1_055, end: 1_075, units: 4 },
+];
+
+const dir = mkdtempSync(join(tmpdir(), 'profile-phases-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("a profile cut by the scenario's steps", () => {
+  it('counts each busy sample in the phase it falls in, idle and outside samples in none', () => {
+    const totals = phaseTotals(profile, phases);
+    const route = totals.get('route')!;
+    const bare = totals.get('bare')!;
+    expect(route.units).toBe(2);
+    expect(route.busy).toBe(20);
+    expect(Object.fromEntries(route.areas)).toEqual({ api: 10, 'koa-compose': 10 });
+    expect(bare.units).toBe(4);
+    expect(bare.busy).toBe(20);
+    expect(Object.fromEntries(bare.areas)).toEqual({ api: 10, 'koa-compose': 10 });
+    expect([...bare.fns.keys()].sort()).toEqual([
+      'dispatch koa-compose/index.js:10',
+      'handler api/router.js:10',
+    ]);
+  });
+
+  it("prints each phase's busy time a unit and the difference by area", () => {
+    const path = join(dir, 'web.cpuprofile');
+    writeFileSync(path, JSON.stringify(profile));
+    const text = comparePhases(path, phases, 'route', 'bare');
+    // 20 µs over 2 deliveries against 20 µs over 4: 10 against 5 a unit.
+    expect(text).toContain(
+      '"route" (2 units, 10.0 µs busy a unit) against "bare" (4, 5.0 µs): 5.0 µs a unit more',
+    );
+    expect(text).toMatch(/ {4}5\.0 {6}2\.5 {6}2\.5 {2}koa-compose/);
+    expect(comparePhases(path, phases, 'route', 'absent')).toContain('not both in this profile');
+  });
+
+  it('is written by the scenario only when profiling, and read back by the bench', async () => {
+    const quiet = new PhaseLog(undefined, [['route', 'bare']]);
+    expect(await quiet.time('route', 'web', () => Promise.resolve({ ok: 3 }))).toEqual({ ok: 3 });
+    const logging = new PhaseLog(join(dir, 'scenario.phases.json'), [['route', 'bare']]);
+    await logging.time('route', 'web', () => Promise.resolve({ ok: 3 }));
+    const read = readPhases('scenario', dir)!;
+    expect(read.compare).toEqual([['route', 'bare']]);
+    expect(read.phases).toHaveLength(1);
+    expect(read.phases[0]).toMatchObject({ label: 'route', process: 'web', units: 3 });
+    expect(read.phases[0]!.end).toBeGreaterThanOrEqual(read.phases[0]!.start);
+    expect(readPhases('other', dir)).toBeUndefined();
+  });
+});
