@@ -151,7 +151,7 @@ async function main(): Promise<void> {
     loads.push(line);
     say(`── ${line}`);
     rows.push(...produced);
-    if (process.env.BENCH_PROFILE === '1') printProfiles(scenario.name);
+    if (process.env.BENCH_PROFILE === '1') printProfiles(scenario.name, started);
   }
   meta.load_average = loads;
   meta.seconds = Math.round((Date.now() - started) / 1000);
@@ -177,21 +177,28 @@ async function main(): Promise<void> {
   say(`wrote ${join(RESULTS, `${base}.json`)}`);
 }
 
-function printProfiles(scenario: string): void {
+/** A profile folder's start stamp (`<process>-<ms since epoch>-<random>`, bench/lib/stack.ts). */
+const stampOf = (dir: string): number => Number(/-(\d{13})-[^-]+$/.exec(dir)?.[1] ?? 0);
+
+/** The scenario's profiles of this run (earlier runs' folders stay in PROFILE_DIR, unprinted). */
+function printProfiles(scenario: string, since: number): void {
   let dirs: string[] = [];
   try {
-    dirs = readdirSync(PROFILE_DIR).filter((d) => d.startsWith(`${scenario}-`) && !printed.has(d));
+    dirs = readdirSync(PROFILE_DIR).filter(
+      (d) => d.startsWith(`${scenario}-`) && !printed.has(d) && stampOf(d) >= since,
+    );
   } catch {
     return;
   }
+  const steps = readPhases(scenario);
   for (const d of dirs) {
     printed.add(d);
     const profile = busiestProfile(join(PROFILE_DIR, d));
     if (profile === undefined) continue;
     process.stderr.write(`${d}: ${summariseProfile(profile)}\n`);
     // The scenario's steps served by this process, compared pair by pair (bench/lib/phases.ts).
-    const phases = readPhases(scenario)?.phases.filter((p) => d.startsWith(`${p.process}-`)) ?? [];
-    for (const [a, b] of readPhases(scenario)?.compare ?? []) {
+    const phases = steps?.phases.filter((p) => d.startsWith(`${p.process}-`)) ?? [];
+    for (const [a, b] of steps?.compare ?? []) {
       if (phases.some((p) => p.label === a))
         process.stderr.write(`${d}: ${comparePhases(profile, phases, a, b)}\n`);
     }

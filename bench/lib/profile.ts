@@ -163,7 +163,15 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
   const totals = phaseTotals(profile, phases);
   const ta = totals.get(a);
   const tb = totals.get(b);
-  if (ta === undefined || tb === undefined || ta.units === 0 || tb.units === 0) {
+  // A step with no busy sample ran outside this profile's time (another run's profile).
+  if (
+    ta === undefined ||
+    tb === undefined ||
+    ta.units === 0 ||
+    tb.units === 0 ||
+    ta.busy === 0 ||
+    tb.busy === 0
+  ) {
     return `phases ${a} / ${b}: not both in this profile`;
   }
   const perUnit = (us: number, t: PhaseTotals) => us / t.units;
