@@ -15,20 +15,29 @@ export const MAX_JSON_DEPTH = 64;
  * one level each). It recurses at most `limit` + 1 levels: no input can overflow the stack here.
  */
 export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  return deeperThan(value, 1, limit);
+  return typeof value === 'object' && value !== null && deeperThan(value, 1, limit);
 }
 
 // Recursion no deeper than `limit` + 1, and nothing allocated per node: a 3 MB call_analyzed
 // has tens of thousands of objects (a queue of [node, depth] pairs cost more than parsing it).
-function deeperThan(node: unknown, depth: number, limit: number): boolean {
-  if (typeof node !== 'object' || node === null) return false;
+// Only objects and arrays are recursed into, and arrays by index: a call for every string and
+// number, and the arrays' iterator, were a fifth of the walk, and the walk was half of what a
+// large call webhook cost beyond a bare node:http handler
+// (docs/performance.md#the-large-bodies-surplus-the-depth-walk-2026-12-07-evening).
+function deeperThan(node: object, depth: number, limit: number): boolean {
   if (depth > limit) return true;
   if (Array.isArray(node)) {
-    for (const child of node) if (deeperThan(child, depth + 1, limit)) return true;
+    for (let i = 0; i < node.length; i++) {
+      const child: unknown = node[i];
+      if (typeof child === 'object' && child !== null && deeperThan(child, depth + 1, limit)) return true;
+    }
     return false;
   }
   const record = node as Record<string, unknown>;
-  for (const key in record) if (deeperThan(record[key], depth + 1, limit)) return true;
+  for (const key in record) {
+    const child = record[key];
+    if (typeof child === 'object' && child !== null && deeperThan(child, depth + 1, limit)) return true;
+  }
   return false;
 }
 
