@@ -230,6 +230,33 @@ export function processCpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * CPU microseconds each kind of thread of a process has used so far, by its name with any
+ * trailing number dropped (`MainThread`, `V8Worker`, `libuv-worker`: Linux
+ * /proc/<pid>/task/<tid>/comm and stat); empty once the process is gone. A thread that ended
+ * takes its time with it, so compare two readings of long-lived threads only.
+ */
+export function threadCpuMicros(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const task of tasks) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim().replace(/\d+$/, '');
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
 /** The stores' servers, counted as the stack's besides the processes a scenario names. */
 const STORE_PROCESS = /^(redis-server|ferretdb|postgres)/;
 

@@ -6,6 +6,7 @@
 // function, and the difference (bench/lib/profile.ts: comparePhases).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { threadCpuMicros } from './measure.js';
 import { PROFILE_DIR } from './stack.js';
 
 export interface Phase {
@@ -17,6 +18,11 @@ export interface Phase {
   end: number;
   /** Requests or deliveries answered in it. */
   units: number;
+  /**
+   * The CPU µs of each kind of the process's threads over the step (measure.ts, threadCpuMicros),
+   * when the step was timed with the process's pid: the profile counts the main thread only.
+   */
+  threads?: Record<string, number>;
 }
 
 export interface PhaseFile {
@@ -50,12 +56,28 @@ export class PhaseLog {
     return new PhaseLog(process.env.BENCH_PROFILE === '1' ? phaseFileOf(scenario) : undefined, compare);
   }
 
-  /** Runs `step`, noting when it ran and how many units it answered (`ok` of its result). */
-  async time<T extends { ok: number }>(label: string, proc: string, step: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `step`, noting when it ran and how many units it answered (`ok` of its result); with the
+   * process's `pid`, also the CPU its threads used meanwhile, by kind.
+   */
+  async time<T extends { ok: number }>(
+    label: string,
+    proc: string,
+    step: () => Promise<T>,
+    pid?: number,
+  ): Promise<T> {
     if (this.path === undefined) return step();
+    const before = pid === undefined ? undefined : threadCpuMicros(pid);
     const start = nowMicros();
     const result = await step();
-    this.file.phases.push({ label, process: proc, start, end: nowMicros(), units: result.ok });
+    const phase: Phase = { label, process: proc, start, end: nowMicros(), units: result.ok };
+    if (pid !== undefined && before !== undefined) {
+      const after = threadCpuMicros(pid);
+      phase.threads = Object.fromEntries(
+        Object.entries(after).map(([name, us]) => [name, Math.max(0, us - (before[name] ?? 0))]),
+      );
+    }
+    this.file.phases.push(phase);
     mkdirSync(dirname(this.path), { recursive: true });
     writeFileSync(this.path, JSON.stringify(this.file));
     return result;

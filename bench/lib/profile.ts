@@ -175,24 +175,57 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
     return `phases ${a} / ${b}: not both in this profile`;
   }
   const perUnit = (us: number, t: PhaseTotals) => us / t.units;
-  const table = (what: string, ma: Map<string, number>, mb: Map<string, number>): string[] => {
+  const table = (
+    what: string,
+    ma: Map<string, number>,
+    mb: Map<string, number>,
+    unitsA = ta.units,
+    unitsB = tb.units,
+  ): string[] => {
     const rows = [...new Set([...ma.keys(), ...mb.keys()])].map((k) => {
-      const va = perUnit(ma.get(k) ?? 0, ta);
-      const vb = perUnit(mb.get(k) ?? 0, tb);
+      const va = (ma.get(k) ?? 0) / unitsA;
+      const vb = (mb.get(k) ?? 0) / unitsB;
       return { k, va, vb, d: va - vb };
     });
     rows.sort((x, y) => Math.abs(y.d) - Math.abs(x.d));
     const f = (n: number) => n.toFixed(1).padStart(8);
     return [
       `  ${what}, µs a unit: ${'step'.padStart(8)} ${'baseline'.padStart(8)}  difference (step: "${a}", baseline: "${b}")`,
-      ...rows.slice(0, top).map((r) => `    ${f(r.va)} ${f(r.vb)} ${f(r.d)}  ${r.k.slice(0, 120)}`),
+      ...rows
+        .filter((r) => r.va !== 0 || r.vb !== 0) // a thread idle in both
+        .slice(0, top)
+        .map((r) => `    ${f(r.va)} ${f(r.vb)} ${f(r.d)}  ${r.k.slice(0, 120)}`),
     ];
   };
+  // The CPU of each kind of thread (the profile has the main thread's only), where both steps
+  // were timed with the process's pid: over the units of the phases that have it.
+  const threadsOf = (label: string): { units: number; byThread: Map<string, number> } | undefined => {
+    const timed = phases.filter((p) => p.label === label && p.threads !== undefined);
+    if (timed.length === 0) return undefined;
+    const byThread = new Map<string, number>();
+    for (const p of timed) {
+      for (const [name, us] of Object.entries(p.threads!)) byThread.set(name, (byThread.get(name) ?? 0) + us);
+    }
+    return { units: timed.reduce((n, p) => n + p.units, 0), byThread };
+  };
+  const threadsA = threadsOf(a);
+  const threadsB = threadsOf(b);
+  const byThread =
+    threadsA === undefined || threadsB === undefined || threadsA.units === 0 || threadsB.units === 0
+      ? []
+      : table(
+          'by thread (CPU, every thread of the process)',
+          threadsA.byThread,
+          threadsB.byThread,
+          threadsA.units,
+          threadsB.units,
+        );
   return [
     `phases "${a}" (${ta.units} units, ${perUnit(ta.busy, ta).toFixed(1)} µs busy a unit) against "${b}" (${tb.units}, ${perUnit(tb.busy, tb).toFixed(1)} µs): ` +
       `${(perUnit(ta.busy, ta) - perUnit(tb.busy, tb)).toFixed(1)} µs a unit more`,
     ...table('by area (self)', ta.areas, tb.areas),
     ...table('by function (self)', ta.fns, tb.fns),
+    ...byThread,
   ].join('\n');
 }
 

@@ -163,7 +163,7 @@ export const createCall: Scenario = {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(named);
             try {
-              const r = await phases.time('route', web.name, () => cannon(request, n));
+              const r = await phases.time('route', web.name, () => cannon(request, n), web.pid);
               webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
               routeCores = stack.read();
               return r;
@@ -196,8 +196,11 @@ export const createCall: Scenario = {
           },
           inWeb: async (n) => {
             const c0 = processCpuSeconds(web.pid);
-            const r = await phases.time('bare in the web', web.name, () =>
-              cannon({ ...request, url: `${inWeb.base}/create` }, n),
+            const r = await phases.time(
+              'bare in the web',
+              web.name,
+              () => cannon({ ...request, url: `${inWeb.base}/create` }, n),
+              web.pid,
             );
             inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;

@@ -294,8 +294,11 @@ export const webhooks: Scenario = {
           route: async (amount: number) => {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(new Map([[web.pid, 'web']]));
-            const r = await phases.time(`${receiver.id} route`, web.name, () =>
-              signedCannon(web.base, receiver.path(slug))(amount),
+            const r = await phases.time(
+              `${receiver.id} route`,
+              web.name,
+              () => signedCannon(web.base, receiver.path(slug))(amount),
+              web.pid,
             );
             webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             routeCores = stack.read();
@@ -342,8 +345,11 @@ export const webhooks: Scenario = {
                   },
                   inWeb: async (amount: number) => {
                     const c0 = processCpuSeconds(web.pid);
-                    const r = await phases.time(`${receiver.id} bare in the web`, web.name, () =>
-                      signedCannon(inWeb.base, '/webhook')(amount),
+                    const r = await phases.time(
+                      `${receiver.id} bare in the web`,
+                      web.name,
+                      () => signedCannon(inWeb.base, '/webhook')(amount),
+                      web.pid,
                     );
                     inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
                     return r;

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { threadCpuMicros } from '../../bench/lib/measure.js';
 import { PhaseLog, readPhases, type Phase } from '../../bench/lib/phases.js';
 import { comparePhases, phaseTotals } from '../../bench/lib/profile.js';
 
@@ -76,5 +77,48 @@ describe("a profile cut by the scenario's steps", () => {
     expect(read.phases[0]).toMatchObject({ label: 'route', process: 'web', units: 3 });
     expect(read.phases[0]!.end).toBeGreaterThanOrEqual(read.phases[0]!.start);
     expect(readPhases('other', dir)).toBeUndefined();
+  });
+
+  it("adds each kind of thread's CPU a unit where both steps were timed with the process's pid", () => {
+    const path = join(dir, 'web-threads.cpuprofile');
+    writeFileSync(path, JSON.stringify(profile));
+    const timed: Phase[] = [
+      { ...phases[0]!, threads: { MainThread: 40, V8Worker: 10, SignalInspector: 0 } },
+      { ...phases[1]!, threads: { MainThread: 40, V8Worker: 4, SignalInspector: 0 } },
+    ];
+    const text = comparePhases(path, timed, 'route', 'bare');
+    // 40 and 10 µs over 2 deliveries against 40 and 4 over 4: 20 against 10, and 5 against 1.
+    expect(text).toContain('by thread (CPU, every thread of the process)');
+    expect(text).toMatch(/ 20\.0 {5}10\.0 {5}10\.0 {2}MainThread/);
+    expect(text).toMatch(/ 5\.0 {6}1\.0 {6}4\.0 {2}V8Worker/);
+    expect(text).not.toContain('SignalInspector'); // idle in both
+    // Untimed steps (no pid) print no such table.
+    expect(comparePhases(path, phases, 'route', 'bare')).not.toContain('by thread');
+  });
+
+  it("reads this process's threads, and a step timed with a pid keeps what they used", async () => {
+    const before = threadCpuMicros(process.pid);
+    expect(Object.keys(before).length).toBeGreaterThan(0);
+    expect(threadCpuMicros(2 ** 22 + 12_345)).toEqual({}); // no such process
+    const logging = new PhaseLog(join(dir, 'threads.phases.json'), [['busy', 'idle']]);
+    await logging.time(
+      'busy',
+      'test',
+      async () => {
+        // 60 ms of this thread's CPU, however busy the machine (ticks are 10 ms).
+        const t0 = process.threadCpuUsage();
+        for (let spent = 0; spent < 60_000;) {
+          const used = process.threadCpuUsage(t0);
+          spent = used.user + used.system;
+        }
+        return { ok: 1 };
+      },
+      process.pid,
+    );
+    const [busy] = readPhases('threads', dir)!.phases;
+    const threads = busy!.threads!;
+    const total = Object.values(threads).reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThanOrEqual(40_000);
+    for (const us of Object.values(threads)) expect(us).toBeGreaterThanOrEqual(0);
   });
 });
