@@ -219,12 +219,16 @@ export function machineTicks(): { busy: number; total: number } {
   }
 }
 
+/** The user + system clock ticks (1/100 s) of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line. */
+const cpuTicksOf = (stat: string): number => {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+};
+
 /** CPU seconds a process has used so far (user + system; Linux /proc/<pid>/stat); NaN once gone. */
 export function processCpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return cpuTicksOf(readFileSync(`/proc/${pid}/stat`, 'utf8')) / 100;
   } catch {
     return NaN;
   }
@@ -247,9 +251,8 @@ export function threadCpuMicros(pid: number): Record<string, number> {
   for (const task of tasks) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim().replace(/\d+$/, '');
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
+      const ticks = cpuTicksOf(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8'));
+      out[name] = (out[name] ?? 0) + ticks * 10_000;
     } catch {
       // the thread ended between the listing and the read
     }
