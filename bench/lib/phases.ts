@@ -19,8 +19,8 @@ export interface Phase {
   /** Requests or deliveries answered in it. */
   units: number;
   /**
-   * The CPU µs of each kind of the process's threads over the step (measure.ts, threadCpuMicros),
-   * when the step was timed with the process's pid: the profile counts the main thread only.
+   * The CPU µs of each kind of the process's threads over the step (measure.ts, threadCpuMicros):
+   * the profile counts the main thread only. Absent in a file written before it was kept.
    */
   threads?: Record<string, number>;
 }
@@ -57,26 +57,24 @@ export class PhaseLog {
   }
 
   /**
-   * Runs `step`, noting when it ran and how many units it answered (`ok` of its result); with the
-   * process's `pid`, also the CPU its threads used meanwhile, by kind.
+   * Runs `step`, noting when it ran, how many units it answered (`ok` of its result) and the CPU
+   * each kind of the process's threads used meanwhile.
    */
   async time<T extends { ok: number }>(
     label: string,
-    proc: string,
+    proc: { name: string; pid: number },
     step: () => Promise<T>,
-    pid?: number,
   ): Promise<T> {
     if (this.path === undefined) return step();
-    const before = pid === undefined ? undefined : threadCpuMicros(pid);
+    const before = threadCpuMicros(proc.pid);
     const start = nowMicros();
     const result = await step();
-    const phase: Phase = { label, process: proc, start, end: nowMicros(), units: result.ok };
-    if (pid !== undefined && before !== undefined) {
-      const after = threadCpuMicros(pid);
-      phase.threads = Object.fromEntries(
-        Object.entries(after).map(([name, us]) => [name, Math.max(0, us - (before[name] ?? 0))]),
-      );
-    }
+    const end = nowMicros();
+    const after = threadCpuMicros(proc.pid);
+    const threads = Object.fromEntries(
+      Object.entries(after).map(([name, us]) => [name, Math.max(0, us - (before[name] ?? 0))]),
+    );
+    const phase: Phase = { label, process: proc.name, start, end, units: result.ok, threads };
     this.file.phases.push(phase);
     mkdirSync(dirname(this.path), { recursive: true });
     writeFileSync(this.path, JSON.stringify(this.file));

@@ -177,10 +177,8 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
   const perUnit = (us: number, t: PhaseTotals) => us / t.units;
   const table = (
     what: string,
-    ma: Map<string, number>,
-    mb: Map<string, number>,
-    unitsA = ta.units,
-    unitsB = tb.units,
+    [ma, unitsA]: [Map<string, number>, number],
+    [mb, unitsB]: [Map<string, number>, number],
   ): string[] => {
     const rows = [...new Set([...ma.keys(), ...mb.keys()])].map((k) => {
       const va = (ma.get(k) ?? 0) / unitsA;
@@ -197,8 +195,8 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
         .map((r) => `    ${f(r.va)} ${f(r.vb)} ${f(r.d)}  ${r.k.slice(0, 120)}`),
     ];
   };
-  // The CPU of each kind of thread (the profile has the main thread's only), where both steps
-  // were timed with the process's pid: over the units of the phases that have it.
+  // The CPU of each kind of thread (the profile has the main thread's only), over the units of
+  // the phases that kept it.
   const threadsOf = (label: string): { units: number; byThread: Map<string, number> } | undefined => {
     const timed = phases.filter((p) => p.label === label && p.threads !== undefined);
     if (timed.length === 0) return undefined;
@@ -215,16 +213,14 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
       ? []
       : table(
           'by thread (CPU, every thread of the process)',
-          threadsA.byThread,
-          threadsB.byThread,
-          threadsA.units,
-          threadsB.units,
+          [threadsA.byThread, threadsA.units],
+          [threadsB.byThread, threadsB.units],
         );
   return [
     `phases "${a}" (${ta.units} units, ${perUnit(ta.busy, ta).toFixed(1)} µs busy a unit) against "${b}" (${tb.units}, ${perUnit(tb.busy, tb).toFixed(1)} µs): ` +
       `${(perUnit(ta.busy, ta) - perUnit(tb.busy, tb)).toFixed(1)} µs a unit more`,
-    ...table('by area (self)', ta.areas, tb.areas),
-    ...table('by function (self)', ta.fns, tb.fns),
+    ...table('by area (self)', [ta.areas, ta.units], [tb.areas, tb.units]),
+    ...table('by function (self)', [ta.fns, ta.units], [tb.fns, tb.units]),
     ...byThread,
   ].join('\n');
 }

@@ -163,7 +163,7 @@ export const createCall: Scenario = {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(named);
             try {
-              const r = await phases.time('route', web.name, () => cannon(request, n), web.pid);
+              const r = await phases.time('route', web, () => cannon(request, n));
               webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
               routeCores = stack.read();
               return r;
@@ -196,11 +196,8 @@ export const createCall: Scenario = {
           },
           inWeb: async (n) => {
             const c0 = processCpuSeconds(web.pid);
-            const r = await phases.time(
-              'bare in the web',
-              web.name,
-              () => cannon({ ...request, url: `${inWeb.base}/create` }, n),
-              web.pid,
+            const r = await phases.time('bare in the web', web, () =>
+              cannon({ ...request, url: `${inWeb.base}/create` }, n),
             );
             inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;

@@ -294,11 +294,8 @@ export const webhooks: Scenario = {
           route: async (amount: number) => {
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(new Map([[web.pid, 'web']]));
-            const r = await phases.time(
-              `${receiver.id} route`,
-              web.name,
-              () => signedCannon(web.base, receiver.path(slug))(amount),
-              web.pid,
+            const r = await phases.time(`${receiver.id} route`, web, () =>
+              signedCannon(web.base, receiver.path(slug))(amount),
             );
             webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             routeCores = stack.read();
@@ -345,11 +342,8 @@ export const webhooks: Scenario = {
                   },
                   inWeb: async (amount: number) => {
                     const c0 = processCpuSeconds(web.pid);
-                    const r = await phases.time(
-                      `${receiver.id} bare in the web`,
-                      web.name,
-                      () => signedCannon(inWeb.base, '/webhook')(amount),
-                      web.pid,
+                    const r = await phases.time(`${receiver.id} bare in the web`, web, () =>
+                      signedCannon(inWeb.base, '/webhook')(amount),
                     );
                     inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
                     return r;

@@ -68,9 +68,10 @@ describe("a profile cut by the scenario's steps", () => {
 
   it('is written by the scenario only when profiling, and read back by the bench', async () => {
     const quiet = new PhaseLog(undefined, [['route', 'bare']]);
-    expect(await quiet.time('route', 'web', () => Promise.resolve({ ok: 3 }))).toEqual({ ok: 3 });
+    const web = { name: 'web', pid: process.pid };
+    expect(await quiet.time('route', web, () => Promise.resolve({ ok: 3 }))).toEqual({ ok: 3 });
     const logging = new PhaseLog(join(dir, 'scenario.phases.json'), [['route', 'bare']]);
-    await logging.time('route', 'web', () => Promise.resolve({ ok: 3 }));
+    await logging.time('route', web, () => Promise.resolve({ ok: 3 }));
     const read = readPhases('scenario', dir)!;
     expect(read.compare).toEqual([['route', 'bare']]);
     expect(read.phases).toHaveLength(1);
@@ -79,7 +80,7 @@ describe("a profile cut by the scenario's steps", () => {
     expect(readPhases('other', dir)).toBeUndefined();
   });
 
-  it("adds each kind of thread's CPU a unit where both steps were timed with the process's pid", () => {
+  it("adds each kind of thread's CPU a unit where both steps kept it", () => {
     const path = join(dir, 'web-threads.cpuprofile');
     writeFileSync(path, JSON.stringify(profile));
     const timed: Phase[] = [
@@ -92,29 +93,24 @@ describe("a profile cut by the scenario's steps", () => {
     expect(text).toMatch(/ 20\.0 {5}10\.0 {5}10\.0 {2}MainThread/);
     expect(text).toMatch(/ 5\.0 {6}1\.0 {6}4\.0 {2}V8Worker/);
     expect(text).not.toContain('SignalInspector'); // idle in both
-    // Untimed steps (no pid) print no such table.
+    // Steps from a file written before threads were kept print no such table.
     expect(comparePhases(path, phases, 'route', 'bare')).not.toContain('by thread');
   });
 
-  it("reads this process's threads, and a step timed with a pid keeps what they used", async () => {
+  it("reads this process's threads, and a step keeps what they used", async () => {
     const before = threadCpuMicros(process.pid);
     expect(Object.keys(before).length).toBeGreaterThan(0);
     expect(threadCpuMicros(2 ** 22 + 12_345)).toEqual({}); // no such process
     const logging = new PhaseLog(join(dir, 'threads.phases.json'), [['busy', 'idle']]);
-    await logging.time(
-      'busy',
-      'test',
-      async () => {
-        // 60 ms of this thread's CPU, however busy the machine (ticks are 10 ms).
-        const t0 = process.threadCpuUsage();
-        for (let spent = 0; spent < 60_000;) {
-          const used = process.threadCpuUsage(t0);
-          spent = used.user + used.system;
-        }
-        return { ok: 1 };
-      },
-      process.pid,
-    );
+    await logging.time('busy', { name: 'test', pid: process.pid }, async () => {
+      // 60 ms of this thread's CPU, however busy the machine (ticks are 10 ms).
+      const t0 = process.threadCpuUsage();
+      for (let spent = 0; spent < 60_000;) {
+        const used = process.threadCpuUsage(t0);
+        spent = used.user + used.system;
+      }
+      return { ok: 1 };
+    });
     const [busy] = readPhases('threads', dir)!.phases;
     const threads = busy!.threads!;
     const total = Object.values(threads).reduce((a, b) => a + b, 0);
