@@ -39,6 +39,27 @@ export function refuseOtherFirmInQuery(ctx: Context, principal: Principal): void
   if (names.some((slug) => SLUG.test(slug) && !mayActOn(principal, slug))) throw forbidden();
 }
 
+/**
+ * A webhook delivery proved itself: a matching signature counts against the firm, and makes its
+ * sender's address a proven one for the firm's large bodies; one let in unsigned (Cal.com's PING)
+ * counts against the sender's address, like a 401.
+ */
+export async function countWebhookProof(
+  ctx: Context,
+  largeBodies: FirmByteBudgets,
+  limiter: RateLimiter,
+): Promise<void> {
+  const proof = ctx.state.webhookProof as BodyProof | undefined;
+  if (proof === 'signed') {
+    const { firm } = ctx.state.webhook as WebhookCredentials;
+    largeBodies.prove(firm, limitAddress(ctx.ip));
+    await limiter.countWebhook(firm);
+  } else if (proof === 'unsigned') {
+    const refused = await limiter.countUnauthenticated(ctx.ip);
+    if (refused !== null) throw refused;
+  }
+}
+
 export function buildRouter(routes: AnyRoute[], services: Services, limiter: RateLimiter): Router {
   const router = new Router();
   // The web process's read cache (API keys, firms, agents), checked against the change epoch
@@ -156,20 +177,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
         await next();
       });
     }
-    // The delivery proved itself: a matching signature counts against the firm, and makes its
-    // sender's address a proven one for the firm's large bodies; one let in unsigned (Cal.com's
-    // PING) counts against the sender's address, like a 401.
-    const countProof = async (ctx: Context): Promise<void> => {
-      const proof = ctx.state.webhookProof as BodyProof | undefined;
-      if (proof === 'signed') {
-        const { firm } = ctx.state.webhook as WebhookCredentials;
-        largeBodies.prove(firm, limitAddress(ctx.ip));
-        await limiter.countWebhook(firm);
-      } else if (proof === 'unsigned') {
-        const refused = await limiter.countUnauthenticated(ctx.ip);
-        if (refused !== null) throw refused;
-      }
-    };
+    const countProof = (ctx: Context): Promise<void> => countWebhookProof(ctx, largeBodies, limiter);
     if (route.largeBodyBytes !== undefined) {
       if (auth.kind !== 'webhook') throw new Error(`${route.operationId}: largeBodyBytes is for webhooks`);
       // Read, signature checked and counted, then parsed: one copy of the body at a time, and the

@@ -55,7 +55,7 @@ export function errorHandler(log: Logger): Middleware {
 const MAX_DETAILS = 50;
 
 /** The error body; the one place errors are rendered, so the one place details are capped. */
-function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
+export function errorBody(e: AppError): { code: string; message: string; details?: ErrorDetail[] } {
   // Named fields an error carries beside its details (dial_deferred's retry_at).
   const extra = e.fields ?? {};
   if (e.details === undefined) return { code: e.code, message: e.message, ...extra };
@@ -73,7 +73,8 @@ function errorBody(e: AppError): { code: string; message: string; details?: Erro
 /** The client went away before its body was read (raw-body's aborted / unreadable stream). */
 const CLIENT_GONE = new Set(['request.aborted', 'stream.not.readable']);
 
-function toAppError(err: unknown, clientGone = false): AppError {
+/** What a failure is answered as: an AppError as it is, a library's 4xx mapped, anything else a 500. */
+export function toAppError(err: unknown, clientGone = false): AppError {
   if (err instanceof AppError) return err;
   // Not a failure here: the answer reaches no one, so it is a 400 and not logged as an error.
   if (clientGone && CLIENT_GONE.has(String((err as { type?: unknown }).type))) {

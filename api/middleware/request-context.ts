@@ -4,6 +4,10 @@ import type { Logger } from '../../core/platform/logger.js';
 import type { HttpMetrics } from '../metrics.js';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The client's X-Request-Id when it is sane to log and send back; undefined otherwise. */
+export const safeRequestId = (incoming: string): string | undefined =>
+  SAFE_ID.test(incoming) ? incoming : undefined;
 /** pino's number for the debug level. */
 const DEBUG = 20;
 
@@ -39,8 +43,7 @@ class RequestState {
  */
 export function requestContext(log: Logger, metrics: HttpMetrics): Middleware {
   return async (ctx, next) => {
-    const incoming = ctx.get('X-Request-Id');
-    const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
+    const requestId = safeRequestId(ctx.get('X-Request-Id')) ?? randomUUID();
     ctx.set('X-Request-Id', requestId);
     const state = new RequestState(log, requestId);
     ctx.state = state;
