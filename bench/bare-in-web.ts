@@ -6,11 +6,18 @@
 // bare handler runs in a process of its own and in the process the service runs in: with its
 // heap (every route's compiled validators, Bull Board, the read cache), its timers and its
 // collector: what no route of that process can beat (docs/performance.md, "The request paths: the
-// bare handler inside the web process"; measured at 0.93–1.02 of the bare server). The bench runs without tracing; with it, these imports would come first.
+// bare handler inside the web process"; measured at 0.93–1.02 of the bare server). Beside it, at
+// the two routes' own paths, their duties done without Koa (bench/lib/duties-handler.ts). The bench runs without tracing; with it, these imports would come first.
 import { isMainThread } from 'node:worker_threads';
 import { bareHandlers, bareServer, type BareHandlers } from './lib/bare-handlers.js';
+import { routeDuties, type DutiesHandler } from './lib/duties-handler.js';
+import { loadConfig } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { createServices } from '../core/wiring/services.js';
 
 let handlers: BareHandlers | null = null;
+// The two routes' duties over services of their own, made as the web makes its own.
+let duties: DutiesHandler | null = null;
 const env = (name: string): string => process.env[name] ?? '';
 
 const server = bareServer(
@@ -24,9 +31,14 @@ const server = bareServer(
       secretsKey: env('SECRETS_KEY'),
       ...o,
     });
+    if (duties === null) {
+      const config = loadConfig(process.env);
+      duties = routeDuties(createServices(config, createLogger(config.logLevel, 'duties'), 'producer'));
+    }
     // The process it runs in: the bench checks that it is the web's.
     return { pid: process.pid };
   },
+  () => duties,
 );
 // Node runs an `--import` in its module loader's thread too (tsx's hooks): listen in the main one.
 if (isMainThread) {

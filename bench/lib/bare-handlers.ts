@@ -25,6 +25,7 @@ import { peekIndex } from '../../core/domain/compliance/dnc-index.js';
 import { DAY_MS } from '../../core/domain/compliance/frequency.js';
 import { createQueues } from '../../jobs/queues.js';
 import { JOBS } from '../../jobs/table.js';
+import type { DutiesHandler } from './duties-handler.js';
 
 export interface BareOptions {
   redisUrl: string;
@@ -115,11 +116,14 @@ export async function bareHandlers(o: BareOptions): Promise<BareHandlers> {
 /**
  * A node:http server answering /create and /webhook with `handlers()` (null until they are set
  * up: 503), and /koa/create and /koa/webhook with the same under a bare Koa app; with `setup`,
- * POST /setup hands it the body and answers what it resolves to, as JSON.
+ * POST /setup hands it the body and answers what it resolves to, as JSON; with `duties`, the paths
+ * under /api/ (create-outbound-call's and the call webhook's) are answered by them once set up.
  */
 export function bareServer(
   handlers: () => BareHandlers | null,
   setup?: (raw: Buffer) => Promise<unknown>,
+  /** The two routes' duties (bench/lib/duties-handler.ts), served at the routes' own paths. */
+  duties?: () => DutiesHandler | null,
 ): Server {
   const serve = (path: string | undefined, req: IncomingMessage, raw: Buffer): Promise<unknown> => {
     const h = handlers();
@@ -134,6 +138,11 @@ export function bareServer(
   });
   const viaKoa = koa.callback();
   return createServer((req, res) => {
+    const withDuties = duties?.() ?? null;
+    if (withDuties !== null && req.url?.startsWith('/api/') === true) {
+      void withDuties(req, res);
+      return;
+    }
     if (req.url?.startsWith('/koa/') === true) {
       void viaKoa(req, res);
       return;

@@ -51,6 +51,8 @@ export const createCall: Scenario = {
     'bare_koa_vs_bare_http',
     'bare_in_web_vs_bare_http',
     'create_call_vs_bare_in_web',
+    'create_call_duties_in_web_vs_bare_http',
+    'create_call_vs_duties_in_web',
     'bare_http_vs_direct',
     'web_rss_idle_mb',
     'web_rss_load_mb',
@@ -152,8 +154,14 @@ export const createCall: Scenario = {
       const bareCpu: number[] = [];
       const koaCpu: number[] = [];
       const inWebCpu: number[] = [];
-      // Profiled, the web's samples are cut by step: the route against the bare handler it serves.
-      const phases = PhaseLog.of('create-call', [['route', 'bare in the web']]);
+      const dutiesCpu: number[] = [];
+      // Profiled, the web's samples are cut by step: the route against the bare handler it serves,
+      // the route against its duties done without Koa, and those against the bare handler.
+      const phases = PhaseLog.of('create-call', [
+        ['route', 'bare in the web'],
+        ['route', 'duties in the web'],
+        ['duties in the web', 'bare in the web'],
+      ]);
       const rates = await alternate(
         ctx.rounds,
         ctx.seconds,
@@ -202,13 +210,22 @@ export const createCall: Scenario = {
             inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;
           },
+          duties: async (n) => {
+            const c0 = processCpuSeconds(web.pid);
+            const r = await phases.time('duties in the web', web, () =>
+              cannon({ ...request, url: `${inWeb.base}/api/v2/create-outbound-call` }, n),
+            );
+            dutiesCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+            return r;
+          },
         },
         {
           log: (round, r) =>
             say(
               `create-call round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
                 `direct ${r.direct.rate.toFixed(0)}/s · add ${r.add.rate.toFixed(0)}/s · healthz ${r.healthz.rate.toFixed(0)}/s · ` +
-                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s · bare in the web ${r.inWeb.rate.toFixed(0)}/s`,
+                `bare node:http ${r.bare.rate.toFixed(0)}/s · bare Koa ${r.koa.rate.toFixed(0)}/s · bare in the web ${r.inWeb.rate.toFixed(0)}/s · ` +
+                `duties in the web ${r.duties.rate.toFixed(0)}/s`,
             ),
         },
       );
@@ -313,6 +330,34 @@ export const createCall: Scenario = {
           },
           of(rates.route),
           of(rates.inWeb),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_duties_in_web_vs_bare_http',
+            label: "create-outbound-call's duties without Koa, in the web process",
+            unit: 'req/s',
+            baselineLabel: 'bare node:http doing the same store calls',
+            note:
+              "Everything the route does for a request, by the service's own functions in its order, on bare " +
+              'node:http in the web process (bench/lib/duties-handler.ts): the request id and latency histogram, the ' +
+              "token, the principal's rate limit, the body's parser with its NUL and depth checks, the schema, the " +
+              "route's handler (Idempotency-Key, firm, agent, dial gate, insert, job), the route's headers. What no " +
+              `route doing them can beat. CPU per request there ${median(dutiesCpu).toFixed(0)} µs, in the bare server ` +
+              `${median(bareCpu).toFixed(0)} µs, the bare handler in the web ${median(inWebCpu).toFixed(0)} µs (medians).`,
+          },
+          of(rates.duties),
+          of(rates.bare),
+        ),
+        ratioRow(
+          {
+            id: 'create_call_vs_duties_in_web',
+            label: 'create-outbound-call',
+            unit: 'req/s',
+            baselineLabel: "the route's duties without Koa, in the same web process",
+            note: `What Koa, the router and the middleware chain add to the duties: CPU per request through the route ${median(webCpu).toFixed(0)} µs, the duties ${median(dutiesCpu).toFixed(0)} µs (medians).`,
+          },
+          of(rates.route),
+          of(rates.duties),
         ),
         ratioRow(
           {

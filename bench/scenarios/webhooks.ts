@@ -205,6 +205,8 @@ export const webhooks: Scenario = {
     'webhook_bare_koa_vs_bare_http',
     'webhook_bare_in_web_vs_bare_http',
     'webhook_vs_bare_in_web',
+    'webhook_duties_in_web_vs_bare_http',
+    'webhook_vs_duties_in_web',
     'booking_webhook_vs_add',
     'booking_webhook_vs_direct',
   ],
@@ -213,7 +215,12 @@ export const webhooks: Scenario = {
     const rows: Row[] = [];
     let bareServer: Web | undefined;
     // Profiled, the web's samples are cut by step: the route against the bare handler it serves.
-    const phases = PhaseLog.of('webhooks', [['webhook route', 'webhook bare in the web']]);
+    // The route against its duties done without Koa, and those against the bare handler.
+    const phases = PhaseLog.of('webhooks', [
+      ['webhook route', 'webhook bare in the web'],
+      ['webhook route', 'webhook duties in the web'],
+      ['webhook duties in the web', 'webhook bare in the web'],
+    ]);
     try {
       const inWeb = await bareInWebEnv();
       const web = await app.startWeb(inWeb.env);
@@ -270,6 +277,7 @@ export const webhooks: Scenario = {
         const bareCpu: number[] = [];
         const koaCpu: number[] = [];
         const inWebCpu: number[] = [];
+        const dutiesCpu: number[] = [];
         let routeCores = '';
         /** Signed deliveries to `base` + `path` through autocannon. */
         const signedCannon = (base: string, path: string) => (amount: number) =>
@@ -306,14 +314,23 @@ export const webhooks: Scenario = {
         };
         const log = (
           round: number,
-          r: { route: Rate; add: Rate; direct: Rate; bareHttp?: Rate; bareKoa?: Rate; inWeb?: Rate },
+          r: {
+            route: Rate;
+            add: Rate;
+            direct: Rate;
+            bareHttp?: Rate;
+            bareKoa?: Rate;
+            inWeb?: Rate;
+            duties?: Rate;
+          },
         ) =>
           say(
             `${receiver.id} round ${round}: route ${r.route.rate.toFixed(0)}/s (p50 ${r.route.p50} ms, ${r.route.failed} failed) · ` +
               `add ${r.add.rate.toFixed(0)}/s · direct ${r.direct.rate.toFixed(0)}/s` +
               (r.bareHttp === undefined ? '' : ` · bare node:http ${r.bareHttp.rate.toFixed(0)}/s`) +
               (r.bareKoa === undefined ? '' : ` · bare Koa ${r.bareKoa.rate.toFixed(0)}/s`) +
-              (r.inWeb === undefined ? '' : ` · bare in the web ${r.inWeb.rate.toFixed(0)}/s`),
+              (r.inWeb === undefined ? '' : ` · bare in the web ${r.inWeb.rate.toFixed(0)}/s`) +
+              (r.duties === undefined ? '' : ` · duties in the web ${r.duties.rate.toFixed(0)}/s`),
           );
         const rates =
           bareBase === undefined
@@ -322,6 +339,7 @@ export const webhooks: Scenario = {
                 bareHttp: [] as Rate[],
                 bareKoa: [] as Rate[],
                 inWeb: [] as Rate[],
+                duties: [] as Rate[],
               }
             : await alternate(
                 ctx.rounds,
@@ -346,6 +364,14 @@ export const webhooks: Scenario = {
                       signedCannon(inWeb.base, '/webhook')(amount),
                     );
                     inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+                    return r;
+                  },
+                  duties: async (amount: number) => {
+                    const c0 = processCpuSeconds(web.pid);
+                    const r = await phases.time(`${receiver.id} duties in the web`, web, () =>
+                      signedCannon(inWeb.base, receiver.path(slug))(amount),
+                    );
+                    dutiesCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
                     return r;
                   },
                 },
@@ -439,6 +465,34 @@ export const webhooks: Scenario = {
               },
               of(rates.route),
               of(rates.inWeb),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_duties_in_web_vs_bare_http`,
+                label: "the route's duties without Koa, in the web process",
+                unit: 'req/s',
+                baselineLabel: 'bare node:http doing the same store calls, HMAC and parse',
+                note:
+                  "Everything the route does for a delivery, by the service's own functions in its order, on bare " +
+                  'node:http in the web process (bench/lib/duties-handler.ts): the request id and latency histogram, ' +
+                  'the authentication before the body, the body under its limits with the depth and NUL checks, the ' +
+                  "schema, the route's handler (the outbox's gate), the route's headers. What no route doing them " +
+                  `can beat. CPU per delivery there ${median(dutiesCpu).toFixed(0)} µs, in the bare server ` +
+                  `${median(bareCpu).toFixed(0)} µs, the bare handler in the web ${median(inWebCpu).toFixed(0)} µs (medians).`,
+              },
+              of(rates.duties),
+              of(rates.bareHttp),
+            ),
+            ratioRow(
+              {
+                id: `${receiver.id}_vs_duties_in_web`,
+                label: receiver.label,
+                unit: 'req/s',
+                baselineLabel: "the route's duties without Koa, in the same web process",
+                note: `What Koa, the router and the middleware chain add to the duties: CPU per delivery through the route ${median(webCpu).toFixed(0)} µs, the duties ${median(dutiesCpu).toFixed(0)} µs (medians).`,
+              },
+              of(rates.route),
+              of(rates.duties),
             ),
           );
         }
