@@ -219,10 +219,13 @@ export function machineTicks(): { busy: number; total: number } {
   }
 }
 
-/** The user + system clock ticks (1/100 s) of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line. */
-const cpuTicksOf = (stat: string): number => {
+/**
+ * The clock ticks (1/100 s) of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line: user +
+ * system, or the system (kernel) ticks alone.
+ */
+const cpuTicksOf = (stat: string, part: 'all' | 'kernel' = 'all'): number => {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+  return (part === 'kernel' ? 0 : Number(fields[11])) + Number(fields[12]);
 };
 
 /** CPU seconds a process has used so far (user + system; Linux /proc/<pid>/stat); NaN once gone. */
@@ -237,10 +240,11 @@ export function processCpuSeconds(pid: number): number {
 /**
  * CPU microseconds each kind of thread of a process has used so far, by its name with any
  * trailing number dropped (`MainThread`, `V8Worker`, `libuv-worker`: Linux
- * /proc/<pid>/task/<tid>/comm and stat); empty once the process is gone. A thread that ended
- * takes its time with it, so compare two readings of long-lived threads only.
+ * /proc/<pid>/task/<tid>/comm and stat); `kernel`: the time they spent in the kernel alone (system
+ * calls: socket writes, wake-ups). Empty once the process is gone. A thread that ended takes its
+ * time with it, so compare two readings of long-lived threads only.
  */
-export function threadCpuMicros(pid: number): Record<string, number> {
+export function threadCpuMicros(pid: number, part: 'all' | 'kernel' = 'all'): Record<string, number> {
   const out: Record<string, number> = {};
   let tasks: string[];
   try {
@@ -251,7 +255,7 @@ export function threadCpuMicros(pid: number): Record<string, number> {
   for (const task of tasks) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim().replace(/\d+$/, '');
-      const ticks = cpuTicksOf(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8'));
+      const ticks = cpuTicksOf(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8'), part);
       out[name] = (out[name] ?? 0) + ticks * 10_000;
     } catch {
       // the thread ended between the listing and the read

@@ -23,6 +23,8 @@ export interface Phase {
    * the profile counts the main thread only. Absent in a file written before it was kept.
    */
   threads?: Record<string, number>;
+  /** Of `threads`, the µs each kind spent in the kernel (system calls). Absent in older files. */
+  kernel?: Record<string, number>;
 }
 
 export interface PhaseFile {
@@ -67,14 +69,17 @@ export class PhaseLog {
   ): Promise<T> {
     if (this.path === undefined) return step();
     const before = threadCpuMicros(proc.pid);
+    const kernelBefore = threadCpuMicros(proc.pid, 'kernel');
     const start = nowMicros();
     const result = await step();
     const end = nowMicros();
-    const after = threadCpuMicros(proc.pid);
-    const threads = Object.fromEntries(
-      Object.entries(after).map(([name, us]) => [name, Math.max(0, us - (before[name] ?? 0))]),
-    );
-    const phase: Phase = { label, process: proc.name, start, end, units: result.ok, threads };
+    const used = (now: Record<string, number>, then: Record<string, number>) =>
+      Object.fromEntries(
+        Object.entries(now).map(([name, us]) => [name, Math.max(0, us - (then[name] ?? 0))]),
+      );
+    const threads = used(threadCpuMicros(proc.pid), before);
+    const kernel = used(threadCpuMicros(proc.pid, 'kernel'), kernelBefore);
+    const phase: Phase = { label, process: proc.name, start, end, units: result.ok, threads, kernel };
     this.file.phases.push(phase);
     mkdirSync(dirname(this.path), { recursive: true });
     writeFileSync(this.path, JSON.stringify(this.file));

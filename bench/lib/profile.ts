@@ -197,25 +197,29 @@ export function comparePhases(path: string, phases: Phase[], a: string, b: strin
   };
   // The CPU of each kind of thread (the profile has the main thread's only), over the units of
   // the phases that kept it.
-  const threadsOf = (label: string): { units: number; byThread: Map<string, number> } | undefined => {
-    const timed = phases.filter((p) => p.label === label && p.threads !== undefined);
+  const threadsOf = (
+    label: string,
+    part: 'threads' | 'kernel',
+  ): { units: number; byThread: Map<string, number> } | undefined => {
+    const timed = phases.filter((p) => p.label === label && p[part] !== undefined);
     if (timed.length === 0) return undefined;
     const byThread = new Map<string, number>();
     for (const p of timed) {
-      for (const [name, us] of Object.entries(p.threads!)) byThread.set(name, (byThread.get(name) ?? 0) + us);
+      for (const [name, us] of Object.entries(p[part]!)) byThread.set(name, (byThread.get(name) ?? 0) + us);
     }
     return { units: timed.reduce((n, p) => n + p.units, 0), byThread };
   };
-  const threadsA = threadsOf(a);
-  const threadsB = threadsOf(b);
-  const byThread =
-    threadsA === undefined || threadsB === undefined || threadsA.units === 0 || threadsB.units === 0
+  const threadTable = (part: 'threads' | 'kernel', what: string): string[] => {
+    const threadsA = threadsOf(a, part);
+    const threadsB = threadsOf(b, part);
+    return threadsA === undefined || threadsB === undefined || threadsA.units === 0 || threadsB.units === 0
       ? []
-      : table(
-          'by thread (CPU, every thread of the process)',
-          [threadsA.byThread, threadsA.units],
-          [threadsB.byThread, threadsB.units],
-        );
+      : table(what, [threadsA.byThread, threadsA.units], [threadsB.byThread, threadsB.units]);
+  };
+  const byThread = [
+    ...threadTable('threads', 'by thread (CPU, every thread of the process)'),
+    ...threadTable('kernel', 'of which in the kernel (system calls), by thread'),
+  ];
   return [
     `phases "${a}" (${ta.units} units, ${perUnit(ta.busy, ta).toFixed(1)} µs busy a unit) against "${b}" (${tb.units}, ${perUnit(tb.busy, tb).toFixed(1)} µs): ` +
       `${(perUnit(ta.busy, ta) - perUnit(tb.busy, tb)).toFixed(1)} µs a unit more`,

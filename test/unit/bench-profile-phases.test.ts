@@ -2,7 +2,7 @@
 // the route's samples apart from those of the bare handler served by the same process, each
 // divided by the units that step answered. A profile built by hand, whose samples fall before,
 // in, between and after two phases, checks the cut.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,8 +84,16 @@ describe("a profile cut by the scenario's steps", () => {
     const path = join(dir, 'web-threads.cpuprofile');
     writeFileSync(path, JSON.stringify(profile));
     const timed: Phase[] = [
-      { ...phases[0]!, threads: { MainThread: 40, V8Worker: 10, SignalInspector: 0 } },
-      { ...phases[1]!, threads: { MainThread: 40, V8Worker: 4, SignalInspector: 0 } },
+      {
+        ...phases[0]!,
+        threads: { MainThread: 40, V8Worker: 10, SignalInspector: 0 },
+        kernel: { MainThread: 30 },
+      },
+      {
+        ...phases[1]!,
+        threads: { MainThread: 40, V8Worker: 4, SignalInspector: 0 },
+        kernel: { MainThread: 8 },
+      },
     ];
     const text = comparePhases(path, timed, 'route', 'bare');
     // 40 and 10 µs over 2 deliveries against 40 and 4 over 4: 20 against 10, and 5 against 1.
@@ -93,6 +101,9 @@ describe("a profile cut by the scenario's steps", () => {
     expect(text).toMatch(/ 20\.0 {5}10\.0 {5}10\.0 {2}MainThread/);
     expect(text).toMatch(/ 5\.0 {6}1\.0 {6}4\.0 {2}V8Worker/);
     expect(text).not.toContain('SignalInspector'); // idle in both
+    // The kernel's part: 30 µs over 2 deliveries against 8 over 4.
+    const kernel = text.slice(text.indexOf('of which in the kernel'));
+    expect(kernel).toMatch(/ 15\.0 {6}2\.0 {5}13\.0 {2}MainThread/);
     // Steps from a file written before threads were kept print no such table.
     expect(comparePhases(path, phases, 'route', 'bare')).not.toContain('by thread');
   });
@@ -116,5 +127,30 @@ describe("a profile cut by the scenario's steps", () => {
     const total = Object.values(threads).reduce((a, b) => a + b, 0);
     expect(total).toBeGreaterThanOrEqual(40_000);
     for (const us of Object.values(threads)) expect(us).toBeGreaterThanOrEqual(0);
+    // The kernel's part is within what each kind of thread used.
+    for (const [name, us] of Object.entries(busy!.kernel!)) expect(us).toBeLessThanOrEqual(threads[name]!);
+  });
+
+  it('reads the time a thread spends in system calls as its kernel part', async () => {
+    const logging = new PhaseLog(join(dir, 'kernel.phases.json'), [['syscalls', 'idle']]);
+    const sink = openSync('/dev/null', 'w');
+    const chunk = Buffer.alloc(64 * 1024);
+    try {
+      await logging.time('syscalls', { name: 'test', pid: process.pid }, async () => {
+        // 100 ms of this thread's CPU spent in the kernel, however busy the machine (ticks are 10 ms).
+        const t0 = process.threadCpuUsage();
+        while (process.threadCpuUsage(t0).system < 100_000) {
+          for (let i = 0; i < 200; i++) writeSync(sink, chunk);
+        }
+        return { ok: 1 };
+      });
+    } finally {
+      closeSync(sink);
+    }
+    const [phase] = readPhases('kernel', dir)!.phases;
+    const inKernel = Object.values(phase!.kernel!).reduce((a, b) => a + b, 0);
+    expect(inKernel).toBeGreaterThanOrEqual(60_000);
+    for (const [name, us] of Object.entries(phase!.kernel!))
+      expect(us).toBeLessThanOrEqual(phase!.threads![name]!);
   });
 });
