@@ -65,7 +65,10 @@ export async function opsPerCall(
   op: (i: number) => Promise<unknown>,
 ): Promise<{ mongo: OpCounts; redis: OpCounts }> {
   const admin = new MongoClient(mongodbUri, { serverSelectionTimeoutMS: 5000 });
-  const monitorClient = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  // Never connected itself: `monitor()` opens a connection of its own, and this one's ready check
+  // (INFO), run just after MONITOR, could arrive in the same read as MONITOR's OK, before ioredis
+  // takes the connection as monitoring: "Command queue state error" (taskforcesh/bullmq#2505).
+  const monitorClient = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
   const monitor = await monitorClient.monitor();
   const seen: string[] = [];
   let on = false;
