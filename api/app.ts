@@ -5,8 +5,7 @@ import { createMetrics, type HttpMetrics } from './metrics.js';
 import { errorHandler } from './middleware/errors.js';
 import { allowedMethods } from './middleware/methods.js';
 import { apiCors } from './middleware/cors.js';
-import { RateLimiter, unauthenticatedLimit } from './middleware/rate-limit.js';
-import { redisKeys } from '../core/platform/redis-keys.js';
+import { rateLimiterOf, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
 import { buildRouter } from './router.js';
@@ -31,19 +30,7 @@ export function createApp(services: Services): App {
   const lifecycle: Lifecycle = { shuttingDown: false };
   const routes: AnyRoute[] = [];
   routes.push(...opsRoutes({ metrics, lifecycle, allRoutes: () => routes }), ...businessRoutes);
-  const limiter = new RateLimiter(
-    services.redis,
-    redisKeys(services.config),
-    {
-      perPrincipal: services.config.rateLimitPerMinute,
-      perWebhookFirm: services.config.webhookRateLimitPerMinute,
-      perUnauthenticatedAddress: services.config.unauthenticatedRateLimitPerMinute,
-      perOpenRouteAddress: services.config.openRouteRateLimitPerMinute,
-      perWidgetSession: services.config.widgetSessionRateLimitPerMinute,
-      perWidgetAddress: services.config.widgetAddressRateLimitPerMinute,
-    },
-    services.log,
-  );
+  const limiter = rateLimiterOf(services);
   const router = buildRouter(routes, services, limiter);
 
   koa.silent = true; // errors are logged by errorHandler, with the request id

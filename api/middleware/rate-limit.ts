@@ -8,6 +8,8 @@ import { loadRedisScript } from '../../core/platform/redis-script.js';
 import { MemoryWindows } from './memory-windows.js';
 import type { RateLimitKind, RedisKeys } from '../../core/platform/redis-keys.js';
 import { limitAddress } from '../../core/platform/client-address.js';
+import { redisKeys } from '../../core/platform/redis-keys.js';
+import type { Services } from '../../core/wiring/services.js';
 import { bearerToken } from '../../core/domain/access/authenticate.js';
 
 // Sliding one-minute windows kept in Redis, so every web process shares them
@@ -58,6 +60,24 @@ const principalIdentity = (p: Principal): string => {
   if (p.kind === 'widget') return `firm|${p.firm}|${p.via}`;
   return `firm|${p.firm}|${p.via}|${p.subject}`;
 };
+
+/** A process's limiter over its Redis, with the limits its configuration sets. */
+export function rateLimiterOf(services: Pick<Services, 'redis' | 'config' | 'log'>): RateLimiter {
+  const { config } = services;
+  return new RateLimiter(
+    services.redis,
+    redisKeys(config),
+    {
+      perPrincipal: config.rateLimitPerMinute,
+      perWebhookFirm: config.webhookRateLimitPerMinute,
+      perUnauthenticatedAddress: config.unauthenticatedRateLimitPerMinute,
+      perOpenRouteAddress: config.openRouteRateLimitPerMinute,
+      perWidgetSession: config.widgetSessionRateLimitPerMinute,
+      perWidgetAddress: config.widgetAddressRateLimitPerMinute,
+    },
+    services.log,
+  );
+}
 
 export class RateLimiter {
   private lastWarning = 0;

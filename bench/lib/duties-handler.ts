@@ -24,7 +24,7 @@ import type { Context } from 'koa';
 import { createMetrics } from '../../api/metrics.js';
 import { FirmByteBudgets } from '../../api/middleware/body-budget.js';
 import { jsonBody } from '../../api/middleware/body.js';
-import { RateLimiter } from '../../api/middleware/rate-limit.js';
+import { rateLimiterOf } from '../../api/middleware/rate-limit.js';
 import { safeRequestId } from '../../api/middleware/request-context.js';
 import { LARGE_BODY_WAIT_MS, largeWebhookBody } from '../../api/middleware/webhook-body.js';
 import type { AnyRoute, WebhookCredentials } from '../../api/route.js';
@@ -37,7 +37,6 @@ import type { ApiPrincipal } from '../../core/domain/access/principal.js';
 import { enableReadCache, mustReread } from '../../core/platform/db/read-cache.js';
 import { AppError } from '../../core/platform/errors.js';
 import { errorBody, toAppError } from '../../api/middleware/errors.js';
-import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Services } from '../../core/wiring/services.js';
 
 export type DutiesHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -95,19 +94,7 @@ export function routeDuties(services: Services): DutiesHandler {
   const db = services.mongo.db;
   const cache = enableReadCache(db);
   const metrics = createMetrics(services.queues, db, services);
-  const limiter = new RateLimiter(
-    services.redis,
-    redisKeys(config),
-    {
-      perPrincipal: config.rateLimitPerMinute,
-      perWebhookFirm: config.webhookRateLimitPerMinute,
-      perUnauthenticatedAddress: config.unauthenticatedRateLimitPerMinute,
-      perOpenRouteAddress: config.openRouteRateLimitPerMinute,
-      perWidgetSession: config.widgetSessionRateLimitPerMinute,
-      perWidgetAddress: config.widgetAddressRateLimitPerMinute,
-    },
-    services.log,
-  );
+  const limiter = rateLimiterOf(services);
   const budgets = new FirmByteBudgets(
     config.webhookBodyBudgetBytes,
     config.webhookBodyBudgetPerFirmBytes,
