@@ -11,9 +11,9 @@ import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
 import { jsonBody } from './middleware/body.js';
 import { widgetKeyCors } from './middleware/cors.js';
-import { FirmByteBudgets } from './middleware/body-budget.js';
+import type { FirmByteBudgets } from './middleware/body-budget.js';
 import { limitAddress } from '../core/platform/client-address.js';
-import { LARGE_BODY_WAIT_MS, largeWebhookBody, verifyWebhookBody } from './middleware/webhook-body.js';
+import { largeBodyBudgetsOf, largeWebhookBody, verifyWebhookBody } from './middleware/webhook-body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 import { koaPath, type AnyRoute, type BodyProof, type WebhookCredentials } from './route.js';
 import { compileValidator, type Validator } from './validation.js';
@@ -67,18 +67,8 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
   const cache = readCacheOf(services.mongo.db);
   // One budget for the large webhook bodies this process reads at once, each firm within its share
   // (api/middleware/body-budget.ts).
-  const {
-    webhookBodyBudgetBytes,
-    webhookBodyBudgetPerFirmBytes,
-    webhookBodyBudgetUnprovenBytes,
-    webhookBodyMinBytesPerSecond,
-  } = services.config;
-  const largeBodies = new FirmByteBudgets(
-    webhookBodyBudgetBytes,
-    webhookBodyBudgetPerFirmBytes,
-    webhookBodyBudgetUnprovenBytes,
-    LARGE_BODY_WAIT_MS,
-  );
+  const largeBodies = largeBodyBudgetsOf(services.config);
+  const { webhookBodyMinBytesPerSecond } = services.config;
   for (const route of routes) {
     const validators = {
       body: route.body === undefined ? undefined : compileValidator(route.body, 'body'),

@@ -6,9 +6,8 @@ import type { Logger } from '../../core/platform/logger.js';
 import type { Principal, WidgetPrincipal } from '../../core/domain/access/principal.js';
 import { loadRedisScript } from '../../core/platform/redis-script.js';
 import { MemoryWindows } from './memory-windows.js';
-import type { RateLimitKind, RedisKeys } from '../../core/platform/redis-keys.js';
+import { redisKeys, type RateLimitKind, type RedisKeys } from '../../core/platform/redis-keys.js';
 import { limitAddress } from '../../core/platform/client-address.js';
-import { redisKeys } from '../../core/platform/redis-keys.js';
 import type { Services } from '../../core/wiring/services.js';
 import { bearerToken } from '../../core/domain/access/authenticate.js';
 

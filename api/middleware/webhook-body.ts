@@ -1,7 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import { invalidRequest, unauthorized, unsupportedMediaType } from '../../core/platform/errors.js';
 import type { RawBody, WebhookCredentials } from '../route.js';
-import { type FirmByteBudgets, declaredLength, readBody, tooLarge } from './body-budget.js';
+import { FirmByteBudgets, declaredLength, readBody, tooLarge } from './body-budget.js';
+import type { Config } from '../../core/platform/config.js';
 import { limitAddress } from '../../core/platform/client-address.js';
 import { handleNul, isJsonRequest, MAX_JSON_DEPTH, nestedDeeperThan } from './body.js';
 
@@ -20,6 +21,20 @@ const SMALL_BODY_BYTES = 2 * 1024 * 1024;
 const LARGE_BODY_READ_MS = 15_000;
 /** How long a delivery waits for room before it is answered 503 (Retell gives up after 10 s). */
 export const LARGE_BODY_WAIT_MS = 5_000;
+
+/** A process's budget for the large webhook bodies it reads at once, as its configuration sets it. */
+export const largeBodyBudgetsOf = (
+  config: Pick<
+    Config,
+    'webhookBodyBudgetBytes' | 'webhookBodyBudgetPerFirmBytes' | 'webhookBodyBudgetUnprovenBytes'
+  >,
+): FirmByteBudgets =>
+  new FirmByteBudgets(
+    config.webhookBodyBudgetBytes,
+    config.webhookBodyBudgetPerFirmBytes,
+    config.webhookBodyBudgetUnprovenBytes,
+    LARGE_BODY_WAIT_MS,
+  );
 
 /** The 401 of a signature that does not match its body. */
 const signatureMismatch = () => unauthorized('The webhook signature does not match the body.');

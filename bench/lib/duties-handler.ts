@@ -22,12 +22,11 @@ import { parse as parseQuery } from 'node:querystring';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { createMetrics } from '../../api/metrics.js';
-import { FirmByteBudgets } from '../../api/middleware/body-budget.js';
 import { jsonBody } from '../../api/middleware/body.js';
 import { rateLimiterOf } from '../../api/middleware/rate-limit.js';
 import { safeRequestId } from '../../api/middleware/request-context.js';
-import { LARGE_BODY_WAIT_MS, largeWebhookBody } from '../../api/middleware/webhook-body.js';
-import type { AnyRoute, WebhookCredentials } from '../../api/route.js';
+import { largeBodyBudgetsOf, largeWebhookBody } from '../../api/middleware/webhook-body.js';
+import type { WebhookCredentials } from '../../api/route.js';
 import { countWebhookProof, refuseOtherFirmInQuery } from '../../api/router.js';
 import { authenticateCallWebhook, callWebhookRoutes } from '../../api/routes/call-webhook/routes.js';
 import { callRoutes } from '../../api/routes/calls/routes.js';
@@ -95,18 +94,11 @@ export function routeDuties(services: Services): DutiesHandler {
   const cache = enableReadCache(db);
   const metrics = createMetrics(services.queues, db, services);
   const limiter = rateLimiterOf(services);
-  const budgets = new FirmByteBudgets(
-    config.webhookBodyBudgetBytes,
-    config.webhookBodyBudgetPerFirmBytes,
-    config.webhookBodyBudgetUnprovenBytes,
-    LARGE_BODY_WAIT_MS,
-  );
-  const validators = (route: AnyRoute) => ({
-    params: route.params === undefined ? undefined : compileValidator(route.params, 'params'),
-    body: compileValidator(route.body!, 'body'),
-  });
-  const create = validators(CREATE_CALL);
-  const webhook = validators(CALL_WEBHOOK);
+  const budgets = largeBodyBudgetsOf(config);
+  // The routes' own schemas (create-outbound-call has no path parameters).
+  const createBodySchema = compileValidator(CREATE_CALL.body!, 'body');
+  const webhookParams = compileValidator(CALL_WEBHOOK.params!, 'params');
+  const webhookBodySchema = compileValidator(CALL_WEBHOOK.body!, 'body');
   // The routes' own body readers (api/router.ts builds them the same way).
   const createBody = jsonBody(CREATE_CALL.bodyLimit, { nul: 'reject' });
   const webhookBody = largeWebhookBody(
@@ -130,7 +122,7 @@ export function routeDuties(services: Services): DutiesHandler {
     ctx.state.principal = principal;
     refuseOtherFirmInQuery(ctx, principal);
     await pass(createBody, ctx);
-    const body = create.body((ctx.request as { body?: unknown }).body ?? {});
+    const body = createBodySchema((ctx.request as { body?: unknown }).body ?? {});
     return CREATE_CALL.handler({
       services,
       principal,
@@ -143,7 +135,7 @@ export function routeDuties(services: Services): DutiesHandler {
   };
 
   const callWebhook = async ({ ctx }: View): Promise<unknown> => {
-    ctx.params = webhook.params!({ ...ctx.params }) as Record<string, string>;
+    ctx.params = webhookParams({ ...ctx.params }) as Record<string, string>;
     const before = cache.currentEpoch;
     let credentials: WebhookCredentials = await authenticateCallWebhook(ctx, services);
     const epoch = await limiter.checkWebhook(credentials.firm, credentials.verifyBody === undefined);
@@ -152,7 +144,7 @@ export function routeDuties(services: Services): DutiesHandler {
     ctx.state.principal = credentials.principal;
     ctx.state.webhook = credentials;
     await pass(webhookBody, ctx);
-    const body = webhook.body((ctx.request as { body?: unknown }).body ?? {});
+    const body = webhookBodySchema((ctx.request as { body?: unknown }).body ?? {});
     (ctx.request as { body?: unknown }).body = undefined;
     return CALL_WEBHOOK.handler({
       services,
