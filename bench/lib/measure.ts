@@ -240,28 +240,34 @@ export function processCpuSeconds(pid: number): number {
 /**
  * CPU microseconds each kind of thread of a process has used so far, by its name with any
  * trailing number dropped (`MainThread`, `V8Worker`, `libuv-worker`: Linux
- * /proc/<pid>/task/<tid>/comm and stat); `kernel`: the time they spent in the kernel alone (system
- * calls: socket writes, wake-ups). Empty once the process is gone. A thread that ended takes its
- * time with it, so compare two readings of long-lived threads only.
+ * /proc/<pid>/task/<tid>/comm and stat): `all` of it, and of that the time they spent in the
+ * `kernel` (system calls: socket writes, wake-ups), from one read of each thread. Both empty once
+ * the process is gone. A thread that ended takes its time with it, so compare two readings of
+ * long-lived threads only.
  */
-export function threadCpuMicros(pid: number, part: 'all' | 'kernel' = 'all'): Record<string, number> {
-  const out: Record<string, number> = {};
+export function threadCpuMicros(pid: number): {
+  all: Record<string, number>;
+  kernel: Record<string, number>;
+} {
+  const all: Record<string, number> = {};
+  const kernel: Record<string, number> = {};
   let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return out;
+    return { all, kernel };
   }
   for (const task of tasks) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim().replace(/\d+$/, '');
-      const ticks = cpuTicksOf(readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8'), part);
-      out[name] = (out[name] ?? 0) + ticks * 10_000;
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      all[name] = (all[name] ?? 0) + cpuTicksOf(stat) * 10_000;
+      kernel[name] = (kernel[name] ?? 0) + cpuTicksOf(stat, 'kernel') * 10_000;
     } catch {
       // the thread ended between the listing and the read
     }
   }
-  return out;
+  return { all, kernel };
 }
 
 /** The stores' servers, counted as the stack's besides the processes a scenario names. */

@@ -69,7 +69,6 @@ export class PhaseLog {
   ): Promise<T> {
     if (this.path === undefined) return step();
     const before = threadCpuMicros(proc.pid);
-    const kernelBefore = threadCpuMicros(proc.pid, 'kernel');
     const start = nowMicros();
     const result = await step();
     const end = nowMicros();
@@ -77,8 +76,9 @@ export class PhaseLog {
       Object.fromEntries(
         Object.entries(now).map(([name, us]) => [name, Math.max(0, us - (then[name] ?? 0))]),
       );
-    const threads = used(threadCpuMicros(proc.pid), before);
-    const kernel = used(threadCpuMicros(proc.pid, 'kernel'), kernelBefore);
+    const after = threadCpuMicros(proc.pid);
+    const threads = used(after.all, before.all);
+    const kernel = used(after.kernel, before.kernel);
     const phase: Phase = { label, process: proc.name, start, end, units: result.ok, threads, kernel };
     this.file.phases.push(phase);
     mkdirSync(dirname(this.path), { recursive: true });

@@ -109,9 +109,10 @@ describe("a profile cut by the scenario's steps", () => {
   });
 
   it("reads this process's threads, and a step keeps what they used", async () => {
-    const before = threadCpuMicros(process.pid);
+    const { all: before, kernel: kernelBefore } = threadCpuMicros(process.pid);
     expect(Object.keys(before).length).toBeGreaterThan(0);
-    expect(threadCpuMicros(2 ** 22 + 12_345)).toEqual({}); // no such process
+    expect(Object.keys(kernelBefore)).toEqual(Object.keys(before));
+    expect(threadCpuMicros(2 ** 22 + 12_345)).toEqual({ all: {}, kernel: {} }); // no such process
     const logging = new PhaseLog(join(dir, 'threads.phases.json'), [['busy', 'idle']]);
     await logging.time('busy', { name: 'test', pid: process.pid }, async () => {
       // 60 ms of this thread's CPU, however busy the machine (ticks are 10 ms).
