@@ -1,7 +1,9 @@
 // The growth verdict of the fuzz tests (test/helpers/growth.ts growthOfScale): work that a bound
-// caps may grow faster than its input for one decade and pass; quadratic work fails.
+// caps may grow faster than its input for one decade and pass; quadratic work fails. And what a
+// cost is: this thread's time, not V8's other threads' CPU beside it.
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { growthOfScale, GROWTH_LIMIT } from '../helpers/growth.js';
+import { costOf, growthOfScale, GROWTH_LIMIT } from '../helpers/growth.js';
 
 /** A text of `scale` × 20 characters (each one new, as the fuzz inputs are). */
 const make = (scale: number, variant: number) => `${variant}:`.padEnd(20 * scale, 'x');
@@ -30,5 +32,31 @@ describe('growthOfScale', () => {
     const measured = growthOfScale(make, (t) => t.length, squareUpTo(Infinity, 300));
     expect(measured.ratio).toBeGreaterThan(GROWTH_LIMIT);
     expect(sink).toBeGreaterThan(0);
+  });
+});
+
+describe('a cost', () => {
+  it('is never more than the wall clock it took, whatever other threads of the process spend beside it', async () => {
+    // A thread of the process busy on the other core, as V8's marker and compiler threads are.
+    const busy = new Worker('const end = Date.now() + 2_000; while (Date.now() < end);', { eval: true });
+    try {
+      await new Promise((resolve) => busy.once('online', resolve));
+      const before = process.cpuUsage();
+      const started = performance.now();
+      const cost = costOf(() => {
+        const end = performance.now() + 40;
+        while (performance.now() < end);
+      });
+      const wall = performance.now() - started;
+      const used = process.cpuUsage(before);
+      console.log(
+        `a cost beside a busy thread: ${cost.toFixed(1)} ms over ${wall.toFixed(1)} ms of wall clock, ` +
+          `the process's CPU ${((used.user + used.system) / 1000).toFixed(1)} ms`,
+      );
+      expect(cost).toBeLessThanOrEqual(wall);
+      expect(cost).toBeGreaterThan(0);
+    } finally {
+      await busy.terminate();
+    }
   });
 });
