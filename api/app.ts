@@ -8,6 +8,7 @@ import { apiCors } from './middleware/cors.js';
 import { rateLimiterOf, unauthenticatedLimit } from './middleware/rate-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import type { AnyRoute } from './route.js';
+import { routeDispatch } from './route-dispatch.js';
 import { buildRouter } from './router.js';
 import { enableReadCache } from '../core/platform/db/read-cache.js';
 import { businessRoutes } from './routes/index.js';
@@ -32,6 +33,7 @@ export function createApp(services: Services): App {
   routes.push(...opsRoutes({ metrics, lifecycle, allRoutes: () => routes }), ...businessRoutes);
   const limiter = rateLimiterOf(services);
   const router = buildRouter(routes, services, limiter);
+  const { dispatch, routed } = routeDispatch(router);
 
   koa.silent = true; // errors are logged by errorHandler, with the request id
   koa.use(requestContext(services.log, metrics));
@@ -45,8 +47,8 @@ export function createApp(services: Services): App {
   });
   koa.use(bullBoard(services));
   // After Bull Board, which answers its own paths: it never gets CORS headers.
-  koa.use(apiCors(routes, services, (path) => router.match(path, 'GET').path.length > 0));
-  koa.use(router.routes());
+  koa.use(apiCors(routes, services, routed));
+  koa.use(dispatch);
   koa.use(allowedMethods(router));
   return { koa, routes, metrics, lifecycle };
 }

@@ -209,32 +209,7 @@ export function buildRouter(routes: AnyRoute[], services: Services, limiter: Rat
     chain.push(handle(route, services, validators));
     router.register(koaPath(route.path), [route.method], chain, { name: route.operationId });
   }
-  rememberMatches(router);
   return router;
-}
-
-/** How many (method, path) answers the router keeps; all are dropped when it is full. */
-const MATCHES_KEPT = 5_000;
-
-/**
- * The router tests every route's pattern in turn on every request (90 of them, each with a debug
- * call). The routes are fixed once built, so the answer for a method and path is kept and given
- * again (as fresh arrays: the router and allowedMethods may add to them). Parameters are still
- * taken from each request's own path.
- */
-function rememberMatches(router: Router): void {
-  const match = router.match.bind(router);
-  const known = new Map<string, ReturnType<Router['match']>>();
-  router.match = (path, method) => {
-    const key = `${method} ${path}`;
-    let found = known.get(key);
-    if (found === undefined) {
-      found = match(path, method);
-      if (known.size >= MATCHES_KEPT) known.clear();
-      known.set(key, found);
-    }
-    return { ...found, path: [...found.path], pathAndMethod: [...found.pathAndMethod] };
-  };
 }
 
 function handle(route: AnyRoute, services: Services, v: { body?: Validator; query?: Validator }): Middleware {
