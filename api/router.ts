@@ -9,6 +9,7 @@ import { FIRM_SLUG_PATTERN } from '../core/domain/firms/firm-slug.js';
 import { originNotAllowed } from '../core/domain/widget/origins.js';
 import type { Services } from '../core/wiring/services.js';
 import type { Logger } from '../core/platform/logger.js';
+import { answer } from './answer.js';
 import { jsonBody } from './middleware/body.js';
 import { widgetKeyCors } from './middleware/cors.js';
 import type { FirmByteBudgets } from './middleware/body-budget.js';
@@ -236,10 +237,7 @@ function handle(route: AnyRoute, services: Services, v: { body?: Validator; quer
       ),
     );
     // A handler that wrote the response itself (HTML, 202) returns undefined.
-    if (result !== undefined) {
-      ctx.status = 200;
-      ctx.body = result;
-    }
+    if (result !== undefined) answer(ctx, 200, result);
   };
 }
 

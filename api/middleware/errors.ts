@@ -12,6 +12,7 @@ import {
   type ErrorDetail,
 } from '../../core/platform/errors.js';
 import type { Logger } from '../../core/platform/logger.js';
+import { answer } from '../answer.js';
 
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',
@@ -41,9 +42,8 @@ export function errorHandler(log: Logger): Middleware {
       if (appError.status >= 500) {
         ((ctx.state.log as Logger | undefined) ?? log).error({ err }, 'request failed');
       }
-      ctx.status = appError.status;
       for (const [name, value] of Object.entries(appError.headers ?? {})) ctx.set(name, value);
-      ctx.body = { error: errorBody(appError) };
+      answer(ctx, appError.status, { error: errorBody(appError) });
     }
   };
 }
