@@ -60,14 +60,16 @@ export class PhaseLog {
 
   /**
    * Runs `step`, noting when it ran, how many units it answered (`ok` of its result) and the CPU
-   * each kind of the process's threads used meanwhile.
+   * each kind of the process's threads used meanwhile; only runs it, when it is not `measured`
+   * (a warm-up: `alternate` says which).
    */
   async time<T extends { ok: number }>(
     label: string,
     proc: { name: string; pid: number },
     step: () => Promise<T>,
+    measured = true,
   ): Promise<T> {
-    if (this.path === undefined) return step();
+    if (this.path === undefined || !measured) return step();
     const before = threadCpuMicros(proc.pid);
     const start = nowMicros();
     const result = await step();

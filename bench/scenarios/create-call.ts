@@ -166,56 +166,62 @@ export const createCall: Scenario = {
         ctx.rounds,
         ctx.seconds,
         {
-          route: async (n) => {
+          route: async (n, measured) => {
             load.start();
             const c0 = processCpuSeconds(web.pid);
             const stack = new StackCpu(named);
             try {
-              const r = await phases.time('route', web, () => cannon(request, n));
-              webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+              const r = await phases.time('route', web, () => cannon(request, n), measured);
+              if (measured) webCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
               routeCores = stack.read();
               return r;
             } finally {
               load.stop();
             }
           },
-          direct: async (n) => {
+          direct: async (n, measured) => {
             const c0 = process.cpuUsage();
             const stack = new StackCpu(named);
             const r = await loop(ctx.connections, n, direct);
             const used = process.cpuUsage(c0);
-            directCpu.push((used.user + used.system) / r.ok);
+            if (measured) directCpu.push((used.user + used.system) / r.ok);
             directCores = stack.read();
             return r;
           },
           add: (n) => loop(ctx.connections, n, bareAdd),
           healthz: (n) => cannon({ url: `${web.base}/healthz`, connections: ctx.connections }, n),
-          bare: async (n) => {
+          bare: async (n, measured) => {
             const c0 = processCpuSeconds(bare!.pid);
             const r = await cannon({ ...request, url: `${bare!.base}/create` }, n);
-            bareCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            if (measured) bareCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
             return r;
           },
-          koa: async (n) => {
+          koa: async (n, measured) => {
             const c0 = processCpuSeconds(bare!.pid);
             const r = await cannon({ ...request, url: `${bare!.base}/koa/create` }, n);
-            koaCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
+            if (measured) koaCpu.push(((processCpuSeconds(bare!.pid) - c0) * 1e6) / r.ok);
             return r;
           },
-          inWeb: async (n) => {
+          inWeb: async (n, measured) => {
             const c0 = processCpuSeconds(web.pid);
-            const r = await phases.time('bare in the web', web, () =>
-              cannon({ ...request, url: `${inWeb.base}/create` }, n),
+            const r = await phases.time(
+              'bare in the web',
+              web,
+              () => cannon({ ...request, url: `${inWeb.base}/create` }, n),
+              measured,
             );
-            inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+            if (measured) inWebCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;
           },
-          duties: async (n) => {
+          duties: async (n, measured) => {
             const c0 = processCpuSeconds(web.pid);
-            const r = await phases.time('duties in the web', web, () =>
-              cannon({ ...request, url: `${inWeb.base}/api/v2/create-outbound-call` }, n),
+            const r = await phases.time(
+              'duties in the web',
+              web,
+              () => cannon({ ...request, url: `${inWeb.base}/api/v2/create-outbound-call` }, n),
+              measured,
             );
-            dutiesCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
+            if (measured) dutiesCpu.push(((processCpuSeconds(web.pid) - c0) * 1e6) / r.ok);
             return r;
           },
         },

@@ -71,6 +71,9 @@ describe("a profile cut by the scenario's steps", () => {
     const web = { name: 'web', pid: process.pid };
     expect(await quiet.time('route', web, () => Promise.resolve({ ok: 3 }))).toEqual({ ok: 3 });
     const logging = new PhaseLog(join(dir, 'scenario.phases.json'), [['route', 'bare']]);
+    // A warm-up (not measured) runs, and is not noted.
+    expect(await logging.time('route', web, () => Promise.resolve({ ok: 100 }), false)).toEqual({ ok: 100 });
+    expect(readPhases('scenario', dir)).toBeUndefined();
     await logging.time('route', web, () => Promise.resolve({ ok: 3 }));
     const read = readPhases('scenario', dir)!;
     expect(read.compare).toEqual([['route', 'bare']]);
