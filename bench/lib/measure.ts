@@ -170,13 +170,19 @@ export const amountFor = (rate: number, seconds: number, min = 200): number =>
   Math.max(min, Math.round((Number.isFinite(rate) ? rate : 0) * seconds));
 
 /**
- * Alternates the measured steps `rounds` times (each round runs every step once, in the given
- * order), after one warm-up of each that also sizes the round: each step returns a rate and is
- * asked for about `seconds` worth of work. Returns every round's rate per step. A step is told
- * whether its run is measured: the probe and the warm-up are not, and a step that notes its CPU
- * or its profile phase notes only measured runs. (The call webhook's probe of 100 deliveries cost
- * the web 800 to 2,300 µs of CPU each, compiling, and its warm-up 400 to 800, against 270 to 520
- * in the rounds: counted, they lifted a three-round median by 5 to 11 %.)
+ * Alternates the measured steps `rounds` times, after one warm-up of each that also sizes the
+ * round: each step returns a rate and is asked for about `seconds` worth of work. Returns every
+ * round's rate per step. A step is told whether its run is measured: the probe and the warm-up
+ * are not, and a step that notes its CPU or its profile phase notes only measured runs. (The call
+ * webhook's probe of 100 deliveries cost the web 800 to 2,300 µs of CPU each, compiling, and its
+ * warm-up 400 to 800, against 270 to 520 in the rounds: counted, they lifted a three-round median
+ * by 5 to 11 %.)
+ *
+ * The rounds run the steps in the given order, then in the reverse order, and so on: a machine
+ * whose speed drifts over the run (its load, V8 still settling; one five-round run of the call
+ * webhook saw its CPU a delivery fall from 468 to 316 µs) favours no step's place in a round. In
+ * one order only, the call webhook's route, first in every round, read 1.20 times its duties' CPU
+ * (last); with that order reversed, 1.07.
  */
 export async function alternate<K extends string>(
   rounds: number,
@@ -201,7 +207,7 @@ export async function alternate<K extends string>(
   const out = Object.fromEntries(names.map((n) => [n, [] as Rate[]])) as Record<K, Rate[]>;
   for (let round = 1; round <= rounds; round++) {
     const got = {} as Record<K, Rate>;
-    for (const name of names) {
+    for (const name of round % 2 === 1 ? names : [...names].reverse()) {
       got[name] = await steps[name](sized[name], true);
       out[name].push(got[name]);
       await options.between?.();

@@ -1,13 +1,14 @@
 // The bench's alternation of steps (bench/lib/measure.ts alternate): each step is probed and
-// warmed once, unmeasured, then the rounds run every step measured, so that a warm-up is not
-// counted against the step.
+// warmed once, unmeasured, then the rounds run every step measured, in the given order and in
+// the reverse order by turns, so that neither a warm-up nor a machine drifting over the run is
+// counted against the step that happens to come first.
 import { describe, expect, it } from 'vitest';
 import { alternate, type Rate } from '../../bench/lib/measure.js';
 
 const rate = (n: number): Rate => ({ rate: n, ok: n, failed: 0, seconds: 1, p50: 1, p95: 1, p99: 1 });
 
 describe('alternate', () => {
-  it('tells each step which runs are measured: the rounds, not the probe and the warm-up', async () => {
+  it('tells each step which runs are measured, and runs the rounds in the given order and its reverse by turns', async () => {
     const calls: string[] = [];
     const step = (name: string, perSecond: number) => async (amount: number, measured: boolean) => {
       calls.push(`${name}${measured ? '' : ' (warm-up)'}`);
@@ -22,7 +23,18 @@ describe('alternate', () => {
     );
     expect(calls).toEqual([
       ...['a', 'b', 'c'].flatMap((name) => [`${name} (warm-up)`, `${name} (warm-up)`]),
-      ...['a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c', 'a', 'b', 'c'],
+      'a',
+      'b',
+      'c',
+      'c',
+      'b',
+      'a',
+      'a',
+      'b',
+      'c',
+      'c',
+      'b',
+      'a',
     ]);
     // Every round's rate, by step, in the order of the rounds; the log gets each round whole.
     expect(out.a.map((r) => r.rate)).toEqual([10, 10, 10, 10]);
