@@ -5,6 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { alternate, type Rate } from '../../bench/lib/measure.js';
 
+/** The steps' order, and its reverse. */
+const ORDER = ['a', 'b', 'c'];
+const REVERSE = ['c', 'b', 'a'];
+
 const rate = (n: number): Rate => ({ rate: n, ok: n, failed: 0, seconds: 1, p50: 1, p95: 1, p99: 1 });
 
 describe('alternate', () => {
@@ -22,19 +26,8 @@ describe('alternate', () => {
       { log: (_round, got) => rounds.push(got) },
     );
     expect(calls).toEqual([
-      ...['a', 'b', 'c'].flatMap((name) => [`${name} (warm-up)`, `${name} (warm-up)`]),
-      'a',
-      'b',
-      'c',
-      'c',
-      'b',
-      'a',
-      'a',
-      'b',
-      'c',
-      'c',
-      'b',
-      'a',
+      ...ORDER.flatMap((name) => [`${name} (warm-up)`, `${name} (warm-up)`]),
+      ...[...ORDER, ...REVERSE, ...ORDER, ...REVERSE],
     ]);
     // Every round's rate, by step, in the order of the rounds; the log gets each round whole.
     expect(out.a.map((r) => r.rate)).toEqual([10, 10, 10, 10]);
