@@ -16,9 +16,11 @@ import { readFileSync } from 'node:fs';
 // of the process's CPU over 0.3 ms of wall clock, a ratio of 56 for linear code. The wall clock
 // alone is no measure on a loaded machine: at load 11 to 15 it saw a linear 10,000-to-100,000 step
 // at 24.6, the large run preempted and the small one not. Not process.threadCpuUsage: Linux gives
-// it in 4 ms ticks. Each repetition first runs a small input unmeasured, so the large run does not
-// pay for compiling what it runs (the first generated transcript, the empty one, measured 25 times
-// itself). The small side is the mean of ten runs, so both
+// it in 4 ms ticks. Each repetition of `growth` and `growthOfScale` first runs a small input
+// unmeasured, so the large run does not pay for compiling what it runs (the first generated
+// transcript, the empty one, measured 25 times itself). `growthAsync` does not: its runs are
+// requests and jobs that store what they do, so a caller warms up itself (the hostile transcript's
+// test sends a first delivery). The small side is the mean of ten runs, so both
 // sides do the same work and meet the same garbage collections (fewer runs once they have cost as
 // much as the large run: the ratio is then under ten anyway, as for code that caps its work). Of a
 // few repetitions the smallest ratio counts (noise only ever raises one), and a step stops at its
