@@ -9,8 +9,6 @@ const MATCHES_KEPT = 5_000;
 interface Resolved {
   /** Every layer whose path matches (what allowedMethods reads as `ctx.matched`). */
   matched: readonly Layer[];
-  /** The last of the matched layers that is a route, for the metrics' route label. */
-  route: Layer | undefined;
   /** The matched routes of the method, each entered as @koa/router enters it; undefined when none. */
   chain: ((ctx: Context, next: Next) => Promise<unknown>) | undefined;
 }
@@ -67,7 +65,6 @@ export function routeDispatch(router: Router): RouteDispatch {
       const found = router.match(path, method);
       resolved = {
         matched: Object.freeze(found.path),
-        route: found.pathAndMethod.findLast((layer) => layer.methods.length > 0),
         chain: found.route ? chainOf(found.pathAndMethod) : undefined,
       };
       if (known.size >= MATCHES_KEPT) known.clear();
@@ -77,15 +74,13 @@ export function routeDispatch(router: Router): RouteDispatch {
   };
 
   const dispatch: Middleware = (ctx, next) => {
-    const { matched, route, chain } = resolve(ctx.method, ctx.path);
+    const { matched, chain } = resolve(ctx.method, ctx.path);
     const routed = ctx as unknown as RoutedContext;
     routed.matched = matched;
     routed.router = router;
     routed.routeMatched = chain !== undefined;
-    if (chain === undefined) return next();
-    routed._matchedRoute = route!.path;
-    if (route!.name) routed._matchedRouteName = route!.name;
-    return chain(ctx, next);
+    // The chain's first step, a layer's entry, names the matched route.
+    return chain === undefined ? next() : chain(ctx, next);
   };
   return { dispatch, routed: (path) => resolve('GET', path).matched.length > 0 };
 }
