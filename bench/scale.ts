@@ -22,6 +22,7 @@ import { callsCollection, newOutboundCall } from '../core/domain/calls/calls.js'
 import { applyCallEvent } from '../core/domain/calls/call-events.js';
 import type { AgentDoc } from '../core/domain/agents/agents.js';
 import type { FirmDoc } from '../core/domain/firms/firms.js';
+import type { Frozen } from '../core/platform/db/read-cache.js';
 import { checkInterrupted, described, interruption, knob, loop, type Rate } from './lib/measure.js';
 import { atExit, cleanup, deadline, freshEnvironment, rand, startStores } from './lib/stack.js';
 import { seedEndedCalls } from './lib/seed.js';
@@ -42,7 +43,7 @@ const measure = (count: number, op: (i: number) => Promise<void>): Promise<Rate>
 // ---- seeding ----------------------------------------------------------------------------
 
 /** Tops the calls collection up to `total`, keeping `REQUESTS + WARMUP` new registered calls for (b). */
-async function seed(db: Db, firm: FirmDoc, agent: AgentDoc, total: number): Promise<string[]> {
+async function seed(db: Db, firm: FirmDoc, agent: Frozen<AgentDoc>, total: number): Promise<string[]> {
   const calls = callsCollection(db);
   const targets = Array.from({ length: REQUESTS + WARMUP }, () =>
     newOutboundCall({ firm, agent, toNumber: '+14155550100' }, 'simulator'),

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import type { AgentDoc } from '../../core/domain/agents/agents.js';
 import type { FirmDoc } from '../../core/domain/firms/firms.js';
+import type { Frozen } from '../../core/platform/db/read-cache.js';
 import {
   callsCollection,
   newOutboundCall,
@@ -31,7 +32,12 @@ export function transcript(bytes: number): string {
 }
 
 /** A call as it looks after it ended and was analysed (the i-th of a seed, 1 s apart). */
-export function endedCall(firm: FirmDoc, agent: AgentDoc, i: number, transcriptBytes = 3000): CallDoc {
+export function endedCall(
+  firm: FirmDoc,
+  agent: Frozen<AgentDoc>,
+  i: number,
+  transcriptBytes = 3000,
+): CallDoc {
   const call = newOutboundCall(
     {
       firm,
@@ -74,7 +80,7 @@ export function endedCall(firm: FirmDoc, agent: AgentDoc, i: number, transcriptB
 export async function seedEndedCalls(
   db: Db,
   firm: FirmDoc,
-  agent: AgentDoc,
+  agent: Frozen<AgentDoc>,
   count: number,
   transcriptBytes = 3000,
   from = 0,

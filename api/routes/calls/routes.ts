@@ -1,4 +1,4 @@
-import { requireFirm, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
+import { requireFirmToRead, requireListFirm, requireRecord } from '../../../core/domain/access/access.js';
 import { getFirmAgent } from '../../../core/domain/agents/agents.js';
 import { findCall, registerOutboundCall, replayedOutboundCall } from '../../../core/domain/calls/calls.js';
 import { listFinishedCalls } from '../../../core/domain/calls/calls-list.js';
@@ -35,7 +35,7 @@ export const callRoutes = [
     handler: async ({ services, principal, body, koa }) => {
       const idempotencyKey = idempotencyKeyOf(koa);
       const db = services.mongo.db;
-      const firm = await requireFirm(db, principal, body.firmSlug);
+      const firm = await requireFirmToRead(db, principal, body.firmSlug);
       const replayed =
         idempotencyKey === undefined ? null : await replayedOutboundCall(services, firm._id, idempotencyKey);
       if (replayed !== null) {

@@ -1,7 +1,8 @@
 import type { Db } from 'mongodb';
 import { forbidden, invalidRequest, notFound, quote } from '../../platform/errors.js';
 import type { ApiPrincipal, Principal } from './principal.js';
-import { getFirm, type FirmDoc } from '../firms/firms.js';
+import type { Frozen } from '../../platform/db/read-cache.js';
+import { getFirm, peekFirm, type FirmDoc } from '../firms/firms.js';
 
 // Authorization: the routes ask here, once, whether the caller may act, then hand the domain an
 // already-checked firm or record. The domain never sees a Principal.
@@ -10,6 +11,21 @@ import { getFirm, type FirmDoc } from '../firms/firms.js';
 export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
   if (!mayActOn(principal, slug)) throw forbidden();
   const firm = await getFirm(db, slug);
+  if (firm === null) throw firmNotFound(slug);
+  return firm;
+}
+
+/**
+ * As `requireFirm`, for a route that only reads the firm (create-outbound-call, on every call):
+ * the read cache's own document, frozen, not a copy.
+ */
+export async function requireFirmToRead(
+  db: Db,
+  principal: Principal,
+  slug: string,
+): Promise<Frozen<FirmDoc>> {
+  if (!mayActOn(principal, slug)) throw forbidden();
+  const firm = await peekFirm(db, slug);
   if (firm === null) throw firmNotFound(slug);
   return firm;
 }

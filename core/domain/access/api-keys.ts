@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
-import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
+import { cachedReadShared, changeCached } from '../../platform/db/read-cache.js';
 import { notFound } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { sha256Hex } from '../../platform/crypto.js';
@@ -38,7 +38,8 @@ export async function findApiKeyByHash(
   db: Db,
   keyHash: string,
 ): Promise<{ id: string; firm: string } | null> {
-  const doc = await cachedRead(db, COLLECTIONS.apiKeyHashes, keyHash, () =>
+  // The cache's own document (every request reads it, and only two of its fields): no copy.
+  const doc = await cachedReadShared(db, COLLECTIONS.apiKeyHashes, keyHash, () =>
     apiKeyHashes(db).findOne({ _id: keyHash }),
   );
   return doc === null ? null : { id: doc.key_id, firm: doc.firm };

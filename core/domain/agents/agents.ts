@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import { COLLECTIONS, collection } from '../../platform/db/collections.js';
 import { keysetPage } from '../../platform/db/keyset-cursor.js';
-import { cachedRead, changeCached } from '../../platform/db/read-cache.js';
+import { cachedRead, cachedReadShared, changeCached, type Frozen } from '../../platform/db/read-cache.js';
 import { invalidRequest, notFound, quote } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { redisKeys } from '../../platform/redis-keys.js';
@@ -136,11 +136,16 @@ export async function firmProviderAgentId(
   return repointAgentKey(db, firm, providerAgentId);
 }
 
-/** The agent, which must belong to `firm` (create-outbound-call, create-chat). */
-export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<AgentDoc> {
+/**
+ * The agent, which must belong to `firm` (create-outbound-call, create-chat): the read cache's own
+ * document, frozen, not a copy (every such request reads it, none changes it).
+ */
+export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<Frozen<AgentDoc>> {
   // A point read by _id; the firm is checked on the document
   // (docs/operations.md#data-access-on-ferretdb-and-mongodb).
-  const agent = await findAgent(db, agentId);
+  const agent = await cachedReadShared(db, COLLECTIONS.agents, agentId, () =>
+    agents(db).findOne({ _id: agentId }),
+  );
   if (agent === null || agent.firm !== firm) {
     throw notFound('agent', `No agent ${quote(agentId)} belongs to the firm ${quote(firm)}.`);
   }

@@ -8,6 +8,7 @@ import { enqueue } from '../../../jobs/define.js';
 import { JOBS } from '../../../jobs/table.js';
 import type { AgentDoc } from '../agents/agents.js';
 import type { FirmDoc } from '../firms/firms.js';
+import type { Frozen } from '../../platform/db/read-cache.js';
 import { doneIdempotent, runIdempotent } from '../../platform/db/idempotency.js';
 import { stringifyVariables, type DynamicVariablesInput } from '../agents/dynamic-variables.js';
 import { parseDialable, type Dialable } from '../contact-points/phones.js';
@@ -202,8 +203,9 @@ export interface GatePass {
 }
 
 interface OutboundCallInput {
-  firm: FirmDoc;
-  agent: AgentDoc;
+  /** Read only: a request's are the read cache's own documents, frozen. */
+  firm: Frozen<FirmDoc>;
+  agent: Frozen<AgentDoc>;
   toNumber: string;
   dynamicVariables?: DynamicVariablesInput;
   campaignId?: string;
@@ -300,7 +302,7 @@ export function newOutboundCall(input: OutboundCallInput, provider: string, call
 }
 
 /** The destination as a dialable number when the firm may call it (the rule below), else null. */
-export function allowedDestination(firm: FirmDoc, toNumber: string): Dialable | null {
+export function allowedDestination(firm: Frozen<FirmDoc>, toNumber: string): Dialable | null {
   const dialable = parseDialable(toNumber);
   return dialable !== null &&
     firm.settings.allowed_call_countries.includes(dialable.country) &&
@@ -314,7 +316,7 @@ export function allowedDestination(firm: FirmDoc, toNumber: string): Dialable | 
  * number for its country (400 invalid_request), in a country of the firm's allowed_call_countries and
  * not premium-rate or shared-cost unless the platform allows them (400 destination_not_allowed). `path` names the number in the request, for the error details.
  */
-function requireAllowedDestination(firm: FirmDoc, toNumber: string, path = '/toNumber'): Dialable {
+function requireAllowedDestination(firm: Frozen<FirmDoc>, toNumber: string, path = '/toNumber'): Dialable {
   const dialable = parseDialable(toNumber);
   if (dialable === null) {
     throw invalidRequest(`${toNumber.slice(0, 20)} is not a possible phone number for any country.`, [

@@ -1,5 +1,6 @@
 import type { Services } from '../../wiring/services.js';
 import type { FirmDoc } from '../firms/firms.js';
+import type { Frozen } from '../../platform/db/read-cache.js';
 import type { CallDoc, GatePass } from './calls.js';
 import { judgeNewCall } from '../compliance/dial-gate.js';
 import { parseDialable } from '../contact-points/phones.js';
@@ -16,7 +17,7 @@ import { dialBlocked, dialDeferred } from '../../platform/errors.js';
  */
 export function requestGate(
   services: Services,
-  firm: FirmDoc,
+  firm: Frozen<FirmDoc>,
   toNumber: string,
   whenAllowed: boolean,
 ): (call: CallDoc) => Promise<GatePass> {

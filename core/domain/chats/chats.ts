@@ -32,6 +32,7 @@ import type {
 } from '../../integrations/chat/engine.js';
 import { intakeAgent } from '../intake/intake-agent.js';
 import type { AgentDoc } from '../agents/agents.js';
+import type { Frozen } from '../../platform/db/read-cache.js';
 import { analyseIntake, type IntakeAnalysis } from '../intake/analysis.js';
 import { withBookingStep } from './chat-booking.js';
 import { startChatEffects } from './chat-effects.js';
@@ -112,7 +113,7 @@ const chatBusy = (): AppError =>
 
 export async function createChat(
   services: Services,
-  agent: AgentDoc,
+  agent: Frozen<AgentDoc>,
   dynamicVariables: Record<string, string>,
   /** The widget token that opens it: only that token may use the chat (besides the firm's own). */
   widgetSubject?: string,

@@ -1,6 +1,7 @@
 import type { Services } from '../../wiring/services.js';
 import { clock } from '../../platform/clock.js';
 import type { FirmDoc } from '../firms/firms.js';
+import type { Frozen } from '../../platform/db/read-cache.js';
 import { allowedDestination } from '../calls/calls.js';
 import { judgeHours, type HoursVerdict } from './calling-hours.js';
 import { findDncEntry, type DncEntry } from './dnc-store.js';
@@ -35,7 +36,7 @@ export type GateAnswer =
   | { answer: 'block'; reason: BlockReason; message: string; retryAt?: number };
 
 export interface DialRequest {
-  firm: FirmDoc;
+  firm: Frozen<FirmDoc>;
   /** E.164. */
   phone: string;
   /** The lead's own time zone (a campaign lead's `timezone`): narrows the zones to it. */

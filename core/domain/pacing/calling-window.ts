@@ -9,7 +9,7 @@ import { localTime, zonedTimeToUtc } from '../../platform/time-zone.js';
 export interface CallingWindow {
   start: string;
   end: string;
-  days: number[];
+  days: readonly number[];
 }
 
 /** ISO weekday (1 = Monday … 7 = Sunday) of a calendar date. */
