@@ -142,6 +142,9 @@ export function jsonBody(
     jsonLimit: limit,
     strict: true,
     extendTypes: { json: ['application/json', 'application/*+json'] },
+    // The check the 415 below makes, which knows the usual headers without parsing them: the
+    // parser's own matches the Content-Type against each of its seven types on every request.
+    detectJSON: isJsonRequest,
     // A "__proto__" key is refused (co-body's default) unless the route keeps the JSON as text;
     // then it is an ordinary own key, as JSON.parse makes it, never the object's prototype.
     ...(options.verbatimJson ? { onProtoPoisoning: 'ignore' } : {}),

@@ -172,6 +172,25 @@ describe('413 and 415', () => {
     expect(await firmsInDb(slug)).toBe(0);
   });
 
+  it('every type taken as JSON is read as JSON: a +json type of any kind, with or without a charset', async () => {
+    // The 415 check lets any `*/*+json` through; a body it lets through is parsed, never dropped
+    // (read as an empty body, a request would be judged as if it had sent nothing).
+    for (const type of [
+      'application/json;charset=UTF-8',
+      'application/vnd.api+json',
+      'text/x-intake+json',
+      'application/merge-patch+json; charset=utf-8',
+    ]) {
+      const slug = `f-${rand(4)}`;
+      const res = await stack.admin.request('POST', '/api/firms', {
+        rawBody: JSON.stringify({ slug, name: 'Typed' }),
+        headers: { 'Content-Type': type },
+      });
+      expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(200);
+      expect(await firmsInDb(slug)).toBe(1);
+    }
+  });
+
   it('415 for a form-encoded PATCH', async () => {
     const firm = await createFirm(stack);
     const res = await firm.client.request('PATCH', `/api/firms/${firm.slug}`, {
