@@ -1,7 +1,10 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
+
+// Digests of short strings (a token, a rate limit's identity) are taken on every request: the
+// one-shot `hash` makes no Hash object, about half the cost of `createHash` for these sizes.
 
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time equality of two strings of any length (compares their digests). */
@@ -10,7 +13,7 @@ export function safeEqual(a: string, b: string): boolean {
 }
 
 /** The SHA-256 digest of a string. */
-export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+export const sha256 = (value: string): Buffer => hash('sha256', value, 'buffer');
 
 /**
  * Constant-time comparison of presented secrets against one known secret (the platform key),
