@@ -44,10 +44,14 @@ export const firmRoutes = [
         await requireCallbackAgent(services.mongo.db, body.slug, callback.agent_id);
       const created = await createFirm(services.mongo.db, body, urlPolicyOf(services.config));
       // Its webhook keys' copy, for deliveries while MongoDB is down (core/domain/firms/webhook-keys.ts).
-      // A firm is made with Redis down too: then its first delivery's read writes the copy.
-      await publishWebhookKeys(services, created).catch((err: unknown) =>
-        services.log.warn({ err, firm: created._id }, 'the webhook keys copy could not be written'),
-      );
+      // A firm is made with Redis down too: then its first delivery's read writes the copy. Not
+      // tried while the connection is not ready: the command would wait in the offline queue
+      // through two reconnect attempts (up to 4 s, core/platform/redis.ts) only to fail.
+      if (services.redis.status === 'ready') {
+        await publishWebhookKeys(services, created).catch((err: unknown) =>
+          services.log.warn({ err, firm: created._id }, 'the webhook keys copy could not be written'),
+        );
+      }
       return firmView(created);
     },
   }),
