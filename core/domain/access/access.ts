@@ -8,24 +8,23 @@ import { getFirm, peekFirm, type FirmDoc } from '../firms/firms.js';
 // already-checked firm or record. The domain never sees a Principal.
 
 /** Firm isolation: a firm (or widget) token may only name its own firm (403); the firm must exist (404). */
-export async function requireFirm(db: Db, principal: Principal, slug: string): Promise<FirmDoc> {
-  if (!mayActOn(principal, slug)) throw forbidden();
-  const firm = await getFirm(db, slug);
-  if (firm === null) throw firmNotFound(slug);
-  return firm;
-}
+export const requireFirm = (db: Db, principal: Principal, slug: string): Promise<FirmDoc> =>
+  authorizedFirm(principal, slug, () => getFirm(db, slug));
 
 /**
  * As `requireFirm`, for a route that only reads the firm (create-outbound-call, on every call):
  * the read cache's own document, frozen, not a copy.
  */
-export async function requireFirmToRead(
-  db: Db,
+export const requireFirmToRead = (db: Db, principal: Principal, slug: string): Promise<Frozen<FirmDoc>> =>
+  authorizedFirm(principal, slug, () => peekFirm(db, slug));
+
+async function authorizedFirm<T>(
   principal: Principal,
   slug: string,
-): Promise<Frozen<FirmDoc>> {
+  read: () => Promise<T | null>,
+): Promise<T> {
   if (!mayActOn(principal, slug)) throw forbidden();
-  const firm = await peekFirm(db, slug);
+  const firm = await read();
   if (firm === null) throw firmNotFound(slug);
   return firm;
 }
