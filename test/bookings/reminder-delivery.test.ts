@@ -76,9 +76,13 @@ const sendJobState = (slug: string, bookingUid: string, startMs: number, to: str
 
 describe('reminders sent when due', () => {
   it('a cancelled booking’s reminder is never mailed, even with its send queued; its uncancelled twin’s is mailed at its due time and shows sent', async () => {
-    // The twin's is due in 10 s. The cancelled one's in 10 minutes, so no stall of a loaded
-    // machine lets it come before the cancel: once the cancel is applied, its sends are made due.
-    const startMs = soon(10_000);
+    // The twin's is due in 5 s. Only the two POSTs and the twin's listing as scheduled must come
+    // before it (about 0.1 s here: the twin is listed first, and what follows may run past its
+    // due time); 5 s has room for even a delivery kept in the webhook outbox (an add slower than
+    // ENQUEUE_TIMEOUT_MS, 2 s, then the drain's second). The cancelled one's in 10 minutes, so no
+    // stall of a loaded machine lets it come before the cancel: once the cancel is applied, its
+    // sends are made due.
+    const startMs = soon(5000);
     const due = startMs - 60_000;
     const cancelledStart = soon(600_000);
     const ann: Attendee = { email: 'ann@example.com', name: 'Ann Lee', timeZone: 'Asia/Kolkata' };
@@ -86,15 +90,15 @@ describe('reminders sent when due', () => {
     const cancelled = uid();
     const twin = uid();
     expect(
+      (await send(firm.slug, calEvent('BOOKING_CREATED', calBooking(twin, startMs, [bob])))).status,
+    ).toBe(200);
+    expect(
       (await send(firm.slug, calEvent('BOOKING_CREATED', calBooking(cancelled, cancelledStart, [ann]))))
         .status,
     ).toBe(200);
-    expect(
-      (await send(firm.slug, calEvent('BOOKING_CREATED', calBooking(twin, startMs, [bob])))).status,
-    ).toBe(200);
     for (const [bookingUid, to, start] of [
-      [cancelled, ann.email, cancelledStart],
       [twin, bob.email, startMs],
+      [cancelled, ann.email, cancelledStart],
     ] as const) {
       await remindersWhen(firm.client, firm.slug, bookingUid, (rows) =>
         expect(rows).toEqual(
@@ -212,9 +216,11 @@ describe('send failures', () => {
   it('SMTP refusing twice (451): retried with backoff, mailed once, shows sent; a later run of the send mails nothing', async () => {
     const quiet = await createFirm(stack, { booking_webhook_secret: SECRET, reminder_offsets_minutes: [1] });
     const dan: Attendee = { email: 'dan@example.com', name: 'Dan Ruiz', timeZone: 'America/Denver' };
-    // Due in 5 s. SMTP is told to refuse before the booking comes (a loaded machine could take
-    // longer than those 5 s to see the reminder listed).
-    const startMs = soon(5000);
+    // Due in 3 s: only the webhook's receipt must come before it (a reminder already due when its
+    // event arrives is skipped), one POST, a few milliseconds here. Nothing is asserted before
+    // the send: SMTP is told to refuse before the booking comes (a loaded machine could take
+    // longer than those 3 s to see the reminder listed).
+    const startMs = soon(3000);
     const bookingUid = uid();
     smtp.failNext(2);
     await send(quiet.slug, calEvent('BOOKING_CREATED', calBooking(bookingUid, startMs, [dan])));
