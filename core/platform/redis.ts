@@ -66,9 +66,22 @@ function placeOptions(settings: RedisSettings): RedisOptions {
 export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
 
 /**
+ * A producer's connection that has received nothing for this long while commands await their
+ * reply is dropped and made again (ioredis `socketTimeout`), a little before those commands time
+ * out (at the same instant, the request given the timeout could send its next command down the
+ * dead connection first): by the time a request learns of the timeout the connection is no longer
+ * `ready`, so it and the requests after it skip Redis at once, as for Redis down (the `status` checks), instead of each
+ * paying PRODUCER_COMMAND_TIMEOUT_MS again (a signed webhook paid it twice, then the enqueue's
+ * wait: 12 s, past the 10 s after which Retell gives up). The new connection's ready check gets no
+ * answer either, so it stays not ready until Redis answers again.
+ */
+const PRODUCER_SOCKET_TIMEOUT_MS = PRODUCER_COMMAND_TIMEOUT_MS - 500;
+
+/**
  * Producers (the web process) give up on a command after one reconnect attempt, or when it has
- * no reply within PRODUCER_COMMAND_TIMEOUT_MS, and `enqueue` refuses at once while the connection
- * is not ready, so the API answers 503 instead of hanging; workers wait for Redis forever, as
+ * no reply within PRODUCER_COMMAND_TIMEOUT_MS (their connection dropped just before, see
+ * PRODUCER_SOCKET_TIMEOUT_MS), and `enqueue` refuses at once while the connection is not ready,
+ * so the API answers 503 instead of hanging; workers wait for Redis forever, as
  * BullMQ requires. (The offline queue stays on for producers: BullMQ sends INFO as soon as a
  * Queue is constructed.)
  */
@@ -80,7 +93,12 @@ export function createRedis(settings: RedisSettings, role: RedisRole): RedisClie
   };
   const options: RedisOptions =
     role === 'producer'
-      ? { ...common, maxRetriesPerRequest: 1, commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS }
+      ? {
+          ...common,
+          maxRetriesPerRequest: 1,
+          commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+          socketTimeout: PRODUCER_SOCKET_TIMEOUT_MS,
+        }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
   const placed = { ...options, ...placeOptions(settings) };
   const redis =
