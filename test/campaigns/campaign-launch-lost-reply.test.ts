@@ -1,9 +1,11 @@
 // A launch whose fan-out job reached Redis but whose answer was lost (a partition right after the
-// request: the web gives up after PRODUCER_COMMAND_TIMEOUT_MS and answers 503, withdrawing its
-// launch claim) leaves a fan-out job behind that runs, finds no launch and ends. The client's
-// retry of the launch must still get its fan-out run, whether that job has ended or is still
-// running: the campaign calls its leads and completes, instead of staying `running` with
-// calls_placed 0 for good.
+// request, which a new connection does not get through either: the web drops the connection that
+// answers nothing, cannot get an answer on a new one, gives up after PRODUCER_COMMAND_TIMEOUT_MS
+// and answers 503, withdrawing its launch claim) leaves a fan-out job behind that runs, finds no
+// launch and ends. The client's retry of the launch must still get its fan-out run, whether that
+// job has ended or is still running: the campaign calls its leads and completes, instead of
+// staying `running` with calls_placed 0 for good. When only the one connection lost its answers,
+// the web's add, sent again on its new connection, is answered, and the launch is taken at once.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PRODUCER_COMMAND_TIMEOUT_MS } from '../../core/platform/redis.js';
 import { JOBS } from '../../jobs/table.js';
@@ -45,11 +47,16 @@ async function fanoutJobs(campaignId: string) {
 }
 
 /**
- * The launch's fan-out job add reaches Redis; its answer (and every later one on that connection)
- * is lost until the connection is cut, after the web has given up on it and answered 503.
+ * The launch's fan-out job add reaches Redis; its answer (and every later one on that connection,
+ * or on any connection made meanwhile) is lost until the connections are cut, after the web has
+ * given up on it and answered 503.
  */
 async function launchAnswered503(firm: Firm, campaignId: string) {
-  const cut = relay.loseRepliesAfter(jobId('fanout', campaignId), PRODUCER_COMMAND_TIMEOUT_MS + 3_000);
+  const cut = relay.loseRepliesAfter(
+    jobId('fanout', campaignId),
+    PRODUCER_COMMAND_TIMEOUT_MS + 3_000,
+    'lost',
+  );
   const refused = await firm.client.post(`/api/leads/campaigns/${campaignId}/launch`);
   expectError(refused, 503, 'unavailable');
   await cut;
@@ -74,6 +81,19 @@ async function calledOnceEach(firm: Firm, campaignId: string, phones: string[]) 
   expect(done).toMatchObject({ calls_queued: 2, calls_placed: 2, calls_completed: 2, calls_failed: 0 });
   expect((await simulatorDials(stack, phones)).length).toBe(2);
 }
+
+describe('a launch whose answer from Redis is lost on one connection', () => {
+  it('is taken: the web drops that connection before the command times out, and the add sent again on a new one is one job', async () => {
+    const { firm, phones, created } = await draftOfTwo(930);
+    // The relay would end the connection only after the command's timeout: a 200 means the web
+    // ended it first, and was answered on its new connection before the command gave up.
+    void relay.loseRepliesAfter(jobId('fanout', created.id), PRODUCER_COMMAND_TIMEOUT_MS + 3_000);
+    expect(await launch(firm.client, created.id)).toBe(2);
+    await calledOnceEach(firm, created.id, phones);
+    const jobs = await fanoutJobs(created.id);
+    expect(jobs.map((j) => j.returnvalue?.outcome)).toEqual(['fanned_out']);
+  }, 180_000);
+});
 
 describe('a launch answered 503 after its fan-out job reached Redis', () => {
   it('is launched by the retry, whose campaign calls its leads and completes', async () => {

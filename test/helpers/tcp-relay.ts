@@ -14,10 +14,13 @@ export interface TcpRelay {
   via(url: string): string;
   /**
    * The next request whose bytes hold `marker` reaches the server, but nothing the server sends
-   * on that connection from then on reaches the client: a partition right after the request. The
-   * connection is ended `forMs` later (the client then reconnects). Resolves when it is ended.
+   * on that connection from then on reaches the client: a partition right after the request. With
+   * `reconnects: 'lost'`, nor on any connection the relay takes while it lasts (a client that
+   * connects again does not get through either); with `'through'` (the default) a new connection
+   * does. The connections are ended `forMs` later (the client then reconnects). Resolves when
+   * they are ended.
    */
-  loseRepliesAfter(marker: string, forMs: number): Promise<void>;
+  loseRepliesAfter(marker: string, forMs: number, reconnects?: 'lost' | 'through'): Promise<void>;
   /**
    * The next request whose bytes hold `marker`, and whatever follows it on that connection, is
    * held back from the server until `release()`; `seen` resolves when it is held.
@@ -37,6 +40,7 @@ interface RequestHold {
 interface ReplyLoss {
   marker: Buffer;
   forMs: number;
+  reconnects: 'lost' | 'through';
   done: () => void;
 }
 
@@ -64,9 +68,12 @@ export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
   const open = new Set<Socket>();
   let armed: ReplyLoss | null = null;
   let armedHold: RequestHold | null = null;
+  /** While a loss with `reconnects: 'lost'` lasts: how to end each connection it holds. */
+  let partition: Set<() => void> | null = null;
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port), target.hostname);
-    let losing = false;
+    let losing = partition !== null;
+    partition?.add(() => drop());
     let held: Buffer[] | null = null;
     // The end of the previous chunk, so that a marker split across two chunks is still seen.
     let tail = Buffer.alloc(0);
@@ -98,8 +105,11 @@ export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
           if (seen.includes(loss.marker)) {
             armed = null;
             losing = true;
+            const lost = new Set([drop]);
+            if (loss.reconnects === 'lost') partition = lost;
             setTimeout(() => {
-              drop();
+              if (partition === lost) partition = null;
+              for (const end of lost) end();
               loss.done();
             }, loss.forMs);
           }
@@ -134,9 +144,9 @@ export async function startTcpRelay(target: URL, port = 0): Promise<TcpRelay> {
       u.port = String(bound);
       return u.toString();
     },
-    loseRepliesAfter(marker, forMs) {
+    loseRepliesAfter(marker, forMs, reconnects = 'through') {
       return new Promise<void>((resolve) => {
-        armed = { marker: Buffer.from(marker), forMs, done: resolve };
+        armed = { marker: Buffer.from(marker), forMs, reconnects, done: resolve };
       });
     },
     holdRequest(marker) {
