@@ -1,6 +1,5 @@
 import type { Services } from '../../wiring/services.js';
 import { clock } from '../../platform/clock.js';
-import { UnavailableError } from '../../platform/errors.js';
 import type { FirmDoc } from '../firms/firms.js';
 import type { Frozen } from '../../platform/db/read-cache.js';
 import { allowedDestination } from '../calls/calls.js';
@@ -257,21 +256,7 @@ export async function judgeNewCall(
 > {
   if (gateBypass.on) return () => ({ decision: { answer: 'allow' }, record: async () => undefined });
   const atMs = req.atMs ?? clock.now();
-  // While the web's Redis is not ready the peek would wait in ioredis's offline queue for a
-  // reconnect (a few seconds; while Redis hangs, until the new connection's ready check times
-  // out) for a call that could not be queued anyway (`enqueue` refuses): a rule that needs it
-  // answers 503 at once (a call refused by its country still is, without Redis).
-  const peek =
-    req.peek ??
-    (services.redis.status === 'ready' ? undefined : Promise.reject(new UnavailableError('redis')));
-  peek?.catch(() => undefined);
-  const judged = await decideDial(services, {
-    ...req,
-    ...(peek === undefined ? {} : { peek }),
-    callId: '',
-    stage: 'request',
-    atMs,
-  });
+  const judged = await decideDial(services, { ...req, callId: '', stage: 'request', atMs });
   return (callId, whenAllowed) => {
     const decision = asRequested(judged.decision, whenAllowed);
     return {
