@@ -107,9 +107,13 @@ export async function createAgent(
   return doc;
 }
 
+/** The agent's point read by _id, as the read cache loads it. */
+const loadAgent = (db: Db, agentId: string) => (): Promise<AgentDoc | null> =>
+  agents(db).findOne({ _id: agentId });
+
 /** The agent with that id, whoever owns it; null when there is none. */
 export async function findAgent(db: Db, agentId: string): Promise<AgentDoc | null> {
-  return cachedRead(db, COLLECTIONS.agents, agentId, () => agents(db).findOne({ _id: agentId }));
+  return cachedRead(db, COLLECTIONS.agents, agentId, loadAgent(db, agentId));
 }
 
 /**
@@ -143,9 +147,7 @@ export async function firmProviderAgentId(
 export async function getFirmAgent(db: Db, firm: string, agentId: string): Promise<Frozen<AgentDoc>> {
   // A point read by _id; the firm is checked on the document
   // (docs/operations.md#data-access-on-ferretdb-and-mongodb).
-  const agent = await cachedReadShared(db, COLLECTIONS.agents, agentId, () =>
-    agents(db).findOne({ _id: agentId }),
-  );
+  const agent = await cachedReadShared(db, COLLECTIONS.agents, agentId, loadAgent(db, agentId));
   if (agent === null || agent.firm !== firm) {
     throw notFound('agent', `No agent ${quote(agentId)} belongs to the firm ${quote(firm)}.`);
   }
