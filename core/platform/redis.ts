@@ -69,11 +69,13 @@ export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
  * A producer's connection that has received nothing for this long while commands await their
  * reply is dropped and made again (ioredis `socketTimeout`), a little before those commands time
  * out (at the same instant, the request given the timeout could send its next command down the
- * dead connection first): by the time a request learns of the timeout the connection is no longer
- * `ready`, so it and the requests after it skip Redis at once, as for Redis down (the `status` checks), instead of each
- * paying PRODUCER_COMMAND_TIMEOUT_MS again (a signed webhook paid it twice, then the enqueue's
- * wait: 12 s, past the 10 s after which Retell gives up). The new connection's ready check gets no
- * answer either, so it stays not ready until Redis answers again.
+ * dead connection first). By the time a request learns of the timeout the connection is no longer
+ * `ready`, and what checks its status (the rate limits, `enqueue`, the delivery outbox) goes on
+ * as for Redis down, instead of each command paying PRODUCER_COMMAND_TIMEOUT_MS again (a signed
+ * webhook paid it twice, then the enqueue's wait: 12 s, past the 10 s after which Retell gives
+ * up). The new connection's ready check gets no answer either, so it stays not ready until Redis
+ * answers again. Commands awaiting a reply on the dropped connection are sent once more on the
+ * new one, as after any reconnect.
  */
 const PRODUCER_SOCKET_TIMEOUT_MS = PRODUCER_COMMAND_TIMEOUT_MS - 500;
 
